@@ -1,0 +1,138 @@
+#include <cmath>
+#include <cstdio>
+#include <unordered_set>
+
+#include "core/trace/trace.h"
+#include "core/util/csv.h"
+
+namespace mmtwin {
+
+uint16_t Trace::SubsetIndex(const std::string& name) {
+  for (size_t i = 0; i < subsets.size(); ++i)
+    if (subsets[i] == name) return static_cast<uint16_t>(i);
+  subsets.push_back(name);
+  return static_cast<uint16_t>(subsets.size() - 1);
+}
+
+namespace {
+
+const char* const kColumns[] = {"sample_id",    "subset",        "images",      "image_tiles",
+                                "video_frames", "audio_seconds", "text_tokens", "meta"};
+constexpr int kRequired = 7;  // meta is optional
+
+Status ParseCount(const CsvReader& csv, std::string_view field, const char* name, uint32_t& out) {
+  int64_t v;
+  if (!ParseInt64(field, v) || v < 0 || v > 0xFFFFFFFFll)
+    return csv.ErrorAt(name, "'" + std::string(field) + "' is not a non-negative integer");
+  out = static_cast<uint32_t>(v);
+  return Status();
+}
+
+}  // namespace
+
+Result<Trace> ParseTrace(std::string text, const std::string& name) {
+  CsvReader csv = CsvReader::FromString(std::move(text), name);
+  std::vector<std::string_view> f;
+  if (!csv.Next(f)) {
+    if (!csv.status().ok()) return csv.status().error();
+    return Error::At(name, 1, "", "empty trace: expected the header line");
+  }
+  for (const auto& c : csv.comments()) {
+    int v = 0;
+    if (std::sscanf(c.c_str(), " mmtwin-trace v%d", &v) == 1 && v != kTraceFormatVersion)
+      return Error::At(name, 1, "", "trace format v" + std::to_string(v) + " is not supported (this mmtwin reads v" +
+                                        std::to_string(kTraceFormatVersion) + ")");
+  }
+  CsvHeader header(f);
+  int col[8];
+  for (int i = 0; i < 8; ++i) {
+    col[i] = header.Find(kColumns[i]);
+    if (i < kRequired && col[i] < 0)
+      return csv.ErrorAt(kColumns[i], "missing column in header (a trace needs sample_id, subset, images, "
+                                      "image_tiles, video_frames, audio_seconds, text_tokens[, meta])");
+  }
+  const size_t width = header.names().size();
+  Trace t;
+  std::string last_subset;
+  uint16_t last_index = 0;
+  while (csv.Next(f)) {
+    if (f.size() != width)
+      return csv.ErrorAt("", "expected " + std::to_string(width) + " fields, found " + std::to_string(f.size()));
+    Sample s;
+    s.id.assign(f[col[0]]);
+    if (s.id.empty()) return csv.ErrorAt("sample_id", "empty");
+    std::string_view subset = f[col[1]];
+    if (t.subsets.empty() || subset != last_subset) {
+      last_subset.assign(subset);
+      if (t.subsets.size() >= 65535) {
+        bool known = false;
+        for (auto& n : t.subsets) known |= n == last_subset;
+        if (!known) return csv.ErrorAt("subset", "more than 65535 distinct subsets");
+      }
+      last_index = t.SubsetIndex(last_subset);
+    }
+    s.subset = last_index;
+    MMTWIN_RETURN_IF_ERROR(ParseCount(csv, f[col[2]], "images", s.images));
+    MMTWIN_RETURN_IF_ERROR(ParseCount(csv, f[col[3]], "image_tiles", s.image_tiles));
+    MMTWIN_RETURN_IF_ERROR(ParseCount(csv, f[col[4]], "video_frames", s.video_frames));
+    if (!ParseDouble(f[col[5]], s.audio_seconds) || s.audio_seconds < 0)
+      return csv.ErrorAt("audio_seconds", "'" + std::string(f[col[5]]) + "' is not a non-negative number");
+    MMTWIN_RETURN_IF_ERROR(ParseCount(csv, f[col[6]], "text_tokens", s.text_tokens));
+    if (s.image_tiles < s.images)
+      return csv.ErrorAt("image_tiles", std::to_string(s.image_tiles) + " tiles is fewer than the " +
+                                            std::to_string(s.images) + " images");
+    if (col[7] >= 0) s.meta.assign(f[col[7]]);
+    t.samples.push_back(std::move(s));
+  }
+  if (!csv.status().ok()) return csv.status().error();
+  return t;
+}
+
+Result<Trace> ReadTrace(const std::string& path) {
+  MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return ParseTrace(std::move(text), path);
+}
+
+std::string FormatTrace(const Trace& t) {
+  std::string o;
+  o.reserve(64 + t.samples.size() * 64);
+  o += "# mmtwin-trace v" + std::to_string(kTraceFormatVersion) + "\n";
+  o += "sample_id,subset,images,image_tiles,video_frames,audio_seconds,text_tokens,meta\n";
+  char num[64];
+  for (const Sample& s : t.samples) {
+    o += CsvQuote(s.id);
+    o += ',';
+    o += CsvQuote(t.subsets[s.subset]);
+    int n = std::snprintf(num, sizeof num, ",%u,%u,%u,", s.images, s.image_tiles, s.video_frames);
+    o.append(num, n);
+    // Audio to 4 decimals (LibriSpeech sample resolution is 1/16000 s; 0.1 ms is enough); integral values plain.
+    if (s.audio_seconds == std::floor(s.audio_seconds))
+      n = std::snprintf(num, sizeof num, "%.0f", s.audio_seconds);
+    else
+      n = std::snprintf(num, sizeof num, "%.4f", s.audio_seconds);
+    o.append(num, n);
+    n = std::snprintf(num, sizeof num, ",%u,", s.text_tokens);
+    o.append(num, n);
+    o += CsvQuote(s.meta);
+    o += '\n';
+  }
+  return o;
+}
+
+Status WriteTrace(const Trace& trace, const std::string& path) { return WriteFileAtomic(path, FormatTrace(trace)); }
+
+Status ValidateTrace(const Trace& t, const std::string& name) {
+  std::unordered_set<std::string_view> ids;
+  ids.reserve(t.samples.size());
+  for (size_t i = 0; i < t.samples.size(); ++i) {
+    const Sample& s = t.samples[i];
+    if (s.subset >= t.subsets.size()) return Error(name + ": sample " + s.id + ": subset index out of range");
+    if (s.image_tiles < s.images) return Error(name + ": sample " + s.id + ": fewer tiles than images");
+    if (!(s.audio_seconds >= 0) || !std::isfinite(s.audio_seconds))
+      return Error(name + ": sample " + s.id + ": audio_seconds must be finite and >= 0");
+    if (!ids.insert(s.id).second) return Error(name + ": duplicate sample_id '" + s.id + "'");
+  }
+  return Status();
+}
+
+}  // namespace mmtwin

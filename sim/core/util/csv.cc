@@ -1,0 +1,192 @@
+#include "core/util/csv.h"
+
+#include <cerrno>
+#include <cmath>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+namespace mmtwin {
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return Error(path + ": cannot open: " + std::strerror(errno));
+  std::string out;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  const bool bad = std::ferror(f);
+  std::fclose(f);
+  if (bad) return Error(path + ": read error");
+  return out;
+}
+
+Status WriteFileAtomic(const std::string& path, std::string_view content) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) return Error(path + ": cannot write: " + std::strerror(errno));
+  const bool ok = std::fwrite(content.data(), 1, content.size(), f) == content.size();
+  const bool closed = std::fclose(f) == 0;
+  if (!ok || !closed) {
+    std::remove(tmp.c_str());
+    return Error(path + ": write failed");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return Error(path + ": cannot replace: " + std::strerror(errno));
+  }
+  return Status();
+}
+
+Result<CsvReader> CsvReader::Open(const std::string& path) {
+  MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return FromString(std::move(text), path);
+}
+
+CsvReader CsvReader::FromString(std::string text, std::string name) {
+  CsvReader r;
+  r.text_ = std::move(text);
+  r.name_ = std::move(name);
+  // Skip a UTF-8 byte order mark.
+  if (r.text_.size() >= 3 && r.text_.compare(0, 3, "\xEF\xBB\xBF") == 0) r.pos_ = 3;
+  return r;
+}
+
+bool CsvReader::Next(std::vector<std::string_view>& fields) {
+  fields.clear();
+  if (!status_.ok()) return false;
+  const std::string& t = text_;
+  const size_t n = t.size();
+  // Skip blank and comment lines.
+  while (pos_ < n) {
+    if (t[pos_] == '\n') {
+      ++pos_;
+      ++next_line_;
+    } else if (t[pos_] == '\r' && pos_ + 1 < n && t[pos_ + 1] == '\n') {
+      pos_ += 2;
+      ++next_line_;
+    } else if (t[pos_] == '#') {
+      size_t e = t.find('\n', pos_);
+      if (e == std::string::npos) e = n;
+      size_t ce = e;
+      if (ce > pos_ && t[ce - 1] == '\r') --ce;
+      comments_.emplace_back(t.substr(pos_ + 1, ce - pos_ - 1));
+      pos_ = e;
+    } else {
+      break;
+    }
+  }
+  if (pos_ >= n) return false;
+  record_line_ = next_line_;
+  scratch_.clear();
+  spans_.clear();
+  // Quoted fields are unescaped into scratch_; spans index either text_ (high bit clear) or scratch_.
+  constexpr size_t kScratch = size_t{1} << 63;
+  while (true) {
+    if (pos_ < n && t[pos_] == '"') {
+      ++pos_;
+      const size_t start = scratch_.size();
+      bool closed = false;
+      while (pos_ < n) {
+        char c = t[pos_];
+        if (c == '"') {
+          if (pos_ + 1 < n && t[pos_ + 1] == '"') {
+            scratch_.push_back('"');
+            pos_ += 2;
+            continue;
+          }
+          ++pos_;
+          closed = true;
+          break;
+        }
+        if (c == '\n') ++next_line_;
+        scratch_.push_back(c);
+        ++pos_;
+      }
+      if (!closed) {
+        status_ = Error::At(name_, record_line_, "", "unterminated quoted field");
+        return false;
+      }
+      spans_.emplace_back(start | kScratch, scratch_.size() - start);
+      if (pos_ < n && t[pos_] != ',' && t[pos_] != '\n' && t[pos_] != '\r') {
+        status_ = Error::At(name_, record_line_, "", "unexpected character after closing quote");
+        return false;
+      }
+    } else {
+      const size_t start = pos_;
+      while (pos_ < n && t[pos_] != ',' && t[pos_] != '\n' && t[pos_] != '\r') ++pos_;
+      spans_.emplace_back(start, pos_ - start);
+    }
+    if (pos_ < n && t[pos_] == ',') {
+      ++pos_;
+      continue;
+    }
+    // End of record.
+    if (pos_ < n && t[pos_] == '\r') ++pos_;
+    if (pos_ < n && t[pos_] == '\n') {
+      ++pos_;
+      ++next_line_;
+    }
+    break;
+  }
+  for (auto [off, len] : spans_) {
+    if (off & kScratch)
+      fields.emplace_back(scratch_.data() + (off & ~kScratch), len);
+    else
+      fields.emplace_back(t.data() + off, len);
+  }
+  return true;
+}
+
+CsvHeader::CsvHeader(const std::vector<std::string_view>& fields) {
+  for (auto f : fields) {
+    while (!f.empty() && (f.front() == ' ' || f.front() == '\t')) f.remove_prefix(1);
+    while (!f.empty() && (f.back() == ' ' || f.back() == '\t')) f.remove_suffix(1);
+    names_.emplace_back(f);
+  }
+}
+
+int CsvHeader::Find(std::string_view name) const {
+  for (size_t i = 0; i < names_.size(); ++i)
+    if (names_[i] == name) return static_cast<int>(i);
+  return -1;
+}
+
+static std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool ParseInt64(std::string_view s, int64_t& out) {
+  s = Trim(s);
+  if (s.empty()) return false;
+  if (s.front() == '+') s.remove_prefix(1);
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+bool ParseDouble(std::string_view s, double& out) {
+  s = Trim(s);
+  if (s.empty()) return false;
+  if (s.front() == '+') s.remove_prefix(1);
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  if (ec != std::errc() || p != s.data() + s.size()) return false;
+  return out == out && out != HUGE_VAL && out != -HUGE_VAL;  // reject nan and inf
+}
+
+std::string CsvQuote(std::string_view s) {
+  if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"') o += '"';
+    o += c;
+  }
+  o += '"';
+  return o;
+}
+
+}  // namespace mmtwin

@@ -1,0 +1,130 @@
+#include "core/util/csv.h"
+
+#include <gtest/gtest.h>
+
+#include "core/trace/trace.h"
+#include "core/util/rng.h"
+
+namespace mmtwin {
+namespace {
+
+TEST(CsvReaderTest, QuotedFieldsAndLineNumbers) {
+  CsvReader r = CsvReader::FromString("# comment\na,b\n1,\"x,\"\"y\"\"\nz\"\n\n2,3\n", "t.csv");
+  std::vector<std::string_view> f;
+  ASSERT_TRUE(r.Next(f));
+  EXPECT_EQ(r.line(), 2);
+  ASSERT_TRUE(r.Next(f));
+  EXPECT_EQ(r.line(), 3);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[1], "x,\"y\"\nz");
+  ASSERT_TRUE(r.Next(f));
+  EXPECT_EQ(r.line(), 6);
+  EXPECT_EQ(f[0], "2");
+  EXPECT_FALSE(r.Next(f));
+  EXPECT_TRUE(r.status().ok());
+  ASSERT_EQ(r.comments().size(), 1u);
+  EXPECT_EQ(r.comments()[0], " comment");
+}
+
+TEST(CsvReaderTest, UnterminatedQuoteIsAnError) {
+  CsvReader r = CsvReader::FromString("a\n\"abc\n", "t.csv");
+  std::vector<std::string_view> f;
+  ASSERT_TRUE(r.Next(f));
+  EXPECT_FALSE(r.Next(f));
+  ASSERT_FALSE(r.status().ok());
+  EXPECT_EQ(r.status().error().message(), "t.csv:2: unterminated quoted field");
+}
+
+TEST(ParseTest, StrictNumbers) {
+  int64_t i;
+  double d;
+  EXPECT_TRUE(ParseInt64(" 42 ", i));
+  EXPECT_EQ(i, 42);
+  EXPECT_FALSE(ParseInt64("4x", i));
+  EXPECT_FALSE(ParseInt64("", i));
+  EXPECT_TRUE(ParseDouble("1.5e3", d));
+  EXPECT_DOUBLE_EQ(d, 1500);
+  EXPECT_FALSE(ParseDouble("nan", d));
+  EXPECT_FALSE(ParseDouble("1.0.0", d));
+}
+
+TEST(TraceIoTest, RoundTrip) {
+  Trace t;
+  for (int i = 0; i < 50; ++i) {
+    Sample s;
+    s.id = "s" + std::to_string(i);
+    s.subset = t.SubsetIndex(i % 3 ? "a,b" : "c");
+    s.images = i % 2;
+    s.image_tiles = s.images * (1 + i % 5);
+    s.video_frames = i % 7;
+    s.audio_seconds = i * 0.25;
+    s.text_tokens = 10 * i;
+    s.meta = i % 4 ? "" : "note \"q\"";
+    t.samples.push_back(s);
+  }
+  auto back = ParseTrace(FormatTrace(t), "mem");
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  ASSERT_EQ(back->samples.size(), t.samples.size());
+  for (size_t i = 0; i < t.samples.size(); ++i) {
+    const Sample &a = t.samples[i], &b = back->samples[i];
+    EXPECT_EQ(a.id, b.id);
+    EXPECT_EQ(t.subsets[a.subset], back->subsets[b.subset]);
+    EXPECT_EQ(a.image_tiles, b.image_tiles);
+    EXPECT_EQ(a.video_frames, b.video_frames);
+    EXPECT_DOUBLE_EQ(a.audio_seconds, b.audio_seconds);
+    EXPECT_EQ(a.text_tokens, b.text_tokens);
+    EXPECT_EQ(a.meta, b.meta);
+  }
+  EXPECT_TRUE(ValidateTrace(*back, "mem").ok());
+}
+
+TEST(TraceIoTest, ErrorsNameFileLineAndField) {
+  const std::string head = "# mmtwin-trace v1\nsample_id,subset,images,image_tiles,video_frames,audio_seconds,text_tokens\n";
+  auto r = ParseTrace(head + "a,x,1,1,0,0,5\nb,x,1,-3,0,0,5\n", "bad.csv");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(), "bad.csv:4: image_tiles: '-3' is not a non-negative integer");
+  r = ParseTrace(head + "a,x,1,1,0,abc,5\n", "bad.csv");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(), "bad.csv:3: audio_seconds: 'abc' is not a non-negative number");
+  r = ParseTrace(head + "a,x,2,1,0,0,5\n", "bad.csv");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("bad.csv:3: image_tiles:"), std::string::npos);
+  r = ParseTrace(head + "a,x,1,1,0,0\n", "bad.csv");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(), "bad.csv:3: expected 7 fields, found 6");
+  r = ParseTrace("sample_id,subset\n", "bad.csv");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("images: missing column"), std::string::npos);
+  r = ParseTrace("# mmtwin-trace v9\n" + head.substr(head.find('\n') + 1), "new.csv");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("v9 is not supported"), std::string::npos);
+  auto missing = ReadTrace("/nonexistent/x.csv");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message().find("/nonexistent/x.csv: cannot open"), std::string::npos);
+}
+
+TEST(RngTest, SameSeedSameStreamAndShuffleIsPermutation) {
+  Rng a(7), b(7), c(8);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(a.Next(), b.Next());
+  EXPECT_NE(Rng(7).Next(), c.Next());
+  std::vector<int> v(1000);
+  for (int i = 0; i < 1000; ++i) v[i] = i;
+  Rng r(3);
+  r.Shuffle(v);
+  std::vector<int> sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  for (int i = 0; i < 1000; ++i) EXPECT_EQ(sorted[i], i);
+  EXPECT_NE(v[0] + v[1] * 1000, 0 + 1 * 1000);
+  double sum = 0, sq = 0;
+  Rng n(11);
+  for (int i = 0; i < 100000; ++i) {
+    double x = n.Normal();
+    sum += x;
+    sq += x * x;
+  }
+  EXPECT_NEAR(sum / 100000, 0, 0.02);
+  EXPECT_NEAR(sq / 100000, 1, 0.02);
+}
+
+}  // namespace
+}  // namespace mmtwin
