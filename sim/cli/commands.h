@@ -1,0 +1,20 @@
+// Subcommands of the `mmtwin` CLI. Each takes the arguments after its name and returns the process exit code:
+// 0 success, 1 a check failed (e.g. a plan that does not fit), 2 bad input (message on `err`).
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace mmtwin::cli {
+
+using Args = std::vector<std::string>;
+
+// mmtwin trace import|gen|stats ...   (sim/cli/trace_cmd.cc)
+int RunTrace(const Args& args, std::ostream& out, std::ostream& err);
+// mmtwin balance ...                  (sim/cli/balance_cmd.cc)
+int RunBalance(const Args& args, std::ostream& out, std::ostream& err);
+// mmtwin models|clusters|policies     (sim/cli/list_cmd.cc)
+int RunList(const std::string& what, const Args& args, std::ostream& out, std::ostream& err);
+
+}  // namespace mmtwin::cli
