@@ -1,0 +1,53 @@
+#include "core/balance/data_plan.h"
+
+namespace mmtwin {
+
+SampleSizes ComputeSizes(const ModelSpec& model, const Trace& trace) {
+  SampleSizes s;
+  const size_t n = trace.samples.size();
+  s.vision_units.resize(n);
+  s.vit_tokens.resize(n);
+  s.audio_tokens.resize(n);
+  s.llm_tokens.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const SampleTokens t = TokensFor(model, trace.samples[i]);
+    s.vision_units[i] = t.vision_units;
+    s.vit_tokens[i] = t.vit_tokens;
+    s.audio_tokens[i] = t.audio_tokens;
+    s.llm_tokens[i] = t.llm_tokens;
+  }
+  return s;
+}
+
+int64_t DataPlan::SamplesPlaced() const {
+  int64_t n = 0;
+  for (const auto& st : steps)
+    for (const auto& mb : st.ranks) n += static_cast<int64_t>(mb.samples.size());
+  return n;
+}
+
+Status CheckPlan(const DataPlan& plan, size_t num_samples) {
+  std::vector<uint8_t> seen(num_samples, 0);
+  auto mark = [&](uint32_t i, const char* where) -> Status {
+    if (i >= num_samples) return Error(std::string("plan: sample index out of range in ") + where);
+    if (seen[i]) return Error("plan: sample " + std::to_string(i) + " placed twice (" + where + ")");
+    seen[i] = 1;
+    return Status();
+  };
+  for (size_t k = 0; k < plan.steps.size(); ++k) {
+    if (static_cast<int>(plan.steps[k].ranks.size()) != plan.dp)
+      return Error("plan: step " + std::to_string(k) + " has " + std::to_string(plan.steps[k].ranks.size()) +
+                   " mini-batches for dp " + std::to_string(plan.dp));
+    for (const auto& mb : plan.steps[k].ranks)
+      for (uint32_t i : mb.samples) MMTWIN_RETURN_IF_ERROR(mark(i, "steps"));
+  }
+  for (uint32_t i : plan.skipped) MMTWIN_RETURN_IF_ERROR(mark(i, "skipped"));
+  int64_t unseen = 0;
+  for (uint8_t b : seen) unseen += !b;
+  if (unseen != plan.dropped_remainder)
+    return Error("plan: " + std::to_string(unseen) + " samples neither placed nor skipped, but dropped_remainder is " +
+                 std::to_string(plan.dropped_remainder));
+  return Status();
+}
+
+}  // namespace mmtwin

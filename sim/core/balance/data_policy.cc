@@ -1,0 +1,328 @@
+#include "core/balance/data_policy.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/util/rng.h"
+
+namespace mmtwin {
+namespace {
+
+const ParamSpec kBatchSize{"batch_size", ParamType::kInt, "4", "samples per mini-batch per DP rank", {}, 1, 1 << 20};
+const ParamSpec kKey{"key", ParamType::kString, "llm", "size used for grouping", {"llm", "vit"}};
+
+const std::vector<int64_t>& KeySizes(const DataPolicyContext& ctx, const std::string& key) {
+  return key == "vit" ? ctx.sizes->vit_tokens : ctx.sizes->llm_tokens;
+}
+
+std::vector<uint32_t> ShuffledIndices(size_t n, Rng& rng) {
+  std::vector<uint32_t> idx(n);
+  std::iota(idx.begin(), idx.end(), 0u);
+  rng.Shuffle(idx);
+  return idx;
+}
+
+// Cuts `order` into steps of dp * b samples; `deal` fills one step's mini-batches from its d*b samples.
+template <class Deal>
+DataPlan Chunked(const DataPolicyContext& ctx, const std::vector<uint32_t>& order, int64_t b, Deal deal) {
+  DataPlan plan;
+  plan.dp = ctx.dp;
+  const size_t per_step = static_cast<size_t>(ctx.dp) * b;
+  const size_t steps = order.size() / per_step;
+  plan.steps.resize(steps);
+  std::vector<uint32_t> chunk;
+  for (size_t k = 0; k < steps; ++k) {
+    chunk.assign(order.begin() + k * per_step, order.begin() + (k + 1) * per_step);
+    plan.steps[k].ranks.resize(ctx.dp);
+    deal(chunk, plan.steps[k]);
+  }
+  plan.dropped_remainder = static_cast<int64_t>(order.size() - steps * per_step);
+  return plan;
+}
+
+void DealConsecutive(const std::vector<uint32_t>& chunk, int64_t b, DataStep& step) {
+  for (size_t r = 0; r < step.ranks.size(); ++r)
+    step.ranks[r].samples.assign(chunk.begin() + r * b, chunk.begin() + (r + 1) * b);
+}
+
+Result<DataPlan> RunRandom(const DataPolicyContext& ctx, const Params& p) {
+  return RandomBatches(ctx, p.Int("batch_size"), 0);
+}
+
+// LLaVA's get_length_grouped_indices: a mega-batch of dp*b random samples is sorted by length (descending) and cut
+// into dp consecutive mini-batches, so each mini-batch holds similar sizes but ranks differ.
+Result<DataPlan> RunLengthGroup(const DataPolicyContext& ctx, const Params& p) {
+  Rng rng = Rng(ctx.seed).Fork(1);
+  const int64_t b = p.Int("batch_size");
+  const auto& len = KeySizes(ctx, p.Str("key"));
+  auto order = ShuffledIndices(ctx.trace->size(), rng);
+  return Chunked(ctx, order, b, [&](std::vector<uint32_t>& chunk, DataStep& step) {
+    std::stable_sort(chunk.begin(), chunk.end(), [&](uint32_t a, uint32_t c) { return len[a] > len[c]; });
+    DealConsecutive(chunk, b, step);
+  });
+}
+
+// Device grouping: sort the mega-batch and deal it in snake order (0..d-1, d-1..0, ...), so every rank gets one
+// sample of every size stratum: similar totals across ranks, mixed sizes within a mini-batch.
+Result<DataPlan> RunDeviceGroup(const DataPolicyContext& ctx, const Params& p) {
+  Rng rng = Rng(ctx.seed).Fork(2);
+  const int64_t b = p.Int("batch_size");
+  const auto& len = KeySizes(ctx, p.Str("key"));
+  auto order = ShuffledIndices(ctx.trace->size(), rng);
+  const int d = ctx.dp;
+  return Chunked(ctx, order, b, [&](std::vector<uint32_t>& chunk, DataStep& step) {
+    std::stable_sort(chunk.begin(), chunk.end(), [&](uint32_t a, uint32_t c) { return len[a] > len[c]; });
+    for (size_t k = 0; k < chunk.size(); ++k) {
+      const size_t round = k / d, pos = k % d;
+      const size_t r = (round % 2 == 0) ? pos : d - 1 - pos;
+      step.ranks[r].samples.push_back(chunk[k]);
+    }
+  });
+}
+
+// ---- ISF (OmniBal Alg. 1) ----
+
+struct IsfGroupStats {
+  int64_t groups_kept = 0;
+  int64_t leftover_groups = 0;
+  int64_t leftover_samples = 0;
+};
+
+// One sampling pass over `pool` (already shuffled): consecutive samples are grouped while the group stays within
+// Q_v and Q_t; the sample that would overflow starts the next group. The trailing group is kept (OmniBal's public
+// code loses it when the last sample overflows).
+template <class Emit>
+void SamplingPass(const std::vector<uint32_t>& pool, const std::vector<int64_t>& v, const std::vector<int64_t>& t,
+                  const IsfThresholds& q, Emit emit) {
+  size_t start = 0;
+  int64_t iv = 0, it = 0;
+  for (size_t k = 0; k < pool.size(); ++k) {
+    const uint32_t s = pool[k];
+    if (k > start && (iv + v[s] > q.q_v || it + t[s] > q.q_t)) {
+      emit(start, k, iv, it);
+      start = k;
+      iv = it = 0;
+    }
+    iv += v[s];
+    it += t[s];
+  }
+  if (start < pool.size()) emit(start, pool.size(), iv, it);
+}
+
+struct IsfResult {
+  std::vector<std::vector<uint32_t>> groups;
+  std::vector<uint32_t> skipped;
+  IsfGroupStats stats;
+};
+
+IsfResult Isf(const SampleSizes& sz, const IsfThresholds& q, int64_t q_v_target, int64_t q_t_target, int iterations,
+              Rng& rng, const std::vector<uint32_t>* subset = nullptr) {
+  IsfResult out;
+  const auto& v = sz.vision_units;
+  const auto& t = sz.llm_tokens;
+  std::vector<uint32_t> pool;
+  const size_t n = subset ? subset->size() : sz.size();
+  pool.reserve(n);
+  for (size_t k = 0; k < n; ++k) {
+    const uint32_t i = subset ? (*subset)[k] : static_cast<uint32_t>(k);
+    if (v[i] > q.q_v || t[i] > q.q_t)
+      out.skipped.push_back(i);
+    else
+      pool.push_back(i);
+  }
+  std::vector<uint32_t> next;
+  for (int iter = 0; iter < iterations && !pool.empty(); ++iter) {
+    rng.Shuffle(pool);
+    next.clear();
+    SamplingPass(pool, v, t, q, [&](size_t a, size_t b, int64_t iv, int64_t it) {
+      if (iv >= q_v_target || it >= q_t_target) {
+        out.groups.emplace_back(pool.begin() + a, pool.begin() + b);
+      } else {
+        next.insert(next.end(), pool.begin() + a, pool.begin() + b);
+      }
+    });
+    out.stats.groups_kept = static_cast<int64_t>(out.groups.size());
+    pool.swap(next);
+  }
+  // Leftovers: one last sampling pass without filtering.
+  rng.Shuffle(pool);
+  out.stats.leftover_samples = static_cast<int64_t>(pool.size());
+  SamplingPass(pool, v, t, q, [&](size_t a, size_t b, int64_t, int64_t) {
+    out.groups.emplace_back(pool.begin() + a, pool.begin() + b);
+    ++out.stats.leftover_groups;
+  });
+  return out;
+}
+
+// Deals groups (shuffled) to ranks, one group per rank per step.
+DataPlan DealGroups(const DataPolicyContext& ctx, std::vector<std::vector<uint32_t>> groups, Rng& rng) {
+  rng.Shuffle(groups);
+  DataPlan plan;
+  plan.dp = ctx.dp;
+  plan.packed = true;
+  const size_t steps = groups.size() / ctx.dp;
+  plan.steps.resize(steps);
+  for (size_t k = 0; k < steps; ++k) {
+    plan.steps[k].ranks.resize(ctx.dp);
+    for (int r = 0; r < ctx.dp; ++r) plan.steps[k].ranks[r].samples = std::move(groups[k * ctx.dp + r]);
+  }
+  for (size_t g = steps * ctx.dp; g < groups.size(); ++g) plan.dropped_remainder += groups[g].size();
+  return plan;
+}
+
+// Mean per-step DistRatio of a set of groups dealt to `ranks` devices (for the threshold search).
+double GroupDistScore(const SampleSizes& sz, const std::vector<std::vector<uint32_t>>& groups, int ranks) {
+  double score = 0;
+  int steps = 0;
+  for (size_t k = 0; k + ranks <= groups.size(); k += ranks, ++steps) {
+    double vmax = 0, tmax = 0, vsum = 0, tsum = 0;
+    for (int r = 0; r < ranks; ++r) {
+      double vv = 0, tt = 0;
+      for (uint32_t i : groups[k + r]) {
+        vv += static_cast<double>(sz.vit_tokens[i]);
+        tt += static_cast<double>(sz.llm_tokens[i]);
+      }
+      vmax = std::max(vmax, vv);
+      tmax = std::max(tmax, tt);
+      vsum += vv;
+      tsum += tt;
+    }
+    if (vmax > 0) score += 1 - vsum / (vmax * ranks);
+    if (tmax > 0) score += 1 - tsum / (tmax * ranks);
+  }
+  return steps ? score / steps : 1e9;
+}
+
+Result<DataPlan> RunIsf(const DataPolicyContext& ctx, const Params& p) {
+  const SampleSizes& sz = *ctx.sizes;
+  IsfThresholds q = AutoIsfThresholds(sz);
+  if (p.Int("q_t") > 0) q.q_t = p.Int("q_t");
+  if (p.Int("q_v") > 0) q.q_v = p.Int("q_v");
+  const int iterations = static_cast<int>(p.Int("iterations"));
+  Rng rng = Rng(ctx.seed).Fork(4);
+  if (p.Bool("search")) {
+    // Threshold search (OmniBal's public code): candidates around the start point, scored on a sample of the data
+    // by ViT + LLM DistRatio over 8 simulated ranks (pad ratio is 0 for packed groups). Skipped samples count
+    // against a candidate.
+    std::vector<uint32_t> sub;
+    Rng srng = Rng(ctx.seed).Fork(5);
+    auto all = ShuffledIndices(sz.size(), srng);
+    sub.assign(all.begin(), all.begin() + std::min<size_t>(all.size(), 100000));
+    IsfThresholds best = q;
+    double best_score = 1e18;
+    for (int dv = -1; dv <= 1; ++dv) {
+      for (int64_t dt : {-256, 0}) {
+        IsfThresholds c{q.q_v + dv, q.q_t + dt};
+        if (c.q_v < 1 || c.q_t < 1) continue;
+        Rng crng = Rng(ctx.seed).Fork(6);
+        IsfResult r = Isf(sz, c, c.q_v - p.Int("q_v_slack"), c.q_t - p.Int("q_t_slack"), 3, crng, &sub);
+        const double score = GroupDistScore(sz, r.groups, 8) + static_cast<double>(r.skipped.size()) / sub.size();
+        if (score < best_score - 1e-12) {
+          best_score = score;
+          best = c;
+        }
+      }
+    }
+    q = best;
+  }
+  if (q.q_v < 0 || q.q_t < 1) return Error("isf: thresholds must be positive (q_v=" + std::to_string(q.q_v) +
+                                           ", q_t=" + std::to_string(q.q_t) + ")");
+  IsfResult r = Isf(sz, q, q.q_v - p.Int("q_v_slack"), q.q_t - p.Int("q_t_slack"), iterations, rng);
+  DataPlan plan = DealGroups(ctx, std::move(r.groups), rng);
+  plan.skipped = std::move(r.skipped);
+  std::sort(plan.skipped.begin(), plan.skipped.end());
+  plan.metrics["isf_q_v"] = static_cast<double>(q.q_v);
+  plan.metrics["isf_q_t_tokens"] = static_cast<double>(q.q_t);
+  plan.metrics["isf_groups_kept"] = static_cast<double>(r.stats.groups_kept);
+  plan.metrics["isf_leftover_groups"] = static_cast<double>(r.stats.leftover_groups);
+  plan.metrics["isf_leftover_samples"] = static_cast<double>(r.stats.leftover_samples);
+  return plan;
+}
+
+const std::vector<DataPolicyInfo>& Registry() {
+  static const std::vector<DataPolicyInfo> kPolicies = {
+      {"random", "fixed batch size, random samples, padded to the longest in the mini-batch (baseline)",
+       {kBatchSize},
+       RunRandom},
+      {"length-group",
+       "LLaVA length-grouped sampler: a sorted mega-batch cut into mini-batches of similar sizes (within, not across)",
+       {kBatchSize, kKey},
+       RunLengthGroup},
+      {"device-group", "sizes matched across the DP ranks of a step (snake deal of a sorted mega-batch), not within",
+       {kBatchSize, kKey},
+       RunDeviceGroup},
+      {"isf",
+       "OmniBal iterative sampling and filtering: packed mini-batches bounded by Q_v vision units and Q_t LLM tokens",
+       {{"q_v", ParamType::kInt, "0", "max vision units (tiles+frames) per mini-batch; 0 = from dataset statistics",
+         {}, 0, 1e9},
+        {"q_t", ParamType::kInt, "0", "max LLM tokens per mini-batch; 0 = longest sample", {}, 0, 1e12},
+        {"q_v_slack", ParamType::kInt, "0", "Q'_v = Q_v - q_v_slack: keep groups with at least Q'_v units", {}, 0,
+         1e9},
+        {"q_t_slack", ParamType::kInt, "128", "Q'_t = Q_t - q_t_slack: or with at least Q'_t tokens", {}, 0, 1e12},
+        {"iterations", ParamType::kInt, "10", "sampling/filtering rounds T", {}, 0, 100000},
+        {"search", ParamType::kBool, "false", "search Q_v, Q_t around the start point on a sample of the data"}},
+       RunIsf},
+      {"post-balance",
+       "OrchMLLM batch post-balancing: random mini-batches redistributed across DP ranks (lpt, padded, quadratic, "
+       "conv, kk), node-wise placement",
+       kPostBalanceParams, RunPostBalancePolicy},
+      {"orchestrator",
+       "OrchMLLM multimodal global orchestrator: per-phase balancing for each encoder and the LLM, composed "
+       "rearrangements, one all-to-all per phase",
+       kOrchestratorParams, RunOrchestratorPolicy},
+  };
+  return kPolicies;
+}
+
+}  // namespace
+
+DataPlan RandomBatches(const DataPolicyContext& ctx, int64_t batch_size, uint64_t seed_stream) {
+  Rng rng = Rng(ctx.seed).Fork(seed_stream);
+  auto order = ShuffledIndices(ctx.trace->size(), rng);
+  return Chunked(ctx, order, batch_size,
+                 [&](const std::vector<uint32_t>& chunk, DataStep& step) { DealConsecutive(chunk, batch_size, step); });
+}
+
+IsfThresholds AutoIsfThresholds(const SampleSizes& sz) {
+  IsfThresholds q;
+  double sum_t = 0, sum_v = 0;
+  for (size_t i = 0; i < sz.size(); ++i) {
+    q.q_t = std::max(q.q_t, sz.llm_tokens[i]);
+    sum_t += static_cast<double>(sz.llm_tokens[i]);
+    sum_v += static_cast<double>(sz.vision_units[i]);
+  }
+  if (sz.size() == 0) return {1, 1};
+  const double mean_t = sum_t / sz.size(), mean_v = sum_v / sz.size();
+  const int64_t ratio = static_cast<int64_t>(mean_t / std::max(mean_v, 1.0));
+  int64_t ave = ((ratio + 1) / 16) * 16;
+  if (ave < 16) ave = 16;
+  q.q_v = std::max<int64_t>(1, q.q_t / ave);
+  return q;
+}
+
+const std::vector<DataPolicyInfo>& DataPolicies() { return Registry(); }
+
+Result<const DataPolicyInfo*> FindDataPolicy(std::string_view name) {
+  std::string valid;
+  for (const auto& p : Registry()) {
+    if (p.name == name) return &p;
+    valid += (valid.empty() ? "" : ", ") + p.name;
+  }
+  return Error("unknown data policy '" + std::string(name) + "'; valid values are: " + valid);
+}
+
+Result<DataPlan> RunDataPolicy(std::string_view name, const std::map<std::string, std::string>& params,
+                               const DataPolicyContext& ctx) {
+  MMTWIN_ASSIGN_OR_RETURN(const DataPolicyInfo* info, FindDataPolicy(name));
+  if (!ctx.trace || !ctx.sizes || !ctx.model) return Error("data policy: missing trace, model or sizes");
+  if (ctx.dp < 1) return Error("data policy: dp must be >= 1, got " + std::to_string(ctx.dp));
+  if (ctx.ranks_per_node < 1) return Error("data policy: ranks per node must be >= 1");
+  MMTWIN_ASSIGN_OR_RETURN(Params p, Params::Validate("policy '" + info->name + "'", info->params, params));
+  MMTWIN_ASSIGN_OR_RETURN(DataPlan plan, info->run(ctx, p));
+  plan.policy = info->name;
+  plan.params = p.values();
+  plan.dp = ctx.dp;
+  return plan;
+}
+
+}  // namespace mmtwin

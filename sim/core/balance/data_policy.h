@@ -1,0 +1,71 @@
+// Data-balance policies: one explicit registry (name, one-line description, typed parameters, run function).
+// Every policy is pure: same trace, model sizes, dp and seed -> same DataPlan.
+//
+//   DataPolicyContext ctx{&trace, &model, &sizes, /*dp=*/16};
+//   MMTWIN_ASSIGN_OR_RETURN(DataPlan plan, RunDataPolicy("isf", {{"iterations", "10"}}, ctx));
+//
+// Built in (see DataPolicies() for parameters):
+//   random        fixed batch size, random samples, padded to the longest in the mini-batch (OmniBal baseline)
+//   length-group  LLaVA's length-grouped sampler: similar sizes within a mini-batch, not across ranks
+//   device-group  sizes matched across the ranks of one step (snake deal of a sorted mega-batch), not within
+//   isf           OmniBal's iterative sampling and filtering: packed groups bounded by Q_v images and Q_t tokens
+//   post-balance  OrchMLLM batch post-balancing of random mini-batches across DP ranks, node-wise placement
+//   orchestrator  OrchMLLM multimodal global orchestrator: per-phase (encoders, LLM) post-balancing
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/balance/data_plan.h"
+#include "core/util/params.h"
+
+namespace mmtwin {
+
+struct DataPolicyContext {
+  const Trace* trace = nullptr;
+  const ModelSpec* model = nullptr;
+  const SampleSizes* sizes = nullptr;
+  int dp = 1;
+  int ranks_per_node = 8;  // for node-wise placement and inter-node traffic
+  uint64_t seed = 1;
+};
+
+using DataPolicyFn = Result<DataPlan> (*)(const DataPolicyContext&, const Params&);
+
+struct DataPolicyInfo {
+  std::string name;
+  std::string description;
+  std::vector<ParamSpec> params;
+  DataPolicyFn run = nullptr;
+};
+
+// The registry, in a fixed order.
+const std::vector<DataPolicyInfo>& DataPolicies();
+// Error "unknown data policy 'x'; valid values are: random, ..." for an unknown name.
+Result<const DataPolicyInfo*> FindDataPolicy(std::string_view name);
+// Validates parameters and runs the policy; the plan carries the resolved parameters.
+Result<DataPlan> RunDataPolicy(std::string_view name, const std::map<std::string, std::string>& params,
+                               const DataPolicyContext& ctx);
+
+// ISF thresholds derived from dataset statistics (OmniBal §5.1 and its public code):
+// Q_t = the longest LLM length; ave = ((mean_t / max(mean_v, 1) + 1) / 16) * 16 (integer division);
+// Q_v = Q_t / ave.
+struct IsfThresholds {
+  int64_t q_v = 0;  // max vision units (tiles + frames) per group
+  int64_t q_t = 0;  // max LLM tokens per group
+};
+IsfThresholds AutoIsfThresholds(const SampleSizes& sizes);
+
+// Policies implemented in post_balance_policy.cc.
+Result<DataPlan> RunPostBalancePolicy(const DataPolicyContext& ctx, const Params& p);
+Result<DataPlan> RunOrchestratorPolicy(const DataPolicyContext& ctx, const Params& p);
+extern const std::vector<ParamSpec> kPostBalanceParams;
+extern const std::vector<ParamSpec> kOrchestratorParams;
+
+// Shared helper: random mini-batches of `batch_size` per rank (the draw post-balancing starts from).
+DataPlan RandomBatches(const DataPolicyContext& ctx, int64_t batch_size, uint64_t seed_stream);
+
+}  // namespace mmtwin

@@ -1,0 +1,97 @@
+#include "core/balance/metrics.h"
+
+#include <algorithm>
+
+namespace mmtwin {
+
+DataMetrics ComputeDataMetrics(const DataPlan& plan, const SampleSizes& sz) {
+  DataMetrics m;
+  double pad_sum = 0, vit_dist_sum = 0, llm_dist_sum = 0;
+  int64_t pad_n = 0, dist_n = 0, batches = 0;
+  double vit_total = 0, llm_compute_total = 0, llm_real_total = 0;
+  std::vector<double> tv, tl;
+  for (const DataStep& step : plan.steps) {
+    tv.assign(step.ranks.size(), 0);
+    tl.assign(step.ranks.size(), 0);
+    for (size_t r = 0; r < step.ranks.size(); ++r) {
+      const auto& s = step.ranks[r].samples;
+      if (s.empty()) continue;
+      ++batches;
+      int64_t vsum = 0, tsum = 0, tmax = 0;
+      for (uint32_t i : s) {
+        vsum += sz.vit_tokens[i];
+        tsum += sz.llm_tokens[i];
+        tmax = std::max(tmax, sz.llm_tokens[i]);
+      }
+      const int64_t b = static_cast<int64_t>(s.size());
+      const int64_t computed = plan.packed ? tsum : b * tmax;
+      if (!plan.packed && tmax > 0) {
+        pad_sum += static_cast<double>(b * tmax - tsum) / static_cast<double>(b * tmax);
+        ++pad_n;
+      } else if (plan.packed) {
+        ++pad_n;  // contributes 0
+      }
+      tv[r] = static_cast<double>(vsum);
+      tl[r] = static_cast<double>(computed);
+      m.max_vit_tokens = std::max(m.max_vit_tokens, vsum);
+      m.max_llm_tokens = std::max(m.max_llm_tokens, computed);
+      vit_total += vsum;
+      llm_compute_total += computed;
+      llm_real_total += tsum;
+    }
+    auto dist = [](const std::vector<double>& t, double& acc) {
+      const double mx = *std::max_element(t.begin(), t.end());
+      if (mx <= 0) return false;
+      double s = 0;
+      for (double x : t) s += mx - x;
+      acc += s / (mx * t.size());
+      return true;
+    };
+    if (step.ranks.empty()) continue;
+    double dv = 0, dl = 0;
+    const bool hv = dist(tv, dv), hl = dist(tl, dl);
+    if (hv || hl) {
+      vit_dist_sum += dv;
+      llm_dist_sum += dl;
+      ++dist_n;
+    }
+  }
+  m.steps = static_cast<int64_t>(plan.steps.size());
+  m.samples_placed = plan.SamplesPlaced();
+  m.samples_skipped = static_cast<int64_t>(plan.skipped.size());
+  m.samples_dropped = plan.dropped_remainder;
+  m.pad_ratio = pad_n ? pad_sum / pad_n : 0;
+  m.dist_ratio_vit = dist_n ? vit_dist_sum / dist_n : 0;
+  m.dist_ratio_llm = dist_n ? llm_dist_sum / dist_n : 0;
+  m.mean_batch_size = batches ? static_cast<double>(m.samples_placed) / batches : 0;
+  m.mean_vit_tokens = batches ? vit_total / batches : 0;
+  m.mean_llm_tokens = batches ? llm_compute_total / batches : 0;
+  m.llm_compute_over_real = llm_real_total > 0 ? llm_compute_total / llm_real_total : 1;
+  return m;
+}
+
+nlohmann::json MetricsToJson(const DataPlan& plan, const DataMetrics& m) {
+  nlohmann::json j;
+  j["policy"] = plan.policy;
+  j["params"] = plan.params;
+  j["dp"] = plan.dp;
+  j["packed"] = plan.packed;
+  j["pad_ratio"] = m.pad_ratio;
+  j["dist_ratio_vit"] = m.dist_ratio_vit;
+  j["dist_ratio_llm"] = m.dist_ratio_llm;
+  j["mean_batch_size"] = m.mean_batch_size;
+  j["samples_placed"] = m.samples_placed;
+  j["samples_skipped"] = m.samples_skipped;
+  j["samples_dropped_remainder"] = m.samples_dropped;
+  j["steps"] = m.steps;
+  j["max_vit_tokens"] = m.max_vit_tokens;
+  j["max_llm_tokens"] = m.max_llm_tokens;
+  j["mean_vit_tokens"] = m.mean_vit_tokens;
+  j["mean_llm_tokens"] = m.mean_llm_tokens;
+  j["llm_compute_over_real"] = m.llm_compute_over_real;
+  for (const auto& [k, v] : plan.metrics) j[k] = v;
+  if (!plan.details.is_null()) j["details"] = plan.details;
+  return j;
+}
+
+}  // namespace mmtwin
