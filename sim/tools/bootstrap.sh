@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs mmtwin's Debian build dependencies when missing (apt-get), then configures and builds.
+# Used by the README's two commands (scenarios/run_default.sh and tests/run_tests.sh); sourced, not run.
+#   MMTWIN_BUILD_DIR   build folder (default: build)
+#   MMTWIN_FUZZ=1      also build the libFuzzer targets in $MMTWIN_BUILD_DIR-fuzz (clang)
+set -euo pipefail
+
+MMTWIN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+MMTWIN_BUILD_DIR=${MMTWIN_BUILD_DIR:-$MMTWIN_ROOT/build}
+
+mmtwin_install_deps() {
+  local pkgs=(cmake ninja-build g++ libgtest-dev libbenchmark-dev nlohmann-json3-dev libyaml-cpp-dev
+              libboost-graph-dev libeigen3-dev)
+  if [ "${MMTWIN_FUZZ:-0}" = 1 ]; then pkgs+=(clang libclang-rt-14-dev); fi
+  local missing=()
+  for p in "${pkgs[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "mmtwin: installing ${missing[*]}" >&2
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo=sudo
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+}
+
+# mmtwin_build [TARGET...]: configure (Release, Ninja) and build the given targets (default: all).
+mmtwin_build() {
+  cmake -S "$MMTWIN_ROOT" -B "$MMTWIN_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  local targets=()
+  for t in "$@"; do targets+=(--target "$t"); done
+  cmake --build "$MMTWIN_BUILD_DIR" -j "$(nproc)" "${targets[@]}"
+}
+
+mmtwin_build_fuzzers() {
+  CXX=clang++ cmake -S "$MMTWIN_ROOT" -B "$MMTWIN_BUILD_DIR-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DMMTWIN_BUILD_FUZZERS=ON -DMMTWIN_BUILD_BENCHMARKS=OFF >/dev/null
+  cmake --build "$MMTWIN_BUILD_DIR-fuzz" -j "$(nproc)"
+}
