@@ -1,0 +1,85 @@
+// Batch post-balancing (OrchMLLM §5.1 and Appendix A): after every DP rank has drawn its random mini-batch,
+// split the union of the samples into exactly d new mini-batches ("bins") so that the largest per-bin cost is
+// small.
+//
+// Contract:
+// - lengths are tokens (>= 0) of one phase; items are identified by their index into `lengths`.
+// - PostBalance returns exactly d bins (some may be empty); every item is in exactly one bin; bins hold item
+//   indices. Same input -> same output (no randomness; ties broken by item index, then bin index).
+// - d must be >= 1 (d <= 0 returns no bins).
+// - Costs are in "token units": f(S) of one bin, see BinCost. lambda = beta/alpha is the weight of the
+// quadratic
+//   (attention) term per token^2, e.g. 1/24576 for a 7B model (veRL's 24576*s + s^2, divided by 24576).
+//
+// Algorithms (the one to use per phase depends on how the phase batches its data):
+//   lpt        Alg. 1: sort by per-item cost l + lambda*l^2 descending, put each item in the lightest bin.
+//              Cost f = sum l + lambda * sum l^2. Proven bound: max f <= (4/3 - 1/(3d)) OPT (Graham).
+//   kk         Karmarkar-Karp largest differencing, multiway (as veRL seqlen_balancing.py) on the same
+//   separable cost.
+//              Bound: (4/3 - 1/(3d)) OPT (Michiels et al. 2007); usually much closer to the lower bound than
+//              lpt.
+//   padded     Alg. 2: cost f = count * max l (every sequence padded to the longest). Sort ascending,
+//   binary-search
+//              the least bound B for which GetLeastBatches(B) (consecutive greedy packing) needs <= d bins.
+//              This is EXACT (optimal): an exchange argument shows some optimal partition is consecutive in
+//              sorted order (swapping a larger item of the bin with the smaller max into the other bin raises
+//              neither max), and the greedy packing is optimal among consecutive partitions (sub-intervals of
+//              feasible ones are feasible). lambda is not used (use conv for a padded quadratic term).
+//   quadratic  Alg. "3rd": LPT by length whose comparator treats two bins whose sums differ by less than a
+//              tolerance v as equal and then prefers the smaller sum of squares. Cost f = sum l + lambda*sum
+//              l^2. Default v (tolerance == 0): lambda * mean(l^2), the quadratic cost of an average item.
+//              The result is the better (by f) of this and lpt, so the lpt bound holds.
+//   conv       Alg. "4th" (padded attention, conv-transformer encoders such as Whisper): cost f = sum l +
+//              lambda * count * max(l)^2. Bound B = f-objective of the lpt solution; fill bins with
+//              consecutive descending items while f <= B (at most d bins), then place the rest on the bin of
+//              least f. Returns the better (by f) of this and lpt.
+//
+//   PostBalanceOptions o{.algorithm = PostBalanceAlgorithm::kKk};
+//   std::vector<std::vector<uint32_t>> bins = PostBalance(lengths, /*d=*/64, o);
+//   double worst = 0;
+//   for (const auto& b : bins) worst = std::max(worst, BinCost(lengths, b, o));
+//   double ratio = worst / CostLowerBound(lengths, 64, o);
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "core/util/status.h"
+
+namespace mmtwin {
+
+enum class PostBalanceAlgorithm { kLpt, kPadded, kQuadratic, kConv, kKk };
+
+// "lpt", "padded", "quadratic", "conv", "kk"; unknown -> "unknown post-balance algorithm 'x'; valid values
+// are: ...".
+Result<PostBalanceAlgorithm> ParsePostBalanceAlgorithm(std::string_view name);
+const char* PostBalanceAlgorithmName(PostBalanceAlgorithm a);
+const char* PostBalanceAlgorithmDescription(PostBalanceAlgorithm a);  // one line
+// Every algorithm, in the order of the enum.
+std::vector<PostBalanceAlgorithm> AllPostBalanceAlgorithms();
+
+struct PostBalanceOptions {
+  PostBalanceAlgorithm algorithm = PostBalanceAlgorithm::kLpt;
+  double lambda = 0;     // beta/alpha: weight of the quadratic (attention) term per token^2
+  double tolerance = 0;  // quadratic comparator's v in tokens (0 = default lambda * mean(l^2))
+};
+
+// Splits items into exactly d bins (see the contract above).
+std::vector<std::vector<uint32_t>> PostBalance(std::span<const int64_t> lengths, int d,
+                                               const PostBalanceOptions& o);
+
+// The algorithm's own objective f(S) of one bin (lpt/kk/quadratic: sum l + lambda*sum l^2; padded: count*max
+// l; conv: sum l + lambda*count*max(l)^2). An empty bin costs 0.
+double BinCost(std::span<const int64_t> lengths, std::span<const uint32_t> bin, const PostBalanceOptions& o);
+// max over bins of BinCost.
+double MaxBinCost(std::span<const int64_t> lengths, const std::vector<std::vector<uint32_t>>& bins,
+                  const PostBalanceOptions& o);
+// Cost of one item alone (l + lambda*l^2; padded: l).
+double ItemCost(int64_t length, const PostBalanceOptions& o);
+// max(sum of per-item cost / d, largest single-item cost): a lower bound on the optimal max bin cost (f is
+// superadditive over items: count*max >= sum l and count*max^2 >= sum l^2).
+double CostLowerBound(std::span<const int64_t> lengths, int d, const PostBalanceOptions& o);
+
+}  // namespace mmtwin

@@ -1,0 +1,216 @@
+#include "core/balance/post_balance.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "core/util/rng.h"
+
+namespace mmtwin {
+namespace {
+
+using Bins = std::vector<std::vector<uint32_t>>;
+
+std::vector<int64_t> LogNormalLengths(Rng& rng, int n, double median, double sigma) {
+  std::vector<int64_t> l(n);
+  for (auto& x : l) x = std::max<int64_t>(1, std::llround(rng.LogNormal(median, sigma)));
+  return l;
+}
+
+void ExpectPartition(const Bins& bins, size_t n, int d) {
+  ASSERT_EQ(bins.size(), static_cast<size_t>(d));
+  std::vector<int> seen(n, 0);
+  for (const auto& b : bins)
+    for (uint32_t i : b) {
+      ASSERT_LT(i, n);
+      ++seen[i];
+    }
+  for (size_t i = 0; i < n; ++i) EXPECT_EQ(seen[i], 1) << "item " << i;
+}
+
+// Optimal max bin cost by enumerating all assignments of n items to d bins (d^n, n <= 9, d <= 3).
+double BruteForceOpt(const std::vector<int64_t>& l, int d, const PostBalanceOptions& o) {
+  const int n = static_cast<int>(l.size());
+  std::vector<int> a(n, 0);
+  double best = INFINITY;
+  Bins bins(d);
+  while (true) {
+    for (auto& b : bins) b.clear();
+    for (int i = 0; i < n; ++i) bins[a[i]].push_back(i);
+    best = std::min(best, MaxBinCost(l, bins, o));
+    int k = 0;
+    while (k < n && ++a[k] == d) a[k++] = 0;
+    if (k == n) break;
+  }
+  return best;
+}
+
+TEST(PostBalanceTest, ParseNamesAndErrors) {
+  for (PostBalanceAlgorithm a : AllPostBalanceAlgorithms()) {
+    auto r = ParsePostBalanceAlgorithm(PostBalanceAlgorithmName(a));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(*r, a);
+    EXPECT_GT(std::string(PostBalanceAlgorithmDescription(a)).size(), 10u);
+  }
+  auto bad = ParsePostBalanceAlgorithm("greedy");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message(),
+            "unknown post-balance algorithm 'greedy'; valid values are: lpt, padded, quadratic, conv, kk");
+}
+
+TEST(PostBalanceTest, EveryItemOnceExactlyDBinsDeterministic) {
+  Rng rng(7);
+  for (PostBalanceAlgorithm a : AllPostBalanceAlgorithms()) {
+    for (int trial = 0; trial < 20; ++trial) {
+      const int d = 1 + static_cast<int>(rng.Below(17));
+      const int n = static_cast<int>(rng.Below(200));
+      auto l = LogNormalLengths(rng, n, 500, 1.0);
+      if (n > 3) l[1] = 0;  // zero-length items are allowed
+      PostBalanceOptions o{a, trial % 2 ? 1e-4 : 0.0, 0};
+      Bins bins = PostBalance(l, d, o);
+      ExpectPartition(bins, l.size(), d);
+      EXPECT_EQ(bins, PostBalance(l, d, o)) << PostBalanceAlgorithmName(a);
+      EXPECT_GE(MaxBinCost(l, bins, o) * (1 + 1e-12), CostLowerBound(l, d, o));
+    }
+  }
+}
+
+TEST(PostBalanceTest, EmptyInputAndSingleBin) {
+  for (PostBalanceAlgorithm a : AllPostBalanceAlgorithms()) {
+    PostBalanceOptions o{a, 0, 0};
+    std::vector<int64_t> none;
+    EXPECT_EQ(PostBalance(none, 4, o), Bins(4));
+    std::vector<int64_t> l = {5, 3, 9};
+    Bins one = PostBalance(l, 1, o);
+    ASSERT_EQ(one.size(), 1u);
+    EXPECT_EQ(one[0].size(), 3u);
+    EXPECT_TRUE(PostBalance(l, 0, o).empty());
+  }
+}
+
+TEST(PostBalanceTest, BinCostClosedForms) {
+  std::vector<int64_t> l = {2, 3, 5};
+  std::vector<uint32_t> all = {0, 1, 2};
+  EXPECT_DOUBLE_EQ(BinCost(l, all, {PostBalanceAlgorithm::kLpt, 0.5, 0}), 10 + 0.5 * 38);
+  EXPECT_DOUBLE_EQ(BinCost(l, all, {PostBalanceAlgorithm::kKk, 0, 0}), 10);
+  EXPECT_DOUBLE_EQ(BinCost(l, all, {PostBalanceAlgorithm::kPadded, 0, 0}), 15);
+  EXPECT_DOUBLE_EQ(BinCost(l, all, {PostBalanceAlgorithm::kQuadratic, 0.5, 0}), 10 + 0.5 * 38);
+  EXPECT_DOUBLE_EQ(BinCost(l, all, {PostBalanceAlgorithm::kConv, 0.5, 0}), 10 + 0.5 * 3 * 25);
+  EXPECT_DOUBLE_EQ(CostLowerBound(l, 2, {PostBalanceAlgorithm::kLpt, 0, 0}), 5);
+  EXPECT_DOUBLE_EQ(CostLowerBound(l, 1, {PostBalanceAlgorithm::kLpt, 0, 0}), 10);
+}
+
+TEST(PostBalanceTest, LptExampleFromGraham) {
+  // Classic LPT worst case for d = 2: {3,3,2,2,2}: LPT gives 7, OPT 6 (= 4/3 - 1/6).
+  std::vector<int64_t> l = {3, 3, 2, 2, 2};
+  PostBalanceOptions o{PostBalanceAlgorithm::kLpt, 0, 0};
+  EXPECT_DOUBLE_EQ(MaxBinCost(l, PostBalance(l, 2, o), o), 7);
+  EXPECT_DOUBLE_EQ(BruteForceOpt(l, 2, o), 6);
+  // Karmarkar-Karp's textbook instance {8,7,6,5,4}: LPT 17, KK 16, OPT 15.
+  std::vector<int64_t> k = {8, 7, 6, 5, 4};
+  EXPECT_DOUBLE_EQ(MaxBinCost(k, PostBalance(k, 2, o), o), 17);
+  EXPECT_DOUBLE_EQ(BruteForceOpt(k, 2, o), 15);
+  o.algorithm = PostBalanceAlgorithm::kKk;
+  EXPECT_DOUBLE_EQ(MaxBinCost(k, PostBalance(k, 2, o), o), 16);
+}
+
+// Brute force over all assignments of <= 9 items to <= 3 bins, many seeds.
+TEST(PostBalanceTest, BoundsVersusBruteForce) {
+  Rng rng(2024);
+  double kk_sum = 0, lpt_sum = 0;
+  int cases = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const int d = 2 + static_cast<int>(rng.Below(2));
+    const int n = 1 + static_cast<int>(rng.Below(9));
+    std::vector<int64_t> l(n);
+    for (auto& x : l) x = 1 + static_cast<int64_t>(rng.Below(trial % 3 == 0 ? 10 : 1000));
+    const double lambda = trial % 4 == 0 ? 1e-3 : 0.0;
+    const double graham = 4.0 / 3.0 - 1.0 / (3.0 * d);
+    for (PostBalanceAlgorithm a : AllPostBalanceAlgorithms()) {
+      PostBalanceOptions o{a, lambda, 0};
+      const double opt = BruteForceOpt(l, d, o);
+      const double got = MaxBinCost(l, PostBalance(l, d, o), o);
+      const double lb = CostLowerBound(l, d, o);
+      EXPECT_LE(lb, opt * (1 + 1e-12)) << PostBalanceAlgorithmName(a);
+      EXPECT_GE(got, opt * (1 - 1e-12)) << PostBalanceAlgorithmName(a);
+      switch (a) {
+        case PostBalanceAlgorithm::kLpt:
+        case PostBalanceAlgorithm::kKk:
+        case PostBalanceAlgorithm::kQuadratic:
+          // Graham's bound for LPT on the separable cost; KK (Michiels et al. 2007); quadratic keeps the
+          // better of itself and LPT.
+          EXPECT_LE(got, graham * opt * (1 + 1e-12)) << PostBalanceAlgorithmName(a) << " trial " << trial;
+          break;
+        case PostBalanceAlgorithm::kPadded:
+          EXPECT_DOUBLE_EQ(got, opt) << "padded is exact, trial " << trial;  // proven in post_balance.h
+          break;
+        case PostBalanceAlgorithm::kConv: {
+          // conv keeps the better of its padded fill and LPT, so it is never worse than LPT on its objective.
+          PostBalanceOptions lpt{PostBalanceAlgorithm::kLpt, lambda, 0};
+          EXPECT_LE(got, MaxBinCost(l, PostBalance(l, d, lpt), o) * (1 + 1e-12));
+          break;
+        }
+      }
+    }
+    PostBalanceOptions lo{PostBalanceAlgorithm::kLpt, 0, 0}, ko{PostBalanceAlgorithm::kKk, 0, 0};
+    const double opt = BruteForceOpt(l, d, lo);
+    lpt_sum += MaxBinCost(l, PostBalance(l, d, lo), lo) / opt;
+    kk_sum += MaxBinCost(l, PostBalance(l, d, ko), ko) / opt;
+    ++cases;
+  }
+  EXPECT_LE(kk_sum / cases, lpt_sum / cases) << "KK should be at least as good as LPT on average";
+}
+
+TEST(PostBalanceTest, KkBeatsLptOnAverageAtScale) {
+  Rng rng(5);
+  double kk = 0, lpt = 0;
+  for (int trial = 0; trial < 10; ++trial) {
+    auto l = LogNormalLengths(rng, 64 * 16, 2000, 0.8);
+    PostBalanceOptions lo{PostBalanceAlgorithm::kLpt, 0, 0}, ko{PostBalanceAlgorithm::kKk, 0, 0};
+    const double lb = CostLowerBound(l, 64, lo);
+    lpt += MaxBinCost(l, PostBalance(l, 64, lo), lo) / lb;
+    kk += MaxBinCost(l, PostBalance(l, 64, ko), ko) / lb;
+  }
+  EXPECT_LE(kk, lpt);
+  EXPECT_LT(kk / 10, 1.01);
+}
+
+TEST(PostBalanceTest, PaddedBeatsLptOnPaddedObjective) {
+  Rng rng(11);
+  for (int trial = 0; trial < 20; ++trial) {
+    auto l = LogNormalLengths(rng, 256, 300, 1.0);
+    PostBalanceOptions po{PostBalanceAlgorithm::kPadded, 0, 0}, lo{PostBalanceAlgorithm::kLpt, 0, 0};
+    EXPECT_LE(MaxBinCost(l, PostBalance(l, 16, po), po), MaxBinCost(l, PostBalance(l, 16, lo), po));
+  }
+}
+
+TEST(PostBalanceTest, QuadraticToleranceIsUsed) {
+  // Equal sums within tolerance: the bin with the smaller sum of squares gets the next item.
+  Rng rng(3);
+  auto l = LogNormalLengths(rng, 400, 1000, 1.2);
+  PostBalanceOptions q{PostBalanceAlgorithm::kQuadratic, 1e-3, 0};
+  PostBalanceOptions lpt{PostBalanceAlgorithm::kLpt, 1e-3, 0};
+  const double qc = MaxBinCost(l, PostBalance(l, 8, q), q);
+  EXPECT_LE(qc, MaxBinCost(l, PostBalance(l, 8, lpt), q) * (1 + 1e-12));
+  EXPECT_LE(qc, CostLowerBound(l, 8, q) * 1.05);
+}
+
+// LibriSpeech-like utterances: N(12.7 s, 3.6 s) at 50 tokens/s, 64 ranks x 32 samples.
+TEST(PostBalanceTest, LibriSpeechLikeNearLowerBound) {
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    Rng rng(seed);
+    std::vector<int64_t> l(64 * 32);
+    for (auto& x : l) x = std::max<int64_t>(50, std::llround(rng.Normal(12.7, 3.6) * 50));
+    for (PostBalanceAlgorithm a : {PostBalanceAlgorithm::kLpt, PostBalanceAlgorithm::kKk}) {
+      PostBalanceOptions o{a, 0, 0};
+      const double ratio = MaxBinCost(l, PostBalance(l, 64, o), o) / CostLowerBound(l, 64, o);
+      EXPECT_LE(ratio, 1.01) << PostBalanceAlgorithmName(a) << " seed " << seed;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mmtwin
