@@ -115,3 +115,21 @@ struct SampleTokens {
 SampleTokens TokensFor(const ModelSpec& m, const Sample& s);
 
 }  // namespace mmtwin
+
+// ---- Helpers added with the model zoo (architecture arithmetic shared with the cost model) ----
+namespace mmtwin {
+
+// Parameters of one transformer block (attention, MLP, norms, biases), and the part of them held in weight
+// matrices (q, k, v, o and the MLP matrices): what `2 * tokens * matmul params` FLOP counts use.
+int64_t BlockParams(const TransformerConfig& tf);
+int64_t BlockMatmulParams(const TransformerConfig& tf);
+// Vision: encoder positions of one tile, floor(image_px / patch_px)^2 + cls_tokens. Audio: positions of one window
+// (window_seconds * tokens_per_second, 0 without windowing). Other kinds: 0.
+int64_t PositionsPerUnit(const Component& c);
+// Index of the encoder a projector feeds from (the nearest encoder before it in the list), or -1.
+int EncoderOfProjector(const ModelSpec& m, int component);
+// "embedding", "transformer", "projector", "head"; and the inverse (false for an unknown name).
+const char* LayerKindName(LayerKind k);
+bool ParseLayerKind(const std::string& name, LayerKind& out);
+
+}  // namespace mmtwin

@@ -1,0 +1,582 @@
+// Model zoo: YAML parsing (yaml-cpp, every exception turned into an Error naming file:line and key),
+// parameter counting from architecture numbers, and per-sample token counts. Keys are documented in
+// traces/models/README.md.
+#include "core/model/model.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include "core/util/csv.h"
+
+namespace mmtwin {
+
+const char* ComponentKindName(ComponentKind k) {
+  switch (k) {
+    case ComponentKind::kVision:
+      return "vision";
+    case ComponentKind::kAudio:
+      return "audio";
+    case ComponentKind::kProjector:
+      return "projector";
+    case ComponentKind::kLlm:
+      return "llm";
+  }
+  return "?";
+}
+
+const char* LayerKindName(LayerKind k) {
+  switch (k) {
+    case LayerKind::kEmbedding:
+      return "embedding";
+    case LayerKind::kTransformer:
+      return "transformer";
+    case LayerKind::kProjector:
+      return "projector";
+    case LayerKind::kHead:
+      return "head";
+  }
+  return "?";
+}
+
+bool ParseLayerKind(const std::string& name, LayerKind& out) {
+  for (LayerKind k :
+       {LayerKind::kEmbedding, LayerKind::kTransformer, LayerKind::kProjector, LayerKind::kHead}) {
+    if (name == LayerKindName(k)) {
+      out = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+const Component* ModelSpec::Find(ComponentKind k) const {
+  for (const Component& c : components)
+    if (c.kind == k) return &c;
+  return nullptr;
+}
+
+const Component& ModelSpec::llm() const {
+  static const Component kNone{};
+  const Component* c = Find(ComponentKind::kLlm);
+  return c ? *c : kNone;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Parameter arithmetic.
+
+namespace {
+
+int64_t NormParams(NormKind k, int64_t width) { return k == NormKind::kLayerNorm ? 2 * width : width; }
+
+int64_t ProjectorParams(const Component& c) {
+  int64_t p = 0;
+  if (c.projector_norm && !c.projector_dims.empty()) p += 2 * c.projector_dims[0];  // LayerNorm(in)
+  for (size_t i = 0; i + 1 < c.projector_dims.size(); ++i)
+    p += c.projector_dims[i] * c.projector_dims[i + 1] + c.projector_dims[i + 1];
+  return p;
+}
+
+// Whisper-style front end: Conv1d(mel -> h, k=3) and Conv1d(h -> h, k=3, stride 2), with biases.
+int64_t WhisperConvParams(int64_t mel_bins, int64_t hidden) {
+  return mel_bins * hidden * 3 + hidden + hidden * hidden * 3 + hidden;
+}
+
+int64_t EmbeddingParams(const Component& c) {
+  const TransformerConfig& t = c.tf;
+  switch (c.kind) {
+    case ComponentKind::kVision: {
+      const int64_t p = c.input.patch_px;
+      const int64_t patch_embed = 3 * p * p * t.hidden + t.hidden;  // Conv2d(3 -> h, p x p) with bias
+      return patch_embed + PositionsPerUnit(c) * t.hidden + c.input.cls_tokens * t.hidden;
+    }
+    case ComponentKind::kAudio:
+      return c.conv_params + PositionsPerUnit(c) * t.hidden;
+    case ComponentKind::kLlm:
+      return c.vocab * t.hidden;
+    case ComponentKind::kProjector:
+      return 0;
+  }
+  return 0;
+}
+
+int64_t HeadParams(const Component& c) {
+  return NormParams(c.tf.norm, c.tf.hidden) + (c.tied_embeddings ? 0 : c.vocab * c.tf.hidden);
+}
+
+}  // namespace
+
+int64_t BlockMatmulParams(const TransformerConfig& t) {
+  const int64_t q = t.hidden * t.heads * t.head_dim;
+  const int64_t kv = 2 * t.hidden * t.kv_heads * t.head_dim;
+  const int64_t o = int64_t{t.heads} * t.head_dim * t.hidden;
+  const int64_t mlp = (t.mlp == MlpKind::kGelu ? 2 : 3) * t.hidden * t.ffn;
+  return q + kv + o + mlp;
+}
+
+int64_t BlockParams(const TransformerConfig& t) {
+  int64_t p = BlockMatmulParams(t);
+  if (t.qkv_bias) p += int64_t{t.heads} * t.head_dim + 2 * int64_t{t.kv_heads} * t.head_dim;
+  if (t.out_bias)
+    p += t.hidden + (t.mlp == MlpKind::kGelu ? t.ffn : 2 * t.ffn) + t.hidden;  // o, MLP in, MLP out
+  p += 2 * NormParams(t.norm, t.hidden);                                       // pre-attn, pre-MLP
+  if (t.qk_norm)
+    p += NormParams(t.norm, int64_t{t.heads} * t.head_dim) +
+         NormParams(t.norm, int64_t{t.kv_heads} * t.head_dim);
+  return p;
+}
+
+int64_t PositionsPerUnit(const Component& c) {
+  if (c.kind == ComponentKind::kVision) {
+    if (c.input.patch_px <= 0) return 0;
+    const int64_t side = c.input.image_px / c.input.patch_px;
+    return side * side + c.input.cls_tokens;
+  }
+  if (c.kind == ComponentKind::kAudio)
+    return std::llround(c.input.window_seconds * c.input.tokens_per_second);
+  return 0;
+}
+
+int EncoderOfProjector(const ModelSpec& m, int component) {
+  for (int i = component - 1; i >= 0; --i) {
+    ComponentKind k = m.components[i].kind;
+    if (k == ComponentKind::kVision || k == ComponentKind::kAudio) return i;
+  }
+  return -1;
+}
+
+std::vector<Layer> Layers(const ModelSpec& m) {
+  std::vector<Layer> out;
+  for (int ci = 0; ci < static_cast<int>(m.components.size()); ++ci) {
+    const Component& c = m.components[ci];
+    auto add = [&](LayerKind kind, int index, int64_t params, const std::string& suffix) {
+      out.push_back(Layer{ci, kind, index, params, c.name + "." + suffix});
+    };
+    if (c.kind == ComponentKind::kProjector) {
+      add(LayerKind::kProjector, 0, ProjectorParams(c), "mlp");
+      continue;
+    }
+    add(LayerKind::kEmbedding, 0, EmbeddingParams(c), "embed");
+    const int64_t block = BlockParams(c.tf);
+    for (int i = 0; i < c.tf.layers; ++i)
+      add(LayerKind::kTransformer, i, block, "block." + std::to_string(i));
+    if (c.kind == ComponentKind::kLlm) add(LayerKind::kHead, 0, HeadParams(c), "head");
+  }
+  return out;
+}
+
+int64_t ComponentParams(const ModelSpec& m, int component) {
+  const Component& c = m.components.at(component);
+  if (c.kind == ComponentKind::kProjector) return ProjectorParams(c);
+  int64_t p = EmbeddingParams(c) + c.tf.layers * BlockParams(c.tf);
+  if (c.kind == ComponentKind::kLlm) p += HeadParams(c);
+  return p;
+}
+
+int64_t TotalParams(const ModelSpec& m) {
+  int64_t p = 0;
+  for (int i = 0; i < static_cast<int>(m.components.size()); ++i) p += ComponentParams(m, i);
+  return p;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Tokens.
+
+SampleTokens TokensFor(const ModelSpec& m, const Sample& s) {
+  SampleTokens t;
+  const Component* vision = m.Find(ComponentKind::kVision);
+  const Component* audio = m.Find(ComponentKind::kAudio);
+  const Component* llm = m.Find(ComponentKind::kLlm);
+  int64_t llm_tokens = s.text_tokens;
+  if (vision) {
+    t.vision_units = int64_t{s.image_tiles} + s.video_frames;
+    t.vit_span_tokens = PositionsPerUnit(*vision);
+    t.vit_tokens = t.vision_units * t.vit_span_tokens;
+    llm_tokens += std::llround(static_cast<double>(t.vision_units) * vision->input.llm_tokens_per_unit);
+  }
+  if (audio && s.audio_seconds > 0 && audio->input.tokens_per_second > 0) {
+    // The small epsilon keeps exact products (10 s * 50/s) from rounding up through floating-point noise.
+    t.audio_tokens = static_cast<int64_t>(std::ceil(s.audio_seconds * audio->input.tokens_per_second - 1e-9));
+    const double ratio = audio->input.llm_tokens_per_unit / audio->input.tokens_per_second;
+    llm_tokens += static_cast<int64_t>(std::ceil(static_cast<double>(t.audio_tokens) * ratio - 1e-9));
+  }
+  t.llm_tokens = llm ? llm_tokens : 0;
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// YAML parsing.
+
+namespace {
+
+struct Ctx {
+  std::string file;  // for messages
+};
+
+long LineOf(const YAML::Node& n) {
+  if (!n.IsDefined()) return 0;
+  const YAML::Mark mark = n.Mark();
+  return mark.is_null() ? 0 : mark.line + 1;
+}
+
+Error ErrAt(const Ctx& ctx, const YAML::Node& n, const std::string& key, const std::string& reason) {
+  return Error::At(ctx.file, LineOf(n), key, reason);
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+  return s;
+}
+
+Status CheckKeys(const Ctx& ctx, const YAML::Node& map, const std::string& where,
+                 const std::vector<std::string>& allowed) {
+  if (!map.IsMap()) return ErrAt(ctx, map, where, "expected a mapping");
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    std::string key;
+    try {
+      key = it->first.as<std::string>();
+    } catch (const YAML::Exception&) {
+      return ErrAt(ctx, it->first, where, "keys must be strings");
+    }
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      return ErrAt(ctx, it->first, where.empty() ? key : where + "." + key,
+                   "unknown key; valid keys are: " + Join(allowed));
+    }
+  }
+  return Status();
+}
+
+template <class T>
+const char* TypeName() {
+  if constexpr (std::is_same_v<T, bool>) return "a boolean (true/false)";
+  if constexpr (std::is_integral_v<T>) return "an integer";
+  if constexpr (std::is_floating_point_v<T>) return "a number";
+  return "a string";
+}
+
+// Reads map[key] into out if present. `present` (optional) tells whether it was there.
+template <class T>
+Status Get(const Ctx& ctx, const YAML::Node& map, const std::string& where, const std::string& key, T& out,
+           bool* present = nullptr) {
+  const YAML::Node n = map[key];
+  if (present) *present = n.IsDefined();
+  if (!n.IsDefined()) return Status();
+  const std::string field = where.empty() ? key : where + "." + key;
+  if (!n.IsScalar()) return ErrAt(ctx, n, field, std::string("expected ") + TypeName<T>());
+  try {
+    out = n.as<T>();
+  } catch (const YAML::Exception&) {
+    return ErrAt(ctx, n, field, std::string("'") + n.Scalar() + "' is not " + TypeName<T>());
+  }
+  if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+    if (!(out >= 0)) return ErrAt(ctx, n, field, "must be non-negative");
+  }
+  return Status();
+}
+
+Status ParseTransformer(const Ctx& ctx, const YAML::Node& n, TransformerConfig& t) {
+  const std::string w = "transformer";
+  MMTWIN_RETURN_IF_ERROR(CheckKeys(ctx, n, w,
+                                   {"layers", "hidden", "ffn", "heads", "kv_heads", "head_dim", "mlp", "norm",
+                                    "qkv_bias", "out_bias", "qk_norm", "causal"}));
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "layers", t.layers));
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "hidden", t.hidden));
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "ffn", t.ffn));
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "heads", t.heads));
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "kv_heads", t.kv_heads));
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "head_dim", t.head_dim));
+  std::string s;
+  bool has = false;
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "mlp", s, &has));
+  if (has) {
+    if (s == "gelu")
+      t.mlp = MlpKind::kGelu;
+    else if (s == "swiglu")
+      t.mlp = MlpKind::kSwiGlu;
+    else
+      return ErrAt(ctx, n["mlp"], w + ".mlp", "unknown mlp '" + s + "'; valid values are: gelu, swiglu");
+  }
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "norm", s, &has));
+  if (has) {
+    if (s == "layernorm")
+      t.norm = NormKind::kLayerNorm;
+    else if (s == "rmsnorm")
+      t.norm = NormKind::kRmsNorm;
+    else
+      return ErrAt(ctx, n["norm"], w + ".norm",
+                   "unknown norm '" + s + "'; valid values are: layernorm, rmsnorm");
+  }
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "qkv_bias", t.qkv_bias));
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "out_bias", t.out_bias));
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "qk_norm", t.qk_norm));
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "causal", t.causal));
+  return Status();
+}
+
+Status ParseInput(const Ctx& ctx, const YAML::Node& n, EncoderInput& in) {
+  const std::string w = "input";
+  MMTWIN_RETURN_IF_ERROR(CheckKeys(ctx, n, w,
+                                   {"image_px", "patch_px", "cls_tokens", "tokens_per_second",
+                                    "window_seconds", "mel_bins", "llm_tokens_per_unit"}));
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "image_px", in.image_px));
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "patch_px", in.patch_px));
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "cls_tokens", in.cls_tokens));
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "tokens_per_second", in.tokens_per_second));
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "window_seconds", in.window_seconds));
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "mel_bins", in.mel_bins));
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "llm_tokens_per_unit", in.llm_tokens_per_unit));
+  return Status();
+}
+
+const std::vector<std::string> kComponentKeys = {"kind",           "transformer",     "input",
+                                                 "vocab",          "tied_embeddings", "projector_dims",
+                                                 "projector_norm", "conv_params"};
+
+// Fills `c` from the component keys present in `n` (fields absent stay as they are: overrides a `use`d spec).
+Status ParseComponentFields(const Ctx& ctx, const YAML::Node& n, const std::string& where, Component& c) {
+  std::string kind;
+  bool has = false;
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, where, "kind", kind, &has));
+  if (has) {
+    if (kind == "vision")
+      c.kind = ComponentKind::kVision;
+    else if (kind == "audio")
+      c.kind = ComponentKind::kAudio;
+    else if (kind == "projector")
+      c.kind = ComponentKind::kProjector;
+    else if (kind == "llm")
+      c.kind = ComponentKind::kLlm;
+    else
+      return ErrAt(ctx, n["kind"], where.empty() ? "kind" : where + ".kind",
+                   "unknown kind '" + kind + "'; valid values are: vision, audio, projector, llm");
+  }
+  if (n["transformer"].IsDefined()) MMTWIN_RETURN_IF_ERROR(ParseTransformer(ctx, n["transformer"], c.tf));
+  if (n["input"].IsDefined()) MMTWIN_RETURN_IF_ERROR(ParseInput(ctx, n["input"], c.input));
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, where, "vocab", c.vocab));
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, where, "tied_embeddings", c.tied_embeddings));
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, where, "projector_norm", c.projector_norm));
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, where, "conv_params", c.conv_params));
+  const YAML::Node dims = n["projector_dims"];
+  if (dims.IsDefined()) {
+    const std::string f = where.empty() ? "projector_dims" : where + ".projector_dims";
+    if (!dims.IsSequence()) return ErrAt(ctx, dims, f, "expected a list of widths, e.g. [12800, 6144, 6144]");
+    c.projector_dims.clear();
+    for (const YAML::Node& d : dims) {
+      int64_t v = 0;
+      try {
+        v = d.as<int64_t>();
+      } catch (const YAML::Exception&) {
+        return ErrAt(ctx, d, f, "'" + (d.IsScalar() ? d.Scalar() : std::string("?")) + "' is not an integer");
+      }
+      if (v <= 0) return ErrAt(ctx, d, f, "widths must be positive");
+      c.projector_dims.push_back(v);
+    }
+  }
+  return Status();
+}
+
+// Fills defaults (kv_heads, head_dim, conv_params) and checks a component's invariants.
+Status FinishComponent(const Ctx& ctx, const YAML::Node& n, const std::string& where, Component& c) {
+  auto fail = [&](const std::string& field, const std::string& reason) {
+    return ErrAt(ctx, n, where.empty() ? field : where + "." + field, reason);
+  };
+  if (c.kind == ComponentKind::kProjector) {
+    if (c.projector_dims.size() < 2) return fail("projector_dims", "a projector needs at least two widths");
+    return Status();
+  }
+  TransformerConfig& t = c.tf;
+  if (t.layers <= 0) return fail("transformer.layers", "must be positive");
+  if (t.hidden <= 0) return fail("transformer.hidden", "must be positive");
+  if (t.ffn <= 0) return fail("transformer.ffn", "must be positive");
+  if (t.heads <= 0) return fail("transformer.heads", "must be positive");
+  if (t.kv_heads == 0) t.kv_heads = t.heads;
+  if (t.heads % t.kv_heads != 0) return fail("transformer.kv_heads", "must divide heads");
+  if (t.head_dim == 0) {
+    if (t.hidden % t.heads != 0)
+      return fail("transformer.head_dim", "hidden is not a multiple of heads; give head_dim");
+    t.head_dim = t.hidden / t.heads;
+  }
+  switch (c.kind) {
+    case ComponentKind::kVision:
+      if (c.input.patch_px <= 0)
+        return fail("input.patch_px", "a vision encoder needs a positive patch size");
+      // Like a stride-p convolution, a partial patch at the border is dropped (SigLIP: 384 / 14 -> 27 per
+      // side).
+      if (c.input.image_px < c.input.patch_px) return fail("input.image_px", "must be at least patch_px");
+      break;
+    case ComponentKind::kAudio:
+      if (c.input.tokens_per_second <= 0)
+        return fail("input.tokens_per_second", "an audio encoder needs it > 0");
+      if (c.conv_params == 0 && c.input.mel_bins > 0)
+        c.conv_params = WhisperConvParams(c.input.mel_bins, t.hidden);
+      break;
+    case ComponentKind::kLlm:
+      if (c.vocab <= 0) return fail("vocab", "an LLM needs a positive vocabulary size");
+      break;
+    case ComponentKind::kProjector:
+      break;
+  }
+  return Status();
+}
+
+Result<YAML::Node> LoadYaml(const std::string& text, const std::string& name) {
+  try {
+    YAML::Node root = YAML::Load(text);
+    if (!root.IsMap()) return Error::At(name, LineOf(root), "", "expected a YAML mapping at the top level");
+    return root;
+  } catch (const YAML::Exception& e) {
+    return Error::At(name, e.mark.is_null() ? 0 : e.mark.line + 1, "", e.msg);
+  }
+}
+
+std::string DefaultComponentName(ComponentKind k) { return ComponentKindName(k); }
+
+Result<ModelSpec> ParseModelImpl(const std::string& yaml_text, const std::string& name,
+                                 const std::string& resolve_dir, int depth);
+
+Result<ModelSpec> LoadModelImpl(const std::string& name_or_path, int depth) {
+  const bool is_path = name_or_path.find('/') != std::string::npos ||
+                       (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".yaml");
+  std::string path;
+  if (is_path) {
+    path = name_or_path;
+  } else {
+    path = ModelZooDir() + "/" + name_or_path + ".yaml";
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+      return Error("unknown model '" + name_or_path + "'; valid values are: " + Join(ListModels()));
+    }
+  }
+  MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return ParseModelImpl(text, path, dir.empty() ? "." : dir, depth);
+}
+
+Result<ModelSpec> ParseModelImpl(const std::string& yaml_text, const std::string& name,
+                                 const std::string& resolve_dir, int depth) {
+  const Ctx ctx{name};
+  MMTWIN_ASSIGN_OR_RETURN(YAML::Node root, LoadYaml(yaml_text, name));
+  ModelSpec m;
+  try {
+    std::vector<std::string> keys = {"name", "description", "reference", "components"};
+    keys.insert(keys.end(), kComponentKeys.begin(), kComponentKeys.end());
+    MMTWIN_RETURN_IF_ERROR(CheckKeys(ctx, root, "", keys));
+    MMTWIN_RETURN_IF_ERROR(Get(ctx, root, "", "name", m.name));
+    MMTWIN_RETURN_IF_ERROR(Get(ctx, root, "", "description", m.description));
+    std::string reference;
+    MMTWIN_RETURN_IF_ERROR(Get(ctx, root, "", "reference", reference));
+    if (m.name.empty()) return Error::At(name, LineOf(root), "name", "missing (every spec needs a name)");
+    const YAML::Node comps = root["components"];
+    if (!comps.IsDefined()) {
+      // A one-component spec: the component keys sit at the top level.
+      if (!root["kind"].IsDefined())
+        return Error::At(name, LineOf(root), "kind", "missing (or give `components`)");
+      Component c;
+      c.source = m.name;
+      MMTWIN_RETURN_IF_ERROR(ParseComponentFields(ctx, root, "", c));
+      c.name = DefaultComponentName(c.kind);
+      MMTWIN_RETURN_IF_ERROR(FinishComponent(ctx, root, "", c));
+      m.components.push_back(std::move(c));
+      return m;
+    }
+    if (depth > 0)
+      return ErrAt(ctx, comps, "components", "a spec referenced with `use` must be a one-component spec");
+    for (const std::string& k : kComponentKeys) {
+      if (root[k].IsDefined())
+        return ErrAt(ctx, root[k], k,
+                     "a composite spec (with `components`) takes component keys per component");
+    }
+    if (!comps.IsSequence() || comps.size() == 0)
+      return ErrAt(ctx, comps, "components", "expected a non-empty list of components");
+    std::set<std::string> names;
+    for (size_t i = 0; i < comps.size(); ++i) {
+      const YAML::Node cn = comps[i];
+      const std::string where = "components[" + std::to_string(i) + "]";
+      std::vector<std::string> ckeys = {"name", "use"};
+      ckeys.insert(ckeys.end(), kComponentKeys.begin(), kComponentKeys.end());
+      MMTWIN_RETURN_IF_ERROR(CheckKeys(ctx, cn, where, ckeys));
+      Component c;
+      std::string use;
+      bool has_use = false;
+      MMTWIN_RETURN_IF_ERROR(Get(ctx, cn, where, "use", use, &has_use));
+      if (has_use) {
+        const std::string ref = resolve_dir + "/" + use + ".yaml";
+        std::error_code ec;
+        if (!std::filesystem::exists(ref, ec)) {
+          return ErrAt(ctx, cn["use"], where + ".use",
+                       "unknown component spec '" + use + "' (no " + ref + ")");
+        }
+        Result<ModelSpec> sub = LoadModelImpl(ref, depth + 1);
+        if (!sub) return sub.error().Wrap(Error::At(name, LineOf(cn["use"]), where + ".use", use).message());
+        if (sub->components.size() != 1)
+          return ErrAt(ctx, cn["use"], where + ".use", "'" + use + "' is not a one-component spec");
+        c = sub->components[0];
+      } else if (!cn["kind"].IsDefined()) {
+        return ErrAt(ctx, cn, where, "needs `use` (a component spec name) or `kind`");
+      } else {
+        c.source = m.name;
+      }
+      MMTWIN_RETURN_IF_ERROR(ParseComponentFields(ctx, cn, where, c));
+      c.name = DefaultComponentName(c.kind);
+      MMTWIN_RETURN_IF_ERROR(Get(ctx, cn, where, "name", c.name));
+      if (!names.insert(c.name).second)
+        return ErrAt(ctx, cn, where + ".name", "duplicate component name '" + c.name + "'");
+      MMTWIN_RETURN_IF_ERROR(FinishComponent(ctx, cn, where, c));
+      m.components.push_back(std::move(c));
+    }
+    // Structure: at most one LLM, and it comes last; a projector's output width matches the LLM's hidden
+    // size.
+    int llms = 0;
+    for (const Component& c : m.components) llms += c.kind == ComponentKind::kLlm;
+    {
+      if (llms != 1 || m.components.back().kind != ComponentKind::kLlm)
+        return ErrAt(ctx, comps, "components",
+                     "a composite model needs exactly one llm component, listed last");
+      const int64_t h = m.components.back().tf.hidden;
+      for (size_t i = 0; i < m.components.size(); ++i) {
+        const Component& c = m.components[i];
+        if (c.kind == ComponentKind::kProjector && c.projector_dims.back() != h) {
+          return ErrAt(ctx, comps[i], "components[" + std::to_string(i) + "].projector_dims",
+                       "output width " + std::to_string(c.projector_dims.back()) +
+                           " differs from the llm hidden " + std::to_string(h));
+        }
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    return Error::At(name, e.mark.is_null() ? 0 : e.mark.line + 1, "", e.msg);
+  }
+  return m;
+}
+
+}  // namespace
+
+std::string ModelZooDir() {
+  const char* env = std::getenv("MMTWIN_DATA_DIR");
+  if (env && *env) return std::string(env) + "/models";
+  return std::string(MMTWIN_DATA_DIR) + "/models";
+}
+
+std::vector<std::string> ListModels() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(ModelZooDir(), ec), end; !ec && it != end; it.increment(ec)) {
+    const std::filesystem::path& p = it->path();
+    if (p.extension() == ".yaml") names.push_back(p.stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Result<ModelSpec> ParseModel(const std::string& yaml_text, const std::string& name,
+                             const std::string& resolve_dir) {
+  return ParseModelImpl(yaml_text, name, resolve_dir, 0);
+}
+
+Result<ModelSpec> LoadModel(const std::string& name_or_path) { return LoadModelImpl(name_or_path, 0); }
+
+}  // namespace mmtwin

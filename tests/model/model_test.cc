@@ -1,0 +1,264 @@
+// Model zoo: every spec loads, parameter counts match the published totals, layer lists add up, token counts.
+#include "core/model/model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+namespace mmtwin {
+namespace {
+
+ModelSpec Load(const std::string& name) {
+  Result<ModelSpec> r = LoadModel(name);
+  EXPECT_TRUE(r.ok()) << name << ": " << (r.ok() ? "" : r.error().message());
+  return r.ok() ? *r : ModelSpec{};
+}
+
+TEST(ModelZooTest, EveryListedSpecLoadsAndLayersSumToTotal) {
+  const std::vector<std::string> names = ListModels();
+  ASSERT_GE(names.size(), 40u);
+  for (const std::string& name : names) {
+    SCOPED_TRACE(name);
+    Result<ModelSpec> r = LoadModel(name);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->name, name);
+    const std::vector<Layer> layers = Layers(*r);
+    int64_t sum = 0;
+    for (const Layer& l : layers) {
+      EXPECT_GT(l.params, 0) << l.label;
+      sum += l.params;
+    }
+    EXPECT_EQ(sum, TotalParams(*r));
+    // Components appear in order, each contiguous.
+    for (size_t i = 1; i < layers.size(); ++i) EXPECT_GE(layers[i].component, layers[i - 1].component);
+  }
+}
+
+// Published totals from /work/shared/data/models.md (in billions). The tolerance is 1%, or half a unit of the
+// last printed digit where the table rounds to two significant digits ("0.30 B" stands for 0.295..0.305 B).
+TEST(ModelZooTest, ComponentParamsMatchPublishedTotals) {
+  struct Case {
+    const char* name;
+    double billions;
+    double rounding;  // half a unit of the last printed digit
+  };
+  const Case cases[] = {
+      {"internvit-6b-448px-v1-5", 5.54, 0.005},
+      {"internvit-300m-448px", 0.30, 0.005},
+      {"eva-clip-1b", 1.0, 0.05},
+      {"eva-clip-4b", 4.4, 0.06},  // 4.349 B counted; the 4.4 B is a rounded total
+
+      {"eva-clip-8b", 7.5, 0.05},
+      {"eva-clip-18b", 17.5, 0.05},
+      {"clip-vit-l-14-336", 0.30, 0.005},
+      {"siglip-so400m-patch14-384", 0.41, 0.005},
+      {"whisper-large-v3-encoder", 0.64, 0.005},
+      {"internlm2-20b", 19.86, 0.005},
+      {"internlm2-chat-7b", 7.74, 0.005},
+      {"nous-hermes-2-yi-34b", 34.39, 0.005},
+      {"llama-3-8b", 8.03, 0.005},
+      {"llama-3-70b", 70.55, 0.005},
+      {"qwen1.5-110b", 111.2, 0.05},
+      {"qwen2-72b", 72.71, 0.005},
+      {"qwen2-7b", 7.62, 0.005},
+      {"qwen2-1.5b", 1.54, 0.005},
+      {"vicuna-7b-v1.5", 6.74, 0.005},
+      {"vicuna-13b-v1.5", 13.02, 0.005},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ModelSpec m = Load(c.name);
+    ASSERT_EQ(m.components.size(), 1u);
+    const double got = static_cast<double>(TotalParams(m)) / 1e9;
+    const double tol = std::max(0.01 * c.billions, c.rounding);
+    EXPECT_NEAR(got, c.billions, tol);
+    EXPECT_EQ(m.components[0].source, c.name);
+  }
+}
+
+TEST(ModelZooTest, ExactLlmCountsFromClosedForm) {
+  // Llama-3-8B: 32 * (2*4096^2 + 2*4096*1024 + 3*4096*14336 + 2*4096) + 2*128256*4096 + 4096 = 8,030,261,248.
+  EXPECT_EQ(TotalParams(Load("llama-3-8b")), 8030261248);
+  // Qwen2-1.5B ties the LM head to the embedding.
+  EXPECT_EQ(TotalParams(Load("qwen2-1.5b")), 1543714304);
+}
+
+TEST(ModelZooTest, InternVlProjectorIsAbout116M) {
+  ModelSpec m = Load("internvl-1.5-6b-20b");
+  ASSERT_EQ(m.components.size(), 3u);
+  EXPECT_EQ(m.components[1].kind, ComponentKind::kProjector);
+  // 2*12800 + 12800*6144 + 6144 + 6144*6144 + 6144
+  EXPECT_EQ(ComponentParams(m, 1), 25600 + 12800LL * 6144 + 6144 + 6144LL * 6144 + 6144);
+  EXPECT_NEAR(ComponentParams(m, 1) / 1e6, 116.0, 116.0 * 0.03);
+  EXPECT_NEAR(TotalParams(m) / 1e9, 5.54 + 0.116 + 19.86, 0.1);
+}
+
+TEST(ModelZooTest, CompositesAreSumsOfTheirParts) {
+  int composites = 0;
+  for (const std::string& name : ListModels()) {
+    ModelSpec m = Load(name);
+    if (m.components.size() < 2) continue;
+    ++composites;
+    SCOPED_TRACE(name);
+    EXPECT_EQ(m.components.back().kind, ComponentKind::kLlm);
+    int64_t sum = 0;
+    for (int i = 0; i < static_cast<int>(m.components.size()); ++i) {
+      const Component& c = m.components[i];
+      if (c.source != m.name) {  // referenced from another spec: must equal that spec loaded alone
+        ModelSpec part = Load(c.source);
+        EXPECT_EQ(ComponentParams(m, i), TotalParams(part)) << c.name;
+      }
+      sum += ComponentParams(m, i);
+    }
+    EXPECT_EQ(sum, TotalParams(m));
+  }
+  EXPECT_GE(composites, 19);
+}
+
+TEST(ModelZooTest, OrchMllmSizesMatchTable1) {
+  // Table 1 totals (10B, 18B, 84B) within 10%: the paper rounds each submodule to 1-2 significant digits.
+  const std::map<std::string, double> totals = {
+      {"orchmllm-10b", 10}, {"orchmllm-18b", 18}, {"orchmllm-84b", 84}};
+  for (const auto& [name, billions] : totals) {
+    ModelSpec m = Load(name);
+    EXPECT_NEAR(TotalParams(m) / 1e9, billions, 0.1 * billions) << name;
+    EXPECT_NE(m.Find(ComponentKind::kAudio), nullptr);
+    EXPECT_NE(m.Find(ComponentKind::kVision), nullptr);
+  }
+}
+
+TEST(ModelZooTest, LayerOrderAndLabels) {
+  ModelSpec m = Load("internvl-1.5-6b-20b");
+  const std::vector<Layer> layers = Layers(m);
+  ASSERT_EQ(layers.size(), 1u + 45u + 1u + 1u + 48u + 1u);
+  EXPECT_EQ(layers[0].kind, LayerKind::kEmbedding);
+  EXPECT_EQ(layers[0].label, "vision.embed");
+  EXPECT_EQ(layers[1].label, "vision.block.0");
+  EXPECT_EQ(layers[46].kind, LayerKind::kProjector);
+  EXPECT_EQ(layers[47].label, "llm.embed");
+  EXPECT_EQ(layers[48].kind, LayerKind::kTransformer);
+  EXPECT_EQ(layers.back().kind, LayerKind::kHead);
+  EXPECT_EQ(layers.back().label, "llm.head");
+  EXPECT_EQ(layers[48].params, BlockParams(m.llm().tf));
+}
+
+Sample MakeSample(uint32_t tiles, uint32_t frames, double audio_s, uint32_t text) {
+  Sample s;
+  s.id = "x";
+  s.images = tiles > 0 ? 1 : 0;
+  s.image_tiles = tiles;
+  s.video_frames = frames;
+  s.audio_seconds = audio_s;
+  s.text_tokens = text;
+  return s;
+}
+
+TEST(TokensForTest, InternVl) {
+  ModelSpec m = Load("internvl-1.5-6b-20b");
+  SampleTokens t = TokensFor(m, MakeSample(7, 0, 0, 300));  // 6 tiles + thumbnail
+  EXPECT_EQ(t.vision_units, 7);
+  EXPECT_EQ(t.vit_span_tokens, 1025);
+  EXPECT_EQ(t.vit_tokens, 7 * 1025);
+  EXPECT_EQ(t.llm_tokens, 300 + 7 * 256);
+  EXPECT_EQ(t.audio_tokens, 0);
+  // Audio is ignored by a model without an audio encoder.
+  SampleTokens a = TokensFor(m, MakeSample(0, 0, 12.5, 40));
+  EXPECT_EQ(a.audio_tokens, 0);
+  EXPECT_EQ(a.llm_tokens, 40);
+  EXPECT_EQ(a.vit_tokens, 0);
+}
+
+TEST(TokensForTest, LlavaAndLongVila) {
+  SampleTokens l = TokensFor(Load("llava-1.5-7b"), MakeSample(1, 0, 0, 100));
+  EXPECT_EQ(l.vit_tokens, 577);
+  EXPECT_EQ(l.llm_tokens, 676);
+  SampleTokens v = TokensFor(Load("longvila-7b"), MakeSample(0, 32, 0, 50));
+  EXPECT_EQ(v.vision_units, 32);
+  EXPECT_EQ(v.vit_span_tokens, 729);
+  EXPECT_EQ(v.vit_tokens, 32 * 729);
+  EXPECT_EQ(v.llm_tokens, 50 + 32 * 196);
+}
+
+TEST(TokensForTest, OrchMllmAudio) {
+  ModelSpec m10 = Load("orchmllm-10b");
+  // 10.01 s -> ceil(500.5) = 501 Whisper positions, downsample 2 -> ceil(250.5) = 251 LLM tokens; 1 image at
+  // 448 px -> 1024 patches, rate 1 -> 1024 LLM tokens.
+  SampleTokens t = TokensFor(m10, MakeSample(1, 0, 10.01, 20));
+  EXPECT_EQ(t.audio_tokens, 501);
+  EXPECT_EQ(t.vit_tokens, 1024);
+  EXPECT_EQ(t.llm_tokens, 20 + 1024 + 251);
+  // Exactly 10 s: 500 positions (no spurious round-up), MLLM-84B downsample 4 -> 125.
+  SampleTokens u = TokensFor(Load("orchmllm-84b"), MakeSample(0, 0, 10.0, 0));
+  EXPECT_EQ(u.audio_tokens, 500);
+  EXPECT_EQ(u.llm_tokens, 125);
+  // 672 px, rate 4: 48*48 = 2304 patches -> 576 tokens.
+  SampleTokens w = TokensFor(Load("orchmllm-18b"), MakeSample(2, 0, 0, 0));
+  EXPECT_EQ(w.vit_tokens, 2 * 2304);
+  EXPECT_EQ(w.llm_tokens, 2 * 576);
+}
+
+TEST(TokensForTest, EncoderAloneAndLlmAlone) {
+  SampleTokens e = TokensFor(Load("internvit-6b-448px-v1-5"), MakeSample(3, 0, 0, 10));
+  EXPECT_EQ(e.vit_tokens, 3 * 1025);
+  EXPECT_EQ(e.llm_tokens, 0);  // no LLM, no LLM tokens
+  SampleTokens l = TokensFor(Load("qwen2-7b"), MakeSample(3, 2, 5, 10));
+  EXPECT_EQ(l.llm_tokens, 10);
+  EXPECT_EQ(l.vit_tokens, 0);
+  EXPECT_EQ(l.vision_units, 0);
+}
+
+// ---- Errors ----
+
+std::string ParseError(const std::string& yaml) {
+  Result<ModelSpec> r = ParseModel(yaml, "m.yaml", ModelZooDir());
+  EXPECT_FALSE(r.ok());
+  return r.ok() ? "" : r.error().message();
+}
+
+TEST(ModelErrorsTest, UnknownNameListsValidOnes) {
+  Result<ModelSpec> r = LoadModel("no-such-model");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("unknown model 'no-such-model'"), std::string::npos);
+  EXPECT_NE(r.error().message().find("internvl-1.5-6b-20b"), std::string::npos);
+}
+
+TEST(ModelErrorsTest, MessagesNameFileLineAndKey) {
+  EXPECT_EQ(ParseError("name: a\nkind: llm\nvocabb: 3\n").substr(0, 21), "m.yaml:3: vocabb: unk");
+  std::string e = ParseError("name: a\nkind: llm\ntransformer: {layers: x}\n");
+  EXPECT_NE(e.find("m.yaml:3: transformer.layers: 'x' is not an integer"), std::string::npos) << e;
+  e = ParseError("name: a\nkind: llm\ntransformer: {layers: 2, hidden: 8, ffn: 8, heads: 3}\nvocab: 5\n");
+  EXPECT_NE(e.find("head_dim"), std::string::npos) << e;
+  e = ParseError("name: a\nkind: robot\n");
+  EXPECT_NE(e.find("m.yaml:2: kind: unknown kind 'robot'; valid values are: vision, audio, projector, llm"),
+            std::string::npos)
+      << e;
+  e = ParseError("name: a\n  bad: [\n");  // syntax error
+  EXPECT_NE(e.find("m.yaml:"), std::string::npos) << e;
+  e = ParseError("name: a\ncomponents:\n  - use: nope\n");
+  EXPECT_NE(e.find("m.yaml:3: components[0].use: unknown component spec 'nope'"), std::string::npos) << e;
+  e = ParseError(
+      "name: a\ncomponents:\n  - use: internvit-300m-448px\n  - kind: projector\n"
+      "    projector_dims: [4096, 100]\n  - use: qwen2-7b\n");
+  EXPECT_NE(e.find("differs from the llm hidden 3584"), std::string::npos) << e;
+  e = ParseError("name: a\ncomponents:\n  - use: internvit-300m-448px\n");
+  EXPECT_NE(e.find("exactly one llm"), std::string::npos) << e;
+  e = ParseError("name: a\ncomponents:\n  - use: internvl-1.5-6b-20b\n");
+  EXPECT_NE(e.find("must be a one-component spec"), std::string::npos) << e;
+  e = ParseError("- 1\n- 2\n");
+  EXPECT_NE(e.find("mapping"), std::string::npos) << e;
+}
+
+TEST(ModelErrorsTest, OverridesApplyToReferencedSpec) {
+  Result<ModelSpec> r = ParseModel(
+      "name: t\ncomponents:\n  - use: whisper-large-v3-encoder\n    input: {llm_tokens_per_unit: 10}\n"
+      "  - use: qwen2-1.5b\n",
+      "t.yaml", ModelZooDir());
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->components[0].input.llm_tokens_per_unit, 10);
+  EXPECT_EQ(r->components[0].input.tokens_per_second, 50);
+  EXPECT_EQ(TokensFor(*r, MakeSample(0, 0, 3, 1)).llm_tokens, 31);
+}
+
+}  // namespace
+}  // namespace mmtwin
