@@ -1,0 +1,351 @@
+#include "core/balance/placement.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+
+namespace mmtwin {
+namespace {
+
+// Maximum-weight perfect assignment of m rows to m columns (Hungarian, O(m^3)); returns col_of_row.
+std::vector<int> MaxWeightAssignment(const std::vector<std::vector<int64_t>>& w) {
+  const int m = static_cast<int>(w.size());
+  const int64_t inf = std::numeric_limits<int64_t>::max() / 4;
+  // e-maxx formulation on costs a[i][j] = -w, 1-based.
+  std::vector<int64_t> u(m + 1, 0), v(m + 1, 0);
+  std::vector<int> p(m + 1, 0), way(m + 1, 0);
+  for (int i = 1; i <= m; ++i) {
+    p[0] = i;
+    int j0 = 0;
+    std::vector<int64_t> minv(m + 1, inf);
+    std::vector<char> used(m + 1, 0);
+    do {
+      used[j0] = 1;
+      const int i0 = p[j0];
+      int64_t delta = inf;
+      int j1 = 0;
+      for (int j = 1; j <= m; ++j) {
+        if (used[j]) continue;
+        const int64_t cur = -w[i0 - 1][j - 1] - u[i0] - v[j];
+        if (cur < minv[j]) {
+          minv[j] = cur;
+          way[j] = j0;
+        }
+        if (minv[j] < delta) {
+          delta = minv[j];
+          j1 = j;
+        }
+      }
+      for (int j = 0; j <= m; ++j) {
+        if (used[j]) {
+          u[p[j]] += delta;
+          v[j] -= delta;
+        } else {
+          minv[j] -= delta;
+        }
+      }
+      j0 = j1;
+    } while (p[j0] != 0);
+    do {
+      const int j1 = way[j0];
+      p[j0] = p[j1];
+      j0 = j1;
+    } while (j0 != 0);
+  }
+  std::vector<int> col_of_row(m, 0);
+  for (int j = 1; j <= m; ++j)
+    if (p[j] > 0) col_of_row[p[j] - 1] = j - 1;
+  return col_of_row;
+}
+
+// Greedy fallback for very large nodes: rows by descending best weight take their best free column.
+std::vector<int> GreedyAssignment(const std::vector<std::vector<int64_t>>& w) {
+  const int m = static_cast<int>(w.size());
+  std::vector<int> rows(m);
+  std::iota(rows.begin(), rows.end(), 0);
+  auto best = [&](int r) { return *std::max_element(w[r].begin(), w[r].end()); };
+  std::stable_sort(rows.begin(), rows.end(), [&](int a, int b) { return best(a) > best(b); });
+  std::vector<char> taken(m, 0);
+  std::vector<int> col_of_row(m, -1);
+  for (int r : rows) {
+    int bc = -1;
+    for (int c = 0; c < m; ++c)
+      if (!taken[c] && (bc < 0 || w[r][c] > w[r][bc])) bc = c;
+    taken[bc] = 1;
+    col_of_row[r] = bc;
+  }
+  return col_of_row;
+}
+
+// Bins -> node slots bottleneck assignment (see the header).
+class NodeAssigner {
+ public:
+  NodeAssigner(const std::vector<std::vector<uint32_t>>& bins, std::span<const int> origin_rank,
+               std::span<const int64_t> item_bytes, int ranks_per_node)
+      : d_(static_cast<int>(bins.size())), c_(ranks_per_node) {
+    nodes_ = (d_ + c_ - 1) / c_;
+    cap_.resize(nodes_);
+    for (int n = 0; n < nodes_; ++n) cap_[n] = std::min(c_, d_ - n * c_);
+    total_.assign(d_, 0);
+    edge_start_.assign(d_ + 1, 0);
+    std::vector<int64_t> scratch(nodes_, 0);
+    std::vector<int> touched;
+    for (int b = 0; b < d_; ++b) {
+      touched.clear();
+      for (uint32_t i : bins[b]) {
+        const int64_t bytes = item_bytes[i];
+        total_[b] += bytes;
+        if (bytes <= 0) continue;
+        const int n = origin_rank[i] / c_;
+        if (scratch[n] == 0) touched.push_back(n);
+        scratch[n] += bytes;
+      }
+      std::sort(touched.begin(), touched.end());
+      for (int n : touched) {
+        edge_node_.push_back(n);
+        edge_local_.push_back(scratch[n]);
+        scratch[n] = 0;
+      }
+      edge_start_[b + 1] = static_cast<int64_t>(edge_node_.size());
+    }
+    univ_.assign(d_, 0);
+    min_cost_.assign(d_, 0);
+    for (int b = 0; b < d_; ++b) {
+      const int64_t deg = edge_start_[b + 1] - edge_start_[b];
+      int64_t mx = deg < nodes_ ? total_[b] : 0;
+      int64_t mn = deg < nodes_ ? total_[b] : std::numeric_limits<int64_t>::max();
+      for (int64_t e = edge_start_[b]; e < edge_start_[b + 1]; ++e) {
+        mx = std::max(mx, Cost(b, e));
+        mn = std::min(mn, Cost(b, e));
+      }
+      univ_[b] = mx;
+      min_cost_[b] = mn;
+    }
+  }
+
+  // Node of every bin, minimizing max W[b][node(b)].
+  std::vector<int> Solve() {
+    if (d_ == 0) return {};
+    int64_t lb = 0, ub = 0;
+    for (int b = 0; b < d_; ++b) {
+      lb = std::max(lb, min_cost_[b]);
+      ub = std::max(ub, univ_[b]);
+    }
+    std::vector<int64_t> cand;
+    cand.push_back(lb);
+    cand.push_back(ub);
+    for (int b = 0; b < d_; ++b) {
+      if (univ_[b] >= lb) cand.push_back(univ_[b]);
+      for (int64_t e = edge_start_[b]; e < edge_start_[b + 1]; ++e)
+        if (Cost(b, e) >= lb && Cost(b, e) <= ub) cand.push_back(Cost(b, e));
+    }
+    std::sort(cand.begin(), cand.end());
+    cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
+    // Least feasible candidate; the largest (ub) is always feasible (every bin universal).
+    size_t lo = 0, hi = cand.size() - 1;
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (Match(cand[mid]))
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    Match(cand[lo]);
+    FillUniversal(cand[lo]);
+    return node_of_bin_;
+  }
+
+ private:
+  int64_t Cost(int b, int64_t e) const { return total_[b] - edge_local_[e]; }
+
+  // Tries to give every restricted bin (univ > t) a node with cost <= t. Leaves the matching in node_of_bin_.
+  bool Match(int64_t t) {
+    node_of_bin_.assign(d_, -1);
+    slots_.assign(nodes_, {});
+    restricted_.clear();
+    for (int b = 0; b < d_; ++b)
+      if (univ_[b] > t) restricted_.push_back(b);
+    // Largest bins first, each greedily to its cheapest allowed node with a free slot.
+    std::stable_sort(restricted_.begin(), restricted_.end(),
+                     [&](int a, int b) { return total_[a] > total_[b]; });
+    std::vector<int> unmatched;
+    for (int b : restricted_) {
+      int best = -1;
+      int64_t best_cost = 0;
+      for (int64_t e = edge_start_[b]; e < edge_start_[b + 1]; ++e) {
+        const int n = edge_node_[e];
+        const int64_t cost = Cost(b, e);
+        if (cost > t || static_cast<int>(slots_[n].size()) >= cap_[n]) continue;
+        if (best < 0 || cost < best_cost) {
+          best = n;
+          best_cost = cost;
+        }
+      }
+      if (best >= 0) {
+        slots_[best].push_back(b);
+        node_of_bin_[b] = best;
+      } else {
+        unmatched.push_back(b);
+      }
+    }
+    visited_.assign(nodes_, 0);
+    for (int b : unmatched) {
+      ++stamp_;
+      if (!Augment(b, t)) return false;
+    }
+    return true;
+  }
+
+  // Kuhn-style augmenting path for a bin; each node is expanded at most once per search. A free allowed node
+  // is taken first (cheap), otherwise a bin sitting on an allowed full node is moved on recursively.
+  bool Augment(int b, int64_t t) {
+    for (int64_t e = edge_start_[b]; e < edge_start_[b + 1]; ++e) {
+      const int n = edge_node_[e];
+      if (Cost(b, e) > t || static_cast<int>(slots_[n].size()) >= cap_[n]) continue;
+      slots_[n].push_back(b);
+      node_of_bin_[b] = n;
+      return true;
+    }
+    for (int64_t e = edge_start_[b]; e < edge_start_[b + 1]; ++e) {
+      const int n = edge_node_[e];
+      if (Cost(b, e) > t || visited_[n] == stamp_) continue;
+      visited_[n] = stamp_;
+      for (size_t pos = 0; pos < slots_[n].size(); ++pos) {
+        if (Augment(slots_[n][pos], t)) {
+          slots_[n][pos] = b;
+          node_of_bin_[b] = n;
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  // Universal bins take the remaining slots, preferring the node they have most bytes on.
+  void FillUniversal(int64_t t) {
+    std::vector<int> uni;
+    for (int b = 0; b < d_; ++b)
+      if (univ_[b] <= t) uni.push_back(b);
+    auto best_local = [&](int b) {
+      int64_t m = 0;
+      for (int64_t e = edge_start_[b]; e < edge_start_[b + 1]; ++e) m = std::max(m, edge_local_[e]);
+      return m;
+    };
+    std::vector<int64_t> key(d_, 0);
+    for (int b : uni) key[b] = best_local(b);
+    std::stable_sort(uni.begin(), uni.end(), [&](int a, int b) { return key[a] > key[b]; });
+    std::vector<int> rest;
+    for (int b : uni) {
+      int best = -1;
+      int64_t best_local_bytes = 0;
+      for (int64_t e = edge_start_[b]; e < edge_start_[b + 1]; ++e) {
+        const int n = edge_node_[e];
+        if (static_cast<int>(slots_[n].size()) >= cap_[n]) continue;
+        if (best < 0 || edge_local_[e] > best_local_bytes) {
+          best = n;
+          best_local_bytes = edge_local_[e];
+        }
+      }
+      if (best >= 0) {
+        slots_[best].push_back(b);
+        node_of_bin_[b] = best;
+      } else {
+        rest.push_back(b);
+      }
+    }
+    int n = 0;
+    for (int b : rest) {
+      while (static_cast<int>(slots_[n].size()) >= cap_[n]) ++n;
+      slots_[n].push_back(b);
+      node_of_bin_[b] = n;
+    }
+  }
+
+  int d_, c_, nodes_ = 0;
+  std::vector<int> cap_;
+  std::vector<int64_t> total_, univ_, min_cost_;
+  std::vector<int64_t> edge_start_;
+  std::vector<int> edge_node_;
+  std::vector<int64_t> edge_local_;
+  std::vector<int> node_of_bin_, restricted_;
+  std::vector<std::vector<int>> slots_;
+  std::vector<uint32_t> visited_;
+  uint32_t stamp_ = 0;
+};
+
+}  // namespace
+
+void EvaluatePlacement(const std::vector<std::vector<uint32_t>>& bins, std::span<const int> origin_rank,
+                       std::span<const int64_t> item_bytes, int ranks_per_node, Placement& p) {
+  const int d = static_cast<int>(bins.size());
+  const int c = std::max(1, ranks_per_node);
+  std::vector<int64_t> sent(d, 0), recv(d, 0), recv_inter(d, 0), sent_inter(d, 0);
+  p.total_inter_node_bytes = 0;
+  p.total_moved_bytes = 0;
+  for (int b = 0; b < d; ++b) {
+    const int dest = p.rank_of_bin[b];
+    for (uint32_t i : bins[b]) {
+      const int org = origin_rank[i];
+      const int64_t bytes = item_bytes[i];
+      if (org == dest) continue;
+      sent[org] += bytes;
+      recv[dest] += bytes;
+      p.total_moved_bytes += bytes;
+      if (org / c != dest / c) {
+        sent_inter[org] += bytes;
+        recv_inter[dest] += bytes;
+        p.total_inter_node_bytes += bytes;
+      }
+    }
+  }
+  p.max_rank_inter_node_bytes = 0;
+  p.max_rank_moved_bytes = 0;
+  p.max_rank_inter_node_sent_bytes = 0;
+  for (int r = 0; r < d; ++r) {
+    p.max_rank_inter_node_bytes = std::max(p.max_rank_inter_node_bytes, recv_inter[r]);
+    p.max_rank_moved_bytes = std::max({p.max_rank_moved_bytes, sent[r], recv[r]});
+    p.max_rank_inter_node_sent_bytes = std::max(p.max_rank_inter_node_sent_bytes, sent_inter[r]);
+  }
+}
+
+Placement PlaceIdentity(const std::vector<std::vector<uint32_t>>& bins, std::span<const int> origin_rank,
+                        std::span<const int64_t> item_bytes, int ranks_per_node) {
+  Placement p;
+  p.rank_of_bin.resize(bins.size());
+  std::iota(p.rank_of_bin.begin(), p.rank_of_bin.end(), 0);
+  EvaluatePlacement(bins, origin_rank, item_bytes, ranks_per_node, p);
+  return p;
+}
+
+Placement PlaceNodeWise(const std::vector<std::vector<uint32_t>>& bins, std::span<const int> origin_rank,
+                        std::span<const int64_t> item_bytes, int ranks_per_node) {
+  const int d = static_cast<int>(bins.size());
+  const int c = std::max(1, ranks_per_node);
+  Placement p;
+  if (d == 0) return p;
+  NodeAssigner assigner(bins, origin_rank, item_bytes, c);
+  const std::vector<int> node_of_bin = assigner.Solve();
+  // Within each node: bins to ranks, keeping as many bytes as possible on their own rank.
+  const int nodes = (d + c - 1) / c;
+  std::vector<std::vector<int>> on_node(nodes);
+  for (int b = 0; b < d; ++b) on_node[node_of_bin[b]].push_back(b);
+  p.rank_of_bin.assign(d, -1);
+  for (int n = 0; n < nodes; ++n) {
+    const auto& bs = on_node[n];
+    const int m = static_cast<int>(bs.size());
+    const int first = n * c;
+    std::vector<std::vector<int64_t>> w(m, std::vector<int64_t>(m, 0));
+    for (int k = 0; k < m; ++k)
+      for (uint32_t i : bins[bs[k]]) {
+        const int r = origin_rank[i] - first;
+        if (r >= 0 && r < m) w[k][r] += item_bytes[i];
+      }
+    const std::vector<int> col = m <= 64 ? MaxWeightAssignment(w) : GreedyAssignment(w);
+    for (int k = 0; k < m; ++k) p.rank_of_bin[bs[k]] = first + col[k];
+  }
+  EvaluatePlacement(bins, origin_rank, item_bytes, c, p);
+  return p;
+}
+
+}  // namespace mmtwin
