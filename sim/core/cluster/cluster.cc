@@ -1,0 +1,175 @@
+// Cluster presets from YAML (yaml-cpp; every exception becomes an Error naming file:line and key).
+#include "core/cluster/cluster.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/util/csv.h"
+
+namespace mmtwin {
+namespace {
+
+long LineOf(const YAML::Node& n) {
+  if (!n.IsDefined()) return 0;
+  const YAML::Mark m = n.Mark();
+  return m.is_null() ? 0 : m.line + 1;
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+  return s;
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string file) : file_(std::move(file)) {}
+
+  Status Keys(const YAML::Node& map, const std::string& where,
+              const std::vector<std::string>& allowed) const {
+    if (!map.IsMap()) return Error::At(file_, LineOf(map), where, "expected a mapping");
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      const std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
+      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
+        return Error::At(file_, LineOf(it->first), Field(where, key),
+                         "unknown key; valid keys are: " + Join(allowed));
+    }
+    return Status();
+  }
+
+  Status String(const YAML::Node& map, const std::string& where, const std::string& key, std::string& out,
+                bool required) const {
+    const YAML::Node n = map[key];
+    if (!n.IsDefined()) return required ? Missing(map, where, key) : Status();
+    if (!n.IsScalar()) return Error::At(file_, LineOf(n), Field(where, key), "expected a string");
+    out = n.Scalar();
+    return Status();
+  }
+
+  // A finite number > 0 (or >= 0 with allow_zero); integers may be written as 80e9.
+  Status Number(const YAML::Node& map, const std::string& where, const std::string& key, double& out,
+                bool required, bool allow_zero = false) const {
+    const YAML::Node n = map[key];
+    if (!n.IsDefined()) return required ? Missing(map, where, key) : Status();
+    double v = 0;
+    try {
+      if (!n.IsScalar()) throw YAML::Exception(n.Mark(), "not a scalar");
+      v = n.as<double>();
+    } catch (const YAML::Exception&) {
+      return Error::At(file_, LineOf(n), Field(where, key),
+                       "'" + (n.IsScalar() ? n.Scalar() : std::string("?")) + "' is not a number");
+    }
+    if (!std::isfinite(v) || v < 0 || (v == 0 && !allow_zero))
+      return Error::At(file_, LineOf(n), Field(where, key), allow_zero ? "must be >= 0" : "must be > 0");
+    out = v;
+    return Status();
+  }
+
+  Status Integer(const YAML::Node& map, const std::string& where, const std::string& key, int64_t& out,
+                 bool required) const {
+    double v = static_cast<double>(out);
+    MMTWIN_RETURN_IF_ERROR(Number(map, where, key, v, required));
+    if (v != std::floor(v) || v > 9.2e18)
+      return Error::At(file_, LineOf(map[key]), Field(where, key), "must be a whole number");
+    out = static_cast<int64_t>(v);
+    return Status();
+  }
+
+  const std::string& file() const { return file_; }
+
+ private:
+  static std::string Field(const std::string& where, const std::string& key) {
+    return where.empty() ? key : where + "." + key;
+  }
+  Error Missing(const YAML::Node& map, const std::string& where, const std::string& key) const {
+    return Error::At(file_, LineOf(map), Field(where, key), "missing");
+  }
+  std::string file_;
+};
+
+Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) {
+  const Reader r(name);
+  ClusterSpec c;
+  try {
+    const YAML::Node root = YAML::Load(text);
+    MMTWIN_RETURN_IF_ERROR(
+        r.Keys(root, "",
+               {"name", "description", "reference", "nodes", "gpus_per_node", "device", "nvlink_bytes_per_s",
+                "nvlink_latency_us", "nics_per_node", "nic_bytes_per_s", "nic_latency_us"}));
+    MMTWIN_RETURN_IF_ERROR(r.String(root, "", "name", c.name, true));
+    MMTWIN_RETURN_IF_ERROR(r.String(root, "", "description", c.description, false));
+    int64_t v = 0;
+    MMTWIN_RETURN_IF_ERROR(r.Integer(root, "", "nodes", v, true));
+    c.nodes = static_cast<int>(std::min<int64_t>(v, 1 << 20));
+    MMTWIN_RETURN_IF_ERROR(r.Integer(root, "", "gpus_per_node", v, true));
+    c.gpus_per_node = static_cast<int>(std::min<int64_t>(v, 1 << 10));
+    const YAML::Node dev = root["device"];
+    if (!dev.IsDefined()) return Error::At(name, LineOf(root), "device", "missing");
+    MMTWIN_RETURN_IF_ERROR(
+        r.Keys(dev, "device", {"name", "peak_flops", "memory_bytes", "hbm_bytes_per_s", "efficiency"}));
+    MMTWIN_RETURN_IF_ERROR(r.String(dev, "device", "name", c.device.name, true));
+    MMTWIN_RETURN_IF_ERROR(r.Number(dev, "device", "peak_flops", c.device.peak_flops, true));
+    MMTWIN_RETURN_IF_ERROR(r.Integer(dev, "device", "memory_bytes", c.device.memory_bytes, true));
+    MMTWIN_RETURN_IF_ERROR(r.Number(dev, "device", "hbm_bytes_per_s", c.device.hbm_bytes_per_s, true));
+    MMTWIN_RETURN_IF_ERROR(r.Number(dev, "device", "efficiency", c.device.efficiency, false));
+    if (c.device.efficiency > 1)
+      return Error::At(name, LineOf(dev["efficiency"]), "device.efficiency", "must be in (0, 1]");
+    MMTWIN_RETURN_IF_ERROR(r.Number(root, "", "nvlink_bytes_per_s", c.nvlink_bytes_per_s, true));
+    MMTWIN_RETURN_IF_ERROR(r.Number(root, "", "nvlink_latency_us", c.nvlink_latency_us, false, true));
+    v = 0;
+    MMTWIN_RETURN_IF_ERROR(r.Integer(root, "", "nics_per_node", v, true));
+    c.nics_per_node = static_cast<int>(std::min<int64_t>(v, 1 << 10));
+    MMTWIN_RETURN_IF_ERROR(r.Number(root, "", "nic_bytes_per_s", c.nic_bytes_per_s, true));
+    MMTWIN_RETURN_IF_ERROR(r.Number(root, "", "nic_latency_us", c.nic_latency_us, false, true));
+  } catch (const YAML::Exception& e) {
+    return Error::At(name, e.mark.is_null() ? 0 : e.mark.line + 1, "", e.msg);
+  }
+  return c;
+}
+
+}  // namespace
+
+std::string ClusterPresetDir() {
+  const char* env = std::getenv("MMTWIN_DATA_DIR");
+  if (env && *env) return std::string(env) + "/clusters";
+  return std::string(MMTWIN_DATA_DIR) + "/clusters";
+}
+
+std::vector<std::string> ListClusters() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(ClusterPresetDir(), ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (it->path().extension() == ".yaml") names.push_back(it->path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Result<ClusterSpec> ParseCluster(const std::string& yaml_text, const std::string& name) {
+  return ParseImpl(yaml_text, name);
+}
+
+Result<ClusterSpec> LoadCluster(const std::string& name_or_path, int nodes_override) {
+  const bool is_path = name_or_path.find('/') != std::string::npos ||
+                       (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".yaml");
+  std::string path = name_or_path;
+  if (!is_path) {
+    path = ClusterPresetDir() + "/" + name_or_path + ".yaml";
+    std::error_code ec;
+    if (name_or_path.empty() || !std::filesystem::exists(path, ec))
+      return Error("unknown cluster '" + name_or_path + "'; valid values are: " + Join(ListClusters()));
+  }
+  MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  MMTWIN_ASSIGN_OR_RETURN(ClusterSpec c, ParseImpl(text, path));
+  if (nodes_override < 0)
+    return Error("nodes override must be positive, got " + std::to_string(nodes_override));
+  if (nodes_override > 0) c.nodes = nodes_override;
+  return c;
+}
+
+}  // namespace mmtwin

@@ -1,0 +1,56 @@
+// Cluster presets: the GPU (peak FLOP/s, memory, HBM bandwidth, achieved matmul efficiency) and the fabric
+// (nodes x GPUs per node, NVLink inside a node, NICs between nodes).
+//
+// Presets are YAML files under traces/clusters/ (traces/clusters/README.md documents keys and sources). Units
+// are in the names: FLOP/s, bytes, bytes/s (per direction), microseconds.
+//
+//   MMTWIN_ASSIGN_OR_RETURN(ClusterSpec c, LoadCluster("h100-8x400g", /*nodes_override=*/16));
+//   int world = c.world_size();            // 128
+//   bool same_node = c.node_of(3) == c.node_of(9);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/util/status.h"
+
+namespace mmtwin {
+
+struct DeviceSpec {
+  std::string name;            // e.g. "A100-80GB-SXM4"
+  double peak_flops = 0;       // dense BF16 tensor-core peak, FLOP/s
+  int64_t memory_bytes = 0;    // device memory
+  double hbm_bytes_per_s = 0;  // HBM bandwidth
+  double efficiency = 0.5;     // achieved fraction of peak for large matmuls (measured MFU is 30-50%)
+};
+
+struct ClusterSpec {
+  std::string name;
+  std::string description;
+  int nodes = 1;
+  int gpus_per_node = 8;
+  DeviceSpec device;
+  double nvlink_bytes_per_s = 0;  // per GPU, per direction
+  double nvlink_latency_us = 0;
+  int nics_per_node = 0;
+  double nic_bytes_per_s = 0;  // per NIC, per direction (achievable, e.g. 24 GB/s for HDR 200 Gb/s)
+  double nic_latency_us = 0;
+
+  int world_size() const { return nodes * gpus_per_node; }
+  int node_of(int rank) const { return rank / gpus_per_node; }
+  // Inter-node bandwidth of one node (all its NICs), bytes/s per direction.
+  double node_nic_bytes_per_s() const { return nics_per_node * nic_bytes_per_s; }
+};
+
+// Loads a preset by name (traces/clusters/NAME.yaml) or a file by path (contains '/' or ends in .yaml).
+// nodes_override > 0 replaces the preset's node count. An unknown name lists the valid ones.
+Result<ClusterSpec> LoadCluster(const std::string& name_or_path, int nodes_override = 0);
+// Parses YAML text (`name` for messages).
+Result<ClusterSpec> ParseCluster(const std::string& yaml_text, const std::string& name);
+// Names of every preset, sorted.
+std::vector<std::string> ListClusters();
+// MMTWIN_DATA_DIR/clusters (the MMTWIN_DATA_DIR environment variable overrides the build-time path).
+std::string ClusterPresetDir();
+
+}  // namespace mmtwin

@@ -1,0 +1,80 @@
+// Cluster presets: every preset loads with the datasheet numbers, node override, rank -> node, errors.
+#include "core/cluster/cluster.h"
+
+#include <gtest/gtest.h>
+
+namespace mmtwin {
+namespace {
+
+TEST(ClusterTest, PresetsLoadWithDatasheetNumbers) {
+  const std::vector<std::string> names = ListClusters();
+  ASSERT_EQ(names, (std::vector<std::string>{"a100-2x200g", "a100-4x200g", "h100-8x400g"}));
+  for (const std::string& n : names) {
+    Result<ClusterSpec> c = LoadCluster(n);
+    ASSERT_TRUE(c.ok()) << c.error().message();
+    EXPECT_EQ(c->name, n);
+    EXPECT_EQ(c->gpus_per_node, 8);
+    EXPECT_GT(c->device.efficiency, 0);
+    EXPECT_LE(c->device.efficiency, 1);
+    EXPECT_EQ(c->device.memory_bytes, 80LL << 30);
+  }
+  ClusterSpec a = *LoadCluster("a100-4x200g");
+  EXPECT_DOUBLE_EQ(a.device.peak_flops, 312e12);
+  EXPECT_DOUBLE_EQ(a.nvlink_bytes_per_s, 300e9);
+  EXPECT_EQ(a.nics_per_node, 4);
+  EXPECT_DOUBLE_EQ(a.node_nic_bytes_per_s(), 96e9);
+  EXPECT_EQ(LoadCluster("a100-2x200g")->nics_per_node, 2);
+  ClusterSpec h = *LoadCluster("h100-8x400g");
+  EXPECT_DOUBLE_EQ(h.device.peak_flops, 989e12);
+  EXPECT_DOUBLE_EQ(h.device.hbm_bytes_per_s, 3.35e12);
+  EXPECT_DOUBLE_EQ(h.nvlink_bytes_per_s, 450e9);
+  EXPECT_EQ(h.nics_per_node, 8);
+  EXPECT_EQ(h.world_size(), 64);
+}
+
+TEST(ClusterTest, NodeOverrideAndRankMapping) {
+  ClusterSpec c = *LoadCluster("h100-8x400g", 16);
+  EXPECT_EQ(c.nodes, 16);
+  EXPECT_EQ(c.world_size(), 128);
+  for (int r = 0; r < c.world_size(); ++r) {
+    EXPECT_EQ(c.node_of(r), r / 8);
+    EXPECT_LT(c.node_of(r), c.nodes);
+  }
+  EXPECT_FALSE(LoadCluster("h100-8x400g", -1).ok());
+}
+
+TEST(ClusterTest, LoadsByPath) {
+  Result<ClusterSpec> c = LoadCluster(ClusterPresetDir() + "/a100-2x200g.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_EQ(c->nodes, 4);
+}
+
+TEST(ClusterTest, Errors) {
+  Result<ClusterSpec> u = LoadCluster("tpu-pod");
+  ASSERT_FALSE(u.ok());
+  EXPECT_EQ(u.error().message(),
+            "unknown cluster 'tpu-pod'; valid values are: a100-2x200g, a100-4x200g, h100-8x400g");
+  const std::string base =
+      "name: x\nnodes: 2\ngpus_per_node: 8\ndevice: {name: g, peak_flops: 1e12, memory_bytes: 8e9, "
+      "hbm_bytes_per_s: 1e12}\nnvlink_bytes_per_s: 1e11\nnics_per_node: 1\nnic_bytes_per_s: 1e10\n";
+  Result<ClusterSpec> ok = ParseCluster(base, "c.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.error().message();
+  EXPECT_EQ(ok->device.memory_bytes, 8000000000);
+  EXPECT_DOUBLE_EQ(ok->device.efficiency, 0.5);  // default
+  auto err = [](const std::string& text) {
+    Result<ClusterSpec> r = ParseCluster(text, "c.yaml");
+    return r.ok() ? std::string("OK") : r.error().message();
+  };
+  EXPECT_EQ(err(base + "nic_gbps: 3\n").substr(0, 31), "c.yaml:8: nic_gbps: unknown key");
+  EXPECT_EQ(err("name: x\nnodes: two\n"), "c.yaml:2: nodes: 'two' is not a number");
+  EXPECT_EQ(err("name: x\nnodes: 1.5\n"), "c.yaml:2: nodes: must be a whole number");
+  EXPECT_NE(err("name: x\nnodes: 1\ngpus_per_node: 8\n").find("device: missing"), std::string::npos);
+  std::string e = err("name: x\nnodes: [1\n");
+  EXPECT_EQ(e.substr(0, 9), "c.yaml:3:") << e;
+  std::string bad_eff = base;
+  bad_eff.replace(bad_eff.find("hbm_bytes_per_s: 1e12}"), 22, "hbm_bytes_per_s: 1e12, efficiency: 1.5}");
+  EXPECT_NE(err(bad_eff).find("device.efficiency: must be in (0, 1]"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mmtwin
