@@ -1,23 +1,440 @@
-// Synthetic trace generators (work in progress: presets are being filled in).
+// Synthetic trace generators. All tunable per-subset parameters sit in the tables at the top of this file;
+// the assumptions behind them and the statistics they reproduce are documented in traces/generators.md.
 #include "core/trace/generate.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+
+#include "core/util/rng.h"
+
+#ifndef MMTWIN_DATA_DIR
+#define MMTWIN_DATA_DIR "traces"
+#endif
+
 namespace mmtwin {
+namespace {
+
+// ---------------------------------------------------------------------------------------------------------------
+// internvl-1.2m: InternVL-Chat-1.2 SFT mix under InternVL-1.5 dynamic tiling (448 px tiles).
+// ---------------------------------------------------------------------------------------------------------------
+
+// OmniBal's main InternVL-1.2M runs (Table 3 baseline, 61.8 GPU days) use Max-Patch-Num 4 (Table 9), which is
+// what gives its 4K..20K ViT tokens per mini-batch of 4 (1..5 tiles per sample). The grid rule is InternVL's
+// dynamic_preprocess for any max; kIvlMaxTiles is the max_num argument.
+constexpr int kIvlMaxTiles = 4;
+// LLM tokens per tile after pixel shuffle (max_seq_length applies to these).
+constexpr int kIvlTileTokens = 256;
+constexpr int kIvlMaxSeqTokens = 4096;  // InternVL max_seq_length
+constexpr double kIvlTilePx = 448;
+
+// One kind of image within a subset: a nominal size, a log-normal scale spread and a log-normal aspect
+// spread.
+struct ImageKind {
+  double weight;
+  double width_px, height_px;
+  double size_sigma;    // log-space sigma of a common scale factor
+  double aspect_sigma;  // log-space sigma of the aspect ratio
+};
+
+struct IvlSubset {
+  const char* name;
+  int64_t samples;            // exact count in the 1,267,819-sample mix
+  int64_t text_only;          // of which without image (ShareGPT text conversations)
+  ImageKind kinds[3];         // weight 0 = unused
+  double text_median_tokens;  // image samples: log-normal text tokens (template, prompts and answers)
+  double text_sigma;
+  double text_min_tokens;
+  double text_only_median_tokens;  // text-only samples
+  double text_only_sigma;
+};
+
+// clang-format off
+const IvlSubset kIvlSubsets[] = {
+  // GPT-4V detailed captions: LAION/CC/SBU web images, COCO, SAM (large), TextCaps; one long caption.
+  {"sharegpt4v_instruct_gpt4-vision_cap100k", 102025, 0,
+   {{0.60, 1000, 750, 0.30, 0.08}, {0.10, 640, 480, 0.10, 0.10}, {0.30, 1500, 2250, 0.25, 0.15}},
+   520, 0.25, 120, 0, 0},
+  // LLaVA-Instruct-150K translated to Chinese: COCO images, multi-turn conversations.
+  {"llava_instruct_150k_zh", 157712, 0,
+   {{0.15, 640, 480, 0.10, 0.12}, {0.85, 1000, 750, 0.30, 0.08}, {0, 0, 0, 0, 0}},
+   650, 0.30, 80, 0, 0},
+  // LLaVA-1.5 mix665k with ShareGPT4V captions: COCO/GQA/VG/OCR-VQA/TextVQA/SAM images; merged multi-QA turns;
+  // 40,688 ShareGPT text-only conversations.
+  {"sharegpt4v_mix665k", 665058, 40688,
+   {{0.10, 640, 480, 0.10, 0.12}, {0.80, 1000, 750, 0.30, 0.08}, {0.10, 320, 500, 0.25, 0.10}},
+   540, 0.60, 40, 2000, 0.70},
+  // DVQA synthetic bar charts, 448x448; one short question-answer.
+  {"dvqa_train_200k", 200000, 0,
+   {{1.0, 448, 448, 0.0, 0.0}, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}},
+   75, 0.25, 40, 0, 0},
+  // ChartQA: rendered charts, mostly landscape, some wide.
+  {"chartqa_train_18k", 18317, 0,
+   {{0.7, 800, 600, 0.20, 0.15}, {0.3, 850, 420, 0.20, 0.15}, {0, 0, 0, 0, 0}},
+   90, 0.35, 40, 0, 0},
+  // AI2D science diagrams, multiple choice.
+  {"ai2d_train_12k", 12413, 0,
+   {{1.0, 900, 700, 0.40, 0.30}, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}},
+   110, 0.30, 50, 0, 0},
+  // DocVQA scanned documents (portrait, ~1700x2200), several QA turns.
+  {"docvqa_train_10k", 10211, 0,
+   {{1.0, 1700, 2200, 0.15, 0.10}, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}},
+   160, 0.50, 50, 0, 0},
+  // GeoQA+: small geometry figures; question with a worked solution.
+  {"geoqa+", 72318, 0,
+   {{1.0, 220, 160, 0.30, 0.20}, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}},
+   200, 0.35, 60, 0, 0},
+  // SynthDoG-en: synthetic document renders; answer is the full text transcription.
+  {"synthdog_en", 29765, 0,
+   {{1.0, 1000, 750, 0.25, 0.25}, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}},
+   700, 0.45, 100, 0, 0},
+};
+// clang-format on
+
+}  // namespace
+
+// InternVL-1.5 dynamic_preprocess: the grid (i, j), i * j in [1, max_tiles], whose aspect i/j is closest to
+// the image's; candidates visited by increasing area; an exact tie moves to the later (larger) grid when the
+// image area exceeds half the grid's pixel area. Returns the tile count including the thumbnail added when
+// the grid has > 1.
+int InternVlTiles(double width_px, double height_px, int max_tiles) {
+  const double aspect = width_px / height_px;
+  const double area = width_px * height_px;
+  int best_i = 1, best_j = 1;
+  double best_diff = 1e300;
+  for (int n = 1; n <= max_tiles; ++n) {  // by increasing area i*j == n
+    for (int i = 1; i <= n; ++i) {
+      if (n % i != 0) continue;
+      const int j = n / i;
+      const double diff = std::fabs(aspect - static_cast<double>(i) / j);
+      if (diff < best_diff) {
+        best_diff = diff;
+        best_i = i;
+        best_j = j;
+      } else if (diff == best_diff && area > 0.5 * kIvlTilePx * kIvlTilePx * i * j) {
+        best_i = i;
+        best_j = j;
+      }
+    }
+  }
+  const int grid = best_i * best_j;
+  return grid > 1 ? grid + 1 : 1;
+}
+
+namespace {
+
+// Splits `n` into parts proportional to `weights` (largest remainder; exact when n equals the weights' sum).
+std::vector<int64_t> Apportion(const std::vector<int64_t>& weights, int64_t n) {
+  const int64_t total = std::accumulate(weights.begin(), weights.end(), int64_t{0});
+  std::vector<int64_t> out(weights.size());
+  std::vector<std::pair<double, size_t>> rem;
+  int64_t used = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const long double exact = static_cast<long double>(weights[i]) * n / total;
+    out[i] = static_cast<int64_t>(exact);
+    used += out[i];
+    rem.push_back({static_cast<double>(exact - out[i]), i});
+  }
+  std::stable_sort(rem.begin(), rem.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  for (size_t k = 0; used < n; ++k, ++used) ++out[rem[k % rem.size()].second];
+  return out;
+}
+
+// A list of subset indices with exact counts, shuffled, so subsets interleave.
+std::vector<uint16_t> ShuffledSubsets(const std::vector<int64_t>& counts, Rng& rng) {
+  std::vector<uint16_t> order;
+  order.reserve(std::accumulate(counts.begin(), counts.end(), int64_t{0}));
+  for (size_t s = 0; s < counts.size(); ++s) order.insert(order.end(), counts[s], static_cast<uint16_t>(s));
+  rng.Shuffle(order);
+  return order;
+}
+
+std::string SampleId(const char* prefix, int64_t i) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%s%07lld", prefix, static_cast<long long>(i));
+  return buf;
+}
+
+uint32_t ClampTokens(double v, double lo, double hi) {
+  v = std::round(v);
+  if (v < lo) v = lo;
+  if (v > hi) v = hi;
+  return static_cast<uint32_t>(v);
+}
+
+Trace GenerateInternVl(int64_t n, Rng& rng) {
+  Trace t;
+  std::vector<int64_t> counts;
+  for (const IvlSubset& s : kIvlSubsets) {
+    t.subsets.push_back(s.name);
+    counts.push_back(s.samples);
+  }
+  counts = Apportion(counts, n);
+  // Text-only share per subset, exact at full size (a sample is text-only with that subset's exact
+  // proportion).
+  std::vector<int64_t> text_only_left(counts.size()), left(counts);
+  for (size_t s = 0; s < counts.size(); ++s)
+    text_only_left[s] = static_cast<int64_t>(std::llround(static_cast<long double>(kIvlSubsets[s].text_only) *
+                                                          counts[s] / kIvlSubsets[s].samples));
+  const std::vector<uint16_t> order = ShuffledSubsets(counts, rng);
+  t.samples.resize(order.size());
+  for (size_t k = 0; k < order.size(); ++k) {
+    const uint16_t si = order[k];
+    const IvlSubset& spec = kIvlSubsets[si];
+    Sample& smp = t.samples[k];
+    smp.id = SampleId("ivl", static_cast<int64_t>(k));
+    smp.subset = si;
+    // Sequential sampling without replacement keeps the text-only count exact.
+    const bool text_only = text_only_left[si] > 0 && rng.Below(static_cast<uint64_t>(left[si])) <
+                                                         static_cast<uint64_t>(text_only_left[si]);
+    --left[si];
+    if (text_only) {
+      --text_only_left[si];
+      smp.text_tokens = ClampTokens(rng.LogNormal(spec.text_only_median_tokens, spec.text_only_sigma),
+                                    spec.text_min_tokens, kIvlMaxSeqTokens);
+      continue;
+    }
+    double u = rng.Uniform() * (spec.kinds[0].weight + spec.kinds[1].weight + spec.kinds[2].weight);
+    int ki = 0;
+    while (ki < 2 && (u >= spec.kinds[ki].weight || spec.kinds[ki].weight == 0)) u -= spec.kinds[ki++].weight;
+    const ImageKind& kind = spec.kinds[ki];
+    const double scale = std::exp(kind.size_sigma * rng.Normal());
+    const double aspect = std::exp(0.5 * kind.aspect_sigma * rng.Normal());
+    const int tiles =
+        InternVlTiles(kind.width_px * scale * aspect, kind.height_px * scale / aspect, kIvlMaxTiles);
+    smp.images = 1;
+    smp.image_tiles = static_cast<uint32_t>(tiles);
+    smp.text_tokens = ClampTokens(rng.LogNormal(spec.text_median_tokens, spec.text_sigma),
+                                  spec.text_min_tokens, kIvlMaxSeqTokens - kIvlTileTokens * tiles);
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// llava-665k and lcs-558k: one 336 px image (1 tile) or none; text from LLaVA's length proxy (whitespace
+// words).
+// ---------------------------------------------------------------------------------------------------------------
+
+constexpr double kTokensPerWord = 1.3;  // English rule of thumb (Llama/Vicuna tokenizer), see generators.md
+constexpr double kLlavaMaxTextTokens = 2048;  // LLaVA-1.5 model_max_length
+
+struct WordSource {
+  const char* name;
+  int64_t samples;
+  bool image;
+  double words_median;
+  double words_sigma;
+  double words_min;
+};
+
+// clang-format off
+const WordSource kLlavaSources[] = {
+  {"llava_instruct_158k", 157712, true,  170, 0.55, 20},  // conversation / detail / reasoning (GPT-4 answers)
+  {"sharegpt",             40688, false, 650, 0.90, 10},  // text-only multi-turn chats
+  {"vqav2",                82783, true,   85, 0.45, 16},  // ~5.4 merged QA turns + "single word or phrase" prompt
+  {"gqa",                  72140, true,  220, 0.50, 16},  // ~13 merged QA turns
+  {"okvqa",                 8998, true,   18, 0.25, 12},  // ~1 QA turn
+  {"ocrvqa",               80000, true,   85, 0.35, 16},  // ~5 QA turns on book covers
+  {"a-okvqa",              66160, true,   35, 0.30, 20},  // multiple choice with options and letter prompt
+  {"textcaps",             21953, true,   21, 0.25, 12},  // one-sentence caption prompt + caption
+  {"refcoco",              48447, true,  100, 0.50, 14},  // region description / grounding turns with boxes
+  {"vg",                   86417, true,  120, 0.50, 14},  // region description turns with boxes
+};
+// LCS-558K: brief-description instruction (~6 words) + BLIP caption (~10 words).
+const WordSource kLcsSources[] = {
+  {"lcs_558k", 558128, true, 16, 0.30, 6},
+};
+// clang-format on
+
+Trace GenerateWords(const WordSource* sources, size_t count, const char* prefix, int64_t n, Rng& rng) {
+  Trace t;
+  std::vector<int64_t> counts;
+  for (size_t i = 0; i < count; ++i) {
+    t.subsets.push_back(sources[i].name);
+    counts.push_back(sources[i].samples);
+  }
+  const std::vector<uint16_t> order = ShuffledSubsets(Apportion(counts, n), rng);
+  t.samples.resize(order.size());
+  for (size_t k = 0; k < order.size(); ++k) {
+    const WordSource& src = sources[order[k]];
+    Sample& s = t.samples[k];
+    s.id = SampleId(prefix, static_cast<int64_t>(k));
+    s.subset = order[k];
+    s.images = src.image ? 1 : 0;
+    s.image_tiles = s.images;
+    const double words = std::max(src.words_min, rng.LogNormal(src.words_median, src.words_sigma));
+    s.text_tokens = ClampTokens(words * kTokensPerWord, 1, kLlavaMaxTextTokens);
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// asr-sqa-mix: LibriSpeech ASR and AIR-Bench spoken QA, resampled from the committed real-derived traces.
+// ---------------------------------------------------------------------------------------------------------------
+
+constexpr double kAsrShare = 0.7;         // 70% ASR, 30% spoken QA
+constexpr uint32_t kAsrPromptTokens = 8;  // "Transcribe the audio." plus role tokens
+
+// AIR-Bench rows without a known duration: nominal clip lengths of the source datasets (public dataset facts:
+// MusicCaps and AudioCaps are 10 s AudioSet clips, Clotho 15..30 s, Common Voice / IEMOCAP utterances a few
+// s).
+struct AudioPrior {
+  const char* dataset;
+  double median_seconds;
+  double sigma;  // log-normal; 0 = fixed
+  double lo, hi;
+};
+// clang-format off
+const AudioPrior kAudioPriors[] = {
+  {"musiccaps",       10.0, 0.0,  10, 10},
+  {"musiccaps_cv",    10.0, 0.0,  10, 10},
+  {"audiocaps_cv",    10.0, 0.0,  10, 10},
+  {"clotho",          22.0, 0.20, 15, 30},
+  {"common_voice_en",  5.0, 0.30,  1, 12},
+  {"iemocap",          4.5, 0.50,  1, 20},
+};
+// clang-format on
+
+std::string DataDir() {
+  const char* env = std::getenv("MMTWIN_DATA_DIR");
+  if (env != nullptr && env[0] != '\0') return env;
+  return MMTWIN_DATA_DIR;
+}
+
+Result<Trace> ReadDataTrace(const std::string& rel) {
+  const std::string path = DataDir() + "/" + rel;
+  Result<Trace> r = ReadTrace(path);
+  if (!r)
+    return r.error().Wrap("asr-sqa-mix needs the real-derived trace " + path + " (set MMTWIN_DATA_DIR)");
+  if (r->samples.empty()) return Error("asr-sqa-mix: " + path + " has no samples");
+  return r;
+}
+
+Result<Trace> GenerateAsrSqa(int64_t n, Rng& rng) {
+  MMTWIN_ASSIGN_OR_RETURN(Trace asr, ReadDataTrace("librispeech/train-clean-100.csv"));
+  MMTWIN_ASSIGN_OR_RETURN(Trace qa, ReadDataTrace("airbench/chat.csv"));
+  Trace t;
+  const uint16_t asr_subset = t.SubsetIndex("asr_librispeech");
+  std::vector<uint16_t> qa_subset(qa.subsets.size());
+  for (size_t i = 0; i < qa.subsets.size(); ++i) qa_subset[i] = t.SubsetIndex("sqa_" + qa.subsets[i]);
+  // Known AIR-Bench durations, for datasets without a prior.
+  std::vector<double> known;
+  for (const Sample& s : qa.samples)
+    if (s.meta.find("audio_seconds=unknown") == std::string::npos && s.audio_seconds > 0)
+      known.push_back(s.audio_seconds);
+  const std::vector<int64_t> counts = Apportion({static_cast<int64_t>(std::llround(kAsrShare * 1000)),
+                                                 static_cast<int64_t>(std::llround((1 - kAsrShare) * 1000))},
+                                                n);
+  const std::vector<uint16_t> order = ShuffledSubsets(counts, rng);
+  t.samples.resize(order.size());
+  for (size_t k = 0; k < order.size(); ++k) {
+    Sample& s = t.samples[k];
+    s.id = SampleId("audio", static_cast<int64_t>(k));
+    if (order[k] == 0) {
+      const Sample& src = asr.samples[rng.Below(asr.samples.size())];
+      s.subset = asr_subset;
+      s.audio_seconds = src.audio_seconds;
+      s.text_tokens = src.text_tokens + kAsrPromptTokens;
+      s.meta = src.id;
+      continue;
+    }
+    const Sample& src = qa.samples[rng.Below(qa.samples.size())];
+    s.subset = qa_subset[src.subset];
+    s.text_tokens = src.text_tokens;
+    s.meta = src.id;
+    s.audio_seconds = src.audio_seconds;
+    if (src.meta.find("audio_seconds=unknown") != std::string::npos || s.audio_seconds <= 0) {
+      const std::string dataset = src.meta.substr(0, src.meta.find(';'));
+      const AudioPrior* prior = nullptr;
+      for (const AudioPrior& p : kAudioPriors)
+        if (dataset == p.dataset) prior = &p;
+      if (prior != nullptr) {
+        const double v =
+            prior->sigma > 0 ? rng.LogNormal(prior->median_seconds, prior->sigma) : prior->median_seconds;
+        s.audio_seconds = std::round(std::clamp(v, prior->lo, prior->hi) * 1e4) / 1e4;
+      } else if (!known.empty()) {
+        s.audio_seconds = known[rng.Below(known.size())];
+      } else {
+        s.audio_seconds = 10;
+      }
+    }
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// long-video: LongVILA stage-5 long-video SFT (Shot2Story long videos, 196 tokens per frame).
+// ---------------------------------------------------------------------------------------------------------------
+
+constexpr double kVideoFramesMedian = 256;  // log-normal body
+constexpr double kVideoFramesSigma = 0.9;
+constexpr double kVideoTailShare = 0.05;  // heavy tail: Pareto(alpha) from 1024 frames
+constexpr double kVideoTailAlpha = 1.5;
+constexpr double kVideoFramesMin = 32, kVideoFramesMax = 8192;
+constexpr double kVideoTextMedian = 350, kVideoTextSigma = 0.6;  // caption or QA turns
+
+Trace GenerateLongVideo(int64_t n, Rng& rng) {
+  Trace t;
+  const uint16_t caption = t.SubsetIndex("longvideo_caption");
+  const uint16_t qa = t.SubsetIndex("longvideo_qa");
+  t.samples.resize(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) {
+    Sample& s = t.samples[static_cast<size_t>(k)];
+    s.id = SampleId("video", k);
+    s.subset = rng.Below(2) == 0 ? caption : qa;
+    double frames;
+    if (rng.Uniform() < kVideoTailShare)
+      frames = 1024 * std::pow(1 - rng.Uniform(), -1 / kVideoTailAlpha);
+    else
+      frames = rng.LogNormal(kVideoFramesMedian, kVideoFramesSigma);
+    frames =
+        std::clamp(std::round(frames / 8) * 8, kVideoFramesMin, kVideoFramesMax);  // uniform sampling, x8
+    s.video_frames = static_cast<uint32_t>(frames);
+    const double text = rng.LogNormal(kVideoTextMedian * (s.subset == caption ? 1.5 : 0.6), kVideoTextSigma);
+    s.text_tokens = ClampTokens(text, 20, 8192);
+  }
+  return t;
+}
+
+}  // namespace
 
 const std::vector<GeneratorPreset>& GeneratorPresets() {
   static const std::vector<GeneratorPreset> kPresets = {
-      {"internvl-1.2m", "InternVL-Chat-1.2 SFT mix (9 subsets), InternVL-1.5 dynamic tiling", 1267819},
-      {"llava-665k", "LLaVA-1.5 mix665k instruction data, 0 or 1 image per sample", 665298},
+      {"internvl-1.2m",
+       "InternVL-Chat-1.2 SFT mix (9 subsets), InternVL-1.5 dynamic tiling up to 4 tiles + thumbnail",
+       1267819},
+      {"llava-665k", "LLaVA-1.5 mix665k instruction data (10 sources), 0 or 1 image per sample", 665298},
       {"lcs-558k", "LLaVA LCS-558K pretraining captions, 1 image and a short caption", 558128},
-      {"asr-sqa-mix", "audio: LibriSpeech ASR resampled + AIR-Bench spoken QA resampled", 100000},
-      {"long-video", "LongVILA-style long-video SFT, heavy-tailed frame counts", 100000},
+      {"asr-sqa-mix", "audio: 70% LibriSpeech ASR + 30% AIR-Bench spoken QA, resampled from real traces",
+       40000},
+      {"long-video", "LongVILA-style long-video SFT, 32..8192 frames, heavy tail", 15292},
   };
   return kPresets;
 }
 
 Result<Trace> GenerateTrace(const std::string& preset, int64_t samples, uint64_t seed) {
-  (void)samples;
-  (void)seed;
-  return Error("trace preset '" + preset + "' is not implemented yet");
+  const auto& presets = GeneratorPresets();
+  bool known = false;
+  std::string names;
+  for (const GeneratorPreset& p : presets) {
+    known |= p.name == preset;
+    names += (names.empty() ? "" : ", ") + p.name;
+  }
+  if (!known) return Error("unknown trace preset '" + preset + "'; valid values are: " + names);
+  if (samples <= 0)
+    return Error("trace preset '" + preset + "': samples must be positive, got " + std::to_string(samples));
+  if (samples > 100'000'000)
+    return Error("trace preset '" + preset + "': samples must be at most 100000000, got " +
+                 std::to_string(samples));
+  Rng rng(seed);
+  if (preset == "internvl-1.2m") return GenerateInternVl(samples, rng);
+  if (preset == "llava-665k")
+    return GenerateWords(kLlavaSources, std::size(kLlavaSources), "llava", samples, rng);
+  if (preset == "lcs-558k") return GenerateWords(kLcsSources, std::size(kLcsSources), "lcs", samples, rng);
+  if (preset == "asr-sqa-mix") return GenerateAsrSqa(samples, rng);
+  return GenerateLongVideo(samples, rng);
 }
 
 }  // namespace mmtwin
