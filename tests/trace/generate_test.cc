@@ -226,8 +226,8 @@ TEST_F(InternVlStatsTest, MatchesOmniBalStatistics) {
     llm.push_back(4 * longest);
   }
   pad /= static_cast<double>(vit.size());
-  EXPECT_GT(pad, 0.28);  // OmniBal Table 3 baseline: 0.31
-  EXPECT_LT(pad, 0.37);
+  EXPECT_GT(pad, 0.29);  // OmniBal Table 3 baseline: 0.31
+  EXPECT_LT(pad, 0.35);
   std::sort(vit.begin(), vit.end());
   std::sort(llm.begin(), llm.end());
   auto q = [](const std::vector<double>& v, double p) { return v[static_cast<size_t>(p * (v.size() - 1))]; };
