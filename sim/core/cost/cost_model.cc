@@ -1,0 +1,314 @@
+// Layer workloads, the analytic cost model and the coefficient table (see cost_model.h for the contract).
+#include "core/cost/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "core/util/csv.h"
+
+namespace mmtwin {
+
+// ---------------------------------------------------------------------------------------------------------------
+// Workloads.
+
+namespace {
+
+// Positions (or tokens) one sample contributes to a component; for audio also its attention spans.
+int64_t SampleTokensFor(const ModelSpec& m, int component, const SampleTokens& t) {
+  const Component& c = m.components[component];
+  switch (c.kind) {
+    case ComponentKind::kVision:
+      return t.vit_tokens;
+    case ComponentKind::kAudio:
+      return t.audio_tokens;
+    case ComponentKind::kLlm:
+      return t.llm_tokens;
+    case ComponentKind::kProjector: {
+      const int e = EncoderOfProjector(m, component);
+      if (e < 0) return 0;
+      const Component& enc = m.components[e];
+      if (enc.kind == ComponentKind::kVision)
+        return std::llround(static_cast<double>(t.vision_units) * enc.input.llm_tokens_per_unit);
+      if (enc.input.tokens_per_second <= 0) return 0;
+      const double ratio = enc.input.llm_tokens_per_unit / enc.input.tokens_per_second;
+      return static_cast<int64_t>(std::ceil(static_cast<double>(t.audio_tokens) * ratio - 1e-9));
+    }
+  }
+  return 0;
+}
+
+// Sum of span^2 over the windows of an audio sequence of n positions (window w; w <= 0: one span).
+double WindowPairs(int64_t n, int64_t w) {
+  if (w <= 0 || n <= w) return static_cast<double>(n) * static_cast<double>(n);
+  const int64_t full = n / w, rest = n % w;
+  return static_cast<double>(full) * static_cast<double>(w) * static_cast<double>(w) +
+         static_cast<double>(rest) * static_cast<double>(rest);
+}
+int64_t WindowCount(int64_t n, int64_t w) { return (w <= 0 || n <= w) ? 1 : (n + w - 1) / w; }
+
+}  // namespace
+
+LayerWorkload ComponentWorkload(const ModelSpec& m, int component, const std::vector<SampleTokens>& tokens,
+                                Packing packing) {
+  LayerWorkload w;
+  if (component < 0 || component >= static_cast<int>(m.components.size())) return w;
+  const Component& c = m.components[component];
+  if (c.kind == ComponentKind::kVision) {
+    // Tiles attend within themselves: padding never applies.
+    for (const SampleTokens& t : tokens) {
+      if (t.vit_tokens == 0) continue;
+      w.tokens += t.vit_tokens;
+      w.sequences += t.vision_units;
+      w.attn_pairs += static_cast<double>(t.vision_units) * static_cast<double>(t.vit_span_tokens) *
+                      static_cast<double>(t.vit_span_tokens);
+    }
+    return w;
+  }
+  if (c.kind == ComponentKind::kProjector) {
+    for (const SampleTokens& t : tokens) w.tokens += SampleTokensFor(m, component, t);
+    return w;
+  }
+  const int64_t window = c.kind == ComponentKind::kAudio ? PositionsPerUnit(c) : 0;
+  int64_t longest = 0, count = 0;
+  for (const SampleTokens& t : tokens) {
+    const int64_t n = SampleTokensFor(m, component, t);
+    if (n == 0) continue;
+    ++count;
+    longest = std::max(longest, n);
+    w.tokens += n;
+    w.sequences += WindowCount(n, window);
+    w.attn_pairs += WindowPairs(n, window);
+  }
+  if (packing == Packing::kPadded && count > 0) {
+    w.tokens = count * longest;
+    w.sequences = count * WindowCount(longest, window);
+    w.attn_pairs = static_cast<double>(count) * WindowPairs(longest, window);
+  }
+  return w;
+}
+
+LayerWorkload ComponentWorkload(const ModelSpec& m, int component, const std::vector<Sample>& samples,
+                                Packing packing) {
+  std::vector<SampleTokens> tokens;
+  tokens.reserve(samples.size());
+  for (const Sample& s : samples) tokens.push_back(TokensFor(m, s));
+  return ComponentWorkload(m, component, tokens, packing);
+}
+
+std::vector<LayerWorkload> ModelWorkloads(const ModelSpec& m, const std::vector<Sample>& samples,
+                                          Packing packing) {
+  std::vector<SampleTokens> tokens;
+  tokens.reserve(samples.size());
+  for (const Sample& s : samples) tokens.push_back(TokensFor(m, s));
+  std::vector<LayerWorkload> out;
+  for (int i = 0; i < static_cast<int>(m.components.size()); ++i)
+    out.push_back(ComponentWorkload(m, i, tokens, packing));
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Analytic model.
+
+AnalyticCostModel::AnalyticCostModel(DeviceSpec device, AnalyticOptions options)
+    : device_(std::move(device)), options_(options) {
+  if (options_.tp < 1) options_.tp = 1;
+}
+
+double AnalyticCostModel::achieved_flops() const {
+  const double eff = options_.efficiency > 0 ? options_.efficiency : device_.efficiency;
+  return device_.peak_flops * (eff > 0 ? eff : 0.5);
+}
+
+LayerCost AnalyticCostModel::Cost(const ModelSpec& m, const Layer& layer, const LayerWorkload& w) const {
+  LayerCost cost;
+  const Component& c = m.components.at(layer.component);
+  const double tp = options_.tp;
+  const double tokens = static_cast<double>(w.tokens);
+  const double h = static_cast<double>(c.tf.hidden);
+  cost.param_bytes = static_cast<int64_t>(std::ceil(2.0 * static_cast<double>(layer.params) / tp));
+  if (w.tokens <= 0) return cost;
+
+  double fwd_flops = 0;
+  double act = 0, act_recompute = 0, boundary = 0;
+  double fwd_memory_us = 0;  // memory-bound layers (the LLM embedding lookup)
+  switch (layer.kind) {
+    case LayerKind::kTransformer: {
+      const TransformerConfig& t = c.tf;
+      const double attn_width = static_cast<double>(t.heads) * static_cast<double>(t.head_dim);
+      fwd_flops = 2.0 * tokens * static_cast<double>(BlockMatmulParams(t)) +
+                  4.0 * attn_width * w.attn_pairs * (t.causal ? 0.5 : 1.0);
+      act = 34.0 * tokens * h;
+      if (!options_.flash_attention) act += 5.0 * t.heads * w.attn_pairs;
+      act /= tp;
+      act_recompute = 2.0 * tokens * h / tp;
+      boundary = 2.0 * tokens * h;
+      break;
+    }
+    case LayerKind::kEmbedding: {
+      if (c.kind == ComponentKind::kVision) {
+        const double p = c.input.patch_px;
+        fwd_flops = 2.0 * tokens * 3.0 * p * p * h;  // patch convolution as a matmul
+        act = 2.0 * tokens * 3.0 * p * p / tp;       // pixels kept for the weight gradient
+      } else if (c.kind == ComponentKind::kAudio) {
+        fwd_flops = 2.0 * tokens * static_cast<double>(c.conv_params);  // conv front end, ~1 MAC per weight
+        act = 2.0 * tokens * h * 2.0 / tp;  // conv1 output (2x frames before stride)
+      } else {
+        fwd_memory_us = 2.0 * tokens * h * 2.0 / device_.hbm_bytes_per_s * 1e6 / tp;  // gather rows + write
+        act = 8.0 * tokens;                                                           // token ids
+      }
+      act_recompute = act;
+      boundary = 2.0 * tokens * h;
+      break;
+    }
+    case LayerKind::kProjector: {
+      const std::vector<int64_t>& d = c.projector_dims;
+      double matmul = 0, stored = 0;
+      for (size_t i = 0; i + 1 < d.size(); ++i) {
+        matmul += static_cast<double>(d[i]) * static_cast<double>(d[i + 1]);
+        stored += static_cast<double>(d[i]);             // input of each Linear
+        if (i > 0) stored += static_cast<double>(d[i]);  // input of each GELU between Linears
+      }
+      if (c.projector_norm) stored += static_cast<double>(d[0]);  // LayerNorm input
+      fwd_flops = 2.0 * tokens * matmul;
+      act = 2.0 * tokens * stored / tp;
+      act_recompute = 2.0 * tokens * static_cast<double>(d.empty() ? 0 : d[0]) / tp;
+      boundary = 2.0 * tokens * static_cast<double>(d.empty() ? 0 : d.back());
+      break;
+    }
+    case LayerKind::kHead: {
+      const double vocab = static_cast<double>(c.vocab);
+      fwd_flops = 2.0 * tokens * h * vocab;
+      act = (2.0 * tokens * h * 2.0 + 4.0 * tokens * vocab) /
+            tp;  // norm + head inputs, fp32 logits for the loss
+      act_recompute = 2.0 * tokens * h / tp;
+      boundary = 0;
+      break;
+    }
+  }
+  const double per_gpu = achieved_flops() * tp;  // time = flops / tp / achieved
+  cost.fwd_flops = fwd_flops;
+  cost.bwd_flops = 2.0 * fwd_flops;
+  cost.fwd_time_us = fwd_flops / per_gpu * 1e6 + fwd_memory_us;
+  cost.bwd_time_us = cost.bwd_flops / per_gpu * 1e6 + 2.0 * fwd_memory_us;
+  cost.act_bytes = static_cast<int64_t>(std::ceil(act));
+  cost.act_bytes_recompute = static_cast<int64_t>(std::ceil(act_recompute));
+  cost.boundary_bytes = static_cast<int64_t>(std::ceil(boundary));
+  return cost;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Coefficient table.
+
+namespace {
+const char* const kCoefHeader[] = {"source",      "layer_kind", "fwd_c0_us",    "fwd_token_us",
+                                   "fwd_pair_us", "bwd_c0_us",  "bwd_token_us", "bwd_pair_us"};
+constexpr int kCoefColumns = 8;
+
+std::string FormatDouble(double v) {
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  return os.str();
+}
+}  // namespace
+
+CoefficientCostModel::CoefficientCostModel(AnalyticCostModel bytes_and_flops)
+    : analytic_(std::move(bytes_and_flops)) {}
+
+void CoefficientCostModel::Set(const std::string& source, LayerKind kind, const TimeCoefficients& c) {
+  table_[{source, static_cast<int>(kind)}] = c;
+}
+
+const TimeCoefficients* CoefficientCostModel::Find(const std::string& source, LayerKind kind) const {
+  auto it = table_.find({source, static_cast<int>(kind)});
+  if (it == table_.end()) it = table_.find({"*", static_cast<int>(kind)});
+  return it == table_.end() ? nullptr : &it->second;
+}
+
+Result<CoefficientCostModel> CoefficientCostModel::Parse(const std::string& csv_text, const std::string& name,
+                                                         AnalyticCostModel bytes_and_flops) {
+  CoefficientCostModel model(std::move(bytes_and_flops));
+  CsvReader csv = CsvReader::FromString(csv_text, name);
+  std::vector<std::string_view> row;
+  if (!csv.Next(row)) {
+    if (!csv.status().ok()) return csv.status().error();
+    return Error::At(name, 0, "", "empty coefficient table (expected a header line)");
+  }
+  const CsvHeader header(row);
+  int col[kCoefColumns];
+  for (int i = 0; i < kCoefColumns; ++i) {
+    col[i] = header.Find(kCoefHeader[i]);
+    if (col[i] < 0) return csv.ErrorAt(kCoefHeader[i], "missing column in the header");
+  }
+  while (csv.Next(row)) {
+    if (row.size() != header.names().size())
+      return csv.ErrorAt("", "expected " + std::to_string(header.names().size()) + " fields, got " +
+                                 std::to_string(row.size()));
+    const std::string source(row[col[0]]);
+    if (source.empty()) return csv.ErrorAt("source", "empty");
+    LayerKind kind;
+    if (!ParseLayerKind(std::string(row[col[1]]), kind))
+      return csv.ErrorAt("layer_kind", "unknown layer kind '" + std::string(row[col[1]]) +
+                                           "'; valid values are: embedding, transformer, projector, head");
+    double v[6];
+    for (int i = 0; i < 6; ++i) {
+      if (!ParseDouble(row[col[2 + i]], v[i]) || !std::isfinite(v[i]))
+        return csv.ErrorAt(kCoefHeader[2 + i],
+                           "'" + std::string(row[col[2 + i]]) + "' is not a finite number");
+    }
+    model.Set(source, kind, TimeCoefficients{v[0], v[1], v[2], v[3], v[4], v[5]});
+  }
+  if (!csv.status().ok()) return csv.status().error();
+  return model;
+}
+
+Result<CoefficientCostModel> CoefficientCostModel::Load(const std::string& path,
+                                                        AnalyticCostModel bytes_and_flops) {
+  MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return Parse(text, path, std::move(bytes_and_flops));
+}
+
+std::string CoefficientCostModel::Format() const {
+  std::string out = "# mmtwin-cost-coefficients v1\n";
+  for (int i = 0; i < kCoefColumns; ++i) out += std::string(i ? "," : "") + kCoefHeader[i];
+  out += "\n";
+  for (const auto& [key, c] : table_) {
+    out += CsvQuote(key.first) + "," + LayerKindName(static_cast<LayerKind>(key.second));
+    for (double v : {c.fwd_c0_us, c.fwd_token_us, c.fwd_pair_us, c.bwd_c0_us, c.bwd_token_us, c.bwd_pair_us})
+      out += "," + FormatDouble(v);
+    out += "\n";
+  }
+  return out;
+}
+
+Status CoefficientCostModel::Save(const std::string& path) const { return WriteFileAtomic(path, Format()); }
+
+LayerCost CoefficientCostModel::Cost(const ModelSpec& m, const Layer& layer, const LayerWorkload& w) const {
+  LayerCost cost = analytic_.Cost(m, layer, w);
+  if (w.tokens <= 0) return cost;
+  const TimeCoefficients* c = Find(m.components.at(layer.component).source, layer.kind);
+  if (!c) {
+    cost.fwd_time_us = cost.bwd_time_us = std::numeric_limits<double>::quiet_NaN();
+    return cost;
+  }
+  const double tokens = static_cast<double>(w.tokens);
+  cost.fwd_time_us = c->fwd_c0_us + c->fwd_token_us * tokens + c->fwd_pair_us * w.attn_pairs;
+  cost.bwd_time_us = c->bwd_c0_us + c->bwd_token_us * tokens + c->bwd_pair_us * w.attn_pairs;
+  return cost;
+}
+
+Status CoefficientCostModel::Supports(const ModelSpec& m) const {
+  for (const Layer& l : Layers(m)) {
+    const std::string& source = m.components[l.component].source;
+    if (!Find(source, l.kind)) {
+      return Error("no cost coefficients for layer type '" + source + "," + LayerKindName(l.kind) +
+                   "' (layer " + l.label + " of " + m.name + "); add a row with source '" + source +
+                   "' or '*'");
+    }
+  }
+  return Status();
+}
+
+}  // namespace mmtwin

@@ -1,0 +1,155 @@
+// Cost of one layer for one input: FLOPs, time, parameter and activation bytes (algorithms.md §4).
+//
+// One interface, two sources: AnalyticCostModel (FLOPs / (device peak x efficiency), Korthikanti activation
+// sizes) and CoefficientCostModel (time = c0 + c_token * tokens + c_pair * attention pairs per layer type,
+// fitted to measurements by the calibration step; bytes and FLOPs still analytic).
+//
+// Contract and units:
+// - LayerWorkload describes what a layer sees in one micro-batch: `tokens` positions in total, `attn_pairs` =
+//   sum over attention spans of span^2 (the full square; the cost model halves it for causal layers),
+//   `sequences` = number of spans. Build it with ComponentWorkload() (one per component; every layer of a
+//   component sees the same workload).
+// - LayerCost: fwd_flops / bwd_flops are the layer's whole FLOPs (all TP ranks together, for MFU); times
+//   (microseconds) and bytes are per GPU (divided by TP; activations assume sequence parallelism).
+//   boundary_bytes is the whole activation handed to the next layer (tokens * width * 2, bf16), not divided
+//   by TP.
+//
+//   MMTWIN_ASSIGN_OR_RETURN(ModelSpec m, LoadModel("internvl-1.5-6b-20b"));
+//   AnalyticCostModel cost(cluster.device, {.tp = 4});
+//   std::vector<LayerWorkload> w = ModelWorkloads(m, samples);     // one per component
+//   for (const Layer& l : Layers(m)) total_us += cost.Cost(m, l, w[l.component]).fwd_time_us;
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/cluster/cluster.h"
+#include "core/model/model.h"
+#include "core/trace/trace.h"
+#include "core/util/status.h"
+
+namespace mmtwin {
+
+struct LayerWorkload {
+  int64_t tokens = 0;     // positions processed (sum over the micro-batch)
+  double attn_pairs = 0;  // sum over attention spans of span^2 (causal halving is done by the cost model)
+  int64_t sequences = 0;  // attention spans (tiles, audio windows, samples)
+
+  LayerWorkload& operator+=(const LayerWorkload& o) {
+    tokens += o.tokens;
+    attn_pairs += o.attn_pairs;
+    sequences += o.sequences;
+    return *this;
+  }
+};
+
+// How sequences are batched: varlen packs them without padding (block-diagonal attention, one span per
+// sample); padded pads every sample to the longest one in the set (tokens = count * max, pairs = count *
+// max^2).
+enum class Packing { kVarlen, kPadded };
+
+// Workload of component `component` of `m` for a set of samples:
+// - vision encoder: every tile/frame is its own span of vit_span_tokens positions (padding does not apply);
+// - audio encoder: a sample's positions split into windows of window_seconds (one span per window, the last
+//   partial); padded pads every audio sample to the longest;
+// - projector: the LLM-side tokens of the encoder it serves (after downsampling), no attention;
+// - LLM: llm_tokens per sample, one span per sample (varlen) or padded to the longest.
+// Samples contributing nothing to the component are left out (they add no sequence and no padding).
+LayerWorkload ComponentWorkload(const ModelSpec& m, int component, const std::vector<SampleTokens>& tokens,
+                                Packing packing = Packing::kVarlen);
+LayerWorkload ComponentWorkload(const ModelSpec& m, int component, const std::vector<Sample>& samples,
+                                Packing packing = Packing::kVarlen);
+// One workload per component (index = component index).
+std::vector<LayerWorkload> ModelWorkloads(const ModelSpec& m, const std::vector<Sample>& samples,
+                                          Packing packing = Packing::kVarlen);
+
+struct LayerCost {
+  double fwd_flops = 0;  // whole layer, all TP ranks
+  double bwd_flops = 0;
+  double fwd_time_us = 0;  // per GPU
+  double bwd_time_us = 0;
+  int64_t param_bytes = 0;          // bf16 weights per GPU (params * 2 / tp)
+  int64_t act_bytes = 0;            // stored for backward without recomputation, per GPU
+  int64_t act_bytes_recompute = 0;  // stored with full recomputation (the layer input), per GPU
+  int64_t boundary_bytes = 0;       // activation handed to the next layer (whole, bf16); 0 for the LM head
+};
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  // Cost of `layer` (from Layers(m)) on `w`. A workload with tokens == 0 costs no time and no activations.
+  virtual LayerCost Cost(const ModelSpec& m, const Layer& layer, const LayerWorkload& w) const = 0;
+  // OK when every layer of `m` can be priced; otherwise an error naming the first missing layer type.
+  // Call it once before pricing: Cost() on an unsupported layer returns NaN times.
+  virtual Status Supports(const ModelSpec& m) const = 0;
+  virtual std::string name() const = 0;
+};
+
+struct AnalyticOptions {
+  int tp = 1;                   // tensor-parallel degree: divides time, params and activations per GPU
+  bool flash_attention = true;  // false adds the 5*a*s^2 attention-score activations (Korthikanti)
+  double efficiency = 0;        // achieved fraction of peak; 0 uses DeviceSpec::efficiency
+};
+
+// FLOPs: 2 * tokens * matmul params + 4 * heads * head_dim * pairs (halved for causal); backward = 2 x
+// forward. Time: flops / tp / (peak_flops * efficiency). The LLM embedding lookup is priced by HBM traffic
+// instead. Activations (bf16, Korthikanti et al. with sequence parallelism): transformer 34 * tokens * hidden
+// (+ 5 * heads * pairs without flash attention), divided by tp; full recomputation keeps 2 * tokens * hidden
+// / tp.
+class AnalyticCostModel : public CostModel {
+ public:
+  AnalyticCostModel(DeviceSpec device, AnalyticOptions options = {});
+  LayerCost Cost(const ModelSpec& m, const Layer& layer, const LayerWorkload& w) const override;
+  Status Supports(const ModelSpec&) const override { return Status(); }
+  std::string name() const override { return "analytic"; }
+  const DeviceSpec& device() const { return device_; }
+  const AnalyticOptions& options() const { return options_; }
+  // FLOP/s the model assumes a GPU achieves.
+  double achieved_flops() const;
+
+ private:
+  DeviceSpec device_;
+  AnalyticOptions options_;
+};
+
+// time_us = c0_us + token_us * tokens + pair_us * attn_pairs, forward and backward, per layer type.
+struct TimeCoefficients {
+  double fwd_c0_us = 0, fwd_token_us = 0, fwd_pair_us = 0;
+  double bwd_c0_us = 0, bwd_token_us = 0, bwd_pair_us = 0;
+};
+
+// Per layer type (component source, e.g. "internlm2-20b", and layer kind) coefficients; a source of "*"
+// matches any component. FLOPs and bytes come from the analytic model given at construction.
+//
+// CSV format (traces/README-style, '#' comment lines allowed):
+//   # mmtwin-cost-coefficients v1
+//   source,layer_kind,fwd_c0_us,fwd_token_us,fwd_pair_us,bwd_c0_us,bwd_token_us,bwd_pair_us
+//   internlm2-20b,transformer,35.0,0.061,1.1e-06,70.0,0.122,2.2e-06
+// layer_kind is one of embedding, transformer, projector, head.
+class CoefficientCostModel : public CostModel {
+ public:
+  explicit CoefficientCostModel(AnalyticCostModel bytes_and_flops);
+  static Result<CoefficientCostModel> Load(const std::string& path, AnalyticCostModel bytes_and_flops);
+  static Result<CoefficientCostModel> Parse(const std::string& csv_text, const std::string& name,
+                                            AnalyticCostModel bytes_and_flops);
+
+  void Set(const std::string& source, LayerKind kind, const TimeCoefficients& c);
+  // The coefficients for (source, kind), falling back to ("*", kind); nullptr if neither exists.
+  const TimeCoefficients* Find(const std::string& source, LayerKind kind) const;
+  // CSV text in the format above (rows sorted), and an atomic write of it.
+  std::string Format() const;
+  Status Save(const std::string& path) const;
+
+  LayerCost Cost(const ModelSpec& m, const Layer& layer, const LayerWorkload& w) const override;
+  Status Supports(const ModelSpec& m) const override;
+  std::string name() const override { return "coefficients"; }
+
+ private:
+  AnalyticCostModel analytic_;
+  std::map<std::pair<std::string, int>, TimeCoefficients> table_;
+};
+
+}  // namespace mmtwin

@@ -1,0 +1,234 @@
+// Cost model: workloads from samples, analytic costs against hand computations, coefficient tables.
+#include "core/cost/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace mmtwin {
+namespace {
+
+ModelSpec Load(const std::string& name) {
+  Result<ModelSpec> r = LoadModel(name);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
+  return r.ok() ? *r : ModelSpec{};
+}
+
+DeviceSpec A100() { return DeviceSpec{"A100", 312e12, 80LL << 30, 2.039e12, 0.5}; }
+DeviceSpec H100() { return DeviceSpec{"H100", 989e12, 80LL << 30, 3.35e12, 0.5}; }
+
+Sample S(uint32_t tiles, uint32_t text, double audio = 0, uint32_t frames = 0) {
+  Sample s;
+  s.id = "s";
+  s.images = tiles ? 1 : 0;
+  s.image_tiles = tiles;
+  s.video_frames = frames;
+  s.audio_seconds = audio;
+  s.text_tokens = text;
+  return s;
+}
+
+const Layer& FirstOf(const std::vector<Layer>& layers, int component, LayerKind kind) {
+  for (const Layer& l : layers)
+    if (l.component == component && l.kind == kind) return l;
+  static Layer none;
+  ADD_FAILURE() << "no such layer";
+  return none;
+}
+
+TEST(WorkloadTest, VisionTilesAreSeparateSpans) {
+  ModelSpec m = Load("internvl-1.5-6b-20b");
+  const std::vector<Sample> samples = {S(7, 100), S(1, 50), S(0, 30)};
+  LayerWorkload v = ComponentWorkload(m, 0, samples);
+  EXPECT_EQ(v.tokens, 8 * 1025);
+  EXPECT_EQ(v.sequences, 8);
+  EXPECT_DOUBLE_EQ(v.attn_pairs, 8.0 * 1025 * 1025);
+  // Padding never applies to tiles.
+  LayerWorkload vp = ComponentWorkload(m, 0, samples, Packing::kPadded);
+  EXPECT_EQ(vp.tokens, v.tokens);
+  EXPECT_DOUBLE_EQ(vp.attn_pairs, v.attn_pairs);
+  // Projector sees the 256 downsampled tokens per tile, no attention.
+  LayerWorkload p = ComponentWorkload(m, 1, samples);
+  EXPECT_EQ(p.tokens, 8 * 256);
+  EXPECT_EQ(p.attn_pairs, 0);
+}
+
+TEST(WorkloadTest, LlmVarlenAndPadded) {
+  ModelSpec m = Load("internvl-1.5-6b-20b");
+  const std::vector<Sample> samples = {S(7, 100), S(1, 50), S(0, 30)};
+  const int64_t a = 100 + 7 * 256, b = 50 + 256, c = 30;
+  LayerWorkload v = ComponentWorkload(m, 2, samples);
+  EXPECT_EQ(v.tokens, a + b + c);
+  EXPECT_EQ(v.sequences, 3);
+  EXPECT_DOUBLE_EQ(v.attn_pairs, double(a * a + b * b + c * c));
+  LayerWorkload p = ComponentWorkload(m, 2, samples, Packing::kPadded);
+  EXPECT_EQ(p.tokens, 3 * a);
+  EXPECT_DOUBLE_EQ(p.attn_pairs, 3.0 * a * a);
+  // Property: padding never lowers the work, and ModelWorkloads agrees with ComponentWorkload.
+  EXPECT_GE(p.tokens, v.tokens);
+  EXPECT_GE(p.attn_pairs, v.attn_pairs);
+  std::vector<LayerWorkload> all = ModelWorkloads(m, samples);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[2].tokens, v.tokens);
+}
+
+TEST(WorkloadTest, AudioWindowsAndProjectors) {
+  ModelSpec m = Load("orchmllm-10b");  // vision, vision_projector, audio, audio_projector, llm
+  ASSERT_EQ(m.components.size(), 5u);
+  // 70 s of audio -> 3500 positions: windows of 1500, 1500, 500.
+  const std::vector<Sample> samples = {S(0, 10, 70.0), S(1, 10, 0), S(0, 10, 4.0)};
+  LayerWorkload a = ComponentWorkload(m, 2, samples);
+  EXPECT_EQ(a.tokens, 3500 + 200);
+  EXPECT_EQ(a.sequences, 3 + 1);
+  EXPECT_DOUBLE_EQ(a.attn_pairs, 2.0 * 1500 * 1500 + 500.0 * 500 + 200.0 * 200);
+  LayerWorkload ap = ComponentWorkload(m, 2, samples, Packing::kPadded);  // both audio samples padded to 3500
+  EXPECT_EQ(ap.tokens, 7000);
+  EXPECT_EQ(ap.sequences, 6);
+  EXPECT_EQ(ComponentWorkload(m, 3, samples).tokens, 1750 + 100);  // audio projector, rate 2
+  EXPECT_EQ(ComponentWorkload(m, 1, samples).tokens, 1024);        // vision projector, rate 1
+  EXPECT_EQ(ComponentWorkload(m, 4, samples).tokens, 30 + 1750 + 100 + 1024);
+}
+
+TEST(AnalyticCostTest, InternVitBlockOnOneTile) {
+  ModelSpec m = Load("internvl-1.5-6b-20b");
+  const std::vector<Layer> layers = Layers(m);
+  const Layer& block = FirstOf(layers, 0, LayerKind::kTransformer);
+  LayerWorkload w = ComponentWorkload(m, 0, std::vector<Sample>{S(1, 0)});
+  AnalyticCostModel cost(A100());
+  LayerCost c = cost.Cost(m, block, w);
+  // matmul params 4*3200^2 + 2*3200*12800 = 122,880,000; bidirectional attention over 1025 positions.
+  const double fwd = 2.0 * 1025 * 122880000 + 4.0 * 3200 * 1025 * 1025;
+  EXPECT_DOUBLE_EQ(c.fwd_flops, fwd);
+  EXPECT_DOUBLE_EQ(c.bwd_flops, 2 * fwd);
+  EXPECT_NEAR(c.fwd_time_us, fwd / (312e12 * 0.5) * 1e6, 1e-6);
+  EXPECT_NEAR(c.fwd_time_us, 1700.97, 0.01);
+  EXPECT_EQ(c.act_bytes, 34LL * 1025 * 3200);
+  EXPECT_EQ(c.act_bytes_recompute, 2LL * 1025 * 3200);
+  EXPECT_EQ(c.boundary_bytes, 2LL * 1025 * 3200);
+  EXPECT_EQ(c.param_bytes, 2 * block.params);
+  // Without flash attention the 5*a*s^2 score activations come back.
+  AnalyticCostModel noflash(A100(), {.tp = 1, .flash_attention = false});
+  EXPECT_EQ(noflash.Cost(m, block, w).act_bytes, 34LL * 1025 * 3200 + 5LL * 25 * 1025 * 1025);
+}
+
+TEST(AnalyticCostTest, InternLm2BlockOn4096TokensWithTp4) {
+  ModelSpec m = Load("internvl-1.5-6b-20b");
+  const Layer& block = FirstOf(Layers(m), 2, LayerKind::kTransformer);
+  LayerWorkload w{4096, 4096.0 * 4096.0, 1};
+  AnalyticCostModel cost(H100(), {.tp = 4});
+  LayerCost c = cost.Cost(m, block, w);
+  // 2*6144^2 + 2*6144*1024 + 3*6144*16384 = 390,070,272 matmul params; causal attention halves 4*h*s^2.
+  const double fwd = 2.0 * 4096 * 390070272 + 4.0 * 6144 * 4096 * 4096 / 2;
+  EXPECT_DOUBLE_EQ(c.fwd_flops, 3401614098432.0);
+  EXPECT_DOUBLE_EQ(c.fwd_flops, fwd);
+  EXPECT_NEAR(c.fwd_time_us, fwd / 4 / (989e12 * 0.5) * 1e6, 1e-6);
+  EXPECT_NEAR(c.bwd_time_us, 2 * c.fwd_time_us, 1e-9);
+  EXPECT_EQ(c.act_bytes, 34LL * 4096 * 6144 / 4);
+  EXPECT_EQ(c.act_bytes_recompute, 2LL * 4096 * 6144 / 4);
+  EXPECT_EQ(c.boundary_bytes, 2LL * 4096 * 6144);
+  EXPECT_EQ(c.param_bytes, 2 * block.params / 4);
+}
+
+TEST(AnalyticCostTest, PropertiesOverEveryLayer) {
+  ModelSpec m = Load("orchmllm-18b");
+  const std::vector<Sample> samples = {S(2, 300, 12.0), S(1, 800), S(0, 40, 31.0)};
+  std::vector<LayerWorkload> w = ModelWorkloads(m, samples);
+  AnalyticCostModel tp1(H100()), tp2(H100(), {.tp = 2}), eff(H100(), {.tp = 1, .efficiency = 0.25});
+  for (const Layer& l : Layers(m)) {
+    SCOPED_TRACE(l.label);
+    LayerCost a = tp1.Cost(m, l, w[l.component]);
+    LayerCost b = tp2.Cost(m, l, w[l.component]);
+    EXPECT_GT(a.fwd_time_us, 0);
+    EXPECT_DOUBLE_EQ(a.bwd_flops, 2 * a.fwd_flops);
+    EXPECT_DOUBLE_EQ(a.fwd_flops, b.fwd_flops);  // FLOPs are the whole layer's
+    EXPECT_NEAR(b.fwd_time_us, a.fwd_time_us / 2, 1e-9 * a.fwd_time_us);
+    EXPECT_LE(a.act_bytes_recompute, a.act_bytes);
+    // The LLM embedding lookup is memory-bound (HBM time) and keeps only token ids: exempt from the next two.
+    if (!(l.kind == LayerKind::kEmbedding && m.components[l.component].kind == ComponentKind::kLlm)) {
+      EXPECT_LE(b.act_bytes, a.act_bytes / 2 + 1);
+      EXPECT_NEAR(eff.Cost(m, l, w[l.component]).fwd_time_us, 2 * a.fwd_time_us, 1e-9 * a.fwd_time_us);
+    }
+    // An empty workload costs nothing but keeps its weights.
+    LayerCost z = tp1.Cost(m, l, LayerWorkload{});
+    EXPECT_EQ(z.fwd_time_us, 0);
+    EXPECT_EQ(z.act_bytes, 0);
+    EXPECT_EQ(z.param_bytes, a.param_bytes);
+  }
+}
+
+TEST(AnalyticCostTest, HeadAndProjectorAndEmbedding) {
+  ModelSpec m = Load("llava-1.5-7b");
+  const std::vector<Layer> layers = Layers(m);
+  AnalyticCostModel cost(A100());
+  LayerWorkload w{1000, 0, 1};
+  LayerCost head = cost.Cost(m, layers.back(), w);
+  EXPECT_DOUBLE_EQ(head.fwd_flops, 2.0 * 1000 * 4096 * 32000);
+  EXPECT_EQ(head.act_bytes, 2LL * 1000 * 4096 * 2 + 4LL * 1000 * 32000);
+  EXPECT_EQ(head.boundary_bytes, 0);
+  LayerCost proj = cost.Cost(m, FirstOf(layers, 1, LayerKind::kProjector), LayerWorkload{576, 0, 0});
+  EXPECT_DOUBLE_EQ(proj.fwd_flops, 2.0 * 576 * (1024.0 * 4096 + 4096.0 * 4096));
+  EXPECT_EQ(proj.boundary_bytes, 2LL * 576 * 4096);
+  LayerCost emb = cost.Cost(m, FirstOf(layers, 2, LayerKind::kEmbedding), w);
+  EXPECT_EQ(emb.fwd_flops, 0);
+  EXPECT_NEAR(emb.fwd_time_us, 2.0 * 1000 * 4096 * 2 / 2.039e12 * 1e6, 1e-9);
+}
+
+// ---- Coefficient table ----
+
+TEST(CoefficientCostTest, ParseCostFormatRoundTrip) {
+  ModelSpec m = Load("internvl-1.5-6b-20b");
+  const std::string csv =
+      "# mmtwin-cost-coefficients v1\n"
+      "source,layer_kind,fwd_c0_us,fwd_token_us,fwd_pair_us,bwd_c0_us,bwd_token_us,bwd_pair_us\n"
+      "internlm2-20b,transformer,35,0.5,1e-6,70,1.0,2e-6\n"
+      "*,embedding,1,0,0,2,0,0\n"
+      "*,projector,3,0.01,0,6,0.02,0\n"
+      "*,head,4,0.1,0,8,0.2,0\n";
+  Result<CoefficientCostModel> r = CoefficientCostModel::Parse(csv, "c.csv", AnalyticCostModel(A100()));
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const std::vector<Layer> layers = Layers(m);
+  LayerWorkload w{4096, 4096.0 * 4096.0, 1};
+  LayerCost c = r->Cost(m, FirstOf(layers, 2, LayerKind::kTransformer), w);
+  EXPECT_DOUBLE_EQ(c.fwd_time_us, 35 + 0.5 * 4096 + 1e-6 * 4096.0 * 4096.0);
+  EXPECT_DOUBLE_EQ(c.bwd_time_us, 70 + 1.0 * 4096 + 2e-6 * 4096.0 * 4096.0);
+  // Bytes and FLOPs still analytic.
+  LayerCost a = AnalyticCostModel(A100()).Cost(m, FirstOf(layers, 2, LayerKind::kTransformer), w);
+  EXPECT_EQ(c.act_bytes, a.act_bytes);
+  EXPECT_DOUBLE_EQ(c.fwd_flops, a.fwd_flops);
+  // The ViT blocks have no row: Supports names the missing type; Cost gives NaN.
+  Status s = r->Supports(m);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("'internvit-6b-448px-v1-5,transformer'"), std::string::npos)
+      << s.error().message();
+  EXPECT_TRUE(std::isnan(r->Cost(m, FirstOf(layers, 0, LayerKind::kTransformer), w).fwd_time_us));
+  CoefficientCostModel full = *r;
+  full.Set("*", LayerKind::kTransformer, TimeCoefficients{1, 2, 3, 4, 5, 6});
+  EXPECT_TRUE(full.Supports(m).ok());
+  // The exact source wins over the wildcard.
+  EXPECT_DOUBLE_EQ(full.Find("internlm2-20b", LayerKind::kTransformer)->fwd_c0_us, 35);
+  EXPECT_DOUBLE_EQ(full.Find("other", LayerKind::kTransformer)->fwd_c0_us, 1);
+  // Format -> Parse gives the same table.
+  Result<CoefficientCostModel> again =
+      CoefficientCostModel::Parse(full.Format(), "f.csv", AnalyticCostModel(A100()));
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(again->Format(), full.Format());
+}
+
+TEST(CoefficientCostTest, Errors) {
+  auto err = [](const std::string& text) {
+    Result<CoefficientCostModel> r = CoefficientCostModel::Parse(text, "c.csv", AnalyticCostModel(A100()));
+    return r.ok() ? std::string("OK") : r.error().message();
+  };
+  const std::string header =
+      "source,layer_kind,fwd_c0_us,fwd_token_us,fwd_pair_us,bwd_c0_us,bwd_token_us,bwd_pair_us\n";
+  EXPECT_EQ(err(header + "x,transformer,1,2,3,4,5,6\n"), "OK");
+  EXPECT_EQ(err(header + "x,mlp,1,2,3,4,5,6\n"),
+            "c.csv:2: layer_kind: unknown layer kind 'mlp'; valid values are: embedding, transformer, "
+            "projector, head");
+  EXPECT_EQ(err(header + "x,head,1,2,abc,4,5,6\n"), "c.csv:2: fwd_pair_us: 'abc' is not a finite number");
+  EXPECT_NE(err("source,layer_kind\n").find("fwd_c0_us: missing column"), std::string::npos);
+  EXPECT_NE(err(header + "x,head,1,2\n").find("c.csv:2:"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mmtwin
