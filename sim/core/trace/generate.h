@@ -31,7 +31,8 @@ struct GeneratorPreset {
 const std::vector<GeneratorPreset>& GeneratorPresets();
 
 // Generates `samples` samples of `preset`. Unknown preset -> "unknown trace preset 'x'; valid values are:
-// ..."; samples <= 0 -> error.
+// ..."; samples <= 0 or > 100,000,000 -> error; asr-sqa-mix without its data files -> error naming the path.
+// default_samples (the real dataset's size) gives the published subset counts exactly.
 Result<Trace> GenerateTrace(const std::string& preset, int64_t samples, uint64_t seed);
 
 // InternVL-1.5 dynamic_preprocess tile count for one image of width_px x height_px with grids of 1..max_tiles
