@@ -130,6 +130,22 @@ class IdUniquer {
   std::unordered_map<std::string, int> seen_;
 };
 
+// Applies IdUniquer to all samples, but only when some id repeats: the common all-unique case is checked with
+// a sorted vector of hashes, which is much cheaper than a hash map of strings.
+void MakeIdsUnique(std::vector<Sample>& samples) {
+  std::vector<std::pair<uint64_t, uint32_t>> h(samples.size());
+  for (size_t i = 0; i < samples.size(); ++i)
+    h[i] = {std::hash<std::string>{}(samples[i].id), static_cast<uint32_t>(i)};
+  std::sort(h.begin(), h.end());
+  bool dup = false;
+  for (size_t i = 0; i < h.size() && !dup; ++i)
+    for (size_t j = i + 1; j < h.size() && h[j].first == h[i].first && !dup; ++j)
+      dup = samples[h[i].second].id == samples[h[j].second].id;
+  if (!dup) return;
+  IdUniquer u;
+  for (Sample& s : samples) u.Apply(s.id);
+}
+
 // Subset index with a one-entry cache (consecutive rows usually share a subset) and the uint16 limit.
 class SubsetCache {
  public:
@@ -420,7 +436,6 @@ class LlavaHandler {
     Sample s;
     s.id = has_id_ ? id_ : std::to_string(index_);
     if (s.id.empty()) return FailAt(SamplePath() + ".id", "empty");
-    ids_.Apply(s.id);
     const int64_t images = std::max(image_paths_, placeholders_);
     s.images = Saturate32(static_cast<double>(images));
     s.image_tiles = Saturate32(static_cast<double>(images) * opt_.tiles_per_image);
@@ -461,7 +476,6 @@ class LlavaHandler {
   std::string id_, first_image_;
   int64_t image_paths_ = 0, placeholders_ = 0;
   TextCounts counts_;
-  IdUniquer ids_;
   SubsetCache subsets_;
 };
 
@@ -482,6 +496,7 @@ Result<Trace> ImportLlavaText(std::string_view text, const std::string& name,
     return Error(name + ": JSON error: " + e.what());
   }
   if (!h.Finish()) return h.error();
+  MakeIdsUnique(h.trace().samples);
   return std::move(h.trace());
 }
 
@@ -522,7 +537,6 @@ Result<Trace> ImportLibriSpeechText(std::string text, const std::string& name) {
   const size_t width = header.names().size();
   Trace t;
   const uint16_t subset = t.SubsetIndex(LibriSpeechSplit(name));
-  IdUniquer ids;
   while (csv.Next(f)) {
     if (f.size() != width)
       return csv.ErrorAt("",
@@ -530,7 +544,6 @@ Result<Trace> ImportLibriSpeechText(std::string text, const std::string& name) {
     Sample s;
     s.id.assign(f[c_id]);
     if (s.id.empty()) return csv.ErrorAt("sample_id", "empty");
-    ids.Apply(s.id);
     s.subset = subset;
     double seconds = 0;
     if (c_seconds >= 0) MMTWIN_RETURN_IF_ERROR(SecondsAt(csv, f[c_seconds], "audio_seconds", seconds));
@@ -553,6 +566,7 @@ Result<Trace> ImportLibriSpeechText(std::string text, const std::string& name) {
     t.samples.push_back(std::move(s));
   }
   if (!csv.status().ok()) return csv.status().error();
+  MakeIdsUnique(t.samples);
   return t;
 }
 
@@ -604,7 +618,6 @@ Result<Trace> ImportCsvText(std::string text, const std::string& name, const Csv
   const size_t width = header.names().size();
   Trace t;
   SubsetCache subsets;
-  IdUniquer ids;
   uint16_t default_subset = 0;
   if (col[kSubset] < 0) default_subset = t.SubsetIndex("default");
   int64_t row = 0;
@@ -620,7 +633,6 @@ Result<Trace> ImportCsvText(std::string text, const std::string& name, const Csv
     } else {
       s.id = std::to_string(row);
     }
-    ids.Apply(s.id);
     if (col[kSubset] >= 0) {
       std::string_view sub = f[col[kSubset]];
       if (sub.empty()) return csv.ErrorAt("subset", "empty");
@@ -646,6 +658,7 @@ Result<Trace> ImportCsvText(std::string text, const std::string& name, const Csv
     t.samples.push_back(std::move(s));
   }
   if (!csv.status().ok()) return csv.status().error();
+  MakeIdsUnique(t.samples);
   return t;
 }
 

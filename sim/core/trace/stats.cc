@@ -82,11 +82,11 @@ std::string FormatStatsText(const TraceStats& st) {
   std::snprintf(buf, sizeof buf, "%lld samples, %zu subsets%s%s\n\n", static_cast<long long>(st.samples),
                 st.subsets.size(), st.model.empty() ? "" : ", model ", st.model.c_str());
   o += buf;
-  std::snprintf(buf, sizeof buf, "%-14s %9s %12s %11s %11s %11s %11s %11s %11s %11s\n", "modality", "nonzero",
+  std::snprintf(buf, sizeof buf, "%-14s %9s %14s %11s %11s %11s %11s %11s %11s %11s\n", "modality", "nonzero",
                 "sum", "mean", "std", "min", "p50", "p90", "p99", "max");
   o += buf;
   for (const ModalityStats& m : st.modalities) {
-    std::snprintf(buf, sizeof buf, "%-14s %9lld %12.6g %11.4g %11.4g %11.4g %11.4g %11.4g %11.4g %11.4g\n",
+    std::snprintf(buf, sizeof buf, "%-14s %9lld %14.10g %11.6g %11.6g %11.6g %11.6g %11.6g %11.6g %11.6g\n",
                   m.name.c_str(), static_cast<long long>(m.nonzero), m.sum, m.mean, m.std, m.min, m.p50,
                   m.p90, m.p99, m.max);
     o += buf;
