@@ -166,11 +166,18 @@ class NodeAssigner {
     restricted_.clear();
     for (int b = 0; b < d_; ++b)
       if (univ_[b] > t) restricted_.push_back(b);
-    // Largest bins first, each greedily to its cheapest allowed node with a free slot.
-    std::stable_sort(restricted_.begin(), restricted_.end(),
-                     [&](int a, int b) { return total_[a] > total_[b]; });
+    // Most constrained bins first (fewest allowed nodes), each greedily to its cheapest allowed node with a
+    // free slot; then Hopcroft-Karp phases (shortest augmenting paths, on the slot-expanded graph) for the
+    // rest.
+    allowed_.assign(d_, 0);
+    for (int b : restricted_)
+      for (int64_t e = edge_start_[b]; e < edge_start_[b + 1]; ++e) allowed_[b] += Cost(b, e) <= t;
+    std::stable_sort(restricted_.begin(), restricted_.end(), [&](int a, int b) {
+      return allowed_[a] < allowed_[b] || (allowed_[a] == allowed_[b] && total_[a] > total_[b]);
+    });
     std::vector<int> unmatched;
     for (int b : restricted_) {
+      if (allowed_[b] == 0) return false;
       int best = -1;
       int64_t best_cost = 0;
       for (int64_t e = edge_start_[b]; e < edge_start_[b + 1]; ++e) {
@@ -189,16 +196,42 @@ class NodeAssigner {
         unmatched.push_back(b);
       }
     }
-    visited_.assign(nodes_, 0);
-    for (int b : unmatched) {
-      ++stamp_;
-      if (!Augment(b, t)) return false;
+    dist_.assign(d_, -1);
+    std::vector<int> queue;
+    while (!unmatched.empty()) {
+      // BFS layers over bins from every unmatched bin.
+      for (int b : restricted_) dist_[b] = -1;
+      queue.assign(unmatched.begin(), unmatched.end());
+      for (int b : unmatched) dist_[b] = 0;
+      bool found = false;
+      for (size_t qi = 0; qi < queue.size(); ++qi) {
+        const int b = queue[qi];
+        for (int64_t e = edge_start_[b]; e < edge_start_[b + 1]; ++e) {
+          if (Cost(b, e) > t) continue;
+          const int n = edge_node_[e];
+          if (static_cast<int>(slots_[n].size()) < cap_[n]) {
+            found = true;
+            continue;
+          }
+          for (int other : slots_[n])
+            if (dist_[other] < 0) {
+              dist_[other] = dist_[b] + 1;
+              queue.push_back(other);
+            }
+        }
+      }
+      if (!found) return false;
+      std::vector<int> still;
+      for (int b : unmatched)
+        if (!Augment(b, t)) still.push_back(b);
+      if (still.size() == unmatched.size()) return false;
+      unmatched.swap(still);
     }
     return true;
   }
 
-  // Kuhn-style augmenting path for a bin; each node is expanded at most once per search. A free allowed node
-  // is taken first (cheap), otherwise a bin sitting on an allowed full node is moved on recursively.
+  // Hopcroft-Karp DFS along the BFS layers: take a free allowed node, or move a bin of the next layer sitting
+  // on an allowed full node. Dead ends are marked so each bin is expanded at most once per phase.
   bool Augment(int b, int64_t t) {
     for (int64_t e = edge_start_[b]; e < edge_start_[b + 1]; ++e) {
       const int n = edge_node_[e];
@@ -208,17 +241,20 @@ class NodeAssigner {
       return true;
     }
     for (int64_t e = edge_start_[b]; e < edge_start_[b + 1]; ++e) {
+      if (Cost(b, e) > t) continue;
       const int n = edge_node_[e];
-      if (Cost(b, e) > t || visited_[n] == stamp_) continue;
-      visited_[n] = stamp_;
       for (size_t pos = 0; pos < slots_[n].size(); ++pos) {
-        if (Augment(slots_[n][pos], t)) {
+        const int other = slots_[n][pos];
+        if (dist_[other] != dist_[b] + 1) continue;
+        if (Augment(other, t)) {
           slots_[n][pos] = b;
           node_of_bin_[b] = n;
+          dist_[b] = -2;  // b is now matched; it must not be used again as a next-layer bin in this phase
           return true;
         }
       }
     }
+    dist_[b] = -2;
     return false;
   }
 
@@ -270,8 +306,7 @@ class NodeAssigner {
   std::vector<int64_t> edge_local_;
   std::vector<int> node_of_bin_, restricted_;
   std::vector<std::vector<int>> slots_;
-  std::vector<uint32_t> visited_;
-  uint32_t stamp_ = 0;
+  std::vector<int> allowed_, dist_;
 };
 
 }  // namespace

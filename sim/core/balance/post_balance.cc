@@ -1,6 +1,7 @@
 #include "core/balance/post_balance.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <queue>
@@ -43,8 +44,9 @@ const AlgorithmInfo& Info(PostBalanceAlgorithm a) {
 using Bins = std::vector<std::vector<uint32_t>>;
 
 // Order of items by key descending, ties by index ascending. Keys are non-negative doubles; their IEEE bit
-// patterns order like the values, so an LSD radix sort on (~bits) is exact and fast (skips constant bytes).
-std::vector<uint32_t> OrderDescending(std::span<const double> keys) {
+// patterns order like the values, so an LSD radix sort on (~bits) is exact and fast (skips constant digits).
+// If `sorted` is given it receives the keys in that order (clamped at 0), saving random reads later.
+std::vector<uint32_t> OrderDescending(std::span<const double> keys, std::vector<double>* sorted = nullptr) {
   const size_t n = keys.size();
   std::vector<uint64_t> k(n), k2(n);
   std::vector<uint32_t> idx(n), idx2(n);
@@ -59,18 +61,28 @@ std::vector<uint32_t> OrderDescending(std::span<const double> keys) {
     all_and &= k[i];
   }
   const uint64_t varying = all_or ^ all_and;
-  for (int shift = 0; shift < 64; shift += 8) {
-    if (((varying >> shift) & 0xFF) == 0) continue;
-    size_t count[257] = {0};
-    for (size_t i = 0; i < n; ++i) ++count[((k[i] >> shift) & 0xFF) + 1];
-    for (int b = 0; b < 256; ++b) count[b + 1] += count[b];
+  constexpr int kBits = 11;
+  constexpr uint64_t kMask = (1u << kBits) - 1;
+  std::vector<size_t> count(kMask + 2);
+  for (int shift = 0; shift < 64; shift += kBits) {
+    if (((varying >> shift) & kMask) == 0) continue;
+    std::fill(count.begin(), count.end(), 0);
+    for (size_t i = 0; i < n; ++i) ++count[((k[i] >> shift) & kMask) + 1];
+    for (size_t b = 0; b <= kMask; ++b) count[b + 1] += count[b];
     for (size_t i = 0; i < n; ++i) {
-      const size_t pos = count[(k[i] >> shift) & 0xFF]++;
+      const size_t pos = count[(k[i] >> shift) & kMask]++;
       k2[pos] = k[i];
       idx2[pos] = idx[i];
     }
     k.swap(k2);
     idx.swap(idx2);
+  }
+  if (sorted) {
+    sorted->resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t bits = ~k[i];
+      std::memcpy(&(*sorted)[i], &bits, sizeof bits);
+    }
   }
   return idx;
 }
@@ -81,48 +93,131 @@ std::vector<double> ItemCosts(std::span<const int64_t> lengths, const PostBalanc
   return c;
 }
 
-// Min-heap of bins keyed by (load, bin index), stored as arrays for speed.
+// 4-ary min-heap of bins keyed by (load, bin index), entries stored inline (short dependency chains).
 class BinHeap {
  public:
-  explicit BinHeap(int d) : heap_(d), load_(d, 0.0) {
-    for (int i = 0; i < d; ++i) heap_[i] = i;  // all zero: index order is already a heap
+  explicit BinHeap(int d) : heap_(d) {
+    for (int i = 0; i < d; ++i) heap_[i] = {0.0, i};  // all zero: index order is already a heap
   }
-  int Top() const { return heap_[0]; }
-  double Load(int b) const { return load_[b]; }
-  // Sets the top bin's load (only increases) and restores the heap.
+  int Top() const { return heap_[0].bin; }
+  double TopLoad() const { return heap_[0].load; }
+  // Sets the top bin's load (only increases) and restores the heap. Floyd's variant: move the hole down to a
+  // leaf along the smallest children, then sift the entry up (usually a few steps: the raised load is large).
   void IncreaseTop(double new_load) {
-    const int b = heap_[0];
-    load_[b] = new_load;
+    const Entry x{new_load, heap_[0].bin};
     const size_t n = heap_.size();
     size_t i = 0;
     while (true) {
-      size_t l = 2 * i + 1;
+      const size_t l = 4 * i + 1;
       if (l >= n) break;
       size_t best = l;
-      if (l + 1 < n && Less(heap_[l + 1], heap_[l])) best = l + 1;
-      if (!Less(heap_[best], b)) break;
+      if (l + 3 < n) {
+        const size_t a = l + static_cast<size_t>(Less(heap_[l + 1], heap_[l]));
+        const size_t b = l + 2 + static_cast<size_t>(Less(heap_[l + 3], heap_[l + 2]));
+        best = Less(heap_[b], heap_[a]) ? b : a;
+      } else {
+        for (size_t c = l + 1; c < n; ++c)
+          if (Less(heap_[c], heap_[best])) best = c;
+      }
       heap_[i] = heap_[best];
       i = best;
     }
-    heap_[i] = b;
+    while (i > 0) {
+      const size_t parent = (i - 1) / 4;
+      if (!Less(x, heap_[parent])) break;
+      heap_[i] = heap_[parent];
+      i = parent;
+    }
+    heap_[i] = x;
   }
 
  private:
-  bool Less(int a, int b) const { return load_[a] < load_[b] || (load_[a] == load_[b] && a < b); }
-  std::vector<int> heap_;
-  std::vector<double> load_;
+  struct Entry {
+    double load;
+    int bin;
+  };
+  static bool Less(const Entry& a, const Entry& b) {
+    return (a.load < b.load) | ((a.load == b.load) & (a.bin < b.bin));
+  }
+  std::vector<Entry> heap_;
 };
 
 // Alg. 1 on per-item costs: descending cost into the least-loaded bin.
-Bins Lpt(std::span<const double> costs, int d) {
-  Bins bins(d);
-  const std::vector<uint32_t> order = OrderDescending(costs);
-  BinHeap heap(d);
-  for (uint32_t i : order) {
-    const int b = heap.Top();
-    bins[b].push_back(i);
-    heap.IncreaseTop(heap.Load(b) + costs[i]);
+// Same order as BinHeap, for integral loads: key = load << shift | bin, one integer compare per child.
+class IntBinHeap {
+ public:
+  IntBinHeap(int d, int shift) : heap_(d), shift_(shift) {
+    for (int i = 0; i < d; ++i) heap_[i] = static_cast<uint64_t>(i);
   }
+  int Top() const { return static_cast<int>(heap_[0] & ((1ull << shift_) - 1)); }
+  void AddToTop(uint64_t amount) {
+    const uint64_t x = heap_[0] + (amount << shift_);
+    const size_t n = heap_.size();
+    size_t i = 0;
+    while (true) {
+      const size_t l = 4 * i + 1;
+      if (l >= n) break;
+      size_t best = l;
+      if (l + 3 < n) {
+        const size_t a = heap_[l + 1] < heap_[l] ? l + 1 : l;
+        const size_t b = heap_[l + 3] < heap_[l + 2] ? l + 3 : l + 2;
+        best = heap_[b] < heap_[a] ? b : a;
+      } else {
+        for (size_t c = l + 1; c < n; ++c)
+          if (heap_[c] < heap_[best]) best = c;
+      }
+      heap_[i] = heap_[best];
+      i = best;
+    }
+    while (i > 0) {
+      const size_t parent = (i - 1) / 4;
+      if (x >= heap_[parent]) break;
+      heap_[i] = heap_[parent];
+      i = parent;
+    }
+    heap_[i] = x;
+  }
+
+ private:
+  std::vector<uint64_t> heap_;
+  int shift_;
+};
+
+Bins Lpt(std::span<const double> costs, int d) {
+  std::vector<double> sorted;
+  const std::vector<uint32_t> order = OrderDescending(costs, &sorted);
+  const size_t n = order.size();
+  std::vector<int> bin_at(n);
+  std::vector<size_t> count(d, 0);
+  // Integral costs with a small enough total use the integer-key heap (same choices, faster).
+  int shift = 1;
+  while ((1ll << shift) < d) ++shift;
+  double total = 0;
+  bool integral = true;
+  for (double c : sorted) {
+    total += c;
+    integral = integral && c == std::floor(c);
+  }
+  if (integral && total < std::ldexp(1.0, 62 - shift)) {
+    IntBinHeap heap(d, shift);
+    for (size_t p = 0; p < n; ++p) {
+      const int b = heap.Top();
+      bin_at[p] = b;
+      ++count[b];
+      heap.AddToTop(static_cast<uint64_t>(sorted[p]));
+    }
+  } else {
+    BinHeap heap(d);
+    for (size_t p = 0; p < n; ++p) {
+      const int b = heap.Top();
+      bin_at[p] = b;
+      ++count[b];
+      heap.IncreaseTop(heap.TopLoad() + sorted[p]);
+    }
+  }
+  Bins bins(d);
+  for (int b = 0; b < d; ++b) bins[b].reserve(count[b]);
+  for (size_t p = 0; p < n; ++p) bins[bin_at[p]].push_back(order[p]);
   return bins;
 }
 
@@ -152,30 +247,38 @@ Bins KarmarkarKarp(std::span<const double> costs, int d) {
     std::vector<Entry> heap;  // explicit subsets
     double max = 0;
   };
-  std::vector<State> states;
-  states.reserve(2 * n);
-  // Global max-heap of (spread, -state id) so larger spread first, then older state.
-  using Key = std::pair<double, int64_t>;
-  std::vector<Key> keys;
-  keys.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    State s;
-    s.heap.push_back({sum[i], static_cast<uint32_t>(i)});
-    s.max = sum[i];
-    states.push_back(std::move(s));
-    keys.push_back({sum[i], -static_cast<int64_t>(i)});  // spread: max - 0 (d >= 2 leaves implicit zeros)
-  }
-  std::priority_queue<Key> pq(std::less<Key>(), std::move(keys));
+  // States are ordered by (spread desc, id asc). The n singleton states (id = item, spread = cost) come out
+  // in the order of OrderDescending, so they stay in that array; only merged states (id >= n) use a priority
+  // queue.
+  const std::vector<uint32_t> singles = OrderDescending(costs);
+  size_t next_single = 0;
+  std::vector<State> states;  // merged states, id = n + position
+  states.reserve(n);
+  using Key = std::pair<double, int64_t>;  // (spread, -id): max-heap gives larger spread, then smaller id
+  std::priority_queue<Key> pq;
+  auto remaining = [&] { return (singles.size() - next_single) + pq.size(); };
+  auto pop = [&]() -> State {
+    const bool take_single =
+        next_single < singles.size() && (pq.empty() || sum[singles[next_single]] > pq.top().first ||
+                                         (sum[singles[next_single]] == pq.top().first &&
+                                          static_cast<int64_t>(singles[next_single]) < -pq.top().second));
+    if (take_single) {
+      const uint32_t i = singles[next_single++];
+      State s;
+      s.heap.push_back({sum[i], i});
+      s.max = sum[i];
+      return s;
+    }
+    const int64_t id = -pq.top().second;
+    pq.pop();
+    return std::move(states[id - static_cast<int64_t>(n)]);
+  };
   const auto heap_cmp = std::greater<Entry>();
   const size_t k = static_cast<size_t>(d);
   std::vector<Entry> b_sorted, popped;
-  while (pq.size() > 1) {
-    const int64_t ia = -pq.top().second;
-    pq.pop();
-    const int64_t ib = -pq.top().second;
-    pq.pop();
-    State a = std::move(states[ia]);
-    State b = std::move(states[ib]);
+  while (remaining() > 1) {
+    State a = pop();
+    State b = pop();
     if (a.heap.size() < b.heap.size()) std::swap(a, b);
     // B's explicit subsets, largest first (ties: id ascending).
     b_sorted = std::move(b.heap);
@@ -208,11 +311,11 @@ Bins KarmarkarKarp(std::span<const double> costs, int d) {
     }
     a.max = mx;
     const double mn = a.heap.size() < k ? 0.0 : a.heap.front().first;
-    const int64_t id = static_cast<int64_t>(states.size());
+    const int64_t id = static_cast<int64_t>(n + states.size());
     states.push_back(std::move(a));
     pq.push({mx - mn, -id});
   }
-  State& last = states[-pq.top().second];
+  State last = pop();
   std::vector<Entry> subsets = std::move(last.heap);
   std::sort(subsets.begin(), subsets.end(), [](const Entry& x, const Entry& y) {
     return x.first > y.first || (x.first == y.first && x.second < y.second);
