@@ -113,7 +113,8 @@ TEST(AnalyticCostTest, InternVitBlockOnOneTile) {
 
 TEST(AnalyticCostTest, InternLm2BlockOn4096TokensWithTp4) {
   ModelSpec m = Load("internvl-1.5-6b-20b");
-  const Layer& block = FirstOf(Layers(m), 2, LayerKind::kTransformer);
+  const std::vector<Layer> layers = Layers(m);
+  const Layer& block = FirstOf(layers, 2, LayerKind::kTransformer);
   LayerWorkload w{4096, 4096.0 * 4096.0, 1};
   AnalyticCostModel cost(H100(), {.tp = 4});
   LayerCost c = cost.Cost(m, block, w);

@@ -6,6 +6,9 @@
 #include <cmath>
 #include <map>
 
+#include "core/util/csv.h"
+#include "core/util/rng.h"
+
 namespace mmtwin {
 namespace {
 
@@ -258,6 +261,43 @@ TEST(ModelErrorsTest, OverridesApplyToReferencedSpec) {
   EXPECT_EQ(r->components[0].input.llm_tokens_per_unit, 10);
   EXPECT_EQ(r->components[0].input.tokens_per_second, 50);
   EXPECT_EQ(TokensFor(*r, MakeSample(0, 0, 3, 1)).llm_tokens, 31);
+}
+
+// Robustness: random byte edits of real zoo files never crash and either parse or give a located error.
+TEST(ModelErrorsTest, MutatedSpecsNeverCrash) {
+  Rng rng(7);
+  const std::string alphabet = "0123456789:-[]{},# \n\"'abcxyz.";
+  for (const std::string name :
+       {"internvl-1.5-6b-20b", "orchmllm-84b", "whisper-large-v3-encoder", "qwen2-1.5b"}) {
+    Result<std::string> text = ReadFile(ModelZooDir() + "/" + name + ".yaml");
+    ASSERT_TRUE(text.ok());
+    for (int i = 0; i < 150; ++i) {
+      std::string t = *text;
+      const int edits = 1 + static_cast<int>(rng.Below(3));
+      for (int e = 0; e < edits && !t.empty(); ++e) {
+        const size_t pos = rng.Below(t.size());
+        switch (rng.Below(3)) {
+          case 0:
+            t.erase(pos, 1 + rng.Below(4));
+            break;
+          case 1:
+            t.insert(pos, 1, alphabet[rng.Below(alphabet.size())]);
+            break;
+          default:
+            t[pos] = alphabet[rng.Below(alphabet.size())];
+            break;
+        }
+      }
+      Result<ModelSpec> r = ParseModel(t, "mut.yaml", ModelZooDir());
+      if (r.ok()) {
+        int64_t sum = 0;
+        for (const Layer& l : Layers(*r)) sum += l.params;
+        EXPECT_EQ(sum, TotalParams(*r));
+      } else {
+        EXPECT_EQ(r.error().message().rfind("mut.yaml", 0), 0u) << r.error().message();
+      }
+    }
+  }
 }
 
 }  // namespace

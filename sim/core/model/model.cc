@@ -386,6 +386,9 @@ Status FinishComponent(const Ctx& ctx, const YAML::Node& n, const std::string& w
     return ErrAt(ctx, n, where.empty() ? field : where + "." + field, reason);
   };
   if (c.kind == ComponentKind::kProjector) {
+    if (c.projector_dims.size() > 64) return fail("projector_dims", "implausibly many layers (max 64)");
+    for (int64_t d : c.projector_dims)
+      if (d > (1 << 22)) return fail("projector_dims", "implausibly large width");
     if (c.projector_dims.size() < 2) return fail("projector_dims", "a projector needs at least two widths");
     return Status();
   }
@@ -394,6 +397,15 @@ Status FinishComponent(const Ctx& ctx, const YAML::Node& n, const std::string& w
   if (t.hidden <= 0) return fail("transformer.hidden", "must be positive");
   if (t.ffn <= 0) return fail("transformer.ffn", "must be positive");
   if (t.heads <= 0) return fail("transformer.heads", "must be positive");
+  // Sanity bounds keep parameter arithmetic far from int64 overflow and layer lists small.
+  if (t.layers > 10000) return fail("transformer.layers", "implausibly large (max 10000)");
+  if (t.hidden > (1 << 20) || t.ffn > (1 << 22)) return fail("transformer.hidden", "implausibly large width");
+  if (t.heads > 4096 || t.kv_heads > 4096 || t.head_dim > 65536)
+    return fail("transformer.heads", "implausibly large");
+  if (c.vocab > (1 << 24)) return fail("vocab", "implausibly large (max 16777216)");
+  if (c.input.image_px > (1 << 16) || c.input.cls_tokens > 1024 || c.input.window_seconds > 3600 ||
+      c.input.tokens_per_second > 1e5 || c.input.mel_bins > 4096)
+    return fail("input", "implausibly large value");
   if (t.kv_heads == 0) t.kv_heads = t.heads;
   if (t.heads % t.kv_heads != 0) return fail("transformer.kv_heads", "must divide heads");
   if (t.head_dim == 0) {
