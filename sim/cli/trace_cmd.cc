@@ -252,7 +252,7 @@ int RunTrace(const Args& args, std::ostream& out, std::ostream& err) {
     return 0;
   }
   if (sub == "import") return Import(args, out, err);
-  if (sub == "gen") return Gen(args, out, err);
+  if (sub == "gen" || sub == "generate") return Gen(args, out, err);
   if (sub == "stats") return Stats(args, out, err);
   return Usage(err, "unknown subcommand '" + sub + "'; valid values are: import, gen, stats");
 }

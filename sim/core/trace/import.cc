@@ -192,7 +192,13 @@ Status CountAt(const CsvReader& csv, std::string_view f, const char* field, uint
 }
 
 Status SecondsAt(const CsvReader& csv, std::string_view f, const char* field, double& out) {
-  if (ParseDouble(f, out) && out >= 0) return Status();
+  if (ParseDouble(f, out) && out >= 0) {
+    if (out > kMaxAudioSeconds)
+      return csv.ErrorAt(field, "'" + std::string(f) + "' is more than " + std::to_string(kMaxAudioSeconds) +
+                                    " seconds; expected an audio duration");
+    out += 0.0;  // -0 -> +0
+    return Status();
+  }
   if (f.find_first_not_of(" \t") == std::string_view::npos)
     return csv.ErrorAt(field, "empty; expected a non-negative number of seconds");
   return csv.ErrorAt(field, "'" + std::string(f) + "' is not a non-negative number of seconds");
@@ -553,6 +559,9 @@ Result<Trace> ImportLibriSpeechText(std::string text, const std::string& name) {
         return csv.ErrorAt("audio_samples_16k",
                            "'" + std::string(f[c_samples]) + "' is not a non-negative integer");
       const double from_samples = static_cast<double>(n) / 16000.0;
+      if (from_samples > kMaxAudioSeconds)
+        return csv.ErrorAt("audio_samples_16k", std::string(f[c_samples]) + " samples is more than " +
+                                                    std::to_string(kMaxAudioSeconds) + " seconds");
       if (c_seconds < 0) {
         seconds = from_samples;
       } else if (std::fabs(from_samples - seconds) > 0.01) {

@@ -48,6 +48,9 @@ uint32_t EstimateTextTokens(std::string_view utf8);
 // Transcript tokens of `audio_seconds` of speech: round(seconds * kSpeechWordsPerSecond * kTokensPerWord).
 uint32_t EstimateSpeechTextTokens(double audio_seconds);
 
+// Largest audio duration an importer accepts (about 31.7 years): larger values are input errors, not audio.
+inline constexpr int64_t kMaxAudioSeconds = 1000000000;
+
 // ---- LLaVA conversation JSON
 // -------------------------------------------------------------------------------------
 
