@@ -187,8 +187,10 @@ TEST_F(InternVlStatsTest, SubsetsProportionalAndInterleaved) {
   EXPECT_GE(early.size(), 6u);
 }
 
-// Tolerances: the published figures are rounded (1.4K, 0.9K, 0.31) and partly in tension with each other (see
-// traces/generators.md), so the bands are wide enough for that but tight enough to catch a retuning mistake.
+// Targets (traces/generators.md): OmniBal Tables 3 and 9 (Max-Patch-Num 4) report AVE-BS 4.6 for ISF groups bounded
+// by Q_v = 9 tiles and Q_t = 4K LLM tokens, which implies about 2 tiles and 0.8-0.9K LLM tokens per sample, and the
+// public Q_v rule must give 9. The bands are wide enough for the rounding of the published figures but tight
+// enough to catch a retuning mistake.
 TEST_F(InternVlStatsTest, MatchesOmniBalStatistics) {
   const Trace& t = *trace_;
   double sum = 0, sum2 = 0, tiles = 0;
@@ -199,13 +201,15 @@ TEST_F(InternVlStatsTest, MatchesOmniBalStatistics) {
   }
   const double n = static_cast<double>(t.size());
   const double mean = sum / n, stddev = std::sqrt(sum2 / n - mean * mean), mean_tiles = tiles / n;
-  EXPECT_GT(mean, 1250);  // OmniBal: 1.4K +- 0.9K per-stage input
-  EXPECT_LT(mean, 1550);
-  EXPECT_GT(stddev, 650);
-  EXPECT_LT(stddev, 1050);
+  EXPECT_GT(mean, 750);
+  EXPECT_LT(mean, 950);
+  EXPECT_GT(stddev, 350);
+  EXPECT_LT(stddev, 700);
+  EXPECT_GT(mean_tiles, 1.8);
+  EXPECT_LT(mean_tiles, 2.3);
   const double ratio = mean / mean_tiles;
-  EXPECT_GE(ratio, 420);
-  EXPECT_LE(ratio, 460);
+  EXPECT_GE(ratio, 416);
+  EXPECT_LE(ratio, 463);
   // OmniBal's public rule: ave = ((mean_t // mean_v + 1) // 16) * 16, Q_v = 4096 // ave == 9.
   const int64_t ave = ((static_cast<int64_t>(mean / mean_tiles) + 1) / 16) * 16;
   EXPECT_EQ(4096 / ave, 9);
@@ -226,20 +230,20 @@ TEST_F(InternVlStatsTest, MatchesOmniBalStatistics) {
     llm.push_back(4 * longest);
   }
   pad /= static_cast<double>(vit.size());
-  EXPECT_GT(pad, 0.29);  // OmniBal Table 3 baseline: 0.31
-  EXPECT_LT(pad, 0.35);
+  EXPECT_GT(pad, 0.28);  // OmniBal Table 3 baseline: 0.31
+  EXPECT_LT(pad, 0.40);
   std::sort(vit.begin(), vit.end());
   std::sort(llm.begin(), llm.end());
   auto q = [](const std::vector<double>& v, double p) { return v[static_cast<size_t>(p * (v.size() - 1))]; };
   // ViT 4K..20K per mini-batch (1..5 tiles x 1024 patches per sample) and LLM 1K..16K padded.
   EXPECT_GE(q(vit, 0.01), 3 * 1024);
   EXPECT_LE(q(vit, 0.05), 8 * 1024);
-  EXPECT_GE(q(vit, 0.95), 16 * 1024);
+  EXPECT_GE(q(vit, 0.95), 12 * 1024);
   EXPECT_LE(vit.back(), 20 * 1024);
   EXPECT_GE(llm.front(), 1000);
   EXPECT_LE(q(llm, 0.01), 5000);
   EXPECT_LE(llm.back(), 16384);
-  EXPECT_GE(q(llm, 0.99), 14000);
+  EXPECT_GE(q(llm, 0.99), 10000);
 }
 
 // ---- LLaVA presets ----

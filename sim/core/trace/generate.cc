@@ -55,21 +55,21 @@ struct IvlSubset {
 const IvlSubset kIvlSubsets[] = {
   // GPT-4V detailed captions: LAION/CC/SBU web images, COCO, SAM (large), TextCaps; one long caption.
   {"sharegpt4v_instruct_gpt4-vision_cap100k", 102025, 0,
-   {{0.60, 1000, 750, 0.30, 0.05}, {0.10, 640, 480, 0.10, 0.10}, {0.30, 1500, 2250, 0.25, 0.05}},
-   650, 0.20, 120, 0, 0},
+   {{0.45, 800, 600, 0.30, 0.10}, {0.30, 640, 480, 0.10, 0.10}, {0.25, 1500, 2250, 0.25, 0.05}},
+   300, 0.20, 80, 0, 0},
   // LLaVA-Instruct-150K translated to Chinese: COCO images, multi-turn conversations.
   {"llava_instruct_150k_zh", 157712, 0,
-   {{0.15, 640, 480, 0.10, 0.12}, {0.85, 1000, 750, 0.30, 0.05}, {0, 0, 0, 0, 0}},
-   780, 0.25, 80, 0, 0},
+   {{0.90, 640, 480, 0.10, 0.12}, {0.10, 1000, 750, 0.30, 0.05}, {0, 0, 0, 0, 0}},
+   330, 0.30, 60, 0, 0},
   // LLaVA-1.5 mix665k with ShareGPT4V captions: COCO/GQA/VG/OCR-VQA/TextVQA/SAM images; merged multi-QA turns;
   // 40,688 ShareGPT text-only conversations.
   {"sharegpt4v_mix665k", 665058, 40688,
-   {{0.10, 640, 480, 0.10, 0.12}, {0.85, 1000, 750, 0.30, 0.05}, {0.05, 320, 500, 0.25, 0.10}},
-   670, 0.30, 40, 2000, 0.70},
+   {{0.77, 640, 480, 0.10, 0.12}, {0.15, 1000, 750, 0.30, 0.05}, {0.08, 320, 500, 0.25, 0.10}},
+   285, 0.30, 30, 1200, 0.60},
   // DVQA synthetic bar charts, 448x448; one short question-answer.
   {"dvqa_train_200k", 200000, 0,
    {{1.0, 448, 448, 0.0, 0.0}, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}},
-   75, 0.25, 40, 0, 0},
+   150, 0.25, 30, 0, 0},
   // ChartQA: rendered charts, mostly landscape, some wide.
   {"chartqa_train_18k", 18317, 0,
    {{0.7, 800, 600, 0.20, 0.15}, {0.3, 850, 420, 0.20, 0.15}, {0, 0, 0, 0, 0}},

@@ -1,0 +1,114 @@
+// Runs the real `mmtwin balance` binary: exit codes, error messages, JSON keys.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+struct Run {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+Run Mmtwin(const std::string& args) {
+  const std::string cmd = std::string(MMTWIN_CLI) + " " + args + " 2>&1";
+  Run r{-1, ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string TempPath(const std::string& name) { return ::testing::TempDir() + "/" + name; }
+
+class CliBalanceTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    trace_ = TempPath("cli_balance_small.csv");
+    Run g = Mmtwin("trace gen --preset internvl-1.2m --samples 4000 --seed 3 -o " + trace_);
+    ASSERT_EQ(g.code, 0) << g.out;
+  }
+  static std::string trace_;
+};
+std::string CliBalanceTest::trace_;
+
+TEST_F(CliBalanceTest, JsonHasTheDocumentedKeys) {
+  Run r = Mmtwin("balance --trace " + trace_ + " --model internvl-1.5-6b-20b --dp 4 --policy isf --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"pad_ratio", "dist_ratio_vit", "dist_ratio_llm", "mean_batch_size", "samples_placed",
+                        "samples_skipped"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  EXPECT_EQ(j["pad_ratio"].get<double>(), 0.0);
+  EXPECT_EQ(j["policy"], "isf");
+}
+
+TEST_F(CliBalanceTest, PostBalanceJsonHasTrafficKeys) {
+  Run r = Mmtwin("balance --trace " + trace_ +
+                 " --model internvl-1.5-6b-20b --dp 16 --policy post-balance --param algorithm=kk --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"max_load_over_lower_bound", "all_to_all_bytes", "inter_node_bytes"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  EXPECT_GE(j["max_load_over_lower_bound"].get<double>(), 1.0 - 1e-9);
+}
+
+TEST_F(CliBalanceTest, CompareListsTable3Methods) {
+  Run r = Mmtwin("balance --compare --trace " + trace_ + " --model internvl-1.5-6b-20b --dp 4");
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* p : {"random", "length-group", "device-group", "isf"}) EXPECT_NE(r.out.find(p), std::string::npos);
+}
+
+TEST_F(CliBalanceTest, BadInputExitsTwoWithAClearMessage) {
+  const std::string base = "balance --trace " + trace_ + " --model internvl-1.5-6b-20b --dp 4 ";
+  Run r = Mmtwin(base + "--policy nope");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("unknown data policy 'nope'; valid values are: random,"), std::string::npos) << r.out;
+  r = Mmtwin(base + "--policy isf --param iterations=many");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("parameter 'iterations': 'many' is not an integer"), std::string::npos) << r.out;
+  r = Mmtwin(base + "--policy isf --param bogus=1");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("bogus"), std::string::npos) << r.out;
+  r = Mmtwin("balance --trace " + trace_ + " --model no-such-model --dp 4 --policy isf");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("no-such-model"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("internvl-1.5-6b-20b"), std::string::npos) << "should list valid models: " << r.out;
+  r = Mmtwin("balance --trace /nonexistent.csv --model internvl-1.5-6b-20b --dp 4 --policy isf");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("/nonexistent.csv"), std::string::npos) << r.out;
+  r = Mmtwin("balance --trace " + trace_ + " --model internvl-1.5-6b-20b --dp 0 --policy isf");
+  EXPECT_EQ(r.code, 2);
+  r = Mmtwin("balance --trace " + trace_ + " --model internvl-1.5-6b-20b --policy isf");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("--dp is required"), std::string::npos) << r.out;
+
+  const std::string bad = TempPath("bad_trace.csv");
+  std::ofstream(bad) << "# mmtwin-trace v1\nsample_id,subset,images,image_tiles,video_frames,audio_seconds,text_tokens\n"
+                        "a,x,1,1,0,0,10\nb,x,1,1,0,-2.5,10\n";
+  r = Mmtwin("balance --trace " + bad + " --model internvl-1.5-6b-20b --dp 1 --policy random");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find(bad + ":4: audio_seconds:"), std::string::npos) << r.out;
+}
+
+TEST(CliTest, UnknownCommandAndListings) {
+  Run r = Mmtwin("frobnicate");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("unknown command 'frobnicate'"), std::string::npos);
+  r = Mmtwin("policies");
+  EXPECT_EQ(r.code, 0);
+  for (const char* p : {"random", "length-group", "device-group", "isf", "post-balance", "orchestrator", "iterations"})
+    EXPECT_NE(r.out.find(p), std::string::npos) << p;
+  r = Mmtwin("models");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("internvl-1.5-6b-20b"), std::string::npos);
+}
+
+}  // namespace
