@@ -101,7 +101,10 @@ class NodeAssigner {
         if (scratch[n] == 0) touched.push_back(n);
         scratch[n] += bytes;
       }
-      std::sort(touched.begin(), touched.end());
+      // Edges of a bin sorted by cost ascending (most local bytes first), ties by node: the allowed edges for
+      // any threshold are then a prefix.
+      std::sort(touched.begin(), touched.end(),
+                [&](int x, int y) { return scratch[x] > scratch[y] || (scratch[x] == scratch[y] && x < y); });
       for (int n : touched) {
         edge_node_.push_back(n);
         edge_local_.push_back(scratch[n]);
@@ -159,42 +162,44 @@ class NodeAssigner {
  private:
   int64_t Cost(int b, int64_t e) const { return total_[b] - edge_local_[e]; }
 
+  int Load(int n) const { return load_[n]; }
+  bool Full(int n) const { return load_[n] >= cap_[n]; }
+  int* Slots(int n) { return &slot_bins_[static_cast<size_t>(n) * c_]; }
+  void Put(int b, int n) {
+    Slots(n)[load_[n]++] = b;
+    node_of_bin_[b] = n;
+  }
+  int64_t AllowedEnd(int b) const { return edge_start_[b] + allowed_[b]; }
+
   // Tries to give every restricted bin (univ > t) a node with cost <= t. Leaves the matching in node_of_bin_.
   bool Match(int64_t t) {
     node_of_bin_.assign(d_, -1);
-    slots_.assign(nodes_, {});
+    load_.assign(nodes_, 0);
+    slot_bins_.assign(static_cast<size_t>(nodes_) * c_, -1);
     restricted_.clear();
-    for (int b = 0; b < d_; ++b)
-      if (univ_[b] > t) restricted_.push_back(b);
+    allowed_.assign(d_, 0);
+    for (int b = 0; b < d_; ++b) {
+      if (univ_[b] <= t) continue;
+      restricted_.push_back(b);
+      int64_t e = edge_start_[b];
+      while (e < edge_start_[b + 1] && Cost(b, e) <= t) ++e;  // edges are sorted by cost
+      allowed_[b] = static_cast<int>(e - edge_start_[b]);
+      if (allowed_[b] == 0) return false;
+    }
     // Most constrained bins first (fewest allowed nodes), each greedily to its cheapest allowed node with a
     // free slot; then Hopcroft-Karp phases (shortest augmenting paths, on the slot-expanded graph) for the
     // rest.
-    allowed_.assign(d_, 0);
-    for (int b : restricted_)
-      for (int64_t e = edge_start_[b]; e < edge_start_[b + 1]; ++e) allowed_[b] += Cost(b, e) <= t;
     std::stable_sort(restricted_.begin(), restricted_.end(), [&](int a, int b) {
       return allowed_[a] < allowed_[b] || (allowed_[a] == allowed_[b] && total_[a] > total_[b]);
     });
     std::vector<int> unmatched;
     for (int b : restricted_) {
-      if (allowed_[b] == 0) return false;
-      int best = -1;
-      int64_t best_cost = 0;
-      for (int64_t e = edge_start_[b]; e < edge_start_[b + 1]; ++e) {
-        const int n = edge_node_[e];
-        const int64_t cost = Cost(b, e);
-        if (cost > t || static_cast<int>(slots_[n].size()) >= cap_[n]) continue;
-        if (best < 0 || cost < best_cost) {
-          best = n;
-          best_cost = cost;
-        }
-      }
-      if (best >= 0) {
-        slots_[best].push_back(b);
-        node_of_bin_[b] = best;
-      } else {
+      int64_t e = edge_start_[b];
+      while (e < AllowedEnd(b) && Full(edge_node_[e])) ++e;
+      if (e < AllowedEnd(b))
+        Put(b, edge_node_[e]);
+      else
         unmatched.push_back(b);
-      }
     }
     dist_.assign(d_, -1);
     std::vector<int> queue;
@@ -204,26 +209,26 @@ class NodeAssigner {
       queue.assign(unmatched.begin(), unmatched.end());
       for (int b : unmatched) dist_[b] = 0;
       bool found = false;
-      for (size_t qi = 0; qi < queue.size(); ++qi) {
+      for (size_t qi = 0; qi < queue.size() && !found; ++qi) {
         const int b = queue[qi];
-        for (int64_t e = edge_start_[b]; e < edge_start_[b + 1]; ++e) {
-          if (Cost(b, e) > t) continue;
+        for (int64_t e = edge_start_[b]; e < AllowedEnd(b); ++e) {
           const int n = edge_node_[e];
-          if (static_cast<int>(slots_[n].size()) < cap_[n]) {
-            found = true;
+          if (!Full(n)) {
+            found = true;  // shortest augmenting paths end in this layer; no need to go deeper
             continue;
           }
-          for (int other : slots_[n])
-            if (dist_[other] < 0) {
-              dist_[other] = dist_[b] + 1;
-              queue.push_back(other);
+          const int* slots = Slots(n);
+          for (int k = 0; k < load_[n]; ++k)
+            if (dist_[slots[k]] < 0) {
+              dist_[slots[k]] = dist_[b] + 1;
+              queue.push_back(slots[k]);
             }
         }
       }
       if (!found) return false;
       std::vector<int> still;
       for (int b : unmatched)
-        if (!Augment(b, t)) still.push_back(b);
+        if (!Augment(b)) still.push_back(b);
       if (still.size() == unmatched.size()) return false;
       unmatched.swap(still);
     }
@@ -232,22 +237,19 @@ class NodeAssigner {
 
   // Hopcroft-Karp DFS along the BFS layers: take a free allowed node, or move a bin of the next layer sitting
   // on an allowed full node. Dead ends are marked so each bin is expanded at most once per phase.
-  bool Augment(int b, int64_t t) {
-    for (int64_t e = edge_start_[b]; e < edge_start_[b + 1]; ++e) {
-      const int n = edge_node_[e];
-      if (Cost(b, e) > t || static_cast<int>(slots_[n].size()) >= cap_[n]) continue;
-      slots_[n].push_back(b);
-      node_of_bin_[b] = n;
+  bool Augment(int b) {
+    for (int64_t e = edge_start_[b]; e < AllowedEnd(b); ++e) {
+      if (Full(edge_node_[e])) continue;
+      Put(b, edge_node_[e]);
       return true;
     }
-    for (int64_t e = edge_start_[b]; e < edge_start_[b + 1]; ++e) {
-      if (Cost(b, e) > t) continue;
+    for (int64_t e = edge_start_[b]; e < AllowedEnd(b); ++e) {
       const int n = edge_node_[e];
-      for (size_t pos = 0; pos < slots_[n].size(); ++pos) {
-        const int other = slots_[n][pos];
+      for (int k = 0; k < load_[n]; ++k) {
+        const int other = Slots(n)[k];
         if (dist_[other] != dist_[b] + 1) continue;
-        if (Augment(other, t)) {
-          slots_[n][pos] = b;
+        if (Augment(other)) {
+          Slots(n)[k] = b;
           node_of_bin_[b] = n;
           dist_[b] = -2;  // b is now matched; it must not be used again as a next-layer bin in this phase
           return true;
@@ -264,37 +266,24 @@ class NodeAssigner {
     for (int b = 0; b < d_; ++b)
       if (univ_[b] <= t) uni.push_back(b);
     auto best_local = [&](int b) {
-      int64_t m = 0;
-      for (int64_t e = edge_start_[b]; e < edge_start_[b + 1]; ++e) m = std::max(m, edge_local_[e]);
-      return m;
+      return edge_start_[b] < edge_start_[b + 1] ? edge_local_[edge_start_[b]] : 0;
     };
     std::vector<int64_t> key(d_, 0);
     for (int b : uni) key[b] = best_local(b);
     std::stable_sort(uni.begin(), uni.end(), [&](int a, int b) { return key[a] > key[b]; });
     std::vector<int> rest;
     for (int b : uni) {
-      int best = -1;
-      int64_t best_local_bytes = 0;
-      for (int64_t e = edge_start_[b]; e < edge_start_[b + 1]; ++e) {
-        const int n = edge_node_[e];
-        if (static_cast<int>(slots_[n].size()) >= cap_[n]) continue;
-        if (best < 0 || edge_local_[e] > best_local_bytes) {
-          best = n;
-          best_local_bytes = edge_local_[e];
-        }
-      }
-      if (best >= 0) {
-        slots_[best].push_back(b);
-        node_of_bin_[b] = best;
-      } else {
+      int64_t e = edge_start_[b];  // edges are sorted by local bytes, most first
+      while (e < edge_start_[b + 1] && Full(edge_node_[e])) ++e;
+      if (e < edge_start_[b + 1])
+        Put(b, edge_node_[e]);
+      else
         rest.push_back(b);
-      }
     }
     int n = 0;
     for (int b : rest) {
-      while (static_cast<int>(slots_[n].size()) >= cap_[n]) ++n;
-      slots_[n].push_back(b);
-      node_of_bin_[b] = n;
+      while (Full(n)) ++n;
+      Put(b, n);
     }
   }
 
@@ -305,7 +294,7 @@ class NodeAssigner {
   std::vector<int> edge_node_;
   std::vector<int64_t> edge_local_;
   std::vector<int> node_of_bin_, restricted_;
-  std::vector<std::vector<int>> slots_;
+  std::vector<int> load_, slot_bins_;  // per node: bins in it (flat, ranks_per_node slots each)
   std::vector<int> allowed_, dist_;
 };
 

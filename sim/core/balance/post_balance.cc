@@ -183,13 +183,45 @@ class IntBinHeap {
   int shift_;
 };
 
+// Same order as BinHeap, for integral loads: key = load << shift | bin. LPT only ever raises the minimum, so
+// the extracted keys never decrease and a radix heap (monotone priority queue, buckets by the highest bit
+// that differs from the last extracted key) applies: O(1) push, amortized O(bits) pop, no dependent compare
+// chains.
+class RadixBinHeap {
+ public:
+  RadixBinHeap(int d, int shift) : shift_(shift) {
+    for (int i = 0; i < d; ++i) Push(static_cast<uint64_t>(i));
+  }
+  // Removes the least key; returns it.
+  uint64_t PopMin() {
+    if (buckets_[0].empty()) {
+      int i = 1;
+      while (buckets_[i].empty()) ++i;
+      std::vector<uint64_t>& from = buckets_[i];
+      last_ = *std::min_element(from.begin(), from.end());
+      for (uint64_t x : from) buckets_[Bucket(x)].push_back(x);
+      from.clear();
+    }
+    const uint64_t k = buckets_[0].back();
+    buckets_[0].pop_back();
+    return k;
+  }
+  void Push(uint64_t k) { buckets_[Bucket(k)].push_back(k); }
+  int shift() const { return shift_; }
+
+ private:
+  int Bucket(uint64_t k) const { return k == last_ ? 0 : 64 - __builtin_clzll(k ^ last_); }
+  std::vector<uint64_t> buckets_[65];
+  uint64_t last_ = 0;
+  int shift_;
+};
+
 Bins Lpt(std::span<const double> costs, int d) {
   std::vector<double> sorted;
   const std::vector<uint32_t> order = OrderDescending(costs, &sorted);
   const size_t n = order.size();
   std::vector<int> bin_at(n);
   std::vector<size_t> count(d, 0);
-  // Integral costs with a small enough total use the integer-key heap (same choices, faster).
   int shift = 1;
   while ((1ll << shift) < d) ++shift;
   double total = 0;
@@ -198,13 +230,26 @@ Bins Lpt(std::span<const double> costs, int d) {
     total += c;
     integral = integral && c == std::floor(c);
   }
-  if (integral && total < std::ldexp(1.0, 62 - shift)) {
+  // Integral costs with a small enough total use integer keys (same choices as BinHeap, faster): a 4-ary heap
+  // for few bins, a radix heap for many.
+  const bool int_keys = integral && total < std::ldexp(1.0, 62 - shift);
+  if (int_keys && d < 256) {
     IntBinHeap heap(d, shift);
     for (size_t p = 0; p < n; ++p) {
       const int b = heap.Top();
       bin_at[p] = b;
       ++count[b];
       heap.AddToTop(static_cast<uint64_t>(sorted[p]));
+    }
+  } else if (int_keys) {
+    RadixBinHeap heap(d, shift);
+    const uint64_t mask = (1ull << shift) - 1;
+    for (size_t p = 0; p < n; ++p) {
+      const uint64_t key = heap.PopMin();
+      const int b = static_cast<int>(key & mask);
+      bin_at[p] = b;
+      ++count[b];
+      heap.Push(key + (static_cast<uint64_t>(sorted[p]) << shift));
     }
   } else {
     BinHeap heap(d);
@@ -237,10 +282,10 @@ Bins KarmarkarKarp(std::span<const double> costs, int d) {
     for (size_t i = 0; i < n; ++i) bins[0].push_back(static_cast<uint32_t>(i));
     return bins;
   }
-  // Subset ids are item ids (a subset keeps the id of the first subset it was built from).
-  std::vector<double> sum(costs.begin(), costs.end());
-  std::vector<uint32_t> next(n, UINT32_MAX), tail(n);
-  for (size_t i = 0; i < n; ++i) tail[i] = static_cast<uint32_t>(i);
+  // Subset ids are item ids: a subset keeps the id of one of its items; when subset e is added to subset s,
+  // parent[e] = s (union-find, resolved once at the end).
+  std::vector<uint32_t> parent(n);
+  for (size_t i = 0; i < n; ++i) parent[i] = static_cast<uint32_t>(i);
 
   using Entry = std::pair<double, uint32_t>;  // (subset sum, subset id); min-heap with std::greater
   struct State {
@@ -249,36 +294,67 @@ Bins KarmarkarKarp(std::span<const double> costs, int d) {
   };
   // States are ordered by (spread desc, id asc). The n singleton states (id = item, spread = cost) come out
   // in the order of OrderDescending, so they stay in that array; only merged states (id >= n) use a priority
-  // queue.
-  const std::vector<uint32_t> singles = OrderDescending(costs);
+  // queue. A popped singleton is not materialized as a State (no allocation) unless two singletons meet.
+  std::vector<double> single_cost;
+  const std::vector<uint32_t> singles = OrderDescending(costs, &single_cost);
   size_t next_single = 0;
   std::vector<State> states;  // merged states, id = n + position
   states.reserve(n);
   using Key = std::pair<double, int64_t>;  // (spread, -id): max-heap gives larger spread, then smaller id
   std::priority_queue<Key> pq;
   auto remaining = [&] { return (singles.size() - next_single) + pq.size(); };
-  auto pop = [&]() -> State {
+  // Pops the next state: returns its id (< n: a singleton item).
+  auto pop = [&]() -> int64_t {
     const bool take_single =
-        next_single < singles.size() && (pq.empty() || sum[singles[next_single]] > pq.top().first ||
-                                         (sum[singles[next_single]] == pq.top().first &&
+        next_single < singles.size() && (pq.empty() || single_cost[next_single] > pq.top().first ||
+                                         (single_cost[next_single] == pq.top().first &&
                                           static_cast<int64_t>(singles[next_single]) < -pq.top().second));
-    if (take_single) {
-      const uint32_t i = singles[next_single++];
-      State s;
-      s.heap.push_back({sum[i], i});
-      s.max = sum[i];
-      return s;
-    }
+    if (take_single) return singles[next_single++];
     const int64_t id = -pq.top().second;
     pq.pop();
-    return std::move(states[id - static_cast<int64_t>(n)]);
+    return id;
   };
   const auto heap_cmp = std::greater<Entry>();
   const size_t k = static_cast<size_t>(d);
+  auto push_state = [&](State&& st) {
+    const double mn = st.heap.size() < k ? 0.0 : st.heap.front().first;
+    const int64_t id = static_cast<int64_t>(n + states.size());
+    pq.push({st.max - mn, -id});
+    states.push_back(std::move(st));
+  };
   std::vector<Entry> b_sorted, popped;
   while (remaining() > 1) {
-    State a = pop();
-    State b = pop();
+    const int64_t ia = pop();
+    const int64_t ib = pop();
+    const bool single_a = ia < static_cast<int64_t>(n), single_b = ib < static_cast<int64_t>(n);
+    if (single_a && single_b) {  // {x} and {y} (d >= 2): two subsets
+      State st;
+      st.heap = {{costs[ia], static_cast<uint32_t>(ia)}, {costs[ib], static_cast<uint32_t>(ib)}};
+      std::make_heap(st.heap.begin(), st.heap.end(), heap_cmp);
+      st.max = std::max(costs[ia], costs[ib]);
+      push_state(std::move(st));
+      continue;
+    }
+    if (single_a ||
+        single_b) {  // a state and a singleton {y}: y joins the smallest subset if the state is full
+      const uint32_t y = static_cast<uint32_t>(single_a ? ia : ib);
+      State a = std::move(states[(single_a ? ib : ia) - static_cast<int64_t>(n)]);
+      Entry e{costs[y], y};
+      if (a.heap.size() >= k) {
+        std::pop_heap(a.heap.begin(), a.heap.end(), heap_cmp);
+        const Entry s = a.heap.back();
+        a.heap.pop_back();
+        parent[y] = s.second;
+        e = {s.first + e.first, s.second};
+      }
+      a.max = std::max(a.max, e.first);
+      a.heap.push_back(e);
+      std::push_heap(a.heap.begin(), a.heap.end(), heap_cmp);
+      push_state(std::move(a));
+      continue;
+    }
+    State a = std::move(states[ia - static_cast<int64_t>(n)]);
+    State b = std::move(states[ib - static_cast<int64_t>(n)]);
     if (a.heap.size() < b.heap.size()) std::swap(a, b);
     // B's explicit subsets, largest first (ties: id ascending).
     b_sorted = std::move(b.heap);
@@ -300,9 +376,7 @@ Bins KarmarkarKarp(std::span<const double> costs, int d) {
       Entry e = b_sorted[j];
       if (j >= zeros) {
         const Entry& s = popped[j - zeros];
-        // Concatenate the item lists: s's list then e's list, keeping s's id.
-        next[tail[s.second]] = e.second;
-        tail[s.second] = tail[e.second];
+        parent[e.second] = s.second;
         e = {s.first + e.first, s.second};
       }
       mx = std::max(mx, e.first);
@@ -310,19 +384,26 @@ Bins KarmarkarKarp(std::span<const double> costs, int d) {
       std::push_heap(a.heap.begin(), a.heap.end(), heap_cmp);
     }
     a.max = mx;
-    const double mn = a.heap.size() < k ? 0.0 : a.heap.front().first;
-    const int64_t id = static_cast<int64_t>(n + states.size());
-    states.push_back(std::move(a));
-    pq.push({mx - mn, -id});
+    push_state(std::move(a));
   }
-  State last = pop();
-  std::vector<Entry> subsets = std::move(last.heap);
+  const int64_t last = pop();
+  std::vector<Entry> subsets;
+  if (last < static_cast<int64_t>(n))
+    subsets.push_back({costs[last], static_cast<uint32_t>(last)});
+  else
+    subsets = std::move(states[last - static_cast<int64_t>(n)].heap);
   std::sort(subsets.begin(), subsets.end(), [](const Entry& x, const Entry& y) {
     return x.first > y.first || (x.first == y.first && x.second < y.second);
   });
-  for (size_t b = 0; b < subsets.size(); ++b) {
-    for (uint32_t i = subsets[b].second; i != UINT32_MAX; i = next[i]) bins[b].push_back(i);
-    std::sort(bins[b].begin(), bins[b].end());
+  std::vector<int> bin_of_root(n, -1);
+  for (size_t b = 0; b < subsets.size(); ++b) bin_of_root[subsets[b].second] = static_cast<int>(b);
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t r = static_cast<uint32_t>(i);
+    while (parent[r] != r) {
+      parent[r] = parent[parent[r]];  // path halving
+      r = parent[r];
+    }
+    bins[bin_of_root[r]].push_back(static_cast<uint32_t>(i));
   }
   return bins;
 }
