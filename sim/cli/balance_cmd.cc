@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "core/balance/data_policy.h"
 #include "core/balance/metrics.h"
+#include "core/cluster/cluster.h"
 #include "core/util/csv.h"
 
 namespace mmtwin::cli {
@@ -16,7 +17,7 @@ namespace {
 
 constexpr const char* kBalanceUsage =
     R"(usage: mmtwin balance --trace T --model M --dp D --policy P [--param k=v]... [--seed S]
-                      [--ranks-per-node N] [--json]
+                      [--ranks-per-node N | --cluster C] [--json]
        mmtwin balance --compare [P1,P2,...] --trace T --model M --dp D [--param k=v]... [--json]
 
 Runs data-balance policies over a trace for a model on D data-parallel ranks and reports pad ratio, ViT and LLM
@@ -27,7 +28,7 @@ and their parameters.
 )";
 
 struct Options {
-  std::string trace, model;
+  std::string trace, model, cluster;
   int dp = 0;
   std::vector<std::string> policies;
   bool compare = false;
@@ -65,6 +66,8 @@ Status ParseArgs(const Args& args, Options& o) {
       if (a == "--dp") o.dp = static_cast<int>(x);
       if (a == "--seed") o.seed = static_cast<uint64_t>(x);
       if (a == "--ranks-per-node") o.ranks_per_node = static_cast<int>(x);
+    } else if (a == "--cluster") {
+      MMTWIN_ASSIGN_OR_RETURN(o.cluster, need(i, a));
     } else if (a == "--policy") {
       MMTWIN_ASSIGN_OR_RETURN(std::string v, need(i, a));
       o.policies.push_back(v);
@@ -130,6 +133,14 @@ int RunBalance(const Args& args, std::ostream& out, std::ostream& err) {
           << "\n";
       return 2;
     }
+  }
+  if (!o.cluster.empty()) {
+    auto c = LoadCluster(o.cluster);
+    if (!c) {
+      err << "mmtwin balance: " << c.error().message() << "\n";
+      return 2;
+    }
+    o.ranks_per_node = c->gpus_per_node;  // node boundaries for node-wise placement and inter-node bytes
   }
   auto model = LoadModel(o.model);
   if (!model) {

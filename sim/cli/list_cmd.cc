@@ -4,6 +4,8 @@
 
 #include "cli/commands.h"
 #include "core/balance/data_policy.h"
+#include "core/balance/post_balance.h"
+#include "core/cluster/cluster.h"
 #include "core/model/model.h"
 
 namespace mmtwin::cli {
@@ -14,6 +16,9 @@ int RunList(const std::string& what, const Args& args, std::ostream& out, std::o
     for (const auto& p : DataPolicies()) {
       out << "  " << p.name << ": " << p.description << "\n" << DescribeParams(p.params, "      ");
     }
+    out << "\npost-balance algorithms (--param algorithm=NAME):\n";
+    for (auto a : AllPostBalanceAlgorithms())
+      out << "  " << PostBalanceAlgorithmName(a) << ": " << PostBalanceAlgorithmDescription(a) << "\n";
     return 0;
   }
   if (what == "models") {
@@ -31,7 +36,24 @@ int RunList(const std::string& what, const Args& args, std::ostream& out, std::o
     }
     return 0;
   }
-  err << "mmtwin " << what << ": not available yet\n";
+  if (what == "clusters") {
+    out << "cluster presets (" << ClusterPresetDir() << "):\n";
+    for (const auto& name : ListClusters()) {
+      auto c = LoadCluster(name);
+      if (!c) {
+        err << "mmtwin clusters: " << c.error().message() << "\n";
+        return 2;
+      }
+      char b[160];
+      std::snprintf(b, sizeof b, "%3d nodes x %d %s, NVLink %.0f GB/s, %d x %.0f GB/s NICs per node", c->nodes,
+                    c->gpus_per_node, c->device.name.c_str(), c->nvlink_bytes_per_s / 1e9, c->nics_per_node,
+                    c->nic_bytes_per_s / 1e9);
+      out << "  " << name << std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') << b << "\n      "
+          << c->description << "\n";
+    }
+    return 0;
+  }
+  err << "mmtwin: unknown listing '" << what << "'; valid values are: models, clusters, policies\n";
   return 2;
 }
 

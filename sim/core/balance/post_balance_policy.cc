@@ -1,9 +1,212 @@
-// Stub until post_balance.h lands (replaced by the real implementation).
+// Post-balancing policies (OrchMLLM): random mini-batches drawn per rank, then redistributed across the DP ranks
+// every step by a post-balance algorithm, and placed node-wise to cut inter-node traffic.
+#include <algorithm>
+#include <cmath>
+
 #include "core/balance/data_policy.h"
+#include "core/balance/orchestrator.h"
+#include "core/balance/placement.h"
+#include "core/balance/post_balance.h"
 
 namespace mmtwin {
-const std::vector<ParamSpec> kPostBalanceParams = {};
-const std::vector<ParamSpec> kOrchestratorParams = {};
-Result<DataPlan> RunPostBalancePolicy(const DataPolicyContext&, const Params&) { return Error("post-balance: not built"); }
-Result<DataPlan> RunOrchestratorPolicy(const DataPolicyContext&, const Params&) { return Error("orchestrator: not built"); }
+namespace {
+
+std::vector<std::string> AlgorithmNames() {
+  std::vector<std::string> v;
+  for (auto a : AllPostBalanceAlgorithms()) v.emplace_back(PostBalanceAlgorithmName(a));
+  return v;
+}
+
+// Bytes one token of a phase occupies when moved (bf16 activations of the component's hidden size).
+int64_t PhaseBytesPerToken(const ModelSpec& m, const std::string& phase) {
+  const Component* c = nullptr;
+  if (phase == "vit") c = m.Find(ComponentKind::kVision);
+  if (phase == "audio") c = m.Find(ComponentKind::kAudio);
+  if (phase == "llm" || !c) c = m.Find(ComponentKind::kLlm);
+  return c ? 2 * std::max<int64_t>(1, c->tf.hidden) : 2;
+}
+
+}  // namespace
+
+const std::vector<ParamSpec> kPostBalanceParams = {
+    {"batch_size", ParamType::kInt, "16", "samples each DP rank draws before balancing", {}, 1, 1 << 20},
+    {"algorithm", ParamType::kString, "lpt", "post-balance algorithm", AlgorithmNames()},
+    {"lambda", ParamType::kDouble, "0", "beta/alpha: weight of the quadratic attention term per token^2", {}, 0, 1e6},
+    {"tolerance", ParamType::kDouble, "0", "quadratic comparator tolerance in tokens (0 = default)", {}, 0, 1e18},
+    {"phase", ParamType::kString, "llm", "sizes that are balanced", {"llm", "vit", "audio"}},
+    {"node_wise", ParamType::kBool, "true", "place balanced bins on ranks to minimize inter-node bytes"},
+    {"bytes_per_token", ParamType::kInt, "0", "bytes moved per token (0 = 2 x hidden of the phase's component)", {},
+     0, 1e9},
+};
+
+Result<DataPlan> RunPostBalancePolicy(const DataPolicyContext& ctx, const Params& p) {
+  MMTWIN_ASSIGN_OR_RETURN(PostBalanceAlgorithm alg, ParsePostBalanceAlgorithm(p.Str("algorithm")));
+  const PostBalanceOptions opts{alg, p.Double("lambda"), p.Double("tolerance")};
+  const std::string phase = p.Str("phase");
+  const auto& len = phase == "vit" ? ctx.sizes->vit_tokens
+                    : phase == "audio" ? ctx.sizes->audio_tokens
+                                       : ctx.sizes->llm_tokens;
+  const int64_t bytes_per_token =
+      p.Int("bytes_per_token") > 0 ? p.Int("bytes_per_token") : PhaseBytesPerToken(*ctx.model, phase);
+  DataPlan plan = RandomBatches(ctx, p.Int("batch_size"), 3);
+  plan.packed = alg != PostBalanceAlgorithm::kPadded && alg != PostBalanceAlgorithm::kConv;
+
+  const int d = ctx.dp;
+  double ratio_sum = 0, ratio_max = 0, before_ratio_sum = 0;
+  double a2a_sum = 0, inter_sum = 0, inter_identity_sum = 0, max_rank_inter_sum = 0, max_rank_inter_identity_sum = 0;
+  double allgather_sum = 0;
+  std::vector<int64_t> lengths, bytes;
+  std::vector<int> origin;
+  std::vector<uint32_t> sample_of_item;
+  for (DataStep& step : plan.steps) {
+    lengths.clear();
+    bytes.clear();
+    origin.clear();
+    sample_of_item.clear();
+    std::vector<std::vector<uint32_t>> before(d);
+    for (int r = 0; r < d; ++r)
+      for (uint32_t s : step.ranks[r].samples) {
+        before[r].push_back(static_cast<uint32_t>(lengths.size()));
+        lengths.push_back(len[s]);
+        bytes.push_back(len[s] * bytes_per_token);
+        origin.push_back(r);
+        sample_of_item.push_back(s);
+      }
+    auto bins = PostBalance(lengths, d, opts);
+    const double lb = CostLowerBound(lengths, d, opts);
+    const double ratio = lb > 0 ? MaxBinCost(lengths, bins, opts) / lb : 1;
+    ratio_sum += ratio;
+    ratio_max = std::max(ratio_max, ratio);
+    before_ratio_sum += lb > 0 ? MaxBinCost(lengths, before, opts) / lb : 1;
+    Placement identity = PlaceIdentity(bins, origin, bytes, ctx.ranks_per_node);
+    Placement placed = p.Bool("node_wise") ? PlaceNodeWise(bins, origin, bytes, ctx.ranks_per_node) : identity;
+    a2a_sum += static_cast<double>(placed.total_moved_bytes);
+    inter_sum += static_cast<double>(placed.total_inter_node_bytes);
+    max_rank_inter_sum += static_cast<double>(placed.max_rank_inter_node_bytes);
+    inter_identity_sum += static_cast<double>(identity.total_inter_node_bytes);
+    max_rank_inter_identity_sum += static_cast<double>(identity.max_rank_inter_node_bytes);
+    // All-gather strawman: every rank receives every other rank's samples.
+    int64_t total_bytes = 0;
+    for (int64_t b : bytes) total_bytes += b;
+    allgather_sum += static_cast<double>(total_bytes) * (d - 1);
+    for (int r = 0; r < d; ++r) step.ranks[r].samples.clear();
+    for (size_t b = 0; b < bins.size(); ++b) {
+      auto& dst = step.ranks[placed.rank_of_bin[b]].samples;
+      for (uint32_t item : bins[b]) dst.push_back(sample_of_item[item]);
+    }
+  }
+  const double n = std::max<size_t>(1, plan.steps.size());
+  plan.metrics["max_load_over_lower_bound"] = ratio_sum / n;
+  plan.metrics["max_load_over_lower_bound_worst"] = ratio_max;
+  plan.metrics["max_load_over_lower_bound_before"] = before_ratio_sum / n;
+  plan.metrics["all_to_all_bytes"] = a2a_sum / n;
+  plan.metrics["inter_node_bytes"] = inter_sum / n;
+  plan.metrics["max_rank_inter_node_bytes"] = max_rank_inter_sum / n;
+  plan.metrics["inter_node_bytes_identity_placement"] = inter_identity_sum / n;
+  plan.metrics["max_rank_inter_node_bytes_identity_placement"] = max_rank_inter_identity_sum / n;
+  plan.metrics["all_gather_bytes"] = allgather_sum / n;
+  plan.details["per_step_means"] = true;
+  plan.details["bytes_per_token"] = bytes_per_token;
+  return plan;
+}
+
+}  // namespace mmtwin
+
+namespace mmtwin {
+
+const std::vector<ParamSpec> kOrchestratorParams = {
+    {"batch_size", ParamType::kInt, "16", "samples each DP rank draws before balancing", {}, 1, 1 << 20},
+    {"vision_algorithm", ParamType::kString, "lpt", "vision encoder phase (ViT tiles are not padded)",
+     AlgorithmNames()},
+    {"audio_algorithm", ParamType::kString, "padded", "audio encoder phase (Whisper pads to the longest)",
+     AlgorithmNames()},
+    {"llm_algorithm", ParamType::kString, "lpt", "LLM phase (varlen packed sequences)", AlgorithmNames()},
+    {"vision_lambda", ParamType::kDouble, "0", "quadratic weight of the vision phase", {}, 0, 1e6},
+    {"audio_lambda", ParamType::kDouble, "0", "quadratic weight of the audio phase", {}, 0, 1e6},
+    {"llm_lambda", ParamType::kDouble, "0", "quadratic weight of the LLM phase", {}, 0, 1e6},
+    {"node_wise", ParamType::kBool, "true", "exact node-wise placement of every phase's bins"},
+    {"compose", ParamType::kBool, "true", "send encoder outputs straight to their LLM rank (one all-to-all each)"},
+};
+
+Result<DataPlan> RunOrchestratorPolicy(const DataPolicyContext& ctx, const Params& p) {
+  ModelPhaseOptions mo;
+  MMTWIN_ASSIGN_OR_RETURN(mo.vision.algorithm, ParsePostBalanceAlgorithm(p.Str("vision_algorithm")));
+  MMTWIN_ASSIGN_OR_RETURN(mo.audio.algorithm, ParsePostBalanceAlgorithm(p.Str("audio_algorithm")));
+  MMTWIN_ASSIGN_OR_RETURN(mo.llm.algorithm, ParsePostBalanceAlgorithm(p.Str("llm_algorithm")));
+  mo.vision.lambda = p.Double("vision_lambda");
+  mo.audio.lambda = p.Double("audio_lambda");
+  mo.llm.lambda = p.Double("llm_lambda");
+  const OrchestratorOptions oo{ctx.dp, ctx.ranks_per_node, p.Bool("node_wise"), p.Bool("compose")};
+  DataPlan plan = RandomBatches(ctx, p.Int("batch_size"), 3);
+  plan.packed = mo.llm.algorithm != PostBalanceAlgorithm::kPadded && mo.llm.algorithm != PostBalanceAlgorithm::kConv;
+
+  struct PhaseSums {
+    std::string name;
+    double ratio = 0, ratio_before = 0, dispatch_bytes = 0, inter_node_bytes = 0, all_gather_bytes = 0;
+  };
+  std::vector<PhaseSums> sums;
+  double a2a = 0, a2a_max_rank = 0, inter_max_rank = 0, all_gather = 0;
+  int ops = 0;
+  std::vector<Sample> samples;
+  std::vector<int> origin;
+  std::vector<uint32_t> ids;
+  for (DataStep& step : plan.steps) {
+    samples.clear();
+    origin.clear();
+    ids.clear();
+    for (int r = 0; r < ctx.dp; ++r)
+      for (uint32_t s : step.ranks[r].samples) {
+        samples.push_back(ctx.trace->samples[s]);
+        origin.push_back(r);
+        ids.push_back(s);
+      }
+    MMTWIN_ASSIGN_OR_RETURN(std::vector<PhaseInput> phases, PhaseInputsForModel(*ctx.model, samples, mo));
+    MMTWIN_ASSIGN_OR_RETURN(OrchestratorResult res, Orchestrate(origin, phases, oo));
+    if (sums.empty())
+      for (const auto& ph : res.phases) sums.push_back({ph.name});
+    for (size_t k = 0; k < res.phases.size() && k < sums.size(); ++k) {
+      const PhaseReport& ph = res.phases[k];
+      sums[k].ratio += ph.max_over_lower_bound;
+      sums[k].ratio_before += ph.lower_bound > 0 ? ph.max_load_before / ph.lower_bound : 1;
+      sums[k].dispatch_bytes += static_cast<double>(ph.dispatch.bytes);
+      sums[k].inter_node_bytes += static_cast<double>(ph.dispatch.inter_node_bytes);
+      sums[k].all_gather_bytes += static_cast<double>(ph.all_gather_total_bytes);
+    }
+    a2a += static_cast<double>(res.all_to_all_bytes);
+    a2a_max_rank += static_cast<double>(res.max_rank_all_to_all_bytes);
+    inter_max_rank += static_cast<double>(res.max_rank_inter_node_bytes);
+    all_gather += static_cast<double>(res.all_gather_bytes);
+    ops = res.all_to_all_ops;
+    // The plan records the LLM phase's mini-batches (what the pipeline runs); encoder phases are in the report.
+    const PhaseReport& llm = res.phases.back();
+    for (int r = 0; r < ctx.dp; ++r) {
+      auto& dst = step.ranks[r].samples;
+      dst.clear();
+      for (uint32_t i : llm.rank_samples[r]) dst.push_back(ids[i]);
+    }
+  }
+  const double n = std::max<size_t>(1, plan.steps.size());
+  double inter_total = 0;
+  nlohmann::json phases = nlohmann::json::array();
+  for (const auto& s : sums) {
+    inter_total += s.inter_node_bytes / n;
+    phases.push_back({{"phase", s.name},
+                      {"max_load_over_lower_bound", s.ratio / n},
+                      {"max_load_over_lower_bound_before", s.ratio_before / n},
+                      {"dispatch_bytes", s.dispatch_bytes / n},
+                      {"inter_node_bytes", s.inter_node_bytes / n},
+                      {"all_gather_bytes", s.all_gather_bytes / n}});
+  }
+  plan.details["phases"] = phases;
+  plan.details["per_step_means"] = true;
+  if (!sums.empty()) plan.metrics["max_load_over_lower_bound"] = sums.back().ratio / n;
+  plan.metrics["all_to_all_bytes"] = a2a / n;
+  plan.metrics["max_rank_all_to_all_bytes"] = a2a_max_rank / n;
+  plan.metrics["inter_node_bytes"] = inter_total;
+  plan.metrics["max_rank_inter_node_bytes"] = inter_max_rank / n;
+  plan.metrics["all_gather_bytes_per_rank"] = all_gather / n;
+  plan.metrics["all_to_all_ops"] = ops;
+  return plan;
+}
+
 }  // namespace mmtwin
