@@ -8,14 +8,14 @@
 
 namespace {
 
-struct Run {
+struct CliRun {
   int code;
   std::string out;  // stdout and stderr together
 };
 
-Run Mmtwin(const std::string& args) {
+CliRun Mmtwin(const std::string& args) {
   const std::string cmd = std::string(MMTWIN_CLI) + " " + args + " 2>&1";
-  Run r{-1, ""};
+  CliRun r{-1, ""};
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
   char buf[4096];
@@ -32,7 +32,7 @@ class CliBalanceTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     trace_ = TempPath("cli_balance_small.csv");
-    Run g = Mmtwin("trace gen --preset internvl-1.2m --samples 4000 --seed 3 -o " + trace_);
+    CliRun g = Mmtwin("trace gen --preset internvl-1.2m --samples 4000 --seed 3 -o " + trace_);
     ASSERT_EQ(g.code, 0) << g.out;
   }
   static std::string trace_;
@@ -40,7 +40,7 @@ class CliBalanceTest : public ::testing::Test {
 std::string CliBalanceTest::trace_;
 
 TEST_F(CliBalanceTest, JsonHasTheDocumentedKeys) {
-  Run r = Mmtwin("balance --trace " + trace_ + " --model internvl-1.5-6b-20b --dp 4 --policy isf --json");
+  CliRun r = Mmtwin("balance --trace " + trace_ + " --model internvl-1.5-6b-20b --dp 4 --policy isf --json");
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out);
   for (const char* k : {"pad_ratio", "dist_ratio_vit", "dist_ratio_llm", "mean_batch_size", "samples_placed",
@@ -51,7 +51,7 @@ TEST_F(CliBalanceTest, JsonHasTheDocumentedKeys) {
 }
 
 TEST_F(CliBalanceTest, PostBalanceJsonHasTrafficKeys) {
-  Run r = Mmtwin("balance --trace " + trace_ +
+  CliRun r = Mmtwin("balance --trace " + trace_ +
                  " --model internvl-1.5-6b-20b --dp 16 --policy post-balance --param algorithm=kk --json");
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out);
@@ -61,14 +61,14 @@ TEST_F(CliBalanceTest, PostBalanceJsonHasTrafficKeys) {
 }
 
 TEST_F(CliBalanceTest, CompareListsTable3Methods) {
-  Run r = Mmtwin("balance --compare --trace " + trace_ + " --model internvl-1.5-6b-20b --dp 4");
+  CliRun r = Mmtwin("balance --compare --trace " + trace_ + " --model internvl-1.5-6b-20b --dp 4");
   ASSERT_EQ(r.code, 0) << r.out;
   for (const char* p : {"random", "length-group", "device-group", "isf"}) EXPECT_NE(r.out.find(p), std::string::npos);
 }
 
 TEST_F(CliBalanceTest, BadInputExitsTwoWithAClearMessage) {
   const std::string base = "balance --trace " + trace_ + " --model internvl-1.5-6b-20b --dp 4 ";
-  Run r = Mmtwin(base + "--policy nope");
+  CliRun r = Mmtwin(base + "--policy nope");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("unknown data policy 'nope'; valid values are: random,"), std::string::npos) << r.out;
   r = Mmtwin(base + "--policy isf --param iterations=many");
@@ -99,7 +99,7 @@ TEST_F(CliBalanceTest, BadInputExitsTwoWithAClearMessage) {
 }
 
 TEST(CliTest, UnknownCommandAndListings) {
-  Run r = Mmtwin("frobnicate");
+  CliRun r = Mmtwin("frobnicate");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("unknown command 'frobnicate'"), std::string::npos);
   r = Mmtwin("policies");
