@@ -198,6 +198,64 @@ TEST(PostBalanceTest, QuadraticToleranceIsUsed) {
   EXPECT_LE(qc, CostLowerBound(l, 8, q) * 1.05);
 }
 
+// Straightforward O(n d) reading of Alg. "3rd": among bins whose sum is < min sum + v, the least sum of
+// squares (ties: smaller sum, then index). PostBalance(quadratic) returns this unless LPT is strictly better.
+Bins NaiveQuadratic(const std::vector<int64_t>& l, int d, double v) {
+  std::vector<uint32_t> order(l.size());
+  for (size_t i = 0; i < l.size(); ++i) order[i] = static_cast<uint32_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return l[a] > l[b]; });
+  std::vector<double> sum(d, 0), sq(d, 0);
+  Bins bins(d);
+  for (uint32_t i : order) {
+    double m = *std::min_element(sum.begin(), sum.end());
+    int best = -1;
+    for (int b = 0; b < d; ++b) {
+      if (!(sum[b] < m + v) && !(v <= 0 && sum[b] == m)) continue;
+      if (best < 0 || sq[b] < sq[best] || (sq[b] == sq[best] && sum[b] < sum[best])) best = b;
+    }
+    if (v <= 0) best = static_cast<int>(std::min_element(sum.begin(), sum.end()) - sum.begin());
+    sum[best] += static_cast<double>(l[i]);
+    sq[best] += static_cast<double>(l[i]) * static_cast<double>(l[i]);
+    bins[best].push_back(i);
+  }
+  return bins;
+}
+
+TEST(PostBalanceTest, QuadraticMatchesNaiveReference) {
+  Rng rng(17);
+  int matched = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int d = 1 + static_cast<int>(rng.Below(12));
+    auto l = LogNormalLengths(rng, 1 + static_cast<int>(rng.Below(150)), 800, 1.0);
+    const double v = trial % 3 == 0 ? 0.0 : 50.0 + static_cast<double>(rng.Below(3000));
+    PostBalanceOptions q{PostBalanceAlgorithm::kQuadratic, 1e-3, v};
+    PostBalanceOptions lpt{PostBalanceAlgorithm::kLpt, 1e-3, 0};
+    if (v == 0) q.lambda = 0, lpt.lambda = 0;  // tolerance 0 with lambda 0: plain LPT by sum
+    const Bins ref = NaiveQuadratic(l, d, v);
+    const Bins by_lpt = PostBalance(l, d, lpt);
+    const Bins got = PostBalance(l, d, q);
+    if (MaxBinCost(l, by_lpt, q) < MaxBinCost(l, ref, q)) {
+      EXPECT_EQ(got, by_lpt) << "trial " << trial;
+    } else {
+      EXPECT_EQ(got, ref) << "trial " << trial;
+      ++matched;
+    }
+  }
+  EXPECT_GT(matched, 10);
+}
+
+TEST(PostBalanceTest, ConvGroupsSimilarLengths) {
+  // With a strong padded-attention term, mixing long and short sequences is expensive: conv must do much
+  // better than LPT (which balances sums only) on its own objective.
+  Rng rng(8);
+  auto l = LogNormalLengths(rng, 64 * 16, 2000, 0.9);
+  PostBalanceOptions conv{PostBalanceAlgorithm::kConv, 1.0 / 4096, 0};
+  PostBalanceOptions lpt{PostBalanceAlgorithm::kLpt, 0, 0};
+  const double c = MaxBinCost(l, PostBalance(l, 64, conv), conv);
+  EXPECT_LT(c, 0.5 * MaxBinCost(l, PostBalance(l, 64, lpt), conv));
+  EXPECT_LT(c / CostLowerBound(l, 64, conv), 1.5);
+}
+
 // LibriSpeech-like utterances: N(12.7 s, 3.6 s) at 50 tokens/s, 64 ranks x 32 samples.
 TEST(PostBalanceTest, LibriSpeechLikeNearLowerBound) {
   for (uint64_t seed = 1; seed <= 5; ++seed) {

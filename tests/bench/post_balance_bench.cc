@@ -33,10 +33,10 @@ Workload MakeWorkload(int ranks, int per_rank) {
   return w;
 }
 
-void BM_PostBalance(benchmark::State& state, PostBalanceAlgorithm a) {
+void BM_PostBalance(benchmark::State& state, PostBalanceAlgorithm a, double lambda) {
   const int ranks = static_cast<int>(state.range(0));
   const Workload w = MakeWorkload(ranks, 60);
-  PostBalanceOptions o{a, 0, 0};
+  PostBalanceOptions o{a, lambda, 0};
   double ratio = 0;
   for (auto _ : state) {
     auto bins = PostBalance(w.lengths, ranks, o);
@@ -62,19 +62,32 @@ void BM_PlaceNodeWise(benchmark::State& state, PostBalanceAlgorithm a) {
       static_cast<double>(p.max_rank_inter_node_bytes) / std::max<int64_t>(1, id.max_rank_inter_node_bytes);
 }
 
-BENCHMARK_CAPTURE(BM_PostBalance, lpt, PostBalanceAlgorithm::kLpt)
+BENCHMARK_CAPTURE(BM_PostBalance, lpt, PostBalanceAlgorithm::kLpt, 0.0)
     ->Arg(64)
     ->Arg(2560)
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_PostBalance, kk, PostBalanceAlgorithm::kKk)
+BENCHMARK_CAPTURE(BM_PostBalance, kk, PostBalanceAlgorithm::kKk, 0.0)
     ->Arg(64)
     ->Arg(2560)
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_PostBalance, padded, PostBalanceAlgorithm::kPadded)
+BENCHMARK_CAPTURE(BM_PostBalance, padded, PostBalanceAlgorithm::kPadded, 0.0)
     ->Arg(64)
     ->Arg(2560)
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_PostBalance, conv, PostBalanceAlgorithm::kConv)
+BENCHMARK_CAPTURE(BM_PostBalance, conv, PostBalanceAlgorithm::kConv, 1.0 / 24576)
+    ->Arg(64)
+    ->Arg(2560)
+    ->Unit(benchmark::kMillisecond);
+// veRL's 7B cost 24576*s + s^2, i.e. lambda = 1/24576 per token^2.
+BENCHMARK_CAPTURE(BM_PostBalance, lpt_quadratic_cost, PostBalanceAlgorithm::kLpt, 1.0 / 24576)
+    ->Arg(64)
+    ->Arg(2560)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PostBalance, kk_quadratic_cost, PostBalanceAlgorithm::kKk, 1.0 / 24576)
+    ->Arg(64)
+    ->Arg(2560)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PostBalance, quadratic, PostBalanceAlgorithm::kQuadratic, 1.0 / 24576)
     ->Arg(64)
     ->Arg(2560)
     ->Unit(benchmark::kMillisecond);

@@ -455,7 +455,11 @@ Bins Padded(std::span<const int64_t> lengths, int d) {
   return bins;
 }
 
-// Alg. "3rd": tolerance comparator LPT.
+// Alg. "3rd": tolerance comparator LPT. The next (shorter) item goes to the bin of least sum of squares among
+// the "window" of bins whose sum is < min sum + v (ties: smaller sum, then index); v <= 0 is plain LPT by
+// sum. Sums only grow and only the chosen bin changes, so bins only enter the window (as the minimum rises)
+// except the chosen one: three lazy heaps (all bins by sum, window by sum of squares, outside by sum) give
+// O(log d) a step.
 Bins Quadratic(std::span<const int64_t> lengths, int d, double lambda, double tolerance) {
   const size_t n = lengths.size();
   Bins bins(d);
@@ -468,65 +472,137 @@ Bins Quadratic(std::span<const int64_t> lengths, int d, double lambda, double to
   }
   mean_sq /= static_cast<double>(n);
   const double v = tolerance > 0 ? tolerance : lambda * mean_sq;
-  std::vector<double> sq(d, 0.0);
-  std::set<std::pair<double, int>> by_sum;  // (sum of lengths, bin)
-  for (int b = 0; b < d; ++b) by_sum.insert({0.0, b});
-  for (uint32_t i : OrderDescending(keys)) {
-    auto best = by_sum.begin();
-    const double limit = best->first + v;
-    for (auto it = std::next(best); it != by_sum.end() && it->first < limit; ++it)
-      if (sq[it->second] < sq[best->second]) best = it;
-    const auto [s, b] = *best;
-    by_sum.erase(best);
-    by_sum.insert({s + keys[i], b});
-    sq[b] += keys[i] * keys[i];
-    bins[b].push_back(i);
+  std::vector<double> sum(d, 0.0), sq(d, 0.0);
+  std::vector<uint32_t> version(d, 0);
+  struct ByKey {  // (key, tiebreak, bin, version), min first
+    double key, tie;
+    int bin;
+    uint32_t version;
+    bool operator>(const ByKey& o) const {
+      if (key != o.key) return key > o.key;
+      if (tie != o.tie) return tie > o.tie;
+      return bin > o.bin;
+    }
+  };
+  using MinHeap = std::priority_queue<ByKey, std::vector<ByKey>, std::greater<ByKey>>;
+  MinHeap all, in, out;
+  for (int b = 0; b < d; ++b) {
+    all.push({0.0, 0.0, b, 0});
+    in.push({0.0, 0.0, b, 0});
+  }
+  auto fresh = [&](MinHeap& h) {
+    while (!h.empty() && h.top().version != version[h.top().bin]) h.pop();
+  };
+  std::vector<double> sorted;
+  const std::vector<uint32_t> order = OrderDescending(keys, &sorted);
+  for (size_t p = 0; p < n; ++p) {
+    fresh(all);
+    const double m = all.top().key;
+    int pick = all.top().bin;
+    if (v > 0) {
+      for (fresh(out); !out.empty() && out.top().key < m + v; fresh(out)) {
+        const int b = out.top().bin;
+        out.pop();
+        in.push({sq[b], sum[b], b, version[b]});
+      }
+      fresh(in);
+      pick = in.top().bin;
+      in.pop();
+    }
+    const double x = sorted[p];
+    sum[pick] += x;
+    sq[pick] += x * x;
+    const uint32_t ver = ++version[pick];
+    all.push({sum[pick], 0.0, pick, ver});
+    if (v > 0) {
+      if (sum[pick] < m + v)
+        in.push({sq[pick], sum[pick], pick, ver});
+      else
+        out.push({sum[pick], 0.0, pick, ver});
+    }
+    bins[pick].push_back(order[p]);
   }
   return bins;
 }
 
-// Alg. "4th": padded fill up to the LPT bound, then least-cost bin.
-Bins Conv(std::span<const int64_t> lengths, int d, double lambda, double bound) {
+// Alg. "4th" as in the paper: descending, fill consecutive bins while the padded size (count+1) x bin max
+// stays within `bound` (the no-padding LPT objective), at most d bins; the rest go to the bin of least f.
+Bins ConvFill(std::span<const int64_t> lengths, int d, double lambda, double bound) {
   const size_t n = lengths.size();
   Bins bins(d);
   if (n == 0) return bins;
-  std::vector<double> keys(n);
+  std::vector<double> keys(n), x;
   for (size_t i = 0; i < n; ++i) keys[i] = static_cast<double>(std::max<int64_t>(0, lengths[i]));
-  const std::vector<uint32_t> order = OrderDescending(keys);
+  const std::vector<uint32_t> order = OrderDescending(keys, &x);
   std::vector<double> sum(d, 0.0), mx(d, 0.0);
   std::vector<int64_t> cnt(d, 0);
   auto f = [&](int b) { return sum[b] + lambda * static_cast<double>(cnt[b]) * mx[b] * mx[b]; };
-  size_t p = 0;
-  int b = 0;
-  for (; p < n; ++p) {
-    const double x = keys[order[p]];
-    if (cnt[b] > 0) {
-      const double with = sum[b] + x + lambda * static_cast<double>(cnt[b] + 1) * mx[b] * mx[b];
-      if (with > bound) {
-        if (b + 1 >= d) break;
-        ++b;
-      }
-    }
-    if (cnt[b] == 0) mx[b] = x;
-    sum[b] += x;
+  auto add = [&](int b, size_t p) {
+    if (cnt[b] == 0) mx[b] = x[p];
+    sum[b] += x[p];
     ++cnt[b];
     bins[b].push_back(order[p]);
-  }
-  if (p < n) {
-    std::set<std::pair<double, int>> by_cost;
-    for (int i = 0; i < d; ++i) by_cost.insert({f(i), i});
-    for (; p < n; ++p) {
-      const double x = keys[order[p]];
-      auto top = by_cost.begin();
-      const int t = top->second;
-      by_cost.erase(top);
-      if (cnt[t] == 0) mx[t] = x;
-      sum[t] += x;
-      ++cnt[t];
-      bins[t].push_back(order[p]);
-      by_cost.insert({f(t), t});
+  };
+  size_t p = 0;
+  for (int b = 0; p < n; ++p) {
+    if (cnt[b] > 0 && static_cast<double>(cnt[b] + 1) * mx[b] > bound) {
+      if (b + 1 >= d) break;
+      ++b;
     }
+    add(b, p);
   }
+  using Key = std::pair<double, int>;
+  std::priority_queue<Key, std::vector<Key>, std::greater<Key>> by_cost;
+  for (int b = 0; b < d && p < n; ++b) by_cost.push({f(b), b});
+  for (; p < n; ++p) {
+    const int b = by_cost.top().second;
+    by_cost.pop();
+    add(b, p);
+    by_cost.push({f(b), b});
+  }
+  return bins;
+}
+
+// Optimal consecutive partition (in descending order) for the conv cost: the least bound B for which the
+// greedy consecutive fill (a new bin when f would exceed B) needs <= d bins, by bisection on B. Sub-intervals
+// of a feasible run are feasible (f is monotone in count and max), so the greedy fill is optimal for each B.
+Bins ConvConsecutive(std::span<const int64_t> lengths, int d, double lambda) {
+  const size_t n = lengths.size();
+  Bins bins(d);
+  if (n == 0) return bins;
+  std::vector<double> keys(n), x;
+  for (size_t i = 0; i < n; ++i) keys[i] = static_cast<double>(std::max<int64_t>(0, lengths[i]));
+  const std::vector<uint32_t> order = OrderDescending(keys, &x);
+  // Runs greedily; returns the number of bins (stops counting past d). Fills `out` if given.
+  auto fill = [&](double bound, Bins* out) {
+    int b = 0;
+    double sum = 0, mx = 0;
+    int64_t cnt = 0;
+    for (size_t p = 0; p < n; ++p) {
+      if (cnt > 0 && sum + x[p] + lambda * static_cast<double>(cnt + 1) * mx * mx > bound) {
+        if (++b >= d && !out) return b + 1;
+        sum = 0;
+        cnt = 0;
+      }
+      if (cnt == 0) mx = x[p];
+      sum += x[p];
+      ++cnt;
+      if (out) (*out)[b].push_back(order[p]);
+    }
+    return b + 1;
+  };
+  double total = 0;
+  for (double v : x) total += v;
+  double lo = x[0] + lambda * x[0] * x[0];  // the longest item alone
+  double hi = total + lambda * static_cast<double>(n) * x[0] * x[0];
+  for (int it = 0; it < 64 && hi - lo > 1e-9 * hi; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    if (fill(mid, nullptr) <= d)
+      hi = mid;
+    else
+      lo = mid;
+  }
+  fill(hi, &bins);
   return bins;
 }
 
@@ -614,10 +690,23 @@ std::vector<std::vector<uint32_t>> PostBalance(std::span<const int64_t> lengths,
       return MaxBinCost(lengths, l, o) < MaxBinCost(lengths, q, o) ? l : q;
     }
     case PostBalanceAlgorithm::kConv: {
-      PostBalanceOptions lpt_o{PostBalanceAlgorithm::kLpt, o.lambda, 0};
-      Bins l = Lpt(ItemCosts(lengths, lpt_o), d);
-      Bins c = Conv(lengths, d, o.lambda, MaxBinCost(lengths, l, o));
-      return MaxBinCost(lengths, l, o) < MaxBinCost(lengths, c, o) ? l : c;
+      // The best (by f; ties: earlier) of the paper's fill, the optimal consecutive partition and LPT.
+      const PostBalanceOptions sum_only{PostBalanceAlgorithm::kLpt, 0, 0};
+      const Bins by_sum = Lpt(ItemCosts(lengths, sum_only), d);
+      std::vector<Bins> options;
+      options.push_back(ConvFill(lengths, d, o.lambda, MaxBinCost(lengths, by_sum, sum_only)));
+      options.push_back(ConvConsecutive(lengths, d, o.lambda));
+      options.push_back(Lpt(ItemCosts(lengths, {PostBalanceAlgorithm::kLpt, o.lambda, 0}), d));
+      size_t best = 0;
+      double best_cost = MaxBinCost(lengths, options[0], o);
+      for (size_t k = 1; k < options.size(); ++k) {
+        const double c = MaxBinCost(lengths, options[k], o);
+        if (c < best_cost) {
+          best = k;
+          best_cost = c;
+        }
+      }
+      return std::move(options[best]);
     }
   }
   return {};
