@@ -8,31 +8,33 @@
 //   indices. Same input -> same output (no randomness; ties broken by item index, then bin index).
 // - d must be >= 1 (d <= 0 returns no bins).
 // - Costs are in "token units": f(S) of one bin, see BinCost. lambda = beta/alpha is the weight of the
-// quadratic
-//   (attention) term per token^2, e.g. 1/24576 for a 7B model (veRL's 24576*s + s^2, divided by 24576).
+//   quadratic (attention) term per token^2, e.g. 1/24576 for a 7B model (veRL's 24576*s + s^2 over 24576).
 //
 // Algorithms (the one to use per phase depends on how the phase batches its data):
 //   lpt        Alg. 1: sort by per-item cost l + lambda*l^2 descending, put each item in the lightest bin.
 //              Cost f = sum l + lambda * sum l^2. Proven bound: max f <= (4/3 - 1/(3d)) OPT (Graham).
-//   kk         Karmarkar-Karp largest differencing, multiway (as veRL seqlen_balancing.py) on the same
-//   separable cost.
-//              Bound: (4/3 - 1/(3d)) OPT (Michiels et al. 2007); usually much closer to the lower bound than
-//              lpt.
+//              O(n log d); radix sort of the costs, radix heap of the bins for integral costs.
+//   kk         Karmarkar-Karp largest differencing, multiway (as veRL seqlen_balancing.py), same cost as lpt.
+//              Bound: (4/3 - 1/(3d)) OPT (Michiels et al. 2007); usually closer to the lower bound than lpt.
 //   padded     Alg. 2: cost f = count * max l (every sequence padded to the longest). Sort ascending,
-//   binary-search
-//              the least bound B for which GetLeastBatches(B) (consecutive greedy packing) needs <= d bins.
-//              This is EXACT (optimal): an exchange argument shows some optimal partition is consecutive in
-//              sorted order (swapping a larger item of the bin with the smaller max into the other bin raises
-//              neither max), and the greedy packing is optimal among consecutive partitions (sub-intervals of
-//              feasible ones are feasible). lambda is not used (use conv for a padded quadratic term).
+//              binary-search the least bound B for which GetLeastBatches(B) (consecutive greedy packing)
+//              needs <= d bins. This is EXACT (optimal): an exchange argument shows some optimal partition is
+//              consecutive in sorted order (swapping a larger item of the bin with the smaller max into the
+//              other bin raises neither max), and the greedy packing is optimal among consecutive partitions
+//              (sub-intervals of feasible ones are feasible). lambda is not used (conv has the padded
+//              quadratic term).
 //   quadratic  Alg. "3rd": LPT by length whose comparator treats two bins whose sums differ by less than a
-//              tolerance v as equal and then prefers the smaller sum of squares. Cost f = sum l + lambda*sum
-//              l^2. Default v (tolerance == 0): lambda * mean(l^2), the quadratic cost of an average item.
-//              The result is the better (by f) of this and lpt, so the lpt bound holds.
+//              tolerance v as equal and then prefers the smaller sum of squares. That comparator is not a strict
+//              order; we read it as: among the bins whose sum is < (least sum + v), the least sum of squares
+//              (ties: smaller sum, then index). O(n log d) with lazy heaps. Cost f = sum l + lambda*sum l^2.
+//              Default v (tolerance == 0): lambda * mean(l^2), the quadratic cost of an average item (so
+//              lambda = 0 gives plain LPT). Returns the better (by f) of this and lpt, so the lpt bound holds.
 //   conv       Alg. "4th" (padded attention, conv-transformer encoders such as Whisper): cost f = sum l +
-//              lambda * count * max(l)^2. Bound B = f-objective of the lpt solution; fill bins with
-//              consecutive descending items while f <= B (at most d bins), then place the rest on the bin of
-//              least f. Returns the better (by f) of this and lpt.
+//              lambda * count * max(l)^2. Returns the best (by f) of: the paper's fill (descending, consecutive
+//              bins while the padded size count x max <= the no-padding LPT objective, at most d bins, the rest
+//              to the bin of least f); the optimal partition into consecutive runs of the descending order
+//              (bisection on the bound + greedy fill, which is optimal per bound); lpt on l + lambda*l^2.
+//              So conv is never worse than lpt on f.
 //
 //   PostBalanceOptions o{.algorithm = PostBalanceAlgorithm::kKk};
 //   std::vector<std::vector<uint32_t>> bins = PostBalance(lengths, /*d=*/64, o);
