@@ -23,18 +23,18 @@
 //              other bin raises neither max), and the greedy packing is optimal among consecutive partitions
 //              (sub-intervals of feasible ones are feasible). lambda is not used (conv has the padded
 //              quadratic term).
-//   quadratic  Alg. "3rd": LPT by length whose comparator treats two bins whose sums differ by less than a
-//              tolerance v as equal and then prefers the smaller sum of squares. That comparator is not a strict
-//              order; we read it as: among the bins whose sum is < (least sum + v), the least sum of squares
-//              (ties: smaller sum, then index). O(n log d) with lazy heaps. Cost f = sum l + lambda*sum l^2.
-//              Default v (tolerance == 0): lambda * mean(l^2), the quadratic cost of an average item (so
-//              lambda = 0 gives plain LPT). Returns the better (by f) of this and lpt, so the lpt bound holds.
+//   quadratic  Alg. "3rd": LPT by length whose comparator treats two bins whose sums differ by less than
+//              a tolerance v as equal and then prefers the smaller sum of squares. That comparator is not a
+//              strict order; we read it as: among the bins whose sum is < (least sum + v), the least sum of
+//              squares (ties: smaller sum, then index). O(n log d) with lazy heaps. Cost f = sum l +
+//              lambda*sum l^2. Default v (tolerance == 0): lambda * mean(l^2), the quadratic cost of an
+//              average item (lambda = 0 gives plain LPT). Returns the better (by f) of this and lpt.
 //   conv       Alg. "4th" (padded attention, conv-transformer encoders such as Whisper): cost f = sum l +
-//              lambda * count * max(l)^2. Returns the best (by f) of: the paper's fill (descending, consecutive
-//              bins while the padded size count x max <= the no-padding LPT objective, at most d bins, the rest
-//              to the bin of least f); the optimal partition into consecutive runs of the descending order
-//              (bisection on the bound + greedy fill, which is optimal per bound); lpt on l + lambda*l^2.
-//              So conv is never worse than lpt on f.
+//              lambda * count * max(l)^2. Returns the best (by f) of: the paper's fill (descending,
+//              consecutive bins while the padded size count x max <= the no-padding LPT objective, at most
+//              d bins, the rest to the bin of least f); the optimal partition into consecutive runs of the
+//              descending order (bisection on the bound + greedy fill, optimal per bound); lpt on
+//              l + lambda*l^2. So conv is never worse than lpt on f.
 //
 //   PostBalanceOptions o{.algorithm = PostBalanceAlgorithm::kKk};
 //   std::vector<std::vector<uint32_t>> bins = PostBalance(lengths, /*d=*/64, o);
