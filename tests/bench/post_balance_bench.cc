@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/balance/orchestrator.h"
 #include "core/balance/placement.h"
 #include "core/balance/post_balance.h"
 #include "core/util/rng.h"
@@ -61,6 +62,42 @@ void BM_PlaceNodeWise(benchmark::State& state, PostBalanceAlgorithm a) {
   state.counters["inter_node_vs_identity"] =
       static_cast<double>(p.max_rank_inter_node_bytes) / std::max<int64_t>(1, id.max_rank_inter_node_bytes);
 }
+
+// The whole orchestrator for one iteration of an OrchMLLM-like mix (half the samples with 1-6 image tiles,
+// a third with ~12.7 s of audio, text for all): vision lpt, audio padded, LLM kk, node-wise, composed.
+void BM_Orchestrate(benchmark::State& state) {
+  const int ranks = static_cast<int>(state.range(0));
+  Rng rng(7);
+  std::vector<int> origin;
+  PhaseInput vision{"vision", {}, {}, {PostBalanceAlgorithm::kLpt, 0, 0}, {}};
+  PhaseInput audio{"audio", {}, {}, {PostBalanceAlgorithm::kPadded, 0, 0}, {}};
+  PhaseInput llm{"llm", {}, {}, {PostBalanceAlgorithm::kKk, 0, 0}, {}};
+  for (int r = 0; r < ranks; ++r)
+    for (int k = 0; k < 60; ++k) {
+      origin.push_back(r);
+      const int64_t tiles = rng.Below(2) ? 1 + static_cast<int64_t>(rng.Below(6)) : 0;
+      const int64_t a =
+          rng.Below(3) == 0 ? std::max<int64_t>(50, std::llround(rng.Normal(12.7, 3.6) * 50)) : 0;
+      const int64_t text = 20 + static_cast<int64_t>(rng.Below(800));
+      vision.lengths.push_back(tiles * 1024);
+      vision.bytes.push_back(tiles * 3 * 448 * 448 * 2);
+      vision.output_bytes.push_back(tiles * 256 * 3584 * 2);
+      audio.lengths.push_back(a);
+      audio.bytes.push_back(a * 2 * 128 * 2);
+      audio.output_bytes.push_back(a / 2 * 3584 * 2);
+      llm.lengths.push_back(text + tiles * 256 + a / 2);
+      llm.bytes.push_back((text + tiles * 256 + a / 2) * 3584 * 2);
+    }
+  const std::vector<PhaseInput> phases = {vision, audio, llm};
+  double ratio = 0;
+  for (auto _ : state) {
+    auto r = Orchestrate(origin, phases, {ranks, 8, true, true});
+    benchmark::DoNotOptimize(r.ok());
+    ratio = r->phases[2].max_over_lower_bound;
+  }
+  state.counters["llm_max_over_lb"] = ratio;
+}
+BENCHMARK(BM_Orchestrate)->Arg(64)->Arg(2560)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_CAPTURE(BM_PostBalance, lpt, PostBalanceAlgorithm::kLpt, 0.0)
     ->Arg(64)

@@ -303,13 +303,16 @@ Bins KarmarkarKarp(std::span<const double> costs, int d) {
   using Key = std::pair<double, int64_t>;  // (spread, -id): max-heap gives larger spread, then smaller id
   std::priority_queue<Key> pq;
   auto remaining = [&] { return (singles.size() - next_single) + pq.size(); };
-  // Pops the next state: returns its id (< n: a singleton item).
-  auto pop = [&]() -> int64_t {
+  // Pops the next state: returns its id (< n: a singleton item, whose cost is then in *single).
+  auto pop = [&](double* single) -> int64_t {
     const bool take_single =
         next_single < singles.size() && (pq.empty() || single_cost[next_single] > pq.top().first ||
                                          (single_cost[next_single] == pq.top().first &&
                                           static_cast<int64_t>(singles[next_single]) < -pq.top().second));
-    if (take_single) return singles[next_single++];
+    if (take_single) {
+      *single = single_cost[next_single];
+      return singles[next_single++];
+    }
     const int64_t id = -pq.top().second;
     pq.pop();
     return id;
@@ -324,14 +327,15 @@ Bins KarmarkarKarp(std::span<const double> costs, int d) {
   };
   std::vector<Entry> b_sorted, popped;
   while (remaining() > 1) {
-    const int64_t ia = pop();
-    const int64_t ib = pop();
+    double ca = 0, cb = 0;
+    const int64_t ia = pop(&ca);
+    const int64_t ib = pop(&cb);
     const bool single_a = ia < static_cast<int64_t>(n), single_b = ib < static_cast<int64_t>(n);
     if (single_a && single_b) {  // {x} and {y} (d >= 2): two subsets
       State st;
-      st.heap = {{costs[ia], static_cast<uint32_t>(ia)}, {costs[ib], static_cast<uint32_t>(ib)}};
+      st.heap = {{ca, static_cast<uint32_t>(ia)}, {cb, static_cast<uint32_t>(ib)}};
       std::make_heap(st.heap.begin(), st.heap.end(), heap_cmp);
-      st.max = std::max(costs[ia], costs[ib]);
+      st.max = std::max(ca, cb);
       push_state(std::move(st));
       continue;
     }
@@ -339,7 +343,7 @@ Bins KarmarkarKarp(std::span<const double> costs, int d) {
         single_b) {  // a state and a singleton {y}: y joins the smallest subset if the state is full
       const uint32_t y = static_cast<uint32_t>(single_a ? ia : ib);
       State a = std::move(states[(single_a ? ib : ia) - static_cast<int64_t>(n)]);
-      Entry e{costs[y], y};
+      Entry e{single_a ? ca : cb, y};
       if (a.heap.size() >= k) {
         std::pop_heap(a.heap.begin(), a.heap.end(), heap_cmp);
         const Entry s = a.heap.back();
@@ -386,10 +390,11 @@ Bins KarmarkarKarp(std::span<const double> costs, int d) {
     a.max = mx;
     push_state(std::move(a));
   }
-  const int64_t last = pop();
+  double last_cost = 0;
+  const int64_t last = pop(&last_cost);
   std::vector<Entry> subsets;
   if (last < static_cast<int64_t>(n))
-    subsets.push_back({costs[last], static_cast<uint32_t>(last)});
+    subsets.push_back({last_cost, static_cast<uint32_t>(last)});
   else
     subsets = std::move(states[last - static_cast<int64_t>(n)].heap);
   std::sort(subsets.begin(), subsets.end(), [](const Entry& x, const Entry& y) {
