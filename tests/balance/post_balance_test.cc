@@ -198,6 +198,87 @@ TEST(PostBalanceTest, QuadraticToleranceIsUsed) {
   EXPECT_LE(qc, CostLowerBound(l, 8, q) * 1.05);
 }
 
+// Textbook LPT: items by cost descending (ties: index), each into the least-loaded bin (ties: lowest index).
+Bins NaiveLpt(const std::vector<int64_t>& l, int d, double lambda) {
+  auto cost = [&](uint32_t i) {
+    return static_cast<double>(l[i]) + lambda * static_cast<double>(l[i] * l[i]);
+  };
+  std::vector<uint32_t> order(l.size());
+  for (size_t i = 0; i < l.size(); ++i) order[i] = static_cast<uint32_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return cost(a) > cost(b); });
+  std::vector<double> load(d, 0);
+  Bins bins(d);
+  for (uint32_t i : order) {
+    const int b = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+    load[b] += cost(i);
+    bins[b].push_back(i);
+  }
+  return bins;
+}
+
+// The integer 4-ary heap (d < 256), the radix heap (d >= 256, integral costs) and the double heap (lambda >
+// 0) all make the textbook choices.
+TEST(PostBalanceTest, LptMatchesNaiveReference) {
+  Rng rng(23);
+  for (int trial = 0; trial < 24; ++trial) {
+    const int d =
+        trial % 3 == 0 ? 256 + static_cast<int>(rng.Below(300)) : 1 + static_cast<int>(rng.Below(40));
+    auto l = LogNormalLengths(rng, static_cast<int>(rng.Below(3000)), 500, 1.0);
+    for (size_t i = 0; i < l.size(); i += 7) l[i] = 100;  // plenty of ties
+    const double lambda = trial % 4 == 1 ? 1e-3 : 0.0;
+    EXPECT_EQ(PostBalance(l, d, {PostBalanceAlgorithm::kLpt, lambda, 0}), NaiveLpt(l, d, lambda))
+        << "trial " << trial << " d " << d;
+  }
+}
+
+// veRL-style Karmarkar-Karp with full d-vectors (O(n d log d)): every state keeps all d subset sums.
+std::vector<double> NaiveKkSums(const std::vector<int64_t>& l, int d) {
+  struct State {
+    std::vector<double> sums;  // descending
+    int64_t id;
+  };
+  auto spread = [](const State& s) { return s.sums.front() - s.sums.back(); };
+  auto worse = [&](const State& a, const State& b) {  // max-heap: larger spread, then smaller id first
+    return spread(a) < spread(b) || (spread(a) == spread(b) && a.id > b.id);
+  };
+  std::vector<State> heap;
+  for (size_t i = 0; i < l.size(); ++i) {
+    State s{std::vector<double>(d, 0.0), static_cast<int64_t>(i)};
+    s.sums[0] = static_cast<double>(l[i]);
+    heap.push_back(s);
+  }
+  std::make_heap(heap.begin(), heap.end(), worse);
+  int64_t next_id = static_cast<int64_t>(l.size());
+  while (heap.size() > 1) {
+    std::pop_heap(heap.begin(), heap.end(), worse);
+    State a = heap.back();
+    heap.pop_back();
+    std::pop_heap(heap.begin(), heap.end(), worse);
+    State b = heap.back();
+    heap.pop_back();
+    State m{std::vector<double>(d), next_id++};
+    for (int i = 0; i < d; ++i) m.sums[i] = a.sums[i] + b.sums[d - 1 - i];
+    std::sort(m.sums.rbegin(), m.sums.rend());
+    heap.push_back(m);
+    std::push_heap(heap.begin(), heap.end(), worse);
+  }
+  return heap.empty() ? std::vector<double>(d, 0.0) : heap[0].sums;
+}
+
+TEST(PostBalanceTest, KkMatchesFullVectorReference) {
+  Rng rng(31);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int d = 2 + static_cast<int>(rng.Below(12));
+    std::vector<int64_t> l(1 + rng.Below(120));
+    for (auto& x : l) x = 1 + static_cast<int64_t>(rng.Below(1000000));  // ties are unlikely
+    PostBalanceOptions o{PostBalanceAlgorithm::kKk, 0, 0};
+    std::vector<double> got;
+    for (const auto& b : PostBalance(l, d, o)) got.push_back(BinCost(l, b, o));
+    std::sort(got.rbegin(), got.rend());
+    EXPECT_EQ(got, NaiveKkSums(l, d)) << "trial " << trial;
+  }
+}
+
 // Straightforward O(n d) reading of Alg. "3rd": among bins whose sum is < min sum + v, the least sum of
 // squares (ties: smaller sum, then index). PostBalance(quadratic) returns this unless LPT is strictly better.
 Bins NaiveQuadratic(const std::vector<int64_t>& l, int d, double v) {
