@@ -13,7 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   opt.tiles_per_image = 3;
   mmtwin::Result<mmtwin::Trace> t = mmtwin::ImportLlavaText(text, "fuzz.json", opt);
   if (!t.ok()) {
-    if (t.error().message().rfind("fuzz.json: ", 0) != 0) __builtin_trap();  // errors name the file
+    if (t.error().message().rfind("fuzz.json:", 0) != 0) __builtin_trap();  // errors name the file
     return 0;
   }
   for (const mmtwin::Sample& s : t->samples)

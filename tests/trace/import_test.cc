@@ -183,7 +183,7 @@ TEST(LlavaImportTest, ErrorsNameTheElement) {
       {R"([{"id":"a","conversations":[{"from":"human","value":"x"},{"from":"gpt","value":3}]}])",
        "llava.json: [0].conversations[1].value: expected a string, found a number"},
       {R"([{"id":"a","conversations":[]}, 7])", "llava.json: [1]: expected an object, found a number"},
-      {R"({"id":"a"})", "llava.json: expected a JSON list of samples at the top level, found an object"},
+      {R"(7)", "llava.json: expected a JSON list of samples at the top level, found a number"},
       {R"([{"id":"a"}])", "llava.json: [0].conversations: missing"},
       {R"([{"id":"a","conversations":{}}])",
        "llava.json: [0].conversations: expected a list, found an object"},
@@ -209,6 +209,36 @@ TEST(LlavaImportTest, ErrorsNameTheElement) {
     ASSERT_FALSE(r.ok()) << c.json;
     EXPECT_EQ(r.error().message().rfind(c.message, 0), 0u)
         << "got: " << r.error().message() << "\nfor: " << c.json;
+  }
+}
+
+TEST(LlavaImportTest, JsonLinesOneSamplePerLine) {
+  // InternVL's fine-tuning files are JSON Lines; blank lines and CRLF are fine, errors name the line.
+  const std::string jsonl =
+      "{\"id\": \"a\", \"image\": \"ai2d/1.png\", \"conversations\": [{\"from\": \"human\", \"value\": "
+      "\"<image>\\nWhy?\"}]}\r\n"
+      "\n"
+      "{\"id\": \"b\", \"conversations\": [{\"from\": \"human\", \"value\": \"one two\"}]}\n";
+  Result<Trace> r = ImportLlavaText(jsonl, "d.jsonl");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ(Subset(*r, 0), "ai2d");
+  EXPECT_EQ(r->samples[0].images, 1u);
+  EXPECT_EQ(r->samples[0].text_tokens, 2u);
+  EXPECT_EQ(r->samples[1].text_tokens, 3u);
+
+  const std::pair<std::string, const char*> cases[] = {
+      {"{\"id\":\"a\",\"conversations\":[]}\n\n{\"id\":\"b\",\"conversations\":[{\"value\":1}]}\n",
+       "d.jsonl:3: conversations[0].value: expected a string, found a number"},
+      {"{\"id\":\"a\",\"conversations\":[]}\n[1]\n", "d.jsonl:2: expected an object, found a list"},
+      {"{\"id\":\"a\",\"conversations\":[]}\n{\"id\": x}\n", "d.jsonl:2: column 8: JSON syntax error"},
+      {"{\"id\":\"a\",\"conversations\":[]} {}\n", "d.jsonl:1: column 31: JSON syntax error"},
+      {"{\"id\":\"a\"}\n", "d.jsonl:1: conversations: missing"},
+  };
+  for (const auto& [text, msg] : cases) {
+    Result<Trace> e = ImportLlavaText(text, "d.jsonl");
+    ASSERT_FALSE(e.ok()) << text;
+    EXPECT_EQ(e.error().message().rfind(msg, 0), 0u) << "got: " << e.error().message();
   }
 }
 

@@ -257,11 +257,21 @@ class LlavaHandler {
     p = p == std::string::npos ? std::string::npos : what.find(": ", p);
     if (p != std::string::npos) what = what.substr(p + 2);
     const size_t offset = position > 0 ? position - 1 : 0;  // nlohmann counts bytes read, i.e. 1-based
+    if (jsonl_line_ > 0)
+      return Fail(Error(name_ + ":" + std::to_string(jsonl_line_) + ": column " + std::to_string(offset + 1) +
+                        ": JSON syntax error: " + what));
     long line = 1 + static_cast<long>(
                         std::count(text_.begin(), text_.begin() + std::min(offset, text_.size()), '\n'));
     return Fail(Error(name_ + ": byte " + std::to_string(offset) + " (line " + std::to_string(line) +
                       "): JSON syntax error: " + what));
   }
+
+  // JSON Lines mode: every following sax_parse call is one sample object from line `line` (1-based).
+  void StartJsonl() {
+    saw_top_ = true;
+    stack_.assign(1, Ctx::kTop);
+  }
+  void SetJsonlLine(long line) { jsonl_line_ = line; }
 
   // After a successful parse: the document must have been a list.
   bool Finish() {
@@ -301,10 +311,15 @@ class LlavaHandler {
     return false;
   }
   bool FailAt(const std::string& where, const std::string& reason) {
+    if (jsonl_line_ > 0) {  // `file:LINE: conversations[1].value: reason`
+      const std::string w = !where.empty() && where[0] == '.' ? where.substr(1) : where;
+      return Fail(
+          Error(name_ + ":" + std::to_string(jsonl_line_) + ": " + (w.empty() ? "" : w + ": ") + reason));
+    }
     return Fail(Error(name_ + ": " + where + ": " + reason));
   }
 
-  std::string SamplePath() const { return "[" + std::to_string(index_) + "]"; }
+  std::string SamplePath() const { return jsonl_line_ > 0 ? "" : "[" + std::to_string(index_) + "]"; }
   std::string TurnPath() const { return SamplePath() + ".conversations[" + std::to_string(turn_) + "]"; }
 
   void AddImage(const std::string& path) {
@@ -472,6 +487,7 @@ class LlavaHandler {
   Error error_;
   bool failed_ = false;
   bool saw_top_ = false;
+  long jsonl_line_ = 0;  // > 0 in JSON Lines mode
   std::vector<Ctx> stack_;
   std::string key_;
   int64_t index_ = 0;
@@ -494,10 +510,35 @@ Result<Trace> ImportLlavaText(std::string_view text, const std::string& name,
                               const LlavaImportOptions& options) {
   if (options.tiles_per_image < 1) return Error(name + ": tiles per image must be >= 1");
   LlavaHandler h(text, name, options);
+  size_t first = 0;
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") first = 3;  // UTF-8 byte order mark
+  while (first < text.size() &&
+         (text[first] == ' ' || text[first] == '\t' || text[first] == '\n' || text[first] == '\r'))
+    ++first;
   try {
-    const bool ok = json::sax_parse(text.data(), text.data() + text.size(), &h);
-    if (h.failed()) return h.error();
-    if (!ok) return Error(name + ": JSON parse failed");
+    if (first < text.size() && text[first] == '{') {
+      // JSON Lines (InternVL's fine-tuning files): one sample object per line.
+      h.StartJsonl();
+      size_t pos = 0;
+      long line = 0;
+      while (pos < text.size()) {
+        size_t end = text.find('\n', pos);
+        if (end == std::string_view::npos) end = text.size();
+        ++line;
+        std::string_view l = text.substr(pos, end - pos);
+        pos = end + 1;
+        if (line == 1 && l.substr(0, 3) == "\xEF\xBB\xBF") l.remove_prefix(3);
+        if (l.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+        h.SetJsonlLine(line);
+        const bool ok = json::sax_parse(l.data(), l.data() + l.size(), &h);
+        if (h.failed()) return h.error();
+        if (!ok) return Error(name + ":" + std::to_string(line) + ": JSON parse failed");
+      }
+    } else {
+      const bool ok = json::sax_parse(text.data(), text.data() + text.size(), &h);
+      if (h.failed()) return h.error();
+      if (!ok) return Error(name + ": JSON parse failed");
+    }
   } catch (const std::exception& e) {  // nlohmann reports through the handler; this is belt and braces
     return Error(name + ": JSON error: " + e.what());
   }

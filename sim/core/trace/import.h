@@ -62,7 +62,9 @@ struct LlavaImportOptions {
 };
 
 // Reads a LLaVA-format file: a JSON list of {"id", "image"?: string or list of strings, "conversations":
-// [{"from", "value"}, ...]} (other keys are ignored).
+// [{"from", "value"}, ...]} (other keys are ignored), or JSON Lines (one such object per line, InternVL's
+// format; chosen when the first non-blank character is '{'; errors then read `file:LINE:
+// conversations[1].value: ...`).
 //   images       = max(number of `<image>` placeholders in all turns, number of image paths)
 //   image_tiles  = images * tiles_per_image
 //   text_tokens  = EstimateTextTokens over all turn values with `<image>` placeholders removed
