@@ -184,36 +184,51 @@ class IntBinHeap {
 };
 
 // Same order as BinHeap, for integral loads: key = load << shift | bin. LPT only ever raises the minimum, so
-// the extracted keys never decrease and a radix heap (monotone priority queue, buckets by the highest bit
-// that differs from the last extracted key) applies: O(1) push, amortized O(bits) pop, no dependent compare
+// the extracted keys never decrease and a radix heap (monotone priority queue) applies: a key sits in the
+// bucket of (highest 4-bit digit where it differs from the last extracted key, its value of that digit);
+// buckets are visited in key order through bit masks. O(1) push, amortized O(64/4) pop, no dependent compare
 // chains.
 class RadixBinHeap {
  public:
-  RadixBinHeap(int d, int shift) : shift_(shift) {
+  static constexpr int kBits = 4, kWays = 16, kLevels = 16;
+  explicit RadixBinHeap(int d) {
     for (int i = 0; i < d; ++i) Push(static_cast<uint64_t>(i));
   }
   // Removes the least key; returns it.
   uint64_t PopMin() {
-    if (buckets_[0].empty()) {
-      int i = 1;
-      while (buckets_[i].empty()) ++i;
-      std::vector<uint64_t>& from = buckets_[i];
+    if (equal_.empty()) {
+      const int level = __builtin_ctz(level_mask_);
+      const int digit = __builtin_ctz(digit_mask_[level]);
+      std::vector<uint64_t>& from = buckets_[level * kWays + digit];
       last_ = *std::min_element(from.begin(), from.end());
-      for (uint64_t x : from) buckets_[Bucket(x)].push_back(x);
-      from.clear();
+      scratch_.swap(from);
+      digit_mask_[level] &= ~(1u << digit);
+      if (digit_mask_[level] == 0) level_mask_ &= ~(1u << level);
+      for (uint64_t x : scratch_) Push(x);
+      scratch_.clear();
     }
-    const uint64_t k = buckets_[0].back();
-    buckets_[0].pop_back();
+    const uint64_t k = equal_.back();
+    equal_.pop_back();
     return k;
   }
-  void Push(uint64_t k) { buckets_[Bucket(k)].push_back(k); }
-  int shift() const { return shift_; }
+  void Push(uint64_t k) {
+    const uint64_t diff = k ^ last_;
+    if (diff == 0) {
+      equal_.push_back(k);
+      return;
+    }
+    const int level = (63 - __builtin_clzll(diff)) / kBits;
+    const int digit = static_cast<int>((k >> (level * kBits)) & (kWays - 1));
+    buckets_[level * kWays + digit].push_back(k);
+    digit_mask_[level] |= 1u << digit;
+    level_mask_ |= 1u << level;
+  }
 
  private:
-  int Bucket(uint64_t k) const { return k == last_ ? 0 : 64 - __builtin_clzll(k ^ last_); }
-  std::vector<uint64_t> buckets_[65];
+  std::vector<uint64_t> equal_, scratch_, buckets_[kLevels * kWays];
+  uint32_t digit_mask_[kLevels] = {};
+  uint32_t level_mask_ = 0;
   uint64_t last_ = 0;
-  int shift_;
 };
 
 Bins Lpt(std::span<const double> costs, int d) {
@@ -242,7 +257,7 @@ Bins Lpt(std::span<const double> costs, int d) {
       heap.AddToTop(static_cast<uint64_t>(sorted[p]));
     }
   } else if (int_keys) {
-    RadixBinHeap heap(d, shift);
+    RadixBinHeap heap(d);
     const uint64_t mask = (1ull << shift) - 1;
     for (size_t p = 0; p < n; ++p) {
       const uint64_t key = heap.PopMin();
@@ -418,26 +433,34 @@ Bins Padded(std::span<const int64_t> lengths, int d) {
   const size_t n = lengths.size();
   Bins bins(d);
   if (n == 0) return bins;
-  std::vector<uint32_t> order(n);
-  for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(i);
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return lengths[a] < lengths[b] || (lengths[a] == lengths[b] && a < b);
-  });
-  auto len = [&](size_t pos) { return static_cast<__int128>(std::max<int64_t>(0, lengths[order[pos]])); };
-  // Number of consecutive groups GetLeastBatches(bound) makes.
-  auto groups = [&](__int128 bound, int limit) {
-    int g = 1;
-    __int128 count = 0;
-    for (size_t p = 0; p < n; ++p) {
-      if (count > 0 && (count + 1) * len(p) > bound) {
-        if (++g > limit) return g;
-        count = 0;
-      }
-      ++count;
+  // Ascending length, ties by index: descending order of (max - length).
+  int64_t max_len = 0;
+  for (int64_t l : lengths) max_len = std::max(max_len, l);
+  std::vector<double> flipped(n);
+  for (size_t i = 0; i < n; ++i)
+    flipped[i] = static_cast<double>(max_len) - static_cast<double>(std::max<int64_t>(0, lengths[i]));
+  const std::vector<uint32_t> order = OrderDescending(flipped);
+  std::vector<__int128> len(n);
+  for (size_t p = 0; p < n; ++p) len[p] = std::max<int64_t>(0, lengths[order[p]]);
+  // GetLeastBatches(bound): a group starting at s takes the longest run s..e with (e-s+1) * len[e] <= bound
+  // (at least one item). (e-s+1) * len[e] grows with e, so e is found by binary search: O(groups log n).
+  auto group_end = [&](size_t s, __int128 bound) {
+    size_t lo = s + 1, hi = n;  // first position that does not fit, in [s+1, n]
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (static_cast<__int128>(mid - s + 1) * len[mid] <= bound)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
+    return lo;
+  };
+  auto groups = [&](__int128 bound, int limit) {
+    int g = 0;
+    for (size_t s = 0; s < n && g <= limit; s = group_end(s, bound)) ++g;
     return g;
   };
-  const __int128 max_l = len(n - 1);
+  const __int128 max_l = len[n - 1];
   const __int128 per_bin = static_cast<__int128>((n + d - 1) / d);
   __int128 lo = max_l, hi = max_l * per_bin;  // hi: ceil(n/d) items per bin is always feasible
   while (lo < hi) {
@@ -448,14 +471,11 @@ Bins Padded(std::span<const int64_t> lengths, int d) {
       lo = mid + 1;
   }
   int b = 0;
-  __int128 count = 0;
-  for (size_t p = 0; p < n; ++p) {
-    if (count > 0 && (count + 1) * len(p) > lo) {
-      ++b;
-      count = 0;
-    }
-    bins[b].push_back(order[p]);
-    ++count;
+  for (size_t s = 0; s < n; ++b) {
+    const size_t e = group_end(s, lo);
+    bins[b].assign(order.begin() + static_cast<std::ptrdiff_t>(s),
+                   order.begin() + static_cast<std::ptrdiff_t>(e));
+    s = e;
   }
   return bins;
 }
