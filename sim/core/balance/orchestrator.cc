@@ -100,33 +100,41 @@ Result<OrchestratorResult> Orchestrate(std::span<const int> origin_rank,
     rep.samples = static_cast<int>(sample_of_item.size());
     const Bins bins = PostBalance(len, d, ph.options);
 
+    std::vector<int> bin_of_item(len.size(), 0);
+    for (int b = 0; b < d; ++b)
+      for (uint32_t item : bins[b]) bin_of_item[item] = b;
+    // Below, items are visited in sample order so the per-sample arrays are read sequentially.
+    // Text part of a sample's LLM input (held at its origin) = LLM bytes - encoder outputs.
+    auto text_bytes = [&](uint32_t s) {
+      int64_t text = ph.bytes[s];
+      for (size_t e = 0; e < encoders; ++e)
+        if (!phases[e].output_bytes.empty()) text -= phases[e].output_bytes[s];
+      return std::max<int64_t>(0, text);
+    };
+
     // Pieces of data that must reach each bin's rank, where they are before the phase.
     std::vector<int> piece_src;
     std::vector<int64_t> piece_bytes;
     Bins piece_bins(d);
-    std::vector<int64_t> text_bytes;  // LLM: per item, the part held at the origin
-    for (int b = 0; b < d; ++b)
-      for (uint32_t item : bins[b]) {
-        const uint32_t s = sample_of_item[item];
-        auto add = [&](int src, int64_t bytes) {
-          piece_bins[b].push_back(static_cast<uint32_t>(piece_src.size()));
-          piece_src.push_back(src);
-          piece_bytes.push_back(bytes);
-        };
-        if (!is_llm) {
-          add(origin_rank[s], ph.bytes[s]);
-          continue;
-        }
-        int64_t text = ph.bytes[s];
-        for (size_t e = 0; e < encoders; ++e)
-          if (!phases[e].output_bytes.empty()) text -= phases[e].output_bytes[s];
-        add(origin_rank[s], std::max<int64_t>(0, text));
-        for (size_t e = 0; e < encoders; ++e) {
-          if (phases[e].output_bytes.empty() || phases[e].output_bytes[s] == 0) continue;
-          const int enc_rank = result.phases[e].rank_of_sample[s];
-          add(o.compose && enc_rank >= 0 ? enc_rank : origin_rank[s], phases[e].output_bytes[s]);
-        }
+    for (size_t item = 0; item < len.size(); ++item) {
+      const uint32_t s = sample_of_item[item];
+      const int b = bin_of_item[item];
+      auto add = [&](int src, int64_t bytes) {
+        piece_bins[b].push_back(static_cast<uint32_t>(piece_src.size()));
+        piece_src.push_back(src);
+        piece_bytes.push_back(bytes);
+      };
+      if (!is_llm) {
+        add(origin_rank[s], ph.bytes[s]);
+        continue;
       }
+      add(origin_rank[s], text_bytes(s));
+      for (size_t e = 0; e < encoders; ++e) {
+        if (phases[e].output_bytes.empty() || phases[e].output_bytes[s] == 0) continue;
+        const int enc_rank = result.phases[e].rank_of_sample[s];
+        add(o.compose && enc_rank >= 0 ? enc_rank : origin_rank[s], phases[e].output_bytes[s]);
+      }
+    }
     const Placement place = o.node_wise ? PlaceNodeWise(piece_bins, piece_src, piece_bytes, c)
                                         : PlaceIdentity(piece_bins, piece_src, piece_bytes, c);
 
@@ -134,17 +142,23 @@ Result<OrchestratorResult> Orchestrate(std::span<const int> origin_rank,
     rep.rank_samples.assign(d, {});
     std::vector<int64_t> rank_tokens(d, 0);
     std::vector<std::vector<uint32_t>> rank_items(d);
-    for (int b = 0; b < d; ++b) {
-      const int r = place.rank_of_bin[b];
-      for (uint32_t item : bins[b]) {
-        const uint32_t s = sample_of_item[item];
-        rep.rank_of_sample[s] = r;
-        rep.rank_samples[r].push_back(s);
-        rank_tokens[r] += len[item];
-      }
-      rank_items[r] = bins[b];
+    for (int b = 0; b < d; ++b) rank_items[place.rank_of_bin[b]] = bins[b];
+    // Dispatch traffic: for the LLM only the text part (encoder outputs are accounted per encoder below).
+    std::vector<Transfer> moves;
+    moves.reserve(len.size());
+    std::vector<int64_t> drawn(d, 0);
+    Bins before(d);
+    for (size_t item = 0; item < len.size(); ++item) {
+      const uint32_t s = sample_of_item[item];
+      const int r = place.rank_of_bin[bin_of_item[item]];
+      rep.rank_of_sample[s] = r;
+      rep.rank_samples[r].push_back(s);  // ascending, as items are in sample order
+      rank_tokens[r] += len[item];
+      before[origin_rank[s]].push_back(static_cast<uint32_t>(item));
+      rep.input_bytes += ph.bytes[s];
+      drawn[origin_rank[s]] += ph.bytes[s];
+      moves.push_back({origin_rank[s], r, is_llm ? text_bytes(s) : ph.bytes[s]});
     }
-    for (auto& v : rep.rank_samples) std::sort(v.begin(), v.end());
 
     // Balance.
     double sum_load = 0;
@@ -157,29 +171,8 @@ Result<OrchestratorResult> Orchestrate(std::span<const int> origin_rank,
     rep.mean_load = sum_load / d;
     rep.lower_bound = CostLowerBound(len, d, ph.options);
     rep.max_over_lower_bound = rep.lower_bound > 0 ? rep.max_load / rep.lower_bound : 1.0;
-    Bins before(d);
-    for (size_t item = 0; item < len.size(); ++item)
-      before[origin_rank[sample_of_item[item]]].push_back(static_cast<uint32_t>(item));
     rep.max_load_before = MaxBinCost(len, before, ph.options);
 
-    // Dispatch traffic: for the LLM only the text part (encoder outputs are accounted per encoder below).
-    std::vector<Transfer> moves;
-    std::vector<int64_t> drawn(d, 0);
-    for (int b = 0; b < d; ++b) {
-      const int dst = place.rank_of_bin[b];
-      for (uint32_t item : bins[b]) {
-        const uint32_t s = sample_of_item[item];
-        int64_t bytes = ph.bytes[s];
-        rep.input_bytes += bytes;
-        drawn[origin_rank[s]] += bytes;
-        if (is_llm) {
-          for (size_t e = 0; e < encoders; ++e)
-            if (!phases[e].output_bytes.empty()) bytes -= phases[e].output_bytes[s];
-          bytes = std::max<int64_t>(0, bytes);
-        }
-        moves.push_back({origin_rank[s], dst, bytes});
-      }
-    }
     rep.dispatch = AccountTraffic(moves, d, c);
     rep.all_gather_bytes = static_cast<int64_t>(d - 1) * *std::max_element(drawn.begin(), drawn.end());
     rep.all_gather_total_bytes = static_cast<int64_t>(d) * rep.all_gather_bytes;

@@ -135,27 +135,30 @@ class NodeAssigner {
       lb = std::max(lb, min_cost_[b]);
       ub = std::max(ub, univ_[b]);
     }
+    // The optimum is one of the costs in [lb, ub]; ub (every bin universal) is always feasible. Search them
+    // by repeated median selection (nth_element) instead of sorting: O(m) work plus O(log m) matchings.
     std::vector<int64_t> cand;
-    cand.push_back(lb);
-    cand.push_back(ub);
     for (int b = 0; b < d_; ++b) {
       if (univ_[b] >= lb) cand.push_back(univ_[b]);
       for (int64_t e = edge_start_[b]; e < edge_start_[b + 1]; ++e)
         if (Cost(b, e) >= lb && Cost(b, e) <= ub) cand.push_back(Cost(b, e));
     }
-    std::sort(cand.begin(), cand.end());
-    cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
-    // Least feasible candidate; the largest (ub) is always feasible (every bin universal).
-    size_t lo = 0, hi = cand.size() - 1;
-    while (lo < hi) {
-      const size_t mid = lo + (hi - lo) / 2;
-      if (Match(cand[mid]))
-        hi = mid;
-      else
-        lo = mid + 1;
+    int64_t best = ub;
+    while (!cand.empty()) {
+      const size_t mid = cand.size() / 2;
+      std::nth_element(cand.begin(), cand.begin() + static_cast<std::ptrdiff_t>(mid), cand.end());
+      const int64_t t = cand[mid];
+      if (t < best && Match(t)) {
+        best = t;
+        cand.resize(mid);  // only values <= t are left; smaller ones may still be feasible
+      } else if (t < best) {
+        cand.erase(cand.begin(), cand.begin() + static_cast<std::ptrdiff_t>(mid) + 1);  // values >= t
+      } else {
+        cand.resize(mid);  // t >= best: only smaller values matter
+      }
     }
-    Match(cand[lo]);
-    FillUniversal(cand[lo]);
+    Match(best);
+    FillUniversal(best);
     return node_of_bin_;
   }
 
