@@ -143,92 +143,33 @@ class BinHeap {
 };
 
 // Alg. 1 on per-item costs: descending cost into the least-loaded bin.
-// Same order as BinHeap, for integral loads: key = load << shift | bin, one integer compare per child.
-class IntBinHeap {
+// Same order as BinHeap, for integral loads: key = load << shift | bin (unique keys). A winner tree (complete
+// binary tree over the bins, each node holding the least key below it): replacing the minimum replays the
+// matches on its leaf-to-root path, whose sibling loads do not depend on the comparisons (short dependency
+// chains, unlike a heap's sift-down). About 2.5x faster than a radix heap at 2560 bins.
+class WinnerTree {
  public:
-  IntBinHeap(int d, int shift) : heap_(d), shift_(shift) {
-    for (int i = 0; i < d; ++i) heap_[i] = static_cast<uint64_t>(i);
+  explicit WinnerTree(int d) {
+    while (leaves_ < static_cast<size_t>(d)) leaves_ <<= 1;
+    tree_.assign(2 * leaves_, UINT64_MAX);
+    for (int i = 0; i < d; ++i) tree_[leaves_ + i] = static_cast<uint64_t>(i);
+    for (size_t i = leaves_ - 1; i >= 1; --i) tree_[i] = std::min(tree_[2 * i], tree_[2 * i + 1]);
   }
-  int Top() const { return static_cast<int>(heap_[0] & ((1ull << shift_) - 1)); }
-  void AddToTop(uint64_t amount) {
-    const uint64_t x = heap_[0] + (amount << shift_);
-    const size_t n = heap_.size();
-    size_t i = 0;
-    while (true) {
-      const size_t l = 4 * i + 1;
-      if (l >= n) break;
-      size_t best = l;
-      if (l + 3 < n) {
-        const size_t a = heap_[l + 1] < heap_[l] ? l + 1 : l;
-        const size_t b = heap_[l + 3] < heap_[l + 2] ? l + 3 : l + 2;
-        best = heap_[b] < heap_[a] ? b : a;
-      } else {
-        for (size_t c = l + 1; c < n; ++c)
-          if (heap_[c] < heap_[best]) best = c;
-      }
-      heap_[i] = heap_[best];
-      i = best;
+  uint64_t Min() const { return tree_[1]; }
+  // Sets the key of a bin (leaf) and replays its path.
+  void Set(int bin, uint64_t key) {
+    size_t p = leaves_ + static_cast<size_t>(bin);
+    tree_[p] = key;
+    while (p > 1) {
+      key = std::min(key, tree_[p ^ 1]);
+      p >>= 1;
+      tree_[p] = key;
     }
-    while (i > 0) {
-      const size_t parent = (i - 1) / 4;
-      if (x >= heap_[parent]) break;
-      heap_[i] = heap_[parent];
-      i = parent;
-    }
-    heap_[i] = x;
   }
 
  private:
-  std::vector<uint64_t> heap_;
-  int shift_;
-};
-
-// Same order as BinHeap, for integral loads: key = load << shift | bin. LPT only ever raises the minimum, so
-// the extracted keys never decrease and a radix heap (monotone priority queue) applies: a key sits in the
-// bucket of (highest 4-bit digit where it differs from the last extracted key, its value of that digit);
-// buckets are visited in key order through bit masks. O(1) push, amortized O(64/4) pop, no dependent compare
-// chains.
-class RadixBinHeap {
- public:
-  static constexpr int kBits = 4, kWays = 16, kLevels = 16;
-  explicit RadixBinHeap(int d) {
-    for (int i = 0; i < d; ++i) Push(static_cast<uint64_t>(i));
-  }
-  // Removes the least key; returns it.
-  uint64_t PopMin() {
-    if (equal_.empty()) {
-      const int level = __builtin_ctz(level_mask_);
-      const int digit = __builtin_ctz(digit_mask_[level]);
-      std::vector<uint64_t>& from = buckets_[level * kWays + digit];
-      last_ = *std::min_element(from.begin(), from.end());
-      scratch_.swap(from);
-      digit_mask_[level] &= ~(1u << digit);
-      if (digit_mask_[level] == 0) level_mask_ &= ~(1u << level);
-      for (uint64_t x : scratch_) Push(x);
-      scratch_.clear();
-    }
-    const uint64_t k = equal_.back();
-    equal_.pop_back();
-    return k;
-  }
-  void Push(uint64_t k) {
-    const uint64_t diff = k ^ last_;
-    if (diff == 0) {
-      equal_.push_back(k);
-      return;
-    }
-    const int level = (63 - __builtin_clzll(diff)) / kBits;
-    const int digit = static_cast<int>((k >> (level * kBits)) & (kWays - 1));
-    buckets_[level * kWays + digit].push_back(k);
-    digit_mask_[level] |= 1u << digit;
-    level_mask_ |= 1u << level;
-  }
-
- private:
-  std::vector<uint64_t> equal_, scratch_, buckets_[kLevels * kWays];
-  uint32_t digit_mask_[kLevels] = {};
-  uint32_t level_mask_ = 0;
-  uint64_t last_ = 0;
+  size_t leaves_ = 1;
+  std::vector<uint64_t> tree_;
 };
 
 Bins Lpt(std::span<const double> costs, int d) {
@@ -245,26 +186,17 @@ Bins Lpt(std::span<const double> costs, int d) {
     total += c;
     integral = integral && c == std::floor(c);
   }
-  // Integral costs with a small enough total use integer keys (same choices as BinHeap, faster): a 4-ary heap
-  // for few bins, a radix heap for many.
+  // Integral costs with a small enough total use integer keys in a winner tree (same choices as BinHeap).
   const bool int_keys = integral && total < std::ldexp(1.0, 62 - shift);
-  if (int_keys && d < 256) {
-    IntBinHeap heap(d, shift);
-    for (size_t p = 0; p < n; ++p) {
-      const int b = heap.Top();
-      bin_at[p] = b;
-      ++count[b];
-      heap.AddToTop(static_cast<uint64_t>(sorted[p]));
-    }
-  } else if (int_keys) {
-    RadixBinHeap heap(d);
+  if (int_keys) {
+    WinnerTree tree(d);
     const uint64_t mask = (1ull << shift) - 1;
     for (size_t p = 0; p < n; ++p) {
-      const uint64_t key = heap.PopMin();
+      const uint64_t key = tree.Min();
       const int b = static_cast<int>(key & mask);
       bin_at[p] = b;
       ++count[b];
-      heap.Push(key + (static_cast<uint64_t>(sorted[p]) << shift));
+      tree.Set(b, key + (static_cast<uint64_t>(sorted[p]) << shift));
     }
   } else {
     BinHeap heap(d);

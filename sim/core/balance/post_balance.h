@@ -13,7 +13,7 @@
 // Algorithms (the one to use per phase depends on how the phase batches its data):
 //   lpt        Alg. 1: sort by per-item cost l + lambda*l^2 descending, put each item in the lightest bin.
 //              Cost f = sum l + lambda * sum l^2. Proven bound: max f <= (4/3 - 1/(3d)) OPT (Graham).
-//              O(n log d); radix sort of the costs, radix heap of the bins for integral costs.
+//              O(n log d); radix sort of the costs, a winner tree over the bins for integral costs.
 //   kk         Karmarkar-Karp largest differencing, multiway (as veRL seqlen_balancing.py), same cost as lpt.
 //              Bound: (4/3 - 1/(3d)) OPT (Michiels et al. 2007); usually closer to the lower bound than lpt.
 //   padded     Alg. 2: cost f = count * max l (every sequence padded to the longest). Sort ascending,
