@@ -85,15 +85,15 @@ struct PhaseReport {
   double max_over_lower_bound = 1;
   double max_load_before = 0;  // the ranks' own mini-batches, without post-balancing
   int64_t max_tokens = 0;      // max over ranks of the phase tokens after balancing
-  std::vector<std::vector<uint32_t>>
-      rank_samples;                 // per rank: the samples (indices into origin_rank) it processes
+  // Per rank: the samples (indices into origin_rank, ascending) it processes in this phase.
+  std::vector<std::vector<uint32_t>> rank_samples;
   std::vector<int> rank_of_sample;  // per sample: its rank in this phase, -1 if absent
-  Traffic dispatch;         // the phase's input all-to-all (LLM: the pieces that move with the chosen mode)
-  int64_t input_bytes = 0;  // total input bytes of the phase's samples
+  // The input all-to-all, origin -> phase rank (LLM: the text part; encoder outputs are accounted below).
+  Traffic dispatch;
+  int64_t input_bytes = 0;             // total input bytes of the phase's samples
   int64_t all_gather_bytes = 0;        // strawman, per rank: (d-1) x max_r (bytes drawn on rank r)
   int64_t all_gather_total_bytes = 0;  // d x all_gather_bytes
-  // Encoder phases: moving the outputs to the LLM ranks, both ways (the chosen mode is counted in the
-  // totals).
+  // Encoder phases: moving the outputs to the LLM ranks, both ways (totals count the chosen mode).
   int64_t output_bytes = 0;
   Traffic composed;  // encoder rank -> LLM rank
   Traffic two_step;  // encoder rank -> origin, then origin -> LLM rank (both all-to-alls summed)
@@ -103,9 +103,10 @@ struct OrchestratorResult {
   std::vector<PhaseReport> phases;  // in input order; the LLM is last
   int all_to_all_ops = 0;           // forward all-to-alls with the chosen mode (2E+1 composed, 3E+1 two-step)
   int64_t all_to_all_bytes = 0;     // total forward all-to-all bytes with the chosen mode
-  int64_t max_rank_all_to_all_bytes = 0;  // sum over the forward all-to-alls of their max per-rank volume
-  int64_t max_rank_inter_node_bytes =
-      0;                         // sum over the forward all-to-alls of their max per-rank inter-node recv
+  // Sums over the forward all-to-alls (they run one after another) of their max per-rank volume, and of their
+  // max per-rank bytes received from other nodes.
+  int64_t max_rank_all_to_all_bytes = 0;
+  int64_t max_rank_inter_node_bytes = 0;
   int64_t all_gather_bytes = 0;  // strawman per rank: sum over phases
 };
 
