@@ -128,3 +128,24 @@ TEST(RngTest, SameSeedSameStreamAndShuffleIsPermutation) {
 
 }  // namespace
 }  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+// Found by trace_fuzz: a huge audio duration overflowed the formatting buffer.
+TEST(TraceIoTest, HugeAudioIsRejectedAndFormattingIsBounded) {
+  auto r = ParseTrace("sample_id,subset,images,image_tiles,video_frames,audio_seconds,text_tokens\na,s,0,0,0,1e73,0\n",
+                      "huge.csv");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(), "huge.csv:2: audio_seconds: '1e73' is above the limit of 1e9 seconds");
+  Trace t;
+  Sample s;
+  s.id = "x";
+  s.subset = t.SubsetIndex("s");
+  s.audio_seconds = 1e300;  // built in code, bypassing the parser
+  t.samples.push_back(s);
+  const std::string text = FormatTrace(t);
+  EXPECT_LT(text.size(), 300u);
+  EXPECT_FALSE(ValidateTrace(t, "mem").ok());
+}
+}  // namespace
+}  // namespace mmtwin

@@ -20,6 +20,8 @@
 namespace mmtwin {
 
 inline constexpr int kTraceFormatVersion = 1;
+// Largest accepted audio duration (about 31 years): bounds formatting and catches unit mix-ups.
+inline constexpr double kMaxTraceAudioSeconds = 1e9;
 
 struct Sample {
   std::string id;

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <unordered_set>
@@ -40,16 +41,18 @@ Result<Trace> ParseTrace(std::string text, const std::string& name) {
   for (const auto& c : csv.comments()) {
     int v = 0;
     if (std::sscanf(c.c_str(), " mmtwin-trace v%d", &v) == 1 && v != kTraceFormatVersion)
-      return Error::At(name, 1, "", "trace format v" + std::to_string(v) + " is not supported (this mmtwin reads v" +
-                                        std::to_string(kTraceFormatVersion) + ")");
+      return Error::At(name, 1, "",
+                       "trace format v" + std::to_string(v) + " is not supported (this mmtwin reads v" +
+                           std::to_string(kTraceFormatVersion) + ")");
   }
   CsvHeader header(f);
   int col[8];
   for (int i = 0; i < 8; ++i) {
     col[i] = header.Find(kColumns[i]);
     if (i < kRequired && col[i] < 0)
-      return csv.ErrorAt(kColumns[i], "missing column in header (a trace needs sample_id, subset, images, "
-                                      "image_tiles, video_frames, audio_seconds, text_tokens[, meta])");
+      return csv.ErrorAt(kColumns[i],
+                         "missing column in header (a trace needs sample_id, subset, images, "
+                         "image_tiles, video_frames, audio_seconds, text_tokens[, meta])");
   }
   const size_t width = header.names().size();
   Trace t;
@@ -57,7 +60,8 @@ Result<Trace> ParseTrace(std::string text, const std::string& name) {
   uint16_t last_index = 0;
   while (csv.Next(f)) {
     if (f.size() != width)
-      return csv.ErrorAt("", "expected " + std::to_string(width) + " fields, found " + std::to_string(f.size()));
+      return csv.ErrorAt("",
+                         "expected " + std::to_string(width) + " fields, found " + std::to_string(f.size()));
     Sample s;
     s.id.assign(f[col[0]]);
     if (s.id.empty()) return csv.ErrorAt("sample_id", "empty");
@@ -77,6 +81,9 @@ Result<Trace> ParseTrace(std::string text, const std::string& name) {
     MMTWIN_RETURN_IF_ERROR(ParseCount(csv, f[col[4]], "video_frames", s.video_frames));
     if (!ParseDouble(f[col[5]], s.audio_seconds) || s.audio_seconds < 0)
       return csv.ErrorAt("audio_seconds", "'" + std::string(f[col[5]]) + "' is not a non-negative number");
+    if (s.audio_seconds > kMaxTraceAudioSeconds)
+      return csv.ErrorAt("audio_seconds",
+                         "'" + std::string(f[col[5]]) + "' is above the limit of 1e9 seconds");
     MMTWIN_RETURN_IF_ERROR(ParseCount(csv, f[col[6]], "text_tokens", s.text_tokens));
     if (s.image_tiles < s.images)
       return csv.ErrorAt("image_tiles", std::to_string(s.image_tiles) + " tiles is fewer than the " +
@@ -98,28 +105,35 @@ std::string FormatTrace(const Trace& t) {
   o.reserve(64 + t.samples.size() * 64);
   o += "# mmtwin-trace v" + std::to_string(kTraceFormatVersion) + "\n";
   o += "sample_id,subset,images,image_tiles,video_frames,audio_seconds,text_tokens,meta\n";
-  char num[64];
+  char num[96];
+  // snprintf returns the untruncated length; never append more than the buffer holds.
+  auto put = [&](int n) {
+    o.append(num, static_cast<size_t>(std::clamp(n, 0, static_cast<int>(sizeof num) - 1)));
+  };
   for (const Sample& s : t.samples) {
     o += CsvQuote(s.id);
     o += ',';
     o += CsvQuote(t.subsets[s.subset]);
     int n = std::snprintf(num, sizeof num, ",%u,%u,%u,", s.images, s.image_tiles, s.video_frames);
-    o.append(num, n);
-    // Audio to 4 decimals (LibriSpeech sample resolution is 1/16000 s; 0.1 ms is enough); integral values plain.
+    put(n);
+    // Audio to 4 decimals (LibriSpeech sample resolution is 1/16000 s; 0.1 ms is enough); integral values
+    // plain.
     if (s.audio_seconds == std::floor(s.audio_seconds))
       n = std::snprintf(num, sizeof num, "%.0f", s.audio_seconds);
     else
       n = std::snprintf(num, sizeof num, "%.4f", s.audio_seconds);
-    o.append(num, n);
+    put(n);
     n = std::snprintf(num, sizeof num, ",%u,", s.text_tokens);
-    o.append(num, n);
+    put(n);
     o += CsvQuote(s.meta);
     o += '\n';
   }
   return o;
 }
 
-Status WriteTrace(const Trace& trace, const std::string& path) { return WriteFileAtomic(path, FormatTrace(trace)); }
+Status WriteTrace(const Trace& trace, const std::string& path) {
+  return WriteFileAtomic(path, FormatTrace(trace));
+}
 
 Status ValidateTrace(const Trace& t, const std::string& name) {
   std::unordered_set<std::string_view> ids;
@@ -128,8 +142,8 @@ Status ValidateTrace(const Trace& t, const std::string& name) {
     const Sample& s = t.samples[i];
     if (s.subset >= t.subsets.size()) return Error(name + ": sample " + s.id + ": subset index out of range");
     if (s.image_tiles < s.images) return Error(name + ": sample " + s.id + ": fewer tiles than images");
-    if (!(s.audio_seconds >= 0) || !std::isfinite(s.audio_seconds))
-      return Error(name + ": sample " + s.id + ": audio_seconds must be finite and >= 0");
+    if (!(s.audio_seconds >= 0) || !(s.audio_seconds <= kMaxTraceAudioSeconds))
+      return Error(name + ": sample " + s.id + ": audio_seconds must be in [0, 1e9]");
     if (!ids.insert(s.id).second) return Error(name + ": duplicate sample_id '" + s.id + "'");
   }
   return Status();
