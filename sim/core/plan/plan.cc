@@ -1,0 +1,29 @@
+#include "core/plan/plan.h"
+
+#include <algorithm>
+
+namespace mmtwin {
+
+int Partition::ChunkOfLayer(int layer) const {
+  auto it = std::upper_bound(bounds.begin(), bounds.end(), layer);
+  return static_cast<int>(it - bounds.begin()) - 1;
+}
+
+Status ValidatePartition(const Partition& p, int layers, int chunks) {
+  if (p.chunks() != chunks)
+    return Error("partition has " + std::to_string(p.chunks()) + " chunks, expected " + std::to_string(chunks));
+  if (p.bounds.front() != 0 || p.bounds.back() != layers)
+    return Error("partition must cover layers 0.." + std::to_string(layers));
+  for (int c = 0; c < chunks; ++c)
+    if (p.bounds[c + 1] <= p.bounds[c])
+      return Error("partition chunk " + std::to_string(c) + " is empty (cuts must be strictly increasing)");
+  return Status();
+}
+
+int RecomputePlan::Count() const {
+  int n = 0;
+  for (uint8_t b : layers) n += b != 0;
+  return n;
+}
+
+}  // namespace mmtwin

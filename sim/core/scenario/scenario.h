@@ -1,0 +1,66 @@
+// Scenario files: one YAML document describing a what-if run (scenarios/README.md documents every key).
+//
+//   name: internvl-6b-20b-omnibal
+//   trace: {preset: internvl-1.2m, samples: 1267819, seed: 1}     # or {file: path/to/trace.csv}
+//   model: internvl-1.5-6b-20b
+//   cluster: {preset: a100-4x200g, nodes: 16}
+//   parallel: {dp: 16, tp: 2, pp: 4, vpp: 1, micro_batches: 16, zero_stage: 1}
+//   policies:
+//     data: {name: isf, params: {iterations: 10}}
+//     partition: {name: bmp, params: {radius: 2}}
+//     recompute: adaptive                  # a bare name, or {name: ..., params: {...}}; "block:4" = block, N=4
+//     schedule: 1f1b
+//   iterations: 32        # sampled iterations (with a confidence interval), or "epoch" for the whole epoch
+//   seed: 1
+//
+//   MMTWIN_ASSIGN_OR_RETURN(Scenario s, LoadScenario("scenarios/default.yaml"));
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "core/plan/plan.h"
+#include "core/util/status.h"
+
+namespace mmtwin {
+
+struct PolicyRef {
+  std::string name;
+  std::map<std::string, std::string> params;
+};
+
+struct TraceSource {
+  std::string file;    // a trace CSV (relative paths resolve against the scenario file's folder)
+  std::string preset;  // or a generator preset
+  int64_t samples = 0; // generator: 0 = the preset's default size
+  uint64_t seed = 1;   // generator seed
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::string path;  // the file it was loaded from ("" when built in code)
+  TraceSource trace;
+  std::string model;
+  std::string cluster = "a100-4x200g";
+  int nodes = 0;  // 0 = as many as the parallel layout needs: ceil(dp * tp * pp / gpus_per_node)
+  ParallelConfig parallel;
+  PolicyRef data{"random", {}};
+  PolicyRef partition{"uniform", {}};
+  PolicyRef recompute{"none", {}};
+  PolicyRef schedule{"1f1b", {}};
+  int64_t iterations = 8;  // sampled iterations to replay
+  bool epoch = false;      // replay every iteration of the epoch instead
+  uint64_t seed = 1;       // policies' seed
+  std::string engine = "analytic";
+};
+
+// Parses and validates (types, ranges, unknown keys -> `file:line: key: reason`). Policy names and parameters are
+// checked later by the planner against the registries.
+Result<Scenario> LoadScenario(const std::string& path);
+Result<Scenario> ParseScenario(const std::string& yaml_text, const std::string& name, const std::string& base_dir);
+// The fully resolved scenario as YAML (every default filled in), written next to the run's outputs.
+std::string FormatScenario(const Scenario& s);
+
+}  // namespace mmtwin
