@@ -67,7 +67,9 @@ TEST(OrchestratorTest, ConservesSamplesAndBytes) {
         const bool in_phase = p == 2 || ph.lengths[s] > 0;
         present += in_phase;
         EXPECT_EQ(seen[s], in_phase ? 1 : 0) << rep.name << " sample " << s;
-        if (!in_phase) EXPECT_EQ(rep.rank_of_sample[s], -1);
+        if (!in_phase) {
+          EXPECT_EQ(rep.rank_of_sample[s], -1);
+        }
       }
       EXPECT_EQ(rep.samples, present);
       EXPECT_EQ(rep.input_bytes, bytes);
@@ -116,9 +118,10 @@ TEST(OrchestratorTest, NodeWiseNeverWorseAndDeterministic) {
     for (size_t p = 0; p < 3; ++p) {
       EXPECT_EQ(nw->phases[p].rank_samples, nw2->phases[p].rank_samples);
       // Encoders: the dispatch is exactly what the placement optimizes.
-      if (p < 2)
+      if (p < 2) {
         EXPECT_LE(nw->phases[p].dispatch.max_rank_inter_node_bytes,
                   id->phases[p].dispatch.max_rank_inter_node_bytes);
+      }
       // Placement does not change the balance.
       EXPECT_DOUBLE_EQ(nw->phases[p].max_load, id->phases[p].max_load);
     }
