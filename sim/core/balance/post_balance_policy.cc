@@ -52,7 +52,7 @@ Result<DataPlan> RunPostBalancePolicy(const DataPolicyContext& ctx, const Params
   plan.packed = alg != PostBalanceAlgorithm::kPadded && alg != PostBalanceAlgorithm::kConv;
 
   const int d = ctx.dp;
-  double ratio_sum = 0, ratio_max = 0, before_ratio_sum = 0;
+  double ratio_sum = 0, ratio_max = 0, before_ratio_sum = 0, max_over_mean_sum = 0;
   double a2a_sum = 0, inter_sum = 0, inter_identity_sum = 0, max_rank_inter_sum = 0, max_rank_inter_identity_sum = 0;
   double allgather_sum = 0;
   std::vector<int64_t> lengths, bytes;
@@ -77,6 +77,9 @@ Result<DataPlan> RunPostBalancePolicy(const DataPolicyContext& ctx, const Params
     const double ratio = lb > 0 ? MaxBinCost(lengths, bins, opts) / lb : 1;
     ratio_sum += ratio;
     ratio_max = std::max(ratio_max, ratio);
+    double total_cost = 0;
+    for (const auto& b : bins) total_cost += BinCost(lengths, b, opts);
+    if (total_cost > 0) max_over_mean_sum += MaxBinCost(lengths, bins, opts) / (total_cost / d);
     before_ratio_sum += lb > 0 ? MaxBinCost(lengths, before, opts) / lb : 1;
     Placement identity = PlaceIdentity(bins, origin, bytes, ctx.ranks_per_node);
     Placement placed = p.Bool("node_wise") ? PlaceNodeWise(bins, origin, bytes, ctx.ranks_per_node) : identity;
@@ -99,6 +102,7 @@ Result<DataPlan> RunPostBalancePolicy(const DataPolicyContext& ctx, const Params
   plan.metrics["max_load_over_lower_bound"] = ratio_sum / n;
   plan.metrics["max_load_over_lower_bound_worst"] = ratio_max;
   plan.metrics["max_load_over_lower_bound_before"] = before_ratio_sum / n;
+  plan.metrics["max_over_mean_load"] = max_over_mean_sum / n;
   plan.metrics["all_to_all_bytes"] = a2a_sum / n;
   plan.metrics["inter_node_bytes"] = inter_sum / n;
   plan.metrics["max_rank_inter_node_bytes"] = max_rank_inter_sum / n;
@@ -142,7 +146,8 @@ Result<DataPlan> RunOrchestratorPolicy(const DataPolicyContext& ctx, const Param
 
   struct PhaseSums {
     std::string name;
-    double ratio = 0, ratio_before = 0, dispatch_bytes = 0, inter_node_bytes = 0, all_gather_bytes = 0;
+    double ratio = 0, ratio_before = 0, max_over_mean = 0, dispatch_bytes = 0, inter_node_bytes = 0,
+           all_gather_bytes = 0;
   };
   std::vector<PhaseSums> sums;
   double a2a = 0, a2a_max_rank = 0, inter_max_rank = 0, all_gather = 0;
@@ -168,6 +173,7 @@ Result<DataPlan> RunOrchestratorPolicy(const DataPolicyContext& ctx, const Param
       const PhaseReport& ph = res.phases[k];
       sums[k].ratio += ph.max_over_lower_bound;
       sums[k].ratio_before += ph.lower_bound > 0 ? ph.max_load_before / ph.lower_bound : 1;
+      sums[k].max_over_mean += ph.mean_load > 0 ? ph.max_load / ph.mean_load : 1;
       sums[k].dispatch_bytes += static_cast<double>(ph.dispatch.bytes);
       sums[k].inter_node_bytes += static_cast<double>(ph.dispatch.inter_node_bytes);
       sums[k].all_gather_bytes += static_cast<double>(ph.all_gather_total_bytes);
@@ -193,6 +199,7 @@ Result<DataPlan> RunOrchestratorPolicy(const DataPolicyContext& ctx, const Param
     phases.push_back({{"phase", s.name},
                       {"max_load_over_lower_bound", s.ratio / n},
                       {"max_load_over_lower_bound_before", s.ratio_before / n},
+                      {"max_over_mean_load", s.max_over_mean / n},
                       {"dispatch_bytes", s.dispatch_bytes / n},
                       {"inter_node_bytes", s.inter_node_bytes / n},
                       {"all_gather_bytes", s.all_gather_bytes / n}});
