@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/plan/plan.h"
 #include "core/util/status.h"
@@ -62,5 +63,18 @@ Result<Scenario> LoadScenario(const std::string& path);
 Result<Scenario> ParseScenario(const std::string& yaml_text, const std::string& name, const std::string& base_dir);
 // The fully resolved scenario as YAML (every default filled in), written next to the run's outputs.
 std::string FormatScenario(const Scenario& s);
+
+// ---- Added with the scenario parser (sim/core/scenario/scenario.cc) ----
+
+// Field-wise equality (ParseScenario(FormatScenario(s)) == s for a parsed s). `iterations` is compared only when
+// `epoch` is false (an epoch replay ignores it); `path` is not compared (it records where the text came from).
+bool operator==(const PolicyRef& a, const PolicyRef& b);
+bool operator==(const TraceSource& a, const TraceSource& b);
+bool operator==(const Scenario& a, const Scenario& b);
+
+// Evaluation engines a scenario (or `mmtwin simulate --engine`) may name: "analytic" (the SimGrid engine comes
+// in a later issue). CheckEngine: "unknown engine 'x'; valid values are: analytic (...)".
+const std::vector<std::string>& ScenarioEngines();
+Status CheckEngine(const std::string& engine);
 
 }  // namespace mmtwin

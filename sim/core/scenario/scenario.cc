@@ -1,0 +1,444 @@
+// Scenario files (yaml-cpp): strict parsing (unknown keys, types, ranges -> `file:line: key: reason`; every
+// yaml-cpp exception becomes an Error), resolution of defaults and relative paths, and the resolved YAML.
+#include "core/scenario/scenario.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <exception>
+#include <filesystem>
+#include <set>
+
+#include "core/cluster/cluster.h"
+#include "core/model/model.h"
+#include "core/trace/generate.h"
+#include "core/util/csv.h"
+
+namespace mmtwin {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kMaxDegree = 1 << 20;    // dp, micro_batches
+constexpr int64_t kMaxSmallDegree = 4096;  // tp, pp, vpp
+constexpr int64_t kMaxWorld = 1 << 24;     // dp * tp * pp GPUs
+constexpr int64_t kMaxIterations = 1000000000;
+constexpr int64_t kMaxTraceSamples = 100000000;  // the generator's limit
+
+long LineOf(const YAML::Node& n) {
+  if (!n.IsDefined()) return 0;
+  const YAML::Mark m = n.Mark();
+  return m.is_null() ? 0 : m.line + 1;
+}
+
+std::string Join(const std::vector<std::string>& v, const std::string& sep = ", ") {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
+  return s;
+}
+
+// n[key] through the const accessor (never inserts), or an undefined node when n is not a mapping.
+YAML::Node Child(const YAML::Node& n, const char* key) { return n.IsMap() ? n[key] : YAML::Node(); }
+
+std::string Field(const std::string& where, const std::string& key) {
+  return where.empty() ? key : where + "." + key;
+}
+
+// Model and cluster arguments name a preset unless they look like a file (the loaders' own rule).
+bool LooksLikePath(const std::string& s) {
+  auto ends = [&](const char* suf) {
+    const std::string x(suf);
+    return s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
+  };
+  return s.find('/') != std::string::npos || ends(".yaml") || ends(".yml");
+}
+
+class Parser {
+ public:
+  Parser(std::string file, std::string base_dir) : file_(std::move(file)), base_dir_(std::move(base_dir)) {}
+
+  Error At(const YAML::Node& n, const std::string& field, const std::string& reason) const {
+    return Error::At(file_, LineOf(n), field, reason);
+  }
+
+  // A mapping whose keys are all in `allowed`, each at most once.
+  Status Keys(const YAML::Node& map, const std::string& where,
+              const std::vector<std::string>& allowed) const {
+    if (!map.IsMap()) return At(map, where, "expected a mapping with keys " + Join(allowed));
+    std::set<std::string> seen;
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      if (!it->first.IsScalar()) return At(it->first, where, "keys must be plain names");
+      const std::string key = it->first.Scalar();
+      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
+        return At(it->first, Field(where, key), "unknown key; valid keys are: " + Join(allowed));
+      if (!seen.insert(key).second) return At(it->first, Field(where, key), "duplicate key");
+    }
+    return Status();
+  }
+
+  Result<std::string> Str(const YAML::Node& n, const std::string& field, bool allow_empty = false) const {
+    if (n.IsNull() && allow_empty) return std::string();
+    if (!n.IsScalar()) return At(n, field, "expected a string");
+    if (n.Scalar().empty() && !allow_empty) return At(n, field, "must not be empty");
+    return n.Scalar();
+  }
+
+  Result<int64_t> Int(const YAML::Node& n, const std::string& field, int64_t lo, int64_t hi) const {
+    if (!n.IsScalar()) return At(n, field, "expected an integer");
+    int64_t v = 0;
+    if (!ParseInt64(n.Scalar(), v)) return At(n, field, "'" + n.Scalar() + "' is not an integer");
+    if (v < lo || v > hi)
+      return At(
+          n, field,
+          std::to_string(v) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return v;
+  }
+
+  Result<bool> Bool(const YAML::Node& n, const std::string& field) const {
+    if (n.IsScalar() && n.Scalar() == "true") return true;
+    if (n.IsScalar() && n.Scalar() == "false") return false;
+    return At(n, field, "expected true or false");
+  }
+
+  // A bare name ("1f1b", "block:4", kept verbatim) or {name: ..., params: {k: v}} (values kept as strings).
+  Result<PolicyRef> Policy(const YAML::Node& n, const std::string& field) const {
+    PolicyRef p;
+    if (n.IsScalar()) {
+      MMTWIN_ASSIGN_OR_RETURN(p.name, Str(n, field));
+      return p;
+    }
+    if (!n.IsMap()) return At(n, field, "expected a policy name or a mapping {name: ..., params: {...}}");
+    MMTWIN_RETURN_IF_ERROR(Keys(n, field, {"name", "params"}));
+    if (!n["name"]) return At(n, Field(field, "name"), "missing");
+    MMTWIN_ASSIGN_OR_RETURN(p.name, Str(n["name"], Field(field, "name")));
+    if (const YAML::Node params = n["params"]) {
+      const std::string where = Field(field, "params");
+      if (params.IsNull()) return p;  // `params:` with nothing after it
+      if (!params.IsMap()) return At(params, where, "expected a mapping of parameter names to values");
+      for (auto it = params.begin(); it != params.end(); ++it) {
+        if (!it->first.IsScalar() || it->first.Scalar().empty())
+          return At(it->first, where, "expected a parameter name");
+        const std::string key = it->first.Scalar();
+        if (p.params.count(key)) return At(it->first, Field(where, key), "duplicate key");
+        if (!it->second.IsScalar()) return At(it->second, Field(where, key), "expected a scalar value");
+        p.params[key] = it->second.Scalar();
+      }
+    }
+    return p;
+  }
+
+  // Relative paths resolve against the scenario's folder; the result is absolute and normalized.
+  std::string Resolve(const std::string& path) const {
+    fs::path p(path);
+    if (p.is_relative()) p = fs::path(base_dir_.empty() ? "." : base_dir_) / p;
+    std::error_code ec;
+    fs::path abs = fs::absolute(p, ec);
+    return (ec ? p : abs).lexically_normal().string();
+  }
+
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string file_;
+  std::string base_dir_;
+};
+
+const std::vector<std::string> kTopKeys = {"name",     "description", "trace",      "model", "cluster",
+                                           "parallel", "policies",    "iterations", "seed",  "engine"};
+
+Status ParseTrace(const Parser& r, const YAML::Node& n, TraceSource& t) {
+  MMTWIN_RETURN_IF_ERROR(r.Keys(n, "trace", {"file", "preset", "samples", "seed"}));
+  const bool has_file = static_cast<bool>(n["file"]), has_preset = static_cast<bool>(n["preset"]);
+  if (has_file == has_preset)
+    return r.At(n, "trace", "give exactly one of file (a trace CSV) and preset (a generator preset)");
+  if (has_file) {
+    for (const char* k : {"samples", "seed"})
+      if (n[k])
+        return r.At(n[k], std::string("trace.") + k, "only with preset (a trace file holds its own samples)");
+    MMTWIN_ASSIGN_OR_RETURN(std::string f, r.Str(n["file"], "trace.file"));
+    t.file = r.Resolve(f);
+    std::error_code ec;
+    if (!fs::is_regular_file(t.file, ec))
+      return r.At(n["file"], "trace.file", "no such file '" + t.file + "'");
+    return Status();
+  }
+  MMTWIN_ASSIGN_OR_RETURN(t.preset, r.Str(n["preset"], "trace.preset"));
+  const GeneratorPreset* preset = nullptr;
+  std::vector<std::string> names;
+  for (const GeneratorPreset& p : GeneratorPresets()) {
+    names.push_back(p.name);
+    if (p.name == t.preset) preset = &p;
+  }
+  if (!preset)
+    return r.At(n["preset"], "trace.preset",
+                "unknown trace preset '" + t.preset + "'; valid values are: " + Join(names));
+  t.samples = preset->default_samples;
+  if (n["samples"]) {
+    MMTWIN_ASSIGN_OR_RETURN(int64_t v, r.Int(n["samples"], "trace.samples", 0, kMaxTraceSamples));
+    if (v > 0) t.samples = v;  // 0 = the preset's default size
+  }
+  if (n["seed"]) {
+    MMTWIN_ASSIGN_OR_RETURN(int64_t v, r.Int(n["seed"], "trace.seed", 0, INT64_MAX));
+    t.seed = static_cast<uint64_t>(v);
+  }
+  return Status();
+}
+
+Status ParseParallel(const Parser& r, const YAML::Node& n, ParallelConfig& p) {
+  MMTWIN_RETURN_IF_ERROR(
+      r.Keys(n, "parallel", {"dp", "tp", "pp", "vpp", "micro_batches", "zero_stage", "sequence_parallel"}));
+  struct IntField {
+    const char* key;
+    int* out;
+    int64_t lo, hi;
+  };
+  const IntField fields[] = {{"dp", &p.dp, 1, kMaxDegree},
+                             {"tp", &p.tp, 1, kMaxSmallDegree},
+                             {"pp", &p.pp, 1, kMaxSmallDegree},
+                             {"vpp", &p.vpp, 1, kMaxSmallDegree},
+                             {"micro_batches", &p.micro_batches, 1, kMaxDegree},
+                             {"zero_stage", &p.zero_stage, 0, 3}};
+  for (const IntField& f : fields)
+    if (const YAML::Node v = n[f.key]) {
+      MMTWIN_ASSIGN_OR_RETURN(int64_t x, r.Int(v, std::string("parallel.") + f.key, f.lo, f.hi));
+      *f.out = static_cast<int>(x);
+    }
+  if (const YAML::Node v = n["sequence_parallel"]) {
+    MMTWIN_ASSIGN_OR_RETURN(p.sequence_parallel, r.Bool(v, "parallel.sequence_parallel"));
+  }
+  const int64_t world = static_cast<int64_t>(p.dp) * p.tp * p.pp;
+  if (world > kMaxWorld)
+    return r.At(
+        n, "parallel",
+        "dp * tp * pp = " + std::to_string(world) + " GPUs is more than " + std::to_string(kMaxWorld));
+  return Status();
+}
+
+Status ParsePolicies(const Parser& r, const YAML::Node& n, Scenario& s) {
+  MMTWIN_RETURN_IF_ERROR(r.Keys(n, "policies", {"data", "partition", "recompute", "schedule"}));
+  const std::pair<const char*, PolicyRef*> kinds[] = {
+      {"data", &s.data}, {"partition", &s.partition}, {"recompute", &s.recompute}, {"schedule", &s.schedule}};
+  for (const auto& [key, out] : kinds)
+    if (const YAML::Node v = n[key]) {
+      MMTWIN_ASSIGN_OR_RETURN(*out, r.Policy(v, std::string("policies.") + key));
+    }
+  return Status();
+}
+
+Result<Scenario> ParseImpl(const std::string& text, const std::string& name, const std::string& base_dir) {
+  const Parser r(name, base_dir);
+  Scenario s;
+  s.path = name;
+  const YAML::Node root = YAML::Load(text);
+  if (!root.IsMap()) return r.At(root, "", "a scenario is a mapping with keys " + Join(kTopKeys));
+  MMTWIN_RETURN_IF_ERROR(r.Keys(root, "", kTopKeys));
+
+  if (const YAML::Node v = root["name"]) {
+    MMTWIN_ASSIGN_OR_RETURN(s.name, r.Str(v, "name"));
+  } else {
+    s.name = fs::path(name).stem().string();
+    if (s.name.empty()) s.name = "scenario";
+  }
+  if (const YAML::Node v = root["description"]) {
+    MMTWIN_ASSIGN_OR_RETURN(s.description, r.Str(v, "description", /*allow_empty=*/true));
+  }
+
+  const YAML::Node trace = root["trace"];
+  if (!trace)
+    return r.At(root, "trace", "missing (give {file: TRACE.csv} or {preset: NAME, samples: N, seed: S})");
+  MMTWIN_RETURN_IF_ERROR(ParseTrace(r, trace, s.trace));
+
+  const YAML::Node model = root["model"];
+  if (!model)
+    return r.At(root, "model", "missing (a model zoo name such as internvl-1.5-6b-20b, or a spec file)");
+  MMTWIN_ASSIGN_OR_RETURN(s.model, r.Str(model, "model"));
+  if (LooksLikePath(s.model)) s.model = r.Resolve(s.model);
+
+  const YAML::Node cluster_node = root["cluster"];
+  long nodes_line = LineOf(cluster_node);
+  if (cluster_node) {
+    if (cluster_node.IsScalar()) {
+      MMTWIN_ASSIGN_OR_RETURN(s.cluster, r.Str(cluster_node, "cluster"));
+    } else {
+      MMTWIN_RETURN_IF_ERROR(r.Keys(cluster_node, "cluster", {"preset", "nodes"}));
+      if (const YAML::Node v = cluster_node["preset"]) {
+        MMTWIN_ASSIGN_OR_RETURN(s.cluster, r.Str(v, "cluster.preset"));
+      }
+      if (const YAML::Node v_nodes = cluster_node["nodes"]) {
+        nodes_line = LineOf(v_nodes);
+        MMTWIN_ASSIGN_OR_RETURN(int64_t v, r.Int(v_nodes, "cluster.nodes", 0, kMaxWorld));
+        s.nodes = static_cast<int>(v);
+      }
+    }
+    if (LooksLikePath(s.cluster)) s.cluster = r.Resolve(s.cluster);
+  }
+
+  const YAML::Node parallel = root["parallel"];
+  if (parallel) MMTWIN_RETURN_IF_ERROR(ParseParallel(r, parallel, s.parallel));
+  const YAML::Node policies = root["policies"];
+  if (policies) MMTWIN_RETURN_IF_ERROR(ParsePolicies(r, policies, s));
+
+  if (const YAML::Node v = root["iterations"]) {
+    if (v.IsScalar() && v.Scalar() == "epoch") {
+      s.epoch = true;
+    } else {
+      if (!v.IsScalar()) return r.At(v, "iterations", "expected a positive integer or \"epoch\"");
+      int64_t x = 0;
+      if (!ParseInt64(v.Scalar(), x) || x < 1 || x > kMaxIterations)
+        return r.At(v, "iterations",
+                    "'" + v.Scalar() + "' is not an integer in [1, " + std::to_string(kMaxIterations) +
+                        "] or \"epoch\"");
+      s.iterations = x;
+    }
+  }
+  if (const YAML::Node v = root["seed"]) {
+    MMTWIN_ASSIGN_OR_RETURN(int64_t x, r.Int(v, "seed", 0, INT64_MAX));
+    s.seed = static_cast<uint64_t>(x);
+  }
+  if (const YAML::Node v = root["engine"]) {
+    MMTWIN_ASSIGN_OR_RETURN(s.engine, r.Str(v, "engine"));
+    if (Status st = CheckEngine(s.engine); !st.ok()) return r.At(v, "engine", st.error().message());
+  }
+
+  // Cross-field checks that need the model zoo and the cluster presets.
+  if (s.parallel.vpp > 1 && s.schedule.name != "interleaved-1f1b")
+    return r.At(
+        Child(parallel, "vpp"), "parallel.vpp",
+        "vpp > 1 needs the interleaved-1f1b schedule (policies.schedule is '" + s.schedule.name + "')");
+  auto model_spec = LoadModel(s.model);
+  if (!model_spec) return r.At(model, "model", model_spec.error().message());
+  const int layers = static_cast<int>(Layers(*model_spec).size());
+  if (s.parallel.chunks() > layers)
+    return r.At(parallel, "parallel",
+                "pp * vpp = " + std::to_string(s.parallel.chunks()) + " pipeline chunks, but model '" +
+                    model_spec->name + "' has only " + std::to_string(layers) + " layers");
+  auto cluster = LoadCluster(s.cluster);
+  if (!cluster) return r.At(cluster_node ? cluster_node : root, "cluster", cluster.error().message());
+  const int gpn = cluster->gpus_per_node;
+  if (s.parallel.tp > gpn)
+    return r.At(Child(parallel, "tp"), "parallel.tp",
+                "tensor parallelism stays inside a node: tp " + std::to_string(s.parallel.tp) + " > " +
+                    std::to_string(gpn) + " GPUs per node of cluster '" + cluster->name + "'");
+  const int64_t world = s.parallel.world_size();
+  if (s.nodes == 0) {
+    s.nodes = static_cast<int>((world + gpn - 1) / gpn);
+  } else if (static_cast<int64_t>(s.nodes) * gpn < world) {
+    return Error::At(r.file(), nodes_line, "cluster.nodes",
+                     std::to_string(s.nodes) + " nodes x " + std::to_string(gpn) +
+                         " GPUs = " + std::to_string(static_cast<int64_t>(s.nodes) * gpn) +
+                         " GPUs, fewer than dp * tp * pp = " + std::to_string(world));
+  }
+  return s;
+}
+
+void EmitPolicy(YAML::Emitter& e, const PolicyRef& p) {
+  if (p.params.empty()) {
+    e << p.name;
+    return;
+  }
+  e << YAML::BeginMap << YAML::Key << "name" << YAML::Value << p.name << YAML::Key << "params" << YAML::Value
+    << YAML::BeginMap;
+  for (const auto& [k, v] : p.params) e << YAML::Key << k << YAML::Value << v;
+  e << YAML::EndMap << YAML::EndMap;
+}
+
+}  // namespace
+
+const std::vector<std::string>& ScenarioEngines() {
+  static const std::vector<std::string> kEngines = {"analytic"};
+  return kEngines;
+}
+
+Status CheckEngine(const std::string& engine) {
+  for (const auto& e : ScenarioEngines())
+    if (e == engine) return Status();
+  return Error("unknown engine '" + engine + "'; valid values are: " + Join(ScenarioEngines()) +
+               " (the SimGrid engine, 'simgrid', comes in a later issue)");
+}
+
+Result<Scenario> ParseScenario(const std::string& yaml_text, const std::string& name,
+                               const std::string& base_dir) {
+  try {
+    return ParseImpl(yaml_text, name, base_dir);
+  } catch (const YAML::Exception& e) {
+    return Error::At(name, e.mark.is_null() ? 0 : e.mark.line + 1, "", e.msg);
+  } catch (const std::exception& e) {
+    return Error(name + ": " + e.what());
+  }
+}
+
+Result<Scenario> LoadScenario(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return Error(path + ": scenario file not found");
+  if (fs::is_directory(path, ec)) return Error(path + ": is a directory, not a scenario file");
+  MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  std::string dir = fs::path(path).parent_path().string();
+  return ParseScenario(text, path, dir.empty() ? "." : dir);
+}
+
+std::string FormatScenario(const Scenario& s) {
+  YAML::Emitter e;
+  e << YAML::BeginMap;
+  e << YAML::Key << "name" << YAML::Value << s.name;
+  e << YAML::Key << "description" << YAML::Value << s.description;
+  e << YAML::Key << "trace" << YAML::Value << YAML::BeginMap;
+  if (!s.trace.file.empty()) {
+    e << YAML::Key << "file" << YAML::Value << s.trace.file;
+  } else {
+    e << YAML::Key << "preset" << YAML::Value << s.trace.preset;
+    e << YAML::Key << "samples" << YAML::Value << s.trace.samples;
+    e << YAML::Key << "seed" << YAML::Value << s.trace.seed;
+  }
+  e << YAML::EndMap;
+  e << YAML::Key << "model" << YAML::Value << s.model;
+  e << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap << YAML::Key << "preset" << YAML::Value
+    << s.cluster << YAML::Key << "nodes" << YAML::Value << s.nodes << YAML::EndMap;
+  const ParallelConfig& p = s.parallel;
+  e << YAML::Key << "parallel" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "dp" << YAML::Value << p.dp << YAML::Key << "tp" << YAML::Value << p.tp;
+  e << YAML::Key << "pp" << YAML::Value << p.pp << YAML::Key << "vpp" << YAML::Value << p.vpp;
+  e << YAML::Key << "micro_batches" << YAML::Value << p.micro_batches;
+  e << YAML::Key << "zero_stage" << YAML::Value << p.zero_stage;
+  e << YAML::Key << "sequence_parallel" << YAML::Value << (p.sequence_parallel ? "true" : "false");
+  e << YAML::EndMap;
+  e << YAML::Key << "policies" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "data" << YAML::Value;
+  EmitPolicy(e, s.data);
+  e << YAML::Key << "partition" << YAML::Value;
+  EmitPolicy(e, s.partition);
+  e << YAML::Key << "recompute" << YAML::Value;
+  EmitPolicy(e, s.recompute);
+  e << YAML::Key << "schedule" << YAML::Value;
+  EmitPolicy(e, s.schedule);
+  e << YAML::EndMap;
+  e << YAML::Key << "iterations" << YAML::Value;
+  if (s.epoch)
+    e << "epoch";
+  else
+    e << s.iterations;
+  e << YAML::Key << "seed" << YAML::Value << s.seed;
+  e << YAML::Key << "engine" << YAML::Value << s.engine;
+  e << YAML::EndMap;
+  return "# Resolved scenario (mmtwin): every default filled in, paths absolute.\n" + std::string(e.c_str()) +
+         "\n";
+}
+
+bool operator==(const PolicyRef& a, const PolicyRef& b) { return a.name == b.name && a.params == b.params; }
+
+bool operator==(const TraceSource& a, const TraceSource& b) {
+  return a.file == b.file && a.preset == b.preset && a.samples == b.samples && a.seed == b.seed;
+}
+
+bool operator==(const Scenario& a, const Scenario& b) {
+  const ParallelConfig &p = a.parallel, &q = b.parallel;
+  const bool same_parallel = p.dp == q.dp && p.tp == q.tp && p.pp == q.pp && p.vpp == q.vpp &&
+                             p.micro_batches == q.micro_batches && p.zero_stage == q.zero_stage &&
+                             p.sequence_parallel == q.sequence_parallel;
+  return a.name == b.name && a.description == b.description && a.trace == b.trace && a.model == b.model &&
+         a.cluster == b.cluster && a.nodes == b.nodes && same_parallel && a.data == b.data &&
+         a.partition == b.partition && a.recompute == b.recompute && a.schedule == b.schedule &&
+         a.epoch == b.epoch && (a.epoch || a.iterations == b.iterations) && a.seed == b.seed &&
+         a.engine == b.engine;
+}
+
+}  // namespace mmtwin

@@ -1,0 +1,432 @@
+// Scenario files: defaults, round trip through FormatScenario, relative paths, every error path naming
+// file:line and the key, and the shipped scenarios under scenarios/.
+#include "core/scenario/scenario.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/util/csv.h"
+
+namespace mmtwin {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kMinimal = R"(trace: {preset: internvl-1.2m, samples: 1000}
+model: internvl-1.5-6b-20b
+)";
+
+const char* kFull = R"(name: full
+description: every key given
+trace:
+  preset: internvl-1.2m
+  samples: 5000
+  seed: 7
+model: internvl-1.5-6b-34b
+cluster: {preset: a100-2x200g, nodes: 6}
+parallel: {dp: 5, tp: 2, pp: 4, vpp: 2, micro_batches: 12, zero_stage: 2, sequence_parallel: false}
+policies:
+  data: {name: isf, params: {iterations: 10, q_v: "9"}}
+  partition: {name: bmp, params: {radius: 2}}
+  recompute: block:4
+  schedule: interleaved-1f1b
+iterations: 32
+seed: 42
+engine: analytic
+)";
+
+Result<Scenario> Parse(const std::string& text, const std::string& name = "s.yaml") {
+  return ParseScenario(text, name, ".");
+}
+
+// The message of a failed parse ("" when it parsed).
+std::string ErrorOf(const std::string& text) {
+  auto r = Parse(text);
+  return r.ok() ? std::string() : r.error().message();
+}
+
+TEST(ScenarioTest, MinimalScenarioGetsEveryDefault) {
+  auto r = Parse(kMinimal, "dir/my-run.yaml");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const Scenario& s = *r;
+  EXPECT_EQ(s.name, "my-run");  // the file's stem
+  EXPECT_EQ(s.path, "dir/my-run.yaml");
+  EXPECT_EQ(s.description, "");
+  EXPECT_EQ(s.trace.preset, "internvl-1.2m");
+  EXPECT_EQ(s.trace.samples, 1000);
+  EXPECT_EQ(s.trace.seed, 1u);
+  EXPECT_EQ(s.trace.file, "");
+  EXPECT_EQ(s.model, "internvl-1.5-6b-20b");
+  EXPECT_EQ(s.cluster, "a100-4x200g");
+  EXPECT_EQ(s.nodes, 1);  // 1 GPU needs one node
+  EXPECT_EQ(s.parallel.dp, 1);
+  EXPECT_EQ(s.parallel.tp, 1);
+  EXPECT_EQ(s.parallel.pp, 1);
+  EXPECT_EQ(s.parallel.vpp, 1);
+  EXPECT_EQ(s.parallel.micro_batches, 1);
+  EXPECT_EQ(s.parallel.zero_stage, 0);
+  EXPECT_TRUE(s.parallel.sequence_parallel);
+  EXPECT_EQ(s.data.name, "random");
+  EXPECT_EQ(s.partition.name, "uniform");
+  EXPECT_EQ(s.recompute.name, "none");
+  EXPECT_EQ(s.schedule.name, "1f1b");
+  EXPECT_EQ(s.iterations, 8);
+  EXPECT_FALSE(s.epoch);
+  EXPECT_EQ(s.seed, 1u);
+  EXPECT_EQ(s.engine, "analytic");
+}
+
+TEST(ScenarioTest, FullScenarioKeepsEveryValue) {
+  auto r = Parse(kFull);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const Scenario& s = *r;
+  EXPECT_EQ(s.name, "full");
+  EXPECT_EQ(s.description, "every key given");
+  EXPECT_EQ(s.trace.samples, 5000);
+  EXPECT_EQ(s.trace.seed, 7u);
+  EXPECT_EQ(s.model, "internvl-1.5-6b-34b");
+  EXPECT_EQ(s.cluster, "a100-2x200g");
+  EXPECT_EQ(s.nodes, 6);
+  EXPECT_EQ(s.parallel.dp, 5);
+  EXPECT_EQ(s.parallel.tp, 2);
+  EXPECT_EQ(s.parallel.pp, 4);
+  EXPECT_EQ(s.parallel.vpp, 2);
+  EXPECT_EQ(s.parallel.micro_batches, 12);
+  EXPECT_EQ(s.parallel.zero_stage, 2);
+  EXPECT_FALSE(s.parallel.sequence_parallel);
+  EXPECT_EQ(s.data.name, "isf");
+  EXPECT_EQ(s.data.params, (std::map<std::string, std::string>{{"iterations", "10"}, {"q_v", "9"}}));
+  EXPECT_EQ(s.partition.params.at("radius"), "2");
+  EXPECT_EQ(s.recompute.name, "block:4");  // a bare name is kept verbatim
+  EXPECT_TRUE(s.recompute.params.empty());
+  EXPECT_EQ(s.schedule.name, "interleaved-1f1b");
+  EXPECT_EQ(s.iterations, 32);
+  EXPECT_EQ(s.seed, 42u);
+}
+
+TEST(ScenarioTest, PresetDefaultSizeNodesAndEpoch) {
+  auto r = Parse(R"(trace: {preset: internvl-1.2m}
+model: internvl-1.5-6b-20b
+parallel: {dp: 3, tp: 2, pp: 4}
+iterations: epoch
+)");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->trace.samples, 1267819);  // the preset's default (the real dataset's size)
+  EXPECT_EQ(r->nodes, 3);                // ceil(24 GPUs / 8 per node)
+  EXPECT_TRUE(r->epoch);
+  auto z = Parse("trace: {preset: internvl-1.2m, samples: 0}\nmodel: internvl-1.5-6b-20b\n");
+  ASSERT_TRUE(z.ok()) << z.error().message();
+  EXPECT_EQ(z->trace.samples, 1267819);
+}
+
+TEST(ScenarioTest, RoundTripThroughFormat) {
+  const std::vector<std::string> texts = {
+      kMinimal, kFull,
+      "trace: {preset: internvl-1.2m}\nmodel: internvl-1.5-6b-20b\niterations: epoch\ndescription: 'a: b # "
+      "c'\n",
+      "trace: {preset: internvl-1.2m}\nmodel: llava-1.5-7b\npolicies:\n  data: {name: random, params: "
+      "{batch_size: 8, flag: 'true', empty: ''}}\n  recompute: uniform:2\n"};
+  for (const auto& text : texts) {
+    auto a = Parse(text);
+    ASSERT_TRUE(a.ok()) << a.error().message();
+    const std::string yaml = FormatScenario(*a);
+    auto b = Parse(yaml);
+    ASSERT_TRUE(b.ok()) << b.error().message() << "\n" << yaml;
+    EXPECT_TRUE(*a == *b) << yaml;
+    EXPECT_EQ(FormatScenario(*b), yaml);  // a fixed point, byte for byte
+  }
+}
+
+TEST(ScenarioTest, FormatIsDeterministicAndComplete) {
+  auto a = Parse(kMinimal);
+  ASSERT_TRUE(a.ok());
+  const std::string yaml = FormatScenario(*a);
+  EXPECT_EQ(yaml, FormatScenario(*a));
+  // Every key is written, in the documented order.
+  size_t pos = 0;
+  for (const char* key : {"name:",
+                          "description:",
+                          "trace:",
+                          "preset:",
+                          "samples:",
+                          "seed:",
+                          "model:",
+                          "cluster:",
+                          "nodes:",
+                          "parallel:",
+                          "dp:",
+                          "tp:",
+                          "pp:",
+                          "vpp:",
+                          "micro_batches:",
+                          "zero_stage:",
+                          "sequence_parallel:",
+                          "policies:",
+                          "data:",
+                          "partition:",
+                          "recompute:",
+                          "schedule:",
+                          "iterations:",
+                          "seed:",
+                          "engine:"}) {
+    const size_t at = yaml.find(key, pos);
+    ASSERT_NE(at, std::string::npos) << key << " after " << pos << " in\n" << yaml;
+    pos = at + 1;
+  }
+}
+
+TEST(ScenarioTest, EqualityNoticesEveryField) {
+  auto base = Parse(kFull);
+  ASSERT_TRUE(base.ok());
+  std::vector<void (*)(Scenario&)> mutations = {
+      [](Scenario& s) { s.name += "x"; },
+      [](Scenario& s) { s.description += "x"; },
+      [](Scenario& s) { s.trace.samples++; },
+      [](Scenario& s) { s.trace.seed++; },
+      [](Scenario& s) { s.trace.preset += "x"; },
+      [](Scenario& s) { s.trace.file = "x"; },
+      [](Scenario& s) { s.model += "x"; },
+      [](Scenario& s) { s.cluster += "x"; },
+      [](Scenario& s) { s.nodes++; },
+      [](Scenario& s) { s.parallel.dp++; },
+      [](Scenario& s) { s.parallel.tp++; },
+      [](Scenario& s) { s.parallel.pp++; },
+      [](Scenario& s) { s.parallel.vpp++; },
+      [](Scenario& s) { s.parallel.micro_batches++; },
+      [](Scenario& s) { s.parallel.zero_stage++; },
+      [](Scenario& s) { s.parallel.sequence_parallel = !s.parallel.sequence_parallel; },
+      [](Scenario& s) { s.data.name += "x"; },
+      [](Scenario& s) { s.partition.params["k"] = "v"; },
+      [](Scenario& s) { s.recompute.name += "x"; },
+      [](Scenario& s) { s.schedule.name += "x"; },
+      [](Scenario& s) { s.iterations++; },
+      [](Scenario& s) { s.epoch = true; },
+      [](Scenario& s) { s.seed++; },
+      [](Scenario& s) { s.engine += "x"; },
+  };
+  for (size_t i = 0; i < mutations.size(); ++i) {
+    Scenario s = *base;
+    mutations[i](s);
+    EXPECT_FALSE(s == *base) << "mutation " << i;
+  }
+  Scenario e1 = *base, e2 = *base;
+  e1.epoch = e2.epoch = true;
+  e2.iterations = 99;  // ignored for an epoch replay
+  EXPECT_TRUE(e1 == e2);
+}
+
+class ScenarioFilesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) / ("scenario_test_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "data");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void Write(const fs::path& p, const std::string& text) {
+    std::ofstream f(p);
+    f << text;
+  }
+  fs::path dir_;
+};
+
+TEST_F(ScenarioFilesTest, RelativePathsResolveAgainstTheScenarioFolder) {
+  Write(dir_ / "data" / "t.csv", "id\n");
+  Write(dir_ / "s.yaml", "trace: {file: data/t.csv}\nmodel: internvl-1.5-6b-20b\n");
+  auto r = LoadScenario((dir_ / "s.yaml").string());
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(fs::path(r->trace.file), fs::absolute(dir_ / "data" / "t.csv").lexically_normal());
+  EXPECT_TRUE(fs::path(r->trace.file).is_absolute());
+  EXPECT_EQ(r->name, "s");
+  // A model spec file next to the scenario, and a cluster preset file.
+  const std::string zoo = std::string(MMTWIN_SOURCE_DIR) + "/traces";
+  fs::copy_file(zoo + "/models/vicuna-7b-v1.5.yaml", dir_ / "data" / "m.yaml");
+  fs::copy_file(zoo + "/clusters/a100-4x200g.yaml", dir_ / "data" / "c.yaml");
+  Write(dir_ / "s2.yaml", "trace: {file: ./data/../data/t.csv}\nmodel: data/m.yaml\ncluster: data/c.yaml\n");
+  auto r2 = LoadScenario((dir_ / "s2.yaml").string());
+  ASSERT_TRUE(r2.ok()) << r2.error().message();
+  EXPECT_EQ(r2->trace.file, r->trace.file);
+  EXPECT_EQ(fs::path(r2->model), fs::absolute(dir_ / "data" / "m.yaml").lexically_normal());
+  EXPECT_EQ(fs::path(r2->cluster), fs::absolute(dir_ / "data" / "c.yaml").lexically_normal());
+  // The resolved text parses back to the same scenario from anywhere.
+  auto r3 = ParseScenario(FormatScenario(*r2), "elsewhere.yaml", "/");
+  ASSERT_TRUE(r3.ok()) << r3.error().message();
+  EXPECT_TRUE(*r3 == *r2);
+}
+
+TEST_F(ScenarioFilesTest, MissingFilesAreNamed) {
+  const std::string missing = (dir_ / "nope.yaml").string();
+  auto r = LoadScenario(missing);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find(missing), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find("not found"), std::string::npos) << r.error().message();
+  Write(dir_ / "s.yaml", "model: internvl-1.5-6b-20b\ntrace: {file: missing.csv}\n");
+  auto t = LoadScenario((dir_ / "s.yaml").string());
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error().message(), (dir_ / "s.yaml").string() + ":2: trace.file: no such file '" +
+                                     fs::absolute(dir_ / "missing.csv").lexically_normal().string() + "'");
+}
+
+struct BadCase {
+  std::string text;
+  std::string expected;  // the message starts with it
+};
+
+TEST(ScenarioTest, EveryErrorNamesFileLineAndKey) {
+  const std::string ok_head = "trace: {preset: internvl-1.2m, samples: 100}\nmodel: internvl-1.5-6b-20b\n";
+  const std::vector<BadCase> cases = {
+      {ok_head + "bogus: 1\n",
+       "s.yaml:3: bogus: unknown key; valid keys are: name, description, trace, model, cluster, parallel, "
+       "policies, iterations, seed, engine"},
+      {ok_head + "name: a\nname: b\n", "s.yaml:4: name: duplicate key"},
+      {ok_head + "name: [a]\n", "s.yaml:3: name: expected a string"},
+      {ok_head + "parallel: {dp: 0}\n", "s.yaml:3: parallel.dp: 0 is out of range [1, "},
+      {ok_head + "parallel:\n  tp: two\n", "s.yaml:4: parallel.tp: 'two' is not an integer"},
+      {ok_head + "parallel: {pp: 1.5}\n", "s.yaml:3: parallel.pp: '1.5' is not an integer"},
+      {ok_head + "parallel: {vpp: -1}\n", "s.yaml:3: parallel.vpp: -1 is out of range"},
+      {ok_head + "parallel: {micro_batches: 0}\n", "s.yaml:3: parallel.micro_batches: 0 is out of range"},
+      {ok_head + "parallel: {zero_stage: 4}\n", "s.yaml:3: parallel.zero_stage: 4 is out of range [0, 3]"},
+      {ok_head + "parallel: {sequence_parallel: maybe}\n",
+       "s.yaml:3: parallel.sequence_parallel: expected true or false"},
+      {ok_head + "parallel: {dp: 1, ddp: 2}\n",
+       "s.yaml:3: parallel.ddp: unknown key; valid keys are: dp, tp, pp, vpp, "
+       "micro_batches, zero_stage, sequence_parallel"},
+      {ok_head + "parallel: 4\n", "s.yaml:3: parallel: expected a mapping"},
+      {ok_head + "parallel: {dp: 1048576, tp: 8, pp: 8}\n",
+       "s.yaml:3: parallel: dp * tp * pp = 67108864 GPUs"},
+      {ok_head + "parallel: {pp: 2, vpp: 2}\n",
+       "s.yaml:3: parallel.vpp: vpp > 1 needs the interleaved-1f1b schedule"},
+      {ok_head + "parallel: {pp: 4000}\n", "s.yaml:3: parallel: pp * vpp = 4000 pipeline chunks, but model"},
+      {ok_head + "parallel: {tp: 16}\n", "s.yaml:3: parallel.tp: tensor parallelism stays inside a node"},
+      {ok_head + "iterations: 0\n",
+       "s.yaml:3: iterations: '0' is not an integer in [1, 1000000000] or \"epoch\""},
+      {ok_head + "iterations: many\n", "s.yaml:3: iterations: 'many' is not an integer"},
+      {ok_head + "iterations: [1]\n", "s.yaml:3: iterations: expected a positive integer or \"epoch\""},
+      {ok_head + "seed: -1\n", "s.yaml:3: seed: -1 is out of range"},
+      {ok_head + "engine: simgrid\n",
+       "s.yaml:3: engine: unknown engine 'simgrid'; valid values are: analytic (the SimGrid engine"},
+      {ok_head + "cluster: {preset: a100-4x200g, gpus: 8}\n",
+       "s.yaml:3: cluster.gpus: unknown key; valid keys are: "
+       "preset, nodes"},
+      {ok_head + "cluster: {nodes: -2}\n", "s.yaml:3: cluster.nodes: -2 is out of range"},
+      {ok_head + "cluster: no-such-cluster\n", "s.yaml:3: cluster: unknown cluster"},
+      {ok_head + "cluster: [a]\n", "s.yaml:3: cluster: expected a mapping with keys preset, nodes"},
+      {ok_head + "parallel: {dp: 4, tp: 2, pp: 4}\ncluster: {preset: a100-4x200g, nodes: 2}\n",
+       "s.yaml:4: cluster.nodes: 2 nodes x 8 GPUs = 16 GPUs, fewer than dp * tp * pp = 32"},
+      {ok_head + "policies: {data: isf, sampler: x}\n",
+       "s.yaml:3: policies.sampler: unknown key; valid keys are: data, partition, recompute, schedule"},
+      {ok_head + "policies:\n  data: {params: {a: 1}}\n", "s.yaml:4: policies.data.name: missing"},
+      {ok_head + "policies:\n  data: {name: isf, parms: {}}\n",
+       "s.yaml:4: policies.data.parms: unknown key; valid "
+       "keys are: name, params"},
+      {ok_head + "policies:\n  data: {name: isf, params: {a: [1, 2]}}\n",
+       "s.yaml:4: policies.data.params.a: expected a scalar value"},
+      {ok_head + "policies:\n  data: {name: isf, params: [1]}\n",
+       "s.yaml:4: policies.data.params: expected a mapping"},
+      {ok_head + "policies:\n  schedule: ''\n", "s.yaml:4: policies.schedule: must not be empty"},
+      {ok_head + "policies:\n  schedule: [1f1b]\n",
+       "s.yaml:4: policies.schedule: expected a policy name or a mapping"},
+      {"model: internvl-1.5-6b-20b\n", "s.yaml:1: trace: missing"},
+      {"trace: {preset: internvl-1.2m}\n", "s.yaml:1: model: missing"},
+      {"trace: {preset: internvl-1.2m}\nmodel: no-such-model\n", "s.yaml:2: model: unknown model"},
+      {"model: internvl-1.5-6b-20b\ntrace: {preset: nope}\n",
+       "s.yaml:2: trace.preset: unknown trace preset 'nope'; valid values are: internvl-1.2m"},
+      {"model: internvl-1.5-6b-20b\ntrace: {file: a.csv, preset: internvl-1.2m}\n",
+       "s.yaml:2: trace: give exactly one of file (a trace CSV) and preset"},
+      {"model: internvl-1.5-6b-20b\ntrace: {seed: 1}\n", "s.yaml:2: trace: give exactly one of file"},
+      {"model: internvl-1.5-6b-20b\ntrace: internvl-1.2m\n", "s.yaml:2: trace: expected a mapping"},
+      {"model: internvl-1.5-6b-20b\ntrace:\n  file: x.csv\n  samples: 4\n",
+       "s.yaml:4: trace.samples: only with preset"},
+      {"model: internvl-1.5-6b-20b\ntrace: {preset: internvl-1.2m, samples: many}\n",
+       "s.yaml:2: trace.samples: 'many' is not an integer"},
+      {"model: internvl-1.5-6b-20b\ntrace: {preset: internvl-1.2m, samples: 100000001}\n",
+       "s.yaml:2: trace.samples: 100000001 is out of range"},
+      {"model: internvl-1.5-6b-20b\ntrace: {preset: internvl-1.2m, url: x}\n",
+       "s.yaml:2: trace.url: unknown key; valid keys are: file, preset, samples, seed"},
+      {"model: [internvl\n", "s.yaml:"},  // YAML syntax error: yaml-cpp's mark
+      {"- a\n- b\n", "s.yaml:1: a scenario is a mapping with keys name, description, trace"},
+      {"", "s.yaml: a scenario is a mapping"},
+  };
+  for (const BadCase& c : cases) {
+    const std::string msg = ErrorOf(c.text);
+    EXPECT_EQ(msg.rfind(c.expected, 0), 0u) << "input:\n"
+                                            << c.text << "got:      " << msg << "\nexpected: " << c.expected;
+  }
+}
+
+TEST(ScenarioTest, SyntaxErrorsCarryALineNumber) {
+  const std::string msg = ErrorOf("name: x\nmodel: internvl-1.5-6b-20b\ntrace: {preset: [internvl\n");
+  EXPECT_NE(msg.find("s.yaml:"), std::string::npos) << msg;
+  EXPECT_TRUE(msg.rfind("s.yaml:3:", 0) == 0 || msg.rfind("s.yaml:4:", 0) == 0) << msg;
+}
+
+TEST(ScenarioTest, CheckEngine) {
+  EXPECT_TRUE(CheckEngine("analytic").ok());
+  Status s = CheckEngine("simgrid");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message().rfind("unknown engine 'simgrid'; valid values are: analytic", 0), 0u);
+  EXPECT_NE(s.error().message().find("later issue"), std::string::npos);
+}
+
+// The shipped scenarios are documentation and golden inputs: each parses, round-trips, and says what it
+// claims.
+TEST(ScenarioTest, ShippedScenariosParseAndRoundTrip) {
+  const fs::path root = fs::path(MMTWIN_SOURCE_DIR) / "scenarios";
+  int n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    if (e.path().extension() != ".yaml") continue;
+    ++n;
+    auto s = LoadScenario(e.path().string());
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    EXPECT_EQ(s->name, e.path().stem().string()) << "a scenario's name is its file name";
+    EXPECT_FALSE(s->description.empty()) << e.path();
+    auto b = ParseScenario(FormatScenario(*s), s->path, "/");
+    ASSERT_TRUE(b.ok()) << b.error().message();
+    EXPECT_TRUE(*b == *s) << e.path();
+  }
+  EXPECT_GE(n, 6);
+}
+
+TEST(ScenarioTest, OmniBalPairsDifferOnlyInPolicies) {
+  const std::string dir = std::string(MMTWIN_SOURCE_DIR) + "/scenarios/omnibal/";
+  for (const std::string m : {"internvl-6b-20b", "internvl-6b-34b"}) {
+    auto base = LoadScenario(dir + m + "-baseline.yaml");
+    auto omni = LoadScenario(dir + m + "-omnibal.yaml");
+    ASSERT_TRUE(base.ok()) << base.error().message();
+    ASSERT_TRUE(omni.ok()) << omni.error().message();
+    EXPECT_EQ(base->data.name, "random");
+    EXPECT_EQ(base->data.params.at("batch_size"), "4");
+    EXPECT_EQ(base->recompute.name, "full");
+    EXPECT_EQ(omni->data.name, "isf");
+    EXPECT_EQ(omni->partition.name, "bmp");
+    EXPECT_EQ(omni->recompute.name, "adaptive");
+    // Same trace, model, cluster, parallel layout, replay and seed.
+    Scenario same = *omni;
+    same.name = base->name;
+    same.description = base->description;
+    same.data = base->data;
+    same.partition = base->partition;
+    same.recompute = base->recompute;
+    same.schedule = base->schedule;
+    EXPECT_TRUE(same == *base) << m;
+    EXPECT_EQ(base->parallel.pp, 4);  // OmniBal Figure 3 / Table 5: four pipeline stages
+  }
+  auto epoch = LoadScenario(dir + "internvl-6b-20b-epoch-512.yaml");
+  ASSERT_TRUE(epoch.ok()) << epoch.error().message();
+  EXPECT_TRUE(epoch->epoch);
+  EXPECT_EQ(epoch->trace.samples, 1267819);
+  EXPECT_EQ(epoch->parallel.world_size(), 512);
+  EXPECT_EQ(epoch->parallel.tp, 2);
+  EXPECT_EQ(epoch->parallel.pp, 4);
+  EXPECT_EQ(epoch->parallel.dp, 64);
+  EXPECT_EQ(epoch->nodes, 64);
+}
+
+}  // namespace
+}  // namespace mmtwin
