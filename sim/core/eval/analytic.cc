@@ -1,0 +1,117 @@
+#include "core/eval/analytic.h"
+
+#include <algorithm>
+
+namespace mmtwin {
+namespace {
+
+// Longest path in stored (topological) order. start may be null.
+void Sweep(const OpGraph& g, const int32_t* deps, double* start, double* finish) {
+  const int n = g.num_ops();
+  const int32_t* db = g.dep_begin.data();
+  const int32_t* lp = g.lane_prev.data();
+  const double* dur = g.duration_us.data();
+  for (int i = 0; i < n; ++i) {
+    const int32_t p = lp[i];
+    double s = p >= 0 ? finish[p] : 0.0;
+    for (int32_t j = db[i], e = db[i + 1]; j < e; ++j) s = std::max(s, finish[deps[j]]);
+    if (start) start[i] = s;
+    finish[i] = s + dur[i];
+  }
+}
+
+}  // namespace
+
+void EvaluateAnalytic(const OpGraph& g, IterationTiming* out) {
+  const int n = g.num_ops();
+  const int P = std::max(g.parallel.pp, 1), D = std::max(g.parallel.dp, 1);
+  out->start_us.resize(n);
+  out->finish_us.resize(n);
+  Sweep(g, g.deps.data(), out->start_us.data(), out->finish_us.data());
+  const double* lf = out->finish_us.data();
+  const int32_t* ldeps = g.deps.data();
+  if (D > 1) {
+    out->local_finish_us.resize(n);
+    Sweep(g, g.local_deps.data(), nullptr, out->local_finish_us.data());
+    lf = out->local_finish_us.data();
+    ldeps = g.local_deps.data();
+  } else {
+    out->local_finish_us.clear();
+  }
+  double T = 0;
+  for (int i = 0; i < n; ++i) T = std::max(T, out->finish_us[i]);
+  out->iteration_time_us = T;
+
+  out->devices.assign(g.num_devices, DeviceTiming{});
+  out->replica_time_us.assign(D, 0.0);
+  // Scratch kept in the device records: last compute finish and DP-lane end (alone timing).
+  thread_local std::vector<double> last_compute, dp_end;
+  last_compute.assign(g.num_devices, 0.0);
+  dp_end.assign(g.num_devices, 0.0);
+  const int32_t* db = g.dep_begin.data();
+  for (int i = 0; i < n; ++i) {
+    const Op& op = g.ops[i];
+    const int dev = op.device;
+    if (dev < 0) continue;
+    double& rt = out->replica_time_us[dev / P];
+    rt = std::max(rt, lf[i]);
+    if (op.lane == Lane::kDp) {
+      dp_end[dev] = std::max(dp_end[dev], lf[i]);
+      continue;
+    }
+    if (op.lane != Lane::kCompute) continue;
+    DeviceTiming& dt = out->devices[dev];
+    const double dur = g.duration_us[i];
+    dt.busy_us += dur;
+    if (op.kind == OpKind::kRecompute) dt.recompute_us += dur;
+    if (op.kind == OpKind::kTpCollective) dt.tp_us += dur;
+    last_compute[dev] = lf[i];
+    // Gap before this op in the alone timing, blamed on its binding dependency.
+    const int32_t p = g.lane_prev[i];
+    const double prev = p >= 0 ? lf[p] : 0.0;
+    double s = prev;
+    int32_t binding = -1;
+    for (int32_t j = db[i], e = db[i + 1]; j < e; ++j)
+      if (lf[ldeps[j]] > s) {
+        s = lf[ldeps[j]];
+        binding = ldeps[j];
+      }
+    if (binding >= 0 && g.ops[binding].lane == Lane::kDp && g.ops[binding].device == dev)
+      dt.exposed_comm_us += s - prev;
+  }
+  for (int dev = 0; dev < g.num_devices; ++dev) {
+    DeviceTiming& dt = out->devices[dev];
+    dt.local_time_us = out->replica_time_us[dev / P];
+    const double tail_end = std::min(dp_end[dev], dt.local_time_us);
+    if (tail_end > last_compute[dev]) dt.exposed_comm_us += tail_end - last_compute[dev];
+    dt.bubble_us = dt.local_time_us - dt.busy_us - dt.exposed_comm_us;
+    dt.idle_us = T - dt.local_time_us;
+  }
+}
+
+IterationTiming EvaluateAnalytic(const OpGraph& graph) {
+  IterationTiming t;
+  EvaluateAnalytic(graph, &t);
+  return t;
+}
+
+TimingTotals Totals(const IterationTiming& t) {
+  TimingTotals r;
+  const double denom = t.iteration_time_us * static_cast<double>(t.devices.size());
+  if (denom <= 0) return r;
+  for (const DeviceTiming& d : t.devices) {
+    r.busy_ratio += d.busy_us;
+    r.bubble_ratio += d.bubble_us;
+    r.idle_ratio += d.idle_us;
+    r.exposed_comm_ratio += d.exposed_comm_us;
+    r.recompute_ratio += d.recompute_us;
+  }
+  r.busy_ratio /= denom;
+  r.bubble_ratio /= denom;
+  r.idle_ratio /= denom;
+  r.exposed_comm_ratio /= denom;
+  r.recompute_ratio /= denom;
+  return r;
+}
+
+}  // namespace mmtwin

@@ -1,0 +1,65 @@
+// The analytic evaluator: times an OpGraph (core/graph/op_graph.h) by longest path, without contention.
+// An op starts at max(finish of its dependencies, finish of the previous op on the same lane of the same
+// device) and runs for its duration_us. The iteration time T is the largest finish (the optimizer step is not
+// modelled). One sweep over the ops in their stored topological order, no allocation when `out` is reused:
+// tens of millions of ops per second on one core (tests/bench/evaluator_bench.cc).
+//
+// Per device (one TP group, index dp_idx * pp + pp_idx), all in microseconds, on the compute lane:
+//   busy_us          sum of the compute-lane ops (forward + recompute + backward + TP collectives)
+//   recompute_us     the recompute part of busy_us;  tp_us  the TP-collective part of busy_us
+// The rest of [0, T] is split using the "replica alone" timing: the same graph evaluated with every barrier
+// dependency replaced by the device's own replica's input to that barrier (OpGraph::local_deps), i.e. as if
+// every other DP replica were exactly as fast. Its iteration time for replica d is local_time_us (<= T).
+//   idle_us          T - local_time_us: everything the other DP replicas cost this device (the wait at the DP
+//                    barriers at the end of the iteration and any compute delayed behind them, e.g. ZeRO-3)
+//   exposed_comm_us  in the alone timing: compute-lane gaps whose binding (latest) dependency is an op of the
+//                    device's DP lane (ZeRO-3 weight all-gathers), plus the tail from the device's last
+//                    compute op to the end of its own DP-lane ops (gradient collectives not hidden by
+//                    compute)
+//   bubble_us        local_time_us - busy_us - exposed_comm_us: waiting on pipeline dependencies inside the
+//                    replica (warm-up/cool-down, imbalance between stages, P2P transfers, the wait for the
+//                    rest of the replica's pipeline to finish)
+// so that busy_us + bubble_us + exposed_comm_us + idle_us == T for every device (up to rounding). With dp = 1
+// idle_us = 0; with uniform costs and no communication, bubble_us / T = (P-1)/(M+P-1) for gpipe and 1f1b.
+//
+//   MMTWIN_ASSIGN_OR_RETURN(OpGraph g, BuildIterationGraph(pc, schedule, costs, statics, comm));
+//   IterationTiming t;                 // reuse across iterations: no allocation after the first call
+//   EvaluateAnalytic(g, &t);
+//   double bubble = Totals(t).bubble_ratio;
+#pragma once
+
+#include <vector>
+
+#include "core/graph/op_graph.h"
+
+namespace mmtwin {
+
+struct DeviceTiming {
+  double busy_us = 0;
+  double recompute_us = 0;
+  double tp_us = 0;
+  double bubble_us = 0;
+  double exposed_comm_us = 0;
+  double idle_us = 0;
+  double local_time_us = 0;  // the device's replica's iteration time when timed alone
+};
+
+struct IterationTiming {
+  double iteration_time_us = 0;  // T
+  std::vector<double> start_us;  // per op of the graph
+  std::vector<double> finish_us;
+  std::vector<DeviceTiming> devices;    // index dp_idx * pp + pp_idx
+  std::vector<double> replica_time_us;  // per DP replica: its iteration time alone
+  std::vector<double> local_finish_us;  // per op: finish in the replica-alone timing (empty when dp == 1)
+};
+
+// Ratios over all devices: sum over devices of the quantity / (devices * T). They add up to 1.
+struct TimingTotals {
+  double busy_ratio = 0, bubble_ratio = 0, idle_ratio = 0, exposed_comm_ratio = 0, recompute_ratio = 0;
+};
+
+void EvaluateAnalytic(const OpGraph& graph, IterationTiming* out);
+IterationTiming EvaluateAnalytic(const OpGraph& graph);
+TimingTotals Totals(const IterationTiming& t);
+
+}  // namespace mmtwin

@@ -1,0 +1,124 @@
+#include "core/eval/perfetto.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace mmtwin {
+namespace {
+
+int64_t Ns(double us) { return std::llround(us * 1000.0); }
+double Us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
+const char* kThreadNames[kNumLanes] = {"compute", "p2p send activation", "p2p send gradient",
+                                       "dp collectives"};
+
+std::string EventName(const Op& op) {
+  const std::string mc = std::to_string(op.micro_batch) + ".c" + std::to_string(op.chunk);
+  switch (op.kind) {
+    case OpKind::kForward:
+      return "F" + mc;
+    case OpKind::kRecompute:
+      return "R" + mc;
+    case OpKind::kBackward:
+      return "B" + mc;
+    case OpKind::kTpCollective:
+      return std::string(op.pass == PassKind::kForward ? "TP fwd " : "TP bwd ") + mc;
+    case OpKind::kP2pSendActivation:
+      return "send act " + mc;
+    case OpKind::kP2pSendGradient:
+      return "send grad " + mc;
+    case OpKind::kDpCollective:
+      return "grad sync c" + std::to_string(op.chunk) + " #" + std::to_string(op.bucket);
+    case OpKind::kDpAllGather:
+      return std::string(op.pass == PassKind::kForward ? "all-gather fwd c" : "all-gather bwd c") +
+             std::to_string(op.chunk);
+    case OpKind::kBarrier:
+      return "barrier";
+  }
+  return "?";
+}
+
+}  // namespace
+
+nlohmann::json PerfettoTrace(const OpGraph& graph, const IterationTiming& timing, const IterationCosts& costs,
+                             const ParallelConfig& parallel) {
+  using nlohmann::json;
+  const int P = std::max(parallel.pp, 1);
+  json events = json::array();
+  for (int dev = 0; dev < graph.num_devices; ++dev) {
+    const int pid = dev + 1;
+    events.push_back(
+        {{"ph", "M"},
+         {"pid", pid},
+         {"tid", 0},
+         {"name", "process_name"},
+         {"args", {{"name", "dp " + std::to_string(dev / P) + " / stage " + std::to_string(dev % P)}}}});
+    events.push_back({{"ph", "M"},
+                      {"pid", pid},
+                      {"tid", 0},
+                      {"name", "process_sort_index"},
+                      {"args", {{"sort_index", dev}}}});
+    for (int lane = 0; lane < kNumLanes; ++lane)
+      events.push_back({{"ph", "M"},
+                        {"pid", pid},
+                        {"tid", lane + 1},
+                        {"name", "thread_name"},
+                        {"args", {{"name", kThreadNames[lane]}}}});
+  }
+  // (device, time ns, delta bytes)
+  std::vector<std::tuple<int, int64_t, int64_t>> mem;
+  const bool have_costs =
+      costs.dp == parallel.dp && costs.micro_batches == parallel.micro_batches &&
+      costs.chunks == parallel.chunks() &&
+      costs.costs.size() == static_cast<size_t>(costs.dp) * costs.micro_batches * costs.chunks;
+  const int n = graph.num_ops();
+  for (int i = 0; i < n; ++i) {
+    const Op& op = graph.ops[i];
+    if (op.device < 0 || i >= static_cast<int>(timing.finish_us.size())) continue;
+    const int64_t ts = Ns(timing.start_us[i]), end = Ns(timing.finish_us[i]);
+    if (have_costs && op.micro_batch >= 0 && (op.kind == OpKind::kForward || op.kind == OpKind::kBackward)) {
+      const int64_t act = costs.At(op.device / P, op.micro_batch, op.chunk).act_bytes;
+      mem.emplace_back(op.device, end, op.kind == OpKind::kForward ? act : -act);
+    }
+    if (end <= ts) continue;
+    json args = {{"micro_batch", op.micro_batch}, {"chunk", op.chunk}, {"bytes", op.bytes}};
+    if (op.kind == OpKind::kDpCollective) args["bucket"] = op.bucket;
+    events.push_back({{"ph", "X"},
+                      {"pid", op.device + 1},
+                      {"tid", static_cast<int>(op.lane) + 1},
+                      {"name", EventName(op)},
+                      {"cat", OpKindName(op.kind)},
+                      {"ts", Us(ts)},
+                      {"dur", Us(end - ts)},
+                      {"args", std::move(args)}});
+  }
+  std::sort(mem.begin(), mem.end());
+  for (int dev = 0; dev < graph.num_devices && have_costs; ++dev)
+    events.push_back({{"ph", "C"},
+                      {"pid", dev + 1},
+                      {"tid", 1},
+                      {"name", "activations"},
+                      {"ts", 0.0},
+                      {"args", {{"bytes", 0}}}});
+  int64_t cur = 0;
+  for (size_t i = 0; i < mem.size(); ++i) {
+    const auto [dev, t, delta] = mem[i];
+    if (i == 0 || std::get<0>(mem[i - 1]) != dev) cur = 0;
+    cur += delta;
+    const bool last_at_time =
+        i + 1 == mem.size() || std::get<0>(mem[i + 1]) != dev || std::get<1>(mem[i + 1]) != t;
+    if (!last_at_time) continue;
+    events.push_back({{"ph", "C"},
+                      {"pid", dev + 1},
+                      {"tid", 1},
+                      {"name", "activations"},
+                      {"ts", Us(t)},
+                      {"args", {{"bytes", cur}}}});
+  }
+  return json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+}
+
+}  // namespace mmtwin

@@ -1,0 +1,540 @@
+#include "core/graph/op_graph.h"
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/topological_sort.hpp>
+
+#include "core/plan/schedule.h"
+
+namespace mmtwin {
+
+const char* OpKindName(OpKind k) {
+  switch (k) {
+    case OpKind::kForward:
+      return "forward";
+    case OpKind::kRecompute:
+      return "recompute";
+    case OpKind::kBackward:
+      return "backward";
+    case OpKind::kTpCollective:
+      return "tp_collective";
+    case OpKind::kP2pSendActivation:
+      return "p2p_send_activation";
+    case OpKind::kP2pSendGradient:
+      return "p2p_send_gradient";
+    case OpKind::kDpCollective:
+      return "dp_collective";
+    case OpKind::kDpAllGather:
+      return "dp_all_gather";
+    case OpKind::kBarrier:
+      return "barrier";
+  }
+  return "?";
+}
+
+const char* LaneName(Lane l) {
+  switch (l) {
+    case Lane::kCompute:
+      return "compute";
+    case Lane::kP2pForward:
+      return "p2p_fwd";
+    case Lane::kP2pBackward:
+      return "p2p_bwd";
+    case Lane::kDp:
+      return "dp";
+  }
+  return "?";
+}
+
+std::string OpGraph::Describe(int i) const {
+  const Op& op = ops[i];
+  std::string s = OpKindName(op.kind);
+  if (op.kind == OpKind::kTpCollective || op.kind == OpKind::kDpAllGather)
+    s += op.pass == PassKind::kForward ? " (forward)" : " (backward)";
+  if (op.micro_batch >= 0) s += " mb " + std::to_string(op.micro_batch);
+  s += " chunk " + std::to_string(op.chunk);
+  if (op.kind == OpKind::kDpCollective) s += " bucket " + std::to_string(op.bucket);
+  if (op.device >= 0) {
+    const int pp = std::max(parallel.pp, 1);
+    s += " on device " + std::to_string(op.device) + " (dp " + std::to_string(op.device / pp) + ", stage " +
+         std::to_string(op.device % pp) + ")";
+  } else {
+    s += " (all DP replicas)";
+  }
+  return s;
+}
+
+namespace {
+
+// Shape flags layout: [0] tp forward, [1] tp backward, [2 .. 2+C) recompute per chunk, [2+C .. 2+2C) sends of
+// boundary c -> c+1.
+std::vector<uint8_t> ShapeOf(const IterationCosts& costs, const CommSpec& comm) {
+  const int C = costs.chunks;
+  std::vector<uint8_t> shape(2 + 2 * static_cast<size_t>(C), 0);
+  for (size_t i = 0; i < costs.costs.size(); ++i) {
+    const ChunkCost& k = costs.costs[i];
+    const int c = static_cast<int>(i % C);
+    if (k.tp_fwd_us > 0) shape[0] = 1;
+    if (k.tp_bwd_us > 0) shape[1] = 1;
+    if (k.recompute_us > 0) shape[2 + c] = 1;
+    if (k.send_bytes > 0) shape[2 + C + c] = 1;
+  }
+  if (comm.p2p_latency_us > 0)
+    for (int c = 0; c < C; ++c) shape[2 + C + c] = 1;
+  return shape;
+}
+
+Status CheckCost(const IterationCosts& costs, size_t i) {
+  const ChunkCost& k = costs.costs[i];
+  const double v[] = {k.fwd_us, k.bwd_us, k.recompute_us, k.tp_fwd_us, k.tp_bwd_us};
+  const char* names[] = {"fwd_us", "bwd_us", "recompute_us", "tp_fwd_us", "tp_bwd_us"};
+  for (int j = 0; j < 5; ++j)
+    if (!(v[j] >= 0) || !std::isfinite(v[j])) {
+      const int C = costs.chunks, M = costs.micro_batches;
+      const size_t c = i % C, m = (i / C) % M, d = i / C / M;
+      return Error("iteration costs: dp " + std::to_string(d) + " micro-batch " + std::to_string(m) +
+                   " chunk " + std::to_string(c) + ": " + names[j] + " must be finite and >= 0, got " +
+                   std::to_string(v[j]));
+    }
+  if (k.send_bytes < 0) return Error("iteration costs: send_bytes must be >= 0");
+  return Status();
+}
+
+double P2pUs(int64_t bytes, const CommSpec& comm) {
+  return comm.p2p_latency_us + (bytes > 0 ? static_cast<double>(bytes) / comm.p2p_bytes_per_s * 1e6 : 0.0);
+}
+
+// Duration of a compute or P2P op from its cost entry.
+double CostDuration(const Op& op, const ChunkCost& k, const CommSpec& comm) {
+  switch (op.kind) {
+    case OpKind::kForward:
+      return k.fwd_us;
+    case OpKind::kRecompute:
+      return k.recompute_us;
+    case OpKind::kBackward:
+      return k.bwd_us;
+    case OpKind::kTpCollective:
+      return op.pass == PassKind::kForward ? k.tp_fwd_us : k.tp_bwd_us;
+    case OpKind::kP2pSendActivation:
+    case OpKind::kP2pSendGradient:
+      return P2pUs(k.send_bytes, comm);
+    default:
+      return op.duration_us;
+  }
+}
+
+struct Builder {
+  const ParallelConfig& pc;
+  const Schedule& sched;
+  const IterationCosts& costs;
+  const std::vector<ChunkStatic>& statics;
+  const CommSpec& comm;
+  std::vector<uint8_t> shape;
+
+  std::vector<Op> ops;
+  std::vector<int32_t> lane_prev;
+  std::vector<int32_t> cost_index;
+  struct Edge {
+    int32_t to, from, local_from;
+  };
+  std::vector<Edge> edges;
+  std::vector<int32_t> last_on_lane;
+
+  int32_t NewOp(const Op& op, int32_t cost_idx) {
+    const int32_t id = static_cast<int32_t>(ops.size());
+    ops.push_back(op);
+    cost_index.push_back(cost_idx);
+    if (op.device >= 0) {
+      int32_t& last = last_on_lane[op.device * kNumLanes + static_cast<int>(op.lane)];
+      lane_prev.push_back(last);
+      last = id;
+    } else {
+      lane_prev.push_back(-1);
+    }
+    return id;
+  }
+  void AddEdge(int32_t to, int32_t from) { edges.push_back({to, from, from}); }
+};
+
+Status CheckInputs(const ParallelConfig& pc, const Schedule& s, const IterationCosts& costs,
+                   const std::vector<ChunkStatic>& statics, const CommSpec& comm) {
+  if (pc.dp < 1 || pc.pp < 1 || pc.vpp < 1 || pc.micro_batches < 1)
+    return Error("op graph: dp, pp, vpp and micro_batches must be >= 1");
+  if (s.pp != pc.pp || s.vpp != pc.vpp || s.micro_batches != pc.micro_batches)
+    return Error("op graph: schedule '" + s.name + "' is for pp " + std::to_string(s.pp) + ", vpp " +
+                 std::to_string(s.vpp) + ", M " + std::to_string(s.micro_batches) +
+                 " but the parallel config has pp " + std::to_string(pc.pp) + ", vpp " +
+                 std::to_string(pc.vpp) + ", M " + std::to_string(pc.micro_batches));
+  MMTWIN_RETURN_IF_ERROR(ValidateSchedule(s));
+  if (costs.dp != pc.dp || costs.micro_batches != pc.micro_batches || costs.chunks != pc.chunks() ||
+      costs.costs.size() != static_cast<size_t>(pc.dp) * pc.micro_batches * pc.chunks())
+    return Error("op graph: iteration costs are " + std::to_string(costs.dp) + " x " +
+                 std::to_string(costs.micro_batches) + " x " + std::to_string(costs.chunks) +
+                 " (dp x micro-batches x chunks), expected " + std::to_string(pc.dp) + " x " +
+                 std::to_string(pc.micro_batches) + " x " + std::to_string(pc.chunks()));
+  if (pc.zero_stage < 0 || pc.zero_stage > 3)
+    return Error("op graph: zero_stage must be 0..3, got " + std::to_string(pc.zero_stage));
+  if (pc.dp > 1) {
+    if (static_cast<int>(statics.size()) != pc.chunks())
+      return Error("op graph: " + std::to_string(statics.size()) + " chunk statics, expected " +
+                   std::to_string(pc.chunks()));
+    bool any = false;
+    for (const ChunkStatic& st : statics) {
+      if (st.grad_bytes_per_gpu < 0) return Error("op graph: grad_bytes_per_gpu must be >= 0");
+      any = any || st.grad_bytes_per_gpu > 0;
+    }
+    if (any && !(comm.dp_bytes_per_s > 0)) return Error("op graph: CommSpec.dp_bytes_per_s must be > 0");
+    if (any && comm.dp_bucket_bytes <= 0) return Error("op graph: CommSpec.dp_bucket_bytes must be > 0");
+    if (!(comm.dp_latency_us >= 0)) return Error("op graph: CommSpec.dp_latency_us must be >= 0");
+  }
+  if (!(comm.p2p_latency_us >= 0)) return Error("op graph: CommSpec.p2p_latency_us must be >= 0");
+  for (size_t i = 0; i < costs.costs.size(); ++i) {
+    MMTWIN_RETURN_IF_ERROR(CheckCost(costs, i));
+    if (costs.costs[i].send_bytes > 0 && pc.pp > 1 && !(comm.p2p_bytes_per_s > 0))
+      return Error("op graph: CommSpec.p2p_bytes_per_s must be > 0 when chunks send bytes");
+  }
+  return Status();
+}
+
+// Names up to 8 ops of a dependency cycle (Kahn residual, then a walk back along residual predecessors).
+Error CycleError(const OpGraph& g_unsorted, const std::vector<std::vector<int32_t>>& preds) {
+  const int n = g_unsorted.num_ops();
+  std::vector<int32_t> indeg(n, 0);
+  std::vector<std::vector<int32_t>> succ(n);
+  for (int v = 0; v < n; ++v)
+    for (int32_t u : preds[v]) {
+      succ[u].push_back(v);
+      ++indeg[v];
+    }
+  std::vector<int32_t> stack;
+  for (int v = 0; v < n; ++v)
+    if (indeg[v] == 0) stack.push_back(v);
+  std::vector<uint8_t> done(n, 0);
+  while (!stack.empty()) {
+    const int32_t u = stack.back();
+    stack.pop_back();
+    done[u] = 1;
+    for (int32_t v : succ[u])
+      if (--indeg[v] == 0) stack.push_back(v);
+  }
+  int32_t v = -1;
+  for (int i = 0; i < n && v < 0; ++i)
+    if (!done[i]) v = i;
+  if (v < 0) return Error("op graph: dependency cycle");
+  std::vector<int32_t> pos(n, -1), path;
+  while (pos[v] < 0) {
+    pos[v] = static_cast<int32_t>(path.size());
+    path.push_back(v);
+    for (int32_t u : preds[v])
+      if (!done[u]) {
+        v = u;
+        break;
+      }
+  }
+  std::vector<int32_t> cycle(path.begin() + pos[v], path.end());
+  std::reverse(cycle.begin(), cycle.end());  // in execution direction
+  std::string msg = "op graph: dependency cycle (the schedule's order contradicts the data flow): ";
+  for (size_t i = 0; i < cycle.size() && i < 8; ++i) msg += (i ? " -> " : "") + g_unsorted.Describe(cycle[i]);
+  if (cycle.size() > 8) msg += " -> ... (" + std::to_string(cycle.size()) + " ops)";
+  return Error(msg);
+}
+
+}  // namespace
+
+Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& schedule,
+                                    const IterationCosts& costs, const std::vector<ChunkStatic>& statics,
+                                    const CommSpec& comm) {
+  MMTWIN_RETURN_IF_ERROR(CheckInputs(pc, schedule, costs, statics, comm));
+  const int D = pc.dp, P = pc.pp, M = pc.micro_batches, C = pc.chunks();
+  Builder b{pc, schedule, costs, statics, comm, ShapeOf(costs, comm), {}, {}, {}, {}, {}};
+  const bool has_dp = D > 1;
+  const bool zero3 = has_dp && pc.zero_stage == 3;
+  const double frac = has_dp ? static_cast<double>(D - 1) / D : 0.0;
+  auto key = [&](int d, int m, int c) {
+    return static_cast<int32_t>((static_cast<int64_t>(d) * M + m) * C + c);
+  };
+  auto nbuckets = [&](int c) -> int64_t {
+    const int64_t bytes = has_dp ? statics[c].grad_bytes_per_gpu : 0;
+    return bytes > 0 ? (bytes + comm.dp_bucket_bytes - 1) / comm.dp_bucket_bytes : 0;
+  };
+  auto send_present = [&](int c) { return c + 1 < C && P > 1 && b.shape[2 + C + c] != 0; };
+
+  // Schedule positions per chunk (the same for every replica).
+  std::vector<int> first_f(C, -1), first_b(C, -1), last_b(C, -1), last_b_mb(C, -1);
+  for (int r = 0; r < P; ++r) {
+    const auto& ops = schedule.per_rank[r];
+    for (int pos = 0; pos < static_cast<int>(ops.size()); ++pos) {
+      const int c = ops[pos].chunk;
+      if (ops[pos].kind == PassKind::kForward) {
+        if (first_f[c] < 0) first_f[c] = pos;
+      } else {
+        if (first_b[c] < 0) first_b[c] = pos;
+        last_b[c] = pos;
+        last_b_mb[c] = ops[pos].micro_batch;
+      }
+    }
+  }
+
+  const size_t nk = static_cast<size_t>(D) * M * C;
+  std::vector<int32_t> fwd_first(nk, -1), fwd_last(nk, -1), bwd_first(nk, -1), bwd_last(nk, -1),
+      send_act(nk, -1), send_grad(nk, -1);
+  std::vector<int32_t> grad_begin(static_cast<size_t>(D) * C, -1);  // first bucket op of (d, c)
+  b.last_on_lane.assign(static_cast<size_t>(D) * P * kNumLanes, -1);
+  size_t est = nk * 7 + static_cast<size_t>(D) * C * 4;
+  b.ops.reserve(est);
+  b.lane_prev.reserve(est);
+  b.cost_index.reserve(est);
+  b.edges.reserve(est);
+
+  for (int d = 0; d < D; ++d) {
+    for (int r = 0; r < P; ++r) {
+      const int dev = d * P + r;
+      const auto& sops = schedule.per_rank[r];
+      for (int pos = 0; pos < static_cast<int>(sops.size()); ++pos) {
+        const int m = sops[pos].micro_batch, c = sops[pos].chunk;
+        const int32_t k = key(d, m, c);
+        const ChunkCost& cost = costs.costs[k];
+        Op op;
+        op.device = dev;
+        op.micro_batch = m;
+        op.chunk = c;
+        if (sops[pos].kind == PassKind::kForward) {
+          int32_t ag = -1;
+          if (zero3 && pos == first_f[c] && statics[c].grad_bytes_per_gpu > 0) {
+            Op g{OpKind::kDpAllGather,
+                 Lane::kDp,
+                 PassKind::kForward,
+                 dev,
+                 -1,
+                 c,
+                 0,
+                 nbuckets(c) * comm.dp_latency_us +
+                     frac * statics[c].grad_bytes_per_gpu / comm.dp_bytes_per_s * 1e6,
+                 statics[c].grad_bytes_per_gpu};
+            ag = b.NewOp(g, -1);
+          }
+          op.kind = OpKind::kForward;
+          op.duration_us = cost.fwd_us;
+          const int32_t f = b.NewOp(op, k);
+          if (ag >= 0) b.AddEdge(f, ag);
+          int32_t last = f;
+          if (b.shape[0]) {
+            op.kind = OpKind::kTpCollective;
+            op.pass = PassKind::kForward;
+            op.duration_us = cost.tp_fwd_us;
+            last = b.NewOp(op, k);
+          }
+          fwd_first[k] = f;
+          fwd_last[k] = last;
+          if (send_present(c) && (c + 1) % P != r) {
+            Op s{OpKind::kP2pSendActivation,   Lane::kP2pForward, PassKind::kForward, dev, m, c, 0,
+                 P2pUs(cost.send_bytes, comm), cost.send_bytes};
+            send_act[k] = b.NewOp(s, k);
+            b.AddEdge(send_act[k], last);
+          }
+        } else {
+          int32_t ag = -1;
+          if (zero3 && pos == first_b[c] && statics[c].grad_bytes_per_gpu > 0) {
+            Op g{OpKind::kDpAllGather,
+                 Lane::kDp,
+                 PassKind::kBackward,
+                 dev,
+                 -1,
+                 c,
+                 0,
+                 nbuckets(c) * comm.dp_latency_us +
+                     frac * statics[c].grad_bytes_per_gpu / comm.dp_bytes_per_s * 1e6,
+                 statics[c].grad_bytes_per_gpu};
+            ag = b.NewOp(g, -1);
+          }
+          op.pass = PassKind::kBackward;
+          int32_t first = -1;
+          if (b.shape[2 + c]) {
+            op.kind = OpKind::kRecompute;
+            op.duration_us = cost.recompute_us;
+            first = b.NewOp(op, k);
+          }
+          op.kind = OpKind::kBackward;
+          op.duration_us = cost.bwd_us;
+          int32_t last = b.NewOp(op, k);
+          if (first < 0) first = last;
+          if (b.shape[1]) {
+            op.kind = OpKind::kTpCollective;
+            op.duration_us = cost.tp_bwd_us;
+            last = b.NewOp(op, k);
+          }
+          bwd_first[k] = first;
+          bwd_last[k] = last;
+          b.AddEdge(first, fwd_last[k]);
+          if (ag >= 0) b.AddEdge(first, ag);
+          if (c > 0 && send_present(c - 1) && (c - 1) % P != r) {
+            const int32_t kp = key(d, m, c - 1);
+            const int64_t bytes = costs.costs[kp].send_bytes;
+            Op s{OpKind::kP2pSendGradient,
+                 Lane::kP2pBackward,
+                 PassKind::kBackward,
+                 dev,
+                 m,
+                 c,
+                 0,
+                 P2pUs(bytes, comm),
+                 bytes};
+            send_grad[k] = b.NewOp(s, kp);
+            b.AddEdge(send_grad[k], last);
+          }
+          if (has_dp && pos == last_b[c]) {
+            const int64_t nb = nbuckets(c), total = statics[c].grad_bytes_per_gpu;
+            for (int64_t j = 0; j < nb; ++j) {
+              const int64_t bytes = std::min(comm.dp_bucket_bytes, total - j * comm.dp_bucket_bytes);
+              const double volume_us = frac * static_cast<double>(bytes) / comm.dp_bytes_per_s * 1e6;
+              double dur = 0;
+              if (pc.zero_stage == 0)
+                dur = 2 * volume_us + comm.dp_latency_us;
+              else if (pc.zero_stage < 3)
+                dur = 2 * (volume_us + comm.dp_latency_us);
+              else
+                dur = volume_us + comm.dp_latency_us;
+              Op g{OpKind::kDpCollective,
+                   Lane::kDp,
+                   PassKind::kBackward,
+                   dev,
+                   -1,
+                   c,
+                   static_cast<int32_t>(j),
+                   dur,
+                   bytes};
+              const int32_t id = b.NewOp(g, -1);
+              if (j == 0) grad_begin[static_cast<size_t>(d) * C + c] = id;
+            }
+          }
+        }
+      }
+    }
+  }
+  // Cross-device dependencies.
+  for (int d = 0; d < D; ++d)
+    for (int m = 0; m < M; ++m)
+      for (int c = 0; c < C; ++c) {
+        const int32_t k = key(d, m, c);
+        if (c > 0) b.AddEdge(fwd_first[k], send_act[k - 1] >= 0 ? send_act[k - 1] : fwd_last[k - 1]);
+        if (c + 1 < C) b.AddEdge(bwd_first[k], send_grad[k + 1] >= 0 ? send_grad[k + 1] : bwd_last[k + 1]);
+      }
+  // DP barriers: one per chunk with gradients.
+  if (has_dp) {
+    for (int c = 0; c < C; ++c) {
+      const int64_t nb = nbuckets(c);
+      if (nb == 0) continue;
+      Op g{OpKind::kBarrier, Lane::kDp, PassKind::kBackward, -1, -1, c, 0, 0.0, 0};
+      const int32_t bar = b.NewOp(g, -1);
+      for (int d = 0; d < D; ++d) {
+        const int32_t ready = bwd_last[key(d, last_b_mb[c], c)];
+        b.AddEdge(bar, ready);
+        const int32_t g0 = grad_begin[static_cast<size_t>(d) * C + c];
+        for (int64_t j = 0; j < nb; ++j) b.edges.push_back({static_cast<int32_t>(g0 + j), bar, ready});
+      }
+    }
+  }
+
+  // Topological order over dependencies + lane order (Boost.Graph).
+  const int n = static_cast<int>(b.ops.size());
+  using G = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+  G graph(n);
+  for (const auto& e : b.edges) boost::add_edge(e.from, e.to, graph);
+  for (int i = 0; i < n; ++i)
+    if (b.lane_prev[i] >= 0) boost::add_edge(b.lane_prev[i], i, graph);
+  std::vector<int32_t> order;
+  order.reserve(n);
+  bool cyclic = false;
+  try {
+    boost::topological_sort(graph, std::back_inserter(order));
+  } catch (const boost::not_a_dag&) {
+    cyclic = true;
+  } catch (const std::exception& e) {
+    return Error(std::string("op graph: topological sort failed: ") + e.what());
+  }
+  OpGraph g;
+  g.parallel = pc;
+  g.num_devices = D * P;
+  if (cyclic) {
+    g.ops = b.ops;
+    std::vector<std::vector<int32_t>> preds(n);
+    for (const auto& e : b.edges) preds[e.to].push_back(e.from);
+    for (int i = 0; i < n; ++i)
+      if (b.lane_prev[i] >= 0) preds[i].push_back(b.lane_prev[i]);
+    return CycleError(g, preds);
+  }
+  std::reverse(order.begin(), order.end());
+  std::vector<int32_t> new_id(n);
+  for (int i = 0; i < n; ++i) new_id[order[i]] = i;
+
+  g.ops.resize(n);
+  g.lane_prev.resize(n);
+  g.duration_us.resize(n);
+  g.source.cost_index.resize(n);
+  for (int i = 0; i < n; ++i) {
+    const int32_t o = order[i];
+    g.ops[i] = b.ops[o];
+    g.duration_us[i] = b.ops[o].duration_us;
+    g.lane_prev[i] = b.lane_prev[o] >= 0 ? new_id[b.lane_prev[o]] : -1;
+    g.source.cost_index[i] = b.cost_index[o];
+  }
+  g.dep_begin.assign(n + 1, 0);
+  for (const auto& e : b.edges) ++g.dep_begin[new_id[e.to] + 1];
+  for (int i = 0; i < n; ++i) g.dep_begin[i + 1] += g.dep_begin[i];
+  g.deps.resize(b.edges.size());
+  g.local_deps.resize(b.edges.size());
+  std::vector<int32_t> fill(g.dep_begin.begin(), g.dep_begin.end() - 1);
+  for (const auto& e : b.edges) {
+    const int32_t slot = fill[new_id[e.to]]++;
+    g.deps[slot] = new_id[e.from];
+    g.local_deps[slot] = new_id[e.local_from];
+  }
+  g.source.comm = comm;
+  g.source.statics = statics;
+  g.source.shape = std::move(b.shape);
+  return g;
+}
+
+Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const IterationCosts& costs) {
+  OpGraph& g = *graph;
+  const ParallelConfig& pc = g.parallel;
+  if (costs.dp != pc.dp || costs.micro_batches != pc.micro_batches || costs.chunks != pc.chunks() ||
+      costs.costs.size() != static_cast<size_t>(pc.dp) * pc.micro_batches * pc.chunks())
+    return Error("op graph: re-pricing with costs of another shape");
+  std::vector<uint8_t> shape = ShapeOf(costs, g.source.comm);
+  bool same = shape == g.source.shape;
+  if (!same) {
+    // Ops present in the graph may take zero durations; only a category missing from the graph forces a
+    // rebuild.
+    same = true;
+    for (size_t i = 0; i < shape.size(); ++i)
+      if (shape[i] && !g.source.shape[i]) same = false;
+  }
+  if (!same) {
+    MMTWIN_ASSIGN_OR_RETURN(OpGraph rebuilt,
+                            BuildIterationGraph(pc, schedule, costs, g.source.statics, g.source.comm));
+    g = std::move(rebuilt);
+    return Status();
+  }
+  for (size_t i = 0; i < costs.costs.size(); ++i) {
+    MMTWIN_RETURN_IF_ERROR(CheckCost(costs, i));
+    if (costs.costs[i].send_bytes > 0 && pc.pp > 1 && !(g.source.comm.p2p_bytes_per_s > 0))
+      return Error("op graph: CommSpec.p2p_bytes_per_s must be > 0 when chunks send bytes");
+  }
+  const int n = g.num_ops();
+  for (int i = 0; i < n; ++i) {
+    const int32_t ci = g.source.cost_index[i];
+    if (ci < 0) continue;
+    Op& op = g.ops[i];
+    const ChunkCost& k = costs.costs[ci];
+    op.duration_us = CostDuration(op, k, g.source.comm);
+    if (op.kind == OpKind::kP2pSendActivation || op.kind == OpKind::kP2pSendGradient) op.bytes = k.send_bytes;
+    g.duration_us[i] = op.duration_us;
+  }
+  return Status();
+}
+
+}  // namespace mmtwin

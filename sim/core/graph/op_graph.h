@@ -1,0 +1,133 @@
+// The iteration's op graph: a priced plan (schedule + IterationCosts + per-chunk statics + link speeds) as
+// ops with durations, explicit dependencies and a per-(device, lane) order. The evaluators
+// (core/eval/analytic.h, the SimGrid engine) time it; the Perfetto export draws it.
+//
+// Devices: one TP group = one device, index dp_idx * pp + pp_idx (core/plan/plan.h). Each device has four
+// lanes that run concurrently; the ops of one lane run one at a time, in the order the schedule gives:
+//   compute  forward, recompute, backward and TP collectives (TP is serialized with compute)
+//   p2p_fwd  activation sends to the next pipeline rank        p2p_bwd  gradient sends to the previous rank
+//   dp       DP gradient collectives (and ZeRO-3 weight all-gathers)
+// Barriers (device -1, zero duration) join the DP replicas before a gradient collective.
+//
+// Ops per DP replica d, micro-batch m, chunk c on device (d, c % pp), in the rank's schedule order:
+//   forward   fwd_us;          then tp_collective (pass forward) tp_fwd_us        [compute lane]
+//   recompute recompute_us;    backward bwd_us; then tp_collective (pass backward) tp_bwd_us (TP of the
+//   backward
+//             and of the recompute, since ChunkCost has one figure for both)       [compute lane]
+//   p2p_send_activation after the forward group of chunk c < chunks-1: send_bytes of (d,m,c), duration
+//             p2p_latency_us + bytes / p2p_bytes_per_s (in us) [p2p_fwd lane of the sender]; the next chunk's
+//             forward depends on it. p2p_send_gradient after the backward group of chunk c > 0: send_bytes of
+//             (d,m,c-1) (the gradient of that activation) [p2p_bwd lane]. The receive is not an op (the
+//             receiver just depends on the send). No send when consecutive chunks share a rank (pp == 1).
+//   Presence: TP ops exist iff some cost has tp_*_us > 0; recompute ops for chunk c iff some cost of chunk c
+//   has recompute_us > 0; sends of boundary c iff p2p_latency_us > 0 or some send_bytes of chunk c > 0. Such
+//   ops may then have zero duration for some micro-batches (this keeps the shape stable for
+//   RepriceIterationGraph). Dependencies: forward(m,c) <- activation send (or the forward group) of (m,c-1);
+//   the backward group's first op
+//   <- its own forward group and the gradient send (or the backward group) of (m,c+1).
+// DP (dp > 1 only), per chunk c on every device holding it, B = grad_bytes_per_gpu split into buckets of
+// dp_bucket_bytes (the last one smaller), d = dp, bw = dp_bytes_per_s, lat = dp_latency_us:
+//   ZeRO-0    all-reduce per bucket: 2(d-1)/d * b / bw + lat
+//   ZeRO-1/2  reduce-scatter + all-gather per bucket (same volume): 2 * ((d-1)/d * b / bw + lat)
+//   ZeRO-3    reduce-scatter per bucket: (d-1)/d * b / bw + lat; plus one weight all-gather op (kind
+//             dp_all_gather) of the chunk's bf16 weights (the same bytes as its bf16 gradients) before its
+//             first forward and one before its first backward: n_buckets * lat + (d-1)/d * B / bw each,
+//             queued on the dp lane at the schedule position of that forward/backward, with no other
+//             dependency (prefetch).
+//   A chunk's gradient buckets all become ready at its last backward (per-layer readiness is not modelled): a
+//   barrier op waits for that backward group on EVERY replica (deps in replica order), and every bucket
+//   depends on the barrier; so a chunk's buckets overlap the remaining backwards of the other chunks.
+//   The optimizer step is not modelled.
+//
+// Ops are stored in a topological order (checked with Boost.Graph over dependencies + lane order): every
+// dependency and lane predecessor of op i has an index < i, so an evaluator sweeps i = 0 .. n-1.
+//
+//   MMTWIN_ASSIGN_OR_RETURN(Schedule s, BuildSchedule("1f1b", pc.pp, pc.vpp, pc.micro_batches));
+//   MMTWIN_ASSIGN_OR_RETURN(OpGraph g, BuildIterationGraph(pc, s, costs, statics, comm));
+//   for (int i = 0; i < g.num_ops(); ++i) for (int32_t d : g.Deps(i)) ...
+//   // next iteration, same plan shape: MMTWIN_RETURN_IF_ERROR(RepriceIterationGraph(&g, next_costs));
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/plan/plan.h"
+#include "core/util/status.h"
+
+namespace mmtwin {
+
+enum class OpKind : uint8_t {
+  kForward,
+  kRecompute,
+  kBackward,
+  kTpCollective,
+  kP2pSendActivation,
+  kP2pSendGradient,
+  kDpCollective,  // gradient all-reduce / reduce-scatter (+ all-gather) of one bucket
+  kDpAllGather,   // ZeRO-3 weight all-gather of one chunk
+  kBarrier,       // zero-duration join of the DP replicas (device -1)
+};
+enum class Lane : uint8_t { kCompute = 0, kP2pForward = 1, kP2pBackward = 2, kDp = 3 };
+inline constexpr int kNumLanes = 4;
+
+// "forward", "recompute", "backward", "tp_collective", "p2p_send_activation", "p2p_send_gradient",
+// "dp_collective", "dp_all_gather", "barrier".
+const char* OpKindName(OpKind k);
+// "compute", "p2p_fwd", "p2p_bwd", "dp".
+const char* LaneName(Lane l);
+
+struct Op {
+  OpKind kind = OpKind::kForward;
+  Lane lane = Lane::kCompute;
+  PassKind pass = PassKind::kForward;  // tp_collective: which pass it belongs to; dp_all_gather: before which
+  int32_t device = 0;                  // dp_idx * pp + pp_idx; -1 for barriers
+  int32_t micro_batch = -1;            // -1 for DP ops and barriers
+  int32_t chunk = 0;
+  int32_t bucket = 0;  // dp_collective: bucket index within the chunk
+  double duration_us = 0;
+  int64_t bytes = 0;  // p2p: bytes sent; dp: bytes of the bucket (all-gather: of the chunk)
+};
+
+struct OpGraph {
+  ParallelConfig parallel;
+  int num_devices = 0;  // dp * pp
+  std::vector<Op> ops;  // topological order
+  // CSR of explicit dependencies: deps of op i are deps[dep_begin[i] .. dep_begin[i+1]), all < i.
+  std::vector<int32_t> dep_begin;
+  std::vector<int32_t> deps;
+  // Same layout, with every barrier dependency replaced by the one op of the op's own DP replica that the
+  // barrier waits for: timing with these gives each replica "alone" (used for the idle attribution).
+  std::vector<int32_t> local_deps;
+  std::vector<int32_t> lane_prev;   // previous op on the same (device, lane), -1 if first or a barrier
+  std::vector<double> duration_us;  // = ops[i].duration_us, contiguous for the evaluator
+
+  int num_ops() const { return static_cast<int>(ops.size()); }
+  std::span<const int32_t> Deps(int i) const {
+    return {deps.data() + dep_begin[i], static_cast<size_t>(dep_begin[i + 1] - dep_begin[i])};
+  }
+  // "backward mb 3 chunk 5 on device 9 (dp 1, stage 1)" etc.
+  std::string Describe(int i) const;
+
+  // For RepriceIterationGraph: what the graph was built from. Not for general use.
+  struct Source {
+    CommSpec comm;
+    std::vector<ChunkStatic> statics;
+    std::vector<int32_t> cost_index;  // per op: index into IterationCosts::costs (-1: none)
+    std::vector<uint8_t> shape;       // op presence flags the graph was built with
+  } source;
+};
+
+// Builds and checks the graph. Errors: schedule or costs not matching pc (sizes, invalid schedule), negative
+// or non-finite durations, bytes > 0 over a link of speed <= 0, dp_bucket_bytes <= 0, a dependency cycle
+// (names the ops on it).
+Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& schedule,
+                                    const IterationCosts& costs, const std::vector<ChunkStatic>& statics,
+                                    const CommSpec& comm);
+
+// Re-prices the graph for another iteration's costs (same dp, M, chunks): O(ops), no allocation when the op
+// presence (see above) is unchanged; otherwise rebuilds it with `schedule`.
+Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const IterationCosts& costs);
+
+}  // namespace mmtwin

@@ -1,0 +1,170 @@
+#include "core/plan/schedule.h"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace mmtwin {
+namespace {
+
+PipeOp Fwd(int m, int c) { return PipeOp{PassKind::kForward, m, c}; }
+PipeOp Bwd(int m, int c) { return PipeOp{PassKind::kBackward, m, c}; }
+
+void BuildGpipe(Schedule& s) {
+  for (int r = 0; r < s.pp; ++r) {
+    auto& ops = s.per_rank[r];
+    for (int m = 0; m < s.micro_batches; ++m) ops.push_back(Fwd(m, r));
+    for (int m = 0; m < s.micro_batches; ++m) ops.push_back(Bwd(m, r));
+  }
+}
+
+void Build1f1b(Schedule& s) {
+  const int M = s.micro_batches;
+  for (int r = 0; r < s.pp; ++r) {
+    auto& ops = s.per_rank[r];
+    const int warmup = std::min(s.pp - r - 1, M);
+    for (int m = 0; m < warmup; ++m) ops.push_back(Fwd(m, r));
+    for (int i = 0; i < M - warmup; ++i) {
+      ops.push_back(Fwd(warmup + i, r));
+      ops.push_back(Bwd(i, r));
+    }
+    for (int m = M - warmup; m < M; ++m) ops.push_back(Bwd(m, r));
+  }
+}
+
+// Megatron-LM forward_backward_pipelining_with_interleaving (get_model_chunk_id / microbatch id in a group).
+void BuildInterleaved(Schedule& s) {
+  const int pp = s.pp, vpp = s.vpp, M = s.micro_batches;
+  const int total = M * vpp, group = pp * vpp;
+  for (int r = 0; r < pp; ++r) {
+    auto chunk_of = [&](int k, bool forward) {
+      int model_chunk = (k % group) / pp;
+      if (!forward) model_chunk = vpp - 1 - model_chunk;
+      return model_chunk * pp + r;
+    };
+    auto mb_of = [&](int k) { return (k / group) * pp + k % pp; };
+    auto F = [&](int k) { return Fwd(mb_of(k), chunk_of(k, true)); };
+    auto B = [&](int k) { return Bwd(mb_of(k), chunk_of(k, false)); };
+    auto& ops = s.per_rank[r];
+    const int warmup = std::min(2 * (pp - r - 1) + (vpp - 1) * pp, total);
+    for (int k = 0; k < warmup; ++k) ops.push_back(F(k));
+    for (int i = 0; i < total - warmup; ++i) {
+      ops.push_back(F(warmup + i));
+      ops.push_back(B(i));
+    }
+    for (int k = total - warmup; k < total; ++k) ops.push_back(B(k));
+  }
+}
+
+struct ScheduleEntry {
+  const char* name;
+  const char* description;
+  void (*build)(Schedule&);
+};
+
+const ScheduleEntry kSchedules[] = {
+    {"gpipe", "GPipe: all forwards, then all backwards; keeps M micro-batches of activations", BuildGpipe},
+    {"1f1b",
+     "PipeDream-flush 1F1B: min(pp-r-1, M) warm-up forwards, then one forward one backward, then cool-down",
+     Build1f1b},
+    {"interleaved-1f1b",
+     "Megatron interleaved 1F1B: vpp chunks per rank (chunk c on rank c % pp), micro-batches in groups of pp",
+     BuildInterleaved},
+};
+
+}  // namespace
+
+const std::vector<std::pair<std::string, std::string>>& ScheduleNames() {
+  static const std::vector<std::pair<std::string, std::string>> names = [] {
+    std::vector<std::pair<std::string, std::string>> v;
+    for (const auto& e : kSchedules) v.emplace_back(e.name, e.description);
+    return v;
+  }();
+  return names;
+}
+
+Result<Schedule> BuildSchedule(std::string_view name, int pp, int vpp, int micro_batches) {
+  const ScheduleEntry* entry = nullptr;
+  std::string valid;
+  for (const auto& e : kSchedules) {
+    if (name == e.name) entry = &e;
+    valid += (valid.empty() ? "" : ", ") + std::string(e.name);
+  }
+  if (entry == nullptr)
+    return Error("unknown schedule '" + std::string(name) + "'; valid values are: " + valid);
+  const std::string n(name);
+  if (pp < 1) return Error("schedule " + n + ": pp must be >= 1, got " + std::to_string(pp));
+  if (micro_batches < 1)
+    return Error("schedule " + n + ": micro_batches must be >= 1, got " + std::to_string(micro_batches));
+  if (n == "interleaved-1f1b") {
+    if (vpp < 2)
+      return Error("schedule interleaved-1f1b: vpp (virtual stages per rank) must be >= 2, got " +
+                   std::to_string(vpp) + " (use 1f1b for vpp = 1)");
+    if (micro_batches % pp != 0)
+      return Error("schedule interleaved-1f1b: micro_batches (" + std::to_string(micro_batches) +
+                   ") must be a multiple of pp (" + std::to_string(pp) + ")");
+  } else if (vpp != 1) {
+    return Error("schedule " + n + ": vpp must be 1, got " + std::to_string(vpp) +
+                 " (virtual stages need interleaved-1f1b)");
+  }
+  Schedule s;
+  s.name = n;
+  s.pp = pp;
+  s.vpp = vpp;
+  s.micro_batches = micro_batches;
+  s.per_rank.assign(pp, {});
+  for (auto& ops : s.per_rank) ops.reserve(2 * static_cast<size_t>(micro_batches) * vpp);
+  entry->build(s);
+  return s;
+}
+
+Status ValidateSchedule(const Schedule& s) {
+  if (s.pp < 1 || s.vpp < 1 || s.micro_batches < 1)
+    return Error("schedule '" + s.name + "': pp, vpp and micro_batches must be >= 1");
+  if (static_cast<int>(s.per_rank.size()) != s.pp)
+    return Error("schedule '" + s.name + "': has " + std::to_string(s.per_rank.size()) +
+                 " ranks, expected pp = " + std::to_string(s.pp));
+  const int chunks = s.pp * s.vpp, M = s.micro_batches;
+  // state per (m, c): 0 nothing, 1 forward seen, 2 backward seen
+  std::vector<uint8_t> state(static_cast<size_t>(M) * chunks, 0);
+  for (int r = 0; r < s.pp; ++r) {
+    for (const PipeOp& op : s.per_rank[r]) {
+      const std::string what = std::string(op.kind == PassKind::kForward ? "forward" : "backward") +
+                               " of micro-batch " + std::to_string(op.micro_batch) + " chunk " +
+                               std::to_string(op.chunk) + " on rank " + std::to_string(r);
+      if (op.chunk < 0 || op.chunk >= chunks || op.chunk % s.pp != r)
+        return Error("schedule '" + s.name + "': " + what + ": chunk not on this rank");
+      if (op.micro_batch < 0 || op.micro_batch >= M)
+        return Error("schedule '" + s.name + "': " + what + ": micro-batch out of range");
+      uint8_t& st = state[static_cast<size_t>(op.micro_batch) * chunks + op.chunk];
+      if (op.kind == PassKind::kForward) {
+        if (st != 0) return Error("schedule '" + s.name + "': " + what + ": duplicate forward");
+        st = 1;
+      } else {
+        if (st == 0) return Error("schedule '" + s.name + "': " + what + ": backward before its forward");
+        if (st == 2) return Error("schedule '" + s.name + "': " + what + ": duplicate backward");
+        st = 2;
+      }
+    }
+  }
+  for (int m = 0; m < M; ++m)
+    for (int c = 0; c < chunks; ++c)
+      if (state[static_cast<size_t>(m) * chunks + c] != 2)
+        return Error("schedule '" + s.name + "': micro-batch " + std::to_string(m) + " chunk " +
+                     std::to_string(c) + " is missing its " +
+                     (state[static_cast<size_t>(m) * chunks + c] == 0 ? "forward" : "backward"));
+  return Status();
+}
+
+std::vector<int> MaxInFlight(const Schedule& s) {
+  std::vector<int> out(s.per_rank.size(), 0);
+  for (size_t r = 0; r < s.per_rank.size(); ++r) {
+    int cur = 0;
+    for (const PipeOp& op : s.per_rank[r]) {
+      cur += op.kind == PassKind::kForward ? 1 : -1;
+      out[r] = std::max(out[r], cur);
+    }
+  }
+  return out;
+}
+
+}  // namespace mmtwin

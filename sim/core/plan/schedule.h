@@ -1,0 +1,48 @@
+// Pipeline schedules: the order in which every pipeline rank runs the forwards and backwards of its chunks
+// (core/plan/plan.h: Schedule, PipeOp). One explicit registry (name, one-line description); a schedule is a
+// pure function of (pp, vpp, micro_batches) and is the same for every DP replica.
+//
+// Built in (algorithms.md §5):
+//   gpipe             rank r: F(0..M-1) then B(0..M-1) of its chunk r. vpp must be 1.
+//   1f1b              rank r: w = min(pp - r - 1, M) warm-up forwards, then pairs F(w + i), B(i) (1F1B steady
+//                     state), then the cool-down backwards. vpp must be 1.
+//   interleaved-1f1b  Megatron-LM's virtual pipeline: vpp >= 2 chunks per rank (chunk c on rank c % pp), the
+//                     M * vpp forward "virtual micro-batches" of a rank visited in groups of pp micro-batches
+//                     per chunk (k -> chunk (k mod pp*vpp) / pp, micro-batch (k / (pp*vpp)) * pp + k mod pp;
+//                     backwards visit chunks in reverse); warm-up 2 (pp - r - 1) + (vpp - 1) pp forwards,
+//                     capped at M * vpp, then 1F1B, then cool-down. Requires M % pp == 0.
+//
+// Chunks are global chunk ids (0 .. pp*vpp - 1); micro-batches are 0 .. M-1.
+//
+//   MMTWIN_ASSIGN_OR_RETURN(Schedule s, BuildSchedule("1f1b", /*pp=*/4, /*vpp=*/1, /*micro_batches=*/8));
+//   std::vector<int> peak = MaxInFlight(s);  // {4, 3, 2, 1}: micro-batch-chunks whose activations are held
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/plan/plan.h"
+#include "core/util/status.h"
+
+namespace mmtwin {
+
+// The registry in a fixed order: (name, one-line description).
+const std::vector<std::pair<std::string, std::string>>& ScheduleNames();
+
+// Builds the named schedule. Errors: unknown name ("unknown schedule 'x'; valid values are: gpipe, 1f1b,
+// interleaved-1f1b"), pp < 1, micro_batches < 1, vpp != 1 for gpipe/1f1b, vpp < 2 or M % pp != 0 for
+// interleaved-1f1b.
+Result<Schedule> BuildSchedule(std::string_view name, int pp, int vpp, int micro_batches);
+
+// Checks the structure: per_rank has pp entries; every op's chunk lies on its rank (chunk % pp == rank) and
+// in [0, pp*vpp), micro-batch in [0, M); every (micro-batch, chunk) has exactly one forward and one backward
+// on its rank, the forward first.
+Status ValidateSchedule(const Schedule& s);
+
+// Per rank: the largest number of micro-batch-chunks whose forward has run and whose backward has not yet
+// (the activations the schedule keeps alive). 1F1B: min(pp - r, M); GPipe: M.
+std::vector<int> MaxInFlight(const Schedule& s);
+
+}  // namespace mmtwin
