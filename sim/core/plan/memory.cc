@@ -1,0 +1,126 @@
+#include "core/plan/memory.h"
+
+#include <algorithm>
+#include <string>
+
+namespace mmtwin {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return b <= 1 ? a : (a + b - 1) / b; }
+
+void Finish(StageMemory& m) {
+  m.fits = m.peak_bytes <= m.capacity_bytes;
+  m.short_bytes = m.fits ? 0 : m.peak_bytes - m.capacity_bytes;
+}
+
+}  // namespace
+
+int64_t ModelStateBytes(const ParallelConfig& parallel, int64_t params) {
+  const int64_t per_gpu = CeilDiv(params, std::max(1, parallel.tp));
+  const int64_t dp = std::max(1, parallel.dp);
+  const int64_t weights = 2 * per_gpu, grads = 2 * per_gpu, optimizer = 12 * per_gpu;
+  return (parallel.zero_stage >= 3 ? CeilDiv(weights, dp) : weights) +
+         (parallel.zero_stage >= 2 ? CeilDiv(grads, dp) : grads) +
+         (parallel.zero_stage >= 1 ? CeilDiv(optimizer, dp) : optimizer);
+}
+
+std::vector<int64_t> RankParams(const ParallelConfig& parallel, const Partition& partition,
+                                const std::vector<int64_t>& layer_params) {
+  const int pp = std::max(1, parallel.pp);
+  std::vector<int64_t> out(pp, 0);
+  const int n = static_cast<int>(layer_params.size());
+  for (int c = 0; c < partition.chunks(); ++c)
+    for (int l = std::max(0, partition.bounds[c]); l < std::min(n, partition.bounds[c + 1]); ++l)
+      out[PipeRankOfChunk(c, pp)] += layer_params[l];
+  return out;
+}
+
+std::vector<int64_t> RankModelStateBytes(const ParallelConfig& parallel, const Partition& partition,
+                                         const std::vector<int64_t>& layer_params) {
+  std::vector<int64_t> out = RankParams(parallel, partition, layer_params);
+  for (int64_t& b : out) b = ModelStateBytes(parallel, b);
+  return out;
+}
+
+Status ValidateMemoryInputs(const ParallelConfig& parallel, const Partition& partition,
+                            const std::vector<int64_t>& layer_params, const Schedule& schedule,
+                            const IterationCosts& costs) {
+  const int chunks = parallel.chunks();
+  MMTWIN_RETURN_IF_ERROR(ValidatePartition(partition, static_cast<int>(layer_params.size()), chunks));
+  if (static_cast<int>(schedule.per_rank.size()) != parallel.pp)
+    return Error("memory: schedule has " + std::to_string(schedule.per_rank.size()) +
+                 " ranks, expected pp = " + std::to_string(parallel.pp));
+  if (costs.chunks != chunks || costs.dp < 1 || costs.micro_batches < 1 ||
+      costs.costs.size() != static_cast<size_t>(costs.dp) * costs.micro_batches * costs.chunks)
+    return Error("memory: iteration costs are not [dp][micro_batches][" + std::to_string(chunks) + "]");
+  for (int r = 0; r < parallel.pp; ++r)
+    for (const PipeOp& op : schedule.per_rank[r]) {
+      if (op.micro_batch < 0 || op.micro_batch >= costs.micro_batches || op.chunk < 0 || op.chunk >= chunks ||
+          PipeRankOfChunk(op.chunk, parallel.pp) != r)
+        return Error("memory: rank " + std::to_string(r) + " schedules micro-batch " +
+                     std::to_string(op.micro_batch) + " chunk " + std::to_string(op.chunk) + " out of range");
+    }
+  return Status();
+}
+
+std::vector<StageMemory> ComputeMemory(const ParallelConfig& parallel, const Partition& partition,
+                                       const std::vector<int64_t>& layer_params, const Schedule& schedule,
+                                       const IterationCosts& costs, int64_t capacity_bytes) {
+  const int pp = std::max(1, parallel.pp);
+  const int chunks = costs.chunks;
+  const std::vector<int64_t> states = RankModelStateBytes(parallel, partition, layer_params);
+  std::vector<StageMemory> out(pp);
+  for (int r = 0; r < pp; ++r) {
+    StageMemory& m = out[r];
+    m.stage = r;
+    m.capacity_bytes = capacity_bytes;
+    m.model_state_bytes = states[r];
+    const std::vector<PipeOp> empty;
+    const std::vector<PipeOp>& ops =
+        r < static_cast<int>(schedule.per_rank.size()) ? schedule.per_rank[r] : empty;
+    int64_t send = 0, recv = 0;
+    for (int d = 0; d < costs.dp; ++d) {
+      for (int k = 0; k < costs.micro_batches; ++k)
+        for (int c = r; c < chunks; c += pp) {
+          send = std::max(send, costs.At(d, k, c).send_bytes);
+          if (c > 0) recv = std::max(recv, costs.At(d, k, c - 1).send_bytes);
+        }
+      int64_t held = 0, peak = 0;
+      for (const PipeOp& op : ops) {
+        if (op.micro_batch < 0 || op.micro_batch >= costs.micro_batches || op.chunk < 0 || op.chunk >= chunks)
+          continue;
+        const ChunkCost& cc = costs.At(d, op.micro_batch, op.chunk);
+        if (op.kind == PassKind::kForward) {
+          held += cc.act_bytes;
+          peak = std::max(peak, held);
+        } else {
+          peak = std::max(peak, held + std::max<int64_t>(0, cc.act_bytes_no_recompute - cc.act_bytes));
+          held -= cc.act_bytes;
+        }
+      }
+      m.peak_activation_bytes = std::max(m.peak_activation_bytes, peak);
+    }
+    m.boundary_bytes = send + recv;
+    m.peak_bytes = m.model_state_bytes + m.peak_activation_bytes + m.boundary_bytes;
+    Finish(m);
+  }
+  return out;
+}
+
+std::vector<StageMemory> MergeMemory(const std::vector<StageMemory>& a, const std::vector<StageMemory>& b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  std::vector<StageMemory> out = a;
+  for (size_t r = 0; r < out.size() && r < b.size(); ++r) {
+    StageMemory& m = out[r];
+    m.model_state_bytes = std::max(m.model_state_bytes, b[r].model_state_bytes);
+    m.peak_activation_bytes = std::max(m.peak_activation_bytes, b[r].peak_activation_bytes);
+    m.boundary_bytes = std::max(m.boundary_bytes, b[r].boundary_bytes);
+    m.peak_bytes = std::max(m.peak_bytes, b[r].peak_bytes);
+    m.capacity_bytes = std::min(m.capacity_bytes, b[r].capacity_bytes);
+    Finish(m);
+  }
+  return out;
+}
+
+}  // namespace mmtwin

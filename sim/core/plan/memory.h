@@ -1,0 +1,80 @@
+// Memory model of a pipeline-parallel plan (algorithms.md §4): per pipeline rank (one GPU of its TP group,
+// the worst DP replica), bytes.
+//
+//   peak_bytes = model_state_bytes + peak_activation_bytes + boundary_bytes
+//
+// - Model states (mixed-precision Adam): the rank's chunks' parameters / tp (ceil) times 2 (bf16 weights) +
+//   2 (bf16 grads) + 12 (fp32 master weights, m, v) bytes. ZeRO shards over DP (ceil division): stage 1 the
+//   12, stage 2 also the 2 bytes of gradients, stage 3 (FSDP) also the 2 bytes of weights. Transient ZeRO-3
+//   all-gather buffers and fragmentation are not modelled.
+// - Activations: walk the rank's schedule order (Schedule::per_rank[r]) for every DP replica with that
+// replica's
+//   micro-batch costs. The forward of (mb, chunk) adds ChunkCost::act_bytes, its backward releases it. During
+//   a backward the recomputed layers of that chunk are rematerialized first (the op graph runs the chunk's
+//   whole recompute right before its backward), so the backward transiently adds act_bytes_no_recompute -
+//   act_bytes (0 without recompute) on top of what is held, including its own stored activations. The peak
+//   over the walk (max over DP replicas) is peak_activation_bytes. This is conservative against Megatron,
+//   which rematerializes one checkpointed group at a time.
+// - Boundary buffers: one send buffer and one receive buffer: the largest send_bytes of the rank's own chunks
+//   (activations out, and the same-sized gradients in) plus the largest send_bytes of the chunks feeding them
+//   (chunk c - 1: activations in, gradients out), over DP replicas and micro-batches. For a uniform middle
+//   stage this is 2 x send_bytes; the first rank has no receive buffer, the last no send buffer (vpp = 1).
+// - fits = peak_bytes <= capacity_bytes; short_bytes = max(0, peak_bytes - capacity_bytes).
+//
+// With uniform per-micro-batch costs this reproduces the textbook in-flight counts: 1F1B holds
+// min(pp - r, M) x act on rank r (warm-up min(pp - r - 1, M) forwards, plus the steady-state forward before
+// the first backward), GPipe M x act.
+//
+//   std::vector<StageMemory> mem = ComputeMemory(parallel, partition, layer_params, schedule, costs, 80ll <<
+//   30); for (int it = 1; it < n; ++it) mem = MergeMemory(mem, ComputeMemory(..., costs[it], ...)); if
+//   (!mem[r].fits) report "stage r is short by mem[r].short_bytes"
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/plan/plan.h"
+#include "core/util/status.h"
+
+namespace mmtwin {
+
+struct StageMemory {
+  int stage = 0;  // pipeline rank
+  int64_t model_state_bytes = 0;
+  int64_t peak_activation_bytes = 0;
+  int64_t boundary_bytes = 0;
+  int64_t peak_bytes = 0;  // sum of the three
+  int64_t capacity_bytes = 0;
+  bool fits = true;
+  int64_t short_bytes = 0;  // how much is missing (0 when it fits)
+};
+
+// Model-state bytes per GPU for `params` parameters (whole, all TP ranks) under `parallel` (tp, dp,
+// zero_stage).
+int64_t ModelStateBytes(const ParallelConfig& parallel, int64_t params);
+// Parameters on each pipeline rank (its chunks c with c % pp == r), from per-layer parameter counts.
+std::vector<int64_t> RankParams(const ParallelConfig& parallel, const Partition& partition,
+                                const std::vector<int64_t>& layer_params);
+// ModelStateBytes of every pipeline rank.
+std::vector<int64_t> RankModelStateBytes(const ParallelConfig& parallel, const Partition& partition,
+                                         const std::vector<int64_t>& layer_params);
+
+// Checks that the inputs agree: partition has pp * vpp chunks over layer_params.size() layers, the schedule
+// has pp ranks, costs are [dp][micro_batches][chunks] with chunks = pp * vpp, every schedule op's micro-batch
+// and chunk are in range and its chunk lives on that rank.
+Status ValidateMemoryInputs(const ParallelConfig& parallel, const Partition& partition,
+                            const std::vector<int64_t>& layer_params, const Schedule& schedule,
+                            const IterationCosts& costs);
+
+// One StageMemory per pipeline rank (size pp), max over DP replicas. Precondition: ValidateMemoryInputs is OK
+// (ops out of range are skipped, so bad input never reads out of bounds, but the answer is then meaningless).
+std::vector<StageMemory> ComputeMemory(const ParallelConfig& parallel, const Partition& partition,
+                                       const std::vector<int64_t>& layer_params, const Schedule& schedule,
+                                       const IterationCosts& costs, int64_t capacity_bytes);
+
+// Worst case of two per-iteration results (same ranks): each component is the max of the two, peak_bytes the
+// max of the two peaks (each iteration's peak is a real simultaneous sum, the sum of merged components may
+// not be), fits / short_bytes recomputed against the capacity. An empty side returns the other.
+std::vector<StageMemory> MergeMemory(const std::vector<StageMemory>& a, const std::vector<StageMemory>& b);
+
+}  // namespace mmtwin

@@ -1,0 +1,427 @@
+#include "core/plan/partition.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "core/util/rng.h"
+
+namespace mmtwin {
+namespace {
+
+std::vector<double> Prefix(const std::vector<double>& w) {
+  std::vector<double> p(w.size() + 1, 0.0);
+  for (size_t i = 0; i < w.size(); ++i) p[i + 1] = p[i] + w[i];
+  return p;
+}
+
+std::vector<double> ToDouble(const std::vector<int64_t>& v) {
+  std::vector<double> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = static_cast<double>(v[i]);
+  return out;
+}
+
+double PopulationVariance(const std::vector<double>& x) {
+  if (x.empty()) return 0;
+  double mean = 0;
+  for (double v : x) mean += v;
+  mean /= static_cast<double>(x.size());
+  double var = 0;
+  for (double v : x) var += (v - mean) * (v - mean);
+  return var / static_cast<double>(x.size());
+}
+
+std::vector<double> ChunkSums(const std::vector<double>& prefix, const Partition& p) {
+  std::vector<double> s(p.chunks());
+  for (int c = 0; c < p.chunks(); ++c) s[c] = prefix[p.bounds[c + 1]] - prefix[p.bounds[c]];
+  return s;
+}
+
+// ---- Policies ----
+
+Result<Partition> RunUniform(const PartitionContext& ctx, const Params&, PartitionReport&) {
+  return UniformPartition(ctx.profile.size(), ctx.chunks);
+}
+
+Result<Partition> RunParams(const PartitionContext& ctx, const Params&, PartitionReport&) {
+  return MinMaxPartition(ToDouble(ctx.profile.params), ctx.chunks);
+}
+
+Result<Partition> RunProfile(const PartitionContext& ctx, const Params&, PartitionReport&) {
+  return MinMaxPartition(ctx.profile.fwd_us, ctx.chunks);
+}
+
+// Scores BMP candidates incrementally from prefix sums (the mean chunk time is fixed: total / chunks).
+struct BmpScorer {
+  std::vector<double> prefix;
+  std::vector<int64_t> boundary;
+  int layers = 0, chunks = 1;
+  double mean = 0, comm_norm = 0, comm_weight = 0;
+
+  BmpScorer(const LayerProfile& profile, int c, double w)
+      : layers(profile.size()), chunks(c), comm_weight(w) {
+    prefix = Prefix(profile.fwd_us);
+    boundary = profile.boundary_bytes;
+    mean = prefix.back() / chunks;
+    int64_t max_b = 0;
+    for (int l = 0; l + 1 < layers; ++l) max_b = std::max(max_b, boundary[l]);
+    comm_norm = static_cast<double>(chunks - 1) * static_cast<double>(max_b);
+  }
+  // cuts: bounds[1..chunks-1].
+  double Score(const std::vector<int>& cuts, int64_t* comm_out = nullptr) const {
+    double sq = 0, prev = 0;
+    int64_t comm = 0;
+    for (int k = 0; k <= static_cast<int>(cuts.size()); ++k) {
+      const double end = k < static_cast<int>(cuts.size()) ? prefix[cuts[k]] : prefix[layers];
+      const double x = end - prev - mean;
+      sq += x * x;
+      prev = end;
+      if (k < static_cast<int>(cuts.size())) comm += boundary[cuts[k] - 1];
+    }
+    if (comm_out) *comm_out = comm;
+    double score = 0;
+    if (mean > 0) score += (sq / chunks) / (mean * mean);
+    if (comm_norm > 0) score += comm_weight * static_cast<double>(comm) / comm_norm;
+    return score;
+  }
+};
+
+Partition FromCuts(const std::vector<int>& cuts, int layers) {
+  Partition p;
+  p.bounds.reserve(cuts.size() + 2);
+  p.bounds.push_back(0);
+  p.bounds.insert(p.bounds.end(), cuts.begin(), cuts.end());
+  p.bounds.push_back(layers);
+  return p;
+}
+
+Result<Partition> RunBmp(const PartitionContext& ctx, const Params& params, PartitionReport& report) {
+  const int layers = ctx.profile.size();
+  const int chunks = ctx.chunks;
+  const int radius = static_cast<int>(params.Int("radius"));
+  const size_t top_k = static_cast<size_t>(params.Int("top_k"));
+  const double comm_weight = params.Double("comm_weight");
+  const int64_t max_candidates = params.Int("max_candidates");
+  const BmpScorer scorer(ctx.profile, chunks, comm_weight);
+
+  const Partition anchor = GreedyAnchorPartition(ctx.profile.fwd_us, chunks);
+  report.anchor = anchor;
+  const std::vector<int> anchor_cuts(anchor.bounds.begin() + 1, anchor.bounds.end() - 1);
+  const int ncuts = chunks - 1;
+
+  // Bounded max-heap of the best top_k valid candidates: (score, cuts), lexicographic.
+  using Entry = std::pair<double, std::vector<int>>;
+  std::vector<Entry> heap;
+  std::vector<int> cuts(ncuts);
+  auto consider = [&](const std::vector<int>& offsets) {
+    for (int k = 0; k < ncuts; ++k) {
+      cuts[k] = anchor_cuts[k] + offsets[k];
+      if (cuts[k] < 1 || cuts[k] > layers - 1 || (k > 0 && cuts[k] <= cuts[k - 1])) return;
+    }
+    ++report.candidates;
+    Entry e{scorer.Score(cuts), cuts};
+    if (heap.size() >= top_k && !(e < heap.front())) return;
+    for (const Entry& h : heap)
+      if (h.second == e.second) return;  // sampled mode may draw a vector twice
+    if (ctx.fits_with_full_recompute) {
+      ++report.memory_checks;
+      if (!ctx.fits_with_full_recompute(FromCuts(cuts, layers))) {
+        ++report.memory_rejected;
+        return;
+      }
+    }
+    heap.push_back(std::move(e));
+    std::push_heap(heap.begin(), heap.end());
+    if (heap.size() > top_k) {
+      std::pop_heap(heap.begin(), heap.end());
+      heap.pop_back();
+    }
+  };
+
+  std::vector<int> offsets(ncuts, -radius);
+  const double space = std::pow(2.0 * radius + 1.0, ncuts);
+  if (space <= static_cast<double>(max_candidates)) {
+    // Odometer over every offset vector.
+    while (true) {
+      consider(offsets);
+      int k = ncuts - 1;
+      while (k >= 0 && offsets[k] == radius) offsets[k--] = -radius;
+      if (k < 0) break;
+      ++offsets[k];
+    }
+  } else {
+    report.sampled = true;
+    Rng rng(static_cast<uint64_t>(params.Int("seed")));
+    std::fill(offsets.begin(), offsets.end(), 0);
+    consider(offsets);
+    for (int64_t i = 1; i < max_candidates; ++i) {
+      for (int k = 0; k < ncuts; ++k) offsets[k] = static_cast<int>(rng.Below(2 * radius + 1)) - radius;
+      consider(offsets);
+    }
+  }
+  std::sort(heap.begin(), heap.end());
+
+  bool anchor_fits = true;
+  if (ctx.fits_with_full_recompute) {
+    ++report.memory_checks;
+    anchor_fits = ctx.fits_with_full_recompute(anchor);
+  }
+  if (heap.empty() && !anchor_fits) {
+    report.memory_feasible = false;
+    report.score = scorer.Score(anchor_cuts);
+    return anchor;
+  }
+  if (!ctx.evaluate) {
+    if (heap.empty()) {  // cannot happen (the anchor is a candidate), kept for safety
+      report.score = scorer.Score(anchor_cuts);
+      return anchor;
+    }
+    report.score = heap.front().first;
+    return FromCuts(heap.front().second, layers);
+  }
+
+  std::vector<std::pair<double, std::vector<int>>> order;  // (score, cuts) in evaluation order
+  if (anchor_fits) order.emplace_back(scorer.Score(anchor_cuts), anchor_cuts);
+  for (const Entry& e : heap)
+    if (!(anchor_fits && e.second == anchor_cuts)) order.push_back(e);
+  size_t best = 0;
+  double best_time = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < order.size(); ++i) {
+    Partition p = FromCuts(order[i].second, layers);
+    Result<double> t = ctx.evaluate(p);
+    if (!t) return t.error().Wrap("partition policy 'bmp': evaluating candidate " + std::to_string(i));
+    report.evaluated.push_back(p);
+    report.evaluated_time_us.push_back(*t);
+    if (anchor_fits && i == 0) report.anchor_time_us = *t;
+    if (*t < best_time) {
+      best_time = *t;
+      best = i;
+    }
+  }
+  report.chosen_time_us = best_time;
+  report.score = order[best].first;
+  return FromCuts(order[best].second, layers);
+}
+
+std::vector<PartitionPolicyInfo>& Registry() {
+  static std::vector<PartitionPolicyInfo> r = {
+      {"uniform", "equal layer counts per chunk, the remainder spread evenly", {}, &RunUniform},
+      {"params",
+       "exact min-max of per-chunk parameter counts (DeepSpeed partition_method=parameters)",
+       {},
+       &RunParams},
+      {"profile", "exact min-max of per-chunk forward time (profile-based)", {}, &RunProfile},
+      {"bmp",
+       "OmniBal balanced model partition: greedy anchor, cuts jittered within +-radius, ranked by "
+       "VAR(fwd)+SUM(comm), top K timed by the evaluator",
+       {
+           {"radius",
+            ParamType::kInt,
+            "2",
+            "every cut of the anchor moves within +-radius layers",
+            {},
+            0,
+            16},
+           {"top_k",
+            ParamType::kInt,
+            "10",
+            "best-scored candidates timed by the evaluator (plus the anchor)",
+            {},
+            1,
+            1000},
+           {"comm_weight",
+            ParamType::kDouble,
+            "0.1",
+            "weight of SUM(comm)/((C-1)*max boundary) against VAR(fwd)/mean^2 in the score",
+            {},
+            0,
+            1e6},
+           {"max_candidates",
+            ParamType::kInt,
+            "2000000",
+            "score at most this many candidates (a seeded sample beyond it)",
+            {},
+            1,
+            1e9},
+           {"seed",
+            ParamType::kInt,
+            "1",
+            "seed of the candidate sample when the space exceeds max_candidates",
+            {},
+            0,
+            9e18},
+       },
+       &RunBmp},
+  };
+  return r;
+}
+
+}  // namespace
+
+Status ValidateLayerProfile(const LayerProfile& p) {
+  const size_t n = p.fwd_us.size();
+  auto check = [&](size_t size, const char* what) -> Status {
+    if (size != n)
+      return Error(std::string("layer profile: ") + what + " has " + std::to_string(size) +
+                   " entries, expected " + std::to_string(n));
+    return Status();
+  };
+  if (!p.layers.empty()) MMTWIN_RETURN_IF_ERROR(check(p.layers.size(), "layers"));
+  MMTWIN_RETURN_IF_ERROR(check(p.bwd_us.size(), "bwd_us"));
+  MMTWIN_RETURN_IF_ERROR(check(p.params.size(), "params"));
+  MMTWIN_RETURN_IF_ERROR(check(p.boundary_bytes.size(), "boundary_bytes"));
+  MMTWIN_RETURN_IF_ERROR(check(p.act_bytes.size(), "act_bytes"));
+  MMTWIN_RETURN_IF_ERROR(check(p.act_bytes_recompute.size(), "act_bytes_recompute"));
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(p.fwd_us[i]) || p.fwd_us[i] < 0 || !std::isfinite(p.bwd_us[i]) || p.bwd_us[i] < 0)
+      return Error("layer profile: layer " + std::to_string(i) + ": times must be finite and >= 0");
+    if (p.params[i] < 0 || p.boundary_bytes[i] < 0 || p.act_bytes[i] < 0 || p.act_bytes_recompute[i] < 0)
+      return Error("layer profile: layer " + std::to_string(i) + ": sizes must be >= 0");
+  }
+  return Status();
+}
+
+void PartitionMetrics(const LayerProfile& profile, const Partition& p, PartitionReport& out) {
+  const std::vector<double> fwd = ChunkSums(Prefix(profile.fwd_us), p);
+  out.var_fwd_us2 = PopulationVariance(fwd);
+  out.mean_fwd_us = 0;
+  out.max_fwd_us = 0;
+  for (double f : fwd) {
+    out.mean_fwd_us += f / static_cast<double>(fwd.size());
+    out.max_fwd_us = std::max(out.max_fwd_us, f);
+  }
+  out.sum_comm_bytes = 0;
+  for (int c = 0; c + 1 < p.chunks(); ++c) out.sum_comm_bytes += profile.boundary_bytes[p.bounds[c + 1] - 1];
+  out.var_params = PopulationVariance(ChunkSums(Prefix(ToDouble(profile.params)), p));
+  std::vector<double> counts(p.chunks());
+  for (int c = 0; c < p.chunks(); ++c) counts[c] = p.LayersIn(c);
+  out.var_layers = PopulationVariance(counts);
+}
+
+Partition UniformPartition(int layers, int chunks) {
+  Partition p;
+  for (int c = 0; c <= chunks; ++c)
+    p.bounds.push_back(static_cast<int>(static_cast<int64_t>(c) * layers / chunks));
+  return p;
+}
+
+double MaxChunkWeight(const std::vector<double>& weights, const Partition& p) {
+  const std::vector<double> s = ChunkSums(Prefix(weights), p);
+  return s.empty() ? 0 : *std::max_element(s.begin(), s.end());
+}
+
+Partition MinMaxPartition(const std::vector<double>& weights, int chunks) {
+  const int n = static_cast<int>(weights.size());
+  const std::vector<double> pre = Prefix(weights);
+  const double inf = std::numeric_limits<double>::infinity();
+  // Pass 1: f[c][i] = smallest possible max over the first i layers in c chunks.
+  std::vector<std::vector<double>> f(chunks + 1, std::vector<double>(n + 1, inf));
+  f[0][0] = 0;
+  for (int c = 1; c <= chunks; ++c)
+    for (int i = c; i <= n - (chunks - c); ++i)
+      for (int j = c - 1; j < i; ++j) {
+        if (f[c - 1][j] == inf) continue;
+        const double v = std::max(f[c - 1][j], pre[i] - pre[j]);
+        if (v < f[c][i]) f[c][i] = v;
+      }
+  const double best_max = f[chunks][n];
+  // Pass 2: among partitions whose every chunk is <= best_max, the smallest sum of squares. Chunk sums are
+  // the same expression (pre[i] - pre[j]) as in pass 1, so the optimal partition passes the comparison
+  // exactly.
+  std::vector<std::vector<double>> g(chunks + 1, std::vector<double>(n + 1, inf));
+  std::vector<std::vector<int>> from(chunks + 1, std::vector<int>(n + 1, -1));
+  g[0][0] = 0;
+  for (int c = 1; c <= chunks; ++c)
+    for (int i = c; i <= n - (chunks - c); ++i)
+      for (int j = c - 1; j < i; ++j) {
+        if (g[c - 1][j] == inf) continue;
+        const double s = pre[i] - pre[j];
+        if (s > best_max) continue;
+        const double v = g[c - 1][j] + s * s;
+        if (v < g[c][i]) {  // strict: ties keep the earliest cut j
+          g[c][i] = v;
+          from[c][i] = j;
+        }
+      }
+  Partition p;
+  p.bounds.assign(chunks + 1, 0);
+  int i = n;
+  for (int c = chunks; c >= 1; --c) {
+    p.bounds[c] = i;
+    i = from[c][i];
+  }
+  p.bounds[0] = 0;
+  return p;
+}
+
+Partition GreedyAnchorPartition(const std::vector<double>& fwd_us, int chunks) {
+  const int n = static_cast<int>(fwd_us.size());
+  const std::vector<double> pre = Prefix(fwd_us);
+  Partition p;
+  p.bounds.push_back(0);
+  int start = 0;
+  for (int c = 0; c + 1 < chunks; ++c) {
+    const int remaining = chunks - c;
+    const double target = (pre[n] - pre[start]) / remaining;
+    const int lo = start + 1, hi = n - (remaining - 1);  // end of this chunk, inclusive range
+    int best = lo;
+    double best_d = std::fabs(pre[lo] - pre[start] - target);
+    for (int e = lo + 1; e <= hi; ++e) {
+      const double d = std::fabs(pre[e] - pre[start] - target);
+      if (d < best_d) {
+        best_d = d;
+        best = e;
+      }
+      if (pre[e] - pre[start] >= target) break;  // prefix sums only grow from here
+    }
+    p.bounds.push_back(best);
+    start = best;
+  }
+  p.bounds.push_back(n);
+  return p;
+}
+
+double BmpScore(const LayerProfile& profile, const Partition& p, double comm_weight) {
+  const BmpScorer s(profile, p.chunks(), comm_weight);
+  return s.Score(std::vector<int>(p.bounds.begin() + 1, p.bounds.end() - 1));
+}
+
+const std::vector<PartitionPolicyInfo>& PartitionPolicies() { return Registry(); }
+
+Result<const PartitionPolicyInfo*> FindPartitionPolicy(std::string_view name) {
+  std::string valid;
+  for (const auto& p : Registry()) {
+    if (p.name == name) return &p;
+    valid += (valid.empty() ? "" : ", ") + p.name;
+  }
+  return Error("unknown partition policy '" + std::string(name) + "'; valid values are: " + valid);
+}
+
+Result<Partition> RunPartitionPolicy(std::string_view name, const std::map<std::string, std::string>& params,
+                                     const PartitionContext& ctx, PartitionReport* report) {
+  MMTWIN_ASSIGN_OR_RETURN(const PartitionPolicyInfo* info, FindPartitionPolicy(name));
+  MMTWIN_RETURN_IF_ERROR(ValidateLayerProfile(ctx.profile));
+  const int layers = ctx.profile.size();
+  if (ctx.pp < 1) return Error("partition: pp must be >= 1, got " + std::to_string(ctx.pp));
+  if (ctx.chunks < 1 || ctx.chunks % ctx.pp != 0)
+    return Error("partition: chunks must be a positive multiple of pp (" + std::to_string(ctx.pp) +
+                 "), got " + std::to_string(ctx.chunks));
+  if (ctx.chunks > layers)
+    return Error("partition: " + std::to_string(ctx.chunks) +
+                 " chunks need at least as many layers, the model has " + std::to_string(layers));
+  MMTWIN_ASSIGN_OR_RETURN(Params p,
+                          Params::Validate("partition policy '" + info->name + "'", info->params, params));
+  PartitionReport local;
+  PartitionReport& rep = report ? *report : local;
+  rep = PartitionReport{};
+  rep.policy = info->name;
+  rep.params = p.values();
+  MMTWIN_ASSIGN_OR_RETURN(Partition part, info->run(ctx, p, rep));
+  MMTWIN_RETURN_IF_ERROR(ValidatePartition(part, layers, ctx.chunks));
+  PartitionMetrics(ctx.profile, part, rep);
+  if (info->name != "bmp") rep.score = BmpScore(ctx.profile, part, 0.1);
+  return part;
+}
+
+}  // namespace mmtwin

@@ -1,0 +1,156 @@
+// Pipeline partition policies: cut the flattened layer list (Layers(model): encoders, projector, LLM) into
+// pp * vpp contiguous chunks (algorithms.md §2, OmniBal §4.2). One explicit registry (name, one-line
+// description, typed parameters, run function), like the data policies. Every policy is pure: the same
+// LayerProfile, chunk count, parameters and callbacks give the same Partition.
+//
+//   PartitionContext ctx;
+//   ctx.profile = profile;   // per-layer times and bytes for a representative micro-batch (the planner fills
+//   it) ctx.chunks = pp * vpp; ctx.pp = pp; ctx.fits_with_full_recompute = [&](const Partition& p) { ... };
+//   // optional ctx.evaluate = [&](const Partition& p) -> Result<double> { ... };  // optional, simulated
+//   iteration time (us) PartitionReport report; MMTWIN_ASSIGN_OR_RETURN(Partition part,
+//   RunPartitionPolicy("bmp", {{"radius", "2"}}, ctx, &report));
+//
+// Built in (see PartitionPolicies() for parameters):
+//   uniform  equal layer counts: chunk c holds layers [floor(c*L/C), floor((c+1)*L/C)), so the L mod C extra
+//            layers are spread evenly over the chunks (not piled on the first or last ones)
+//   params   exact min-max of per-chunk parameter counts (what DeepSpeed partition_method=parameters aims at)
+//   profile  exact min-max of per-chunk forward time (the "profile-based" baseline of OmniBal Table 4)
+//   bmp      OmniBal balanced model partition: greedy anchor, every cut jittered within +-radius, candidates
+//            ranked by a normalized VAR(fwd) + SUM(comm) score, the top K (plus the anchor) timed by the
+//            evaluator, the fastest kept
+//
+// Exact min-max (params, profile): dynamic programming over (chunk, last layer), O(C * L^2). Among all
+// partitions achieving the optimal maximum, a second DP picks the one with the smallest sum of squared chunk
+// weights (i.e. the smallest variance), ties broken towards earlier cuts, so the result is unique and
+// balanced even when one heavy layer fixes the maximum.
+//
+// BMP details (every choice documented here):
+// - Anchor (greedy): walk the chunks in order; chunk c ends at the cut whose prefix weight is closest to
+//   (remaining forward time) / (remaining chunks) (ties: the earlier cut), leaving at least one layer per
+//   remaining chunk.
+// - Candidates: anchor cut k moved by d_k in [-radius, radius] independently, kept when cuts stay strictly
+//   increasing inside [1, L-1]: up to (2r+1)^(C-1) partitions, enumerated lazily (odometer order) without
+//   storing them; only the best top_k by score are kept (a bounded max-heap). When the space exceeds
+//   `max_candidates`, a deterministic sample of max_candidates offset vectors (Rng seeded by `seed`) is
+//   scored instead, plus the anchor; the report says so (sampled = true).
+// - Score (lower is better), both terms dimensionless:
+//     score = VAR(fwd) / mean(fwd)^2 + comm_weight * SUM(comm) / ((C - 1) * max_boundary)
+//   VAR(fwd) is the population variance of the chunks' forward times (OmniBal eq. 4 without the 1/N only
+//   scales it by N), so the first term is the squared coefficient of variation; SUM(comm) is the sum of
+//   boundary_bytes of the last layer of every chunk but the last (eq. 5), divided by its largest possible
+//   value (every cut at the layer with the largest boundary among layers 0..L-2) so the second term is in [0,
+//   1]. comm_weight = 0.1 (default) makes "every cut at the widest activation" cost as much as a 32%
+//   coefficient of variation of chunk times. A term whose denominator is 0 counts 0.
+// - Memory: with a fits_with_full_recompute callback, a candidate it rejects is dropped before it can enter
+// the
+//   top K (checked only for candidates that would enter, so the callback runs a few hundred times, not 78k).
+// - Evaluation: the anchor (when it fits) is evaluated first, then the top_k candidates in ascending score
+//   (the anchor is not evaluated twice): at most top_k + 1 evaluator calls. The fastest wins; ties keep the
+//   earlier one (the anchor first), so bmp is never slower than its anchor on the evaluator. Without an
+//   evaluator the best-scored valid candidate is returned. When no candidate fits memory, the anchor is
+//   returned and report.memory_feasible is false (the memory report then says oom).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/model/model.h"
+#include "core/plan/plan.h"
+#include "core/util/params.h"
+#include "core/util/status.h"
+
+namespace mmtwin {
+
+// Per-layer quantities for one representative micro-batch (the planner fills it from the cost model; e.g. the
+// mean micro-batch for partitioning, the worst one for recompute). Index = position in Layers(model).
+// Times in microseconds per GPU; params whole (all TP ranks); boundary_bytes whole (the activation handed to
+// the next layer, not divided by TP); act_bytes / act_bytes_recompute per GPU (stored for the backward
+// without / with full recomputation of that layer).
+struct LayerProfile {
+  std::vector<Layer> layers;
+  std::vector<double> fwd_us, bwd_us;
+  std::vector<int64_t> params, boundary_bytes, act_bytes, act_bytes_recompute;
+
+  int size() const { return static_cast<int>(fwd_us.size()); }
+};
+// Every vector has the same length (layers may be empty: then only the numeric vectors are checked), times
+// and bytes are finite and >= 0.
+Status ValidateLayerProfile(const LayerProfile& p);
+
+struct PartitionContext {
+  LayerProfile profile;
+  int chunks = 1;  // pp * vpp
+  int pp = 1;
+  // True when the partition fits device memory with every layer recomputed. Empty: everything fits.
+  std::function<bool(const Partition&)> fits_with_full_recompute;
+  // Simulated iteration time in microseconds (e.g. the analytic evaluator on a few sampled iterations).
+  // Empty: bmp ranks candidates by score only. Errors propagate out of RunPartitionPolicy.
+  std::function<Result<double>(const Partition&)> evaluate;
+};
+
+// What a policy chose and why, for reports (`mmtwin plan`, Table 4-style comparisons).
+struct PartitionReport {
+  std::string policy;
+  std::map<std::string, std::string> params;  // resolved (defaults filled)
+  // Metrics of the chosen partition (PartitionMetrics).
+  double var_fwd_us2 = 0;  // population variance of per-chunk forward time (us^2)
+  double mean_fwd_us = 0;
+  double max_fwd_us = 0;
+  int64_t sum_comm_bytes = 0;  // boundary bytes at the cuts (whole activation)
+  double var_params = 0;       // population variance of per-chunk parameter counts
+  double var_layers = 0;       // population variance of per-chunk layer counts
+  // bmp only.
+  Partition anchor;
+  double score = 0;                  // score of the chosen partition (bmp formula)
+  int64_t candidates = 0;            // candidates scored
+  bool sampled = false;              // the candidate space exceeded max_candidates and was sampled
+  int64_t memory_checks = 0;         // fits_with_full_recompute calls
+  int64_t memory_rejected = 0;       // candidates dropped by it
+  bool memory_feasible = true;       // some candidate fits (else the anchor is returned)
+  std::vector<Partition> evaluated;  // in evaluation order (anchor first)
+  std::vector<double> evaluated_time_us;
+  double anchor_time_us = -1;  // -1 when not evaluated
+  double chosen_time_us = -1;
+};
+
+// VAR/mean/max of chunk forward times, SUM(comm), VAR(params), VAR(layers) of `p` (fills those fields only).
+void PartitionMetrics(const LayerProfile& profile, const Partition& p, PartitionReport& out);
+
+using PartitionPolicyFn = Result<Partition> (*)(const PartitionContext&, const Params&, PartitionReport&);
+
+struct PartitionPolicyInfo {
+  std::string name;
+  std::string description;
+  std::vector<ParamSpec> params;
+  PartitionPolicyFn run = nullptr;
+};
+
+// The registry, in a fixed order: uniform, params, profile, bmp.
+const std::vector<PartitionPolicyInfo>& PartitionPolicies();
+// Error "unknown partition policy 'x'; valid values are: uniform, params, profile, bmp".
+Result<const PartitionPolicyInfo*> FindPartitionPolicy(std::string_view name);
+// Validates the context (profile, 1 <= chunks <= layers, chunks % pp == 0) and the parameters, runs the
+// policy and checks the result (ValidatePartition). `report` (optional) receives the metrics and bmp's search
+// details.
+Result<Partition> RunPartitionPolicy(std::string_view name, const std::map<std::string, std::string>& params,
+                                     const PartitionContext& ctx, PartitionReport* report = nullptr);
+
+// ---- Building blocks (exposed for tests and other planners) ----
+
+// Exact min-max contiguous partition of `weights` (>= 0) into `chunks` non-empty parts, tie-broken by the
+// smallest sum of squares, then earlier cuts. Requires 1 <= chunks <= weights.size().
+Partition MinMaxPartition(const std::vector<double>& weights, int chunks);
+// Largest chunk weight of `p` over `weights`.
+double MaxChunkWeight(const std::vector<double>& weights, const Partition& p);
+// Equal layer counts, remainder spread evenly: bounds[c] = floor(c * layers / chunks).
+Partition UniformPartition(int layers, int chunks);
+// BMP's greedy anchor over forward times (see above).
+Partition GreedyAnchorPartition(const std::vector<double>& fwd_us, int chunks);
+// BMP score of `p` (see above).
+double BmpScore(const LayerProfile& profile, const Partition& p, double comm_weight);
+
+}  // namespace mmtwin

@@ -1,0 +1,278 @@
+#include "core/plan/recompute.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace mmtwin {
+namespace {
+
+bool Recomputable(const LayerProfile& p, int l) {
+  return p.layers.empty() || p.layers[l].kind == LayerKind::kTransformer;
+}
+
+RecomputePlan Empty(const RecomputeContext& ctx) {
+  return RecomputePlan{std::vector<uint8_t>(ctx.profile.size(), 0)};
+}
+
+Result<RecomputePlan> RunNone(const RecomputeContext& ctx, const Params&) { return Empty(ctx); }
+
+Result<RecomputePlan> RunFull(const RecomputeContext& ctx, const Params&) {
+  RecomputePlan plan = Empty(ctx);
+  for (int l = 0; l < ctx.profile.size(); ++l)
+    if (Recomputable(ctx.profile, l)) plan.layers[l] = kRecomputeKeepInput;
+  return plan;
+}
+
+Result<RecomputePlan> RunUniform(const RecomputeContext& ctx, const Params& params) {
+  const int64_t n = params.Int("num_layers");
+  RecomputePlan plan = Empty(ctx);
+  const Partition& part = ctx.partition;
+  for (int c = 0; c < part.chunks(); ++c) {
+    int64_t in_group = 0;  // layers of the current group so far
+    int prev = -1;         // previous layer of the group (a group is a run of one component's blocks)
+    for (int l = part.bounds[c]; l < part.bounds[c + 1]; ++l) {
+      if (!Recomputable(ctx.profile, l)) {
+        in_group = 0;
+        continue;
+      }
+      const bool same_component =
+          prev == l - 1 && (ctx.profile.layers.empty() ||
+                            ctx.profile.layers[l].component == ctx.profile.layers[prev].component);
+      if (!same_component || in_group == n) in_group = 0;
+      plan.layers[l] = in_group == 0 ? kRecomputeKeepInput : kRecomputeInGroup;
+      ++in_group;
+      prev = l;
+    }
+  }
+  return plan;
+}
+
+Result<RecomputePlan> RunBlock(const RecomputeContext& ctx, const Params& params) {
+  const int64_t n = params.Int("num_layers");
+  RecomputePlan plan = Empty(ctx);
+  const Partition& part = ctx.partition;
+  for (int c = 0; c < part.chunks(); ++c) {
+    int64_t taken = 0;
+    for (int l = part.bounds[c]; l < part.bounds[c + 1] && taken < n; ++l)
+      if (Recomputable(ctx.profile, l)) {
+        plan.layers[l] = kRecomputeKeepInput;
+        ++taken;
+      }
+  }
+  return plan;
+}
+
+// Per-chunk in-flight count n_c = in_flight[rank] / vpp.
+double ChunkInFlight(const RecomputeContext& ctx, int chunk) {
+  const int pp = ctx.parallel.pp;
+  const int vpp = std::max(1, ctx.partition.chunks() / std::max(1, pp));
+  return static_cast<double>(ctx.in_flight[PipeRankOfChunk(chunk, pp)]) / vpp;
+}
+
+double Saving(const LayerProfile& p, int l) {
+  return static_cast<double>(p.act_bytes[l] - p.act_bytes_recompute[l]);
+}
+
+Result<RecomputePlan> RunAdaptive(const RecomputeContext& ctx, const Params& params) {
+  const int pp = ctx.parallel.pp;
+  const LayerProfile& prof = ctx.profile;
+  const Partition& part = ctx.partition;
+  const int64_t reserve = params.Int("reserve_bytes");
+  RecomputePlan plan = Empty(ctx);
+  const std::vector<int64_t> base = EstimateRankMemory(ctx, plan);
+  for (int r = 0; r < pp; ++r) {
+    const double need = static_cast<double>(base[r] + reserve - ctx.capacity_bytes);
+    if (need <= 0) continue;
+    struct Cand {
+      int layer;
+      double saving;  // e_l
+      double ratio;   // e_l / fwd_us
+    };
+    std::vector<Cand> cands;
+    std::vector<int> all;  // every recomputable layer of the rank
+    for (int c = r; c < part.chunks(); c += pp)
+      for (int l = part.bounds[c]; l < part.bounds[c + 1]; ++l) {
+        if (!Recomputable(prof, l)) continue;
+        all.push_back(l);
+        const double e = (ChunkInFlight(ctx, c) - 1.0) * Saving(prof, l);
+        if (e <= 0) continue;
+        const double ratio = prof.fwd_us[l] > 0 ? e / prof.fwd_us[l] : HUGE_VAL;
+        cands.push_back({l, e, ratio});
+      }
+    // Fewest layers: the k largest savings.
+    std::vector<double> by_saving;
+    for (const Cand& c : cands) by_saving.push_back(c.saving);
+    std::sort(by_saving.begin(), by_saving.end(), std::greater<double>());
+    int k = 0;
+    double covered = 0;
+    while (k < static_cast<int>(by_saving.size()) && covered < need) covered += by_saving[k++];
+    if (covered < need) {  // even every useful layer is not enough: full, the memory report says oom
+      for (int l : all) plan.layers[l] = kRecomputeKeepInput;
+      continue;
+    }
+    std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
+      if (a.ratio != b.ratio) return a.ratio > b.ratio;
+      if (a.saving != b.saving) return a.saving > b.saving;
+      return a.layer < b.layer;
+    });
+    // Greedy by ratio with look-ahead: take a layer only if the rest can still be covered by the largest
+    // savings among the candidates not yet considered, within the remaining slots.
+    double rest = need;
+    int taken = 0;
+    std::vector<double> pool;
+    for (size_t i = 0; i < cands.size() && taken < k; ++i) {
+      pool.clear();
+      for (size_t j = i + 1; j < cands.size(); ++j) pool.push_back(cands[j].saving);
+      const int slots = k - taken - 1;
+      std::partial_sort(pool.begin(), pool.begin() + std::min<size_t>(slots, pool.size()), pool.end(),
+                        std::greater<double>());
+      double best_rest = 0;
+      for (int s = 0; s < slots && s < static_cast<int>(pool.size()); ++s) best_rest += pool[s];
+      if (rest - cands[i].saving <= best_rest) {
+        plan.layers[cands[i].layer] = kRecomputeKeepInput;
+        rest -= cands[i].saving;
+        ++taken;
+      }
+    }
+  }
+  return plan;
+}
+
+std::vector<RecomputePolicyInfo>& Registry() {
+  static std::vector<RecomputePolicyInfo> r = {
+      {"none", "nothing recomputed", {}, &RunNone},
+      {"full", "every transformer layer recomputed, its input kept", {}, &RunFull},
+      {"uniform",
+       "Megatron recompute_method=uniform: each chunk's layers in groups of num_layers, only group inputs "
+       "kept",
+       {{"num_layers", ParamType::kInt, "1", "layers per recompute group", {}, 1, 1e9}},
+       &RunUniform},
+      {"block",
+       "Megatron recompute_method=block: the first num_layers transformer layers of each chunk recomputed",
+       {{"num_layers", ParamType::kInt, "1", "recomputed layers at the start of each chunk", {}, 0, 1e9}},
+       &RunBlock},
+      {"adaptive",
+       "OmniBal adaptive: per stage the fewest recomputed layers that fit memory, best saving per cost first",
+       {{"reserve_bytes",
+         ParamType::kInt,
+         "0",
+         "memory kept free per GPU (allocator, fragmentation)",
+         {},
+         0,
+         9e18}},
+       &RunAdaptive},
+  };
+  return r;
+}
+
+}  // namespace
+
+const std::vector<RecomputePolicyInfo>& RecomputePolicies() { return Registry(); }
+
+Result<const RecomputePolicyInfo*> FindRecomputePolicy(std::string_view name) {
+  std::string valid;
+  for (const auto& p : Registry()) {
+    if (p.name == name) return &p;
+    valid += (valid.empty() ? "" : ", ") + p.name;
+  }
+  return Error("unknown recompute policy '" + std::string(name) + "'; valid values are: " + valid);
+}
+
+std::vector<int64_t> LayerHeldActBytes(const LayerProfile& profile, const RecomputePlan& plan) {
+  std::vector<int64_t> out(profile.size(), 0);
+  for (int l = 0; l < profile.size(); ++l) {
+    const uint8_t v = l < static_cast<int>(plan.layers.size()) ? plan.layers[l] : 0;
+    out[l] = v == 0 ? profile.act_bytes[l] : v == kRecomputeKeepInput ? profile.act_bytes_recompute[l] : 0;
+  }
+  return out;
+}
+
+std::vector<int64_t> ChunkHeldActBytes(const LayerProfile& profile, const Partition& partition,
+                                       const RecomputePlan& plan) {
+  const std::vector<int64_t> held = LayerHeldActBytes(profile, plan);
+  std::vector<int64_t> out(partition.chunks(), 0);
+  for (int c = 0; c < partition.chunks(); ++c)
+    for (int l = partition.bounds[c]; l < partition.bounds[c + 1]; ++l) out[c] += held[l];
+  return out;
+}
+
+std::vector<int64_t> EstimateRankMemory(const RecomputeContext& ctx, const RecomputePlan& plan) {
+  const int pp = ctx.parallel.pp;
+  const LayerProfile& prof = ctx.profile;
+  const std::vector<int64_t> held = ChunkHeldActBytes(prof, ctx.partition, plan);
+  const std::vector<int64_t> layer_held = LayerHeldActBytes(prof, plan);
+  std::vector<double> mem(pp, 0.0);
+  for (int r = 0; r < pp; ++r) {
+    mem[r] = static_cast<double>(ctx.model_state_bytes[r]);
+    if (r < static_cast<int>(ctx.other_bytes.size())) mem[r] += static_cast<double>(ctx.other_bytes[r]);
+  }
+  for (int c = 0; c < ctx.partition.chunks(); ++c) {
+    const int r = PipeRankOfChunk(c, pp);
+    mem[r] += ChunkInFlight(ctx, c) * static_cast<double>(held[c]);
+    // Transient: the recomputed layers' activations rematerialized before the backward (summed over the
+    // rank's chunks: exact for vpp = 1, an upper bound otherwise).
+    for (int l = ctx.partition.bounds[c]; l < ctx.partition.bounds[c + 1]; ++l)
+      if (l < static_cast<int>(plan.layers.size()) && plan.layers[l])
+        mem[r] += static_cast<double>(prof.act_bytes[l] - layer_held[l]);
+  }
+  std::vector<int64_t> out(pp);
+  for (int r = 0; r < pp; ++r) out[r] = static_cast<int64_t>(std::ceil(mem[r]));
+  return out;
+}
+
+Result<RecomputePlan> RunRecomputePolicy(std::string_view name_in,
+                                         const std::map<std::string, std::string>& params_in,
+                                         const RecomputeContext& ctx, RecomputeReport* report) {
+  std::string name(name_in);
+  std::map<std::string, std::string> params = params_in;
+  const size_t colon = name.find(':');
+  if (colon != std::string::npos) {
+    const std::string n = name.substr(colon + 1);
+    name = name.substr(0, colon);
+    if (name != "uniform" && name != "block")
+      return Error("recompute policy '" + std::string(name_in) +
+                   "': only uniform:N and block:N take a ':N' suffix");
+    auto it = params.find("num_layers");
+    if (it != params.end() && it->second != n)
+      return Error("recompute policy '" + std::string(name_in) + "': num_layers=" + it->second +
+                   " disagrees with the ':" + n + "' suffix");
+    params["num_layers"] = n;
+  }
+  MMTWIN_ASSIGN_OR_RETURN(const RecomputePolicyInfo* info, FindRecomputePolicy(name));
+  MMTWIN_RETURN_IF_ERROR(ValidateLayerProfile(ctx.profile));
+  MMTWIN_RETURN_IF_ERROR(ValidatePartition(ctx.partition, ctx.profile.size(), ctx.parallel.chunks()));
+  const int pp = ctx.parallel.pp;
+  const bool have_memory =
+      static_cast<int>(ctx.in_flight.size()) == pp && static_cast<int>(ctx.model_state_bytes.size()) == pp;
+  if (info->name == "adaptive") {
+    if (!have_memory)
+      return Error("recompute policy 'adaptive': needs in_flight and model_state_bytes for each of the " +
+                   std::to_string(pp) + " pipeline ranks");
+    if (ctx.capacity_bytes <= 0) return Error("recompute policy 'adaptive': capacity_bytes must be > 0");
+  }
+  if (!ctx.other_bytes.empty() && static_cast<int>(ctx.other_bytes.size()) != pp)
+    return Error("recompute: other_bytes must be empty or have one entry per pipeline rank");
+  MMTWIN_ASSIGN_OR_RETURN(Params p,
+                          Params::Validate("recompute policy '" + info->name + "'", info->params, params));
+  MMTWIN_ASSIGN_OR_RETURN(RecomputePlan plan, info->run(ctx, p));
+  if (report) {
+    *report = RecomputeReport{};
+    report->policy = info->name;
+    report->params = p.values();
+    if (have_memory) {
+      report->estimated_peak_bytes = EstimateRankMemory(ctx, plan);
+      report->recomputed_layers.assign(pp, 0);
+      for (int c = 0; c < ctx.partition.chunks(); ++c)
+        for (int l = ctx.partition.bounds[c]; l < ctx.partition.bounds[c + 1]; ++l)
+          report->recomputed_layers[PipeRankOfChunk(c, pp)] += plan.layers[l] != 0;
+      for (int r = 0; r < pp; ++r)
+        report->fits.push_back(report->estimated_peak_bytes[r] +
+                                   (info->name == "adaptive" ? p.Int("reserve_bytes") : 0) <=
+                               ctx.capacity_bytes);
+    }
+  }
+  return plan;
+}
+
+}  // namespace mmtwin

@@ -1,0 +1,344 @@
+#include "core/plan/partition.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <set>
+
+#include "core/util/rng.h"
+
+namespace mmtwin {
+namespace {
+
+LayerProfile MakeProfile(const std::vector<double>& fwd, const std::vector<int64_t>& boundary = {},
+                         const std::vector<int64_t>& params = {}) {
+  LayerProfile p;
+  const size_t n = fwd.size();
+  p.fwd_us = fwd;
+  for (double f : fwd) p.bwd_us.push_back(2 * f);
+  p.params = params.empty() ? std::vector<int64_t>(n, 100) : params;
+  p.boundary_bytes = boundary.empty() ? std::vector<int64_t>(n, 1000) : boundary;
+  p.act_bytes.assign(n, 10);
+  p.act_bytes_recompute.assign(n, 1);
+  return p;
+}
+
+// A VLM-like profile: a ViT (cheap layers, wide boundary), a projector (narrow), an LLM (heavier layers).
+LayerProfile VlmProfile(int vit, int llm) {
+  std::vector<double> fwd;
+  std::vector<int64_t> boundary, params;
+  fwd.push_back(0.5), boundary.push_back(9000), params.push_back(10);  // vit embed
+  for (int i = 0; i < vit; ++i)
+    fwd.push_back(1.0 + 0.01 * i), boundary.push_back(9000), params.push_back(100);
+  fwd.push_back(0.3), boundary.push_back(3000), params.push_back(50);   // projector (pixel shuffle before it)
+  fwd.push_back(0.1), boundary.push_back(4000), params.push_back(300);  // llm embed
+  for (int i = 0; i < llm; ++i) fwd.push_back(2.5), boundary.push_back(4000), params.push_back(400);
+  fwd.push_back(3.0), boundary.push_back(0), params.push_back(300);  // head
+  return MakeProfile(fwd, boundary, params);
+}
+
+// Every partition of n layers into c non-empty chunks.
+void ForEachPartition(int n, int c, const std::function<void(const Partition&)>& fn) {
+  Partition p;
+  p.bounds.assign(c + 1, 0);
+  p.bounds[c] = n;
+  std::function<void(int, int)> rec = [&](int k, int lo) {
+    if (k == c) {
+      fn(p);
+      return;
+    }
+    for (int b = lo; b <= n - (c - k); ++b) {
+      p.bounds[k] = b;
+      rec(k + 1, b + 1);
+    }
+  };
+  if (c == 1) {
+    fn(p);
+    return;
+  }
+  rec(1, 1);
+}
+
+double SumSquares(const std::vector<double>& w, const Partition& p) {
+  double s = 0;
+  for (int c = 0; c < p.chunks(); ++c) {
+    double x = 0;
+    for (int l = p.bounds[c]; l < p.bounds[c + 1]; ++l) x += w[l];
+    s += x * x;
+  }
+  return s;
+}
+
+TEST(UniformPartitionTest, EqualCountsRemainderSpreadEvenly) {
+  for (int n = 1; n <= 40; ++n)
+    for (int c = 1; c <= n; ++c) {
+      const Partition p = UniformPartition(n, c);
+      ASSERT_TRUE(ValidatePartition(p, n, c).ok()) << n << " " << c;
+      int lo = n, hi = 0;
+      for (int k = 0; k < c; ++k) lo = std::min(lo, p.LayersIn(k)), hi = std::max(hi, p.LayersIn(k));
+      EXPECT_LE(hi - lo, 1);
+    }
+  // 10 layers in 4 chunks: floor(c * 10 / 4) = 0, 2, 5, 7, 10 -> 2, 3, 2, 3.
+  EXPECT_EQ(UniformPartition(10, 4).bounds, (std::vector<int>{0, 2, 5, 7, 10}));
+}
+
+TEST(MinMaxPartitionTest, OptimalAgainstBruteForce) {
+  Rng rng(7);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int n = 1 + static_cast<int>(rng.Below(10));
+    const int c = 1 + static_cast<int>(rng.Below(std::min(n, 5)));
+    std::vector<double> w(n);
+    for (double& x : w) x = static_cast<double>(rng.Below(20));  // integers: exact sums, many ties
+    const Partition got = MinMaxPartition(w, c);
+    ASSERT_TRUE(ValidatePartition(got, n, c).ok());
+    double best_max = std::numeric_limits<double>::infinity();
+    ForEachPartition(n, c, [&](const Partition& p) { best_max = std::min(best_max, MaxChunkWeight(w, p)); });
+    EXPECT_EQ(MaxChunkWeight(w, got), best_max) << "trial " << trial;
+    // Tie-break: smallest sum of squares among the optimal ones.
+    double best_sq = std::numeric_limits<double>::infinity();
+    ForEachPartition(n, c, [&](const Partition& p) {
+      if (MaxChunkWeight(w, p) == best_max) best_sq = std::min(best_sq, SumSquares(w, p));
+    });
+    EXPECT_EQ(SumSquares(w, got), best_sq) << "trial " << trial;
+  }
+}
+
+TEST(MinMaxPartitionTest, RealValuedWeightsMatchBruteForce) {
+  Rng rng(11);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 2 + static_cast<int>(rng.Below(9));
+    const int c = 1 + static_cast<int>(rng.Below(std::min(n, 4)));
+    std::vector<double> w(n);
+    for (double& x : w) x = rng.Uniform(0.1, 5.0);
+    double best = std::numeric_limits<double>::infinity();
+    ForEachPartition(n, c, [&](const Partition& p) { best = std::min(best, MaxChunkWeight(w, p)); });
+    EXPECT_NEAR(MaxChunkWeight(w, MinMaxPartition(w, c)), best, 1e-9 * best);
+  }
+}
+
+TEST(PartitionPolicyTest, ProfileAndParamsAreExactMinMax) {
+  const LayerProfile prof = VlmProfile(12, 10);
+  PartitionContext ctx{prof, 4, 4, {}, {}};
+  Result<Partition> profile = RunPartitionPolicy("profile", {}, ctx);
+  ASSERT_TRUE(profile.ok()) << profile.error().message();
+  EXPECT_EQ(profile->bounds, MinMaxPartition(prof.fwd_us, 4).bounds);
+  Result<Partition> params = RunPartitionPolicy("params", {}, ctx);
+  ASSERT_TRUE(params.ok());
+  std::vector<double> pw(prof.params.begin(), prof.params.end());
+  EXPECT_EQ(params->bounds, MinMaxPartition(pw, 4).bounds);
+  // Profile balances time better than params or uniform on a heterogeneous model.
+  PartitionReport rp, ru, rpa;
+  ASSERT_TRUE(RunPartitionPolicy("profile", {}, ctx, &rp).ok());
+  ASSERT_TRUE(RunPartitionPolicy("uniform", {}, ctx, &ru).ok());
+  ASSERT_TRUE(RunPartitionPolicy("params", {}, ctx, &rpa).ok());
+  EXPECT_LE(rp.max_fwd_us, ru.max_fwd_us);
+  EXPECT_LE(rp.max_fwd_us, rpa.max_fwd_us);
+  EXPECT_LE(rpa.var_params, rp.var_params + 1e-9);
+  EXPECT_EQ(rp.policy, "profile");
+}
+
+TEST(PartitionPolicyTest, ErrorsNameTheProblem) {
+  const LayerProfile prof = MakeProfile({1, 2, 3, 4});
+  PartitionContext ctx{prof, 2, 2, {}, {}};
+  Result<Partition> r = RunPartitionPolicy("greedy", {}, ctx);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(),
+            "unknown partition policy 'greedy'; valid values are: uniform, params, profile, bmp");
+  EXPECT_FALSE(RunPartitionPolicy("bmp", {{"radius", "x"}}, ctx).ok());
+  EXPECT_FALSE(RunPartitionPolicy("bmp", {{"bogus", "1"}}, ctx).ok());
+  ctx.chunks = 5;
+  ctx.pp = 5;
+  EXPECT_FALSE(RunPartitionPolicy("uniform", {}, ctx).ok());  // more chunks than layers
+  ctx.chunks = 3;
+  ctx.pp = 2;
+  EXPECT_FALSE(RunPartitionPolicy("uniform", {}, ctx).ok());  // chunks not a multiple of pp
+  ctx.chunks = 2;
+  ctx.profile.act_bytes.pop_back();
+  EXPECT_FALSE(RunPartitionPolicy("uniform", {}, ctx).ok());  // ragged profile
+}
+
+TEST(PartitionMetricsTest, HandChecked) {
+  const LayerProfile prof = MakeProfile({1, 2, 3, 4}, {10, 20, 30, 0}, {1, 1, 1, 5});
+  Partition p{{0, 2, 3, 4}};  // chunks: {1,2}=3, {3}=3, {4}=4
+  PartitionReport r;
+  PartitionMetrics(prof, p, r);
+  EXPECT_DOUBLE_EQ(r.mean_fwd_us, 10.0 / 3);
+  EXPECT_DOUBLE_EQ(r.max_fwd_us, 4);
+  const double m = 10.0 / 3;
+  EXPECT_NEAR(r.var_fwd_us2, ((3 - m) * (3 - m) * 2 + (4 - m) * (4 - m)) / 3, 1e-12);
+  EXPECT_EQ(r.sum_comm_bytes, 20 + 30);  // boundaries of layers 1 and 2
+  // params per chunk 2, 1, 5 -> mean 8/3.
+  const double mp = 8.0 / 3;
+  EXPECT_NEAR(r.var_params, ((2 - mp) * (2 - mp) + (1 - mp) * (1 - mp) + (5 - mp) * (5 - mp)) / 3, 1e-12);
+  // layer counts 2, 1, 1 -> mean 4/3.
+  EXPECT_NEAR(r.var_layers, ((2 - 4.0 / 3) * (2 - 4.0 / 3) + 2 * (1 - 4.0 / 3) * (1 - 4.0 / 3)) / 3, 1e-12);
+  // Score: var / mean^2 + w * sum / ((C - 1) * max boundary over layers 0..2 = 30).
+  EXPECT_NEAR(BmpScore(prof, p, 0.5), r.var_fwd_us2 / (m * m) + 0.5 * 50.0 / (2 * 30.0), 1e-12);
+}
+
+TEST(BmpTest, GreedyAnchorBalancesEqualLayers) {
+  EXPECT_EQ(GreedyAnchorPartition(std::vector<double>(12, 1.0), 4).bounds,
+            (std::vector<int>{0, 3, 6, 9, 12}));
+  // One heavy layer: the anchor still leaves a layer for every chunk.
+  const Partition p = GreedyAnchorPartition({100, 1, 1, 1}, 4);
+  EXPECT_EQ(p.bounds, (std::vector<int>{0, 1, 2, 3, 4}));
+}
+
+// Every candidate around the anchor (brute force), for checking the lazy top-K.
+std::vector<Partition> AllCandidates(const Partition& anchor, int radius, int layers) {
+  std::vector<Partition> out;
+  const int ncuts = anchor.chunks() - 1;
+  std::vector<int> d(ncuts, -radius);
+  while (true) {
+    Partition p = anchor;
+    bool ok = true;
+    for (int k = 0; k < ncuts; ++k) {
+      p.bounds[k + 1] = anchor.bounds[k + 1] + d[k];
+      if (p.bounds[k + 1] < 1 || p.bounds[k + 1] > layers - 1 || p.bounds[k + 1] <= p.bounds[k]) ok = false;
+    }
+    if (ok) out.push_back(p);
+    int k = ncuts - 1;
+    while (k >= 0 && d[k] == radius) d[k--] = -radius;
+    if (k < 0) break;
+    ++d[k];
+  }
+  return out;
+}
+
+TEST(BmpTest, CandidateCountAndRankOnlyPicksBestScore) {
+  const LayerProfile prof = VlmProfile(20, 20);
+  PartitionContext ctx{prof, 4, 4, {}, {}};
+  PartitionReport rep;
+  Result<Partition> r = RunPartitionPolicy("bmp", {{"radius", "1"}}, ctx, &rep);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(rep.candidates, 27);  // 3^3, OmniBal's example (all valid on this model)
+  EXPECT_TRUE(rep.evaluated.empty());
+  double best = std::numeric_limits<double>::infinity();
+  for (const Partition& p : AllCandidates(rep.anchor, 1, prof.size()))
+    best = std::min(best, BmpScore(prof, p, 0.1));
+  EXPECT_DOUBLE_EQ(BmpScore(prof, *r, 0.1), best);
+  EXPECT_DOUBLE_EQ(rep.score, best);
+}
+
+TEST(BmpTest, NeverWorseThanAnchorAndEvaluatesTopK) {
+  const LayerProfile prof = VlmProfile(25, 30);
+  Rng rng(3);
+  for (int trial = 0; trial < 20; ++trial) {
+    // A synthetic evaluator: max chunk time (pipeline bottleneck) + a per-partition pseudo-random term, so
+    // the evaluator disagrees with the score ranking.
+    const uint64_t salt = rng.Next();
+    int calls = 0;
+    PartitionContext ctx{prof, 4, 4, {}, [&](const Partition& p) -> Result<double> {
+                           ++calls;
+                           uint64_t h = salt;
+                           for (int b : p.bounds) h = (h ^ static_cast<uint64_t>(b)) * 0x100000001b3ull;
+                           return MaxChunkWeight(prof.fwd_us, p) + static_cast<double>(h % 1000) / 50.0;
+                         }};
+    PartitionReport rep;
+    Result<Partition> r = RunPartitionPolicy("bmp", {{"radius", "2"}, {"top_k", "5"}}, ctx, &rep);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(calls, static_cast<int>(rep.evaluated.size()));
+    EXPECT_GE(calls, 5);
+    EXPECT_LE(calls, 6);  // top_k plus the anchor
+    EXPECT_EQ(rep.evaluated.front().bounds, rep.anchor.bounds);
+    EXPECT_LE(rep.chosen_time_us, rep.anchor_time_us);
+    EXPECT_DOUBLE_EQ(rep.chosen_time_us,
+                     *std::min_element(rep.evaluated_time_us.begin(), rep.evaluated_time_us.end()));
+    // The chosen partition is the evaluated one with that time.
+    Result<double> t = ctx.evaluate(*r);
+    EXPECT_DOUBLE_EQ(*t, rep.chosen_time_us);
+    // Evaluated (besides the anchor) = the 5 best-scored candidates.
+    std::vector<double> scores;
+    for (const Partition& p : AllCandidates(rep.anchor, 2, prof.size()))
+      scores.push_back(BmpScore(prof, p, 0.1));
+    std::sort(scores.begin(), scores.end());
+    double worst_eval = 0;
+    for (size_t i = 1; i < rep.evaluated.size(); ++i)
+      worst_eval = std::max(worst_eval, BmpScore(prof, rep.evaluated[i], 0.1));
+    EXPECT_LE(worst_eval, scores[4] + 1e-15);
+  }
+}
+
+TEST(BmpTest, MemoryCallbackDropsCandidates) {
+  const LayerProfile prof = VlmProfile(20, 20);
+  // "Fits" only when the first chunk is at least 2 layers shorter than the anchor's.
+  const int limit = GreedyAnchorPartition(prof.fwd_us, 4).bounds[1] - 2;
+  auto fits = [limit](const Partition& p) { return p.bounds[1] <= limit; };
+  PartitionContext ctx{prof, 4, 4, fits,
+                       [&](const Partition& p) -> Result<double> { return MaxChunkWeight(prof.fwd_us, p); }};
+  PartitionReport rep;
+  Result<Partition> r = RunPartitionPolicy("bmp", {{"radius", "3"}}, ctx, &rep);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(rep.memory_feasible);
+  EXPECT_LE(r->bounds[1], limit);
+  EXPECT_EQ(rep.anchor_time_us, -1);  // the anchor does not fit: not evaluated
+  for (const Partition& p : rep.evaluated) EXPECT_LE(p.bounds[1], limit);
+  EXPECT_GT(rep.memory_rejected, 0);
+  // Nothing fits: the anchor comes back, flagged.
+  ctx.fits_with_full_recompute = [](const Partition&) { return false; };
+  Result<Partition> none = RunPartitionPolicy("bmp", {}, ctx, &rep);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(rep.memory_feasible);
+  EXPECT_EQ(none->bounds, rep.anchor.bounds);
+  EXPECT_TRUE(rep.evaluated.empty());
+}
+
+TEST(BmpTest, EvaluatorErrorPropagates) {
+  const LayerProfile prof = VlmProfile(8, 8);
+  PartitionContext ctx{prof, 2, 2, {}, [](const Partition&) -> Result<double> { return Error("boom"); }};
+  Result<Partition> r = RunPartitionPolicy("bmp", {}, ctx);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("boom"), std::string::npos);
+}
+
+TEST(BmpTest, CommWeightPrefersCheapCuts) {
+  // Equal layer times; a narrow boundary after layer 5 (like the projector after pixel shuffle).
+  std::vector<int64_t> boundary(12, 1000);
+  boundary[5] = 10;
+  boundary[11] = 0;
+  const LayerProfile prof = MakeProfile(std::vector<double>(12, 1.0), boundary);
+  PartitionContext ctx{prof, 2, 2, {}, {}};
+  Result<Partition> balanced = RunPartitionPolicy("bmp", {{"comm_weight", "0"}}, ctx);
+  ASSERT_TRUE(balanced.ok());
+  EXPECT_EQ(balanced->bounds[1], 6);  // exact balance
+  Result<Partition> heavy_comm = RunPartitionPolicy("bmp", {{"comm_weight", "10"}}, ctx);
+  ASSERT_TRUE(heavy_comm.ok());
+  EXPECT_EQ(heavy_comm->bounds[1], 6);  // the cut after layer 5 is both balanced and cheap
+  boundary[5] = 1000;
+  boundary[3] = 10;  // now the cheap cut is 2 layers off balance
+  const LayerProfile prof2 = MakeProfile(std::vector<double>(12, 1.0), boundary);
+  PartitionContext ctx2{prof2, 2, 2, {}, {}};
+  EXPECT_EQ(RunPartitionPolicy("bmp", {{"comm_weight", "0"}}, ctx2)->bounds[1], 6);
+  EXPECT_EQ(RunPartitionPolicy("bmp", {{"comm_weight", "10"}}, ctx2)->bounds[1], 4);
+}
+
+TEST(BmpTest, SampledWhenSpaceIsHugeAndDeterministic) {
+  const LayerProfile prof = VlmProfile(40, 60);
+  PartitionContext ctx{prof, 16, 8, {}, {}};  // 15 cuts: 5^15 candidates
+  PartitionReport a, b;
+  Result<Partition> ra = RunPartitionPolicy("bmp", {{"max_candidates", "20000"}}, ctx, &a);
+  Result<Partition> rb = RunPartitionPolicy("bmp", {{"max_candidates", "20000"}}, ctx, &b);
+  ASSERT_TRUE(ra.ok() && rb.ok());
+  EXPECT_TRUE(a.sampled);
+  EXPECT_EQ(ra->bounds, rb->bounds);
+  EXPECT_LE(a.score, BmpScore(prof, a.anchor, 0.1));  // the anchor is always a candidate
+}
+
+TEST(PartitionPolicyTest, AllPoliciesDeterministicAndValid) {
+  const LayerProfile prof = VlmProfile(45, 48);
+  for (const PartitionPolicyInfo& info : PartitionPolicies())
+    for (int chunks : {1, 2, 4, 8}) {
+      PartitionContext ctx{prof, chunks, chunks == 8 ? 4 : chunks, {}, {}};
+      Result<Partition> a = RunPartitionPolicy(info.name, {}, ctx);
+      Result<Partition> b = RunPartitionPolicy(info.name, {}, ctx);
+      ASSERT_TRUE(a.ok()) << info.name << ": " << a.error().message();
+      EXPECT_TRUE(ValidatePartition(*a, prof.size(), chunks).ok());
+      EXPECT_EQ(a->bounds, b->bounds) << info.name;
+    }
+}
+
+}  // namespace
+}  // namespace mmtwin

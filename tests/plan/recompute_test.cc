@@ -1,0 +1,248 @@
+#include "core/plan/recompute.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/plan/memory.h"
+#include "core/util/rng.h"
+
+namespace mmtwin {
+namespace {
+
+Layer L(LayerKind kind, int component) {
+  Layer l;
+  l.kind = kind;
+  l.component = component;
+  return l;
+}
+
+// vision: embed + 4 blocks; projector; llm: embed + 4 blocks + head  (12 layers)
+LayerProfile SmallVlm() {
+  LayerProfile p;
+  p.layers.push_back(L(LayerKind::kEmbedding, 0));
+  for (int i = 0; i < 4; ++i) p.layers.push_back(L(LayerKind::kTransformer, 0));
+  p.layers.push_back(L(LayerKind::kProjector, 1));
+  p.layers.push_back(L(LayerKind::kEmbedding, 2));
+  for (int i = 0; i < 4; ++i) p.layers.push_back(L(LayerKind::kTransformer, 2));
+  p.layers.push_back(L(LayerKind::kHead, 2));
+  for (const Layer& l : p.layers) {
+    const bool vit = l.component == 0;
+    p.fwd_us.push_back(vit ? 1.0 : 4.0);
+    p.bwd_us.push_back(vit ? 2.0 : 8.0);
+    p.params.push_back(10);
+    p.boundary_bytes.push_back(100);
+    p.act_bytes.push_back(l.kind == LayerKind::kTransformer ? (vit ? 70 : 110) : 20);
+    p.act_bytes_recompute.push_back(l.kind == LayerKind::kTransformer ? 10 : 20);
+  }
+  return p;
+}
+
+RecomputeContext Ctx(const LayerProfile& prof, std::vector<int> bounds, int pp) {
+  RecomputeContext ctx;
+  ctx.profile = prof;
+  ctx.partition.bounds = std::move(bounds);
+  ctx.parallel.pp = pp;
+  ctx.parallel.vpp = ctx.partition.chunks() / pp;
+  return ctx;
+}
+
+TEST(RecomputePolicyTest, NoneAndFullTouchOnlyTransformerBlocks) {
+  const RecomputeContext ctx = Ctx(SmallVlm(), {0, 6, 12}, 2);
+  Result<RecomputePlan> none = RunRecomputePolicy("none", {}, ctx);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->Count(), 0);
+  EXPECT_EQ(none->layers.size(), 12u);
+  Result<RecomputePlan> full = RunRecomputePolicy("full", {}, ctx);
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(full->layers, (std::vector<uint8_t>{0, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0}));
+}
+
+TEST(RecomputePolicyTest, UniformGroupsKeepOnlyGroupInputs) {
+  // Chunks [0,6) and [6,12): groups of 3 within each chunk, never spanning components.
+  const RecomputeContext ctx = Ctx(SmallVlm(), {0, 6, 12}, 2);
+  Result<RecomputePlan> u = RunRecomputePolicy("uniform:3", {}, ctx);
+  ASSERT_TRUE(u.ok()) << u.error().message();
+  EXPECT_EQ(u->layers, (std::vector<uint8_t>{0, 1, 2, 2, 1, 0, 0, 1, 2, 2, 1, 0}));
+  EXPECT_EQ(u->Count(), 8);  // every block recomputed
+  // Same as the explicit parameter.
+  EXPECT_EQ(RunRecomputePolicy("uniform", {{"num_layers", "3"}}, ctx)->layers, u->layers);
+  // N = 1 is full.
+  EXPECT_EQ(RunRecomputePolicy("uniform:1", {}, ctx)->layers, RunRecomputePolicy("full", {}, ctx)->layers);
+  // Held bytes: a group keeps one input; members inside a group keep nothing.
+  const std::vector<int64_t> held = LayerHeldActBytes(ctx.profile, *u);
+  EXPECT_EQ(held, (std::vector<int64_t>{20, 10, 0, 0, 10, 20, 20, 10, 0, 0, 10, 20}));
+  EXPECT_EQ(ChunkHeldActBytes(ctx.profile, ctx.partition, *u), (std::vector<int64_t>{60, 60}));
+  // A chunk boundary restarts the groups: chunks [0,3) and [3,12).
+  const RecomputeContext ctx2 = Ctx(SmallVlm(), {0, 3, 12}, 2);
+  EXPECT_EQ(RunRecomputePolicy("uniform:2", {}, ctx2)->layers,
+            (std::vector<uint8_t>{0, 1, 2, 1, 2, 0, 0, 1, 2, 1, 2, 0}));
+}
+
+TEST(RecomputePolicyTest, BlockRecomputesFirstNOfEachChunk) {
+  const RecomputeContext ctx = Ctx(SmallVlm(), {0, 6, 12}, 2);
+  EXPECT_EQ(RunRecomputePolicy("block:2", {}, ctx)->layers,
+            (std::vector<uint8_t>{0, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0}));
+  EXPECT_EQ(RunRecomputePolicy("block:0", {}, ctx)->Count(), 0);
+  EXPECT_EQ(RunRecomputePolicy("block:99", {}, ctx)->layers, RunRecomputePolicy("full", {}, ctx)->layers);
+  // Four chunks on two ranks (vpp 2): per chunk, not per rank.
+  const RecomputeContext ctx4 = Ctx(SmallVlm(), {0, 3, 6, 9, 12}, 2);
+  EXPECT_EQ(RunRecomputePolicy("block", {{"num_layers", "1"}}, ctx4)->layers,
+            (std::vector<uint8_t>{0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0}));
+}
+
+TEST(RecomputePolicyTest, ErrorsNameTheProblem) {
+  const RecomputeContext ctx = Ctx(SmallVlm(), {0, 6, 12}, 2);
+  Result<RecomputePlan> r = RunRecomputePolicy("selective", {}, ctx);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(),
+            "unknown recompute policy 'selective'; valid values are: none, full, uniform, block, adaptive");
+  EXPECT_FALSE(RunRecomputePolicy("uniform:x", {}, ctx).ok());
+  EXPECT_FALSE(RunRecomputePolicy("uniform:0", {}, ctx).ok());
+  EXPECT_FALSE(RunRecomputePolicy("full:2", {}, ctx).ok());
+  EXPECT_FALSE(RunRecomputePolicy("block:2", {{"num_layers", "3"}}, ctx).ok());
+  EXPECT_TRUE(RunRecomputePolicy("block:2", {{"num_layers", "2"}}, ctx).ok());
+  EXPECT_FALSE(RunRecomputePolicy("adaptive", {}, ctx).ok());  // needs in-flight counts and model states
+  RecomputeContext bad = ctx;
+  bad.partition.bounds = {0, 6, 11};
+  EXPECT_FALSE(RunRecomputePolicy("none", {}, bad).ok());
+}
+
+RecomputeContext MemCtx(const LayerProfile& prof, std::vector<int> bounds, int pp, std::vector<int> in_flight,
+                        std::vector<int64_t> states, int64_t capacity) {
+  RecomputeContext ctx = Ctx(prof, std::move(bounds), pp);
+  ctx.in_flight = std::move(in_flight);
+  ctx.model_state_bytes = std::move(states);
+  ctx.capacity_bytes = capacity;
+  return ctx;
+}
+
+TEST(AdaptiveTest, NothingWhenItFitsFullWhenNothingFits) {
+  const LayerProfile prof = SmallVlm();
+  RecomputeContext ctx = MemCtx(prof, {0, 6, 12}, 2, {2, 1}, {100, 100}, 1 << 20);
+  EXPECT_EQ(RunRecomputePolicy("adaptive", {}, ctx)->Count(), 0);
+  ctx.capacity_bytes = 50;  // below the model states
+  RecomputeReport rep;
+  Result<RecomputePlan> r = RunRecomputePolicy("adaptive", {}, ctx, &rep);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->layers, RunRecomputePolicy("full", {}, ctx)->layers);
+  EXPECT_FALSE(rep.fits[0]);
+  EXPECT_FALSE(rep.fits[1]);
+  EXPECT_EQ(rep.recomputed_layers, (std::vector<int>{4, 4}));
+}
+
+TEST(AdaptiveTest, FewestLayersAgainstBruteForce) {
+  Rng rng(5);
+  for (int trial = 0; trial < 300; ++trial) {
+    LayerProfile prof = SmallVlm();
+    for (int l = 0; l < prof.size(); ++l) {
+      if (prof.layers[l].kind != LayerKind::kTransformer) continue;
+      prof.act_bytes_recompute[l] = 1 + static_cast<int64_t>(rng.Below(20));
+      prof.act_bytes[l] = prof.act_bytes_recompute[l] + static_cast<int64_t>(rng.Below(200));
+      prof.fwd_us[l] = 0.5 + static_cast<double>(rng.Below(8));
+    }
+    const int in0 = 1 + static_cast<int>(rng.Below(5)), in1 = 1 + static_cast<int>(rng.Below(3));
+    const int64_t cap = 200 + static_cast<int64_t>(rng.Below(1500));
+    RecomputeContext ctx = MemCtx(prof, {0, 6, 12}, 2, {in0, in1}, {100, 150}, cap);
+    const int64_t reserve = static_cast<int64_t>(rng.Below(3)) * 10;
+    Result<RecomputePlan> r =
+        RunRecomputePolicy("adaptive", {{"reserve_bytes", std::to_string(reserve)}}, ctx);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    const std::vector<int64_t> got = EstimateRankMemory(ctx, *r);
+    for (int rank = 0; rank < 2; ++rank) {
+      const int lo = ctx.partition.bounds[rank], hi = ctx.partition.bounds[rank + 1];
+      std::vector<int> blocks;
+      for (int l = lo; l < hi; ++l)
+        if (prof.layers[l].kind == LayerKind::kTransformer) blocks.push_back(l);
+      int best = -1;  // fewest recomputed blocks that fit
+      for (int mask = 0; mask < (1 << blocks.size()); ++mask) {
+        RecomputePlan s{std::vector<uint8_t>(prof.size(), 0)};
+        for (size_t i = 0; i < blocks.size(); ++i)
+          if (mask >> i & 1) s.layers[blocks[i]] = 1;
+        if (EstimateRankMemory(ctx, s)[rank] + reserve <= cap) {
+          const int n = __builtin_popcount(mask);
+          if (best < 0 || n < best) best = n;
+        }
+      }
+      int count = 0;
+      for (int l = lo; l < hi; ++l) count += r->layers[l] != 0;
+      if (best < 0) {
+        EXPECT_EQ(count, static_cast<int>(blocks.size())) << "trial " << trial;  // full, reported as oom
+      } else {
+        EXPECT_EQ(count, best) << "trial " << trial << " rank " << rank;
+        EXPECT_LE(got[rank] + reserve, cap) << "trial " << trial << " rank " << rank;
+      }
+    }
+  }
+}
+
+TEST(AdaptiveTest, PrefersBetterSavingPerCost) {
+  // One rank: 4 ViT blocks saving 60 each for 1 us, 4 LLM blocks saving 100 for 4 us; 3 micro-batches in
+  // flight (each recomputed block saves (3 - 1) x its bytes). Excess 300: two blocks are needed (200 + 200 or
+  // 200 + 120
+  // >= 300 > 120 + 120); the cheap choice is one ViT + one LLM block.
+  LayerProfile prof = SmallVlm();
+  for (int l = 0; l < prof.size(); ++l) {
+    if (prof.layers[l].kind != LayerKind::kTransformer) continue;
+    const bool vit = prof.layers[l].component == 0;
+    prof.act_bytes_recompute[l] = 10;
+    prof.act_bytes[l] = vit ? 70 : 110;
+  }
+  RecomputeContext ctx = MemCtx(prof, {0, 12}, 1, {3}, {0}, 0);
+  const int64_t base = EstimateRankMemory(ctx, RecomputePlan{std::vector<uint8_t>(12, 0)})[0];
+  ctx.capacity_bytes = base - 300;
+  Result<RecomputePlan> r = RunRecomputePolicy("adaptive", {}, ctx);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->layers, (std::vector<uint8_t>{0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}));
+  // Excess 100: one ViT block (the cheapest saving that covers it) is enough.
+  ctx.capacity_bytes = base - 100;
+  EXPECT_EQ(RunRecomputePolicy("adaptive", {}, ctx)->layers,
+            (std::vector<uint8_t>{0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+  // Excess 200: one LLM block (fewest layers) rather than two ViT blocks.
+  ctx.capacity_bytes = base - 200;
+  EXPECT_EQ(RunRecomputePolicy("adaptive", {}, ctx)->Count(), 1);
+  // A rank with one micro-batch in flight gains nothing from recomputation.
+  ctx.in_flight = {1};
+  ctx.capacity_bytes = base / 3 - 100;  // one micro-batch held: base / 3, still 100 short
+  EXPECT_EQ(RunRecomputePolicy("adaptive", {}, ctx)->layers, RunRecomputePolicy("full", {}, ctx)->layers);
+}
+
+TEST(AdaptiveTest, EstimateMatchesComputeMemoryWalkOnOneFOneB) {
+  const LayerProfile prof = SmallVlm();
+  const int pp = 2, m = 4;
+  for (const char* policy : {"none", "full", "uniform:2", "block:1"}) {
+    RecomputeContext ctx = MemCtx(prof, {0, 6, 12}, pp, {2, 1}, {0, 0}, 1 << 20);
+    Result<RecomputePlan> plan = RunRecomputePolicy(policy, {}, ctx);
+    ASSERT_TRUE(plan.ok());
+    const std::vector<int64_t> held = ChunkHeldActBytes(prof, ctx.partition, *plan);
+    IterationCosts costs;
+    costs.Resize(1, m, pp);
+    for (int k = 0; k < m; ++k)
+      for (int c = 0; c < pp; ++c) {
+        ChunkCost& cc = costs.At(0, k, c);
+        cc.act_bytes = held[c];
+        for (int l = ctx.partition.bounds[c]; l < ctx.partition.bounds[c + 1]; ++l)
+          cc.act_bytes_no_recompute += prof.act_bytes[l];
+      }
+    Schedule s;
+    s.pp = pp;
+    s.micro_batches = m;
+    s.per_rank.resize(pp);
+    for (int r = 0; r < pp; ++r) {  // 1F1B
+      const int warm = std::min(pp - r - 1, m);
+      for (int i = 0; i < warm; ++i) s.per_rank[r].push_back({PassKind::kForward, i, r});
+      for (int i = 0; i < m - warm; ++i) {
+        s.per_rank[r].push_back({PassKind::kForward, warm + i, r});
+        s.per_rank[r].push_back({PassKind::kBackward, i, r});
+      }
+      for (int i = m - warm; i < m; ++i) s.per_rank[r].push_back({PassKind::kBackward, i, r});
+    }
+    const std::vector<StageMemory> mem =
+        ComputeMemory(ctx.parallel, ctx.partition, std::vector<int64_t>(12, 0), s, costs, 1 << 20);
+    const std::vector<int64_t> est = EstimateRankMemory(ctx, *plan);
+    for (int r = 0; r < pp; ++r) EXPECT_EQ(mem[r].peak_activation_bytes, est[r]) << policy << " rank " << r;
+  }
+}
+
+}  // namespace
+}  // namespace mmtwin
