@@ -1,0 +1,320 @@
+#include "core/graph/op_graph.h"
+
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "core/eval/analytic.h"
+#include "core/plan/schedule.h"
+#include "core/util/rng.h"
+
+namespace mmtwin {
+namespace {
+
+ParallelConfig Pc(int dp, int pp, int vpp, int m, int zero = 0) {
+  ParallelConfig pc;
+  pc.dp = dp;
+  pc.pp = pp;
+  pc.vpp = vpp;
+  pc.micro_batches = m;
+  pc.zero_stage = zero;
+  return pc;
+}
+
+IterationCosts Uniform(const ParallelConfig& pc, double fwd, double bwd) {
+  IterationCosts c;
+  c.Resize(pc.dp, pc.micro_batches, pc.chunks());
+  for (auto& k : c.costs) {
+    k.fwd_us = fwd;
+    k.bwd_us = bwd;
+  }
+  return c;
+}
+
+IterationCosts Random(const ParallelConfig& pc, uint64_t seed, bool tp, bool recompute, bool send) {
+  Rng rng(seed);
+  IterationCosts c;
+  c.Resize(pc.dp, pc.micro_batches, pc.chunks());
+  for (int d = 0; d < pc.dp; ++d)
+    for (int m = 0; m < pc.micro_batches; ++m)
+      for (int ch = 0; ch < pc.chunks(); ++ch) {
+        ChunkCost& k = c.At(d, m, ch);
+        k.fwd_us = rng.Uniform(1, 10);
+        k.bwd_us = 2 * k.fwd_us;
+        if (recompute) k.recompute_us = k.fwd_us * 0.5;
+        if (tp) {
+          k.tp_fwd_us = rng.Uniform(0, 1);
+          k.tp_bwd_us = rng.Uniform(0, 1);
+        }
+        k.act_bytes = 1000 + static_cast<int64_t>(rng.Below(1000));
+        if (send && ch + 1 < pc.chunks()) k.send_bytes = 1 << 20;
+      }
+  return c;
+}
+
+CommSpec Comm() {
+  CommSpec s;
+  s.p2p_bytes_per_s = 1e11;
+  s.p2p_latency_us = 2;
+  s.dp_bytes_per_s = 1e11;
+  s.dp_latency_us = 5;
+  s.dp_bucket_bytes = 40;
+  return s;
+}
+
+std::vector<ChunkStatic> Statics(int chunks, int64_t grad_bytes) {
+  std::vector<ChunkStatic> v(chunks);
+  for (auto& s : v) s.grad_bytes_per_gpu = grad_bytes;
+  return v;
+}
+
+Result<OpGraph> Build(const ParallelConfig& pc, const std::string& sched, const IterationCosts& costs,
+                      const std::vector<ChunkStatic>& statics, const CommSpec& comm) {
+  MMTWIN_ASSIGN_OR_RETURN(Schedule s, BuildSchedule(sched, pc.pp, pc.vpp, pc.micro_batches));
+  return BuildIterationGraph(pc, s, costs, statics, comm);
+}
+
+std::map<OpKind, int> CountKinds(const OpGraph& g) {
+  std::map<OpKind, int> n;
+  for (const Op& op : g.ops) ++n[op.kind];
+  return n;
+}
+
+TEST(OpGraphTest, OpCountsAndTopologicalOrder) {
+  const ParallelConfig pc = Pc(2, 3, 1, 4);
+  auto g = Build(pc, "1f1b", Random(pc, 1, true, true, true), Statics(3, 100), Comm());
+  ASSERT_TRUE(g.ok()) << g.error().message();
+  const int per = pc.dp * pc.micro_batches * pc.chunks();  // 24
+  auto n = CountKinds(*g);
+  EXPECT_EQ(n[OpKind::kForward], per);
+  EXPECT_EQ(n[OpKind::kBackward], per);
+  EXPECT_EQ(n[OpKind::kRecompute], per);
+  EXPECT_EQ(n[OpKind::kTpCollective], 2 * per);
+  EXPECT_EQ(n[OpKind::kP2pSendActivation], pc.dp * pc.micro_batches * (pc.chunks() - 1));
+  EXPECT_EQ(n[OpKind::kP2pSendGradient], pc.dp * pc.micro_batches * (pc.chunks() - 1));
+  EXPECT_EQ(n[OpKind::kDpCollective], pc.dp * pc.chunks() * 3);  // 100 bytes in buckets of 40: 40, 40, 20
+  EXPECT_EQ(n[OpKind::kBarrier], pc.chunks());
+  EXPECT_EQ(n[OpKind::kDpAllGather], 0);
+  for (int i = 0; i < g->num_ops(); ++i) {
+    for (int32_t d : g->Deps(i)) EXPECT_LT(d, i);
+    EXPECT_LT(g->lane_prev[i], i);
+    if (g->lane_prev[i] >= 0) {
+      EXPECT_EQ(g->ops[g->lane_prev[i]].device, g->ops[i].device);
+      EXPECT_EQ(g->ops[g->lane_prev[i]].lane, g->ops[i].lane);
+    }
+    EXPECT_EQ(g->duration_us[i], g->ops[i].duration_us);
+    const Op& op = g->ops[i];
+    if (op.kind == OpKind::kBarrier) {
+      EXPECT_EQ(op.device, -1);
+      EXPECT_EQ(static_cast<int>(g->Deps(i).size()), pc.dp);
+    }
+    if (op.kind == OpKind::kDpCollective) {
+      EXPECT_EQ(op.bytes, op.bucket < 2 ? 40 : 20);
+      ASSERT_EQ(g->Deps(i).size(), 1u);
+      EXPECT_EQ(g->ops[g->Deps(i)[0]].kind, OpKind::kBarrier);
+      // The replica-alone dependency is this replica's last backward group of the chunk.
+      const Op& local = g->ops[g->local_deps[g->dep_begin[i]]];
+      EXPECT_EQ(local.device, op.device);
+      EXPECT_EQ(local.chunk, op.chunk);
+    }
+  }
+}
+
+// The compute lane of every device runs the schedule's passes in order.
+TEST(OpGraphTest, ComputeLaneFollowsSchedule) {
+  for (const char* name : {"gpipe", "1f1b", "interleaved-1f1b"}) {
+    const ParallelConfig pc = Pc(2, 2, std::string(name) == "interleaved-1f1b" ? 2 : 1, 4);
+    auto s = BuildSchedule(name, pc.pp, pc.vpp, pc.micro_batches);
+    ASSERT_TRUE(s.ok());
+    auto g = BuildIterationGraph(pc, *s, Random(pc, 2, true, true, true), Statics(pc.chunks(), 100), Comm());
+    ASSERT_TRUE(g.ok()) << g.error().message();
+    std::vector<std::vector<PipeOp>> seen(g->num_devices);
+    for (int i = 0; i < g->num_ops(); ++i) {
+      const Op& op = g->ops[i];
+      if (op.kind == OpKind::kForward)
+        seen[op.device].push_back({PassKind::kForward, op.micro_batch, op.chunk});
+      if (op.kind == OpKind::kBackward)
+        seen[op.device].push_back({PassKind::kBackward, op.micro_batch, op.chunk});
+    }
+    // Topological index order need not be lane order: order each device's passes by following lane_prev.
+    for (int dev = 0; dev < g->num_devices; ++dev) {
+      int last = -1;
+      for (int i = 0; i < g->num_ops(); ++i)
+        if (g->ops[i].device == dev && g->ops[i].lane == Lane::kCompute) last = i;
+      std::vector<PipeOp> chain;
+      for (int i = last; i >= 0; i = g->lane_prev[i]) {
+        const Op& op = g->ops[i];
+        if (op.kind == OpKind::kForward || op.kind == OpKind::kBackward)
+          chain.insert(chain.begin(),
+                       PipeOp{op.kind == OpKind::kForward ? PassKind::kForward : PassKind::kBackward,
+                              op.micro_batch, op.chunk});
+      }
+      EXPECT_EQ(chain, s->per_rank[dev % pc.pp]) << name << " device " << dev;
+      EXPECT_EQ(seen[dev].size(), chain.size());
+    }
+  }
+}
+
+TEST(OpGraphTest, DpCollectiveDurationsPerZeroStage) {
+  CommSpec comm = Comm();
+  comm.dp_bytes_per_s = 1e6;  // 1 byte per us
+  comm.dp_latency_us = 3;
+  for (int zero : {0, 1, 2, 3}) {
+    const ParallelConfig pc = Pc(4, 1, 1, 2, zero);
+    auto g = Build(pc, "1f1b", Uniform(pc, 1, 2), Statics(1, 100), comm);
+    ASSERT_TRUE(g.ok()) << g.error().message();
+    const double frac = 3.0 / 4.0;
+    int ag = 0;
+    for (const Op& op : g->ops) {
+      if (op.kind == OpKind::kDpCollective) {
+        const double v = frac * op.bytes;
+        const double expect = zero == 0 ? 2 * v + 3 : zero < 3 ? 2 * (v + 3) : v + 3;
+        EXPECT_DOUBLE_EQ(op.duration_us, expect) << "zero " << zero;
+      }
+      if (op.kind == OpKind::kDpAllGather) {
+        ++ag;
+        EXPECT_DOUBLE_EQ(op.duration_us, 3 * 3 + frac * 100);
+      }
+    }
+    EXPECT_EQ(ag, zero == 3 ? 2 * pc.dp : 0);
+  }
+}
+
+TEST(OpGraphTest, NoDpOpsWithOneReplicaAndNoSendsWithoutBytes) {
+  const ParallelConfig pc = Pc(1, 4, 1, 4, 3);
+  auto g = Build(pc, "1f1b", Uniform(pc, 1, 2), Statics(4, 1000), CommSpec{});
+  ASSERT_TRUE(g.ok()) << g.error().message();
+  auto n = CountKinds(*g);
+  EXPECT_EQ(n.size(), 2u);  // forwards and backwards only
+  EXPECT_EQ(g->num_ops(), 2 * 4 * 4);
+}
+
+TEST(OpGraphTest, P2pSendDurationAndBytes) {
+  const ParallelConfig pc = Pc(1, 2, 1, 2);
+  IterationCosts c = Uniform(pc, 1, 2);
+  for (int m = 0; m < 2; ++m) c.At(0, m, 0).send_bytes = 1000;
+  CommSpec comm;
+  comm.p2p_bytes_per_s = 1e8;  // 1000 bytes = 10 us
+  comm.p2p_latency_us = 1;
+  auto g = Build(pc, "gpipe", c, {}, comm);
+  ASSERT_TRUE(g.ok()) << g.error().message();
+  int sends = 0;
+  for (const Op& op : g->ops)
+    if (op.kind == OpKind::kP2pSendActivation || op.kind == OpKind::kP2pSendGradient) {
+      ++sends;
+      EXPECT_EQ(op.bytes, 1000);
+      EXPECT_DOUBLE_EQ(op.duration_us, 11);
+      EXPECT_EQ(op.device % 2, op.kind == OpKind::kP2pSendActivation ? 0 : 1);
+    }
+  EXPECT_EQ(sends, 4);
+  // GPipe, P = 2, M = 2 with 11 us transfers, serialized on the sender's lane: activations land at 12 and 23,
+  // rank 1 runs F0 [12,13], F1 [23,24], B0 [24,26], B1 [26,28]; gradients land at 37 and 48; rank 0 ends
+  // at 50.
+  IterationTiming t = EvaluateAnalytic(*g);
+  EXPECT_DOUBLE_EQ(t.iteration_time_us, 50);
+}
+
+TEST(OpGraphTest, InputErrors) {
+  const ParallelConfig pc = Pc(2, 2, 1, 2);
+  auto s = BuildSchedule("1f1b", 2, 1, 2);
+  ASSERT_TRUE(s.ok());
+  IterationCosts c = Uniform(pc, 1, 2);
+  auto r = BuildIterationGraph(pc, *s, Uniform(Pc(2, 2, 1, 3), 1, 2), Statics(2, 10), Comm());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("iteration costs are"), std::string::npos);
+  c.At(1, 1, 0).bwd_us = -1;
+  r = BuildIterationGraph(pc, *s, c, Statics(2, 10), Comm());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("dp 1 micro-batch 1 chunk 0: bwd_us"), std::string::npos);
+  c = Uniform(pc, 1, 2);
+  EXPECT_FALSE(BuildIterationGraph(pc, *s, c, Statics(1, 10), Comm()).ok());  // statics size
+  CommSpec bad = Comm();
+  bad.dp_bytes_per_s = 0;
+  EXPECT_FALSE(BuildIterationGraph(pc, *s, c, Statics(2, 10), bad).ok());
+  auto s3 = BuildSchedule("1f1b", 3, 1, 2);
+  EXPECT_FALSE(BuildIterationGraph(pc, *s3, c, Statics(2, 10), Comm()).ok());  // schedule for another pp
+}
+
+TEST(OpGraphTest, CycleNamesTheOps) {
+  // Rank 0 runs B0 before F1, rank 1 runs F1 before B0: rank 0's B0 waits for rank 1's B0, which waits (lane
+  // order) for rank 1's F1, which waits for rank 0's F1, which comes after rank 0's B0.
+  Schedule s;
+  s.name = "bad";
+  s.pp = 2;
+  s.micro_batches = 2;
+  s.per_rank = {{{PassKind::kForward, 0, 0},
+                 {PassKind::kBackward, 0, 0},
+                 {PassKind::kForward, 1, 0},
+                 {PassKind::kBackward, 1, 0}},
+                {{PassKind::kForward, 0, 1},
+                 {PassKind::kForward, 1, 1},
+                 {PassKind::kBackward, 0, 1},
+                 {PassKind::kBackward, 1, 1}}};
+  ASSERT_TRUE(ValidateSchedule(s).ok());
+  const ParallelConfig pc = Pc(1, 2, 1, 2);
+  auto g = BuildIterationGraph(pc, s, Uniform(pc, 1, 2), {}, CommSpec{});
+  ASSERT_FALSE(g.ok());
+  const std::string& msg = g.error().message();
+  EXPECT_NE(msg.find("dependency cycle"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("backward mb 0 chunk 0 on device 0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("forward mb 1 chunk 1 on device 1"), std::string::npos) << msg;
+}
+
+// Every built-in schedule yields an acyclic graph.
+TEST(OpGraphTest, BuiltInSchedulesAreAcyclic) {
+  for (int pp : {1, 2, 3, 4})
+    for (int m : {1, 2, 4, 8, 12})
+      for (const char* name : {"gpipe", "1f1b", "interleaved-1f1b"})
+        for (int vpp : {1, 2, 3}) {
+          const bool inter = std::string(name) == "interleaved-1f1b";
+          if (inter != (vpp > 1) || (inter && m % pp != 0)) continue;
+          const ParallelConfig pc = Pc(2, pp, vpp, m);
+          auto g = Build(pc, name, Random(pc, 3, false, false, true), Statics(pc.chunks(), 100), Comm());
+          EXPECT_TRUE(g.ok()) << name << " pp " << pp << " vpp " << vpp << " M " << m << ": "
+                              << g.error().message();
+        }
+}
+
+TEST(OpGraphTest, RepriceMatchesRebuild) {
+  const ParallelConfig pc = Pc(2, 4, 1, 8, 1);
+  auto s = BuildSchedule("1f1b", pc.pp, pc.vpp, pc.micro_batches);
+  ASSERT_TRUE(s.ok());
+  auto g = BuildIterationGraph(pc, *s, Random(pc, 1, true, false, true), Statics(4, 100), Comm());
+  ASSERT_TRUE(g.ok());
+  const int n0 = g->num_ops();
+  // Same shape: durations change in place.
+  IterationCosts next = Random(pc, 7, true, false, true);
+  ASSERT_TRUE(RepriceIterationGraph(&*g, *s, next).ok());
+  EXPECT_EQ(g->num_ops(), n0);
+  auto fresh = BuildIterationGraph(pc, *s, next, Statics(4, 100), Comm());
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(EvaluateAnalytic(*g).finish_us, EvaluateAnalytic(*fresh).finish_us);
+  // Recompute appears: the graph is rebuilt with recompute ops.
+  next = Random(pc, 8, true, true, true);
+  ASSERT_TRUE(RepriceIterationGraph(&*g, *s, next).ok());
+  EXPECT_EQ(CountKinds(*g)[OpKind::kRecompute], pc.dp * pc.micro_batches * pc.chunks());
+  fresh = BuildIterationGraph(pc, *s, next, Statics(4, 100), Comm());
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(EvaluateAnalytic(*g).finish_us, EvaluateAnalytic(*fresh).finish_us);
+  // Recompute disappears: the ops stay with zero duration, the timing still matches a fresh build.
+  next = Random(pc, 9, true, false, true);
+  ASSERT_TRUE(RepriceIterationGraph(&*g, *s, next).ok());
+  fresh = BuildIterationGraph(pc, *s, next, Statics(4, 100), Comm());
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_DOUBLE_EQ(EvaluateAnalytic(*g).iteration_time_us, EvaluateAnalytic(*fresh).iteration_time_us);
+}
+
+TEST(OpGraphTest, Deterministic) {
+  const ParallelConfig pc = Pc(3, 2, 2, 4, 3);
+  auto a = Build(pc, "interleaved-1f1b", Random(pc, 5, true, true, true), Statics(4, 100), Comm());
+  auto b = Build(pc, "interleaved-1f1b", Random(pc, 5, true, true, true), Statics(4, 100), Comm());
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->deps, b->deps);
+  EXPECT_EQ(a->lane_prev, b->lane_prev);
+  EXPECT_EQ(a->duration_us, b->duration_us);
+  ASSERT_EQ(a->num_ops(), b->num_ops());
+  for (int i = 0; i < a->num_ops(); ++i) EXPECT_EQ(a->Describe(i), b->Describe(i));
+}
+
+}  // namespace
+}  // namespace mmtwin
