@@ -176,6 +176,28 @@ TEST(AdaptiveTest, FewestLayersAgainstBruteForce) {
   }
 }
 
+TEST(AdaptiveTest, InterleavedFitsWheneverFullFits) {
+  Rng rng(9);
+  for (int trial = 0; trial < 200; ++trial) {
+    LayerProfile prof = SmallVlm();
+    for (int l = 0; l < prof.size(); ++l) {
+      if (prof.layers[l].kind != LayerKind::kTransformer) continue;
+      prof.act_bytes_recompute[l] = 1 + static_cast<int64_t>(rng.Below(20));
+      prof.act_bytes[l] = prof.act_bytes_recompute[l] + static_cast<int64_t>(rng.Below(200));
+    }
+    // pp 2, vpp 2: rank 0 holds chunks 0 and 2.
+    RecomputeContext ctx = MemCtx(prof, {0, 3, 6, 9, 12}, 2,
+                                  {2 + static_cast<int>(rng.Below(6)), 2 + static_cast<int>(rng.Below(4))},
+                                  {50, 50}, 100 + static_cast<int64_t>(rng.Below(2000)));
+    Result<RecomputePlan> r = RunRecomputePolicy("adaptive", {}, ctx);
+    ASSERT_TRUE(r.ok());
+    const std::vector<int64_t> full = EstimateRankMemory(ctx, *RunRecomputePolicy("full", {}, ctx));
+    const std::vector<int64_t> got = EstimateRankMemory(ctx, *r);
+    for (int rank = 0; rank < 2; ++rank)
+      if (full[rank] <= ctx.capacity_bytes) EXPECT_LE(got[rank], ctx.capacity_bytes) << "trial " << trial;
+  }
+}
+
 TEST(AdaptiveTest, PrefersBetterSavingPerCost) {
   // One rank: 4 ViT blocks saving 60 each for 1 us, 4 LLM blocks saving 100 for 4 us; 3 micro-batches in
   // flight (each recomputed block saves (3 - 1) x its bytes). Excess 300: two blocks are needed (200 + 200 or
