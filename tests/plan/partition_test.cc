@@ -4,10 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 
+#include "core/cluster/cluster.h"
+#include "core/cost/cost_model.h"
 #include "core/util/rng.h"
 
 namespace mmtwin {
@@ -338,6 +342,60 @@ TEST(PartitionPolicyTest, AllPoliciesDeterministicAndValid) {
       EXPECT_TRUE(ValidatePartition(*a, prof.size(), chunks).ok());
       EXPECT_EQ(a->bounds, b->bounds) << info.name;
     }
+}
+
+}  // namespace
+}  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+// The InternVL-1.5 6B+20B model priced by the analytic cost model for an ISF-like balanced micro-batch (about
+// 9 tiles, 4K LLM tokens), TP 2, PP 4: OmniBal Table 4's comparison.
+LayerProfile InternVlProfile() {
+  Result<ModelSpec> m = LoadModel("internvl-1.5-6b-20b");
+  Result<ClusterSpec> cl = LoadCluster("a100-4x200g");
+  EXPECT_TRUE(m.ok() && cl.ok());
+  std::vector<Sample> mb;
+  for (int i = 0; i < 3; ++i) {
+    Sample s;
+    s.images = 1;
+    s.image_tiles = 3;
+    s.text_tokens = 600;
+    mb.push_back(s);
+  }
+  AnalyticCostModel cost(cl->device, {.tp = 2});
+  const std::vector<LayerWorkload> w = ModelWorkloads(*m, mb);
+  const std::vector<Layer> layers = Layers(*m);
+  std::vector<LayerCost> costs;
+  for (const Layer& l : layers) costs.push_back(cost.Cost(*m, l, w[l.component]));
+  return MakeLayerProfile(layers, costs);
+}
+
+TEST(PartitionRealModelTest, InternVl6b20bTable4Shape) {
+  const LayerProfile prof = InternVlProfile();
+  ASSERT_TRUE(ValidateLayerProfile(prof).ok());
+  PartitionContext ctx{prof, 4, 4, {}, {}};
+  std::map<std::string, PartitionReport> rep;
+  for (const char* name : {"uniform", "params", "profile", "bmp"}) {
+    Result<Partition> p = RunPartitionPolicy(name, {}, ctx, &rep[name]);
+    ASSERT_TRUE(p.ok()) << name;
+    std::string b;
+    for (int x : p->bounds) b += std::to_string(x) + " ";
+    std::printf(
+        "%-8s bounds %s var_fwd %.4g max_fwd %.4g sum_comm %lld var_params %.4g var_layers %.4g score %.4g\n",
+        name, b.c_str(), rep[name].var_fwd_us2, rep[name].max_fwd_us,
+        static_cast<long long>(rep[name].sum_comm_bytes), rep[name].var_params, rep[name].var_layers,
+        rep[name].score);
+  }
+  // Table 4's shape: params balances parameters, uniform layer counts, profile forward time; BMP trades a
+  // little forward-time variance against communication.
+  EXPECT_LE(rep["params"].var_params, rep["uniform"].var_params);
+  EXPECT_LE(rep["uniform"].var_layers, rep["params"].var_layers);
+  EXPECT_LE(rep["profile"].max_fwd_us, rep["uniform"].max_fwd_us);
+  EXPECT_LE(rep["profile"].max_fwd_us, rep["params"].max_fwd_us);
+  EXPECT_LE(rep["bmp"].score, rep["uniform"].score);
+  EXPECT_LE(rep["bmp"].var_fwd_us2, rep["params"].var_fwd_us2);
 }
 
 }  // namespace

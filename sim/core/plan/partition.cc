@@ -259,6 +259,22 @@ std::vector<PartitionPolicyInfo>& Registry() {
 
 }  // namespace
 
+LayerProfile MakeLayerProfile(const std::vector<Layer>& layers, const std::vector<LayerCost>& costs) {
+  LayerProfile p;
+  p.layers = layers;
+  const size_t n = std::min(layers.size(), costs.size());
+  for (size_t i = 0; i < n; ++i) {
+    p.fwd_us.push_back(costs[i].fwd_time_us);
+    p.bwd_us.push_back(costs[i].bwd_time_us);
+    p.params.push_back(layers[i].params);
+    p.boundary_bytes.push_back(costs[i].boundary_bytes);
+    p.act_bytes.push_back(costs[i].act_bytes);
+    p.act_bytes_recompute.push_back(costs[i].act_bytes_recompute);
+  }
+  p.layers.resize(n);
+  return p;
+}
+
 Status ValidateLayerProfile(const LayerProfile& p) {
   const size_t n = p.fwd_us.size();
   auto check = [&](size_t size, const char* what) -> Status {

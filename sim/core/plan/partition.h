@@ -43,7 +43,8 @@
 //   coefficient of variation of chunk times. A term whose denominator is 0 counts 0.
 // - Memory: with a fits_with_full_recompute callback, a candidate it rejects is dropped before it can enter
 // the
-//   top K (checked only for candidates that would enter, so the callback runs a few hundred times, not 78k).
+//   top K (checked only for candidates that would enter it: about a thousand calls for 78k candidates in
+//   partition_bench, all of them only when nearly everything is rejected).
 // - Evaluation: the anchor (when it fits) is evaluated first, then the top_k candidates in ascending score
 //   (the anchor is not evaluated twice): at most top_k + 1 evaluator calls. The fastest wins; ties keep the
 //   earlier one (the anchor first), so bmp is never slower than its anchor on the evaluator. Without an
@@ -58,6 +59,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/cost/cost_model.h"
 #include "core/model/model.h"
 #include "core/plan/plan.h"
 #include "core/util/params.h"
@@ -77,6 +79,9 @@ struct LayerProfile {
 
   int size() const { return static_cast<int>(fwd_us.size()); }
 };
+// Builds a profile from the layers and their costs for one micro-batch (e.g. Pricer::LayerCosts, or
+// CostModel::Cost per layer); params come from Layer::params. Requires layers.size() == costs.size().
+LayerProfile MakeLayerProfile(const std::vector<Layer>& layers, const std::vector<LayerCost>& costs);
 // Every vector has the same length (layers may be empty: then only the numeric vectors are checked), times
 // and bytes are finite and >= 0.
 Status ValidateLayerProfile(const LayerProfile& p);
