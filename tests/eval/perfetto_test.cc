@@ -1,0 +1,157 @@
+#include "core/eval/perfetto.h"
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "core/plan/schedule.h"
+#include "core/util/rng.h"
+
+namespace mmtwin {
+namespace {
+
+struct Fixture {
+  ParallelConfig pc;
+  IterationCosts costs;
+  OpGraph graph;
+  IterationTiming timing;
+};
+
+Fixture Make(int dp, int pp, int vpp, int m, int zero, const char* sched) {
+  Fixture f;
+  f.pc.dp = dp;
+  f.pc.pp = pp;
+  f.pc.vpp = vpp;
+  f.pc.micro_batches = m;
+  f.pc.zero_stage = zero;
+  f.pc.tp = 2;
+  Rng rng(42);
+  f.costs.Resize(dp, m, f.pc.chunks());
+  for (int d = 0; d < dp; ++d)
+    for (int mb = 0; mb < m; ++mb)
+      for (int c = 0; c < f.pc.chunks(); ++c) {
+        ChunkCost& k = f.costs.At(d, mb, c);
+        k.fwd_us = rng.Uniform(100, 1000);
+        k.bwd_us = 2 * k.fwd_us;
+        k.recompute_us = c % 2 == 0 ? k.fwd_us : 0;
+        k.tp_fwd_us = rng.Uniform(1, 50);
+        k.tp_bwd_us = rng.Uniform(1, 50);
+        k.act_bytes = 1000000 + static_cast<int64_t>(rng.Below(1000000));
+        k.send_bytes = c + 1 < f.pc.chunks() ? 4 << 20 : 0;
+      }
+  CommSpec comm;
+  comm.p2p_bytes_per_s = 25e9;
+  comm.p2p_latency_us = 5;
+  comm.dp_bytes_per_s = 25e9;
+  comm.dp_latency_us = 10;
+  comm.dp_bucket_bytes = 40 << 20;
+  std::vector<ChunkStatic> statics(f.pc.chunks());
+  for (auto& s : statics) s.grad_bytes_per_gpu = 100 << 20;
+  auto s = BuildSchedule(sched, pp, vpp, m);
+  EXPECT_TRUE(s.ok());
+  auto g = BuildIterationGraph(f.pc, *s, f.costs, statics, comm);
+  EXPECT_TRUE(g.ok()) << g.error().message();
+  f.graph = std::move(*g);
+  f.timing = EvaluateAnalytic(f.graph);
+  return f;
+}
+
+int64_t Ns(double us) { return std::llround(us * 1000.0); }
+
+void CheckWellFormed(const Fixture& f) {
+  const nlohmann::json trace = PerfettoTrace(f.graph, f.timing, f.costs, f.pc);
+  // Round trip through text, as a viewer reads it.
+  const nlohmann::json j = nlohmann::json::parse(trace.dump());
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j.at("displayTimeUnit"), "ms");
+  const auto& ev = j.at("traceEvents");
+  ASSERT_TRUE(ev.is_array());
+  std::map<int, std::string> process_names;
+  std::set<std::pair<int, int>> thread_names;
+  std::map<std::pair<int, int>, std::vector<std::pair<int64_t, int64_t>>> spans;  // (pid, tid) -> [ts, end)
+  std::map<int, std::vector<std::pair<int64_t, int64_t>>> counters;               // pid -> (ts, bytes)
+  size_t x_events = 0;
+  for (const auto& e : ev) {
+    ASSERT_TRUE(e.contains("ph") && e.contains("pid") && e.contains("tid") && e.contains("name")) << e.dump();
+    const std::string ph = e["ph"];
+    const int pid = e["pid"], tid = e["tid"];
+    EXPECT_GE(pid, 1);
+    if (ph == "M") {
+      ASSERT_TRUE(e.contains("args"));
+      if (e["name"] == "process_name") process_names[pid] = e["args"]["name"];
+      if (e["name"] == "thread_name") thread_names.insert({pid, tid});
+    } else if (ph == "X") {
+      ++x_events;
+      ASSERT_TRUE(e.contains("ts") && e.contains("dur") && e.contains("args") && e.contains("cat"))
+          << e.dump();
+      EXPECT_TRUE(e["args"].contains("micro_batch") && e["args"].contains("chunk") &&
+                  e["args"].contains("bytes"));
+      const double ts = e["ts"], dur = e["dur"];
+      EXPECT_GE(ts, 0);
+      EXPECT_GT(dur, 0);
+      EXPECT_LE(ts + dur, f.timing.iteration_time_us + 1e-3);
+      spans[{pid, tid}].push_back({Ns(ts), Ns(ts) + Ns(dur)});
+    } else if (ph == "C") {
+      ASSERT_TRUE(e.contains("ts") && e.contains("args") && e["args"].contains("bytes"));
+      counters[pid].push_back({Ns(e["ts"].get<double>()), e["args"]["bytes"].get<int64_t>()});
+    } else {
+      ADD_FAILURE() << "unexpected phase " << ph;
+    }
+  }
+  // One process per device with its name, one named thread per lane.
+  ASSERT_EQ(static_cast<int>(process_names.size()), f.graph.num_devices);
+  for (int dev = 0; dev < f.graph.num_devices; ++dev) {
+    EXPECT_EQ(process_names[dev + 1],
+              "dp " + std::to_string(dev / f.pc.pp) + " / stage " + std::to_string(dev % f.pc.pp));
+    for (int tid = 1; tid <= kNumLanes; ++tid) EXPECT_TRUE(thread_names.count({dev + 1, tid}));
+  }
+  // Every positive-duration op is drawn once.
+  size_t drawn = 0;
+  for (int i = 0; i < f.graph.num_ops(); ++i)
+    drawn += f.graph.ops[i].device >= 0 && Ns(f.timing.finish_us[i]) > Ns(f.timing.start_us[i]);
+  EXPECT_EQ(x_events, drawn);
+  // No overlapping X events on one thread.
+  for (auto& [key, v] : spans) {
+    EXPECT_TRUE(thread_names.count(key));
+    std::sort(v.begin(), v.end());
+    for (size_t i = 1; i < v.size(); ++i)
+      EXPECT_LE(v[i - 1].second, v[i].first) << "pid " << key.first << " tid " << key.second;
+  }
+  // Activation counters: never negative, back to 0 at the end, peak = the largest in-flight sum.
+  EXPECT_EQ(static_cast<int>(counters.size()), f.graph.num_devices);
+  for (auto& [pid, v] : counters) {
+    ASSERT_FALSE(v.empty());
+    EXPECT_EQ(v.front().first, 0);
+    for (size_t i = 1; i < v.size(); ++i) EXPECT_LE(v[i - 1].first, v[i].first);
+    for (const auto& [t, b] : v) EXPECT_GE(b, 0);
+    EXPECT_EQ(v.back().second, 0) << "pid " << pid;
+  }
+}
+
+TEST(PerfettoTest, WellFormed1f1bWithDp) { CheckWellFormed(Make(2, 4, 1, 8, 1, "1f1b")); }
+TEST(PerfettoTest, WellFormedInterleavedZero3) { CheckWellFormed(Make(2, 2, 2, 4, 3, "interleaved-1f1b")); }
+TEST(PerfettoTest, WellFormedGpipeOneReplica) { CheckWellFormed(Make(1, 3, 1, 5, 0, "gpipe")); }
+
+TEST(PerfettoTest, ActivationPeakMatchesInFlight) {
+  // Uniform activation bytes: the counter's peak on stage r is min(pp - r, M) * act_bytes for 1F1B.
+  Fixture f = Make(1, 4, 1, 8, 0, "1f1b");
+  for (auto& k : f.costs.costs) k.act_bytes = 1000;
+  const nlohmann::json j = PerfettoTrace(f.graph, f.timing, f.costs, f.pc);
+  std::map<int, int64_t> peak;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "C")
+      peak[e["pid"].get<int>()] = std::max(peak[e["pid"].get<int>()], e["args"]["bytes"].get<int64_t>());
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(peak[r + 1], 1000 * std::min(4 - r, 8)) << r;
+}
+
+TEST(PerfettoTest, Deterministic) {
+  const Fixture a = Make(2, 2, 1, 4, 2, "1f1b");
+  const Fixture b = Make(2, 2, 1, 4, 2, "1f1b");
+  EXPECT_EQ(PerfettoTrace(a.graph, a.timing, a.costs, a.pc).dump(),
+            PerfettoTrace(b.graph, b.timing, b.costs, b.pc).dump());
+}
+
+}  // namespace
+}  // namespace mmtwin
