@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
+
+#include "core/plan/schedule.h"
 
 namespace mmtwin {
 namespace {
@@ -109,6 +112,32 @@ TEST(ComputeMemoryTest, OneFOneBInFlightIsMinOfPpMinusRankAndM) {
             << "pp " << pp << " m " << m << " r " << r;
       }
     }
+}
+
+TEST(ComputeMemoryTest, BuiltSchedulesPeakIsMaxInFlightTimesAct) {
+  struct Case {
+    const char* name;
+    int pp, vpp, m;
+  };
+  for (const Case& c : {Case{"gpipe", 4, 1, 6}, Case{"1f1b", 4, 1, 8}, Case{"1f1b", 8, 1, 3},
+                        Case{"interleaved-1f1b", 4, 2, 8}, Case{"interleaved-1f1b", 2, 3, 4}}) {
+    Result<Schedule> s = BuildSchedule(c.name, c.pp, c.vpp, c.m);
+    ASSERT_TRUE(s.ok()) << c.name << ": " << s.error().message();
+    ParallelConfig par = Par(1, 1, c.pp, c.m);
+    par.vpp = c.vpp;
+    const int chunks = c.pp * c.vpp;
+    const IterationCosts costs = Uniform(1, c.m, chunks, 1000, 1000, 0);
+    const std::vector<int64_t> params(chunks, 0);
+    ASSERT_TRUE(ValidateMemoryInputs(par, Even(chunks, chunks), params, *s, costs).ok());
+    const auto mem = ComputeMemory(par, Even(chunks, chunks), params, *s, costs, 1 << 30);
+    const std::vector<int> in_flight = MaxInFlight(*s);
+    for (int r = 0; r < c.pp; ++r)
+      EXPECT_EQ(mem[r].peak_activation_bytes, in_flight[r] * 1000) << c.name << " rank " << r;
+    if (std::string(c.name) == "1f1b")
+      for (int r = 0; r < c.pp; ++r) EXPECT_EQ(in_flight[r], std::min(c.pp - r, c.m));
+    if (std::string(c.name) == "gpipe")
+      for (int r = 0; r < c.pp; ++r) EXPECT_EQ(in_flight[r], c.m);
+  }
 }
 
 TEST(ComputeMemoryTest, GPipeHoldsEveryMicroBatch) {
