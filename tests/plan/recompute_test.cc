@@ -268,3 +268,56 @@ TEST(AdaptiveTest, EstimateMatchesComputeMemoryWalkOnOneFOneB) {
 
 }  // namespace
 }  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+TEST(FitsWithFullRecomputeTest, AgreesWithComputeMemoryOnPricedFullPlan) {
+  LayerProfile prof = SmallVlm();
+  for (int l = 0; l < prof.size(); ++l) prof.boundary_bytes[l] = 40 + 4 * l;
+  ParallelConfig par;
+  par.pp = 3;
+  par.tp = 2;
+  par.dp = 2;
+  par.zero_stage = 1;
+  par.micro_batches = 5;
+  const Partition part{{0, 4, 8, 12}};
+  RecomputeContext ctx = Ctx(prof, part.bounds, 3);
+  ctx.parallel = par;
+  const RecomputePlan full = *RunRecomputePolicy("full", {}, ctx);
+  const std::vector<int64_t> held = ChunkHeldActBytes(prof, part, full);
+  IterationCosts costs;
+  costs.Resize(1, 5, 3);
+  Schedule s;
+  s.pp = 3;
+  s.micro_batches = 5;
+  s.per_rank.resize(3);
+  for (int r = 0; r < 3; ++r) {
+    const int warm = std::min(3 - r - 1, 5);
+    for (int i = 0; i < warm; ++i) s.per_rank[r].push_back({PassKind::kForward, i, r});
+    for (int i = 0; i < 5 - warm; ++i) {
+      s.per_rank[r].push_back({PassKind::kForward, warm + i, r});
+      s.per_rank[r].push_back({PassKind::kBackward, i, r});
+    }
+    for (int i = 5 - warm; i < 5; ++i) s.per_rank[r].push_back({PassKind::kBackward, i, r});
+    for (int k = 0; k < 5; ++k) {
+      ChunkCost& cc = costs.At(0, k, r);
+      cc.act_bytes = held[r];
+      for (int l = part.bounds[r]; l < part.bounds[r + 1]; ++l)
+        cc.act_bytes_no_recompute += prof.act_bytes[l];
+      cc.send_bytes = r + 1 < 3 ? prof.boundary_bytes[part.bounds[r + 1] - 1] / 2 : 0;
+    }
+  }
+  const auto mem = ComputeMemory(par, part, prof.params, s, costs, 1 << 20);
+  int64_t worst = 0;
+  for (const StageMemory& m : mem) worst = std::max(worst, m.peak_bytes);
+  const std::vector<int> in_flight = {3, 2, 1};
+  EXPECT_EQ(ProfileBoundaryBytes(prof, part, par),
+            (std::vector<int64_t>{mem[0].boundary_bytes, mem[1].boundary_bytes, mem[2].boundary_bytes}));
+  EXPECT_TRUE(FitsWithFullRecompute(prof, part, par, in_flight, worst));
+  EXPECT_FALSE(FitsWithFullRecompute(prof, part, par, in_flight, worst - 1));
+  EXPECT_FALSE(FitsWithFullRecompute(prof, part, par, {3, 2}, worst));  // wrong rank count
+}
+
+}  // namespace
+}  // namespace mmtwin

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "core/plan/memory.h"
+
 namespace mmtwin {
 namespace {
 
@@ -219,6 +221,46 @@ std::vector<int64_t> EstimateRankMemory(const RecomputeContext& ctx, const Recom
   std::vector<int64_t> out(pp);
   for (int r = 0; r < pp; ++r) out[r] = static_cast<int64_t>(std::ceil(mem[r]));
   return out;
+}
+
+std::vector<int64_t> ProfileBoundaryBytes(const LayerProfile& profile, const Partition& partition,
+                                          const ParallelConfig& parallel) {
+  const int pp = std::max(1, parallel.pp);
+  const int64_t tp = std::max(1, parallel.tp);
+  const int chunks = partition.chunks();
+  auto send = [&](int c) {
+    return c + 1 < chunks ? profile.boundary_bytes[partition.bounds[c + 1] - 1] / tp : 0;
+  };
+  std::vector<int64_t> out(pp, 0);
+  for (int r = 0; r < pp; ++r) {
+    int64_t s = 0, recv = 0;
+    for (int c = r; c < chunks; c += pp) {
+      s = std::max(s, send(c));
+      if (c > 0) recv = std::max(recv, send(c - 1));
+    }
+    out[r] = s + recv;
+  }
+  return out;
+}
+
+bool FitsWithFullRecompute(const LayerProfile& profile, const Partition& partition,
+                           const ParallelConfig& parallel, const std::vector<int>& in_flight,
+                           int64_t capacity_bytes) {
+  if (static_cast<int>(in_flight.size()) != parallel.pp || partition.chunks() < 1 ||
+      partition.bounds.back() != profile.size())
+    return false;
+  RecomputeContext ctx;
+  ctx.profile = profile;
+  ctx.partition = partition;
+  ctx.parallel = parallel;
+  ctx.in_flight = in_flight;
+  ctx.model_state_bytes = RankModelStateBytes(parallel, partition, profile.params);
+  ctx.other_bytes = ProfileBoundaryBytes(profile, partition, parallel);
+  ctx.capacity_bytes = capacity_bytes;
+  Result<RecomputePlan> full = RunFull(ctx, Params());
+  for (int64_t m : EstimateRankMemory(ctx, *full))
+    if (m > capacity_bytes) return false;
+  return true;
 }
 
 Result<RecomputePlan> RunRecomputePolicy(std::string_view name_in,

@@ -116,4 +116,21 @@ std::vector<int64_t> ChunkHeldActBytes(const LayerProfile& profile, const Partit
 // M_r(S) above for every pipeline rank (needs in_flight and model_state_bytes of size pp).
 std::vector<int64_t> EstimateRankMemory(const RecomputeContext& ctx, const RecomputePlan& plan);
 
+// ---- Memory checks from a profile (for planners and bmp's fits_with_full_recompute) ----
+
+// Boundary buffers per pipeline rank estimated from the profile, as ComputeMemory counts them from priced
+// costs: the largest send of the rank's chunks plus the largest receive (the previous chunk's send), with
+// send = boundary_bytes of the chunk's last layer / tp (the pricer's Megatron scatter/gather split).
+std::vector<int64_t> ProfileBoundaryBytes(const LayerProfile& profile, const Partition& partition,
+                                          const ParallelConfig& parallel);
+// True when every pipeline rank fits `capacity_bytes` with every transformer layer recomputed
+// (EstimateRankMemory of the full plan, model states RankModelStateBytes over profile.params, other bytes
+// ProfileBoundaryBytes). in_flight: per rank, MaxInFlight of the schedule. Bind it into
+// PartitionContext::fits_with_full_recompute:
+//   ctx.fits_with_full_recompute = [&](const Partition& p) {
+//     return FitsWithFullRecompute(worst_profile, p, parallel, in_flight, capacity); };
+bool FitsWithFullRecompute(const LayerProfile& profile, const Partition& partition,
+                           const ParallelConfig& parallel, const std::vector<int>& in_flight,
+                           int64_t capacity_bytes);
+
 }  // namespace mmtwin
