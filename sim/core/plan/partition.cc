@@ -317,6 +317,7 @@ void PartitionMetrics(const LayerProfile& profile, const Partition& p, Partition
 
 Partition UniformPartition(int layers, int chunks) {
   Partition p;
+  if (chunks < 1 || chunks > layers) return p;
   for (int c = 0; c <= chunks; ++c)
     p.bounds.push_back(static_cast<int>(static_cast<int64_t>(c) * layers / chunks));
   return p;
@@ -329,6 +330,7 @@ double MaxChunkWeight(const std::vector<double>& weights, const Partition& p) {
 
 Partition MinMaxPartition(const std::vector<double>& weights, int chunks) {
   const int n = static_cast<int>(weights.size());
+  if (chunks < 1 || chunks > n) return Partition{};
   const std::vector<double> pre = Prefix(weights);
   const double inf = std::numeric_limits<double>::infinity();
   // Pass 1: f[c][i] = smallest possible max over the first i layers in c chunks.
@@ -373,6 +375,7 @@ Partition MinMaxPartition(const std::vector<double>& weights, int chunks) {
 
 Partition GreedyAnchorPartition(const std::vector<double>& fwd_us, int chunks) {
   const int n = static_cast<int>(fwd_us.size());
+  if (chunks < 1 || chunks > n) return Partition{};
   const std::vector<double> pre = Prefix(fwd_us);
   Partition p;
   p.bounds.push_back(0);

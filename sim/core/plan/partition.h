@@ -145,6 +145,7 @@ Result<Partition> RunPartitionPolicy(std::string_view name, const std::map<std::
                                      const PartitionContext& ctx, PartitionReport* report = nullptr);
 
 // ---- Building blocks (exposed for tests and other planners) ----
+// Each returns an empty Partition (no bounds) unless 1 <= chunks <= number of layers.
 
 // Exact min-max contiguous partition of `weights` (>= 0) into `chunks` non-empty parts, tie-broken by the
 // smallest sum of squares, then earlier cuts. Requires 1 <= chunks <= weights.size().

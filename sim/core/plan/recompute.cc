@@ -202,6 +202,10 @@ std::vector<int64_t> ChunkHeldActBytes(const LayerProfile& profile, const Partit
 std::vector<int64_t> EstimateRankMemory(const RecomputeContext& ctx, const RecomputePlan& plan) {
   const int pp = ctx.parallel.pp;
   const LayerProfile& prof = ctx.profile;
+  if (pp < 1 || static_cast<int>(ctx.in_flight.size()) != pp ||
+      static_cast<int>(ctx.model_state_bytes.size()) != pp || ctx.partition.chunks() < 1 ||
+      ctx.partition.bounds.back() > prof.size())
+    return {};
   const std::vector<int64_t> held = ChunkHeldActBytes(prof, ctx.partition, plan);
   const std::vector<int64_t> layer_held = LayerHeldActBytes(prof, plan);
   std::vector<double> mem(pp, 0.0);

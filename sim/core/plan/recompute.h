@@ -2,8 +2,15 @@
 // the backward instead of keeping their activations. One explicit registry, like the data and partition
 // policies; every policy is pure.
 //
-//   RecomputeContext ctx{profile, partition, parallel, in_flight, model_state_bytes, {}, 80ll << 30};
-//   MMTWIN_ASSIGN_OR_RETURN(RecomputePlan rc, RunRecomputePolicy("block:4", {}, ctx));
+//   RecomputeContext ctx{worst_profile, partition, parallel,
+//                        MaxInFlight(schedule),                                    // core/plan/schedule.h
+//                        RankModelStateBytes(parallel, partition, worst_profile.params),  //
+//                        core/plan/memory.h ProfileBoundaryBytes(worst_profile, partition, parallel), 80ll <<
+//                        30};
+//   RecomputeReport report;
+//   MMTWIN_ASSIGN_OR_RETURN(RecomputePlan rc, RunRecomputePolicy("adaptive", {}, ctx, &report));
+//   // or RunRecomputePolicy("block:4", {}, ctx): the Megatron policies need only profile, partition,
+//   parallel
 //
 // Built in (see RecomputePolicies() for parameters):
 //   none      nothing recomputed
@@ -113,7 +120,8 @@ Result<RecomputePlan> RunRecomputePolicy(std::string_view name,
 std::vector<int64_t> LayerHeldActBytes(const LayerProfile& profile, const RecomputePlan& plan);
 std::vector<int64_t> ChunkHeldActBytes(const LayerProfile& profile, const Partition& partition,
                                        const RecomputePlan& plan);
-// M_r(S) above for every pipeline rank (needs in_flight and model_state_bytes of size pp).
+// M_r(S) above for every pipeline rank; empty unless in_flight and model_state_bytes have pp entries and the
+// partition lies within the profile.
 std::vector<int64_t> EstimateRankMemory(const RecomputeContext& ctx, const RecomputePlan& plan);
 
 // ---- Memory checks from a profile (for planners and bmp's fits_with_full_recompute) ----
