@@ -44,10 +44,9 @@ void EvaluateAnalytic(const OpGraph& g, IterationTiming* out) {
 
   out->devices.assign(g.num_devices, DeviceTiming{});
   out->replica_time_us.assign(D, 0.0);
-  // Scratch kept in the device records: last compute finish and DP-lane end (alone timing).
-  thread_local std::vector<double> last_compute, dp_end;
+  // Scratch (alone timing): last compute finish per device; thread_local so reuse does not allocate.
+  thread_local std::vector<double> last_compute;
   last_compute.assign(g.num_devices, 0.0);
-  dp_end.assign(g.num_devices, 0.0);
   const int32_t* db = g.dep_begin.data();
   for (int i = 0; i < n; ++i) {
     const Op& op = g.ops[i];
@@ -55,10 +54,6 @@ void EvaluateAnalytic(const OpGraph& g, IterationTiming* out) {
     if (dev < 0) continue;
     double& rt = out->replica_time_us[dev / P];
     rt = std::max(rt, lf[i]);
-    if (op.lane == Lane::kDp) {
-      dp_end[dev] = std::max(dp_end[dev], lf[i]);
-      continue;
-    }
     if (op.lane != Lane::kCompute) continue;
     DeviceTiming& dt = out->devices[dev];
     const double dur = g.duration_us[i];
@@ -79,11 +74,15 @@ void EvaluateAnalytic(const OpGraph& g, IterationTiming* out) {
     if (binding >= 0 && g.ops[binding].lane == Lane::kDp && g.ops[binding].device == dev)
       dt.exposed_comm_us += s - prev;
   }
+  // Last compute finish per replica (alone timing).
+  thread_local std::vector<double> replica_compute_end;
+  replica_compute_end.assign(D, 0.0);
+  for (int dev = 0; dev < g.num_devices; ++dev)
+    replica_compute_end[dev / P] = std::max(replica_compute_end[dev / P], last_compute[dev]);
   for (int dev = 0; dev < g.num_devices; ++dev) {
     DeviceTiming& dt = out->devices[dev];
     dt.local_time_us = out->replica_time_us[dev / P];
-    const double tail_end = std::min(dp_end[dev], dt.local_time_us);
-    if (tail_end > last_compute[dev]) dt.exposed_comm_us += tail_end - last_compute[dev];
+    dt.exposed_comm_us += dt.local_time_us - replica_compute_end[dev / P];
     dt.bubble_us = dt.local_time_us - dt.busy_us - dt.exposed_comm_us;
     dt.idle_us = T - dt.local_time_us;
   }

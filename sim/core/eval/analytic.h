@@ -13,12 +13,12 @@
 //   idle_us          T - local_time_us: everything the other DP replicas cost this device (the wait at the DP
 //                    barriers at the end of the iteration and any compute delayed behind them, e.g. ZeRO-3)
 //   exposed_comm_us  in the alone timing: compute-lane gaps whose binding (latest) dependency is an op of the
-//                    device's DP lane (ZeRO-3 weight all-gathers), plus the tail from the device's last
-//                    compute op to the end of its own DP-lane ops (gradient collectives not hidden by
-//                    compute)
+//                    device's DP lane (ZeRO-3 weight all-gathers), plus local_time_us minus the last compute
+//                    finish of the whole replica (DP communication not hidden behind the replica's compute;
+//                    this tail is the same for every device of the replica)
 //   bubble_us        local_time_us - busy_us - exposed_comm_us: waiting on pipeline dependencies inside the
 //                    replica (warm-up/cool-down, imbalance between stages, P2P transfers, the wait for the
-//                    rest of the replica's pipeline to finish)
+//                    rest of the replica's pipeline to finish its compute)
 // so that busy_us + bubble_us + exposed_comm_us + idle_us == T for every device (up to rounding). With dp = 1
 // idle_us = 0; with uniform costs and no communication, bubble_us / T = (P-1)/(M+P-1) for gpipe and 1f1b.
 //
