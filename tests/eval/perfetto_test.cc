@@ -155,3 +155,18 @@ TEST(PerfettoTest, Deterministic) {
 
 }  // namespace
 }  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+TEST(PerfettoTest, MaxReplicasLimitsTheProcesses) {
+  const Fixture f = Make(3, 2, 1, 4, 1, "1f1b");
+  const nlohmann::json j =
+      PerfettoTrace(f.graph, f.timing, f.costs, f.pc, PerfettoOptions{.max_dp_replicas = 1});
+  std::set<int> pids;
+  for (const auto& e : j["traceEvents"]) pids.insert(e["pid"].get<int>());
+  EXPECT_EQ(pids, (std::set<int>{1, 2}));
+}
+
+}  // namespace
+}  // namespace mmtwin

@@ -44,11 +44,13 @@ std::string EventName(const Op& op) {
 }  // namespace
 
 nlohmann::json PerfettoTrace(const OpGraph& graph, const IterationTiming& timing, const IterationCosts& costs,
-                             const ParallelConfig& parallel) {
+                             const ParallelConfig& parallel, const PerfettoOptions& options) {
   using nlohmann::json;
   const int P = std::max(parallel.pp, 1);
+  const int devices = options.max_dp_replicas > 0 ? std::min(graph.num_devices, options.max_dp_replicas * P)
+                                                  : graph.num_devices;
   json events = json::array();
-  for (int dev = 0; dev < graph.num_devices; ++dev) {
+  for (int dev = 0; dev < devices; ++dev) {
     const int pid = dev + 1;
     events.push_back(
         {{"ph", "M"},
@@ -77,7 +79,7 @@ nlohmann::json PerfettoTrace(const OpGraph& graph, const IterationTiming& timing
   const int n = graph.num_ops();
   for (int i = 0; i < n; ++i) {
     const Op& op = graph.ops[i];
-    if (op.device < 0 || i >= static_cast<int>(timing.finish_us.size())) continue;
+    if (op.device < 0 || op.device >= devices || i >= static_cast<int>(timing.finish_us.size())) continue;
     const int64_t ts = Ns(timing.start_us[i]), end = Ns(timing.finish_us[i]);
     if (have_costs && op.micro_batch >= 0 && (op.kind == OpKind::kForward || op.kind == OpKind::kBackward)) {
       const int64_t act = costs.At(op.device / P, op.micro_batch, op.chunk).act_bytes;
@@ -96,7 +98,7 @@ nlohmann::json PerfettoTrace(const OpGraph& graph, const IterationTiming& timing
                       {"args", std::move(args)}});
   }
   std::sort(mem.begin(), mem.end());
-  for (int dev = 0; dev < graph.num_devices && have_costs; ++dev)
+  for (int dev = 0; dev < devices && have_costs; ++dev)
     events.push_back({{"ph", "C"},
                       {"pid", dev + 1},
                       {"tid", 1},

@@ -27,7 +27,13 @@
 
 namespace mmtwin {
 
+struct PerfettoOptions {
+  // Draw only DP replicas 0 .. max_dp_replicas-1 (0 = all): a 512-GPU iteration has ~10^5 ops, and replicas
+  // of a balanced run look alike.
+  int max_dp_replicas = 0;
+};
+
 nlohmann::json PerfettoTrace(const OpGraph& graph, const IterationTiming& timing, const IterationCosts& costs,
-                             const ParallelConfig& parallel);
+                             const ParallelConfig& parallel, const PerfettoOptions& options = {});
 
 }  // namespace mmtwin
