@@ -48,7 +48,8 @@ struct Partition {
 Status ValidatePartition(const Partition& p, int layers, int chunks);
 inline int PipeRankOfChunk(int chunk, int pp) { return chunk % pp; }
 
-// Per layer: 1 = full recomputation (only the layer input is kept; the forward reruns before the backward).
+// Per layer: 0 = activations kept; 1 = recomputed, only the layer input kept; 2 = recomputed inside a
+// checkpointed group whose input is kept elsewhere (nothing kept; Megatron uniform:N). See core/plan/recompute.h.
 struct RecomputePlan {
   std::vector<uint8_t> layers;
   int Count() const;

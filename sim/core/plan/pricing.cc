@@ -56,12 +56,14 @@ void Pricer::PriceMicroBatch(const std::vector<SampleTokens>& mb, Packing packin
     cc = ChunkCost{};
     for (int i = partition.bounds[c]; i < partition.bounds[c + 1]; ++i) {
       const LayerCost& x = lc[i];
-      const bool rc = i < static_cast<int>(recompute.layers.size()) && recompute.layers[i];
+      const uint8_t flag = i < static_cast<int>(recompute.layers.size()) ? recompute.layers[i] : 0;
+      const bool rc = flag != 0;
       cc.fwd_us += x.fwd_time_us;
       cc.bwd_us += x.bwd_time_us;
       cc.model_flops += x.fwd_flops + x.bwd_flops;
       cc.act_bytes_no_recompute += x.act_bytes;
-      cc.act_bytes += rc ? x.act_bytes_recompute : x.act_bytes;
+      // 1: recomputed from its kept input; 2: recomputed inside a checkpointed group (nothing kept, recompute.h).
+      cc.act_bytes += flag == 0 ? x.act_bytes : flag == 1 ? x.act_bytes_recompute : 0;
       if (layers_[i].kind == LayerKind::kTransformer) {
         const double tp_us = TpLayerForwardUs(work[layers_[i].component].tokens, hidden_of_layer_[i]);
         cc.tp_fwd_us += tp_us;
