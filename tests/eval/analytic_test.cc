@@ -157,6 +157,38 @@ TEST(AnalyticTest, SlowReplicaMakesOthersIdleNotBubbly) {
   EXPECT_GT(t.replica_time_us[1], t.replica_time_us[0]);
 }
 
+// ZeRO-3 with a slow replica: the fast replica's compute is delayed behind barrier-bound collectives on its
+// DP lane; all of that is idle, and its bubble and exposed communication equal those of a run where every
+// replica is as fast as it is.
+TEST(AnalyticTest, BarrierDelaysAreIdle) {
+  // One pipeline rank, two chunks, one micro-batch: chunk 1's reduce-scatter (after the barrier) sits on the
+  // DP lane before chunk 0's backward all-gather, which chunk 0's backward needs.
+  const int P = 1, M = 1;
+  const ParallelConfig pc = Pc(2, P, 2, M, 3);
+  CommSpec comm = Comm(1e6);
+  comm.dp_bucket_bytes = 1 << 30;
+  const auto statics = Statics(2, 4);
+  const OpGraph mixed =
+      MustBuild(pc, "interleaved-1f1b", Uniform(pc, 1, 2, /*slow=*/1, /*factor=*/3), statics, comm);
+  const OpGraph fast = MustBuild(pc, "interleaved-1f1b", Uniform(pc, 1, 2), statics, comm);
+  const IterationTiming tm = EvaluateAnalytic(mixed), tf = EvaluateAnalytic(fast);
+  ExpectPartition(tm);
+  ExpectPartition(tf);
+  for (int r = 0; r < P; ++r) {
+    EXPECT_GT(tm.devices[r].idle_us, 0);
+    EXPECT_DOUBLE_EQ(tm.devices[r].bubble_us, tf.devices[r].bubble_us) << r;
+    EXPECT_DOUBLE_EQ(tm.devices[r].exposed_comm_us, tf.devices[r].exposed_comm_us) << r;
+    EXPECT_DOUBLE_EQ(tm.devices[r].local_time_us, tf.iteration_time_us) << r;
+    EXPECT_EQ(tm.devices[P + r].idle_us, 0) << r;
+  }
+  // Some compute op of the fast replica starts later than when it is alone (delayed behind a barrier).
+  bool delayed = false;
+  for (int i = 0; i < mixed.num_ops(); ++i)
+    if (mixed.ops[i].device >= 0 && mixed.ops[i].device < P && mixed.ops[i].lane == Lane::kCompute)
+      delayed = delayed || tm.finish_us[i] > tm.local_finish_us[i];
+  EXPECT_TRUE(delayed);
+}
+
 // The DP gradient collective of the last stage overlaps the first stage's remaining backwards.
 TEST(AnalyticTest, DpCollectiveOverlapsBackward) {
   for (const char* name : {"gpipe", "1f1b"}) {
