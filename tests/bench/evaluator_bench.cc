@@ -65,7 +65,8 @@ void BM_EvaluateAnalytic(benchmark::State& state) {
   EvaluateAnalytic(g, &t);
   for (auto _ : state) {
     EvaluateAnalytic(g, &t);
-    benchmark::DoNotOptimize(t.iteration_time_us);
+    benchmark::DoNotOptimize(t.finish_us.data());
+    benchmark::ClobberMemory();
   }
   state.SetItemsProcessed(state.iterations() * g.num_ops());
   state.counters["ops"] = g.num_ops();
@@ -95,7 +96,8 @@ void BM_RepriceAndEvaluate(benchmark::State& state) {
   for (auto _ : state) {
     (void)RepriceIterationGraph(&g, s.schedule, other[i++ & 1]);
     EvaluateAnalytic(g, &t);
-    benchmark::DoNotOptimize(t.iteration_time_us);
+    benchmark::DoNotOptimize(t.finish_us.data());
+    benchmark::ClobberMemory();
   }
   state.SetItemsProcessed(state.iterations() * g.num_ops());
 }
