@@ -16,5 +16,9 @@ int RunTrace(const Args& args, std::ostream& out, std::ostream& err);
 int RunBalance(const Args& args, std::ostream& out, std::ostream& err);
 // mmtwin models|clusters|policies     (sim/cli/list_cmd.cc)
 int RunList(const std::string& what, const Args& args, std::ostream& out, std::ostream& err);
+// mmtwin plan SCENARIO [--json]       (sim/cli/plan_cmd.cc)
+int RunPlan(const Args& args, std::ostream& out, std::ostream& err);
+// mmtwin simulate SCENARIO ...        (sim/cli/simulate_cmd.cc)
+int RunSimulate(const Args& args, std::ostream& out, std::ostream& err);
 
 }  // namespace mmtwin::cli

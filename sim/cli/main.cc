@@ -17,9 +17,12 @@ commands:
   trace stats TRACE [--json] [--model M]                                     per-modality statistics
   balance --trace T --model M --dp D --policy P [--param k=v]... [--json]    run a data-balance policy, report metrics
   balance --compare [P1,P2,...] --trace T --model M --dp D                   compare policies side by side
+  plan SCENARIO [--json]                                                     partition, recompute, memory per stage
+  simulate SCENARIO [--engine E] [-o RUNDIR] [--json] [--trace-iteration K]  replay a scenario (scenarios/README.md)
   models | clusters | policies                                               list the model zoo, cluster presets, policies
 
-Exit codes: 0 ok, 2 bad input (the message names file, line and field).
+Exit codes: 0 ok, 1 a check failed (a plan that does not fit device memory), 2 bad input (the message names
+file, line and field).
 )";
 
 }  // namespace
@@ -34,9 +37,12 @@ int main(int argc, char** argv) {
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (cmd == "trace") return mmtwin::cli::RunTrace(rest, std::cout, std::cerr);
   if (cmd == "balance") return mmtwin::cli::RunBalance(rest, std::cout, std::cerr);
+  if (cmd == "plan") return mmtwin::cli::RunPlan(rest, std::cout, std::cerr);
+  if (cmd == "simulate") return mmtwin::cli::RunSimulate(rest, std::cout, std::cerr);
   if (cmd == "models" || cmd == "clusters" || cmd == "policies")
     return mmtwin::cli::RunList(cmd, rest, std::cout, std::cerr);
-  std::cerr << "mmtwin: unknown command '" << cmd << "'; valid commands are: trace, balance, models, clusters, policies\n"
+  std::cerr << "mmtwin: unknown command '" << cmd
+            << "'; valid commands are: trace, balance, plan, simulate, models, clusters, policies\n"
             << "Run 'mmtwin --help' for usage.\n";
   return 2;
 }

@@ -1,0 +1,206 @@
+// mmtwin simulate: replay a scenario's iterations with an evaluation engine and write the run records.
+// Outputs (each written atomically): RUNDIR/summary.json, stages.csv, trace.json (Chrome/Perfetto, one
+// iteration) and scenario.yaml (the resolved scenario). Exit 0 ok, 1 the plan does not fit device memory (the
+// outputs are still written and the short stages listed), 2 bad input.
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <ostream>
+#include <string>
+
+#include "cli/cli_format.h"
+#include "cli/commands.h"
+#include "core/scenario/scenario.h"
+#include "core/sim/simulate.h"
+#include "core/util/csv.h"
+
+namespace mmtwin::cli {
+namespace {
+
+constexpr const char* kSimulateUsage =
+    R"(usage: mmtwin simulate SCENARIO [--engine analytic] [-o RUNDIR] [--json] [--trace-iteration K]
+
+Plans a scenario (scenarios/README.md), replays its iterations (the sampled ones, or the whole epoch) with
+the engine and prints a summary: iteration time p50/p99, bubble, idle and recompute ratios, tokens/s, MFU,
+projected GPU-days for one epoch, data-balance metrics, the per-stage table and any stage that does not fit
+its memory.
+
+  --engine E            evaluation engine: analytic (default: the scenario's `engine`); the SimGrid engine
+                        comes in a later issue
+  -o, --output RUNDIR   where to write summary.json, stages.csv, trace.json, scenario.yaml (default runs/NAME)
+  --json                print summary.json instead of the text summary
+  --trace-iteration K   which replayed iteration (0-based) trace.json shows (default 0)
+
+Exit codes: 0 ok, 1 a stage does not fit its device memory (outputs still written), 2 bad input.
+)";
+
+struct Options {
+  std::string scenario, engine, rundir;
+  bool json = false;
+  int trace_iteration = 0;
+};
+
+Status ParseArgs(const Args& args, Options& o) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> Result<std::string> {
+      if (i + 1 >= args.size()) return Error("simulate: " + a + " needs a value");
+      return args[++i];
+    };
+    if (a == "--engine") {
+      MMTWIN_ASSIGN_OR_RETURN(o.engine, value());
+    } else if (a == "-o" || a == "--output") {
+      MMTWIN_ASSIGN_OR_RETURN(o.rundir, value());
+      if (o.rundir.empty()) return Error("simulate: " + a + " needs a folder");
+    } else if (a == "--json") {
+      o.json = true;
+    } else if (a == "--trace-iteration") {
+      MMTWIN_ASSIGN_OR_RETURN(std::string v, value());
+      int64_t k = 0;
+      if (!ParseInt64(v, k) || k < 0 || k > 1000000000)
+        return Error("simulate: --trace-iteration: '" + v + "' is not a non-negative integer");
+      o.trace_iteration = static_cast<int>(k);
+    } else if (a.size() > 1 && a[0] == '-') {
+      return Error("simulate: unknown option '" + a + "'");
+    } else if (o.scenario.empty()) {
+      o.scenario = a;
+    } else {
+      return Error("simulate: give one scenario file (got '" + o.scenario + "' and '" + a + "')");
+    }
+  }
+  if (o.scenario.empty()) return Error("simulate: a scenario file is required");
+  return Status();
+}
+
+// A one-line progress bar on stderr, drawn only when stderr is a terminal and the run has taken more than a
+// second (short runs and redirected output stay clean).
+class ProgressBar {
+ public:
+  ProgressBar() : tty_(::isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()) {}
+  ~ProgressBar() { Clear(); }
+
+  void Update(double fraction) {
+    if (!tty_) return;
+    const auto now = std::chrono::steady_clock::now();
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    if (elapsed < 1.0) return;
+    if (drawn_ && std::chrono::duration<double>(now - last_).count() < 0.1 && fraction < 1.0) return;
+    last_ = now;
+    fraction = std::isfinite(fraction) ? std::min(1.0, std::max(0.0, fraction)) : 0.0;
+    constexpr int kWidth = 40;
+    const int filled = static_cast<int>(fraction * kWidth);
+    std::string bar(filled, '#');
+    bar += std::string(kWidth - filled, '.');
+    std::fprintf(stderr, "\r[%s] %5.1f%%  %.1f s", bar.c_str(), 100 * fraction, elapsed);
+    std::fflush(stderr);
+    drawn_ = true;
+  }
+  void Clear() {
+    if (!drawn_) return;
+    std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+    drawn_ = false;
+  }
+
+ private:
+  bool tty_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point start_, last_;
+};
+
+Status WriteOutputs(const std::string& dir, const Scenario& s, const SimulationResult& r) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Error(dir + ": cannot create the run folder: " + ec.message());
+  MMTWIN_RETURN_IF_ERROR(WriteFileAtomic(dir + "/summary.json", r.summary.dump(2) + "\n"));
+  MMTWIN_RETURN_IF_ERROR(WriteFileAtomic(dir + "/stages.csv", r.stages_csv));
+  MMTWIN_RETURN_IF_ERROR(WriteFileAtomic(dir + "/trace.json", r.trace.dump() + "\n"));
+  MMTWIN_RETURN_IF_ERROR(
+      WriteFileAtomic(dir + "/scenario.yaml", r.resolved_yaml.empty() ? FormatScenario(s) : r.resolved_yaml));
+  return Status();
+}
+
+void WriteSummary(const Scenario& s, const nlohmann::json& j, const std::string& dir, std::ostream& out) {
+  using nlohmann::json;
+  WriteHeader(s, j, out);
+  out << "engine          " << s.engine << "\n";
+  out << "replayed        " << JStr(j, "iterations_replayed") << " of " << JStr(j, "iterations_in_epoch")
+      << " iterations in the epoch" << (s.epoch ? " (whole epoch)" : " (sampled)") << ", seed " << s.seed
+      << "\n";
+  const json it = j.contains("iteration_time_us") ? j["iteration_time_us"] : json::object();
+  out << "iteration time  p50 " << Fixed(JNum(it, "p50") / 1e3, 1) << " ms, p99 "
+      << Fixed(JNum(it, "p99") / 1e3, 1) << " ms, mean " << Fixed(JNum(it, "mean") / 1e3, 1) << " ms (95% CI "
+      << Fixed(JNum(it, "ci95_low") / 1e3, 1) << " .. " << Fixed(JNum(it, "ci95_high") / 1e3, 1) << " ms)\n";
+  auto pct = [&](const char* k) { return Fixed(100 * JNum(j, k), 1) + "%"; };
+  out << "time split      busy " << pct("busy_ratio") << ", bubble " << pct("bubble_ratio") << ", idle "
+      << pct("idle_ratio") << ", recompute " << pct("recompute_ratio") << "  (of GPU time)\n";
+  out << "throughput      " << Count(JNum(j, "tokens_per_s")) << " tokens/s, "
+      << Fixed(JNum(j, "samples_per_s"), 1) << " samples/s, MFU " << pct("mfu") << "\n";
+  out << "epoch           " << Fixed(JNum(j, "gpu_days"), 1)
+      << " GPU-days projected for one epoch of the trace\n";
+  const json d = j.contains("data") ? j["data"] : json::object();
+  out << "data balance    pad ratio " << Fixed(JNum(d, "pad_ratio"), 3) << ", dist ratio ViT "
+      << Fixed(JNum(d, "dist_ratio_vit"), 3) << " / LLM " << Fixed(JNum(d, "dist_ratio_llm"), 3)
+      << ", mean batch " << Fixed(JNum(d, "mean_batch_size"), 2) << " samples\n\n";
+  WriteSimStages(j, out);
+  WriteOom(j, out);
+  out << "\noutputs         " << dir << "/{summary.json, stages.csv, trace.json, scenario.yaml}\n";
+}
+
+}  // namespace
+
+int RunSimulate(const Args& args, std::ostream& out, std::ostream& err) {
+  for (const auto& a : args)
+    if (a == "-h" || a == "--help") {
+      out << kSimulateUsage;
+      return 0;
+    }
+  Options o;
+  if (Status st = ParseArgs(args, o); !st.ok()) {
+    err << "mmtwin " << st.error().message() << "\n" << kSimulateUsage;
+    return 2;
+  }
+  auto scenario = LoadScenario(o.scenario);
+  if (!scenario) {
+    err << "mmtwin simulate: " << scenario.error().message() << "\n";
+    return 2;
+  }
+  Scenario& s = *scenario;
+  if (!o.engine.empty()) {
+    if (Status st = CheckEngine(o.engine); !st.ok()) {
+      err << "mmtwin simulate: --engine: " << st.error().message() << "\n";
+      return 2;
+    }
+    s.engine = o.engine;
+  }
+  const std::string dir = o.rundir.empty() ? "runs/" + s.name : o.rundir;
+
+  SimulateOptions opts;
+  opts.trace_iteration = o.trace_iteration;
+  ProgressBar bar;
+  opts.progress = [&bar](double f) { bar.Update(f); };
+  auto result = Simulate(s, opts);
+  bar.Clear();
+  if (!result) {
+    err << "mmtwin simulate: " << result.error().message() << "\n";
+    return 2;
+  }
+  if (Status st = WriteOutputs(dir, s, *result); !st.ok()) {
+    err << "mmtwin simulate: " << st.error().message() << "\n";
+    return 2;
+  }
+  const nlohmann::json& j = result->summary;
+  const bool oom = JBool(j, "oom");
+  if (o.json) {
+    out << j.dump(2) << "\n";
+    if (oom) WriteOom(j, err);
+  } else {
+    WriteSummary(s, j, dir, out);
+  }
+  return oom ? 1 : 0;
+}
+
+}  // namespace mmtwin::cli

@@ -1,0 +1,247 @@
+// Runs the real `mmtwin plan` and `mmtwin simulate` binaries: exit codes, error messages, the run folder's
+// files (JSON parses, the resolved scenario loads back), and byte-identical summary.json for the same
+// scenario and seed.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "core/scenario/scenario.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int code;
+  std::string out;  // stdout (and stderr too unless split)
+};
+
+CliRun Shell(const std::string& cmd) {
+  CliRun r{-1, ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+CliRun Mmtwin(const std::string& args, bool with_stderr = true) {
+  return Shell(std::string(MMTWIN_CLI) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
+}
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// A small, fast scenario (seconds): the default scenario's recipe on a 2,000-sample slice.
+const char* kSmall = R"(name: small
+description: CLI test scenario
+trace: {preset: internvl-1.2m, samples: 2000, seed: 3}
+model: internvl-1.5-6b-20b
+cluster: {preset: a100-4x200g}
+parallel: {dp: 2, tp: 2, pp: 4, micro_batches: 4, zero_stage: 1}
+policies:
+  data: isf
+  partition: uniform
+  recompute: full
+  schedule: 1f1b
+iterations: 2
+seed: 5
+)";
+
+// 6B+34B on a single GPU: the model states alone exceed 80 GiB, whatever the recomputation.
+const char* kOom = R"(name: oom
+description: does not fit
+trace: {preset: internvl-1.2m, samples: 500, seed: 3}
+model: internvl-1.5-6b-34b
+parallel: {dp: 1, tp: 1, pp: 1, micro_batches: 2}
+policies: {data: isf, partition: uniform, recompute: full, schedule: 1f1b}
+iterations: 1
+)";
+
+class CliSimulateTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::path(::testing::TempDir()) / ("cli_simulate_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    Write("small.yaml", kSmall);
+    Write("oom.yaml", kOom);
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static void Write(const std::string& name, const std::string& text) {
+    std::ofstream f(dir_ / name);
+    f << text;
+  }
+  static std::string P(const std::string& name) { return (dir_ / name).string(); }
+  static fs::path dir_;
+};
+fs::path CliSimulateTest::dir_;
+
+TEST_F(CliSimulateTest, WritesEveryOutputAndTheyParse) {
+  const fs::path run = dir_ / "run-a";
+  CliRun r = Mmtwin("simulate " + P("small.yaml") + " -o " + run.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* f : {"summary.json", "stages.csv", "trace.json", "scenario.yaml"})
+    EXPECT_TRUE(fs::is_regular_file(run / f)) << f;
+  auto summary = nlohmann::json::parse(Slurp(run / "summary.json"));
+  for (const char* k : {"iteration_time_us", "bubble_ratio", "idle_ratio", "tokens_per_s", "mfu", "gpu_days",
+                        "oom", "stages"})
+    EXPECT_TRUE(summary.contains(k)) << k;
+  EXPECT_TRUE(summary["iteration_time_us"].contains("p50"));
+  EXPECT_TRUE(summary["iteration_time_us"].contains("p99"));
+  EXPECT_FALSE(summary["oom"].get<bool>());
+  ASSERT_EQ(summary["stages"].size(), 4u);
+  for (const auto& st : summary["stages"]) EXPECT_GT(st["peak_memory_bytes"].get<double>(), 0);
+  EXPECT_GT(summary["tokens_per_s"].get<double>(), 0);
+  auto trace = nlohmann::json::parse(Slurp(run / "trace.json"));
+  EXPECT_TRUE(trace.is_object() || trace.is_array());
+  // stages.csv: a header and one row per stage.
+  const std::string csv = Slurp(run / "stages.csv");
+  int rows = 0;
+  std::istringstream lines(csv);
+  for (std::string line; std::getline(lines, line);) rows += !line.empty();
+  EXPECT_EQ(rows, 5) << csv;
+  // The resolved scenario loads back to the same scenario.
+  auto a = mmtwin::LoadScenario(P("small.yaml"));
+  auto b = mmtwin::LoadScenario((run / "scenario.yaml").string());
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  ASSERT_TRUE(b.ok()) << b.error().message();
+  EXPECT_TRUE(*a == *b);
+  // The text summary names the headline numbers and the outputs.
+  for (const char* s : {"iteration time", "p50", "p99", "bubble", "idle", "recompute", "tokens/s", "MFU",
+                        "GPU-days", "dist ratio", "stage", "summary.json"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+}
+
+TEST_F(CliSimulateTest, SameScenarioAndSeedGiveByteIdenticalSummaries) {
+  CliRun a = Mmtwin("simulate " + P("small.yaml") + " -o " + P("det-1"));
+  CliRun b = Mmtwin("simulate " + P("small.yaml") + " -o " + P("det-2"));
+  ASSERT_EQ(a.code, 0) << a.out;
+  ASSERT_EQ(b.code, 0) << b.out;
+  const std::string s1 = Slurp(dir_ / "det-1" / "summary.json"), s2 = Slurp(dir_ / "det-2" / "summary.json");
+  EXPECT_FALSE(s1.empty());
+  EXPECT_EQ(s1, s2);
+  EXPECT_EQ(Slurp(dir_ / "det-1" / "stages.csv"), Slurp(dir_ / "det-2" / "stages.csv"));
+  EXPECT_EQ(Slurp(dir_ / "det-1" / "trace.json"), Slurp(dir_ / "det-2" / "trace.json"));
+}
+
+TEST_F(CliSimulateTest, JsonPrintsTheSummaryFile) {
+  CliRun r = Mmtwin("simulate " + P("small.yaml") + " --json -o " + P("json-run"), /*with_stderr=*/false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out), nlohmann::json::parse(Slurp(dir_ / "json-run" / "summary.json")));
+}
+
+TEST_F(CliSimulateTest, DefaultRunFolderIsRunsSlashName) {
+  const fs::path cwd = dir_ / "cwd";
+  fs::create_directories(cwd);
+  CliRun r = Shell("cd " + cwd.string() + " && " + std::string(MMTWIN_CLI) + " simulate " + P("small.yaml") +
+                   " --json > /dev/null 2>&1");
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* f : {"summary.json", "stages.csv", "trace.json", "scenario.yaml"})
+    EXPECT_TRUE(fs::is_regular_file(cwd / "runs" / "small" / f)) << f;
+}
+
+TEST_F(CliSimulateTest, PlanPrintsStagesAndJson) {
+  CliRun t = Mmtwin("plan " + P("small.yaml"));
+  ASSERT_EQ(t.code, 0) << t.out;
+  for (const char* s : {"stage", "params", "recomp", "fwd ms", "peak", "capacity"})
+    EXPECT_NE(t.out.find(s), std::string::npos) << s << "\n" << t.out;
+  CliRun j = Mmtwin("plan " + P("small.yaml") + " --json", /*with_stderr=*/false);
+  ASSERT_EQ(j.code, 0) << j.out;
+  auto plan = nlohmann::json::parse(j.out);
+  ASSERT_TRUE(plan.contains("stages"));
+  ASSERT_EQ(plan["stages"].size(), 4u);
+  for (const char* k :
+       {"stage", "first_layer", "last_layer", "params", "recomputed_layers", "fwd_us_mean",
+        "model_state_bytes", "peak_activation_bytes", "peak_memory_bytes", "memory_capacity_bytes"})
+    EXPECT_TRUE(plan["stages"][0].contains(k)) << k;
+  EXPECT_FALSE(plan["oom"].get<bool>());
+  // Stages cover the layers in order, without gaps.
+  int next = 0;
+  for (const auto& st : plan["stages"]) {
+    EXPECT_EQ(st["first_layer"].get<int>(), next);
+    next = st["last_layer"].get<int>() + 1;
+  }
+}
+
+TEST_F(CliSimulateTest, OomStillWritesOutputsAndExitsOne) {
+  CliRun r = Mmtwin("simulate " + P("oom.yaml") + " -o " + P("oom-run"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("OOM: stage 0 is short by"), std::string::npos) << r.out;
+  auto summary = nlohmann::json::parse(Slurp(dir_ / "oom-run" / "summary.json"));
+  EXPECT_TRUE(summary["oom"].get<bool>());
+  ASSERT_FALSE(summary["oom_stages"].empty());
+  EXPECT_GT(summary["oom_stages"][0]["short_bytes"].get<double>(), 0);
+  for (const char* f : {"stages.csv", "trace.json", "scenario.yaml"})
+    EXPECT_TRUE(fs::is_regular_file(dir_ / "oom-run" / f)) << f;
+  CliRun p = Mmtwin("plan " + P("oom.yaml"));
+  EXPECT_EQ(p.code, 1) << p.out;
+  EXPECT_NE(p.out.find("OOM"), std::string::npos) << p.out;
+}
+
+TEST_F(CliSimulateTest, BadInputExitsTwoWithTheMessage) {
+  Write("bad-key.yaml", std::string(kSmall) + "bogus: 1\n");
+  CliRun r = Mmtwin("simulate " + P("bad-key.yaml"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find(P("bad-key.yaml") + ":14: bogus: unknown key; valid keys are:"), std::string::npos)
+      << r.out;
+
+  r = Mmtwin("plan " + P("bad-key.yaml"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find(":14: bogus: unknown key"), std::string::npos) << r.out;
+
+  r = Mmtwin("simulate " + P("small.yaml") + " --engine simgrid -o " + P("never"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("unknown engine 'simgrid'; valid values are: analytic"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("later issue"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir_ / "never"));
+
+  r = Mmtwin("simulate " + P("no-such.yaml"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find(P("no-such.yaml")), std::string::npos) << r.out;
+
+  std::string text = kSmall;
+  text.replace(text.find("data: isf"), 9, "data: nope");
+  Write("bad-policy.yaml", text);
+  r = Mmtwin("simulate " + P("bad-policy.yaml") + " -o " + P("never"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("'nope'"), std::string::npos) << r.out;
+
+  r = Mmtwin("simulate " + P("small.yaml") + " --frobnicate");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("unknown option '--frobnicate'"), std::string::npos) << r.out;
+  r = Mmtwin("simulate " + P("small.yaml") + " --trace-iteration minus");
+  EXPECT_EQ(r.code, 2);
+  r = Mmtwin("simulate");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("usage: mmtwin simulate"), std::string::npos) << r.out;
+  r = Mmtwin("plan");
+  EXPECT_EQ(r.code, 2);
+  r = Mmtwin("simulate --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("Exit codes"), std::string::npos);
+}
+
+TEST_F(CliSimulateTest, TopLevelHelpListsTheCommands) {
+  CliRun r = Mmtwin("--help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("plan SCENARIO"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("simulate SCENARIO"), std::string::npos) << r.out;
+}
+
+}  // namespace
