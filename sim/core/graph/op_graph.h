@@ -10,10 +10,9 @@
 // Barriers (device -1, zero duration) join the DP replicas before a gradient collective.
 //
 // Ops per DP replica d, micro-batch m, chunk c on device (d, c % pp), in the rank's schedule order:
-//   forward   fwd_us;          then tp_collective (pass forward) tp_fwd_us        [compute lane]
-//   recompute recompute_us;    backward bwd_us; then tp_collective (pass backward) tp_bwd_us (TP of the
-//   backward
-//             and of the recompute, since ChunkCost has one figure for both)       [compute lane]
+//   forward groups:  forward (fwd_us), then tp_collective with pass forward (tp_fwd_us)    [compute lane]
+//   backward groups: recompute (recompute_us), backward (bwd_us), then tp_collective with pass backward
+//                    (tp_bwd_us: the TP of the backward and of the recompute, one figure in ChunkCost)
 //   p2p_send_activation after the forward group of chunk c < chunks-1: send_bytes of (d,m,c), duration
 //             p2p_latency_us + bytes / p2p_bytes_per_s (in us) [p2p_fwd lane of the sender]; the next chunk's
 //             forward depends on it. p2p_send_gradient after the backward group of chunk c > 0: send_bytes of
@@ -21,10 +20,9 @@
 //             receiver just depends on the send). No send when consecutive chunks share a rank (pp == 1).
 //   Presence: TP ops exist iff some cost has tp_*_us > 0; recompute ops for chunk c iff some cost of chunk c
 //   has recompute_us > 0; sends of boundary c iff p2p_latency_us > 0 or some send_bytes of chunk c > 0. Such
-//   ops may then have zero duration for some micro-batches (this keeps the shape stable for
-//   RepriceIterationGraph). Dependencies: forward(m,c) <- activation send (or the forward group) of (m,c-1);
-//   the backward group's first op
-//   <- its own forward group and the gradient send (or the backward group) of (m,c+1).
+//   ops may have zero duration for some micro-batches (this keeps the shape stable for re-pricing).
+//   Dependencies: forward(m,c) <- the activation send (or the forward group) of (m,c-1); the first op of
+//   the backward group of (m,c) <- its own forward group and the gradient send (or group) of (m,c+1).
 // DP (dp > 1 only), per chunk c on every device holding it, B = grad_bytes_per_gpu split into buckets of
 // dp_bucket_bytes (the last one smaller), d = dp, bw = dp_bytes_per_s, lat = dp_latency_us:
 //   ZeRO-0    all-reduce per bucket: 2(d-1)/d * b / bw + lat
@@ -45,7 +43,7 @@
 //   MMTWIN_ASSIGN_OR_RETURN(Schedule s, BuildSchedule("1f1b", pc.pp, pc.vpp, pc.micro_batches));
 //   MMTWIN_ASSIGN_OR_RETURN(OpGraph g, BuildIterationGraph(pc, s, costs, statics, comm));
 //   for (int i = 0; i < g.num_ops(); ++i) for (int32_t d : g.Deps(i)) ...
-//   // next iteration, same plan shape: MMTWIN_RETURN_IF_ERROR(RepriceIterationGraph(&g, next_costs));
+//   // next iteration: MMTWIN_RETURN_IF_ERROR(RepriceIterationGraph(&g, s, next_costs));
 #pragma once
 
 #include <cstdint>
