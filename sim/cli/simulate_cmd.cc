@@ -188,6 +188,12 @@ int RunSimulate(const Args& args, std::ostream& out, std::ostream& err) {
     err << "mmtwin simulate: " << result.error().message() << "\n";
     return 2;
   }
+  const double replayed = JNum(result->summary, "iterations_replayed");
+  if (!std::isnan(replayed) && o.trace_iteration >= replayed) {
+    err << "mmtwin simulate: --trace-iteration " << o.trace_iteration << ": only " << Count(replayed)
+        << " iterations were replayed (0.." << Count(replayed - 1) << ")\n";
+    return 2;
+  }
   if (Status st = WriteOutputs(dir, s, *result); !st.ok()) {
     err << "mmtwin simulate: " << st.error().message() << "\n";
     return 2;

@@ -227,6 +227,10 @@ TEST_F(CliSimulateTest, BadInputExitsTwoWithTheMessage) {
   EXPECT_NE(r.out.find("unknown option '--frobnicate'"), std::string::npos) << r.out;
   r = Mmtwin("simulate " + P("small.yaml") + " --trace-iteration minus");
   EXPECT_EQ(r.code, 2);
+  r = Mmtwin("simulate " + P("small.yaml") + " --trace-iteration 2 -o " + P("never"));  // 2 iterations replayed
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("--trace-iteration 2: only 2 iterations were replayed (0..1)"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir_ / "never"));
   r = Mmtwin("simulate");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("usage: mmtwin simulate"), std::string::npos) << r.out;
@@ -235,6 +239,44 @@ TEST_F(CliSimulateTest, BadInputExitsTwoWithTheMessage) {
   r = Mmtwin("simulate --help");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("Exit codes"), std::string::npos);
+}
+
+TEST_F(CliSimulateTest, TraceIterationPicksTheExportedIteration) {
+  CliRun a = Mmtwin("simulate " + P("small.yaml") + " --trace-iteration 0 -o " + P("ti-0"));
+  CliRun b = Mmtwin("simulate " + P("small.yaml") + " --trace-iteration 1 -o " + P("ti-1"));
+  ASSERT_EQ(a.code, 0) << a.out;
+  ASSERT_EQ(b.code, 0) << b.out;
+  EXPECT_EQ(Slurp(dir_ / "ti-0" / "summary.json"), Slurp(dir_ / "ti-1" / "summary.json"));
+  EXPECT_NE(Slurp(dir_ / "ti-0" / "trace.json"), Slurp(dir_ / "ti-1" / "trace.json"));
+}
+
+// The README's main command: the shipped default scenario runs and fits.
+TEST_F(CliSimulateTest, DefaultScenarioRuns) {
+  const std::string scenario = std::string(MMTWIN_SOURCE_DIR) + "/scenarios/default.yaml";
+  CliRun r = Mmtwin("simulate " + scenario + " -o " + P("default-run"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto summary = nlohmann::json::parse(Slurp(dir_ / "default-run" / "summary.json"));
+  EXPECT_FALSE(summary["oom"].get<bool>());
+  EXPECT_EQ(summary["iterations_replayed"].get<int>(), 8);
+  CliRun p = Mmtwin("plan " + scenario);
+  EXPECT_EQ(p.code, 0) << p.out;
+}
+
+// The OmniBal pairs (golden): both sides fit, and OmniBal predicts fewer GPU-days than its baseline.
+TEST_F(CliSimulateTest, OmniBalPairsPredictASpeedUp) {
+  const std::string dir = std::string(MMTWIN_SOURCE_DIR) + "/scenarios/omnibal/";
+  for (const std::string m : {"internvl-6b-20b", "internvl-6b-34b"}) {
+    double days[2] = {0, 0};
+    for (int k = 0; k < 2; ++k) {
+      const std::string name = m + (k == 0 ? "-baseline" : "-omnibal");
+      CliRun r = Mmtwin("simulate " + dir + name + ".yaml --json -o " + P(name), /*with_stderr=*/false);
+      ASSERT_EQ(r.code, 0) << name << "\n" << r.out;
+      auto j = nlohmann::json::parse(r.out);
+      EXPECT_FALSE(j["oom"].get<bool>()) << name;
+      days[k] = j["gpu_days"].get<double>();
+    }
+    EXPECT_GT(days[0] / days[1], 1.5) << m << ": baseline " << days[0] << " vs OmniBal " << days[1] << " GPU-days";
+  }
 }
 
 TEST_F(CliSimulateTest, TopLevelHelpListsTheCommands) {
