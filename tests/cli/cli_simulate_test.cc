@@ -227,9 +227,11 @@ TEST_F(CliSimulateTest, BadInputExitsTwoWithTheMessage) {
   EXPECT_NE(r.out.find("unknown option '--frobnicate'"), std::string::npos) << r.out;
   r = Mmtwin("simulate " + P("small.yaml") + " --trace-iteration minus");
   EXPECT_EQ(r.code, 2);
-  r = Mmtwin("simulate " + P("small.yaml") + " --trace-iteration 2 -o " + P("never"));  // 2 iterations replayed
+  r = Mmtwin("simulate " + P("small.yaml") + " --trace-iteration 2 -o " +
+             P("never"));  // 2 iterations replayed
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.out.find("--trace-iteration 2: only 2 iterations were replayed (0..1)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--trace-iteration 2: only 2 iterations were replayed (0..1)"), std::string::npos)
+      << r.out;
   EXPECT_FALSE(fs::exists(dir_ / "never"));
   r = Mmtwin("simulate");
   EXPECT_EQ(r.code, 2);
@@ -275,7 +277,8 @@ TEST_F(CliSimulateTest, OmniBalPairsPredictASpeedUp) {
       EXPECT_FALSE(j["oom"].get<bool>()) << name;
       days[k] = j["gpu_days"].get<double>();
     }
-    EXPECT_GT(days[0] / days[1], 1.5) << m << ": baseline " << days[0] << " vs OmniBal " << days[1] << " GPU-days";
+    EXPECT_GT(days[0] / days[1], 1.5)
+        << m << ": baseline " << days[0] << " vs OmniBal " << days[1] << " GPU-days";
   }
 }
 
