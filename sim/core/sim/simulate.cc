@@ -400,7 +400,8 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
       }
     mem = MergeMemory(mem, ComputeMemory(par, planned.partition, layer_params, e->schedule, costs,
                                          e->cluster.device.memory_bytes));
-    if (static_cast<int>(i) == trace_at) res.trace = PerfettoTrace(graph, timing, costs, par);
+    if (static_cast<int>(i) == trace_at)
+      res.trace = PerfettoTrace(graph, timing, costs, par, PerfettoOptions{options.trace_dp_replicas});
     if (options.progress) options.progress(static_cast<double>(i + 1) / e->replay.size());
   }
 

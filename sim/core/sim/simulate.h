@@ -28,6 +28,7 @@ namespace mmtwin {
 
 struct SimulateOptions {
   int trace_iteration = 0;  // which replayed iteration to export as trace.json
+  int trace_dp_replicas = 4;  // DP replicas drawn in trace.json (0 = all; large runs make large files)
   // Called with the fraction done (0..1) during long replays; may be empty.
   std::function<void(double)> progress;
 };
