@@ -343,10 +343,12 @@ Result<nlohmann::json> PlanScenario(const Scenario& scenario) {
 }
 
 Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOptions& options) {
+  AnalyticEvaluator analytic;
+  Evaluator* evaluator = options.evaluator ? options.evaluator : &analytic;
+  if (scenario.engine != evaluator->name())
+    return Error("engine '" + scenario.engine + "' requested, but the evaluator given is '" + evaluator->name() +
+                 "' (valid engines: analytic, simgrid)");
   MMTWIN_ASSIGN_OR_RETURN(std::unique_ptr<Env> e, Prepare(scenario));
-  if (e->scenario.engine != "analytic")
-    return Error("unknown engine '" + e->scenario.engine + "'; valid values are: analytic (simgrid arrives with the "
-                 "SimGrid engine)");
   const Profiles prof = BuildProfiles(*e);
   MMTWIN_ASSIGN_OR_RETURN(Planned planned, PlanModel(*e, prof));
   const ParallelConfig& par = e->scenario.parallel;
@@ -374,7 +376,7 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
     } else {
       MMTWIN_RETURN_IF_ERROR(RepriceIterationGraph(&graph, e->schedule, costs));
     }
-    EvaluateAnalytic(graph, &timing);
+    MMTWIN_RETURN_IF_ERROR(evaluator->Evaluate(graph, &timing));
     times.push_back(timing.iteration_time_us);
     total_time += timing.iteration_time_us;
     for (int d = 0; d < devices; ++d) {
@@ -477,7 +479,7 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
   j["scenario"] = e->scenario.name;
   j["model"] = e->model.name;
   j["cluster"] = {{"preset", e->cluster.name}, {"nodes", e->cluster.nodes}, {"device", e->cluster.device.name}};
-  j["engine"] = "analytic";
+  j["engine"] = evaluator->name();
   j["parallel"] = ParallelJson(par);
   j["policies"] = PoliciesJson(e->scenario);
   j["trace_samples"] = static_cast<int64_t>(e->trace.size());

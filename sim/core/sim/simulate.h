@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/eval/evaluator.h"
 #include "core/plan/plan.h"
 #include "core/scenario/scenario.h"
 #include "core/util/status.h"
@@ -29,6 +30,8 @@ namespace mmtwin {
 struct SimulateOptions {
   int trace_iteration = 0;  // which replayed iteration to export as trace.json
   int trace_dp_replicas = 4;  // DP replicas drawn in trace.json (0 = all; large runs make large files)
+  // Times the replayed iterations; nullptr = the analytic evaluator. Its name() must match scenario.engine.
+  Evaluator* evaluator = nullptr;
   // Called with the fraction done (0..1) during long replays; may be empty.
   std::function<void(double)> progress;
 };
