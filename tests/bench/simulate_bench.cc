@@ -34,5 +34,35 @@ BENCHMARK_CAPTURE(BM_Simulate, epoch_512, "scenarios/omnibal/internvl-6b-20b-epo
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 
+// BMP end to end on a ~125-layer model (InternViT-6B + Llama-3-70B: 129 layers) with PP 8, radius 2: profile,
+// 5^7 = 78k scored candidates, memory checks, and the top-K candidates timed by the analytic evaluator on 4
+// sampled iterations each. Target <= 2 s.
+void BM_BmpPlan125LayersPp8(benchmark::State& state) {
+  Scenario s;
+  s.name = "bmp-125";
+  s.trace.preset = "internvl-1.2m";
+  s.trace.samples = 60000;
+  s.model = "internvl-6b-llama3-70b";
+  s.cluster = "a100-4x200g";
+  s.parallel.dp = 2;
+  s.parallel.tp = 4;
+  s.parallel.pp = 8;
+  s.parallel.micro_batches = 16;
+  s.parallel.zero_stage = 1;
+  s.data = {"isf", {}};
+  s.partition = {"bmp", {{"radius", "2"}}};
+  s.recompute = {"adaptive", {}};
+  s.iterations = 4;
+  for (auto _ : state) {
+    auto r = PlanScenario(s);
+    if (!r) {
+      state.SkipWithError(r.error().message().c_str());
+      return;
+    }
+    state.counters["layers"] = (*r)["layers"].get<double>();
+  }
+}
+BENCHMARK(BM_BmpPlan125LayersPp8)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 }  // namespace mmtwin
