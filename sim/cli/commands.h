@@ -20,5 +20,9 @@ int RunList(const std::string& what, const Args& args, std::ostream& out, std::o
 int RunPlan(const Args& args, std::ostream& out, std::ostream& err);
 // mmtwin simulate SCENARIO ...        (sim/cli/simulate_cmd.cc)
 int RunSimulate(const Args& args, std::ostream& out, std::ostream& err);
+// mmtwin sweep SWEEP.yaml | sweep merge | sweep export | sweep table   (sim/cli/sweep_cmd.cc)
+int RunSweepCommand(const Args& args, std::ostream& out, std::ostream& err);
+// mmtwin compare RUN_A RUN_B [--json]  (sim/cli/compare_cmd.cc)
+int RunCompare(const Args& args, std::ostream& out, std::ostream& err);
 
 }  // namespace mmtwin::cli

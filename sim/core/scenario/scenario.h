@@ -78,3 +78,35 @@ const std::vector<std::string>& ScenarioEngines();
 Status CheckEngine(const std::string& engine);
 
 }  // namespace mmtwin
+
+// ---- Overrides (sim/core/scenario/override.cc): sweep axes, any scenario key by its dotted name ----
+//
+//   MMTWIN_RETURN_IF_ERROR(ApplyOverride(s, "policies.partition.params.radius", "3"));
+//   MMTWIN_ASSIGN_OR_RETURN(Scenario t, ParseScenarioWithOverrides(text, "x.yaml", ".",
+//                                                                  {{"parallel.vpp", "2"},
+//                                                                   {"policies.schedule", "interleaved-1f1b"}}));
+namespace mmtwin {
+
+// One override: a dotted scenario key ("policies.data", "parallel.pp", "cluster", "cluster.nodes",
+// "policies.partition.params.radius") and its value as YAML text ("isf", "4", "{name: bmp, params: {radius: 2}}").
+// A bare policy or cluster name under an overridden sub-key becomes a mapping ({name: bare} / {preset: bare}).
+struct ScenarioOverride {
+  std::string key;
+  std::string yaml_value;
+};
+
+// OK when `dotted_key` names a scenario key (scenarios/README.md); else "unknown key 'x'; valid keys are: ...".
+Status CheckOverrideKey(const std::string& dotted_key);
+// The scenario YAML text with the overrides applied in order (not validated: parse the result).
+Result<std::string> OverrideScenarioYaml(const std::string& yaml_text,
+                                         const std::vector<ScenarioOverride>& overrides);
+// Applies every override to the scenario text, then parses and validates once (so keys that must change
+// together, such as parallel.vpp and policies.schedule, can). Errors name `name`.
+Result<Scenario> ParseScenarioWithOverrides(const std::string& yaml_text, const std::string& name,
+                                            const std::string& base_dir,
+                                            const std::vector<ScenarioOverride>& overrides);
+// One override on a resolved scenario (through FormatScenario and ParseScenario). When cluster.nodes was the
+// automatic value (just enough nodes for the layout), it stays automatic for the new layout or cluster.
+Status ApplyOverride(Scenario& s, const std::string& dotted_key, const std::string& yaml_value);
+
+}  // namespace mmtwin

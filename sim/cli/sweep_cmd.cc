@@ -1,0 +1,401 @@
+// mmtwin sweep: expand a sweep file (scenarios/README.md, "Sweeps"), run it on worker processes into a SQLite
+// results database (resumable, shardable), print progress and a table of axis values vs key metrics.
+//   mmtwin sweep SWEEP.yaml [--jobs N] [--shard i/N] [--db FILE] [--csv OUT] [--dry-run]
+//   mmtwin sweep merge OUT.sqlite IN.sqlite...
+//   mmtwin sweep export --db FILE -o OUT.csv
+//   mmtwin sweep table --db FILE [--sweep NAME]
+// Exit codes: 0 every run ok, 1 some run recorded an error, 2 bad input, 3 stopped early
+// (MMTWIN_SWEEP_STOP_AFTER=k, a test hook that stops after k runs as if the process had been killed).
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <sstream>
+#include <string>
+
+#include "cli/cli_format.h"
+#include "cli/commands.h"
+#include "core/eval/evaluator.h"
+#include "core/sweep/results_db.h"
+#include "core/sweep/runner.h"
+#include "core/sweep/sweep.h"
+#include "core/util/csv.h"
+
+namespace mmtwin::cli {
+namespace {
+
+constexpr const char* kSweepUsage =
+    R"(usage: mmtwin sweep SWEEP.yaml [--jobs N] [--shard i/N] [--db FILE] [--csv OUT] [--dry-run]
+       mmtwin sweep merge OUT.sqlite IN.sqlite...
+       mmtwin sweep export --db FILE -o OUT.csv
+       mmtwin sweep table --db FILE [--sweep NAME]
+
+Expands a sweep (a base scenario plus axes over scenario keys, cartesian or zipped; scenarios/README.md
+"Sweeps") and runs it on N worker processes, one SQLite row per run (axis values, summary fields, the resolved
+scenario). Runs already recorded with status ok are skipped, so an interrupted sweep re-run redoes nothing
+finished; runs recorded as errors are retried. Prints progress (k/n, ETA) on stderr and at the end a table of
+axis values vs iteration time, GPU-days, speed-up over the first run, bubble/idle/recompute ratios, MFU, OOM.
+
+  --jobs N        worker processes (default 1)
+  --shard i/N     run only runs whose index % N == i (Slurm: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)
+  --db FILE       results database (default NAME.sqlite, or NAME.shard-i-of-N.sqlite with --shard)
+  --csv OUT       also export the database as CSV when done
+  --dry-run       list the runs (index, key, axis values) without running them
+
+merge           joins shard databases into OUT (dedupe by run key; an ok row wins over an error row)
+export          writes every run of the database as CSV (without the summary JSON and scenario columns)
+table           prints the results table of a database
+
+Exit codes: 0 all runs ok, 1 some run ended with an error (recorded, the sweep went on), 2 bad input,
+3 stopped early by MMTWIN_SWEEP_STOP_AFTER (test hook).
+)";
+
+// The evaluators a sweep can use. The SimGrid engine lives outside the core: wire it here when the CLI
+// links it (return its evaluator for "simgrid").
+std::unique_ptr<Evaluator> MakeSweepEvaluator(const std::string& engine) {
+  if (engine == "analytic") return std::make_unique<AnalyticEvaluator>();
+  return nullptr;
+}
+
+std::string Pad(const std::string& s, size_t w, bool right = false) {
+  if (s.size() >= w) return s;
+  return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
+}
+
+double Ptr(const nlohmann::json& j, const char* pointer) {
+  const nlohmann::json::json_pointer p(pointer);
+  if (!j.is_object() || !j.contains(p) || !j.at(p).is_number()) return std::nan("");
+  return j.at(p).get<double>();
+}
+
+std::string Duration(double s) {
+  if (!std::isfinite(s)) return "?";
+  if (s < 90) return Fixed(s, 0) + " s";
+  if (s < 5400) return Fixed(s / 60, 1) + " min";
+  return Fixed(s / 3600, 1) + " h";
+}
+
+// The results table: one row per run (in run order), axis columns then metrics.
+void WriteTable(const std::vector<std::string>& axis_names, const std::vector<RunRecord>& rows,
+                std::ostream& out) {
+  std::vector<std::string> head = {"#"};
+  for (const auto& a : axis_names) head.push_back(a);
+  const std::vector<std::string> metrics = {"p50 ms", "GPU-days", "speed-up", "bubble",
+                                            "idle",   "recomp",   "MFU",      "OOM"};
+  head.insert(head.end(), metrics.begin(), metrics.end());
+  double first_days = std::nan("");
+  for (const auto& r : rows)
+    if (r.status == "ok") {
+      first_days = Ptr(r.summary, "/gpu_days");
+      break;
+    }
+  std::vector<std::vector<std::string>> cells;
+  std::vector<std::string> errors;
+  for (const auto& r : rows) {
+    std::vector<std::string> c = {std::to_string(r.run_index)};
+    std::map<std::string, std::string> ax(r.axes.begin(), r.axes.end());
+    for (const auto& a : axis_names) c.push_back(ax.count(a) ? ax[a] : "");
+    if (r.status != "ok") {
+      c.push_back("error");
+      for (size_t i = 1; i < metrics.size(); ++i) c.push_back("");
+      errors.push_back("#" + std::to_string(r.run_index) + ": " + r.error);
+    } else {
+      const nlohmann::json& s = r.summary;
+      const double days = Ptr(s, "/gpu_days");
+      auto pct = [&](const char* p) { return Fixed(100 * Ptr(s, p), 1) + "%"; };
+      c.push_back(Fixed(Ptr(s, "/iteration_time_us/p50") / 1e3, 1));
+      c.push_back(Fixed(days, 2));
+      c.push_back(Fixed(first_days / days, 2) + "x");
+      c.push_back(pct("/bubble_ratio"));
+      c.push_back(pct("/idle_ratio"));
+      c.push_back(pct("/recompute_ratio"));
+      c.push_back(pct("/mfu"));
+      c.push_back(JBool(s, "oom") ? "yes" : "no");
+    }
+    cells.push_back(std::move(c));
+  }
+  std::vector<size_t> w(head.size());
+  for (size_t i = 0; i < head.size(); ++i) w[i] = head[i].size();
+  for (const auto& c : cells)
+    for (size_t i = 0; i < c.size(); ++i) w[i] = std::max(w[i], c[i].size());
+  const size_t first_metric = 1 + axis_names.size();
+  auto line = [&](const std::vector<std::string>& c) {
+    std::string s;
+    for (size_t i = 0; i < c.size(); ++i) s += (i ? "  " : "") + Pad(c[i], w[i], i == 0 || i >= first_metric);
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    out << s << "\n";
+  };
+  line(head);
+  for (const auto& c : cells) line(c);
+  for (const auto& e : errors) out << "  " << e << "\n";
+}
+
+struct RunOptions {
+  std::string sweep, db, csv;
+  int jobs = 1, shard = 0, shards = 1;
+  bool sharded = false, dry_run = false;
+};
+
+Status ParseRunArgs(const Args& args, RunOptions& o) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> Result<std::string> {
+      if (i + 1 >= args.size()) return Error("sweep: " + a + " needs a value");
+      return args[++i];
+    };
+    if (a == "--jobs" || a == "-j") {
+      MMTWIN_ASSIGN_OR_RETURN(std::string v, value());
+      int64_t n = 0;
+      if (!ParseInt64(v, n) || n < 1 || n > 1024)
+        return Error("sweep: --jobs: '" + v + "' is not in [1, 1024]");
+      o.jobs = static_cast<int>(n);
+    } else if (a == "--shard") {
+      MMTWIN_ASSIGN_OR_RETURN(std::string v, value());
+      if (Status st = ParseShard(v, o.shard, o.shards); !st.ok()) return st.error().Wrap("sweep");
+      o.sharded = true;
+    } else if (a == "--db") {
+      MMTWIN_ASSIGN_OR_RETURN(o.db, value());
+    } else if (a == "--csv") {
+      MMTWIN_ASSIGN_OR_RETURN(o.csv, value());
+    } else if (a == "--dry-run") {
+      o.dry_run = true;
+    } else if (a.size() > 1 && a[0] == '-') {
+      return Error("sweep: unknown option '" + a + "'");
+    } else if (o.sweep.empty()) {
+      o.sweep = a;
+    } else {
+      return Error("sweep: give one sweep file (got '" + o.sweep + "' and '" + a + "')");
+    }
+  }
+  if (o.sweep.empty()) return Error("sweep: a sweep file is required");
+  return Status();
+}
+
+int Fail(std::ostream& err, const std::string& msg) {
+  err << "mmtwin " << msg << "\n";
+  return 2;
+}
+
+int ExportTo(ResultsDb& db, const std::string& path, std::ostream& err) {
+  auto csv = db.ExportCsv();
+  if (!csv) return Fail(err, "sweep export: " + csv.error().message());
+  if (Status st = WriteFileAtomic(path, *csv); !st.ok())
+    return Fail(err, "sweep export: " + st.error().message());
+  return 0;
+}
+
+int RunMain(const Args& args, std::ostream& out, std::ostream& err) {
+  RunOptions o;
+  if (Status st = ParseRunArgs(args, o); !st.ok()) {
+    err << "mmtwin " << st.error().message() << "\n" << kSweepUsage;
+    return 2;
+  }
+  auto spec = LoadSweep(o.sweep);
+  if (!spec) return Fail(err, "sweep: " + spec.error().message());
+  auto runs = ExpandSweep(*spec);
+  if (!runs) return Fail(err, "sweep: " + runs.error().message());
+
+  if (o.dry_run) {
+    out << "sweep " << spec->name << ": " << runs->size() << " runs (" << (spec->zip ? "zip" : "cartesian")
+        << ")\n";
+    for (const SweepRun& r : *runs) {
+      if (!InShard(r.index, o.shard, o.shards)) continue;
+      out << Pad(std::to_string(r.index), 4, true) << "  " << r.key << "  ";
+      for (size_t i = 0; i < r.axes.size(); ++i)
+        out << (i ? ", " : "") << r.axes[i].first << "=" << r.axes[i].second;
+      if (!r.error.empty()) out << "  INVALID: " << r.error;
+      out << "\n";
+    }
+    return 0;
+  }
+
+  std::string db_path = o.db;
+  if (db_path.empty())
+    db_path = spec->name +
+              (o.sharded ? ".shard-" + std::to_string(o.shard) + "-of-" + std::to_string(o.shards) : "") +
+              ".sqlite";
+  auto db = ResultsDb::Open(db_path);
+  if (!db) return Fail(err, "sweep: " + db.error().message());
+
+  SweepRunOptions ro;
+  ro.jobs = o.jobs;
+  ro.shard = o.shard;
+  ro.shards = o.shards;
+  ro.run = [](const Scenario& s) { return RunScenario(s, MakeSweepEvaluator); };
+  if (const char* stop = std::getenv("MMTWIN_SWEEP_STOP_AFTER")) {
+    int64_t k = 0;
+    if (ParseInt64(stop, k) && k > 0) ro.stop_after = static_cast<int>(k);
+  }
+  ro.progress = [&err](const SweepProgress& p) {
+    std::string axes;
+    for (const auto& [k, v] : p.run->axes) axes += (axes.empty() ? "" : ", ") + k + "=" + v;
+    err << "[" << p.done << "/" << p.total << "] #" << p.run->index << " " << axes << ": ";
+    if (p.record->status == "ok") {
+      err << "p50 " << Fixed(Ptr(p.record->summary, "/iteration_time_us/p50") / 1e3, 1) << " ms, "
+          << Fixed(Ptr(p.record->summary, "/gpu_days"), 2) << " GPU-days";
+    } else {
+      std::string e = p.record->error;
+      if (e.size() > 160) e = e.substr(0, 157) + "...";
+      err << "error: " << e;
+    }
+    err << " (" << Fixed(p.record->wall_seconds, 1) << " s)";
+    if (p.done < p.total) err << ", ETA " << Duration(p.eta_seconds);
+    err << "\n" << std::flush;
+  };
+  out << "sweep " << spec->name << ": " << runs->size() << " runs (" << (spec->zip ? "zip" : "cartesian");
+  if (o.sharded) out << ", shard " << o.shard << "/" << o.shards;
+  out << "), " << o.jobs << " job" << (o.jobs > 1 ? "s" : "") << ", database " << db_path << "\n"
+      << std::flush;
+  auto outcome = RunSweep(*spec, *runs, **db, ro);
+  if (!outcome) return Fail(err, "sweep: " + outcome.error().message());
+  out << "ran " << outcome->executed << " of " << outcome->in_shard << " runs (" << outcome->skipped
+      << " already done, " << outcome->errors << " errors)\n";
+  if (outcome->stopped) {
+    out << "stopped early after " << outcome->executed
+        << " runs (MMTWIN_SWEEP_STOP_AFTER); run again to finish\n";
+    return 3;
+  }
+
+  auto records = (*db)->Runs(spec->name);
+  if (!records) return Fail(err, "sweep: " + records.error().message());
+  std::map<std::string, const RunRecord*> by_key;
+  for (const auto& r : *records) by_key[r.run_key] = &r;
+  std::vector<RunRecord> rows;
+  bool any_error = false;
+  for (const SweepRun& r : *runs) {
+    if (!InShard(r.index, o.shard, o.shards)) continue;
+    auto it = by_key.find(r.key);
+    if (it == by_key.end()) continue;
+    RunRecord row = *it->second;
+    row.run_index = r.index;
+    row.axes = r.axes;
+    any_error |= row.status != "ok";
+    rows.push_back(std::move(row));
+  }
+  std::vector<std::string> axis_names;
+  for (const auto& a : spec->axes) axis_names.push_back(a.name);
+  out << "\n";
+  WriteTable(axis_names, rows, out);
+  if (!o.csv.empty()) {
+    if (int rc = ExportTo(**db, o.csv, err); rc != 0) return rc;
+    out << "csv             " << o.csv << "\n";
+  }
+  return any_error ? 1 : 0;
+}
+
+int MergeMain(const Args& args, std::ostream& out, std::ostream& err) {
+  if (args.size() < 2) return Fail(err, "sweep merge: usage: mmtwin sweep merge OUT.sqlite IN.sqlite...");
+  auto dst = ResultsDb::Open(args[0]);
+  if (!dst) return Fail(err, "sweep merge: " + dst.error().message());
+  int written = 0, total = 0;
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == args[0]) return Fail(err, "sweep merge: input '" + args[i] + "' is the output");
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(args[i], ec))
+      return Fail(err, "sweep merge: " + args[i] + ": no such database");
+    auto src = ResultsDb::Open(args[i]);
+    if (!src) return Fail(err, "sweep merge: " + src.error().message());
+    auto sweeps = (*src)->Sweeps();
+    if (!sweeps) return Fail(err, "sweep merge: " + sweeps.error().message());
+    for (const auto& s : *sweeps)
+      if (Status st = (*dst)->PutSweep(s); !st.ok()) return Fail(err, "sweep merge: " + st.error().message());
+    auto rows = (*src)->Runs();
+    if (!rows) return Fail(err, "sweep merge: " + rows.error().message());
+    for (const auto& r : *rows) {
+      ++total;
+      auto w = (*dst)->Merge(r);
+      if (!w) return Fail(err, "sweep merge: " + w.error().message());
+      written += *w ? 1 : 0;
+    }
+  }
+  auto all = (*dst)->Runs();
+  out << "merged " << total << " rows from " << args.size() - 1 << " databases into " << args[0] << ": "
+      << written << " written, " << total - written << " duplicates kept as they were; "
+      << (all ? all->size() : 0) << " runs in total\n";
+  return 0;
+}
+
+int ExportMain(const Args& args, std::ostream& out, std::ostream& err) {
+  std::string db_path, csv;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if ((args[i] == "--db") && i + 1 < args.size())
+      db_path = args[++i];
+    else if ((args[i] == "-o" || args[i] == "--output") && i + 1 < args.size())
+      csv = args[++i];
+    else
+      return Fail(err, "sweep export: unexpected argument '" + args[i] +
+                           "' (usage: mmtwin sweep export --db FILE -o OUT.csv)");
+  }
+  if (db_path.empty() || csv.empty())
+    return Fail(err, "sweep export: usage: mmtwin sweep export --db FILE -o OUT.csv");
+  std::error_code ec;
+  if (!std::filesystem::exists(db_path, ec))
+    return Fail(err, "sweep export: " + db_path + ": no such database");
+  auto db = ResultsDb::Open(db_path);
+  if (!db) return Fail(err, "sweep export: " + db.error().message());
+  if (int rc = ExportTo(**db, csv, err); rc != 0) return rc;
+  out << "wrote " << csv << "\n";
+  return 0;
+}
+
+int TableMain(const Args& args, std::ostream& out, std::ostream& err) {
+  std::string db_path, sweep;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--db" && i + 1 < args.size())
+      db_path = args[++i];
+    else if (args[i] == "--sweep" && i + 1 < args.size())
+      sweep = args[++i];
+    else
+      return Fail(err, "sweep table: unexpected argument '" + args[i] +
+                           "' (usage: mmtwin sweep table --db FILE [--sweep NAME])");
+  }
+  std::error_code ec;
+  if (db_path.empty() || !std::filesystem::exists(db_path, ec))
+    return Fail(err, "sweep table: give an existing database with --db FILE");
+  auto db = ResultsDb::Open(db_path);
+  if (!db) return Fail(err, "sweep table: " + db.error().message());
+  auto sweeps = (*db)->Sweeps();
+  if (!sweeps) return Fail(err, "sweep table: " + sweeps.error().message());
+  bool any = false;
+  for (const auto& s : *sweeps) {
+    if (!sweep.empty() && s.name != sweep) continue;
+    auto rows = (*db)->Runs(s.name);
+    if (!rows) return Fail(err, "sweep table: " + rows.error().message());
+    std::vector<std::string> axis_names;
+    const nlohmann::json names = nlohmann::json::parse(s.axes_json, nullptr, false);
+    if (names.is_array())
+      for (const auto& n : names)
+        if (n.is_string()) axis_names.push_back(n.get<std::string>());
+    out << (any ? "\n" : "") << "sweep " << s.name << ": " << rows->size() << " of " << s.runs
+        << " runs recorded\n";
+    WriteTable(axis_names, *rows, out);
+    any = true;
+  }
+  if (!any)
+    return Fail(err, "sweep table: no sweep" + (sweep.empty() ? std::string() : " named '" + sweep + "'") +
+                         " in " + db_path);
+  return 0;
+}
+
+}  // namespace
+
+int RunSweepCommand(const Args& args, std::ostream& out, std::ostream& err) {
+  for (const auto& a : args)
+    if (a == "-h" || a == "--help") {
+      out << kSweepUsage;
+      return 0;
+    }
+  if (!args.empty()) {
+    const Args rest(args.begin() + 1, args.end());
+    if (args[0] == "merge") return MergeMain(rest, out, err);
+    if (args[0] == "export") return ExportMain(rest, out, err);
+    if (args[0] == "table") return TableMain(rest, out, err);
+  }
+  return RunMain(args, out, err);
+}
+
+}  // namespace mmtwin::cli

@@ -1,0 +1,375 @@
+// SQLite storage of sweep results (see results_db.h): prepared statements, one transaction per write.
+#include "core/sweep/results_db.h"
+
+#include <sqlite3.h>
+
+#include <charconv>
+#include <cmath>
+
+#include "core/util/csv.h"
+
+namespace mmtwin {
+namespace {
+
+// Statement wrapper: finalized on scope exit.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const std::string& sql) { rc_ = sqlite3_prepare_v2(db, sql.c_str(), -1, &st_, nullptr); }
+  ~Stmt() { sqlite3_finalize(st_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  bool ok() const { return rc_ == SQLITE_OK && st_; }
+  sqlite3_stmt* get() { return st_; }
+  void Text(int i, const std::string& s) {
+    sqlite3_bind_text(st_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  }
+  void TextOrNull(int i, const std::string& s) {
+    if (s.empty())
+      sqlite3_bind_null(st_, i);
+    else
+      Text(i, s);
+  }
+  std::string ColText(int i) {
+    const unsigned char* p = sqlite3_column_text(st_, i);
+    return p ? std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(st_, i)) : std::string();
+  }
+
+ private:
+  sqlite3_stmt* st_ = nullptr;
+  int rc_ = SQLITE_ERROR;
+};
+
+const char* kFixedHead[] = {"run_key", "sweep", "run_index", "status", "error", "axes_json"};
+const char* kFixedTail[] = {"wall_seconds", "session", "finished_at", "summary_json", "scenario_yaml"};
+
+// An axis label as a number when it reads as one (so SQL can compare), else text.
+void BindLabel(Stmt& st, int i, const std::string& label) {
+  int64_t x = 0;
+  double d = 0;
+  if (ParseInt64(label, x))
+    sqlite3_bind_int64(st.get(), i, x);
+  else if (ParseDouble(label, d) && std::isfinite(d))
+    sqlite3_bind_double(st.get(), i, d);
+  else
+    st.Text(i, label);
+}
+
+std::string Quote(const std::string& ident) {
+  std::string q = "\"";
+  for (char c : ident) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::string Num(double x) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, x);
+  return std::string(buf, r.ptr);
+}
+
+}  // namespace
+
+const std::vector<SummaryColumn>& SummaryColumns() {
+  static const std::vector<SummaryColumn> kColumns = {
+      {"iteration_time_us_mean", "/iteration_time_us/mean"},
+      {"iteration_time_us_p50", "/iteration_time_us/p50"},
+      {"iteration_time_us_p99", "/iteration_time_us/p99"},
+      {"iteration_time_us_ci95_low", "/iteration_time_us/ci95_low"},
+      {"iteration_time_us_ci95_high", "/iteration_time_us/ci95_high"},
+      {"busy_ratio", "/busy_ratio"},
+      {"bubble_ratio", "/bubble_ratio"},
+      {"idle_ratio", "/idle_ratio"},
+      {"recompute_ratio", "/recompute_ratio"},
+      {"exposed_comm_ratio", "/exposed_comm_ratio"},
+      {"tokens_per_s", "/tokens_per_s"},
+      {"samples_per_s", "/samples_per_s"},
+      {"mfu", "/mfu"},
+      {"epoch_time_s", "/epoch_time_s"},
+      {"gpu_days", "/gpu_days"},
+      {"oom", "/oom"},
+      {"pad_ratio", "/data/pad_ratio"},
+      {"dist_ratio_vit", "/data/dist_ratio_vit"},
+      {"dist_ratio_llm", "/data/dist_ratio_llm"},
+      {"mean_batch_size", "/data/mean_batch_size"},
+      {"recomputed_layers", "/recomputed_layers"},
+      {"iterations_replayed", "/iterations_replayed"},
+      {"iterations_in_epoch", "/iterations_in_epoch"},
+      {"trace_samples", "/trace_samples"},
+  };
+  return kColumns;
+}
+
+std::string AxisColumn(const std::string& axis_name) {
+  std::string c = "axis_";
+  for (char ch : axis_name) {
+    const bool ok =
+        (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';
+    c += ok ? ch : '_';
+  }
+  return c;
+}
+
+ResultsDb::~ResultsDb() { sqlite3_close(db_); }
+
+Status ResultsDb::Exec(const std::string& sql) {
+  char* msg = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &msg) != SQLITE_OK) {
+    std::string m = msg ? msg : sqlite3_errmsg(db_);
+    sqlite3_free(msg);
+    return Error(path_ + ": " + m);
+  }
+  return Status();
+}
+
+Result<std::vector<std::string>> ResultsDb::Columns() {
+  Stmt st(db_, "PRAGMA table_info(runs)");
+  if (!st.ok()) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  std::vector<std::string> cols;
+  while (sqlite3_step(st.get()) == SQLITE_ROW) cols.push_back(st.ColText(1));
+  return cols;
+}
+
+Result<std::unique_ptr<ResultsDb>> ResultsDb::Open(const std::string& path) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string m = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
+    sqlite3_close(raw);
+    return Error(path + ": cannot open the results database: " + m);
+  }
+  std::unique_ptr<ResultsDb> db(new ResultsDb(raw, path));
+  sqlite3_busy_timeout(raw, 10000);
+  MMTWIN_RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"));
+  std::string sql =
+      "CREATE TABLE IF NOT EXISTS runs (run_key TEXT PRIMARY KEY, sweep TEXT, run_index INTEGER, status "
+      "TEXT, "
+      "error TEXT, axes_json TEXT";
+  for (const auto& c : SummaryColumns())
+    sql += std::string(", ") + c.column + (std::string(c.column) == "oom" ? " INTEGER" : " REAL");
+  sql += ", wall_seconds REAL, session TEXT, finished_at TEXT, summary_json TEXT, scenario_yaml TEXT);";
+  sql +=
+      "CREATE TABLE IF NOT EXISTS sweeps (name TEXT PRIMARY KEY, path TEXT, axes_json TEXT, runs INTEGER);";
+  MMTWIN_RETURN_IF_ERROR(db->Exec(sql));
+  MMTWIN_ASSIGN_OR_RETURN(std::vector<std::string> cols, db->Columns());
+  db->columns_.insert(cols.begin(), cols.end());
+  // Older files may miss summary columns added since: add them.
+  for (const auto& c : SummaryColumns())
+    if (!db->columns_.count(c.column)) {
+      MMTWIN_RETURN_IF_ERROR(db->Exec(std::string("ALTER TABLE runs ADD COLUMN ") + c.column));
+      db->columns_.insert(c.column);
+    }
+  return db;
+}
+
+Status ResultsDb::EnsureAxisColumns(const std::vector<std::pair<std::string, std::string>>& axes) {
+  for (const auto& [name, label] : axes) {
+    const std::string col = AxisColumn(name);
+    if (columns_.count(col)) continue;
+    MMTWIN_RETURN_IF_ERROR(Exec("ALTER TABLE runs ADD COLUMN " + Quote(col)));
+    columns_.insert(col);
+  }
+  return Status();
+}
+
+Status ResultsDb::Put(const RunRecord& r) {
+  MMTWIN_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  auto body = [&]() -> Status {
+    MMTWIN_RETURN_IF_ERROR(EnsureAxisColumns(r.axes));
+    std::vector<std::string> cols(std::begin(kFixedHead), std::end(kFixedHead));
+    for (const auto& [name, label] : r.axes) cols.push_back(AxisColumn(name));
+    for (const auto& c : SummaryColumns()) cols.push_back(c.column);
+    for (const char* c : kFixedTail) cols.push_back(c);
+    std::string sql = "INSERT OR REPLACE INTO runs (";
+    for (size_t i = 0; i < cols.size(); ++i) sql += (i ? ", " : "") + Quote(cols[i]);
+    sql += ") VALUES (";
+    for (size_t i = 0; i < cols.size(); ++i) sql += i ? ", ?" : "?";
+    sql += ")";
+    Stmt st(db_, sql);
+    if (!st.ok()) return Error(path_ + ": " + sqlite3_errmsg(db_));
+    int i = 1;
+    st.Text(i++, r.run_key);
+    st.Text(i++, r.sweep);
+    sqlite3_bind_int(st.get(), i++, r.run_index);
+    st.Text(i++, r.status);
+    st.TextOrNull(i++, r.error);
+    nlohmann::ordered_json axes = nlohmann::ordered_json::object();
+    for (const auto& [name, label] : r.axes) {
+      int64_t x = 0;
+      double d = 0;
+      if (ParseInt64(label, x))
+        axes[name] = x;
+      else if (ParseDouble(label, d) && std::isfinite(d))
+        axes[name] = d;
+      else if (label == "true" || label == "false")
+        axes[name] = label == "true";
+      else
+        axes[name] = label;
+    }
+    st.Text(i++, axes.dump());
+    for (const auto& [name, label] : r.axes) BindLabel(st, i++, label);
+    for (const auto& c : SummaryColumns()) {
+      const nlohmann::json::json_pointer ptr(c.path);
+      const nlohmann::json* v =
+          r.summary.is_object() && r.summary.contains(ptr) ? &r.summary.at(ptr) : nullptr;
+      if (v && v->is_boolean())
+        sqlite3_bind_int(st.get(), i, v->get<bool>() ? 1 : 0);
+      else if (v && v->is_number_integer())
+        sqlite3_bind_int64(st.get(), i, v->get<int64_t>());
+      else if (v && v->is_number() && std::isfinite(v->get<double>()))
+        sqlite3_bind_double(st.get(), i, v->get<double>());
+      else
+        sqlite3_bind_null(st.get(), i);
+      ++i;
+    }
+    sqlite3_bind_double(st.get(), i++, r.wall_seconds);
+    st.TextOrNull(i++, r.session);
+    st.TextOrNull(i++, r.finished_at);
+    if (r.summary.is_null())
+      sqlite3_bind_null(st.get(), i++);
+    else
+      st.Text(i++, r.summary.dump());
+    st.TextOrNull(i++, r.scenario_yaml);
+    if (sqlite3_step(st.get()) != SQLITE_DONE) return Error(path_ + ": " + sqlite3_errmsg(db_));
+    return Status();
+  };
+  Status s = body();
+  if (!s.ok()) {
+    (void)Exec("ROLLBACK");
+    return s;
+  }
+  return Exec("COMMIT");
+}
+
+Result<bool> ResultsDb::Merge(const RunRecord& r) {
+  std::string existing;
+  bool found = false;
+  {
+    Stmt st(db_, "SELECT status FROM runs WHERE run_key = ?");
+    if (!st.ok()) return Error(path_ + ": " + sqlite3_errmsg(db_));
+    st.Text(1, r.run_key);
+    if (sqlite3_step(st.get()) == SQLITE_ROW) {
+      found = true;
+      existing = st.ColText(0);
+    }
+  }
+  if (found && (existing == "ok" || r.status != "ok")) return false;
+  MMTWIN_RETURN_IF_ERROR(Put(r));
+  return true;
+}
+
+Status ResultsDb::PutSweep(const SweepInfo& s) {
+  Stmt st(db_, "INSERT OR REPLACE INTO sweeps (name, path, axes_json, runs) VALUES (?, ?, ?, ?)");
+  if (!st.ok()) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  st.Text(1, s.name);
+  st.Text(2, s.path);
+  st.Text(3, s.axes_json);
+  sqlite3_bind_int(st.get(), 4, s.runs);
+  if (sqlite3_step(st.get()) != SQLITE_DONE) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  return Status();
+}
+
+Result<std::set<std::string>> ResultsDb::OkKeys(const std::string& sweep) {
+  Stmt st(db_, sweep.empty() ? "SELECT run_key FROM runs WHERE status = 'ok'"
+                             : "SELECT run_key FROM runs WHERE status = 'ok' AND sweep = ?");
+  if (!st.ok()) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  if (!sweep.empty()) st.Text(1, sweep);
+  std::set<std::string> keys;
+  int rc;
+  while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) keys.insert(st.ColText(0));
+  if (rc != SQLITE_DONE) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  return keys;
+}
+
+Result<std::vector<RunRecord>> ResultsDb::Runs(const std::string& sweep) {
+  std::string sql =
+      "SELECT run_key, sweep, run_index, status, error, axes_json, summary_json, scenario_yaml, "
+      "wall_seconds, "
+      "session, finished_at FROM runs";
+  if (!sweep.empty()) sql += " WHERE sweep = ?";
+  sql += " ORDER BY sweep, run_index, run_key";
+  Stmt st(db_, sql);
+  if (!st.ok()) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  if (!sweep.empty()) st.Text(1, sweep);
+  std::vector<RunRecord> out;
+  int rc;
+  while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
+    RunRecord r;
+    r.run_key = st.ColText(0);
+    r.sweep = st.ColText(1);
+    r.run_index = sqlite3_column_int(st.get(), 2);
+    r.status = st.ColText(3);
+    r.error = st.ColText(4);
+    const nlohmann::ordered_json axes = nlohmann::ordered_json::parse(st.ColText(5), nullptr, false);
+    if (axes.is_object())
+      for (auto it = axes.begin(); it != axes.end(); ++it)
+        r.axes.emplace_back(it.key(),
+                            it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
+    const std::string summary = st.ColText(6);
+    if (!summary.empty()) {
+      r.summary = nlohmann::json::parse(summary, nullptr, false);
+      if (r.summary.is_discarded()) r.summary = nullptr;
+    }
+    r.scenario_yaml = st.ColText(7);
+    r.wall_seconds = sqlite3_column_double(st.get(), 8);
+    r.session = st.ColText(9);
+    r.finished_at = st.ColText(10);
+    out.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  return out;
+}
+
+Result<std::vector<SweepInfo>> ResultsDb::Sweeps() {
+  Stmt st(db_, "SELECT name, path, axes_json, runs FROM sweeps ORDER BY name");
+  if (!st.ok()) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  std::vector<SweepInfo> out;
+  while (sqlite3_step(st.get()) == SQLITE_ROW)
+    out.push_back({st.ColText(0), st.ColText(1), st.ColText(2), sqlite3_column_int(st.get(), 3)});
+  return out;
+}
+
+Status ResultsDb::Delete(const std::string& run_key) {
+  Stmt st(db_, "DELETE FROM runs WHERE run_key = ?");
+  if (!st.ok()) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  st.Text(1, run_key);
+  if (sqlite3_step(st.get()) != SQLITE_DONE) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  return Status();
+}
+
+Result<std::string> ResultsDb::ExportCsv() {
+  MMTWIN_ASSIGN_OR_RETURN(std::vector<std::string> all, Columns());
+  std::vector<std::string> cols;
+  for (const auto& c : all)
+    if (c != "summary_json" && c != "scenario_yaml") cols.push_back(c);
+  std::string sql = "SELECT ";
+  for (size_t i = 0; i < cols.size(); ++i) sql += (i ? ", " : "") + Quote(cols[i]);
+  sql += " FROM runs ORDER BY sweep, run_index, run_key";
+  Stmt st(db_, sql);
+  if (!st.ok()) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  std::string out;
+  for (size_t i = 0; i < cols.size(); ++i) out += (i ? "," : "") + CsvQuote(cols[i]);
+  out += "\n";
+  int rc;
+  while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
+    for (size_t i = 0; i < cols.size(); ++i) {
+      if (i) out += ",";
+      const int c = static_cast<int>(i);
+      switch (sqlite3_column_type(st.get(), c)) {
+        case SQLITE_NULL:
+          break;
+        case SQLITE_INTEGER:
+          out += std::to_string(sqlite3_column_int64(st.get(), c));
+          break;
+        case SQLITE_FLOAT:
+          out += Num(sqlite3_column_double(st.get(), c));
+          break;
+        default:
+          out += CsvQuote(st.ColText(c));
+      }
+    }
+    out += "\n";
+  }
+  if (rc != SQLITE_DONE) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  return out;
+}
+
+}  // namespace mmtwin

@@ -1,0 +1,98 @@
+// The sweep results database (SQLite, WAL mode): one row per run in table `runs`, keyed by run_key, plus one
+// row per sweep in table `sweeps`. Only one process writes (the sweep's parent); each Put is its own
+// transaction, so an interrupted sweep loses at most the runs in flight.
+//
+// runs columns: run_key (primary key), sweep, run_index, status ('ok' | 'error'), error, axes_json, one
+// column per axis (`axis_<name>`, numbers stored as numbers), the summary fields flattened (SummaryColumns():
+// iteration_time_us_p50, ..., gpu_days in GPU-days, oom 0/1, ...), wall_seconds (the run's wall time),
+// session (which `mmtwin sweep` invocation ran it: host:pid:start), finished_at (UTC ISO 8601),
+// summary_json (summary.json), scenario_yaml (the resolved scenario).
+//
+//   MMTWIN_ASSIGN_OR_RETURN(std::unique_ptr<ResultsDb> db, ResultsDb::Open("omnibal-data.sqlite"));
+//   MMTWIN_RETURN_IF_ERROR(db->Put(record));
+//   MMTWIN_ASSIGN_OR_RETURN(std::set<std::string> done, db->OkKeys());
+#pragma once
+
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/util/status.h"
+
+struct sqlite3;
+
+namespace mmtwin {
+
+struct RunRecord {
+  std::string run_key;
+  std::string sweep;
+  int run_index = 0;
+  std::string status = "ok";  // "ok" or "error"
+  std::string error;
+  std::vector<std::pair<std::string, std::string>> axes;  // (axis name, value label)
+  nlohmann::json summary;                                 // null for errors
+  std::string scenario_yaml;
+  double wall_seconds = 0;
+  std::string session;
+  std::string finished_at;
+};
+
+struct SweepInfo {
+  std::string name;
+  std::string path;
+  std::string axes_json;  // ["name", ...] in axis order
+  int runs = 0;           // runs in the whole sweep (all shards)
+};
+
+// The flattened summary columns, in table order, with the summary.json path each comes from.
+struct SummaryColumn {
+  const char* column;
+  const char* path;  // JSON pointer into summary.json
+};
+const std::vector<SummaryColumn>& SummaryColumns();
+
+class ResultsDb {
+ public:
+  ~ResultsDb();
+  ResultsDb(const ResultsDb&) = delete;
+  ResultsDb& operator=(const ResultsDb&) = delete;
+
+  // Opens or creates the database (WAL mode) and its tables.
+  static Result<std::unique_ptr<ResultsDb>> Open(const std::string& path);
+
+  // Inserts or replaces the run's row (one transaction); adds missing axis columns first.
+  Status Put(const RunRecord& r);
+  // Put unless a row with this run_key already exists with status ok and r is not ok, or both are ok
+  // (merge: dedupe by run_key, keep ok over error). Returns whether it wrote.
+  Result<bool> Merge(const RunRecord& r);
+  Status PutSweep(const SweepInfo& s);
+
+  Result<std::set<std::string>> OkKeys(const std::string& sweep = "");
+  Result<std::vector<RunRecord>> Runs(const std::string& sweep = "");  // ordered by sweep, run_index
+  Result<std::vector<SweepInfo>> Sweeps();
+  Status Delete(const std::string& run_key);
+
+  // Every column of `runs` except summary_json and scenario_yaml, header first, ordered by sweep, run_index.
+  Result<std::string> ExportCsv();
+
+  const std::string& path() const { return path_; }
+
+ private:
+  ResultsDb(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  Status Exec(const std::string& sql);
+  Status EnsureAxisColumns(const std::vector<std::pair<std::string, std::string>>& axes);
+  Result<std::vector<std::string>> Columns();
+
+  sqlite3* db_;
+  std::string path_;
+  std::set<std::string> columns_;  // known columns of `runs`
+};
+
+// "axis_" + the name with every character outside [A-Za-z0-9_] replaced by '_'.
+std::string AxisColumn(const std::string& axis_name);
+
+}  // namespace mmtwin

@@ -1,0 +1,272 @@
+// Sweep execution: a pool of forked workers (one process per run), results read back over pipes as JSON and
+// written by this process only. A worker ends with _exit() so that it never flushes or closes anything it
+// inherited (stdio buffers, the database connection).
+#include "core/sweep/runner.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <exception>
+#include <map>
+#include <set>
+
+#include "core/sim/simulate.h"
+#include "core/util/csv.h"
+
+namespace mmtwin {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string UtcNow() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// Child side: evaluate, write {"ok": true, "summary": ...} or {"ok": false, "error": "..."} to fd, _exit.
+[[noreturn]] void WorkerMain(int fd, const SweepRun& run, const RunFunction& fn) {
+  nlohmann::json reply;
+  try {
+    auto r = fn(run.scenario);
+    if (r)
+      reply = {{"ok", true}, {"summary", *r}};
+    else
+      reply = {{"ok", false}, {"error", r.error().message()}};
+  } catch (const std::exception& e) {
+    reply = {{"ok", false}, {"error", std::string("exception: ") + e.what()}};
+  } catch (...) {
+    reply = {{"ok", false}, {"error", "unknown exception"}};
+  }
+  const std::string text = reply.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  size_t off = 0;
+  while (off < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) ::_exit(3);
+    off += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  ::_exit(0);
+}
+
+struct Worker {
+  pid_t pid = -1;
+  int fd = -1;
+  const SweepRun* run = nullptr;
+  std::string buffer;
+  Clock::time_point start;
+};
+
+std::string DescribeStatus(int status) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    const char* name = strsignal(sig);
+    return "worker killed by signal " + std::to_string(sig) + (name ? std::string(" (") + name + ")" : "");
+  }
+  if (WIFEXITED(status)) return "worker exited with status " + std::to_string(WEXITSTATUS(status));
+  return "worker ended abnormally";
+}
+
+}  // namespace
+
+Result<nlohmann::json> RunScenario(const Scenario& scenario, const EvaluatorFactory& factory) {
+  std::unique_ptr<Evaluator> evaluator;
+  if (factory) evaluator = factory(scenario.engine);
+  if (!evaluator && scenario.engine != "analytic")
+    return Error("engine '" + scenario.engine + "' is not available to mmtwin sweep in this build");
+  SimulateOptions opts;
+  opts.evaluator = evaluator.get();  // nullptr = analytic
+  opts.trace_dp_replicas = 1;        // the sweep keeps summaries only
+  MMTWIN_ASSIGN_OR_RETURN(SimulationResult r, Simulate(scenario, opts));
+  return std::move(r.summary);
+}
+
+Status ParseShard(const std::string& text, int& shard, int& shards) {
+  const size_t slash = text.find('/');
+  int64_t i = 0, n = 0;
+  if (slash == std::string::npos || !ParseInt64(text.substr(0, slash), i) ||
+      !ParseInt64(text.substr(slash + 1), n) || n < 1 || n > 1000000 || i < 0 || i >= n)
+    return Error("--shard: '" + text + "' is not i/N with 0 <= i < N (e.g. 0/4)");
+  shard = static_cast<int>(i);
+  shards = static_cast<int>(n);
+  return Status();
+}
+
+std::string DefaultSession() {
+  char host[256] = {0};
+  if (::gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "host");
+  return std::string(host) + ":" + std::to_string(::getpid()) + ":" + std::to_string(std::time(nullptr));
+}
+
+Result<SweepOutcome> RunSweep(const SweepSpec& spec, const std::vector<SweepRun>& runs, ResultsDb& db,
+                              const SweepRunOptions& o) {
+  const RunFunction fn = o.run ? o.run : RunFunction([](const Scenario& s) { return RunScenario(s); });
+  const std::string session = o.session.empty() ? DefaultSession() : o.session;
+  const int jobs = std::max(1, o.jobs);
+
+  std::string axes_json = "[";
+  for (size_t i = 0; i < spec.axes.size(); ++i) axes_json += (i ? ", \"" : "\"") + spec.axes[i].name + "\"";
+  axes_json += "]";
+  MMTWIN_RETURN_IF_ERROR(db.PutSweep({spec.name, spec.path, axes_json, static_cast<int>(runs.size())}));
+
+  MMTWIN_ASSIGN_OR_RETURN(std::set<std::string> done, db.OkKeys());
+  SweepOutcome out;
+  std::vector<const SweepRun*> todo;
+  std::set<std::string> seen;
+  for (const SweepRun& r : runs) {
+    if (!InShard(r.index, o.shard, o.shards) || !seen.insert(r.key).second) continue;
+    ++out.in_shard;
+    if (done.count(r.key))
+      ++out.skipped;
+    else
+      todo.push_back(&r);
+  }
+
+  const auto t0 = Clock::now();
+  SweepProgress progress;
+  progress.total = static_cast<int>(todo.size());
+
+  auto record = [&](const SweepRun& run, RunRecord rec) -> Status {
+    rec.run_key = run.key;
+    rec.sweep = spec.name;
+    rec.run_index = run.index;
+    rec.axes = run.axes;
+    rec.scenario_yaml = run.resolved_yaml;
+    rec.session = session;
+    rec.finished_at = UtcNow();
+    MMTWIN_RETURN_IF_ERROR(db.Put(rec));
+    ++out.executed;
+    if (rec.status != "ok") ++out.errors;
+    progress.done = out.executed;
+    progress.errors = out.errors;
+    progress.elapsed_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    progress.eta_seconds = progress.elapsed_seconds / progress.done * (progress.total - progress.done);
+    progress.run = &run;
+    progress.record = &rec;
+    if (o.progress) o.progress(progress);
+    return Status();
+  };
+
+  std::map<int, Worker> active;  // by fd
+  auto kill_all = [&]() {
+    for (auto& [fd, w] : active) {
+      ::kill(w.pid, SIGKILL);
+      int st = 0;
+      while (::waitpid(w.pid, &st, 0) < 0 && errno == EINTR) {
+      }
+      ::close(fd);
+    }
+    active.clear();
+  };
+  auto stop_now = [&]() { return o.stop_after > 0 && out.executed >= o.stop_after; };
+
+  size_t next = 0;
+  while (next < todo.size() || !active.empty()) {
+    if (stop_now()) {
+      kill_all();
+      out.stopped = true;
+      return out;
+    }
+    // Launch workers; invalid scenarios are recorded at once.
+    while (next < todo.size() && static_cast<int>(active.size()) < jobs) {
+      const SweepRun& run = *todo[next++];
+      if (!run.error.empty()) {
+        RunRecord rec;
+        rec.status = "error";
+        rec.error = run.error;
+        MMTWIN_RETURN_IF_ERROR(record(run, std::move(rec)));
+        if (stop_now()) break;
+        continue;
+      }
+      int fds[2];
+      if (::pipe(fds) != 0) {
+        kill_all();
+        return Error(std::string("sweep: pipe: ") + std::strerror(errno));
+      }
+      const pid_t pid = ::fork();
+      if (pid < 0) {
+        ::close(fds[0]);
+        ::close(fds[1]);
+        kill_all();
+        return Error(std::string("sweep: fork: ") + std::strerror(errno));
+      }
+      if (pid == 0) {
+        ::close(fds[0]);
+        for (const auto& [fd, w] : active) ::close(fd);
+        WorkerMain(fds[1], run, fn);
+      }
+      ::close(fds[1]);
+      ::fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+      Worker w;
+      w.pid = pid;
+      w.fd = fds[0];
+      w.run = &run;
+      w.start = Clock::now();
+      active.emplace(fds[0], std::move(w));
+    }
+    if (active.empty()) continue;
+
+    std::vector<pollfd> pfds;
+    for (const auto& [fd, w] : active) pfds.push_back({fd, POLLIN, 0});
+    const int n = ::poll(pfds.data(), pfds.size(), 1000);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      kill_all();
+      return Error(std::string("sweep: poll: ") + std::strerror(errno));
+    }
+    for (const pollfd& p : pfds) {
+      if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      Worker& w = active.at(p.fd);
+      char buf[65536];
+      const ssize_t got = ::read(p.fd, buf, sizeof buf);
+      if (got < 0 && errno == EINTR) continue;
+      if (got > 0) {
+        w.buffer.append(buf, static_cast<size_t>(got));
+        continue;
+      }
+      // EOF (or a read error): the worker is done.
+      ::close(p.fd);
+      int status = 0;
+      while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      RunRecord rec;
+      rec.wall_seconds = std::chrono::duration<double>(Clock::now() - w.start).count();
+      const nlohmann::json reply = nlohmann::json::parse(w.buffer, nullptr, false);
+      const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (clean && reply.is_object() && reply.value("ok", false) && reply.contains("summary")) {
+        rec.status = "ok";
+        rec.summary = reply["summary"];
+      } else {
+        rec.status = "error";
+        if (clean && reply.is_object() && reply.contains("error") && reply["error"].is_string())
+          rec.error = reply["error"].get<std::string>();
+        else
+          rec.error = DescribeStatus(status);
+      }
+      const SweepRun& run = *w.run;
+      active.erase(p.fd);
+      if (Status st = record(run, std::move(rec)); !st.ok()) {
+        kill_all();
+        return st.error();
+      }
+      if (stop_now()) break;
+    }
+  }
+  out.stopped =
+      o.stop_after > 0 && out.executed >= o.stop_after && out.executed < static_cast<int>(todo.size());
+  return out;
+}
+
+}  // namespace mmtwin

@@ -1,0 +1,79 @@
+// Runs a sweep's runs on worker processes and records each result in the results database as soon as it
+// finishes. One forked process per run (at most `jobs` at a time): a run that crashes, aborts or returns an
+// error is recorded with status 'error' and its message, and the sweep goes on. Only this (parent) process
+// writes the database, one transaction per run. Runs whose key is already recorded with status ok are
+// skipped (resume); runs recorded with status error are retried.
+//
+//   SweepRunOptions o;
+//   o.jobs = 2;
+//   o.progress = [](const SweepProgress& p) { std::cerr << p.done << "/" << p.total << "\n"; };
+//   MMTWIN_ASSIGN_OR_RETURN(SweepOutcome r, RunSweep(spec, runs, *db, o));
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/eval/evaluator.h"
+#include "core/scenario/scenario.h"
+#include "core/sweep/results_db.h"
+#include "core/sweep/sweep.h"
+#include "core/util/status.h"
+
+namespace mmtwin {
+
+// Makes the evaluator for an engine name (nullptr = not available in this binary). The core knows only the
+// analytic one; the CLI (which links the SimGrid engine) passes a factory that knows more.
+using EvaluatorFactory = std::function<std::unique_ptr<Evaluator>(const std::string& engine)>;
+
+// Evaluates one scenario and returns its summary.json. This is the single place where a sweep runs a
+// scenario: Simulate() with the evaluator `factory` makes for scenario.engine (empty factory: analytic only);
+// an engine without an evaluator is an error naming it.
+Result<nlohmann::json> RunScenario(const Scenario& scenario, const EvaluatorFactory& factory = {});
+using RunFunction = std::function<Result<nlohmann::json>(const Scenario&)>;
+
+// Slurm-style sharding: run `index` belongs to shard index % shards.
+inline bool InShard(int index, int shard, int shards) { return shards <= 1 || index % shards == shard; }
+// "i/N" with 0 <= i < N.
+Status ParseShard(const std::string& text, int& shard, int& shards);
+
+struct SweepProgress {
+  int done = 0;   // runs finished in this invocation (ok or error)
+  int total = 0;  // runs to execute in this invocation
+  int errors = 0;
+  double elapsed_seconds = 0;
+  double eta_seconds = 0;             // remaining, from the mean pace so far
+  const SweepRun* run = nullptr;      // the run that just finished
+  const RunRecord* record = nullptr;  // its record
+};
+
+struct SweepRunOptions {
+  int jobs = 1;  // worker processes
+  int shard = 0;
+  int shards = 1;
+  RunFunction run;      // empty = RunScenario (tests inject others)
+  std::string session;  // stored with each record; empty = host:pid:start time
+  // Stop after this many runs finished in this invocation (killing the workers still running), as if the
+  // process had been interrupted; 0 = never. For resume tests (MMTWIN_SWEEP_STOP_AFTER in the CLI).
+  int stop_after = 0;
+  std::function<void(const SweepProgress&)> progress;
+};
+
+struct SweepOutcome {
+  int in_shard = 0;      // distinct runs of this shard
+  int skipped = 0;       // already in the database with status ok
+  int executed = 0;      // run (or recorded as invalid) in this invocation
+  int errors = 0;        // of the executed
+  bool stopped = false;  // stop_after was reached
+};
+
+Result<SweepOutcome> RunSweep(const SweepSpec& spec, const std::vector<SweepRun>& runs, ResultsDb& db,
+                              const SweepRunOptions& options);
+
+// A default session id: "host:pid:unix time".
+std::string DefaultSession();
+
+}  // namespace mmtwin
