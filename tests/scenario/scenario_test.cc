@@ -366,6 +366,24 @@ TEST(ScenarioTest, SyntaxErrorsCarryALineNumber) {
   EXPECT_TRUE(msg.rfind("s.yaml:3:", 0) == 0 || msg.rfind("s.yaml:4:", 0) == 0) << msg;
 }
 
+// Found by scenario_fuzz: invalid UTF-8 was accepted and the emitter replaced it, breaking the round trip.
+TEST(ScenarioTest, TextMustBeValidUtf8) {
+  const std::string head = "trace: {preset: internvl-1.2m}\nmodel: internvl-1.5-6b-20b\n";
+  for (const std::string bad : {"\xD5\xD5", "\xC0\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "\xE2\x82"}) {
+    const std::string msg = ErrorOf(head + "description: \"x" + bad + "y\"\n");
+    EXPECT_EQ(msg.rfind("s.yaml:3: description: not valid UTF-8", 0), 0u) << msg;
+    const std::string pmsg = ErrorOf(head + "policies: {data: {name: isf, params: {k: \"" + bad + "\"}}}\n");
+    EXPECT_EQ(pmsg.rfind("s.yaml:3: policies.data.params.k: not valid UTF-8", 0), 0u) << pmsg;
+  }
+  // Valid non-ASCII text (2-, 3- and 4-byte forms) round-trips.
+  auto a = Parse(head + "name: caf\xC3\xA9\ndescription: \"\xE6\x97\xA5\xE6\x9C\xAC \xF0\x9F\x98\x80\"\n");
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  auto b = Parse(FormatScenario(*a));
+  ASSERT_TRUE(b.ok()) << b.error().message();
+  EXPECT_TRUE(*a == *b) << FormatScenario(*a);
+  EXPECT_EQ(b->name, "caf\xC3\xA9");
+}
+
 TEST(ScenarioTest, CheckEngine) {
   EXPECT_TRUE(CheckEngine("analytic").ok());
   Status s = CheckEngine("simgrid");

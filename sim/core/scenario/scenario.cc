@@ -44,6 +44,39 @@ std::string Field(const std::string& where, const std::string& key) {
   return where.empty() ? key : where + "." + key;
 }
 
+// Strict UTF-8 (no overlong forms, surrogates or code points above U+10FFFF): YAML text is Unicode, and the
+// emitter would replace invalid bytes, breaking the round trip.
+bool ValidUtf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    int n = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      n = 1, cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      n = 2, cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      n = 3, cp = c & 0x07;
+    } else {
+      return false;
+    }
+    for (int k = 1; k <= n; ++k) {
+      if (i + k >= s.size()) return false;
+      const unsigned char d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    static const uint32_t kMin[4] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += n + 1;
+  }
+  return true;
+}
+
 // Model and cluster arguments name a preset unless they look like a file (the loaders' own rule).
 bool LooksLikePath(const std::string& s) {
   auto ends = [&](const char* suf) {
@@ -80,6 +113,7 @@ class Parser {
     if (n.IsNull() && allow_empty) return std::string();
     if (!n.IsScalar()) return At(n, field, "expected a string");
     if (n.Scalar().empty() && !allow_empty) return At(n, field, "must not be empty");
+    if (!ValidUtf8(n.Scalar())) return At(n, field, "not valid UTF-8");
     return n.Scalar();
   }
 
@@ -120,7 +154,9 @@ class Parser {
           return At(it->first, where, "expected a parameter name");
         const std::string key = it->first.Scalar();
         if (p.params.count(key)) return At(it->first, Field(where, key), "duplicate key");
+        if (!ValidUtf8(key)) return At(it->first, where, "parameter name is not valid UTF-8");
         if (!it->second.IsScalar()) return At(it->second, Field(where, key), "expected a scalar value");
+        if (!ValidUtf8(it->second.Scalar())) return At(it->second, Field(where, key), "not valid UTF-8");
         p.params[key] = it->second.Scalar();
       }
     }
