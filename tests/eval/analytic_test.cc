@@ -195,12 +195,12 @@ TEST(AnalyticTest, DpCollectiveOverlapsBackward) {
     const int P = 2, M = 4;
     const ParallelConfig pc = Pc(2, P, 1, M);
     CommSpec comm;
-    comm.dp_bytes_per_s = 1e6;  // 1 byte/us; all-reduce over 2 replicas: 2 * 1/2 * bytes + latency
+    comm.dp_bytes_per_s = 1e6;  // 1 byte/us; ring all-reduce over 2 replicas: 2 * 1/2 * bytes + 2 latencies
     comm.dp_latency_us = 0.5;
     comm.dp_bucket_bytes = 1 << 30;
-    const OpGraph g = MustBuild(pc, name, Uniform(pc, 1, 2), Statics(P, 1), comm);  // 1.5 us per chunk
+    const OpGraph g = MustBuild(pc, name, Uniform(pc, 1, 2), Statics(P, 1), comm);  // 2 us per chunk
     const IterationTiming t = EvaluateAnalytic(g);
-    const double compute = 3.0 * (M + P - 1), ar = 1.5;
+    const double compute = 3.0 * (M + P - 1), ar = 2.0;
     double sum_dp = 0;
     for (int i = 0; i < g.num_ops(); ++i)
       if (g.ops[i].kind == OpKind::kDpCollective && g.ops[i].device / P == 0) sum_dp += g.duration_us[i];
@@ -219,7 +219,7 @@ TEST(AnalyticTest, DpCollectiveOverlapsBackward) {
   comm.dp_latency_us = 0.5;
   const OpGraph g = MustBuild(pc, "interleaved-1f1b", Uniform(pc, 1, 2), Statics(2, 1), comm);
   const IterationTiming t = EvaluateAnalytic(g);
-  EXPECT_DOUBLE_EQ(t.iteration_time_us, 3.0 * 4 * 2 + 1.5);
+  EXPECT_DOUBLE_EQ(t.iteration_time_us, 3.0 * 4 * 2 + 2.0);
 }
 
 // ZeRO-3: the first weight all-gather delays the first forward: exposed communication, not bubble.

@@ -168,12 +168,13 @@ TEST(OpGraphTest, DpCollectiveDurationsPerZeroStage) {
     for (const Op& op : g->ops) {
       if (op.kind == OpKind::kDpCollective) {
         const double v = frac * op.bytes;
-        const double expect = zero == 0 ? 2 * v + 3 : zero < 3 ? 2 * (v + 3) : v + 3;
+        // Ring latencies: d - 1 = 3 steps of 3 us per reduce-scatter or all-gather pass.
+        const double expect = zero == 0 ? 2 * v + 2 * 9 : zero < 3 ? 2 * (v + 9) : v + 9;
         EXPECT_DOUBLE_EQ(op.duration_us, expect) << "zero " << zero;
       }
       if (op.kind == OpKind::kDpAllGather) {
         ++ag;
-        EXPECT_DOUBLE_EQ(op.duration_us, 3 * 3 + frac * 100);
+        EXPECT_DOUBLE_EQ(op.duration_us, 3 * 3 * 3 + frac * 100);  // 3 buckets x 3 ring steps x 3 us
       }
     }
     EXPECT_EQ(ag, zero == 3 ? 2 * pc.dp : 0);

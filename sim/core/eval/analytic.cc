@@ -6,11 +6,10 @@ namespace mmtwin {
 namespace {
 
 // Longest path in stored (topological) order. start may be null.
-void Sweep(const OpGraph& g, const int32_t* deps, double* start, double* finish) {
+void Sweep(const OpGraph& g, const int32_t* deps, const double* dur, double* start, double* finish) {
   const int n = g.num_ops();
   const int32_t* db = g.dep_begin.data();
   const int32_t* lp = g.lane_prev.data();
-  const double* dur = g.duration_us.data();
   for (int i = 0; i < n; ++i) {
     const int32_t p = lp[i];
     double s = p >= 0 ? finish[p] : 0.0;
@@ -24,15 +23,20 @@ void Sweep(const OpGraph& g, const int32_t* deps, double* start, double* finish)
 
 void EvaluateAnalytic(const OpGraph& g, IterationTiming* out) {
   const int n = g.num_ops();
-  const int P = std::max(g.parallel.pp, 1), D = std::max(g.parallel.dp, 1);
   out->start_us.resize(n);
   out->finish_us.resize(n);
-  Sweep(g, g.deps.data(), out->start_us.data(), out->finish_us.data());
+  Sweep(g, g.deps.data(), g.duration_us.data(), out->start_us.data(), out->finish_us.data());
+  AttributeDevices(g, g.duration_us, out);
+}
+
+void AttributeDevices(const OpGraph& g, const std::vector<double>& alone_duration_us, IterationTiming* out) {
+  const int n = g.num_ops();
+  const int P = std::max(g.parallel.pp, 1), D = std::max(g.parallel.dp, 1);
   const double* lf = out->finish_us.data();
   const int32_t* ldeps = g.deps.data();
   if (D > 1) {
     out->local_finish_us.resize(n);
-    Sweep(g, g.local_deps.data(), nullptr, out->local_finish_us.data());
+    Sweep(g, g.local_deps.data(), alone_duration_us.data(), nullptr, out->local_finish_us.data());
     lf = out->local_finish_us.data();
     ldeps = g.local_deps.data();
   } else {

@@ -60,6 +60,15 @@ struct TimingTotals {
 
 void EvaluateAnalytic(const OpGraph& graph, IterationTiming* out);
 IterationTiming EvaluateAnalytic(const OpGraph& graph);
+
+// The attribution step alone, for evaluators that time the graph themselves (the SimGrid engine): from
+// out->start_us and out->finish_us (filled, one per op) it sets iteration_time_us, replica_time_us,
+// local_finish_us and devices as above. The "replica alone" timing sweeps OpGraph::local_deps with
+// `alone_duration_us` (one per op; EvaluateAnalytic passes graph.duration_us, the SimGrid engine each op's
+// simulated finish - start, so contention slow-downs stay in the alone timing). busy_us counts
+// graph.duration_us.
+void AttributeDevices(const OpGraph& graph, const std::vector<double>& alone_duration_us,
+                      IterationTiming* out);
 TimingTotals Totals(const IterationTiming& t);
 
 }  // namespace mmtwin

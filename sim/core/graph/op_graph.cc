@@ -311,7 +311,7 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
                  -1,
                  c,
                  0,
-                 nbuckets(c) * comm.dp_latency_us +
+                 nbuckets(c) * (D - 1) * comm.dp_latency_us +
                      frac * statics[c].grad_bytes_per_gpu / comm.dp_bytes_per_s * 1e6,
                  statics[c].grad_bytes_per_gpu};
             ag = b.NewOp(g, -1);
@@ -345,7 +345,7 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
                  -1,
                  c,
                  0,
-                 nbuckets(c) * comm.dp_latency_us +
+                 nbuckets(c) * (D - 1) * comm.dp_latency_us +
                      frac * statics[c].grad_bytes_per_gpu / comm.dp_bytes_per_s * 1e6,
                  statics[c].grad_bytes_per_gpu};
             ag = b.NewOp(g, -1);
@@ -390,13 +390,16 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
             for (int64_t j = 0; j < nb; ++j) {
               const int64_t bytes = std::min(comm.dp_bucket_bytes, total - j * comm.dp_bucket_bytes);
               const double volume_us = frac * static_cast<double>(bytes) / comm.dp_bytes_per_s * 1e6;
+              // Ring algorithms: every step pays the link latency once (d - 1 steps per reduce-scatter or
+              // all-gather pass, 2 (d - 1) per all-reduce), as the SimGrid engine's rings do.
+              const double pass_latency_us = (D - 1) * comm.dp_latency_us;
               double dur = 0;
               if (pc.zero_stage == 0)
-                dur = 2 * volume_us + comm.dp_latency_us;
+                dur = 2 * volume_us + 2 * pass_latency_us;
               else if (pc.zero_stage < 3)
-                dur = 2 * (volume_us + comm.dp_latency_us);
+                dur = 2 * (volume_us + pass_latency_us);
               else
-                dur = volume_us + comm.dp_latency_us;
+                dur = volume_us + pass_latency_us;
               Op g{OpKind::kDpCollective,
                    Lane::kDp,
                    PassKind::kBackward,

@@ -25,11 +25,13 @@
 //   the backward group of (m,c) <- its own forward group and the gradient send (or group) of (m,c+1).
 // DP (dp > 1 only), per chunk c on every device holding it, B = grad_bytes_per_gpu split into buckets of
 // dp_bucket_bytes (the last one smaller), d = dp, bw = dp_bytes_per_s, lat = dp_latency_us:
-//   ZeRO-0    all-reduce per bucket: 2(d-1)/d * b / bw + lat
-//   ZeRO-1/2  reduce-scatter + all-gather per bucket (same volume): 2 * ((d-1)/d * b / bw + lat)
-//   ZeRO-3    reduce-scatter per bucket: (d-1)/d * b / bw + lat; plus one weight all-gather op (kind
+// Ring algorithms (d - 1 steps per reduce-scatter or all-gather pass, each step paying lat once; the SimGrid
+// engine replays these rings step by step):
+//   ZeRO-0    all-reduce per bucket: 2(d-1)/d * b / bw + 2(d-1) * lat
+//   ZeRO-1/2  reduce-scatter + all-gather per bucket (same volume): 2 * ((d-1)/d * b / bw + (d-1) * lat)
+//   ZeRO-3    reduce-scatter per bucket: (d-1)/d * b / bw + (d-1) * lat; plus one weight all-gather op (kind
 //             dp_all_gather) of the chunk's bf16 weights (the same bytes as its bf16 gradients) before its
-//             first forward and one before its first backward: n_buckets * lat + (d-1)/d * B / bw each,
+//             first forward and one before its first backward: n_buckets * (d-1) * lat + (d-1)/d * B / bw each,
 //             queued on the dp lane at the schedule position of that forward/backward, with no other
 //             dependency (prefetch).
 //   A chunk's gradient buckets all become ready at its last backward (per-layer readiness is not modelled): a

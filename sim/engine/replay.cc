@@ -1,0 +1,257 @@
+// The in-process SimGrid replay: platform from the cluster, one activity DAG per OpGraph, Engine::run, times
+// back. See replay.h and sim/engine/README.md.
+#include "engine/replay.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <xbt/log.h>
+#include <simgrid/s4u.hpp>
+
+namespace mmtwin {
+namespace {
+
+namespace sg4 = simgrid::s4u;
+
+constexpr double kHostSpeed = 1e9;  // flop/s of a device host: one microsecond of an op is 1000 flops
+
+// Every activity of the replay; `comm` tells which derived type it is (add_successor lives there).
+struct Activities {
+  std::vector<sg4::ActivityPtr> all;
+  std::vector<uint8_t> comm;
+  int64_t execs = 0, comms = 0, joins = 0;
+
+  int32_t Exec(sg4::Host* host, double flops) {
+    all.push_back(sg4::Exec::init()->set_flops_amount(flops)->set_host(host));
+    comm.push_back(0);
+    return static_cast<int32_t>(all.size() - 1);
+  }
+  int32_t Comm(sg4::Host* from, sg4::Host* to, double bytes) {
+    const uint64_t size = bytes > 0 ? static_cast<uint64_t>(std::llround(bytes)) : 0;
+    all.push_back(sg4::Comm::sendto_init(from, to)->set_payload_size(size));
+    comm.push_back(1);
+    ++comms;
+    return static_cast<int32_t>(all.size() - 1);
+  }
+  void Edge(int32_t from, int32_t to) {
+    if (comm[from])
+      static_cast<sg4::Comm*>(all[from].get())->add_successor(all[to]);
+    else
+      static_cast<sg4::Exec*>(all[from].get())->add_successor(all[to]);
+  }
+};
+
+bool IsRing(OpKind k) { return k == OpKind::kDpCollective || k == OpKind::kDpAllGather; }
+
+uint64_t RingKey(const Op& op) {
+  return (static_cast<uint64_t>(op.kind == OpKind::kDpAllGather) << 63) |
+         (static_cast<uint64_t>(op.pass == PassKind::kBackward) << 62) |
+         (static_cast<uint64_t>(static_cast<uint32_t>(op.chunk)) << 32) | static_cast<uint32_t>(op.bucket);
+}
+
+// Bytes each rank sends to its ring successor at every step of one DP op (see op_graph.h for the algorithms).
+std::vector<double> RingSteps(const Op& op, int zero_stage, int d, int64_t bucket_bytes) {
+  std::vector<double> steps;
+  if (op.kind == OpKind::kDpCollective) {
+    const int k = zero_stage == 3 ? d - 1 : 2 * (d - 1);  // reduce-scatter, or all-reduce / RS + AG
+    steps.assign(k, static_cast<double>(op.bytes) / d);
+  } else {  // ZeRO-3 weight all-gather of the chunk, bucket after bucket
+    for (int64_t done = 0; done < op.bytes; done += bucket_bytes) {
+      const int64_t b = std::min(bucket_bytes, op.bytes - done);
+      for (int s = 0; s < d - 1; ++s) steps.push_back(static_cast<double>(b) / d);
+    }
+  }
+  return steps;
+}
+
+}  // namespace
+
+Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options, const OpGraph& g,
+                       double* start_us, double* finish_us, SimGridReplayStats* stats) {
+  const auto t0 = std::chrono::steady_clock::now();
+  MMTWIN_RETURN_IF_ERROR(CheckPlatform(cluster, g));
+  const ParallelConfig& pc = g.parallel;
+  const int P = std::max(pc.pp, 1), D = std::max(pc.dp, 1), n = g.num_ops(), devices = g.num_devices;
+  const int gpn = std::max(cluster.gpus_per_node, 1);
+  const bool dp_in_node = pc.tp * pc.dp <= gpn;
+  const bool pp_in_node = pc.tp * pc.dp * 2 <= gpn;
+
+  // ---- Engine and network model ----
+  int argc = 2;
+  char arg0[] = "mmtwin-simgrid";
+  char arg1[] = "--log=root.thresh:warning";
+  char* argv[] = {arg0, arg1, nullptr};
+  sg4::Engine engine(&argc, argv);
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/TCP-gamma", 1e30);  // no window bound on fast links
+  sg4::Engine::set_config("network/crosstraffic", false);
+  sg4::Engine::set_config("network/latency-factor", 1.0);
+  sg4::Engine::set_config("network/bandwidth-factor", 1.0);
+  sg4::Engine::set_config("network/weight-S", 0.0);
+  for (const std::string& c : options.extra_config) sg4::Engine::set_config(c);
+
+  // ---- Which device pairs talk, and over which fabric (true = NVLink) ----
+  std::set<std::pair<int32_t, int32_t>> p2p_pairs, ring_pairs;
+  for (int i = 0; i < n; ++i) {
+    const Op& op = g.ops[i];
+    const int d = op.device / P;
+    if (op.kind == OpKind::kP2pSendActivation)
+      p2p_pairs.insert({op.device, d * P + (op.chunk + 1) % P});
+    else if (op.kind == OpKind::kP2pSendGradient)
+      p2p_pairs.insert({op.device, d * P + (op.chunk - 1 + P) % P});
+    else if (IsRing(op.kind))
+      ring_pairs.insert({op.device, ((d + 1) % D) * P + op.device % P});
+  }
+
+  // ---- Platform ----
+  sg4::NetZone* zone = sg4::create_full_zone("mmtwin");
+  const auto policy =
+      options.contention ? sg4::Link::SharingPolicy::SHARED : sg4::Link::SharingPolicy::FATPIPE;
+  const double nic_share =
+      cluster.nics_per_node > 0 ? cluster.node_nic_bytes_per_s() / gpn : cluster.nic_bytes_per_s;
+  std::vector<sg4::Host*> hosts(devices);
+  std::vector<std::array<sg4::Link*, 4>> links(devices);  // nvlink up, nvlink down, nic up, nic down
+  auto make_link = [&](const std::string& name, double bw, double latency_us) {
+    return zone->create_link(name, bw)
+        ->set_latency(latency_us * 1e-6 / 2)
+        ->set_sharing_policy(policy)
+        ->seal();
+  };
+  for (int dev = 0; dev < devices; ++dev) {
+    const std::string s = std::to_string(dev);
+    hosts[dev] = zone->create_host("device-" + s, kHostSpeed)->seal();
+    if (cluster.nvlink_bytes_per_s > 0) {
+      links[dev][0] = make_link("nvlink-up-" + s, cluster.nvlink_bytes_per_s, cluster.nvlink_latency_us);
+      links[dev][1] = make_link("nvlink-down-" + s, cluster.nvlink_bytes_per_s, cluster.nvlink_latency_us);
+    }
+    if (nic_share > 0) {
+      links[dev][2] = make_link("nic-up-" + s, nic_share, cluster.nic_latency_us);
+      links[dev][3] = make_link("nic-down-" + s, nic_share, cluster.nic_latency_us);
+    }
+  }
+  sg4::Host* join_host = zone->create_host("join", kHostSpeed)->seal();
+  auto add_route = [&](int32_t a, int32_t b, bool nvlink) -> Status {
+    sg4::Link* up = links[a][nvlink ? 0 : 2];
+    sg4::Link* down = links[b][nvlink ? 1 : 3];
+    if (up == nullptr || down == nullptr)
+      return Error(std::string("simgrid engine: cluster '") + cluster.name + "' has no " +
+                   (nvlink ? "NVLink" : "NIC") + " bandwidth for the transfers from device " +
+                   std::to_string(a) + " to device " + std::to_string(b));
+    zone->add_route(hosts[a]->get_netpoint(), hosts[b]->get_netpoint(), nullptr, nullptr,
+                    {sg4::LinkInRoute(up), sg4::LinkInRoute(down)}, false);
+    return Status();
+  };
+  for (const auto& [a, b] : p2p_pairs) MMTWIN_RETURN_IF_ERROR(add_route(a, b, pp_in_node));
+  for (const auto& [a, b] : ring_pairs)
+    MMTWIN_RETURN_IF_ERROR(
+        add_route(a, b, dp_in_node || NodeOfDevice(cluster, pc, a) == NodeOfDevice(cluster, pc, b)));
+  zone->seal();
+
+  // ---- Activities: one head (what the op's predecessors gate) and up to two tails (its completion) per op
+  // ----
+  Activities acts;
+  acts.all.reserve(static_cast<size_t>(n) * 2);
+  acts.comm.reserve(static_cast<size_t>(n) * 2);
+  std::vector<int32_t> head(n, -1);
+  std::vector<std::array<int32_t, 2>> tail(n, {-1, -1});
+  struct Ring {
+    std::vector<int32_t> ops;  // per replica
+    int32_t first = -1;        // activity id of replica 0, step 0; replica r step s = first + r * steps + s
+    int steps = 0;
+  };
+  std::unordered_map<uint64_t, Ring> rings;
+  for (int i = 0; i < n; ++i) {
+    const Op& op = g.ops[i];
+    if (op.kind == OpKind::kBarrier) {
+      head[i] = tail[i][0] = acts.Exec(join_host, 0.0);
+      ++acts.joins;
+    } else if (op.kind == OpKind::kP2pSendActivation || op.kind == OpKind::kP2pSendGradient) {
+      const int d = op.device / P;
+      const int to = d * P + (op.chunk + (op.kind == OpKind::kP2pSendActivation ? 1 : P - 1)) % P;
+      head[i] = tail[i][0] = acts.Comm(hosts[op.device], hosts[to], static_cast<double>(op.bytes));
+    } else if (IsRing(op.kind)) {
+      Ring& r = rings[RingKey(op)];
+      if (r.ops.empty()) r.ops.assign(D, -1);
+      r.ops[op.device / P] = i;
+    } else {
+      head[i] = tail[i][0] = acts.Exec(hosts[op.device], g.duration_us[i] * 1e-6 * kHostSpeed);
+      ++acts.execs;
+    }
+  }
+  for (auto& [key, r] : rings) {
+    for (int d = 0; d < D; ++d)
+      if (r.ops[d] < 0)
+        return Error("simgrid engine: DP collective " + g.Describe(r.ops[0] >= 0 ? r.ops[0] : r.ops[1]) +
+                     " has no counterpart on DP replica " + std::to_string(d));
+    const Op& op0 = g.ops[r.ops[0]];
+    const std::vector<double> steps = RingSteps(op0, pc.zero_stage, D, g.source.comm.dp_bucket_bytes);
+    r.steps = static_cast<int>(steps.size());
+    if (r.steps == 0) return Error("simgrid engine: empty DP collective " + g.Describe(r.ops[0]));
+    for (int d = 0; d < D; ++d) {
+      const int dev = g.ops[r.ops[d]].device, next = g.ops[r.ops[(d + 1) % D]].device;
+      for (int s = 0; s < r.steps; ++s) {
+        const int32_t id = acts.Comm(hosts[dev], hosts[next], steps[s]);
+        if (d == 0 && s == 0) r.first = id;
+      }
+    }
+    for (int d = 0; d < D; ++d) {
+      const int prev = (d + D - 1) % D;
+      for (int s = 1; s < r.steps; ++s) {
+        acts.Edge(r.first + d * r.steps + s - 1, r.first + d * r.steps + s);     // own previous step
+        acts.Edge(r.first + prev * r.steps + s - 1, r.first + d * r.steps + s);  // data from the predecessor
+      }
+      const int32_t i = r.ops[d];
+      head[i] = r.first + d * r.steps;
+      tail[i] = {r.first + d * r.steps + r.steps - 1, r.first + prev * r.steps + r.steps - 1};
+    }
+  }
+  // Dependencies and lane order.
+  std::vector<int32_t> preds;
+  for (int i = 0; i < n; ++i) {
+    preds.clear();
+    auto add = [&](int32_t j) {
+      for (int32_t a : tail[j])
+        if (a >= 0) preds.push_back(a);
+    };
+    if (g.lane_prev[i] >= 0) add(g.lane_prev[i]);
+    for (int32_t j : g.Deps(i)) add(j);
+    std::sort(preds.begin(), preds.end());
+    preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
+    for (int32_t a : preds) acts.Edge(a, head[i]);
+  }
+  for (auto& a : acts.all) a->vetoable_start();
+  engine.run();
+
+  // ---- Times back ----
+  std::vector<double> s(acts.all.size()), f(acts.all.size());
+  int64_t unfinished = 0;
+  for (size_t a = 0; a < acts.all.size(); ++a) {
+    if (acts.all[a]->get_state() != sg4::Activity::State::FINISHED) ++unfinished;
+    s[a] = acts.all[a]->get_start_time() * 1e6;
+    f[a] = acts.all[a]->get_finish_time() * 1e6;
+  }
+  if (unfinished > 0)
+    return Error("simgrid engine: " + std::to_string(unfinished) + " of " + std::to_string(acts.all.size()) +
+                 " SimGrid activities did not finish");
+  for (int i = 0; i < n; ++i) {
+    start_us[i] = s[head[i]];
+    finish_us[i] = f[tail[i][0]];
+    if (tail[i][1] >= 0) finish_us[i] = std::max(finish_us[i], f[tail[i][1]]);
+  }
+  if (stats) {
+    stats->executions = acts.execs;
+    stats->communications = acts.comms;
+    stats->joins = acts.joins;
+    stats->simulate_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return Status();
+}
+
+}  // namespace mmtwin

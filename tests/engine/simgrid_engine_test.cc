@@ -1,0 +1,222 @@
+// The SimGrid engine on hand-built op graphs: agreement with the analytic evaluator without contention (every
+// schedule, DP degree, ZeRO stage), a contention case where it must be slower, the breakdown identity, the
+// platform rules (PlatformComm == Pricer::Comm), and errors (bad layout, mispriced graph, SimGrid aborts).
+#include "engine/simgrid_engine.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "core/cost/cost_model.h"
+#include "core/graph/op_graph.h"
+#include "core/model/model.h"
+#include "core/plan/pricing.h"
+#include "core/plan/schedule.h"
+#include "core/util/rng.h"
+
+namespace mmtwin {
+namespace {
+
+ParallelConfig Pc(int dp, int pp, int vpp, int m, int zero = 0, int tp = 1) {
+  ParallelConfig pc;
+  pc.dp = dp;
+  pc.pp = pp;
+  pc.vpp = vpp;
+  pc.tp = tp;
+  pc.micro_batches = m;
+  pc.zero_stage = zero;
+  return pc;
+}
+
+// A small cluster: `gpn` GPUs per node, NVLink 100 GB/s (2 us), one 10 GB/s NIC per GPU (5 us).
+ClusterSpec Cluster(int nodes, int gpn) {
+  ClusterSpec c;
+  c.name = "test";
+  c.nodes = nodes;
+  c.gpus_per_node = gpn;
+  c.nvlink_bytes_per_s = 100e9;
+  c.nvlink_latency_us = 2;
+  c.nics_per_node = gpn;
+  c.nic_bytes_per_s = 10e9;
+  c.nic_latency_us = 5;
+  return c;
+}
+
+// Random per-micro-batch costs around 1 ms of compute, activations up to 4 MB.
+IterationCosts Random(const ParallelConfig& pc, uint64_t seed) {
+  Rng rng(seed);
+  IterationCosts c;
+  c.Resize(pc.dp, pc.micro_batches, pc.chunks());
+  for (auto& k : c.costs) {
+    k.fwd_us = rng.Uniform(500, 1500);
+    k.bwd_us = k.fwd_us * rng.Uniform(1.5, 2.5);
+    k.recompute_us = rng.Uniform() < 0.5 ? k.fwd_us : 0;
+    k.tp_fwd_us = pc.tp > 1 ? rng.Uniform(0, 50) : 0;
+    k.tp_bwd_us = pc.tp > 1 ? rng.Uniform(0, 50) : 0;
+    k.send_bytes = static_cast<int64_t>(rng.Below(4 << 20));
+  }
+  return c;
+}
+
+std::vector<ChunkStatic> Statics(int chunks, int64_t grad_bytes) {
+  std::vector<ChunkStatic> v(chunks);
+  for (auto& s : v) s.grad_bytes_per_gpu = grad_bytes;
+  return v;
+}
+
+OpGraph MustBuild(const ParallelConfig& pc, const std::string& sched, const IterationCosts& costs,
+                  const std::vector<ChunkStatic>& statics, const CommSpec& comm) {
+  auto s = BuildSchedule(sched, pc.pp, pc.vpp, pc.micro_batches);
+  EXPECT_TRUE(s.ok()) << s.error().message();
+  auto g = BuildIterationGraph(pc, *s, costs, statics, comm);
+  EXPECT_TRUE(g.ok()) << g.error().message();
+  return std::move(*g);
+}
+
+IterationTiming MustSimGrid(const ClusterSpec& cluster, const OpGraph& g, bool contention) {
+  SimGridOptions o;
+  o.contention = contention;
+  IterationTiming t;
+  const Status s = EvaluateWithSimGrid(cluster, o, g, &t);
+  EXPECT_TRUE(s.ok()) << s.error().message();
+  return t;
+}
+
+void ExpectBreakdown(const IterationTiming& t) {
+  for (const DeviceTiming& d : t.devices) {
+    EXPECT_NEAR(d.busy_us + d.bubble_us + d.exposed_comm_us + d.idle_us, t.iteration_time_us,
+                1e-6 * t.iteration_time_us);
+    EXPECT_GE(d.idle_us, -1e-6 * t.iteration_time_us);
+  }
+}
+
+struct Case {
+  const char* schedule;
+  int dp, pp, vpp, m, zero, tp, gpn;
+  int64_t grad_bytes;
+};
+
+// Without contention every op starts and ends when the analytic evaluator says (SimGrid's precision: 1e-9 s).
+TEST(SimGridEngineTest, AgreesWithAnalyticWithoutContention) {
+  const Case cases[] = {
+      {"1f1b", 1, 4, 1, 8, 0, 1, 1, 0},          // pipeline only, every send over a NIC
+      {"gpipe", 2, 2, 1, 4, 0, 1, 8, 16 << 20},  // everything inside one node (NVLink)
+      {"1f1b", 4, 2, 1, 4, 0, 2, 4, 40 << 20},   // DP rings across nodes with NVLink hops inside
+      {"1f1b", 3, 2, 1, 3, 1, 1, 2, 7 << 20},    // odd DP degree, ZeRO-1 (reduce-scatter + all-gather)
+      {"1f1b", 2, 2, 1, 4, 3, 1, 1, 3 << 20},    // ZeRO-3: weight all-gathers + reduce-scatters
+      {"interleaved-1f1b", 2, 2, 2, 4, 2, 1, 1, 1 << 20},  // interleaved: sends wrap from the last rank to 0
+  };
+  for (const Case& c : cases) {
+    const ParallelConfig pc = Pc(c.dp, c.pp, c.vpp, c.m, c.zero, c.tp);
+    const ClusterSpec cluster = Cluster((pc.world_size() + c.gpn - 1) / c.gpn, c.gpn);
+    CommSpec comm = PlatformComm(cluster, pc);
+    comm.dp_bucket_bytes = 4 << 20;
+    const OpGraph g =
+        MustBuild(pc, c.schedule, Random(pc, c.dp * 100 + c.pp), Statics(pc.chunks(), c.grad_bytes), comm);
+    const IterationTiming a = EvaluateAnalytic(g);
+    const IterationTiming s = MustSimGrid(cluster, g, /*contention=*/false);
+    const std::string what = std::string(c.schedule) + " dp " + std::to_string(c.dp) + " pp " +
+                             std::to_string(c.pp) + " zero " + std::to_string(c.zero);
+    EXPECT_NEAR(s.iteration_time_us, a.iteration_time_us, 1e-6 * a.iteration_time_us) << what;
+    ASSERT_EQ(s.finish_us.size(), a.finish_us.size());
+    // Per op: compute and P2P exactly; a DP op of a replica whose ring has faster hops may end earlier.
+    for (int i = 0; i < g.num_ops(); ++i) {
+      const OpKind k = g.ops[i].kind;
+      if (k == OpKind::kDpCollective || k == OpKind::kDpAllGather) {
+        EXPECT_LE(s.finish_us[i], a.finish_us[i] + 1e-3) << what << ": " << g.Describe(i);
+      } else if (c.zero != 3) {
+        EXPECT_NEAR(s.start_us[i], a.start_us[i], 1e-3) << what << ": " << g.Describe(i);
+        EXPECT_NEAR(s.finish_us[i], a.finish_us[i], 1e-3) << what << ": " << g.Describe(i);
+      }
+    }
+    ExpectBreakdown(s);
+  }
+}
+
+TEST(SimGridEngineTest, SameGraphSameTimes) {
+  const ParallelConfig pc = Pc(2, 2, 1, 4);
+  const ClusterSpec cluster = Cluster(4, 1);
+  const OpGraph g = MustBuild(pc, "1f1b", Random(pc, 7), Statics(2, 8 << 20), PlatformComm(cluster, pc));
+  const IterationTiming a = MustSimGrid(cluster, g, true), b = MustSimGrid(cluster, g, true);
+  EXPECT_EQ(a.start_us, b.start_us);
+  EXPECT_EQ(a.finish_us, b.finish_us);
+}
+
+// Interleaved 1F1B with DP over NICs only (one GPU per node): a chunk's gradient ring starts while the other
+// chunk's activations and gradients still cross the same NICs. With links shared the transfers slow each
+// other down; the analytic evaluator (and the engine without contention) gives each its full bandwidth.
+TEST(SimGridEngineTest, SharedNicsMakeItSlower) {
+  const ParallelConfig pc = Pc(2, 2, 2, 8);
+  const ClusterSpec cluster = Cluster(4, 1);
+  IterationCosts costs;
+  costs.Resize(pc.dp, pc.micro_batches, pc.chunks());
+  for (auto& k : costs.costs) {
+    k.fwd_us = 1000;
+    k.bwd_us = 2000;
+    k.send_bytes = 16 << 20;  // 1.6 ms at 10 GB/s: communication-bound pipeline
+  }
+  const OpGraph g =
+      MustBuild(pc, "interleaved-1f1b", costs, Statics(4, 256 << 20), PlatformComm(cluster, pc));
+  const IterationTiming a = EvaluateAnalytic(g);
+  const IterationTiming off = MustSimGrid(cluster, g, false);
+  const IterationTiming on = MustSimGrid(cluster, g, true);
+  EXPECT_NEAR(off.iteration_time_us, a.iteration_time_us, 1e-6 * a.iteration_time_us);
+  EXPECT_GT(on.iteration_time_us, 1.05 * a.iteration_time_us)
+      << "analytic " << a.iteration_time_us << " us, simgrid " << on.iteration_time_us << " us";
+  ExpectBreakdown(on);
+  // Compute durations are never stretched: busy time is the same.
+  for (size_t d = 0; d < a.devices.size(); ++d) EXPECT_DOUBLE_EQ(on.devices[d].busy_us, a.devices[d].busy_us);
+}
+
+TEST(SimGridEngineTest, PlatformCommIsPricerComm) {
+  auto model = LoadModel("internvl-1.5-6b-20b");
+  ASSERT_TRUE(model.ok()) << model.error().message();
+  for (const std::string& preset : ListClusters()) {
+    auto cluster = LoadCluster(preset, 16);
+    ASSERT_TRUE(cluster.ok()) << cluster.error().message();
+    for (int tp : {1, 2, 4, 8})
+      for (int dp : {1, 2, 4, 16}) {
+        if (tp > cluster->gpus_per_node) continue;
+        ParallelConfig pc = Pc(dp, 4, 1, 4, 0, tp);
+        AnalyticCostModel cost(cluster->device, AnalyticOptions{tp});
+        Pricer pricer(*model, cost, *cluster, pc);
+        const CommSpec want = pricer.Comm(), got = PlatformComm(*cluster, pc);
+        EXPECT_EQ(got.p2p_bytes_per_s, want.p2p_bytes_per_s) << preset << " tp " << tp << " dp " << dp;
+        EXPECT_EQ(got.p2p_latency_us, want.p2p_latency_us);
+        EXPECT_EQ(got.dp_bytes_per_s, want.dp_bytes_per_s);
+        EXPECT_EQ(got.dp_latency_us, want.dp_latency_us);
+      }
+  }
+}
+
+TEST(SimGridEngineTest, ErrorsAreValues) {
+  const ParallelConfig pc = Pc(2, 2, 1, 2);
+  const ClusterSpec cluster = Cluster(4, 1);
+  const OpGraph g = MustBuild(pc, "1f1b", Random(pc, 3), Statics(2, 1 << 20), PlatformComm(cluster, pc));
+  IterationTiming t;
+  // Too small a cluster for the layout.
+  Status s = EvaluateWithSimGrid(Cluster(2, 1), SimGridOptions{}, g, &t);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("needs 4 GPUs"), std::string::npos) << s.error().message();
+  // A graph priced for other links.
+  ClusterSpec faster = cluster;
+  faster.nic_bytes_per_s *= 2;
+  s = EvaluateWithSimGrid(faster, SimGridOptions{}, g, &t);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("priced at"), std::string::npos) << s.error().message();
+  // SimGrid itself rejecting its configuration (it dies or throws in the child): an Error, not an abort.
+  SimGridOptions bad;
+  bad.extra_config = {"network/model:NoSuchModel"};
+  s = EvaluateWithSimGrid(cluster, bad, g, &t);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("simgrid engine"), std::string::npos) << s.error().message();
+  // And the evaluator still works afterwards (a fresh SimGrid per call).
+  EXPECT_TRUE(EvaluateWithSimGrid(cluster, SimGridOptions{}, g, &t).ok());
+  EXPECT_GT(t.iteration_time_us, 0);
+}
+
+TEST(SimGridEngineTest, FactoryName) { EXPECT_EQ(MakeSimGridEvaluator(Cluster(1, 8))->name(), "simgrid"); }
+
+}  // namespace
+}  // namespace mmtwin
