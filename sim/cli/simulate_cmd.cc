@@ -130,7 +130,9 @@ void WriteSummary(const Scenario& s, const nlohmann::json& j, const std::string&
   out << "replayed        " << JStr(j, "iterations_replayed") << " of " << JStr(j, "iterations_in_epoch")
       << " iterations in the epoch" << (s.epoch ? " (whole epoch)" : " (sampled)") << ", seed " << s.seed
       << "\n";
-  const json it = j.contains("iteration_time_us") ? j["iteration_time_us"] : json::object();
+  const json it = j.contains("iteration_time_us") && j["iteration_time_us"].is_object()
+                      ? j["iteration_time_us"]
+                      : json::object();
   out << "iteration time  p50 " << Fixed(JNum(it, "p50") / 1e3, 1) << " ms, p99 "
       << Fixed(JNum(it, "p99") / 1e3, 1) << " ms, mean " << Fixed(JNum(it, "mean") / 1e3, 1) << " ms (95% CI "
       << Fixed(JNum(it, "ci95_low") / 1e3, 1) << " .. " << Fixed(JNum(it, "ci95_high") / 1e3, 1) << " ms)\n";
@@ -140,11 +142,25 @@ void WriteSummary(const Scenario& s, const nlohmann::json& j, const std::string&
   out << "throughput      " << Count(JNum(j, "tokens_per_s")) << " tokens/s, "
       << Fixed(JNum(j, "samples_per_s"), 1) << " samples/s, MFU " << pct("mfu") << "\n";
   out << "epoch           " << Fixed(JNum(j, "gpu_days"), 1)
-      << " GPU-days projected for one epoch of the trace\n";
-  const json d = j.contains("data") ? j["data"] : json::object();
+      << " GPU-days projected for one epoch of the trace";
+  if (const double s_epoch = JNum(j, "epoch_time_s"); !std::isnan(s_epoch))
+    out << " (" << Fixed(s_epoch / 3600, 1) << " h on " << s.parallel.world_size() << " GPUs)";
+  out << "\n";
+  const json d = j.contains("data") && j["data"].is_object() ? j["data"] : json::object();
   out << "data balance    pad ratio " << Fixed(JNum(d, "pad_ratio"), 3) << ", dist ratio ViT "
       << Fixed(JNum(d, "dist_ratio_vit"), 3) << " / LLM " << Fixed(JNum(d, "dist_ratio_llm"), 3)
-      << ", mean batch " << Fixed(JNum(d, "mean_batch_size"), 2) << " samples\n\n";
+      << ", mean batch " << Fixed(JNum(d, "mean_batch_size"), 2) << " samples\n";
+  // OmniBal Table 4's partition columns, when the engine reports them.
+  if (j.contains("partition") && j["partition"].is_object()) {
+    const json& p = j["partition"];
+    out << "partition       cuts";
+    if (p.contains("bounds") && p["bounds"].is_array())
+      for (const json& b : p["bounds"]) out << " " << (b.is_number() ? Count(b.get<double>()) : b.dump());
+    out << "; VAR(fwd) " << Fixed(JNum(p, "var_fwd_us2") / 1e6, 1) << " ms^2, VAR(layers) "
+        << Fixed(JNum(p, "var_layers"), 1) << ", SUM(comm) " << Fixed(JNum(p, "sum_comm_bytes") / 1e6, 1)
+        << " MB\n";
+  }
+  out << "\n";
   WriteSimStages(j, out);
   WriteOom(j, out);
   out << "\noutputs         " << dir << "/{summary.json, stages.csv, trace.json, scenario.yaml}\n";
