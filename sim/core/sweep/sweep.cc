@@ -123,7 +123,7 @@ Result<SweepSpec> ParseImpl(const std::string& text, const std::string& file, co
     for (size_t i = 0; i < axes.size(); ++i) {
       const YAML::Node a = axes[i];
       const std::string where = "axes[" + std::to_string(i) + "]";
-      MMTWIN_RETURN_IF_ERROR(CheckKeys(file, a, where, {"key", "values", "name"}));
+      MMTWIN_RETURN_IF_ERROR(CheckKeys(file, a, where, {"key", "values", "name", "labels"}));
       SweepAxis axis;
       axis.line = LineOf(a);
       const YAML::Node key = a["key"];
@@ -142,6 +142,16 @@ Result<SweepSpec> ParseImpl(const std::string& text, const std::string& file, co
                            "empty value at position " + std::to_string(k));
         axis.values.push_back(Flow(val));
         axis.labels.push_back(val.IsScalar() ? val.Scalar() : Flow(val));
+      }
+      if (const YAML::Node l = a["labels"]) {
+        if (!l.IsSequence() || l.size() != values.size())
+          return Error::At(file, LineOf(l), where + ".labels",
+                           "expected a list of " + std::to_string(values.size()) + " labels, one per value");
+        for (size_t k = 0; k < l.size(); ++k) {
+          if (!l[k].IsScalar() || l[k].Scalar().empty())
+            return Error::At(file, LineOf(l[k]), where + ".labels", "expected a non-empty label");
+          axis.labels[k] = l[k].Scalar();
+        }
       }
       if (const YAML::Node n = a["name"]) {
         if (!n.IsScalar() || n.Scalar().empty())

@@ -8,6 +8,8 @@
 //   axes:
 //     - {key: policies.data, values: [random, length-group, device-group, isf], name: data}
 //     - {key: policies.partition, values: [params, bmp]}
+//     - {key: policies.recompute, values: [full, {name: block, params: {num_layers: 4}}], labels: [full,
+//     block4]}
 //
 //   MMTWIN_ASSIGN_OR_RETURN(SweepSpec spec, LoadSweep("scenarios/sweeps/omnibal-data.yaml"));
 //   MMTWIN_ASSIGN_OR_RETURN(std::vector<SweepRun> runs, ExpandSweep(spec));
@@ -31,7 +33,8 @@ struct SweepAxis {
   std::string name;                 // column name: given, else the key's last component (the full key
                                     // with '_' for '.' when two axes would share it)
   std::vector<std::string> values;  // each value as YAML text (flow style), used as the override
-  std::vector<std::string> labels;  // each value as shown in tables and columns (a scalar's text)
+  std::vector<std::string> labels;  // each value as shown in tables and columns: `labels:` if given, else
+                                    // a scalar's text or the value's flow YAML
   long line = 0;                    // line of the axis in the sweep file
 };
 

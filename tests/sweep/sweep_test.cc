@@ -1,0 +1,516 @@
+// Sweep files, scenario overrides, the results database and the forked runner (with injected run functions,
+// so these tests never simulate): expansion counts and order, zip/unknown-key errors with file:line, shards
+// partition the runs, merge dedupes, resume redoes only missing runs, crashes are recorded, CSV parses.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+
+#include "core/scenario/scenario.h"
+#include "core/sweep/results_db.h"
+#include "core/sweep/runner.h"
+#include "core/sweep/sweep.h"
+#include "core/util/csv.h"
+
+namespace mmtwin {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kBase = R"(name: small
+trace: {preset: internvl-1.2m, samples: 2000, seed: 3}
+model: internvl-1.5-6b-20b
+cluster: a100-4x200g
+parallel: {dp: 2, tp: 2, pp: 4, micro_batches: 4, zero_stage: 1}
+policies:
+  data: isf
+  partition: uniform
+  recompute: full
+  schedule: 1f1b
+iterations: 2
+seed: 5
+)";
+
+std::string Indent(const std::string& text, const std::string& pad) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    out += pad + text.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
+// A sweep with an inline copy of kBase and the given tail (mode, axes, ...).
+std::string Sweep(const std::string& tail) { return "name: t\nbase:\n" + Indent(kBase, "  ") + tail; }
+
+Result<SweepSpec> Parse(const std::string& text) { return ParseSweep(text, "t.yaml", "."); }
+
+class TempDir {
+ public:
+  TempDir() {
+    static int n = 0;
+    path_ = fs::path(::testing::TempDir()) /
+            ("sweep_test_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+TEST(SweepSpec, CartesianCountIsTheProductAndEveryCombinationOnce) {
+  auto spec = Parse(Sweep(R"(mode: cartesian
+axes:
+  - {key: policies.data, values: [random, isf]}
+  - {key: policies.partition, values: [uniform, params, bmp]}
+  - {key: parallel.micro_batches, values: [4, 8]}
+)"));
+  ASSERT_TRUE(spec.ok()) << spec.error().message();
+  EXPECT_EQ(SweepSize(*spec), 12);
+  auto runs = ExpandSweep(*spec);
+  ASSERT_TRUE(runs.ok()) << runs.error().message();
+  ASSERT_EQ(runs->size(), 12u);
+  std::set<std::string> combos, keys;
+  for (size_t i = 0; i < runs->size(); ++i) {
+    const SweepRun& r = (*runs)[i];
+    EXPECT_EQ(r.index, static_cast<int>(i));
+    EXPECT_TRUE(r.error.empty()) << r.error;
+    ASSERT_EQ(r.axes.size(), 3u);
+    combos.insert(r.axes[0].second + "/" + r.axes[1].second + "/" + r.axes[2].second);
+    keys.insert(r.key);
+    // The overrides reached the scenario.
+    EXPECT_EQ(r.scenario.data.name, r.axes[0].second);
+    EXPECT_EQ(r.scenario.partition.name, r.axes[1].second);
+    EXPECT_EQ(std::to_string(r.scenario.parallel.micro_batches), r.axes[2].second);
+    EXPECT_EQ(r.scenario.name, "small");
+  }
+  EXPECT_EQ(combos.size(), 12u);
+  EXPECT_EQ(keys.size(), 12u);
+  // Row-major: the first axis varies slowest, the last fastest.
+  EXPECT_EQ((*runs)[0].axes[0].second, "random");
+  EXPECT_EQ((*runs)[5].axes[0].second, "random");
+  EXPECT_EQ((*runs)[6].axes[0].second, "isf");
+  EXPECT_EQ((*runs)[0].axes[2].second, "4");
+  EXPECT_EQ((*runs)[1].axes[2].second, "8");
+  EXPECT_EQ((*runs)[0].axes[0].first, "data");
+  EXPECT_EQ((*runs)[0].axes[2].first, "micro_batches");
+}
+
+TEST(SweepSpec, ExpansionIsDeterministic) {
+  const std::string text = Sweep("axes:\n  - {key: policies.data, values: [random, isf]}\n");
+  auto a = ExpandSweep(*Parse(text));
+  auto b = ExpandSweep(*Parse(text));
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->size(), b->size());
+  for (size_t i = 0; i < a->size(); ++i) {
+    EXPECT_EQ((*a)[i].key, (*b)[i].key);
+    EXPECT_EQ((*a)[i].resolved_yaml, (*b)[i].resolved_yaml);
+    EXPECT_EQ((*a)[i].key, RunKey((*a)[i].resolved_yaml));
+    EXPECT_EQ((*a)[i].key.size(), 16u);
+  }
+}
+
+TEST(SweepSpec, ZipPairsValuesAndNeedsEqualLengths) {
+  auto spec = Parse(Sweep(R"(mode: zip
+axes:
+  - {key: policies.data, values: [random, isf, isf]}
+  - {key: policies.recompute, values: [full, full, adaptive]}
+)"));
+  ASSERT_TRUE(spec.ok()) << spec.error().message();
+  auto runs = ExpandSweep(*spec);
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 3u);
+  EXPECT_EQ((*runs)[2].scenario.data.name, "isf");
+  EXPECT_EQ((*runs)[2].scenario.recompute.name, "adaptive");
+  EXPECT_EQ((*runs)[0].scenario.recompute.name, "full");
+
+  auto bad = Parse(Sweep(R"(mode: zip
+axes:
+  - {key: policies.data, values: [random, isf, isf]}
+  - {key: policies.recompute, values: [full, adaptive]}
+)"));
+  ASSERT_FALSE(bad.ok());
+  const std::string& m = bad.error().message();
+  EXPECT_NE(m.find("t.yaml:18: policies.recompute"), std::string::npos) << m;
+  EXPECT_NE(m.find("same number of values"), std::string::npos) << m;
+}
+
+TEST(SweepSpec, UnknownKeysAreErrorsWithFileAndLine) {
+  auto a = Parse(Sweep("axes:\n  - {key: policies.bogus, values: [1]}\n"));
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.error().message().find("t.yaml:16: policies.bogus: unknown key"), std::string::npos)
+      << a.error().message();
+  EXPECT_NE(a.error().message().find("policies.data"), std::string::npos) << a.error().message();
+  auto b = Parse(Sweep("axes:\n  - {key: parallel.dpp, values: [1]}\n"));
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.error().message().find("t.yaml:16: parallel.dpp"), std::string::npos) << b.error().message();
+  auto c = Parse(Sweep("axis:\n  - {key: parallel.dp, values: [1]}\n"));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message().find("t.yaml:15: axis: unknown key"), std::string::npos)
+      << c.error().message();
+  auto d = Parse(Sweep("mode: diagonal\n"));
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.error().message().find("valid values are: cartesian, zip"), std::string::npos);
+  auto e = Parse(Sweep("axes:\n  - {key: parallel.dp, values: []}\n"));
+  EXPECT_FALSE(e.ok());
+  auto f = Parse("axes: []\n");
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.error().message().find("base"), std::string::npos);
+}
+
+TEST(SweepSpec, InvalidCombinationsBecomeErrorRunsNotSweepErrors) {
+  // tp 16 does not fit an 8-GPU node: that run carries the scenario error, the others are fine.
+  auto spec = Parse(Sweep("axes:\n  - {key: parallel.tp, values: [1, 16, 2]}\n"));
+  ASSERT_TRUE(spec.ok()) << spec.error().message();
+  auto runs = ExpandSweep(*spec);
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 3u);
+  EXPECT_TRUE((*runs)[0].error.empty());
+  EXPECT_NE((*runs)[1].error.find("parallel.tp"), std::string::npos) << (*runs)[1].error;
+  EXPECT_NE((*runs)[1].error.find("tp=16"), std::string::npos) << (*runs)[1].error;
+  EXPECT_TRUE((*runs)[2].error.empty());
+  EXPECT_NE((*runs)[1].key, (*runs)[0].key);
+}
+
+TEST(SweepSpec, IterationsLabelsAndNestedKeys) {
+  auto spec = Parse(Sweep(R"(iterations: 1
+axes:
+  - key: policies.partition.params.radius
+    name: r
+    values: [1, 3]
+  - key: policies.recompute
+    values: [full, {name: block, params: {num_layers: 4}}]
+    labels: [full, block4]
+)"));
+  ASSERT_TRUE(spec.ok()) << spec.error().message();
+  auto runs = ExpandSweep(*spec);
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 4u);
+  const SweepRun& r = (*runs)[3];
+  EXPECT_EQ(r.scenario.iterations, 1);
+  // A bare partition name became {name: uniform, params: {radius: 3}}.
+  EXPECT_EQ(r.scenario.partition.name, "uniform");
+  EXPECT_EQ(r.scenario.partition.params.at("radius"), "3");
+  EXPECT_EQ(r.scenario.recompute.name, "block");
+  EXPECT_EQ(r.scenario.recompute.params.at("num_layers"), "4");
+  EXPECT_EQ(r.axes[0].first, "r");
+  EXPECT_EQ(r.axes[1].second, "block4");
+  EXPECT_EQ(AxesJson(r.axes), R"({"r":3,"recompute":"block4"})");
+}
+
+TEST(SweepSpec, BaseFileRelativeToTheSweepFile) {
+  TempDir dir;
+  fs::create_directories(dir / "scen");
+  fs::create_directories(dir / "sweeps");
+  std::ofstream(dir / "scen/base.yaml") << kBase;
+  std::ofstream(dir / "sweeps/s.yaml")
+      << "base: ../scen/base.yaml\naxes:\n  - {key: cluster, values: [h100-8x400g]}\n";
+  auto spec = LoadSweep(dir / "sweeps/s.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.error().message();
+  EXPECT_EQ(spec->name, "s");
+  auto runs = ExpandSweep(*spec);
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_TRUE((*runs)[0].error.empty()) << (*runs)[0].error;
+  EXPECT_EQ((*runs)[0].scenario.cluster, "h100-8x400g");
+  EXPECT_EQ((*runs)[0].scenario.nodes, 2);  // 16 GPUs on 8-GPU nodes
+}
+
+TEST(Override, KeysAreCheckedAndChangeTogether) {
+  EXPECT_TRUE(CheckOverrideKey("parallel.pp").ok());
+  EXPECT_TRUE(CheckOverrideKey("cluster").ok());
+  EXPECT_TRUE(CheckOverrideKey("policies.partition.params.radius").ok());
+  EXPECT_TRUE(CheckOverrideKey("policies.partition.params").ok());
+  EXPECT_FALSE(CheckOverrideKey("parallel.pp.x").ok());
+  EXPECT_FALSE(CheckOverrideKey("seed.x").ok());
+  EXPECT_FALSE(CheckOverrideKey("policies..data").ok());
+  EXPECT_NE(CheckOverrideKey("trace.size").error().message().find("trace.samples"), std::string::npos);
+  // vpp > 1 needs the interleaved schedule: applied together, it validates.
+  auto s = ParseScenarioWithOverrides(kBase, "b.yaml", ".",
+                                      {{"parallel.vpp", "2"}, {"policies.schedule", "interleaved-1f1b"}});
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->parallel.vpp, 2);
+  EXPECT_EQ(s->schedule.name, "interleaved-1f1b");
+}
+
+TEST(Override, ApplyOverrideKeepsAnAutomaticNodeCountAutomatic) {
+  auto s = ParseScenario(kBase, "b.yaml", ".");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->nodes, 2);  // 16 GPUs on 8-GPU nodes
+  ASSERT_TRUE(ApplyOverride(*s, "parallel.dp", "4").ok());
+  EXPECT_EQ(s->parallel.dp, 4);
+  EXPECT_EQ(s->nodes, 4);
+  ASSERT_TRUE(ApplyOverride(*s, "cluster.nodes", "10").ok());
+  EXPECT_EQ(s->nodes, 10);
+  ASSERT_TRUE(ApplyOverride(*s, "parallel.dp", "2").ok());
+  EXPECT_EQ(s->nodes, 10);  // an explicit count stays
+  ASSERT_TRUE(ApplyOverride(*s, "policies.data.params.iterations", "3").ok());
+  EXPECT_EQ(s->data.name, "isf");
+  EXPECT_EQ(s->data.params.at("iterations"), "3");
+  Status bad = ApplyOverride(*s, "parallel.tp", "16");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("parallel.tp"), std::string::npos) << bad.error().message();
+  EXPECT_EQ(s->parallel.tp, 2);  // unchanged on error
+}
+
+TEST(Shards, EveryRunInExactlyOneShard) {
+  for (int n = 1; n <= 5; ++n)
+    for (int index = 0; index < 23; ++index) {
+      int owners = 0;
+      for (int i = 0; i < n; ++i) owners += InShard(index, i, n);
+      EXPECT_EQ(owners, 1) << index << " " << n;
+    }
+  int i = 0, n = 0;
+  EXPECT_TRUE(ParseShard("2/4", i, n).ok());
+  EXPECT_EQ(i, 2);
+  EXPECT_EQ(n, 4);
+  EXPECT_FALSE(ParseShard("4/4", i, n).ok());
+  EXPECT_FALSE(ParseShard("x", i, n).ok());
+  EXPECT_FALSE(ParseShard("-1/2", i, n).ok());
+}
+
+RunRecord Rec(const std::string& key, int index, const std::string& status, double days) {
+  RunRecord r;
+  r.run_key = key;
+  r.sweep = "t";
+  r.run_index = index;
+  r.status = status;
+  r.axes = {{"data", index % 2 ? "isf" : "random"}, {"pp", std::to_string(index + 1)}};
+  if (status == "ok")
+    r.summary = {{"gpu_days", days}, {"oom", false}, {"iteration_time_us", {{"p50", 1000.0 * days}}}};
+  else
+    r.error = "boom, \"quoted\"\nsecond line";
+  r.session = "s1";
+  return r;
+}
+
+TEST(ResultsDb, PutRunsMergeAndCsv) {
+  TempDir dir;
+  auto db = ResultsDb::Open(dir / "a.sqlite");
+  ASSERT_TRUE(db.ok()) << db.error().message();
+  ASSERT_TRUE((*db)->Put(Rec("k0", 0, "ok", 1.5)).ok());
+  ASSERT_TRUE((*db)->Put(Rec("k1", 1, "error", 0)).ok());
+  ASSERT_TRUE((*db)->Put(Rec("k2", 2, "ok", 2.5)).ok());
+  auto ok = (*db)->OkKeys();
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(*ok, (std::set<std::string>{"k0", "k2"}));
+  auto rows = (*db)->Runs();
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 3u);
+  EXPECT_EQ((*rows)[1].error, "boom, \"quoted\"\nsecond line");
+  EXPECT_EQ((*rows)[2].axes,
+            (std::vector<std::pair<std::string, std::string>>{{"data", "random"}, {"pp", "3"}}));
+  EXPECT_DOUBLE_EQ((*rows)[2].summary["gpu_days"].get<double>(), 2.5);
+
+  // Merge: k1 ok replaces the error; k0 error does not replace the ok row; k3 is new.
+  auto other = ResultsDb::Open(dir / "b.sqlite");
+  ASSERT_TRUE(other.ok());
+  for (const RunRecord& r : {Rec("k0", 0, "error", 0), Rec("k1", 1, "ok", 3.0), Rec("k3", 3, "ok", 4.0)}) {
+    auto w = (*db)->Merge(r);
+    ASSERT_TRUE(w.ok());
+  }
+  EXPECT_FALSE(*(*db)->Merge(Rec("k2", 2, "ok", 9.0)));  // duplicate ok: kept as it was
+  rows = (*db)->Runs();
+  ASSERT_EQ(rows->size(), 4u);
+  std::map<std::string, RunRecord> by_key;
+  for (const auto& r : *rows) by_key[r.run_key] = r;
+  EXPECT_EQ(by_key["k0"].status, "ok");
+  EXPECT_EQ(by_key["k1"].status, "ok");
+  EXPECT_DOUBLE_EQ(by_key["k2"].summary["gpu_days"].get<double>(), 2.5);
+
+  auto csv = (*db)->ExportCsv();
+  ASSERT_TRUE(csv.ok()) << csv.error().message();
+  CsvReader reader = CsvReader::FromString(*csv, "export.csv");
+  std::vector<std::string_view> f;
+  ASSERT_TRUE(reader.Next(f));
+  CsvHeader header(f);
+  for (const char* c :
+       {"run_key", "status", "axis_data", "axis_pp", "gpu_days", "iteration_time_us_p50", "oom"})
+    EXPECT_GE(header.Find(c), 0) << c;
+  EXPECT_LT(header.Find("summary_json"), 0);
+  int n = 0;
+  while (reader.Next(f)) {
+    ASSERT_EQ(f.size(), header.names().size());
+    ++n;
+  }
+  EXPECT_TRUE(reader.status().ok()) << reader.status().error().message();
+  EXPECT_EQ(n, 4);
+}
+
+// The runner with injected run functions (they run in the forked workers).
+class RunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto spec = Parse(Sweep("axes:\n  - {key: parallel.micro_batches, values: [1, 2, 3, 4, 5, 6]}\n"));
+    ASSERT_TRUE(spec.ok()) << spec.error().message();
+    spec_ = *spec;
+    auto runs = ExpandSweep(spec_);
+    ASSERT_TRUE(runs.ok());
+    runs_ = *runs;
+  }
+  static Result<nlohmann::json> Fake(const Scenario& s) {
+    return nlohmann::json{{"gpu_days", 1.0 * s.parallel.micro_batches}, {"oom", false}};
+  }
+  // Rows per session.
+  std::map<std::string, int> Sessions(ResultsDb& db) {
+    std::map<std::string, int> m;
+    auto rows = db.Runs();
+    for (const auto& r : *rows) m[r.session]++;
+    return m;
+  }
+  SweepSpec spec_;
+  std::vector<SweepRun> runs_;
+  TempDir dir_;
+};
+
+TEST_F(RunnerTest, RecordsEveryRunAndResumeRedoesNothing) {
+  auto db = ResultsDb::Open(dir_ / "r.sqlite");
+  ASSERT_TRUE(db.ok());
+  SweepRunOptions o;
+  o.jobs = 3;
+  o.run = Fake;
+  o.session = "first";
+  int progress_calls = 0;
+  o.progress = [&](const SweepProgress& p) {
+    ++progress_calls;
+    EXPECT_LE(p.done, p.total);
+  };
+  auto r = RunSweep(spec_, runs_, **db, o);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->executed, 6);
+  EXPECT_EQ(r->errors, 0);
+  EXPECT_EQ(progress_calls, 6);
+  auto rows = (*db)->Runs();
+  ASSERT_EQ(rows->size(), 6u);
+  for (const auto& row : *rows) {
+    EXPECT_EQ(row.status, "ok");
+    EXPECT_DOUBLE_EQ(row.summary["gpu_days"].get<double>(), row.run_index + 1.0);
+    EXPECT_FALSE(row.scenario_yaml.empty());
+  }
+  o.session = "second";
+  r = RunSweep(spec_, runs_, **db, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->executed, 0);
+  EXPECT_EQ(r->skipped, 6);
+  EXPECT_EQ(Sessions(**db), (std::map<std::string, int>{{"first", 6}}));
+}
+
+TEST_F(RunnerTest, StoppedMidwayThenResumedRunsOnlyTheMissingRuns) {
+  auto db = ResultsDb::Open(dir_ / "r.sqlite");
+  ASSERT_TRUE(db.ok());
+  SweepRunOptions o;
+  o.jobs = 2;
+  o.run = Fake;
+  o.session = "first";
+  o.stop_after = 2;
+  auto r = RunSweep(spec_, runs_, **db, o);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_TRUE(r->stopped);
+  EXPECT_EQ(r->executed, 2);
+  EXPECT_EQ((*db)->Runs()->size(), 2u);
+  // Delete one finished row too: it is redone, the other is not.
+  auto rows = (*db)->Runs();
+  ASSERT_TRUE(rows.ok());
+  ASSERT_TRUE((*db)->Delete((*rows)[0].run_key).ok());
+  o.session = "second";
+  o.stop_after = 0;
+  r = RunSweep(spec_, runs_, **db, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->stopped);
+  EXPECT_EQ(r->skipped, 1);
+  EXPECT_EQ(r->executed, 5);
+  EXPECT_EQ(Sessions(**db), (std::map<std::string, int>{{"first", 1}, {"second", 5}}));
+  EXPECT_EQ((*db)->OkKeys()->size(), 6u);
+}
+
+TEST_F(RunnerTest, CrashesAndErrorsAreRecordedAndTheSweepGoesOn) {
+  auto db = ResultsDb::Open(dir_ / "r.sqlite");
+  ASSERT_TRUE(db.ok());
+  SweepRunOptions o;
+  o.jobs = 2;
+  o.session = "first";
+  o.run = [](const Scenario& s) -> Result<nlohmann::json> {
+    if (s.parallel.micro_batches == 2) ::raise(SIGSEGV);
+    if (s.parallel.micro_batches == 4) return Error("no good");
+    if (s.parallel.micro_batches == 5) ::_exit(7);
+    return Fake(s);
+  };
+  auto r = RunSweep(spec_, runs_, **db, o);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->executed, 6);
+  EXPECT_EQ(r->errors, 3);
+  std::map<int, RunRecord> by_index;
+  auto rows = (*db)->Runs();
+  ASSERT_TRUE(rows.ok());
+  for (const auto& row : *rows) by_index[row.run_index] = row;
+  EXPECT_EQ(by_index[1].status, "error");
+  EXPECT_NE(by_index[1].error.find("signal " + std::to_string(SIGSEGV)), std::string::npos)
+      << by_index[1].error;
+  EXPECT_EQ(by_index[3].error, "no good");
+  EXPECT_NE(by_index[4].error.find("status 7"), std::string::npos) << by_index[4].error;
+  EXPECT_EQ(by_index[5].status, "ok");
+  // A re-run retries the errors only.
+  o.run = Fake;
+  o.session = "second";
+  r = RunSweep(spec_, runs_, **db, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->executed, 3);
+  EXPECT_EQ(r->skipped, 3);
+  EXPECT_EQ((*db)->OkKeys()->size(), 6u);
+}
+
+TEST_F(RunnerTest, ShardsTogetherCoverTheSweepOnce) {
+  std::multiset<int> seen;
+  for (int shard = 0; shard < 4; ++shard) {
+    auto db = ResultsDb::Open(dir_ / ("s" + std::to_string(shard) + ".sqlite"));
+    ASSERT_TRUE(db.ok());
+    SweepRunOptions o;
+    o.run = Fake;
+    o.shard = shard;
+    o.shards = 4;
+    auto r = RunSweep(spec_, runs_, **db, o);
+    ASSERT_TRUE(r.ok());
+    auto rows = (*db)->Runs();
+    ASSERT_TRUE(rows.ok());
+    for (const auto& row : *rows) {
+      EXPECT_EQ(row.run_index % 4, shard);
+      seen.insert(row.run_index);
+    }
+  }
+  EXPECT_EQ(seen, (std::multiset<int>{0, 1, 2, 3, 4, 5}));
+}
+
+TEST(ShippedSweeps, ParseAndExpandWithoutInvalidRuns) {
+  const fs::path dir = fs::path(MMTWIN_SOURCE_DIR) / "scenarios" / "sweeps";
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".yaml") continue;
+    ++files;
+    auto spec = LoadSweep(e.path().string());
+    ASSERT_TRUE(spec.ok()) << spec.error().message();
+    auto runs = ExpandSweep(*spec);
+    ASSERT_TRUE(runs.ok()) << runs.error().message();
+    EXPECT_GE(runs->size(), 4u) << e.path();
+    std::set<std::string> keys;
+    for (const auto& r : *runs) {
+      EXPECT_TRUE(r.error.empty()) << e.path() << ": " << r.error;
+      keys.insert(r.key);
+    }
+    EXPECT_EQ(keys.size(), runs->size()) << e.path() << ": two runs resolve to the same scenario";
+  }
+  EXPECT_EQ(files, 4);
+}
+
+}  // namespace
+}  // namespace mmtwin
