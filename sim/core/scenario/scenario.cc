@@ -77,6 +77,14 @@ bool ValidUtf8(const std::string& s) {
   return true;
 }
 
+// A name usable as one path component (the default run folder is runs/NAME).
+bool PlainName(const std::string& s) {
+  if (s.empty() || s == "." || s == "..") return false;
+  for (unsigned char c : s)
+    if (c < 0x20 || c == 0x7F || c == '/' || c == '\\') return false;
+  return true;
+}
+
 // Model and cluster arguments name a preset unless they look like a file (the loaders' own rule).
 bool LooksLikePath(const std::string& s) {
   auto ends = [&](const char* suf) {
@@ -271,9 +279,14 @@ Result<Scenario> ParseImpl(const std::string& text, const std::string& name, con
 
   if (const YAML::Node v = root["name"]) {
     MMTWIN_ASSIGN_OR_RETURN(s.name, r.Str(v, "name"));
+    if (!PlainName(s.name))
+      return r.At(v, "name",
+                  "'" + s.name +
+                      "' must work as a folder name (runs/NAME): no '/', '\\', control "
+                      "characters, '.' or '..'");
   } else {
     s.name = fs::path(name).stem().string();
-    if (s.name.empty()) s.name = "scenario";
+    if (!PlainName(s.name)) s.name = "scenario";
   }
   if (const YAML::Node v = root["description"]) {
     MMTWIN_ASSIGN_OR_RETURN(s.description, r.Str(v, "description", /*allow_empty=*/true));
