@@ -106,7 +106,10 @@ void WriteTable(const std::vector<std::string>& axis_names, const std::vector<Ru
     } else {
       const nlohmann::json& s = r.summary;
       const double days = Ptr(s, "/gpu_days");
-      auto pct = [&](const char* p) { return Fixed(100 * Ptr(s, p), 1) + "%"; };
+      auto pct = [&](const char* p) {
+        const double x = 100 * Ptr(s, p);
+        return Fixed(std::fabs(x) < 0.05 ? 0.0 : x, 1) + "%";  // no "-0.0%"
+      };
       c.push_back(Fixed(Ptr(s, "/iteration_time_us/p50") / 1e3, 1));
       c.push_back(Fixed(days, 2));
       c.push_back(Fixed(first_days / days, 2) + "x");

@@ -1,0 +1,234 @@
+// Runs the real `mmtwin sweep` and `mmtwin compare` binaries: a small sweep fills its database and prints the
+// table, a sweep stopped midway (MMTWIN_SWEEP_STOP_AFTER) and re-run executes only the missing runs, shards
+// merged give the whole sweep once, CSV export parses, compare prints deltas, bad input exits 2.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "core/sweep/results_db.h"
+#include "core/util/csv.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int code;
+  std::string out;
+};
+
+CliRun Shell(const std::string& cmd) {
+  CliRun r{-1, ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// A fast sweep (well under a second per run): 2,000 samples, 2 iterations, 16 GPUs; 2 x 2 = 4 runs.
+const char* kSweep = R"(name: small-sweep
+base:
+  trace: {preset: internvl-1.2m, samples: 2000, seed: 3}
+  model: internvl-1.5-6b-20b
+  parallel: {dp: 2, tp: 2, pp: 4, micro_batches: 4, zero_stage: 1}
+  policies: {data: isf, partition: uniform, recompute: full, schedule: 1f1b}
+  iterations: 2
+  seed: 5
+mode: cartesian
+axes:
+  - {key: policies.data, name: data, values: [random, isf]}
+  - {key: policies.recompute, name: recompute, values: [full, adaptive]}
+)";
+
+class CliSweepTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) / ("cli_sweep_" + std::to_string(::getpid()) + "_" +
+                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "s.yaml") << kSweep;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string P(const std::string& name) const { return (dir_ / name).string(); }
+  CliRun Mmtwin(const std::string& args, const std::string& env = "") const {
+    return Shell("cd " + dir_.string() + " && " + env + " " + MMTWIN_CLI + " " + args + " 2>&1");
+  }
+  std::vector<mmtwin::RunRecord> Rows(const std::string& db) const {
+    auto d = mmtwin::ResultsDb::Open(P(db));
+    EXPECT_TRUE(d.ok());
+    if (!d.ok()) return {};
+    auto rows = (*d)->Runs();
+    EXPECT_TRUE(rows.ok());
+    return rows.ok() ? *rows : std::vector<mmtwin::RunRecord>{};
+  }
+  fs::path dir_;
+};
+
+TEST_F(CliSweepTest, FillsTheDatabaseAndPrintsTheTable) {
+  CliRun r = Mmtwin("sweep s.yaml --jobs 2 --csv out.csv");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "small-sweep.sqlite"));  // default: NAME.sqlite here
+  const auto rows = Rows("small-sweep.sqlite");
+  ASSERT_EQ(rows.size(), 4u);
+  std::set<std::string> combos;
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.status, "ok") << row.error;
+    EXPECT_EQ(row.sweep, "small-sweep");
+    EXPECT_GT(row.summary["gpu_days"].get<double>(), 0);
+    EXPECT_NE(row.scenario_yaml.find("policies"), std::string::npos);
+    ASSERT_EQ(row.axes.size(), 2u);
+    combos.insert(row.axes[0].second + "/" + row.axes[1].second);
+  }
+  EXPECT_EQ(combos, (std::set<std::string>{"random/full", "random/adaptive", "isf/full", "isf/adaptive"}));
+  for (const char* s : {"[1/4]", "[4/4]", "data", "recompute", "p50 ms", "GPU-days", "speed-up", "bubble",
+                        "idle", "recomp", "MFU", "OOM", "1.00x", "random", "adaptive"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  // The CSV export parses: a header with the axis and summary columns, one row per run.
+  auto csv = mmtwin::CsvReader::Open(P("out.csv"));
+  ASSERT_TRUE(csv.ok());
+  std::vector<std::string_view> f;
+  ASSERT_TRUE(csv->Next(f));
+  mmtwin::CsvHeader header(f);
+  for (const char* c : {"run_key", "axis_data", "axis_recompute", "iteration_time_us_p50", "gpu_days", "mfu",
+                        "oom", "bubble_ratio", "status", "wall_seconds"})
+    EXPECT_GE(header.Find(c), 0) << c;
+  int n = 0;
+  while (csv->Next(f)) {
+    EXPECT_EQ(f[header.Find("status")], "ok");
+    ++n;
+  }
+  EXPECT_EQ(n, 4);
+  // export and table on the same database.
+  CliRun e = Mmtwin("sweep export --db small-sweep.sqlite -o again.csv");
+  ASSERT_EQ(e.code, 0) << e.out;
+  std::ifstream a(P("out.csv")), b(P("again.csv"));
+  std::stringstream sa, sb;
+  sa << a.rdbuf();
+  sb << b.rdbuf();
+  EXPECT_EQ(sa.str(), sb.str());
+  CliRun t = Mmtwin("sweep table --db small-sweep.sqlite");
+  ASSERT_EQ(t.code, 0) << t.out;
+  EXPECT_NE(t.out.find("4 of 4 runs"), std::string::npos) << t.out;
+}
+
+TEST_F(CliSweepTest, StoppedMidwayThenRerunRedoesNothingFinished) {
+  CliRun first = Mmtwin("sweep s.yaml --jobs 2 --db r.sqlite", "MMTWIN_SWEEP_STOP_AFTER=2");
+  ASSERT_EQ(first.code, 3) << first.out;
+  auto rows = Rows("r.sqlite");
+  ASSERT_EQ(rows.size(), 2u);
+  std::map<std::string, std::string> first_session;
+  for (const auto& row : rows) first_session[row.run_key] = row.session;
+
+  CliRun second = Mmtwin("sweep s.yaml --jobs 2 --db r.sqlite");
+  ASSERT_EQ(second.code, 0) << second.out;
+  EXPECT_NE(second.out.find("ran 2 of 4 runs (2 already done, 0 errors)"), std::string::npos) << second.out;
+  rows = Rows("r.sqlite");
+  ASSERT_EQ(rows.size(), 4u);
+  int from_first = 0;
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.status, "ok");
+    if (first_session.count(row.run_key)) {
+      EXPECT_EQ(row.session, first_session[row.run_key]);  // not redone
+      ++from_first;
+    }
+  }
+  EXPECT_EQ(from_first, 2);
+  CliRun third = Mmtwin("sweep s.yaml --db r.sqlite");
+  ASSERT_EQ(third.code, 0) << third.out;
+  EXPECT_NE(third.out.find("ran 0 of 4 runs (4 already done"), std::string::npos) << third.out;
+}
+
+TEST_F(CliSweepTest, ShardsMergeIntoTheWholeSweepOnce) {
+  for (int i = 0; i < 3; ++i) {
+    CliRun r = Mmtwin("sweep s.yaml --shard " + std::to_string(i) + "/3");
+    ASSERT_EQ(r.code, 0) << r.out;
+  }
+  const std::string shards =
+      "small-sweep.shard-0-of-3.sqlite small-sweep.shard-1-of-3.sqlite small-sweep.shard-2-of-3.sqlite";
+  EXPECT_EQ(Rows("small-sweep.shard-0-of-3.sqlite").size(), 2u);  // runs 0 and 3
+  EXPECT_EQ(Rows("small-sweep.shard-1-of-3.sqlite").size(), 1u);
+  CliRun m = Mmtwin("sweep merge all.sqlite " + shards);
+  ASSERT_EQ(m.code, 0) << m.out;
+  // Merging again (and a shard twice) adds nothing.
+  CliRun m2 = Mmtwin("sweep merge all.sqlite " + shards + " small-sweep.shard-0-of-3.sqlite");
+  ASSERT_EQ(m2.code, 0) << m2.out;
+  EXPECT_NE(m2.out.find("0 written"), std::string::npos) << m2.out;
+  const auto rows = Rows("all.sqlite");
+  ASSERT_EQ(rows.size(), 4u);
+  std::set<int> indexes;
+  for (const auto& row : rows) indexes.insert(row.run_index);
+  EXPECT_EQ(indexes, (std::set<int>{0, 1, 2, 3}));
+  // The merged database is complete: a sweep over it runs nothing.
+  CliRun again = Mmtwin("sweep s.yaml --db all.sqlite");
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_NE(again.out.find("ran 0 of 4 runs"), std::string::npos) << again.out;
+}
+
+TEST_F(CliSweepTest, BadInputExits2WithFileAndLine) {
+  std::ofstream(dir_ / "bad.yaml") << "base: s.yaml\naxes:\n  - {key: parallel.bogus, values: [1]}\n";
+  CliRun r = Mmtwin("sweep bad.yaml");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("bad.yaml:3: parallel.bogus"), std::string::npos) << r.out;
+  EXPECT_EQ(Mmtwin("sweep missing.yaml").code, 2);
+  EXPECT_EQ(Mmtwin("sweep s.yaml --shard 3/3").code, 2);
+  EXPECT_EQ(Mmtwin("sweep s.yaml --jobs 0").code, 2);
+  EXPECT_EQ(Mmtwin("sweep merge out.sqlite nothing.sqlite").code, 2);
+  CliRun dry = Mmtwin("sweep s.yaml --dry-run");
+  ASSERT_EQ(dry.code, 0) << dry.out;
+  EXPECT_NE(dry.out.find("4 runs"), std::string::npos) << dry.out;
+  EXPECT_FALSE(fs::exists(dir_ / "small-sweep.sqlite"));
+}
+
+TEST_F(CliSweepTest, ComparePrintsDeltas) {
+  std::ofstream(dir_ / "a.yaml") << R"(trace: {preset: internvl-1.2m, samples: 2000, seed: 3}
+model: internvl-1.5-6b-20b
+parallel: {dp: 2, tp: 2, pp: 4, micro_batches: 4, zero_stage: 1}
+policies: {data: random, partition: params, recompute: full, schedule: 1f1b}
+iterations: 2
+)";
+  std::ofstream(dir_ / "b.yaml") << R"(trace: {preset: internvl-1.2m, samples: 2000, seed: 3}
+model: internvl-1.5-6b-20b
+parallel: {dp: 2, tp: 2, pp: 4, micro_batches: 4, zero_stage: 1}
+policies: {data: isf, partition: bmp, recompute: adaptive, schedule: 1f1b}
+iterations: 2
+)";
+  ASSERT_EQ(Mmtwin("simulate a.yaml -o run-a").code, 0);
+  ASSERT_EQ(Mmtwin("simulate b.yaml -o run-b").code, 0);
+  CliRun r = Mmtwin("compare run-a run-b/summary.json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* s : {"B - A", "B / A", "iteration p50 (ms)", "GPU-days", "bubble ratio", "per stage",
+                        "s0 fwd (ms)", "s3 peak mem (GiB)", "data random", "data isf"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  CliRun j = Mmtwin("compare run-a run-b --json");
+  ASSERT_EQ(j.code, 0) << j.out;
+  const auto json = nlohmann::json::parse(j.out);
+  const auto& days = json["metrics"]["gpu_days"];
+  EXPECT_NEAR(days["delta"].get<double>(), days["b"].get<double>() - days["a"].get<double>(), 1e-9);
+  EXPECT_NEAR(days["ratio"].get<double>(), days["b"].get<double>() / days["a"].get<double>(), 1e-12);
+  ASSERT_EQ(json["stages"].size(), 4u);
+  const auto& fwd = json["stages"][0]["fwd_us_mean"];
+  EXPECT_NEAR(fwd["delta"].get<double>(), fwd["b"].get<double>() - fwd["a"].get<double>(), 1e-6);
+  // Same run on both sides: every delta is 0.
+  CliRun same = Mmtwin("compare run-a run-a --json");
+  const auto js = nlohmann::json::parse(same.out);
+  for (const auto& [k, v] : js["metrics"].items())
+    if (!v["delta"].is_null()) EXPECT_EQ(v["delta"].get<double>(), 0) << k;
+  EXPECT_EQ(Mmtwin("compare run-a").code, 2);
+  EXPECT_EQ(Mmtwin("compare run-a nowhere").code, 2);
+}
+
+}  // namespace
