@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -195,6 +196,7 @@ Result<SweepOutcome> RunSweep(const SweepSpec& spec, const std::vector<SweepRun>
         kill_all();
         return Error(std::string("sweep: pipe: ") + std::strerror(errno));
       }
+      const pid_t parent = ::getpid();
       const pid_t pid = ::fork();
       if (pid < 0) {
         ::close(fds[0]);
@@ -203,6 +205,9 @@ Result<SweepOutcome> RunSweep(const SweepSpec& spec, const std::vector<SweepRun>
         return Error(std::string("sweep: fork: ") + std::strerror(errno));
       }
       if (pid == 0) {
+        // Die with the sweep: a killed parent leaves no orphan workers running.
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) ::_exit(4);
         ::close(fds[0]);
         for (const auto& [fd, w] : active) ::close(fd);
         WorkerMain(fds[1], run, fn);
