@@ -1,14 +1,11 @@
 #!/usr/bin/env bash
-# The README's main command: installs dependencies when missing, builds, then runs the bundled default:
-# generate the InternVL-1.2M trace (1,267,819 samples, seed 1) and compare OmniBal Table 3's data-balance methods
-# and OrchMLLM post-balancing for InternVL-1.5 6B+20B on 16 data-parallel ranks.
+# The README's main command: installs dependencies when missing (apt-get), builds, then simulates the bundled
+# default scenario (scenarios/default.yaml: the OmniBal recipe for InternVL-1.5 6B+20B on 16 A100s, seconds) and
+# prints its summary. Outputs land in runs/default/ (summary.json, stages.csv, trace.json for Perfetto, the resolved
+# scenario). Extra arguments go to `mmtwin simulate`, e.g. --json or --engine simgrid.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../sim/tools/bootstrap.sh"
 mmtwin_install_deps
 mmtwin_build mmtwin
-MMTWIN="$MMTWIN_BUILD_DIR/sim/mmtwin"
-mkdir -p "$MMTWIN_BUILD_DIR/out"
-trace="$MMTWIN_BUILD_DIR/out/internvl-1.2m.csv"
-[ -f "$trace" ] || "$MMTWIN" trace gen --preset internvl-1.2m --samples 1267819 --seed 1 -o "$trace"
-"$MMTWIN" balance --compare random,length-group,device-group,isf,post-balance \
-  --trace "$trace" --model internvl-1.5-6b-20b --dp 16 "$@"
+cd "$MMTWIN_ROOT"
+"$MMTWIN_BUILD_DIR/sim/mmtwin" simulate scenarios/default.yaml -o runs/default "$@"
