@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -285,8 +286,8 @@ Result<std::vector<SweepRun>> ExpandSweep(const SweepSpec& spec) {
     }
     std::string label;
     for (const auto& [k, v] : run.axes) label += (label.empty() ? "" : ", ") + k + "=" + v;
-    const std::string where =
-        spec.base_name + " [run " + std::to_string(i) + (label.empty() ? "" : ": " + label) + "]";
+    const std::string where = (spec.path.empty() ? spec.base_name : spec.path) + " [run " +
+                              std::to_string(i) + (label.empty() ? "" : ": " + label) + "]";
     auto s = ParseScenarioWithOverrides(spec.base_text, where, spec.base_dir, run.overrides);
     if (s) {
       run.scenario = std::move(*s);
@@ -294,7 +295,14 @@ Result<std::vector<SweepRun>> ExpandSweep(const SweepSpec& spec) {
       run.resolved_yaml = FormatScenario(run.scenario);
       run.key = RunKey(run.resolved_yaml);
     } else {
+      // Line numbers would point into the generated (overridden) text: drop them, keep `where: key: reason`.
       run.error = s.error().message();
+      if (run.error.rfind(where + ":", 0) == 0) {
+        size_t p = where.size() + 1;
+        while (p < run.error.size() && std::isdigit(static_cast<unsigned char>(run.error[p]))) ++p;
+        if (p > where.size() + 1 && p < run.error.size() && run.error[p] == ':')
+          run.error = where + run.error.substr(p);
+      }
       std::string text = "invalid\n" + spec.base_text;
       for (const auto& o : run.overrides) text += "\n" + o.key + "=" + o.yaml_value;
       run.key = RunKey(text);
