@@ -309,6 +309,9 @@ Result<Scenario> ParseImpl(const std::string& text, const std::string& name, con
     if (cluster_node.IsScalar()) {
       MMTWIN_ASSIGN_OR_RETURN(s.cluster, r.Str(cluster_node, "cluster"));
     } else {
+      if (!cluster_node.IsMap())
+        return r.At(cluster_node, "cluster",
+                    "expected a cluster preset name or a mapping {preset: NAME, nodes: N}");
       MMTWIN_RETURN_IF_ERROR(r.Keys(cluster_node, "cluster", {"preset", "nodes"}));
       if (const YAML::Node v = cluster_node["preset"]) {
         MMTWIN_ASSIGN_OR_RETURN(s.cluster, r.Str(v, "cluster.preset"));
