@@ -97,7 +97,7 @@ TEST(DataPolicyTest, RandomHasFixedBatchSize) {
 
 TEST(DataPolicyTest, LengthGroupSortsWithinAStep) {
   Fixture f(2000);
-  auto p = RunDataPolicy("length-group", {}, f.Ctx(8));
+  auto p = RunDataPolicy("length-group", {{"key", "llm"}, {"megabatch_mult", "1"}}, f.Ctx(8));
   ASSERT_TRUE(p.ok());
   for (auto& s : p->steps)
     for (size_t r = 0; r + 1 < s.ranks.size(); ++r) {
@@ -106,6 +106,27 @@ TEST(DataPolicyTest, LengthGroupSortsWithinAStep) {
       for (auto i : s.ranks[r + 1].samples) mx = std::max(mx, f.sizes.llm_tokens[i]);
       EXPECT_GE(mn, mx);
     }
+}
+
+TEST(DataPolicyTest, LengthGroupEvenSplitBalancesRankTotals) {
+  // LLaVA's split_to_even_chunks: each chunk gets b samples; totals differ by at most the largest sample.
+  Fixture f(4000);
+  auto p = RunDataPolicy("length-group", {{"key", "llm"}, {"split", "even"}, {"megabatch_mult", "1"}}, f.Ctx(8));
+  ASSERT_TRUE(p.ok());
+  for (auto& s : p->steps) {
+    int64_t lo = INT64_MAX, hi = 0, big = 0;
+    for (auto& m : s.ranks) {
+      EXPECT_EQ(m.samples.size(), 4u);
+      int64_t t = 0;
+      for (auto i : m.samples) {
+        t += f.sizes.llm_tokens[i];
+        big = std::max(big, f.sizes.llm_tokens[i]);
+      }
+      lo = std::min(lo, t);
+      hi = std::max(hi, t);
+    }
+    EXPECT_LE(hi - lo, big);
+  }
 }
 
 TEST(DataPolicyTest, DeviceGroupTotalsDifferByAtMostTheLargestSample) {

@@ -57,8 +57,9 @@ TEST_F(OmniBalTable3Test, BaselinesAreUnbalancedAsInThePaper) {
   EXPECT_GE(rnd.pad_ratio, 0.2);
   EXPECT_GT(rnd.dist_ratio_vit, 0.25);
   EXPECT_GT(rnd.dist_ratio_llm, 0.25);
-  EXPECT_LT(len.pad_ratio, rnd.pad_ratio);          // grouping by length cuts padding...
-  EXPECT_GT(len.dist_ratio_llm, rnd.dist_ratio_llm);  // ...but not the imbalance across ranks
+  EXPECT_LT(len.pad_ratio, rnd.pad_ratio);            // grouping by length cuts padding (paper 0.20 vs 0.31)
+  EXPECT_LT(len.dist_ratio_llm, rnd.dist_ratio_llm);  // and the LLM imbalance (0.13 vs 0.30)...
+  EXPECT_GT(len.dist_ratio_vit, 0.25);                // ...but leaves the ViT imbalance (0.26)
   EXPECT_LT(dev.dist_ratio_vit, rnd.dist_ratio_vit);  // grouping across devices cuts the imbalance...
   EXPECT_GT(dev.pad_ratio, rnd.pad_ratio);            // ...but pads more (paper: 0.378 vs 0.31)
   EXPECT_LT(isf.dist_ratio_vit, dev.dist_ratio_vit / 2);

@@ -89,6 +89,20 @@ TEST(PricerTest, TensorParallelSplitsComputeAndAddsCollectives) {
   EXPECT_NEAR(b.TpLayerForwardUs(tokens, 6144), 2 * one, 1e-9);
 }
 
+TEST(PricerTest, PaddingCostsTimeButNotModelFlops) {
+  PricingFixture f;
+  ParallelConfig par;
+  AnalyticCostModel cost(f.cluster.device, {});
+  Pricer pricer(f.model, cost, f.cluster, par);
+  const Partition part = f.Even(1);
+  RecomputePlan none{std::vector<uint8_t>(pricer.layers().size(), 0)};
+  ChunkCost varlen, padded;
+  pricer.PriceMicroBatch(f.mb, Packing::kVarlen, part, none, &varlen);
+  pricer.PriceMicroBatch(f.mb, Packing::kPadded, part, none, &padded);
+  EXPECT_GT(padded.fwd_us, varlen.fwd_us);  // the samples differ in length: padding costs time
+  EXPECT_DOUBLE_EQ(padded.model_flops, varlen.model_flops);
+}
+
 TEST(PricerTest, StaticParamsAndCommLayout) {
   PricingFixture f;
   ParallelConfig par;

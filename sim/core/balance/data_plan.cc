@@ -9,12 +9,14 @@ SampleSizes ComputeSizes(const ModelSpec& model, const Trace& trace) {
   s.vit_tokens.resize(n);
   s.audio_tokens.resize(n);
   s.llm_tokens.resize(n);
+  s.text_tokens.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const SampleTokens t = TokensFor(model, trace.samples[i]);
     s.vision_units[i] = t.vision_units;
     s.vit_tokens[i] = t.vit_tokens;
     s.audio_tokens[i] = t.audio_tokens;
     s.llm_tokens[i] = t.llm_tokens;
+    s.text_tokens[i] = trace.samples[i].text_tokens;
   }
   return s;
 }

@@ -24,6 +24,7 @@ struct SampleSizes {
   std::vector<int64_t> vit_tokens;
   std::vector<int64_t> audio_tokens;
   std::vector<int64_t> llm_tokens;
+  std::vector<int64_t> text_tokens;  // the trace's text tokens alone
   size_t size() const { return llm_tokens.size(); }
 };
 SampleSizes ComputeSizes(const ModelSpec& model, const Trace& trace);

@@ -8,10 +8,24 @@
 namespace mmtwin {
 namespace {
 
-const ParamSpec kBatchSize{"batch_size", ParamType::kInt, "4", "samples per mini-batch per DP rank", {}, 1, 1 << 20};
-const ParamSpec kKey{"key", ParamType::kString, "llm", "size used for grouping", {"llm", "vit"}};
+const ParamSpec kBatchSize{"batch_size", ParamType::kInt, "4", "samples per mini-batch per DP rank", {}, 1,
+                           1 << 20};
+const ParamSpec kKey{"key",
+                     ParamType::kString,
+                     "llm",
+                     "size used for grouping: LLM tokens, ViT tokens or text tokens",
+                     {"llm", "vit", "text"}};
+// length-group defaults to text length: OmniBal's Table 3 length grouping ("similar text and image sizes")
+// cuts padding and the LLM imbalance but leaves the ViT imbalance, which grouping by LLM tokens (text + image
+// tokens) would not (see traces/generators.md for the measured figures of each variant).
+const ParamSpec kTextKey{"key",
+                         ParamType::kString,
+                         "text",
+                         "size used for grouping: text tokens, LLM tokens or ViT tokens",
+                         {"text", "llm", "vit"}};
 
 const std::vector<int64_t>& KeySizes(const DataPolicyContext& ctx, const std::string& key) {
+  if (key == "text" && ctx.sizes->text_tokens.size() == ctx.sizes->size()) return ctx.sizes->text_tokens;
   return key == "vit" ? ctx.sizes->vit_tokens : ctx.sizes->llm_tokens;
 }
 
@@ -49,21 +63,50 @@ Result<DataPlan> RunRandom(const DataPolicyContext& ctx, const Params& p) {
   return RandomBatches(ctx, p.Int("batch_size"), 0);
 }
 
-// LLaVA's get_length_grouped_indices: a mega-batch of dp*b random samples is sorted by length (descending) and cut
-// into dp consecutive mini-batches, so each mini-batch holds similar sizes but ranks differ.
+// Length grouping, two published variants (param `split`):
+// - "even" (LLaVA's get_length_grouped_indices with megabatch_mult = 1): a random
+//   mega-batch of megabatch_mult steps is sorted by length, descending; each step's dp * b samples are split
+//   into dp chunks by LLaVA's split_to_even_chunks: every sample goes to the chunk with the smallest length
+//   sum, a chunk closing at b samples. Ranks get similar totals; a mini-batch mixes long and short samples.
+// - "consecutive" (default; Hugging Face's LengthGroupedSampler, group_by_length): the sorted mega-batch is
+// cut into
+//   consecutive mini-batches, so mini-batches hold similar sizes (little padding) and, with a large
+//   megabatch_mult, so do the ranks of one step.
+// Only the grouping key is balanced (LLM tokens by default); the other modality follows loosely. Steps are
+// shuffled afterwards (seeded) so an iteration does not see only the longest or the shortest steps.
 Result<DataPlan> RunLengthGroup(const DataPolicyContext& ctx, const Params& p) {
   Rng rng = Rng(ctx.seed).Fork(1);
   const int64_t b = p.Int("batch_size");
+  const int64_t mult = p.Int("megabatch_mult");
+  const bool even = p.Str("split") == "even";
   const auto& len = KeySizes(ctx, p.Str("key"));
   auto order = ShuffledIndices(ctx.trace->size(), rng);
-  return Chunked(ctx, order, b, [&](std::vector<uint32_t>& chunk, DataStep& step) {
-    std::stable_sort(chunk.begin(), chunk.end(), [&](uint32_t a, uint32_t c) { return len[a] > len[c]; });
-    DealConsecutive(chunk, b, step);
+  const size_t step = static_cast<size_t>(ctx.dp) * b;
+  const size_t mega = step * mult;
+  for (size_t a = 0; a < order.size(); a += mega) {
+    const size_t e = std::min(order.size(), a + mega);
+    std::stable_sort(order.begin() + a, order.begin() + e,
+                     [&](uint32_t x, uint32_t y) { return len[x] > len[y]; });
+  }
+  std::vector<int64_t> sums;
+  DataPlan plan = Chunked(ctx, order, b, [&](std::vector<uint32_t>& chunk, DataStep& st) {
+    if (!even) return DealConsecutive(chunk, b, st);
+    sums.assign(ctx.dp, 0);
+    for (uint32_t s : chunk) {
+      int best = -1;
+      for (int r = 0; r < ctx.dp; ++r)
+        if (static_cast<int64_t>(st.ranks[r].samples.size()) < b && (best < 0 || sums[r] < sums[best]))
+          best = r;
+      st.ranks[best].samples.push_back(s);
+      sums[best] += len[s];
+    }
   });
+  rng.Shuffle(plan.steps);
+  return plan;
 }
 
-// Device grouping: sort the mega-batch and deal it in snake order (0..d-1, d-1..0, ...), so every rank gets one
-// sample of every size stratum: similar totals across ranks, mixed sizes within a mini-batch.
+// Device grouping: sort the mega-batch and deal it in snake order (0..d-1, d-1..0, ...), so every rank gets
+// one sample of every size stratum: similar totals across ranks, mixed sizes within a mini-batch.
 Result<DataPlan> RunDeviceGroup(const DataPolicyContext& ctx, const Params& p) {
   Rng rng = Rng(ctx.seed).Fork(2);
   const int64_t b = p.Int("batch_size");
@@ -88,12 +131,12 @@ struct IsfGroupStats {
   int64_t leftover_samples = 0;
 };
 
-// One sampling pass over `pool` (already shuffled): consecutive samples are grouped while the group stays within
-// Q_v and Q_t; the sample that would overflow starts the next group. The trailing group is kept (OmniBal's public
-// code loses it when the last sample overflows).
+// One sampling pass over `pool` (already shuffled): consecutive samples are grouped while the group stays
+// within Q_v and Q_t; the sample that would overflow starts the next group. The trailing group is kept
+// (OmniBal's public code loses it when the last sample overflows).
 template <class Emit>
-void SamplingPass(const std::vector<uint32_t>& pool, const std::vector<int64_t>& v, const std::vector<int64_t>& t,
-                  const IsfThresholds& q, Emit emit) {
+void SamplingPass(const std::vector<uint32_t>& pool, const std::vector<int64_t>& v,
+                  const std::vector<int64_t>& t, const IsfThresholds& q, Emit emit) {
   size_t start = 0;
   int64_t iv = 0, it = 0;
   for (size_t k = 0; k < pool.size(); ++k) {
@@ -115,8 +158,8 @@ struct IsfResult {
   IsfGroupStats stats;
 };
 
-IsfResult Isf(const SampleSizes& sz, const IsfThresholds& q, int64_t q_v_target, int64_t q_t_target, int iterations,
-              Rng& rng, const std::vector<uint32_t>* subset = nullptr) {
+IsfResult Isf(const SampleSizes& sz, const IsfThresholds& q, int64_t q_v_target, int64_t q_t_target,
+              int iterations, Rng& rng, const std::vector<uint32_t>* subset = nullptr) {
   IsfResult out;
   const auto& v = sz.vision_units;
   const auto& t = sz.llm_tokens;
@@ -201,9 +244,9 @@ Result<DataPlan> RunIsf(const DataPolicyContext& ctx, const Params& p) {
   const int iterations = static_cast<int>(p.Int("iterations"));
   Rng rng = Rng(ctx.seed).Fork(4);
   if (p.Bool("search")) {
-    // Threshold search (OmniBal's public code): candidates around the start point, scored on a sample of the data
-    // by ViT + LLM DistRatio over 8 simulated ranks (pad ratio is 0 for packed groups). Skipped samples count
-    // against a candidate.
+    // Threshold search (OmniBal's public code): candidates around the start point, scored on a sample of the
+    // data by ViT + LLM DistRatio over 8 simulated ranks (pad ratio is 0 for packed groups). Skipped samples
+    // count against a candidate.
     std::vector<uint32_t> sub;
     Rng srng = Rng(ctx.seed).Fork(5);
     auto all = ShuffledIndices(sz.size(), srng);
@@ -216,7 +259,8 @@ Result<DataPlan> RunIsf(const DataPolicyContext& ctx, const Params& p) {
         if (c.q_v < 1 || c.q_t < 1) continue;
         Rng crng = Rng(ctx.seed).Fork(6);
         IsfResult r = Isf(sz, c, c.q_v - p.Int("q_v_slack"), c.q_t - p.Int("q_t_slack"), 3, crng, &sub);
-        const double score = GroupDistScore(sz, r.groups, 8) + static_cast<double>(r.skipped.size()) / sub.size();
+        const double score =
+            GroupDistScore(sz, r.groups, 8) + static_cast<double>(r.skipped.size()) / sub.size();
         if (score < best_score - 1e-12) {
           best_score = score;
           best = c;
@@ -225,8 +269,9 @@ Result<DataPlan> RunIsf(const DataPolicyContext& ctx, const Params& p) {
     }
     q = best;
   }
-  if (q.q_v < 0 || q.q_t < 1) return Error("isf: thresholds must be positive (q_v=" + std::to_string(q.q_v) +
-                                           ", q_t=" + std::to_string(q.q_t) + ")");
+  if (q.q_v < 0 || q.q_t < 1)
+    return Error("isf: thresholds must be positive (q_v=" + std::to_string(q.q_v) +
+                 ", q_t=" + std::to_string(q.q_t) + ")");
   IsfResult r = Isf(sz, q, q.q_v - p.Int("q_v_slack"), q.q_t - p.Int("q_t_slack"), iterations, rng);
   DataPlan plan = DealGroups(ctx, std::move(r.groups), rng);
   plan.skipped = std::move(r.skipped);
@@ -241,29 +286,64 @@ Result<DataPlan> RunIsf(const DataPolicyContext& ctx, const Params& p) {
 
 const std::vector<DataPolicyInfo>& Registry() {
   static const std::vector<DataPolicyInfo> kPolicies = {
-      {"random", "fixed batch size, random samples, padded to the longest in the mini-batch (baseline)",
+      {"random",
+       "fixed batch size, random samples, padded to the longest in the mini-batch (baseline)",
        {kBatchSize},
        RunRandom},
       {"length-group",
-       "LLaVA length-grouped sampler: a sorted mega-batch cut into mini-batches of similar sizes (within, not across)",
-       {kBatchSize, kKey},
+       "Hugging Face / LLaVA length-grouped samplers: sorted mega-batches cut into mini-batches of similar "
+       "text length",
+       {kBatchSize,
+        kTextKey,
+        {"megabatch_mult",
+         ParamType::kInt,
+         "50",
+         "steps per sorted mega-batch (HF's mega_batch_mult: 50; LLaVA: 1)",
+         {},
+         1,
+         1 << 20},
+        {"split",
+         ParamType::kString,
+         "consecutive",
+         "how a step is split over ranks (HF consecutive mini-batches, or LLaVA even chunks)",
+         {"consecutive", "even"}}},
        RunLengthGroup},
-      {"device-group", "sizes matched across the DP ranks of a step (snake deal of a sorted mega-batch), not within",
+      {"device-group",
+       "sizes matched across the DP ranks of a step (snake deal of a sorted mega-batch), not within",
        {kBatchSize, kKey},
        RunDeviceGroup},
       {"isf",
-       "OmniBal iterative sampling and filtering: packed mini-batches bounded by Q_v vision units and Q_t LLM tokens",
-       {{"q_v", ParamType::kInt, "0", "max vision units (tiles+frames) per mini-batch; 0 = from dataset statistics",
-         {}, 0, 1e9},
-        {"q_t", ParamType::kInt, "0", "max LLM tokens per mini-batch; 0 = longest sample", {}, 0, 1e12},
-        {"q_v_slack", ParamType::kInt, "0", "Q'_v = Q_v - q_v_slack: keep groups with at least Q'_v units", {}, 0,
+       "OmniBal iterative sampling and filtering: packed mini-batches bounded by Q_v vision units and Q_t "
+       "LLM tokens",
+       {{"q_v",
+         ParamType::kInt,
+         "0",
+         "max vision units (tiles+frames) per mini-batch; 0 = from dataset statistics",
+         {},
+         0,
          1e9},
-        {"q_t_slack", ParamType::kInt, "128", "Q'_t = Q_t - q_t_slack: or with at least Q'_t tokens", {}, 0, 1e12},
+        {"q_t", ParamType::kInt, "0", "max LLM tokens per mini-batch; 0 = longest sample", {}, 0, 1e12},
+        {"q_v_slack",
+         ParamType::kInt,
+         "0",
+         "Q'_v = Q_v - q_v_slack: keep groups with at least Q'_v units",
+         {},
+         0,
+         1e9},
+        {"q_t_slack",
+         ParamType::kInt,
+         "128",
+         "Q'_t = Q_t - q_t_slack: or with at least Q'_t tokens",
+         {},
+         0,
+         1e12},
         {"iterations", ParamType::kInt, "10", "sampling/filtering rounds T", {}, 0, 100000},
-        {"search", ParamType::kBool, "false", "search Q_v, Q_t around the start point on a sample of the data"}},
+        {"search", ParamType::kBool, "false",
+         "search Q_v, Q_t around the start point on a sample of the data"}},
        RunIsf},
       {"post-balance",
-       "OrchMLLM batch post-balancing: random mini-batches redistributed across DP ranks (lpt, padded, quadratic, "
+       "OrchMLLM batch post-balancing: random mini-batches redistributed across DP ranks (lpt, padded, "
+       "quadratic, "
        "conv, kk), node-wise placement",
        kPostBalanceParams, RunPostBalancePolicy},
       {"orchestrator",
@@ -279,8 +359,9 @@ const std::vector<DataPolicyInfo>& Registry() {
 DataPlan RandomBatches(const DataPolicyContext& ctx, int64_t batch_size, uint64_t seed_stream) {
   Rng rng = Rng(ctx.seed).Fork(seed_stream);
   auto order = ShuffledIndices(ctx.trace->size(), rng);
-  return Chunked(ctx, order, batch_size,
-                 [&](const std::vector<uint32_t>& chunk, DataStep& step) { DealConsecutive(chunk, batch_size, step); });
+  return Chunked(ctx, order, batch_size, [&](const std::vector<uint32_t>& chunk, DataStep& step) {
+    DealConsecutive(chunk, batch_size, step);
+  });
 }
 
 IsfThresholds AutoIsfThresholds(const SampleSizes& sz) {

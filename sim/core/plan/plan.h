@@ -100,7 +100,8 @@ struct ChunkCost {
   int64_t act_bytes = 0;    // activations held from this forward until its backward (recompute applied)
   int64_t act_bytes_no_recompute = 0;  // the same if nothing were recomputed
   int64_t send_bytes = 0;   // activation sent to the next chunk (and its gradient back); 0 for the last chunk
-  double model_flops = 0;   // forward + backward FLOPs of the model (recompute excluded), all TP ranks: for MFU
+  double model_flops = 0;   // forward + backward FLOPs of the real tokens (no padding, no recompute), all TP ranks:
+                            // the numerator of MFU
   int64_t llm_tokens = 0;   // LLM tokens of the micro-batch (set on every chunk; count once per micro-batch)
 };
 

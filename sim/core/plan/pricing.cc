@@ -15,13 +15,16 @@ double Pricer::TpLayerForwardUs(int64_t tokens, int64_t hidden) const {
   const int tp = parallel_.tp;
   if (tp <= 1 || tokens <= 0 || cluster_.nvlink_bytes_per_s <= 0) return 0;
   const double bytes = static_cast<double>(tokens) * static_cast<double>(hidden) * 2;
-  const double one = 2.0 * (tp - 1) / tp * bytes / cluster_.nvlink_bytes_per_s * 1e6 + cluster_.nvlink_latency_us;
+  const double one =
+      2.0 * (tp - 1) / tp * bytes / cluster_.nvlink_bytes_per_s * 1e6 + cluster_.nvlink_latency_us;
   return 2 * one;  // two collectives per block (attention output, MLP output)
 }
 
-void Pricer::LayerCosts(const std::vector<SampleTokens>& mb, Packing packing, std::vector<LayerCost>& out) const {
+void Pricer::LayerCosts(const std::vector<SampleTokens>& mb, Packing packing,
+                        std::vector<LayerCost>& out) const {
   std::vector<LayerWorkload> work(model_.components.size());
-  for (size_t c = 0; c < work.size(); ++c) work[c] = ComponentWorkload(model_, static_cast<int>(c), mb, packing);
+  for (size_t c = 0; c < work.size(); ++c)
+    work[c] = ComponentWorkload(model_, static_cast<int>(c), mb, packing);
   LayerCostsFor(work, out);
 }
 
@@ -45,9 +48,20 @@ void Pricer::LayerCostsFor(const std::vector<LayerWorkload>& work, std::vector<L
 void Pricer::PriceMicroBatch(const std::vector<SampleTokens>& mb, Packing packing, const Partition& partition,
                              const RecomputePlan& recompute, ChunkCost* out) const {
   std::vector<LayerWorkload> work(model_.components.size());
-  for (size_t c = 0; c < work.size(); ++c) work[c] = ComponentWorkload(model_, static_cast<int>(c), mb, packing);
+  for (size_t c = 0; c < work.size(); ++c)
+    work[c] = ComponentWorkload(model_, static_cast<int>(c), mb, packing);
   std::vector<LayerCost> lc;
   LayerCostsFor(work, lc);
+  // MFU counts useful FLOPs: a padded micro-batch computes its padding, but the model FLOPs are those of the
+  // real tokens (the varlen workload).
+  std::vector<LayerCost> useful;
+  if (packing == Packing::kPadded) {
+    std::vector<LayerWorkload> real(model_.components.size());
+    for (size_t c = 0; c < real.size(); ++c)
+      real[c] = ComponentWorkload(model_, static_cast<int>(c), mb, Packing::kVarlen);
+    LayerCostsFor(real, useful);
+  }
+  const std::vector<LayerCost>& flops = packing == Packing::kPadded ? useful : lc;
   int64_t llm_tokens = 0;
   for (const SampleTokens& t : mb) llm_tokens += t.llm_tokens;
   const int chunks = partition.chunks();
@@ -60,9 +74,10 @@ void Pricer::PriceMicroBatch(const std::vector<SampleTokens>& mb, Packing packin
       const bool rc = flag != 0;
       cc.fwd_us += x.fwd_time_us;
       cc.bwd_us += x.bwd_time_us;
-      cc.model_flops += x.fwd_flops + x.bwd_flops;
+      cc.model_flops += flops[i].fwd_flops + flops[i].bwd_flops;
       cc.act_bytes_no_recompute += x.act_bytes;
-      // 1: recomputed from its kept input; 2: recomputed inside a checkpointed group (nothing kept, recompute.h).
+      // 1: recomputed from its kept input; 2: recomputed inside a checkpointed group (nothing kept,
+      // recompute.h).
       cc.act_bytes += flag == 0 ? x.act_bytes : flag == 1 ? x.act_bytes_recompute : 0;
       if (layers_[i].kind == LayerKind::kTransformer) {
         const double tp_us = TpLayerForwardUs(work[layers_[i].component].tokens, hidden_of_layer_[i]);
