@@ -6,9 +6,9 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <set>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -22,30 +22,134 @@ namespace sg4 = simgrid::s4u;
 
 constexpr double kHostSpeed = 1e9;  // flop/s of a device host: one microsecond of an op is 1000 flops
 
-// Every activity of the replay; `comm` tells which derived type it is (add_successor lives there).
-struct Activities {
-  std::vector<sg4::ActivityPtr> all;
-  std::vector<uint8_t> comm;
-  int64_t execs = 0, comms = 0, joins = 0;
+// The replay's DAG of activities, launched lazily: a SimGrid activity is created and started only when its
+// last predecessor completes (SimGrid 3.32 keeps every created activity in a per-actor list that each
+// completion scans, so creating them all up front is quadratic). Zero-work executions (barriers, empty ops)
+// complete at once without SimGrid. Handles of finished activities are dropped once the clock has moved past
+// their end.
+class Dag {
+ public:
+  enum Kind : uint8_t { kExec, kComm, kInstant };
 
-  int32_t Exec(sg4::Host* host, double flops) {
-    all.push_back(sg4::Exec::init()->set_flops_amount(flops)->set_host(host));
-    comm.push_back(0);
-    return static_cast<int32_t>(all.size() - 1);
+  int32_t Add(Kind kind, int32_t from, int32_t to, double amount) {
+    kind_.push_back(kind);
+    from_.push_back(from);
+    to_.push_back(to);
+    amount_.push_back(amount);
+    return static_cast<int32_t>(kind_.size() - 1);
   }
-  int32_t Comm(sg4::Host* from, sg4::Host* to, double bytes) {
-    const uint64_t size = bytes > 0 ? static_cast<uint64_t>(std::llround(bytes)) : 0;
-    all.push_back(sg4::Comm::sendto_init(from, to)->set_payload_size(size));
-    comm.push_back(1);
-    ++comms;
-    return static_cast<int32_t>(all.size() - 1);
+  void Edge(int32_t from, int32_t to) { edges_.push_back({from, to}); }
+  size_t size() const { return kind_.size(); }
+
+  // Runs everything; times in seconds per node.
+  Status Run(const std::vector<sg4::Host*>& hosts, SimGridReplayStats* stats) {
+    const size_t n = kind_.size();
+    hosts_ = &hosts;
+    pending_.assign(n, 0);
+    succ_begin_.assign(n + 1, 0);
+    for (const auto& [f, t] : edges_) {
+      ++succ_begin_[f + 1];
+      ++pending_[t];
+    }
+    for (size_t i = 0; i < n; ++i) succ_begin_[i + 1] += succ_begin_[i];
+    succ_.resize(edges_.size());
+    std::vector<int32_t> fill(succ_begin_.begin(), succ_begin_.end() - 1);
+    for (const auto& [f, t] : edges_) succ_[fill[f]++] = t;
+    edges_.clear();
+    edges_.shrink_to_fit();
+    start_s_.assign(n, -1);
+    finish_s_.assign(n, -1);
+    live_.assign(n, nullptr);
+    sg4::Activity::on_completion_cb([this](const sg4::Activity& a) { OnCompletion(a); });
+    for (size_t i = 0; i < n; ++i)
+      if (pending_[i] == 0) ready_.push_back(static_cast<int32_t>(i));
+    Drain();
+    sg4::Engine::get_instance()->run();
+    if (!failure_.empty()) return Error(failure_);
+    int64_t unfinished = 0;
+    for (size_t i = 0; i < n; ++i) unfinished += finish_s_[i] < 0;
+    if (unfinished > 0)
+      return Error("simgrid engine: " + std::to_string(unfinished) + " of " + std::to_string(n) +
+                   " activities never ran (a dependency cycle or a lost completion)");
+    if (stats) {
+      stats->executions = execs_;
+      stats->communications = comms_;
+      stats->joins = instants_;
+    }
+    return Status();
   }
-  void Edge(int32_t from, int32_t to) {
-    if (comm[from])
-      static_cast<sg4::Comm*>(all[from].get())->add_successor(all[to]);
-    else
-      static_cast<sg4::Exec*>(all[from].get())->add_successor(all[to]);
+  double start_s(int32_t i) const { return start_s_[i]; }
+  double finish_s(int32_t i) const { return finish_s_[i]; }
+
+ private:
+  void Launch(int32_t i) {
+    const double now = sg4::Engine::get_clock();
+    start_s_[i] = now;
+    void* tag = reinterpret_cast<void*>(static_cast<intptr_t>(i) + 1);
+    if (kind_[i] == kInstant || (kind_[i] == kExec && amount_[i] <= 0)) {
+      ++instants_;
+      finish_s_[i] = now;
+      Done(i);
+    } else if (kind_[i] == kExec) {
+      ++execs_;
+      sg4::ExecPtr e = sg4::Exec::init();
+      e->set_flops_amount(amount_[i]);
+      e->set_host((*hosts_)[from_[i]]);
+      e->set_data(tag);
+      live_[i] = e;
+      e->start();
+    } else {
+      ++comms_;
+      const uint64_t size = amount_[i] > 0 ? static_cast<uint64_t>(std::llround(amount_[i])) : 0;
+      sg4::CommPtr c = sg4::Comm::sendto_init((*hosts_)[from_[i]], (*hosts_)[to_[i]]);
+      c->set_payload_size(size);
+      c->set_data(tag);
+      live_[i] = c;
+      c->start();
+    }
   }
+  void Done(int32_t i) {
+    for (int32_t j = succ_begin_[i]; j < succ_begin_[i + 1]; ++j)
+      if (--pending_[succ_[j]] == 0) ready_.push_back(succ_[j]);
+  }
+  void Drain() {
+    while (!ready_.empty()) {
+      const int32_t i = ready_.back();
+      ready_.pop_back();
+      Launch(i);
+    }
+  }
+  void OnCompletion(const sg4::Activity& a) {
+    const intptr_t tag = reinterpret_cast<intptr_t>(a.get_data<void>());
+    if (tag <= 0) return;
+    const int32_t i = static_cast<int32_t>(tag - 1);
+    const double now = sg4::Engine::get_clock();
+    if (a.get_state() != sg4::Activity::State::FINISHED) {
+      if (failure_.empty()) failure_ = "simgrid engine: a SimGrid activity failed or was cancelled";
+      return;
+    }
+    if (now > release_clock_) {  // the kernel is done with activities that ended at earlier dates
+      for (int32_t k : release_) live_[k] = nullptr;
+      release_.clear();
+      release_clock_ = now;
+    }
+    release_.push_back(i);
+    finish_s_[i] = now;
+    Done(i);
+    Drain();
+  }
+
+  std::vector<Kind> kind_;
+  std::vector<int32_t> from_, to_;
+  std::vector<double> amount_;
+  std::vector<std::pair<int32_t, int32_t>> edges_;
+  std::vector<int32_t> pending_, succ_begin_, succ_, ready_, release_;
+  std::vector<double> start_s_, finish_s_;
+  std::vector<sg4::ActivityPtr> live_;
+  const std::vector<sg4::Host*>* hosts_ = nullptr;
+  double release_clock_ = 0;
+  int64_t execs_ = 0, comms_ = 0, instants_ = 0;
+  std::string failure_;
 };
 
 bool IsRing(OpKind k) { return k == OpKind::kDpCollective || k == OpKind::kDpAllGather; }
@@ -136,7 +240,6 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
       links[dev][3] = make_link("nic-down-" + s, nic_share, cluster.nic_latency_us);
     }
   }
-  sg4::Host* join_host = zone->create_host("join", kHostSpeed)->seal();
   auto add_route = [&](int32_t a, int32_t b, bool nvlink) -> Status {
     sg4::Link* up = links[a][nvlink ? 0 : 2];
     sg4::Link* down = links[b][nvlink ? 1 : 3];
@@ -156,9 +259,7 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
 
   // ---- Activities: one head (what the op's predecessors gate) and up to two tails (its completion) per op
   // ----
-  Activities acts;
-  acts.all.reserve(static_cast<size_t>(n) * 2);
-  acts.comm.reserve(static_cast<size_t>(n) * 2);
+  Dag acts;
   std::vector<int32_t> head(n, -1);
   std::vector<std::array<int32_t, 2>> tail(n, {-1, -1});
   struct Ring {
@@ -166,29 +267,28 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
     int32_t first = -1;        // activity id of replica 0, step 0; replica r step s = first + r * steps + s
     int steps = 0;
   };
-  std::unordered_map<uint64_t, Ring> rings;
+  std::map<uint64_t, Ring> rings;  // ordered: the same activity numbering on every platform
   for (int i = 0; i < n; ++i) {
     const Op& op = g.ops[i];
     if (op.kind == OpKind::kBarrier) {
-      head[i] = tail[i][0] = acts.Exec(join_host, 0.0);
-      ++acts.joins;
+      head[i] = tail[i][0] = acts.Add(Dag::kInstant, -1, -1, 0.0);
     } else if (op.kind == OpKind::kP2pSendActivation || op.kind == OpKind::kP2pSendGradient) {
       const int d = op.device / P;
       const int to = d * P + (op.chunk + (op.kind == OpKind::kP2pSendActivation ? 1 : P - 1)) % P;
-      head[i] = tail[i][0] = acts.Comm(hosts[op.device], hosts[to], static_cast<double>(op.bytes));
+      head[i] = tail[i][0] = acts.Add(Dag::kComm, op.device, to, static_cast<double>(op.bytes));
     } else if (IsRing(op.kind)) {
       Ring& r = rings[RingKey(op)];
       if (r.ops.empty()) r.ops.assign(D, -1);
       r.ops[op.device / P] = i;
     } else {
-      head[i] = tail[i][0] = acts.Exec(hosts[op.device], g.duration_us[i] * 1e-6 * kHostSpeed);
-      ++acts.execs;
+      head[i] = tail[i][0] = acts.Add(Dag::kExec, op.device, -1, g.duration_us[i] * 1e-6 * kHostSpeed);
     }
   }
   for (auto& [key, r] : rings) {
     for (int d = 0; d < D; ++d)
       if (r.ops[d] < 0)
-        return Error("simgrid engine: DP collective " + g.Describe(r.ops[0] >= 0 ? r.ops[0] : r.ops[1]) +
+        return Error("simgrid engine: DP collective " +
+                     g.Describe(*std::max_element(r.ops.begin(), r.ops.end())) +
                      " has no counterpart on DP replica " + std::to_string(d));
     const Op& op0 = g.ops[r.ops[0]];
     const std::vector<double> steps = RingSteps(op0, pc.zero_stage, D, g.source.comm.dp_bucket_bytes);
@@ -197,7 +297,7 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
     for (int d = 0; d < D; ++d) {
       const int dev = g.ops[r.ops[d]].device, next = g.ops[r.ops[(d + 1) % D]].device;
       for (int s = 0; s < r.steps; ++s) {
-        const int32_t id = acts.Comm(hosts[dev], hosts[next], steps[s]);
+        const int32_t id = acts.Add(Dag::kComm, dev, next, steps[s]);
         if (d == 0 && s == 0) r.first = id;
       }
     }
@@ -226,29 +326,15 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
     preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
     for (int32_t a : preds) acts.Edge(a, head[i]);
   }
-  for (auto& a : acts.all) a->vetoable_start();
-  engine.run();
+  MMTWIN_RETURN_IF_ERROR(acts.Run(hosts, stats));
 
   // ---- Times back ----
-  std::vector<double> s(acts.all.size()), f(acts.all.size());
-  int64_t unfinished = 0;
-  for (size_t a = 0; a < acts.all.size(); ++a) {
-    if (acts.all[a]->get_state() != sg4::Activity::State::FINISHED) ++unfinished;
-    s[a] = acts.all[a]->get_start_time() * 1e6;
-    f[a] = acts.all[a]->get_finish_time() * 1e6;
-  }
-  if (unfinished > 0)
-    return Error("simgrid engine: " + std::to_string(unfinished) + " of " + std::to_string(acts.all.size()) +
-                 " SimGrid activities did not finish");
   for (int i = 0; i < n; ++i) {
-    start_us[i] = s[head[i]];
-    finish_us[i] = f[tail[i][0]];
-    if (tail[i][1] >= 0) finish_us[i] = std::max(finish_us[i], f[tail[i][1]]);
+    start_us[i] = acts.start_s(head[i]) * 1e6;
+    finish_us[i] = acts.finish_s(tail[i][0]) * 1e6;
+    if (tail[i][1] >= 0) finish_us[i] = std::max(finish_us[i], acts.finish_s(tail[i][1]) * 1e6);
   }
   if (stats) {
-    stats->executions = acts.execs;
-    stats->communications = acts.comms;
-    stats->joins = acts.joins;
     stats->simulate_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   return Status();
