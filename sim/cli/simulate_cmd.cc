@@ -16,20 +16,25 @@
 #include "core/scenario/scenario.h"
 #include "core/sim/simulate.h"
 #include "core/util/csv.h"
+#ifdef MMTWIN_HAVE_SIMGRID
+#include "engine/simgrid_engine.h"
+#endif
 
 namespace mmtwin::cli {
 namespace {
 
 constexpr const char* kSimulateUsage =
-    R"(usage: mmtwin simulate SCENARIO [--engine analytic] [-o RUNDIR] [--json] [--trace-iteration K]
+    R"(usage: mmtwin simulate SCENARIO [--engine analytic|simgrid] [--contention on|off] [-o RUNDIR] [--json]
+                       [--trace-iteration K]
 
 Plans a scenario (scenarios/README.md), replays its iterations (the sampled ones, or the whole epoch) with
 the engine and prints a summary: iteration time p50/p99, bubble, idle and recompute ratios, tokens/s, MFU,
 projected GPU-days for one epoch, data-balance metrics, the per-stage table and any stage that does not fit
 its memory.
 
-  --engine E            evaluation engine: analytic (default: the scenario's `engine`); the SimGrid engine
-                        comes in a later issue
+  --engine E            evaluation engine (default: the scenario's `engine`): analytic (longest path, no
+                        contention) or simgrid (SimGrid discrete-event replay: shared links, ring collectives)
+  --contention on|off   simgrid only: off gives every transfer its own full bandwidth (then both engines agree)
   -o, --output RUNDIR   where to write summary.json, stages.csv, trace.json, scenario.yaml (default runs/NAME)
   --json                print summary.json instead of the text summary
   --trace-iteration K   which replayed iteration (0-based) trace.json shows (default 0)
@@ -39,6 +44,7 @@ Exit codes: 0 ok, 1 a stage does not fit its device memory (outputs still writte
 
 struct Options {
   std::string scenario, engine, rundir;
+  bool contention = true;
   bool json = false;
   int trace_iteration = 0;
 };
@@ -50,7 +56,11 @@ Status ParseArgs(const Args& args, Options& o) {
       if (i + 1 >= args.size()) return Error("simulate: " + a + " needs a value");
       return args[++i];
     };
-    if (a == "--engine") {
+    if (a == "--contention") {
+      MMTWIN_ASSIGN_OR_RETURN(std::string v, value());
+      if (v != "on" && v != "off") return Error("simulate: --contention: '" + v + "' is not on or off");
+      o.contention = v == "on";
+    } else if (a == "--engine") {
       MMTWIN_ASSIGN_OR_RETURN(o.engine, value());
     } else if (a == "-o" || a == "--output") {
       MMTWIN_ASSIGN_OR_RETURN(o.rundir, value());
@@ -198,7 +208,26 @@ int RunSimulate(const Args& args, std::ostream& out, std::ostream& err) {
   opts.trace_iteration = o.trace_iteration;
   ProgressBar bar;
   opts.progress = [&bar](double f) { bar.Update(f); };
-  auto result = Simulate(s, opts);
+  Result<SimulationResult> result = Error("no engine");
+  if (s.engine == "simgrid") {
+#ifdef MMTWIN_HAVE_SIMGRID
+    SimGridOptions sg;
+    sg.contention = o.contention;
+    result = SimulateWithSimGrid(s, opts, sg);
+#else
+    err << "mmtwin simulate: this mmtwin was built without the SimGrid engine (install libsimgrid-dev and "
+           "rebuild "
+           "with -DMMTWIN_WITH_SIMGRID=ON)\n";
+    return 2;
+#endif
+  } else {
+    if (!o.contention) {
+      err << "mmtwin simulate: --contention off applies to the simgrid engine (the analytic engine has no "
+             "contention)\n";
+      return 2;
+    }
+    result = Simulate(s, opts);
+  }
   bar.Clear();
   if (!result) {
     err << "mmtwin simulate: " << result.error().message() << "\n";

@@ -19,6 +19,9 @@
 
 #include "cli/cli_format.h"
 #include "cli/commands.h"
+#ifdef MMTWIN_HAVE_SIMGRID
+#include "engine/simgrid_engine.h"
+#endif
 #include "core/eval/evaluator.h"
 #include "core/sweep/results_db.h"
 #include "core/sweep/runner.h"
@@ -54,8 +57,8 @@ Exit codes: 0 all runs ok, 1 some run ended with an error (recorded, the sweep w
 3 stopped early by MMTWIN_SWEEP_STOP_AFTER (test hook).
 )";
 
-// The evaluators a sweep can use. The SimGrid engine lives outside the core: wire it here when the CLI
-// links it (return its evaluator for "simgrid").
+// The evaluators a sweep can use from the core; engine "simgrid" (which needs the scenario's cluster) is run
+// through SimulateWithSimGrid in the run function below.
 std::unique_ptr<Evaluator> MakeSweepEvaluator(const std::string& engine) {
   if (engine == "analytic") return std::make_unique<AnalyticEvaluator>();
   return nullptr;
@@ -228,7 +231,19 @@ int RunMain(const Args& args, std::ostream& out, std::ostream& err) {
   ro.jobs = o.jobs;
   ro.shard = o.shard;
   ro.shards = o.shards;
-  ro.run = [](const Scenario& s) { return RunScenario(s, MakeSweepEvaluator); };
+  ro.run = [](const Scenario& s) -> Result<nlohmann::json> {
+    if (s.engine == "simgrid") {
+#ifdef MMTWIN_HAVE_SIMGRID
+      SimulateOptions opts;
+      opts.trace_dp_replicas = 1;  // the sweep keeps summaries only
+      MMTWIN_ASSIGN_OR_RETURN(SimulationResult r, SimulateWithSimGrid(s, opts));
+      return std::move(r.summary);
+#else
+      return Error("engine 'simgrid': this mmtwin was built without the SimGrid engine");
+#endif
+    }
+    return RunScenario(s, MakeSweepEvaluator);
+  };
   if (const char* stop = std::getenv("MMTWIN_SWEEP_STOP_AFTER")) {
     int64_t k = 0;
     if (ParseInt64(stop, k) && k > 0) ro.stop_after = static_cast<int>(k);

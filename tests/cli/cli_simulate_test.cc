@@ -205,10 +205,12 @@ TEST_F(CliSimulateTest, BadInputExitsTwoWithTheMessage) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find(":14: bogus: unknown key"), std::string::npos) << r.out;
 
-  r = Mmtwin("simulate " + P("small.yaml") + " --engine simgrid -o " + P("never"));
+  r = Mmtwin("simulate " + P("small.yaml") + " --engine ns3 -o " + P("never"));
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.out.find("unknown engine 'simgrid'; valid values are: analytic"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("later issue"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unknown engine 'ns3'; valid values are: analytic, simgrid"), std::string::npos) << r.out;
+  r = Mmtwin("simulate " + P("small.yaml") + " --contention off -o " + P("never"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("--contention off applies to the simgrid engine"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir_ / "never"));
 
   r = Mmtwin("simulate " + P("no-such.yaml"));
