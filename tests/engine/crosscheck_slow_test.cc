@@ -2,6 +2,8 @@
 // within 0.5% on the mean iteration time of every shipped scenario (scenarios/*.yaml,
 // scenarios/omnibal/*.yaml). Each scenario replays a couple of sampled iterations (Scenario::iterations) to
 // keep the test quick.
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -53,6 +55,28 @@ TEST(CrosscheckTest, EnginesAgreeWithoutContention) {
                     j["idle_ratio"].get<double>() + j["exposed_comm_ratio"].get<double>(),
                 1.0, 1e-6);
     std::printf("%-60s analytic %.1f us  simgrid %.1f us  (%+.4f%%)\n", file.c_str(), a, g,
+                100 * (g - a) / a);
+  }
+}
+
+// With links shared, transfers can only take longer, and the op graph's start times only grow with durations
+// (fixed lane orders, max-plus): the SimGrid engine is never faster than the analytic evaluator.
+TEST(CrosscheckTest, ContentionNeverFaster) {
+  for (const char* name : {"scenarios/default.yaml", "scenarios/omnibal/internvl-6b-20b-omnibal.yaml"}) {
+    SCOPED_TRACE(name);
+    auto loaded = LoadScenario(std::string(MMTWIN_SOURCE_DIR) + "/" + name);
+    ASSERT_TRUE(loaded.ok()) << loaded.error().message();
+    Scenario s = *loaded;
+    s.epoch = false;
+    s.iterations = 1;
+    auto analytic = Simulate(s, {});
+    ASSERT_TRUE(analytic.ok()) << analytic.error().message();
+    auto simgrid = SimulateWithSimGrid(s, {}, SimGridOptions{});
+    ASSERT_TRUE(simgrid.ok()) << simgrid.error().message();
+    const double a = analytic->summary["iteration_time_us"]["mean"].get<double>();
+    const double g = simgrid->summary["iteration_time_us"]["mean"].get<double>();
+    EXPECT_GE(g, a * (1 - 1e-9));
+    std::printf("%-50s contention on: analytic %.1f us  simgrid %.1f us  (%+.4f%%)\n", name, a, g,
                 100 * (g - a) / a);
   }
 }

@@ -1,0 +1,137 @@
+// SimGrid engine speed. Targets (issue 4): the engine's throughput within 2x of raw SimGrid on this machine
+// (BM_RawSimGrid: a trivial loop of executions and communications, about 220k activities/s on one core), and
+// scenarios/bench/64gpu-32mb.yaml (one 64-GPU iteration, 32 micro-batches) with --engine simgrid <= 1 s.
+//
+// Counters: activities = SimGrid executions + communications of one run; activities_per_s = activities / wall
+// seconds of the run (for the engine: of Evaluate, i.e. fork + platform + activities + Engine::run + results).
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstring>
+
+#include <simgrid/s4u.hpp>
+#include <xbt/log.h>
+
+#include "core/scenario/scenario.h"
+#include "core/sim/simulate.h"
+#include "engine/isolate.h"
+#include "engine/simgrid_engine.h"
+
+namespace mmtwin {
+namespace {
+
+namespace sg4 = simgrid::s4u;
+
+// Raw SimGrid: one actor runs `pairs` times an asynchronous execution and a one-sided communication and waits
+// for both (2 activities per pair), on a two-host CM02 platform. In a forked child (SimGrid's engine is a
+// singleton), timed inside the child.
+void BM_RawSimGrid(benchmark::State& state) {
+  const int pairs = static_cast<int>(state.range(0));
+  double seconds = 0;
+  for (auto _ : state) {
+    Status s = RunIsolated(
+        sizeof(double),
+        [pairs](void* r) {
+          const auto t0 = std::chrono::steady_clock::now();
+          int argc = 2;
+          char a0[] = "raw", a1[] = "--log=root.thresh:warning";
+          char* argv[] = {a0, a1, nullptr};
+          sg4::Engine e(&argc, argv);
+          sg4::Engine::set_config("network/model:CM02");
+          sg4::NetZone* zone = sg4::create_full_zone("raw");
+          sg4::Host* h1 = zone->create_host("h1", 1e9)->seal();
+          sg4::Host* h2 = zone->create_host("h2", 1e9)->seal();
+          sg4::Link* l = zone->create_link("l", 1e10)->set_latency(1e-6)->seal();
+          zone->add_route(h1->get_netpoint(), h2->get_netpoint(), nullptr, nullptr, {sg4::LinkInRoute(l)});
+          zone->seal();
+          sg4::Actor::create("loop", h1, [pairs, h1, h2] {
+            for (int i = 0; i < pairs; ++i) {
+              sg4::ExecPtr x = sg4::this_actor::exec_async(1e3);
+              sg4::CommPtr c = sg4::Comm::sendto_async(h1, h2, 1000);
+              x->wait();
+              c->wait();
+            }
+          });
+          e.run();
+          const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          std::memcpy(r, &sec, sizeof sec);
+          return Status();
+        },
+        0, &seconds);
+    if (!s.ok()) {
+      state.SkipWithError(s.error().message().c_str());
+      return;
+    }
+    state.SetIterationTime(seconds);
+  }
+  state.counters["activities"] = 2.0 * pairs;
+  state.counters["activities_per_s"] = 2.0 * pairs / seconds;
+}
+BENCHMARK(BM_RawSimGrid)->Arg(100000)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// Wraps the SimGrid evaluator to keep the replay statistics of the last iteration.
+class CountingEvaluator : public Evaluator {
+ public:
+  CountingEvaluator(const ClusterSpec& c, SimGridOptions o) : cluster_(c), options_(std::move(o)) {}
+  std::string name() const override { return "simgrid"; }
+  Status Evaluate(const OpGraph& g, IterationTiming* out) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    Status s = EvaluateWithSimGrid(cluster_, options_, g, out, &stats);
+    evaluate_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ops = g.num_ops();
+    return s;
+  }
+  SimGridReplayStats stats;
+  double evaluate_seconds = 0;
+  int64_t ops = 0;
+
+ private:
+  ClusterSpec cluster_;
+  SimGridOptions options_;
+};
+
+// The whole `mmtwin simulate scenarios/bench/64gpu-32mb.yaml --engine simgrid` minus file output: scenario, trace,
+// data policy, BMP partition, pricing and the SimGrid replay of its one iteration.
+void BM_Bench64Gpu32Mb(benchmark::State& state, bool simgrid, bool contention) {
+  auto s = LoadScenario(std::string(MMTWIN_SOURCE_DIR) + "/scenarios/bench/64gpu-32mb.yaml");
+  if (!s) {
+    state.SkipWithError(s.error().message().c_str());
+    return;
+  }
+  auto cluster = LoadCluster(s->cluster, s->nodes);
+  if (!cluster) {
+    state.SkipWithError(cluster.error().message().c_str());
+    return;
+  }
+  Scenario sc = *s;
+  SimGridOptions o;
+  o.contention = contention;
+  CountingEvaluator eval(*cluster, o);
+  SimulateOptions so;
+  if (simgrid) {
+    sc.engine = "simgrid";
+    so.evaluator = &eval;
+  }
+  for (auto _ : state) {
+    auto r = Simulate(sc, so);
+    if (!r) {
+      state.SkipWithError(r.error().message().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(r->summary.size());
+  }
+  if (simgrid) {
+    const double acts = static_cast<double>(eval.stats.executions + eval.stats.communications);
+    state.counters["ops"] = static_cast<double>(eval.ops);
+    state.counters["activities"] = acts;
+    state.counters["evaluate_ms"] = eval.evaluate_seconds * 1e3;
+    state.counters["replay_ms"] = eval.stats.simulate_seconds * 1e3;
+    state.counters["activities_per_s"] = acts / eval.evaluate_seconds;
+  }
+}
+BENCHMARK_CAPTURE(BM_Bench64Gpu32Mb, analytic, false, false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Bench64Gpu32Mb, simgrid, true, true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Bench64Gpu32Mb, simgrid_no_contention, true, false)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace mmtwin
