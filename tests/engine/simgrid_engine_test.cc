@@ -217,6 +217,14 @@ TEST(SimGridEngineTest, ErrorsAreValues) {
   s = EvaluateWithSimGrid(cluster, bad, g, &t);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message().find("simgrid engine"), std::string::npos) << s.error().message();
+  EXPECT_NE(s.error().message().find("NoSuchModel"), std::string::npos) << s.error().message();
+  std::printf("bad SimGrid setting -> %s\n", s.error().message().c_str());
+  // A child past its time limit is stopped.
+  SimGridOptions hurry;
+  hurry.timeout_s = 1e-9;
+  s = EvaluateWithSimGrid(cluster, hurry, g, &t);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("limit"), std::string::npos) << s.error().message();
   // And the evaluator still works afterwards (a fresh SimGrid per call).
   EXPECT_TRUE(EvaluateWithSimGrid(cluster, SimGridOptions{}, g, &t).ok());
   EXPECT_GT(t.iteration_time_us, 0);
