@@ -3,14 +3,15 @@
 // scenarios/bench/64gpu-32mb.yaml (one 64-GPU iteration, 32 micro-batches) with --engine simgrid <= 1 s.
 //
 // Counters: activities = SimGrid executions + communications of one run; activities_per_s = activities / wall
-// seconds of the run (for the engine: of Evaluate, i.e. fork + platform + activities + Engine::run + results).
+// seconds of the run (for the engine: of Evaluate, i.e. fork + platform + activities + Engine::run +
+// results).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 #include <cstring>
 
-#include <simgrid/s4u.hpp>
 #include <xbt/log.h>
+#include <simgrid/s4u.hpp>
 
 #include "core/scenario/scenario.h"
 #include "core/sim/simulate.h"
@@ -90,14 +91,16 @@ class CountingEvaluator : public Evaluator {
   SimGridOptions options_;
 };
 
-// The whole `mmtwin simulate scenarios/bench/64gpu-32mb.yaml --engine simgrid` minus file output: scenario, trace,
-// data policy, BMP partition, pricing and the SimGrid replay of its one iteration.
-void BM_Bench64Gpu32Mb(benchmark::State& state, bool simgrid, bool contention) {
-  auto s = LoadScenario(std::string(MMTWIN_SOURCE_DIR) + "/scenarios/bench/64gpu-32mb.yaml");
+// The whole `mmtwin simulate FILE --engine simgrid` minus file output, one iteration: scenario, trace, data
+// policy, partition, pricing and the replay.
+void BM_Scenario(benchmark::State& state, const char* file, bool simgrid, bool contention) {
+  auto s = LoadScenario(std::string(MMTWIN_SOURCE_DIR) + "/" + file);
   if (!s) {
     state.SkipWithError(s.error().message().c_str());
     return;
   }
+  s->epoch = false;  // scenarios/bench/64gpu-32mb.yaml has iterations: 1 already; the epoch scenario: 1 of it
+  s->iterations = 1;
   auto cluster = LoadCluster(s->cluster, s->nodes);
   if (!cluster) {
     state.SkipWithError(cluster.error().message().c_str());
@@ -129,9 +132,20 @@ void BM_Bench64Gpu32Mb(benchmark::State& state, bool simgrid, bool contention) {
     state.counters["activities_per_s"] = acts / eval.evaluate_seconds;
   }
 }
-BENCHMARK_CAPTURE(BM_Bench64Gpu32Mb, analytic, false, false)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Bench64Gpu32Mb, simgrid, true, true)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Bench64Gpu32Mb, simgrid_no_contention, true, false)->Unit(benchmark::kMillisecond);
+constexpr const char* k64 = "scenarios/bench/64gpu-32mb.yaml";
+BENCHMARK_CAPTURE(BM_Scenario, bench_64gpu_32mb_analytic, k64, false, false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Scenario, bench_64gpu_32mb_simgrid, k64, true, true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Scenario, bench_64gpu_32mb_simgrid_no_contention, k64, true, false)
+    ->Unit(benchmark::kMillisecond);
+// One iteration of the 512-GPU OmniBal scenario (DP64 rings: 2 x 63 steps x 64 ranks per gradient bucket).
+// The time includes generating and balancing its 1.27M-sample trace (the analytic run shows that part).
+constexpr const char* k512 = "scenarios/omnibal/internvl-6b-20b-epoch-512.yaml";
+BENCHMARK_CAPTURE(BM_Scenario, epoch_512_one_iteration_analytic, k512, false, false)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_Scenario, epoch_512_one_iteration_simgrid, k512, true, true)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 }  // namespace
 }  // namespace mmtwin
