@@ -154,10 +154,18 @@ class Dag {
 
 bool IsRing(OpKind k) { return k == OpKind::kDpCollective || k == OpKind::kDpAllGather; }
 
-uint64_t RingKey(const Op& op) {
+// The ring an op belongs to: its chunk, kind, pass and bucket group (`merge` consecutive buckets per ring).
+uint64_t RingKey(const Op& op, int merge) {
   return (static_cast<uint64_t>(op.kind == OpKind::kDpAllGather) << 63) |
          (static_cast<uint64_t>(op.pass == PassKind::kBackward) << 62) |
-         (static_cast<uint64_t>(static_cast<uint32_t>(op.chunk)) << 32) | static_cast<uint32_t>(op.bucket);
+         (static_cast<uint64_t>(static_cast<uint32_t>(op.chunk)) << 32) |
+         static_cast<uint32_t>(op.bucket / merge);
+}
+
+// Ring steps of one DP op as the op graph prices it (see op_graph.h for the algorithms).
+int64_t ExactRingSteps(const Op& op, int zero_stage, int d, int64_t bucket_bytes) {
+  if (op.kind == OpKind::kDpCollective) return zero_stage == 3 ? d - 1 : 2 * (d - 1);
+  return (op.bytes + bucket_bytes - 1) / bucket_bytes * (d - 1);
 }
 
 // Bytes each rank sends to its ring successor at every step of one DP op (see op_graph.h for the algorithms).
@@ -240,6 +248,9 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
       links[dev][3] = make_link("nic-down-" + s, nic_share, cluster.nic_latency_us);
     }
   }
+  // Zero-contention delays (the latencies of merged ring buckets): a host with more cores than activities.
+  sg4::Host* delay_host = zone->create_host("delay", kHostSpeed)->set_core_count(1 << 30)->seal();
+  hosts.push_back(delay_host);
   auto add_route = [&](int32_t a, int32_t b, bool nvlink) -> Status {
     sg4::Link* up = links[a][nvlink ? 0 : 2];
     sg4::Link* down = links[b][nvlink ? 1 : 3];
@@ -259,12 +270,24 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
 
   // ---- Activities: one head (what the op's predecessors gate) and up to two tails (its completion) per op
   // ----
+  // Bucket merging: past options.max_ring_transfers ring transfers, `merge` consecutive gradient buckets (and
+  // weight all-gather buckets) share one ring of summed bytes; the merged buckets' step latencies are added
+  // as a delay after the ring, so without contention the time is unchanged.
+  const int64_t bucket_bytes = g.source.comm.dp_bucket_bytes;
+  int64_t exact_transfers = 0;
+  for (const Op& op : g.ops)
+    if (IsRing(op.kind)) exact_transfers += ExactRingSteps(op, pc.zero_stage, D, bucket_bytes);
+  int merge = 1;
+  if (options.max_ring_transfers > 0 && exact_transfers > options.max_ring_transfers)
+    merge = static_cast<int>(std::min<int64_t>(
+        (exact_transfers + options.max_ring_transfers - 1) / options.max_ring_transfers, 1 << 20));
   Dag acts;
-  std::vector<int32_t> head(n, -1);
+  std::vector<int32_t> head(n,
+                            -1);  // -1: an op merged into the previous bucket's ring (no activity of its own)
   std::vector<std::array<int32_t, 2>> tail(n, {-1, -1});
   struct Ring {
-    std::vector<int32_t> ops;  // per replica
-    int32_t first = -1;        // activity id of replica 0, step 0; replica r step s = first + r * steps + s
+    std::vector<std::vector<int32_t>> ops;  // per replica: the ops of the merged buckets, in bucket order
+    int32_t first = -1;  // activity id of replica 0, step 0; replica r step s = first + r * steps + s
     int steps = 0;
   };
   std::map<uint64_t, Ring> rings;  // ordered: the same activity numbering on every platform
@@ -277,25 +300,53 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
       const int to = d * P + (op.chunk + (op.kind == OpKind::kP2pSendActivation ? 1 : P - 1)) % P;
       head[i] = tail[i][0] = acts.Add(Dag::kComm, op.device, to, static_cast<double>(op.bytes));
     } else if (IsRing(op.kind)) {
-      Ring& r = rings[RingKey(op)];
-      if (r.ops.empty()) r.ops.assign(D, -1);
-      r.ops[op.device / P] = i;
+      Ring& r = rings[RingKey(op, merge)];
+      if (r.ops.empty()) r.ops.resize(D);
+      r.ops[op.device / P].push_back(i);
     } else {
       head[i] = tail[i][0] = acts.Add(Dag::kExec, op.device, -1, g.duration_us[i] * 1e-6 * kHostSpeed);
     }
   }
   for (auto& [key, r] : rings) {
+    size_t members = 0;
+    int32_t any = -1;
+    for (const auto& v : r.ops)
+      if (!v.empty()) {
+        members = v.size();
+        any = v[0];
+      }
     for (int d = 0; d < D; ++d)
-      if (r.ops[d] < 0)
-        return Error("simgrid engine: DP collective " +
-                     g.Describe(*std::max_element(r.ops.begin(), r.ops.end())) +
+      if (r.ops[d].size() != members)
+        return Error("simgrid engine: DP collective " + g.Describe(any) +
                      " has no counterpart on DP replica " + std::to_string(d));
-    const Op& op0 = g.ops[r.ops[0]];
-    const std::vector<double> steps = RingSteps(op0, pc.zero_stage, D, g.source.comm.dp_bucket_bytes);
+    const Op& op0 = g.ops[r.ops[0][0]];
+    std::vector<double> steps;
+    int64_t exact = 0;
+    if (op0.kind == OpKind::kDpCollective) {
+      int64_t bytes = 0;
+      for (int32_t i : r.ops[0]) {
+        bytes += g.ops[i].bytes;
+        exact += ExactRingSteps(g.ops[i], pc.zero_stage, D, bucket_bytes);
+      }
+      Op merged = op0;
+      merged.bytes = bytes;
+      steps = RingSteps(merged, pc.zero_stage, D, bucket_bytes);
+    } else {
+      exact = ExactRingSteps(op0, pc.zero_stage, D, bucket_bytes);
+      steps = RingSteps(op0, pc.zero_stage, D, bucket_bytes * merge);
+    }
     r.steps = static_cast<int>(steps.size());
-    if (r.steps == 0) return Error("simgrid engine: empty DP collective " + g.Describe(r.ops[0]));
+    if (r.steps == 0) return Error("simgrid engine: empty DP collective " + g.Describe(r.ops[0][0]));
+    // The slowest hop's latency paces the ring: the merged steps' latencies as a delay.
+    double hop_latency_us = 0;
     for (int d = 0; d < D; ++d) {
-      const int dev = g.ops[r.ops[d]].device, next = g.ops[r.ops[(d + 1) % D]].device;
+      const int a = g.ops[r.ops[d][0]].device, b = g.ops[r.ops[(d + 1) % D][0]].device;
+      const bool nvlink = dp_in_node || NodeOfDevice(cluster, pc, a) == NodeOfDevice(cluster, pc, b);
+      hop_latency_us = std::max(hop_latency_us, nvlink ? cluster.nvlink_latency_us : cluster.nic_latency_us);
+    }
+    const double delay_flops = static_cast<double>(exact - r.steps) * hop_latency_us * 1e-6 * kHostSpeed;
+    for (int d = 0; d < D; ++d) {
+      const int dev = g.ops[r.ops[d][0]].device, next = g.ops[r.ops[(d + 1) % D][0]].device;
       for (int s = 0; s < r.steps; ++s) {
         const int32_t id = acts.Add(Dag::kComm, dev, next, steps[s]);
         if (d == 0 && s == 0) r.first = id;
@@ -307,14 +358,22 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
         acts.Edge(r.first + d * r.steps + s - 1, r.first + d * r.steps + s);     // own previous step
         acts.Edge(r.first + prev * r.steps + s - 1, r.first + d * r.steps + s);  // data from the predecessor
       }
-      const int32_t i = r.ops[d];
-      head[i] = r.first + d * r.steps;
-      tail[i] = {r.first + d * r.steps + r.steps - 1, r.first + prev * r.steps + r.steps - 1};
+      std::array<int32_t, 2> end = {r.first + d * r.steps + r.steps - 1,
+                                    r.first + prev * r.steps + r.steps - 1};
+      if (delay_flops > 0) {
+        const int32_t delay = acts.Add(Dag::kExec, devices, -1, delay_flops);
+        acts.Edge(end[0], delay);
+        acts.Edge(end[1], delay);
+        end = {delay, -1};
+      }
+      head[r.ops[d][0]] = r.first + d * r.steps;
+      for (int32_t i : r.ops[d]) tail[i] = end;
     }
   }
   // Dependencies and lane order.
   std::vector<int32_t> preds;
   for (int i = 0; i < n; ++i) {
+    if (head[i] < 0) continue;  // merged into its ring's first op: same barrier, lane order inside the ring
     preds.clear();
     auto add = [&](int32_t j) {
       for (int32_t a : tail[j])
@@ -330,11 +389,27 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
 
   // ---- Times back ----
   for (int i = 0; i < n; ++i) {
+    if (head[i] < 0) continue;
     start_us[i] = acts.start_s(head[i]) * 1e6;
     finish_us[i] = acts.finish_s(tail[i][0]) * 1e6;
     if (tail[i][1] >= 0) finish_us[i] = std::max(finish_us[i], acts.finish_s(tail[i][1]) * 1e6);
   }
+  // Merged buckets share their ring's span in proportion to their priced durations.
+  for (const auto& [key, r] : rings)
+    for (const auto& v : r.ops) {
+      if (v.size() < 2) continue;
+      const double s0 = start_us[v[0]], f0 = finish_us[v[0]];
+      double total = 0, done = 0;
+      for (int32_t i : v) total += g.duration_us[i];
+      for (int32_t i : v) {
+        start_us[i] = total > 0 ? s0 + (f0 - s0) * done / total : s0;
+        done += g.duration_us[i];
+        finish_us[i] = total > 0 ? s0 + (f0 - s0) * done / total : f0;
+      }
+      finish_us[v.back()] = f0;
+    }
   if (stats) {
+    stats->buckets_per_ring = merge;
     stats->simulate_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   return Status();

@@ -15,7 +15,8 @@
 //  are
 //    communications between the two devices' hosts; DP collectives are rings (all-reduce 2(d-1) steps of
 //    bytes/d to the ring successor; ZeRO reduce-scatter / all-gather (d-1) steps per bucket); barriers are
-//    zero-work joins. Dependencies and per-lane order are SimGrid activity dependencies.
+//    zero-work joins. Dependencies and per-lane order: each activity starts when its last predecessor
+//    completes.
 //  - contention = false: every link is a FATPIPE (each transfer gets the full bandwidth of every link it
 //    crosses): the iteration time then equals the analytic evaluator's (to SimGrid's precision, 1e-9 s).
 //    contention = true (default): links are SHARED (max-min fair sharing between the flows crossing them).
@@ -54,6 +55,12 @@ struct SimGridOptions {
   bool isolate = true;
   // Upper bound on the child's run time; 0 = none. A child past it is killed and Evaluate returns an Error.
   double timeout_s = 0;
+  // Bucket merging: when the graph's DP rings would need more than this many transfers (ring steps x ranks),
+  // consecutive gradient buckets of a chunk (and weight all-gather buckets) are merged k at a time into one
+  // ring of summed bytes, with the merged steps' latencies added as a delay after it: the time without
+  // contention is unchanged, the activity count drops k-fold, and under contention the merged flows are
+  // larger and fewer. 0 = never merge. (512 GPUs, DP 64: ~5M transfers per iteration exact, ~7 s.)
+  int64_t max_ring_transfers = 1000000;
   // Extra SimGrid settings ("name:value", as --cfg=name:value), applied after the engine's own (for
   // experiments, e.g. "network/model:LV08"); an invalid one ends as an Error.
   std::vector<std::string> extra_config;
@@ -63,7 +70,8 @@ struct SimGridOptions {
 struct SimGridReplayStats {
   int64_t executions = 0;
   int64_t communications = 0;
-  int64_t joins = 0;            // zero-work executions standing for barriers
+  int64_t joins = 0;            // zero-work executions and barriers (completed without SimGrid)
+  int buckets_per_ring = 1;     // bucket merging factor used (see SimGridOptions::max_ring_transfers)
   double simulate_seconds = 0;  // wall-clock seconds of platform + activities + Engine::run (in the child)
 };
 

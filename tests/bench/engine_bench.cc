@@ -130,6 +130,7 @@ void BM_Scenario(benchmark::State& state, const char* file, bool simgrid, bool c
     state.counters["evaluate_ms"] = eval.evaluate_seconds * 1e3;
     state.counters["replay_ms"] = eval.stats.simulate_seconds * 1e3;
     state.counters["activities_per_s"] = acts / eval.evaluate_seconds;
+    state.counters["buckets_per_ring"] = eval.stats.buckets_per_ring;
   }
 }
 constexpr const char* k64 = "scenarios/bench/64gpu-32mb.yaml";

@@ -132,6 +132,16 @@ TEST(SimGridEngineTest, AgreesWithAnalyticWithoutContention) {
       }
     }
     ExpectBreakdown(s);
+    // Bucket merging (as many buckets per ring as there are): the same iteration time.
+    SimGridOptions merged;
+    merged.contention = false;
+    merged.max_ring_transfers = 1;
+    IterationTiming m;
+    SimGridReplayStats st;
+    ASSERT_TRUE(EvaluateWithSimGrid(cluster, merged, g, &m, &st).ok());
+    EXPECT_NEAR(m.iteration_time_us, a.iteration_time_us, 1e-6 * a.iteration_time_us) << what << " merged";
+    if (c.dp > 1 && c.grad_bytes > (4 << 20)) EXPECT_GT(st.buckets_per_ring, 1) << what;
+    ExpectBreakdown(m);
   }
 }
 
