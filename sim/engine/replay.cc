@@ -12,7 +12,6 @@
 #include <utility>
 #include <vector>
 
-#include <xbt/log.h>
 #include <simgrid/s4u.hpp>
 
 namespace mmtwin {
@@ -23,8 +22,9 @@ namespace sg4 = simgrid::s4u;
 constexpr double kHostSpeed = 1e9;  // flop/s of a device host: one microsecond of an op is 1000 flops
 
 // The replay's DAG of activities, launched lazily: a SimGrid activity is created and started only when its
-// last predecessor completes (SimGrid 3.32 keeps every created activity in a per-actor list that each
-// completion scans, so creating them all up front is quadratic). Zero-work executions (barriers, empty ops)
+// last predecessor completes. (Creating the whole DAG up front with add_successor + vetoable_start makes
+// every completion in SimGrid 3.32 cost time proportional to the activities created so far: quadratic; the
+// default scenario's iteration did not finish in 10 minutes.) Zero-work executions (barriers, empty ops)
 // complete at once without SimGrid. Handles of finished activities are dropped once the clock has moved past
 // their end.
 class Dag {
