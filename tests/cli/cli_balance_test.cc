@@ -6,25 +6,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/cli_runner.h"
+
 namespace {
 
-struct CliRun {
-  int code;
-  std::string out;  // stdout and stderr together
-};
-
-CliRun Mmtwin(const std::string& args) {
-  const std::string cmd = std::string(MMTWIN_CLI) + " " + args + " 2>&1";
-  CliRun r{-1, ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using mmtwin::testing::CliRun;
+using mmtwin::testing::Mmtwin;
 
 std::string TempPath(const std::string& name) { return ::testing::TempDir() + "/" + name; }
 

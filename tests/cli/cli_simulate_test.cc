@@ -15,30 +15,15 @@
 
 #include "core/scenario/scenario.h"
 
+#include "cli/cli_runner.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int code;
-  std::string out;  // stdout (and stderr too unless split)
-};
-
-CliRun Shell(const std::string& cmd) {
-  CliRun r{-1, ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-CliRun Mmtwin(const std::string& args, bool with_stderr = true) {
-  return Shell(std::string(MMTWIN_CLI) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
-}
+using mmtwin::testing::CliRun;
+using mmtwin::testing::Mmtwin;
+using mmtwin::testing::Shell;
 
 std::string Slurp(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);

@@ -17,26 +17,15 @@
 #include "core/sweep/results_db.h"
 #include "core/util/csv.h"
 
+#include "cli/cli_runner.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int code;
-  std::string out;
-};
-
-CliRun Shell(const std::string& cmd) {
-  CliRun r{-1, ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using mmtwin::testing::CliRun;
+using mmtwin::testing::Mmtwin;
+using mmtwin::testing::Shell;
 
 // A fast sweep (well under a second per run): 2,000 samples, 2 iterations, 16 GPUs; 2 x 2 = 4 runs.
 const char* kSweep = R"(name: small-sweep
