@@ -266,6 +266,14 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
   for (const auto& [a, b] : ring_pairs)
     MMTWIN_RETURN_IF_ERROR(
         add_route(a, b, dp_in_node || NodeOfDevice(cluster, pc, a) == NodeOfDevice(cluster, pc, b)));
+  // Dispatch all-to-all pairs (stage-0 devices): NVLink iff on one node, as the op graph prices them. A pair
+  // that is also a DP ring hop already has its route, over the same fabric (same rule for stage-0 devices).
+  std::set<std::pair<int32_t, int32_t>> dispatch_pairs;
+  for (const DeviceTransfer& t : g.dispatch_transfers)
+    if (!p2p_pairs.count({t.src_device, t.dst_device}) && !ring_pairs.count({t.src_device, t.dst_device}))
+      dispatch_pairs.insert({t.src_device, t.dst_device});
+  for (const auto& [a, b] : dispatch_pairs)
+    MMTWIN_RETURN_IF_ERROR(add_route(a, b, NodeOfDevice(cluster, pc, a) == NodeOfDevice(cluster, pc, b)));
   zone->seal();
 
   // ---- Activities: one head (what the op's predecessors gate) and up to two tails (its completion) per op
@@ -291,9 +299,16 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
     int steps = 0;
   };
   std::map<uint64_t, Ring> rings;  // ordered: the same activity numbering on every platform
+  // Dispatch: per micro-batch, the op of each replica (its head: an instant that releases its sends).
+  std::map<int32_t, std::vector<int32_t>> dispatch_ops;
   for (int i = 0; i < n; ++i) {
     const Op& op = g.ops[i];
-    if (op.kind == OpKind::kBarrier) {
+    if (op.kind == OpKind::kDispatch) {
+      head[i] = acts.Add(Dag::kInstant, -1, -1, 0.0);
+      std::vector<int32_t>& v = dispatch_ops[op.micro_batch];
+      if (v.empty()) v.assign(D, -1);
+      v[op.device / P] = i;
+    } else if (op.kind == OpKind::kBarrier) {
       head[i] = tail[i][0] = acts.Add(Dag::kInstant, -1, -1, 0.0);
     } else if (op.kind == OpKind::kP2pSendActivation || op.kind == OpKind::kP2pSendGradient) {
       const int d = op.device / P;
@@ -368,6 +383,25 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
       }
       head[r.ops[d][0]] = r.first + d * r.steps;
       for (int32_t i : r.ops[d]) tail[i] = end;
+    }
+  }
+  // Dispatch all-to-all of micro-batch m: every transfer starts when its sender's op starts; every replica's
+  // op ends at a join of all the micro-batch's transfers (and of every replica's start), so that without
+  // contention it lasts max over the transfers of latency + bytes / bandwidth, as the op graph prices it.
+  for (const auto& [m, ops] : dispatch_ops) {
+    for (int d = 0; d < D; ++d)
+      if (ops[d] < 0)
+        return Error("simgrid engine: dispatch of micro-batch " + std::to_string(m) +
+                     " has no op on DP replica " + std::to_string(d));
+    const int32_t join = acts.Add(Dag::kInstant, -1, -1, 0.0);
+    for (int d = 0; d < D; ++d) {
+      acts.Edge(head[ops[d]], join);
+      tail[ops[d]] = {join, -1};
+    }
+    for (const DeviceTransfer& t : g.DispatchTransfers(m)) {
+      const int32_t c = acts.Add(Dag::kComm, t.src_device, t.dst_device, static_cast<double>(t.bytes));
+      acts.Edge(head[ops[t.src_device / P]], c);
+      acts.Edge(c, join);
     }
   }
   // Dependencies and lane order.

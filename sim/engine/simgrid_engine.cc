@@ -24,6 +24,11 @@ CommSpec PlatformComm(const ClusterSpec& cluster, const ParallelConfig& parallel
   const bool pp_in_node = parallel.tp * parallel.dp * 2 <= per_node;
   s.p2p_bytes_per_s = pp_in_node ? cluster.nvlink_bytes_per_s : nic_share;
   s.p2p_latency_us = pp_in_node ? cluster.nvlink_latency_us : cluster.nic_latency_us;
+  s.gpus_per_node = per_node;
+  s.nvlink_bytes_per_s = cluster.nvlink_bytes_per_s;
+  s.nvlink_latency_us = cluster.nvlink_latency_us;
+  s.nic_bytes_per_s = nic_share;
+  s.nic_latency_us = cluster.nic_latency_us;
   return s;
 }
 
@@ -74,6 +79,17 @@ Status CheckPlatform(const ClusterSpec& cluster, const OpGraph& g) {
                  Speed(got.dp_bytes_per_s, got.dp_latency_us) + " but cluster '" + cluster.name + "' gives " +
                  Speed(want.dp_bytes_per_s, want.dp_latency_us) + " (price the graph with Pricer::Comm())");
   if (dp && got.dp_bucket_bytes <= 0) return Error("simgrid engine: dp_bucket_bytes must be > 0");
+  if (!g.dispatch_transfers.empty() &&
+      !(got.gpus_per_node == want.gpus_per_node && Same(got.nvlink_bytes_per_s, want.nvlink_bytes_per_s) &&
+        Same(got.nvlink_latency_us, want.nvlink_latency_us) &&
+        Same(got.nic_bytes_per_s, want.nic_bytes_per_s) && Same(got.nic_latency_us, want.nic_latency_us)))
+    return Error("simgrid engine: the op graph's data dispatch was priced at NVLink " +
+                 Speed(got.nvlink_bytes_per_s, got.nvlink_latency_us) + ", NIC " +
+                 Speed(got.nic_bytes_per_s, got.nic_latency_us) + ", " + std::to_string(got.gpus_per_node) +
+                 " GPUs per node but cluster '" + cluster.name + "' gives NVLink " +
+                 Speed(want.nvlink_bytes_per_s, want.nvlink_latency_us) + ", NIC " +
+                 Speed(want.nic_bytes_per_s, want.nic_latency_us) + ", " +
+                 std::to_string(want.gpus_per_node) + " (price the graph with Pricer::Comm())");
   return Status();
 }
 

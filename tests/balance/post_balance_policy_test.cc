@@ -1,4 +1,6 @@
 // The post-balance and orchestrator data policies end to end: generated traces, zoo models, plan invariants.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "core/balance/data_policy.h"
@@ -61,7 +63,8 @@ TEST(PostBalancePolicyTest, NodeWisePlacementCutsInterNodeBytes) {
   auto off = RunDataPolicy("post-balance", {{"node_wise", "false"}}, s.Ctx(32));
   ASSERT_TRUE(on.ok() && off.ok());
   EXPECT_LT(on->metrics.at("max_rank_inter_node_bytes"), off->metrics.at("max_rank_inter_node_bytes"));
-  EXPECT_DOUBLE_EQ(off->metrics.at("inter_node_bytes"), off->metrics.at("inter_node_bytes_identity_placement"));
+  EXPECT_DOUBLE_EQ(off->metrics.at("inter_node_bytes"),
+                   off->metrics.at("inter_node_bytes_identity_placement"));
   // Same bins, only permuted: balance is unchanged.
   EXPECT_DOUBLE_EQ(on->metrics.at("max_load_over_lower_bound"), off->metrics.at("max_load_over_lower_bound"));
 }
@@ -75,7 +78,8 @@ TEST(OrchestratorPolicyTest, AudioVisionMixConservesSamplesAndBeatsAllGather) {
   ASSERT_TRUE(two_step.ok());
   EXPECT_LT(composed->metrics.at("all_to_all_ops"), two_step->metrics.at("all_to_all_ops"));
   EXPECT_LE(composed->metrics.at("all_to_all_bytes"), two_step->metrics.at("all_to_all_bytes"));
-  EXPECT_LT(composed->metrics.at("max_rank_all_to_all_bytes"), composed->metrics.at("all_gather_bytes_per_rank"));
+  EXPECT_LT(composed->metrics.at("max_rank_all_to_all_bytes"),
+            composed->metrics.at("all_gather_bytes_per_rank"));
   EXPECT_LT(composed->metrics.at("max_load_over_lower_bound"), 1.05);
   ASSERT_TRUE(composed->details.contains("phases"));
   EXPECT_EQ(composed->details["phases"].back()["phase"], "llm");
@@ -85,9 +89,68 @@ TEST(OrchestratorPolicyTest, RejectsUnknownAlgorithm) {
   Scenario s("asr-sqa-mix", 500, "orchmllm-10b");
   auto r = RunDataPolicy("orchestrator", {{"audio_algorithm", "fast"}}, s.Ctx(4));
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message().find("'fast' is not valid; valid values are: lpt, padded, quadratic, conv, kk"),
-            std::string::npos)
+  EXPECT_NE(
+      r.error().message().find("'fast' is not valid; valid values are: lpt, padded, quadratic, conv, kk"),
+      std::string::npos)
       << r.error().message();
+}
+
+// The dispatch lists: aggregated per pair (sorted, no self transfers), their bytes are the all-to-all bytes
+// the policy reports (per step), the all-gather strawman moves more, and `none` moves nothing.
+double MeanStepBytes(const DataPlan& plan) {
+  double sum = 0;
+  for (const DataStep& st : plan.steps) {
+    for (size_t i = 0; i < st.dispatch.size(); ++i) {
+      const DispatchTransfer& t = st.dispatch[i];
+      EXPECT_NE(t.src_rank, t.dst_rank);
+      EXPECT_GT(t.bytes, 0);
+      EXPECT_TRUE(t.src_rank >= 0 && t.src_rank < plan.dp && t.dst_rank >= 0 && t.dst_rank < plan.dp);
+      if (i > 0) {
+        const DispatchTransfer& p = st.dispatch[i - 1];
+        EXPECT_TRUE(p.src_rank < t.src_rank || (p.src_rank == t.src_rank && p.dst_rank < t.dst_rank));
+      }
+      sum += static_cast<double>(t.bytes);
+    }
+  }
+  return sum / std::max<size_t>(1, plan.steps.size());
+}
+
+TEST(PostBalancePolicyTest, DispatchTransfersMatchTheReportedBytes) {
+  Scenario s("internvl-1.2m", 3000, "internvl-1.5-6b-20b");
+  auto a2a = RunDataPolicy("post-balance", {}, s.Ctx(16));
+  auto ag = RunDataPolicy("post-balance", {{"dispatch", "all-gather"}}, s.Ctx(16));
+  auto none = RunDataPolicy("post-balance", {{"dispatch", "none"}}, s.Ctx(16));
+  ASSERT_TRUE(a2a.ok() && ag.ok() && none.ok());
+  EXPECT_NEAR(MeanStepBytes(*a2a), a2a->metrics.at("all_to_all_bytes"),
+              1e-6 * a2a->metrics.at("all_to_all_bytes"));
+  EXPECT_GT(MeanStepBytes(*a2a), 0);
+  EXPECT_NEAR(MeanStepBytes(*ag), a2a->metrics.at("all_gather_bytes"),
+              1e-6 * a2a->metrics.at("all_gather_bytes"));
+  EXPECT_EQ(MeanStepBytes(*none), 0);
+  // The dispatch does not change where samples go.
+  for (size_t k = 0; k < a2a->steps.size(); ++k)
+    for (int r = 0; r < 16; ++r) EXPECT_EQ(a2a->steps[k].ranks[r].samples, none->steps[k].ranks[r].samples);
+  // Other policies move nothing.
+  auto rnd = RunDataPolicy("random", {}, s.Ctx(16));
+  ASSERT_TRUE(rnd.ok());
+  EXPECT_EQ(MeanStepBytes(*rnd), 0);
+}
+
+TEST(OrchestratorPolicyTest, DispatchTransfersMatchTheReportedBytes) {
+  Scenario s("asr-sqa-mix", 3000, "orchmllm-10b");
+  for (const char* compose : {"true", "false"}) {
+    auto a2a = RunDataPolicy("orchestrator", {{"compose", compose}}, s.Ctx(16));
+    auto ag = RunDataPolicy("orchestrator", {{"compose", compose}, {"dispatch", "all-gather"}}, s.Ctx(16));
+    ASSERT_TRUE(a2a.ok() && ag.ok());
+    const double bytes = a2a->metrics.at("all_to_all_bytes");
+    EXPECT_GT(bytes, 0);
+    EXPECT_NEAR(MeanStepBytes(*a2a), bytes, 1e-6 * bytes) << compose;
+    EXPECT_GT(MeanStepBytes(*ag), MeanStepBytes(*a2a)) << compose;
+  }
+  auto bad = RunDataPolicy("orchestrator", {{"dispatch", "broadcast"}}, s.Ctx(4));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("all-to-all, all-gather, none"), std::string::npos)
+      << bad.error().message();
 }
 
 }  // namespace

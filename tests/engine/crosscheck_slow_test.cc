@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -78,6 +79,41 @@ TEST(CrosscheckTest, ContentionNeverFaster) {
     EXPECT_GE(g, a * (1 - 1e-9));
     std::printf("%-50s contention on: analytic %.1f us  simgrid %.1f us  (%+.4f%%)\n", name, a, g,
                 100 * (g - a) / a);
+  }
+}
+
+// Post-balancing data dispatch (all-to-all and all-gather, post-balance and orchestrator) on default.yaml's
+// model with DP 4 (replicas on two nodes): without contention the engines agree; with contention SimGrid is
+// never faster.
+TEST(CrosscheckTest, DispatchAgreesWithoutContention) {
+  auto loaded = LoadScenario(std::string(MMTWIN_SOURCE_DIR) + "/scenarios/default.yaml");
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message();
+  const std::pair<const char*, const char*> variants[] = {
+      {"post-balance", "all-to-all"}, {"post-balance", "all-gather"}, {"orchestrator", "all-to-all"}};
+  for (const auto& [policy, dispatch] : variants) {
+    SCOPED_TRACE(std::string(policy) + " " + dispatch);
+    Scenario s = *loaded;
+    s.epoch = false;
+    s.iterations = 2;
+    s.parallel.dp = 4;
+    s.nodes = 0;
+    s.data = {policy, {{"batch_size", "4"}, {"dispatch", dispatch}}};
+    auto analytic = Simulate(s, {});
+    ASSERT_TRUE(analytic.ok()) << analytic.error().message();
+    SimGridOptions o;
+    o.contention = false;
+    auto off = SimulateWithSimGrid(s, {}, o);
+    ASSERT_TRUE(off.ok()) << off.error().message();
+    auto on = SimulateWithSimGrid(s, {}, SimGridOptions{});
+    ASSERT_TRUE(on.ok()) << on.error().message();
+    const double a = analytic->summary["iteration_time_us"]["mean"].get<double>();
+    const double g = off->summary["iteration_time_us"]["mean"].get<double>();
+    const double c = on->summary["iteration_time_us"]["mean"].get<double>();
+    EXPECT_NEAR(g, a, 0.005 * a);
+    EXPECT_GE(c, a * (1 - 1e-9));
+    std::printf(
+        "default.yaml dp 4 %s %s: analytic %.1f us  simgrid off %.1f us (%+.4f%%)  on %.1f us (%+.4f%%)\n",
+        policy, dispatch, a, g, 100 * (g - a) / a, c, 100 * (c - a) / a);
   }
 }
 

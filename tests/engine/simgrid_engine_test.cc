@@ -202,6 +202,11 @@ TEST(SimGridEngineTest, PlatformCommIsPricerComm) {
         EXPECT_EQ(got.p2p_latency_us, want.p2p_latency_us);
         EXPECT_EQ(got.dp_bytes_per_s, want.dp_bytes_per_s);
         EXPECT_EQ(got.dp_latency_us, want.dp_latency_us);
+        EXPECT_EQ(got.gpus_per_node, want.gpus_per_node);
+        EXPECT_EQ(got.nvlink_bytes_per_s, want.nvlink_bytes_per_s);
+        EXPECT_EQ(got.nvlink_latency_us, want.nvlink_latency_us);
+        EXPECT_EQ(got.nic_bytes_per_s, want.nic_bytes_per_s);
+        EXPECT_EQ(got.nic_latency_us, want.nic_latency_us);
       }
   }
 }
@@ -241,6 +246,56 @@ TEST(SimGridEngineTest, ErrorsAreValues) {
 }
 
 TEST(SimGridEngineTest, FactoryName) { EXPECT_EQ(MakeSimGridEvaluator(Cluster(1, 8))->name(), "simgrid"); }
+
+// The post-balancing dispatch all-to-all: dp 8 x pp 2 on nodes of 2 GPUs (tp 1: replicas 2k and 2k+1 share a
+// node), every stage-0 device sends 32 MiB to every other one before each micro-batch (6 transfers over its
+// 10 GB/s NIC, 1 over NVLink). Without contention SimGrid gives every op exactly the analytic times (the
+// all-to-all lasts the slowest single transfer); with contention the six NIC flows of a rank share its port,
+// so each all-to-all takes about 6x longer and the iteration is much slower.
+TEST(SimGridEngineTest, DispatchAllToAllOverThinLinks) {
+  const ParallelConfig pc = Pc(8, 2, 1, 4);
+  const ClusterSpec cluster = Cluster(8, 2);
+  IterationCosts costs = Random(pc, 21);
+  costs.dispatch.assign(pc.micro_batches, {});
+  for (int m = 0; m < pc.micro_batches; ++m)
+    for (int a = 0; a < pc.dp; ++a)
+      for (int b = 0; b < pc.dp; ++b)
+        if (a != b) costs.dispatch[m].push_back({a, b, (32 << 20) + 1000 * m});
+  const OpGraph g = MustBuild(pc, "1f1b", costs, Statics(2, 16 << 20), PlatformComm(cluster, pc));
+  const IterationTiming a = EvaluateAnalytic(g);
+  const IterationTiming off = MustSimGrid(cluster, g, false);
+  const IterationTiming on = MustSimGrid(cluster, g, true);
+  ASSERT_EQ(off.finish_us.size(), a.finish_us.size());
+  for (int i = 0; i < g.num_ops(); ++i) {
+    EXPECT_NEAR(off.start_us[i], a.start_us[i], 1e-3) << g.Describe(i);
+    EXPECT_NEAR(off.finish_us[i], a.finish_us[i], 1e-3) << g.Describe(i);
+  }
+  EXPECT_NEAR(off.iteration_time_us, a.iteration_time_us, 1e-6 * a.iteration_time_us);
+  const double a2a_us = 5 + (32 << 20) / 10e9 * 1e6;
+  int first = -1;
+  for (int i = 0; i < g.num_ops() && first < 0; ++i)
+    if (g.ops[i].kind == OpKind::kDispatch && g.ops[i].micro_batch == 0) first = i;
+  ASSERT_GE(first, 0);
+  EXPECT_NEAR(a.finish_us[first] - a.start_us[first], a2a_us, 1e-6);
+  // With contention: at least the six NIC flows one after another.
+  EXPECT_GE(on.finish_us[first] - on.start_us[first], 6 * (a2a_us - 5) * 0.999);
+  EXPECT_GT(on.iteration_time_us, 1.5 * a.iteration_time_us);
+  ExpectBreakdown(off);
+  ExpectBreakdown(on);
+  std::printf(
+      "dispatch all-to-all: one all-to-all analytic %.1f us, simgrid with contention %.1f us; iteration "
+      "analytic "
+      "%.1f us, simgrid without contention %.1f us, with contention %.1f us (%+.1f%%)\n",
+      a.finish_us[first] - a.start_us[first], on.finish_us[first] - on.start_us[first], a.iteration_time_us,
+      off.iteration_time_us, on.iteration_time_us, 100 * (on.iteration_time_us / a.iteration_time_us - 1));
+  // A graph whose dispatch was priced for other links is refused.
+  ClusterSpec faster = cluster;
+  faster.nvlink_bytes_per_s *= 2;
+  IterationTiming t;
+  const Status s = EvaluateWithSimGrid(faster, SimGridOptions{}, g, &t);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("dispatch"), std::string::npos) << s.error().message();
+}
 
 }  // namespace
 }  // namespace mmtwin

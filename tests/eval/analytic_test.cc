@@ -298,5 +298,31 @@ TEST(AnalyticTest, DeterministicAndReusable) {
   EXPECT_GT(tt.recompute_ratio, 0);
 }
 
+// A dispatch all-to-all before micro-batch 0 delays the first forward, and so the whole iteration, by exactly
+// its duration; the stage-0 devices count the wait as exposed communication. Later micro-batches' dispatch
+// hides behind compute (prefetch).
+TEST(AnalyticTest, DispatchDelaysTheFirstForwardByItsDuration) {
+  const ParallelConfig pc = Pc(2, 2, 1, 4);
+  CommSpec comm = Comm();
+  comm.gpus_per_node = 1;  // every replica on its own node
+  comm.nic_bytes_per_s = 1e9;
+  comm.nic_latency_us = 3;
+  IterationCosts costs = Uniform(pc, 10, 20);
+  const OpGraph base = MustBuild(pc, "1f1b", costs, Statics(2, 1 << 20), comm);
+  costs.dispatch = {{{0, 1, 500000}, {1, 0, 200000}}, {{1, 0, 1000}}};
+  const OpGraph g = MustBuild(pc, "1f1b", costs, Statics(2, 1 << 20), comm);
+  const double dispatch_us = 3 + 500000 / 1e9 * 1e6;  // 503 us, far above the compute
+  const IterationTiming a = EvaluateAnalytic(base), t = EvaluateAnalytic(g);
+  EXPECT_NEAR(t.iteration_time_us, a.iteration_time_us + dispatch_us, 1e-9 * t.iteration_time_us);
+  for (int i = 0; i < g.num_ops(); ++i)
+    if (g.ops[i].kind == OpKind::kForward && g.ops[i].micro_batch == 0 && g.ops[i].chunk == 0)
+      EXPECT_DOUBLE_EQ(t.start_us[i], dispatch_us);
+  for (int dev = 0; dev < g.num_devices; ++dev) {
+    const DeviceTiming& d = t.devices[dev];
+    EXPECT_NEAR(d.busy_us + d.bubble_us + d.exposed_comm_us + d.idle_us, t.iteration_time_us, 1e-6);
+    if (dev % 2 == 0) EXPECT_GE(d.exposed_comm_us, dispatch_us - 1e-9);
+  }
+}
+
 }  // namespace
 }  // namespace mmtwin

@@ -1,5 +1,6 @@
 #include "core/graph/op_graph.h"
 
+#include <algorithm>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -315,6 +316,93 @@ TEST(OpGraphTest, Deterministic) {
   EXPECT_EQ(a->duration_us, b->duration_us);
   ASSERT_EQ(a->num_ops(), b->num_ops());
   for (int i = 0; i < a->num_ops(); ++i) EXPECT_EQ(a->Describe(i), b->Describe(i));
+}
+
+// Dispatch: replicas 0 and 1 share node 0, replica 2 is on node 1 (tp 1, 2 GPUs per node).
+CommSpec DispatchComm() {
+  CommSpec s = Comm();
+  s.gpus_per_node = 2;
+  s.nvlink_bytes_per_s = 1e11;
+  s.nvlink_latency_us = 2;
+  s.nic_bytes_per_s = 1e10;
+  s.nic_latency_us = 5;
+  return s;
+}
+
+int FindOp(const OpGraph& g, OpKind kind, int device, int m, int chunk = 0) {
+  for (int i = 0; i < g.num_ops(); ++i)
+    if (g.ops[i].kind == kind && g.ops[i].device == device && g.ops[i].micro_batch == m &&
+        g.ops[i].chunk == chunk)
+      return i;
+  return -1;
+}
+
+TEST(OpGraphTest, DispatchOpsGateTheFirstForward) {
+  const ParallelConfig pc = Pc(3, 2, 1, 3);
+  IterationCosts costs = Random(pc, 9, false, false, true);
+  // No dispatch lists: no dispatch ops (plans of the other data policies).
+  auto plain = Build(pc, "1f1b", costs, Statics(2, 100), DispatchComm());
+  ASSERT_TRUE(plain.ok()) << plain.error().message();
+  EXPECT_EQ(CountKinds(*plain)[OpKind::kDispatch], 0);
+  EXPECT_TRUE(plain->dispatch_begin.empty());
+  // m 0: 0 -> 1 over NVLink, 2 -> 0 over a NIC (twice: aggregated); m 1: nothing; m 2: 1 -> 2 over a NIC.
+  costs.dispatch = {{{0, 1, 1000}, {2, 0, 1000}, {2, 0, 2000}, {1, 1, 99}}, {}, {{1, 2, 500}}};
+  auto g = Build(pc, "1f1b", costs, Statics(2, 100), DispatchComm());
+  ASSERT_TRUE(g.ok()) << g.error().message();
+  EXPECT_EQ(CountKinds(*g)[OpKind::kDispatch], 6);  // micro-batches 0 and 2, three replicas
+  const double m0 = std::max(2 + 1000 / 1e11 * 1e6, 5 + 3000 / 1e10 * 1e6);  // 5.3 us
+  const double m2 = 5 + 500 / 1e10 * 1e6;
+  ASSERT_EQ(g->DispatchTransfers(0).size(), 2u);
+  EXPECT_EQ(g->DispatchTransfers(0)[1].src_device, 4);  // replica 2, stage 0
+  EXPECT_EQ(g->DispatchTransfers(0)[1].bytes, 3000);
+  EXPECT_TRUE(g->DispatchTransfers(1).empty());
+  for (int d = 0; d < 3; ++d) {
+    const int dev = d * 2;
+    EXPECT_EQ(FindOp(*g, OpKind::kDispatch, dev, 1), -1);
+    EXPECT_EQ(FindOp(*g, OpKind::kDispatch, dev + 1, 0), -1);  // stage 1 has none
+    for (int m : {0, 2}) {
+      const int i = FindOp(*g, OpKind::kDispatch, dev, m);
+      ASSERT_GE(i, 0);
+      EXPECT_EQ(g->ops[i].lane, Lane::kDispatch);
+      EXPECT_DOUBLE_EQ(g->ops[i].duration_us, m == 0 ? m0 : m2);
+      const int f = FindOp(*g, OpKind::kForward, dev, m);
+      ASSERT_GE(f, 0);
+      auto deps = g->Deps(f);
+      EXPECT_NE(std::find(deps.begin(), deps.end(), i), deps.end()) << g->Describe(f);
+      EXPECT_NE(g->Describe(i).find("dispatch mb"), std::string::npos) << g->Describe(i);
+    }
+    // Lane order: micro-batch order.
+    EXPECT_EQ(g->lane_prev[FindOp(*g, OpKind::kDispatch, dev, 2)], FindOp(*g, OpKind::kDispatch, dev, 0));
+  }
+  EXPECT_EQ(g->ops[FindOp(*g, OpKind::kDispatch, 0, 0)].bytes, 1000);
+  EXPECT_EQ(g->ops[FindOp(*g, OpKind::kDispatch, 4, 0)].bytes, 3000);
+  // Re-pricing: new transfers on the same micro-batches keep the graph, with new durations.
+  IterationCosts next = costs;
+  next.dispatch = {{{0, 2, 10000}}, {}, {}};
+  OpGraph r = *g;
+  ASSERT_TRUE(RepriceIterationGraph(&r, *BuildSchedule("1f1b", 2, 1, 3), next).ok());
+  EXPECT_EQ(r.num_ops(), g->num_ops());
+  EXPECT_DOUBLE_EQ(r.duration_us[FindOp(r, OpKind::kDispatch, 0, 0)], 5 + 10000 / 1e10 * 1e6);
+  EXPECT_DOUBLE_EQ(r.duration_us[FindOp(r, OpKind::kDispatch, 2, 2)], 0.0);
+  auto fresh = Build(pc, "1f1b", next, Statics(2, 100), DispatchComm());
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_DOUBLE_EQ(EvaluateAnalytic(r).iteration_time_us, EvaluateAnalytic(*fresh).iteration_time_us);
+  // A micro-batch that had no dispatch gets one: rebuilt, same as a fresh graph.
+  next.dispatch = {{}, {{2, 1, 4000}}, {}};
+  ASSERT_TRUE(RepriceIterationGraph(&r, *BuildSchedule("1f1b", 2, 1, 3), next).ok());
+  EXPECT_GE(FindOp(r, OpKind::kDispatch, 4, 1), 0);
+  fresh = Build(pc, "1f1b", next, Statics(2, 100), DispatchComm());
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_DOUBLE_EQ(EvaluateAnalytic(r).iteration_time_us, EvaluateAnalytic(*fresh).iteration_time_us);
+  // Errors: a rank outside [0, dp), a transfer over a NIC of speed 0.
+  IterationCosts bad = costs;
+  bad.dispatch = {{{0, 3, 10}}};
+  EXPECT_FALSE(Build(pc, "1f1b", bad, Statics(2, 100), DispatchComm()).ok());
+  CommSpec slow = DispatchComm();
+  slow.nic_bytes_per_s = 0;
+  auto e = Build(pc, "1f1b", costs, Statics(2, 100), slow);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message().find("nic_bytes_per_s"), std::string::npos) << e.error().message();
 }
 
 }  // namespace

@@ -63,7 +63,8 @@ TEST(SimulateTest, PlanReportsMemoryPerStage) {
   ASSERT_EQ((*p)["stages"].size(), 4u);
   for (const auto& st : (*p)["stages"]) {
     EXPECT_GT(st["model_state_bytes"].get<int64_t>(), 0);
-    EXPECT_EQ(st["fits"].get<bool>(), st["peak_memory_bytes"].get<int64_t>() <= st["memory_capacity_bytes"].get<int64_t>());
+    EXPECT_EQ(st["fits"].get<bool>(),
+              st["peak_memory_bytes"].get<int64_t>() <= st["memory_capacity_bytes"].get<int64_t>());
   }
 }
 
@@ -76,12 +77,38 @@ TEST(SimulateTest, ImpossibleConfigurationsAreErrors) {
   s = Small("isf", "nope", "none");
   r = Simulate(s, {});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message().find("unknown partition policy 'nope'"), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find("unknown partition policy 'nope'"), std::string::npos)
+      << r.error().message();
   s = Small("isf", "uniform", "none");
   s.parallel.micro_batches = 100000;
   r = Simulate(s, {});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message().find("fewer than the 100000 micro-batches"), std::string::npos);
+}
+
+// The post-balancing dispatch is charged: a post-balance run takes at least as long as the same plan without
+// dispatch (micro-batch 0's all-to-all delays the first forward), and the all-gather strawman at least as
+// long as the all-to-all. DP 4 x TP 2 x PP 2 on nodes of 4 GPUs: replicas 0-1 and 2-3 share a node.
+TEST(SimulateTest, DispatchIsCharged) {
+  auto run = [](const std::string& policy, const std::string& dispatch) {
+    Scenario s = Small(policy, "params", "full");
+    s.parallel.dp = 4;
+    s.parallel.pp = 2;
+    s.parallel.micro_batches = 4;
+    s.iterations = 3;
+    s.data.params = {{"batch_size", "4"}, {"dispatch", dispatch}};
+    auto r = Simulate(s, {});
+    EXPECT_TRUE(r.ok()) << r.error().message();
+    return r.ok() ? r->summary["iteration_time_us"]["mean"].get<double>() : 0.0;
+  };
+  const double none = run("post-balance", "none"), a2a = run("post-balance", "all-to-all"),
+               ag = run("post-balance", "all-gather");
+  EXPECT_GT(a2a, none);
+  EXPECT_GE(ag, a2a);
+  const double orch = run("orchestrator", "all-to-all"), orch_none = run("orchestrator", "none"),
+               orch_ag = run("orchestrator", "all-gather");
+  EXPECT_GT(orch, orch_none);
+  EXPECT_GE(orch_ag, orch);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/model/model.h"
+#include "core/plan/dispatch.h"
 #include "core/trace/trace.h"
 
 namespace mmtwin {
@@ -35,6 +36,9 @@ struct MiniBatch {
 
 struct DataStep {
   std::vector<MiniBatch> ranks;  // one per DP rank
+  // The dispatch all-to-all that brings this step's samples to their ranks (post-balance, orchestrator;
+  // empty = nothing moves, e.g. the ranks keep what they drew). Aggregated per (src, dst) DP-rank pair.
+  std::vector<DispatchTransfer> dispatch;
 };
 
 struct DataPlan {

@@ -174,6 +174,8 @@ Result<OrchestratorResult> Orchestrate(std::span<const int> origin_rank,
     rep.max_load_before = MaxBinCost(len, before, ph.options);
 
     rep.dispatch = AccountTraffic(moves, d, c);
+    for (const Transfer& t : moves)
+      if (t.src != t.dst && t.bytes > 0) result.transfers.push_back(t);
     rep.all_gather_bytes = static_cast<int64_t>(d - 1) * *std::max_element(drawn.begin(), drawn.end());
     rep.all_gather_total_bytes = static_cast<int64_t>(d) * rep.all_gather_bytes;
   }
@@ -194,6 +196,16 @@ Result<OrchestratorResult> Orchestrate(std::span<const int> origin_rank,
       forward.push_back({origin_rank[s], llm.rank_of_sample[s], bytes});
     }
     rep.composed = AccountTraffic(direct, d, c);
+    auto keep = [&](const std::vector<Transfer>& list) {
+      for (const Transfer& t : list)
+        if (t.src != t.dst && t.bytes > 0) result.transfers.push_back(t);
+    };
+    if (o.compose) {
+      keep(direct);
+    } else {
+      keep(reset);
+      keep(forward);
+    }
     rep.two_step = AccountTraffic(reset, d, c);
     AddTraffic(rep.two_step, AccountTraffic(forward, d, c));
   }

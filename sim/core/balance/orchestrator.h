@@ -66,6 +66,13 @@ struct OrchestratorOptions {
   bool compose = true;     // rearrangement composition for encoder outputs
 };
 
+// One piece of data moved from rank src to rank dst.
+struct Transfer {
+  int src = 0;
+  int dst = 0;
+  int64_t bytes = 0;
+};
+
 // Traffic of one all-to-all (or of a set of transfers).
 struct Traffic {
   int64_t bytes = 0;                      // bytes whose destination rank != source rank
@@ -108,17 +115,15 @@ struct OrchestratorResult {
   int64_t max_rank_all_to_all_bytes = 0;
   int64_t max_rank_inter_node_bytes = 0;
   int64_t all_gather_bytes = 0;  // strawman per rank: sum over phases
+  // Every forward all-to-all transfer with the chosen mode (encoder dispatch, composed or two-step encoder
+  // outputs, LLM text), one entry per piece moved between two different ranks, in phase order.
+  std::vector<Transfer> transfers;
 };
 
 Result<OrchestratorResult> Orchestrate(std::span<const int> origin_rank,
                                        const std::vector<PhaseInput>& phases, const OrchestratorOptions& o);
 
-// Traffic of transfers (src rank, dst rank, bytes) among d ranks.
-struct Transfer {
-  int src = 0;
-  int dst = 0;
-  int64_t bytes = 0;
-};
+// Traffic of transfers (src rank, dst rank, bytes) among d ranks (Transfer is defined above).
 Traffic AccountTraffic(std::span<const Transfer> transfers, int d, int ranks_per_node);
 
 // Builds the phases of a model for trace samples, with TokensFor: vision (if the model has a vision encoder;

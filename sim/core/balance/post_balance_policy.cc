@@ -26,6 +26,16 @@ int64_t PhaseBytesPerToken(const ModelSpec& m, const std::string& phase) {
   return c ? 2 * std::max<int64_t>(1, c->tf.hidden) : 2;
 }
 
+// All-gather strawman as transfers: every rank sends the bytes it drew to every other rank.
+void AllGatherTransfers(const std::vector<int>& origin, const std::vector<int64_t>& bytes, int d,
+                        std::vector<DispatchTransfer>* out) {
+  std::vector<int64_t> drawn(d, 0);
+  for (size_t i = 0; i < origin.size(); ++i) drawn[origin[i]] += bytes[i];
+  for (int src = 0; src < d; ++src)
+    for (int dst = 0; dst < d; ++dst)
+      if (src != dst && drawn[src] > 0) out->push_back({src, dst, drawn[src]});
+}
+
 }  // namespace
 
 const std::vector<ParamSpec> kPostBalanceParams = {
@@ -37,6 +47,10 @@ const std::vector<ParamSpec> kPostBalanceParams = {
     {"node_wise", ParamType::kBool, "true", "place balanced bins on ranks to minimize inter-node bytes"},
     {"bytes_per_token", ParamType::kInt, "0", "bytes moved per token (0 = 2 x hidden of the phase's component)", {},
      0, 1e9},
+    {"dispatch", ParamType::kString, "all-to-all",
+     "data dispatch charged per step: all-to-all (origin -> placed rank), all-gather (every rank's drawn bytes to "
+     "every other rank) or none",
+     {"all-to-all", "all-gather", "none"}},
 };
 
 Result<DataPlan> RunPostBalancePolicy(const DataPolicyContext& ctx, const Params& p) {
@@ -50,6 +64,7 @@ Result<DataPlan> RunPostBalancePolicy(const DataPolicyContext& ctx, const Params
       p.Int("bytes_per_token") > 0 ? p.Int("bytes_per_token") : PhaseBytesPerToken(*ctx.model, phase);
   DataPlan plan = RandomBatches(ctx, p.Int("batch_size"), 3);
   plan.packed = alg != PostBalanceAlgorithm::kPadded && alg != PostBalanceAlgorithm::kConv;
+  const std::string dispatch = p.Str("dispatch");
 
   const int d = ctx.dp;
   double ratio_sum = 0, ratio_max = 0, before_ratio_sum = 0, max_over_mean_sum = 0;
@@ -93,10 +108,17 @@ Result<DataPlan> RunPostBalancePolicy(const DataPolicyContext& ctx, const Params
     for (int64_t b : bytes) total_bytes += b;
     allgather_sum += static_cast<double>(total_bytes) * (d - 1);
     for (int r = 0; r < d; ++r) step.ranks[r].samples.clear();
+    step.dispatch.clear();
     for (size_t b = 0; b < bins.size(); ++b) {
-      auto& dst = step.ranks[placed.rank_of_bin[b]].samples;
-      for (uint32_t item : bins[b]) dst.push_back(sample_of_item[item]);
+      const int rank = placed.rank_of_bin[b];
+      auto& dst = step.ranks[rank].samples;
+      for (uint32_t item : bins[b]) {
+        dst.push_back(sample_of_item[item]);
+        if (dispatch == "all-to-all") step.dispatch.push_back({origin[item], rank, bytes[item]});
+      }
     }
+    if (dispatch == "all-gather") AllGatherTransfers(origin, bytes, d, &step.dispatch);
+    AggregateTransfers(&step.dispatch);
   }
   const double n = std::max<size_t>(1, plan.steps.size());
   plan.metrics["max_load_over_lower_bound"] = ratio_sum / n;
@@ -130,6 +152,10 @@ const std::vector<ParamSpec> kOrchestratorParams = {
     {"llm_lambda", ParamType::kDouble, "0", "quadratic weight of the LLM phase", {}, 0, 1e6},
     {"node_wise", ParamType::kBool, "true", "exact node-wise placement of every phase's bins"},
     {"compose", ParamType::kBool, "true", "send encoder outputs straight to their LLM rank (one all-to-all each)"},
+    {"dispatch", ParamType::kString, "all-to-all",
+     "data dispatch charged per step: all-to-all (every forward all-to-all transfer of every phase), all-gather "
+     "(the strawman: every rank's drawn input bytes of every phase to every other rank) or none",
+     {"all-to-all", "all-gather", "none"}},
 };
 
 Result<DataPlan> RunOrchestratorPolicy(const DataPolicyContext& ctx, const Params& p) {
@@ -141,6 +167,7 @@ Result<DataPlan> RunOrchestratorPolicy(const DataPolicyContext& ctx, const Param
   mo.audio.lambda = p.Double("audio_lambda");
   mo.llm.lambda = p.Double("llm_lambda");
   const OrchestratorOptions oo{ctx.dp, ctx.ranks_per_node, p.Bool("node_wise"), p.Bool("compose")};
+  const std::string dispatch = p.Str("dispatch");
   DataPlan plan = RandomBatches(ctx, p.Int("batch_size"), 3);
   plan.packed = mo.llm.algorithm != PostBalanceAlgorithm::kPadded && mo.llm.algorithm != PostBalanceAlgorithm::kConv;
 
@@ -183,6 +210,18 @@ Result<DataPlan> RunOrchestratorPolicy(const DataPolicyContext& ctx, const Param
     inter_max_rank += static_cast<double>(res.max_rank_inter_node_bytes);
     all_gather += static_cast<double>(res.all_gather_bytes);
     ops = res.all_to_all_ops;
+    step.dispatch.clear();
+    if (dispatch == "all-to-all") {
+      for (const Transfer& t : res.transfers) step.dispatch.push_back({t.src, t.dst, t.bytes});
+    } else if (dispatch == "all-gather") {
+      // Drawn bytes per sample: its input to every phase it takes part in (the LLM: every sample).
+      std::vector<int64_t> drawn_bytes(origin.size(), 0);
+      for (size_t ph = 0; ph < phases.size(); ++ph)
+        for (size_t i = 0; i < origin.size(); ++i)
+          if (ph + 1 == phases.size() || phases[ph].lengths[i] > 0) drawn_bytes[i] += phases[ph].bytes[i];
+      AllGatherTransfers(origin, drawn_bytes, ctx.dp, &step.dispatch);
+    }
+    AggregateTransfers(&step.dispatch);
     // The plan records the LLM phase's mini-batches (what the pipeline runs); encoder phases are in the report.
     const PhaseReport& llm = res.phases.back();
     for (int r = 0; r < ctx.dp; ++r) {

@@ -75,7 +75,8 @@ void AttributeDevices(const OpGraph& g, const std::vector<double>& alone_duratio
         s = lf[ldeps[j]];
         binding = ldeps[j];
       }
-    if (binding >= 0 && g.ops[binding].lane == Lane::kDp && g.ops[binding].device == dev)
+    if (binding >= 0 && (g.ops[binding].lane == Lane::kDp || g.ops[binding].lane == Lane::kDispatch) &&
+        g.ops[binding].device == dev)
       dt.exposed_comm_us += s - prev;
   }
   // Last compute finish per replica (alone timing).

@@ -13,7 +13,7 @@ int64_t Ns(double us) { return std::llround(us * 1000.0); }
 double Us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 
 const char* kThreadNames[kNumLanes] = {"compute", "p2p send activation", "p2p send gradient",
-                                       "dp collectives"};
+                                       "dp collectives", "data dispatch"};
 
 std::string EventName(const Op& op) {
   const std::string mc = std::to_string(op.micro_batch) + ".c" + std::to_string(op.chunk);
@@ -37,6 +37,8 @@ std::string EventName(const Op& op) {
              std::to_string(op.chunk);
     case OpKind::kBarrier:
       return "barrier";
+    case OpKind::kDispatch:
+      return "dispatch mb" + std::to_string(op.micro_batch);
   }
   return "?";
 }

@@ -31,6 +31,8 @@ const char* OpKindName(OpKind k) {
       return "dp_all_gather";
     case OpKind::kBarrier:
       return "barrier";
+    case OpKind::kDispatch:
+      return "dispatch";
   }
   return "?";
 }
@@ -45,6 +47,8 @@ const char* LaneName(Lane l) {
       return "p2p_bwd";
     case Lane::kDp:
       return "dp";
+    case Lane::kDispatch:
+      return "dispatch";
   }
   return "?";
 }
@@ -70,10 +74,14 @@ std::string OpGraph::Describe(int i) const {
 namespace {
 
 // Shape flags layout: [0] tp forward, [1] tp backward, [2 .. 2+C) recompute per chunk, [2+C .. 2+2C) sends of
-// boundary c -> c+1.
+// boundary c -> c+1, [2+2C .. 2+2C+M) dispatch of micro-batch m.
 std::vector<uint8_t> ShapeOf(const IterationCosts& costs, const CommSpec& comm) {
   const int C = costs.chunks;
-  std::vector<uint8_t> shape(2 + 2 * static_cast<size_t>(C), 0);
+  std::vector<uint8_t> shape(2 + 2 * static_cast<size_t>(C) + std::max(0, costs.micro_batches), 0);
+  for (size_t m = 0; m < costs.dispatch.size() && m < static_cast<size_t>(std::max(0, costs.micro_batches));
+       ++m)
+    for (const DispatchTransfer& t : costs.dispatch[m])
+      if (t.src_rank != t.dst_rank && t.bytes > 0) shape[2 + 2 * static_cast<size_t>(C) + m] = 1;
   for (size_t i = 0; i < costs.costs.size(); ++i) {
     const ChunkCost& k = costs.costs[i];
     const int c = static_cast<int>(i % C);
@@ -101,6 +109,74 @@ Status CheckCost(const IterationCosts& costs, size_t i) {
     }
   if (k.send_bytes < 0) return Error("iteration costs: send_bytes must be >= 0");
   return Status();
+}
+
+// Node of the stage-0 device of DP replica d (every replica on its own node when gpus_per_node is unknown).
+int DispatchNode(const ParallelConfig& pc, const CommSpec& comm, int d) {
+  return comm.gpus_per_node > 0 ? pc.GlobalRank(d, 0, 0) / comm.gpus_per_node : d;
+}
+
+Status CheckDispatch(const ParallelConfig& pc, const IterationCosts& costs, const CommSpec& comm) {
+  if (costs.dispatch.size() > static_cast<size_t>(pc.micro_batches))
+    return Error("op graph: " + std::to_string(costs.dispatch.size()) + " dispatch lists for " +
+                 std::to_string(pc.micro_batches) + " micro-batches");
+  for (size_t m = 0; m < costs.dispatch.size(); ++m)
+    for (const DispatchTransfer& t : costs.dispatch[m]) {
+      if (t.src_rank < 0 || t.src_rank >= pc.dp || t.dst_rank < 0 || t.dst_rank >= pc.dp || t.bytes < 0)
+        return Error("op graph: micro-batch " + std::to_string(m) + ": dispatch transfer " +
+                     std::to_string(t.src_rank) + " -> " + std::to_string(t.dst_rank) + " of " +
+                     std::to_string(t.bytes) + " bytes: ranks must be in [0, " + std::to_string(pc.dp) +
+                     ") and bytes >= 0");
+      if (t.src_rank == t.dst_rank || t.bytes == 0) continue;
+      const bool nvlink = DispatchNode(pc, comm, t.src_rank) == DispatchNode(pc, comm, t.dst_rank);
+      const double bw = nvlink ? comm.nvlink_bytes_per_s : comm.nic_bytes_per_s;
+      const double lat = nvlink ? comm.nvlink_latency_us : comm.nic_latency_us;
+      if (!(bw > 0) || !(lat >= 0) || !std::isfinite(bw) || !std::isfinite(lat))
+        return Error(std::string("op graph: dispatch transfers need CommSpec.") +
+                     (nvlink ? "nvlink_bytes_per_s > 0 and nvlink_latency_us"
+                             : "nic_bytes_per_s > 0 and nic_latency_us") +
+                     " >= 0");
+    }
+  return Status();
+}
+
+// Fills the graph's dispatch side table from the costs (checked by CheckDispatch); `present` = the shape.
+void FillDispatch(const ParallelConfig& pc, const IterationCosts& costs, const CommSpec& comm, OpGraph* g) {
+  const int M = pc.micro_batches, P = std::max(pc.pp, 1);
+  g->dispatch_begin.clear();
+  g->dispatch_transfers.clear();
+  g->dispatch_us.clear();
+  bool any = false;
+  for (const auto& list : costs.dispatch) any = any || !list.empty();
+  if (!any) return;
+  g->dispatch_begin.assign(M + 1, 0);
+  g->dispatch_us.assign(M, 0.0);
+  std::vector<DispatchTransfer> list;
+  for (int m = 0; m < M; ++m) {
+    g->dispatch_begin[m] = static_cast<int32_t>(g->dispatch_transfers.size());
+    if (m < static_cast<int>(costs.dispatch.size())) {
+      list = costs.dispatch[m];
+      AggregateTransfers(&list);
+      double us = 0;
+      for (const DispatchTransfer& t : list) {
+        g->dispatch_transfers.push_back({t.src_rank * P, t.dst_rank * P, t.bytes});
+        const bool nvlink = DispatchNode(pc, comm, t.src_rank) == DispatchNode(pc, comm, t.dst_rank);
+        const double bw = nvlink ? comm.nvlink_bytes_per_s : comm.nic_bytes_per_s;
+        const double lat = nvlink ? comm.nvlink_latency_us : comm.nic_latency_us;
+        us = std::max(us, lat + static_cast<double>(t.bytes) / bw * 1e6);
+      }
+      g->dispatch_us[m] = us;
+    }
+  }
+  g->dispatch_begin[M] = static_cast<int32_t>(g->dispatch_transfers.size());
+}
+
+// Bytes device `dev` sends in micro-batch m's dispatch.
+int64_t DispatchSentBytes(const OpGraph& g, int m, int dev) {
+  int64_t b = 0;
+  for (const DeviceTransfer& t : g.DispatchTransfers(m))
+    if (t.src_device == dev) b += t.bytes;
+  return b;
 }
 
 double P2pUs(int64_t bytes, const CommSpec& comm) {
@@ -191,6 +267,7 @@ Status CheckInputs(const ParallelConfig& pc, const Schedule& s, const IterationC
     if (!(comm.dp_latency_us >= 0)) return Error("op graph: CommSpec.dp_latency_us must be >= 0");
   }
   if (!(comm.p2p_latency_us >= 0)) return Error("op graph: CommSpec.p2p_latency_us must be >= 0");
+  MMTWIN_RETURN_IF_ERROR(CheckDispatch(pc, costs, comm));
   for (size_t i = 0; i < costs.costs.size(); ++i) {
     MMTWIN_RETURN_IF_ERROR(CheckCost(costs, i));
     if (costs.costs[i].send_bytes > 0 && pc.pp > 1 && !(comm.p2p_bytes_per_s > 0))
@@ -281,7 +358,10 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
   const size_t nk = static_cast<size_t>(D) * M * C;
   std::vector<int32_t> fwd_first(nk, -1), fwd_last(nk, -1), bwd_first(nk, -1), bwd_last(nk, -1),
       send_act(nk, -1), send_grad(nk, -1);
-  std::vector<int32_t> grad_begin(static_cast<size_t>(D) * C, -1);  // first bucket op of (d, c)
+  std::vector<int32_t> grad_begin(static_cast<size_t>(D) * C, -1);   // first bucket op of (d, c)
+  std::vector<int32_t> dispatch_op(static_cast<size_t>(D) * M, -1);  // dispatch op of (d, m)
+  OpGraph g;
+  FillDispatch(pc, costs, comm, &g);
   b.last_on_lane.assign(static_cast<size_t>(D) * P * kNumLanes, -1);
   size_t est = nk * 7 + static_cast<size_t>(D) * C * 4;
   b.ops.reserve(est);
@@ -293,6 +373,20 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
     for (int r = 0; r < P; ++r) {
       const int dev = d * P + r;
       const auto& sops = schedule.per_rank[r];
+      if (r == 0)
+        for (int m = 0; m < M; ++m) {
+          if (!b.shape[2 + 2 * static_cast<size_t>(C) + m]) continue;
+          Op x{OpKind::kDispatch,
+               Lane::kDispatch,
+               PassKind::kForward,
+               dev,
+               m,
+               0,
+               0,
+               g.dispatch_us.empty() ? 0.0 : g.dispatch_us[m],
+               DispatchSentBytes(g, m, dev)};
+          dispatch_op[static_cast<size_t>(d) * M + m] = b.NewOp(x, -1);
+        }
       for (int pos = 0; pos < static_cast<int>(sops.size()); ++pos) {
         const int m = sops[pos].micro_batch, c = sops[pos].chunk;
         const int32_t k = key(d, m, c);
@@ -423,6 +517,8 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
       for (int c = 0; c < C; ++c) {
         const int32_t k = key(d, m, c);
         if (c > 0) b.AddEdge(fwd_first[k], send_act[k - 1] >= 0 ? send_act[k - 1] : fwd_last[k - 1]);
+        if (c == 0 && dispatch_op[static_cast<size_t>(d) * M + m] >= 0)
+          b.AddEdge(fwd_first[k], dispatch_op[static_cast<size_t>(d) * M + m]);
         if (c + 1 < C) b.AddEdge(bwd_first[k], send_grad[k + 1] >= 0 ? send_grad[k + 1] : bwd_last[k + 1]);
       }
   // DP barriers: one per chunk with gradients.
@@ -458,7 +554,6 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
   } catch (const std::exception& e) {
     return Error(std::string("op graph: topological sort failed: ") + e.what());
   }
-  OpGraph g;
   g.parallel = pc;
   g.num_devices = D * P;
   if (cyclic) {
@@ -527,9 +622,23 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
     if (costs.costs[i].send_bytes > 0 && pc.pp > 1 && !(g.source.comm.p2p_bytes_per_s > 0))
       return Error("op graph: CommSpec.p2p_bytes_per_s must be > 0 when chunks send bytes");
   }
+  MMTWIN_RETURN_IF_ERROR(CheckDispatch(pc, costs, g.source.comm));
+  const bool had_dispatch = !g.dispatch_begin.empty();
+  FillDispatch(pc, costs, g.source.comm, &g);
+  if (had_dispatch && g.dispatch_begin.empty()) {  // keep the table's shape: ops stay, with zero durations
+    g.dispatch_begin.assign(pc.micro_batches + 1, 0);
+    g.dispatch_us.assign(pc.micro_batches, 0.0);
+  }
   const int n = g.num_ops();
   for (int i = 0; i < n; ++i) {
     const int32_t ci = g.source.cost_index[i];
+    if (g.ops[i].kind == OpKind::kDispatch) {
+      Op& op = g.ops[i];
+      op.duration_us = g.dispatch_us.empty() ? 0.0 : g.dispatch_us[op.micro_batch];
+      op.bytes = DispatchSentBytes(g, op.micro_batch, op.device);
+      g.duration_us[i] = op.duration_us;
+      continue;
+    }
     if (ci < 0) continue;
     Op& op = g.ops[i];
     const ChunkCost& k = costs.costs[ci];

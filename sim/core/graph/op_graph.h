@@ -2,11 +2,12 @@
 // ops with durations, explicit dependencies and a per-(device, lane) order. The evaluators
 // (core/eval/analytic.h, the SimGrid engine) time it; the Perfetto export draws it.
 //
-// Devices: one TP group = one device, index dp_idx * pp + pp_idx (core/plan/plan.h). Each device has four
+// Devices: one TP group = one device, index dp_idx * pp + pp_idx (core/plan/plan.h). Each device has five
 // lanes that run concurrently; the ops of one lane run one at a time, in the order the schedule gives:
 //   compute  forward, recompute, backward and TP collectives (TP is serialized with compute)
 //   p2p_fwd  activation sends to the next pipeline rank        p2p_bwd  gradient sends to the previous rank
 //   dp       DP gradient collectives (and ZeRO-3 weight all-gathers)
+//   dispatch the data-dispatch all-to-all of post-balancing (stage-0 devices only)
 // Barriers (device -1, zero duration) join the DP replicas before a gradient collective.
 //
 // Ops per DP replica d, micro-batch m, chunk c on device (d, c % pp), in the rank's schedule order:
@@ -31,13 +32,25 @@
 //   ZeRO-1/2  reduce-scatter + all-gather per bucket (same volume): 2 * ((d-1)/d * b / bw + (d-1) * lat)
 //   ZeRO-3    reduce-scatter per bucket: (d-1)/d * b / bw + (d-1) * lat; plus one weight all-gather op (kind
 //             dp_all_gather) of the chunk's bf16 weights (the same bytes as its bf16 gradients) before its
-//             first forward and one before its first backward: n_buckets * (d-1) * lat + (d-1)/d * B / bw each,
-//             queued on the dp lane at the schedule position of that forward/backward, with no other
+//             first forward and one before its first backward: n_buckets * (d-1) * lat + (d-1)/d * B / bw
+//             each, queued on the dp lane at the schedule position of that forward/backward, with no other
 //             dependency (prefetch).
 //   A chunk's gradient buckets all become ready at its last backward (per-layer readiness is not modelled): a
 //   barrier op waits for that backward group on EVERY replica (deps in replica order), and every bucket
 //   depends on the barrier; so a chunk's buckets overlap the remaining backwards of the other chunks.
 //   The optimizer step is not modelled.
+// Dispatch (IterationCosts::dispatch, from the post-balance / orchestrator data policies): for every
+// micro-batch m with transfers, one dispatch op per DP replica d on its stage-0 device (d * pp) [dispatch
+// lane, in micro-batch order, no other dependency: later micro-batches' dispatch overlaps earlier compute];
+// forward (m, chunk 0) of replica d depends on it. The op's transfers are the all-to-all of micro-batch m
+// (OpGraph::DispatchTransfers(m), DP ranks mapped to stage-0 device indices; op.bytes = what replica d
+// sends). No-contention duration, the same for every replica's op of m: every transfer runs concurrently at
+// full speed,
+//   dispatch_us(m) = max over the transfers t of m of lat(t) + bytes(t) / bw(t) * 1e6,
+// with bw, lat = nvlink_* when src and dst are on the same node (CommSpec::gpus_per_node), else nic_*.
+// The SimGrid engine replays the transfers; every replica's op ends when the whole all-to-all has (so that
+// without contention both engines give exactly this duration). Presence: ops of micro-batch m exist iff m had
+// transfers when the graph was built (re-pricing keeps them, possibly with zero duration).
 //
 // Ops are stored in a topological order (checked with Boost.Graph over dependencies + lane order): every
 // dependency and lane predecessor of op i has an index < i, so an evaluator sweeps i = 0 .. n-1.
@@ -68,14 +81,15 @@ enum class OpKind : uint8_t {
   kDpCollective,  // gradient all-reduce / reduce-scatter (+ all-gather) of one bucket
   kDpAllGather,   // ZeRO-3 weight all-gather of one chunk
   kBarrier,       // zero-duration join of the DP replicas (device -1)
+  kDispatch,      // data-dispatch all-to-all of one micro-batch (post-balancing), on a stage-0 device
 };
-enum class Lane : uint8_t { kCompute = 0, kP2pForward = 1, kP2pBackward = 2, kDp = 3 };
-inline constexpr int kNumLanes = 4;
+enum class Lane : uint8_t { kCompute = 0, kP2pForward = 1, kP2pBackward = 2, kDp = 3, kDispatch = 4 };
+inline constexpr int kNumLanes = 5;
 
 // "forward", "recompute", "backward", "tp_collective", "p2p_send_activation", "p2p_send_gradient",
-// "dp_collective", "dp_all_gather", "barrier".
+// "dp_collective", "dp_all_gather", "barrier", "dispatch".
 const char* OpKindName(OpKind k);
-// "compute", "p2p_fwd", "p2p_bwd", "dp".
+// "compute", "p2p_fwd", "p2p_bwd", "dp", "dispatch".
 const char* LaneName(Lane l);
 
 struct Op {
@@ -87,7 +101,14 @@ struct Op {
   int32_t chunk = 0;
   int32_t bucket = 0;  // dp_collective: bucket index within the chunk
   double duration_us = 0;
-  int64_t bytes = 0;  // p2p: bytes sent; dp: bytes of the bucket (all-gather: of the chunk)
+  int64_t bytes = 0;  // p2p: bytes sent; dp: bytes of the bucket (all-gather: of the chunk); dispatch: sent
+};
+
+// One transfer of a dispatch all-to-all, between op-graph devices (stage-0 devices of two DP replicas).
+struct DeviceTransfer {
+  int32_t src_device = 0;
+  int32_t dst_device = 0;
+  int64_t bytes = 0;
 };
 
 struct OpGraph {
@@ -102,6 +123,12 @@ struct OpGraph {
   std::vector<int32_t> local_deps;
   std::vector<int32_t> lane_prev;   // previous op on the same (device, lane), -1 if first or a barrier
   std::vector<double> duration_us;  // = ops[i].duration_us, contiguous for the evaluator
+  // Dispatch side table (empty when no micro-batch has transfers): micro-batch m's all-to-all is
+  // dispatch_transfers[dispatch_begin[m] .. dispatch_begin[m+1]), sorted by (src, dst); dispatch_us[m] its
+  // no-contention duration (see above).
+  std::vector<int32_t> dispatch_begin;
+  std::vector<DeviceTransfer> dispatch_transfers;
+  std::vector<double> dispatch_us;
 
   int num_ops() const { return static_cast<int>(ops.size()); }
   std::span<const int32_t> Deps(int i) const {
@@ -109,6 +136,12 @@ struct OpGraph {
   }
   // "backward mb 3 chunk 5 on device 9 (dp 1, stage 1)" etc.
   std::string Describe(int i) const;
+  // The transfers of micro-batch m's dispatch all-to-all (empty if none).
+  std::span<const DeviceTransfer> DispatchTransfers(int m) const {
+    if (m < 0 || m + 1 >= static_cast<int>(dispatch_begin.size())) return {};
+    return {dispatch_transfers.data() + dispatch_begin[m],
+            static_cast<size_t>(dispatch_begin[m + 1] - dispatch_begin[m])};
+  }
 
   // For RepriceIterationGraph: what the graph was built from. Not for general use.
   struct Source {
@@ -120,8 +153,9 @@ struct OpGraph {
 };
 
 // Builds and checks the graph. Errors: schedule or costs not matching pc (sizes, invalid schedule), negative
-// or non-finite durations, bytes > 0 over a link of speed <= 0, dp_bucket_bytes <= 0, a dependency cycle
-// (names the ops on it).
+// or non-finite durations, bytes > 0 over a link of speed <= 0, dp_bucket_bytes <= 0, dispatch transfers with
+// ranks outside [0, dp) or negative bytes, more dispatch lists than micro-batches, a dependency cycle (names
+// the ops on it).
 Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& schedule,
                                     const IterationCosts& costs, const std::vector<ChunkStatic>& statics,
                                     const CommSpec& comm);

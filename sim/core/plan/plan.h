@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/plan/dispatch.h"
 #include "core/util/status.h"
 
 namespace mmtwin {
@@ -75,8 +76,11 @@ struct Schedule {
 };
 
 // One iteration's data: micro_batches[dp_idx][m] = trace sample indices of micro-batch m on DP rank dp_idx.
+// dispatch[m] = the data-dispatch transfers (DP ranks) of micro-batch m (core/plan/dispatch.h); empty or
+// shorter than M = none.
 struct IterationData {
   std::vector<std::vector<std::vector<uint32_t>>> micro_batches;
+  std::vector<std::vector<DispatchTransfer>> dispatch;
 };
 
 struct Plan {
@@ -105,15 +109,18 @@ struct ChunkCost {
   int64_t llm_tokens = 0;   // LLM tokens of the micro-batch (set on every chunk; count once per micro-batch)
 };
 
-// Costs of one iteration, indexed [dp_idx][micro_batch][chunk].
+// Costs of one iteration, indexed [dp_idx][micro_batch][chunk]; dispatch[m] = micro-batch m's data-dispatch
+// transfers among DP ranks (copied from IterationData; empty or shorter than M = none).
 struct IterationCosts {
   int dp = 0, micro_batches = 0, chunks = 0;
   std::vector<ChunkCost> costs;
+  std::vector<std::vector<DispatchTransfer>> dispatch;
   void Resize(int d, int m, int c) {
     dp = d;
     micro_batches = m;
     chunks = c;
     costs.assign(static_cast<size_t>(d) * m * c, ChunkCost{});
+    dispatch.clear();
   }
   ChunkCost& At(int d, int m, int c) { return costs[(static_cast<size_t>(d) * micro_batches + m) * chunks + c]; }
   const ChunkCost& At(int d, int m, int c) const {
@@ -134,6 +141,14 @@ struct CommSpec {
   double dp_bytes_per_s = 0;    // per GPU in the DP ring (NVLink inside a node, its NIC share across nodes)
   double dp_latency_us = 0;
   int64_t dp_bucket_bytes = 40ll << 20;  // gradient bucket size (per GPU)
+  // The data-dispatch all-to-all between the stage-0 devices of the DP replicas: a transfer between two
+  // devices on the same node (node = global rank of the TP group's first GPU / gpus_per_node; gpus_per_node
+  // <= 0: every device on its own node) takes NVLink, any other one GPU's share of its node's NICs.
+  int gpus_per_node = 0;
+  double nvlink_bytes_per_s = 0;
+  double nvlink_latency_us = 0;
+  double nic_bytes_per_s = 0;  // per GPU: nics_per_node * nic_bytes_per_s / gpus_per_node
+  double nic_latency_us = 0;
 };
 
 }  // namespace mmtwin

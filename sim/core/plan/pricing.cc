@@ -99,6 +99,7 @@ IterationCosts Pricer::PriceIteration(const IterationData& it, const std::vector
   const int d = static_cast<int>(it.micro_batches.size());
   const int m = d ? static_cast<int>(it.micro_batches[0].size()) : 0;
   costs.Resize(d, m, partition.chunks());
+  costs.dispatch = it.dispatch;
   std::vector<SampleTokens> mb;
   for (int r = 0; r < d; ++r)
     for (int k = 0; k < m; ++k) {
@@ -130,6 +131,11 @@ CommSpec Pricer::Comm() const {
   const bool pp_in_node = parallel_.tp * parallel_.dp * 2 <= per_node;
   s.p2p_bytes_per_s = pp_in_node ? cluster_.nvlink_bytes_per_s : nic_share;
   s.p2p_latency_us = pp_in_node ? cluster_.nvlink_latency_us : cluster_.nic_latency_us;
+  s.gpus_per_node = per_node;
+  s.nvlink_bytes_per_s = cluster_.nvlink_bytes_per_s;
+  s.nvlink_latency_us = cluster_.nvlink_latency_us;
+  s.nic_bytes_per_s = nic_share;
+  s.nic_latency_us = cluster_.nic_latency_us;
   return s;
 }
 

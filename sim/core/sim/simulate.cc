@@ -47,9 +47,11 @@ IterationData IterationOf(const Env& e, int64_t k) {
   const int m = e.scenario.parallel.micro_batches, d = e.scenario.parallel.dp;
   IterationData it;
   it.micro_batches.assign(d, std::vector<std::vector<uint32_t>>(m));
+  it.dispatch.assign(m, {});
   for (int j = 0; j < m; ++j) {
     const DataStep& step = e.data.steps[static_cast<size_t>(k * m + j)];
     for (int r = 0; r < d; ++r) it.micro_batches[r][j] = step.ranks[r].samples;
+    it.dispatch[j] = step.dispatch;
   }
   return it;
 }
