@@ -19,7 +19,7 @@ struct Fixture {
   IterationTiming timing;
 };
 
-Fixture Make(int dp, int pp, int vpp, int m, int zero, const char* sched) {
+Fixture Make(int dp, int pp, int vpp, int m, int zero, const char* sched, bool dispatch = false) {
   Fixture f;
   f.pc.dp = dp;
   f.pc.pp = pp;
@@ -47,6 +47,16 @@ Fixture Make(int dp, int pp, int vpp, int m, int zero, const char* sched) {
   comm.dp_bytes_per_s = 25e9;
   comm.dp_latency_us = 10;
   comm.dp_bucket_bytes = 40 << 20;
+  if (dispatch) {  // every replica sends 8 MB to the next one before every micro-batch, across nodes
+    comm.gpus_per_node = 2;
+    comm.nvlink_bytes_per_s = 100e9;
+    comm.nvlink_latency_us = 2;
+    comm.nic_bytes_per_s = 10e9;
+    comm.nic_latency_us = 5;
+    f.costs.dispatch.assign(m, {});
+    for (int mb = 0; mb < m; ++mb)
+      for (int d = 0; d < dp; ++d) f.costs.dispatch[mb].push_back({d, (d + 1) % dp, 8 << 20});
+  }
   std::vector<ChunkStatic> statics(f.pc.chunks());
   for (auto& s : statics) s.grad_bytes_per_gpu = 100 << 20;
   auto s = BuildSchedule(sched, pp, vpp, m);
@@ -133,6 +143,23 @@ void CheckWellFormed(const Fixture& f) {
 TEST(PerfettoTest, WellFormed1f1bWithDp) { CheckWellFormed(Make(2, 4, 1, 8, 1, "1f1b")); }
 TEST(PerfettoTest, WellFormedInterleavedZero3) { CheckWellFormed(Make(2, 2, 2, 4, 3, "interleaved-1f1b")); }
 TEST(PerfettoTest, WellFormedGpipeOneReplica) { CheckWellFormed(Make(1, 3, 1, 5, 0, "gpipe")); }
+// The data-dispatch lane: its own thread (tid 5, "data dispatch"), one event per (replica, micro-batch).
+TEST(PerfettoTest, WellFormedWithDispatch) {
+  const Fixture f = Make(3, 2, 1, 4, 1, "1f1b", /*dispatch=*/true);
+  CheckWellFormed(f);
+  const nlohmann::json trace = PerfettoTrace(f.graph, f.timing, f.costs, f.pc);
+  int dispatch_events = 0;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X" && e["cat"] == "dispatch") {
+      ++dispatch_events;
+      EXPECT_EQ(e["tid"], static_cast<int>(Lane::kDispatch) + 1);
+      EXPECT_EQ(e["pid"].get<int>() % 2, 1);  // stage-0 devices only (pid = device + 1)
+    } else if (e["ph"] == "M" && e["name"] == "thread_name" &&
+               e["tid"] == static_cast<int>(Lane::kDispatch) + 1) {
+      EXPECT_EQ(e["args"]["name"], "data dispatch");
+    }
+  EXPECT_EQ(dispatch_events, 3 * 4);
+}
 
 TEST(PerfettoTest, ActivationPeakMatchesInFlight) {
   // Uniform activation bytes: the counter's peak on stage r is min(pp - r, M) * act_bytes for 1F1B.
