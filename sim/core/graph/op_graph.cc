@@ -171,11 +171,13 @@ void FillDispatch(const ParallelConfig& pc, const IterationCosts& costs, const C
   g->dispatch_begin[M] = static_cast<int32_t>(g->dispatch_transfers.size());
 }
 
-// Bytes device `dev` sends in micro-batch m's dispatch.
+// Bytes device `dev` sends in micro-batch m's dispatch (the transfers are sorted by source).
 int64_t DispatchSentBytes(const OpGraph& g, int m, int dev) {
+  const std::span<const DeviceTransfer> all = g.DispatchTransfers(m);
+  auto it = std::lower_bound(all.begin(), all.end(), dev,
+                             [](const DeviceTransfer& t, int d) { return t.src_device < d; });
   int64_t b = 0;
-  for (const DeviceTransfer& t : g.DispatchTransfers(m))
-    if (t.src_device == dev) b += t.bytes;
+  for (; it != all.end() && it->src_device == dev; ++it) b += it->bytes;
   return b;
 }
 
