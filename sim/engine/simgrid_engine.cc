@@ -2,6 +2,8 @@
 // header here: see simgrid_engine.h.
 #include "engine/simgrid_engine.h"
 
+#include "core/plan/pricing.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -13,23 +15,7 @@
 namespace mmtwin {
 
 CommSpec PlatformComm(const ClusterSpec& cluster, const ParallelConfig& parallel) {
-  // Mirrors Pricer::Comm() (core/plan/pricing.cc); tests/engine checks they agree on every preset and layout.
-  CommSpec s;
-  const int per_node = std::max(1, cluster.gpus_per_node);
-  const double nic_share =
-      cluster.nics_per_node > 0 ? cluster.node_nic_bytes_per_s() / per_node : cluster.nic_bytes_per_s;
-  const bool dp_in_node = parallel.tp * parallel.dp <= per_node;
-  s.dp_bytes_per_s = dp_in_node ? cluster.nvlink_bytes_per_s : nic_share;
-  s.dp_latency_us = dp_in_node ? cluster.nvlink_latency_us : cluster.nic_latency_us;
-  const bool pp_in_node = parallel.tp * parallel.dp * 2 <= per_node;
-  s.p2p_bytes_per_s = pp_in_node ? cluster.nvlink_bytes_per_s : nic_share;
-  s.p2p_latency_us = pp_in_node ? cluster.nvlink_latency_us : cluster.nic_latency_us;
-  s.gpus_per_node = per_node;
-  s.nvlink_bytes_per_s = cluster.nvlink_bytes_per_s;
-  s.nvlink_latency_us = cluster.nvlink_latency_us;
-  s.nic_bytes_per_s = nic_share;
-  s.nic_latency_us = cluster.nic_latency_us;
-  return s;
+  return LayoutComm(cluster, parallel);  // the same links the analytic pricing uses (core/plan/pricing.h)
 }
 
 int NodeOfDevice(const ClusterSpec& cluster, const ParallelConfig& parallel, int device) {

@@ -119,24 +119,26 @@ std::vector<ChunkStatic> Pricer::Static(const Partition& partition) const {
   return out;
 }
 
-CommSpec Pricer::Comm() const {
+CommSpec LayoutComm(const ClusterSpec& cluster, const ParallelConfig& parallel) {
   CommSpec s;
-  const int per_node = std::max(1, cluster_.gpus_per_node);
+  const int per_node = std::max(1, cluster.gpus_per_node);
   const double nic_share =
-      cluster_.nics_per_node > 0 ? cluster_.node_nic_bytes_per_s() / per_node : cluster_.nic_bytes_per_s;
-  const bool dp_in_node = parallel_.tp * parallel_.dp <= per_node;
-  s.dp_bytes_per_s = dp_in_node ? cluster_.nvlink_bytes_per_s : nic_share;
-  s.dp_latency_us = dp_in_node ? cluster_.nvlink_latency_us : cluster_.nic_latency_us;
+      cluster.nics_per_node > 0 ? cluster.node_nic_bytes_per_s() / per_node : cluster.nic_bytes_per_s;
+  const bool dp_in_node = parallel.tp * parallel.dp <= per_node;
+  s.dp_bytes_per_s = dp_in_node ? cluster.nvlink_bytes_per_s : nic_share;
+  s.dp_latency_us = dp_in_node ? cluster.nvlink_latency_us : cluster.nic_latency_us;
   // Pipeline neighbours are tp*dp ranks apart.
-  const bool pp_in_node = parallel_.tp * parallel_.dp * 2 <= per_node;
-  s.p2p_bytes_per_s = pp_in_node ? cluster_.nvlink_bytes_per_s : nic_share;
-  s.p2p_latency_us = pp_in_node ? cluster_.nvlink_latency_us : cluster_.nic_latency_us;
+  const bool pp_in_node = parallel.tp * parallel.dp * 2 <= per_node;
+  s.p2p_bytes_per_s = pp_in_node ? cluster.nvlink_bytes_per_s : nic_share;
+  s.p2p_latency_us = pp_in_node ? cluster.nvlink_latency_us : cluster.nic_latency_us;
   s.gpus_per_node = per_node;
-  s.nvlink_bytes_per_s = cluster_.nvlink_bytes_per_s;
-  s.nvlink_latency_us = cluster_.nvlink_latency_us;
+  s.nvlink_bytes_per_s = cluster.nvlink_bytes_per_s;
+  s.nvlink_latency_us = cluster.nvlink_latency_us;
   s.nic_bytes_per_s = nic_share;
-  s.nic_latency_us = cluster_.nic_latency_us;
+  s.nic_latency_us = cluster.nic_latency_us;
   return s;
 }
+
+CommSpec Pricer::Comm() const { return LayoutComm(cluster_, parallel_); }
 
 }  // namespace mmtwin
