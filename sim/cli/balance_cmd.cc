@@ -62,7 +62,8 @@ Status ParseArgs(const Args& args, Options& o) {
       MMTWIN_ASSIGN_OR_RETURN(std::string v, need(i, a));
       int64_t x;
       if (!ParseInt64(v, x) || x < (a == "--seed" ? 0 : 1) || x > (a == "--seed" ? INT64_MAX : 1000000))
-        return Error("balance: " + a + ": '" + v + "' is not a valid " + (a == "--seed" ? "seed" : "positive count"));
+        return Error("balance: " + a + ": '" + v + "' is not a valid " +
+                     (a == "--seed" ? "seed" : "positive count"));
       if (a == "--dp") o.dp = static_cast<int>(x);
       if (a == "--seed") o.seed = static_cast<uint64_t>(x);
       if (a == "--ranks-per-node") o.ranks_per_node = static_cast<int>(x);
@@ -129,7 +130,8 @@ int RunBalance(const Args& args, std::ostream& out, std::ostream& err) {
     if (!declared) {
       // Let the single policy's validation produce the message listing its parameters.
       auto p = Params::Validate("policy '" + infos[0]->name + "'", infos[0]->params, {{k, v}});
-      err << "mmtwin balance: " << (p ? "parameter '" + k + "' is not declared by any compared policy" : p.error().message())
+      err << "mmtwin balance: "
+          << (p ? "parameter '" + k + "' is not declared by any compared policy" : p.error().message())
           << "\n";
       return 2;
     }
@@ -168,7 +170,8 @@ int RunBalance(const Args& args, std::ostream& out, std::ostream& err) {
         if (spec.name == k) mine[k] = v;
     const auto t0 = std::chrono::steady_clock::now();
     auto plan = RunDataPolicy(info->name, mine, ctx);
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (!plan) {
       err << "mmtwin balance: " << plan.error().message() << "\n";
       return 2;
@@ -188,15 +191,17 @@ int RunBalance(const Args& args, std::ostream& out, std::ostream& err) {
         first = false;
       }
       out << ")\n";
-      out << "trace         " << o.trace << "  (" << trace->size() << " samples), model " << model->name << ", dp "
-          << o.dp << "\n";
-      out << "steps         " << m.steps << "  (" << m.samples_placed << " samples placed, " << m.samples_skipped
-          << " skipped, " << m.samples_dropped << " left for an incomplete last step)\n";
+      out << "trace         " << o.trace << "  (" << trace->size() << " samples), model " << model->name
+          << ", dp " << o.dp << "\n";
+      out << "steps         " << m.steps << "  (" << m.samples_placed << " samples placed, "
+          << m.samples_skipped << " skipped, " << m.samples_dropped << " left for an incomplete last step)\n";
       out << "AVE-BS        " << Fmt(m.mean_batch_size, 2) << "\n";
-      out << "max seq len   ViT " << m.max_vit_tokens << ", LLM " << m.max_llm_tokens << " tokens per mini-batch\n";
+      out << "max seq len   ViT " << m.max_vit_tokens << ", LLM " << m.max_llm_tokens
+          << " tokens per mini-batch\n";
       out << "pad ratio     " << Fmt(m.pad_ratio) << "\n";
       out << "dist ratio    ViT " << Fmt(m.dist_ratio_vit) << ", LLM " << Fmt(m.dist_ratio_llm) << "\n";
-      for (const auto& [k, v] : plan->metrics) out << k << std::string(k.size() < 30 ? 30 - k.size() : 1, ' ') << v << "\n";
+      for (const auto& [k, v] : plan->metrics)
+        out << k << std::string(k.size() < 30 ? 30 - k.size() : 1, ' ') << v << "\n";
       out << "time          " << Fmt(ms, 1) << " ms\n";
     }
   }
@@ -206,10 +211,10 @@ int RunBalance(const Args& args, std::ostream& out, std::ostream& err) {
   }
   if (o.compare) {
     char line[256];
-    std::snprintf(line, sizeof line, "%-14s %7s %9s %9s %9s %9s %9s %10s %9s %9s\n", "policy", "AVE-BS", "max ViT",
-                  "max LLM", "pad", "dist ViT", "dist LLM", "placed", "skipped", "time ms");
-    out << "trace " << o.trace << " (" << trace->size() << " samples), model " << model->name << ", dp " << o.dp
-        << ", seed " << o.seed << "\n"
+    std::snprintf(line, sizeof line, "%-14s %7s %9s %9s %9s %9s %9s %10s %9s %9s\n", "policy", "AVE-BS",
+                  "max ViT", "max LLM", "pad", "dist ViT", "dist LLM", "placed", "skipped", "time ms");
+    out << "trace " << o.trace << " (" << trace->size() << " samples), model " << model->name << ", dp "
+        << o.dp << ", seed " << o.seed << "\n"
         << line;
     for (size_t i = 0; i < infos.size(); ++i) {
       const DataMetrics& m = rows[i].first;

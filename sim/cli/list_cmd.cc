@@ -31,8 +31,8 @@ int RunList(const std::string& what, const Args& args, std::ostream& out, std::o
       }
       char b[64];
       std::snprintf(b, sizeof b, "%8.2f B", static_cast<double>(TotalParams(*m)) / 1e9);
-      out << "  " << name << std::string(name.size() < 28 ? 28 - name.size() : 1, ' ') << b << "  " << m->description
-          << "\n";
+      out << "  " << name << std::string(name.size() < 28 ? 28 - name.size() : 1, ' ') << b << "  "
+          << m->description << "\n";
     }
     return 0;
   }
@@ -45,9 +45,9 @@ int RunList(const std::string& what, const Args& args, std::ostream& out, std::o
         return 2;
       }
       char b[160];
-      std::snprintf(b, sizeof b, "%3d nodes x %d %s, NVLink %.0f GB/s, %d x %.0f GB/s NICs per node", c->nodes,
-                    c->gpus_per_node, c->device.name.c_str(), c->nvlink_bytes_per_s / 1e9, c->nics_per_node,
-                    c->nic_bytes_per_s / 1e9);
+      std::snprintf(b, sizeof b, "%3d nodes x %d %s, NVLink %.0f GB/s, %d x %.0f GB/s NICs per node",
+                    c->nodes, c->gpus_per_node, c->device.name.c_str(), c->nvlink_bytes_per_s / 1e9,
+                    c->nics_per_node, c->nic_bytes_per_s / 1e9);
       out << "  " << name << std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') << b << "\n      "
           << c->description << "\n";
     }

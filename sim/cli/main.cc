@@ -46,8 +46,9 @@ int main(int argc, char** argv) {
   if (cmd == "compare") return mmtwin::cli::RunCompare(rest, std::cout, std::cerr);
   if (cmd == "models" || cmd == "clusters" || cmd == "policies")
     return mmtwin::cli::RunList(cmd, rest, std::cout, std::cerr);
-  std::cerr << "mmtwin: unknown command '" << cmd
-            << "'; valid commands are: trace, balance, plan, simulate, sweep, compare, models, clusters, policies\n"
-            << "Run 'mmtwin --help' for usage.\n";
+  std::cerr
+      << "mmtwin: unknown command '" << cmd
+      << "'; valid commands are: trace, balance, plan, simulate, sweep, compare, models, clusters, policies\n"
+      << "Run 'mmtwin --help' for usage.\n";
   return 2;
 }

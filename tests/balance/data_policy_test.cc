@@ -10,7 +10,8 @@
 namespace mmtwin {
 namespace {
 
-// A synthetic VLM-like dataset: tiles 0..13, LLM tokens = text + 256 per tile (InternVL-like), ViT 1025 per tile.
+// A synthetic VLM-like dataset: tiles 0..13, LLM tokens = text + 256 per tile (InternVL-like), ViT 1025 per
+// tile.
 struct Fixture {
   Trace trace;
   SampleSizes sizes;
@@ -23,7 +24,8 @@ struct Fixture {
       s.id = std::to_string(i);
       s.subset = trace.SubsetIndex(i % 2 ? "a" : "b");
       trace.samples.push_back(s);
-      const int64_t tiles = rng.Below(10) == 0 ? 0 : 1 + static_cast<int64_t>(rng.Below(rng.Below(2) ? 3 : 13));
+      const int64_t tiles =
+          rng.Below(10) == 0 ? 0 : 1 + static_cast<int64_t>(rng.Below(rng.Below(2) ? 3 : 13));
       const int64_t text = 20 + static_cast<int64_t>(rng.LogNormal(300, 0.9));
       sizes.vision_units.push_back(tiles);
       sizes.vit_tokens.push_back(tiles * 1025);
@@ -63,15 +65,17 @@ TEST_P(EveryPolicyTest, PlacesEachSampleOnceAndIsDeterministic) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Data, EveryPolicyTest, ::testing::Values("random", "length-group", "device-group", "isf"));
+INSTANTIATE_TEST_SUITE_P(Data, EveryPolicyTest,
+                         ::testing::Values("random", "length-group", "device-group", "isf"));
 
 TEST(DataPolicyTest, UnknownPolicyAndParameterListValidNames) {
   Fixture f(10);
   auto r = RunDataPolicy("bogus", {}, f.Ctx(2));
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message(),
-            "unknown data policy 'bogus'; valid values are: random, length-group, device-group, isf, post-balance, "
-            "orchestrator");
+  EXPECT_EQ(
+      r.error().message(),
+      "unknown data policy 'bogus'; valid values are: random, length-group, device-group, isf, post-balance, "
+      "orchestrator");
   r = RunDataPolicy("isf", {{"iteration", "3"}}, f.Ctx(2));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message().find("unknown parameter 'iteration'; valid parameters are: q_v, q_t"),
@@ -111,7 +115,8 @@ TEST(DataPolicyTest, LengthGroupSortsWithinAStep) {
 TEST(DataPolicyTest, LengthGroupEvenSplitBalancesRankTotals) {
   // LLaVA's split_to_even_chunks: each chunk gets b samples; totals differ by at most the largest sample.
   Fixture f(4000);
-  auto p = RunDataPolicy("length-group", {{"key", "llm"}, {"split", "even"}, {"megabatch_mult", "1"}}, f.Ctx(8));
+  auto p =
+      RunDataPolicy("length-group", {{"key", "llm"}, {"split", "even"}, {"megabatch_mult", "1"}}, f.Ctx(8));
   ASSERT_TRUE(p.ok());
   for (auto& s : p->steps) {
     int64_t lo = INT64_MAX, hi = 0, big = 0;

@@ -1,5 +1,5 @@
-// ISF over the full InternVL-1.2M trace (1,267,819 samples), 10 iterations, dp 16 (target <= 2 s on one core),
-// and the three baselines for comparison in the same run.
+// ISF over the full InternVL-1.2M trace (1,267,819 samples), 10 iterations, dp 16 (target <= 2 s on one
+// core), and the three baselines for comparison in the same run.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -45,7 +45,8 @@ void BM_DataPolicy(benchmark::State& state, const char* policy, std::map<std::st
   state.counters["samples"] = static_cast<double>(d.trace.size());
 }
 
-BENCHMARK_CAPTURE(BM_DataPolicy, isf_10_iterations, "isf", {{"iterations", "10"}})->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_DataPolicy, isf_10_iterations, "isf", {{"iterations", "10"}})
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_DataPolicy, random, "random", {})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_DataPolicy, length_group, "length-group", {})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_DataPolicy, device_group, "device-group", {})->Unit(benchmark::kMillisecond);

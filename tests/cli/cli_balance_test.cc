@@ -39,7 +39,7 @@ TEST_F(CliBalanceTest, JsonHasTheDocumentedKeys) {
 
 TEST_F(CliBalanceTest, PostBalanceJsonHasTrafficKeys) {
   CliRun r = Mmtwin("balance --trace " + trace_ +
-                 " --model internvl-1.5-6b-20b --dp 16 --policy post-balance --param algorithm=kk --json");
+                    " --model internvl-1.5-6b-20b --dp 16 --policy post-balance --param algorithm=kk --json");
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out);
   for (const char* k : {"max_load_over_lower_bound", "all_to_all_bytes", "inter_node_bytes"})
@@ -50,7 +50,8 @@ TEST_F(CliBalanceTest, PostBalanceJsonHasTrafficKeys) {
 TEST_F(CliBalanceTest, CompareListsTable3Methods) {
   CliRun r = Mmtwin("balance --compare --trace " + trace_ + " --model internvl-1.5-6b-20b --dp 4");
   ASSERT_EQ(r.code, 0) << r.out;
-  for (const char* p : {"random", "length-group", "device-group", "isf"}) EXPECT_NE(r.out.find(p), std::string::npos);
+  for (const char* p : {"random", "length-group", "device-group", "isf"})
+    EXPECT_NE(r.out.find(p), std::string::npos);
 }
 
 TEST_F(CliBalanceTest, BadInputExitsTwoWithAClearMessage) {
@@ -78,8 +79,9 @@ TEST_F(CliBalanceTest, BadInputExitsTwoWithAClearMessage) {
   EXPECT_NE(r.out.find("--dp is required"), std::string::npos) << r.out;
 
   const std::string bad = TempPath("bad_trace.csv");
-  std::ofstream(bad) << "# mmtwin-trace v1\nsample_id,subset,images,image_tiles,video_frames,audio_seconds,text_tokens\n"
-                        "a,x,1,1,0,0,10\nb,x,1,1,0,-2.5,10\n";
+  std::ofstream(bad)
+      << "# mmtwin-trace v1\nsample_id,subset,images,image_tiles,video_frames,audio_seconds,text_tokens\n"
+         "a,x,1,1,0,0,10\nb,x,1,1,0,-2.5,10\n";
   r = Mmtwin("balance --trace " + bad + " --model internvl-1.5-6b-20b --dp 1 --policy random");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find(bad + ":4: audio_seconds:"), std::string::npos) << r.out;
@@ -91,7 +93,8 @@ TEST(CliTest, UnknownCommandAndListings) {
   EXPECT_NE(r.out.find("unknown command 'frobnicate'"), std::string::npos);
   r = Mmtwin("policies");
   EXPECT_EQ(r.code, 0);
-  for (const char* p : {"random", "length-group", "device-group", "isf", "post-balance", "orchestrator", "iterations"})
+  for (const char* p :
+       {"random", "length-group", "device-group", "isf", "post-balance", "orchestrator", "iterations"})
     EXPECT_NE(r.out.find(p), std::string::npos) << p;
   r = Mmtwin("models");
   EXPECT_EQ(r.code, 0) << r.out;

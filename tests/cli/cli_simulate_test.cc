@@ -192,7 +192,8 @@ TEST_F(CliSimulateTest, BadInputExitsTwoWithTheMessage) {
 
   r = Mmtwin("simulate " + P("small.yaml") + " --engine ns3 -o " + P("never"));
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.out.find("unknown engine 'ns3'; valid values are: analytic, simgrid"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unknown engine 'ns3'; valid values are: analytic, simgrid"), std::string::npos)
+      << r.out;
   r = Mmtwin("simulate " + P("small.yaml") + " --contention off -o " + P("never"));
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("--contention off applies to the simgrid engine"), std::string::npos) << r.out;

@@ -79,7 +79,8 @@ TEST(TraceIoTest, RoundTrip) {
 }
 
 TEST(TraceIoTest, ErrorsNameFileLineAndField) {
-  const std::string head = "# mmtwin-trace v1\nsample_id,subset,images,image_tiles,video_frames,audio_seconds,text_tokens\n";
+  const std::string head =
+      "# mmtwin-trace v1\nsample_id,subset,images,image_tiles,video_frames,audio_seconds,text_tokens\n";
   auto r = ParseTrace(head + "a,x,1,1,0,0,5\nb,x,1,-3,0,0,5\n", "bad.csv");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message(), "bad.csv:4: image_tiles: '-3' is not a non-negative integer");
@@ -133,8 +134,9 @@ namespace mmtwin {
 namespace {
 // Found by trace_fuzz: a huge audio duration overflowed the formatting buffer.
 TEST(TraceIoTest, HugeAudioIsRejectedAndFormattingIsBounded) {
-  auto r = ParseTrace("sample_id,subset,images,image_tiles,video_frames,audio_seconds,text_tokens\na,s,0,0,0,1e73,0\n",
-                      "huge.csv");
+  auto r = ParseTrace(
+      "sample_id,subset,images,image_tiles,video_frames,audio_seconds,text_tokens\na,s,0,0,0,1e73,0\n",
+      "huge.csv");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message(), "huge.csv:2: audio_seconds: '1e73' is above the limit of 1e9 seconds");
   Trace t;

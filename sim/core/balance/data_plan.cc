@@ -47,7 +47,8 @@ Status CheckPlan(const DataPlan& plan, size_t num_samples) {
   int64_t unseen = 0;
   for (uint8_t b : seen) unseen += !b;
   if (unseen != plan.dropped_remainder)
-    return Error("plan: " + std::to_string(unseen) + " samples neither placed nor skipped, but dropped_remainder is " +
+    return Error("plan: " + std::to_string(unseen) +
+                 " samples neither placed nor skipped, but dropped_remainder is " +
                  std::to_string(plan.dropped_remainder));
   return Status();
 }

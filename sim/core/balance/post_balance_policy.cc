@@ -1,5 +1,5 @@
-// Post-balancing policies (OrchMLLM): random mini-batches drawn per rank, then redistributed across the DP ranks
-// every step by a post-balance algorithm, and placed node-wise to cut inter-node traffic.
+// Post-balancing policies (OrchMLLM): random mini-batches drawn per rank, then redistributed across the DP
+// ranks every step by a post-balance algorithm, and placed node-wise to cut inter-node traffic.
 #include <algorithm>
 #include <cmath>
 
@@ -41,14 +41,34 @@ void AllGatherTransfers(const std::vector<int>& origin, const std::vector<int64_
 const std::vector<ParamSpec> kPostBalanceParams = {
     {"batch_size", ParamType::kInt, "16", "samples each DP rank draws before balancing", {}, 1, 1 << 20},
     {"algorithm", ParamType::kString, "lpt", "post-balance algorithm", AlgorithmNames()},
-    {"lambda", ParamType::kDouble, "0", "beta/alpha: weight of the quadratic attention term per token^2", {}, 0, 1e6},
-    {"tolerance", ParamType::kDouble, "0", "quadratic comparator tolerance in tokens (0 = default)", {}, 0, 1e18},
+    {"lambda",
+     ParamType::kDouble,
+     "0",
+     "beta/alpha: weight of the quadratic attention term per token^2",
+     {},
+     0,
+     1e6},
+    {"tolerance",
+     ParamType::kDouble,
+     "0",
+     "quadratic comparator tolerance in tokens (0 = default)",
+     {},
+     0,
+     1e18},
     {"phase", ParamType::kString, "llm", "sizes that are balanced", {"llm", "vit", "audio"}},
     {"node_wise", ParamType::kBool, "true", "place balanced bins on ranks to minimize inter-node bytes"},
-    {"bytes_per_token", ParamType::kInt, "0", "bytes moved per token (0 = 2 x hidden of the phase's component)", {},
-     0, 1e9},
-    {"dispatch", ParamType::kString, "all-to-all",
-     "data dispatch charged per step: all-to-all (origin -> placed rank), all-gather (every rank's drawn bytes to "
+    {"bytes_per_token",
+     ParamType::kInt,
+     "0",
+     "bytes moved per token (0 = 2 x hidden of the phase's component)",
+     {},
+     0,
+     1e9},
+    {"dispatch",
+     ParamType::kString,
+     "all-to-all",
+     "data dispatch charged per step: all-to-all (origin -> placed rank), all-gather (every rank's drawn "
+     "bytes to "
      "every other rank) or none",
      {"all-to-all", "all-gather", "none"}},
 };
@@ -57,7 +77,7 @@ Result<DataPlan> RunPostBalancePolicy(const DataPolicyContext& ctx, const Params
   MMTWIN_ASSIGN_OR_RETURN(PostBalanceAlgorithm alg, ParsePostBalanceAlgorithm(p.Str("algorithm")));
   const PostBalanceOptions opts{alg, p.Double("lambda"), p.Double("tolerance")};
   const std::string phase = p.Str("phase");
-  const auto& len = phase == "vit" ? ctx.sizes->vit_tokens
+  const auto& len = phase == "vit"     ? ctx.sizes->vit_tokens
                     : phase == "audio" ? ctx.sizes->audio_tokens
                                        : ctx.sizes->llm_tokens;
   const int64_t bytes_per_token =
@@ -68,7 +88,8 @@ Result<DataPlan> RunPostBalancePolicy(const DataPolicyContext& ctx, const Params
 
   const int d = ctx.dp;
   double ratio_sum = 0, ratio_max = 0, before_ratio_sum = 0, max_over_mean_sum = 0;
-  double a2a_sum = 0, inter_sum = 0, inter_identity_sum = 0, max_rank_inter_sum = 0, max_rank_inter_identity_sum = 0;
+  double a2a_sum = 0, inter_sum = 0, inter_identity_sum = 0, max_rank_inter_sum = 0,
+         max_rank_inter_identity_sum = 0;
   double allgather_sum = 0;
   std::vector<int64_t> lengths, bytes;
   std::vector<int> origin;
@@ -97,7 +118,8 @@ Result<DataPlan> RunPostBalancePolicy(const DataPolicyContext& ctx, const Params
     if (total_cost > 0) max_over_mean_sum += MaxBinCost(lengths, bins, opts) / (total_cost / d);
     before_ratio_sum += lb > 0 ? MaxBinCost(lengths, before, opts) / lb : 1;
     Placement identity = PlaceIdentity(bins, origin, bytes, ctx.ranks_per_node);
-    Placement placed = p.Bool("node_wise") ? PlaceNodeWise(bins, origin, bytes, ctx.ranks_per_node) : identity;
+    Placement placed =
+        p.Bool("node_wise") ? PlaceNodeWise(bins, origin, bytes, ctx.ranks_per_node) : identity;
     a2a_sum += static_cast<double>(placed.total_moved_bytes);
     inter_sum += static_cast<double>(placed.total_inter_node_bytes);
     max_rank_inter_sum += static_cast<double>(placed.max_rank_inter_node_bytes);
@@ -151,9 +173,13 @@ const std::vector<ParamSpec> kOrchestratorParams = {
     {"audio_lambda", ParamType::kDouble, "0", "quadratic weight of the audio phase", {}, 0, 1e6},
     {"llm_lambda", ParamType::kDouble, "0", "quadratic weight of the LLM phase", {}, 0, 1e6},
     {"node_wise", ParamType::kBool, "true", "exact node-wise placement of every phase's bins"},
-    {"compose", ParamType::kBool, "true", "send encoder outputs straight to their LLM rank (one all-to-all each)"},
-    {"dispatch", ParamType::kString, "all-to-all",
-     "data dispatch charged per step: all-to-all (every forward all-to-all transfer of every phase), all-gather "
+    {"compose", ParamType::kBool, "true",
+     "send encoder outputs straight to their LLM rank (one all-to-all each)"},
+    {"dispatch",
+     ParamType::kString,
+     "all-to-all",
+     "data dispatch charged per step: all-to-all (every forward all-to-all transfer of every phase), "
+     "all-gather "
      "(the strawman: every rank's drawn input bytes of every phase to every other rank) or none",
      {"all-to-all", "all-gather", "none"}},
 };
@@ -169,7 +195,8 @@ Result<DataPlan> RunOrchestratorPolicy(const DataPolicyContext& ctx, const Param
   const OrchestratorOptions oo{ctx.dp, ctx.ranks_per_node, p.Bool("node_wise"), p.Bool("compose")};
   const std::string dispatch = p.Str("dispatch");
   DataPlan plan = RandomBatches(ctx, p.Int("batch_size"), 3);
-  plan.packed = mo.llm.algorithm != PostBalanceAlgorithm::kPadded && mo.llm.algorithm != PostBalanceAlgorithm::kConv;
+  plan.packed =
+      mo.llm.algorithm != PostBalanceAlgorithm::kPadded && mo.llm.algorithm != PostBalanceAlgorithm::kConv;
 
   struct PhaseSums {
     std::string name;
@@ -222,7 +249,8 @@ Result<DataPlan> RunOrchestratorPolicy(const DataPolicyContext& ctx, const Param
       AllGatherTransfers(origin, drawn_bytes, ctx.dp, &step.dispatch);
     }
     AggregateTransfers(&step.dispatch);
-    // The plan records the LLM phase's mini-batches (what the pipeline runs); encoder phases are in the report.
+    // The plan records the LLM phase's mini-batches (what the pipeline runs); encoder phases are in the
+    // report.
     const PhaseReport& llm = res.phases.back();
     for (int r = 0; r < ctx.dp; ++r) {
       auto& dst = step.ranks[r].samples;

@@ -1,9 +1,9 @@
-// Model specs: an ordered, typed list of components (vision encoder, projector, audio encoder, LLM), each with
-// enough architecture to count parameters and price a layer for a given input.
+// Model specs: an ordered, typed list of components (vision encoder, projector, audio encoder, LLM), each
+// with enough architecture to count parameters and price a layer for a given input.
 //
-// Specs are data files under traces/models/ (YAML; traces/models/README.md documents the keys). Composite models
-// reference encoder and LLM files by name and add projectors. Multi-encoder models (OrchMLLM) list several
-// encoders; every encoder feeds the LLM.
+// Specs are data files under traces/models/ (YAML; traces/models/README.md documents the keys). Composite
+// models reference encoder and LLM files by name and add projectors. Multi-encoder models (OrchMLLM) list
+// several encoders; every encoder feeds the LLM.
 //
 //   MMTWIN_ASSIGN_OR_RETURN(ModelSpec m, LoadModel("internvl-1.5-6b-20b"));
 //   SampleTokens tok = TokensFor(m, sample);   // ViT tokens, LLM tokens, ... of one trace sample
@@ -30,19 +30,20 @@ struct TransformerConfig {
   int64_t hidden = 0;
   int64_t ffn = 0;
   int heads = 0;
-  int kv_heads = 0;     // = heads for MHA
-  int64_t head_dim = 0; // hidden / heads unless given
+  int kv_heads = 0;      // = heads for MHA
+  int64_t head_dim = 0;  // hidden / heads unless given
   MlpKind mlp = MlpKind::kGelu;
   NormKind norm = NormKind::kLayerNorm;
   bool qkv_bias = false;
   bool out_bias = false;  // attention output and MLP biases
   bool qk_norm = false;
-  bool causal = false;    // LLM decoders; encoders attend bidirectionally
+  bool causal = false;  // LLM decoders; encoders attend bidirectionally
 };
 
 // How a component consumes a sample.
 struct EncoderInput {
-  // Vision: a tile/image of `image_px` pixels with patch `patch_px` gives (image_px/patch_px)^2 patches (+cls).
+  // Vision: a tile/image of `image_px` pixels with patch `patch_px` gives (image_px/patch_px)^2 patches
+  // (+cls).
   int image_px = 0;
   int patch_px = 0;
   int cls_tokens = 0;
@@ -50,17 +51,18 @@ struct EncoderInput {
   double tokens_per_second = 0;
   double window_seconds = 0;  // audio is processed in windows of this length (0 = no windowing)
   int mel_bins = 0;
-  // Tokens handed to the LLM per tile / frame / second after downsampling (pixel shuffle, pooling, projector).
+  // Tokens handed to the LLM per tile / frame / second after downsampling (pixel shuffle, pooling,
+  // projector).
   double llm_tokens_per_unit = 0;
 };
 
 struct Component {
-  std::string name;  // e.g. "vision", "projector", "llm", "audio"
+  std::string name;    // e.g. "vision", "projector", "llm", "audio"
   std::string source;  // spec it came from, e.g. "internvit-6b-448px-v1-5"
   ComponentKind kind = ComponentKind::kLlm;
-  TransformerConfig tf;     // empty (layers == 0) for an MLP projector
-  EncoderInput input;       // encoders only
-  int64_t vocab = 0;        // LLM only
+  TransformerConfig tf;  // empty (layers == 0) for an MLP projector
+  EncoderInput input;    // encoders only
+  int64_t vocab = 0;     // LLM only
   bool tied_embeddings = false;
   // Projector: sequence of linear widths, e.g. {12800, 6144, 6144} = Linear(12800->6144), Linear(6144->6144);
   // `projector_norm` adds a LayerNorm on the input width.
@@ -84,7 +86,7 @@ enum class LayerKind { kEmbedding, kTransformer, kProjector, kHead };
 struct Layer {
   int component = 0;  // index into ModelSpec::components
   LayerKind kind = LayerKind::kTransformer;
-  int index = 0;      // index within its component (block number)
+  int index = 0;  // index within its component (block number)
   int64_t params = 0;
   std::string label;  // e.g. "vision.block.12", "llm.embed"
 };
@@ -93,24 +95,26 @@ struct Layer {
 // ending in .yaml). An unknown name is an error listing the valid ones.
 Result<ModelSpec> LoadModel(const std::string& name_or_path);
 // Parses YAML text (`name` for messages; `resolve_dir` is where referenced component specs are looked up).
-Result<ModelSpec> ParseModel(const std::string& yaml_text, const std::string& name, const std::string& resolve_dir);
+Result<ModelSpec> ParseModel(const std::string& yaml_text, const std::string& name,
+                             const std::string& resolve_dir);
 // Names of every spec in the zoo, sorted.
 std::vector<std::string> ListModels();
 // Directory of the zoo (MMTWIN_DATA_DIR/models, overridable by the MMTWIN_DATA_DIR environment variable).
 std::string ModelZooDir();
 
-// Flattened layers in execution order: per encoder embedding + blocks, projector, LLM embedding + blocks + head.
+// Flattened layers in execution order: per encoder embedding + blocks, projector, LLM embedding + blocks +
+// head.
 std::vector<Layer> Layers(const ModelSpec& m);
 int64_t ComponentParams(const ModelSpec& m, int component);
 int64_t TotalParams(const ModelSpec& m);
 
 // Token counts of one sample under a model.
 struct SampleTokens {
-  int64_t vit_tokens = 0;        // vision encoder positions: (tiles + frames) * positions per tile
-  int64_t vision_units = 0;      // tiles + frames (ISF's "images")
-  int64_t audio_tokens = 0;      // audio encoder positions
-  int64_t llm_tokens = 0;        // text + downsampled vision + audio tokens
-  int64_t vit_span_tokens = 0;   // attention span of one tile (tiles attend only within themselves)
+  int64_t vit_tokens = 0;       // vision encoder positions: (tiles + frames) * positions per tile
+  int64_t vision_units = 0;     // tiles + frames (ISF's "images")
+  int64_t audio_tokens = 0;     // audio encoder positions
+  int64_t llm_tokens = 0;       // text + downsampled vision + audio tokens
+  int64_t vit_span_tokens = 0;  // attention span of one tile (tiles attend only within themselves)
 };
 SampleTokens TokensFor(const ModelSpec& m, const Sample& s);
 
@@ -123,8 +127,8 @@ namespace mmtwin {
 // matrices (q, k, v, o and the MLP matrices): what `2 * tokens * matmul params` FLOP counts use.
 int64_t BlockParams(const TransformerConfig& tf);
 int64_t BlockMatmulParams(const TransformerConfig& tf);
-// Vision: encoder positions of one tile, floor(image_px / patch_px)^2 + cls_tokens. Audio: positions of one window
-// (window_seconds * tokens_per_second, 0 without windowing). Other kinds: 0.
+// Vision: encoder positions of one tile, floor(image_px / patch_px)^2 + cls_tokens. Audio: positions of one
+// window (window_seconds * tokens_per_second, 0 without windowing). Other kinds: 0.
 int64_t PositionsPerUnit(const Component& c);
 // Index of the encoder a projector feeds from (the nearest encoder before it in the list), or -1.
 int EncoderOfProjector(const ModelSpec& m, int component);

@@ -11,7 +11,8 @@ int Partition::ChunkOfLayer(int layer) const {
 
 Status ValidatePartition(const Partition& p, int layers, int chunks) {
   if (p.chunks() != chunks)
-    return Error("partition has " + std::to_string(p.chunks()) + " chunks, expected " + std::to_string(chunks));
+    return Error("partition has " + std::to_string(p.chunks()) + " chunks, expected " +
+                 std::to_string(chunks));
   if (p.bounds.front() != 0 || p.bounds.back() != layers)
     return Error("partition must cover layers 0.." + std::to_string(layers));
   for (int c = 0; c < chunks; ++c)

@@ -1,15 +1,15 @@
-// The plan: the shared core of the simulator and the backend. For every iteration, which samples each DP rank's
-// micro-batches hold (from the data policies), the layer -> chunk partition and chunk -> pipeline-rank mapping,
-// which layers recompute, and the pipeline schedule's op order per rank. Policies only produce plans; evaluators
-// price and time them.
+// The plan: the shared core of the simulator and the backend. For every iteration, which samples each DP
+// rank's micro-batches hold (from the data policies), the layer -> chunk partition and chunk -> pipeline-rank
+// mapping, which layers recompute, and the pipeline schedule's op order per rank. Policies only produce
+// plans; evaluators price and time them.
 //
-// Layout of devices (Megatron order, TP fastest): global rank = tp_idx + tp * (dp_idx + dp * pp_idx). A TP group
-// acts in lockstep, so the evaluators treat one TP group as one "device" (dp_idx, pp_idx) and fold TP into layer
-// costs (divided by TP) and TP collectives.
+// Layout of devices (Megatron order, TP fastest): global rank = tp_idx + tp * (dp_idx + dp * pp_idx). A TP
+// group acts in lockstep, so the evaluators treat one TP group as one "device" (dp_idx, pp_idx) and fold TP
+// into layer costs (divided by TP) and TP collectives.
 //
 // Pipeline chunks: the model's flattened layer list (Layers(model)) is cut into pp * vpp contiguous chunks;
-// chunk c runs on pipeline rank c % pp as its virtual stage c / pp (Megatron's interleaved assignment; vpp = 1
-// gives one chunk per rank).
+// chunk c runs on pipeline rank c % pp as its virtual stage c / pp (Megatron's interleaved assignment; vpp =
+// 1 gives one chunk per rank).
 //
 //   Plan plan;  // built by the planner (core/plan/planner.h) from a scenario
 //   for (const PipeOp& op : plan.schedule.per_rank[0]) ...   // what pipeline rank 0 computes, in order
@@ -25,21 +25,23 @@
 namespace mmtwin {
 
 struct ParallelConfig {
-  int dp = 1;              // data-parallel replicas
-  int tp = 1;              // tensor-parallel degree (inside a node)
-  int pp = 1;              // pipeline ranks
-  int vpp = 1;             // virtual stages (model chunks) per pipeline rank; > 1 only for interleaved-1f1b
-  int micro_batches = 1;   // M: micro-batches per DP rank per iteration
-  int zero_stage = 0;      // 0: none, 1: optimizer states, 2: + gradients, 3: + weights (FSDP), sharded over DP
+  int dp = 1;             // data-parallel replicas
+  int tp = 1;             // tensor-parallel degree (inside a node)
+  int pp = 1;             // pipeline ranks
+  int vpp = 1;            // virtual stages (model chunks) per pipeline rank; > 1 only for interleaved-1f1b
+  int micro_batches = 1;  // M: micro-batches per DP rank per iteration
+  int zero_stage = 0;  // 0: none, 1: optimizer states, 2: + gradients, 3: + weights (FSDP), sharded over DP
   bool sequence_parallel = true;  // with TP: activations outside attention/MLP also divided by TP
 
   int chunks() const { return pp * vpp; }
   int world_size() const { return dp * tp * pp; }
-  int GlobalRank(int dp_idx, int pp_idx, int tp_idx = 0) const { return tp_idx + tp * (dp_idx + dp * pp_idx); }
+  int GlobalRank(int dp_idx, int pp_idx, int tp_idx = 0) const {
+    return tp_idx + tp * (dp_idx + dp * pp_idx);
+  }
 };
 
-// Chunk c holds layers [bounds[c], bounds[c + 1]) of Layers(model); bounds[0] = 0, bounds.back() = layer count,
-// strictly increasing (every chunk holds at least one layer).
+// Chunk c holds layers [bounds[c], bounds[c + 1]) of Layers(model); bounds[0] = 0, bounds.back() = layer
+// count, strictly increasing (every chunk holds at least one layer).
 struct Partition {
   std::vector<int> bounds;
   int chunks() const { return static_cast<int>(bounds.size()) - 1; }
@@ -50,7 +52,8 @@ Status ValidatePartition(const Partition& p, int layers, int chunks);
 inline int PipeRankOfChunk(int chunk, int pp) { return chunk % pp; }
 
 // Per layer: 0 = activations kept; 1 = recomputed, only the layer input kept; 2 = recomputed inside a
-// checkpointed group whose input is kept elsewhere (nothing kept; Megatron uniform:N). See core/plan/recompute.h.
+// checkpointed group whose input is kept elsewhere (nothing kept; Megatron uniform:N). See
+// core/plan/recompute.h.
 struct RecomputePlan {
   std::vector<uint8_t> layers;
   int Count() const;
@@ -103,10 +106,10 @@ struct ChunkCost {
   double tp_bwd_us = 0;     // TP collectives inside the backward (and the recompute)
   int64_t act_bytes = 0;    // activations held from this forward until its backward (recompute applied)
   int64_t act_bytes_no_recompute = 0;  // the same if nothing were recomputed
-  int64_t send_bytes = 0;   // activation sent to the next chunk (and its gradient back); 0 for the last chunk
-  double model_flops = 0;   // forward + backward FLOPs of the real tokens (no padding, no recompute), all TP ranks:
-                            // the numerator of MFU
-  int64_t llm_tokens = 0;   // LLM tokens of the micro-batch (set on every chunk; count once per micro-batch)
+  int64_t send_bytes = 0;  // activation sent to the next chunk (and its gradient back); 0 for the last chunk
+  double model_flops = 0;  // forward + backward FLOPs of the real tokens (no padding, no recompute), all TP
+                           // ranks: the numerator of MFU
+  int64_t llm_tokens = 0;  // LLM tokens of the micro-batch (set on every chunk; count once per micro-batch)
 };
 
 // Costs of one iteration, indexed [dp_idx][micro_batch][chunk]; dispatch[m] = micro-batch m's data-dispatch
@@ -122,7 +125,9 @@ struct IterationCosts {
     costs.assign(static_cast<size_t>(d) * m * c, ChunkCost{});
     dispatch.clear();
   }
-  ChunkCost& At(int d, int m, int c) { return costs[(static_cast<size_t>(d) * micro_batches + m) * chunks + c]; }
+  ChunkCost& At(int d, int m, int c) {
+    return costs[(static_cast<size_t>(d) * micro_batches + m) * chunks + c];
+  }
   const ChunkCost& At(int d, int m, int c) const {
     return costs[(static_cast<size_t>(d) * micro_batches + m) * chunks + c];
   }
@@ -130,15 +135,15 @@ struct IterationCosts {
 
 // Static, per-chunk quantities (independent of the data).
 struct ChunkStatic {
-  int64_t params = 0;             // parameters in the chunk (whole, all TP ranks)
-  int64_t grad_bytes_per_gpu = 0; // bf16 gradients synchronized over DP per GPU (params * 2 / tp)
+  int64_t params = 0;              // parameters in the chunk (whole, all TP ranks)
+  int64_t grad_bytes_per_gpu = 0;  // bf16 gradients synchronized over DP per GPU (params * 2 / tp)
 };
 
 // Link speeds the op graph needs, derived from the cluster and the device layout.
 struct CommSpec {
-  double p2p_bytes_per_s = 0;   // between consecutive pipeline ranks
+  double p2p_bytes_per_s = 0;  // between consecutive pipeline ranks
   double p2p_latency_us = 0;
-  double dp_bytes_per_s = 0;    // per GPU in the DP ring (NVLink inside a node, its NIC share across nodes)
+  double dp_bytes_per_s = 0;  // per GPU in the DP ring (NVLink inside a node, its NIC share across nodes)
   double dp_latency_us = 0;
   int64_t dp_bucket_bytes = 40ll << 20;  // gradient bucket size (per GPU)
   // The data-dispatch all-to-all between the stage-0 devices of the DP replicas: a transfer between two

@@ -66,8 +66,8 @@ Result<std::unique_ptr<Env>> Prepare(const Scenario& s) {
   MMTWIN_ASSIGN_OR_RETURN(e->model, LoadModel(s.model));
   MMTWIN_ASSIGN_OR_RETURN(ClusterSpec probe, LoadCluster(s.cluster));
   if (par.tp > probe.gpus_per_node)
-    return Error("scenario: tp " + std::to_string(par.tp) + " exceeds the " + std::to_string(probe.gpus_per_node) +
-                 " GPUs of a node in cluster '" + probe.name + "'");
+    return Error("scenario: tp " + std::to_string(par.tp) + " exceeds the " +
+                 std::to_string(probe.gpus_per_node) + " GPUs of a node in cluster '" + probe.name + "'");
   const int needed = (par.world_size() + probe.gpus_per_node - 1) / probe.gpus_per_node;
   if (s.nodes > 0 && s.nodes < needed)
     return Error("scenario: dp*tp*pp = " + std::to_string(par.world_size()) + " GPUs need " +
@@ -116,8 +116,8 @@ Result<std::unique_ptr<Env>> Prepare(const Scenario& s) {
   return e;
 }
 
-// Per-layer profiles over a bounded sample of the replayed micro-batches: the mean (what partitioning balances,
-// OmniBal's "balanced input size") and the element-wise worst case (what memory must survive).
+// Per-layer profiles over a bounded sample of the replayed micro-batches: the mean (what partitioning
+// balances, OmniBal's "balanced input size") and the element-wise worst case (what memory must survive).
 struct Profiles {
   LayerProfile mean, worst;
 };
@@ -199,10 +199,11 @@ Result<double> QuickTime(const Env& e, const LayerProfile& worst, const Partitio
   OpGraph graph;
   IterationTiming timing;
   for (size_t i = 0; i < n; ++i) {
-    const IterationCosts costs = e.pricer->PriceIteration(IterationOf(e, e.replay[i]), e.tokens, e.packing, p, rc);
+    const IterationCosts costs =
+        e.pricer->PriceIteration(IterationOf(e, e.replay[i]), e.tokens, e.packing, p, rc);
     if (i == 0) {
-      MMTWIN_ASSIGN_OR_RETURN(graph, BuildIterationGraph(e.scenario.parallel, e.schedule, costs, statics,
-                                                         e.pricer->Comm()));
+      MMTWIN_ASSIGN_OR_RETURN(
+          graph, BuildIterationGraph(e.scenario.parallel, e.schedule, costs, statics, e.pricer->Comm()));
     } else {
       MMTWIN_RETURN_IF_ERROR(RepriceIterationGraph(&graph, e.schedule, costs));
     }
@@ -228,15 +229,21 @@ Result<Planned> PlanModel(const Env& e, const Profiles& prof) {
   if (par.chunks() > static_cast<int>(e.pricer->layers().size()))
     return Error("scenario: pp * vpp = " + std::to_string(par.chunks()) + " chunks exceed the model's " +
                  std::to_string(e.pricer->layers().size()) + " layers");
-  MMTWIN_ASSIGN_OR_RETURN(out.partition, RunPartitionPolicy(e.scenario.partition.name, e.scenario.partition.params,
-                                                            pc, &out.partition_report));
+  MMTWIN_ASSIGN_OR_RETURN(
+      out.partition,
+      RunPartitionPolicy(e.scenario.partition.name, e.scenario.partition.params, pc, &out.partition_report));
   MMTWIN_ASSIGN_OR_RETURN(out.recompute, PlanRecompute(e, prof.worst, out.partition, &out.recompute_report));
   return out;
 }
 
 nlohmann::json ParallelJson(const ParallelConfig& p) {
-  return {{"dp", p.dp}, {"tp", p.tp}, {"pp", p.pp}, {"vpp", p.vpp}, {"micro_batches", p.micro_batches},
-          {"zero_stage", p.zero_stage}, {"world_size", p.world_size()}};
+  return {{"dp", p.dp},
+          {"tp", p.tp},
+          {"pp", p.pp},
+          {"vpp", p.vpp},
+          {"micro_batches", p.micro_batches},
+          {"zero_stage", p.zero_stage},
+          {"world_size", p.world_size()}};
 }
 
 nlohmann::json PolicyJson(const PolicyRef& r) { return {{"name", r.name}, {"params", r.params}}; }
@@ -271,7 +278,9 @@ nlohmann::json OomJson(const std::vector<StageMemory>& mem, bool& oom) {
   for (const StageMemory& m : mem)
     if (!m.fits) {
       oom = true;
-      a.push_back({{"stage", m.stage}, {"short_bytes", m.short_bytes}, {"peak_memory_bytes", m.peak_bytes},
+      a.push_back({{"stage", m.stage},
+                   {"short_bytes", m.short_bytes},
+                   {"peak_memory_bytes", m.peak_bytes},
                    {"memory_capacity_bytes", m.capacity_bytes}});
     }
   return a;
@@ -298,8 +307,8 @@ Result<nlohmann::json> PlanScenario(const Scenario& scenario) {
   std::vector<double> fwd(par.pp, 0);
   int64_t mbs = 0;
   for (int64_t k : e->replay) {
-    const IterationCosts costs =
-        e->pricer->PriceIteration(IterationOf(*e, k), e->tokens, e->packing, planned.partition, planned.recompute);
+    const IterationCosts costs = e->pricer->PriceIteration(IterationOf(*e, k), e->tokens, e->packing,
+                                                           planned.partition, planned.recompute);
     mem = MergeMemory(mem, ComputeMemory(par, planned.partition, layer_params, e->schedule, costs,
                                          e->cluster.device.memory_bytes));
     for (int d = 0; d < costs.dp; ++d)
@@ -314,20 +323,21 @@ Result<nlohmann::json> PlanScenario(const Scenario& scenario) {
   nlohmann::json stages = nlohmann::json::array();
   for (int r = 0; r < par.pp; ++r) {
     const StageMemory& m = mem[r];
-    stages.push_back({{"stage", r},
-                      {"first_layer", shapes[r].first_layer},
-                      {"last_layer", shapes[r].last_layer},
-                      {"layer_labels", {layers[shapes[r].first_layer].label, layers[shapes[r].last_layer].label}},
-                      {"layers", shapes[r].layers},
-                      {"params", rank_params[r]},
-                      {"recomputed_layers", shapes[r].recomputed},
-                      {"fwd_us_mean", mbs ? fwd[r] / mbs : 0.0},
-                      {"model_state_bytes", m.model_state_bytes},
-                      {"peak_activation_bytes", m.peak_activation_bytes},
-                      {"boundary_bytes", m.boundary_bytes},
-                      {"peak_memory_bytes", m.peak_bytes},
-                      {"memory_capacity_bytes", m.capacity_bytes},
-                      {"fits", m.fits}});
+    stages.push_back(
+        {{"stage", r},
+         {"first_layer", shapes[r].first_layer},
+         {"last_layer", shapes[r].last_layer},
+         {"layer_labels", {layers[shapes[r].first_layer].label, layers[shapes[r].last_layer].label}},
+         {"layers", shapes[r].layers},
+         {"params", rank_params[r]},
+         {"recomputed_layers", shapes[r].recomputed},
+         {"fwd_us_mean", mbs ? fwd[r] / mbs : 0.0},
+         {"model_state_bytes", m.model_state_bytes},
+         {"peak_activation_bytes", m.peak_activation_bytes},
+         {"boundary_bytes", m.boundary_bytes},
+         {"peak_memory_bytes", m.peak_bytes},
+         {"memory_capacity_bytes", m.capacity_bytes},
+         {"fits", m.fits}});
   }
   bool oom = false;
   nlohmann::json j;
@@ -348,8 +358,8 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
   AnalyticEvaluator analytic;
   Evaluator* evaluator = options.evaluator ? options.evaluator : &analytic;
   if (scenario.engine != evaluator->name())
-    return Error("engine '" + scenario.engine + "' requested, but the evaluator given is '" + evaluator->name() +
-                 "' (valid engines: analytic, simgrid)");
+    return Error("engine '" + scenario.engine + "' requested, but the evaluator given is '" +
+                 evaluator->name() + "' (valid engines: analytic, simgrid)");
   MMTWIN_ASSIGN_OR_RETURN(std::unique_ptr<Env> e, Prepare(scenario));
   const Profiles prof = BuildProfiles(*e);
   MMTWIN_ASSIGN_OR_RETURN(Planned planned, PlanModel(*e, prof));
@@ -415,9 +425,10 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
   for (double t : times) var += (t - mean) * (t - mean);
   var = times.size() > 1 ? var / (n - 1) : 0;
   // 95% interval of the epoch mean from a sample of its iterations (finite-population correction).
-  const double fpc = e->iterations_in_epoch > 1 ? std::sqrt(std::max(0.0, (e->iterations_in_epoch - n) /
-                                                                               (e->iterations_in_epoch - 1.0)))
-                                                : 0;
+  const double fpc =
+      e->iterations_in_epoch > 1
+          ? std::sqrt(std::max(0.0, (e->iterations_in_epoch - n) / (e->iterations_in_epoch - 1.0)))
+          : 0;
   const double half = 1.96 * std::sqrt(var / n) * fpc;
   double busy = 0, bubble = 0, idle = 0, recompute = 0, exposed = 0;
   for (const auto& d : dev_sum) {
@@ -438,7 +449,8 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
   const auto& layers = e->pricer->layers();
   nlohmann::json stages = nlohmann::json::array();
   std::ostringstream csv;
-  csv << "stage,first_layer,last_layer,layers,params,recomputed_layers,fwd_us_mean,bwd_us_mean,recompute_us_mean,"
+  csv << "stage,first_layer,last_layer,layers,params,recomputed_layers,fwd_us_mean,bwd_us_mean,recompute_us_"
+         "mean,"
          "busy_ratio,bubble_ratio,idle_ratio,model_state_bytes,peak_activation_bytes,peak_memory_bytes,"
          "memory_capacity_bytes,fits\n";
   for (int r = 0; r < par.pp; ++r) {
@@ -450,24 +462,25 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
     }
     const double denom = total_time * par.dp;
     const StageMemory& m = mem[r];
-    nlohmann::json st = {{"stage", r},
-                         {"first_layer", shapes[r].first_layer},
-                         {"last_layer", shapes[r].last_layer},
-                         {"layer_labels", {layers[shapes[r].first_layer].label, layers[shapes[r].last_layer].label}},
-                         {"layers", shapes[r].layers},
-                         {"params", rank_params[r]},
-                         {"recomputed_layers", shapes[r].recomputed},
-                         {"fwd_us_mean", stage_fwd[r] / mbs},
-                         {"bwd_us_mean", stage_bwd[r] / mbs},
-                         {"recompute_us_mean", stage_rc[r] / mbs},
-                         {"busy_ratio", sb / denom},
-                         {"bubble_ratio", sbu / denom},
-                         {"idle_ratio", si / denom},
-                         {"model_state_bytes", m.model_state_bytes},
-                         {"peak_activation_bytes", m.peak_activation_bytes},
-                         {"peak_memory_bytes", m.peak_bytes},
-                         {"memory_capacity_bytes", m.capacity_bytes},
-                         {"fits", m.fits}};
+    nlohmann::json st = {
+        {"stage", r},
+        {"first_layer", shapes[r].first_layer},
+        {"last_layer", shapes[r].last_layer},
+        {"layer_labels", {layers[shapes[r].first_layer].label, layers[shapes[r].last_layer].label}},
+        {"layers", shapes[r].layers},
+        {"params", rank_params[r]},
+        {"recomputed_layers", shapes[r].recomputed},
+        {"fwd_us_mean", stage_fwd[r] / mbs},
+        {"bwd_us_mean", stage_bwd[r] / mbs},
+        {"recompute_us_mean", stage_rc[r] / mbs},
+        {"busy_ratio", sb / denom},
+        {"bubble_ratio", sbu / denom},
+        {"idle_ratio", si / denom},
+        {"model_state_bytes", m.model_state_bytes},
+        {"peak_activation_bytes", m.peak_activation_bytes},
+        {"peak_memory_bytes", m.peak_bytes},
+        {"memory_capacity_bytes", m.capacity_bytes},
+        {"fits", m.fits}};
     csv << r << "," << shapes[r].first_layer << "," << shapes[r].last_layer << "," << shapes[r].layers << ","
         << rank_params[r] << "," << shapes[r].recomputed << "," << st["fwd_us_mean"].get<double>() << ","
         << st["bwd_us_mean"].get<double>() << "," << st["recompute_us_mean"].get<double>() << ","
@@ -480,7 +493,8 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
   nlohmann::json& j = res.summary;
   j["scenario"] = e->scenario.name;
   j["model"] = e->model.name;
-  j["cluster"] = {{"preset", e->cluster.name}, {"nodes", e->cluster.nodes}, {"device", e->cluster.device.name}};
+  j["cluster"] = {
+      {"preset", e->cluster.name}, {"nodes", e->cluster.nodes}, {"device", e->cluster.device.name}};
   j["engine"] = evaluator->name();
   j["parallel"] = ParallelJson(par);
   j["policies"] = PoliciesJson(e->scenario);

@@ -28,7 +28,7 @@
 namespace mmtwin {
 
 struct SimulateOptions {
-  int trace_iteration = 0;  // which replayed iteration to export as trace.json
+  int trace_iteration = 0;    // which replayed iteration to export as trace.json
   int trace_dp_replicas = 4;  // DP replicas drawn in trace.json (0 = all; large runs make large files)
   // Times the replayed iterations; nullptr = the analytic evaluator. Its name() must match scenario.engine.
   Evaluator* evaluator = nullptr;
@@ -47,9 +47,9 @@ struct SimulationResult {
 Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOptions& options);
 
 // `mmtwin plan`: partition, recompute and memory per stage without replaying iterations. JSON with keys
-// scenario, model, parallel, policies, layers, stages [{stage, first_layer, last_layer, layer_labels (first and
-// last), params, recomputed_layers, fwd_us_mean, model_state_bytes, peak_activation_bytes, peak_memory_bytes,
-// memory_capacity_bytes, fits}], oom, oom_stages.
+// scenario, model, parallel, policies, layers, stages [{stage, first_layer, last_layer, layer_labels (first
+// and last), params, recomputed_layers, fwd_us_mean, model_state_bytes, peak_activation_bytes,
+// peak_memory_bytes, memory_capacity_bytes, fits}], oom, oom_stages.
 Result<nlohmann::json> PlanScenario(const Scenario& scenario);
 
 }  // namespace mmtwin

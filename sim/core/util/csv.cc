@@ -1,13 +1,13 @@
 #include "core/util/csv.h"
 
+#include <unistd.h>
 #include <cerrno>
-#include <cmath>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 namespace mmtwin {
 

@@ -6,10 +6,14 @@ namespace mmtwin {
 
 const char* ParamTypeName(ParamType t) {
   switch (t) {
-    case ParamType::kInt: return "int";
-    case ParamType::kDouble: return "double";
-    case ParamType::kBool: return "bool";
-    case ParamType::kString: return "string";
+    case ParamType::kInt:
+      return "int";
+    case ParamType::kDouble:
+      return "double";
+    case ParamType::kBool:
+      return "bool";
+    case ParamType::kString:
+      return "string";
   }
   return "?";
 }
@@ -28,8 +32,9 @@ static Status CheckValue(const std::string& owner, const ParamSpec& s, const std
     case ParamType::kInt: {
       int64_t x;
       if (!ParseInt64(v, x)) return bad("is not an integer");
-      if (x < s.min || x > s.max) return bad("is out of range [" + std::to_string(static_cast<int64_t>(s.min)) + ", " +
-                                             std::to_string(static_cast<int64_t>(s.max)) + "]");
+      if (x < s.min || x > s.max)
+        return bad("is out of range [" + std::to_string(static_cast<int64_t>(s.min)) + ", " +
+                   std::to_string(static_cast<int64_t>(s.max)) + "]");
       break;
     }
     case ParamType::kDouble: {
@@ -62,8 +67,8 @@ Result<Params> Params::Validate(const std::string& owner, const std::vector<Para
     if (!spec) {
       std::vector<std::string> names;
       for (const auto& s : specs) names.push_back(s.name);
-      return Error(owner + ": unknown parameter '" + k + "'; valid parameters are: " +
-                   (names.empty() ? std::string("(none)") : Join(names)));
+      return Error(owner + ": unknown parameter '" + k +
+                   "'; valid parameters are: " + (names.empty() ? std::string("(none)") : Join(names)));
     }
     MMTWIN_RETURN_IF_ERROR(CheckValue(owner, *spec, v));
     p.values_[k] = v;

@@ -1,7 +1,8 @@
 // Deterministic, portable random numbers for pure policies and generators.
 //
-// std::mt19937 is portable but std::*_distribution is not (libstdc++ and libc++ differ), so policies use this:
-// xoshiro256** seeded by splitmix64, with our own uniform, normal and shuffle. Same seed -> same stream everywhere.
+// std::mt19937 is portable but std::*_distribution is not (libstdc++ and libc++ differ), so policies use
+// this: xoshiro256** seeded by splitmix64, with our own uniform, normal and shuffle. Same seed -> same stream
+// everywhere.
 #pragma once
 
 #include <cmath>
@@ -35,7 +36,9 @@ class Rng {
   double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
   double Uniform(double lo, double hi) { return lo + (hi - lo) * Uniform(); }
   // Uniform integer in [0, n), n > 0 (Lemire's multiply-shift; bias below 2^-32 for n < 2^32).
-  uint64_t Below(uint64_t n) { return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * n) >> 64); }
+  uint64_t Below(uint64_t n) {
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * n) >> 64);
+  }
   // Standard normal (Box-Muller, one value per call for simplicity and reproducibility).
   double Normal() {
     double u1 = Uniform();

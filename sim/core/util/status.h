@@ -1,7 +1,8 @@
-// Errors as values: every fallible library call returns Status or Result<T>; library code never exits or aborts.
+// Errors as values: every fallible library call returns Status or Result<T>; library code never exits or
+// aborts.
 //
-// Messages name where the problem is, in the compiler style `file:line: field: reason`, so a user can jump to it.
-// The CLI maps any error to exit code 2.
+// Messages name where the problem is, in the compiler style `file:line: field: reason`, so a user can jump to
+// it. The CLI maps any error to exit code 2.
 //
 //   Result<Trace> r = ReadTrace("ivl.csv");
 //   if (!r) { std::cerr << r.error().message() << "\n"; return 2; }
@@ -69,9 +70,9 @@ class Result {
 }  // namespace mmtwin
 
 // Propagates an error from an expression yielding Status or Result<T>.
-#define MMTWIN_RETURN_IF_ERROR(expr)            \
-  do {                                          \
-    auto _mmtwin_s = (expr);                    \
+#define MMTWIN_RETURN_IF_ERROR(expr)               \
+  do {                                             \
+    auto _mmtwin_s = (expr);                       \
     if (!_mmtwin_s.ok()) return _mmtwin_s.error(); \
   } while (0)
 
