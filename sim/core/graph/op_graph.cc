@@ -371,6 +371,22 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
   b.cost_index.reserve(est);
   b.edges.reserve(est);
 
+  // ZeRO-3: all-gather a chunk's weights before its first forward and its first backward (-1 when not
+  // needed).
+  auto weight_all_gather = [&](int32_t dev, int c, PassKind pass) -> int32_t {
+    if (statics[c].grad_bytes_per_gpu <= 0) return -1;
+    Op g{OpKind::kDpAllGather,
+         Lane::kDp,
+         pass,
+         dev,
+         -1,
+         c,
+         0,
+         nbuckets(c) * (D - 1) * comm.dp_latency_us +
+             frac * statics[c].grad_bytes_per_gpu / comm.dp_bytes_per_s * 1e6,
+         statics[c].grad_bytes_per_gpu};
+    return b.NewOp(g, -1);
+  };
   for (int d = 0; d < D; ++d) {
     for (int r = 0; r < P; ++r) {
       const int dev = d * P + r;
@@ -398,20 +414,7 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
         op.micro_batch = m;
         op.chunk = c;
         if (sops[pos].kind == PassKind::kForward) {
-          int32_t ag = -1;
-          if (zero3 && pos == first_f[c] && statics[c].grad_bytes_per_gpu > 0) {
-            Op g{OpKind::kDpAllGather,
-                 Lane::kDp,
-                 PassKind::kForward,
-                 dev,
-                 -1,
-                 c,
-                 0,
-                 nbuckets(c) * (D - 1) * comm.dp_latency_us +
-                     frac * statics[c].grad_bytes_per_gpu / comm.dp_bytes_per_s * 1e6,
-                 statics[c].grad_bytes_per_gpu};
-            ag = b.NewOp(g, -1);
-          }
+          const int32_t ag = zero3 && pos == first_f[c] ? weight_all_gather(dev, c, PassKind::kForward) : -1;
           op.kind = OpKind::kForward;
           op.duration_us = cost.fwd_us;
           const int32_t f = b.NewOp(op, k);
@@ -432,20 +435,7 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
             b.AddEdge(send_act[k], last);
           }
         } else {
-          int32_t ag = -1;
-          if (zero3 && pos == first_b[c] && statics[c].grad_bytes_per_gpu > 0) {
-            Op g{OpKind::kDpAllGather,
-                 Lane::kDp,
-                 PassKind::kBackward,
-                 dev,
-                 -1,
-                 c,
-                 0,
-                 nbuckets(c) * (D - 1) * comm.dp_latency_us +
-                     frac * statics[c].grad_bytes_per_gpu / comm.dp_bytes_per_s * 1e6,
-                 statics[c].grad_bytes_per_gpu};
-            ag = b.NewOp(g, -1);
-          }
+          const int32_t ag = zero3 && pos == first_b[c] ? weight_all_gather(dev, c, PassKind::kBackward) : -1;
           op.pass = PassKind::kBackward;
           int32_t first = -1;
           if (b.shape[2 + c]) {
