@@ -9,8 +9,12 @@
 #include <filesystem>
 #include <set>
 
+#include "core/balance/data_policy.h"
 #include "core/cluster/cluster.h"
 #include "core/model/model.h"
+#include "core/plan/partition.h"
+#include "core/plan/recompute.h"
+#include "core/plan/schedule.h"
 #include "core/trace/generate.h"
 #include "core/util/csv.h"
 
@@ -258,13 +262,30 @@ Status ParseParallel(const Parser& r, const YAML::Node& n, ParallelConfig& p) {
   return Status();
 }
 
+Status CheckPolicyName(const std::string& kind, const std::string& name) {
+  if (kind == "data") return FindDataPolicy(name).status();
+  if (kind == "partition") return FindPartitionPolicy(name).status();
+  if (kind == "recompute") return FindRecomputePolicy(name.substr(0, name.find(':'))).status();
+  std::string valid;
+  for (const auto& [n, description] : ScheduleNames()) {
+    if (n == name) return Status();
+    valid += (valid.empty() ? "" : ", ") + n;
+  }
+  return Error("unknown schedule '" + name + "'; valid values are: " + valid);
+}
+
 Status ParsePolicies(const Parser& r, const YAML::Node& n, Scenario& s) {
   MMTWIN_RETURN_IF_ERROR(r.Keys(n, "policies", {"data", "partition", "recompute", "schedule"}));
   const std::pair<const char*, PolicyRef*> kinds[] = {
       {"data", &s.data}, {"partition", &s.partition}, {"recompute", &s.recompute}, {"schedule", &s.schedule}};
   for (const auto& [key, out] : kinds)
     if (const YAML::Node v = n[key]) {
-      MMTWIN_ASSIGN_OR_RETURN(*out, r.Policy(v, std::string("policies.") + key));
+      const std::string field = std::string("policies.") + key;
+      MMTWIN_ASSIGN_OR_RETURN(*out, r.Policy(v, field));
+      // Names are checked here, against the registries, so a typo points at its line; parameters are checked
+      // by the planner, which knows each policy's parameter declarations.
+      if (Status known = CheckPolicyName(key, out->name); !known.ok())
+        return r.At(v, field, known.error().message());
     }
   return Status();
 }
