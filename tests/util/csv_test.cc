@@ -132,6 +132,22 @@ TEST(RngTest, SameSeedSameStreamAndShuffleIsPermutation) {
 
 namespace mmtwin {
 namespace {
+// Found by trace_fuzz: an id starting with '#' was written unquoted and read back as a comment line.
+TEST(TraceIoTest, HashLeadingIdsRoundTrip) {
+  Trace t;
+  Sample s;
+  s.id = "#t";
+  s.subset = t.SubsetIndex("#subset");
+  t.samples.push_back(s);
+  auto back = ParseTrace(FormatTrace(t), "mem");
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  ASSERT_EQ(back->size(), 1u);
+  EXPECT_EQ(back->samples[0].id, "#t");
+  EXPECT_EQ(back->subsets[back->samples[0].subset], "#subset");
+  EXPECT_EQ(CsvQuote("#x"), "\"#x\"");
+  EXPECT_EQ(CsvQuote("x#"), "x#");
+}
+
 // Found by trace_fuzz: a huge audio duration overflowed the formatting buffer.
 TEST(TraceIoTest, HugeAudioIsRejectedAndFormattingIsBounded) {
   auto r = ParseTrace(

@@ -179,7 +179,9 @@ bool ParseDouble(std::string_view s, double& out) {
 }
 
 std::string CsvQuote(std::string_view s) {
-  if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
+  // A field at the start of a line that begins with '#' would read back as a comment line: quote it too.
+  if (s.find_first_of(",\"\n\r") == std::string_view::npos && (s.empty() || s.front() != '#'))
+    return std::string(s);
   std::string o = "\"";
   for (char c : s) {
     if (c == '"') o += '"';

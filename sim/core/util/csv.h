@@ -67,7 +67,8 @@ class CsvHeader {
 bool ParseInt64(std::string_view s, int64_t& out);
 bool ParseDouble(std::string_view s, double& out);
 
-// Quotes a field for CSV output when needed.
+// Quotes a field for CSV output when needed (separators, quotes, line breaks, or a leading '#', which would
+// otherwise read back as a comment line when the field starts a record).
 std::string CsvQuote(std::string_view s);
 
 // Writes `content` to `path` atomically (temporary file in the same folder, then rename), so a reader never
