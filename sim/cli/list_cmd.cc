@@ -7,6 +7,9 @@
 #include "core/balance/post_balance.h"
 #include "core/cluster/cluster.h"
 #include "core/model/model.h"
+#include "core/plan/partition.h"
+#include "core/plan/recompute.h"
+#include "core/plan/schedule.h"
 
 namespace mmtwin::cli {
 
@@ -19,6 +22,15 @@ int RunList(const std::string& what, const Args& args, std::ostream& out, std::o
     out << "\npost-balance algorithms (--param algorithm=NAME):\n";
     for (auto a : AllPostBalanceAlgorithms())
       out << "  " << PostBalanceAlgorithmName(a) << ": " << PostBalanceAlgorithmDescription(a) << "\n";
+    out << "\npartition policies (scenario policies.partition):\n";
+    for (const auto& p : PartitionPolicies())
+      out << "  " << p.name << ": " << p.description << "\n" << DescribeParams(p.params, "      ");
+    out << "\nrecompute policies (scenario policies.recompute; also uniform:N, block:N):\n";
+    for (const auto& p : RecomputePolicies())
+      out << "  " << p.name << ": " << p.description << "\n" << DescribeParams(p.params, "      ");
+    out << "\nschedules (scenario policies.schedule):\n";
+    for (const auto& [name, description] : ScheduleNames())
+      out << "  " << name << ": " << description << "\n";
     return 0;
   }
   if (what == "models") {
