@@ -15,20 +15,14 @@
 #include "core/plan/pricing.h"
 #include "core/plan/schedule.h"
 #include "core/util/rng.h"
+#include "graph/graph_fixtures.h"
 
 namespace mmtwin {
 namespace {
 
-ParallelConfig Pc(int dp, int pp, int vpp, int m, int zero = 0, int tp = 1) {
-  ParallelConfig pc;
-  pc.dp = dp;
-  pc.pp = pp;
-  pc.vpp = vpp;
-  pc.tp = tp;
-  pc.micro_batches = m;
-  pc.zero_stage = zero;
-  return pc;
-}
+using fixtures::MustBuild;
+using fixtures::Pc;
+using fixtures::Statics;
 
 // A small cluster: `gpn` GPUs per node, NVLink 100 GB/s (2 us), one 10 GB/s NIC per GPU (5 us).
 ClusterSpec Cluster(int nodes, int gpn) {
@@ -58,21 +52,6 @@ IterationCosts Random(const ParallelConfig& pc, uint64_t seed) {
     k.send_bytes = static_cast<int64_t>(rng.Below(4 << 20));
   }
   return c;
-}
-
-std::vector<ChunkStatic> Statics(int chunks, int64_t grad_bytes) {
-  std::vector<ChunkStatic> v(chunks);
-  for (auto& s : v) s.grad_bytes_per_gpu = grad_bytes;
-  return v;
-}
-
-OpGraph MustBuild(const ParallelConfig& pc, const std::string& sched, const IterationCosts& costs,
-                  const std::vector<ChunkStatic>& statics, const CommSpec& comm) {
-  auto s = BuildSchedule(sched, pc.pp, pc.vpp, pc.micro_batches);
-  EXPECT_TRUE(s.ok()) << s.error().message();
-  auto g = BuildIterationGraph(pc, *s, costs, statics, comm);
-  EXPECT_TRUE(g.ok()) << g.error().message();
-  return std::move(*g);
 }
 
 IterationTiming MustSimGrid(const ClusterSpec& cluster, const OpGraph& g, bool contention) {

@@ -8,19 +8,14 @@
 #include "core/graph/op_graph.h"
 #include "core/plan/schedule.h"
 #include "core/util/rng.h"
+#include "graph/graph_fixtures.h"
 
 namespace mmtwin {
 namespace {
 
-ParallelConfig Pc(int dp, int pp, int vpp, int m, int zero = 0) {
-  ParallelConfig pc;
-  pc.dp = dp;
-  pc.pp = pp;
-  pc.vpp = vpp;
-  pc.micro_batches = m;
-  pc.zero_stage = zero;
-  return pc;
-}
+using fixtures::MustBuild;
+using fixtures::Pc;
+using fixtures::Statics;
 
 // Every ChunkCost: fwd, bwd; replica `slow` scaled by `factor`.
 IterationCosts Uniform(const ParallelConfig& pc, double fwd, double bwd, int slow = -1, double factor = 1) {
@@ -60,21 +55,6 @@ CommSpec Comm(double dp_bytes_per_s = 1e9) {
   s.dp_latency_us = 2;
   s.dp_bucket_bytes = 1 << 20;
   return s;
-}
-
-std::vector<ChunkStatic> Statics(int chunks, int64_t grad_bytes) {
-  std::vector<ChunkStatic> v(chunks);
-  for (auto& s : v) s.grad_bytes_per_gpu = grad_bytes;
-  return v;
-}
-
-OpGraph MustBuild(const ParallelConfig& pc, const std::string& sched, const IterationCosts& costs,
-                  const std::vector<ChunkStatic>& statics, const CommSpec& comm) {
-  auto s = BuildSchedule(sched, pc.pp, pc.vpp, pc.micro_batches);
-  EXPECT_TRUE(s.ok()) << s.error().message();
-  auto g = BuildIterationGraph(pc, *s, costs, statics, comm);
-  EXPECT_TRUE(g.ok()) << g.error().message();
-  return std::move(*g);
 }
 
 void ExpectPartition(const IterationTiming& t) {

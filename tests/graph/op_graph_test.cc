@@ -8,19 +8,13 @@
 #include "core/eval/analytic.h"
 #include "core/plan/schedule.h"
 #include "core/util/rng.h"
+#include "graph/graph_fixtures.h"
 
 namespace mmtwin {
 namespace {
 
-ParallelConfig Pc(int dp, int pp, int vpp, int m, int zero = 0) {
-  ParallelConfig pc;
-  pc.dp = dp;
-  pc.pp = pp;
-  pc.vpp = vpp;
-  pc.micro_batches = m;
-  pc.zero_stage = zero;
-  return pc;
-}
+using fixtures::Pc;
+using fixtures::Statics;
 
 IterationCosts Uniform(const ParallelConfig& pc, double fwd, double bwd) {
   IterationCosts c;
@@ -61,12 +55,6 @@ CommSpec Comm() {
   s.dp_latency_us = 5;
   s.dp_bucket_bytes = 40;
   return s;
-}
-
-std::vector<ChunkStatic> Statics(int chunks, int64_t grad_bytes) {
-  std::vector<ChunkStatic> v(chunks);
-  for (auto& s : v) s.grad_bytes_per_gpu = grad_bytes;
-  return v;
 }
 
 Result<OpGraph> Build(const ParallelConfig& pc, const std::string& sched, const IterationCosts& costs,

@@ -1,0 +1,43 @@
+// Shared helpers of the op-graph, evaluator and engine tests: a parallel layout, per-chunk statics, and a
+// graph built from a named schedule (failures reported through GoogleTest).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/graph/op_graph.h"
+#include "core/plan/schedule.h"
+
+namespace mmtwin::fixtures {
+
+inline ParallelConfig Pc(int dp, int pp, int vpp, int m, int zero = 0, int tp = 1) {
+  ParallelConfig pc;
+  pc.dp = dp;
+  pc.tp = tp;
+  pc.pp = pp;
+  pc.vpp = vpp;
+  pc.micro_batches = m;
+  pc.zero_stage = zero;
+  return pc;
+}
+
+// Every chunk synchronizes `grad_bytes` of gradients per GPU.
+inline std::vector<ChunkStatic> Statics(int chunks, int64_t grad_bytes) {
+  std::vector<ChunkStatic> v(chunks);
+  for (auto& s : v) s.grad_bytes_per_gpu = grad_bytes;
+  return v;
+}
+
+inline OpGraph MustBuild(const ParallelConfig& pc, const std::string& sched, const IterationCosts& costs,
+                         const std::vector<ChunkStatic>& statics, const CommSpec& comm) {
+  auto s = BuildSchedule(sched, pc.pp, pc.vpp, pc.micro_batches);
+  EXPECT_TRUE(s.ok()) << s.error().message();
+  auto g = BuildIterationGraph(pc, *s, costs, statics, comm);
+  EXPECT_TRUE(g.ok()) << g.error().message();
+  return std::move(*g);
+}
+
+}  // namespace mmtwin::fixtures
