@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "core/util/csv.h"
+#include "core/util/yaml_error.h"
 
 namespace mmtwin {
 namespace {
@@ -126,7 +127,7 @@ Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) 
     MMTWIN_RETURN_IF_ERROR(r.Number(root, "", "nic_bytes_per_s", c.nic_bytes_per_s, true));
     MMTWIN_RETURN_IF_ERROR(r.Number(root, "", "nic_latency_us", c.nic_latency_us, false, true));
   } catch (const YAML::Exception& e) {
-    return Error::At(name, e.mark.is_null() ? 0 : e.mark.line + 1, "", e.msg);
+    return YamlError(name, e);
   }
   return c;
 }

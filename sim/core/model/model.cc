@@ -12,6 +12,7 @@
 #include <set>
 
 #include "core/util/csv.h"
+#include "core/util/yaml_error.h"
 
 namespace mmtwin {
 
@@ -442,7 +443,7 @@ Result<YAML::Node> LoadYaml(const std::string& text, const std::string& name) {
     if (!root.IsMap()) return Error::At(name, LineOf(root), "", "expected a YAML mapping at the top level");
     return root;
   } catch (const YAML::Exception& e) {
-    return Error::At(name, e.mark.is_null() ? 0 : e.mark.line + 1, "", e.msg);
+    return YamlError(name, e);
   }
 }
 
@@ -560,7 +561,7 @@ Result<ModelSpec> ParseModelImpl(const std::string& yaml_text, const std::string
       }
     }
   } catch (const YAML::Exception& e) {
-    return Error::At(name, e.mark.is_null() ? 0 : e.mark.line + 1, "", e.msg);
+    return YamlError(name, e);
   }
   return m;
 }

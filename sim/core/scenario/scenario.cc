@@ -17,6 +17,7 @@
 #include "core/plan/schedule.h"
 #include "core/trace/generate.h"
 #include "core/util/csv.h"
+#include "core/util/yaml_error.h"
 
 namespace mmtwin {
 namespace {
@@ -430,13 +431,7 @@ Status CheckEngine(const std::string& engine) {
 
 Result<Scenario> ParseScenario(const std::string& yaml_text, const std::string& name,
                                const std::string& base_dir) {
-  try {
-    return ParseImpl(yaml_text, name, base_dir);
-  } catch (const YAML::Exception& e) {
-    return Error::At(name, e.mark.is_null() ? 0 : e.mark.line + 1, "", e.msg);
-  } catch (const std::exception& e) {
-    return Error(name + ": " + e.what());
-  }
+  return GuardYaml(name, [&] { return ParseImpl(yaml_text, name, base_dir); });
 }
 
 Result<Scenario> LoadScenario(const std::string& path) {

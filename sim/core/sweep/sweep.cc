@@ -14,6 +14,7 @@
 #include <set>
 
 #include "core/util/csv.h"
+#include "core/util/yaml_error.h"
 
 namespace mmtwin {
 namespace {
@@ -213,13 +214,7 @@ std::string Hex(uint64_t h) {
 
 Result<SweepSpec> ParseSweep(const std::string& yaml_text, const std::string& name,
                              const std::string& base_dir) {
-  try {
-    return ParseImpl(yaml_text, name, base_dir);
-  } catch (const YAML::Exception& e) {
-    return Error::At(name, e.mark.is_null() ? 0 : e.mark.line + 1, "", e.msg);
-  } catch (const std::exception& e) {
-    return Error(name + ": " + e.what());
-  }
+  return GuardYaml(name, [&] { return ParseImpl(yaml_text, name, base_dir); });
 }
 
 Result<SweepSpec> LoadSweep(const std::string& path) {
