@@ -7,60 +7,17 @@
 namespace mmtwin::cli {
 namespace {
 
-using nlohmann::json;
-
-const json* Find(const json& j, const char* key) {
-  if (!j.is_object()) return nullptr;
-  auto it = j.find(key);
-  return it == j.end() ? nullptr : &*it;
+std::string Labels(const std::string& first, const std::string& last) {
+  return first == last ? first : first + " .. " + last;
 }
 
-// A layer label pair: "layer_labels": ["vision.embed", "vision.block.11"] (or a single string).
-std::string Labels(const json& st) {
-  const json* l = Find(st, "layer_labels");
-  if (!l) return "";
-  if (l->is_string()) return l->get<std::string>();
-  if (l->is_array() && !l->empty()) {
-    std::string a = (*l)[0].is_string() ? (*l)[0].get<std::string>() : (*l)[0].dump();
-    std::string b = l->back().is_string() ? l->back().get<std::string>() : l->back().dump();
-    return l->size() == 1 || a == b ? a : a + " .. " + b;
-  }
-  return "";
-}
+std::string LayerRange(int first, int last) { return Count(first) + ".." + Count(last); }
 
-std::string LayerRange(const json& st) {
-  const double f = JNum(st, "first_layer"), l = JNum(st, "last_layer");
-  if (std::isnan(f) || std::isnan(l)) return "n/a";
-  return Count(f) + ".." + Count(l);
-}
-
-std::string Params(double p) {
-  if (std::isnan(p)) return "n/a";
-  return Fixed(p / 1e9, 2) + "B";
-}
+std::string Params(double p) { return Fixed(p / 1e9, 2) + "B"; }
 
 std::string Percent(double r) { return std::isnan(r) ? "n/a" : Fixed(100 * r, 1) + "%"; }
 
 }  // namespace
-
-double JNum(const json& j, const char* key) {
-  const json* v = Find(j, key);
-  return v && v->is_number() ? v->get<double>() : std::numeric_limits<double>::quiet_NaN();
-}
-
-bool JBool(const json& j, const char* key) {
-  const json* v = Find(j, key);
-  return v && v->is_boolean() && v->get<bool>();
-}
-
-std::string JStr(const json& j, const char* key) {
-  const json* v = Find(j, key);
-  if (!v || v->is_null()) return "n/a";
-  if (v->is_string()) return v->get<std::string>();
-  if (v->is_number_integer() || v->is_number_unsigned()) return Count(v->get<double>());
-  if (v->is_array()) return Count(static_cast<double>(v->size()));
-  return v->dump();
-}
 
 std::string Fixed(double x, int prec) {
   if (std::isnan(x)) return "n/a";
@@ -94,7 +51,7 @@ std::string PolicyText(const PolicyRef& p) {
   return s + ")";
 }
 
-void WriteHeader(const Scenario& s, const json& j, std::ostream& out) {
+void WriteHeader(const Scenario& s, std::ostream& out) {
   const ParallelConfig& p = s.parallel;
   out << "scenario        " << s.name << (s.description.empty() ? "" : ": " + s.description) << "\n";
   out << "model           " << s.model << "\n";
@@ -113,9 +70,8 @@ void WriteHeader(const Scenario& s, const json& j, std::ostream& out) {
   out << "\n";
 }
 
-void WritePlanStages(const json& plan, std::ostream& out) {
-  const json* stages = Find(plan, "stages");
-  if (!stages || !stages->is_array() || stages->empty()) {
+void WritePlanStages(const std::vector<PlanStage>& stages, std::ostream& out) {
+  if (stages.empty()) {
     out << "(no stages)\n";
     return;
   }
@@ -124,19 +80,17 @@ void WritePlanStages(const json& plan, std::ostream& out) {
                 "first .. last", "params", "recomp", "fwd ms", "states", "act", "peak", "capacity", "fits");
   out << line;
   out << std::string(5 + 9 + 40 + 8 + 7 + 9 + 9 + 8 + 9 + 8 + 5 + 10, '-') << "\n";
-  for (const json& st : *stages) {
-    const double cap = JNum(st, "memory_capacity_bytes"), peak = JNum(st, "peak_memory_bytes");
-    bool fits = true;
-    if (const json* f = Find(st, "fits"); f && f->is_boolean())
-      fits = f->get<bool>();
-    else if (!std::isnan(cap) && !std::isnan(peak))
-      fits = peak <= cap;
+  for (const PlanStage& st : stages) {
+    const StageMemory& m = st.memory;
     std::snprintf(line, sizeof line, "%-5s %-9s %-40s %8s %7s %9s %9s %8s %9s %8s %5s\n",
-                  JStr(st, "stage").c_str(), LayerRange(st).c_str(), Labels(st).c_str(),
-                  Params(JNum(st, "params")).c_str(), JStr(st, "recomputed_layers").c_str(),
-                  Fixed(JNum(st, "fwd_us_mean") / 1e3, 1).c_str(), GiB(JNum(st, "model_state_bytes")).c_str(),
-                  GiB(JNum(st, "peak_activation_bytes")).c_str(), GiB(peak).c_str(), GiB(cap).c_str(),
-                  fits ? "yes" : "OOM");
+                  Count(st.stage).c_str(), LayerRange(st.first_layer, st.last_layer).c_str(),
+                  Labels(st.first_layer_label, st.last_layer_label).c_str(),
+                  Params(static_cast<double>(st.params)).c_str(), Count(st.recomputed_layers).c_str(),
+                  Fixed(st.fwd_us_mean / 1e3, 1).c_str(),
+                  GiB(static_cast<double>(m.model_state_bytes)).c_str(),
+                  GiB(static_cast<double>(m.peak_activation_bytes)).c_str(),
+                  GiB(static_cast<double>(m.peak_bytes)).c_str(),
+                  GiB(static_cast<double>(m.capacity_bytes)).c_str(), m.fits ? "yes" : "OOM");
     out << line;
   }
   out << "(memory in GiB per GPU: model states (weights, gradients, optimizer after TP/PP/ZeRO division), "
@@ -145,9 +99,8 @@ void WritePlanStages(const json& plan, std::ostream& out) {
          "stage)\n";
 }
 
-void WriteSimStages(const json& summary, std::ostream& out) {
-  const json* stages = Find(summary, "stages");
-  if (!stages || !stages->is_array() || stages->empty()) {
+void WriteSimStages(const std::vector<StageRecord>& stages, std::ostream& out) {
+  if (stages.empty()) {
     out << "(no stages)\n";
     return;
   }
@@ -157,29 +110,24 @@ void WriteSimStages(const json& summary, std::ostream& out) {
                 "states", "peak", "capacity");
   out << line;
   out << std::string(5 + 9 + 8 + 7 + 8 + 8 + 9 + 7 + 7 + 7 + 8 + 8 + 8 + 12, '-') << "\n";
-  for (const json& st : *stages) {
+  for (const StageRecord& st : stages) {
     std::snprintf(line, sizeof line, "%-5s %-9s %8s %7s %8s %8s %9s %7s %7s %7s %8s %8s %8s\n",
-                  JStr(st, "stage").c_str(), LayerRange(st).c_str(), Params(JNum(st, "params")).c_str(),
-                  JStr(st, "recomputed_layers").c_str(), Fixed(JNum(st, "fwd_us_mean") / 1e3, 1).c_str(),
-                  Fixed(JNum(st, "bwd_us_mean") / 1e3, 1).c_str(),
-                  Fixed(JNum(st, "recompute_us_mean") / 1e3, 1).c_str(),
-                  Percent(JNum(st, "busy_ratio")).c_str(), Percent(JNum(st, "bubble_ratio")).c_str(),
-                  Percent(JNum(st, "idle_ratio")).c_str(), GiB(JNum(st, "model_state_bytes")).c_str(),
-                  GiB(JNum(st, "peak_memory_bytes")).c_str(), GiB(JNum(st, "memory_capacity_bytes")).c_str());
+                  Count(st.stage).c_str(), LayerRange(st.first_layer, st.last_layer).c_str(),
+                  Params(static_cast<double>(st.params)).c_str(), Count(st.recomputed_layers).c_str(),
+                  Fixed(st.fwd_us_mean / 1e3, 1).c_str(), Fixed(st.bwd_us_mean / 1e3, 1).c_str(),
+                  Fixed(st.recompute_us_mean / 1e3, 1).c_str(), Percent(st.busy_ratio).c_str(),
+                  Percent(st.bubble_ratio).c_str(), Percent(st.idle_ratio).c_str(),
+                  GiB(static_cast<double>(st.model_state_bytes)).c_str(),
+                  GiB(static_cast<double>(st.peak_memory_bytes)).c_str(),
+                  GiB(static_cast<double>(st.memory_capacity_bytes)).c_str());
     out << line;
   }
   out << "(times per micro-batch, means over the replayed iterations; memory in GiB per GPU)\n";
 }
 
-void WriteOom(const json& j, std::ostream& out) {
-  if (!JBool(j, "oom")) return;
-  const json* list = Find(j, "oom_stages");
-  if (!list || !list->is_array() || list->empty()) {
-    out << "OOM: the plan does not fit device memory\n";
-    return;
-  }
-  for (const json& o : *list)
-    out << "OOM: stage " << JStr(o, "stage") << " is short by " << GiB(JNum(o, "short_bytes"))
+void WriteOom(const std::vector<OomStage>& oom_stages, std::ostream& out) {
+  for (const OomStage& o : oom_stages)
+    out << "OOM: stage " << o.stage << " is short by " << GiB(static_cast<double>(o.short_bytes))
         << " GiB of device memory\n";
 }
 

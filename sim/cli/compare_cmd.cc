@@ -11,6 +11,7 @@
 
 #include "cli/cli_format.h"
 #include "cli/commands.h"
+#include "core/records/records_codec.h"
 #include "core/util/csv.h"
 
 namespace mmtwin::cli {
@@ -28,64 +29,55 @@ recompute time, bubble and idle ratios, peak memory). --json prints the same as 
 )";
 
 struct Metric {
-  const char* key;    // JSON pointer into summary.json (or a stage object)
+  const char* key;    // name in the --json output (the field's path in summary.json)
   const char* label;  // text table label
   double scale;       // display = value * scale
   int prec;
+  double (*get)(const RunSummary&);
 };
 
+using S = const RunSummary&;
 const std::vector<Metric> kMetrics = {
-    {"/iteration_time_us/p50", "iteration p50 (ms)", 1e-3, 2},
-    {"/iteration_time_us/p99", "iteration p99 (ms)", 1e-3, 2},
-    {"/iteration_time_us/mean", "iteration mean (ms)", 1e-3, 2},
-    {"/gpu_days", "GPU-days (epoch)", 1, 3},
-    {"/tokens_per_s", "tokens/s", 1, 0},
-    {"/samples_per_s", "samples/s", 1, 2},
-    {"/mfu", "MFU", 1, 4},
-    {"/busy_ratio", "busy ratio", 1, 4},
-    {"/bubble_ratio", "bubble ratio", 1, 4},
-    {"/idle_ratio", "idle ratio", 1, 4},
-    {"/recompute_ratio", "recompute ratio", 1, 4},
-    {"/exposed_comm_ratio", "exposed comm ratio", 1, 4},
-    {"/recomputed_layers", "recomputed layers", 1, 0},
-    {"/data/pad_ratio", "pad ratio", 1, 4},
-    {"/data/dist_ratio_vit", "dist ratio ViT", 1, 4},
-    {"/data/dist_ratio_llm", "dist ratio LLM", 1, 4},
-    {"/data/mean_batch_size", "mean batch size", 1, 3},
-    {"/oom", "OOM (1 = yes)", 1, 0},
+    {"/iteration_time_us/p50", "iteration p50 (ms)", 1e-3, 2, [](S s) { return s.iteration_time_us.p50; }},
+    {"/iteration_time_us/p99", "iteration p99 (ms)", 1e-3, 2, [](S s) { return s.iteration_time_us.p99; }},
+    {"/iteration_time_us/mean", "iteration mean (ms)", 1e-3, 2, [](S s) { return s.iteration_time_us.mean; }},
+    {"/gpu_days", "GPU-days (epoch)", 1, 3, [](S s) { return s.gpu_days; }},
+    {"/tokens_per_s", "tokens/s", 1, 0, [](S s) { return s.tokens_per_s; }},
+    {"/samples_per_s", "samples/s", 1, 2, [](S s) { return s.samples_per_s; }},
+    {"/mfu", "MFU", 1, 4, [](S s) { return s.mfu; }},
+    {"/busy_ratio", "busy ratio", 1, 4, [](S s) { return s.busy_ratio; }},
+    {"/bubble_ratio", "bubble ratio", 1, 4, [](S s) { return s.bubble_ratio; }},
+    {"/idle_ratio", "idle ratio", 1, 4, [](S s) { return s.idle_ratio; }},
+    {"/recompute_ratio", "recompute ratio", 1, 4, [](S s) { return s.recompute_ratio; }},
+    {"/exposed_comm_ratio", "exposed comm ratio", 1, 4, [](S s) { return s.exposed_comm_ratio; }},
+    {"/recomputed_layers", "recomputed layers", 1, 0, [](S s) { return double(s.recomputed_layers); }},
+    {"/data/pad_ratio", "pad ratio", 1, 4, [](S s) { return s.data.pad_ratio; }},
+    {"/data/dist_ratio_vit", "dist ratio ViT", 1, 4, [](S s) { return s.data.dist_ratio_vit; }},
+    {"/data/dist_ratio_llm", "dist ratio LLM", 1, 4, [](S s) { return s.data.dist_ratio_llm; }},
+    {"/data/mean_batch_size", "mean batch size", 1, 3, [](S s) { return s.data.mean_batch_size; }},
+    {"/oom", "OOM (1 = yes)", 1, 0, [](S s) { return s.oom ? 1.0 : 0.0; }},
 };
 
-const std::vector<Metric> kStageMetrics = {
-    {"/layers", "layers", 1, 0},
-    {"/fwd_us_mean", "fwd (ms)", 1e-3, 2},
-    {"/bwd_us_mean", "bwd (ms)", 1e-3, 2},
-    {"/recompute_us_mean", "recompute (ms)", 1e-3, 2},
-    {"/busy_ratio", "busy", 1, 4},
-    {"/bubble_ratio", "bubble", 1, 4},
-    {"/idle_ratio", "idle", 1, 4},
-    {"/peak_memory_bytes", "peak mem (GiB)", 1.0 / (1024.0 * 1024 * 1024), 2},
+struct StageMetric {
+  const char* key;
+  const char* label;
+  double scale;
+  int prec;
+  double (*get)(const StageRecord&);
 };
 
-double Value(const json& j, const char* pointer) {
-  const json::json_pointer p(pointer);
-  if (!j.is_object() || !j.contains(p)) return std::nan("");
-  const json& v = j.at(p);
-  if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
-  return v.is_number() ? v.get<double>() : std::nan("");
-}
-
-Result<json> LoadSummary(const std::string& arg) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  std::string path = arg;
-  if (fs::is_directory(arg, ec)) path = (fs::path(arg) / "summary.json").string();
-  if (!fs::is_regular_file(path, ec))
-    return Error(path + ": no such summary (give a run folder or a summary.json)");
-  MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Error(path + ": not a summary.json (JSON object expected)");
-  return j;
-}
+using T = const StageRecord&;
+const std::vector<StageMetric> kStageMetrics = {
+    {"/layers", "layers", 1, 0, [](T s) { return double(s.layers); }},
+    {"/fwd_us_mean", "fwd (ms)", 1e-3, 2, [](T s) { return s.fwd_us_mean; }},
+    {"/bwd_us_mean", "bwd (ms)", 1e-3, 2, [](T s) { return s.bwd_us_mean; }},
+    {"/recompute_us_mean", "recompute (ms)", 1e-3, 2, [](T s) { return s.recompute_us_mean; }},
+    {"/busy_ratio", "busy", 1, 4, [](T s) { return s.busy_ratio; }},
+    {"/bubble_ratio", "bubble", 1, 4, [](T s) { return s.bubble_ratio; }},
+    {"/idle_ratio", "idle", 1, 4, [](T s) { return s.idle_ratio; }},
+    {"/peak_memory_bytes", "peak mem (GiB)", 1.0 / (1024.0 * 1024 * 1024), 2,
+     [](T s) { return double(s.peak_memory_bytes); }},
+};
 
 json Row(double a, double b) {
   auto num = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
@@ -106,20 +98,9 @@ std::string PadR(const std::string& s, size_t w) {
   return s.size() >= w ? s : s + std::string(w - s.size(), ' ');
 }
 
-std::string Policies(const json& j) {
-  if (!j.contains("policies") || !j["policies"].is_object()) return "n/a";
-  std::string s;
-  for (const char* k : {"data", "partition", "recompute", "schedule"}) {
-    std::string v = "n/a";
-    if (j["policies"].contains(k)) {
-      const json& p = j["policies"][k];
-      v = p.is_string()                                                  ? p.get<std::string>()
-          : p.is_object() && p.contains("name") && p["name"].is_string() ? p["name"].get<std::string>()
-                                                                         : p.dump();
-    }
-    s += (s.empty() ? "" : ", ") + std::string(k) + " " + v;
-  }
-  return s;
+std::string Policies(const RunSummary& j) {
+  return "data " + j.data_policy.name + ", partition " + j.partition_policy.name + ", recompute " +
+         j.recompute_policy.name + ", schedule " + j.schedule_policy.name;
 }
 
 }  // namespace
@@ -151,25 +132,24 @@ int RunCompare(const Args& args, std::ostream& out, std::ostream& err) {
       err << "mmtwin compare: " << r->error().message() << "\n";
       return 2;
     }
-  const json& A = *a;
-  const json& B = *b;
-  const json empty = json::array();
-  const json& sa = A.contains("stages") && A["stages"].is_array() ? A["stages"] : empty;
-  const json& sb = B.contains("stages") && B["stages"].is_array() ? B["stages"] : empty;
+  const RunSummary& A = *a;
+  const RunSummary& B = *b;
+  const std::vector<StageRecord>& sa = A.stages;
+  const std::vector<StageRecord>& sb = B.stages;
   const size_t common = std::min(sa.size(), sb.size());
 
   if (as_json) {
     json j;
-    j["a"] = {{"run", runs[0]}, {"scenario", A.value("scenario", "")}};
-    j["b"] = {{"run", runs[1]}, {"scenario", B.value("scenario", "")}};
+    j["a"] = {{"run", runs[0]}, {"scenario", A.scenario}, {"source", RecordSourceName(A.source)}};
+    j["b"] = {{"run", runs[1]}, {"scenario", B.scenario}, {"source", RecordSourceName(B.source)}};
     json m = json::object();
-    for (const Metric& x : kMetrics) m[std::string(x.key).substr(1)] = Row(Value(A, x.key), Value(B, x.key));
+    for (const Metric& x : kMetrics) m[std::string(x.key).substr(1)] = Row(x.get(A), x.get(B));
     j["metrics"] = m;
     json st = json::array();
     for (size_t i = 0; i < common; ++i) {
       json s = {{"stage", i}};
-      for (const Metric& x : kStageMetrics)
-        s[std::string(x.key).substr(1)] = Row(Value(sa[i], x.key), Value(sb[i], x.key));
+      for (const StageMetric& x : kStageMetrics)
+        s[std::string(x.key).substr(1)] = Row(x.get(sa[i]), x.get(sb[i]));
       st.push_back(s);
     }
     j["stages"] = st;
@@ -179,12 +159,12 @@ int RunCompare(const Args& args, std::ostream& out, std::ostream& err) {
     return 0;
   }
 
-  out << "A  " << runs[0] << ": " << JStr(A, "scenario") << " (" << Policies(A) << ")\n";
-  out << "B  " << runs[1] << ": " << JStr(B, "scenario") << " (" << Policies(B) << ")\n\n";
+  out << "A  " << runs[0] << ": " << A.scenario << " (" << Policies(A) << ")\n";
+  out << "B  " << runs[1] << ": " << B.scenario << " (" << Policies(B) << ")\n\n";
   const size_t w0 = 20, w = 14;
   out << PadR("metric", w0) << PadL("A", w) << PadL("B", w) << PadL("B - A", w) << PadL("B / A", w) << "\n";
   for (const Metric& x : kMetrics) {
-    const double va = Value(A, x.key) * x.scale, vb = Value(B, x.key) * x.scale;
+    const double va = x.get(A) * x.scale, vb = x.get(B) * x.scale;
     out << PadR(x.label, w0) << PadL(Cell(va, x.prec), w) << PadL(Cell(vb, x.prec), w)
         << PadL(Cell(vb - va, x.prec, true), w) << PadL(va != 0 ? Cell(vb / va, 3) + "x" : "n/a", w) << "\n";
   }
@@ -196,8 +176,8 @@ int RunCompare(const Args& args, std::ostream& out, std::ostream& err) {
         << PadR("stage metric", w0) << PadL("A", w) << PadL("B", w) << PadL("B - A", w) << PadL("B / A", w)
         << "\n";
     for (size_t i = 0; i < common; ++i)
-      for (const Metric& x : kStageMetrics) {
-        const double va = Value(sa[i], x.key) * x.scale, vb = Value(sb[i], x.key) * x.scale;
+      for (const StageMetric& x : kStageMetrics) {
+        const double va = x.get(sa[i]) * x.scale, vb = x.get(sb[i]) * x.scale;
         out << PadR("s" + std::to_string(i) + " " + x.label, w0) << PadL(Cell(va, x.prec), w)
             << PadL(Cell(vb, x.prec), w) << PadL(Cell(vb - va, x.prec, true), w)
             << PadL(va != 0 ? Cell(vb / va, 3) + "x" : "n/a", w) << "\n";

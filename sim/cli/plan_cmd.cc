@@ -1,5 +1,5 @@
 // mmtwin plan: partition, recomputation and memory per pipeline stage for a scenario, without replaying
-// iterations (PlanScenario in core/sim/simulate.h). Exit 0 when every stage fits its device memory, 1 when
+// iterations (BuildPlan in core/driver/planner.h). Exit 0 when every stage fits its device memory, 1 when
 // one does not (the short stages are listed), 2 on bad input.
 #include <cmath>
 #include <cstdio>
@@ -8,8 +8,8 @@
 
 #include "cli/cli_format.h"
 #include "cli/commands.h"
+#include "core/driver/planner.h"
 #include "core/scenario/scenario.h"
-#include "core/sim/simulate.h"
 
 namespace mmtwin::cli {
 namespace {
@@ -54,22 +54,26 @@ int RunPlan(const Args& args, std::ostream& out, std::ostream& err) {
     err << "mmtwin plan: " << scenario.error().message() << "\n";
     return 2;
   }
-  auto plan = PlanScenario(*scenario);
-  if (!plan) {
-    err << "mmtwin plan: " << plan.error().message() << "\n";
+  auto run = BuildPlan(*scenario, {});
+  if (!run) {
+    err << "mmtwin plan: " << run.error().message() << "\n";
     return 2;
   }
-  const nlohmann::json& j = *plan;
-  const bool oom = JBool(j, "oom");
+  const std::vector<PlanStage> stages = PlanStages(*run);
+  std::vector<OomStage> oom_stages;
+  for (const PlanStage& st : stages)
+    if (!st.memory.fits)
+      oom_stages.push_back({st.stage, st.memory.short_bytes, st.memory.peak_bytes, st.memory.capacity_bytes});
+  const bool oom = !oom_stages.empty();
   if (json) {
-    out << j.dump(2) << "\n";
+    out << PlanReportJson(*run) << "\n";
     return oom ? 1 : 0;
   }
-  WriteHeader(*scenario, j, out);
-  if (j.contains("layers")) out << "layers          " << JStr(j, "layers") << "\n";
+  WriteHeader(*scenario, out);
+  out << "layers          " << Count(static_cast<double>(Layers(run->model).size())) << "\n";
   out << "\n";
-  WritePlanStages(j, out);
-  WriteOom(j, out);
+  WritePlanStages(stages, out);
+  WriteOom(oom_stages, out);
   return oom ? 1 : 0;
 }
 

@@ -13,12 +13,10 @@
 
 #include "cli/cli_format.h"
 #include "cli/commands.h"
+#include "core/driver/simulate.h"
+#include "core/records/records_codec.h"
 #include "core/scenario/scenario.h"
-#include "core/sim/simulate.h"
 #include "core/util/csv.h"
-#ifdef MMTWIN_HAVE_SIMGRID
-#include "engine/simgrid_engine.h"
-#endif
 
 namespace mmtwin::cli {
 namespace {
@@ -125,55 +123,46 @@ Status WriteOutputs(const std::string& dir, const Scenario& s, const SimulationR
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Error(dir + ": cannot create the run folder: " + ec.message());
-  MMTWIN_RETURN_IF_ERROR(WriteFileAtomic(dir + "/summary.json", r.summary.dump(2) + "\n"));
-  MMTWIN_RETURN_IF_ERROR(WriteFileAtomic(dir + "/stages.csv", r.stages_csv));
-  MMTWIN_RETURN_IF_ERROR(WriteFileAtomic(dir + "/trace.json", r.trace.dump() + "\n"));
+  MMTWIN_RETURN_IF_ERROR(WriteFileAtomic(dir + "/summary.json", SummaryToJson(r.summary) + "\n"));
+  MMTWIN_RETURN_IF_ERROR(WriteFileAtomic(dir + "/stages.csv", StagesCsv(r.summary.stages)));
+  MMTWIN_RETURN_IF_ERROR(WriteFileAtomic(dir + "/trace.json", r.trace_json));
+  MMTWIN_RETURN_IF_ERROR(WriteFileAtomic(dir + "/ops.csv", OpsCsv(r.ops)));
   MMTWIN_RETURN_IF_ERROR(
       WriteFileAtomic(dir + "/scenario.yaml", r.resolved_yaml.empty() ? FormatScenario(s) : r.resolved_yaml));
   return Status();
 }
 
-void WriteSummary(const Scenario& s, const nlohmann::json& j, const std::string& dir, std::ostream& out) {
-  using nlohmann::json;
-  WriteHeader(s, j, out);
+void WriteSummary(const Scenario& s, const RunSummary& j, const std::string& dir, std::ostream& out) {
+  WriteHeader(s, out);
   out << "engine          " << s.engine << "\n";
-  out << "replayed        " << JStr(j, "iterations_replayed") << " of " << JStr(j, "iterations_in_epoch")
+  out << "replayed        " << Count(j.iterations_replayed) << " of " << Count(j.iterations_in_epoch)
       << " iterations in the epoch" << (s.epoch ? " (whole epoch)" : " (sampled)") << ", seed " << s.seed
       << "\n";
-  const json it = j.contains("iteration_time_us") && j["iteration_time_us"].is_object()
-                      ? j["iteration_time_us"]
-                      : json::object();
-  out << "iteration time  p50 " << Fixed(JNum(it, "p50") / 1e3, 1) << " ms, p99 "
-      << Fixed(JNum(it, "p99") / 1e3, 1) << " ms, mean " << Fixed(JNum(it, "mean") / 1e3, 1) << " ms (95% CI "
-      << Fixed(JNum(it, "ci95_low") / 1e3, 1) << " .. " << Fixed(JNum(it, "ci95_high") / 1e3, 1) << " ms)\n";
-  auto pct = [&](const char* k) { return Fixed(100 * JNum(j, k), 1) + "%"; };
-  out << "time split      busy " << pct("busy_ratio") << ", bubble " << pct("bubble_ratio") << ", idle "
-      << pct("idle_ratio") << ", recompute " << pct("recompute_ratio") << "  (of GPU time)\n";
-  out << "throughput      " << Count(JNum(j, "tokens_per_s")) << " tokens/s, "
-      << Fixed(JNum(j, "samples_per_s"), 1) << " samples/s, MFU " << pct("mfu") << "\n";
-  out << "epoch           " << Fixed(JNum(j, "gpu_days"), 1)
-      << " GPU-days projected for one epoch of the trace";
-  if (const double s_epoch = JNum(j, "epoch_time_s"); !std::isnan(s_epoch))
-    out << " (" << Fixed(s_epoch / 3600, 1) << " h on " << s.parallel.world_size() << " GPUs)";
+  const IterationTimeStats& it = j.iteration_time_us;
+  out << "iteration time  p50 " << Fixed(it.p50 / 1e3, 1) << " ms, p99 " << Fixed(it.p99 / 1e3, 1)
+      << " ms, mean " << Fixed(it.mean / 1e3, 1) << " ms (95% CI " << Fixed(it.ci95_low / 1e3, 1) << " .. "
+      << Fixed(it.ci95_high / 1e3, 1) << " ms)\n";
+  auto pct = [](double r) { return Fixed(100 * r, 1) + "%"; };
+  out << "time split      busy " << pct(j.busy_ratio) << ", bubble " << pct(j.bubble_ratio) << ", idle "
+      << pct(j.idle_ratio) << ", recompute " << pct(j.recompute_ratio) << "  (of GPU time)\n";
+  out << "throughput      " << Count(j.tokens_per_s) << " tokens/s, " << Fixed(j.samples_per_s, 1)
+      << " samples/s, MFU " << pct(j.mfu) << "\n";
+  out << "epoch           " << Fixed(j.gpu_days, 1) << " GPU-days projected for one epoch of the trace";
+  out << " (" << Fixed(j.epoch_time_s / 3600, 1) << " h on " << s.parallel.world_size() << " GPUs)";
   out << "\n";
-  const json d = j.contains("data") && j["data"].is_object() ? j["data"] : json::object();
-  out << "data balance    pad ratio " << Fixed(JNum(d, "pad_ratio"), 3) << ", dist ratio ViT "
-      << Fixed(JNum(d, "dist_ratio_vit"), 3) << " / LLM " << Fixed(JNum(d, "dist_ratio_llm"), 3)
-      << ", mean batch " << Fixed(JNum(d, "mean_batch_size"), 2) << " samples\n";
-  // OmniBal Table 4's partition columns, when the engine reports them.
-  if (j.contains("partition") && j["partition"].is_object()) {
-    const json& p = j["partition"];
-    out << "partition       cuts";
-    if (p.contains("bounds") && p["bounds"].is_array())
-      for (const json& b : p["bounds"]) out << " " << (b.is_number() ? Count(b.get<double>()) : b.dump());
-    out << "; VAR(fwd) " << Fixed(JNum(p, "var_fwd_us2") / 1e6, 1) << " ms^2, VAR(layers) "
-        << Fixed(JNum(p, "var_layers"), 1) << ", SUM(comm) " << Fixed(JNum(p, "sum_comm_bytes") / 1e6, 1)
-        << " MB\n";
-  }
+  out << "data balance    pad ratio " << Fixed(j.data.pad_ratio, 3) << ", dist ratio ViT "
+      << Fixed(j.data.dist_ratio_vit, 3) << " / LLM " << Fixed(j.data.dist_ratio_llm, 3) << ", mean batch "
+      << Fixed(j.data.mean_batch_size, 2) << " samples\n";
+  // OmniBal Table 4's partition columns.
+  out << "partition       cuts";
+  for (int b : j.partition.bounds) out << " " << Count(b);
+  out << "; VAR(fwd) " << Fixed(j.partition.var_fwd_us2 / 1e6, 1) << " ms^2, VAR(layers) "
+      << Fixed(j.partition.var_layers, 1) << ", SUM(comm) " << Fixed(j.partition.sum_comm_bytes / 1e6, 1)
+      << " MB\n";
   out << "\n";
-  WriteSimStages(j, out);
-  WriteOom(j, out);
-  out << "\noutputs         " << dir << "/{summary.json, stages.csv, trace.json, scenario.yaml}\n";
+  WriteSimStages(j.stages, out);
+  WriteOom(j.oom_stages, out);
+  out << "\noutputs         " << dir << "/{summary.json, stages.csv, trace.json, ops.csv, scenario.yaml}\n";
 }
 
 }  // namespace
@@ -206,48 +195,35 @@ int RunSimulate(const Args& args, std::ostream& out, std::ostream& err) {
 
   SimulateOptions opts;
   opts.trace_iteration = o.trace_iteration;
+  opts.engine.contention = o.contention;
   ProgressBar bar;
   opts.progress = [&bar](double f) { bar.Update(f); };
-  Result<SimulationResult> result = Error("no engine");
-  if (s.engine == "simgrid") {
-#ifdef MMTWIN_HAVE_SIMGRID
-    SimGridOptions sg;
-    sg.contention = o.contention;
-    result = SimulateWithSimGrid(s, opts, sg);
-#else
-    err << "mmtwin simulate: this mmtwin was built without the SimGrid engine (install libsimgrid-dev and "
-           "rebuild "
-           "with -DMMTWIN_WITH_SIMGRID=ON)\n";
+  if (s.engine == "analytic" && !o.contention) {
+    err << "mmtwin simulate: --contention off applies to the simgrid engine (the analytic engine has no "
+           "contention)\n";
     return 2;
-#endif
-  } else {
-    if (!o.contention) {
-      err << "mmtwin simulate: --contention off applies to the simgrid engine (the analytic engine has no "
-             "contention)\n";
-      return 2;
-    }
-    result = Simulate(s, opts);
   }
+  Result<SimulationResult> result = Simulate(s, opts);
   bar.Clear();
   if (!result) {
     err << "mmtwin simulate: " << result.error().message() << "\n";
     return 2;
   }
-  const double replayed = JNum(result->summary, "iterations_replayed");
-  if (!std::isnan(replayed) && o.trace_iteration >= replayed) {
-    err << "mmtwin simulate: --trace-iteration " << o.trace_iteration << ": only " << Count(replayed)
-        << " iterations were replayed (0.." << Count(replayed - 1) << ")\n";
+  const RunSummary& j = result->summary;
+  if (o.trace_iteration >= j.iterations_replayed) {
+    err << "mmtwin simulate: --trace-iteration " << o.trace_iteration << ": only "
+        << Count(j.iterations_replayed) << " iterations were replayed (0.."
+        << Count(j.iterations_replayed - 1) << ")\n";
     return 2;
   }
   if (Status st = WriteOutputs(dir, s, *result); !st.ok()) {
     err << "mmtwin simulate: " << st.error().message() << "\n";
     return 2;
   }
-  const nlohmann::json& j = result->summary;
-  const bool oom = JBool(j, "oom");
+  const bool oom = j.oom;
   if (o.json) {
-    out << j.dump(2) << "\n";
-    if (oom) WriteOom(j, err);
+    out << SummaryToJson(j) << "\n";
+    if (oom) WriteOom(j.oom_stages, err);
   } else {
     WriteSummary(s, j, dir, out);
   }

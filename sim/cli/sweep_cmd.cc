@@ -19,14 +19,13 @@
 
 #include "cli/cli_format.h"
 #include "cli/commands.h"
-#ifdef MMTWIN_HAVE_SIMGRID
-#include "engine/simgrid_engine.h"
-#endif
 #include "core/eval/evaluator.h"
 #include "core/sweep/results_db.h"
 #include "core/sweep/runner.h"
 #include "core/sweep/sweep.h"
 #include "core/util/csv.h"
+
+#include <nlohmann/json.hpp>
 
 namespace mmtwin::cli {
 namespace {
@@ -57,22 +56,9 @@ Exit codes: 0 all runs ok, 1 some run ended with an error (recorded, the sweep w
 3 stopped early by MMTWIN_SWEEP_STOP_AFTER (test hook).
 )";
 
-// The evaluators a sweep can use from the core; engine "simgrid" (which needs the scenario's cluster) is run
-// through SimulateWithSimGrid in the run function below.
-std::unique_ptr<Evaluator> MakeSweepEvaluator(const std::string& engine) {
-  if (engine == "analytic") return std::make_unique<AnalyticEvaluator>();
-  return nullptr;
-}
-
 std::string Pad(const std::string& s, size_t w, bool right = false) {
   if (s.size() >= w) return s;
   return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
-}
-
-double Ptr(const nlohmann::json& j, const char* pointer) {
-  const nlohmann::json::json_pointer p(pointer);
-  if (!j.is_object() || !j.contains(p) || !j.at(p).is_number()) return std::nan("");
-  return j.at(p).get<double>();
 }
 
 std::string Duration(double s) {
@@ -93,7 +79,7 @@ void WriteTable(const std::vector<std::string>& axis_names, const std::vector<Ru
   double first_days = std::nan("");
   for (const auto& r : rows)
     if (r.status == "ok") {
-      first_days = Ptr(r.summary, "/gpu_days");
+      first_days = r.summary ? r.summary->gpu_days : std::nan("");
       break;
     }
   std::vector<std::vector<std::string>> cells;
@@ -102,25 +88,25 @@ void WriteTable(const std::vector<std::string>& axis_names, const std::vector<Ru
     std::vector<std::string> c = {std::to_string(r.run_index)};
     std::map<std::string, std::string> ax(r.axes.begin(), r.axes.end());
     for (const auto& a : axis_names) c.push_back(ax.count(a) ? ax[a] : "");
-    if (r.status != "ok") {
+    if (r.status != "ok" || !r.summary) {
       c.push_back("error");
       for (size_t i = 1; i < metrics.size(); ++i) c.push_back("");
       errors.push_back("#" + std::to_string(r.run_index) + ": " + r.error);
     } else {
-      const nlohmann::json& s = r.summary;
-      const double days = Ptr(s, "/gpu_days");
-      auto pct = [&](const char* p) {
-        const double x = 100 * Ptr(s, p);
+      const RunSummary& s = *r.summary;
+      const double days = s.gpu_days;
+      auto pct = [&](double ratio) {
+        const double x = 100 * ratio;
         return Fixed(std::fabs(x) < 0.05 ? 0.0 : x, 1) + "%";  // no "-0.0%"
       };
-      c.push_back(Fixed(Ptr(s, "/iteration_time_us/p50") / 1e3, 1));
+      c.push_back(Fixed(s.iteration_time_us.p50 / 1e3, 1));
       c.push_back(Fixed(days, 2));
       c.push_back(Fixed(first_days / days, 2) + "x");
-      c.push_back(pct("/bubble_ratio"));
-      c.push_back(pct("/idle_ratio"));
-      c.push_back(pct("/recompute_ratio"));
-      c.push_back(pct("/mfu"));
-      c.push_back(JBool(s, "oom") ? "yes" : "no");
+      c.push_back(pct(s.bubble_ratio));
+      c.push_back(pct(s.idle_ratio));
+      c.push_back(pct(s.recompute_ratio));
+      c.push_back(pct(s.mfu));
+      c.push_back(s.oom ? "yes" : "no");
     }
     cells.push_back(std::move(c));
   }
@@ -231,19 +217,7 @@ int RunMain(const Args& args, std::ostream& out, std::ostream& err) {
   ro.jobs = o.jobs;
   ro.shard = o.shard;
   ro.shards = o.shards;
-  ro.run = [](const Scenario& s) -> Result<nlohmann::json> {
-    if (s.engine == "simgrid") {
-#ifdef MMTWIN_HAVE_SIMGRID
-      SimulateOptions opts;
-      opts.trace_dp_replicas = 1;  // the sweep keeps summaries only
-      MMTWIN_ASSIGN_OR_RETURN(SimulationResult r, SimulateWithSimGrid(s, opts));
-      return std::move(r.summary);
-#else
-      return Error("engine 'simgrid': this mmtwin was built without the SimGrid engine");
-#endif
-    }
-    return RunScenario(s, MakeSweepEvaluator);
-  };
+  ro.run = [](const Scenario& s) { return RunScenario(s); };
   if (const char* stop = std::getenv("MMTWIN_SWEEP_STOP_AFTER")) {
     int64_t k = 0;
     if (ParseInt64(stop, k) && k > 0) ro.stop_after = static_cast<int>(k);
@@ -252,9 +226,9 @@ int RunMain(const Args& args, std::ostream& out, std::ostream& err) {
     std::string axes;
     for (const auto& [k, v] : p.run->axes) axes += (axes.empty() ? "" : ", ") + k + "=" + v;
     err << "[" << p.done << "/" << p.total << "] #" << p.run->index << " " << axes << ": ";
-    if (p.record->status == "ok") {
-      err << "p50 " << Fixed(Ptr(p.record->summary, "/iteration_time_us/p50") / 1e3, 1) << " ms, "
-          << Fixed(Ptr(p.record->summary, "/gpu_days"), 2) << " GPU-days";
+    if (p.record->status == "ok" && p.record->summary) {
+      err << "p50 " << Fixed(p.record->summary->iteration_time_us.p50 / 1e3, 1) << " ms, "
+          << Fixed(p.record->summary->gpu_days, 2) << " GPU-days";
     } else {
       std::string e = p.record->error;
       if (e.size() > 160) e = e.substr(0, 157) + "...";

@@ -139,19 +139,4 @@ std::unique_ptr<Evaluator> MakeSimGridEvaluator(const ClusterSpec& cluster, SimG
   return std::make_unique<SimGridEvaluator>(cluster, std::move(options));
 }
 
-Result<SimulationResult> SimulateWithSimGrid(const Scenario& scenario, const SimulateOptions& options,
-                                             SimGridOptions simgrid) {
-  MMTWIN_ASSIGN_OR_RETURN(ClusterSpec probe, LoadCluster(scenario.cluster));
-  const int per_node = std::max(1, probe.gpus_per_node);
-  const int nodes =
-      scenario.nodes > 0 ? scenario.nodes : (scenario.parallel.world_size() + per_node - 1) / per_node;
-  MMTWIN_ASSIGN_OR_RETURN(ClusterSpec cluster, LoadCluster(scenario.cluster, std::max(nodes, 1)));
-  std::unique_ptr<Evaluator> evaluator = MakeSimGridEvaluator(cluster, std::move(simgrid));
-  Scenario s = scenario;
-  s.engine = evaluator->name();
-  SimulateOptions o = options;
-  o.evaluator = evaluator.get();
-  return Simulate(s, o);
-}
-
 }  // namespace mmtwin

@@ -31,8 +31,8 @@
 //   MMTWIN_RETURN_IF_ERROR(sg->Evaluate(graph, &t));   // graph priced with Pricer::Comm() of the same
 //   cluster
 //
-//   // or the whole run (what `mmtwin simulate --engine simgrid` does):
-//   MMTWIN_ASSIGN_OR_RETURN(SimulationResult r, SimulateWithSimGrid(scenario, {}, SimGridOptions{}));
+//   // or the whole run (what `mmtwin simulate --engine simgrid` does): the driver makes this evaluator by name
+//   // (core/driver/driver.h MakeEvaluator) for Simulate() with scenario.engine = "simgrid".
 #pragma once
 
 #include <cstdint>
@@ -43,7 +43,6 @@
 #include "core/cluster/cluster.h"
 #include "core/eval/evaluator.h"
 #include "core/plan/plan.h"
-#include "core/sim/simulate.h"
 #include "core/util/status.h"
 
 namespace mmtwin {
@@ -88,10 +87,5 @@ std::unique_ptr<Evaluator> MakeSimGridEvaluator(const ClusterSpec& cluster, SimG
 // Like Evaluate, also returning the replay's statistics.
 Status EvaluateWithSimGrid(const ClusterSpec& cluster, const SimGridOptions& options, const OpGraph& graph,
                            IterationTiming* out, SimGridReplayStats* stats = nullptr);
-
-// Simulate(scenario) with the SimGrid engine: loads the scenario's cluster (its nodes, as Simulate resolves
-// them), sets scenario.engine to "simgrid" and options.evaluator to a SimGrid evaluator.
-Result<SimulationResult> SimulateWithSimGrid(const Scenario& scenario, const SimulateOptions& options,
-                                             SimGridOptions simgrid = {});
 
 }  // namespace mmtwin

@@ -14,7 +14,7 @@
 #include <simgrid/s4u.hpp>
 
 #include "core/scenario/scenario.h"
-#include "core/sim/simulate.h"
+#include "core/driver/simulate.h"
 #include "engine/isolate.h"
 #include "engine/simgrid_engine.h"
 
@@ -121,7 +121,7 @@ void BM_Scenario(benchmark::State& state, const char* file, bool simgrid, bool c
       state.SkipWithError(r.error().message().c_str());
       return;
     }
-    benchmark::DoNotOptimize(r->summary.size());
+    benchmark::DoNotOptimize(r->summary.stages.size());
   }
   if (simgrid) {
     const double acts = static_cast<double>(eval.stats.executions + eval.stats.communications);

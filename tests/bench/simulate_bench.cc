@@ -3,8 +3,9 @@
 // GPUs) <= 30 s.
 #include <benchmark/benchmark.h>
 
+#include "core/driver/planner.h"
+#include "core/driver/simulate.h"
 #include "core/scenario/scenario.h"
-#include "core/sim/simulate.h"
 
 namespace mmtwin {
 namespace {
@@ -22,8 +23,8 @@ void BM_Simulate(benchmark::State& state, const char* file) {
       state.SkipWithError(r.error().message().c_str());
       return;
     }
-    iterations = r->summary["iterations_replayed"].get<double>();
-    benchmark::DoNotOptimize(r->summary.size());
+    iterations = static_cast<double>(r->summary.iterations_replayed);
+    benchmark::DoNotOptimize(r->summary.stages.size());
   }
   state.counters["iterations"] = iterations;
 }
@@ -55,12 +56,12 @@ void BM_BmpPlan125LayersPp8(benchmark::State& state) {
   s.recompute = {"adaptive", {}};
   s.iterations = 4;
   for (auto _ : state) {
-    auto r = PlanScenario(s);
+    auto r = BuildPlan(s, {});
     if (!r) {
       state.SkipWithError(r.error().message().c_str());
       return;
     }
-    state.counters["layers"] = (*r)["layers"].get<double>();
+    state.counters["layers"] = static_cast<double>(r->plan.recompute.layers.size());
   }
 }
 BENCHMARK(BM_BmpPlan125LayersPp8)->Unit(benchmark::kMillisecond);

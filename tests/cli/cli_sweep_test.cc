@@ -77,7 +77,8 @@ TEST_F(CliSweepTest, FillsTheDatabaseAndPrintsTheTable) {
   for (const auto& row : rows) {
     EXPECT_EQ(row.status, "ok") << row.error;
     EXPECT_EQ(row.sweep, "small-sweep");
-    EXPECT_GT(row.summary["gpu_days"].get<double>(), 0);
+    ASSERT_TRUE(row.summary.has_value());
+    EXPECT_GT(row.summary->gpu_days, 0);
     EXPECT_NE(row.scenario_yaml.find("policies"), std::string::npos);
     ASSERT_EQ(row.axes.size(), 2u);
     combos.insert(row.axes[0].second + "/" + row.axes[1].second);

@@ -11,8 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/driver/simulate.h"
 #include "core/scenario/scenario.h"
-#include "core/sim/simulate.h"
 #include "engine/simgrid_engine.h"
 
 namespace mmtwin {
@@ -29,6 +29,14 @@ std::vector<std::string> ScenarioFiles() {
   return out;
 }
 
+// The whole run with the SimGrid engine, made by the driver (MakeEvaluator) from the scenario's engine name.
+Result<SimulationResult> WithSimGrid(Scenario s, bool contention) {
+  s.engine = "simgrid";
+  SimulateOptions o;
+  o.engine.contention = contention;
+  return Simulate(s, o);
+}
+
 TEST(CrosscheckTest, EnginesAgreeWithoutContention) {
   const std::vector<std::string> files = ScenarioFiles();
   ASSERT_GE(files.size(), 6u);
@@ -42,19 +50,15 @@ TEST(CrosscheckTest, EnginesAgreeWithoutContention) {
     s.engine = "analytic";
     auto analytic = Simulate(s, {});
     ASSERT_TRUE(analytic.ok()) << analytic.error().message();
-    SimGridOptions o;
-    o.contention = false;
-    auto simgrid = SimulateWithSimGrid(s, {}, o);
+    auto simgrid = WithSimGrid(s, false);
     ASSERT_TRUE(simgrid.ok()) << simgrid.error().message();
-    const double a = analytic->summary["iteration_time_us"]["mean"].get<double>();
-    const double g = simgrid->summary["iteration_time_us"]["mean"].get<double>();
-    EXPECT_EQ(simgrid->summary["engine"], "simgrid");
+    const double a = analytic->summary.iteration_time_us.mean;
+    const double g = simgrid->summary.iteration_time_us.mean;
+    EXPECT_EQ(simgrid->summary.engine, "simgrid");
     EXPECT_NEAR(g, a, 0.005 * a) << "analytic " << a << " us, simgrid " << g << " us";
     // The breakdown adds up the same way.
-    const auto& j = simgrid->summary;
-    EXPECT_NEAR(j["busy_ratio"].get<double>() + j["bubble_ratio"].get<double>() +
-                    j["idle_ratio"].get<double>() + j["exposed_comm_ratio"].get<double>(),
-                1.0, 1e-6);
+    const RunSummary& j = simgrid->summary;
+    EXPECT_NEAR(j.busy_ratio + j.bubble_ratio + j.idle_ratio + j.exposed_comm_ratio, 1.0, 1e-6);
     std::printf("%-60s analytic %.1f us  simgrid %.1f us  (%+.4f%%)\n", file.c_str(), a, g,
                 100 * (g - a) / a);
   }
@@ -72,10 +76,10 @@ TEST(CrosscheckTest, ContentionNeverFaster) {
     s.iterations = 1;
     auto analytic = Simulate(s, {});
     ASSERT_TRUE(analytic.ok()) << analytic.error().message();
-    auto simgrid = SimulateWithSimGrid(s, {}, SimGridOptions{});
+    auto simgrid = WithSimGrid(s, true);
     ASSERT_TRUE(simgrid.ok()) << simgrid.error().message();
-    const double a = analytic->summary["iteration_time_us"]["mean"].get<double>();
-    const double g = simgrid->summary["iteration_time_us"]["mean"].get<double>();
+    const double a = analytic->summary.iteration_time_us.mean;
+    const double g = simgrid->summary.iteration_time_us.mean;
     EXPECT_GE(g, a * (1 - 1e-9));
     std::printf("%-50s contention on: analytic %.1f us  simgrid %.1f us  (%+.4f%%)\n", name, a, g,
                 100 * (g - a) / a);
@@ -100,15 +104,13 @@ TEST(CrosscheckTest, DispatchAgreesWithoutContention) {
     s.data = {policy, {{"batch_size", "4"}, {"dispatch", dispatch}}};
     auto analytic = Simulate(s, {});
     ASSERT_TRUE(analytic.ok()) << analytic.error().message();
-    SimGridOptions o;
-    o.contention = false;
-    auto off = SimulateWithSimGrid(s, {}, o);
+    auto off = WithSimGrid(s, false);
     ASSERT_TRUE(off.ok()) << off.error().message();
-    auto on = SimulateWithSimGrid(s, {}, SimGridOptions{});
+    auto on = WithSimGrid(s, true);
     ASSERT_TRUE(on.ok()) << on.error().message();
-    const double a = analytic->summary["iteration_time_us"]["mean"].get<double>();
-    const double g = off->summary["iteration_time_us"]["mean"].get<double>();
-    const double c = on->summary["iteration_time_us"]["mean"].get<double>();
+    const double a = analytic->summary.iteration_time_us.mean;
+    const double g = off->summary.iteration_time_us.mean;
+    const double c = on->summary.iteration_time_us.mean;
     EXPECT_NEAR(g, a, 0.005 * a);
     EXPECT_GE(c, a * (1 - 1e-9));
     std::printf(

@@ -1,7 +1,10 @@
-// End-to-end: scenarios built in code through Simulate() and PlanScenario().
-#include "core/sim/simulate.h"
+// End-to-end: scenarios built in code through Simulate() and the public planner (BuildPlan).
+#include "core/driver/simulate.h"
 
 #include <gtest/gtest.h>
+
+#include "core/driver/planner.h"
+#include "core/records/records_codec.h"
 
 namespace mmtwin {
 namespace {
@@ -30,41 +33,58 @@ TEST(SimulateTest, SummaryIsConsistentAndDeterministic) {
   const Scenario s = Small("isf", "bmp", "adaptive");
   auto a = Simulate(s, {});
   ASSERT_TRUE(a.ok()) << a.error().message();
-  const auto& j = a->summary;
-  EXPECT_EQ(j["iterations_replayed"], 6);
-  const double busy = j["busy_ratio"], bubble = j["bubble_ratio"], idle = j["idle_ratio"],
-               comm = j["exposed_comm_ratio"];
-  EXPECT_NEAR(busy + bubble + idle + comm, 1.0, 1e-6);
-  EXPECT_GT(j["mfu"].get<double>(), 0.05);
-  EXPECT_LT(j["mfu"].get<double>(), 0.6);  // below the assumed 0.5 matmul efficiency plus slack
-  EXPECT_LE(j["iteration_time_us"]["p50"].get<double>(), j["iteration_time_us"]["p99"].get<double>());
-  EXPECT_GT(j["gpu_days"].get<double>(), 0);
-  ASSERT_EQ(j["stages"].size(), 4u);
-  EXPECT_EQ(j["stages"][0]["first_layer"], 0);
+  const RunSummary& j = a->summary;
+  EXPECT_EQ(j.iterations_replayed, 6);
+  EXPECT_EQ(j.source, RecordSource::kSimulated);
+  EXPECT_NEAR(j.busy_ratio + j.bubble_ratio + j.idle_ratio + j.exposed_comm_ratio, 1.0, 1e-6);
+  EXPECT_GT(j.mfu, 0.05);
+  EXPECT_LT(j.mfu, 0.6);  // below the assumed 0.5 matmul efficiency plus slack
+  EXPECT_LE(j.iteration_time_us.p50, j.iteration_time_us.p99);
+  EXPECT_GT(j.gpu_days, 0);
+  ASSERT_EQ(j.stages.size(), 4u);
+  EXPECT_EQ(j.stages[0].first_layer, 0);
   auto b = Simulate(s, {});
   ASSERT_TRUE(b.ok());
-  EXPECT_EQ(a->summary.dump(), b->summary.dump());
-  EXPECT_EQ(a->stages_csv, b->stages_csv);
-  EXPECT_TRUE(a->trace.contains("traceEvents"));
+  EXPECT_EQ(SummaryToJson(a->summary), SummaryToJson(b->summary));
+  EXPECT_EQ(StagesCsv(a->summary.stages), StagesCsv(b->summary.stages));
+  EXPECT_NE(a->trace_json.find("traceEvents"), std::string::npos);
+  // The summary codec round-trips.
+  auto back = SummaryFromJson(SummaryToJson(j), "summary.json");
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(SummaryToJson(*back), SummaryToJson(j));
+  // The traced iteration's op records: one per op, with the workload of compute ops.
+  ASSERT_FALSE(a->ops.empty());
+  int64_t forwards = 0;
+  for (const OpRecord& op : a->ops) {
+    EXPECT_GE(op.duration_us, 0);
+    if (op.kind != OpKind::kForward) continue;
+    ++forwards;
+    EXPECT_GT(op.tokens, 0);
+    EXPECT_GT(op.spans, 0);
+    EXPECT_GE(op.attention_pairs, static_cast<double>(op.tokens));  // sum t(t+1)/2 >= sum t
+  }
+  EXPECT_EQ(forwards, 2 * 8 * 4);  // dp x micro-batches x chunks
+  auto ops_back = ParseOpsCsv(OpsCsv(a->ops), "ops.csv");
+  ASSERT_TRUE(ops_back.ok()) << ops_back.error().message();
+  EXPECT_EQ(OpsCsv(*ops_back), OpsCsv(a->ops));
 }
 
 TEST(SimulateTest, OmniBalBeatsTheBaseline) {
   auto base = Simulate(Small("random", "params", "full"), {});
   auto omni = Simulate(Small("isf", "bmp", "adaptive"), {});
   ASSERT_TRUE(base.ok() && omni.ok());
-  const double tb = base->summary["epoch_time_s"], to = omni->summary["epoch_time_s"];
-  EXPECT_LT(to, tb);
-  EXPECT_LT(omni->summary["recompute_ratio"].get<double>(), base->summary["recompute_ratio"].get<double>());
+  EXPECT_LT(omni->summary.epoch_time_s, base->summary.epoch_time_s);
+  EXPECT_LT(omni->summary.recompute_ratio, base->summary.recompute_ratio);
 }
 
 TEST(SimulateTest, PlanReportsMemoryPerStage) {
-  auto p = PlanScenario(Small("isf", "uniform", "none"));
+  auto p = BuildPlan(Small("isf", "uniform", "none"), {});
   ASSERT_TRUE(p.ok()) << p.error().message();
-  ASSERT_EQ((*p)["stages"].size(), 4u);
-  for (const auto& st : (*p)["stages"]) {
-    EXPECT_GT(st["model_state_bytes"].get<int64_t>(), 0);
-    EXPECT_EQ(st["fits"].get<bool>(),
-              st["peak_memory_bytes"].get<int64_t>() <= st["memory_capacity_bytes"].get<int64_t>());
+  const std::vector<PlanStage> stages = PlanStages(*p);
+  ASSERT_EQ(stages.size(), 4u);
+  for (const PlanStage& st : stages) {
+    EXPECT_GT(st.memory.model_state_bytes, 0);
+    EXPECT_EQ(st.memory.fits, st.memory.peak_bytes <= st.memory.capacity_bytes);
   }
 }
 
@@ -99,7 +119,7 @@ TEST(SimulateTest, DispatchIsCharged) {
     s.data.params = {{"batch_size", "4"}, {"dispatch", dispatch}};
     auto r = Simulate(s, {});
     EXPECT_TRUE(r.ok()) << r.error().message();
-    return r.ok() ? r->summary["iteration_time_us"]["mean"].get<double>() : 0.0;
+    return r.ok() ? r->summary.iteration_time_us.mean : 0.0;
   };
   const double none = run("post-balance", "none"), a2a = run("post-balance", "all-to-all"),
                ag = run("post-balance", "all-gather");

@@ -287,9 +287,12 @@ RunRecord Rec(const std::string& key, int index, const std::string& status, doub
   r.run_index = index;
   r.status = status;
   r.axes = {{"data", index % 2 ? "isf" : "random"}, {"pp", std::to_string(index + 1)}};
-  if (status == "ok")
-    r.summary = {{"gpu_days", days}, {"oom", false}, {"iteration_time_us", {{"p50", 1000.0 * days}}}};
-  else
+  if (status == "ok") {
+    RunSummary x;
+    x.gpu_days = days;
+    x.iteration_time_us.p50 = 1000.0 * days;
+    r.summary = x;
+  } else
     r.error = "boom, \"quoted\"\nsecond line";
   r.session = "s1";
   return r;
@@ -311,7 +314,7 @@ TEST(ResultsDb, PutRunsMergeAndCsv) {
   EXPECT_EQ((*rows)[1].error, "boom, \"quoted\"\nsecond line");
   EXPECT_EQ((*rows)[2].axes,
             (std::vector<std::pair<std::string, std::string>>{{"data", "random"}, {"pp", "3"}}));
-  EXPECT_DOUBLE_EQ((*rows)[2].summary["gpu_days"].get<double>(), 2.5);
+  EXPECT_DOUBLE_EQ((*rows)[2].summary->gpu_days, 2.5);
 
   // Merge: k1 ok replaces the error; k0 error does not replace the ok row; k3 is new.
   auto other = ResultsDb::Open(dir / "b.sqlite");
@@ -327,7 +330,7 @@ TEST(ResultsDb, PutRunsMergeAndCsv) {
   for (const auto& r : *rows) by_key[r.run_key] = r;
   EXPECT_EQ(by_key["k0"].status, "ok");
   EXPECT_EQ(by_key["k1"].status, "ok");
-  EXPECT_DOUBLE_EQ(by_key["k2"].summary["gpu_days"].get<double>(), 2.5);
+  EXPECT_DOUBLE_EQ(by_key["k2"].summary->gpu_days, 2.5);
 
   auto csv = (*db)->ExportCsv();
   ASSERT_TRUE(csv.ok()) << csv.error().message();
@@ -359,8 +362,10 @@ class RunnerTest : public ::testing::Test {
     ASSERT_TRUE(runs.ok());
     runs_ = *runs;
   }
-  static Result<nlohmann::json> Fake(const Scenario& s) {
-    return nlohmann::json{{"gpu_days", 1.0 * s.parallel.micro_batches}, {"oom", false}};
+  static Result<RunSummary> Fake(const Scenario& s) {
+    RunSummary x;
+    x.gpu_days = 1.0 * s.parallel.micro_batches;
+    return x;
   }
   // Rows per session.
   std::map<std::string, int> Sessions(ResultsDb& db) {
@@ -395,7 +400,7 @@ TEST_F(RunnerTest, RecordsEveryRunAndResumeRedoesNothing) {
   ASSERT_EQ(rows->size(), 6u);
   for (const auto& row : *rows) {
     EXPECT_EQ(row.status, "ok");
-    EXPECT_DOUBLE_EQ(row.summary["gpu_days"].get<double>(), row.run_index + 1.0);
+    EXPECT_DOUBLE_EQ(row.summary->gpu_days, row.run_index + 1.0);
     EXPECT_FALSE(row.scenario_yaml.empty());
   }
   o.session = "second";
@@ -440,7 +445,7 @@ TEST_F(RunnerTest, CrashesAndErrorsAreRecordedAndTheSweepGoesOn) {
   SweepRunOptions o;
   o.jobs = 2;
   o.session = "first";
-  o.run = [](const Scenario& s) -> Result<nlohmann::json> {
+  o.run = [](const Scenario& s) -> Result<RunSummary> {
     if (s.parallel.micro_batches == 2) ::raise(SIGSEGV);
     if (s.parallel.micro_batches == 4) return Error("no good");
     if (s.parallel.micro_batches == 5) ::_exit(7);

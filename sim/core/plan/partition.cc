@@ -443,4 +443,18 @@ Result<Partition> RunPartitionPolicy(std::string_view name, const std::map<std::
   return part;
 }
 
+std::vector<StageShape> StageShapes(const ParallelConfig& parallel, const Partition& partition,
+                                    const RecomputePlan& recompute) {
+  std::vector<StageShape> s(parallel.pp);
+  for (int c = 0; c < partition.chunks(); ++c) {
+    StageShape& x = s[PipeRankOfChunk(c, parallel.pp)];
+    if (x.first_layer < 0) x.first_layer = partition.bounds[c];
+    x.last_layer = partition.bounds[c + 1] - 1;
+    x.layers += partition.LayersIn(c);
+    for (int l = partition.bounds[c]; l < partition.bounds[c + 1]; ++l)
+      x.recomputed += recompute.layers[l] != 0;
+  }
+  return s;
+}
+
 }  // namespace mmtwin

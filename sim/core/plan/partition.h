@@ -159,4 +159,12 @@ Partition GreedyAnchorPartition(const std::vector<double>& fwd_us, int chunks);
 // BMP score of `p` (see above).
 double BmpScore(const LayerProfile& profile, const Partition& p, double comm_weight);
 
+// Per pipeline rank: the first and last layer of its chunks (rank r holds chunks r, r + pp, ...), how many
+// layers it holds and how many of them recompute. What the per-stage tables of plan and simulate show.
+struct StageShape {
+  int first_layer = -1, last_layer = -1, layers = 0, recomputed = 0;
+};
+std::vector<StageShape> StageShapes(const ParallelConfig& parallel, const Partition& partition,
+                                    const RecomputePlan& recompute);
+
 }  // namespace mmtwin

@@ -11,8 +11,13 @@
 // chunk c runs on pipeline rank c % pp as its virtual stage c / pp (Megatron's interleaved assignment; vpp =
 // 1 gives one chunk per rank).
 //
-//   Plan plan;  // built by the planner (core/plan/planner.h) from a scenario
-//   for (const PipeOp& op : plan.schedule.per_rank[0]) ...   // what pipeline rank 0 computes, in order
+// The plan is self-describing (schema version, trace identity, epoch index of every iteration, DP bucket
+// size), so that rank 0 can write it (core/records/plan_codec.h) and every other rank, the backend or a later
+// simulation read it back instead of re-planning (bmp compares floating-point timings: re-planning on each
+// rank is fragile).
+//
+//   MMTWIN_ASSIGN_OR_RETURN(PlannedRun run, BuildPlan(scenario, {}));   // core/driver/planner.h
+//   for (const PipeOp& op : run.plan.schedule.per_rank[0]) ...   // what pipeline rank 0 computes, in order
 #pragma once
 
 #include <cstdint>
@@ -38,6 +43,7 @@ struct ParallelConfig {
   int GlobalRank(int dp_idx, int pp_idx, int tp_idx = 0) const {
     return tp_idx + tp * (dp_idx + dp * pp_idx);
   }
+  bool operator==(const ParallelConfig&) const = default;
 };
 
 // Chunk c holds layers [bounds[c], bounds[c + 1]) of Layers(model); bounds[0] = 0, bounds.back() = layer
@@ -47,6 +53,7 @@ struct Partition {
   int chunks() const { return static_cast<int>(bounds.size()) - 1; }
   int ChunkOfLayer(int layer) const;
   int LayersIn(int chunk) const { return bounds[chunk + 1] - bounds[chunk]; }
+  bool operator==(const Partition&) const = default;
 };
 Status ValidatePartition(const Partition& p, int layers, int chunks);
 inline int PipeRankOfChunk(int chunk, int pp) { return chunk % pp; }
@@ -57,6 +64,7 @@ inline int PipeRankOfChunk(int chunk, int pp) { return chunk % pp; }
 struct RecomputePlan {
   std::vector<uint8_t> layers;
   int Count() const;
+  bool operator==(const RecomputePlan&) const = default;
 };
 
 enum class PassKind : uint8_t { kForward, kBackward };
@@ -76,23 +84,48 @@ struct Schedule {
   std::string name;
   int pp = 1, vpp = 1, micro_batches = 1;
   std::vector<std::vector<PipeOp>> per_rank;  // size pp
+  bool operator==(const Schedule&) const = default;
 };
 
 // One iteration's data: micro_batches[dp_idx][m] = trace sample indices of micro-batch m on DP rank dp_idx.
 // dispatch[m] = the data-dispatch transfers (DP ranks) of micro-batch m (core/plan/dispatch.h); empty or
 // shorter than M = none.
 struct IterationData {
+  int64_t epoch_index = 0;  // which iteration of the epoch this is (0-based; data steps epoch_index * M ..)
   std::vector<std::vector<std::vector<uint32_t>>> micro_batches;
   std::vector<std::vector<DispatchTransfer>> dispatch;
+  bool operator==(const IterationData&) const = default;
 };
 
+// Where the plan's samples come from: the same identity (and digest) on two machines means the same trace.
+struct TraceIdentity {
+  std::string file;     // the trace CSV as the scenario names it ("" for a generator preset)
+  std::string preset;   // the generator preset ("" for a file)
+  int64_t samples = 0;  // samples in the trace
+  uint64_t seed = 0;    // generator seed (0 for a file)
+  uint64_t digest = 0;  // TraceDigest() of the samples (FNV-1a 64 over every sample's fields)
+  bool operator==(const TraceIdentity&) const = default;
+};
+
+inline constexpr int kPlanSchemaVersion = 1;
+
 struct Plan {
+  int schema_version = kPlanSchemaVersion;
+  std::string scenario;  // scenario name
+  std::string model;     // model zoo name (or model file) the plan was made for
+  std::string cluster;   // cluster preset (or file) and its node count
+  int nodes = 0;
+  TraceIdentity trace;
+  uint64_t seed = 0;                     // the policies' seed
+  int64_t iterations_in_epoch = 0;       // iterations one epoch of the trace gives
+  int64_t dp_bucket_bytes = 40ll << 20;  // DP gradient bucket size per GPU (CommSpec::dp_bucket_bytes)
   ParallelConfig parallel;
   Partition partition;
   RecomputePlan recompute;
   Schedule schedule;
   std::vector<IterationData> iterations;
   bool packed = true;  // micro-batches are packed (varlen) or padded to the longest sample
+  bool operator==(const Plan&) const = default;
 };
 
 // ---- Priced plan: what the op graph and the evaluators consume ----

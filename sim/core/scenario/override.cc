@@ -30,8 +30,8 @@ std::string Join(const std::vector<std::string>& v) {
   return s;
 }
 
-const std::vector<std::string> kTop = {"name",     "description", "trace",      "model", "cluster",
-                                       "parallel", "policies",    "iterations", "seed",  "engine"};
+const std::vector<std::string> kTop = {"name",     "description", "trace", "model",  "cluster", "parallel",
+                                       "policies", "iterations",  "seed",  "engine", "cost"};
 const std::vector<std::string> kTrace = {"file", "preset", "samples", "seed"};
 const std::vector<std::string> kCluster = {"preset", "nodes"};
 const std::vector<std::string> kParallel = {

@@ -192,8 +192,9 @@ class Parser {
   std::string base_dir_;
 };
 
-const std::vector<std::string> kTopKeys = {"name",     "description", "trace",      "model", "cluster",
-                                           "parallel", "policies",    "iterations", "seed",  "engine"};
+const std::vector<std::string> kTopKeys = {"name",    "description", "trace",    "model",
+                                           "cluster", "parallel",    "policies", "iterations",
+                                           "seed",    "engine",      "cost"};
 
 Status ParseTrace(const Parser& r, const YAML::Node& n, TraceSource& t) {
   MMTWIN_RETURN_IF_ERROR(r.Keys(n, "trace", {"file", "preset", "samples", "seed"}));
@@ -373,6 +374,11 @@ Result<Scenario> ParseImpl(const std::string& text, const std::string& name, con
     MMTWIN_ASSIGN_OR_RETURN(s.engine, r.Str(v, "engine"));
     if (Status st = CheckEngine(s.engine); !st.ok()) return r.At(v, "engine", st.error().message());
   }
+  if (const YAML::Node v = root["cost"]) {
+    MMTWIN_ASSIGN_OR_RETURN(s.cost, r.Str(v, "cost"));
+    if (s.cost.empty()) return r.At(v, "cost", "expected 'analytic' or a cost-coefficient CSV file");
+    if (s.cost != "analytic") s.cost = r.Resolve(s.cost);
+  }
 
   // Cross-field checks that need the model zoo and the cluster presets.
   if (s.parallel.vpp > 1 && s.schedule.name != "interleaved-1f1b")
@@ -485,6 +491,8 @@ std::string FormatScenario(const Scenario& s) {
     e << s.iterations;
   e << YAML::Key << "seed" << YAML::Value << s.seed;
   e << YAML::Key << "engine" << YAML::Value << s.engine;
+  // Written only when not the default, so that sweep run keys (a hash of this text) stay stable.
+  if (s.cost != "analytic") e << YAML::Key << "cost" << YAML::Value << s.cost;
   e << YAML::EndMap;
   return "# Resolved scenario (mmtwin): every default filled in, paths absolute.\n" + std::string(e.c_str()) +
          "\n";
@@ -505,7 +513,7 @@ bool operator==(const Scenario& a, const Scenario& b) {
          a.cluster == b.cluster && a.nodes == b.nodes && same_parallel && a.data == b.data &&
          a.partition == b.partition && a.recompute == b.recompute && a.schedule == b.schedule &&
          a.epoch == b.epoch && (a.epoch || a.iterations == b.iterations) && a.seed == b.seed &&
-         a.engine == b.engine;
+         a.engine == b.engine && a.cost == b.cost;
 }
 
 }  // namespace mmtwin

@@ -55,6 +55,10 @@ struct Scenario {
   bool epoch = false;      // replay every iteration of the epoch instead
   uint64_t seed = 1;       // policies' seed
   std::string engine = "analytic";
+  // Per-layer time model: "analytic" (FLOPs at the device's achieved rate, core/cost) or a cost-coefficient
+  // CSV (CoefficientCostModel, e.g. fitted from measurements; relative paths resolve against the scenario's
+  // folder). FLOPs and bytes always come from the analytic model.
+  std::string cost = "analytic";
 };
 
 // Parses and validates (types, ranges, unknown keys -> `file:line: key: reason`). Policy names and parameters

@@ -1,6 +1,12 @@
 // SQLite storage of sweep results (see results_db.h): prepared statements, one transaction per write.
 #include "core/sweep/results_db.h"
 
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+#include "core/records/records_codec.h"
+
 #include <sqlite3.h>
 
 #include <charconv>
@@ -68,40 +74,6 @@ std::string Num(double x) {
 
 }  // namespace
 
-const std::vector<SummaryColumn>& SummaryColumns() {
-  static const std::vector<SummaryColumn> kColumns = {
-      {"iteration_time_us_mean", "/iteration_time_us/mean"},
-      {"iteration_time_us_p50", "/iteration_time_us/p50"},
-      {"iteration_time_us_p99", "/iteration_time_us/p99"},
-      {"iteration_time_us_ci95_low", "/iteration_time_us/ci95_low"},
-      {"iteration_time_us_ci95_high", "/iteration_time_us/ci95_high"},
-      {"busy_ratio", "/busy_ratio"},
-      {"bubble_ratio", "/bubble_ratio"},
-      {"idle_ratio", "/idle_ratio"},
-      {"recompute_ratio", "/recompute_ratio"},
-      {"exposed_comm_ratio", "/exposed_comm_ratio"},
-      {"tokens_per_s", "/tokens_per_s"},
-      {"samples_per_s", "/samples_per_s"},
-      {"mfu", "/mfu"},
-      {"epoch_time_s", "/epoch_time_s"},
-      {"gpu_days", "/gpu_days"},
-      {"oom", "/oom"},
-      {"pad_ratio", "/data/pad_ratio"},
-      {"dist_ratio_vit", "/data/dist_ratio_vit"},
-      {"dist_ratio_llm", "/data/dist_ratio_llm"},
-      {"mean_batch_size", "/data/mean_batch_size"},
-      {"partition_var_fwd_us2", "/partition/var_fwd_us2"},
-      {"partition_var_params", "/partition/var_params"},
-      {"partition_var_layers", "/partition/var_layers"},
-      {"partition_sum_comm_bytes", "/partition/sum_comm_bytes"},
-      {"recomputed_layers", "/recomputed_layers"},
-      {"iterations_replayed", "/iterations_replayed"},
-      {"iterations_in_epoch", "/iterations_in_epoch"},
-      {"trace_samples", "/trace_samples"},
-  };
-  return kColumns;
-}
-
 std::string AxisColumn(const std::string& axis_name) {
   std::string c = "axis_";
   for (char ch : axis_name) {
@@ -147,8 +119,7 @@ Result<std::unique_ptr<ResultsDb>> ResultsDb::Open(const std::string& path) {
       "CREATE TABLE IF NOT EXISTS runs (run_key TEXT PRIMARY KEY, sweep TEXT, run_index INTEGER, status "
       "TEXT, "
       "error TEXT, axes_json TEXT";
-  for (const auto& c : SummaryColumns())
-    sql += std::string(", ") + c.column + (std::string(c.column) == "oom" ? " INTEGER" : " REAL");
+  for (const auto& c : SummaryColumns()) sql += std::string(", ") + c.name + " " + c.sql_type;
   sql += ", wall_seconds REAL, session TEXT, finished_at TEXT, summary_json TEXT, scenario_yaml TEXT);";
   sql +=
       "CREATE TABLE IF NOT EXISTS sweeps (name TEXT PRIMARY KEY, path TEXT, axes_json TEXT, runs INTEGER);";
@@ -157,9 +128,9 @@ Result<std::unique_ptr<ResultsDb>> ResultsDb::Open(const std::string& path) {
   db->columns_.insert(cols.begin(), cols.end());
   // Older files may miss summary columns added since: add them.
   for (const auto& c : SummaryColumns())
-    if (!db->columns_.count(c.column)) {
-      MMTWIN_RETURN_IF_ERROR(db->Exec(std::string("ALTER TABLE runs ADD COLUMN ") + c.column));
-      db->columns_.insert(c.column);
+    if (!db->columns_.count(c.name)) {
+      MMTWIN_RETURN_IF_ERROR(db->Exec(std::string("ALTER TABLE runs ADD COLUMN ") + c.name));
+      db->columns_.insert(c.name);
     }
   return db;
 }
@@ -180,7 +151,7 @@ Status ResultsDb::Put(const RunRecord& r) {
     MMTWIN_RETURN_IF_ERROR(EnsureAxisColumns(r.axes));
     std::vector<std::string> cols(std::begin(kFixedHead), std::end(kFixedHead));
     for (const auto& [name, label] : r.axes) cols.push_back(AxisColumn(name));
-    for (const auto& c : SummaryColumns()) cols.push_back(c.column);
+    for (const auto& c : SummaryColumns()) cols.push_back(c.name);
     for (const char* c : kFixedTail) cols.push_back(c);
     std::string sql = "INSERT OR REPLACE INTO runs (";
     for (size_t i = 0; i < cols.size(); ++i) sql += (i ? ", " : "") + Quote(cols[i]);
@@ -211,15 +182,17 @@ Status ResultsDb::Put(const RunRecord& r) {
     st.Text(i++, axes.dump());
     for (const auto& [name, label] : r.axes) BindLabel(st, i++, label);
     for (const auto& c : SummaryColumns()) {
-      const nlohmann::json::json_pointer ptr(c.path);
-      const nlohmann::json* v =
-          r.summary.is_object() && r.summary.contains(ptr) ? &r.summary.at(ptr) : nullptr;
-      if (v && v->is_boolean())
-        sqlite3_bind_int(st.get(), i, v->get<bool>() ? 1 : 0);
-      else if (v && v->is_number_integer())
-        sqlite3_bind_int64(st.get(), i, v->get<int64_t>());
-      else if (v && v->is_number() && std::isfinite(v->get<double>()))
-        sqlite3_bind_double(st.get(), i, v->get<double>());
+      if (!r.summary) {
+        sqlite3_bind_null(st.get(), i++);
+        continue;
+      }
+      const SummaryValue v = c.get(*r.summary);
+      if (const auto* x = std::get_if<int64_t>(&v))
+        sqlite3_bind_int64(st.get(), i, *x);
+      else if (const auto* d = std::get_if<double>(&v); d && std::isfinite(*d))
+        sqlite3_bind_double(st.get(), i, *d);
+      else if (const auto* t = std::get_if<std::string>(&v))
+        sqlite3_bind_text(st.get(), i, t->c_str(), static_cast<int>(t->size()), SQLITE_TRANSIENT);
       else
         sqlite3_bind_null(st.get(), i);
       ++i;
@@ -227,10 +200,10 @@ Status ResultsDb::Put(const RunRecord& r) {
     sqlite3_bind_double(st.get(), i++, r.wall_seconds);
     st.TextOrNull(i++, r.session);
     st.TextOrNull(i++, r.finished_at);
-    if (r.summary.is_null())
+    if (!r.summary)
       sqlite3_bind_null(st.get(), i++);
     else
-      st.Text(i++, r.summary.dump());
+      st.Text(i++, SummaryToJson(*r.summary));
     st.TextOrNull(i++, r.scenario_yaml);
     if (sqlite3_step(st.get()) != SQLITE_DONE) return Error(path_ + ": " + sqlite3_errmsg(db_));
     return Status();
@@ -309,8 +282,8 @@ Result<std::vector<RunRecord>> ResultsDb::Runs(const std::string& sweep) {
                             it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
     const std::string summary = st.ColText(6);
     if (!summary.empty()) {
-      r.summary = nlohmann::json::parse(summary, nullptr, false);
-      if (r.summary.is_discarded()) r.summary = nullptr;
+      auto parsed = SummaryFromJson(summary, path_ + ": run " + r.run_key);
+      if (parsed) r.summary = std::move(*parsed);
     }
     r.scenario_yaml = st.ColText(7);
     r.wall_seconds = sqlite3_column_double(st.get(), 8);

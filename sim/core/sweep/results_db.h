@@ -3,8 +3,8 @@
 // transaction, so an interrupted sweep loses at most the runs in flight.
 //
 // runs columns: run_key (primary key), sweep, run_index, status ('ok' | 'error'), error, axes_json, one
-// column per axis (`axis_<name>`, numbers stored as numbers), the summary fields flattened (SummaryColumns():
-// iteration_time_us_p50, ..., gpu_days in GPU-days, oom 0/1, ...), wall_seconds (the run's wall time),
+// column per axis (`axis_<name>`, numbers stored as numbers), the summary fields flattened (SummaryColumns() of
+// core/records/records_codec.h: iteration_time_us_p50, ..., gpu_days in GPU-days, oom 0/1, ...), wall_seconds (the run's wall time),
 // session (which `mmtwin sweep` invocation ran it: host:pid:start), finished_at (UTC ISO 8601),
 // summary_json (summary.json), scenario_yaml (the resolved scenario).
 //
@@ -14,13 +14,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "core/records/records.h"
 #include "core/util/status.h"
 
 struct sqlite3;
@@ -34,7 +34,7 @@ struct RunRecord {
   std::string status = "ok";  // "ok" or "error"
   std::string error;
   std::vector<std::pair<std::string, std::string>> axes;  // (axis name, value label)
-  nlohmann::json summary;                                 // null for errors
+  std::optional<RunSummary> summary;                      // empty for errors
   std::string scenario_yaml;
   double wall_seconds = 0;
   std::string session;
@@ -47,13 +47,6 @@ struct SweepInfo {
   std::string axes_json;  // ["name", ...] in axis order
   int runs = 0;           // runs in the whole sweep (all shards)
 };
-
-// The flattened summary columns, in table order, with the summary.json path each comes from.
-struct SummaryColumn {
-  const char* column;
-  const char* path;  // JSON pointer into summary.json
-};
-const std::vector<SummaryColumn>& SummaryColumns();
 
 class ResultsDb {
  public:

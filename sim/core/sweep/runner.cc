@@ -3,6 +3,10 @@
 // inherited (stdio buffers, the database connection).
 #include "core/sweep/runner.h"
 
+#include <nlohmann/json.hpp>
+
+#include "core/records/records_codec.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -19,7 +23,7 @@
 #include <map>
 #include <set>
 
-#include "core/sim/simulate.h"
+#include "core/driver/simulate.h"
 #include "core/util/csv.h"
 
 namespace mmtwin {
@@ -42,7 +46,7 @@ std::string UtcNow() {
   try {
     auto r = fn(run.scenario);
     if (r)
-      reply = {{"ok", true}, {"summary", *r}};
+      reply = {{"ok", true}, {"summary_json", SummaryToJson(*r)}};
     else
       reply = {{"ok", false}, {"error", r.error().message()}};
   } catch (const std::exception& e) {
@@ -82,14 +86,10 @@ std::string DescribeStatus(int status) {
 
 }  // namespace
 
-Result<nlohmann::json> RunScenario(const Scenario& scenario, const EvaluatorFactory& factory) {
-  std::unique_ptr<Evaluator> evaluator;
-  if (factory) evaluator = factory(scenario.engine);
-  if (!evaluator && scenario.engine != "analytic")
-    return Error("engine '" + scenario.engine + "' is not available to mmtwin sweep in this build");
+Result<RunSummary> RunScenario(const Scenario& scenario, const EngineOptions& engine) {
   SimulateOptions opts;
-  opts.evaluator = evaluator.get();  // nullptr = analytic
-  opts.trace_dp_replicas = 1;        // the sweep keeps summaries only
+  opts.engine = engine;
+  opts.trace_dp_replicas = 1;  // the sweep keeps summaries only
   MMTWIN_ASSIGN_OR_RETURN(SimulationResult r, Simulate(scenario, opts));
   return std::move(r.summary);
 }
@@ -250,9 +250,16 @@ Result<SweepOutcome> RunSweep(const SweepSpec& spec, const std::vector<SweepRun>
       rec.wall_seconds = std::chrono::duration<double>(Clock::now() - w.start).count();
       const nlohmann::json reply = nlohmann::json::parse(w.buffer, nullptr, false);
       const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (clean && reply.is_object() && reply.value("ok", false) && reply.contains("summary")) {
+      Result<RunSummary> summary = Error("no summary");
+      if (clean && reply.is_object() && reply.value("ok", false) && reply.contains("summary_json") &&
+          reply["summary_json"].is_string())
+        summary = SummaryFromJson(reply["summary_json"].get<std::string>(), "run " + w.run->key);
+      if (summary) {
         rec.status = "ok";
-        rec.summary = reply["summary"];
+        rec.summary = std::move(*summary);
+      } else if (clean && reply.is_object() && reply.value("ok", false)) {
+        rec.status = "error";
+        rec.error = "worker reply: " + summary.error().message();
       } else {
         rec.status = "error";
         if (clean && reply.is_object() && reply.contains("error") && reply["error"].is_string())

@@ -15,9 +15,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "core/eval/evaluator.h"
+#include "core/driver/driver.h"
+#include "core/records/records.h"
 #include "core/scenario/scenario.h"
 #include "core/sweep/results_db.h"
 #include "core/sweep/sweep.h"
@@ -25,15 +24,11 @@
 
 namespace mmtwin {
 
-// Makes the evaluator for an engine name (nullptr = not available in this binary). The core knows only the
-// analytic one; the CLI (which links the SimGrid engine) passes a factory that knows more.
-using EvaluatorFactory = std::function<std::unique_ptr<Evaluator>(const std::string& engine)>;
-
-// Evaluates one scenario and returns its summary.json. This is the single place where a sweep runs a
-// scenario: Simulate() with the evaluator `factory` makes for scenario.engine (empty factory: analytic only);
-// an engine without an evaluator is an error naming it.
-Result<nlohmann::json> RunScenario(const Scenario& scenario, const EvaluatorFactory& factory = {});
-using RunFunction = std::function<Result<nlohmann::json>(const Scenario&)>;
+// Evaluates one scenario and returns its summary. This is the single place where a sweep runs a scenario:
+// Simulate() with the driver's evaluator for scenario.engine (core/driver/driver.h; an engine this build
+// lacks is an error naming it).
+Result<RunSummary> RunScenario(const Scenario& scenario, const EngineOptions& engine = {});
+using RunFunction = std::function<Result<RunSummary>(const Scenario&)>;
 
 // Slurm-style sharding: run `index` belongs to shard index % shards.
 inline bool InShard(int index, int shard, int shards) { return shards <= 1 || index % shards == shard; }

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <unordered_set>
 
 #include "core/trace/trace.h"
@@ -147,6 +148,31 @@ Status ValidateTrace(const Trace& t, const std::string& name) {
     if (!ids.insert(s.id).second) return Error(name + ": duplicate sample_id '" + s.id + "'");
   }
   return Status();
+}
+
+uint64_t TraceDigest(const Trace& trace) {
+  uint64_t h = 1469598103934665603ull;
+  auto bytes = [&h](const void* p, size_t n) {
+    const auto* c = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ c[i]) * 1099511628211ull;
+  };
+  auto str = [&](const std::string& s) {
+    const uint64_t n = s.size();
+    bytes(&n, sizeof n);
+    bytes(s.data(), s.size());
+  };
+  for (const Sample& x : trace.samples) {
+    str(x.id);
+    str(x.subset < trace.subsets.size() ? trace.subsets[x.subset] : std::string());
+    const uint32_t counts[4] = {x.images, x.image_tiles, x.video_frames, x.text_tokens};
+    bytes(counts, sizeof counts);
+    uint64_t audio_bits = 0;
+    static_assert(sizeof audio_bits == sizeof x.audio_seconds);
+    std::memcpy(&audio_bits, &x.audio_seconds, sizeof audio_bits);
+    bytes(&audio_bits, sizeof audio_bits);
+    str(x.meta);
+  }
+  return h;
 }
 
 }  // namespace mmtwin

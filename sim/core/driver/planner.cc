@@ -1,0 +1,429 @@
+// The public planner (planner.h): scenario -> PlannedRun.
+#include "core/driver/planner.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+#include "core/balance/data_policy.h"
+#include "core/eval/analytic.h"
+#include "core/graph/op_graph.h"
+#include "core/plan/schedule.h"
+#include "core/trace/generate.h"
+#include "core/util/rng.h"
+
+namespace mmtwin {
+namespace {
+
+Status Cancelled(const std::atomic<bool>* cancel) {
+  if (cancel && cancel->load(std::memory_order_relaxed)) return Error("cancelled");
+  return Status();
+}
+
+// Iteration k of the epoch: data steps k * M .. k * M + M - 1.
+IterationData IterationOf(const DataPlan& data, int dp, int m, int64_t k) {
+  IterationData it;
+  it.epoch_index = k;
+  it.micro_batches.assign(dp, std::vector<std::vector<uint32_t>>(m));
+  it.dispatch.assign(m, {});
+  for (int j = 0; j < m; ++j) {
+    const DataStep& step = data.steps[static_cast<size_t>(k * m + j)];
+    for (int r = 0; r < dp; ++r) it.micro_batches[r][j] = step.ranks[r].samples;
+    it.dispatch[j] = step.dispatch;
+  }
+  return it;
+}
+
+// The checks of parallel sizes against the cluster; `nodes` = the scenario's, or just enough.
+Result<int> CheckLayout(const Scenario& s, const ClusterSpec& probe) {
+  const ParallelConfig& par = s.parallel;
+  if (par.dp < 1 || par.tp < 1 || par.pp < 1 || par.vpp < 1 || par.micro_batches < 1)
+    return Error("scenario: parallel sizes must be >= 1");
+  if (par.zero_stage < 0 || par.zero_stage > 3) return Error("scenario: zero_stage must be 0..3");
+  if (par.tp > probe.gpus_per_node)
+    return Error("scenario: tp " + std::to_string(par.tp) + " exceeds the " +
+                 std::to_string(probe.gpus_per_node) + " GPUs of a node in cluster '" + probe.name + "'");
+  const int needed = (par.world_size() + probe.gpus_per_node - 1) / probe.gpus_per_node;
+  if (s.nodes > 0 && s.nodes < needed)
+    return Error("scenario: dp*tp*pp = " + std::to_string(par.world_size()) + " GPUs need " +
+                 std::to_string(needed) + " nodes of cluster '" + probe.name + "', but nodes is " +
+                 std::to_string(s.nodes));
+  return s.nodes > 0 ? s.nodes : needed;
+}
+
+// Per-layer profiles over a bounded sample of the replayed micro-batches: the mean (what partitioning
+// balances, OmniBal's "balanced input size") and the element-wise worst case (what memory must survive).
+struct Profiles {
+  LayerProfile mean, worst;
+};
+
+Profiles BuildProfiles(const PlannedRun& run, const Pricer& pricer) {
+  const std::vector<Layer>& layers = pricer.layers();
+  std::vector<LayerCost> lc, sum(layers.size()), worst(layers.size());
+  std::vector<SampleTokens> mb;
+  int64_t n = 0;
+  const size_t max_iterations = std::min<size_t>(run.plan.iterations.size(), 16);
+  for (size_t i = 0; i < max_iterations; ++i) {
+    const IterationData& it = run.plan.iterations[i];
+    for (const auto& rank : it.micro_batches)
+      for (const auto& samples : rank) {
+        mb.clear();
+        for (uint32_t s : samples) mb.push_back(run.tokens[s]);
+        pricer.LayerCosts(mb, run.packing(), lc);
+        for (size_t l = 0; l < lc.size(); ++l) {
+          sum[l].fwd_time_us += lc[l].fwd_time_us;
+          sum[l].bwd_time_us += lc[l].bwd_time_us;
+          sum[l].act_bytes += lc[l].act_bytes;
+          sum[l].act_bytes_recompute += lc[l].act_bytes_recompute;
+          sum[l].boundary_bytes += lc[l].boundary_bytes;
+          sum[l].param_bytes = lc[l].param_bytes;
+          worst[l].fwd_time_us = std::max(worst[l].fwd_time_us, lc[l].fwd_time_us);
+          worst[l].bwd_time_us = std::max(worst[l].bwd_time_us, lc[l].bwd_time_us);
+          worst[l].act_bytes = std::max(worst[l].act_bytes, lc[l].act_bytes);
+          worst[l].act_bytes_recompute = std::max(worst[l].act_bytes_recompute, lc[l].act_bytes_recompute);
+          worst[l].boundary_bytes = std::max(worst[l].boundary_bytes, lc[l].boundary_bytes);
+          worst[l].param_bytes = lc[l].param_bytes;
+        }
+        ++n;
+      }
+  }
+  for (auto& x : sum) {
+    const double k = std::max<int64_t>(1, n);
+    x.fwd_time_us /= k;
+    x.bwd_time_us /= k;
+    x.act_bytes = static_cast<int64_t>(x.act_bytes / k);
+    x.act_bytes_recompute = static_cast<int64_t>(x.act_bytes_recompute / k);
+    x.boundary_bytes = static_cast<int64_t>(x.boundary_bytes / k);
+  }
+  return {MakeLayerProfile(layers, sum), MakeLayerProfile(layers, worst)};
+}
+
+Result<RecomputePlan> PlanRecompute(const PlannedRun& run, const LayerProfile& worst, const Partition& p,
+                                    RecomputeReport* report) {
+  const ParallelConfig& par = run.plan.parallel;
+  RecomputeContext rc;
+  rc.profile = worst;
+  rc.partition = p;
+  rc.parallel = par;
+  rc.in_flight = MaxInFlight(run.plan.schedule);
+  rc.model_state_bytes = RankModelStateBytes(par, p, worst.params);
+  rc.other_bytes = ProfileBoundaryBytes(worst, p, par);
+  rc.capacity_bytes = run.cluster.device.memory_bytes;
+  return RunRecomputePolicy(run.scenario.recompute.name, run.scenario.recompute.params, rc, report);
+}
+
+// Mean iteration time of a candidate plan over the first few replayed iterations (bmp's "timing").
+Result<double> QuickTime(const PlannedRun& run, const Pricer& pricer, const LayerProfile& worst,
+                         const Partition& p, const std::atomic<bool>* cancel) {
+  MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
+  MMTWIN_ASSIGN_OR_RETURN(RecomputePlan rc, PlanRecompute(run, worst, p, nullptr));
+  const std::vector<ChunkStatic> statics = pricer.Static(p);
+  double total = 0;
+  const size_t n = std::min<size_t>(run.plan.iterations.size(), 4);
+  OpGraph graph;
+  IterationTiming timing;
+  CommSpec comm = pricer.Comm();
+  comm.dp_bucket_bytes = run.plan.dp_bucket_bytes;
+  for (size_t i = 0; i < n; ++i) {
+    const IterationCosts costs =
+        pricer.PriceIteration(run.plan.iterations[i], run.tokens, run.packing(), p, rc);
+    if (i == 0) {
+      MMTWIN_ASSIGN_OR_RETURN(
+          graph, BuildIterationGraph(run.plan.parallel, run.plan.schedule, costs, statics, comm));
+    } else {
+      MMTWIN_RETURN_IF_ERROR(RepriceIterationGraph(&graph, run.plan.schedule, costs));
+    }
+    EvaluateAnalytic(graph, &timing);
+    total += timing.iteration_time_us;
+  }
+  return total / std::max<size_t>(1, n);
+}
+
+Status PlanModel(PlannedRun& run, const Pricer& pricer, const std::atomic<bool>* cancel) {
+  const ParallelConfig& par = run.plan.parallel;
+  const Profiles prof = BuildProfiles(run, pricer);
+  PartitionContext pc;
+  pc.profile = prof.mean;
+  pc.chunks = par.chunks();
+  pc.pp = par.pp;
+  const std::vector<int> in_flight = MaxInFlight(run.plan.schedule);
+  const int64_t capacity = run.cluster.device.memory_bytes;
+  pc.fits_with_full_recompute = [&](const Partition& p) {
+    return FitsWithFullRecompute(prof.worst, p, par, in_flight, capacity);
+  };
+  pc.evaluate = [&](const Partition& p) { return QuickTime(run, pricer, prof.worst, p, cancel); };
+  if (par.chunks() > static_cast<int>(pricer.layers().size()))
+    return Error("scenario: pp * vpp = " + std::to_string(par.chunks()) + " chunks exceed the model's " +
+                 std::to_string(pricer.layers().size()) + " layers");
+  MMTWIN_ASSIGN_OR_RETURN(run.plan.partition,
+                          RunPartitionPolicy(run.scenario.partition.name, run.scenario.partition.params, pc,
+                                             &run.partition_report));
+  MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
+  MMTWIN_ASSIGN_OR_RETURN(run.plan.recompute,
+                          PlanRecompute(run, prof.worst, run.plan.partition, &run.recompute_report));
+  return Status();
+}
+
+std::vector<int64_t> LayerParams(const std::vector<Layer>& layers) {
+  std::vector<int64_t> p;
+  for (const Layer& l : layers) p.push_back(l.params);
+  return p;
+}
+
+Status MemoryReport(PlannedRun& run, const Pricer& pricer, const std::atomic<bool>* cancel) {
+  const ParallelConfig& par = run.plan.parallel;
+  const std::vector<int64_t> layer_params = LayerParams(pricer.layers());
+  std::vector<double> fwd(par.pp, 0);
+  int64_t mbs = 0;
+  run.memory.clear();
+  for (const IterationData& it : run.plan.iterations) {
+    MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
+    const IterationCosts costs =
+        pricer.PriceIteration(it, run.tokens, run.packing(), run.plan.partition, run.plan.recompute);
+    run.memory =
+        MergeMemory(run.memory, ComputeMemory(par, run.plan.partition, layer_params, run.plan.schedule, costs,
+                                              run.cluster.device.memory_bytes));
+    for (int d = 0; d < costs.dp; ++d)
+      for (int m = 0; m < costs.micro_batches; ++m) {
+        for (int c = 0; c < costs.chunks; ++c) fwd[PipeRankOfChunk(c, par.pp)] += costs.At(d, m, c).fwd_us;
+        ++mbs;
+      }
+  }
+  run.stage_fwd_us_mean.assign(par.pp, 0.0);
+  for (int r = 0; r < par.pp; ++r) run.stage_fwd_us_mean[r] = mbs ? fwd[r] / mbs : 0.0;
+  return Status();
+}
+
+}  // namespace
+
+CommSpec PlannedRun::Comm() const {
+  CommSpec c = LayoutComm(cluster, plan.parallel);
+  c.dp_bucket_bytes = plan.dp_bucket_bytes;
+  return c;
+}
+
+Result<std::shared_ptr<const CostModel>> LoadCostModel(const Scenario& scenario, const ModelSpec& model,
+                                                       const ClusterSpec& cluster) {
+  AnalyticCostModel analytic(cluster.device, AnalyticOptions{scenario.parallel.tp});
+  if (scenario.cost.empty() || scenario.cost == "analytic")
+    return std::shared_ptr<const CostModel>(std::make_shared<AnalyticCostModel>(std::move(analytic)));
+  auto loaded = CoefficientCostModel::Load(scenario.cost, std::move(analytic));
+  if (!loaded) return loaded.error().Wrap("cost");
+  MMTWIN_RETURN_IF_ERROR(loaded->Supports(model));
+  return std::shared_ptr<const CostModel>(std::make_shared<CoefficientCostModel>(std::move(*loaded)));
+}
+
+Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
+  const std::atomic<bool>* cancel = options.cancel;
+  PlannedRun run;
+  run.scenario = s;
+  const ParallelConfig& par = s.parallel;
+  MMTWIN_ASSIGN_OR_RETURN(run.model, LoadModel(s.model));
+  MMTWIN_ASSIGN_OR_RETURN(ClusterSpec probe, LoadCluster(s.cluster));
+  MMTWIN_ASSIGN_OR_RETURN(run.scenario.nodes, CheckLayout(s, probe));
+  MMTWIN_ASSIGN_OR_RETURN(run.cluster, LoadCluster(s.cluster, run.scenario.nodes));
+  MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
+
+  // The trace and its identity.
+  TraceIdentity& id = run.plan.trace;
+  if (!s.trace.file.empty()) {
+    MMTWIN_ASSIGN_OR_RETURN(run.trace, ReadTrace(s.trace.file));
+    id.file = s.trace.file;
+  } else {
+    int64_t n = s.trace.samples;
+    if (n <= 0)
+      for (const auto& p : GeneratorPresets())
+        if (p.name == s.trace.preset) n = p.default_samples;
+    MMTWIN_ASSIGN_OR_RETURN(run.trace, GenerateTrace(s.trace.preset, n, s.trace.seed));
+    id.preset = s.trace.preset;
+    id.seed = s.trace.seed;
+  }
+  if (run.trace.samples.empty()) return Error("scenario: the trace has no samples");
+  id.samples = static_cast<int64_t>(run.trace.size());
+  id.digest = TraceDigest(run.trace);
+  MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
+
+  // Data policy: the epoch's mini-batch steps.
+  const SampleSizes sizes = ComputeSizes(run.model, run.trace);
+  run.tokens.reserve(run.trace.size());
+  for (const Sample& x : run.trace.samples) run.tokens.push_back(TokensFor(run.model, x));
+  const int ranks_per_node = std::max(1, run.cluster.gpus_per_node / par.tp);
+  DataPolicyContext ctx{&run.trace, &run.model, &sizes, par.dp, ranks_per_node, s.seed};
+  MMTWIN_ASSIGN_OR_RETURN(DataPlan data, RunDataPolicy(s.data.name, s.data.params, ctx));
+  run.data_metrics = ComputeDataMetrics(data, sizes);
+  MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
+
+  // The replayed iterations.
+  Plan& plan = run.plan;
+  plan.scenario = s.name;
+  plan.model = run.model.name;
+  plan.cluster = run.cluster.name;
+  plan.nodes = run.cluster.nodes;
+  plan.seed = s.seed;
+  plan.parallel = par;
+  plan.packed = data.packed;
+  plan.iterations_in_epoch = static_cast<int64_t>(data.steps.size()) / par.micro_batches;
+  if (plan.iterations_in_epoch < 1)
+    return Error("scenario: the trace yields " + std::to_string(data.steps.size()) +
+                 " mini-batch steps for dp " + std::to_string(par.dp) + ", fewer than the " +
+                 std::to_string(par.micro_batches) + " micro-batches of one iteration");
+  std::vector<int64_t> replay;
+  if (s.epoch || s.iterations >= plan.iterations_in_epoch) {
+    replay.resize(plan.iterations_in_epoch);
+    std::iota(replay.begin(), replay.end(), 0);
+  } else {
+    // A seeded sample of distinct iterations (partial Fisher-Yates), ascending.
+    std::vector<int64_t> all(plan.iterations_in_epoch);
+    std::iota(all.begin(), all.end(), 0);
+    Rng rng = Rng(s.seed).Fork(101);
+    for (int64_t i = 0; i < s.iterations; ++i) std::swap(all[i], all[i + rng.Below(all.size() - i)]);
+    replay.assign(all.begin(), all.begin() + s.iterations);
+    std::sort(replay.begin(), replay.end());
+  }
+  plan.iterations.reserve(replay.size());
+  for (int64_t k : replay) plan.iterations.push_back(IterationOf(data, par.dp, par.micro_batches, k));
+  data = DataPlan();  // the epoch's other steps are not needed any more
+
+  // Cost model, schedule, partition, recompute.
+  if (options.cost) {
+    run.cost = options.cost;
+  } else {
+    MMTWIN_ASSIGN_OR_RETURN(run.cost, LoadCostModel(run.scenario, run.model, run.cluster));
+  }
+  MMTWIN_ASSIGN_OR_RETURN(plan.schedule, BuildSchedule(s.schedule.name, par.pp, par.vpp, par.micro_batches));
+  const Pricer pricer = run.MakePricer();
+  MMTWIN_RETURN_IF_ERROR(PlanModel(run, pricer, cancel));
+  if (options.memory_report) MMTWIN_RETURN_IF_ERROR(MemoryReport(run, pricer, cancel));
+  return run;
+}
+
+Status ValidateScenario(const Scenario& s) {
+  // Everything a scenario file is checked for: the same parser on the scenario's resolved text. Line numbers
+  // would point into generated text, so only the field is named.
+  const std::string name = s.path.empty() ? (s.name.empty() ? "scenario" : s.name) : s.path;
+  auto parsed = ParseScenario(FormatScenario(s), name, ".");
+  if (!parsed) {
+    std::string msg = parsed.error().message();
+    // "name:12: field: reason" -> "name: field: reason"
+    const std::string prefix = name + ":";
+    if (msg.rfind(prefix, 0) == 0) {
+      size_t i = prefix.size();
+      while (i < msg.size() && std::isdigit(static_cast<unsigned char>(msg[i]))) ++i;
+      if (i > prefix.size() && i < msg.size() && msg[i] == ':') msg = prefix + msg.substr(i + 1);
+    }
+    return Error(msg);
+  }
+  MMTWIN_ASSIGN_OR_RETURN(ClusterSpec probe, LoadCluster(s.cluster));
+  auto nodes = CheckLayout(s, probe);
+  if (!nodes) return Error(name + ": parallel: " + nodes.error().message().substr(sizeof("scenario: ") - 1));
+  auto params = [&](const std::string& kind, const PolicyRef& ref,
+                    const std::vector<ParamSpec>& specs) -> Status {
+    auto p = Params::Validate(kind + " policy '" + ref.name + "'", specs, ref.params);
+    if (!p) return Error(name + ": policies." + kind + ".params: " + p.error().message());
+    return Status();
+  };
+  MMTWIN_ASSIGN_OR_RETURN(const DataPolicyInfo* data, FindDataPolicy(s.data.name));
+  MMTWIN_RETURN_IF_ERROR(params("data", s.data, data->params));
+  MMTWIN_ASSIGN_OR_RETURN(const PartitionPolicyInfo* part, FindPartitionPolicy(s.partition.name));
+  MMTWIN_RETURN_IF_ERROR(params("partition", s.partition, part->params));
+  MMTWIN_ASSIGN_OR_RETURN(const RecomputePolicyInfo* rc, FindRecomputePolicy(s.recompute.name));
+  MMTWIN_RETURN_IF_ERROR(params("recompute", s.recompute, rc->params));
+  if (auto sched = BuildSchedule(s.schedule.name, s.parallel.pp, s.parallel.vpp, s.parallel.micro_batches);
+      !sched)
+    return Error(name + ": policies.schedule: " + sched.error().message());
+  if (s.cost != "analytic") {
+    MMTWIN_ASSIGN_OR_RETURN(ModelSpec model, LoadModel(s.model));
+    MMTWIN_ASSIGN_OR_RETURN(ClusterSpec cluster, LoadCluster(s.cluster, *nodes));
+    auto cost = LoadCostModel(s, model, cluster);
+    if (!cost) return Error(name + ": " + cost.error().message());
+  }
+  return Status();
+}
+
+namespace {
+
+nlohmann::json ParallelJson(const ParallelConfig& p) {
+  return {{"dp", p.dp},
+          {"tp", p.tp},
+          {"pp", p.pp},
+          {"vpp", p.vpp},
+          {"micro_batches", p.micro_batches},
+          {"zero_stage", p.zero_stage},
+          {"world_size", p.world_size()}};
+}
+
+nlohmann::json PolicyJson(const PolicyRef& r) { return {{"name", r.name}, {"params", r.params}}; }
+
+}  // namespace
+
+std::vector<PlanStage> PlanStages(const PlannedRun& run) {
+  const ParallelConfig& par = run.plan.parallel;
+  const Pricer pricer = run.MakePricer();
+  const std::vector<Layer>& layers = pricer.layers();
+  const std::vector<int64_t> rank_params = RankParams(par, run.plan.partition, LayerParams(layers));
+  const std::vector<StageShape> shapes = StageShapes(par, run.plan.partition, run.plan.recompute);
+  std::vector<PlanStage> out;
+  for (int r = 0; r < par.pp && r < static_cast<int>(run.memory.size()); ++r) {
+    PlanStage st;
+    st.stage = r;
+    st.first_layer = shapes[r].first_layer;
+    st.last_layer = shapes[r].last_layer;
+    st.first_layer_label = layers[shapes[r].first_layer].label;
+    st.last_layer_label = layers[shapes[r].last_layer].label;
+    st.layers = shapes[r].layers;
+    st.params = rank_params[r];
+    st.recomputed_layers = shapes[r].recomputed;
+    st.fwd_us_mean = run.stage_fwd_us_mean[r];
+    st.memory = run.memory[r];
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+std::string PlanReportJson(const PlannedRun& run) {
+  const ParallelConfig& par = run.plan.parallel;
+  nlohmann::json stages = nlohmann::json::array(), oom_stages = nlohmann::json::array();
+  bool oom = false;
+  for (const PlanStage& st : PlanStages(run)) {
+    const StageMemory& m = st.memory;
+    stages.push_back({{"stage", st.stage},
+                      {"first_layer", st.first_layer},
+                      {"last_layer", st.last_layer},
+                      {"layer_labels", {st.first_layer_label, st.last_layer_label}},
+                      {"layers", st.layers},
+                      {"params", st.params},
+                      {"recomputed_layers", st.recomputed_layers},
+                      {"fwd_us_mean", st.fwd_us_mean},
+                      {"model_state_bytes", m.model_state_bytes},
+                      {"peak_activation_bytes", m.peak_activation_bytes},
+                      {"boundary_bytes", m.boundary_bytes},
+                      {"peak_memory_bytes", m.peak_bytes},
+                      {"memory_capacity_bytes", m.capacity_bytes},
+                      {"fits", m.fits}});
+    if (!m.fits) {
+      oom = true;
+      oom_stages.push_back({{"stage", m.stage},
+                            {"short_bytes", m.short_bytes},
+                            {"peak_memory_bytes", m.peak_bytes},
+                            {"memory_capacity_bytes", m.capacity_bytes}});
+    }
+  }
+  nlohmann::json j;
+  j["scenario"] = run.scenario.name;
+  j["model"] = run.model.name;
+  j["cluster"] = {{"preset", run.cluster.name}, {"nodes", run.cluster.nodes}};
+  j["parallel"] = ParallelJson(par);
+  j["policies"] = {{"data", PolicyJson(run.scenario.data)},
+                   {"partition", PolicyJson(run.scenario.partition)},
+                   {"recompute", PolicyJson(run.scenario.recompute)},
+                   {"schedule", PolicyJson(run.scenario.schedule)}};
+  j["layers"] = static_cast<int>(Layers(run.model).size());
+  j["partition_bounds"] = run.plan.partition.bounds;
+  j["stages"] = stages;
+  j["oom_stages"] = oom_stages;
+  j["oom"] = oom;
+  return j.dump(2);
+}
+
+}  // namespace mmtwin

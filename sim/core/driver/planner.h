@@ -1,0 +1,117 @@
+// The public planner: scenario -> plan, the one place every client (the `mmtwin plan` and `simulate` commands,
+// the sweep runner, the backend, the GUI) turns a scenario into what runs. It resolves the model, the cluster
+// and the trace, runs the data policy, draws the replayed iterations, chooses the partition (the partition
+// policy, bmp timing its candidates with the analytic evaluator) and the recomputed layers, and, on request,
+// prices every replayed iteration for the memory report.
+//
+//   MMTWIN_ASSIGN_OR_RETURN(Scenario s, LoadScenario("scenarios/default.yaml"));
+//   MMTWIN_ASSIGN_OR_RETURN(PlannedRun run, BuildPlan(s, {}));
+//   WriteFileAtomic("plan.json", PlanToJson(run.plan));     // core/records/plan_codec.h: every rank reads it
+//   Pricer pricer = run.MakePricer();                        // costs of the plan's micro-batches
+//
+// Steps (each a pure function of the scenario and its seed: the same scenario gives the same plan):
+//   1. validate the parallel sizes against the cluster, fill in `nodes` (just enough for dp * tp * pp);
+//   2. load the trace (file, or generator preset + seed) and compute its sizes and per-sample tokens;
+//   3. run the data policy (core/balance) for the epoch's mini-batch steps; an iteration is M consecutive
+//      steps; replay either the whole epoch or `iterations` distinct iterations drawn with the seed (sorted);
+//   4. per-layer profiles over (at most) the first 16 replayed iterations' micro-batches: the mean (what
+//      partitioning balances) and the element-wise worst case (what memory must survive);
+//   5. the partition policy (core/plan/partition.h) with candidates timed on the first 4 replayed iterations,
+//      then the recompute policy (core/plan/recompute.h) against the worst-case profile and device capacity;
+//   6. with PlanOptions::memory_report, the memory of every pipeline stage over all replayed iterations
+//      (core/plan/memory.h) and the mean forward time per stage.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/balance/metrics.h"
+#include "core/cluster/cluster.h"
+#include "core/cost/cost_model.h"
+#include "core/model/model.h"
+#include "core/plan/memory.h"
+#include "core/plan/partition.h"
+#include "core/plan/plan.h"
+#include "core/plan/pricing.h"
+#include "core/plan/recompute.h"
+#include "core/scenario/scenario.h"
+#include "core/trace/trace.h"
+#include "core/util/status.h"
+
+namespace mmtwin {
+
+struct PlanOptions {
+  // The per-layer cost model; nullptr = the scenario's `cost:` (the analytic model, or a CoefficientCostModel
+  // loaded from its CSV). Shared: the PlannedRun keeps it alive.
+  std::shared_ptr<const CostModel> cost;
+  // Price every replayed iteration for PlannedRun::memory and stage_fwd_us_mean (what `mmtwin plan` shows;
+  // Simulate computes the same while it replays, so it turns this off).
+  bool memory_report = true;
+  // Polled between steps and iterations; when it becomes true, BuildPlan returns the error "cancelled".
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+// Everything a run needs, resolved from a scenario once. Movable; MakePricer() refers into it.
+struct PlannedRun {
+  Scenario scenario;  // as given, with `nodes` filled in
+  ModelSpec model;
+  ClusterSpec cluster;  // with scenario.nodes nodes
+  Trace trace;
+  std::vector<SampleTokens> tokens;  // per trace sample (TokensFor)
+  DataMetrics data_metrics;          // of the whole epoch's data plan
+  Plan plan;                         // self-describing; iterations = the replayed ones, ascending
+  PartitionReport partition_report;
+  RecomputeReport recompute_report;
+  std::shared_ptr<const CostModel> cost;
+  // With PlanOptions::memory_report: per pipeline rank, the memory merged over the replayed iterations
+  // (MergeMemory) and the mean forward time of one micro-batch through the rank's chunks (us).
+  std::vector<StageMemory> memory;
+  std::vector<double> stage_fwd_us_mean;
+
+  Packing packing() const { return plan.packed ? Packing::kVarlen : Packing::kPadded; }
+  // A pricer for this run's model, cost model, cluster and layout. It refers to this PlannedRun's model and
+  // cost model: keep the PlannedRun alive, and do not move it, while the pricer is in use.
+  Pricer MakePricer() const { return Pricer(model, *cost, cluster, plan.parallel); }
+  // Link speeds of the layout, with the plan's DP bucket size.
+  CommSpec Comm() const;
+};
+
+// Errors: the scenario's own (parallel sizes, nodes, tp above a node), unknown model / cluster / trace /
+// policy / parameter (from the registries, naming the scenario), a trace too small for one iteration, more
+// chunks than layers, a cost CSV that does not parse or lacks a layer type of the model, "cancelled".
+Result<PlannedRun> BuildPlan(const Scenario& scenario, const PlanOptions& options);
+
+// The cost model a scenario names: AnalyticCostModel for `cost: analytic`, else the CoefficientCostModel in
+// the CSV file scenario.cost (checked against the model with Supports).
+Result<std::shared_ptr<const CostModel>> LoadCostModel(const Scenario& scenario, const ModelSpec& model,
+                                                       const ClusterSpec& cluster);
+
+// Checks a scenario edited in memory (the GUI, a sweep's overrides) the way LoadScenario checks a file, and
+// resolves what the planner would: model, cluster and node count, layer count against pp * vpp, policy names
+// and parameters against the registries, the engine and the cost file. Errors name the field
+// ("parallel.tp: 16 exceeds the 8 GPUs of a node in cluster 'a100-4x200g'"). Does not read the trace.
+Status ValidateScenario(const Scenario& scenario);
+
+// One pipeline stage of a planned run (needs memory_report): layers, parameters, recompute, mean forward
+// time of a micro-batch (us) and memory.
+struct PlanStage {
+  int stage = 0;
+  int first_layer = 0, last_layer = 0;
+  std::string first_layer_label, last_layer_label;
+  int layers = 0;
+  int64_t params = 0;  // whole, all TP ranks
+  int recomputed_layers = 0;
+  double fwd_us_mean = 0;
+  StageMemory memory;
+};
+std::vector<PlanStage> PlanStages(const PlannedRun& run);
+
+// `mmtwin plan --json`: keys scenario, model, cluster {preset, nodes}, parallel, policies, layers,
+// partition_bounds, stages [{stage, first_layer, last_layer, layer_labels (first and last), layers, params,
+// recomputed_layers, fwd_us_mean, model_state_bytes, peak_activation_bytes, boundary_bytes,
+// peak_memory_bytes, memory_capacity_bytes, fits}], oom_stages, oom. Needs a run built with memory_report.
+std::string PlanReportJson(const PlannedRun& run);
+
+}  // namespace mmtwin

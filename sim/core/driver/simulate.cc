@@ -1,0 +1,264 @@
+// Scenario -> plan -> priced op graphs -> evaluated iterations -> run records. See simulate.h.
+#include "core/driver/simulate.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "core/driver/planner.h"
+#include "core/eval/analytic.h"
+#include "core/eval/perfetto.h"
+#include "core/graph/op_graph.h"
+#include "core/plan/memory.h"
+#include "core/plan/pricing.h"
+
+namespace mmtwin {
+namespace {
+
+// TODO(seams): the one Percentile of core/util once it lands.
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * (v.size() - 1);
+  const size_t lo = static_cast<size_t>(pos);
+  const size_t hi = std::min(v.size() - 1, lo + 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - lo);
+}
+
+PolicyRecord PolicyOf(const PolicyRef& r) { return {r.name, r.params}; }
+
+// Causal attention pairs of a micro-batch's LLM spans: varlen, every sample its own span; padded, every
+// sample padded to the longest.
+double AttentionPairs(const std::vector<uint32_t>& samples, const std::vector<SampleTokens>& tokens,
+                      bool packed) {
+  double pairs = 0;
+  int64_t longest = 0;
+  for (uint32_t s : samples) {
+    const double t = static_cast<double>(tokens[s].llm_tokens);
+    pairs += t * (t + 1) / 2;
+    longest = std::max(longest, tokens[s].llm_tokens);
+  }
+  if (!packed) pairs = static_cast<double>(samples.size()) * longest * (longest + 1.0) / 2;
+  return pairs;
+}
+
+// The ops of one evaluated iteration as records (graph order).
+std::vector<OpRecord> OpRecords(const OpGraph& graph, const IterationTiming& timing,
+                                const IterationCosts& costs, const IterationData& it,
+                                const std::vector<SampleTokens>& tokens, bool packed) {
+  std::vector<OpRecord> out;
+  out.reserve(graph.ops.size());
+  const int per_replica = costs.micro_batches * costs.chunks;
+  for (int i = 0; i < graph.num_ops(); ++i) {
+    const Op& op = graph.ops[i];
+    OpRecord r;
+    r.iteration = it.epoch_index;
+    r.kind = op.kind;
+    r.lane = op.lane;
+    r.device = op.device;
+    r.micro_batch = op.micro_batch;
+    r.chunk = op.chunk;
+    r.start_us = timing.start_us[i];
+    r.duration_us = timing.finish_us[i] - timing.start_us[i];
+    r.bytes = op.bytes;
+    const int32_t ci = graph.source.cost_index[i];
+    const bool compute = op.kind == OpKind::kForward || op.kind == OpKind::kBackward ||
+                         op.kind == OpKind::kRecompute || op.kind == OpKind::kTpCollective;
+    if (compute && ci >= 0 && per_replica > 0) {
+      const int d = ci / per_replica;  // IterationCosts layout [dp][micro_batch][chunk]
+      const std::vector<uint32_t>& samples = it.micro_batches[d][op.micro_batch];
+      r.tokens = costs.costs[ci].llm_tokens;
+      r.attention_pairs = AttentionPairs(samples, tokens, packed);
+      r.spans = static_cast<int32_t>(samples.size());
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOptions& options) {
+  if (options.evaluator && scenario.engine != options.evaluator->name())
+    return Error("engine '" + scenario.engine + "' requested, but the evaluator given is '" +
+                 options.evaluator->name() + "' (valid engines: analytic, simgrid)");
+  PlanOptions popts;
+  popts.cost = options.cost;
+  popts.memory_report = false;  // computed below while replaying
+  popts.cancel = options.cancel;
+  MMTWIN_ASSIGN_OR_RETURN(PlannedRun run, BuildPlan(scenario, popts));
+  std::unique_ptr<Evaluator> owned;
+  Evaluator* evaluator = options.evaluator;
+  if (!evaluator) {
+    MMTWIN_ASSIGN_OR_RETURN(owned, MakeEvaluator(scenario.engine, run.cluster, options.engine));
+    evaluator = owned.get();
+  }
+  const Plan& plan = run.plan;
+  const ParallelConfig& par = plan.parallel;
+  const Pricer pricer = run.MakePricer();
+  std::vector<int64_t> layer_params;
+  for (const Layer& l : pricer.layers()) layer_params.push_back(l.params);
+  const std::vector<ChunkStatic> statics = pricer.Static(plan.partition);
+  const CommSpec comm = run.Comm();
+  const int devices = par.dp * par.pp;
+
+  SimulationResult res;
+  std::vector<StageMemory> mem;
+  std::vector<double> times;
+  std::vector<DeviceTiming> dev_sum(devices);
+  std::vector<double> stage_fwd(par.pp, 0), stage_bwd(par.pp, 0), stage_rc(par.pp, 0);
+  double total_time = 0, total_flops = 0, total_tokens = 0, total_samples = 0;
+  int64_t mbs = 0;
+  OpGraph graph;
+  IterationTiming timing;
+  const size_t replayed = plan.iterations.size();
+  const int trace_at = std::clamp(options.trace_iteration, 0, static_cast<int>(replayed) - 1);
+  for (size_t i = 0; i < replayed; ++i) {
+    if (options.cancel && options.cancel->load(std::memory_order_relaxed)) return Error("cancelled");
+    const IterationData& it = plan.iterations[i];
+    const IterationCosts costs =
+        pricer.PriceIteration(it, run.tokens, run.packing(), plan.partition, plan.recompute);
+    if (i == 0) {
+      MMTWIN_ASSIGN_OR_RETURN(graph, BuildIterationGraph(par, plan.schedule, costs, statics, comm));
+    } else {
+      MMTWIN_RETURN_IF_ERROR(RepriceIterationGraph(&graph, plan.schedule, costs));
+    }
+    MMTWIN_RETURN_IF_ERROR(evaluator->Evaluate(graph, &timing));
+    times.push_back(timing.iteration_time_us);
+    total_time += timing.iteration_time_us;
+    for (int d = 0; d < devices; ++d) {
+      dev_sum[d].busy_us += timing.devices[d].busy_us;
+      dev_sum[d].recompute_us += timing.devices[d].recompute_us;
+      dev_sum[d].bubble_us += timing.devices[d].bubble_us;
+      dev_sum[d].idle_us += timing.devices[d].idle_us;
+      dev_sum[d].exposed_comm_us += timing.devices[d].exposed_comm_us;
+    }
+    for (int d = 0; d < costs.dp; ++d)
+      for (int m = 0; m < costs.micro_batches; ++m) {
+        total_tokens += static_cast<double>(costs.At(d, m, 0).llm_tokens);
+        total_samples += static_cast<double>(it.micro_batches[d][m].size());
+        ++mbs;
+        for (int c = 0; c < costs.chunks; ++c) {
+          const ChunkCost& cc = costs.At(d, m, c);
+          total_flops += cc.model_flops;
+          const int r = PipeRankOfChunk(c, par.pp);
+          stage_fwd[r] += cc.fwd_us;
+          stage_bwd[r] += cc.bwd_us;
+          stage_rc[r] += cc.recompute_us;
+        }
+      }
+    mem = MergeMemory(mem, ComputeMemory(par, plan.partition, layer_params, plan.schedule, costs,
+                                         run.cluster.device.memory_bytes));
+    if (static_cast<int>(i) == trace_at) {
+      res.trace_json =
+          PerfettoTrace(graph, timing, costs, par, PerfettoOptions{options.trace_dp_replicas}).dump() + "\n";
+      res.ops = OpRecords(graph, timing, costs, it, run.tokens, plan.packed);
+    }
+    if (options.progress) options.progress(static_cast<double>(i + 1) / replayed);
+  }
+
+  const double n = static_cast<double>(times.size());
+  const double mean = total_time / n;
+  double var = 0;
+  for (double t : times) var += (t - mean) * (t - mean);
+  var = times.size() > 1 ? var / (n - 1) : 0;
+  // 95% interval of the epoch mean from a sample of its iterations (finite-population correction).
+  const int64_t epoch_its = plan.iterations_in_epoch;
+  const double fpc = epoch_its > 1 ? std::sqrt(std::max(0.0, (epoch_its - n) / (epoch_its - 1.0))) : 0;
+  const double half = 1.96 * std::sqrt(var / n) * fpc;
+  double busy = 0, bubble = 0, idle = 0, recompute = 0, exposed = 0;
+  for (const auto& d : dev_sum) {
+    busy += d.busy_us;
+    bubble += d.bubble_us;
+    idle += d.idle_us;
+    recompute += d.recompute_us;
+    exposed += d.exposed_comm_us;
+  }
+  const double device_time = total_time * devices;
+  const double world = par.world_size();
+  const double epoch_s = mean * 1e-6 * epoch_its;
+
+  RunSummary& s = res.summary;
+  s.source = RecordSource::kSimulated;
+  s.scenario = run.scenario.name;
+  s.model = run.model.name;
+  s.cluster = {run.cluster.name, run.cluster.nodes, run.cluster.device.name};
+  s.engine = evaluator->name();
+  s.parallel = par;
+  s.data_policy = PolicyOf(run.scenario.data);
+  s.partition_policy = PolicyOf(run.scenario.partition);
+  s.recompute_policy = PolicyOf(run.scenario.recompute);
+  s.schedule_policy = PolicyOf(run.scenario.schedule);
+  s.trace_samples = static_cast<int64_t>(run.trace.size());
+  s.iterations_in_epoch = epoch_its;
+  s.iterations_replayed = static_cast<int64_t>(times.size());
+  s.iteration_time_us = {mean,
+                         Percentile(times, 0.5),
+                         Percentile(times, 0.99),
+                         *std::min_element(times.begin(), times.end()),
+                         *std::max_element(times.begin(), times.end()),
+                         mean - half,
+                         mean + half};
+  s.busy_ratio = busy / device_time;
+  s.bubble_ratio = bubble / device_time;
+  s.idle_ratio = idle / device_time;
+  s.exposed_comm_ratio = exposed / device_time;
+  s.recompute_ratio = recompute / device_time;
+  s.tokens_per_s = total_tokens / (total_time * 1e-6);
+  s.samples_per_s = total_samples / (total_time * 1e-6);
+  s.mfu = total_flops / (total_time * 1e-6 * world * run.cluster.device.peak_flops);
+  s.epoch_time_s = epoch_s;
+  s.gpu_days = epoch_s * world / 86400.0;
+  for (const StageMemory& m : mem)
+    if (!m.fits) {
+      s.oom = true;
+      s.oom_stages.push_back({m.stage, m.short_bytes, m.peak_bytes, m.capacity_bytes});
+    }
+  const DataMetrics& dm = run.data_metrics;
+  s.data = {dm.pad_ratio,       dm.dist_ratio_vit,  dm.dist_ratio_llm,
+            dm.mean_batch_size, dm.samples_skipped, dm.samples_dropped};
+  const PartitionReport& pr = run.partition_report;
+  s.partition = {plan.partition.bounds, pr.var_fwd_us2, pr.sum_comm_bytes, pr.var_params, pr.var_layers};
+  s.recomputed_layers = plan.recompute.Count();
+
+  const std::vector<StageShape> shapes = StageShapes(par, plan.partition, plan.recompute);
+  const std::vector<int64_t> rank_params = RankParams(par, plan.partition, layer_params);
+  const std::vector<Layer>& layers = pricer.layers();
+  for (int r = 0; r < par.pp; ++r) {
+    double sb = 0, sbu = 0, si = 0;
+    for (int d = 0; d < par.dp; ++d) {
+      sb += dev_sum[d * par.pp + r].busy_us;
+      sbu += dev_sum[d * par.pp + r].bubble_us;
+      si += dev_sum[d * par.pp + r].idle_us;
+    }
+    const double denom = total_time * par.dp;
+    const StageMemory& m = mem[r];
+    StageRecord st;
+    st.stage = r;
+    st.first_layer = shapes[r].first_layer;
+    st.last_layer = shapes[r].last_layer;
+    st.first_layer_label = layers[shapes[r].first_layer].label;
+    st.last_layer_label = layers[shapes[r].last_layer].label;
+    st.layers = shapes[r].layers;
+    st.params = rank_params[r];
+    st.recomputed_layers = shapes[r].recomputed;
+    st.fwd_us_mean = stage_fwd[r] / mbs;
+    st.bwd_us_mean = stage_bwd[r] / mbs;
+    st.recompute_us_mean = stage_rc[r] / mbs;
+    st.busy_ratio = sb / denom;
+    st.bubble_ratio = sbu / denom;
+    st.idle_ratio = si / denom;
+    st.model_state_bytes = m.model_state_bytes;
+    st.peak_activation_bytes = m.peak_activation_bytes;
+    st.peak_memory_bytes = m.peak_bytes;
+    st.memory_capacity_bytes = m.capacity_bytes;
+    st.fits = m.fits;
+    s.stages.push_back(std::move(st));
+  }
+  res.resolved_yaml = FormatScenario(run.scenario);
+  res.plan = std::move(run.plan);
+  return res;
+}
+
+}  // namespace mmtwin

@@ -1,0 +1,54 @@
+// Top level of the simulator: scenario -> plan (the public planner, planner.h) -> priced op graphs ->
+// evaluated iterations -> typed run records (core/records).
+//
+//   MMTWIN_ASSIGN_OR_RETURN(Scenario s, LoadScenario("scenarios/default.yaml"));
+//   SimulateOptions o;
+//   o.engine.contention = false;                       // engine options for MakeEvaluator (driver.h)
+//   MMTWIN_ASSIGN_OR_RETURN(SimulationResult r, Simulate(s, o));
+//   WriteFileAtomic(dir + "/summary.json", SummaryToJson(r.summary) + "\n");     // records_codec.h
+//
+// The summary's fields are RunSummary's (core/records/records.h); stages.csv is StagesCsv(r.summary.stages).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/cost/cost_model.h"
+#include "core/driver/driver.h"
+#include "core/eval/evaluator.h"
+#include "core/plan/plan.h"
+#include "core/records/records.h"
+#include "core/scenario/scenario.h"
+#include "core/util/status.h"
+
+namespace mmtwin {
+
+struct SimulateOptions {
+  int trace_iteration = 0;    // which replayed iteration to export as trace.json and ops
+  int trace_dp_replicas = 4;  // DP replicas drawn in trace.json (0 = all; large runs make large files)
+  // Times the replayed iterations; nullptr = MakeEvaluator(scenario.engine, the run's cluster, engine).
+  // Its name() must match scenario.engine.
+  Evaluator* evaluator = nullptr;
+  EngineOptions engine;
+  // The per-layer cost model; nullptr = the scenario's `cost:` (planner.h LoadCostModel).
+  std::shared_ptr<const CostModel> cost;
+  // Called with the fraction done (0..1) during long replays; may be empty.
+  std::function<void(double)> progress;
+  // Polled while planning and between iterations; when true, Simulate returns the error "cancelled".
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+struct SimulationResult {
+  RunSummary summary;         // summary.json (source simulated)
+  std::vector<OpRecord> ops;  // every op of the traced iteration (options.trace_iteration), graph order
+  std::string trace_json;     // trace.json (Chrome/Perfetto) of the traced iteration
+  std::string resolved_yaml;  // the resolved scenario
+  Plan plan;                  // the plan (partition, recompute, schedule, replayed iterations' data)
+};
+
+Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOptions& options);
+
+}  // namespace mmtwin

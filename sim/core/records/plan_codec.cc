@@ -1,0 +1,254 @@
+// The plan's JSON codec (plan_codec.h).
+#include "core/records/plan_codec.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
+
+#include "core/plan/schedule.h"
+
+namespace mmtwin {
+namespace {
+
+using nlohmann::json;
+
+// Field-named errors: "name: field: reason".
+struct In {
+  const std::string& name;
+  Error Bad(const std::string& field, const std::string& what) const {
+    return Error(name + ": " + field + ": " + what);
+  }
+  Result<const json*> Get(const json& j, const std::string& path, const char* key) const {
+    if (!j.is_object() || !j.contains(key)) return Bad(path.empty() ? key : path + "." + key, "missing");
+    return &j.at(key);
+  }
+  template <class T>
+  Status Read(const json& j, const std::string& path, const char* key, T& out) const {
+    MMTWIN_ASSIGN_OR_RETURN(const json* v, Get(j, path, key));
+    const std::string field = path.empty() ? key : path + "." + key;
+    if constexpr (std::is_same_v<T, bool>) {
+      if (!v->is_boolean()) return Bad(field, "expected a boolean");
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      if (!v->is_string()) return Bad(field, "expected a string");
+    } else {
+      if (!v->is_number_integer()) return Bad(field, "expected an integer");
+    }
+    out = v->get<T>();
+    return Status();
+  }
+  Status ReadU64(const json& j, const std::string& path, const char* key, uint64_t& out) const {
+    std::string s;
+    MMTWIN_RETURN_IF_ERROR(Read(j, path, key, s));
+    const std::string field = path.empty() ? key : path + "." + key;
+    if (s.empty() || s.size() > 20 || s.find_first_not_of("0123456789") != std::string::npos)
+      return Bad(field, "expected an unsigned 64-bit integer as a decimal string");
+    errno = 0;
+    char* end = nullptr;
+    out = std::strtoull(s.c_str(), &end, 10);
+    if (errno == ERANGE) return Bad(field, "out of range");
+    return Status();
+  }
+};
+
+Result<std::vector<int64_t>> Ints(const In& in, const json& v, const std::string& field) {
+  if (!v.is_array()) return in.Bad(field, "expected an array of integers");
+  std::vector<int64_t> out;
+  out.reserve(v.size());
+  for (const json& x : v) {
+    if (!x.is_number_integer()) return in.Bad(field, "expected an array of integers");
+    out.push_back(x.get<int64_t>());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string PlanToJson(const Plan& p) {
+  json j;
+  j["schema_version"] = p.schema_version;
+  j["scenario"] = p.scenario;
+  j["model"] = p.model;
+  j["cluster"] = p.cluster;
+  j["nodes"] = p.nodes;
+  j["trace"] = {{"file", p.trace.file},
+                {"preset", p.trace.preset},
+                {"samples", p.trace.samples},
+                {"seed", std::to_string(p.trace.seed)},
+                {"digest", std::to_string(p.trace.digest)}};
+  j["seed"] = std::to_string(p.seed);
+  j["iterations_in_epoch"] = p.iterations_in_epoch;
+  j["dp_bucket_bytes"] = p.dp_bucket_bytes;
+  j["packed"] = p.packed;
+  const ParallelConfig& par = p.parallel;
+  j["parallel"] = {{"dp", par.dp},
+                   {"tp", par.tp},
+                   {"pp", par.pp},
+                   {"vpp", par.vpp},
+                   {"micro_batches", par.micro_batches},
+                   {"zero_stage", par.zero_stage},
+                   {"tp_sequence_parallel", par.sequence_parallel}};
+  j["partition"] = p.partition.bounds;
+  j["recompute"] = p.recompute.layers;
+  json per_rank = json::array();
+  for (const auto& rank : p.schedule.per_rank) {
+    json ops = json::array();
+    for (const PipeOp& op : rank)
+      ops.push_back({op.kind == PassKind::kForward ? "F" : "B", op.micro_batch, op.chunk});
+    per_rank.push_back(std::move(ops));
+  }
+  j["schedule"] = {{"name", p.schedule.name},
+                   {"pp", p.schedule.pp},
+                   {"vpp", p.schedule.vpp},
+                   {"micro_batches", p.schedule.micro_batches},
+                   {"per_rank", std::move(per_rank)}};
+  json its = json::array();
+  for (const IterationData& it : p.iterations) {
+    json dispatch = json::array();
+    for (const auto& m : it.dispatch) {
+      json list = json::array();
+      for (const DispatchTransfer& t : m) list.push_back({t.src_rank, t.dst_rank, t.bytes});
+      dispatch.push_back(std::move(list));
+    }
+    its.push_back(
+        {{"epoch_index", it.epoch_index}, {"micro_batches", it.micro_batches}, {"dispatch", dispatch}});
+  }
+  j["iterations"] = std::move(its);
+  return j.dump();
+}
+
+Result<Plan> PlanFromJson(const std::string& text, const std::string& name) {
+  const In in{name};
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Error(name + ": not a plan (JSON object expected)");
+  Plan p;
+  MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "schema_version", p.schema_version));
+  if (p.schema_version != kPlanSchemaVersion)
+    return in.Bad("schema_version", std::to_string(p.schema_version) +
+                                        " is not supported (this mmtwin reads " +
+                                        std::to_string(kPlanSchemaVersion) + ")");
+  MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "scenario", p.scenario));
+  MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "model", p.model));
+  MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "cluster", p.cluster));
+  MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "nodes", p.nodes));
+  MMTWIN_ASSIGN_OR_RETURN(const json* trace, in.Get(j, "", "trace"));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*trace, "trace", "file", p.trace.file));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*trace, "trace", "preset", p.trace.preset));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*trace, "trace", "samples", p.trace.samples));
+  MMTWIN_RETURN_IF_ERROR(in.ReadU64(*trace, "trace", "seed", p.trace.seed));
+  MMTWIN_RETURN_IF_ERROR(in.ReadU64(*trace, "trace", "digest", p.trace.digest));
+  MMTWIN_RETURN_IF_ERROR(in.ReadU64(j, "", "seed", p.seed));
+  MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "iterations_in_epoch", p.iterations_in_epoch));
+  MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "dp_bucket_bytes", p.dp_bucket_bytes));
+  if (p.dp_bucket_bytes <= 0) return in.Bad("dp_bucket_bytes", "must be > 0");
+  MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "packed", p.packed));
+
+  MMTWIN_ASSIGN_OR_RETURN(const json* par, in.Get(j, "", "parallel"));
+  ParallelConfig& pc = p.parallel;
+  MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "dp", pc.dp));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "tp", pc.tp));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "pp", pc.pp));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "vpp", pc.vpp));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "micro_batches", pc.micro_batches));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "zero_stage", pc.zero_stage));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "tp_sequence_parallel", pc.sequence_parallel));
+  if (pc.dp < 1 || pc.tp < 1 || pc.pp < 1 || pc.vpp < 1 || pc.micro_batches < 1)
+    return in.Bad("parallel", "sizes must be >= 1");
+
+  MMTWIN_ASSIGN_OR_RETURN(const json* bounds, in.Get(j, "", "partition"));
+  MMTWIN_ASSIGN_OR_RETURN(std::vector<int64_t> b, Ints(in, *bounds, "partition"));
+  p.partition.bounds.assign(b.begin(), b.end());
+  if (p.partition.bounds.empty()) return in.Bad("partition", "expected the chunk bounds");
+  if (Status st = ValidatePartition(p.partition, p.partition.bounds.back(), pc.chunks()); !st.ok())
+    return in.Bad("partition", st.error().message());
+  MMTWIN_ASSIGN_OR_RETURN(const json* rc, in.Get(j, "", "recompute"));
+  MMTWIN_ASSIGN_OR_RETURN(std::vector<int64_t> r, Ints(in, *rc, "recompute"));
+  if (static_cast<int>(r.size()) != p.partition.bounds.back())
+    return in.Bad("recompute",
+                  "expected one entry per layer (" + std::to_string(p.partition.bounds.back()) + ")");
+  for (int64_t x : r) {
+    if (x < 0 || x > 2) return in.Bad("recompute", "entries are 0, 1 or 2");
+    p.recompute.layers.push_back(static_cast<uint8_t>(x));
+  }
+
+  MMTWIN_ASSIGN_OR_RETURN(const json* sched, in.Get(j, "", "schedule"));
+  Schedule& s = p.schedule;
+  MMTWIN_RETURN_IF_ERROR(in.Read(*sched, "schedule", "name", s.name));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*sched, "schedule", "pp", s.pp));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*sched, "schedule", "vpp", s.vpp));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*sched, "schedule", "micro_batches", s.micro_batches));
+  MMTWIN_ASSIGN_OR_RETURN(const json* per_rank, in.Get(*sched, "schedule", "per_rank"));
+  if (!per_rank->is_array()) return in.Bad("schedule.per_rank", "expected an array per pipeline rank");
+  for (size_t rank = 0; rank < per_rank->size(); ++rank) {
+    const std::string field = "schedule.per_rank[" + std::to_string(rank) + "]";
+    const json& ops = (*per_rank)[rank];
+    if (!ops.is_array()) return in.Bad(field, "expected an array of [\"F\"|\"B\", micro_batch, chunk]");
+    std::vector<PipeOp> list;
+    for (const json& op : ops) {
+      if (!op.is_array() || op.size() != 3 || !op[0].is_string() || !op[1].is_number_integer() ||
+          !op[2].is_number_integer() || (op[0] != "F" && op[0] != "B"))
+        return in.Bad(field, "expected an array of [\"F\"|\"B\", micro_batch, chunk]");
+      list.push_back({op[0] == "F" ? PassKind::kForward : PassKind::kBackward, op[1].get<int32_t>(),
+                      op[2].get<int32_t>()});
+    }
+    s.per_rank.push_back(std::move(list));
+  }
+  if (s.pp != pc.pp || s.vpp != pc.vpp || s.micro_batches != pc.micro_batches)
+    return in.Bad("schedule", "pp, vpp and micro_batches must equal the parallel layout's");
+  if (Status st = ValidateSchedule(s); !st.ok()) return in.Bad("schedule", st.error().message());
+
+  MMTWIN_ASSIGN_OR_RETURN(const json* its, in.Get(j, "", "iterations"));
+  if (!its->is_array()) return in.Bad("iterations", "expected an array");
+  for (size_t k = 0; k < its->size(); ++k) {
+    const std::string field = "iterations[" + std::to_string(k) + "]";
+    const json& x = (*its)[k];
+    IterationData it;
+    MMTWIN_RETURN_IF_ERROR(in.Read(x, field, "epoch_index", it.epoch_index));
+    if (it.epoch_index < 0 || it.epoch_index >= p.iterations_in_epoch)
+      return in.Bad(field + ".epoch_index",
+                    "outside the epoch's " + std::to_string(p.iterations_in_epoch) + " iterations");
+    MMTWIN_ASSIGN_OR_RETURN(const json* mbs, in.Get(x, field, "micro_batches"));
+    if (!mbs->is_array() || static_cast<int>(mbs->size()) != pc.dp)
+      return in.Bad(field + ".micro_batches", "expected dp = " + std::to_string(pc.dp) + " ranks");
+    for (const json& rank : *mbs) {
+      if (!rank.is_array() || static_cast<int>(rank.size()) != pc.micro_batches)
+        return in.Bad(field + ".micro_batches",
+                      "expected micro_batches = " + std::to_string(pc.micro_batches) + " per rank");
+      std::vector<std::vector<uint32_t>> per_mb;
+      for (const json& samples : rank) {
+        MMTWIN_ASSIGN_OR_RETURN(std::vector<int64_t> ids, Ints(in, samples, field + ".micro_batches"));
+        std::vector<uint32_t> out;
+        for (int64_t id : ids) {
+          if (id < 0 || id >= p.trace.samples)
+            return in.Bad(field + ".micro_batches", "sample " + std::to_string(id) +
+                                                        " is outside the trace's " +
+                                                        std::to_string(p.trace.samples) + " samples");
+          out.push_back(static_cast<uint32_t>(id));
+        }
+        per_mb.push_back(std::move(out));
+      }
+      it.micro_batches.push_back(std::move(per_mb));
+    }
+    MMTWIN_ASSIGN_OR_RETURN(const json* dispatch, in.Get(x, field, "dispatch"));
+    if (!dispatch->is_array() || static_cast<int>(dispatch->size()) > pc.micro_batches)
+      return in.Bad(field + ".dispatch", "expected at most one transfer list per micro-batch");
+    for (const json& list : *dispatch) {
+      if (!list.is_array()) return in.Bad(field + ".dispatch", "expected [[src, dst, bytes], ...] lists");
+      std::vector<DispatchTransfer> ts;
+      for (const json& t : list) {
+        if (!t.is_array() || t.size() != 3 || !t[0].is_number_integer() || !t[1].is_number_integer() ||
+            !t[2].is_number_integer())
+          return in.Bad(field + ".dispatch", "expected [[src, dst, bytes], ...] lists");
+        DispatchTransfer d{t[0].get<int32_t>(), t[1].get<int32_t>(), t[2].get<int64_t>()};
+        if (d.src_rank < 0 || d.src_rank >= pc.dp || d.dst_rank < 0 || d.dst_rank >= pc.dp || d.bytes < 0)
+          return in.Bad(field + ".dispatch", "ranks must be in [0, dp) and bytes >= 0");
+        ts.push_back(d);
+      }
+      it.dispatch.push_back(std::move(ts));
+    }
+    p.iterations.push_back(std::move(it));
+  }
+  return p;
+}
+
+}  // namespace mmtwin

@@ -1,0 +1,123 @@
+// Typed run records: what a run (simulated by either engine, or measured by the backend) reports, in one
+// schema. summary.json, stages.csv, the ops table and the sweep database's columns are generated from these
+// structs by one codec (core/records/records_codec.h); `mmtwin compare`, the CLI's printer and `sweep table`
+// read them back through it. A renamed field fails to compile in every reader instead of printing "n/a".
+//
+//   RunSummary s = result.summary;                 // from Simulate (source simulated)
+//   WriteFileAtomic(dir + "/summary.json", SummaryToJson(s) + "\n");
+//   MMTWIN_ASSIGN_OR_RETURN(RunSummary back, SummaryFromJson(text, "runs/x/summary.json"));
+//
+// Units are in the names: _us microseconds, _bytes bytes, _ratio a fraction of device time, _s seconds.
+// Ratios over devices are of GPU time (every device counts the whole iteration): busy + bubble + idle +
+// exposed comm = 1 per device (core/eval/analytic.h defines each).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/graph/op_graph.h"
+#include "core/plan/plan.h"
+
+namespace mmtwin {
+
+// Version of the record schema; a reader accepts this version (and files without the field, written before
+// it existed, as version 1).
+inline constexpr int kRecordsSchemaVersion = 1;
+
+enum class RecordSource : uint8_t { kSimulated, kMeasured };
+// "simulated", "measured".
+const char* RecordSourceName(RecordSource s);
+
+struct IterationTimeStats {  // over the replayed (or measured) iterations, microseconds
+  double mean = 0, p50 = 0, p99 = 0, min = 0, max = 0;
+  double ci95_low = 0, ci95_high = 0;  // 95% interval of the epoch mean (finite-population correction)
+};
+
+struct PolicyRecord {
+  std::string name;
+  std::map<std::string, std::string> params;
+};
+
+struct OomStage {
+  int stage = 0;
+  int64_t short_bytes = 0;  // peak - capacity
+  int64_t peak_memory_bytes = 0;
+  int64_t memory_capacity_bytes = 0;
+};
+
+struct DataSummary {  // of the epoch's data plan (core/balance/metrics.h)
+  double pad_ratio = 0, dist_ratio_vit = 0, dist_ratio_llm = 0, mean_batch_size = 0;
+  int64_t samples_skipped = 0, samples_dropped = 0;
+};
+
+struct PartitionSummary {  // OmniBal Table 4's partition columns (core/plan/partition.h PartitionReport)
+  std::vector<int> bounds;
+  double var_fwd_us2 = 0;
+  int64_t sum_comm_bytes = 0;
+  double var_params = 0, var_layers = 0;
+};
+
+// One pipeline stage (pipeline rank; means over its DP replicas and the replayed iterations).
+struct StageRecord {
+  int stage = 0;
+  int first_layer = 0, last_layer = 0;  // in Layers(model)
+  std::string first_layer_label, last_layer_label;
+  int layers = 0;
+  int64_t params = 0;  // parameters held (whole, all TP ranks)
+  int recomputed_layers = 0;
+  double fwd_us_mean = 0, bwd_us_mean = 0, recompute_us_mean = 0;  // per micro-batch
+  double busy_ratio = 0, bubble_ratio = 0, idle_ratio = 0;
+  int64_t model_state_bytes = 0, peak_activation_bytes = 0, peak_memory_bytes = 0, memory_capacity_bytes = 0;
+  bool fits = true;
+};
+
+struct ClusterRecord {
+  std::string preset;
+  int nodes = 0;
+  std::string device;
+};
+
+struct RunSummary {
+  int schema_version = kRecordsSchemaVersion;
+  RecordSource source = RecordSource::kSimulated;
+  std::string scenario, model;
+  ClusterRecord cluster;
+  std::string engine;       // analytic | simgrid (simulated), or the backend (measured)
+  ParallelConfig parallel;  // world_size is derived
+  PolicyRecord data_policy, partition_policy, recompute_policy, schedule_policy;
+  int64_t trace_samples = 0, iterations_in_epoch = 0, iterations_replayed = 0;
+  IterationTimeStats iteration_time_us;
+  double busy_ratio = 0, bubble_ratio = 0, idle_ratio = 0, exposed_comm_ratio = 0, recompute_ratio = 0;
+  double tokens_per_s = 0, samples_per_s = 0;
+  double mfu = 0;           // model FLOPs of real tokens / (time * GPUs * peak FLOP/s)
+  double epoch_time_s = 0;  // mean iteration time * iterations in the epoch
+  double gpu_days = 0;      // epoch_time_s * GPUs / 86400
+  bool oom = false;
+  std::vector<OomStage> oom_stages;
+  DataSummary data;
+  PartitionSummary partition;
+  int recomputed_layers = 0;
+  std::vector<StageRecord> stages;
+};
+
+// One op of one iteration as it ran: the op graph's op with its timing and the workload it carried. Written
+// by Simulate for the traced iteration, and by the backend for every measured op.
+struct OpRecord {
+  RecordSource source = RecordSource::kSimulated;
+  int64_t iteration = 0;  // epoch index of the iteration
+  OpKind kind = OpKind::kForward;
+  Lane lane = Lane::kCompute;
+  int32_t device = 0;        // op-graph device (one TP group); -1 for barriers
+  int32_t peer = -1;         // P2P: the receiving device; dispatch: -1 (an all-to-all); else -1
+  int32_t micro_batch = -1;  // -1 for DP ops and barriers
+  int32_t chunk = 0;
+  double start_us = 0, duration_us = 0;
+  int64_t bytes = 0;           // what the op moves (0 for compute)
+  int64_t tokens = 0;          // compute ops: LLM tokens of the micro-batch (0 when not known)
+  double attention_pairs = 0;  // compute ops: causal attention pairs of the micro-batch's LLM spans
+  int32_t spans = 0;           // compute ops: samples (varlen spans) of the micro-batch
+};
+
+}  // namespace mmtwin

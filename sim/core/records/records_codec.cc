@@ -1,0 +1,459 @@
+// The run records' codec (records_codec.h).
+#include "core/records/records_codec.h"
+
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/util/csv.h"
+
+namespace mmtwin {
+namespace {
+
+using nlohmann::json;
+
+json PolicyJson(const PolicyRecord& p) { return {{"name", p.name}, {"params", p.params}}; }
+
+json StageJson(const StageRecord& s) {
+  return {{"stage", s.stage},
+          {"first_layer", s.first_layer},
+          {"last_layer", s.last_layer},
+          {"layer_labels", {s.first_layer_label, s.last_layer_label}},
+          {"layers", s.layers},
+          {"params", s.params},
+          {"recomputed_layers", s.recomputed_layers},
+          {"fwd_us_mean", s.fwd_us_mean},
+          {"bwd_us_mean", s.bwd_us_mean},
+          {"recompute_us_mean", s.recompute_us_mean},
+          {"busy_ratio", s.busy_ratio},
+          {"bubble_ratio", s.bubble_ratio},
+          {"idle_ratio", s.idle_ratio},
+          {"model_state_bytes", s.model_state_bytes},
+          {"peak_activation_bytes", s.peak_activation_bytes},
+          {"peak_memory_bytes", s.peak_memory_bytes},
+          {"memory_capacity_bytes", s.memory_capacity_bytes},
+          {"fits", s.fits}};
+}
+
+// Typed reads of a parsed summary with `name: a.b.c: reason` errors.
+class Reader {
+ public:
+  explicit Reader(std::string name) : name_(std::move(name)) {}
+
+  Result<const json*> At(const json& j, const std::string& path, const std::string& key) const {
+    if (!j.is_object() || !j.contains(key)) return Error(name_ + ": " + Field(path, key) + ": missing");
+    return &j.at(key);
+  }
+  template <class T>
+  Status Get(const json& j, const std::string& path, const std::string& key, T& out) const {
+    MMTWIN_ASSIGN_OR_RETURN(const json* v, At(j, path, key));
+    if constexpr (std::is_same_v<T, bool>) {
+      if (!v->is_boolean()) return Bad(path, key, "a boolean");
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      if (!v->is_string()) return Bad(path, key, "a string");
+    } else if constexpr (std::is_integral_v<T>) {
+      if (!v->is_number_integer()) return Bad(path, key, "an integer");
+    } else {
+      if (!v->is_number()) return Bad(path, key, "a number");
+    }
+    out = v->get<T>();
+    return Status();
+  }
+  Error Bad(const std::string& path, const std::string& key, const std::string& what) const {
+    return Error(name_ + ": " + Field(path, key) + ": expected " + what);
+  }
+  static std::string Field(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+
+ private:
+  std::string name_;
+};
+
+Status ReadPolicy(const Reader& r, const json& policies, const std::string& key, PolicyRecord& p) {
+  MMTWIN_ASSIGN_OR_RETURN(const json* v, r.At(policies, "policies", key));
+  const std::string path = "policies." + key;
+  MMTWIN_RETURN_IF_ERROR(r.Get(*v, path, "name", p.name));
+  MMTWIN_ASSIGN_OR_RETURN(const json* params, r.At(*v, path, "params"));
+  if (!params->is_object()) return r.Bad(path, "params", "an object");
+  for (const auto& [k, x] : params->items()) {
+    if (!x.is_string()) return r.Bad(path + ".params", k, "a string");
+    p.params[k] = x.get<std::string>();
+  }
+  return Status();
+}
+
+Status ReadStage(const Reader& r, const json& j, const std::string& path, StageRecord& s) {
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, path, "stage", s.stage));
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, path, "first_layer", s.first_layer));
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, path, "last_layer", s.last_layer));
+  MMTWIN_ASSIGN_OR_RETURN(const json* labels, r.At(j, path, "layer_labels"));
+  if (!labels->is_array() || labels->size() != 2 || !(*labels)[0].is_string() || !(*labels)[1].is_string())
+    return r.Bad(path, "layer_labels", "two strings");
+  s.first_layer_label = (*labels)[0].get<std::string>();
+  s.last_layer_label = (*labels)[1].get<std::string>();
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, path, "layers", s.layers));
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, path, "params", s.params));
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, path, "recomputed_layers", s.recomputed_layers));
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, path, "fwd_us_mean", s.fwd_us_mean));
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, path, "bwd_us_mean", s.bwd_us_mean));
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, path, "recompute_us_mean", s.recompute_us_mean));
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, path, "busy_ratio", s.busy_ratio));
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, path, "bubble_ratio", s.bubble_ratio));
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, path, "idle_ratio", s.idle_ratio));
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, path, "model_state_bytes", s.model_state_bytes));
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, path, "peak_activation_bytes", s.peak_activation_bytes));
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, path, "peak_memory_bytes", s.peak_memory_bytes));
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, path, "memory_capacity_bytes", s.memory_capacity_bytes));
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, path, "fits", s.fits));
+  return Status();
+}
+
+Result<RunSummary> ReadSummary(const json& j, const std::string& name) {
+  const Reader r(name);
+  if (!j.is_object()) return Error(name + ": not a summary.json (JSON object expected)");
+  RunSummary s;
+  if (j.contains("schema_version")) {
+    MMTWIN_RETURN_IF_ERROR(r.Get(j, "", "schema_version", s.schema_version));
+    if (s.schema_version < 1 || s.schema_version > kRecordsSchemaVersion)
+      return Error(name + ": schema_version: " + std::to_string(s.schema_version) +
+                   " is not supported (this mmtwin reads 1.." + std::to_string(kRecordsSchemaVersion) + ")");
+  }
+  if (j.contains("source")) {
+    std::string src;
+    MMTWIN_RETURN_IF_ERROR(r.Get(j, "", "source", src));
+    if (src == "simulated")
+      s.source = RecordSource::kSimulated;
+    else if (src == "measured")
+      s.source = RecordSource::kMeasured;
+    else
+      return Error(name + ": source: '" + src + "' is not simulated or measured");
+  }
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, "", "scenario", s.scenario));
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, "", "model", s.model));
+  MMTWIN_ASSIGN_OR_RETURN(const json* cluster, r.At(j, "", "cluster"));
+  MMTWIN_RETURN_IF_ERROR(r.Get(*cluster, "cluster", "preset", s.cluster.preset));
+  MMTWIN_RETURN_IF_ERROR(r.Get(*cluster, "cluster", "nodes", s.cluster.nodes));
+  MMTWIN_RETURN_IF_ERROR(r.Get(*cluster, "cluster", "device", s.cluster.device));
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, "", "engine", s.engine));
+  MMTWIN_ASSIGN_OR_RETURN(const json* par, r.At(j, "", "parallel"));
+  MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "dp", s.parallel.dp));
+  MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "tp", s.parallel.tp));
+  MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "pp", s.parallel.pp));
+  MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "vpp", s.parallel.vpp));
+  MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "micro_batches", s.parallel.micro_batches));
+  MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "zero_stage", s.parallel.zero_stage));
+  MMTWIN_ASSIGN_OR_RETURN(const json* policies, r.At(j, "", "policies"));
+  MMTWIN_RETURN_IF_ERROR(ReadPolicy(r, *policies, "data", s.data_policy));
+  MMTWIN_RETURN_IF_ERROR(ReadPolicy(r, *policies, "partition", s.partition_policy));
+  MMTWIN_RETURN_IF_ERROR(ReadPolicy(r, *policies, "recompute", s.recompute_policy));
+  MMTWIN_RETURN_IF_ERROR(ReadPolicy(r, *policies, "schedule", s.schedule_policy));
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, "", "trace_samples", s.trace_samples));
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, "", "iterations_in_epoch", s.iterations_in_epoch));
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, "", "iterations_replayed", s.iterations_replayed));
+  MMTWIN_ASSIGN_OR_RETURN(const json* it, r.At(j, "", "iteration_time_us"));
+  IterationTimeStats& t = s.iteration_time_us;
+  for (auto [key, field] : {std::pair{"mean", &t.mean},
+                            {"p50", &t.p50},
+                            {"p99", &t.p99},
+                            {"min", &t.min},
+                            {"max", &t.max},
+                            {"ci95_low", &t.ci95_low},
+                            {"ci95_high", &t.ci95_high}})
+    MMTWIN_RETURN_IF_ERROR(r.Get(*it, "iteration_time_us", key, *field));
+  for (auto [key, field] : {std::pair{"busy_ratio", &s.busy_ratio},
+                            {"bubble_ratio", &s.bubble_ratio},
+                            {"idle_ratio", &s.idle_ratio},
+                            {"exposed_comm_ratio", &s.exposed_comm_ratio},
+                            {"recompute_ratio", &s.recompute_ratio},
+                            {"tokens_per_s", &s.tokens_per_s},
+                            {"samples_per_s", &s.samples_per_s},
+                            {"mfu", &s.mfu},
+                            {"epoch_time_s", &s.epoch_time_s},
+                            {"gpu_days", &s.gpu_days}})
+    MMTWIN_RETURN_IF_ERROR(r.Get(j, "", key, *field));
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, "", "oom", s.oom));
+  MMTWIN_ASSIGN_OR_RETURN(const json* oom, r.At(j, "", "oom_stages"));
+  if (!oom->is_array()) return r.Bad("", "oom_stages", "an array");
+  for (size_t i = 0; i < oom->size(); ++i) {
+    const std::string path = "oom_stages[" + std::to_string(i) + "]";
+    OomStage o;
+    MMTWIN_RETURN_IF_ERROR(r.Get((*oom)[i], path, "stage", o.stage));
+    MMTWIN_RETURN_IF_ERROR(r.Get((*oom)[i], path, "short_bytes", o.short_bytes));
+    MMTWIN_RETURN_IF_ERROR(r.Get((*oom)[i], path, "peak_memory_bytes", o.peak_memory_bytes));
+    MMTWIN_RETURN_IF_ERROR(r.Get((*oom)[i], path, "memory_capacity_bytes", o.memory_capacity_bytes));
+    s.oom_stages.push_back(o);
+  }
+  MMTWIN_ASSIGN_OR_RETURN(const json* data, r.At(j, "", "data"));
+  MMTWIN_RETURN_IF_ERROR(r.Get(*data, "data", "pad_ratio", s.data.pad_ratio));
+  MMTWIN_RETURN_IF_ERROR(r.Get(*data, "data", "dist_ratio_vit", s.data.dist_ratio_vit));
+  MMTWIN_RETURN_IF_ERROR(r.Get(*data, "data", "dist_ratio_llm", s.data.dist_ratio_llm));
+  MMTWIN_RETURN_IF_ERROR(r.Get(*data, "data", "mean_batch_size", s.data.mean_batch_size));
+  MMTWIN_RETURN_IF_ERROR(r.Get(*data, "data", "samples_skipped", s.data.samples_skipped));
+  MMTWIN_RETURN_IF_ERROR(r.Get(*data, "data", "samples_dropped", s.data.samples_dropped));
+  MMTWIN_ASSIGN_OR_RETURN(const json* part, r.At(j, "", "partition"));
+  MMTWIN_ASSIGN_OR_RETURN(const json* bounds, r.At(*part, "partition", "bounds"));
+  if (!bounds->is_array()) return r.Bad("partition", "bounds", "an array of integers");
+  for (const json& b : *bounds) {
+    if (!b.is_number_integer()) return r.Bad("partition", "bounds", "an array of integers");
+    s.partition.bounds.push_back(b.get<int>());
+  }
+  MMTWIN_RETURN_IF_ERROR(r.Get(*part, "partition", "var_fwd_us2", s.partition.var_fwd_us2));
+  MMTWIN_RETURN_IF_ERROR(r.Get(*part, "partition", "sum_comm_bytes", s.partition.sum_comm_bytes));
+  MMTWIN_RETURN_IF_ERROR(r.Get(*part, "partition", "var_params", s.partition.var_params));
+  MMTWIN_RETURN_IF_ERROR(r.Get(*part, "partition", "var_layers", s.partition.var_layers));
+  MMTWIN_RETURN_IF_ERROR(r.Get(j, "", "recomputed_layers", s.recomputed_layers));
+  MMTWIN_ASSIGN_OR_RETURN(const json* stages, r.At(j, "", "stages"));
+  if (!stages->is_array()) return r.Bad("", "stages", "an array");
+  for (size_t i = 0; i < stages->size(); ++i) {
+    StageRecord st;
+    MMTWIN_RETURN_IF_ERROR(ReadStage(r, (*stages)[i], "stages[" + std::to_string(i) + "]", st));
+    s.stages.push_back(std::move(st));
+  }
+  return s;
+}
+
+}  // namespace
+
+const char* RecordSourceName(RecordSource s) {
+  return s == RecordSource::kMeasured ? "measured" : "simulated";
+}
+
+std::string SummaryToJson(const RunSummary& s) {
+  json j;
+  j["schema_version"] = s.schema_version;
+  j["source"] = RecordSourceName(s.source);
+  j["scenario"] = s.scenario;
+  j["model"] = s.model;
+  j["cluster"] = {{"preset", s.cluster.preset}, {"nodes", s.cluster.nodes}, {"device", s.cluster.device}};
+  j["engine"] = s.engine;
+  const ParallelConfig& p = s.parallel;
+  j["parallel"] = {{"dp", p.dp},
+                   {"tp", p.tp},
+                   {"pp", p.pp},
+                   {"vpp", p.vpp},
+                   {"micro_batches", p.micro_batches},
+                   {"zero_stage", p.zero_stage},
+                   {"world_size", p.world_size()}};
+  j["policies"] = {{"data", PolicyJson(s.data_policy)},
+                   {"partition", PolicyJson(s.partition_policy)},
+                   {"recompute", PolicyJson(s.recompute_policy)},
+                   {"schedule", PolicyJson(s.schedule_policy)}};
+  j["trace_samples"] = s.trace_samples;
+  j["iterations_in_epoch"] = s.iterations_in_epoch;
+  j["iterations_replayed"] = s.iterations_replayed;
+  const IterationTimeStats& t = s.iteration_time_us;
+  j["iteration_time_us"] = {{"mean", t.mean},
+                            {"p50", t.p50},
+                            {"p99", t.p99},
+                            {"min", t.min},
+                            {"max", t.max},
+                            {"ci95_low", t.ci95_low},
+                            {"ci95_high", t.ci95_high}};
+  j["busy_ratio"] = s.busy_ratio;
+  j["bubble_ratio"] = s.bubble_ratio;
+  j["idle_ratio"] = s.idle_ratio;
+  j["exposed_comm_ratio"] = s.exposed_comm_ratio;
+  j["recompute_ratio"] = s.recompute_ratio;
+  j["tokens_per_s"] = s.tokens_per_s;
+  j["samples_per_s"] = s.samples_per_s;
+  j["mfu"] = s.mfu;
+  j["epoch_time_s"] = s.epoch_time_s;
+  j["gpu_days"] = s.gpu_days;
+  j["oom"] = s.oom;
+  json oom = json::array();
+  for (const OomStage& o : s.oom_stages)
+    oom.push_back({{"stage", o.stage},
+                   {"short_bytes", o.short_bytes},
+                   {"peak_memory_bytes", o.peak_memory_bytes},
+                   {"memory_capacity_bytes", o.memory_capacity_bytes}});
+  j["oom_stages"] = oom;
+  j["data"] = {{"pad_ratio", s.data.pad_ratio},
+               {"dist_ratio_vit", s.data.dist_ratio_vit},
+               {"dist_ratio_llm", s.data.dist_ratio_llm},
+               {"mean_batch_size", s.data.mean_batch_size},
+               {"samples_skipped", s.data.samples_skipped},
+               {"samples_dropped", s.data.samples_dropped}};
+  j["partition"] = {{"bounds", s.partition.bounds},
+                    {"var_fwd_us2", s.partition.var_fwd_us2},
+                    {"sum_comm_bytes", s.partition.sum_comm_bytes},
+                    {"var_params", s.partition.var_params},
+                    {"var_layers", s.partition.var_layers}};
+  j["recomputed_layers"] = s.recomputed_layers;
+  json stages = json::array();
+  for (const StageRecord& st : s.stages) stages.push_back(StageJson(st));
+  j["stages"] = stages;
+  return j.dump(2);
+}
+
+Result<RunSummary> SummaryFromJson(const std::string& text, const std::string& name) {
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Error(name + ": not a summary.json (JSON object expected)");
+  return ReadSummary(j, name);
+}
+
+Result<RunSummary> LoadSummary(const std::string& arg) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::string path = arg;
+  if (fs::is_directory(arg, ec)) path = (fs::path(arg) / "summary.json").string();
+  if (!fs::is_regular_file(path, ec))
+    return Error(path + ": no such summary (give a run folder or a summary.json)");
+  MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return SummaryFromJson(text, path);
+}
+
+std::string StagesCsv(const std::vector<StageRecord>& stages) {
+  std::ostringstream csv;
+  csv << "stage,first_layer,last_layer,layers,params,recomputed_layers,fwd_us_mean,bwd_us_mean,recompute_us_"
+         "mean,"
+         "busy_ratio,bubble_ratio,idle_ratio,model_state_bytes,peak_activation_bytes,peak_memory_bytes,"
+         "memory_capacity_bytes,fits\n";
+  for (const StageRecord& s : stages)
+    csv << s.stage << "," << s.first_layer << "," << s.last_layer << "," << s.layers << "," << s.params << ","
+        << s.recomputed_layers << "," << s.fwd_us_mean << "," << s.bwd_us_mean << "," << s.recompute_us_mean
+        << "," << s.busy_ratio << "," << s.bubble_ratio << "," << s.idle_ratio << "," << s.model_state_bytes
+        << "," << s.peak_activation_bytes << "," << s.peak_memory_bytes << "," << s.memory_capacity_bytes
+        << "," << (s.fits ? "true" : "false") << "\n";
+  return csv.str();
+}
+
+namespace {
+
+constexpr const char* kOpsHeader =
+    "source,iteration,kind,lane,device,peer,micro_batch,chunk,start_us,duration_us,bytes,tokens,"
+    "attention_pairs,spans";
+
+std::string Num(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", x);
+  return buf;
+}
+
+}  // namespace
+
+std::string OpsCsv(const std::vector<OpRecord>& ops) {
+  std::string out = std::string(kOpsHeader) + "\n";
+  for (const OpRecord& o : ops) {
+    out += std::string(RecordSourceName(o.source)) + "," + std::to_string(o.iteration) + "," +
+           OpKindName(o.kind) + "," + LaneName(o.lane) + "," + std::to_string(o.device) + "," +
+           std::to_string(o.peer) + "," + std::to_string(o.micro_batch) + "," + std::to_string(o.chunk) +
+           "," + Num(o.start_us) + "," + Num(o.duration_us) + "," + std::to_string(o.bytes) + "," +
+           std::to_string(o.tokens) + "," + Num(o.attention_pairs) + "," + std::to_string(o.spans) + "\n";
+  }
+  return out;
+}
+
+Result<std::vector<OpRecord>> ParseOpsCsv(const std::string& text, const std::string& name) {
+  std::vector<OpRecord> ops;
+  std::istringstream in(text);
+  std::string line;
+  int line_no = 0;
+  bool header = false;
+  auto kind_of = [](const std::string& s, OpKind& k) {
+    for (int i = 0; i <= static_cast<int>(OpKind::kDispatch); ++i)
+      if (s == OpKindName(static_cast<OpKind>(i))) {
+        k = static_cast<OpKind>(i);
+        return true;
+      }
+    return false;
+  };
+  auto lane_of = [](const std::string& s, Lane& l) {
+    for (int i = 0; i < kNumLanes; ++i)
+      if (s == LaneName(static_cast<Lane>(i))) {
+        l = static_cast<Lane>(i);
+        return true;
+      }
+    return false;
+  };
+  static const char* kFields[] = {
+      "source",   "iteration",   "kind",  "lane",   "device",          "peer", "micro_batch", "chunk",
+      "start_us", "duration_us", "bytes", "tokens", "attention_pairs", "spans"};
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    if (!header) {
+      if (line != kOpsHeader)
+        return Error::At(name, line_no, "", std::string("expected the header ") + kOpsHeader);
+      header = true;
+      continue;
+    }
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    std::string cell;
+    while (std::getline(ss, cell, ',')) f.push_back(cell);
+    if (f.size() != 14)
+      return Error::At(name, line_no, "", "expected 14 fields, got " + std::to_string(f.size()));
+    OpRecord o;
+    auto bad = [&](int i) { return Error::At(name, line_no, kFields[i], "'" + f[i] + "' is not valid"); };
+    if (f[0] == "simulated")
+      o.source = RecordSource::kSimulated;
+    else if (f[0] == "measured")
+      o.source = RecordSource::kMeasured;
+    else
+      return bad(0);
+    int64_t v = 0;
+    if (!ParseInt64(f[1], o.iteration)) return bad(1);
+    if (!kind_of(f[2], o.kind)) return bad(2);
+    if (!lane_of(f[3], o.lane)) return bad(3);
+    int32_t* ints[] = {&o.device, &o.peer, &o.micro_batch, &o.chunk};
+    for (int i = 0; i < 4; ++i) {
+      if (!ParseInt64(f[4 + i], v) || v < INT32_MIN || v > INT32_MAX) return bad(4 + i);
+      *ints[i] = static_cast<int32_t>(v);
+    }
+    if (!ParseDouble(f[8], o.start_us)) return bad(8);
+    if (!ParseDouble(f[9], o.duration_us) || o.duration_us < 0) return bad(9);
+    if (!ParseInt64(f[10], o.bytes) || o.bytes < 0) return bad(10);
+    if (!ParseInt64(f[11], o.tokens) || o.tokens < 0) return bad(11);
+    if (!ParseDouble(f[12], o.attention_pairs) || o.attention_pairs < 0) return bad(12);
+    if (!ParseInt64(f[13], v) || v < 0 || v > INT32_MAX) return bad(13);
+    o.spans = static_cast<int32_t>(v);
+    ops.push_back(o);
+  }
+  if (!header) return Error::At(name, 1, "", std::string("expected the header ") + kOpsHeader);
+  return ops;
+}
+
+const std::vector<SummaryColumn>& SummaryColumns() {
+  using S = const RunSummary&;
+  static const std::vector<SummaryColumn> kColumns = {
+      {"iteration_time_us_mean", "REAL", [](S s) -> SummaryValue { return s.iteration_time_us.mean; }},
+      {"iteration_time_us_p50", "REAL", [](S s) -> SummaryValue { return s.iteration_time_us.p50; }},
+      {"iteration_time_us_p99", "REAL", [](S s) -> SummaryValue { return s.iteration_time_us.p99; }},
+      {"iteration_time_us_ci95_low", "REAL",
+       [](S s) -> SummaryValue { return s.iteration_time_us.ci95_low; }},
+      {"iteration_time_us_ci95_high", "REAL",
+       [](S s) -> SummaryValue { return s.iteration_time_us.ci95_high; }},
+      {"busy_ratio", "REAL", [](S s) -> SummaryValue { return s.busy_ratio; }},
+      {"bubble_ratio", "REAL", [](S s) -> SummaryValue { return s.bubble_ratio; }},
+      {"idle_ratio", "REAL", [](S s) -> SummaryValue { return s.idle_ratio; }},
+      {"recompute_ratio", "REAL", [](S s) -> SummaryValue { return s.recompute_ratio; }},
+      {"exposed_comm_ratio", "REAL", [](S s) -> SummaryValue { return s.exposed_comm_ratio; }},
+      {"tokens_per_s", "REAL", [](S s) -> SummaryValue { return s.tokens_per_s; }},
+      {"samples_per_s", "REAL", [](S s) -> SummaryValue { return s.samples_per_s; }},
+      {"mfu", "REAL", [](S s) -> SummaryValue { return s.mfu; }},
+      {"epoch_time_s", "REAL", [](S s) -> SummaryValue { return s.epoch_time_s; }},
+      {"gpu_days", "REAL", [](S s) -> SummaryValue { return s.gpu_days; }},
+      {"oom", "INTEGER", [](S s) -> SummaryValue { return int64_t{s.oom}; }},
+      {"pad_ratio", "REAL", [](S s) -> SummaryValue { return s.data.pad_ratio; }},
+      {"dist_ratio_vit", "REAL", [](S s) -> SummaryValue { return s.data.dist_ratio_vit; }},
+      {"dist_ratio_llm", "REAL", [](S s) -> SummaryValue { return s.data.dist_ratio_llm; }},
+      {"mean_batch_size", "REAL", [](S s) -> SummaryValue { return s.data.mean_batch_size; }},
+      {"partition_var_fwd_us2", "REAL", [](S s) -> SummaryValue { return s.partition.var_fwd_us2; }},
+      {"partition_var_params", "REAL", [](S s) -> SummaryValue { return s.partition.var_params; }},
+      {"partition_var_layers", "REAL", [](S s) -> SummaryValue { return s.partition.var_layers; }},
+      {"partition_sum_comm_bytes", "REAL", [](S s) -> SummaryValue { return s.partition.sum_comm_bytes; }},
+      {"recomputed_layers", "REAL", [](S s) -> SummaryValue { return int64_t{s.recomputed_layers}; }},
+      {"iterations_replayed", "REAL", [](S s) -> SummaryValue { return s.iterations_replayed; }},
+      {"iterations_in_epoch", "REAL", [](S s) -> SummaryValue { return s.iterations_in_epoch; }},
+      {"trace_samples", "REAL", [](S s) -> SummaryValue { return s.trace_samples; }},
+      {"engine", "TEXT", [](S s) -> SummaryValue { return s.engine; }},
+      {"source", "TEXT", [](S s) -> SummaryValue { return std::string(RecordSourceName(s.source)); }},
+  };
+  return kColumns;
+}
+
+}  // namespace mmtwin

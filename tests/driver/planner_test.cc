@@ -1,0 +1,251 @@
+// The public planner (core/driver/planner.h), the plan's JSON codec (core/records/plan_codec.h), the `cost:`
+// scenario key with a CoefficientCostModel from a file, cancellation and ValidateScenario.
+#include "core/driver/planner.h"
+
+#include <atomic>
+#include <filesystem>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "core/driver/simulate.h"
+#include "core/records/plan_codec.h"
+#include "core/trace/generate.h"
+#include "core/util/csv.h"
+
+namespace mmtwin {
+namespace {
+
+namespace fs = std::filesystem;
+
+Scenario Small() {
+  Scenario s;
+  s.name = "small";
+  s.trace.preset = "internvl-1.2m";
+  s.trace.samples = 6000;
+  s.trace.seed = 7;
+  s.model = "internvl-1.5-6b-20b";
+  s.cluster = "a100-4x200g";
+  s.parallel.dp = 2;
+  s.parallel.tp = 2;
+  s.parallel.pp = 4;
+  s.parallel.micro_batches = 8;
+  s.parallel.zero_stage = 1;
+  s.data = {"post-balance", {{"batch_size", "4"}, {"dispatch", "all-to-all"}}};  // plans with dispatch lists
+  s.partition = {"bmp", {}};
+  s.recompute = {"adaptive", {}};
+  s.iterations = 5;
+  return s;
+}
+
+TEST(PlannerTest, PlanIsSelfDescribing) {
+  const Scenario s = Small();
+  auto run = BuildPlan(s, {});
+  ASSERT_TRUE(run.ok()) << run.error().message();
+  const Plan& p = run->plan;
+  EXPECT_EQ(p.schema_version, kPlanSchemaVersion);
+  EXPECT_EQ(p.scenario, "small");
+  EXPECT_EQ(p.model, "internvl-1.5-6b-20b");
+  EXPECT_EQ(p.nodes, 2);  // 16 GPUs on 8-GPU nodes
+  EXPECT_EQ(p.trace.preset, "internvl-1.2m");
+  EXPECT_EQ(p.trace.seed, 7u);
+  EXPECT_EQ(p.trace.samples, 6000);
+  auto trace = GenerateTrace("internvl-1.2m", 6000, 7);
+  ASSERT_TRUE(trace.ok());
+  EXPECT_EQ(p.trace.digest, TraceDigest(*trace));
+  auto other = GenerateTrace("internvl-1.2m", 6000, 8);
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(p.trace.digest, TraceDigest(*other));
+  // Sampled iterations: distinct epoch indices, ascending, inside the epoch.
+  ASSERT_EQ(p.iterations.size(), 5u);
+  for (size_t i = 0; i < p.iterations.size(); ++i) {
+    EXPECT_GE(p.iterations[i].epoch_index, 0);
+    EXPECT_LT(p.iterations[i].epoch_index, p.iterations_in_epoch);
+    if (i) EXPECT_LT(p.iterations[i - 1].epoch_index, p.iterations[i].epoch_index);
+  }
+  EXPECT_EQ(p.dp_bucket_bytes, 40ll << 20);
+  EXPECT_EQ(run->Comm().dp_bucket_bytes, p.dp_bucket_bytes);
+  // The planner is pure: the same scenario gives the same plan; Simulate replays exactly this plan.
+  auto again = BuildPlan(s, {});
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->plan == p);
+  auto sim = Simulate(s, {});
+  ASSERT_TRUE(sim.ok()) << sim.error().message();
+  EXPECT_TRUE(sim->plan == p);
+}
+
+TEST(PlannerTest, PlanJsonRoundTrips) {
+  auto run = BuildPlan(Small(), {});
+  ASSERT_TRUE(run.ok()) << run.error().message();
+  const Plan& p = run->plan;
+  bool any_dispatch = false;
+  for (const IterationData& it : p.iterations)
+    for (const auto& m : it.dispatch) any_dispatch = any_dispatch || !m.empty();
+  ASSERT_TRUE(any_dispatch);  // the codec carries transfers too
+  const std::string text = PlanToJson(p);
+  const fs::path file = fs::path(::testing::TempDir()) / "plan.json";
+  ASSERT_TRUE(WriteFileAtomic(file.string(), text).ok());
+  auto read = ReadFile(file.string());
+  ASSERT_TRUE(read.ok());
+  auto back = PlanFromJson(*read, "plan.json");
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_TRUE(*back == p);
+  EXPECT_EQ(PlanToJson(*back), text);
+}
+
+TEST(PlannerTest, MalformedPlansNameTheField) {
+  auto run = BuildPlan(Small(), {});
+  ASSERT_TRUE(run.ok()) << run.error().message();
+  auto expect_error = [](const Plan& p, const std::string& want) {
+    auto r = PlanFromJson(PlanToJson(p), "plan.json");
+    ASSERT_FALSE(r.ok()) << want;
+    EXPECT_NE(r.error().message().find(want), std::string::npos) << r.error().message();
+  };
+  Plan p = run->plan;
+  p.iterations[1].micro_batches.pop_back();
+  expect_error(p, "plan.json: iterations[1].micro_batches: expected dp = 2 ranks");
+  p = run->plan;
+  p.iterations[0].micro_batches[0][0].push_back(999999);
+  expect_error(p, "sample 999999 is outside the trace's 6000 samples");
+  p = run->plan;
+  p.schema_version = 99;
+  expect_error(p, "plan.json: schema_version: 99 is not supported");
+  p = run->plan;
+  p.recompute.layers.pop_back();
+  expect_error(p, "plan.json: recompute: expected one entry per layer");
+  p = run->plan;
+  std::swap(p.schedule.per_rank[0][0], p.schedule.per_rank[0][1]);  // backward before its forward... or not
+  p.schedule.per_rank[0].push_back(p.schedule.per_rank[0][0]);      // a duplicate op: never valid
+  expect_error(p, "plan.json: schedule:");
+  auto r = PlanFromJson("[1, 2]", "plan.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(), "plan.json: not a plan (JSON object expected)");
+}
+
+// A CoefficientCostModel loaded through the scenario's `cost:` key prices the run end to end. Oracle: an
+// LLM-only model on one GPU (dp = tp = pp = 1: no TP, P2P or DP communication) with constant per-layer times
+// c_f and c_b runs M micro-batches back to back, so T = M * L * (c_f + c_b) and each forward is L * c_f.
+TEST(PlannerTest, CostKeyLoadsCoefficientsFromAFile) {
+  auto model = LoadModel("qwen2-1.5b");
+  ASSERT_TRUE(model.ok()) << model.error().message();
+  auto cluster = LoadCluster("a100-4x200g", 1);
+  ASSERT_TRUE(cluster.ok());
+  const double c_f = 100, c_b = 250;
+  CoefficientCostModel coeffs{AnalyticCostModel(cluster->device)};
+  for (LayerKind k :
+       {LayerKind::kEmbedding, LayerKind::kTransformer, LayerKind::kProjector, LayerKind::kHead})
+    coeffs.Set("*", k, TimeCoefficients{c_f, 0, 0, c_b, 0, 0});
+  const fs::path dir = fs::path(::testing::TempDir()) / "cost_key";
+  fs::create_directories(dir);
+  ASSERT_TRUE(coeffs.Save((dir / "profile.csv").string()).ok());
+  // Through a scenario file: the path resolves against the scenario's folder.
+  const std::string yaml =
+      "name: coeff\n"
+      "trace: {preset: internvl-1.2m, samples: 2000}\n"
+      "model: qwen2-1.5b\n"
+      "parallel: {dp: 1, tp: 1, pp: 1, micro_batches: 4}\n"
+      "policies: {data: {name: random, params: {batch_size: 2}}}\n"
+      "iterations: 3\n"
+      "cost: profile.csv\n";
+  auto s = ParseScenario(yaml, "coeff.yaml", dir.string());
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(fs::path(s->cost), dir / "profile.csv");
+  auto sim = Simulate(*s, {});
+  ASSERT_TRUE(sim.ok()) << sim.error().message();
+  const double layers = static_cast<double>(Layers(*model).size());
+  EXPECT_DOUBLE_EQ(sim->summary.iteration_time_us.mean, 4 * layers * (c_f + c_b));
+  EXPECT_DOUBLE_EQ(sim->summary.iteration_time_us.p99, 4 * layers * (c_f + c_b));
+  ASSERT_EQ(sim->summary.stages.size(), 1u);
+  EXPECT_DOUBLE_EQ(sim->summary.stages[0].fwd_us_mean, layers * c_f);
+  EXPECT_DOUBLE_EQ(sim->summary.stages[0].bwd_us_mean, layers * c_b);
+  // The analytic model gives another time, so the key did change the pricing.
+  Scenario analytic = *s;
+  analytic.cost = "analytic";
+  auto a = Simulate(analytic, {});
+  ASSERT_TRUE(a.ok());
+  EXPECT_NE(a->summary.iteration_time_us.mean, sim->summary.iteration_time_us.mean);
+  // A cost model handed in directly wins over the key.
+  SimulateOptions o;
+  o.cost = std::make_shared<AnalyticCostModel>(cluster->device, AnalyticOptions{1});
+  auto direct = Simulate(*s, o);
+  ASSERT_TRUE(direct.ok());
+  EXPECT_DOUBLE_EQ(direct->summary.iteration_time_us.mean, a->summary.iteration_time_us.mean);
+  // The resolved scenario keeps the key.
+  EXPECT_NE(sim->resolved_yaml.find("cost: " + (dir / "profile.csv").string()), std::string::npos);
+}
+
+TEST(PlannerTest, CostFileErrorsNameTheFile) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "cost_bad";
+  fs::create_directories(dir);
+  auto cluster = LoadCluster("a100-4x200g", 1);
+  ASSERT_TRUE(cluster.ok());
+  CoefficientCostModel only_transformers{AnalyticCostModel(cluster->device)};
+  only_transformers.Set("*", LayerKind::kTransformer, TimeCoefficients{1, 0, 0, 2, 0, 0});
+  ASSERT_TRUE(only_transformers.Save((dir / "partial.csv").string()).ok());
+  Scenario s = Small();
+  s.cost = (dir / "partial.csv").string();
+  auto r = BuildPlan(s, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("no cost coefficients for layer type"), std::string::npos)
+      << r.error().message();
+  s.cost = (dir / "missing.csv").string();
+  r = BuildPlan(s, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("missing.csv"), std::string::npos) << r.error().message();
+}
+
+TEST(PlannerTest, CancellationStopsPlanningAndReplay) {
+  std::atomic<bool> cancel{true};
+  PlanOptions po;
+  po.cancel = &cancel;
+  auto r = BuildPlan(Small(), po);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(), "cancelled");
+  SimulateOptions so;
+  so.cancel = &cancel;
+  auto s = Simulate(Small(), so);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message(), "cancelled");
+  // Cancelling from the progress callback stops the replay after the current iteration.
+  std::atomic<bool> later{false};
+  so.cancel = &later;
+  int calls = 0;
+  so.progress = [&](double) {
+    ++calls;
+    later = true;
+  };
+  s = Simulate(Small(), so);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message(), "cancelled");
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(PlannerTest, ValidateScenarioNamesFields) {
+  Scenario s = Small();
+  EXPECT_TRUE(ValidateScenario(s).ok()) << ValidateScenario(s).error().message();
+  s.parallel.tp = 16;
+  Status st = ValidateScenario(s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("small: parallel.tp: "), std::string::npos) << st.error().message();
+  EXPECT_NE(st.error().message().find("tp 16 > 8 GPUs per node"), std::string::npos) << st.error().message();
+  s = Small();
+  s.partition.params["bogus"] = "7";
+  st = ValidateScenario(s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("small: policies.partition.params"), std::string::npos)
+      << st.error().message();
+  EXPECT_NE(st.error().message().find("bogus"), std::string::npos) << st.error().message();
+  s = Small();
+  s.data.name = "nope";
+  st = ValidateScenario(s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("nope"), std::string::npos) << st.error().message();
+  s = Small();
+  s.parallel.pp = 400;  // more chunks than layers
+  st = ValidateScenario(s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("pipeline chunks"), std::string::npos) << st.error().message();
+}
+
+}  // namespace
+}  // namespace mmtwin
