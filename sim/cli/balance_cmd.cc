@@ -6,6 +6,8 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
 #include "core/balance/data_policy.h"
 #include "core/balance/metrics.h"
@@ -177,7 +179,7 @@ int RunBalance(const Args& args, std::ostream& out, std::ostream& err) {
       return 2;
     }
     const DataMetrics m = ComputeDataMetrics(*plan, sizes);
-    nlohmann::json j = MetricsToJson(*plan, m);
+    nlohmann::json j = nlohmann::json::parse(MetricsToJson(*plan, m));
     j["trace"] = o.trace;
     j["model"] = model->name;
     j["seed"] = o.seed;

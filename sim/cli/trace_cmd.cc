@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
 #include "core/model/model.h"
 #include "core/trace/generate.h"
@@ -233,7 +235,7 @@ int Stats(const Args& args, std::ostream& out, std::ostream& err) {
     AddModelStats(st, *t, *model, static_cast<int>(bins));
   }
   if (HasFlag(p, "--json")) {
-    nlohmann::json j = StatsToJson(st);
+    nlohmann::json j = nlohmann::json::parse(StatsToJson(st));
     j["trace"] = p.positional[0];
     out << j.dump(2) << "\n";
   } else {

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "core/balance/data_policy.h"
 #include "core/balance/metrics.h"
@@ -81,8 +82,9 @@ TEST(OrchestratorPolicyTest, AudioVisionMixConservesSamplesAndBeatsAllGather) {
   EXPECT_LT(composed->metrics.at("max_rank_all_to_all_bytes"),
             composed->metrics.at("all_gather_bytes_per_rank"));
   EXPECT_LT(composed->metrics.at("max_load_over_lower_bound"), 1.05);
-  ASSERT_TRUE(composed->details.contains("phases"));
-  EXPECT_EQ(composed->details["phases"].back()["phase"], "llm");
+  const nlohmann::json details = nlohmann::json::parse(composed->details_json);
+  ASSERT_TRUE(details.contains("phases"));
+  EXPECT_EQ(details["phases"].back()["phase"], "llm");
 }
 
 TEST(OrchestratorPolicyTest, RejectsUnknownAlgorithm) {

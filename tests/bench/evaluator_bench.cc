@@ -4,9 +4,9 @@
 #include <benchmark/benchmark.h>
 
 #include "core/eval/analytic.h"
-#include "core/eval/perfetto.h"
 #include "core/graph/op_graph.h"
 #include "core/plan/schedule.h"
+#include "core/records/perfetto.h"
 #include "core/util/rng.h"
 
 namespace mmtwin {
@@ -107,7 +107,7 @@ void BM_PerfettoTrace(benchmark::State& state) {
   const Setup s = Make(8, 8, 1, 32);
   const OpGraph g = *BuildIterationGraph(s.pc, s.schedule, s.costs, s.statics, s.comm);
   const IterationTiming t = EvaluateAnalytic(g);
-  for (auto _ : state) benchmark::DoNotOptimize(PerfettoTrace(g, t, s.costs, s.pc).dump().size());
+  for (auto _ : state) benchmark::DoNotOptimize(PerfettoTrace(OpRecordsOf(g, t, s.costs, 0), s.pc).size());
   state.SetItemsProcessed(state.iterations() * g.num_ops());
 }
 BENCHMARK(BM_PerfettoTrace)->Unit(benchmark::kMillisecond);

@@ -91,8 +91,8 @@ TEST_F(CliTraceTest, ImportLlavaMalformedNamesElement) {
 }
 
 TEST_F(CliTraceTest, ImportLibriSpeechReal) {
-  const CliRun r = Mmtwin("trace import --format librispeech '" MMTWIN_SHARED_DIR
-                          "/data/traces/librispeech_dev-clean_durations.csv' -o dev.csv");
+  const CliRun r = Mmtwin("trace import --format librispeech '" MMTWIN_SOURCE_DIR
+                          "/traces/sources/librispeech_dev-clean_durations.csv' -o dev.csv");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "wrote 2703 samples to dev.csv\n");
   const CliRun s = Mmtwin("trace stats dev.csv --json");

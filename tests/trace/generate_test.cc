@@ -373,12 +373,12 @@ TEST(CommittedTracesTest, ParseAndAreCanonical) {
   }
 }
 
-// The conversion documented in traces/generators.md, recomputed from the shared source files.
+// The conversion documented in traces/generators.md, recomputed from the upstream files in traces/sources/.
 TEST(CommittedTracesTest, ReproduceFromSharedSources) {
-  const std::string src = std::string(MMTWIN_SHARED_DIR) + "/data/traces/";
+  const std::string src = std::string(MMTWIN_SOURCE_DIR) + "/traces/sources/";
   Result<std::string> libri = ReadFile(src + "librispeech_train-clean-100_durations.csv");
   Result<std::string> air = ReadFile(src + "airbench_chat_samples.csv");
-  if (!libri.ok() || !air.ok()) GTEST_SKIP() << "shared source traces not available";
+  if (!libri.ok() || !air.ok()) FAIL() << "traces/sources/ is missing a source file";
 
   Result<Trace> asr = ReadTrace(std::string(MMTWIN_SOURCE_DIR) + "/traces/librispeech/train-clean-100.csv");
   ASSERT_TRUE(asr.ok());

@@ -14,7 +14,7 @@
 namespace mmtwin {
 namespace {
 
-const std::string kShared = MMTWIN_SHARED_DIR;
+const std::string kSources = std::string(MMTWIN_SOURCE_DIR) + "/traces/sources";
 
 std::string Subset(const Trace& t, size_t i) { return t.subsets[t.samples[i].subset]; }
 
@@ -316,7 +316,7 @@ TEST(LibriSpeechImportTest, MalformedRowsNameFileLineField) {
 }
 
 TEST(LibriSpeechImportTest, RealTrainClean100) {
-  Result<Trace> r = ImportLibriSpeech(kShared + "/data/traces/librispeech_train-clean-100_durations.csv");
+  Result<Trace> r = ImportLibriSpeech(kSources + "/librispeech_train-clean-100_durations.csv");
   ASSERT_TRUE(r.ok()) << r.error().message();
   ASSERT_EQ(r->size(), 28539u);
   EXPECT_EQ(r->subsets, std::vector<std::string>{"train-clean-100"});
@@ -336,7 +336,7 @@ TEST(LibriSpeechImportTest, RealDevAndTestSplits) {
   const std::pair<const char*, size_t> splits[] = {
       {"dev-clean", 2703}, {"dev-other", 2864}, {"test-clean", 2620}, {"test-other", 2939}};
   for (const auto& [split, rows] : splits) {
-    Result<Trace> r = ImportLibriSpeech(kShared + "/data/traces/librispeech_" + split + "_durations.csv");
+    Result<Trace> r = ImportLibriSpeech(kSources + "/librispeech_" + split + "_durations.csv");
     ASSERT_TRUE(r.ok()) << r.error().message();
     EXPECT_EQ(r->size(), rows) << split;
     EXPECT_EQ(r->subsets[0], split);
@@ -428,7 +428,7 @@ TEST(CsvImportTest, MalformedRowsNameFileLineField) {
 
 TEST(CsvImportTest, RealAirBenchWithEmptyDurationsIsAnErrorNamingTheLine) {
   // AIR-Bench has durations only for some rows; mapping the column must fail on the first empty one.
-  Result<Trace> r = ImportCsv(kShared + "/data/traces/airbench_chat_samples.csv",
+  Result<Trace> r = ImportCsv(kSources + "/airbench_chat_samples.csv",
                               {{"sample_id", "sample_id"},
                                {"subset", "task_name"},
                                {"audio_seconds", "audio_seconds_from_filename"}});
@@ -440,7 +440,7 @@ TEST(CsvImportTest, RealAirBenchWithEmptyDurationsIsAnErrorNamingTheLine) {
   }
   // Without the duration column every row imports.
   Result<Trace> ok =
-      ImportCsv(kShared + "/data/traces/airbench_chat_samples.csv",
+      ImportCsv(kSources + "/airbench_chat_samples.csv",
                 {{"sample_id", "sample_id"}, {"subset", "task_name"}, {"meta", "dataset_name"}});
   ASSERT_TRUE(ok.ok()) << ok.error().message();
   EXPECT_EQ(ok->size(), 2200u);

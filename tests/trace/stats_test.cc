@@ -2,6 +2,7 @@
 #include "core/trace/stats.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -143,7 +144,7 @@ TEST(StatsTest, TraceColumnsAndSubsets) {
 
 TEST(StatsTest, JsonAndText) {
   const TraceStats st = ComputeStats(SmallTrace(), 4);
-  const nlohmann::json j = StatsToJson(st);
+  const nlohmann::json j = nlohmann::json::parse(StatsToJson(st));
   EXPECT_EQ(j.at("samples").get<int64_t>(), 4);
   EXPECT_DOUBLE_EQ(j.at("modalities").at("text_tokens").at("mean").get<double>(), 150);
   EXPECT_DOUBLE_EQ(j.at("modalities").at("image_tiles").at("p50").get<double>(), 5);
@@ -180,7 +181,7 @@ TEST(StatsTest, ModelTokensMatchTokensFor) {
   EXPECT_DOUBLE_EQ(st.modalities[6].sum, llm);
   EXPECT_GE(st.modalities[6].min, 50);  // at least the text tokens of the smallest sample
   EXPECT_GT(st.modalities[5].max, 0);   // images have ViT tokens
-  EXPECT_EQ(StatsToJson(st).at("model").get<std::string>(), m->name);
+  EXPECT_EQ(nlohmann::json::parse(StatsToJson(st)).at("model").get<std::string>(), m->name);
 }
 
 }  // namespace

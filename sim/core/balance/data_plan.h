@@ -11,8 +11,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "core/model/model.h"
 #include "core/plan/dispatch.h"
 #include "core/trace/trace.h"
@@ -50,7 +48,8 @@ struct DataPlan {
   std::vector<uint32_t> skipped;          // samples no mini-batch can hold (e.g. alone above an ISF bound)
   int64_t dropped_remainder = 0;          // samples left over for an incomplete last step (drop_last)
   std::map<std::string, double> metrics;  // policy-specific scalar results (units in the names)
-  nlohmann::json details;                 // policy-specific structured report (e.g. per-phase orchestration)
+  std::string details_json;  // policy-specific structured report as JSON text (e.g. per-phase orchestration);
+                             // "" = none
 
   int64_t SamplesPlaced() const;
 };

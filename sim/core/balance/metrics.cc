@@ -1,5 +1,7 @@
 #include "core/balance/metrics.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 
 namespace mmtwin {
@@ -70,7 +72,7 @@ DataMetrics ComputeDataMetrics(const DataPlan& plan, const SampleSizes& sz) {
   return m;
 }
 
-nlohmann::json MetricsToJson(const DataPlan& plan, const DataMetrics& m) {
+std::string MetricsToJson(const DataPlan& plan, const DataMetrics& m) {
   nlohmann::json j;
   j["policy"] = plan.policy;
   j["params"] = plan.params;
@@ -90,8 +92,8 @@ nlohmann::json MetricsToJson(const DataPlan& plan, const DataMetrics& m) {
   j["mean_llm_tokens"] = m.mean_llm_tokens;
   j["llm_compute_over_real"] = m.llm_compute_over_real;
   for (const auto& [k, v] : plan.metrics) j[k] = v;
-  if (!plan.details.is_null()) j["details"] = plan.details;
-  return j;
+  if (!plan.details_json.empty()) j["details"] = nlohmann::json::parse(plan.details_json);
+  return j.dump();
 }
 
 }  // namespace mmtwin

@@ -13,7 +13,6 @@
 
 #include <cstdint>
 
-#include <nlohmann/json.hpp>
 
 #include "core/balance/data_plan.h"
 
@@ -38,6 +37,6 @@ struct DataMetrics {
 DataMetrics ComputeDataMetrics(const DataPlan& plan, const SampleSizes& sizes);
 
 // One JSON object: the metrics above plus the plan's policy, params and policy-specific metrics/details.
-nlohmann::json MetricsToJson(const DataPlan& plan, const DataMetrics& m);
+std::string MetricsToJson(const DataPlan& plan, const DataMetrics& m);
 
 }  // namespace mmtwin

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "core/balance/data_policy.h"
 #include "core/balance/orchestrator.h"
 #include "core/balance/placement.h"
@@ -153,8 +155,7 @@ Result<DataPlan> RunPostBalancePolicy(const DataPolicyContext& ctx, const Params
   plan.metrics["inter_node_bytes_identity_placement"] = inter_identity_sum / n;
   plan.metrics["max_rank_inter_node_bytes_identity_placement"] = max_rank_inter_identity_sum / n;
   plan.metrics["all_gather_bytes"] = allgather_sum / n;
-  plan.details["per_step_means"] = true;
-  plan.details["bytes_per_token"] = bytes_per_token;
+  plan.details_json = nlohmann::json{{"per_step_means", true}, {"bytes_per_token", bytes_per_token}}.dump();
   return plan;
 }
 
@@ -271,8 +272,7 @@ Result<DataPlan> RunOrchestratorPolicy(const DataPolicyContext& ctx, const Param
                       {"inter_node_bytes", s.inter_node_bytes / n},
                       {"all_gather_bytes", s.all_gather_bytes / n}});
   }
-  plan.details["phases"] = phases;
-  plan.details["per_step_means"] = true;
+  plan.details_json = nlohmann::json{{"phases", phases}, {"per_step_means", true}}.dump();
   if (!sums.empty()) plan.metrics["max_load_over_lower_bound"] = sums.back().ratio / n;
   plan.metrics["all_to_all_bytes"] = a2a / n;
   plan.metrics["max_rank_all_to_all_bytes"] = a2a_max_rank / n;

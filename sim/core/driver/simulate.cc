@@ -8,10 +8,10 @@
 
 #include "core/driver/planner.h"
 #include "core/eval/analytic.h"
-#include "core/eval/perfetto.h"
 #include "core/graph/op_graph.h"
 #include "core/plan/memory.h"
 #include "core/plan/pricing.h"
+#include "core/records/perfetto.h"
 
 namespace mmtwin {
 namespace {
@@ -43,38 +43,16 @@ double AttentionPairs(const std::vector<uint32_t>& samples, const std::vector<Sa
   return pairs;
 }
 
-// The ops of one evaluated iteration as records (graph order).
-std::vector<OpRecord> OpRecords(const OpGraph& graph, const IterationTiming& timing,
-                                const IterationCosts& costs, const IterationData& it,
-                                const std::vector<SampleTokens>& tokens, bool packed) {
-  std::vector<OpRecord> out;
-  out.reserve(graph.ops.size());
-  const int per_replica = costs.micro_batches * costs.chunks;
-  for (int i = 0; i < graph.num_ops(); ++i) {
-    const Op& op = graph.ops[i];
-    OpRecord r;
-    r.iteration = it.epoch_index;
-    r.kind = op.kind;
-    r.lane = op.lane;
-    r.device = op.device;
-    r.micro_batch = op.micro_batch;
-    r.chunk = op.chunk;
-    r.start_us = timing.start_us[i];
-    r.duration_us = timing.finish_us[i] - timing.start_us[i];
-    r.bytes = op.bytes;
-    const int32_t ci = graph.source.cost_index[i];
-    const bool compute = op.kind == OpKind::kForward || op.kind == OpKind::kBackward ||
-                         op.kind == OpKind::kRecompute || op.kind == OpKind::kTpCollective;
-    if (compute && ci >= 0 && per_replica > 0) {
-      const int d = ci / per_replica;  // IterationCosts layout [dp][micro_batch][chunk]
-      const std::vector<uint32_t>& samples = it.micro_batches[d][op.micro_batch];
-      r.tokens = costs.costs[ci].llm_tokens;
-      r.attention_pairs = AttentionPairs(samples, tokens, packed);
-      r.spans = static_cast<int32_t>(samples.size());
-    }
-    out.push_back(r);
+// The workload features of the compute records that need the samples: attention pairs and spans.
+void AddWorkload(std::vector<OpRecord>& ops, const IterationData& it, const std::vector<SampleTokens>& tokens,
+                 bool packed, int pp) {
+  for (OpRecord& r : ops) {
+    if (r.tokens <= 0 || r.micro_batch < 0) continue;
+    const int d = r.device / pp;  // TODO(seams): DeviceMesh
+    const std::vector<uint32_t>& samples = it.micro_batches[d][r.micro_batch];
+    r.attention_pairs = AttentionPairs(samples, tokens, packed);
+    r.spans = static_cast<int32_t>(samples.size());
   }
-  return out;
 }
 
 }  // namespace
@@ -151,9 +129,9 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
     mem = MergeMemory(mem, ComputeMemory(par, plan.partition, layer_params, plan.schedule, costs,
                                          run.cluster.device.memory_bytes));
     if (static_cast<int>(i) == trace_at) {
-      res.trace_json =
-          PerfettoTrace(graph, timing, costs, par, PerfettoOptions{options.trace_dp_replicas}).dump() + "\n";
-      res.ops = OpRecords(graph, timing, costs, it, run.tokens, plan.packed);
+      res.ops = OpRecordsOf(graph, timing, costs, it.epoch_index);
+      AddWorkload(res.ops, it, run.tokens, plan.packed, par.pp);
+      res.trace_json = PerfettoTrace(res.ops, par, PerfettoOptions{options.trace_dp_replicas}) + "\n";
     }
     if (options.progress) options.progress(static_cast<double>(i + 1) / replayed);
   }

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/eval/analytic.h"
 #include "core/graph/op_graph.h"
 #include "core/plan/plan.h"
 
@@ -114,10 +115,21 @@ struct OpRecord {
   int32_t micro_batch = -1;  // -1 for DP ops and barriers
   int32_t chunk = 0;
   double start_us = 0, duration_us = 0;
-  int64_t bytes = 0;           // what the op moves (0 for compute)
+  PassKind pass = PassKind::kForward;  // tp_collective / dp_all_gather: the pass it belongs to
+  int32_t bucket = 0;                  // dp_collective: bucket index within the chunk
+  int64_t bytes = 0;                   // what the op moves (0 for compute)
+  // forward / backward: the activation bytes this micro-batch-chunk holds from the end of its forward to the
+  // end of its backward (recompute applied), per GPU; 0 for other ops.
+  int64_t activation_bytes = 0;
   int64_t tokens = 0;          // compute ops: LLM tokens of the micro-batch (0 when not known)
   double attention_pairs = 0;  // compute ops: causal attention pairs of the micro-batch's LLM spans
   int32_t spans = 0;           // compute ops: samples (varlen spans) of the micro-batch
 };
+
+// The ops of one evaluated iteration as records, in graph order: kind, lane, device, micro-batch, chunk,
+// timing, bytes and activation bytes, and each compute op's LLM tokens (from `costs`). The workload features
+// that need the samples (attention_pairs, spans) are left 0 for the caller (Simulate fills them).
+std::vector<OpRecord> OpRecordsOf(const OpGraph& graph, const IterationTiming& timing,
+                                  const IterationCosts& costs, int64_t iteration);
 
 }  // namespace mmtwin

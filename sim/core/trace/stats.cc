@@ -1,5 +1,7 @@
 #include "core/trace/stats.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -104,7 +106,7 @@ std::string FormatStatsText(const TraceStats& st) {
   return o;
 }
 
-nlohmann::json StatsToJson(const TraceStats& st) {
+std::string StatsToJson(const TraceStats& st) {
   nlohmann::json j;
   j["samples"] = st.samples;
   if (!st.model.empty()) j["model"] = st.model;
@@ -128,7 +130,7 @@ nlohmann::json StatsToJson(const TraceStats& st) {
   nlohmann::json subs = nlohmann::json::array();
   for (const SubsetCount& s : st.subsets) subs.push_back({{"name", s.name}, {"samples", s.samples}});
   j["subsets"] = std::move(subs);
-  return j;
+  return j.dump();
 }
 
 }  // namespace mmtwin

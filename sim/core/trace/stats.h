@@ -10,11 +10,10 @@
 //   std::cout << FormatStatsText(st);
 //   MMTWIN_ASSIGN_OR_RETURN(ModelSpec m, LoadModel("internvl-1.5-6b-20b"));
 //   AddModelStats(st, trace, m);            // vit_tokens and llm_tokens (core/trace/stats_model.cc)
-//   nlohmann::json j = StatsToJson(st);     // {"samples": N, "modalities": {...}, "subsets": [...]}
+//   std::string j = StatsToJson(st);          // {"samples": N, "modalities": {...}, "subsets": [...]}
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -68,6 +67,6 @@ void AddModelStats(TraceStats& stats, const Trace& trace, const ModelSpec& model
 // A readable table: one row per modality (nonzero, mean, std, min, p50, p90, p99, max), then the subsets with
 // sample counts and shares.
 std::string FormatStatsText(const TraceStats& stats);
-nlohmann::json StatsToJson(const TraceStats& stats);
+std::string StatsToJson(const TraceStats& stats);
 
 }  // namespace mmtwin

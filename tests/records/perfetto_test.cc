@@ -1,10 +1,11 @@
-#include "core/eval/perfetto.h"
+#include "core/records/perfetto.h"
 
 #include <cmath>
 #include <map>
 #include <set>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "core/plan/schedule.h"
 #include "core/util/rng.h"
@@ -70,8 +71,13 @@ Fixture Make(int dp, int pp, int vpp, int m, int zero, const char* sched, bool d
 
 int64_t Ns(double us) { return std::llround(us * 1000.0); }
 
+// The trace of the fixture's iteration, through its op records (what Simulate writes).
+nlohmann::json Trace(const Fixture& f, const PerfettoOptions& o = {}) {
+  return nlohmann::json::parse(PerfettoTrace(OpRecordsOf(f.graph, f.timing, f.costs, 0), f.pc, o));
+}
+
 void CheckWellFormed(const Fixture& f) {
-  const nlohmann::json trace = PerfettoTrace(f.graph, f.timing, f.costs, f.pc);
+  const nlohmann::json trace = Trace(f);
   // Round trip through text, as a viewer reads it.
   const nlohmann::json j = nlohmann::json::parse(trace.dump());
   ASSERT_TRUE(j.is_object());
@@ -147,7 +153,7 @@ TEST(PerfettoTest, WellFormedGpipeOneReplica) { CheckWellFormed(Make(1, 3, 1, 5,
 TEST(PerfettoTest, WellFormedWithDispatch) {
   const Fixture f = Make(3, 2, 1, 4, 1, "1f1b", /*dispatch=*/true);
   CheckWellFormed(f);
-  const nlohmann::json trace = PerfettoTrace(f.graph, f.timing, f.costs, f.pc);
+  const nlohmann::json trace = Trace(f);
   int dispatch_events = 0;
   for (const auto& e : trace["traceEvents"])
     if (e["ph"] == "X" && e["cat"] == "dispatch") {
@@ -165,7 +171,7 @@ TEST(PerfettoTest, ActivationPeakMatchesInFlight) {
   // Uniform activation bytes: the counter's peak on stage r is min(pp - r, M) * act_bytes for 1F1B.
   Fixture f = Make(1, 4, 1, 8, 0, "1f1b");
   for (auto& k : f.costs.costs) k.act_bytes = 1000;
-  const nlohmann::json j = PerfettoTrace(f.graph, f.timing, f.costs, f.pc);
+  const nlohmann::json j = Trace(f);
   std::map<int, int64_t> peak;
   for (const auto& e : j["traceEvents"])
     if (e["ph"] == "C")
@@ -176,8 +182,7 @@ TEST(PerfettoTest, ActivationPeakMatchesInFlight) {
 TEST(PerfettoTest, Deterministic) {
   const Fixture a = Make(2, 2, 1, 4, 2, "1f1b");
   const Fixture b = Make(2, 2, 1, 4, 2, "1f1b");
-  EXPECT_EQ(PerfettoTrace(a.graph, a.timing, a.costs, a.pc).dump(),
-            PerfettoTrace(b.graph, b.timing, b.costs, b.pc).dump());
+  EXPECT_EQ(Trace(a).dump(), Trace(b).dump());
 }
 
 }  // namespace
@@ -188,8 +193,7 @@ namespace {
 
 TEST(PerfettoTest, MaxReplicasLimitsTheProcesses) {
   const Fixture f = Make(3, 2, 1, 4, 1, "1f1b");
-  const nlohmann::json j =
-      PerfettoTrace(f.graph, f.timing, f.costs, f.pc, PerfettoOptions{.max_dp_replicas = 1});
+  const nlohmann::json j = Trace(f, PerfettoOptions{.max_dp_replicas = 1});
   std::set<int> pids;
   for (const auto& e : j["traceEvents"]) pids.insert(e["pid"].get<int>());
   EXPECT_EQ(pids, (std::set<int>{1, 2}));

@@ -1,4 +1,6 @@
-#include "core/eval/perfetto.h"
+#include "core/records/perfetto.h"
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -15,7 +17,7 @@ double Us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 const char* kThreadNames[kNumLanes] = {"compute", "p2p send activation", "p2p send gradient",
                                        "dp collectives", "data dispatch"};
 
-std::string EventName(const Op& op) {
+std::string EventName(const OpRecord& op) {
   const std::string mc = std::to_string(op.micro_batch) + ".c" + std::to_string(op.chunk);
   switch (op.kind) {
     case OpKind::kForward:
@@ -45,12 +47,13 @@ std::string EventName(const Op& op) {
 
 }  // namespace
 
-nlohmann::json PerfettoTrace(const OpGraph& graph, const IterationTiming& timing, const IterationCosts& costs,
-                             const ParallelConfig& parallel, const PerfettoOptions& options) {
+std::string PerfettoTrace(const std::vector<OpRecord>& ops, const ParallelConfig& parallel,
+                          const PerfettoOptions& options) {
   using nlohmann::json;
   const int P = std::max(parallel.pp, 1);
-  const int devices = options.max_dp_replicas > 0 ? std::min(graph.num_devices, options.max_dp_replicas * P)
-                                                  : graph.num_devices;
+  const int num_devices = std::max(parallel.dp, 1) * P;
+  const int devices =
+      options.max_dp_replicas > 0 ? std::min(num_devices, options.max_dp_replicas * P) : num_devices;
   json events = json::array();
   for (int dev = 0; dev < devices; ++dev) {
     const int pid = dev + 1;
@@ -74,18 +77,14 @@ nlohmann::json PerfettoTrace(const OpGraph& graph, const IterationTiming& timing
   }
   // (device, time ns, delta bytes)
   std::vector<std::tuple<int, int64_t, int64_t>> mem;
-  const bool have_costs =
-      costs.dp == parallel.dp && costs.micro_batches == parallel.micro_batches &&
-      costs.chunks == parallel.chunks() &&
-      costs.costs.size() == static_cast<size_t>(costs.dp) * costs.micro_batches * costs.chunks;
-  const int n = graph.num_ops();
-  for (int i = 0; i < n; ++i) {
-    const Op& op = graph.ops[i];
-    if (op.device < 0 || op.device >= devices || i >= static_cast<int>(timing.finish_us.size())) continue;
-    const int64_t ts = Ns(timing.start_us[i]), end = Ns(timing.finish_us[i]);
-    if (have_costs && op.micro_batch >= 0 && (op.kind == OpKind::kForward || op.kind == OpKind::kBackward)) {
-      const int64_t act = costs.At(op.device / P, op.micro_batch, op.chunk).act_bytes;
-      mem.emplace_back(op.device, end, op.kind == OpKind::kForward ? act : -act);
+  bool have_memory = false;
+  for (const OpRecord& op : ops) {
+    if (op.device < 0 || op.device >= devices) continue;
+    const int64_t ts = Ns(op.start_us), end = Ns(op.start_us + op.duration_us);
+    if (op.micro_batch >= 0 && (op.kind == OpKind::kForward || op.kind == OpKind::kBackward)) {
+      have_memory = true;
+      mem.emplace_back(op.device, end,
+                       op.kind == OpKind::kForward ? op.activation_bytes : -op.activation_bytes);
     }
     if (end <= ts) continue;
     json args = {{"micro_batch", op.micro_batch}, {"chunk", op.chunk}, {"bytes", op.bytes}};
@@ -100,7 +99,7 @@ nlohmann::json PerfettoTrace(const OpGraph& graph, const IterationTiming& timing
                       {"args", std::move(args)}});
   }
   std::sort(mem.begin(), mem.end());
-  for (int dev = 0; dev < devices && have_costs; ++dev)
+  for (int dev = 0; dev < devices && have_memory; ++dev)
     events.push_back({{"ph", "C"},
                       {"pid", dev + 1},
                       {"tid", 1},
@@ -122,7 +121,7 @@ nlohmann::json PerfettoTrace(const OpGraph& graph, const IterationTiming& timing
                       {"ts", Us(t)},
                       {"args", {{"bytes", cur}}}});
   }
-  return json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+  return json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}}.dump();
 }
 
 }  // namespace mmtwin

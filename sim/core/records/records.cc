@@ -1,0 +1,41 @@
+// Run records built from an evaluated op graph (records.h).
+#include "core/records/records.h"
+
+namespace mmtwin {
+
+std::vector<OpRecord> OpRecordsOf(const OpGraph& graph, const IterationTiming& timing,
+                                  const IterationCosts& costs, int64_t iteration) {
+  std::vector<OpRecord> out;
+  const int n = graph.num_ops();
+  if (static_cast<int>(timing.start_us.size()) < n || static_cast<int>(timing.finish_us.size()) < n)
+    return out;
+  out.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    const Op& op = graph.ops[i];
+    OpRecord r;
+    r.source = RecordSource::kSimulated;
+    r.iteration = iteration;
+    r.kind = op.kind;
+    r.lane = op.lane;
+    r.pass = op.pass;
+    r.bucket = op.bucket;
+    r.device = op.device;
+    r.micro_batch = op.micro_batch;
+    r.chunk = op.chunk;
+    r.start_us = timing.start_us[i];
+    r.duration_us = timing.finish_us[i] - timing.start_us[i];
+    r.bytes = op.bytes;
+    const int32_t ci = i < static_cast<int>(graph.source.cost_index.size()) ? graph.source.cost_index[i] : -1;
+    if (ci >= 0 && ci < static_cast<int32_t>(costs.costs.size())) {
+      const ChunkCost& c = costs.costs[ci];
+      const bool compute = op.kind == OpKind::kForward || op.kind == OpKind::kBackward ||
+                           op.kind == OpKind::kRecompute || op.kind == OpKind::kTpCollective;
+      if (compute) r.tokens = c.llm_tokens;
+      if (op.kind == OpKind::kForward || op.kind == OpKind::kBackward) r.activation_bytes = c.act_bytes;
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace mmtwin
