@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "core/util/data_dir.h"
 #include "core/util/csv.h"
 #include "core/util/yaml_error.h"
 
@@ -134,11 +135,7 @@ Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) 
 
 }  // namespace
 
-std::string ClusterPresetDir() {
-  const char* env = std::getenv("MMTWIN_DATA_DIR");
-  if (env && *env) return std::string(env) + "/clusters";
-  return std::string(MMTWIN_DATA_DIR) + "/clusters";
-}
+std::string ClusterPresetDir() { return DataDir() + "/clusters"; }
 
 std::vector<std::string> ListClusters() {
   std::vector<std::string> names;

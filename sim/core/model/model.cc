@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <set>
 
+#include "core/util/data_dir.h"
 #include "core/util/csv.h"
 #include "core/util/yaml_error.h"
 
@@ -568,11 +569,7 @@ Result<ModelSpec> ParseModelImpl(const std::string& yaml_text, const std::string
 
 }  // namespace
 
-std::string ModelZooDir() {
-  const char* env = std::getenv("MMTWIN_DATA_DIR");
-  if (env && *env) return std::string(env) + "/models";
-  return std::string(MMTWIN_DATA_DIR) + "/models";
-}
+std::string ModelZooDir() { return DataDir() + "/models"; }
 
 std::vector<std::string> ListModels() {
   std::vector<std::string> names;

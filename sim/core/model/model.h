@@ -99,7 +99,8 @@ Result<ModelSpec> ParseModel(const std::string& yaml_text, const std::string& na
                              const std::string& resolve_dir);
 // Names of every spec in the zoo, sorted.
 std::vector<std::string> ListModels();
-// Directory of the zoo (MMTWIN_DATA_DIR/models, overridable by the MMTWIN_DATA_DIR environment variable).
+// Directory of the zoo: DataDir()/models (core/util/data_dir.h: $MMTWIN_DATA_DIR, an installed share/mmtwin, or
+// the source tree's traces/).
 std::string ModelZooDir();
 
 // Flattened layers in execution order: per encoder embedding + blocks, projector, LLM embedding + blocks +

@@ -8,11 +8,9 @@
 #include <cstdlib>
 #include <numeric>
 
+#include "core/util/data_dir.h"
 #include "core/util/rng.h"
 
-#ifndef MMTWIN_DATA_DIR
-#define MMTWIN_DATA_DIR "traces"
-#endif
 
 namespace mmtwin {
 namespace {
@@ -296,12 +294,6 @@ const AudioPrior kAudioPriors[] = {
   {"iemocap",          4.5, 0.50,  1, 20},
 };
 // clang-format on
-
-std::string DataDir() {
-  const char* env = std::getenv("MMTWIN_DATA_DIR");
-  if (env != nullptr && env[0] != '\0') return env;
-  return MMTWIN_DATA_DIR;
-}
 
 Result<Trace> ReadDataTrace(const std::string& rel) {
   const std::string path = DataDir() + "/" + rel;
