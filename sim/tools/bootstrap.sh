@@ -25,9 +25,13 @@ mmtwin_install_deps() {
   fi
 }
 
-# mmtwin_build [TARGET...]: configure (Release, Ninja) and build the given targets (default: all).
+# mmtwin_build [TARGET...]: configure (Release, Ninja) and build the given targets (default: all). Under CI
+# (CI=true) warnings are errors.
 mmtwin_build() {
-  cmake -S "$MMTWIN_ROOT" -B "$MMTWIN_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  local werror=OFF
+  [ "${CI:-}" = true ] && werror=ON
+  cmake -S "$MMTWIN_ROOT" -B "$MMTWIN_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMMTWIN_WERROR=$werror \
+    >/dev/null
   local targets=()
   for t in "$@"; do targets+=(--target "$t"); done
   cmake --build "$MMTWIN_BUILD_DIR" -j "$(nproc)" "${targets[@]}"
