@@ -2,6 +2,8 @@
 // back. See replay.h and sim/engine/README.md.
 #include "engine/replay.h"
 
+#include "core/plan/mesh.h"
+
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -190,7 +192,8 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
   const auto t0 = std::chrono::steady_clock::now();
   MMTWIN_RETURN_IF_ERROR(CheckPlatform(cluster, g));
   const ParallelConfig& pc = g.parallel;
-  const int P = std::max(pc.pp, 1), D = std::max(pc.dp, 1), n = g.num_ops(), devices = g.num_devices;
+  const DeviceMesh mesh(pc, cluster.gpus_per_node);
+  const int D = mesh.dp(), n = g.num_ops(), devices = g.num_devices;
   const int gpn = std::max(cluster.gpus_per_node, 1);
   const bool dp_in_node = pc.tp * pc.dp <= gpn;
   const bool pp_in_node = pc.tp * pc.dp * 2 <= gpn;
@@ -213,13 +216,12 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
   std::set<std::pair<int32_t, int32_t>> p2p_pairs, ring_pairs;
   for (int i = 0; i < n; ++i) {
     const Op& op = g.ops[i];
-    const int d = op.device / P;
-    if (op.kind == OpKind::kP2pSendActivation)
-      p2p_pairs.insert({op.device, d * P + (op.chunk + 1) % P});
-    else if (op.kind == OpKind::kP2pSendGradient)
-      p2p_pairs.insert({op.device, d * P + (op.chunk - 1 + P) % P});
+    // The op graph names every transfer's peer (Op::peer): the receiving device of a send, the ring successor
+    // of a DP collective.
+    if (op.kind == OpKind::kP2pSendActivation || op.kind == OpKind::kP2pSendGradient)
+      p2p_pairs.insert({op.device, op.peer});
     else if (IsRing(op.kind))
-      ring_pairs.insert({op.device, ((d + 1) % D) * P + op.device % P});
+      ring_pairs.insert({op.device, op.peer});
   }
 
   // ---- Platform ----
@@ -307,17 +309,15 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
       head[i] = acts.Add(Dag::kInstant, -1, -1, 0.0);
       std::vector<int32_t>& v = dispatch_ops[op.micro_batch];
       if (v.empty()) v.assign(D, -1);
-      v[op.device / P] = i;
+      v[mesh.DpOfDevice(op.device)] = i;
     } else if (op.kind == OpKind::kBarrier) {
       head[i] = tail[i][0] = acts.Add(Dag::kInstant, -1, -1, 0.0);
     } else if (op.kind == OpKind::kP2pSendActivation || op.kind == OpKind::kP2pSendGradient) {
-      const int d = op.device / P;
-      const int to = d * P + (op.chunk + (op.kind == OpKind::kP2pSendActivation ? 1 : P - 1)) % P;
-      head[i] = tail[i][0] = acts.Add(Dag::kComm, op.device, to, static_cast<double>(op.bytes));
+      head[i] = tail[i][0] = acts.Add(Dag::kComm, op.device, op.peer, static_cast<double>(op.bytes));
     } else if (IsRing(op.kind)) {
       Ring& r = rings[RingKey(op, merge)];
       if (r.ops.empty()) r.ops.resize(D);
-      r.ops[op.device / P].push_back(i);
+      r.ops[mesh.DpOfDevice(op.device)].push_back(i);
     } else {
       head[i] = tail[i][0] = acts.Add(Dag::kExec, op.device, -1, g.duration_us[i] * 1e-6 * kHostSpeed);
     }
@@ -400,7 +400,7 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
     }
     for (const DeviceTransfer& t : g.DispatchTransfers(m)) {
       const int32_t c = acts.Add(Dag::kComm, t.src_device, t.dst_device, static_cast<double>(t.bytes));
-      acts.Edge(head[ops[t.src_device / P]], c);
+      acts.Edge(head[ops[mesh.DpOfDevice(t.src_device)]], c);
       acts.Edge(c, join);
     }
   }

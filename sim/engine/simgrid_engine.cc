@@ -2,6 +2,7 @@
 // header here: see simgrid_engine.h.
 #include "engine/simgrid_engine.h"
 
+#include "core/plan/mesh.h"
 #include "core/plan/pricing.h"
 
 #include <algorithm>
@@ -19,8 +20,7 @@ CommSpec PlatformComm(const ClusterSpec& cluster, const ParallelConfig& parallel
 }
 
 int NodeOfDevice(const ClusterSpec& cluster, const ParallelConfig& parallel, int device) {
-  const int pp = std::max(parallel.pp, 1);
-  return cluster.node_of(parallel.GlobalRank(device / pp, device % pp, 0));
+  return DeviceMesh(parallel, cluster.gpus_per_node).NodeOfDevice(device);
 }
 
 namespace {
@@ -45,7 +45,8 @@ Status CheckPlatform(const ClusterSpec& cluster, const OpGraph& g) {
     return Error("simgrid engine: the layout dp " + std::to_string(pc.dp) + " x tp " + std::to_string(pc.tp) +
                  " x pp " + std::to_string(pc.pp) + " needs " + std::to_string(pc.world_size()) +
                  " GPUs, cluster '" + cluster.name + "' has " + std::to_string(cluster.world_size()));
-  if (g.num_devices != pc.dp * pc.pp) return Error("simgrid engine: malformed op graph (device count)");
+  if (g.num_devices != DeviceMesh(pc).num_devices())
+    return Error("simgrid engine: malformed op graph (device count)");
   if (g.num_ops() == 0) return Status();
   const CommSpec want = PlatformComm(cluster, pc);
   const CommSpec& got = g.source.comm;

@@ -140,6 +140,30 @@ TEST(LayeringTest, CoreHeadersIncludeNoJson) {
   }
 }
 
+// Device arithmetic lives in the device mesh (core/plan/mesh.h) only: no `dp_idx * pp + pp_idx`, `device / pp`
+// or `device % pp` written out anywhere else in sim/.
+const std::regex kDeviceArithmetic(
+    R"re(\b(device|dev|src_device|dst_device|op\.device)\s*[/%]\s*\w|\b(d|dp_idx|replica)\s*\*\s*(P|pp|par\.pp|pc\.pp|parallel\.pp|p\.pp)\b|GlobalRank\()re");
+
+TEST(LayeringTest, DeviceArithmeticOnlyInTheMesh) {
+  const fs::path sim = fs::path(MMTWIN_SOURCE_DIR) / "sim";
+  for (const fs::path& file : Sources(sim)) {
+    const std::string rel = fs::relative(file, sim).string();
+    if (rel.rfind("core/plan/mesh.", 0) == 0) continue;
+    std::istringstream in(Read(file));
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      const size_t code_end = line.find("//");
+      const std::string code = line.substr(0, code_end);
+      EXPECT_FALSE(std::regex_search(code, kDeviceArithmetic))
+          << rel << ":" << n << ": device arithmetic outside the mesh (use DeviceMesh): " << line;
+    }
+  }
+  EXPECT_TRUE(std::regex_search("const int d = op.device / P;", kDeviceArithmetic));
+  EXPECT_TRUE(std::regex_search("dev_sum[d * par.pp + r]", kDeviceArithmetic));
+  EXPECT_FALSE(std::regex_search("const int dev = mesh.Device(d, r);", kDeviceArithmetic));
+}
+
 // The checks themselves: a fabricated upward include and framework includes are caught.
 TEST(LayeringTest, TheCheckerSeesViolations) {
   const auto inc =

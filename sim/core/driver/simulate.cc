@@ -10,6 +10,7 @@
 #include "core/eval/analytic.h"
 #include "core/graph/op_graph.h"
 #include "core/plan/memory.h"
+#include "core/plan/mesh.h"
 #include "core/plan/pricing.h"
 #include "core/records/perfetto.h"
 
@@ -45,10 +46,10 @@ double AttentionPairs(const std::vector<uint32_t>& samples, const std::vector<Sa
 
 // The workload features of the compute records that need the samples: attention pairs and spans.
 void AddWorkload(std::vector<OpRecord>& ops, const IterationData& it, const std::vector<SampleTokens>& tokens,
-                 bool packed, int pp) {
+                 bool packed, const DeviceMesh& mesh) {
   for (OpRecord& r : ops) {
     if (r.tokens <= 0 || r.micro_batch < 0) continue;
-    const int d = r.device / pp;  // TODO(seams): DeviceMesh
+    const int d = mesh.DpOfDevice(r.device);
     const std::vector<uint32_t>& samples = it.micro_batches[d][r.micro_batch];
     r.attention_pairs = AttentionPairs(samples, tokens, packed);
     r.spans = static_cast<int32_t>(samples.size());
@@ -79,7 +80,8 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
   for (const Layer& l : pricer.layers()) layer_params.push_back(l.params);
   const std::vector<ChunkStatic> statics = pricer.Static(plan.partition);
   const CommSpec comm = run.Comm();
-  const int devices = par.dp * par.pp;
+  const DeviceMesh mesh(par, run.cluster.gpus_per_node);
+  const int devices = mesh.num_devices();
 
   SimulationResult res;
   std::vector<StageMemory> mem;
@@ -130,7 +132,7 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
                                          run.cluster.device.memory_bytes));
     if (static_cast<int>(i) == trace_at) {
       res.ops = OpRecordsOf(graph, timing, costs, it.epoch_index);
-      AddWorkload(res.ops, it, run.tokens, plan.packed, par.pp);
+      AddWorkload(res.ops, it, run.tokens, plan.packed, mesh);
       res.trace_json = PerfettoTrace(res.ops, par, PerfettoOptions{options.trace_dp_replicas}) + "\n";
     }
     if (options.progress) options.progress(static_cast<double>(i + 1) / replayed);
@@ -206,9 +208,10 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
   for (int r = 0; r < par.pp; ++r) {
     double sb = 0, sbu = 0, si = 0;
     for (int d = 0; d < par.dp; ++d) {
-      sb += dev_sum[d * par.pp + r].busy_us;
-      sbu += dev_sum[d * par.pp + r].bubble_us;
-      si += dev_sum[d * par.pp + r].idle_us;
+      const DeviceTiming& t = dev_sum[mesh.Device(d, r)];
+      sb += t.busy_us;
+      sbu += t.bubble_us;
+      si += t.idle_us;
     }
     const double denom = total_time * par.dp;
     const StageMemory& m = mem[r];

@@ -1,5 +1,7 @@
 #include "core/eval/analytic.h"
 
+#include "core/plan/mesh.h"
+
 #include <algorithm>
 
 namespace mmtwin {
@@ -31,7 +33,8 @@ void EvaluateAnalytic(const OpGraph& g, IterationTiming* out) {
 
 void AttributeDevices(const OpGraph& g, const std::vector<double>& alone_duration_us, IterationTiming* out) {
   const int n = g.num_ops();
-  const int P = std::max(g.parallel.pp, 1), D = std::max(g.parallel.dp, 1);
+  const DeviceMesh mesh(g.parallel);
+  const int D = mesh.dp();
   const double* lf = out->finish_us.data();
   const int32_t* ldeps = g.deps.data();
   if (D > 1) {
@@ -56,7 +59,7 @@ void AttributeDevices(const OpGraph& g, const std::vector<double>& alone_duratio
     const Op& op = g.ops[i];
     const int dev = op.device;
     if (dev < 0) continue;
-    double& rt = out->replica_time_us[dev / P];
+    double& rt = out->replica_time_us[mesh.DpOfDevice(dev)];
     rt = std::max(rt, lf[i]);
     if (op.lane != Lane::kCompute) continue;
     DeviceTiming& dt = out->devices[dev];
@@ -83,11 +86,12 @@ void AttributeDevices(const OpGraph& g, const std::vector<double>& alone_duratio
   thread_local std::vector<double> replica_compute_end;
   replica_compute_end.assign(D, 0.0);
   for (int dev = 0; dev < g.num_devices; ++dev)
-    replica_compute_end[dev / P] = std::max(replica_compute_end[dev / P], last_compute[dev]);
+    replica_compute_end[mesh.DpOfDevice(dev)] =
+        std::max(replica_compute_end[mesh.DpOfDevice(dev)], last_compute[dev]);
   for (int dev = 0; dev < g.num_devices; ++dev) {
     DeviceTiming& dt = out->devices[dev];
-    dt.local_time_us = out->replica_time_us[dev / P];
-    dt.exposed_comm_us += dt.local_time_us - replica_compute_end[dev / P];
+    dt.local_time_us = out->replica_time_us[mesh.DpOfDevice(dev)];
+    dt.exposed_comm_us += dt.local_time_us - replica_compute_end[mesh.DpOfDevice(dev)];
     dt.bubble_us = dt.local_time_us - dt.busy_us - dt.exposed_comm_us;
     dt.idle_us = T - dt.local_time_us;
   }

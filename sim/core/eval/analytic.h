@@ -49,7 +49,7 @@ struct IterationTiming {
   double iteration_time_us = 0;  // T
   std::vector<double> start_us;  // per op of the graph
   std::vector<double> finish_us;
-  std::vector<DeviceTiming> devices;    // index dp_idx * pp + pp_idx
+  std::vector<DeviceTiming> devices;    // per op-graph device (DeviceMesh::Device)
   std::vector<double> replica_time_us;  // per DP replica: its iteration time alone
   std::vector<double> local_finish_us;  // per op: finish in the replica-alone timing (empty when dp == 1)
 };

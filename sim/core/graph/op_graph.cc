@@ -1,5 +1,7 @@
 #include "core/graph/op_graph.h"
 
+#include "core/plan/mesh.h"
+
 #include <algorithm>
 #include <cmath>
 #include <exception>
@@ -62,9 +64,9 @@ std::string OpGraph::Describe(int i) const {
   s += " chunk " + std::to_string(op.chunk);
   if (op.kind == OpKind::kDpCollective) s += " bucket " + std::to_string(op.bucket);
   if (op.device >= 0) {
-    const int pp = std::max(parallel.pp, 1);
-    s += " on device " + std::to_string(op.device) + " (dp " + std::to_string(op.device / pp) + ", stage " +
-         std::to_string(op.device % pp) + ")";
+    const DeviceMesh mesh(parallel);
+    s += " on device " + std::to_string(op.device) + " (dp " + std::to_string(mesh.DpOfDevice(op.device)) +
+         ", stage " + std::to_string(mesh.PpOfDevice(op.device)) + ")";
   } else {
     s += " (all DP replicas)";
   }
@@ -113,7 +115,8 @@ Status CheckCost(const IterationCosts& costs, size_t i) {
 
 // Node of the stage-0 device of DP replica d (every replica on its own node when gpus_per_node is unknown).
 int DispatchNode(const ParallelConfig& pc, const CommSpec& comm, int d) {
-  return comm.gpus_per_node > 0 ? pc.GlobalRank(d, 0, 0) / comm.gpus_per_node : d;
+  const DeviceMesh mesh(pc, comm.gpus_per_node);
+  return comm.gpus_per_node > 0 ? mesh.NodeOfDevice(mesh.Device(d, 0)) : d;
 }
 
 Status CheckDispatch(const ParallelConfig& pc, const IterationCosts& costs, const CommSpec& comm) {
@@ -142,7 +145,8 @@ Status CheckDispatch(const ParallelConfig& pc, const IterationCosts& costs, cons
 
 // Fills the graph's dispatch side table from the costs (checked by CheckDispatch); `present` = the shape.
 void FillDispatch(const ParallelConfig& pc, const IterationCosts& costs, const CommSpec& comm, OpGraph* g) {
-  const int M = pc.micro_batches, P = std::max(pc.pp, 1);
+  const int M = pc.micro_batches;
+  const DeviceMesh mesh(pc);
   g->dispatch_begin.clear();
   g->dispatch_transfers.clear();
   g->dispatch_us.clear();
@@ -159,7 +163,7 @@ void FillDispatch(const ParallelConfig& pc, const IterationCosts& costs, const C
       AggregateTransfers(&list);
       double us = 0;
       for (const DispatchTransfer& t : list) {
-        g->dispatch_transfers.push_back({t.src_rank * P, t.dst_rank * P, t.bytes});
+        g->dispatch_transfers.push_back({mesh.Device(t.src_rank, 0), mesh.Device(t.dst_rank, 0), t.bytes});
         const bool nvlink = DispatchNode(pc, comm, t.src_rank) == DispatchNode(pc, comm, t.dst_rank);
         const double bw = nvlink ? comm.nvlink_bytes_per_s : comm.nic_bytes_per_s;
         const double lat = nvlink ? comm.nvlink_latency_us : comm.nic_latency_us;
@@ -328,6 +332,7 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
                                     const CommSpec& comm) {
   MMTWIN_RETURN_IF_ERROR(CheckInputs(pc, schedule, costs, statics, comm));
   const int D = pc.dp, P = pc.pp, M = pc.micro_batches, C = pc.chunks();
+  const DeviceMesh mesh(pc);
   Builder b{pc, schedule, costs, statics, comm, ShapeOf(costs, comm), {}, {}, {}, {}, {}};
   const bool has_dp = D > 1;
   const bool zero3 = has_dp && pc.zero_stage == 3;
@@ -364,7 +369,7 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
   std::vector<int32_t> dispatch_op(static_cast<size_t>(D) * M, -1);  // dispatch op of (d, m)
   OpGraph g;
   FillDispatch(pc, costs, comm, &g);
-  b.last_on_lane.assign(static_cast<size_t>(D) * P * kNumLanes, -1);
+  b.last_on_lane.assign(static_cast<size_t>(mesh.num_devices()) * kNumLanes, -1);
   size_t est = nk * 7 + static_cast<size_t>(D) * C * 4;
   b.ops.reserve(est);
   b.lane_prev.reserve(est);
@@ -385,11 +390,12 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
          nbuckets(c) * (D - 1) * comm.dp_latency_us +
              frac * statics[c].grad_bytes_per_gpu / comm.dp_bytes_per_s * 1e6,
          statics[c].grad_bytes_per_gpu};
+    g.peer = mesh.DpNeighbor(dev, +1);
     return b.NewOp(g, -1);
   };
   for (int d = 0; d < D; ++d) {
     for (int r = 0; r < P; ++r) {
-      const int dev = d * P + r;
+      const int dev = mesh.Device(d, r);
       const auto& sops = schedule.per_rank[r];
       if (r == 0)
         for (int m = 0; m < M; ++m) {
@@ -428,9 +434,10 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
           }
           fwd_first[k] = f;
           fwd_last[k] = last;
-          if (send_present(c) && (c + 1) % P != r) {
+          if (send_present(c) && PipeRankOfChunk(c + 1, P) != r) {
             Op s{OpKind::kP2pSendActivation,   Lane::kP2pForward, PassKind::kForward, dev, m, c, 0,
                  P2pUs(cost.send_bytes, comm), cost.send_bytes};
+            s.peer = mesh.DeviceOfChunk(d, c + 1);
             send_act[k] = b.NewOp(s, k);
             b.AddEdge(send_act[k], last);
           }
@@ -456,7 +463,7 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
           bwd_last[k] = last;
           b.AddEdge(first, fwd_last[k]);
           if (ag >= 0) b.AddEdge(first, ag);
-          if (c > 0 && send_present(c - 1) && (c - 1) % P != r) {
+          if (c > 0 && send_present(c - 1) && PipeRankOfChunk(c - 1, P) != r) {
             const int32_t kp = key(d, m, c - 1);
             const int64_t bytes = costs.costs[kp].send_bytes;
             Op s{OpKind::kP2pSendGradient,
@@ -468,6 +475,7 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
                  0,
                  P2pUs(bytes, comm),
                  bytes};
+            s.peer = mesh.DeviceOfChunk(d, c - 1);
             send_grad[k] = b.NewOp(s, kp);
             b.AddEdge(send_grad[k], last);
           }
@@ -495,6 +503,7 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
                    static_cast<int32_t>(j),
                    dur,
                    bytes};
+              g.peer = mesh.DpNeighbor(dev, +1);
               const int32_t id = b.NewOp(g, -1);
               if (j == 0) grad_begin[static_cast<size_t>(d) * C + c] = id;
             }
@@ -547,7 +556,7 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
     return Error(std::string("op graph: topological sort failed: ") + e.what());
   }
   g.parallel = pc;
-  g.num_devices = D * P;
+  g.num_devices = mesh.num_devices();
   if (cyclic) {
     g.ops = b.ops;
     std::vector<std::vector<int32_t>> preds(n);

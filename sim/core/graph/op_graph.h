@@ -2,8 +2,9 @@
 // ops with durations, explicit dependencies and a per-(device, lane) order. The evaluators
 // (core/eval/analytic.h, the SimGrid engine) time it; the Perfetto export draws it.
 //
-// Devices: one TP group = one device, index dp_idx * pp + pp_idx (core/plan/plan.h). Each device has five
-// lanes that run concurrently; the ops of one lane run one at a time, in the order the schedule gives:
+// Devices: one TP group = one device, numbered by the device mesh (core/plan/mesh.h: DeviceMesh::Device). Each
+// device has five lanes that run concurrently; the ops of one lane run one at a time, in the order the schedule
+// gives:
 //   compute  forward, recompute, backward and TP collectives (TP is serialized with compute)
 //   p2p_fwd  activation sends to the next pipeline rank        p2p_bwd  gradient sends to the previous rank
 //   dp       DP gradient collectives (and ZeRO-3 weight all-gathers)
@@ -96,12 +97,17 @@ struct Op {
   OpKind kind = OpKind::kForward;
   Lane lane = Lane::kCompute;
   PassKind pass = PassKind::kForward;  // tp_collective: which pass it belongs to; dp_all_gather: before which
-  int32_t device = 0;                  // dp_idx * pp + pp_idx; -1 for barriers
+  int32_t device = 0;                  // op-graph device (DeviceMesh::Device: one TP group); -1 for barriers
   int32_t micro_batch = -1;            // -1 for DP ops and barriers
   int32_t chunk = 0;
   int32_t bucket = 0;  // dp_collective: bucket index within the chunk
   double duration_us = 0;
   int64_t bytes = 0;  // p2p: bytes sent; dp: bytes of the bucket (all-gather: of the chunk); dispatch: sent
+  // The op's peer, named by the builder so that no evaluator re-derives it from chunk arithmetic: p2p sends,
+  // the receiving device; dp_collective / dp_all_gather, the device's successor in its DP ring (the ring is
+  // the device's DP group, DeviceMesh::DpNeighbor); -1 otherwise (compute, barriers, dispatch: an all-to-all
+  // whose transfers are OpGraph::DispatchTransfers).
+  int32_t peer = -1;
 };
 
 // One transfer of a dispatch all-to-all, between op-graph devices (stage-0 devices of two DP replicas).

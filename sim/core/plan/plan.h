@@ -3,9 +3,9 @@
 // mapping, which layers recompute, and the pipeline schedule's op order per rank. Policies only produce
 // plans; evaluators price and time them.
 //
-// Layout of devices (Megatron order, TP fastest): global rank = tp_idx + tp * (dp_idx + dp * pp_idx). A TP
-// group acts in lockstep, so the evaluators treat one TP group as one "device" (dp_idx, pp_idx) and fold TP
-// into layer costs (divided by TP) and TP collectives.
+// Layout of devices: the device mesh (core/plan/mesh.h, Megatron order, TP fastest) maps ranks, op-graph
+// devices, groups and nodes. A TP group acts in lockstep, so the evaluators treat one TP group as one
+// "device" and fold TP into layer costs (divided by TP) and TP collectives.
 //
 // Pipeline chunks: the model's flattened layer list (Layers(model)) is cut into pp * vpp contiguous chunks;
 // chunk c runs on pipeline rank c % pp as its virtual stage c / pp (Megatron's interleaved assignment; vpp =
@@ -40,9 +40,6 @@ struct ParallelConfig {
 
   int chunks() const { return pp * vpp; }
   int world_size() const { return dp * tp * pp; }
-  int GlobalRank(int dp_idx, int pp_idx, int tp_idx = 0) const {
-    return tp_idx + tp * (dp_idx + dp * pp_idx);
-  }
   bool operator==(const ParallelConfig&) const = default;
 };
 

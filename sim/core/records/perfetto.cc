@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/plan/mesh.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -50,19 +52,20 @@ std::string EventName(const OpRecord& op) {
 std::string PerfettoTrace(const std::vector<OpRecord>& ops, const ParallelConfig& parallel,
                           const PerfettoOptions& options) {
   using nlohmann::json;
-  const int P = std::max(parallel.pp, 1);
-  const int num_devices = std::max(parallel.dp, 1) * P;
+  const DeviceMesh mesh(parallel);
+  const int num_devices = mesh.num_devices();
   const int devices =
-      options.max_dp_replicas > 0 ? std::min(num_devices, options.max_dp_replicas * P) : num_devices;
+      options.max_dp_replicas > 0
+          ? std::min(num_devices, mesh.Device(std::min(options.max_dp_replicas, mesh.dp()), 0))
+          : num_devices;
   json events = json::array();
   for (int dev = 0; dev < devices; ++dev) {
     const int pid = dev + 1;
-    events.push_back(
-        {{"ph", "M"},
-         {"pid", pid},
-         {"tid", 0},
-         {"name", "process_name"},
-         {"args", {{"name", "dp " + std::to_string(dev / P) + " / stage " + std::to_string(dev % P)}}}});
+    events.push_back({{"ph", "M"},
+                      {"pid", pid},
+                      {"tid", 0},
+                      {"name", "process_name"},
+                      {"args", {{"name", mesh.DeviceName(dev)}}}});
     events.push_back({{"ph", "M"},
                       {"pid", pid},
                       {"tid", 0},

@@ -1,0 +1,96 @@
+// The device mesh: how the GPUs of a run are arranged over the parallel dimensions, and the one place that
+// turns coordinates into ranks, op-graph devices, groups and nodes (no other code writes `dp_idx * pp + pp_idx`
+// or its inverse; tests/layering/layering_test.cc greps for it).
+//
+// Dimensions, fastest-varying first (Megatron's order): tp (tensor parallel, inside a node), sp (sequence /
+// context parallel; size 1 until sequence parallelism lands, so today's layouts are unchanged), dp (data
+// parallel), pp (pipeline). Global rank = tp + TP * (sp + SP * (dp + DP * pp)).
+//
+// Op-graph devices: a TP group runs in lockstep, so the evaluators treat one TP group as one device (its TP
+// ranks are folded into the layer costs and TP collectives). Devices are numbered pipeline-fastest:
+// device = (dp * SP + sp) * PP + pp, so the devices of one DP replica (its pipeline) are consecutive; with
+// SP = 1 this is dp * PP + pp.
+//
+// Nodes: ranks fill nodes in order, gpus_per_node at a time (node = rank / gpus_per_node); gpus_per_node <= 0
+// means unknown, and then every device counts as its own node.
+//
+//   DeviceMesh mesh(parallel, cluster.gpus_per_node);
+//   const int dev = mesh.Device(dp_idx, pp_idx);
+//   const int next = mesh.PipelineNeighbor(dev, +1);   // the next stage of the same replica
+//   for (int r : mesh.Group(MeshDim::kDp, mesh.FirstRankOfDevice(dev)).ranks) ...
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/plan/plan.h"
+
+namespace mmtwin {
+
+enum class MeshDim : uint8_t { kTp, kSp, kDp, kPp };
+// "tp", "sp", "dp", "pp".
+const char* MeshDimName(MeshDim d);
+
+struct MeshCoord {
+  int tp = 0, sp = 0, dp = 0, pp = 0;
+  bool operator==(const MeshCoord&) const = default;
+};
+
+// The ranks that differ from one rank only along `dim`, in increasing coordinate order (a TP group, a DP
+// group / ring, a pipeline).
+struct RankGroup {
+  MeshDim dim = MeshDim::kTp;
+  std::vector<int> ranks;
+};
+
+class DeviceMesh {
+ public:
+  // Sizes below 1 count as 1. sp: the sequence-parallel degree (1 = none).
+  explicit DeviceMesh(const ParallelConfig& parallel, int gpus_per_node = 0, int sp = 1);
+
+  int size(MeshDim d) const;
+  int tp() const { return tp_; }
+  int sp() const { return sp_; }
+  int dp() const { return dp_; }
+  int pp() const { return pp_; }
+  int world_size() const { return tp_ * sp_ * dp_ * pp_; }
+  int num_devices() const { return sp_ * dp_ * pp_; }  // TP groups
+  int gpus_per_node() const { return gpus_per_node_; }
+
+  // Global rank <-> coordinates (Megatron order above).
+  int Rank(const MeshCoord& c) const;
+  MeshCoord Coord(int rank) const;
+
+  // Op-graph devices (TP groups) <-> coordinates (tp = 0).
+  int Device(int dp_idx, int pp_idx, int sp_idx = 0) const { return (dp_idx * sp_ + sp_idx) * pp_ + pp_idx; }
+  int DpOfDevice(int device) const { return device / pp_ / sp_; }
+  int SpOfDevice(int device) const { return device / pp_ % sp_; }
+  int PpOfDevice(int device) const { return device % pp_; }
+  MeshCoord CoordOfDevice(int device) const {
+    return {0, SpOfDevice(device), DpOfDevice(device), PpOfDevice(device)};
+  }
+  int DeviceOfRank(int rank) const;
+  int FirstRankOfDevice(int device) const { return Rank(CoordOfDevice(device)); }
+  // The device of the same replica (and sp index) `delta` pipeline stages away, wrapping around.
+  int PipelineNeighbor(int device, int delta) const;
+  // The device of the same stage (and sp index) `delta` DP replicas away, wrapping around (the DP ring).
+  int DpNeighbor(int device, int delta) const;
+  // The device that runs pipeline chunk `chunk` (PipeRankOfChunk) of replica dp_idx.
+  int DeviceOfChunk(int dp_idx, int chunk) const { return Device(dp_idx, PipeRankOfChunk(chunk, pp_)); }
+
+  // Node of a rank / of a device's first GPU (see above for gpus_per_node <= 0).
+  int NodeOfRank(int rank) const;
+  int NodeOfDevice(int device) const;
+
+  // The group along `dim` that holds `rank`; every rank is in exactly one group per dimension.
+  RankGroup Group(MeshDim dim, int rank) const;
+  // Every group along `dim` (a partition of the world), ordered by their first rank.
+  std::vector<RankGroup> Groups(MeshDim dim) const;
+  // "dp 1 / stage 2" (with "sp S / " when sp > 1): how a device is named in traces and messages.
+  std::string DeviceName(int device) const;
+
+ private:
+  int tp_, sp_, dp_, pp_, gpus_per_node_;
+};
+
+}  // namespace mmtwin
