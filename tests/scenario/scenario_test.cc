@@ -30,7 +30,7 @@ trace:
   seed: 7
 model: internvl-1.5-6b-34b
 cluster: {preset: a100-2x200g, nodes: 6}
-parallel: {dp: 5, tp: 2, pp: 4, vpp: 2, micro_batches: 12, zero_stage: 2, sequence_parallel: false}
+parallel: {dp: 5, tp: 2, pp: 4, vpp: 2, micro_batches: 12, zero_stage: 2, tp_sequence_parallel: false}
 policies:
   data: {name: isf, params: {iterations: 10, q_v: "9"}}
   partition: {name: bmp, params: {radius: 2}}
@@ -71,7 +71,7 @@ TEST(ScenarioTest, MinimalScenarioGetsEveryDefault) {
   EXPECT_EQ(s.parallel.vpp, 1);
   EXPECT_EQ(s.parallel.micro_batches, 1);
   EXPECT_EQ(s.parallel.zero_stage, 0);
-  EXPECT_TRUE(s.parallel.sequence_parallel);
+  EXPECT_TRUE(s.parallel.tp_sequence_parallel);
   EXPECT_EQ(s.data.name, "random");
   EXPECT_EQ(s.partition.name, "uniform");
   EXPECT_EQ(s.recompute.name, "none");
@@ -99,7 +99,7 @@ TEST(ScenarioTest, FullScenarioKeepsEveryValue) {
   EXPECT_EQ(s.parallel.vpp, 2);
   EXPECT_EQ(s.parallel.micro_batches, 12);
   EXPECT_EQ(s.parallel.zero_stage, 2);
-  EXPECT_FALSE(s.parallel.sequence_parallel);
+  EXPECT_FALSE(s.parallel.tp_sequence_parallel);
   EXPECT_EQ(s.data.name, "isf");
   EXPECT_EQ(s.data.params, (std::map<std::string, std::string>{{"iterations", "10"}, {"q_v", "9"}}));
   EXPECT_EQ(s.partition.params.at("radius"), "2");
@@ -166,7 +166,7 @@ TEST(ScenarioTest, FormatIsDeterministicAndComplete) {
                           "vpp:",
                           "micro_batches:",
                           "zero_stage:",
-                          "sequence_parallel:",
+                          "tp_sequence_parallel:",
                           "policies:",
                           "data:",
                           "partition:",
@@ -200,7 +200,7 @@ TEST(ScenarioTest, EqualityNoticesEveryField) {
       [](Scenario& s) { s.parallel.vpp++; },
       [](Scenario& s) { s.parallel.micro_batches++; },
       [](Scenario& s) { s.parallel.zero_stage++; },
-      [](Scenario& s) { s.parallel.sequence_parallel = !s.parallel.sequence_parallel; },
+      [](Scenario& s) { s.parallel.tp_sequence_parallel = !s.parallel.tp_sequence_parallel; },
       [](Scenario& s) { s.data.name += "x"; },
       [](Scenario& s) { s.partition.params["k"] = "v"; },
       [](Scenario& s) { s.recompute.name += "x"; },
@@ -296,11 +296,13 @@ TEST(ScenarioTest, EveryErrorNamesFileLineAndKey) {
       {ok_head + "parallel: {vpp: -1}\n", "s.yaml:3: parallel.vpp: -1 is out of range"},
       {ok_head + "parallel: {micro_batches: 0}\n", "s.yaml:3: parallel.micro_batches: 0 is out of range"},
       {ok_head + "parallel: {zero_stage: 4}\n", "s.yaml:3: parallel.zero_stage: 4 is out of range [0, 3]"},
-      {ok_head + "parallel: {sequence_parallel: maybe}\n",
-       "s.yaml:3: parallel.sequence_parallel: expected true or false"},
+      {ok_head + "parallel: {tp_sequence_parallel: maybe}\n",
+       "s.yaml:3: parallel.tp_sequence_parallel: expected true or false"},
+      {ok_head + "parallel: {sequence_parallel: true}\n",
+       "s.yaml:3: parallel.sequence_parallel: renamed to parallel.tp_sequence_parallel"},
       {ok_head + "parallel: {dp: 1, ddp: 2}\n",
        "s.yaml:3: parallel.ddp: unknown key; valid keys are: dp, tp, pp, vpp, "
-       "micro_batches, zero_stage, sequence_parallel"},
+       "micro_batches, zero_stage, tp_sequence_parallel"},
       {ok_head + "parallel: 4\n", "s.yaml:3: parallel: expected a mapping"},
       {ok_head + "parallel: {dp: 1048576, tp: 8, pp: 8}\n",
        "s.yaml:3: parallel: dp * tp * pp = 67108864 GPUs"},

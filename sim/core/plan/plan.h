@@ -36,7 +36,9 @@ struct ParallelConfig {
   int vpp = 1;            // virtual stages (model chunks) per pipeline rank; > 1 only for interleaved-1f1b
   int micro_batches = 1;  // M: micro-batches per DP rank per iteration
   int zero_stage = 0;  // 0: none, 1: optimizer states, 2: + gradients, 3: + weights (FSDP), sharded over DP
-  bool sequence_parallel = true;  // with TP: activations outside attention/MLP also divided by TP
+  // Megatron sequence parallelism inside the TP group: activations outside attention/MLP also divided by TP.
+  // (Sequence / context parallelism across GPUs is the device mesh's sp dimension, core/plan/mesh.h.)
+  bool tp_sequence_parallel = true;
 
   int chunks() const { return pp * vpp; }
   int world_size() const { return dp * tp * pp; }

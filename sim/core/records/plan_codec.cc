@@ -87,7 +87,7 @@ std::string PlanToJson(const Plan& p) {
                    {"vpp", par.vpp},
                    {"micro_batches", par.micro_batches},
                    {"zero_stage", par.zero_stage},
-                   {"tp_sequence_parallel", par.sequence_parallel}};
+                   {"tp_sequence_parallel", par.tp_sequence_parallel}};
   j["partition"] = p.partition.bounds;
   j["recompute"] = p.recompute.layers;
   json per_rank = json::array();
@@ -151,7 +151,7 @@ Result<Plan> PlanFromJson(const std::string& text, const std::string& name) {
   MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "vpp", pc.vpp));
   MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "micro_batches", pc.micro_batches));
   MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "zero_stage", pc.zero_stage));
-  MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "tp_sequence_parallel", pc.sequence_parallel));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "tp_sequence_parallel", pc.tp_sequence_parallel));
   if (pc.dp < 1 || pc.tp < 1 || pc.pp < 1 || pc.vpp < 1 || pc.micro_batches < 1)
     return in.Bad("parallel", "sizes must be >= 1");
 

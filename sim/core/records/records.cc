@@ -20,6 +20,7 @@ std::vector<OpRecord> OpRecordsOf(const OpGraph& graph, const IterationTiming& t
     r.pass = op.pass;
     r.bucket = op.bucket;
     r.device = op.device;
+    r.peer = op.peer;
     r.micro_batch = op.micro_batch;
     r.chunk = op.chunk;
     r.start_us = timing.start_us[i];

@@ -111,7 +111,7 @@ struct OpRecord {
   OpKind kind = OpKind::kForward;
   Lane lane = Lane::kCompute;
   int32_t device = 0;        // op-graph device (one TP group); -1 for barriers
-  int32_t peer = -1;         // P2P: the receiving device; dispatch: -1 (an all-to-all); else -1
+  int32_t peer = -1;         // Op::peer: a send's receiving device, a DP collective's ring successor; else -1
   int32_t micro_batch = -1;  // -1 for DP ops and barriers
   int32_t chunk = 0;
   double start_us = 0, duration_us = 0;

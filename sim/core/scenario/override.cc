@@ -35,7 +35,7 @@ const std::vector<std::string> kTop = {"name",     "description", "trace", "mode
 const std::vector<std::string> kTrace = {"file", "preset", "samples", "seed"};
 const std::vector<std::string> kCluster = {"preset", "nodes"};
 const std::vector<std::string> kParallel = {
-    "dp", "tp", "pp", "vpp", "micro_batches", "zero_stage", "sequence_parallel"};
+    "dp", "tp", "pp", "vpp", "micro_batches", "zero_stage", "tp_sequence_parallel"};
 const std::vector<std::string> kPolicies = {"data", "partition", "recompute", "schedule"};
 const std::vector<std::string> kPolicy = {"name", "params"};
 

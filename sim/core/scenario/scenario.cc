@@ -235,8 +235,14 @@ Status ParseTrace(const Parser& r, const YAML::Node& n, TraceSource& t) {
 }
 
 Status ParseParallel(const Parser& r, const YAML::Node& n, ParallelConfig& p) {
-  MMTWIN_RETURN_IF_ERROR(
-      r.Keys(n, "parallel", {"dp", "tp", "pp", "vpp", "micro_batches", "zero_stage", "sequence_parallel"}));
+  // Renamed key: Megatron's sequence parallelism inside a TP group, not the sequence / context parallelism of
+  // long-context training (a dimension of its own in the device mesh).
+  if (n.IsMap() && n["sequence_parallel"])
+    return r.At(
+        n["sequence_parallel"], "parallel.sequence_parallel",
+        "renamed to parallel.tp_sequence_parallel (Megatron's sequence parallelism inside a TP group)");
+  MMTWIN_RETURN_IF_ERROR(r.Keys(
+      n, "parallel", {"dp", "tp", "pp", "vpp", "micro_batches", "zero_stage", "tp_sequence_parallel"}));
   struct IntField {
     const char* key;
     int* out;
@@ -253,8 +259,8 @@ Status ParseParallel(const Parser& r, const YAML::Node& n, ParallelConfig& p) {
       MMTWIN_ASSIGN_OR_RETURN(int64_t x, r.Int(v, std::string("parallel.") + f.key, f.lo, f.hi));
       *f.out = static_cast<int>(x);
     }
-  if (const YAML::Node v = n["sequence_parallel"]) {
-    MMTWIN_ASSIGN_OR_RETURN(p.sequence_parallel, r.Bool(v, "parallel.sequence_parallel"));
+  if (const YAML::Node v = n["tp_sequence_parallel"]) {
+    MMTWIN_ASSIGN_OR_RETURN(p.tp_sequence_parallel, r.Bool(v, "parallel.tp_sequence_parallel"));
   }
   const int64_t world = static_cast<int64_t>(p.dp) * p.tp * p.pp;
   if (world > kMaxWorld)
@@ -472,7 +478,7 @@ std::string FormatScenario(const Scenario& s) {
   e << YAML::Key << "pp" << YAML::Value << p.pp << YAML::Key << "vpp" << YAML::Value << p.vpp;
   e << YAML::Key << "micro_batches" << YAML::Value << p.micro_batches;
   e << YAML::Key << "zero_stage" << YAML::Value << p.zero_stage;
-  e << YAML::Key << "sequence_parallel" << YAML::Value << (p.sequence_parallel ? "true" : "false");
+  e << YAML::Key << "tp_sequence_parallel" << YAML::Value << (p.tp_sequence_parallel ? "true" : "false");
   e << YAML::EndMap;
   e << YAML::Key << "policies" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "data" << YAML::Value;
@@ -508,7 +514,7 @@ bool operator==(const Scenario& a, const Scenario& b) {
   const ParallelConfig &p = a.parallel, &q = b.parallel;
   const bool same_parallel = p.dp == q.dp && p.tp == q.tp && p.pp == q.pp && p.vpp == q.vpp &&
                              p.micro_batches == q.micro_batches && p.zero_stage == q.zero_stage &&
-                             p.sequence_parallel == q.sequence_parallel;
+                             p.tp_sequence_parallel == q.tp_sequence_parallel;
   return a.name == b.name && a.description == b.description && a.trace == b.trace && a.model == b.model &&
          a.cluster == b.cluster && a.nodes == b.nodes && same_parallel && a.data == b.data &&
          a.partition == b.partition && a.recompute == b.recompute && a.schedule == b.schedule &&
