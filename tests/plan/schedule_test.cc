@@ -181,5 +181,20 @@ TEST(ScheduleTest, Deterministic) {
   EXPECT_EQ(a->per_rank, b->per_rank);
 }
 
+// Schedules come from the one registry template: typed parameters, and unknown ones are errors.
+TEST(ScheduleTest, ParametersAreCheckedAgainstTheRegistry) {
+  auto bad = BuildSchedule("1f1b", 2, 1, 4, {{"bogus", "7"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message(),
+            "schedule '1f1b': unknown parameter 'bogus'; valid parameters are: (none)");
+  EXPECT_TRUE(BuildSchedule("1f1b", 2, 1, 4, {}).ok());
+  ASSERT_EQ(Schedules().entries().size(), ScheduleNames().size());
+  for (const auto& e : Schedules().entries()) EXPECT_FALSE(e.description.empty()) << e.name;
+  auto unknown = Schedules().Find("zb-h1");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().message(),
+            "unknown schedule 'zb-h1'; valid values are: gpipe, 1f1b, interleaved-1f1b");
+}
+
 }  // namespace
 }  // namespace mmtwin

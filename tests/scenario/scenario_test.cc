@@ -284,7 +284,11 @@ TEST(ScenarioTest, EveryErrorNamesFileLineAndKey) {
       {ok_head + "bogus: 1\n",
        "s.yaml:3: bogus: unknown key; valid keys are: name, description, trace, model, cluster, parallel, "
        "policies, iterations, seed, engine"},
-      {ok_head + "name: a\nname: b\n", "s.yaml:4: name: duplicate key"},
+      {ok_head + "name: a\nname: b\n", "s.yaml:4: name: duplicate key (first at line 3)"},
+      {ok_head + "policies: {schedule: {name: 1f1b, params: {bogus: 7}}}\n",
+       "s.yaml:3: policies.schedule.params: schedule '1f1b': unknown parameter 'bogus'; valid parameters "
+       "are: "
+       "(none)"},
       {ok_head + "name: [a]\n", "s.yaml:3: name: expected a string"},
       {ok_head + "name: ../../etc\n", "s.yaml:3: name: '../../etc' must work as a folder name (runs/NAME)"},
       {ok_head + "name: a\\b\n", "s.yaml:3: name: 'a\\b' must work as a folder name"},

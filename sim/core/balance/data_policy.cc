@@ -381,15 +381,15 @@ IsfThresholds AutoIsfThresholds(const SampleSizes& sz) {
   return q;
 }
 
-const std::vector<DataPolicyInfo>& DataPolicies() { return Registry(); }
+const PolicyRegistry<DataPolicyFn>& DataPolicyRegistry() {
+  static const PolicyRegistry<DataPolicyFn> r("data policy", "policy", Registry());
+  return r;
+}
+
+const std::vector<DataPolicyInfo>& DataPolicies() { return DataPolicyRegistry().entries(); }
 
 Result<const DataPolicyInfo*> FindDataPolicy(std::string_view name) {
-  std::string valid;
-  for (const auto& p : Registry()) {
-    if (p.name == name) return &p;
-    valid += (valid.empty() ? "" : ", ") + p.name;
-  }
-  return Error("unknown data policy '" + std::string(name) + "'; valid values are: " + valid);
+  return DataPolicyRegistry().Find(name);
 }
 
 Result<DataPlan> RunDataPolicy(std::string_view name, const std::map<std::string, std::string>& params,
@@ -398,7 +398,7 @@ Result<DataPlan> RunDataPolicy(std::string_view name, const std::map<std::string
   if (!ctx.trace || !ctx.sizes || !ctx.model) return Error("data policy: missing trace, model or sizes");
   if (ctx.dp < 1) return Error("data policy: dp must be >= 1, got " + std::to_string(ctx.dp));
   if (ctx.ranks_per_node < 1) return Error("data policy: ranks per node must be >= 1");
-  MMTWIN_ASSIGN_OR_RETURN(Params p, Params::Validate("policy '" + info->name + "'", info->params, params));
+  MMTWIN_ASSIGN_OR_RETURN(Params p, DataPolicyRegistry().Validate(*info, params));
   MMTWIN_ASSIGN_OR_RETURN(DataPlan plan, info->run(ctx, p));
   plan.policy = info->name;
   plan.params = p.values();

@@ -21,6 +21,7 @@
 
 #include "core/balance/data_plan.h"
 #include "core/util/params.h"
+#include "core/util/registry.h"
 
 namespace mmtwin {
 
@@ -35,14 +36,10 @@ struct DataPolicyContext {
 
 using DataPolicyFn = Result<DataPlan> (*)(const DataPolicyContext&, const Params&);
 
-struct DataPolicyInfo {
-  std::string name;
-  std::string description;
-  std::vector<ParamSpec> params;
-  DataPolicyFn run = nullptr;
-};
+using DataPolicyInfo = RegistryEntry<DataPolicyFn>;
 
-// The registry, in a fixed order.
+// The registry (core/util/registry.h), in a fixed order.
+const PolicyRegistry<DataPolicyFn>& DataPolicyRegistry();
 const std::vector<DataPolicyInfo>& DataPolicies();
 // Error "unknown data policy 'x'; valid values are: random, ..." for an unknown name.
 Result<const DataPolicyInfo*> FindDataPolicy(std::string_view name);

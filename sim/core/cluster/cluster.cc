@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "core/util/text.h"
 #include "core/util/data_dir.h"
 #include "core/util/csv.h"
 #include "core/util/yaml_error.h"
@@ -19,12 +20,6 @@ long LineOf(const YAML::Node& n) {
   if (!n.IsDefined()) return 0;
   const YAML::Mark m = n.Mark();
   return m.is_null() ? 0 : m.line + 1;
-}
-
-std::string Join(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-  return s;
 }
 
 class Reader {
@@ -97,7 +92,7 @@ Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) 
   const Reader r(name);
   ClusterSpec c;
   try {
-    const YAML::Node root = YAML::Load(text);
+    MMTWIN_ASSIGN_OR_RETURN(const YAML::Node root, LoadStrictYaml(text, name));
     MMTWIN_RETURN_IF_ERROR(
         r.Keys(root, "",
                {"name", "description", "reference", "nodes", "gpus_per_node", "device", "nvlink_bytes_per_s",

@@ -291,7 +291,8 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
   } else {
     MMTWIN_ASSIGN_OR_RETURN(run.cost, LoadCostModel(run.scenario, run.model, run.cluster));
   }
-  MMTWIN_ASSIGN_OR_RETURN(plan.schedule, BuildSchedule(s.schedule.name, par.pp, par.vpp, par.micro_batches));
+  MMTWIN_ASSIGN_OR_RETURN(
+      plan.schedule, BuildSchedule(s.schedule.name, par.pp, par.vpp, par.micro_batches, s.schedule.params));
   const Pricer pricer = run.MakePricer();
   MMTWIN_RETURN_IF_ERROR(PlanModel(run, pricer, cancel));
   if (options.memory_report) MMTWIN_RETURN_IF_ERROR(MemoryReport(run, pricer, cancel));
@@ -329,7 +330,8 @@ Status ValidateScenario(const Scenario& s) {
   MMTWIN_RETURN_IF_ERROR(params("partition", s.partition, part->params));
   MMTWIN_ASSIGN_OR_RETURN(const RecomputePolicyInfo* rc, FindRecomputePolicy(s.recompute.name));
   MMTWIN_RETURN_IF_ERROR(params("recompute", s.recompute, rc->params));
-  if (auto sched = BuildSchedule(s.schedule.name, s.parallel.pp, s.parallel.vpp, s.parallel.micro_batches);
+  if (auto sched = BuildSchedule(s.schedule.name, s.parallel.pp, s.parallel.vpp, s.parallel.micro_batches,
+                                 s.schedule.params);
       !sched)
     return Error(name + ": policies.schedule: " + sched.error().message());
   if (s.cost != "analytic") {

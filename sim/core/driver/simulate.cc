@@ -13,19 +13,10 @@
 #include "core/plan/mesh.h"
 #include "core/plan/pricing.h"
 #include "core/records/perfetto.h"
+#include "core/util/text.h"
 
 namespace mmtwin {
 namespace {
-
-// TODO(seams): the one Percentile of core/util once it lands.
-double Percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * (v.size() - 1);
-  const size_t lo = static_cast<size_t>(pos);
-  const size_t hi = std::min(v.size() - 1, lo + 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - lo);
-}
 
 PolicyRecord PolicyOf(const PolicyRef& r) { return {r.name, r.params}; }
 

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <set>
 
+#include "core/util/text.h"
 #include "core/util/data_dir.h"
 #include "core/util/csv.h"
 #include "core/util/yaml_error.h"
@@ -229,12 +230,6 @@ Error ErrAt(const Ctx& ctx, const YAML::Node& n, const std::string& key, const s
   return Error::At(ctx.file, LineOf(n), key, reason);
 }
 
-std::string Join(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-  return s;
-}
-
 Status CheckKeys(const Ctx& ctx, const YAML::Node& map, const std::string& where,
                  const std::vector<std::string>& allowed) {
   if (!map.IsMap()) return ErrAt(ctx, map, where, "expected a mapping");
@@ -440,7 +435,7 @@ Status FinishComponent(const Ctx& ctx, const YAML::Node& n, const std::string& w
 
 Result<YAML::Node> LoadYaml(const std::string& text, const std::string& name) {
   try {
-    YAML::Node root = YAML::Load(text);
+    MMTWIN_ASSIGN_OR_RETURN(YAML::Node root, LoadStrictYaml(text, name));
     if (!root.IsMap()) return Error::At(name, LineOf(root), "", "expected a YAML mapping at the top level");
     return root;
   } catch (const YAML::Exception& e) {

@@ -406,15 +406,15 @@ double BmpScore(const LayerProfile& profile, const Partition& p, double comm_wei
   return s.Score(std::vector<int>(p.bounds.begin() + 1, p.bounds.end() - 1));
 }
 
-const std::vector<PartitionPolicyInfo>& PartitionPolicies() { return Registry(); }
+const PolicyRegistry<PartitionPolicyFn>& PartitionPolicyRegistry() {
+  static const PolicyRegistry<PartitionPolicyFn> r("partition policy", "partition policy", Registry());
+  return r;
+}
+
+const std::vector<PartitionPolicyInfo>& PartitionPolicies() { return PartitionPolicyRegistry().entries(); }
 
 Result<const PartitionPolicyInfo*> FindPartitionPolicy(std::string_view name) {
-  std::string valid;
-  for (const auto& p : Registry()) {
-    if (p.name == name) return &p;
-    valid += (valid.empty() ? "" : ", ") + p.name;
-  }
-  return Error("unknown partition policy '" + std::string(name) + "'; valid values are: " + valid);
+  return PartitionPolicyRegistry().Find(name);
 }
 
 Result<Partition> RunPartitionPolicy(std::string_view name, const std::map<std::string, std::string>& params,
@@ -429,8 +429,7 @@ Result<Partition> RunPartitionPolicy(std::string_view name, const std::map<std::
   if (ctx.chunks > layers)
     return Error("partition: " + std::to_string(ctx.chunks) +
                  " chunks need at least as many layers, the model has " + std::to_string(layers));
-  MMTWIN_ASSIGN_OR_RETURN(Params p,
-                          Params::Validate("partition policy '" + info->name + "'", info->params, params));
+  MMTWIN_ASSIGN_OR_RETURN(Params p, PartitionPolicyRegistry().Validate(*info, params));
   PartitionReport local;
   PartitionReport& rep = report ? *report : local;
   rep = PartitionReport{};

@@ -63,6 +63,7 @@
 #include "core/model/model.h"
 #include "core/plan/plan.h"
 #include "core/util/params.h"
+#include "core/util/registry.h"
 #include "core/util/status.h"
 
 namespace mmtwin {
@@ -127,12 +128,8 @@ void PartitionMetrics(const LayerProfile& profile, const Partition& p, Partition
 
 using PartitionPolicyFn = Result<Partition> (*)(const PartitionContext&, const Params&, PartitionReport&);
 
-struct PartitionPolicyInfo {
-  std::string name;
-  std::string description;
-  std::vector<ParamSpec> params;
-  PartitionPolicyFn run = nullptr;
-};
+using PartitionPolicyInfo = RegistryEntry<PartitionPolicyFn>;
+const PolicyRegistry<PartitionPolicyFn>& PartitionPolicyRegistry();
 
 // The registry, in a fixed order: uniform, params, profile, bmp.
 const std::vector<PartitionPolicyInfo>& PartitionPolicies();

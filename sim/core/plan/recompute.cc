@@ -170,15 +170,15 @@ std::vector<RecomputePolicyInfo>& Registry() {
 
 }  // namespace
 
-const std::vector<RecomputePolicyInfo>& RecomputePolicies() { return Registry(); }
+const PolicyRegistry<RecomputePolicyFn>& RecomputePolicyRegistry() {
+  static const PolicyRegistry<RecomputePolicyFn> r("recompute policy", "recompute policy", Registry());
+  return r;
+}
+
+const std::vector<RecomputePolicyInfo>& RecomputePolicies() { return RecomputePolicyRegistry().entries(); }
 
 Result<const RecomputePolicyInfo*> FindRecomputePolicy(std::string_view name) {
-  std::string valid;
-  for (const auto& p : Registry()) {
-    if (p.name == name) return &p;
-    valid += (valid.empty() ? "" : ", ") + p.name;
-  }
-  return Error("unknown recompute policy '" + std::string(name) + "'; valid values are: " + valid);
+  return RecomputePolicyRegistry().Find(name);
 }
 
 std::vector<int64_t> LayerHeldActBytes(const LayerProfile& profile, const RecomputePlan& plan) {
@@ -299,8 +299,7 @@ Result<RecomputePlan> RunRecomputePolicy(std::string_view name_in,
   }
   if (!ctx.other_bytes.empty() && static_cast<int>(ctx.other_bytes.size()) != pp)
     return Error("recompute: other_bytes must be empty or have one entry per pipeline rank");
-  MMTWIN_ASSIGN_OR_RETURN(Params p,
-                          Params::Validate("recompute policy '" + info->name + "'", info->params, params));
+  MMTWIN_ASSIGN_OR_RETURN(Params p, RecomputePolicyRegistry().Validate(*info, params));
   MMTWIN_ASSIGN_OR_RETURN(RecomputePlan plan, info->run(ctx, p));
   if (report) {
     *report = RecomputeReport{};

@@ -68,6 +68,7 @@
 #include "core/plan/partition.h"
 #include "core/plan/plan.h"
 #include "core/util/params.h"
+#include "core/util/registry.h"
 #include "core/util/status.h"
 
 namespace mmtwin {
@@ -98,12 +99,8 @@ struct RecomputeReport {
 
 using RecomputePolicyFn = Result<RecomputePlan> (*)(const RecomputeContext&, const Params&);
 
-struct RecomputePolicyInfo {
-  std::string name;
-  std::string description;
-  std::vector<ParamSpec> params;
-  RecomputePolicyFn run = nullptr;
-};
+using RecomputePolicyInfo = RegistryEntry<RecomputePolicyFn>;
+const PolicyRegistry<RecomputePolicyFn>& RecomputePolicyRegistry();
 
 // The registry, in a fixed order: none, full, uniform, block, adaptive.
 const std::vector<RecomputePolicyInfo>& RecomputePolicies();

@@ -55,42 +55,45 @@ void BuildInterleaved(Schedule& s) {
   }
 }
 
-struct ScheduleEntry {
-  const char* name;
-  const char* description;
-  void (*build)(Schedule&);
-};
-
-const ScheduleEntry kSchedules[] = {
-    {"gpipe", "GPipe: all forwards, then all backwards; keeps M micro-batches of activations", BuildGpipe},
-    {"1f1b",
-     "PipeDream-flush 1F1B: min(pp-r-1, M) warm-up forwards, then one forward one backward, then cool-down",
-     Build1f1b},
-    {"interleaved-1f1b",
-     "Megatron interleaved 1F1B: vpp chunks per rank (chunk c on rank c % pp), micro-batches in groups of pp",
-     BuildInterleaved},
-};
+void BuildGpipeWith(Schedule& s, const Params&) { BuildGpipe(s); }
+void Build1f1bWith(Schedule& s, const Params&) { Build1f1b(s); }
+void BuildInterleavedWith(Schedule& s, const Params&) { BuildInterleaved(s); }
 
 }  // namespace
+
+const PolicyRegistry<ScheduleFn>& Schedules() {
+  static const PolicyRegistry<ScheduleFn> r(
+      "schedule", "schedule",
+      {{"gpipe",
+        "GPipe: all forwards, then all backwards; keeps M micro-batches of activations",
+        {},
+        &BuildGpipeWith},
+       {"1f1b",
+        "PipeDream-flush 1F1B: min(pp-r-1, M) warm-up forwards, then one forward one backward, then "
+        "cool-down",
+        {},
+        &Build1f1bWith},
+       {"interleaved-1f1b",
+        "Megatron interleaved 1F1B: vpp chunks per rank (chunk c on rank c % pp), micro-batches in groups of "
+        "pp",
+        {},
+        &BuildInterleavedWith}});
+  return r;
+}
 
 const std::vector<std::pair<std::string, std::string>>& ScheduleNames() {
   static const std::vector<std::pair<std::string, std::string>> names = [] {
     std::vector<std::pair<std::string, std::string>> v;
-    for (const auto& e : kSchedules) v.emplace_back(e.name, e.description);
+    for (const auto& e : Schedules().entries()) v.emplace_back(e.name, e.description);
     return v;
   }();
   return names;
 }
 
-Result<Schedule> BuildSchedule(std::string_view name, int pp, int vpp, int micro_batches) {
-  const ScheduleEntry* entry = nullptr;
-  std::string valid;
-  for (const auto& e : kSchedules) {
-    if (name == e.name) entry = &e;
-    valid += (valid.empty() ? "" : ", ") + std::string(e.name);
-  }
-  if (entry == nullptr)
-    return Error("unknown schedule '" + std::string(name) + "'; valid values are: " + valid);
+Result<Schedule> BuildSchedule(std::string_view name, int pp, int vpp, int micro_batches,
+                               const std::map<std::string, std::string>& params) {
+  MMTWIN_ASSIGN_OR_RETURN(const RegistryEntry<ScheduleFn>* entry, Schedules().Find(name));
+  MMTWIN_ASSIGN_OR_RETURN(const Params p, Schedules().Validate(*entry, params));
   const std::string n(name);
   if (pp < 1) return Error("schedule " + n + ": pp must be >= 1, got " + std::to_string(pp));
   if (micro_batches < 1)
@@ -113,7 +116,7 @@ Result<Schedule> BuildSchedule(std::string_view name, int pp, int vpp, int micro
   s.micro_batches = micro_batches;
   s.per_rank.assign(pp, {});
   for (auto& ops : s.per_rank) ops.reserve(2 * static_cast<size_t>(micro_batches) * vpp);
-  entry->build(s);
+  entry->run(s, p);
   return s;
 }
 

@@ -18,23 +18,32 @@
 //   std::vector<int> peak = MaxInFlight(s);  // {4, 3, 2, 1}: micro-batch-chunks whose activations are held
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "core/plan/plan.h"
+#include "core/util/registry.h"
 #include "core/util/status.h"
 
 namespace mmtwin {
 
-// The registry in a fixed order: (name, one-line description).
+// A schedule's builder: fills s.per_rank (sized pp, s.pp/vpp/micro_batches set) with its typed parameters.
+using ScheduleFn = void (*)(Schedule& s, const Params& params);
+
+// The registry (core/util/registry.h), in a fixed order. The built-in schedules take no parameters; any
+// parameter given to them is an error listing the valid ones ("schedule '1f1b': unknown parameter 'bogus'").
+const PolicyRegistry<ScheduleFn>& Schedules();
+// (name, one-line description) of every schedule, in registry order.
 const std::vector<std::pair<std::string, std::string>>& ScheduleNames();
 
 // Builds the named schedule. Errors: unknown name ("unknown schedule 'x'; valid values are: gpipe, 1f1b,
-// interleaved-1f1b"), pp < 1, micro_batches < 1, vpp != 1 for gpipe/1f1b, vpp < 2 or M % pp != 0 for
-// interleaved-1f1b.
-Result<Schedule> BuildSchedule(std::string_view name, int pp, int vpp, int micro_batches);
+// interleaved-1f1b"), an unknown or mistyped parameter, pp < 1, micro_batches < 1, vpp != 1 for gpipe/1f1b,
+// vpp < 2 or M % pp != 0 for interleaved-1f1b.
+Result<Schedule> BuildSchedule(std::string_view name, int pp, int vpp, int micro_batches,
+                               const std::map<std::string, std::string>& params = {});
 
 // Checks the structure: per_rank has pp entries; every op's chunk lies on its rank (chunk % pp == rank) and
 // in [0, pp*vpp), micro-batch in [0, M); every (micro-batch, chunk) has exactly one forward and one backward

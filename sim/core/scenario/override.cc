@@ -8,6 +8,8 @@
 
 #include "core/cluster/cluster.h"
 #include "core/scenario/scenario.h"
+#include "core/util/text.h"
+#include "core/util/yaml_error.h"
 
 namespace mmtwin {
 namespace {
@@ -22,12 +24,6 @@ std::vector<std::string> Split(const std::string& key) {
     start = dot + 1;
   }
   return parts;
-}
-
-std::string Join(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-  return s;
 }
 
 const std::vector<std::string> kTop = {"name",     "description", "trace", "model",  "cluster", "parallel",
@@ -125,6 +121,9 @@ Result<Scenario> ParseScenarioWithOverrides(const std::string& yaml_text, const 
                                             const std::string& base_dir,
                                             const std::vector<ScenarioOverride>& overrides) {
   if (overrides.empty()) return ParseScenario(yaml_text, name, base_dir);
+  // Duplicate keys are checked on the text as written (yaml-cpp would keep one of them while overriding).
+  MMTWIN_RETURN_IF_ERROR(
+      GuardYaml(name, [&]() -> Status { return LoadStrictYaml(yaml_text, name).status(); }));
   auto text = OverrideScenarioYaml(yaml_text, overrides);
   if (!text) return text.error().Wrap(name);
   return ParseScenario(*text, name, base_dir);

@@ -17,6 +17,7 @@
 #include "core/plan/schedule.h"
 #include "core/trace/generate.h"
 #include "core/util/csv.h"
+#include "core/util/text.h"
 #include "core/util/yaml_error.h"
 
 namespace mmtwin {
@@ -36,50 +37,11 @@ long LineOf(const YAML::Node& n) {
   return m.is_null() ? 0 : m.line + 1;
 }
 
-std::string Join(const std::vector<std::string>& v, const std::string& sep = ", ") {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
-  return s;
-}
-
 // n[key] through the const accessor (never inserts), or an undefined node when n is not a mapping.
 YAML::Node Child(const YAML::Node& n, const char* key) { return n.IsMap() ? n[key] : YAML::Node(); }
 
 std::string Field(const std::string& where, const std::string& key) {
   return where.empty() ? key : where + "." + key;
-}
-
-// Strict UTF-8 (no overlong forms, surrogates or code points above U+10FFFF): YAML text is Unicode, and the
-// emitter would replace invalid bytes, breaking the round trip.
-bool ValidUtf8(const std::string& s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    int n = 0;
-    uint32_t cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      n = 1, cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      n = 2, cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      n = 3, cp = c & 0x07;
-    } else {
-      return false;
-    }
-    for (int k = 1; k <= n; ++k) {
-      if (i + k >= s.size()) return false;
-      const unsigned char d = static_cast<unsigned char>(s[i + k]);
-      if ((d & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (d & 0x3F);
-    }
-    static const uint32_t kMin[4] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += n + 1;
-  }
-  return true;
 }
 
 // A name usable as one path component (the default run folder is runs/NAME).
@@ -282,6 +244,13 @@ Status CheckPolicyName(const std::string& kind, const std::string& name) {
   return Error("unknown schedule '" + name + "'; valid values are: " + valid);
 }
 
+// Schedule parameters are checked here (the built-in schedules take none); the other policies' parameters are
+// checked by the planner against the same registries (core/driver/planner.h, ValidateScenario).
+Status CheckPolicyParams(const std::string& kind, const PolicyRef& p) {
+  if (kind == "schedule") return Schedules().Validate(p.name, p.params).status();
+  return Status();
+}
+
 Status ParsePolicies(const Parser& r, const YAML::Node& n, Scenario& s) {
   MMTWIN_RETURN_IF_ERROR(r.Keys(n, "policies", {"data", "partition", "recompute", "schedule"}));
   const std::pair<const char*, PolicyRef*> kinds[] = {
@@ -290,10 +259,11 @@ Status ParsePolicies(const Parser& r, const YAML::Node& n, Scenario& s) {
     if (const YAML::Node v = n[key]) {
       const std::string field = std::string("policies.") + key;
       MMTWIN_ASSIGN_OR_RETURN(*out, r.Policy(v, field));
-      // Names are checked here, against the registries, so a typo points at its line; parameters are checked
-      // by the planner, which knows each policy's parameter declarations.
+      // Names (and schedule parameters) are checked here, against the registries, so a typo points at its line.
       if (Status known = CheckPolicyName(key, out->name); !known.ok())
         return r.At(v, field, known.error().message());
+      if (Status params = CheckPolicyParams(key, *out); !params.ok())
+        return r.At(v.IsMap() && v["params"] ? v["params"] : v, field + ".params", params.error().message());
     }
   return Status();
 }
@@ -302,7 +272,7 @@ Result<Scenario> ParseImpl(const std::string& text, const std::string& name, con
   const Parser r(name, base_dir);
   Scenario s;
   s.path = name;
-  const YAML::Node root = YAML::Load(text);
+  MMTWIN_ASSIGN_OR_RETURN(const YAML::Node root, LoadStrictYaml(text, name));
   if (!root.IsMap()) return r.At(root, "", "a scenario is a mapping with keys " + Join(kTopKeys));
   MMTWIN_RETURN_IF_ERROR(r.Keys(root, "", kTopKeys));
 

@@ -61,8 +61,8 @@ struct Scenario {
   std::string cost = "analytic";
 };
 
-// Parses and validates (types, ranges, unknown keys -> `file:line: key: reason`). Policy names and parameters
-// are checked later by the planner against the registries.
+// Parses and validates (types, ranges, unknown or duplicate keys -> `file:line: key: reason`; policy names and
+// schedule parameters against the registries). The other policies' parameters are checked by the planner.
 Result<Scenario> LoadScenario(const std::string& path);
 Result<Scenario> ParseScenario(const std::string& yaml_text, const std::string& name,
                                const std::string& base_dir);
@@ -78,8 +78,8 @@ bool operator==(const PolicyRef& a, const PolicyRef& b);
 bool operator==(const TraceSource& a, const TraceSource& b);
 bool operator==(const Scenario& a, const Scenario& b);
 
-// Evaluation engines a scenario (or `mmtwin simulate --engine`) may name: "analytic" (the SimGrid engine
-// comes in a later issue). CheckEngine: "unknown engine 'x'; valid values are: analytic (...)".
+// Evaluation engines a scenario (or `mmtwin simulate --engine`) may name: "analytic" and "simgrid" (whether
+// this build has the SimGrid engine is the driver's business: core/driver/driver.h). CheckEngine: "unknown engine 'x'; valid values are: analytic (...)".
 const std::vector<std::string>& ScenarioEngines();
 Status CheckEngine(const std::string& engine);
 

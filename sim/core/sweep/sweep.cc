@@ -60,7 +60,7 @@ Status CheckKeys(const std::string& file, const YAML::Node& map, const std::stri
 Result<SweepSpec> ParseImpl(const std::string& text, const std::string& file, const std::string& base_dir) {
   SweepSpec spec;
   spec.path = file;
-  const YAML::Node root = YAML::Load(text);
+  MMTWIN_ASSIGN_OR_RETURN(const YAML::Node root, LoadStrictYaml(text, file));
   if (!root.IsMap())
     return Error::At(file, LineOf(root), "", "a sweep is a mapping with keys base, mode, axes, ...");
   MMTWIN_RETURN_IF_ERROR(

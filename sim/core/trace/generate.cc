@@ -11,7 +11,6 @@
 #include "core/util/data_dir.h"
 #include "core/util/rng.h"
 
-
 namespace mmtwin {
 namespace {
 

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "core/util/csv.h"
+#include "core/util/text.h"
 
 namespace mmtwin {
 
@@ -15,31 +16,6 @@ namespace mmtwin {
 // ---------------------------------------------------------------------------------------------
 
 namespace {
-
-// Decodes one UTF-8 code point at s[i]; returns its length (1 for an invalid byte, which decodes as U+FFFD).
-size_t DecodeUtf8(std::string_view s, size_t i, uint32_t& cp) {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  if (b0 < 0x80) {
-    cp = b0;
-    return 1;
-  }
-  int len = b0 >= 0xF0 && b0 < 0xF8 ? 4 : b0 >= 0xE0 ? 3 : b0 >= 0xC0 ? 2 : 0;
-  if (len == 0 || i + len > s.size()) {
-    cp = 0xFFFD;
-    return 1;
-  }
-  uint32_t v = b0 & (0x7F >> len);
-  for (int k = 1; k < len; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + k]);
-    if ((b & 0xC0) != 0x80) {
-      cp = 0xFFFD;
-      return 1;
-    }
-    v = (v << 6) | (b & 0x3F);
-  }
-  cp = v;
-  return static_cast<size_t>(len);
-}
 
 bool IsSpace(uint32_t cp) {
   return cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r' || cp == '\v' || cp == '\f' || cp == 0x85 ||
@@ -202,12 +178,6 @@ Status SecondsAt(const CsvReader& csv, std::string_view f, const char* field, do
   if (f.find_first_not_of(" \t") == std::string_view::npos)
     return csv.ErrorAt(field, "empty; expected a non-negative number of seconds");
   return csv.ErrorAt(field, "'" + std::string(f) + "' is not a non-negative number of seconds");
-}
-
-std::string Join(const std::vector<std::string>& v) {
-  std::string o;
-  for (size_t i = 0; i < v.size(); ++i) o += (i ? ", " : "") + v[i];
-  return o;
 }
 
 std::string BaseName(const std::string& path) {

@@ -1,4 +1,5 @@
 #include "core/trace/stats.h"
+#include "core/util/text.h"
 
 #include <nlohmann/json.hpp>
 
@@ -7,20 +8,6 @@
 #include <cstdio>
 
 namespace mmtwin {
-
-namespace {
-
-// Linear interpolation between order statistics of sorted `v` (numpy "linear").
-double Percentile(const std::vector<double>& v, double p) {
-  if (v.empty()) return 0;
-  const double rank = p / 100.0 * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(rank));
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  const double frac = rank - static_cast<double>(lo);
-  return v[lo] + (v[hi] - v[lo]) * frac;
-}
-
-}  // namespace
 
 ModalityStats ComputeModalityStats(std::string name, std::vector<double> values, int bins) {
   ModalityStats m;
@@ -43,9 +30,9 @@ ModalityStats ComputeModalityStats(std::string name, std::vector<double> values,
   m.std = std::sqrt(ss / static_cast<double>(values.size()));
   m.min = values.front();
   m.max = values.back();
-  m.p50 = Percentile(values, 50);
-  m.p90 = Percentile(values, 90);
-  m.p99 = Percentile(values, 99);
+  m.p50 = PercentileSorted(values, 50 / 100.0);
+  m.p90 = PercentileSorted(values, 90 / 100.0);
+  m.p99 = PercentileSorted(values, 99 / 100.0);
   m.histogram.lo = m.min;
   m.histogram.hi = m.max;
   const double width = (m.max - m.min) / bins;

@@ -1,4 +1,5 @@
 #include "core/util/params.h"
+#include "core/util/text.h"
 
 #include "core/util/csv.h"
 
@@ -16,12 +17,6 @@ const char* ParamTypeName(ParamType t) {
       return "string";
   }
   return "?";
-}
-
-static std::string Join(const std::vector<std::string>& v) {
-  std::string o;
-  for (size_t i = 0; i < v.size(); ++i) o += (i ? ", " : "") + v[i];
-  return o;
 }
 
 static Status CheckValue(const std::string& owner, const ParamSpec& s, const std::string& v) {

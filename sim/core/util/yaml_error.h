@@ -9,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <exception>
+#include <map>
 #include <string>
 
 #include "core/util/status.h"
@@ -30,6 +31,23 @@ auto GuardYaml(const std::string& name, F&& parse) -> decltype(parse()) {
     return YamlError(name, e);
   } catch (const std::exception& e) {
     return Error(name + ": " + e.what());
+  }
+}
+
+// The one strict YAML loader of models, clusters, scenarios and sweeps: yaml-cpp keeps one of two equal keys
+// silently, so every mapping anywhere in the document is checked for distinct keys:
+// `name:line: path.to.key: duplicate key (first at line N)`. Syntax errors become `name:line: reason`.
+//
+//   MMTWIN_ASSIGN_OR_RETURN(YAML::Node root, LoadStrictYaml(text, "cluster.yaml"));
+Status CheckDuplicateKeys(const YAML::Node& node, const std::string& name, const std::string& path = "");
+
+inline Result<YAML::Node> LoadStrictYaml(const std::string& text, const std::string& name) {
+  try {
+    YAML::Node root = YAML::Load(text);
+    MMTWIN_RETURN_IF_ERROR(CheckDuplicateKeys(root, name));
+    return root;
+  } catch (const YAML::Exception& e) {
+    return YamlError(name, e);
   }
 }
 

@@ -1,0 +1,30 @@
+// The strict YAML loader's duplicate-key check (yaml_error.h).
+#include "core/util/yaml_error.h"
+
+#include <map>
+
+namespace mmtwin {
+
+Status CheckDuplicateKeys(const YAML::Node& node, const std::string& name, const std::string& path) {
+  if (node.IsMap()) {
+    std::map<std::string, long> first_line;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string();
+      const std::string field = path.empty() ? key : path + "." + key;
+      const long line = it->first.Mark().is_null() ? 0 : it->first.Mark().line + 1;
+      if (it->first.IsScalar()) {
+        auto [pos, fresh] = first_line.emplace(key, line);
+        if (!fresh)
+          return Error::At(name, line, field,
+                           "duplicate key (first at line " + std::to_string(pos->second) + ")");
+      }
+      MMTWIN_RETURN_IF_ERROR(CheckDuplicateKeys(it->second, name, field));
+    }
+  } else if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i)
+      MMTWIN_RETURN_IF_ERROR(CheckDuplicateKeys(node[i], name, path + "[" + std::to_string(i) + "]"));
+  }
+  return Status();
+}
+
+}  // namespace mmtwin
