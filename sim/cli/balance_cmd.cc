@@ -17,18 +17,6 @@
 namespace mmtwin::cli {
 namespace {
 
-constexpr const char* kBalanceUsage =
-    R"(usage: mmtwin balance --trace T --model M --dp D --policy P [--param k=v]... [--seed S]
-                      [--ranks-per-node N | --cluster C] [--json]
-       mmtwin balance --compare [P1,P2,...] --trace T --model M --dp D [--param k=v]... [--json]
-
-Runs data-balance policies over a trace for a model on D data-parallel ranks and reports pad ratio, ViT and LLM
-dist ratios (OmniBal eq. 1-2), mean batch size, and for post-balancing the max load over its lower bound and the
-all-to-all / inter-node bytes. --compare without a list compares OmniBal Table 3's methods: random, length-group,
-device-group, isf. A --param applies to every compared policy that declares it. `mmtwin policies` lists policies
-and their parameters.
-)";
-
 struct Options {
   std::string trace, model, cluster;
   int dp = 0;
@@ -40,53 +28,33 @@ struct Options {
   bool json = false;
 };
 
-std::vector<std::string> SplitComma(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-Status ParseArgs(const Args& args, Options& o) {
-  auto need = [&](size_t& i, const std::string& flag) -> Result<std::string> {
-    if (i + 1 >= args.size()) return Error("balance: " + flag + " needs a value");
-    return args[++i];
+Status Convert(const BalanceArgs& a, Options& o) {
+  o.trace = a.trace;
+  o.model = a.model;
+  o.cluster = a.cluster;
+  o.policies = a.policies;
+  o.compare = a.compare;
+  o.json = a.json;
+  auto count = [](const char* flag, const std::string& v, int64_t lo, int64_t hi, const char* what,
+                  int64_t& x) -> Status {
+    if (!ParseInt64(v, x) || x < lo || x > hi)
+      return Error("balance: " + std::string(flag) + ": '" + v + "' is not a valid " + what);
+    return Status();
   };
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--trace") {
-      MMTWIN_ASSIGN_OR_RETURN(o.trace, need(i, a));
-    } else if (a == "--model") {
-      MMTWIN_ASSIGN_OR_RETURN(o.model, need(i, a));
-    } else if (a == "--dp" || a == "--seed" || a == "--ranks-per-node") {
-      MMTWIN_ASSIGN_OR_RETURN(std::string v, need(i, a));
-      int64_t x;
-      if (!ParseInt64(v, x) || x < (a == "--seed" ? 0 : 1) || x > (a == "--seed" ? INT64_MAX : 1000000))
-        return Error("balance: " + a + ": '" + v + "' is not a valid " +
-                     (a == "--seed" ? "seed" : "positive count"));
-      if (a == "--dp") o.dp = static_cast<int>(x);
-      if (a == "--seed") o.seed = static_cast<uint64_t>(x);
-      if (a == "--ranks-per-node") o.ranks_per_node = static_cast<int>(x);
-    } else if (a == "--cluster") {
-      MMTWIN_ASSIGN_OR_RETURN(o.cluster, need(i, a));
-    } else if (a == "--policy") {
-      MMTWIN_ASSIGN_OR_RETURN(std::string v, need(i, a));
-      o.policies.push_back(v);
-    } else if (a == "--param") {
-      MMTWIN_ASSIGN_OR_RETURN(std::string v, need(i, a));
-      MMTWIN_RETURN_IF_ERROR(ParseKeyValue(v, o.params));
-    } else if (a == "--compare") {
-      o.compare = true;
-      if (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0)
-        for (auto& p : SplitComma(args[++i])) o.policies.push_back(p);
-    } else if (a == "--json") {
-      o.json = true;
-    } else {
-      return Error("balance: unknown option '" + a + "'");
-    }
+  int64_t x = 0;
+  if (a.dp_given) {
+    MMTWIN_RETURN_IF_ERROR(count("--dp", a.dp, 1, 1000000, "positive count", x));
+    o.dp = static_cast<int>(x);
   }
+  if (a.seed_given) {
+    MMTWIN_RETURN_IF_ERROR(count("--seed", a.seed, 0, INT64_MAX, "seed", x));
+    o.seed = static_cast<uint64_t>(x);
+  }
+  if (a.ranks_given) {
+    MMTWIN_RETURN_IF_ERROR(count("--ranks-per-node", a.ranks_per_node, 1, 1000000, "positive count", x));
+    o.ranks_per_node = static_cast<int>(x);
+  }
+  for (const std::string& kv : a.params) MMTWIN_RETURN_IF_ERROR(ParseKeyValue(kv, o.params));
   if (o.trace.empty()) return Error("balance: --trace is required");
   if (o.model.empty()) return Error("balance: --model is required");
   if (o.dp < 1) return Error("balance: --dp is required (number of data-parallel ranks)");
@@ -104,15 +72,10 @@ std::string Fmt(double x, int prec = 3) {
 
 }  // namespace
 
-int RunBalance(const Args& args, std::ostream& out, std::ostream& err) {
-  for (const auto& a : args)
-    if (a == "-h" || a == "--help") {
-      out << kBalanceUsage;
-      return 0;
-    }
+int RunBalance(const BalanceArgs& args, std::ostream& out, std::ostream& err) {
   Options o;
-  if (Status s = ParseArgs(args, o); !s.ok()) {
-    err << "mmtwin " << s.error().message() << "\n" << kBalanceUsage;
+  if (Status s = Convert(args, o); !s.ok()) {
+    err << "mmtwin " << s.error().message() << "\n";
     return 2;
   }
   // Resolve every policy and check every parameter before the (slow) trace load.

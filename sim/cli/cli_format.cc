@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <limits>
 
+#include <fmt/format.h>
+
 namespace mmtwin::cli {
 namespace {
 
@@ -21,18 +23,15 @@ std::string Percent(double r) { return std::isnan(r) ? "n/a" : Fixed(100 * r, 1)
 
 std::string Fixed(double x, int prec) {
   if (std::isnan(x)) return "n/a";
-  char b[64];
-  std::snprintf(b, sizeof b, "%.*f", prec, x);
-  return b;
+  return fmt::format("{:.{}f}", x, prec);
 }
 
 std::string GiB(double bytes) { return std::isnan(bytes) ? "n/a" : Fixed(bytes / (1024.0 * 1024 * 1024), 1); }
 
 std::string Count(double x) {
   if (std::isnan(x)) return "n/a";
-  char b[64];
-  std::snprintf(b, sizeof b, "%.0f", std::fabs(x));
-  std::string digits = b, s;
+  const std::string digits = fmt::format("{:.0f}", std::fabs(x));
+  std::string s;
   for (size_t i = 0; i < digits.size(); ++i) {
     if (i && (digits.size() - i) % 3 == 0) s += ',';
     s += digits[i];

@@ -1,5 +1,11 @@
-// Subcommands of the `mmtwin` CLI. Each takes the arguments after its name and returns the process exit code:
+// Subcommands of the `mmtwin` CLI. The command tree, options, help and the first checks are declared once with
+// CLI11 in cli/app.cc (the only translation unit that includes CLI11); it fills one of these argument structs
+// and calls the command's Run function, which checks values and runs it. Each returns the process exit code:
 // 0 success, 1 a check failed (e.g. a plan that does not fit), 2 bad input (message on `err`).
+//
+// Option values arrive as text (CLI11 validators from the registries have already checked names); the Run
+// functions convert and range-check them with messages that name the option (`--jobs: '0' is not in [1,
+// 1024]`). `given(...)` flags record whether an option appeared.
 #pragma once
 
 #include <iosfwd>
@@ -8,21 +14,78 @@
 
 namespace mmtwin::cli {
 
-using Args = std::vector<std::string>;
+// mmtwin trace import|gen|stats      (sim/cli/trace_cmd.cc)
+struct TraceImportArgs {
+  std::string format, input, output, tiles_per_image, subset;
+  std::vector<std::string> maps;  // TRACE_FIELD=SOURCE_COLUMN
+  bool tiles_given = false, subset_given = false;
+};
+struct TraceGenArgs {
+  std::string preset, samples, seed, output;
+  bool list = false, samples_given = false, seed_given = false;
+};
+struct TraceStatsArgs {
+  std::string trace, model, bins;
+  bool json = false, bins_given = false;
+};
+int RunTraceImport(const TraceImportArgs& a, std::ostream& out, std::ostream& err);
+int RunTraceGen(const TraceGenArgs& a, std::ostream& out, std::ostream& err);
+int RunTraceStats(const TraceStatsArgs& a, std::ostream& out, std::ostream& err);
 
-// mmtwin trace import|gen|stats ...   (sim/cli/trace_cmd.cc)
-int RunTrace(const Args& args, std::ostream& out, std::ostream& err);
-// mmtwin balance ...                  (sim/cli/balance_cmd.cc)
-int RunBalance(const Args& args, std::ostream& out, std::ostream& err);
-// mmtwin models|clusters|policies     (sim/cli/list_cmd.cc)
-int RunList(const std::string& what, const Args& args, std::ostream& out, std::ostream& err);
-// mmtwin plan SCENARIO [--json]       (sim/cli/plan_cmd.cc)
-int RunPlan(const Args& args, std::ostream& out, std::ostream& err);
-// mmtwin simulate SCENARIO ...        (sim/cli/simulate_cmd.cc)
-int RunSimulate(const Args& args, std::ostream& out, std::ostream& err);
+// mmtwin balance                     (sim/cli/balance_cmd.cc)
+struct BalanceArgs {
+  std::string trace, model, cluster, dp, seed, ranks_per_node;
+  std::vector<std::string> policies;  // --policy (repeatable) and the --compare list
+  std::vector<std::string> params;    // k=v
+  bool compare = false, json = false, dp_given = false, seed_given = false, ranks_given = false;
+};
+int RunBalance(const BalanceArgs& a, std::ostream& out, std::ostream& err);
+
+// mmtwin plan SCENARIO [--json]      (sim/cli/plan_cmd.cc)
+struct PlanArgs {
+  std::string scenario;
+  bool json = false;
+};
+int RunPlan(const PlanArgs& a, std::ostream& out, std::ostream& err);
+
+// mmtwin simulate SCENARIO ...       (sim/cli/simulate_cmd.cc)
+struct SimulateArgs {
+  std::string scenario, engine, rundir, contention = "on", trace_iteration;
+  bool json = false, trace_iteration_given = false;
+};
+int RunSimulate(const SimulateArgs& a, std::ostream& out, std::ostream& err);
+
 // mmtwin sweep SWEEP.yaml | sweep merge | sweep export | sweep table   (sim/cli/sweep_cmd.cc)
-int RunSweepCommand(const Args& args, std::ostream& out, std::ostream& err);
+struct SweepRunArgs {
+  std::string sweep, jobs, shard, db, csv;
+  bool dry_run = false, jobs_given = false, shard_given = false;
+};
+struct SweepMergeArgs {
+  std::string output;
+  std::vector<std::string> inputs;
+};
+struct SweepExportArgs {
+  std::string db, output;
+};
+struct SweepTableArgs {
+  std::string db, sweep;
+};
+int RunSweep(const SweepRunArgs& a, std::ostream& out, std::ostream& err);
+int RunSweepMerge(const SweepMergeArgs& a, std::ostream& out, std::ostream& err);
+int RunSweepExport(const SweepExportArgs& a, std::ostream& out, std::ostream& err);
+int RunSweepTable(const SweepTableArgs& a, std::ostream& out, std::ostream& err);
+
 // mmtwin compare RUN_A RUN_B [--json]  (sim/cli/compare_cmd.cc)
-int RunCompare(const Args& args, std::ostream& out, std::ostream& err);
+struct CompareArgs {
+  std::vector<std::string> runs;
+  bool json = false;
+};
+int RunCompare(const CompareArgs& a, std::ostream& out, std::ostream& err);
+
+// mmtwin models | clusters | policies  (sim/cli/list_cmd.cc)
+int RunList(const std::string& what, std::ostream& out, std::ostream& err);
+
+// The whole CLI (sim/cli/app.cc): parses argv with CLI11 and runs the subcommand.
+int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 
 }  // namespace mmtwin::cli

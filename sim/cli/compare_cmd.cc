@@ -19,15 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kCompareUsage =
-    R"(usage: mmtwin compare RUN_A RUN_B [--json]
-
-Compares two runs of `mmtwin simulate` (their run folders, or summary.json files): the scenario and policies of
-each, then A, B, the delta B - A and the ratio B / A for iteration time (p50, p99, mean), GPU-days, throughput,
-MFU, busy/bubble/idle/recompute ratios and data-balance metrics, then per pipeline stage (forward, backward and
-recompute time, bubble and idle ratios, peak memory). --json prints the same as JSON.
-)";
-
 struct Metric {
   const char* key;    // name in the --json output (the field's path in summary.json)
   const char* label;  // text table label
@@ -105,24 +96,11 @@ std::string Policies(const RunSummary& j) {
 
 }  // namespace
 
-int RunCompare(const Args& args, std::ostream& out, std::ostream& err) {
-  std::vector<std::string> runs;
-  bool as_json = false;
-  for (const auto& a : args) {
-    if (a == "-h" || a == "--help") {
-      out << kCompareUsage;
-      return 0;
-    }
-    if (a == "--json")
-      as_json = true;
-    else if (a.size() > 1 && a[0] == '-') {
-      err << "mmtwin compare: unknown option '" << a << "'\n" << kCompareUsage;
-      return 2;
-    } else
-      runs.push_back(a);
-  }
+int RunCompare(const CompareArgs& args, std::ostream& out, std::ostream& err) {
+  const std::vector<std::string>& runs = args.runs;
+  const bool as_json = args.json;
   if (runs.size() != 2) {
-    err << "mmtwin compare: give two runs (run folders or summary.json files)\n" << kCompareUsage;
+    err << "mmtwin compare: give two runs (run folders or summary.json files)\n";
     return 2;
   }
   auto a = LoadSummary(runs[0]);

@@ -13,7 +13,7 @@
 
 namespace mmtwin::cli {
 
-int RunList(const std::string& what, const Args& args, std::ostream& out, std::ostream& err) {
+int RunList(const std::string& what, std::ostream& out, std::ostream& err) {
   if (what == "policies") {
     out << "data-balance policies (mmtwin balance --policy NAME [--param k=v]...):\n";
     for (const auto& p : DataPolicies()) {

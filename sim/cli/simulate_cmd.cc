@@ -21,25 +21,6 @@
 namespace mmtwin::cli {
 namespace {
 
-constexpr const char* kSimulateUsage =
-    R"(usage: mmtwin simulate SCENARIO [--engine analytic|simgrid] [--contention on|off] [-o RUNDIR] [--json]
-                       [--trace-iteration K]
-
-Plans a scenario (scenarios/README.md), replays its iterations (the sampled ones, or the whole epoch) with
-the engine and prints a summary: iteration time p50/p99, bubble, idle and recompute ratios, tokens/s, MFU,
-projected GPU-days for one epoch, data-balance metrics, the per-stage table and any stage that does not fit
-its memory.
-
-  --engine E            evaluation engine (default: the scenario's `engine`): analytic (longest path, no
-                        contention) or simgrid (SimGrid discrete-event replay: shared links, ring collectives)
-  --contention on|off   simgrid only: off gives every transfer its own full bandwidth (then both engines agree)
-  -o, --output RUNDIR   where to write summary.json, stages.csv, trace.json, scenario.yaml (default runs/NAME)
-  --json                print summary.json instead of the text summary
-  --trace-iteration K   which replayed iteration (0-based) trace.json shows (default 0)
-
-Exit codes: 0 ok, 1 a stage does not fit its device memory (outputs still written), 2 bad input.
-)";
-
 struct Options {
   std::string scenario, engine, rundir;
   bool contention = true;
@@ -47,39 +28,20 @@ struct Options {
   int trace_iteration = 0;
 };
 
-Status ParseArgs(const Args& args, Options& o) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> Result<std::string> {
-      if (i + 1 >= args.size()) return Error("simulate: " + a + " needs a value");
-      return args[++i];
-    };
-    if (a == "--contention") {
-      MMTWIN_ASSIGN_OR_RETURN(std::string v, value());
-      if (v != "on" && v != "off") return Error("simulate: --contention: '" + v + "' is not on or off");
-      o.contention = v == "on";
-    } else if (a == "--engine") {
-      MMTWIN_ASSIGN_OR_RETURN(o.engine, value());
-    } else if (a == "-o" || a == "--output") {
-      MMTWIN_ASSIGN_OR_RETURN(o.rundir, value());
-      if (o.rundir.empty()) return Error("simulate: " + a + " needs a folder");
-    } else if (a == "--json") {
-      o.json = true;
-    } else if (a == "--trace-iteration") {
-      MMTWIN_ASSIGN_OR_RETURN(std::string v, value());
-      int64_t k = 0;
-      if (!ParseInt64(v, k) || k < 0 || k > 1000000000)
-        return Error("simulate: --trace-iteration: '" + v + "' is not a non-negative integer");
-      o.trace_iteration = static_cast<int>(k);
-    } else if (a.size() > 1 && a[0] == '-') {
-      return Error("simulate: unknown option '" + a + "'");
-    } else if (o.scenario.empty()) {
-      o.scenario = a;
-    } else {
-      return Error("simulate: give one scenario file (got '" + o.scenario + "' and '" + a + "')");
-    }
+Status Convert(const SimulateArgs& a, Options& o) {
+  o.scenario = a.scenario;
+  o.engine = a.engine;
+  o.rundir = a.rundir;
+  o.json = a.json;
+  if (a.contention != "on" && a.contention != "off")
+    return Error("simulate: --contention: '" + a.contention + "' is not on or off");
+  o.contention = a.contention == "on";
+  if (a.trace_iteration_given) {
+    int64_t k = 0;
+    if (!ParseInt64(a.trace_iteration, k) || k < 0 || k > 1000000000)
+      return Error("simulate: --trace-iteration: '" + a.trace_iteration + "' is not a non-negative integer");
+    o.trace_iteration = static_cast<int>(k);
   }
-  if (o.scenario.empty()) return Error("simulate: a scenario file is required");
   return Status();
 }
 
@@ -167,15 +129,10 @@ void WriteSummary(const Scenario& s, const RunSummary& j, const std::string& dir
 
 }  // namespace
 
-int RunSimulate(const Args& args, std::ostream& out, std::ostream& err) {
-  for (const auto& a : args)
-    if (a == "-h" || a == "--help") {
-      out << kSimulateUsage;
-      return 0;
-    }
+int RunSimulate(const SimulateArgs& args, std::ostream& out, std::ostream& err) {
   Options o;
-  if (Status st = ParseArgs(args, o); !st.ok()) {
-    err << "mmtwin " << st.error().message() << "\n" << kSimulateUsage;
+  if (Status st = Convert(args, o); !st.ok()) {
+    err << "mmtwin " << st.error().message() << "\n";
     return 2;
   }
   auto scenario = LoadScenario(o.scenario);

@@ -30,32 +30,6 @@
 namespace mmtwin::cli {
 namespace {
 
-constexpr const char* kSweepUsage =
-    R"(usage: mmtwin sweep SWEEP.yaml [--jobs N] [--shard i/N] [--db FILE] [--csv OUT] [--dry-run]
-       mmtwin sweep merge OUT.sqlite IN.sqlite...
-       mmtwin sweep export --db FILE -o OUT.csv
-       mmtwin sweep table --db FILE [--sweep NAME]
-
-Expands a sweep (a base scenario plus axes over scenario keys, cartesian or zipped; scenarios/README.md
-"Sweeps") and runs it on N worker processes, one SQLite row per run (axis values, summary fields, the resolved
-scenario). Runs already recorded with status ok are skipped, so an interrupted sweep re-run redoes nothing
-finished; runs recorded as errors are retried. Prints progress (k/n, ETA) on stderr and at the end a table of
-axis values vs iteration time, GPU-days, speed-up over the first run, bubble/idle/recompute ratios, MFU, OOM.
-
-  --jobs N        worker processes (default 1)
-  --shard i/N     run only runs whose index % N == i (Slurm: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)
-  --db FILE       results database (default NAME.sqlite, or NAME.shard-i-of-N.sqlite with --shard)
-  --csv OUT       also export the database as CSV when done
-  --dry-run       list the runs (index, key, axis values) without running them
-
-merge           joins shard databases into OUT (dedupe by run key; an ok row wins over an error row)
-export          writes every run of the database as CSV (without the summary JSON and scenario columns)
-table           prints the results table of a database
-
-Exit codes: 0 all runs ok, 1 some run ended with an error (recorded, the sweep went on), 2 bad input,
-3 stopped early by MMTWIN_SWEEP_STOP_AFTER (test hook).
-)";
-
 std::string Pad(const std::string& s, size_t w, bool right = false) {
   if (s.size() >= w) return s;
   return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
@@ -132,36 +106,20 @@ struct RunOptions {
   bool sharded = false, dry_run = false;
 };
 
-Status ParseRunArgs(const Args& args, RunOptions& o) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> Result<std::string> {
-      if (i + 1 >= args.size()) return Error("sweep: " + a + " needs a value");
-      return args[++i];
-    };
-    if (a == "--jobs" || a == "-j") {
-      MMTWIN_ASSIGN_OR_RETURN(std::string v, value());
-      int64_t n = 0;
-      if (!ParseInt64(v, n) || n < 1 || n > 1024)
-        return Error("sweep: --jobs: '" + v + "' is not in [1, 1024]");
-      o.jobs = static_cast<int>(n);
-    } else if (a == "--shard") {
-      MMTWIN_ASSIGN_OR_RETURN(std::string v, value());
-      if (Status st = ParseShard(v, o.shard, o.shards); !st.ok()) return st.error().Wrap("sweep");
-      o.sharded = true;
-    } else if (a == "--db") {
-      MMTWIN_ASSIGN_OR_RETURN(o.db, value());
-    } else if (a == "--csv") {
-      MMTWIN_ASSIGN_OR_RETURN(o.csv, value());
-    } else if (a == "--dry-run") {
-      o.dry_run = true;
-    } else if (a.size() > 1 && a[0] == '-') {
-      return Error("sweep: unknown option '" + a + "'");
-    } else if (o.sweep.empty()) {
-      o.sweep = a;
-    } else {
-      return Error("sweep: give one sweep file (got '" + o.sweep + "' and '" + a + "')");
-    }
+Status Convert(const SweepRunArgs& a, RunOptions& o) {
+  o.sweep = a.sweep;
+  o.db = a.db;
+  o.csv = a.csv;
+  o.dry_run = a.dry_run;
+  if (a.jobs_given) {
+    int64_t n = 0;
+    if (!ParseInt64(a.jobs, n) || n < 1 || n > 1024)
+      return Error("sweep: --jobs: '" + a.jobs + "' is not in [1, 1024]");
+    o.jobs = static_cast<int>(n);
+  }
+  if (a.shard_given) {
+    if (Status st = ParseShard(a.shard, o.shard, o.shards); !st.ok()) return st.error().Wrap("sweep");
+    o.sharded = true;
   }
   if (o.sweep.empty()) return Error("sweep: a sweep file is required");
   return Status();
@@ -180,10 +138,12 @@ int ExportTo(ResultsDb& db, const std::string& path, std::ostream& err) {
   return 0;
 }
 
-int RunMain(const Args& args, std::ostream& out, std::ostream& err) {
+}  // namespace
+
+int RunSweep(const SweepRunArgs& args, std::ostream& out, std::ostream& err) {
   RunOptions o;
-  if (Status st = ParseRunArgs(args, o); !st.ok()) {
-    err << "mmtwin " << st.error().message() << "\n" << kSweepUsage;
+  if (Status st = Convert(args, o); !st.ok()) {
+    err << "mmtwin " << st.error().message() << "\n";
     return 2;
   }
   auto spec = LoadSweep(o.sweep);
@@ -279,7 +239,9 @@ int RunMain(const Args& args, std::ostream& out, std::ostream& err) {
   return any_error ? 1 : 0;
 }
 
-int MergeMain(const Args& args, std::ostream& out, std::ostream& err) {
+int RunSweepMerge(const SweepMergeArgs& a, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> args = {a.output};
+  args.insert(args.end(), a.inputs.begin(), a.inputs.end());
   if (args.size() < 2) return Fail(err, "sweep merge: usage: mmtwin sweep merge OUT.sqlite IN.sqlite...");
   auto dst = ResultsDb::Open(args[0]);
   if (!dst) return Fail(err, "sweep merge: " + dst.error().message());
@@ -311,17 +273,9 @@ int MergeMain(const Args& args, std::ostream& out, std::ostream& err) {
   return 0;
 }
 
-int ExportMain(const Args& args, std::ostream& out, std::ostream& err) {
-  std::string db_path, csv;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if ((args[i] == "--db") && i + 1 < args.size())
-      db_path = args[++i];
-    else if ((args[i] == "-o" || args[i] == "--output") && i + 1 < args.size())
-      csv = args[++i];
-    else
-      return Fail(err, "sweep export: unexpected argument '" + args[i] +
-                           "' (usage: mmtwin sweep export --db FILE -o OUT.csv)");
-  }
+int RunSweepExport(const SweepExportArgs& a, std::ostream& out, std::ostream& err) {
+  const std::string& db_path = a.db;
+  const std::string& csv = a.output;
   if (db_path.empty() || csv.empty())
     return Fail(err, "sweep export: usage: mmtwin sweep export --db FILE -o OUT.csv");
   std::error_code ec;
@@ -334,17 +288,9 @@ int ExportMain(const Args& args, std::ostream& out, std::ostream& err) {
   return 0;
 }
 
-int TableMain(const Args& args, std::ostream& out, std::ostream& err) {
-  std::string db_path, sweep;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--db" && i + 1 < args.size())
-      db_path = args[++i];
-    else if (args[i] == "--sweep" && i + 1 < args.size())
-      sweep = args[++i];
-    else
-      return Fail(err, "sweep table: unexpected argument '" + args[i] +
-                           "' (usage: mmtwin sweep table --db FILE [--sweep NAME])");
-  }
+int RunSweepTable(const SweepTableArgs& a, std::ostream& out, std::ostream& err) {
+  const std::string& db_path = a.db;
+  const std::string& sweep = a.sweep;
   std::error_code ec;
   if (db_path.empty() || !std::filesystem::exists(db_path, ec))
     return Fail(err, "sweep table: give an existing database with --db FILE");
@@ -371,23 +317,6 @@ int TableMain(const Args& args, std::ostream& out, std::ostream& err) {
     return Fail(err, "sweep table: no sweep" + (sweep.empty() ? std::string() : " named '" + sweep + "'") +
                          " in " + db_path);
   return 0;
-}
-
-}  // namespace
-
-int RunSweepCommand(const Args& args, std::ostream& out, std::ostream& err) {
-  for (const auto& a : args)
-    if (a == "-h" || a == "--help") {
-      out << kSweepUsage;
-      return 0;
-    }
-  if (!args.empty()) {
-    const Args rest(args.begin() + 1, args.end());
-    if (args[0] == "merge") return MergeMain(rest, out, err);
-    if (args[0] == "export") return ExportMain(rest, out, err);
-    if (args[0] == "table") return TableMain(rest, out, err);
-  }
-  return RunMain(args, out, err);
 }
 
 }  // namespace mmtwin::cli

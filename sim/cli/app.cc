@@ -1,0 +1,419 @@
+// The `mmtwin` command tree, declared once with CLI11: subcommands, options, generated help (`mmtwin --help`,
+// `mmtwin SUBCOMMAND --help`), validators that take their valid values from the registries (engines, data
+// policies, generator presets, trace formats). The only translation unit that includes CLI11. Parse errors
+// exit 2 with `mmtwin SUBCOMMAND: problem` and the subcommand's usage, as every other bad input.
+#include <CLI/CLI.hpp>
+
+#include <ostream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/balance/data_policy.h"
+#include "core/driver/driver.h"
+#include "core/trace/generate.h"
+#include "core/util/text.h"
+
+namespace mmtwin::cli {
+namespace {
+
+constexpr const char* kDescription = "mmtwin - digital twin of multimodal LLM training";
+constexpr const char* kExitCodes =
+    "Exit codes: 0 ok, 1 a check failed (a plan that does not fit device memory), 2 bad input (the message "
+    "names file, line and field).";
+
+// Lower-case "usage:" lines, as the rest of mmtwin's messages.
+std::shared_ptr<CLI::Formatter> MakeFormatter() {
+  auto f = std::make_shared<CLI::Formatter>();
+  f->label("Usage", "usage");
+  f->column_width(34);
+  return f;
+}
+
+// A validator whose valid values and message come from a registry lookup (`check` returns "" when valid).
+CLI::Validator RegistryValidator(std::string what, std::string names,
+                                 std::function<std::string(const std::string&)> check) {
+  CLI::Validator v([check](std::string& value) { return check(value); }, what + " in {" + names + "}", what);
+  return v;
+}
+
+std::string EngineNames() {
+  std::vector<std::string> names;
+  for (const EngineInfo& e : Engines()) names.push_back(e.name);
+  return Join(names);
+}
+
+std::string PresetNames() {
+  std::vector<std::string> names;
+  for (const GeneratorPreset& g : GeneratorPresets()) names.push_back(g.name);
+  return Join(names);
+}
+
+std::string DataPolicyNames() { return DataPolicyRegistry().Names(); }
+
+// "simulate", "trace import": the words of a subcommand's path below `mmtwin`.
+std::string PathOf(const CLI::App* app) {
+  std::vector<std::string> parts;
+  for (const CLI::App* a = app; a && a->get_parent(); a = a->get_parent())
+    parts.insert(parts.begin(), a->get_name());
+  return Join(parts, " ");
+}
+
+// The generated help of a subcommand, with its full path in the usage line ("usage: mmtwin trace import ...").
+std::string HelpOf(const CLI::App* sub) {
+  if (!sub->get_parent()) return sub->help();
+  const std::string parent = PathOf(sub->get_parent());
+  return sub->help(parent.empty() ? "mmtwin" : "mmtwin " + parent);
+}
+
+// `mmtwin SUB: problem` + SUB's usage, exit 2.
+int Usage(const CLI::App* sub, const std::string& path, const std::string& problem, std::ostream& err) {
+  err << "mmtwin " << path << ": " << problem << "\n" << HelpOf(sub);
+  return 2;
+}
+
+// CLI11's messages, in mmtwin's words where a test or a user relies on them. `last` is the last argument
+// (an option given without its value is named as the user spelled it).
+std::string Problem(const CLI::ParseError& e, const std::string& last) {
+  const std::string m = e.what();
+  static const std::regex missing_value(R"(^(\S+): \d+ required \S+ missing$)");
+  std::smatch match;
+  if (std::regex_search(m, match, missing_value))
+    return "option " + (last.size() > 1 && last[0] == '-' ? last : match[1].str()) + " needs a value";
+  return m;
+}
+
+}  // namespace
+
+int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  CLI::App app(kDescription, "mmtwin");
+  app.formatter(MakeFormatter());
+  app.footer(
+      std::string("commands in short (each has --help):\n"
+                  "  trace import --format F IN -o OUT | trace gen --preset NAME -o OUT | trace stats TRACE\n"
+                  "  balance --trace T --model M --dp D --policy P [--param k=v]... | balance --compare ...\n"
+                  "  plan SCENARIO [--json]\n"
+                  "  simulate SCENARIO [--engine E] [-o RUNDIR] [--json] [--trace-iteration K]\n"
+                  "  sweep SWEEP.yaml [--jobs N] [--shard i/N] | sweep merge | sweep export | sweep table\n"
+                  "  compare RUN_A RUN_B [--json]\n"
+                  "  models | clusters | policies\n") +
+      kExitCodes);
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "help for every subcommand");
+  // Subcommands inherit nothing but the formatter: --help-all is for the top level only.
+
+  // ---- trace ----
+  CLI::App* trace =
+      app.add_subcommand("trace", "convert datasets into traces, synthesize them, summarize them");
+  trace->require_subcommand(1);
+  trace->footer("Formats: traces/README.md. " + std::string(kExitCodes));
+
+  TraceImportArgs imp;
+  CLI::App* import = trace->add_subcommand("import", "convert a dataset into a trace (mmtwin-trace v1 CSV)");
+  CLI::Option* format =
+      import->add_option("--format", imp.format, "input format")
+          ->check(
+              RegistryValidator("FORMAT", "llava, librispeech, csv", [](const std::string& v) -> std::string {
+                if (v == "llava" || v == "librispeech" || v == "csv") return "";
+                return "unknown format '" + v + "'; valid values are: llava, librispeech, csv";
+              }));
+  import->add_option("IN", imp.input, "input file (LLaVA JSON/JSONL, LibriSpeech durations CSV, any CSV)");
+  CLI::Option* imp_out = import->add_option("-o,--output", imp.output, "output trace CSV");
+  import->add_option("--map", imp.maps,
+                     "csv only: TRACE_FIELD=SOURCE_COLUMN (fields: sample_id, subset, images, image_tiles, "
+                     "video_frames, audio_seconds, text_tokens, meta); repeatable");
+  CLI::Option* tiles = import->add_option("--tiles-per-image", imp.tiles_per_image,
+                                          "llava only: vision tiles per image (default 1)");
+  CLI::Option* subset =
+      import->add_option("--subset", imp.subset, "llava only: subset name for every sample");
+
+  TraceGenArgs gen;
+  CLI::App* gen_cmd =
+      trace->add_subcommand("gen", "synthesize a trace from a dataset's published statistics");
+  gen_cmd->alias("generate");
+  CLI::Option* preset =
+      gen_cmd->add_option("--preset", gen.preset, "generator preset")
+          ->check(RegistryValidator("PRESET", PresetNames(), [](const std::string& v) -> std::string {
+            for (const GeneratorPreset& g : GeneratorPresets())
+              if (g.name == v) return "";
+            return "unknown preset '" + v + "'; valid values are: " + PresetNames();
+          }));
+  CLI::Option* samples =
+      gen_cmd->add_option("--samples", gen.samples, "samples to generate (default: the real dataset's size)");
+  CLI::Option* seed = gen_cmd->add_option("--seed", gen.seed, "generator seed (default 1)");
+  CLI::Option* gen_out = gen_cmd->add_option("-o,--output", gen.output, "output trace CSV");
+  gen_cmd->add_flag("--list", gen.list, "list the presets with their sizes and sources");
+
+  TraceStatsArgs stats;
+  CLI::App* stats_cmd =
+      trace->add_subcommand("stats", "per-modality statistics and per-subset counts of a trace");
+  stats_cmd->add_option("TRACE", stats.trace, "trace CSV")->required();
+  stats_cmd->add_option("--model", stats.model, "also vision and LLM tokens per sample for this model");
+  CLI::Option* bins = stats_cmd->add_option("--bins", stats.bins, "histogram bins (default 20)");
+  stats_cmd->add_flag("--json", stats.json, "print JSON");
+
+  // ---- balance ----
+  BalanceArgs bal;
+  CLI::App* balance = app.add_subcommand(
+      "balance", "run data-balance policies over a trace and report pad/dist ratios, loads and traffic");
+  balance->footer(
+      "--compare without a list compares OmniBal Table 3's methods: random, length-group, device-group, isf. "
+      "A "
+      "--param applies to every compared policy that declares it. `mmtwin policies` lists the policies and "
+      "their parameters.");
+  balance->add_option("--trace", bal.trace, "trace CSV");
+  balance->add_option("--model", bal.model, "model zoo name or spec file");
+  CLI::Option* dp = balance->add_option("--dp", bal.dp, "data-parallel ranks");
+  balance->add_option("--policy", bal.policies, "data policy")
+      ->check(RegistryValidator("POLICY", DataPolicyNames(), [](const std::string& v) -> std::string {
+        auto f = FindDataPolicy(v);
+        return f ? "" : f.error().message();
+      }));
+  balance->add_option("--param", bal.params, "policy parameter k=v (repeatable)");
+  std::string compare_list;
+  CLI::Option* compare =
+      balance->add_option("--compare", compare_list, "compare policies P1,P2,... side by side")
+          ->expected(0, 1);
+  CLI::Option* bal_seed = balance->add_option("--seed", bal.seed, "policies' seed (default 1)");
+  CLI::Option* rpn =
+      balance->add_option("--ranks-per-node", bal.ranks_per_node, "DP ranks per node (default 8)");
+  balance->add_option("--cluster", bal.cluster, "cluster preset: its GPUs per node set the node boundaries");
+  balance->add_flag("--json", bal.json, "print JSON");
+
+  // ---- plan / simulate ----
+  PlanArgs plan;
+  CLI::App* plan_cmd = app.add_subcommand(
+      "plan",
+      "partition, recompute and memory per pipeline stage of a scenario, without replaying iterations");
+  plan_cmd->add_option("SCENARIO", plan.scenario, "scenario file (scenarios/README.md)")->required();
+  plan_cmd->add_flag("--json", plan.json, "print the plan as JSON");
+  plan_cmd->footer("Exit codes: 0 every stage fits its device memory, 1 a stage does not, 2 bad input.");
+
+  SimulateArgs sim;
+  CLI::App* simulate = app.add_subcommand(
+      "simulate",
+      "replay a scenario's iterations (sampled or the whole epoch) with an engine; print and write the run "
+      "records");
+  simulate->add_option("SCENARIO", sim.scenario, "scenario file (scenarios/README.md)")->required();
+  simulate->add_option("--engine", sim.engine, "evaluation engine (default: the scenario's `engine`)")
+      ->check(RegistryValidator("ENGINE", EngineNames(), [](const std::string& v) -> std::string {
+        for (const EngineInfo& e : Engines())
+          if (e.name == v) return "";
+        return "unknown engine '" + v + "'; valid values are: " + EngineNames();
+      }));
+  simulate
+      ->add_option("--contention", sim.contention,
+                   "simgrid only: off gives every transfer its own full bandwidth (then both engines agree)")
+      ->check(CLI::IsMember({"on", "off"}));
+  simulate->add_option("-o,--output", sim.rundir,
+                       "run folder for summary.json, stages.csv, ops.csv, trace.json, scenario.yaml (default "
+                       "runs/NAME)");
+  simulate->add_flag("--json", sim.json, "print summary.json instead of the text summary");
+  CLI::Option* trace_it =
+      simulate->add_option("--trace-iteration", sim.trace_iteration,
+                           "which replayed iteration (0-based) trace.json and ops.csv show (default 0)");
+  simulate->footer(
+      "Prints iteration time p50/p99, bubble, idle and recompute ratios, tokens/s, MFU, projected GPU-days "
+      "for "
+      "one epoch, data-balance metrics, the per-stage table and any stage that does not fit its "
+      "memory.\nExit "
+      "codes: 0 ok, 1 a stage does not fit its device memory (outputs still written), 2 bad input.");
+
+  // ---- sweep ----
+  SweepRunArgs sw;
+  CLI::App* sweep = app.add_subcommand(
+      "sweep", "run a sweep of what-if scenarios on worker processes into SQLite (resumable, shardable)");
+  sweep->add_option("SWEEP", sw.sweep, "sweep file (scenarios/README.md \"Sweeps\")");
+  CLI::Option* jobs = sweep->add_option("-j,--jobs", sw.jobs, "worker processes (default 1)");
+  CLI::Option* shard = sweep->add_option(
+      "--shard", sw.shard,
+      "run only runs whose index % N == i (Slurm: $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)");
+  sweep->add_option("--db", sw.db,
+                    "results database (default NAME.sqlite, NAME.shard-i-of-N.sqlite with --shard)");
+  sweep->add_option("--csv", sw.csv, "also export the database as CSV when done");
+  sweep->add_flag("--dry-run", sw.dry_run, "list the runs (index, key, axis values) without running them");
+  sweep->footer(
+      "Runs already recorded with status ok are skipped, so an interrupted sweep re-run redoes nothing "
+      "finished; runs recorded as errors are retried.\nExit codes: 0 all runs ok, 1 some run ended with an "
+      "error (recorded, the sweep went on), 2 bad input, 3 stopped early by MMTWIN_SWEEP_STOP_AFTER (test "
+      "hook).");
+  SweepMergeArgs merge;
+  CLI::App* merge_cmd = sweep->add_subcommand(
+      "merge", "join shard databases into OUT (dedupe by run key; an ok row wins over an error row)");
+  merge_cmd->add_option("OUT", merge.output, "output database")->required();
+  merge_cmd->add_option("IN", merge.inputs, "shard databases")->required();
+  SweepExportArgs exp;
+  CLI::App* export_cmd = sweep->add_subcommand("export", "write every run of a database as CSV");
+  export_cmd->add_option("--db", exp.db, "results database")->required();
+  export_cmd->add_option("-o,--output", exp.output, "output CSV")->required();
+  SweepTableArgs table;
+  CLI::App* table_cmd = sweep->add_subcommand("table", "print the results table of a database");
+  table_cmd->add_option("--db", table.db, "results database")->required();
+  table_cmd->add_option("--sweep", table.sweep, "only this sweep");
+
+  // ---- compare, listings ----
+  CompareArgs cmp;
+  CLI::App* compare_cmd = app.add_subcommand(
+      "compare", "side-by-side summaries of two runs: A, B, B - A, B / A, then per pipeline stage");
+  compare_cmd->add_option("RUN", cmp.runs, "two run folders (or summary.json files): A and B");
+  compare_cmd->add_flag("--json", cmp.json, "print JSON");
+  app.add_subcommand("models", "list the model zoo with parameter counts");
+  app.add_subcommand("clusters", "list the cluster presets");
+  app.add_subcommand("policies", "list every policy registry with its parameters");
+
+  // Unknown options reach the commands' own checks (one message for every command: "unknown option 'X'").
+  for (CLI::App* sub : {import, gen_cmd, stats_cmd, balance, plan_cmd, simulate, sweep, merge_cmd, export_cmd,
+                        table_cmd, compare_cmd})
+    sub->allow_extras();
+  for (CLI::App* sub : app.get_subcommands({})) sub->formatter(app.get_formatter());
+
+  if (argc <= 1) {
+    err << app.help();
+    return 2;
+  }
+  // A command with subcommands names them first: "mmtwin trace frobnicate" lists the valid ones.
+  for (CLI::App* group : {trace, sweep}) {
+    if (argc < 3 || !group->check_name(argv[1])) continue;
+    const std::string word = argv[2];
+    if (word.empty() || word[0] == '-' || group == sweep) continue;  // sweep's first word may be its file
+    bool known = false;
+    std::vector<std::string> names;
+    for (const CLI::App* sub : group->get_subcommands({})) {
+      known = known || sub->check_name(word);
+      names.push_back(sub->get_name());
+    }
+    if (!known)
+      return Usage(group, group->get_name(),
+                   "unknown subcommand '" + word + "'; valid values are: " + Join(names), err);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    const CLI::App* target = &app;
+    for (const CLI::App* s = &app; s;) {  // the deepest subcommand that was named
+      const auto subs = s->get_subcommands();
+      if (subs.empty()) break;
+      target = s = subs.front();
+    }
+    out << HelpOf(target);
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    out << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    const CLI::App* target = &app;
+    for (const CLI::App* s = &app; s;) {
+      const auto subs = s->get_subcommands();
+      if (subs.empty()) break;
+      target = s = subs.front();
+    }
+    if (target == &app) {
+      const std::string first = argv[1];
+      bool known = false;
+      for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->check_name(first);
+      if (!first.empty() && first[0] != '-' && !known) {
+        err << "mmtwin: unknown command '" << first
+            << "'; valid commands are: trace, balance, plan, simulate, sweep, compare, models, clusters, "
+               "policies\n"
+            << "Run 'mmtwin --help' for usage.\n";
+        return 2;
+      }
+      err << "mmtwin: " << Problem(e, argv[argc - 1]) << "\n" << app.help();
+      return 2;
+    }
+    return Usage(target, PathOf(target), Problem(e, argv[argc - 1]), err);
+  }
+
+  // Extras: an unknown option, or a positional the command does not take.
+  auto extras = [&](CLI::App* sub) -> int {
+    for (const std::string& x : sub->remaining())
+      if (x.size() > 1 && x[0] == '-') return Usage(sub, PathOf(sub), "unknown option '" + x + "'", err);
+    if (!sub->remaining().empty())
+      return Usage(sub, PathOf(sub), "unexpected argument '" + sub->remaining().front() + "'", err);
+    return 0;
+  };
+
+  if (trace->parsed()) {
+    if (import->parsed()) {
+      if (int rc = extras(import)) return rc;
+      if (format->count() == 0)
+        return Usage(import, "trace import", "missing --format (llava, librispeech or csv)", err);
+      if (imp_out->count() == 0) return Usage(import, "trace import", "missing -o OUT", err);
+      if (imp.input.empty())
+        return Usage(import, "trace import", "expected exactly one input file, got 0", err);
+      imp.tiles_given = tiles->count() > 0;
+      imp.subset_given = subset->count() > 0;
+      return RunTraceImport(imp, out, err);
+    }
+    if (gen_cmd->parsed()) {
+      if (int rc = extras(gen_cmd)) return rc;
+      gen.samples_given = samples->count() > 0;
+      gen.seed_given = seed->count() > 0;
+      if (!gen.list) {
+        if (preset->count() == 0)
+          return Usage(gen_cmd, "trace gen",
+                       "missing --preset NAME (valid values are: " + PresetNames() + ")", err);
+        if (gen_out->count() == 0) return Usage(gen_cmd, "trace gen", "missing -o OUT", err);
+      }
+      return RunTraceGen(gen, out, err);
+    }
+    if (int rc = extras(stats_cmd)) return rc;
+    stats.bins_given = bins->count() > 0;
+    return RunTraceStats(stats, out, err);
+  }
+  if (balance->parsed()) {
+    if (int rc = extras(balance)) return rc;
+    bal.compare = compare->count() > 0;
+    if (bal.compare)
+      for (const std::string& p : [&] {
+             std::vector<std::string> v;
+             std::string item;
+             for (char c : compare_list + ",")
+               if (c == ',') {
+                 if (!item.empty()) v.push_back(item);
+                 item.clear();
+               } else {
+                 item += c;
+               }
+             return v;
+           }())
+        bal.policies.push_back(p);
+    bal.dp_given = dp->count() > 0;
+    bal.seed_given = bal_seed->count() > 0;
+    bal.ranks_given = rpn->count() > 0;
+    return RunBalance(bal, out, err);
+  }
+  if (plan_cmd->parsed()) {
+    if (int rc = extras(plan_cmd)) return rc;
+    return RunPlan(plan, out, err);
+  }
+  if (simulate->parsed()) {
+    if (int rc = extras(simulate)) return rc;
+    sim.trace_iteration_given = trace_it->count() > 0;
+    return RunSimulate(sim, out, err);
+  }
+  if (sweep->parsed()) {
+    if (merge_cmd->parsed()) return extras(merge_cmd) ? 2 : RunSweepMerge(merge, out, err);
+    if (export_cmd->parsed()) return extras(export_cmd) ? 2 : RunSweepExport(exp, out, err);
+    if (table_cmd->parsed()) return extras(table_cmd) ? 2 : RunSweepTable(table, out, err);
+    if (int rc = extras(sweep)) return rc;
+    if (sw.sweep.empty()) return Usage(sweep, "sweep", "a sweep file is required", err);
+    sw.jobs_given = jobs->count() > 0;
+    sw.shard_given = shard->count() > 0;
+    return RunSweep(sw, out, err);
+  }
+  if (compare_cmd->parsed()) {
+    if (int rc = extras(compare_cmd)) return rc;
+    return RunCompare(cmp, out, err);
+  }
+  for (const char* what : {"models", "clusters", "policies"})
+    if (app.get_subcommand(what)->parsed()) {
+      if (int rc = extras(app.get_subcommand(what))) return rc;
+      return RunList(what, out, err);
+    }
+  err << app.help();
+  return 2;
+}
+
+}  // namespace mmtwin::cli
