@@ -1,0 +1,1 @@
+// Precompiled-header carrier for the test executables (tests/CMakeLists.txt): intentionally empty.
