@@ -10,8 +10,7 @@
 namespace mmtwin {
 namespace {
 
-// A synthetic VLM-like dataset: tiles 0..13, LLM tokens = text + 256 per tile (InternVL-like), ViT 1025 per
-// tile.
+// A synthetic VLM-like dataset: tiles 0..13, LLM tokens = text + 256 per tile (InternVL-like), ViT 1025 per tile.
 struct Fixture {
   Trace trace;
   SampleSizes sizes;

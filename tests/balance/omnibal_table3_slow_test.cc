@@ -1,7 +1,7 @@
-// Golden check of OmniBal Table 3 on the full 1,267,819-sample InternVL-1.2M trace (seed 1), InternVL-1.5
-// 6B+20B, dp 16: ISF packs without padding and balances ViT and LLM far better than the baselines; bands
-// around the figures recorded in traces/generators.md (paper: random pad 0.31, dist 0.34 / 0.30; ISF
-// AVE-BS 4.6, pad 0, dist 0.02 / 0.14).
+// Golden check of OmniBal Table 3 on the full 1,267,819-sample InternVL-1.2M trace (seed 1), InternVL-1.5 6B+20B,
+// dp 16: ISF packs without padding and balances ViT and LLM far better than the baselines; bands around the
+// figures recorded in traces/generators.md (paper: random pad 0.31, dist 0.34 / 0.30; ISF AVE-BS 4.6, pad 0,
+// dist 0.02 / 0.14).
 #include <gtest/gtest.h>
 
 #include "core/balance/data_policy.h"

@@ -13,8 +13,8 @@
 #include <xbt/log.h>
 #include <simgrid/s4u.hpp>
 
-#include "core/scenario/scenario.h"
 #include "core/driver/simulate.h"
+#include "core/scenario/scenario.h"
 #include "engine/isolate.h"
 #include "engine/simgrid_engine.h"
 

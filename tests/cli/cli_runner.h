@@ -1,5 +1,4 @@
-// Runs the real `mmtwin` binary (MMTWIN_CLI, set by tests/CMakeLists.txt) for CLI tests: exit code and
-// output.
+// Runs the real `mmtwin` binary (MMTWIN_CLI, set by tests/CMakeLists.txt) for CLI tests: exit code and output.
 #pragma once
 
 #include <sys/wait.h>

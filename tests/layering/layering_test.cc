@@ -164,6 +164,42 @@ TEST(LayeringTest, DeviceArithmeticOnlyInTheMesh) {
   EXPECT_FALSE(std::regex_search("const int dev = mesh.Device(d, r);", kDeviceArithmetic));
 }
 
+// Docs and data cite only what is in the repository: no path into ../shared or an absolute /work path, and every
+// cited sim/docs note exists.
+TEST(LayeringTest, DocsCiteOnlyTheRepository) {
+  const fs::path root(MMTWIN_SOURCE_DIR);
+  static const std::regex outside(R"re((\.\./shared|/work/shared|/work/main))re");
+  static const std::regex cited(R"re(sim/docs/([a-z_]+\.md))re");
+  int scanned = 0;
+  for (const char* top : {"sim", "tests", "scenarios", "traces", "backend", "gui", "reports"}) {
+    if (!fs::exists(root / top)) continue;
+    for (const auto& e : fs::recursive_directory_iterator(root / top)) {
+      const std::string ext = e.path().extension().string();
+      if (!e.is_regular_file() ||
+          (ext != ".md" && ext != ".h" && ext != ".cc" && ext != ".yaml" && ext != ".sh"))
+        continue;
+      const std::string rel = fs::relative(e.path(), root).string();
+      if (rel == "tests/layering/layering_test.cc") continue;  // the patterns themselves
+      const std::string text = Read(e.path());
+      ++scanned;
+      std::smatch m;
+      EXPECT_FALSE(std::regex_search(text, m, outside))
+          << rel << " cites a path outside the repository: " << m.str();
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), cited); it != std::sregex_iterator();
+           ++it)
+        EXPECT_TRUE(fs::exists(root / "sim/docs" / (*it)[1].str()))
+            << rel << " cites missing sim/docs/" << (*it)[1];
+    }
+  }
+  for (const char* f : {"README.md", "CMakeLists.txt"}) {
+    std::smatch m;
+    const std::string text = Read(root / f);
+    EXPECT_FALSE(std::regex_search(text, m, outside))
+        << f << " cites a path outside the repository: " << m.str();
+  }
+  EXPECT_GT(scanned, 100);
+}
+
 // The checks themselves: a fabricated upward include and framework includes are caught.
 TEST(LayeringTest, TheCheckerSeesViolations) {
   const auto inc =

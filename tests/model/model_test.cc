@@ -38,7 +38,7 @@ TEST(ModelZooTest, EveryListedSpecLoadsAndLayersSumToTotal) {
   }
 }
 
-// Published totals from /work/shared/data/models.md (in billions). The tolerance is 1%, or half a unit of the
+// Published totals from traces/models/published.md (in billions). The tolerance is 1%, or half a unit of the
 // last printed digit where the table rounds to two significant digits ("0.30 B" stands for 0.295..0.305 B).
 TEST(ModelZooTest, ComponentParamsMatchPublishedTotals) {
   struct Case {

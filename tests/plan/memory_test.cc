@@ -10,7 +10,7 @@
 namespace mmtwin {
 namespace {
 
-// Schedules built by hand (vpp = 1), as in algorithms.md §5.
+// Schedules built by hand (vpp = 1), as in sim/docs/algorithms.md §5.
 Schedule OneFOneB(int pp, int m) {
   Schedule s;
   s.name = "1f1b";

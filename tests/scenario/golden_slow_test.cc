@@ -64,8 +64,8 @@ TEST_P(GoldenTest, SummaryStagesAndPlanEqualTheGoldens) {
       << golden << " has no golden: run bash tests/update_goldens.sh and commit scenarios/goldens";
   const fs::path out = fs::path(::testing::TempDir()) / ("golden_" + rel.string());
   fs::remove_all(out);
-  const auto sim =
-      Shell(std::string(MMTWIN_CLI) + " simulate " + scenario.string() + " --json -o " + out.string() + " 2>&1");
+  const auto sim = Shell(std::string(MMTWIN_CLI) + " simulate " + scenario.string() + " --json -o " +
+                         out.string() + " 2>&1");
   ASSERT_LE(sim.code, 1) << sim.out;  // 1 = a stage does not fit: still written
   const auto plan = Shell(std::string(MMTWIN_CLI) + " plan " + scenario.string() + " --json 2>/dev/null");
   ASSERT_LE(plan.code, 1) << plan.out;
@@ -79,15 +79,15 @@ TEST_P(GoldenTest, SummaryStagesAndPlanEqualTheGoldens) {
   fs::remove_all(out);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shipped, GoldenTest, ::testing::ValuesIn(ShippedScenarios()),
-                         [](const ::testing::TestParamInfo<fs::path>& info) {
-                           std::string n = fs::relative(info.param, fs::path(MMTWIN_SOURCE_DIR) / "scenarios")
-                                               .replace_extension("")
-                                               .string();
-                           for (char& c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Shipped, GoldenTest, ::testing::ValuesIn(ShippedScenarios()),
+    [](const ::testing::TestParamInfo<fs::path>& info) {
+      std::string n =
+          fs::relative(info.param, fs::path(MMTWIN_SOURCE_DIR) / "scenarios").replace_extension("").string();
+      for (char& c : n)
+        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+      return n;
+    });
 
 TEST(GoldenTest, EveryShippedScenarioIsCovered) { EXPECT_GE(ShippedScenarios().size(), 7u); }
 

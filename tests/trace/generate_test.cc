@@ -187,10 +187,10 @@ TEST_F(InternVlStatsTest, SubsetsProportionalAndInterleaved) {
   EXPECT_GE(early.size(), 6u);
 }
 
-// Targets (traces/generators.md): OmniBal Tables 3 and 9 (Max-Patch-Num 4) report AVE-BS 4.6 for ISF groups
-// bounded by Q_v = 9 tiles and Q_t = 4K LLM tokens, which implies about 2 tiles and 0.8-0.9K LLM tokens per
-// sample, and the public Q_v rule must give 9. The bands are wide enough for the rounding of the published
-// figures but tight enough to catch a retuning mistake.
+// Targets (traces/generators.md): OmniBal Tables 3 and 9 (Max-Patch-Num 4) report AVE-BS 4.6 for ISF groups bounded
+// by Q_v = 9 tiles and Q_t = 4K LLM tokens, which implies about 2 tiles and 0.8-0.9K LLM tokens per sample, and the
+// public Q_v rule must give 9. The bands are wide enough for the rounding of the published figures but tight
+// enough to catch a retuning mistake.
 TEST_F(InternVlStatsTest, MatchesOmniBalStatistics) {
   const Trace& t = *trace_;
   double sum = 0, sum2 = 0, tiles = 0;

@@ -428,10 +428,10 @@ TEST(CsvImportTest, MalformedRowsNameFileLineField) {
 
 TEST(CsvImportTest, RealAirBenchWithEmptyDurationsIsAnErrorNamingTheLine) {
   // AIR-Bench has durations only for some rows; mapping the column must fail on the first empty one.
-  Result<Trace> r = ImportCsv(kSources + "/airbench_chat_samples.csv",
-                              {{"sample_id", "sample_id"},
-                               {"subset", "task_name"},
-                               {"audio_seconds", "audio_seconds_from_filename"}});
+  Result<Trace> r =
+      ImportCsv(kSources + "/airbench_chat_samples.csv", {{"sample_id", "sample_id"},
+                                                          {"subset", "task_name"},
+                                                          {"audio_seconds", "audio_seconds_from_filename"}});
   if (r.ok()) {
     EXPECT_EQ(r->size(), 2200u);
   } else {

@@ -1,9 +1,9 @@
 // The data half of a plan: which samples every DP rank holds at every step (after data policies and
 // post-balancing), and the per-sample sizes those policies looked at.
 //
-// A step is one global mini-batch: `ranks[r]` is DP rank r's mini-batch. A mini-batch is either packed
-// (samples concatenated into one varlen sequence, no padding: ISF, post-balancing) or padded (every sample
-// padded to the longest LLM length in the mini-batch: the random / length-group / device-group baselines).
+// A step is one global mini-batch: `ranks[r]` is DP rank r's mini-batch. A mini-batch is either packed (samples
+// concatenated into one varlen sequence, no padding: ISF, post-balancing) or padded (every sample padded to the
+// longest LLM length in the mini-batch: the random / length-group / device-group baselines).
 #pragma once
 
 #include <cstdint>
@@ -54,8 +54,8 @@ struct DataPlan {
   int64_t SamplesPlaced() const;
 };
 
-// Checks a plan against its trace: every placed sample appears exactly once, placed + skipped + dropped =
-// all, every step has `dp` mini-batches. Used by tests and by the CLI in debug runs.
+// Checks a plan against its trace: every placed sample appears exactly once, placed + skipped + dropped = all,
+// every step has `dp` mini-batches. Used by tests and by the CLI in debug runs.
 Status CheckPlan(const DataPlan& plan, size_t num_samples);
 
 }  // namespace mmtwin

@@ -2,17 +2,15 @@
 //
 // - pad_ratio: per mini-batch of B samples with LLM lengths t_i, sum(t_max - t_i) / (t_max * B); mean over
 //   mini-batches. Packed plans (ISF, post-balancing) have no padding: 0.
-// - dist_ratio_vit / dist_ratio_llm: per step over the d ranks' mini-batch totals T_i, sum(T_max - T_i) /
-// (T_max * d);
-//   mean over steps. ViT totals are sum of ViT tokens (tiles are batched, never padded); LLM totals are what
-//   the device computes: B * t_max when padded, sum t_i when packed.
+// - dist_ratio_vit / dist_ratio_llm: per step over the d ranks' mini-batch totals T_i, sum(T_max - T_i) / (T_max * d);
+//   mean over steps. ViT totals are sum of ViT tokens (tiles are batched, never padded); LLM totals are what the
+//   device computes: B * t_max when padded, sum t_i when packed.
 //
 //   DataMetrics m = ComputeDataMetrics(plan, sizes);
 //   std::cout << MetricsToJson(plan, m).dump(2);
 #pragma once
 
 #include <cstdint>
-
 
 #include "core/balance/data_plan.h"
 

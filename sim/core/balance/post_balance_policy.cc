@@ -1,5 +1,5 @@
-// Post-balancing policies (OrchMLLM): random mini-batches drawn per rank, then redistributed across the DP
-// ranks every step by a post-balance algorithm, and placed node-wise to cut inter-node traffic.
+// Post-balancing policies (OrchMLLM): random mini-batches drawn per rank, then redistributed across the DP ranks
+// every step by a post-balance algorithm, and placed node-wise to cut inter-node traffic.
 #include <algorithm>
 #include <cmath>
 
@@ -250,8 +250,7 @@ Result<DataPlan> RunOrchestratorPolicy(const DataPolicyContext& ctx, const Param
       AllGatherTransfers(origin, drawn_bytes, ctx.dp, &step.dispatch);
     }
     AggregateTransfers(&step.dispatch);
-    // The plan records the LLM phase's mini-batches (what the pipeline runs); encoder phases are in the
-    // report.
+    // The plan records the LLM phase's mini-batches (what the pipeline runs); encoder phases are in the report.
     const PhaseReport& llm = res.phases.back();
     for (int r = 0; r < ctx.dp; ++r) {
       auto& dst = step.ranks[r].samples;

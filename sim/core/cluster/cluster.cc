@@ -8,9 +8,9 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "core/util/text.h"
-#include "core/util/data_dir.h"
 #include "core/util/csv.h"
+#include "core/util/data_dir.h"
+#include "core/util/text.h"
 #include "core/util/yaml_error.h"
 
 namespace mmtwin {

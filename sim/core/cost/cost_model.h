@@ -1,4 +1,4 @@
-// Cost of one layer for one input: FLOPs, time, parameter and activation bytes (algorithms.md §4).
+// Cost of one layer for one input: FLOPs, time, parameter and activation bytes (sim/docs/algorithms.md §4).
 //
 // One interface, two sources: AnalyticCostModel (FLOPs / (device peak x efficiency), Korthikanti activation
 // sizes) and CoefficientCostModel (time = c0 + c_token * tokens + c_pair * attention pairs per layer type,

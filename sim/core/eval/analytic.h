@@ -13,10 +13,10 @@
 //   idle_us          T - local_time_us: everything the other DP replicas cost this device (the wait at the DP
 //                    barriers at the end of the iteration and any compute delayed behind them, e.g. ZeRO-3)
 //   exposed_comm_us  in the alone timing: compute-lane gaps whose binding (latest) dependency is an op of the
-//                    device's DP lane (ZeRO-3 weight all-gathers) or of its dispatch lane (a forward of chunk
-//                    0 waiting for its micro-batch's data-dispatch all-to-all), plus local_time_us minus the
-//                    last compute finish of the whole replica (DP communication not hidden behind the
-//                    replica's compute; this tail is the same for every device of the replica)
+//                    device's DP lane (ZeRO-3 weight all-gathers) or of its dispatch lane (a forward of chunk 0
+//                    waiting for its micro-batch's data-dispatch all-to-all), plus local_time_us minus the last compute
+//                    finish of the whole replica (DP communication not hidden behind the replica's compute;
+//                    this tail is the same for every device of the replica)
 //   bubble_us        local_time_us - busy_us - exposed_comm_us: waiting on pipeline dependencies inside the
 //                    replica (warm-up/cool-down, imbalance between stages, P2P transfers, the wait for the
 //                    rest of the replica's pipeline to finish its compute)

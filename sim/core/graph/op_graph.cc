@@ -35,6 +35,8 @@ const char* OpKindName(OpKind k) {
       return "barrier";
     case OpKind::kDispatch:
       return "dispatch";
+    case OpKind::kBackwardWeight:
+      return "backward_weight";
   }
   return "?";
 }
@@ -197,7 +199,9 @@ double CostDuration(const Op& op, const ChunkCost& k, const CommSpec& comm) {
     case OpKind::kRecompute:
       return k.recompute_us;
     case OpKind::kBackward:
-      return k.bwd_us;
+      return op.pass == PassKind::kBackwardInput ? k.bwd_us - k.bwd_weight_us : k.bwd_us;
+    case OpKind::kBackwardWeight:
+      return k.bwd_weight_us;
     case OpKind::kTpCollective:
       return op.pass == PassKind::kForward ? k.tp_fwd_us : k.tp_bwd_us;
     case OpKind::kP2pSendActivation:
@@ -355,16 +359,18 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
       if (ops[pos].kind == PassKind::kForward) {
         if (first_f[c] < 0) first_f[c] = pos;
       } else {
-        if (first_b[c] < 0) first_b[c] = pos;
-        last_b[c] = pos;
-        last_b_mb[c] = ops[pos].micro_batch;
+        if (StartsBackward(ops[pos].kind) && first_b[c] < 0) first_b[c] = pos;
+        if (EndsBackward(ops[pos].kind)) {  // the chunk's gradients are complete after its last one
+          last_b[c] = pos;
+          last_b_mb[c] = ops[pos].micro_batch;
+        }
       }
     }
   }
 
   const size_t nk = static_cast<size_t>(D) * M * C;
   std::vector<int32_t> fwd_first(nk, -1), fwd_last(nk, -1), bwd_first(nk, -1), bwd_last(nk, -1),
-      send_act(nk, -1), send_grad(nk, -1);
+      send_act(nk, -1), send_grad(nk, -1), grad_done(nk, -1);
   std::vector<int32_t> grad_begin(static_cast<size_t>(D) * C, -1);   // first bucket op of (d, c)
   std::vector<int32_t> dispatch_op(static_cast<size_t>(D) * M, -1);  // dispatch op of (d, m)
   OpGraph g;
@@ -441,9 +447,17 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
             send_act[k] = b.NewOp(s, k);
             b.AddEdge(send_act[k], last);
           }
+        } else if (sops[pos].kind == PassKind::kBackwardWeight) {
+          // W of a split backward: after its B group (B precedes W on the rank, so bwd_last[k] is set).
+          op.kind = OpKind::kBackwardWeight;
+          op.pass = PassKind::kBackwardWeight;
+          op.duration_us = cost.bwd_weight_us;
+          grad_done[k] = b.NewOp(op, k);
+          b.AddEdge(grad_done[k], bwd_last[k]);
         } else {
           const int32_t ag = zero3 && pos == first_b[c] ? weight_all_gather(dev, c, PassKind::kBackward) : -1;
-          op.pass = PassKind::kBackward;
+          const bool split = sops[pos].kind == PassKind::kBackwardInput;
+          op.pass = split ? PassKind::kBackwardInput : PassKind::kBackward;
           int32_t first = -1;
           if (b.shape[2 + c]) {
             op.kind = OpKind::kRecompute;
@@ -451,7 +465,7 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
             first = b.NewOp(op, k);
           }
           op.kind = OpKind::kBackward;
-          op.duration_us = cost.bwd_us;
+          op.duration_us = split ? cost.bwd_us - cost.bwd_weight_us : cost.bwd_us;
           int32_t last = b.NewOp(op, k);
           if (first < 0) first = last;
           if (b.shape[1]) {
@@ -461,6 +475,7 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
           }
           bwd_first[k] = first;
           bwd_last[k] = last;
+          grad_done[k] = last;
           b.AddEdge(first, fwd_last[k]);
           if (ag >= 0) b.AddEdge(first, ag);
           if (c > 0 && send_present(c - 1) && PipeRankOfChunk(c - 1, P) != r) {
@@ -479,6 +494,8 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
             send_grad[k] = b.NewOp(s, kp);
             b.AddEdge(send_grad[k], last);
           }
+        }
+        if (sops[pos].kind != PassKind::kForward) {
           if (has_dp && pos == last_b[c]) {
             const int64_t nb = nbuckets(c), total = statics[c].grad_bytes_per_gpu;
             for (int64_t j = 0; j < nb; ++j) {
@@ -530,7 +547,7 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
       Op g{OpKind::kBarrier, Lane::kDp, PassKind::kBackward, -1, -1, c, 0, 0.0, 0};
       const int32_t bar = b.NewOp(g, -1);
       for (int d = 0; d < D; ++d) {
-        const int32_t ready = bwd_last[key(d, last_b_mb[c], c)];
+        const int32_t ready = grad_done[key(d, last_b_mb[c], c)];  // its last W (or whole backward)
         b.AddEdge(bar, ready);
         const int32_t g0 = grad_begin[static_cast<size_t>(d) * C + c];
         for (int64_t j = 0; j < nb; ++j) b.edges.push_back({static_cast<int32_t>(g0 + j), bar, ready});

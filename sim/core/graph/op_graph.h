@@ -15,6 +15,11 @@
 //   forward groups:  forward (fwd_us), then tp_collective with pass forward (tp_fwd_us)    [compute lane]
 //   backward groups: recompute (recompute_us), backward (bwd_us), then tp_collective with pass backward
 //                    (tp_bwd_us: the TP of the backward and of the recompute, one figure in ChunkCost)
+//   split backward (zero-bubble schedules list B = PassKind::kBackwardInput and W = kBackwardWeight): the B
+//                    group is the backward group above with the backward op (pass kBackwardInput) taking
+//                    bwd_us - bwd_weight_us; W is one backward_weight op (bwd_weight_us) at its own schedule
+//                    position, after B of the same (m,c); the gradient send waits for B only, and a chunk's DP
+//                    gradient barrier waits for its last W.
 //   p2p_send_activation after the forward group of chunk c < chunks-1: send_bytes of (d,m,c), duration
 //             p2p_latency_us + bytes / p2p_bytes_per_s (in us) [p2p_fwd lane of the sender]; the next chunk's
 //             forward depends on it. p2p_send_gradient after the backward group of chunk c > 0: send_bytes of
@@ -83,12 +88,13 @@ enum class OpKind : uint8_t {
   kDpAllGather,   // ZeRO-3 weight all-gather of one chunk
   kBarrier,       // zero-duration join of the DP replicas (device -1)
   kDispatch,      // data-dispatch all-to-all of one micro-batch (post-balancing), on a stage-0 device
+  kBackwardWeight,  // weight-gradient part of a split backward (zero-bubble schedules: PassKind::kBackwardWeight)
 };
 enum class Lane : uint8_t { kCompute = 0, kP2pForward = 1, kP2pBackward = 2, kDp = 3, kDispatch = 4 };
 inline constexpr int kNumLanes = 5;
 
 // "forward", "recompute", "backward", "tp_collective", "p2p_send_activation", "p2p_send_gradient",
-// "dp_collective", "dp_all_gather", "barrier", "dispatch".
+// "dp_collective", "dp_all_gather", "barrier", "dispatch", "backward_weight".
 const char* OpKindName(OpKind k);
 // "compute", "p2p_fwd", "p2p_bwd", "dp", "dispatch".
 const char* LaneName(Lane l);

@@ -11,9 +11,9 @@
 #include <filesystem>
 #include <set>
 
-#include "core/util/text.h"
-#include "core/util/data_dir.h"
 #include "core/util/csv.h"
+#include "core/util/data_dir.h"
+#include "core/util/text.h"
 #include "core/util/yaml_error.h"
 
 namespace mmtwin {

@@ -1,9 +1,9 @@
-// Model specs: an ordered, typed list of components (vision encoder, projector, audio encoder, LLM), each
-// with enough architecture to count parameters and price a layer for a given input.
+// Model specs: an ordered, typed list of components (vision encoder, projector, audio encoder, LLM), each with
+// enough architecture to count parameters and price a layer for a given input.
 //
-// Specs are data files under traces/models/ (YAML; traces/models/README.md documents the keys). Composite
-// models reference encoder and LLM files by name and add projectors. Multi-encoder models (OrchMLLM) list
-// several encoders; every encoder feeds the LLM.
+// Specs are data files under traces/models/ (YAML; traces/models/README.md documents the keys). Composite models
+// reference encoder and LLM files by name and add projectors. Multi-encoder models (OrchMLLM) list several
+// encoders; every encoder feeds the LLM.
 //
 //   MMTWIN_ASSIGN_OR_RETURN(ModelSpec m, LoadModel("internvl-1.5-6b-20b"));
 //   SampleTokens tok = TokensFor(m, sample);   // ViT tokens, LLM tokens, ... of one trace sample
@@ -42,8 +42,7 @@ struct TransformerConfig {
 
 // How a component consumes a sample.
 struct EncoderInput {
-  // Vision: a tile/image of `image_px` pixels with patch `patch_px` gives (image_px/patch_px)^2 patches
-  // (+cls).
+  // Vision: a tile/image of `image_px` pixels with patch `patch_px` gives (image_px/patch_px)^2 patches (+cls).
   int image_px = 0;
   int patch_px = 0;
   int cls_tokens = 0;
@@ -51,8 +50,7 @@ struct EncoderInput {
   double tokens_per_second = 0;
   double window_seconds = 0;  // audio is processed in windows of this length (0 = no windowing)
   int mel_bins = 0;
-  // Tokens handed to the LLM per tile / frame / second after downsampling (pixel shuffle, pooling,
-  // projector).
+  // Tokens handed to the LLM per tile / frame / second after downsampling (pixel shuffle, pooling, projector).
   double llm_tokens_per_unit = 0;
 };
 
@@ -103,8 +101,7 @@ std::vector<std::string> ListModels();
 // the source tree's traces/).
 std::string ModelZooDir();
 
-// Flattened layers in execution order: per encoder embedding + blocks, projector, LLM embedding + blocks +
-// head.
+// Flattened layers in execution order: per encoder embedding + blocks, projector, LLM embedding + blocks + head.
 std::vector<Layer> Layers(const ModelSpec& m);
 int64_t ComponentParams(const ModelSpec& m, int component);
 int64_t TotalParams(const ModelSpec& m);
@@ -128,8 +125,8 @@ namespace mmtwin {
 // matrices (q, k, v, o and the MLP matrices): what `2 * tokens * matmul params` FLOP counts use.
 int64_t BlockParams(const TransformerConfig& tf);
 int64_t BlockMatmulParams(const TransformerConfig& tf);
-// Vision: encoder positions of one tile, floor(image_px / patch_px)^2 + cls_tokens. Audio: positions of one
-// window (window_seconds * tokens_per_second, 0 without windowing). Other kinds: 0.
+// Vision: encoder positions of one tile, floor(image_px / patch_px)^2 + cls_tokens. Audio: positions of one window
+// (window_seconds * tokens_per_second, 0 without windowing). Other kinds: 0.
 int64_t PositionsPerUnit(const Component& c);
 // Index of the encoder a projector feeds from (the nearest encoder before it in the list), or -1.
 int EncoderOfProjector(const ModelSpec& m, int component);

@@ -94,8 +94,11 @@ std::vector<StageMemory> ComputeMemory(const ParallelConfig& parallel, const Par
           held += cc.act_bytes;
           peak = std::max(peak, held);
         } else {
-          peak = std::max(peak, held + std::max<int64_t>(0, cc.act_bytes_no_recompute - cc.act_bytes));
-          held -= cc.act_bytes;
+          // The recompute transient at the start of the backward; the activations are freed when it ends (a
+          // split backward keeps them through its weight-gradient pass).
+          if (StartsBackward(op.kind))
+            peak = std::max(peak, held + std::max<int64_t>(0, cc.act_bytes_no_recompute - cc.act_bytes));
+          if (EndsBackward(op.kind)) held -= cc.act_bytes;
         }
       }
       m.peak_activation_bytes = std::max(m.peak_activation_bytes, peak);

@@ -1,5 +1,5 @@
-// Memory model of a pipeline-parallel plan (algorithms.md §4): per pipeline rank (one GPU of its TP group,
-// the worst DP replica), bytes.
+// Memory model of a pipeline-parallel plan (sim/docs/algorithms.md §4): per pipeline rank (one GPU of its TP
+// group, the worst DP replica), bytes.
 //
 //   peak_bytes = model_state_bytes + peak_activation_bytes + boundary_bytes
 //

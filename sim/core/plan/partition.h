@@ -1,6 +1,6 @@
 // Pipeline partition policies: cut the flattened layer list (Layers(model): encoders, projector, LLM) into
-// pp * vpp contiguous chunks (algorithms.md §2, OmniBal §4.2). One explicit registry (name, one-line
-// description, typed parameters, run function), like the data policies. Every policy is pure: the same
+// pp * vpp contiguous chunks (sim/docs/algorithms.md §2, OmniBal §4.2). One registry template
+// (core/util/registry.h: name, one-line description, typed parameters, run function) for every policy kind. Every policy is pure: the same
 // LayerProfile, chunk count, parameters and callbacks give the same Partition.
 //
 //   PartitionContext ctx;

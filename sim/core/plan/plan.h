@@ -1,15 +1,15 @@
-// The plan: the shared core of the simulator and the backend. For every iteration, which samples each DP
-// rank's micro-batches hold (from the data policies), the layer -> chunk partition and chunk -> pipeline-rank
-// mapping, which layers recompute, and the pipeline schedule's op order per rank. Policies only produce
-// plans; evaluators price and time them.
+// The plan: the shared core of the simulator and the backend. For every iteration, which samples each DP rank's
+// micro-batches hold (from the data policies), the layer -> chunk partition and chunk -> pipeline-rank mapping,
+// which layers recompute, and the pipeline schedule's op order per rank. Policies only produce plans; evaluators
+// price and time them.
 //
 // Layout of devices: the device mesh (core/plan/mesh.h, Megatron order, TP fastest) maps ranks, op-graph
 // devices, groups and nodes. A TP group acts in lockstep, so the evaluators treat one TP group as one
 // "device" and fold TP into layer costs (divided by TP) and TP collectives.
 //
 // Pipeline chunks: the model's flattened layer list (Layers(model)) is cut into pp * vpp contiguous chunks;
-// chunk c runs on pipeline rank c % pp as its virtual stage c / pp (Megatron's interleaved assignment; vpp =
-// 1 gives one chunk per rank).
+// chunk c runs on pipeline rank c % pp as its virtual stage c / pp (Megatron's interleaved assignment; vpp = 1
+// gives one chunk per rank).
 //
 // The plan is self-describing (schema version, trace identity, epoch index of every iteration, DP bucket
 // size), so that rank 0 can write it (core/records/plan_codec.h) and every other rank, the backend or a later
@@ -45,8 +45,8 @@ struct ParallelConfig {
   bool operator==(const ParallelConfig&) const = default;
 };
 
-// Chunk c holds layers [bounds[c], bounds[c + 1]) of Layers(model); bounds[0] = 0, bounds.back() = layer
-// count, strictly increasing (every chunk holds at least one layer).
+// Chunk c holds layers [bounds[c], bounds[c + 1]) of Layers(model); bounds[0] = 0, bounds.back() = layer count,
+// strictly increasing (every chunk holds at least one layer).
 struct Partition {
   std::vector<int> bounds;
   int chunks() const { return static_cast<int>(bounds.size()) - 1; }
@@ -58,15 +58,22 @@ Status ValidatePartition(const Partition& p, int layers, int chunks);
 inline int PipeRankOfChunk(int chunk, int pp) { return chunk % pp; }
 
 // Per layer: 0 = activations kept; 1 = recomputed, only the layer input kept; 2 = recomputed inside a
-// checkpointed group whose input is kept elsewhere (nothing kept; Megatron uniform:N). See
-// core/plan/recompute.h.
+// checkpointed group whose input is kept elsewhere (nothing kept; Megatron uniform:N). See core/plan/recompute.h.
 struct RecomputePlan {
   std::vector<uint8_t> layers;
   int Count() const;
   bool operator==(const RecomputePlan&) const = default;
 };
 
-enum class PassKind : uint8_t { kForward, kBackward };
+// kBackward is a chunk's whole backward (input and weight gradients). Zero-bubble schedules (ZB-H1/H2, Qi et al.
+// 2023) split it: kBackwardInput (B, the input gradient the previous chunk waits for) and kBackwardWeight (W,
+// the weight gradient, which can fill bubbles later); a schedule lists either kBackward or both B and W of a
+// (micro-batch, chunk), W after B on the same rank. Activations are held until the pass that ends the backward.
+enum class PassKind : uint8_t { kForward, kBackward, kBackwardInput, kBackwardWeight };
+// The pass that consumes the next chunk's gradient and sends one to the previous chunk (B, or the whole backward).
+inline bool StartsBackward(PassKind k) { return k == PassKind::kBackward || k == PassKind::kBackwardInput; }
+// The pass after which the chunk's weight gradient of the micro-batch is complete (W, or the whole backward).
+inline bool EndsBackward(PassKind k) { return k == PassKind::kBackward || k == PassKind::kBackwardWeight; }
 
 // One compute step of a pipeline rank: the forward or backward of one micro-batch through one chunk.
 struct PipeOp {
@@ -131,8 +138,11 @@ struct Plan {
 
 // Cost of one chunk for one micro-batch on one device (TP group). Times in microseconds, bytes per GPU.
 struct ChunkCost {
-  double fwd_us = 0;        // forward compute
-  double bwd_us = 0;        // backward compute (input and weight gradients), recompute excluded
+  double fwd_us = 0;  // forward compute
+  double bwd_us = 0;  // backward compute (input and weight gradients), recompute excluded
+  double bwd_weight_us =
+      0;  // of bwd_us, the weight-gradient part (W) when a schedule splits the backward; the
+          // input gradient (B) takes the rest (0: W costs nothing, B all of bwd_us)
   double recompute_us = 0;  // forward of the recomputed layers, run just before this backward
   double tp_fwd_us = 0;     // TP collectives inside the forward (serialized with compute)
   double tp_bwd_us = 0;     // TP collectives inside the backward (and the recompute)

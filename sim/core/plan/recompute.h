@@ -1,5 +1,5 @@
-// Activation recomputation policies (algorithms.md §3, OmniBal §4.3): which layers rerun their forward before
-// the backward instead of keeping their activations. One explicit registry, like the data and partition
+// Activation recomputation policies (sim/docs/algorithms.md §3, OmniBal §4.3): which layers rerun their
+// forward before the backward instead of keeping their activations. One explicit registry, like the data and partition
 // policies; every policy is pure.
 //
 //   RecomputeContext ctx{worst_profile, partition, parallel,

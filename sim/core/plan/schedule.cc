@@ -127,13 +127,16 @@ Status ValidateSchedule(const Schedule& s) {
     return Error("schedule '" + s.name + "': has " + std::to_string(s.per_rank.size()) +
                  " ranks, expected pp = " + std::to_string(s.pp));
   const int chunks = s.pp * s.vpp, M = s.micro_batches;
-  // state per (m, c): 0 nothing, 1 forward seen, 2 backward seen
+  // state per (m, c): 0 nothing, 1 forward seen, 2 input gradient (B) seen, 3 backward complete
   std::vector<uint8_t> state(static_cast<size_t>(M) * chunks, 0);
   for (int r = 0; r < s.pp; ++r) {
     for (const PipeOp& op : s.per_rank[r]) {
-      const std::string what = std::string(op.kind == PassKind::kForward ? "forward" : "backward") +
-                               " of micro-batch " + std::to_string(op.micro_batch) + " chunk " +
-                               std::to_string(op.chunk) + " on rank " + std::to_string(r);
+      const char* pass = op.kind == PassKind::kForward          ? "forward"
+                         : op.kind == PassKind::kBackwardInput  ? "input-gradient backward"
+                         : op.kind == PassKind::kBackwardWeight ? "weight-gradient backward"
+                                                                : "backward";
+      const std::string what = std::string(pass) + " of micro-batch " + std::to_string(op.micro_batch) +
+                               " chunk " + std::to_string(op.chunk) + " on rank " + std::to_string(r);
       if (op.chunk < 0 || op.chunk >= chunks || op.chunk % s.pp != r)
         return Error("schedule '" + s.name + "': " + what + ": chunk not on this rank");
       if (op.micro_batch < 0 || op.micro_batch >= M)
@@ -142,19 +145,26 @@ Status ValidateSchedule(const Schedule& s) {
       if (op.kind == PassKind::kForward) {
         if (st != 0) return Error("schedule '" + s.name + "': " + what + ": duplicate forward");
         st = 1;
+      } else if (op.kind == PassKind::kBackwardWeight) {
+        if (st != 2)
+          return Error("schedule '" + s.name + "': " + what +
+                       (st == 3 ? ": duplicate backward" : ": weight gradient before its input gradient"));
+        st = 3;
       } else {
         if (st == 0) return Error("schedule '" + s.name + "': " + what + ": backward before its forward");
-        if (st == 2) return Error("schedule '" + s.name + "': " + what + ": duplicate backward");
-        st = 2;
+        if (st >= 2) return Error("schedule '" + s.name + "': " + what + ": duplicate backward");
+        st = op.kind == PassKind::kBackwardInput ? 2 : 3;
       }
     }
   }
   for (int m = 0; m < M; ++m)
     for (int c = 0; c < chunks; ++c)
-      if (state[static_cast<size_t>(m) * chunks + c] != 2)
+      if (const uint8_t st = state[static_cast<size_t>(m) * chunks + c]; st != 3)
         return Error("schedule '" + s.name + "': micro-batch " + std::to_string(m) + " chunk " +
                      std::to_string(c) + " is missing its " +
-                     (state[static_cast<size_t>(m) * chunks + c] == 0 ? "forward" : "backward"));
+                     (st == 0   ? "forward"
+                      : st == 1 ? "backward"
+                                : "weight-gradient backward"));
   return Status();
 }
 
@@ -163,7 +173,7 @@ std::vector<int> MaxInFlight(const Schedule& s) {
   for (size_t r = 0; r < s.per_rank.size(); ++r) {
     int cur = 0;
     for (const PipeOp& op : s.per_rank[r]) {
-      cur += op.kind == PassKind::kForward ? 1 : -1;
+      cur += op.kind == PassKind::kForward ? 1 : EndsBackward(op.kind) ? -1 : 0;
       out[r] = std::max(out[r], cur);
     }
   }

@@ -2,7 +2,7 @@
 // (core/plan/plan.h: Schedule, PipeOp). One explicit registry (name, one-line description); a schedule is a
 // pure function of (pp, vpp, micro_batches) and is the same for every DP replica.
 //
-// Built in (algorithms.md §5):
+// Built in (sim/docs/algorithms.md §5):
 //   gpipe             rank r: F(0..M-1) then B(0..M-1) of its chunk r. vpp must be 1.
 //   1f1b              rank r: w = min(pp - r - 1, M) warm-up forwards, then pairs F(w + i), B(i) (1F1B steady
 //                     state), then the cool-down backwards. vpp must be 1.

@@ -26,6 +26,8 @@ std::string EventName(const OpRecord& op) {
       return "F" + mc;
     case OpKind::kRecompute:
       return "R" + mc;
+    case OpKind::kBackwardWeight:
+      return "W" + mc;
     case OpKind::kBackward:
       return "B" + mc;
     case OpKind::kTpCollective:
@@ -84,7 +86,9 @@ std::string PerfettoTrace(const std::vector<OpRecord>& ops, const ParallelConfig
   for (const OpRecord& op : ops) {
     if (op.device < 0 || op.device >= devices) continue;
     const int64_t ts = Ns(op.start_us), end = Ns(op.start_us + op.duration_us);
-    if (op.micro_batch >= 0 && (op.kind == OpKind::kForward || op.kind == OpKind::kBackward)) {
+    const bool releases = (op.kind == OpKind::kBackward && op.pass != PassKind::kBackwardInput) ||
+                          op.kind == OpKind::kBackwardWeight;  // the pass that ends the backward
+    if (op.micro_batch >= 0 && (op.kind == OpKind::kForward || releases)) {
       have_memory = true;
       mem.emplace_back(op.device, end,
                        op.kind == OpKind::kForward ? op.activation_bytes : -op.activation_bytes);

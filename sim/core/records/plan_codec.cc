@@ -51,6 +51,31 @@ struct In {
   }
 };
 
+// Schedule op codes: F forward, B whole backward, BI / BW the input / weight gradient of a split backward.
+const char* PassCode(PassKind k) {
+  switch (k) {
+    case PassKind::kForward:
+      return "F";
+    case PassKind::kBackward:
+      return "B";
+    case PassKind::kBackwardInput:
+      return "BI";
+    case PassKind::kBackwardWeight:
+      return "BW";
+  }
+  return "?";
+}
+
+bool PassOfCode(const std::string& code, PassKind& out) {
+  for (PassKind k :
+       {PassKind::kForward, PassKind::kBackward, PassKind::kBackwardInput, PassKind::kBackwardWeight})
+    if (code == PassCode(k)) {
+      out = k;
+      return true;
+    }
+  return false;
+}
+
 Result<std::vector<int64_t>> Ints(const In& in, const json& v, const std::string& field) {
   if (!v.is_array()) return in.Bad(field, "expected an array of integers");
   std::vector<int64_t> out;
@@ -93,8 +118,7 @@ std::string PlanToJson(const Plan& p) {
   json per_rank = json::array();
   for (const auto& rank : p.schedule.per_rank) {
     json ops = json::array();
-    for (const PipeOp& op : rank)
-      ops.push_back({op.kind == PassKind::kForward ? "F" : "B", op.micro_batch, op.chunk});
+    for (const PipeOp& op : rank) ops.push_back({PassCode(op.kind), op.micro_batch, op.chunk});
     per_rank.push_back(std::move(ops));
   }
   j["schedule"] = {{"name", p.schedule.name},
@@ -185,11 +209,11 @@ Result<Plan> PlanFromJson(const std::string& text, const std::string& name) {
     if (!ops.is_array()) return in.Bad(field, "expected an array of [\"F\"|\"B\", micro_batch, chunk]");
     std::vector<PipeOp> list;
     for (const json& op : ops) {
+      PassKind kind = PassKind::kForward;
       if (!op.is_array() || op.size() != 3 || !op[0].is_string() || !op[1].is_number_integer() ||
-          !op[2].is_number_integer() || (op[0] != "F" && op[0] != "B"))
-        return in.Bad(field, "expected an array of [\"F\"|\"B\", micro_batch, chunk]");
-      list.push_back({op[0] == "F" ? PassKind::kForward : PassKind::kBackward, op[1].get<int32_t>(),
-                      op[2].get<int32_t>()});
+          !op[2].is_number_integer() || !PassOfCode(op[0].get<std::string>(), kind))
+        return in.Bad(field, "expected an array of [\"F\"|\"B\"|\"BI\"|\"BW\", micro_batch, chunk]");
+      list.push_back({kind, op[1].get<int32_t>(), op[2].get<int32_t>()});
     }
     s.per_rank.push_back(std::move(list));
   }

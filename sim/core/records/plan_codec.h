@@ -9,8 +9,9 @@
 // many readers): {schema_version, scenario, model, cluster, nodes, trace {file, preset, samples, seed,
 // digest}, seed, iterations_in_epoch, dp_bucket_bytes, packed, parallel {dp, tp, pp, vpp, micro_batches,
 // zero_stage, tp_sequence_parallel}, partition [bounds], recompute [per layer 0/1/2], schedule {name, pp, vpp,
-// micro_batches, per_rank [[["F"|"B", micro_batch, chunk], ...], ...]}, iterations [{epoch_index,
-// micro_batches [dp][m][sample indices], dispatch [m][[src, dst, bytes], ...]}]}.
+// micro_batches, per_rank [[[PASS, micro_batch, chunk], ...], ...]}, iterations [{epoch_index, micro_batches
+// [dp][m][sample indices], dispatch [m][[src, dst, bytes], ...]}]}. PASS: "F" forward, "B" whole backward,
+// "BI" / "BW" the input / weight gradient of a split backward.
 #pragma once
 
 #include <string>

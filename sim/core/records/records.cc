@@ -30,9 +30,11 @@ std::vector<OpRecord> OpRecordsOf(const OpGraph& graph, const IterationTiming& t
     if (ci >= 0 && ci < static_cast<int32_t>(costs.costs.size())) {
       const ChunkCost& c = costs.costs[ci];
       const bool compute = op.kind == OpKind::kForward || op.kind == OpKind::kBackward ||
-                           op.kind == OpKind::kRecompute || op.kind == OpKind::kTpCollective;
+                           op.kind == OpKind::kRecompute || op.kind == OpKind::kTpCollective ||
+                           op.kind == OpKind::kBackwardWeight;
       if (compute) r.tokens = c.llm_tokens;
-      if (op.kind == OpKind::kForward || op.kind == OpKind::kBackward) r.activation_bytes = c.act_bytes;
+      if (op.kind == OpKind::kForward || op.kind == OpKind::kBackward || op.kind == OpKind::kBackwardWeight)
+        r.activation_bytes = c.act_bytes;
     }
     out.push_back(r);
   }

@@ -8,8 +8,8 @@
 //   policies:
 //     data: {name: isf, params: {iterations: 10}}
 //     partition: {name: bmp, params: {radius: 2}}
-//     recompute: adaptive                  # a bare name, or {name: ..., params: {...}}; "block:4" = block,
-//     N=4 schedule: 1f1b
+//     recompute: adaptive                  # a bare name, or {name: ..., params: {...}}; "block:4" = block, N=4
+//     schedule: 1f1b
 //   iterations: 32        # sampled iterations (with a confidence interval), or "epoch" for the whole epoch
 //   seed: 1
 //
@@ -71,9 +71,8 @@ std::string FormatScenario(const Scenario& s);
 
 // ---- Added with the scenario parser (sim/core/scenario/scenario.cc) ----
 
-// Field-wise equality (ParseScenario(FormatScenario(s)) == s for a parsed s). `iterations` is compared only
-// when `epoch` is false (an epoch replay ignores it); `path` is not compared (it records where the text came
-// from).
+// Field-wise equality (ParseScenario(FormatScenario(s)) == s for a parsed s). `iterations` is compared only when
+// `epoch` is false (an epoch replay ignores it); `path` is not compared (it records where the text came from).
 bool operator==(const PolicyRef& a, const PolicyRef& b);
 bool operator==(const TraceSource& a, const TraceSource& b);
 bool operator==(const Scenario& a, const Scenario& b);
@@ -90,21 +89,18 @@ Status CheckEngine(const std::string& engine);
 //   MMTWIN_RETURN_IF_ERROR(ApplyOverride(s, "policies.partition.params.radius", "3"));
 //   MMTWIN_ASSIGN_OR_RETURN(Scenario t, ParseScenarioWithOverrides(text, "x.yaml", ".",
 //                                                                  {{"parallel.vpp", "2"},
-//                                                                   {"policies.schedule",
-//                                                                   "interleaved-1f1b"}}));
+//                                                                   {"policies.schedule", "interleaved-1f1b"}}));
 namespace mmtwin {
 
 // One override: a dotted scenario key ("policies.data", "parallel.pp", "cluster", "cluster.nodes",
-// "policies.partition.params.radius") and its value as YAML text ("isf", "4", "{name: bmp, params: {radius:
-// 2}}"). A bare policy or cluster name under an overridden sub-key becomes a mapping ({name: bare} / {preset:
-// bare}).
+// "policies.partition.params.radius") and its value as YAML text ("isf", "4", "{name: bmp, params: {radius: 2}}").
+// A bare policy or cluster name under an overridden sub-key becomes a mapping ({name: bare} / {preset: bare}).
 struct ScenarioOverride {
   std::string key;
   std::string yaml_value;
 };
 
-// OK when `dotted_key` names a scenario key (scenarios/README.md); else "unknown key 'x'; valid keys are:
-// ...".
+// OK when `dotted_key` names a scenario key (scenarios/README.md); else "unknown key 'x'; valid keys are: ...".
 Status CheckOverrideKey(const std::string& dotted_key);
 // The scenario YAML text with the overrides applied in order (not validated: parse the result).
 Result<std::string> OverrideScenarioYaml(const std::string& yaml_text,

@@ -43,8 +43,7 @@ struct Trace {
   size_t size() const { return samples.size(); }
 };
 
-// Reads a trace CSV. Errors name file, line and field (`ivl.csv:12: image_tiles: not a non-negative
-// integer`).
+// Reads a trace CSV. Errors name file, line and field (`ivl.csv:12: image_tiles: not a non-negative integer`).
 Result<Trace> ReadTrace(const std::string& path);
 // Parses trace CSV text held in memory (`name` is used in messages); what ReadTrace and the fuzzer use.
 Result<Trace> ParseTrace(std::string text, const std::string& name);

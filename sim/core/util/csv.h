@@ -23,9 +23,8 @@ class CsvReader {
   // Parses text held in memory; `name` is used in messages.
   static CsvReader FromString(std::string text, std::string name);
 
-  // Next record into `fields` (views valid until the next call). Skips blank lines and lines starting with
-  // '#' before the header and between records. Returns false at the end or on a malformed record (see
-  // status()).
+  // Next record into `fields` (views valid until the next call). Skips blank lines and lines starting with '#'
+  // before the header and between records. Returns false at the end or on a malformed record (see status()).
   bool Next(std::vector<std::string_view>& fields);
   // 1-based line where the last record returned by Next() started.
   long line() const { return record_line_; }
@@ -62,8 +61,8 @@ class CsvHeader {
   std::vector<std::string> names_;
 };
 
-// Strict number parsing of a whole field (surrounding spaces allowed). Empty fields are errors unless the
-// caller handles them first.
+// Strict number parsing of a whole field (surrounding spaces allowed). Empty fields are errors unless the caller
+// handles them first.
 bool ParseInt64(std::string_view s, int64_t& out);
 bool ParseDouble(std::string_view s, double& out);
 
@@ -71,8 +70,8 @@ bool ParseDouble(std::string_view s, double& out);
 // otherwise read back as a comment line when the field starts a record).
 std::string CsvQuote(std::string_view s);
 
-// Writes `content` to `path` atomically (temporary file in the same folder, then rename), so a reader never
-// sees a half-written file and an existing file is replaced only on success.
+// Writes `content` to `path` atomically (temporary file in the same folder, then rename), so a reader never sees
+// a half-written file and an existing file is replaced only on success.
 Status WriteFileAtomic(const std::string& path, std::string_view content);
 Result<std::string> ReadFile(const std::string& path);
 

@@ -1,9 +1,9 @@
-// Typed policy parameters: every policy declares its parameters (name, type, default, description) as data;
-// user input (`--param k=v`, scenario files) is validated against the declaration before the policy runs.
+// Typed policy parameters: every policy declares its parameters (name, type, default, description) as data; user
+// input (`--param k=v`, scenario files) is validated against the declaration before the policy runs.
 //
-//   static const std::vector<ParamSpec> kSpecs = {{"batch_size", ParamType::kInt, "4", "samples per
-//   mini-batch"}}; MMTWIN_ASSIGN_OR_RETURN(Params p, Params::Validate("random", kSpecs, {{"batch_size",
-//   "8"}})); int64_t b = p.Int("batch_size");
+//   static const std::vector<ParamSpec> kSpecs = {{"batch_size", ParamType::kInt, "4", "samples per mini-batch"}};
+//   MMTWIN_ASSIGN_OR_RETURN(Params p, Params::Validate("random", kSpecs, {{"batch_size", "8"}}));
+//   int64_t b = p.Int("batch_size");
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,7 @@
 // Deterministic, portable random numbers for pure policies and generators.
 //
-// std::mt19937 is portable but std::*_distribution is not (libstdc++ and libc++ differ), so policies use
-// this: xoshiro256** seeded by splitmix64, with our own uniform, normal and shuffle. Same seed -> same stream
-// everywhere.
+// std::mt19937 is portable but std::*_distribution is not (libstdc++ and libc++ differ), so policies use this:
+// xoshiro256** seeded by splitmix64, with our own uniform, normal and shuffle. Same seed -> same stream everywhere.
 #pragma once
 
 #include <cmath>

@@ -1,8 +1,7 @@
-// Errors as values: every fallible library call returns Status or Result<T>; library code never exits or
-// aborts.
+// Errors as values: every fallible library call returns Status or Result<T>; library code never exits or aborts.
 //
-// Messages name where the problem is, in the compiler style `file:line: field: reason`, so a user can jump to
-// it. The CLI maps any error to exit code 2.
+// Messages name where the problem is, in the compiler style `file:line: field: reason`, so a user can jump to it.
+// The CLI maps any error to exit code 2.
 //
 //   Result<Trace> r = ReadTrace("ivl.csv");
 //   if (!r) { std::cerr << r.error().message() << "\n"; return 2; }

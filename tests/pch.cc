@@ -1,1 +1,0 @@
-// Precompiled-header carrier for the test executables (tests/CMakeLists.txt): intentionally empty.
