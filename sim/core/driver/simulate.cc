@@ -193,10 +193,13 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
   s.partition = {plan.partition.bounds, pr.var_fwd_us2, pr.sum_comm_bytes, pr.var_params, pr.var_layers};
   s.recomputed_layers = plan.recompute.Count();
 
-  const std::vector<StageShape> shapes = StageShapes(par, plan.partition, plan.recompute);
-  const std::vector<int64_t> rank_params = RankParams(par, plan.partition, layer_params);
-  const std::vector<Layer>& layers = pricer.layers();
-  for (int r = 0; r < par.pp; ++r) {
+  // The static side of each stage (layers, parameters, recompute) and its memory, as `mmtwin plan` shows them
+  // (PlanStages), with the replay's memory and mean forward time; the timing side from the replay.
+  run.memory = mem;
+  run.stage_fwd_us_mean.assign(par.pp, 0.0);
+  for (int r = 0; r < par.pp; ++r) run.stage_fwd_us_mean[r] = stage_fwd[r] / mbs;
+  for (const PlanStage& ps : PlanStages(run)) {
+    const int r = ps.stage;
     double sb = 0, sbu = 0, si = 0;
     for (int d = 0; d < par.dp; ++d) {
       const DeviceTiming& t = dev_sum[mesh.Device(d, r)];
@@ -205,17 +208,17 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
       si += t.idle_us;
     }
     const double denom = total_time * par.dp;
-    const StageMemory& m = mem[r];
+    const StageMemory& m = ps.memory;
     StageRecord st;
     st.stage = r;
-    st.first_layer = shapes[r].first_layer;
-    st.last_layer = shapes[r].last_layer;
-    st.first_layer_label = layers[shapes[r].first_layer].label;
-    st.last_layer_label = layers[shapes[r].last_layer].label;
-    st.layers = shapes[r].layers;
-    st.params = rank_params[r];
-    st.recomputed_layers = shapes[r].recomputed;
-    st.fwd_us_mean = stage_fwd[r] / mbs;
+    st.first_layer = ps.first_layer;
+    st.last_layer = ps.last_layer;
+    st.first_layer_label = ps.first_layer_label;
+    st.last_layer_label = ps.last_layer_label;
+    st.layers = ps.layers;
+    st.params = ps.params;
+    st.recomputed_layers = ps.recomputed_layers;
+    st.fwd_us_mean = ps.fwd_us_mean;
     st.bwd_us_mean = stage_bwd[r] / mbs;
     st.recompute_us_mean = stage_rc[r] / mbs;
     st.busy_ratio = sb / denom;
