@@ -52,8 +52,8 @@ std::string FormatTrace(const Trace& trace);
 Status WriteTrace(const Trace& trace, const std::string& path);
 // Checks invariants a consumer relies on: tiles >= images, finite non-negative audio, unique ids.
 Status ValidateTrace(const Trace& trace, const std::string& name);
-// Content digest of a trace: FNV-1a 64 over every sample's fields (id, subset name, images, tiles, frames,
-// audio seconds as IEEE bits, text tokens, meta) in order. Equal traces give equal digests; the plan records
+// Content digest of a trace: FNV-1a over 64-bit words of every sample's fields (id, subset name, images, tiles,
+// frames, text tokens, audio seconds as IEEE bits, meta) in order, then an avalanche step; portable. Equal traces give equal digests; the plan records
 // it (TraceIdentity) so a rank or a later run can check it holds the same samples.
 uint64_t TraceDigest(const Trace& trace);
 
