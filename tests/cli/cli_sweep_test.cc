@@ -216,7 +216,9 @@ iterations: 2
   CliRun same = Mmtwin("compare run-a run-a --json");
   const auto js = nlohmann::json::parse(same.out);
   for (const auto& [k, v] : js["metrics"].items())
-    if (!v["delta"].is_null()) EXPECT_EQ(v["delta"].get<double>(), 0) << k;
+    if (!v["delta"].is_null()) {
+      EXPECT_EQ(v["delta"].get<double>(), 0) << k;
+    }
   EXPECT_EQ(Mmtwin("compare run-a").code, 2);
   EXPECT_EQ(Mmtwin("compare run-a nowhere").code, 2);
 }

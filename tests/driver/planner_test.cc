@@ -61,7 +61,9 @@ TEST(PlannerTest, PlanIsSelfDescribing) {
   for (size_t i = 0; i < p.iterations.size(); ++i) {
     EXPECT_GE(p.iterations[i].epoch_index, 0);
     EXPECT_LT(p.iterations[i].epoch_index, p.iterations_in_epoch);
-    if (i) EXPECT_LT(p.iterations[i - 1].epoch_index, p.iterations[i].epoch_index);
+    if (i) {
+      EXPECT_LT(p.iterations[i - 1].epoch_index, p.iterations[i].epoch_index);
+    }
   }
   EXPECT_EQ(p.dp_bucket_bytes, 40ll << 20);
   EXPECT_EQ(run->Comm().dp_bucket_bytes, p.dp_bucket_bytes);

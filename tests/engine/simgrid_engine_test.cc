@@ -119,7 +119,9 @@ TEST(SimGridEngineTest, AgreesWithAnalyticWithoutContention) {
     SimGridReplayStats st;
     ASSERT_TRUE(EvaluateWithSimGrid(cluster, merged, g, &m, &st).ok());
     EXPECT_NEAR(m.iteration_time_us, a.iteration_time_us, 1e-6 * a.iteration_time_us) << what << " merged";
-    if (c.dp > 1 && c.grad_bytes > (4 << 20)) EXPECT_GT(st.buckets_per_ring, 1) << what;
+    if (c.dp > 1 && c.grad_bytes > (4 << 20)) {
+      EXPECT_GT(st.buckets_per_ring, 1) << what;
+    }
     ExpectBreakdown(m);
   }
 }

@@ -295,12 +295,15 @@ TEST(AnalyticTest, DispatchDelaysTheFirstForwardByItsDuration) {
   const IterationTiming a = EvaluateAnalytic(base), t = EvaluateAnalytic(g);
   EXPECT_NEAR(t.iteration_time_us, a.iteration_time_us + dispatch_us, 1e-9 * t.iteration_time_us);
   for (int i = 0; i < g.num_ops(); ++i)
-    if (g.ops[i].kind == OpKind::kForward && g.ops[i].micro_batch == 0 && g.ops[i].chunk == 0)
+    if (g.ops[i].kind == OpKind::kForward && g.ops[i].micro_batch == 0 && g.ops[i].chunk == 0) {
       EXPECT_DOUBLE_EQ(t.start_us[i], dispatch_us);
+    }
   for (int dev = 0; dev < g.num_devices; ++dev) {
     const DeviceTiming& d = t.devices[dev];
     EXPECT_NEAR(d.busy_us + d.bubble_us + d.exposed_comm_us + d.idle_us, t.iteration_time_us, 1e-6);
-    if (dev % 2 == 0) EXPECT_GE(d.exposed_comm_us, dispatch_us - 1e-9);
+    if (dev % 2 == 0) {
+      EXPECT_GE(d.exposed_comm_us, dispatch_us - 1e-9);
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,10 +33,11 @@ inline std::vector<ChunkStatic> Statics(int chunks, int64_t grad_bytes) {
 }
 
 inline OpGraph MustBuild(const ParallelConfig& pc, const std::string& sched, const IterationCosts& costs,
-                         const std::vector<ChunkStatic>& statics, const CommSpec& comm) {
+                         const std::vector<ChunkStatic>& statics, const CommSpec& comm,
+                         std::shared_ptr<const CommCostModel> comm_cost = nullptr) {
   auto s = BuildSchedule(sched, pc.pp, pc.vpp, pc.micro_batches);
   EXPECT_TRUE(s.ok()) << s.error().message();
-  auto g = BuildIterationGraph(pc, *s, costs, statics, comm);
+  auto g = BuildIterationGraph(pc, *s, costs, statics, comm, std::move(comm_cost));
   EXPECT_TRUE(g.ok()) << g.error().message();
   return std::move(*g);
 }

@@ -82,8 +82,9 @@ TEST(ZeroBubbleTest, DpGradientsWaitForTheLastWeightGradient) {
   for (int i = 0; i < g->num_ops(); ++i) {
     if (g->ops[i].kind != OpKind::kDpCollective) continue;
     for (int j = 0; j < g->num_ops(); ++j)
-      if (g->ops[j].kind == OpKind::kBackwardWeight && g->ops[j].chunk == g->ops[i].chunk)
+      if (g->ops[j].kind == OpKind::kBackwardWeight && g->ops[j].chunk == g->ops[i].chunk) {
         EXPECT_GE(t.start_us[i], t.finish_us[j] - 1e-9) << g->Describe(i) << " vs " << g->Describe(j);
+      }
   }
 }
 

@@ -113,12 +113,14 @@ TEST(LayeringTest, FrameworksStayInTheirLayer) {
           EXPECT_TRUE(engine) << rel << " includes SimGrid (<" << inc.target << ">); only sim/engine may";
           simgrid_includes += engine;
         }
-        if (IsTorch(inc))
+        if (IsTorch(inc)) {
           EXPECT_TRUE(rel.rfind("backend/", 0) == 0 || rel.rfind("tests/backend/", 0) == 0)
               << rel << " includes Torch (<" << inc.target << ">); only backend/ may";
-        if (IsQt(inc))
+        }
+        if (IsQt(inc)) {
           EXPECT_TRUE(rel.rfind("gui/", 0) == 0 || rel.rfind("tests/gui/", 0) == 0)
               << rel << " includes Qt (<" << inc.target << ">); only gui/ may";
+        }
       }
     }
   }

@@ -133,10 +133,12 @@ TEST(ComputeMemoryTest, BuiltSchedulesPeakIsMaxInFlightTimesAct) {
     const std::vector<int> in_flight = MaxInFlight(*s);
     for (int r = 0; r < c.pp; ++r)
       EXPECT_EQ(mem[r].peak_activation_bytes, in_flight[r] * 1000) << c.name << " rank " << r;
-    if (std::string(c.name) == "1f1b")
+    if (std::string(c.name) == "1f1b") {
       for (int r = 0; r < c.pp; ++r) EXPECT_EQ(in_flight[r], std::min(c.pp - r, c.m));
-    if (std::string(c.name) == "gpipe")
+    }
+    if (std::string(c.name) == "gpipe") {
       for (int r = 0; r < c.pp; ++r) EXPECT_EQ(in_flight[r], c.m);
+    }
   }
 }
 

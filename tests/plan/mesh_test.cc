@@ -52,7 +52,9 @@ TEST(DeviceMeshTest, DevicesArePipelineFastestTpGroups) {
           for (int s = 0; s < sp; ++s)
             for (int p = 0; p < pp; ++p) {
               const int dev = mesh.Device(d, p, s);
-              if (sp == 1) EXPECT_EQ(dev, d * pp + p);  // the op graph's numbering, unchanged
+              if (sp == 1) {
+                EXPECT_EQ(dev, d * pp + p);  // the op graph's numbering, unchanged
+              }
               EXPECT_EQ(mesh.DpOfDevice(dev), d);
               EXPECT_EQ(mesh.SpOfDevice(dev), s);
               EXPECT_EQ(mesh.PpOfDevice(dev), p);

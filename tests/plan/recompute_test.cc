@@ -194,7 +194,9 @@ TEST(AdaptiveTest, InterleavedFitsWheneverFullFits) {
     const std::vector<int64_t> full = EstimateRankMemory(ctx, *RunRecomputePolicy("full", {}, ctx));
     const std::vector<int64_t> got = EstimateRankMemory(ctx, *r);
     for (int rank = 0; rank < 2; ++rank)
-      if (full[rank] <= ctx.capacity_bytes) EXPECT_LE(got[rank], ctx.capacity_bytes) << "trial " << trial;
+      if (full[rank] <= ctx.capacity_bytes) {
+        EXPECT_LE(got[rank], ctx.capacity_bytes) << "trial " << trial;
+      }
   }
 }
 

@@ -129,8 +129,8 @@ Result<double> QuickTime(const PlannedRun& run, const Pricer& pricer, const Laye
     const IterationCosts costs =
         pricer.PriceIteration(run.plan.iterations[i], run.tokens, run.packing(), p, rc);
     if (i == 0) {
-      MMTWIN_ASSIGN_OR_RETURN(
-          graph, BuildIterationGraph(run.plan.parallel, run.plan.schedule, costs, statics, comm));
+      MMTWIN_ASSIGN_OR_RETURN(graph, BuildIterationGraph(run.plan.parallel, run.plan.schedule, costs, statics,
+                                                         comm, run.comm_cost));
     } else {
       MMTWIN_RETURN_IF_ERROR(RepriceIterationGraph(&graph, run.plan.schedule, costs));
     }
@@ -293,6 +293,7 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
   }
   MMTWIN_ASSIGN_OR_RETURN(
       plan.schedule, BuildSchedule(s.schedule.name, par.pp, par.vpp, par.micro_batches, s.schedule.params));
+  run.comm_cost = options.comm_cost ? options.comm_cost : std::make_shared<AnalyticCommCost>(run.Comm());
   const Pricer pricer = run.MakePricer();
   MMTWIN_RETURN_IF_ERROR(PlanModel(run, pricer, cancel));
   if (options.memory_report) MMTWIN_RETURN_IF_ERROR(MemoryReport(run, pricer, cancel));

@@ -31,6 +31,7 @@
 #include "core/cluster/cluster.h"
 #include "core/cost/cost_model.h"
 #include "core/model/model.h"
+#include "core/plan/comm_cost.h"
 #include "core/plan/memory.h"
 #include "core/plan/partition.h"
 #include "core/plan/plan.h"
@@ -46,6 +47,9 @@ struct PlanOptions {
   // The per-layer cost model; nullptr = the scenario's `cost:` (the analytic model, or a CoefficientCostModel
   // loaded from its CSV). Shared: the PlannedRun keeps it alive.
   std::shared_ptr<const CostModel> cost;
+  // Prices the transfers and collectives of the op graphs (core/plan/comm_cost.h); nullptr = the analytic link
+  // model of the layout (AnalyticCommCost of PlannedRun::Comm()), e.g. a TableCommCost fitted from measurements.
+  std::shared_ptr<const CommCostModel> comm_cost;
   // Price every replayed iteration for PlannedRun::memory and stage_fwd_us_mean (what `mmtwin plan` shows;
   // Simulate computes the same while it replays, so it turns this off).
   bool memory_report = true;
@@ -65,6 +69,7 @@ struct PlannedRun {
   PartitionReport partition_report;
   RecomputeReport recompute_report;
   std::shared_ptr<const CostModel> cost;
+  std::shared_ptr<const CommCostModel> comm_cost;  // PlanOptions::comm_cost, or the analytic link model
   // With PlanOptions::memory_report: per pipeline rank, the memory merged over the replayed iterations
   // (MergeMemory) and the mean forward time of one micro-batch through the rank's chunks (us).
   std::vector<StageMemory> memory;

@@ -55,6 +55,7 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
                  options.evaluator->name() + "' (valid engines: analytic, simgrid)");
   PlanOptions popts;
   popts.cost = options.cost;
+  popts.comm_cost = options.comm_cost;
   popts.memory_report = false;  // computed below while replaying
   popts.cancel = options.cancel;
   MMTWIN_ASSIGN_OR_RETURN(PlannedRun run, BuildPlan(scenario, popts));
@@ -91,7 +92,8 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
     const IterationCosts costs =
         pricer.PriceIteration(it, run.tokens, run.packing(), plan.partition, plan.recompute);
     if (i == 0) {
-      MMTWIN_ASSIGN_OR_RETURN(graph, BuildIterationGraph(par, plan.schedule, costs, statics, comm));
+      MMTWIN_ASSIGN_OR_RETURN(graph,
+                              BuildIterationGraph(par, plan.schedule, costs, statics, comm, run.comm_cost));
     } else {
       MMTWIN_RETURN_IF_ERROR(RepriceIterationGraph(&graph, plan.schedule, costs));
     }

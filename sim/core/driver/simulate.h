@@ -35,6 +35,8 @@ struct SimulateOptions {
   EngineOptions engine;
   // The per-layer cost model; nullptr = the scenario's `cost:` (planner.h LoadCostModel).
   std::shared_ptr<const CostModel> cost;
+  // Prices transfers and collectives (core/plan/comm_cost.h); nullptr = the analytic link model of the layout.
+  std::shared_ptr<const CommCostModel> comm_cost;
   // Called with the fraction done (0..1) during long replays; may be empty.
   std::function<void(double)> progress;
   // Polled while planning and between iterations; when true, Simulate returns the error "cancelled".

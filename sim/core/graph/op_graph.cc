@@ -146,7 +146,8 @@ Status CheckDispatch(const ParallelConfig& pc, const IterationCosts& costs, cons
 }
 
 // Fills the graph's dispatch side table from the costs (checked by CheckDispatch); `present` = the shape.
-void FillDispatch(const ParallelConfig& pc, const IterationCosts& costs, const CommSpec& comm, OpGraph* g) {
+void FillDispatch(const ParallelConfig& pc, const IterationCosts& costs, const CommSpec& comm,
+                  const CommCostModel& cost, OpGraph* g) {
   const int M = pc.micro_batches;
   const DeviceMesh mesh(pc);
   g->dispatch_begin.clear();
@@ -167,9 +168,7 @@ void FillDispatch(const ParallelConfig& pc, const IterationCosts& costs, const C
       for (const DispatchTransfer& t : list) {
         g->dispatch_transfers.push_back({mesh.Device(t.src_rank, 0), mesh.Device(t.dst_rank, 0), t.bytes});
         const bool nvlink = DispatchNode(pc, comm, t.src_rank) == DispatchNode(pc, comm, t.dst_rank);
-        const double bw = nvlink ? comm.nvlink_bytes_per_s : comm.nic_bytes_per_s;
-        const double lat = nvlink ? comm.nvlink_latency_us : comm.nic_latency_us;
-        us = std::max(us, lat + static_cast<double>(t.bytes) / bw * 1e6);
+        us = std::max(us, cost.Us({CommKind::kDispatch, t.bytes, 2, nvlink}));
       }
       g->dispatch_us[m] = us;
     }
@@ -187,12 +186,10 @@ int64_t DispatchSentBytes(const OpGraph& g, int m, int dev) {
   return b;
 }
 
-double P2pUs(int64_t bytes, const CommSpec& comm) {
-  return comm.p2p_latency_us + (bytes > 0 ? static_cast<double>(bytes) / comm.p2p_bytes_per_s * 1e6 : 0.0);
-}
+double P2pUs(int64_t bytes, const CommCostModel& cost) { return cost.Us({CommKind::kP2p, bytes, 2, true}); }
 
 // Duration of a compute or P2P op from its cost entry.
-double CostDuration(const Op& op, const ChunkCost& k, const CommSpec& comm) {
+double CostDuration(const Op& op, const ChunkCost& k, const CommCostModel& comm) {
   switch (op.kind) {
     case OpKind::kForward:
       return k.fwd_us;
@@ -333,14 +330,17 @@ Error CycleError(const OpGraph& g_unsorted, const std::vector<std::vector<int32_
 
 Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& schedule,
                                     const IterationCosts& costs, const std::vector<ChunkStatic>& statics,
-                                    const CommSpec& comm) {
+                                    const CommSpec& comm, std::shared_ptr<const CommCostModel> comm_cost) {
   MMTWIN_RETURN_IF_ERROR(CheckInputs(pc, schedule, costs, statics, comm));
+  if (!comm_cost) comm_cost = std::make_shared<AnalyticCommCost>(comm);
+  const CommCostModel& cost_model = *comm_cost;
+  // DP rings stay inside a node when the whole DP group fits in one (the layout's DP link, CommSpec::dp_*).
+  const bool dp_in_node = comm.gpus_per_node > 0 && pc.tp * pc.dp <= comm.gpus_per_node;
   const int D = pc.dp, P = pc.pp, M = pc.micro_batches, C = pc.chunks();
   const DeviceMesh mesh(pc);
   Builder b{pc, schedule, costs, statics, comm, ShapeOf(costs, comm), {}, {}, {}, {}, {}};
   const bool has_dp = D > 1;
   const bool zero3 = has_dp && pc.zero_stage == 3;
-  const double frac = has_dp ? static_cast<double>(D - 1) / D : 0.0;
   auto key = [&](int d, int m, int c) {
     return static_cast<int32_t>((static_cast<int64_t>(d) * M + m) * C + c);
   };
@@ -374,7 +374,7 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
   std::vector<int32_t> grad_begin(static_cast<size_t>(D) * C, -1);   // first bucket op of (d, c)
   std::vector<int32_t> dispatch_op(static_cast<size_t>(D) * M, -1);  // dispatch op of (d, m)
   OpGraph g;
-  FillDispatch(pc, costs, comm, &g);
+  FillDispatch(pc, costs, comm, cost_model, &g);
   b.last_on_lane.assign(static_cast<size_t>(mesh.num_devices()) * kNumLanes, -1);
   size_t est = nk * 7 + static_cast<size_t>(D) * C * 4;
   b.ops.reserve(est);
@@ -393,8 +393,8 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
          -1,
          c,
          0,
-         nbuckets(c) * (D - 1) * comm.dp_latency_us +
-             frac * statics[c].grad_bytes_per_gpu / comm.dp_bytes_per_s * 1e6,
+         cost_model.Us(
+             {CommKind::kWeightAllGather, statics[c].grad_bytes_per_gpu, D, dp_in_node, nbuckets(c)}),
          statics[c].grad_bytes_per_gpu};
     g.peer = mesh.DpNeighbor(dev, +1);
     return b.NewOp(g, -1);
@@ -441,8 +441,8 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
           fwd_first[k] = f;
           fwd_last[k] = last;
           if (send_present(c) && PipeRankOfChunk(c + 1, P) != r) {
-            Op s{OpKind::kP2pSendActivation,   Lane::kP2pForward, PassKind::kForward, dev, m, c, 0,
-                 P2pUs(cost.send_bytes, comm), cost.send_bytes};
+            Op s{OpKind::kP2pSendActivation,         Lane::kP2pForward, PassKind::kForward, dev, m, c, 0,
+                 P2pUs(cost.send_bytes, cost_model), cost.send_bytes};
             s.peer = mesh.DeviceOfChunk(d, c + 1);
             send_act[k] = b.NewOp(s, k);
             b.AddEdge(send_act[k], last);
@@ -488,7 +488,7 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
                  m,
                  c,
                  0,
-                 P2pUs(bytes, comm),
+                 P2pUs(bytes, cost_model),
                  bytes};
             s.peer = mesh.DeviceOfChunk(d, c - 1);
             send_grad[k] = b.NewOp(s, kp);
@@ -500,17 +500,12 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
             const int64_t nb = nbuckets(c), total = statics[c].grad_bytes_per_gpu;
             for (int64_t j = 0; j < nb; ++j) {
               const int64_t bytes = std::min(comm.dp_bucket_bytes, total - j * comm.dp_bucket_bytes);
-              const double volume_us = frac * static_cast<double>(bytes) / comm.dp_bytes_per_s * 1e6;
               // Ring algorithms: every step pays the link latency once (d - 1 steps per reduce-scatter or
               // all-gather pass, 2 (d - 1) per all-reduce), as the SimGrid engine's rings do.
-              const double pass_latency_us = (D - 1) * comm.dp_latency_us;
-              double dur = 0;
-              if (pc.zero_stage == 0)
-                dur = 2 * volume_us + 2 * pass_latency_us;
-              else if (pc.zero_stage < 3)
-                dur = 2 * (volume_us + pass_latency_us);
-              else
-                dur = volume_us + pass_latency_us;
+              const CommKind kind = pc.zero_stage == 0  ? CommKind::kAllReduce
+                                    : pc.zero_stage < 3 ? CommKind::kReduceScatterAllGather
+                                                        : CommKind::kReduceScatter;
+              const double dur = cost_model.Us({kind, bytes, D, dp_in_node});
               Op g{OpKind::kDpCollective,
                    Lane::kDp,
                    PassKind::kBackward,
@@ -609,6 +604,7 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
     g.local_deps[slot] = new_id[e.local_from];
   }
   g.source.comm = comm;
+  g.source.comm_cost = comm_cost;
   g.source.statics = statics;
   g.source.shape = std::move(b.shape);
   return g;
@@ -630,8 +626,8 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
       if (shape[i] && !g.source.shape[i]) same = false;
   }
   if (!same) {
-    MMTWIN_ASSIGN_OR_RETURN(OpGraph rebuilt,
-                            BuildIterationGraph(pc, schedule, costs, g.source.statics, g.source.comm));
+    MMTWIN_ASSIGN_OR_RETURN(OpGraph rebuilt, BuildIterationGraph(pc, schedule, costs, g.source.statics,
+                                                                 g.source.comm, g.source.comm_cost));
     g = std::move(rebuilt);
     return Status();
   }
@@ -642,7 +638,7 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
   }
   MMTWIN_RETURN_IF_ERROR(CheckDispatch(pc, costs, g.source.comm));
   const bool had_dispatch = !g.dispatch_begin.empty();
-  FillDispatch(pc, costs, g.source.comm, &g);
+  FillDispatch(pc, costs, g.source.comm, *g.source.comm_cost, &g);
   if (had_dispatch && g.dispatch_begin.empty()) {  // keep the table's shape: ops stay, with zero durations
     g.dispatch_begin.assign(pc.micro_batches + 1, 0);
     g.dispatch_us.assign(pc.micro_batches, 0.0);
@@ -660,7 +656,7 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
     if (ci < 0) continue;
     Op& op = g.ops[i];
     const ChunkCost& k = costs.costs[ci];
-    op.duration_us = CostDuration(op, k, g.source.comm);
+    op.duration_us = CostDuration(op, k, *g.source.comm_cost);
     if (op.kind == OpKind::kP2pSendActivation || op.kind == OpKind::kP2pSendGradient) op.bytes = k.send_bytes;
     g.duration_us[i] = op.duration_us;
   }

@@ -68,10 +68,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "core/plan/comm_cost.h"
 #include "core/plan/plan.h"
 #include "core/util/status.h"
 
@@ -158,6 +160,7 @@ struct OpGraph {
   // For RepriceIterationGraph: what the graph was built from. Not for general use.
   struct Source {
     CommSpec comm;
+    std::shared_ptr<const CommCostModel> comm_cost;  // prices every transfer and collective (never null)
     std::vector<ChunkStatic> statics;
     std::vector<int32_t> cost_index;  // per op: index into IterationCosts::costs (-1: none)
     std::vector<uint8_t> shape;       // op presence flags the graph was built with
@@ -168,9 +171,12 @@ struct OpGraph {
 // or non-finite durations, bytes > 0 over a link of speed <= 0, dp_bucket_bytes <= 0, dispatch transfers with
 // ranks outside [0, dp) or negative bytes, more dispatch lists than micro-batches, a dependency cycle (names
 // the ops on it).
+// `comm_cost` prices every P2P send, dispatch transfer and DP collective (core/plan/comm_cost.h); nullptr = the
+// analytic link model of `comm` (AnalyticCommCost), which gives the durations written above.
 Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& schedule,
                                     const IterationCosts& costs, const std::vector<ChunkStatic>& statics,
-                                    const CommSpec& comm);
+                                    const CommSpec& comm,
+                                    std::shared_ptr<const CommCostModel> comm_cost = nullptr);
 
 // Re-prices the graph for another iteration's costs (same dp, M, chunks): O(ops), no allocation when the op
 // presence (see above) is unchanged; otherwise rebuilds it with `schedule`.

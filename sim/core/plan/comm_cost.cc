@@ -1,0 +1,151 @@
+// Communication costs (comm_cost.h).
+#include "core/plan/comm_cost.h"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <vector>
+
+#include "core/util/csv.h"
+
+namespace mmtwin {
+namespace {
+
+constexpr CommKind kKinds[] = {CommKind::kP2p,           CommKind::kDispatch,
+                               CommKind::kAllReduce,     CommKind::kReduceScatterAllGather,
+                               CommKind::kReduceScatter, CommKind::kWeightAllGather};
+
+// Ring collectives with per-step latency `lat` and bandwidth `bw` (the expressions the op graph always used).
+double RingUs(const CommCall& c, double lat, double bw) {
+  const int d = std::max(c.group, 1);
+  const double frac = d > 1 ? static_cast<double>(d - 1) / d : 0.0;
+  switch (c.kind) {
+    case CommKind::kWeightAllGather:
+      return c.buckets * (d - 1) * lat + frac * c.bytes / bw * 1e6;
+    default:
+      break;
+  }
+  const double volume_us = frac * static_cast<double>(c.bytes) / bw * 1e6;
+  const double pass_latency_us = (d - 1) * lat;
+  if (c.kind == CommKind::kAllReduce) return 2 * volume_us + 2 * pass_latency_us;
+  if (c.kind == CommKind::kReduceScatterAllGather) return 2 * (volume_us + pass_latency_us);
+  return volume_us + pass_latency_us;
+}
+
+double TransferUs(int64_t bytes, double lat, double bw) {
+  return lat + (bytes > 0 ? static_cast<double>(bytes) / bw * 1e6 : 0.0);
+}
+
+}  // namespace
+
+const char* CommKindName(CommKind k) {
+  switch (k) {
+    case CommKind::kP2p:
+      return "p2p";
+    case CommKind::kDispatch:
+      return "dispatch";
+    case CommKind::kAllReduce:
+      return "all_reduce";
+    case CommKind::kReduceScatterAllGather:
+      return "reduce_scatter_all_gather";
+    case CommKind::kReduceScatter:
+      return "reduce_scatter";
+    case CommKind::kWeightAllGather:
+      return "weight_all_gather";
+  }
+  return "?";
+}
+
+bool ParseCommKind(const std::string& name, CommKind& out) {
+  for (CommKind k : kKinds)
+    if (name == CommKindName(k)) {
+      out = k;
+      return true;
+    }
+  return false;
+}
+
+double AnalyticCommCost::Us(const CommCall& c) const {
+  switch (c.kind) {
+    case CommKind::kP2p:
+      return TransferUs(c.bytes, comm_.p2p_latency_us, comm_.p2p_bytes_per_s);
+    case CommKind::kDispatch:
+      return c.in_node
+                 ? comm_.nvlink_latency_us + static_cast<double>(c.bytes) / comm_.nvlink_bytes_per_s * 1e6
+                 : comm_.nic_latency_us + static_cast<double>(c.bytes) / comm_.nic_bytes_per_s * 1e6;
+    default:
+      return RingUs(c, comm_.dp_latency_us, comm_.dp_bytes_per_s);
+  }
+}
+
+const LinkCost* TableCommCost::Find(CommKind kind, bool in_node) const {
+  auto it = table_.find({kind, in_node});
+  return it == table_.end() ? nullptr : &it->second;
+}
+
+double TableCommCost::Us(const CommCall& c) const {
+  const LinkCost* row = Find(c.kind, c.in_node);
+  if (!row) return fallback_.Us(c);
+  if (c.kind == CommKind::kP2p || c.kind == CommKind::kDispatch)
+    return TransferUs(c.bytes, row->latency_us, row->bytes_per_s);
+  return RingUs(c, row->latency_us, row->bytes_per_s);
+}
+
+Result<TableCommCost> TableCommCost::Parse(const std::string& text, const std::string& name,
+                                           AnalyticCommCost fallback) {
+  TableCommCost t(std::move(fallback));
+  std::istringstream in(text);
+  std::string line;
+  bool header = false;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    std::string cell;
+    while (std::getline(ss, cell, ',')) f.push_back(cell);
+    if (!header) {
+      if (line != "kind,link,latency_us,bytes_per_s")
+        return Error::At(name, n, "", "expected the header kind,link,latency_us,bytes_per_s");
+      header = true;
+      continue;
+    }
+    if (f.size() != 4) return Error::At(name, n, "", "expected 4 fields, got " + std::to_string(f.size()));
+    CommKind kind;
+    if (!ParseCommKind(f[0], kind))
+      return Error::At(
+          name, n, "kind",
+          "'" + f[0] +
+              "' is not one of p2p, dispatch, all_reduce, reduce_scatter_all_gather, reduce_scatter, "
+              "weight_all_gather");
+    if (f[1] != "nvlink" && f[1] != "nic")
+      return Error::At(name, n, "link", "'" + f[1] + "' is not nvlink or nic");
+    LinkCost cost;
+    if (!ParseDouble(f[2], cost.latency_us) || !(cost.latency_us >= 0) || !std::isfinite(cost.latency_us))
+      return Error::At(name, n, "latency_us", "'" + f[2] + "' is not a number >= 0");
+    if (!ParseDouble(f[3], cost.bytes_per_s) || !(cost.bytes_per_s > 0) || !std::isfinite(cost.bytes_per_s))
+      return Error::At(name, n, "bytes_per_s", "'" + f[3] + "' is not a number > 0");
+    if (t.Find(kind, f[1] == "nvlink"))
+      return Error::At(name, n, "", "duplicate row for " + f[0] + "," + f[1]);
+    t.Set(kind, f[1] == "nvlink", cost);
+  }
+  if (!header) return Error::At(name, 1, "", "expected the header kind,link,latency_us,bytes_per_s");
+  return t;
+}
+
+Result<TableCommCost> TableCommCost::Load(const std::string& path, AnalyticCommCost fallback) {
+  MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return Parse(text, path, std::move(fallback));
+}
+
+std::string TableCommCost::Format() const {
+  std::string out = "# mmtwin-comm-costs v1\nkind,link,latency_us,bytes_per_s\n";
+  char buf[96];
+  for (const auto& [key, cost] : table_) {
+    std::snprintf(buf, sizeof buf, ",%.17g,%.17g\n", cost.latency_us, cost.bytes_per_s);
+    out += std::string(CommKindName(key.first)) + (key.second ? ",nvlink" : ",nic") + buf;
+  }
+  return out;
+}
+
+}  // namespace mmtwin
