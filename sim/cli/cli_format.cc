@@ -74,23 +74,19 @@ void WritePlanStages(const std::vector<PlanStage>& stages, std::ostream& out) {
     out << "(no stages)\n";
     return;
   }
-  char line[512];
-  std::snprintf(line, sizeof line, "%-5s %-9s %-40s %8s %7s %9s %9s %8s %9s %8s %5s\n", "stage", "layers",
-                "first .. last", "params", "recomp", "fwd ms", "states", "act", "peak", "capacity", "fits");
-  out << line;
+  constexpr const char* kRow = "{:<5} {:<9} {:<40} {:>8} {:>7} {:>9} {:>9} {:>8} {:>9} {:>8} {:>5}\n";
+  out << fmt::format(kRow, "stage", "layers", "first .. last", "params", "recomp", "fwd ms", "states", "act",
+                     "peak", "capacity", "fits");
   out << std::string(5 + 9 + 40 + 8 + 7 + 9 + 9 + 8 + 9 + 8 + 5 + 10, '-') << "\n";
   for (const PlanStage& st : stages) {
     const StageMemory& m = st.memory;
-    std::snprintf(line, sizeof line, "%-5s %-9s %-40s %8s %7s %9s %9s %8s %9s %8s %5s\n",
-                  Count(st.stage).c_str(), LayerRange(st.first_layer, st.last_layer).c_str(),
-                  Labels(st.first_layer_label, st.last_layer_label).c_str(),
-                  Params(static_cast<double>(st.params)).c_str(), Count(st.recomputed_layers).c_str(),
-                  Fixed(st.fwd_us_mean / 1e3, 1).c_str(),
-                  GiB(static_cast<double>(m.model_state_bytes)).c_str(),
-                  GiB(static_cast<double>(m.peak_activation_bytes)).c_str(),
-                  GiB(static_cast<double>(m.peak_bytes)).c_str(),
-                  GiB(static_cast<double>(m.capacity_bytes)).c_str(), m.fits ? "yes" : "OOM");
-    out << line;
+    out << fmt::format(kRow, Count(st.stage), LayerRange(st.first_layer, st.last_layer),
+                       Labels(st.first_layer_label, st.last_layer_label),
+                       Params(static_cast<double>(st.params)), Count(st.recomputed_layers),
+                       Fixed(st.fwd_us_mean / 1e3, 1), GiB(static_cast<double>(m.model_state_bytes)),
+                       GiB(static_cast<double>(m.peak_activation_bytes)),
+                       GiB(static_cast<double>(m.peak_bytes)), GiB(static_cast<double>(m.capacity_bytes)),
+                       m.fits ? "yes" : "OOM");
   }
   out << "(memory in GiB per GPU: model states (weights, gradients, optimizer after TP/PP/ZeRO division), "
          "peak\n"
@@ -103,23 +99,18 @@ void WriteSimStages(const std::vector<StageRecord>& stages, std::ostream& out) {
     out << "(no stages)\n";
     return;
   }
-  char line[512];
-  std::snprintf(line, sizeof line, "%-5s %-9s %8s %7s %8s %8s %9s %7s %7s %7s %8s %8s %8s\n", "stage",
-                "layers", "params", "recomp", "fwd ms", "bwd ms", "recomp ms", "busy", "bubble", "idle",
-                "states", "peak", "capacity");
-  out << line;
+  constexpr const char* kRow =
+      "{:<5} {:<9} {:>8} {:>7} {:>8} {:>8} {:>9} {:>7} {:>7} {:>7} {:>8} {:>8} {:>8}\n";
+  out << fmt::format(kRow, "stage", "layers", "params", "recomp", "fwd ms", "bwd ms", "recomp ms", "busy",
+                     "bubble", "idle", "states", "peak", "capacity");
   out << std::string(5 + 9 + 8 + 7 + 8 + 8 + 9 + 7 + 7 + 7 + 8 + 8 + 8 + 12, '-') << "\n";
   for (const StageRecord& st : stages) {
-    std::snprintf(line, sizeof line, "%-5s %-9s %8s %7s %8s %8s %9s %7s %7s %7s %8s %8s %8s\n",
-                  Count(st.stage).c_str(), LayerRange(st.first_layer, st.last_layer).c_str(),
-                  Params(static_cast<double>(st.params)).c_str(), Count(st.recomputed_layers).c_str(),
-                  Fixed(st.fwd_us_mean / 1e3, 1).c_str(), Fixed(st.bwd_us_mean / 1e3, 1).c_str(),
-                  Fixed(st.recompute_us_mean / 1e3, 1).c_str(), Percent(st.busy_ratio).c_str(),
-                  Percent(st.bubble_ratio).c_str(), Percent(st.idle_ratio).c_str(),
-                  GiB(static_cast<double>(st.model_state_bytes)).c_str(),
-                  GiB(static_cast<double>(st.peak_memory_bytes)).c_str(),
-                  GiB(static_cast<double>(st.memory_capacity_bytes)).c_str());
-    out << line;
+    out << fmt::format(
+        kRow, Count(st.stage), LayerRange(st.first_layer, st.last_layer),
+        Params(static_cast<double>(st.params)), Count(st.recomputed_layers), Fixed(st.fwd_us_mean / 1e3, 1),
+        Fixed(st.bwd_us_mean / 1e3, 1), Fixed(st.recompute_us_mean / 1e3, 1), Percent(st.busy_ratio),
+        Percent(st.bubble_ratio), Percent(st.idle_ratio), GiB(static_cast<double>(st.model_state_bytes)),
+        GiB(static_cast<double>(st.peak_memory_bytes)), GiB(static_cast<double>(st.memory_capacity_bytes)));
   }
   out << "(times per micro-batch, means over the replayed iterations; memory in GiB per GPU)\n";
 }

@@ -20,8 +20,8 @@ int RunList(const std::string& what, std::ostream& out, std::ostream& err) {
       out << "  " << p.name << ": " << p.description << "\n" << DescribeParams(p.params, "      ");
     }
     out << "\npost-balance algorithms (--param algorithm=NAME):\n";
-    for (auto a : AllPostBalanceAlgorithms())
-      out << "  " << PostBalanceAlgorithmName(a) << ": " << PostBalanceAlgorithmDescription(a) << "\n";
+    for (const auto& a : PostBalanceAlgorithms().entries())
+      out << "  " << a.name << ": " << a.description << "\n";
     out << "\npartition policies (scenario policies.partition):\n";
     for (const auto& p : PartitionPolicies())
       out << "  " << p.name << ": " << p.description << "\n" << DescribeParams(p.params, "      ");

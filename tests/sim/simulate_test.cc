@@ -67,6 +67,11 @@ TEST(SimulateTest, SummaryIsConsistentAndDeterministic) {
   auto ops_back = ParseOpsCsv(OpsCsv(a->ops), "ops.csv");
   ASSERT_TRUE(ops_back.ok()) << ops_back.error().message();
   EXPECT_EQ(OpsCsv(*ops_back), OpsCsv(a->ops));
+  const std::string csv = OpsCsv(a->ops);
+  ASSERT_EQ(csv.rfind("# mmtwin-ops v1\n", 0), 0u);
+  auto newer = ParseOpsCsv("# mmtwin-ops v2\n" + csv.substr(csv.find('\n') + 1), "ops.csv");
+  ASSERT_FALSE(newer.ok());
+  EXPECT_EQ(newer.error().message(), "ops.csv:1: unsupported version 'mmtwin-ops v2' (this mmtwin reads v1)");
 }
 
 TEST(SimulateTest, OmniBalBeatsTheBaseline) {

@@ -565,15 +565,19 @@ Bins ConvConsecutive(std::span<const int64_t> lengths, int d, double lambda) {
 
 }  // namespace
 
+const PolicyRegistry<PostBalanceAlgorithm>& PostBalanceAlgorithms() {
+  static const PolicyRegistry<PostBalanceAlgorithm> r = [] {
+    std::vector<RegistryEntry<PostBalanceAlgorithm>> entries;
+    for (const auto& info : kAlgorithms) entries.push_back({info.name, info.description, {}, info.algorithm});
+    return PolicyRegistry<PostBalanceAlgorithm>("post-balance algorithm", "post-balance algorithm",
+                                                std::move(entries));
+  }();
+  return r;
+}
+
 Result<PostBalanceAlgorithm> ParsePostBalanceAlgorithm(std::string_view name) {
-  for (const auto& info : kAlgorithms)
-    if (name == info.name) return info.algorithm;
-  std::string valid;
-  for (const auto& info : kAlgorithms) {
-    if (!valid.empty()) valid += ", ";
-    valid += info.name;
-  }
-  return Error("unknown post-balance algorithm '" + std::string(name) + "'; valid values are: " + valid);
+  MMTWIN_ASSIGN_OR_RETURN(const RegistryEntry<PostBalanceAlgorithm>* e, PostBalanceAlgorithms().Find(name));
+  return e->run;
 }
 
 const char* PostBalanceAlgorithmName(PostBalanceAlgorithm a) { return Info(a).name; }

@@ -48,6 +48,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/util/registry.h"
 #include "core/util/status.h"
 
 namespace mmtwin {
@@ -61,6 +62,8 @@ const char* PostBalanceAlgorithmName(PostBalanceAlgorithm a);
 const char* PostBalanceAlgorithmDescription(PostBalanceAlgorithm a);  // one line
 // Every algorithm, in the order of the enum.
 std::vector<PostBalanceAlgorithm> AllPostBalanceAlgorithms();
+// The same as a registry (core/util/registry.h): name, one-line description, no parameters, the enum value.
+const PolicyRegistry<PostBalanceAlgorithm>& PostBalanceAlgorithms();
 
 struct PostBalanceOptions {
   PostBalanceAlgorithm algorithm = PostBalanceAlgorithm::kLpt;

@@ -335,7 +335,7 @@ std::string Num(double x) {
 }  // namespace
 
 std::string OpsCsv(const std::vector<OpRecord>& ops) {
-  std::string out = std::string(kOpsHeader) + "\n";
+  std::string out = "# mmtwin-ops v" + std::to_string(kRecordsSchemaVersion) + "\n" + kOpsHeader + "\n";
   for (const OpRecord& o : ops) {
     out += std::string(RecordSourceName(o.source)) + "," + std::to_string(o.iteration) + "," +
            OpKindName(o.kind) + "," + LaneName(o.lane) + "," + std::to_string(o.device) + "," +
@@ -375,6 +375,14 @@ Result<std::vector<OpRecord>> ParseOpsCsv(const std::string& text, const std::st
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
+    if (line[0] == '#') {  // comments; the version line must name a version this mmtwin reads
+      if (line.rfind("# mmtwin-ops v", 0) == 0 &&
+          line != "# mmtwin-ops v" + std::to_string(kRecordsSchemaVersion))
+        return Error::At(name, line_no, "",
+                         "unsupported version '" + line.substr(2) + "' (this mmtwin reads v" +
+                             std::to_string(kRecordsSchemaVersion) + ")");
+      continue;
+    }
     if (!header) {
       if (line != kOpsHeader)
         return Error::At(name, line_no, "", std::string("expected the header ") + kOpsHeader);

@@ -25,7 +25,7 @@ struct RegistryEntry {
   std::string name;
   std::string description;  // one line, shown by `mmtwin policies` and --help
   std::vector<ParamSpec> params;
-  Fn run = nullptr;
+  Fn run{};  // the function that runs it (or, for post-balance algorithms, the enum value that selects it)
 };
 
 template <class Fn>
