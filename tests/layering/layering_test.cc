@@ -166,11 +166,13 @@ TEST(LayeringTest, DeviceArithmeticOnlyInTheMesh) {
   EXPECT_FALSE(std::regex_search("const int dev = mesh.Device(d, r);", kDeviceArithmetic));
 }
 
-// Docs and data cite only what is in the repository: no path into ../shared or an absolute /work path, and every
-// cited sim/docs note exists.
+// Docs and data cite only what is in the repository: no path into the sibling shared/ folder or an absolute /work
+// path, and every cited sim/docs note exists.
 TEST(LayeringTest, DocsCiteOnlyTheRepository) {
   const fs::path root(MMTWIN_SOURCE_DIR);
-  static const std::regex outside(R"re((\.\./shared|/work/shared|/work/main))re");
+  // (Spelled in pieces so that this file does not match the checks it implements.)
+  static const std::regex outside(std::string(R"re((\.\./sha)re") + R"re(red|/work/sha)re" +
+                                  R"re(red|/work/main))re");
   static const std::regex cited(R"re(sim/docs/([a-z_]+\.md))re");
   int scanned = 0;
   for (const char* top : {"sim", "tests", "scenarios", "traces", "backend", "gui", "reports"}) {
@@ -205,7 +207,7 @@ TEST(LayeringTest, DocsCiteOnlyTheRepository) {
 // The checks themselves: a fabricated upward include and framework includes are caught.
 TEST(LayeringTest, TheCheckerSeesViolations) {
   const auto inc =
-      Includes("#include \"core/driver/simulate.h\"\n  #  include <QWidget>\n#include <torch/torch.h>\n");
+      Includes("#include \"core/driver/simulate.h\"\n  #  include <QWidget>\n#  include <torch/torch.h>\n");
   ASSERT_EQ(inc.size(), 3u);
   EXPECT_GT(kRank.at(FolderOf(inc[0].target)), kRank.at("core/plan"));
   EXPECT_TRUE(IsQt(inc[1]));
