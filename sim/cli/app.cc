@@ -123,8 +123,10 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   import->add_option("--map", imp.maps,
                      "csv only: TRACE_FIELD=SOURCE_COLUMN (fields: sample_id, subset, images, image_tiles, "
                      "video_frames, audio_seconds, text_tokens, meta); repeatable");
-  CLI::Option* tiles = import->add_option("--tiles-per-image", imp.tiles_per_image,
-                                          "llava only: vision tiles per image (default 1)");
+  CLI::Option* tiles = import
+                           ->add_option("--tiles-per-image", imp.tiles_per_image,
+                                        "llava only: vision tiles per image (default 1)")
+                           ->type_name("N");
   CLI::Option* subset =
       import->add_option("--subset", imp.subset, "llava only: subset name for every sample");
 
@@ -140,8 +142,9 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
             return "unknown preset '" + v + "'; valid values are: " + PresetNames();
           }));
   CLI::Option* samples =
-      gen_cmd->add_option("--samples", gen.samples, "samples to generate (default: the real dataset's size)");
-  CLI::Option* seed = gen_cmd->add_option("--seed", gen.seed, "generator seed (default 1)");
+      gen_cmd->add_option("--samples", gen.samples, "samples to generate (default: the real dataset's size)")
+          ->type_name("N");
+  CLI::Option* seed = gen_cmd->add_option("--seed", gen.seed, "generator seed (default 1)")->type_name("S");
   CLI::Option* gen_out = gen_cmd->add_option("-o,--output", gen.output, "output trace CSV");
   gen_cmd->add_flag("--list", gen.list, "list the presets with their sizes and sources");
 
@@ -150,7 +153,8 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       trace->add_subcommand("stats", "per-modality statistics and per-subset counts of a trace");
   stats_cmd->add_option("TRACE", stats.trace, "trace CSV")->required();
   stats_cmd->add_option("--model", stats.model, "also vision and LLM tokens per sample for this model");
-  CLI::Option* bins = stats_cmd->add_option("--bins", stats.bins, "histogram bins (default 20)");
+  CLI::Option* bins =
+      stats_cmd->add_option("--bins", stats.bins, "histogram bins (default 20)")->type_name("N");
   stats_cmd->add_flag("--json", stats.json, "print JSON");
 
   // ---- balance ----
@@ -164,7 +168,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       "their parameters.");
   balance->add_option("--trace", bal.trace, "trace CSV");
   balance->add_option("--model", bal.model, "model zoo name or spec file");
-  CLI::Option* dp = balance->add_option("--dp", bal.dp, "data-parallel ranks");
+  CLI::Option* dp = balance->add_option("--dp", bal.dp, "data-parallel ranks")->type_name("D");
   balance->add_option("--policy", bal.policies, "data policy")
       ->check(RegistryValidator("POLICY", DataPolicyNames(), [](const std::string& v) -> std::string {
         auto f = FindDataPolicy(v);
@@ -175,9 +179,11 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   CLI::Option* compare =
       balance->add_option("--compare", compare_list, "compare policies P1,P2,... side by side")
           ->expected(0, 1);
-  CLI::Option* bal_seed = balance->add_option("--seed", bal.seed, "policies' seed (default 1)");
+  CLI::Option* bal_seed =
+      balance->add_option("--seed", bal.seed, "policies' seed (default 1)")->type_name("S");
   CLI::Option* rpn =
-      balance->add_option("--ranks-per-node", bal.ranks_per_node, "DP ranks per node (default 8)");
+      balance->add_option("--ranks-per-node", bal.ranks_per_node, "DP ranks per node (default 8)")
+          ->type_name("N");
   balance->add_option("--cluster", bal.cluster, "cluster preset: its GPUs per node set the node boundaries");
   balance->add_flag("--json", bal.json, "print JSON");
 
@@ -211,8 +217,10 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
                        "runs/NAME)");
   simulate->add_flag("--json", sim.json, "print summary.json instead of the text summary");
   CLI::Option* trace_it =
-      simulate->add_option("--trace-iteration", sim.trace_iteration,
-                           "which replayed iteration (0-based) trace.json and ops.csv show (default 0)");
+      simulate
+          ->add_option("--trace-iteration", sim.trace_iteration,
+                       "which replayed iteration (0-based) trace.json and ops.csv show (default 0)")
+          ->type_name("K");
   simulate->footer(
       "Prints iteration time p50/p99, bubble, idle and recompute ratios, tokens/s, MFU, projected GPU-days "
       "for "
@@ -225,10 +233,13 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   CLI::App* sweep = app.add_subcommand(
       "sweep", "run a sweep of what-if scenarios on worker processes into SQLite (resumable, shardable)");
   sweep->add_option("SWEEP", sw.sweep, "sweep file (scenarios/README.md \"Sweeps\")");
-  CLI::Option* jobs = sweep->add_option("-j,--jobs", sw.jobs, "worker processes (default 1)");
-  CLI::Option* shard = sweep->add_option(
-      "--shard", sw.shard,
-      "run only runs whose index % N == i (Slurm: $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)");
+  CLI::Option* jobs = sweep->add_option("-j,--jobs", sw.jobs, "worker processes (default 1)")->type_name("N");
+  CLI::Option* shard =
+      sweep
+          ->add_option(
+              "--shard", sw.shard,
+              "run only runs whose index % N == i (Slurm: $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)")
+          ->type_name("i/N");
   sweep->add_option("--db", sw.db,
                     "results database (default NAME.sqlite, NAME.shard-i-of-N.sqlite with --shard)");
   sweep->add_option("--csv", sw.csv, "also export the database as CSV when done");
