@@ -16,6 +16,7 @@
 #include "core/driver/simulate.h"
 #include "core/records/records_codec.h"
 #include "core/scenario/scenario.h"
+#include "core/util/atomic_dir.h"
 #include "core/util/csv.h"
 
 namespace mmtwin::cli {
@@ -81,17 +82,17 @@ class ProgressBar {
   std::chrono::steady_clock::time_point start_, last_;
 };
 
+// The run folder as a unit (core/util/atomic_dir.h): a kill or an error at any moment leaves either the old
+// complete folder or the new complete one, never a mix.
 Status WriteOutputs(const std::string& dir, const Scenario& s, const SimulationResult& r) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Error(dir + ": cannot create the run folder: " + ec.message());
-  MMTWIN_RETURN_IF_ERROR(WriteFileAtomic(dir + "/summary.json", SummaryToJson(r.summary) + "\n"));
-  MMTWIN_RETURN_IF_ERROR(WriteFileAtomic(dir + "/stages.csv", StagesCsv(r.summary.stages)));
-  MMTWIN_RETURN_IF_ERROR(WriteFileAtomic(dir + "/trace.json", r.trace_json));
-  MMTWIN_RETURN_IF_ERROR(WriteFileAtomic(dir + "/ops.csv", OpsCsv(r.ops)));
-  MMTWIN_RETURN_IF_ERROR(
-      WriteFileAtomic(dir + "/scenario.yaml", r.resolved_yaml.empty() ? FormatScenario(s) : r.resolved_yaml));
-  return Status();
+  const std::string summary = SummaryToJson(r.summary) + "\n", stages = StagesCsv(r.summary.stages),
+                    ops = OpsCsv(r.ops),
+                    scenario = r.resolved_yaml.empty() ? FormatScenario(s) : r.resolved_yaml;
+  return WriteFolderAtomic(dir, {{"summary.json", summary},
+                                 {"stages.csv", stages},
+                                 {"trace.json", r.trace_json},
+                                 {"ops.csv", ops},
+                                 {"scenario.yaml", scenario}});
 }
 
 void WriteSummary(const Scenario& s, const RunSummary& j, const std::string& dir, std::ostream& out) {

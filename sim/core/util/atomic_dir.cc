@@ -1,0 +1,147 @@
+// A folder written as a unit (atomic_dir.h).
+#include "core/util/atomic_dir.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace mmtwin {
+namespace {
+
+namespace fs = std::filesystem;
+
+Status WriteSynced(const fs::path& path, std::string_view content) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Error(path.string() + ": cannot write: " + std::strerror(errno));
+  size_t off = 0;
+  while (off < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + off, content.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int e = errno;
+      ::close(fd);
+      return Error(path.string() + ": write failed: " + std::strerror(e));
+    }
+    off += static_cast<size_t>(n);
+  }
+  const bool synced = ::fsync(fd) == 0;
+  const int e = errno;
+  if (::close(fd) != 0 || !synced) return Error(path.string() + ": write failed: " + std::strerror(e));
+  return Status();
+}
+
+void SyncFolder(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+// Staging folders "NAME.tmp-PID" of processes that no longer run.
+void RemoveStale(const fs::path& parent, const std::string& name) {
+  std::error_code ec;
+  const std::string prefix = name + ".tmp-";
+  for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string f = it->path().filename().string();
+    if (f.rfind(prefix, 0) != 0) continue;
+    const std::string pid = f.substr(prefix.size());
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9) continue;
+    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH) fs::remove_all(it->path(), ec);
+  }
+}
+
+}  // namespace
+
+Status WriteFolderAtomic(const std::string& dir,
+                         const std::vector<std::pair<std::string, std::string_view>>& files) {
+  std::error_code ec;
+  // The folder is named by its last component as given: "runs/x" or "runs/x/", never ".", ".." or "/".
+  std::string given = dir;
+  while (given.size() > 1 && given.back() == '/') given.pop_back();
+  const std::string last = fs::path(given).filename().string();
+  if (given.empty() || last.empty() || last == "." || last == "..")
+    return Error(dir + ": not a usable run folder name (give a folder such as runs/NAME)");
+  const fs::path target = fs::absolute(fs::path(given), ec).lexically_normal();
+  if (ec) return Error(dir + ": not a usable run folder name");
+  const std::string name = target.filename().string();
+  // Never the working folder or one of its ancestors (replacing it would pull the floor away).
+  const fs::path cwd = fs::current_path(ec).lexically_normal();
+  if (!ec) {
+    const auto [t_end, c_it] = std::mismatch(target.begin(), target.end(), cwd.begin(), cwd.end());
+    if (t_end == target.end())
+      return Error(dir + ": is the working folder or contains it; give a folder of its own");
+  }
+  for (const auto& [file, content] : files)
+    if (file.empty() || file == "." || file == ".." || file.find('/') != std::string::npos)
+      return Error(dir + ": '" + file + "' is not a plain file name");
+  const fs::path parent = target.parent_path();
+  fs::create_directories(parent, ec);
+  if (ec) return Error(parent.string() + ": cannot create the folder: " + ec.message());
+  // An existing target must be a run folder: empty, or holding the files written here (and plain files only).
+  if (fs::exists(target, ec)) {
+    if (!fs::is_directory(target, ec)) return Error(dir + ": exists and is not a folder");
+    bool empty = true, ours = false;
+    for (fs::directory_iterator it(target, ec), end; !ec && it != end; it.increment(ec)) {
+      empty = false;
+      const std::string f = it->path().filename().string();
+      for (const auto& [file, content] : files) ours = ours || file == f;
+      std::error_code lec;
+      if (!it->is_regular_file(lec) && !it->is_symlink(lec))
+        return Error(dir + ": holds the folder '" + f + "'; it is not a run folder mmtwin may replace");
+    }
+    if (!empty && !ours)
+      return Error(dir + ": exists and is not a run folder (none of " + std::to_string(files.size()) +
+                   " expected files in it); give another folder");
+  }
+  RemoveStale(parent, name);
+
+  const fs::path staging = parent / (name + ".tmp-" + std::to_string(::getpid()));
+  fs::remove_all(staging, ec);
+  if (!fs::create_directory(staging, ec) || ec)
+    return Error(staging.string() + ": cannot create: " + ec.message());
+  auto abandon = [&](Error e) {
+    std::error_code ignore;
+    fs::remove_all(staging, ignore);
+    return e;
+  };
+  for (const auto& [file, content] : files)
+    if (Status st = WriteSynced(staging / file, content); !st.ok()) return abandon(st.error().Wrap(dir));
+  // Whatever else the old folder holds (a user's notes, a plot) is carried over: hard links, or copies.
+  if (fs::is_directory(target, ec)) {
+    for (fs::directory_iterator it(target, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string f = it->path().filename().string();
+      bool ours = false;
+      for (const auto& [file, content] : files) ours = ours || file == f;
+      if (ours || f.rfind(name + ".tmp-", 0) == 0) continue;
+      std::error_code lec;
+      fs::create_hard_link(it->path(), staging / f, lec);
+      if (lec) {  // another file system, or a symlink: copy it
+        lec.clear();
+        fs::copy(it->path(), staging / f, fs::copy_options::copy_symlinks, lec);
+      }
+      if (lec) return abandon(Error(dir + ": cannot keep '" + f + "' of the old folder: " + lec.message()));
+    }
+    if (ec) return abandon(Error(dir + ": cannot read the old folder: " + ec.message()));
+  }
+  SyncFolder(staging);
+
+  if (fs::exists(target, ec)) {
+    // One atomic step: the target becomes the new folder, the staging path holds the old one.
+    if (::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) != 0)
+      return abandon(Error(dir + ": cannot replace the folder: " + std::strerror(errno)));
+  } else if (::rename(staging.c_str(), target.c_str()) != 0) {
+    return abandon(Error(dir + ": cannot create the folder: " + std::strerror(errno)));
+  }
+  SyncFolder(parent);
+  fs::remove_all(staging, ec);  // the old contents (or nothing)
+  return Status();
+}
+
+}  // namespace mmtwin

@@ -1,0 +1,30 @@
+// A folder of files written as a unit: a run folder (summary.json, stages.csv, ops.csv, trace.json,
+// scenario.yaml) is either the complete old one or the complete new one at every moment, whatever kills the
+// process or fails in between.
+//
+//   MMTWIN_RETURN_IF_ERROR(WriteFolderAtomic("runs/default", {{"summary.json", text}, {"stages.csv", csv}}));
+//
+// How: the files are written and fsync'ed into a staging sibling `NAME.tmp-PID`, which is then swapped with the
+// target in one step (Linux renameat2 RENAME_EXCHANGE; a plain rename when there is no target yet), and the old
+// contents, now in the staging path, are removed. Other files of the old folder (a user's notes, a plot) are
+// carried into the new one (hard links, or copies). For safety it replaces only a run folder: an existing target
+// must be empty or hold one of the files written here and no subfolder; ".", "..", the working folder or an
+// ancestor of it are refused. A staging folder left by a process that no longer runs is
+// removed on the next write. Errors (no space, a target that is a file, ...) leave the target as it was and
+// remove the staging folder.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/util/status.h"
+
+namespace mmtwin {
+
+// `files`: (name inside the folder, content); names are plain file names (no '/', not "." or "..").
+Status WriteFolderAtomic(const std::string& dir,
+                         const std::vector<std::pair<std::string, std::string_view>>& files);
+
+}  // namespace mmtwin
