@@ -179,6 +179,19 @@ TEST_F(CliSimulateTest, OomStillWritesOutputsAndExitsOne) {
   EXPECT_NE(p.out.find("OOM"), std::string::npos) << p.out;
 }
 
+// Running out of memory (here under a 600 MB address-space limit, a trace of 50M samples) is a clear message and
+// exit 2, not an abort.
+TEST_F(CliSimulateTest, OutOfMemoryIsAMessageAndExitTwo) {
+  Write("big.yaml",
+        "name: big\ntrace: {preset: internvl-1.2m, samples: 50000000}\nmodel: internvl-1.5-6b-20b\n"
+        "parallel: {dp: 2, tp: 2, pp: 4, micro_batches: 8}\n");
+  const CliRun r = Shell("bash -c 'ulimit -v 600000; " + std::string(MMTWIN_CLI) + " simulate " +
+                         P("big.yaml") + " -o " + P("big-run") + "' 2>&1");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("mmtwin: out of memory"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir_ / "big-run"));
+}
+
 TEST_F(CliSimulateTest, BadInputExitsTwoWithTheMessage) {
   Write("bad-key.yaml", std::string(kSmall) + "bogus: 1\n");
   CliRun r = Mmtwin("simulate " + P("bad-key.yaml"));

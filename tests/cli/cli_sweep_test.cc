@@ -168,6 +168,18 @@ TEST_F(CliSweepTest, ShardsMergeIntoTheWholeSweepOnce) {
   EXPECT_NE(again.out.find("ran 0 of 4 runs"), std::string::npos) << again.out;
 }
 
+// A sweep's name becomes its database file: a name that leads elsewhere is refused, and nothing is written.
+TEST_F(CliSweepTest, SweepNameCannotEscapeTheFolder) {
+  fs::create_directories(dir_ / "inner");
+  std::ofstream(dir_ / "inner" / "evil.yaml")
+      << "name: ../escaped\nbase: ../s.yaml\naxes:\n  parallel.dp: [1]\n";
+  CliRun r = Mmtwin("sweep inner/evil.yaml");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("evil.yaml:1: name: '../escaped' must work as a file name"), std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(dir_ / "escaped.sqlite"));
+}
+
 TEST_F(CliSweepTest, BadInputExits2WithFileAndLine) {
   std::ofstream(dir_ / "bad.yaml") << "base: s.yaml\naxes:\n  - {key: parallel.bogus, values: [1]}\n";
   CliRun r = Mmtwin("sweep bad.yaml");

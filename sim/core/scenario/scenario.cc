@@ -44,14 +44,6 @@ std::string Field(const std::string& where, const std::string& key) {
   return where.empty() ? key : where + "." + key;
 }
 
-// A name usable as one path component (the default run folder is runs/NAME).
-bool PlainName(const std::string& s) {
-  if (s.empty() || s == "." || s == "..") return false;
-  for (unsigned char c : s)
-    if (c < 0x20 || c == 0x7F || c == '/' || c == '\\') return false;
-  return true;
-}
-
 // Model and cluster arguments name a preset unless they look like a file (the loaders' own rule).
 bool LooksLikePath(const std::string& s) {
   auto ends = [&](const char* suf) {
@@ -278,14 +270,14 @@ Result<Scenario> ParseImpl(const std::string& text, const std::string& name, con
 
   if (const YAML::Node v = root["name"]) {
     MMTWIN_ASSIGN_OR_RETURN(s.name, r.Str(v, "name"));
-    if (!PlainName(s.name))
+    if (!IsPlainName(s.name))
       return r.At(v, "name",
                   "'" + s.name +
                       "' must work as a folder name (runs/NAME): no '/', '\\', control "
                       "characters, '.' or '..'");
   } else {
     s.name = fs::path(name).stem().string();
-    if (!PlainName(s.name)) s.name = "scenario";
+    if (!IsPlainName(s.name)) s.name = "scenario";
   }
   if (const YAML::Node v = root["description"]) {
     MMTWIN_ASSIGN_OR_RETURN(s.description, r.Str(v, "description", /*allow_empty=*/true));

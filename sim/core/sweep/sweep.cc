@@ -14,6 +14,7 @@
 #include <set>
 
 #include "core/util/csv.h"
+#include "core/util/text.h"
 #include "core/util/yaml_error.h"
 
 namespace mmtwin {
@@ -69,9 +70,15 @@ Result<SweepSpec> ParseImpl(const std::string& text, const std::string& file, co
   if (const YAML::Node v = root["name"]) {
     if (!v.IsScalar() || v.Scalar().empty()) return Error::At(file, LineOf(v), "name", "expected a name");
     spec.name = v.Scalar();
+    // The name becomes the default database NAME.sqlite: it must not lead elsewhere.
+    if (!IsPlainName(spec.name))
+      return Error::At(
+          file, LineOf(v), "name",
+          "'" + spec.name +
+              "' must work as a file name (NAME.sqlite): no '/', '\\', control characters, '.' or '..'");
   } else {
     spec.name = fs::path(file).stem().string();
-    if (spec.name.empty()) spec.name = "sweep";
+    if (!IsPlainName(spec.name)) spec.name = "sweep";
   }
   if (const YAML::Node v = root["description"]) {
     if (!v.IsScalar() && !v.IsNull()) return Error::At(file, LineOf(v), "description", "expected text");

@@ -84,4 +84,11 @@ bool ValidUtf8(std::string_view s) {
   return true;
 }
 
+bool IsPlainName(std::string_view s) {
+  if (s.empty() || s == "." || s == "..") return false;
+  for (unsigned char c : s)
+    if (c < 0x20 || c == 0x7F || c == '/' || c == '\\') return false;
+  return true;
+}
+
 }  // namespace mmtwin

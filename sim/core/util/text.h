@@ -28,4 +28,8 @@ size_t DecodeUtf8(std::string_view s, size_t i, uint32_t& cp);
 // (for text that must round-trip, e.g. YAML).
 bool ValidUtf8(std::string_view s);
 
+// A name usable as one path component (a run folder runs/NAME, a database NAME.sqlite): not empty, not "." or
+// "..", no '/', '\\' or control characters.
+bool IsPlainName(std::string_view s);
+
 }  // namespace mmtwin
