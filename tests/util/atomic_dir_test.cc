@@ -2,6 +2,8 @@
 // unchanged when the write fails, and staging folders of dead processes cleaned up.
 #include "core/util/atomic_dir.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -83,12 +85,22 @@ TEST_F(AtomicDirTest, AFailedWriteLeavesTheOldFolder) {
   EXPECT_EQ(Names(root_), (std::set<std::string>{"b", "file", "project"}));
 }
 
-TEST_F(AtomicDirTest, StagingOfDeadProcessesIsRemoved) {
-  fs::create_directories(root_ / "c.tmp-999999999");                         // no such process
-  fs::create_directories(root_ / ("c.tmp-" + std::to_string(::getppid())));  // a live process: left alone
+// A staging folder whose writer died (its sibling lock file is free, or missing) is removed by the next write, with
+// its lock file; one whose lock is held (a writer at work) is left alone.
+TEST_F(AtomicDirTest, StagingOfDeadWritersIsRemoved) {
+  fs::create_directories(root_ / "c.tmp-111");
+  std::ofstream(root_ / "c.tmp-111.lock") << "";  // nobody holds it: abandoned
+  fs::create_directories(root_ / "c.tmp-222");
+  std::ofstream(root_ / "c.tmp-222.lock") << "";
+  const int held = ::open((root_ / "c.tmp-222.lock").c_str(), O_RDWR);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);           // a writer at work
+  fs::create_directories(root_ / "c.tmp-333");    // no lock file: its writer is gone
+  std::ofstream(root_ / "c.tmp-444.lock") << "";  // a free lock file alone
   ASSERT_TRUE(WriteFolderAtomic((root_ / "c").string(), {{"summary.json", "x"}}).ok());
-  EXPECT_FALSE(fs::exists(root_ / "c.tmp-999999999"));
-  EXPECT_TRUE(fs::exists(root_ / ("c.tmp-" + std::to_string(::getppid()))));
+  EXPECT_EQ(Names(root_), (std::set<std::string>{"c", "c.tmp-222", "c.tmp-222.lock"}));
+  EXPECT_EQ(Names(root_ / "c"), (std::set<std::string>{"summary.json"}));
+  ::close(held);
 }
 
 // Names that would replace more than a run folder are refused before anything is touched: ".", "..", "/", the

@@ -2,14 +2,15 @@
 #include "core/util/atomic_dir.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 namespace mmtwin {
 namespace {
@@ -44,16 +45,36 @@ void SyncFolder(const fs::path& dir) {
   }
 }
 
-// Staging folders "NAME.tmp-PID" of processes that no longer run.
+// Staging folders "NAME.tmp-PID" whose writer no longer runs. A writer creates and flocks the sibling lock file
+// "NAME.tmp-PID.lock" before it makes its staging folder, and removes the folder before the lock file; the kernel
+// drops the lock when the process dies, whatever kills it. So a staging folder whose lock file is missing or free
+// is abandoned (PIDs alone would mislead once reused), and so is a free lock file.
 void RemoveStale(const fs::path& parent, const std::string& name) {
   std::error_code ec;
   const std::string prefix = name + ".tmp-";
+  std::vector<fs::path> candidates;
   for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string f = it->path().filename().string();
     if (f.rfind(prefix, 0) != 0) continue;
-    const std::string pid = f.substr(prefix.size());
-    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9) continue;
-    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH) fs::remove_all(it->path(), ec);
+    if (f.size() > 5 && f.compare(f.size() - 5, 5, ".lock") == 0)
+      candidates.push_back(fs::path(it->path().string().substr(0, it->path().string().size() - 5)));
+    else
+      candidates.push_back(it->path());
+  }
+  std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  for (const fs::path& dir : candidates) {
+    const fs::path lock = dir.string() + ".lock";
+    const int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) != 0) {  // a writer at work
+      ::close(fd);
+      continue;
+    }
+    fs::remove_all(dir, ec);
+    if (fd >= 0) {
+      fs::remove(lock, ec);
+      ::close(fd);
+    }
   }
 }
 

@@ -9,9 +9,8 @@
 // contents, now in the staging path, are removed. Other files of the old folder (a user's notes, a plot) are
 // carried into the new one (hard links, or copies). For safety it replaces only a run folder: an existing target
 // must be empty or hold one of the files written here and no subfolder; ".", "..", the working folder or an
-// ancestor of it are refused. A staging folder left by a process that no longer runs is
-// removed on the next write. Errors (no space, a target that is a file, ...) leave the target as it was and
-// remove the staging folder.
+// ancestor of it are refused. A staging folder left by a writer that no longer runs (its sibling
+// lock file NAME.tmp-PID.lock, flock'ed for the whole write, is free or missing) is removed on the next write.
 #pragma once
 
 #include <string>
