@@ -104,7 +104,75 @@ Result<std::vector<std::string>> ResultsDb::Columns() {
   return cols;
 }
 
+namespace {
+
+// The file's identity, read without writing anything: SQLite's header application_id and its tables.
+struct DbIdentity {
+  int64_t application_id = 0;
+  std::set<std::string> tables;
+  std::set<std::string> runs_columns;
+};
+
+Result<DbIdentity> ReadIdentity(sqlite3* db, const std::string& path) {
+  DbIdentity id;
+  auto fail = [&] { return Error(path + ": not a readable SQLite database: " + sqlite3_errmsg(db)); };
+  {
+    Stmt st(db, "PRAGMA application_id");
+    if (!st.ok() || sqlite3_step(st.get()) != SQLITE_ROW) return fail();
+    id.application_id = sqlite3_column_int64(st.get(), 0);
+  }
+  {
+    Stmt st(db, "SELECT name FROM sqlite_master WHERE type = 'table'");
+    if (!st.ok()) return fail();
+    int rc;
+    while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) id.tables.insert(st.ColText(0));
+    if (rc != SQLITE_DONE) return fail();
+  }
+  if (id.tables.count("runs")) {
+    Stmt st(db, "PRAGMA table_info(runs)");
+    if (!st.ok()) return fail();
+    while (sqlite3_step(st.get()) == SQLITE_ROW) id.runs_columns.insert(st.ColText(1));
+  }
+  return id;
+}
+
+// Empty (a new file), ours by application_id, or an mmtwin file from before the application_id was set: only
+// the tables `runs` (with the fixed leading columns) and `sweeps`.
+Status CheckIdentity(const DbIdentity& id, const std::string& path) {
+  const std::string foreign = path + ": not an mmtwin results database (";
+  if (id.application_id == kResultsDbApplicationId) return Status();
+  if (id.application_id != 0)
+    return Error(foreign + "its application_id is " + std::to_string(id.application_id) +
+                 "); nothing was changed. Give --db a new file or an mmtwin results database");
+  if (id.tables.empty()) return Status();
+  for (const std::string& t : id.tables)
+    if (t != "runs" && t != "sweeps")
+      return Error(foreign + "it has a table '" + t + "'); nothing was changed. Give --db a new file or an " +
+                   "mmtwin results database");
+  for (const char* c : kFixedHead)
+    if (!id.runs_columns.count(c))
+      return Error(foreign + "table 'runs' has no column '" + c + "'); nothing was changed");
+  return Status();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<ResultsDb>> ResultsDb::Open(const std::string& path) {
+  // First read-only: a file that is not ours (another program's database, a corrupt file) is refused before
+  // anything is written to it (not even the WAL journal mode, which changes the header).
+  {
+    sqlite3* ro = nullptr;
+    const int rc = sqlite3_open_v2(path.c_str(), &ro, SQLITE_OPEN_READONLY, nullptr);
+    if (rc == SQLITE_OK) {
+      sqlite3_busy_timeout(ro, 10000);
+      Result<DbIdentity> id = ReadIdentity(ro, path);
+      sqlite3_close(ro);
+      if (!id.ok()) return id.error();
+      MMTWIN_RETURN_IF_ERROR(CheckIdentity(*id, path));
+    } else {
+      sqlite3_close(ro);  // a missing file: created below
+    }
+  }
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
   if (rc != SQLITE_OK) {
@@ -115,30 +183,56 @@ Result<std::unique_ptr<ResultsDb>> ResultsDb::Open(const std::string& path) {
   std::unique_ptr<ResultsDb> db(new ResultsDb(raw, path));
   sqlite3_busy_timeout(raw, 10000);
   MMTWIN_RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"));
-  std::string sql =
-      "CREATE TABLE IF NOT EXISTS runs (run_key TEXT PRIMARY KEY, sweep TEXT, run_index INTEGER, status "
-      "TEXT, "
-      "error TEXT, axes_json TEXT";
-  for (const auto& c : SummaryColumns()) sql += std::string(", ") + c.name + " " + c.sql_type;
-  sql += ", wall_seconds REAL, session TEXT, finished_at TEXT, summary_json TEXT, scenario_yaml TEXT);";
-  sql +=
-      "CREATE TABLE IF NOT EXISTS sweeps (name TEXT PRIMARY KEY, path TEXT, axes_json TEXT, runs INTEGER);";
-  MMTWIN_RETURN_IF_ERROR(db->Exec(sql));
-  MMTWIN_ASSIGN_OR_RETURN(std::vector<std::string> cols, db->Columns());
-  db->columns_.insert(cols.begin(), cols.end());
-  // Older files may miss summary columns added since: add them.
-  for (const auto& c : SummaryColumns())
-    if (!db->columns_.count(c.name)) {
-      MMTWIN_RETURN_IF_ERROR(db->Exec(std::string("ALTER TABLE runs ADD COLUMN ") + c.name));
-      db->columns_.insert(c.name);
-    }
+  // The schema is set up in one write transaction, re-checked inside it: two sweeps starting on the same new
+  // file (or a file created by another program between the check above and here) are handled.
+  MMTWIN_RETURN_IF_ERROR(db->Exec("BEGIN IMMEDIATE"));
+  auto setup = [&]() -> Status {
+    MMTWIN_ASSIGN_OR_RETURN(DbIdentity id, ReadIdentity(raw, path));
+    MMTWIN_RETURN_IF_ERROR(CheckIdentity(id, path));
+    std::string sql =
+        "CREATE TABLE IF NOT EXISTS runs (run_key TEXT PRIMARY KEY, sweep TEXT, run_index INTEGER, status "
+        "TEXT, error TEXT, axes_json TEXT";
+    for (const auto& c : SummaryColumns()) sql += std::string(", ") + c.name + " " + c.sql_type;
+    sql += ", wall_seconds REAL, session TEXT, finished_at TEXT, summary_json TEXT, scenario_yaml TEXT);";
+    sql += "CREATE TABLE IF NOT EXISTS sweeps (name TEXT PRIMARY KEY, path TEXT, axes_json TEXT, runs INTEGER);";
+    sql += "PRAGMA application_id = " + std::to_string(kResultsDbApplicationId) + ";";
+    MMTWIN_RETURN_IF_ERROR(db->Exec(sql));
+    MMTWIN_RETURN_IF_ERROR(db->RefreshColumns());
+    // Older files may miss summary columns added since: add them.
+    for (const auto& c : SummaryColumns())
+      if (!db->columns_.count(c.name)) {
+        MMTWIN_RETURN_IF_ERROR(db->Exec(std::string("ALTER TABLE runs ADD COLUMN ") + c.name));
+        db->columns_.insert(c.name);
+      }
+    return Status();
+  };
+  Status s = setup();
+  if (!s.ok()) {
+    (void)db->Exec("ROLLBACK");
+    return s.error();
+  }
+  MMTWIN_RETURN_IF_ERROR(db->Exec("COMMIT"));
   return db;
 }
 
+Status ResultsDb::RefreshColumns() {
+  MMTWIN_ASSIGN_OR_RETURN(std::vector<std::string> cols, Columns());
+  columns_ = std::set<std::string>(cols.begin(), cols.end());
+  return Status();
+}
+
 Status ResultsDb::EnsureAxisColumns(const std::vector<std::pair<std::string, std::string>>& axes) {
+  // Called inside the write transaction: another process (a concurrent sweep on the same file) may have added
+  // columns since this one last looked, so a column that seems missing is looked up again before ALTER.
+  bool refreshed = false;
   for (const auto& [name, label] : axes) {
     const std::string col = AxisColumn(name);
     if (columns_.count(col)) continue;
+    if (!refreshed) {
+      MMTWIN_RETURN_IF_ERROR(RefreshColumns());
+      refreshed = true;
+      if (columns_.count(col)) continue;
+    }
     MMTWIN_RETURN_IF_ERROR(Exec("ALTER TABLE runs ADD COLUMN " + Quote(col)));
     columns_.insert(col);
   }

@@ -1,6 +1,6 @@
 // The sweep results database (SQLite, WAL mode): one row per run in table `runs`, keyed by run_key, plus one
-// row per sweep in table `sweeps`. Only one process writes (the sweep's parent); each Put is its own
-// transaction, so an interrupted sweep loses at most the runs in flight.
+// row per sweep in table `sweeps`. In one sweep only its parent process writes; several sweeps may share one file
+// (concurrent writers). Each Put is its own transaction, so an interrupted sweep loses at most the runs in flight.
 //
 // runs columns: run_key (primary key), sweep, run_index, status ('ok' | 'error'), error, axes_json, one
 // column per axis (`axis_<name>`, numbers stored as numbers), the summary fields flattened (SummaryColumns() of
@@ -54,7 +54,9 @@ class ResultsDb {
   ResultsDb(const ResultsDb&) = delete;
   ResultsDb& operator=(const ResultsDb&) = delete;
 
-  // Opens or creates the database (WAL mode) and its tables.
+  // Opens or creates the database (WAL mode) and its tables. A file that is not an mmtwin results database (see
+  // kResultsDbApplicationId) is an error and is left byte for byte as it was. Several processes may open and
+  // write the same file at once (each write is one IMMEDIATE transaction; SQLite's busy timeout is 10 s).
   static Result<std::unique_ptr<ResultsDb>> Open(const std::string& path);
 
   // Inserts or replaces the run's row (one transaction); adds missing axis columns first.
@@ -79,11 +81,16 @@ class ResultsDb {
   Status Exec(const std::string& sql);
   Status EnsureAxisColumns(const std::vector<std::pair<std::string, std::string>>& axes);
   Result<std::vector<std::string>> Columns();
+  Status RefreshColumns();  // columns_ from the file (another writer may have added some)
 
   sqlite3* db_;
   std::string path_;
   std::set<std::string> columns_;  // known columns of `runs`
 };
+
+// SQLite header application_id of an mmtwin results database ('mmtw'). Open refuses, changing nothing, a file
+// that has another application_id, or tables other than `runs` and `sweeps` (another program's database).
+constexpr int64_t kResultsDbApplicationId = 0x6d6d7477;
 
 // "axis_" + the name with every character outside [A-Za-z0-9_] replaced by '_'.
 std::string AxisColumn(const std::string& axis_name);
