@@ -1,7 +1,9 @@
 // mmtwin simulate: replay a scenario's iterations with an evaluation engine and write the run records.
 // Outputs (each written atomically): RUNDIR/summary.json, stages.csv, trace.json (Chrome/Perfetto, one
 // iteration) and scenario.yaml (the resolved scenario). Exit 0 ok, 1 the plan does not fit device memory (the
-// outputs are still written and the short stages listed), 2 bad input.
+// outputs are still written and the short stages listed), 2 bad input, 128 + signal after SIGINT (130) or SIGTERM
+// (143): the run is abandoned and the run folder left as it was, or, when the signal came while the folder was
+// being written, the folder is completed first.
 #include <unistd.h>
 
 #include <chrono>
@@ -18,6 +20,7 @@
 #include "core/scenario/scenario.h"
 #include "core/util/atomic_dir.h"
 #include "core/util/csv.h"
+#include "core/util/interrupt.h"
 
 namespace mmtwin::cli {
 namespace {
@@ -131,6 +134,7 @@ void WriteSummary(const Scenario& s, const RunSummary& j, const std::string& dir
 }  // namespace
 
 int RunSimulate(const SimulateArgs& args, std::ostream& out, std::ostream& err) {
+  InstallInterruptHandlers();  // from here on SIGINT / SIGTERM only set the flag, polled below
   Options o;
   if (Status st = Convert(args, o); !st.ok()) {
     err << "mmtwin " << st.error().message() << "\n";
@@ -161,8 +165,14 @@ int RunSimulate(const SimulateArgs& args, std::ostream& out, std::ostream& err) 
            "contention)\n";
     return 2;
   }
+  opts.cancel = InterruptFlag();
   Result<SimulationResult> result = Simulate(s, opts);
   bar.Clear();
+  if (Interrupted()) {
+    err << "mmtwin simulate: interrupted (" << InterruptSignalName() << "); nothing was written, " << dir
+        << (std::filesystem::exists(dir) ? " is as it was" : " was not created") << "\n";
+    return 128 + InterruptSignal();
+  }
   if (!result) {
     err << "mmtwin simulate: " << result.error().message() << "\n";
     return 2;
@@ -177,6 +187,11 @@ int RunSimulate(const SimulateArgs& args, std::ostream& out, std::ostream& err) 
   if (Status st = WriteOutputs(dir, s, *result); !st.ok()) {
     err << "mmtwin simulate: " << st.error().message() << "\n";
     return 2;
+  }
+  if (Interrupted()) {  // the signal came while writing: the folder was completed, then we stop
+    err << "mmtwin simulate: interrupted (" << InterruptSignalName() << ") while writing; " << dir
+        << " was completed first\n";
+    return 128 + InterruptSignal();
   }
   const bool oom = j.oom;
   if (o.json) {

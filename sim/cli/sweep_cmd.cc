@@ -4,7 +4,8 @@
 //   mmtwin sweep merge OUT.sqlite IN.sqlite...
 //   mmtwin sweep export --db FILE -o OUT.csv
 //   mmtwin sweep table --db FILE [--sweep NAME]
-// Exit codes: 0 every run ok, 1 some run recorded an error, 2 bad input, 3 stopped early
+// Exit codes: 0 every run ok, 1 some run recorded an error, 2 bad input, 128 + signal interrupted (SIGINT 130,
+// SIGTERM 143: the finished runs are kept, the same command resumes), 3 stopped early
 // (MMTWIN_SWEEP_STOP_AFTER=k, a test hook that stops after k runs as if the process had been killed).
 #include <algorithm>
 #include <cmath>
@@ -24,6 +25,7 @@
 #include "core/sweep/runner.h"
 #include "core/sweep/sweep.h"
 #include "core/util/csv.h"
+#include "core/util/interrupt.h"
 
 #include <nlohmann/json.hpp>
 
@@ -141,6 +143,7 @@ int ExportTo(ResultsDb& db, const std::string& path, std::ostream& err) {
 }  // namespace
 
 int RunSweep(const SweepRunArgs& args, std::ostream& out, std::ostream& err) {
+  InstallInterruptHandlers();  // from here on SIGINT / SIGTERM only set the flag, polled by RunSweep
   RunOptions o;
   if (Status st = Convert(args, o); !st.ok()) {
     err << "mmtwin " << st.error().message() << "\n";
@@ -178,6 +181,7 @@ int RunSweep(const SweepRunArgs& args, std::ostream& out, std::ostream& err) {
   ro.shard = o.shard;
   ro.shards = o.shards;
   ro.run = [](const Scenario& s) { return RunScenario(s); };
+  ro.cancel = InterruptFlag();
   if (const char* stop = std::getenv("MMTWIN_SWEEP_STOP_AFTER")) {
     int64_t k = 0;
     if (ParseInt64(stop, k) && k > 0) ro.stop_after = static_cast<int>(k);
@@ -206,6 +210,11 @@ int RunSweep(const SweepRunArgs& args, std::ostream& out, std::ostream& err) {
   if (!outcome) return Fail(err, "sweep: " + outcome.error().message());
   out << "ran " << outcome->executed << " of " << outcome->in_shard << " runs (" << outcome->skipped
       << " already done, " << outcome->errors << " errors)\n";
+  if (outcome->interrupted) {
+    err << "mmtwin sweep: interrupted (" << InterruptSignalName() << ") after " << outcome->executed
+        << " runs; they are recorded in " << db_path << "; run the same command again to resume\n";
+    return 128 + InterruptSignal();
+  }
   if (outcome->stopped) {
     out << "stopped early after " << outcome->executed
         << " runs (MMTWIN_SWEEP_STOP_AFTER); run again to finish\n";

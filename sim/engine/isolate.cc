@@ -14,6 +14,8 @@
 #include <exception>
 #include <string>
 
+#include "core/util/interrupt.h"
+
 namespace mmtwin {
 namespace {
 
@@ -56,7 +58,8 @@ Status RunIsolated(size_t result_bytes, const std::function<Status(void* result)
     munmap(mem, total);
     return Error(std::string("simgrid engine: fork failed: ") + std::strerror(errno));
   }
-  if (pid == 0) {  // child
+  if (pid == 0) {             // child
+    RestoreDefaultSignals();  // a Ctrl-C to the process group ends the SimGrid process at once
     close(fds[0]);
     dup2(fds[1], STDOUT_FILENO);
     dup2(fds[1], STDERR_FILENO);
@@ -81,10 +84,17 @@ Status RunIsolated(size_t result_bytes, const std::function<Status(void* result)
   close(fds[1]);
   std::string output;
   bool timed_out = false;
+  bool interrupted = false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   char buf[65536];
   for (;;) {
-    int wait_ms = -1;
+    // SIGINT / SIGTERM to this process (core/util/interrupt.h): stop the SimGrid process and report "cancelled".
+    if (Interrupted()) {
+      interrupted = true;
+      kill(pid, SIGKILL);
+      break;
+    }
+    int wait_ms = 250;  // re-check the interrupt flag at least this often
     if (timeout_s > 0) {
       const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
       if (left <= 0) {
@@ -92,7 +102,7 @@ Status RunIsolated(size_t result_bytes, const std::function<Status(void* result)
         kill(pid, SIGKILL);
         break;
       }
-      wait_ms = static_cast<int>(std::min(left * 1000 + 1, 1e9));
+      wait_ms = static_cast<int>(std::min(left * 1000 + 1, 250.0));
     }
     pollfd p{fds[0], POLLIN, 0};
     const int r = poll(&p, 1, wait_ms);
@@ -109,7 +119,9 @@ Status RunIsolated(size_t result_bytes, const std::function<Status(void* result)
   while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
   Status out;
-  if (timed_out) {
+  if (interrupted || (Interrupted() && WIFSIGNALED(wstatus))) {
+    out = Error("cancelled");
+  } else if (timed_out) {
     out = Error("simgrid engine: the SimGrid process ran past the " + std::to_string(timeout_s) +
                 " s limit and was stopped" + Tail(output));
   } else if (__atomic_load_n(&header->done, __ATOMIC_ACQUIRE) && WIFEXITED(wstatus) &&

@@ -9,7 +9,8 @@
 // an OK status; the result region is then copied to `result_out`. Otherwise an Error: the child's own error
 // message, or "the SimGrid process was killed by signal N (name)" / "exited with status N", followed by the
 // last lines the child printed. With timeout_s > 0 a child still running after that many seconds is killed
-// (SIGKILL). The child inherits the parent's memory copy-on-write: inputs need no serialization.
+// (SIGKILL). After SIGINT / SIGTERM (core/util/interrupt.h: the flag is polled every 250 ms) the child is killed
+// and the Error is "cancelled"; the child restores the default signal actions. The child inherits the parent's memory copy-on-write: inputs need no serialization.
 //
 //   std::vector<double> out(n);
 //   MMTWIN_RETURN_IF_ERROR(RunIsolated(n * sizeof(double), [&](void* r) { return

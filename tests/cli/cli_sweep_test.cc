@@ -235,4 +235,42 @@ iterations: 2
   EXPECT_EQ(Mmtwin("compare run-a nowhere").code, 2);
 }
 
+TEST_F(CliSweepTest, TwoSweepsStartingOnOneNewDatabaseBothSucceed) {
+  // The second sweep has other axis columns and another name; both create the same new file at once.
+  std::string other = kSweep;
+  other.replace(other.find("small-sweep"), 11, "other-sweep");
+  other.replace(other.find("name: recompute"), 15, "name: recomp2");
+  std::ofstream(dir_ / "t.yaml") << other;
+  CliRun r = Shell("cd " + dir_.string() + " && { (" + MMTWIN_CLI +
+                   " sweep s.yaml --db shared.sqlite > a.log 2>&1; echo $? > a.rc) & (" + MMTWIN_CLI +
+                   " sweep t.yaml --db shared.sqlite > b.log 2>&1; echo $? > b.rc) & wait; }");
+  std::ifstream a(dir_ / "a.rc"), b(dir_ / "b.rc");
+  int ra = -1, rb = -1;
+  a >> ra;
+  b >> rb;
+  EXPECT_EQ(ra, 0) << Shell("cat " + P("a.log")).out;
+  EXPECT_EQ(rb, 0) << Shell("cat " + P("b.log")).out;
+  const auto rows = Rows("shared.sqlite");
+  EXPECT_EQ(rows.size(), 8u);
+  for (const auto& row : rows) EXPECT_EQ(row.status, "ok") << row.error;
+}
+
+TEST_F(CliSweepTest, ForeignDatabaseIsRefusedUnchanged) {
+  // Not an SQLite file at all, then another program's SQLite database (written through ResultsDb's own
+  // connection would stamp it, so its bytes come from a plain file copy of a database with a foreign table).
+  std::ofstream(dir_ / "notes.db") << "my notes\n";
+  CliRun r = Mmtwin("sweep s.yaml --db notes.db");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("notes.db"), std::string::npos) << r.out;
+  std::ifstream in(dir_ / "notes.db");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "my notes\n");
+  const fs::path foreign = fs::path(MMTWIN_SOURCE_DIR) / "tests/fuzz/corpus/results_db_fuzz/foreign.sqlite";
+  fs::copy_file(foreign, dir_ / "foreign.sqlite");
+  r = Mmtwin("sweep s.yaml --db foreign.sqlite");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("not an mmtwin results database"), std::string::npos) << r.out;
+  EXPECT_EQ(Shell("cmp " + foreign.string() + " " + P("foreign.sqlite") + " && echo same").out, "same\n");
+}
+
 }  // namespace

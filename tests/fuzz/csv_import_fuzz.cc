@@ -10,10 +10,9 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
   // The first byte picks how much of the mapping is used, so defaults (unmapped fields) are reached too.
-  static const mmtwin::CsvMapping kFull = {{"sample_id", "id"},       {"subset", "src"},
-                                           {"images", "img"},         {"image_tiles", "tiles"},
-                                           {"video_frames", "frames"}, {"audio_seconds", "dur"},
-                                           {"text_tokens", "tok"},     {"meta", "note"}};
+  static const mmtwin::CsvMapping kFull = {
+      {"sample_id", "id"},        {"subset", "src"},        {"images", "img"},      {"image_tiles", "tiles"},
+      {"video_frames", "frames"}, {"audio_seconds", "dur"}, {"text_tokens", "tok"}, {"meta", "note"}};
   const size_t used = size == 0 ? 0 : static_cast<size_t>(data[0]) % (kFull.size() + 1);
   const mmtwin::CsvMapping mapping(kFull.begin(), kFull.begin() + static_cast<std::ptrdiff_t>(used));
   if (size > 0) text.erase(0, 1);

@@ -140,7 +140,8 @@ TEST_F(ResultsDbFiles, TwoProcessesWritingOneNewFileBothSucceed) {
       if (!db.ok()) _exit(10);
       for (int i = 0; i < kRuns; ++i) {
         // Each writer adds axis columns the other one also adds.
-        RunRecord r = Rec("w" + std::to_string(w) + "_" + std::to_string(i), i, "axis" + std::to_string(i % 5));
+        RunRecord r =
+            Rec("w" + std::to_string(w) + "_" + std::to_string(i), i, "axis" + std::to_string(i % 5));
         if (!(*db)->Put(r).ok()) _exit(11);
       }
       _exit(0);

@@ -8,6 +8,7 @@
 #include "core/records/records_codec.h"
 
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <charconv>
 #include <cmath>
@@ -182,7 +183,15 @@ Result<std::unique_ptr<ResultsDb>> ResultsDb::Open(const std::string& path) {
   }
   std::unique_ptr<ResultsDb> db(new ResultsDb(raw, path));
   sqlite3_busy_timeout(raw, 10000);
-  MMTWIN_RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"));
+  // Switching to WAL needs an exclusive lock and SQLite answers SQLITE_BUSY at once, without its busy handler,
+  // while another process opens the same new file: retry here (for up to the same 10 s).
+  for (int attempt = 0;; ++attempt) {
+    Status wal = db->Exec("PRAGMA journal_mode=WAL");
+    if (wal.ok()) break;
+    if (sqlite3_errcode(raw) != SQLITE_BUSY || attempt >= 500) return wal.error();
+    ::usleep(20000);
+  }
+  MMTWIN_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous=NORMAL"));
   // The schema is set up in one write transaction, re-checked inside it: two sweeps starting on the same new
   // file (or a file created by another program between the check above and here) are handled.
   MMTWIN_RETURN_IF_ERROR(db->Exec("BEGIN IMMEDIATE"));
@@ -194,7 +203,8 @@ Result<std::unique_ptr<ResultsDb>> ResultsDb::Open(const std::string& path) {
         "TEXT, error TEXT, axes_json TEXT";
     for (const auto& c : SummaryColumns()) sql += std::string(", ") + c.name + " " + c.sql_type;
     sql += ", wall_seconds REAL, session TEXT, finished_at TEXT, summary_json TEXT, scenario_yaml TEXT);";
-    sql += "CREATE TABLE IF NOT EXISTS sweeps (name TEXT PRIMARY KEY, path TEXT, axes_json TEXT, runs INTEGER);";
+    sql +=
+        "CREATE TABLE IF NOT EXISTS sweeps (name TEXT PRIMARY KEY, path TEXT, axes_json TEXT, runs INTEGER);";
     sql += "PRAGMA application_id = " + std::to_string(kResultsDbApplicationId) + ";";
     MMTWIN_RETURN_IF_ERROR(db->Exec(sql));
     MMTWIN_RETURN_IF_ERROR(db->RefreshColumns());

@@ -25,6 +25,7 @@
 
 #include "core/driver/simulate.h"
 #include "core/util/csv.h"
+#include "core/util/interrupt.h"
 
 namespace mmtwin {
 namespace {
@@ -172,9 +173,15 @@ Result<SweepOutcome> RunSweep(const SweepSpec& spec, const std::vector<SweepRun>
     active.clear();
   };
   auto stop_now = [&]() { return o.stop_after > 0 && out.executed >= o.stop_after; };
+  auto cancelled = [&]() { return o.cancel && o.cancel->load(std::memory_order_relaxed); };
 
   size_t next = 0;
   while (next < todo.size() || !active.empty()) {
+    if (cancelled()) {
+      kill_all();
+      out.interrupted = true;
+      return out;
+    }
     if (stop_now()) {
       kill_all();
       out.stopped = true;
@@ -208,6 +215,10 @@ Result<SweepOutcome> RunSweep(const SweepSpec& spec, const std::vector<SweepRun>
         // Die with the sweep: a killed parent leaves no orphan workers running.
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (::getppid() != parent) ::_exit(4);
+        // Its own process group (a terminal's Ctrl-C reaches only the parent, which stops the workers) and the
+        // default signal actions (not the parent's flag-only handlers).
+        ::setpgid(0, 0);
+        RestoreDefaultSignals();
         ::close(fds[0]);
         for (const auto& [fd, w] : active) ::close(fd);
         WorkerMain(fds[1], run, fn);
@@ -269,6 +280,7 @@ Result<SweepOutcome> RunSweep(const SweepSpec& spec, const std::vector<SweepRun>
       }
       const SweepRun& run = *w.run;
       active.erase(p.fd);
+      if (cancelled() && WIFSIGNALED(status)) continue;  // killed by the interruption: not a run error
       if (Status st = record(run, std::move(rec)); !st.ok()) {
         kill_all();
         return st.error();

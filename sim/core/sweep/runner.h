@@ -10,6 +10,7 @@
 //   MMTWIN_ASSIGN_OR_RETURN(SweepOutcome r, RunSweep(spec, runs, *db, o));
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -54,15 +55,22 @@ struct SweepRunOptions {
   // Stop after this many runs finished in this invocation (killing the workers still running), as if the
   // process had been interrupted; 0 = never. For resume tests (MMTWIN_SWEEP_STOP_AFTER in the CLI).
   int stop_after = 0;
+  // Polled between runs and while waiting for workers (at least once a second; a signal wakes the wait): when
+  // it becomes true the workers still running are killed, their runs are not recorded, and RunSweep returns
+  // with `interrupted` set. The runs recorded so far stay; the next invocation resumes. The CLI passes
+  // InterruptFlag() (core/util/interrupt.h). Workers run in their own process group, so a Ctrl-C at the
+  // terminal reaches only this process, which then stops them.
+  const std::atomic<bool>* cancel = nullptr;
   std::function<void(const SweepProgress&)> progress;
 };
 
 struct SweepOutcome {
-  int in_shard = 0;      // distinct runs of this shard
-  int skipped = 0;       // already in the database with status ok
-  int executed = 0;      // run (or recorded as invalid) in this invocation
-  int errors = 0;        // of the executed
-  bool stopped = false;  // stop_after was reached
+  int in_shard = 0;          // distinct runs of this shard
+  int skipped = 0;           // already in the database with status ok
+  int executed = 0;          // run (or recorded as invalid) in this invocation
+  int errors = 0;            // of the executed
+  bool stopped = false;      // stop_after was reached
+  bool interrupted = false;  // `cancel` became true
 };
 
 Result<SweepOutcome> RunSweep(const SweepSpec& spec, const std::vector<SweepRun>& runs, ResultsDb& db,

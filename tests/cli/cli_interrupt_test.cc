@@ -1,0 +1,140 @@
+// SIGINT / SIGTERM to the real `mmtwin simulate` and `mmtwin sweep` (core/util/interrupt.h): simulate abandons the
+// run, exits 128 + signal and leaves the run folder as it was (absent, or the previous complete run byte for
+// byte); sweep stops its workers, keeps the finished runs, records no error for the killed ones, exits 128 +
+// signal, and the same command resumes without redoing them.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "cli/cli_runner.h"
+#include "core/sweep/results_db.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using mmtwin::testing::CliRun;
+using mmtwin::testing::Shell;
+
+// The analytic engine over the whole epoch of 1.5M samples (~2 s on one core, more under sanitizers), so a
+// signal after 0.5 s lands mid-run.
+const char* kLong = R"(name: long
+trace: {preset: internvl-1.2m, samples: 1500000, seed: 1}
+model: internvl-1.5-6b-20b
+cluster: {preset: a100-4x200g, nodes: 2}
+parallel: {dp: 2, tp: 2, pp: 4, micro_batches: 8, zero_stage: 1}
+policies: {data: isf, partition: bmp, recompute: adaptive, schedule: 1f1b}
+iterations: epoch
+seed: 1
+)";
+
+// The SimGrid engine over 1,000 iterations (~7 s): the work runs in a child process (sim/engine/isolate.h).
+const char* kLongSimgrid = R"(name: long-simgrid
+trace: {preset: internvl-1.2m, samples: 20000, seed: 1}
+model: internvl-1.5-6b-20b
+cluster: {preset: a100-4x200g, nodes: 2}
+parallel: {dp: 2, tp: 2, pp: 4, micro_batches: 8, zero_stage: 1}
+policies: {data: isf, partition: bmp, recompute: adaptive, schedule: 1f1b}
+iterations: 1000
+seed: 1
+engine: simgrid
+)";
+
+const char* kShort = R"(name: short
+trace: {preset: internvl-1.2m, samples: 2000, seed: 1}
+model: internvl-1.5-6b-20b
+cluster: {preset: a100-4x200g, nodes: 2}
+parallel: {dp: 2, tp: 2, pp: 4, micro_batches: 4, zero_stage: 1}
+policies: {data: isf, partition: uniform, recompute: full, schedule: 1f1b}
+iterations: 2
+seed: 1
+)";
+
+std::string Read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class CliInterruptTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) / ("cli_interrupt_" + std::to_string(::getpid()) + "_" +
+                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "long.yaml") << kLong;
+    std::ofstream(dir_ / "short.yaml") << kShort;
+    std::ofstream(dir_ / "long-simgrid.yaml") << kLongSimgrid;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  // `mmtwin ARGS` sent SIGNAL after delay_s (GNU timeout; --preserve-status gives mmtwin's own exit code; a
+  // process that ignored the signal is killed 20 s later and shows 137).
+  CliRun Signalled(const std::string& signal, double delay_s, const std::string& args) const {
+    return Shell("cd " + dir_.string() + " && timeout --preserve-status -k 20 -s " + signal + " " +
+                 std::to_string(delay_s) + " " + MMTWIN_CLI + " " + args + " 2>&1");
+  }
+  void ExpectNoStaging() const {
+    for (const auto& e : fs::directory_iterator(dir_))
+      EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+  }
+  fs::path dir_;
+};
+
+TEST_F(CliInterruptTest, SimulateSigintLeavesNoFolder) {
+  CliRun r = Signalled("INT", 0.5, "simulate long.yaml -o run --json");
+  EXPECT_EQ(r.code, 130) << r.out;
+  EXPECT_NE(r.out.find("interrupted (SIGINT)"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir_ / "run"));
+  ExpectNoStaging();
+}
+
+TEST_F(CliInterruptTest, SimulateSigtermKeepsThePreviousRunAsItWas) {
+  CliRun first =
+      Shell("cd " + dir_.string() + " && " + MMTWIN_CLI + " simulate short.yaml -o run --json 2>&1");
+  ASSERT_EQ(first.code, 0) << first.out;
+  const std::string summary = Read(dir_ / "run/summary.json"), scenario = Read(dir_ / "run/scenario.yaml");
+  CliRun r = Signalled("TERM", 0.5, "simulate long.yaml -o run --json");
+  EXPECT_EQ(r.code, 143) << r.out;
+  EXPECT_NE(r.out.find("interrupted (SIGTERM)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("is as it was"), std::string::npos) << r.out;
+  EXPECT_EQ(Read(dir_ / "run/summary.json"), summary);
+  EXPECT_EQ(Read(dir_ / "run/scenario.yaml"), scenario);
+  ExpectNoStaging();
+}
+
+TEST_F(CliInterruptTest, SimulateSimgridEngineStopsItsChild) {
+  CliRun r = Signalled("INT", 1.0, "simulate long-simgrid.yaml -o run --json");
+  if (r.out.find("not built") != std::string::npos) GTEST_SKIP() << "no SimGrid engine in this build";
+  EXPECT_EQ(r.code, 130) << r.out;
+  EXPECT_FALSE(fs::exists(dir_ / "run"));
+}
+
+TEST_F(CliInterruptTest, SweepSigtermKeepsFinishedRunsAndResumes) {
+  // Four SimGrid runs of ~1 s each on one worker: the signal lands after the first one or two.
+  std::ofstream(dir_ / "s.yaml")
+      << "name: isweep\nbase: long-simgrid.yaml\nmode: zip\niterations: 150\naxes:\n"
+         "  - {key: seed, values: [1, 2, 3, 4]}\n";
+  CliRun r = Signalled("TERM", 2.5, "sweep s.yaml --jobs 1");
+  EXPECT_EQ(r.code, 143) << r.out;
+  EXPECT_NE(r.out.find("interrupted (SIGTERM)"), std::string::npos) << r.out;
+  size_t kept = 0;
+  {
+    auto db = mmtwin::ResultsDb::Open((dir_ / "isweep.sqlite").string());
+    ASSERT_TRUE(db.ok()) << db.error().message();
+    auto rows = (*db)->Runs();
+    ASSERT_TRUE(rows.ok());
+    for (const auto& row : *rows) EXPECT_EQ(row.status, "ok") << row.error;  // no error for the killed run
+    kept = rows->size();
+    EXPECT_LT(kept, 4u) << "the sweep finished before the signal; make its runs longer";
+  }
+  CliRun again = Shell("cd " + dir_.string() + " && " + MMTWIN_CLI + " sweep s.yaml --jobs 1 2>&1");
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_NE(again.out.find(std::to_string(kept) + " already done"), std::string::npos) << again.out;
+}
+
+}  // namespace
