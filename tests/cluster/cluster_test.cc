@@ -76,5 +76,34 @@ TEST(ClusterTest, Errors) {
   EXPECT_NE(err(bad_eff).find("device.efficiency: must be in (0, 1]"), std::string::npos);
 }
 
+TEST(ClusterTest, ValuesOutsideTheirRangeAreErrorsNotClampedOrNull) {
+  // A NIC of 1e3 B/s or a latency of 1e300 us made the SimGrid engine run without end or write null times; a
+  // node count past the rank arithmetic was silently clamped.
+  const std::string base =
+      "name: x\nnodes: 2\ngpus_per_node: 8\ndevice: {name: g, peak_flops: 1e12, memory_bytes: 8e9, "
+      "hbm_bytes_per_s: 1e12}\nnvlink_bytes_per_s: 1e11\nnics_per_node: 1\n";
+  auto err = [&](const std::string& tail, const std::string& nodes = "2") {
+    std::string text = base + tail;
+    text.replace(text.find("nodes: 2"), 8, "nodes: " + nodes);
+    Result<ClusterSpec> r = ParseCluster(text, "c.yaml");
+    return r.ok() ? std::string("OK") : r.error().message();
+  };
+  EXPECT_EQ(err("nic_bytes_per_s: 1e10\n"), "OK");
+  EXPECT_EQ(err("nic_bytes_per_s: 1e3\n"),
+            "c.yaml:7: nic_bytes_per_s: must be in [1e+06, 1e+14] (bytes/s per direction)");
+  EXPECT_EQ(err("nic_bytes_per_s: 1e10\nnic_latency_us: 1e300\n"),
+            "c.yaml:8: nic_latency_us: must be in [0, 1e+06] (microseconds)");
+  EXPECT_EQ(
+      err("nic_bytes_per_s: 1e10\n", "2097152"),
+      "c.yaml:2: nodes: must be in [1, 1.04858e+06] (a larger cluster does not fit the rank arithmetic)");
+  EXPECT_EQ(err("nic_bytes_per_s: 1e10\nnvlink_latency_us: 5e6\n"),
+            "c.yaml:8: nvlink_latency_us: must be in [0, 1e+06] (microseconds)");
+  std::string big_gpus = base + "nic_bytes_per_s: 1e10\n";
+  big_gpus.replace(big_gpus.find("gpus_per_node: 8"), 16, "gpus_per_node: 4096");
+  Result<ClusterSpec> r = ParseCluster(big_gpus, "c.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(), "c.yaml:3: gpus_per_node: must be in [1, 1024] (GPUs in one node)");
+}
+
 }  // namespace
 }  // namespace mmtwin

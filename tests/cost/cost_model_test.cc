@@ -231,5 +231,41 @@ TEST(CoefficientCostTest, Errors) {
   EXPECT_NE(err(header + "x,head,1,2\n").find("c.csv:2:"), std::string::npos);
 }
 
+TEST(AnalyticCostTest, TpThatDoesNotDivideTheHeadsPricesPaddedHeads) {
+  // InternViT-6B: 25 heads of 128, hidden 3200, MLP 2*3200*12800. At tp 2 the busiest rank holds 13 query and 13
+  // KV heads; the MLP splits evenly. The model's FLOPs (for MFU) stay unpadded.
+  ModelSpec m = Load("internvl-1.5-6b-20b");
+  const Layer& block = FirstOf(Layers(m), 0, LayerKind::kTransformer);
+  LayerWorkload w = ComponentWorkload(m, 0, std::vector<Sample>{S(1, 0)});
+  AnalyticCostModel tp2(A100(), {.tp = 2});
+  const LayerCost c = tp2.Cost(m, block, w);
+  const double attn_rank = 2.0 * 3200 * (13 + 13) * 128, mlp = 2.0 * 3200 * 12800;
+  const double rank_flops = 2.0 * 1025 * (attn_rank + mlp / 2) + 4.0 * 13 * 128 * 1025 * 1025;
+  EXPECT_DOUBLE_EQ(c.fwd_flops, 2.0 * 1025 * 122880000 + 4.0 * 3200 * 1025 * 1025);
+  EXPECT_NEAR(c.fwd_time_us, rank_flops / (312e12 * 0.5) * 1e6, 1e-6);
+  EXPECT_GT(c.fwd_time_us, c.fwd_flops / 2 / (312e12 * 0.5) * 1e6 * 1.01);  // padding costs >1%
+  EXPECT_NEAR(c.bwd_time_us, 2 * c.fwd_time_us, 1e-9);
+  const double other_params = static_cast<double>(block.params) - 4.0 * 3200 * 3200 - mlp;  // norms, biases
+  EXPECT_EQ(c.param_bytes, static_cast<int64_t>(std::ceil(other_params + mlp + 2.0 * attn_rank)));
+}
+
+TEST(AnalyticCostTest, KvHeadsFewerThanTpAreReplicated) {
+  // InternLM2-20B: 48 query heads, 8 KV heads of 128, hidden 6144. At tp 16 a rank holds 3 query heads and one
+  // (replicated) KV head instead of half of one.
+  ModelSpec m = Load("internvl-1.5-6b-20b");
+  const Layer& block = FirstOf(Layers(m), 2, LayerKind::kTransformer);
+  LayerWorkload w{4096, 4096.0 * 4096.0, 1};
+  AnalyticCostModel tp16(H100(), {.tp = 16});
+  const LayerCost c = tp16.Cost(m, block, w);
+  const double mlp = 3.0 * 6144 * 16384, attn_rank = 2.0 * 6144 * (3 + 1) * 128;
+  const double rank_flops = 2.0 * 4096 * (attn_rank + mlp / 16) + 4.0 * 3 * 128 * 4096 * 4096 / 2;
+  EXPECT_NEAR(c.fwd_time_us, rank_flops / (989e12 * 0.5) * 1e6, 1e-6);
+  // tp 8 divides both: exactly 1/tp of the work, as before.
+  AnalyticCostModel tp8(H100(), {.tp = 8});
+  const LayerCost d = tp8.Cost(m, block, w);
+  EXPECT_NEAR(d.fwd_time_us, d.fwd_flops / 8 / (989e12 * 0.5) * 1e6, 1e-6);
+  EXPECT_EQ(d.param_bytes, 2 * block.params / 8);
+}
+
 }  // namespace
 }  // namespace mmtwin

@@ -1,4 +1,5 @@
 #include "core/plan/recompute.h"
+#include "core/util/numeric.h"
 
 #include <gtest/gtest.h>
 
@@ -319,6 +320,25 @@ TEST(FitsWithFullRecomputeTest, AgreesWithComputeMemoryOnPricedFullPlan) {
   EXPECT_TRUE(FitsWithFullRecompute(prof, part, par, in_flight, worst));
   EXPECT_FALSE(FitsWithFullRecompute(prof, part, par, in_flight, worst - 1));
   EXPECT_FALSE(FitsWithFullRecompute(prof, part, par, {3, 2}, worst));  // wrong rank count
+}
+
+TEST(AdaptiveTest, HugeActivationsReadAsNotFittingNotAsWrappedSmallNumbers) {
+  // Legal extreme counts: per-layer activations of ~2^57 bytes (a micro-batch of thousands of 4e9-token samples)
+  // held by several forwards in flight overflow int64 in the estimate; the estimate must saturate (UBSan flagged
+  // the double -> int64 cast) and the stage must not fit.
+  LayerProfile prof = SmallVlm();
+  for (int l = 0; l < prof.size(); ++l) {
+    prof.act_bytes[l] = int64_t{1} << 57;
+    prof.act_bytes_recompute[l] = int64_t{1} << 50;
+  }
+  RecomputeContext ctx = MemCtx(prof, {0, 6, 12}, 2, {4, 2}, {100, 150}, int64_t{80} << 30);
+  const std::vector<int64_t> none = EstimateRankMemory(ctx, *RunRecomputePolicy("none", {}, ctx));
+  ASSERT_EQ(none.size(), 2u);
+  for (int64_t b : none) EXPECT_EQ(b, kBytesCeiling);
+  RecomputeReport rep;
+  Result<RecomputePlan> r = RunRecomputePolicy("adaptive", {}, ctx, &rep);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  for (bool fits : rep.fits) EXPECT_FALSE(fits);
 }
 
 }  // namespace

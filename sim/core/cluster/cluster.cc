@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -76,9 +77,22 @@ class Reader {
     return Status();
   }
 
+  // `out` within [lo, hi] (read by Number or Integer before): else an error naming the key and the range.
+  Status Range(const YAML::Node& map, const std::string& where, const std::string& key, double value,
+               double lo, double hi, const std::string& why) const {
+    if (!map[key].IsDefined() || (value >= lo && value <= hi)) return Status();
+    return Error::At(file_, LineOf(map[key]), Field(where, key),
+                     "must be in [" + Short(lo) + ", " + Short(hi) + "] (" + why + ")");
+  }
+
   const std::string& file() const { return file_; }
 
  private:
+  static std::string Short(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", x);
+    return buf;
+  }
   static std::string Field(const std::string& where, const std::string& key) {
     return where.empty() ? key : where + "." + key;
   }
@@ -101,9 +115,13 @@ Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) 
     MMTWIN_RETURN_IF_ERROR(r.String(root, "", "description", c.description, false));
     int64_t v = 0;
     MMTWIN_RETURN_IF_ERROR(r.Integer(root, "", "nodes", v, true));
-    c.nodes = static_cast<int>(std::min<int64_t>(v, 1 << 20));
+    MMTWIN_RETURN_IF_ERROR(r.Range(root, "", "nodes", static_cast<double>(v), 1, kMaxClusterNodes,
+                                   "a larger cluster does not fit the rank arithmetic"));
+    c.nodes = static_cast<int>(v);
     MMTWIN_RETURN_IF_ERROR(r.Integer(root, "", "gpus_per_node", v, true));
-    c.gpus_per_node = static_cast<int>(std::min<int64_t>(v, 1 << 10));
+    MMTWIN_RETURN_IF_ERROR(
+        r.Range(root, "", "gpus_per_node", static_cast<double>(v), 1, 1024, "GPUs in one node"));
+    c.gpus_per_node = static_cast<int>(v);
     const YAML::Node dev = root["device"];
     if (!dev.IsDefined()) return Error::At(name, LineOf(root), "device", "missing");
     MMTWIN_RETURN_IF_ERROR(
@@ -115,13 +133,29 @@ Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) 
     MMTWIN_RETURN_IF_ERROR(r.Number(dev, "device", "efficiency", c.device.efficiency, false));
     if (c.device.efficiency > 1)
       return Error::At(name, LineOf(dev["efficiency"]), "device.efficiency", "must be in (0, 1]");
+    // Ranges: wide enough for any real or what-if hardware, narrow enough that simulated times stay finite and
+    // the SimGrid engine converges (a NIC of 1e3 B/s or a latency of 1e300 us gave null or endless runs).
+    MMTWIN_RETURN_IF_ERROR(r.Range(dev, "device", "peak_flops", c.device.peak_flops, 1e9, 1e18, "FLOP/s"));
+    MMTWIN_RETURN_IF_ERROR(r.Range(dev, "device", "memory_bytes", static_cast<double>(c.device.memory_bytes),
+                                   1 << 20, 1e15, "bytes"));
+    MMTWIN_RETURN_IF_ERROR(
+        r.Range(dev, "device", "hbm_bytes_per_s", c.device.hbm_bytes_per_s, 1e6, 1e15, "bytes/s"));
     MMTWIN_RETURN_IF_ERROR(r.Number(root, "", "nvlink_bytes_per_s", c.nvlink_bytes_per_s, true));
+    MMTWIN_RETURN_IF_ERROR(
+        r.Range(root, "", "nvlink_bytes_per_s", c.nvlink_bytes_per_s, 1e6, 1e14, "bytes/s per direction"));
     MMTWIN_RETURN_IF_ERROR(r.Number(root, "", "nvlink_latency_us", c.nvlink_latency_us, false, true));
+    MMTWIN_RETURN_IF_ERROR(
+        r.Range(root, "", "nvlink_latency_us", c.nvlink_latency_us, 0, 1e6, "microseconds"));
     v = 0;
     MMTWIN_RETURN_IF_ERROR(r.Integer(root, "", "nics_per_node", v, true));
-    c.nics_per_node = static_cast<int>(std::min<int64_t>(v, 1 << 10));
+    MMTWIN_RETURN_IF_ERROR(
+        r.Range(root, "", "nics_per_node", static_cast<double>(v), 1, 1024, "NICs in one node"));
+    c.nics_per_node = static_cast<int>(v);
     MMTWIN_RETURN_IF_ERROR(r.Number(root, "", "nic_bytes_per_s", c.nic_bytes_per_s, true));
+    MMTWIN_RETURN_IF_ERROR(
+        r.Range(root, "", "nic_bytes_per_s", c.nic_bytes_per_s, 1e6, 1e14, "bytes/s per direction"));
     MMTWIN_RETURN_IF_ERROR(r.Number(root, "", "nic_latency_us", c.nic_latency_us, false, true));
+    MMTWIN_RETURN_IF_ERROR(r.Range(root, "", "nic_latency_us", c.nic_latency_us, 0, 1e6, "microseconds"));
   } catch (const YAML::Exception& e) {
     return YamlError(name, e);
   }
@@ -159,8 +193,9 @@ Result<ClusterSpec> LoadCluster(const std::string& name_or_path, int nodes_overr
   }
   MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   MMTWIN_ASSIGN_OR_RETURN(ClusterSpec c, ParseImpl(text, path));
-  if (nodes_override < 0)
-    return Error("nodes override must be positive, got " + std::to_string(nodes_override));
+  if (nodes_override < 0 || nodes_override > kMaxClusterNodes)
+    return Error("nodes override must be in [1, " + std::to_string(kMaxClusterNodes) + "], got " +
+                 std::to_string(nodes_override));
   if (nodes_override > 0) c.nodes = nodes_override;
   return c;
 }

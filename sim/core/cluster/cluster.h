@@ -17,6 +17,9 @@
 
 namespace mmtwin {
 
+// Largest cluster: nodes x gpus_per_node (<= 1024) ranks must fit an int.
+constexpr int kMaxClusterNodes = 1 << 20;
+
 struct DeviceSpec {
   std::string name;            // e.g. "A100-80GB-SXM4"
   double peak_flops = 0;       // dense BF16 tensor-core peak, FLOP/s

@@ -1,5 +1,6 @@
 // Layer workloads, the analytic cost model and the coefficient table (see cost_model.h for the contract).
 #include "core/cost/cost_model.h"
+#include "core/util/numeric.h"
 
 #include <algorithm>
 #include <cmath>
@@ -127,10 +128,22 @@ LayerCost AnalyticCostModel::Cost(const ModelSpec& m, const Layer& layer, const 
   const double tp = options_.tp;
   const double tokens = static_cast<double>(w.tokens);
   const double h = static_cast<double>(c.tf.hidden);
-  cost.param_bytes = static_cast<int64_t>(std::ceil(2.0 * static_cast<double>(layer.params) / tp));
+  cost.param_bytes = BytesOf(2.0 * static_cast<double>(layer.params) / tp);
+  // Transformer blocks: the attention projections of ceil(heads / tp) + ceil(kv_heads / tp) heads per rank.
+  const bool padded_heads = layer.kind == LayerKind::kTransformer &&
+                            (c.tf.heads % options_.tp != 0 || c.tf.kv_heads % options_.tp != 0);
+  if (padded_heads) {
+    const TransformerConfig& t = c.tf;
+    const double attn_params = 2.0 * h * (t.heads + t.kv_heads) * static_cast<double>(t.head_dim);
+    const double attn_rank =
+        2.0 * h * (std::ceil(t.heads / tp) + std::ceil(t.kv_heads / tp)) * static_cast<double>(t.head_dim);
+    cost.param_bytes =
+        BytesOf(2.0 * (static_cast<double>(layer.params) - attn_params) / tp + 2.0 * attn_rank);
+  }
   if (w.tokens <= 0) return cost;
 
   double fwd_flops = 0;
+  double rank_fwd_flops = -1;  // the busiest TP rank's share; -1 = fwd_flops / tp
   double act = 0, act_recompute = 0, boundary = 0;
   double fwd_memory_us = 0;  // memory-bound layers (the LLM embedding lookup)
   switch (layer.kind) {
@@ -139,6 +152,18 @@ LayerCost AnalyticCostModel::Cost(const ModelSpec& m, const Layer& layer, const 
       const double attn_width = static_cast<double>(t.heads) * static_cast<double>(t.head_dim);
       fwd_flops = 2.0 * tokens * static_cast<double>(BlockMatmulParams(t)) +
                   4.0 * attn_width * w.attn_pairs * (t.causal ? 0.5 : 1.0);
+      // Tensor parallelism shards attention by heads: a rank holds ceil(heads / tp) query heads and
+      // ceil(kv_heads / tp) KV heads (at least one: fewer KV heads than ranks are replicated), the MLP 1/tp.
+      // When tp does not divide the heads the busiest rank does more than 1/tp of the work and sets the time.
+      const double hd = static_cast<double>(t.head_dim);
+      const double q_rank = std::ceil(static_cast<double>(t.heads) / tp);
+      const double kv_rank = std::ceil(static_cast<double>(t.kv_heads) / tp);
+      const double attn_params = 2.0 * h * (t.heads + t.kv_heads) * hd;  // q, o and k, v projections
+      const double mlp_params = static_cast<double>(BlockMatmulParams(t)) - attn_params;
+      const double attn_params_rank = 2.0 * h * (q_rank + kv_rank) * hd;
+      if (padded_heads)
+        rank_fwd_flops = 2.0 * tokens * (attn_params_rank + mlp_params / tp) +
+                         4.0 * q_rank * hd * w.attn_pairs * (t.causal ? 0.5 : 1.0);
       act = 34.0 * tokens * h;
       if (!options_.flash_attention) act += 5.0 * t.heads * w.attn_pairs;
       act /= tp;
@@ -187,14 +212,19 @@ LayerCost AnalyticCostModel::Cost(const ModelSpec& m, const Layer& layer, const 
       break;
     }
   }
-  const double per_gpu = achieved_flops() * tp;  // time = flops / tp / achieved
-  cost.fwd_flops = fwd_flops;
+  cost.fwd_flops = fwd_flops;  // the model's FLOPs (MFU counts these), not the padded ones
   cost.bwd_flops = 2.0 * fwd_flops;
-  cost.fwd_time_us = fwd_flops / per_gpu * 1e6 + fwd_memory_us;
-  cost.bwd_time_us = cost.bwd_flops / per_gpu * 1e6 + 2.0 * fwd_memory_us;
-  cost.act_bytes = static_cast<int64_t>(std::ceil(act));
-  cost.act_bytes_recompute = static_cast<int64_t>(std::ceil(act_recompute));
-  cost.boundary_bytes = static_cast<int64_t>(std::ceil(boundary));
+  if (rank_fwd_flops < 0) {
+    const double per_gpu = achieved_flops() * tp;  // time = flops / tp / achieved
+    cost.fwd_time_us = fwd_flops / per_gpu * 1e6 + fwd_memory_us;
+    cost.bwd_time_us = cost.bwd_flops / per_gpu * 1e6 + 2.0 * fwd_memory_us;
+  } else {
+    cost.fwd_time_us = rank_fwd_flops / achieved_flops() * 1e6 + fwd_memory_us;
+    cost.bwd_time_us = 2.0 * rank_fwd_flops / achieved_flops() * 1e6 + 2.0 * fwd_memory_us;
+  }
+  cost.act_bytes = BytesOf(act);
+  cost.act_bytes_recompute = BytesOf(act_recompute);
+  cost.boundary_bytes = BytesOf(boundary);
   return cost;
 }
 
@@ -237,6 +267,7 @@ Result<CoefficientCostModel> CoefficientCostModel::Parse(const std::string& csv_
     return Error::At(name, 0, "", "empty coefficient table (expected a header line)");
   }
   const CsvHeader header(row);
+  MMTWIN_RETURN_IF_ERROR(header.CheckUnique(csv));
   int col[kCoefColumns];
   for (int i = 0; i < kCoefColumns; ++i) {
     col[i] = header.Find(kCoefHeader[i]);

@@ -95,7 +95,12 @@ struct AnalyticOptions {
 };
 
 // FLOPs: 2 * tokens * matmul params + 4 * heads * head_dim * pairs (halved for causal); backward = 2 x
-// forward. Time: flops / tp / (peak_flops * efficiency). The LLM embedding lookup is priced by HBM traffic
+// forward. Time: the busiest rank's flops / (peak_flops * efficiency), which is flops / tp except for attention
+// when tp does not divide the heads: a rank holds ceil(heads / tp) query and ceil(kv_heads / tp) KV heads (KV
+// heads fewer than tp are replicated, as vLLM does), so its attention projections, scores and weights are
+// priced for the padded head counts (e.g. InternViT-6B's 25 heads at tp 2: 13 heads on the busiest rank,
+// attention 4% slower than 1/tp). Megatron-LM refuses such layouts (it asserts that tp divides both counts);
+// mmtwin prices them instead so that what-ifs over tp stay comparable. The LLM embedding lookup is priced by HBM traffic
 // instead. Activations (bf16, Korthikanti et al. with sequence parallelism): transformer 34 * tokens * hidden
 // (+ 5 * heads * pairs without flash attention), divided by tp; full recomputation keeps 2 * tokens * hidden
 // / tp.

@@ -98,6 +98,13 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
       MMTWIN_RETURN_IF_ERROR(RepriceIterationGraph(&graph, plan.schedule, costs));
     }
     MMTWIN_RETURN_IF_ERROR(evaluator->Evaluate(graph, &timing));
+    // Never record a time that is not a number: name what drives it instead of writing null into summary.json.
+    if (!std::isfinite(timing.iteration_time_us) || timing.iteration_time_us < 0 ||
+        timing.iteration_time_us > 1e15)
+      return Error("the " + evaluator->name() + " engine's time for iteration " +
+                   std::to_string(it.epoch_index) + " is " + std::to_string(timing.iteration_time_us) +
+                   " us, not a finite time; check the cluster's bandwidths and latencies (nic_bytes_per_s, "
+                   "nic_latency_us, nvlink_bytes_per_s, nvlink_latency_us) and the cost table");
     times.push_back(timing.iteration_time_us);
     total_time += timing.iteration_time_us;
     for (int d = 0; d < devices; ++d) {

@@ -1,4 +1,5 @@
 #include "core/plan/memory.h"
+#include "core/util/numeric.h"
 
 #include <algorithm>
 #include <string>
@@ -91,20 +92,21 @@ std::vector<StageMemory> ComputeMemory(const ParallelConfig& parallel, const Par
           continue;
         const ChunkCost& cc = costs.At(d, op.micro_batch, op.chunk);
         if (op.kind == PassKind::kForward) {
-          held += cc.act_bytes;
+          held = AddBytes(held, cc.act_bytes);
           peak = std::max(peak, held);
         } else {
           // The recompute transient at the start of the backward; the activations are freed when it ends (a
           // split backward keeps them through its weight-gradient pass).
           if (StartsBackward(op.kind))
-            peak = std::max(peak, held + std::max<int64_t>(0, cc.act_bytes_no_recompute - cc.act_bytes));
+            peak = std::max(peak,
+                            AddBytes(held, std::max<int64_t>(0, cc.act_bytes_no_recompute - cc.act_bytes)));
           if (EndsBackward(op.kind)) held -= cc.act_bytes;
         }
       }
       m.peak_activation_bytes = std::max(m.peak_activation_bytes, peak);
     }
-    m.boundary_bytes = send + recv;
-    m.peak_bytes = m.model_state_bytes + m.peak_activation_bytes + m.boundary_bytes;
+    m.boundary_bytes = AddBytes(send, recv);
+    m.peak_bytes = AddBytes(AddBytes(m.model_state_bytes, m.peak_activation_bytes), m.boundary_bytes);
     Finish(m);
   }
   return out;

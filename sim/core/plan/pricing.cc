@@ -1,4 +1,5 @@
 #include "core/plan/pricing.h"
+#include "core/util/numeric.h"
 
 #include <algorithm>
 #include <map>
@@ -75,10 +76,10 @@ void Pricer::PriceMicroBatch(const std::vector<SampleTokens>& mb, Packing packin
       cc.fwd_us += x.fwd_time_us;
       cc.bwd_us += x.bwd_time_us;
       cc.model_flops += flops[i].fwd_flops + flops[i].bwd_flops;
-      cc.act_bytes_no_recompute += x.act_bytes;
+      cc.act_bytes_no_recompute = AddBytes(cc.act_bytes_no_recompute, x.act_bytes);
       // 1: recomputed from its kept input; 2: recomputed inside a checkpointed group (nothing kept,
       // recompute.h).
-      cc.act_bytes += flag == 0 ? x.act_bytes : flag == 1 ? x.act_bytes_recompute : 0;
+      cc.act_bytes = AddBytes(cc.act_bytes, flag == 0 ? x.act_bytes : flag == 1 ? x.act_bytes_recompute : 0);
       if (layers_[i].kind == LayerKind::kTransformer) {
         const double tp_us = TpLayerForwardUs(work[layers_[i].component].tokens, hidden_of_layer_[i]);
         cc.tp_fwd_us += tp_us;

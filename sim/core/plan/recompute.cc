@@ -1,4 +1,5 @@
 #include "core/plan/recompute.h"
+#include "core/util/numeric.h"
 
 #include <algorithm>
 #include <cmath>
@@ -195,7 +196,7 @@ std::vector<int64_t> ChunkHeldActBytes(const LayerProfile& profile, const Partit
   const std::vector<int64_t> held = LayerHeldActBytes(profile, plan);
   std::vector<int64_t> out(partition.chunks(), 0);
   for (int c = 0; c < partition.chunks(); ++c)
-    for (int l = partition.bounds[c]; l < partition.bounds[c + 1]; ++l) out[c] += held[l];
+    for (int l = partition.bounds[c]; l < partition.bounds[c + 1]; ++l) out[c] = AddBytes(out[c], held[l]);
   return out;
 }
 
@@ -223,7 +224,7 @@ std::vector<int64_t> EstimateRankMemory(const RecomputeContext& ctx, const Recom
         mem[r] += static_cast<double>(prof.act_bytes[l] - layer_held[l]);
   }
   std::vector<int64_t> out(pp);
-  for (int r = 0; r < pp; ++r) out[r] = static_cast<int64_t>(std::ceil(mem[r]));
+  for (int r = 0; r < pp; ++r) out[r] = BytesOf(mem[r]);
   return out;
 }
 

@@ -428,8 +428,14 @@ class LlavaHandler {
     s.id = has_id_ ? id_ : std::to_string(index_);
     if (s.id.empty()) return FailAt(SamplePath() + ".id", "empty");
     const int64_t images = std::max(image_paths_, placeholders_);
-    s.images = Saturate32(static_cast<double>(images));
-    s.image_tiles = Saturate32(static_cast<double>(images) * opt_.tiles_per_image);
+    // A count past uint32 is an error, not a silent 4294967295 (which would read as a plausible huge sample).
+    const double tiles = static_cast<double>(images) * opt_.tiles_per_image;
+    if (tiles > 4294967295.0)
+      return FailAt(SamplePath(), std::to_string(images) + " images x " +
+                                      std::to_string(opt_.tiles_per_image) +
+                                      " tiles per image is above the limit of 4294967295 tiles per sample");
+    s.images = static_cast<uint32_t>(images);
+    s.image_tiles = static_cast<uint32_t>(tiles);
     s.text_tokens = EstimateTextTokens(counts_);
     std::string subset;
     if (!opt_.subset.empty()) {
@@ -543,6 +549,7 @@ Result<Trace> ImportLibriSpeechText(std::string text, const std::string& name) {
                      "empty file: expected the header sample_id,audio_samples_16k,audio_seconds");
   }
   CsvHeader header(f);
+  MMTWIN_RETURN_IF_ERROR(header.CheckUnique(csv, {"sample_id", "audio_samples_16k", "audio_seconds"}));
   const int c_id = header.Find("sample_id");
   const int c_samples = header.Find("audio_samples_16k");
   const int c_seconds = header.Find("audio_seconds");
@@ -626,6 +633,7 @@ Result<Trace> ImportCsvText(std::string text, const std::string& name, const Csv
     return Error::At(name, 1, "", "empty file: expected a header row");
   }
   CsvHeader header(f);
+  MMTWIN_RETURN_IF_ERROR(header.CheckUnique(csv, std::vector<std::string>(source, source + kFields)));
   int col[kFields];
   for (int i = 0; i < kFields; ++i) {
     col[i] = -1;

@@ -2,7 +2,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "core/trace/trace.h"
 #include "core/util/csv.h"
@@ -30,6 +33,39 @@ Status ParseCount(const CsvReader& csv, std::string_view field, const char* name
   return Status();
 }
 
+// The first repeated sample_id (by the line of its second occurrence) as an error naming both lines. A sorted
+// vector of (hash, index) finds repeats in O(n log n) with 16 bytes per sample (a hash set of the strings would
+// copy every id).
+Status CheckUniqueIds(const Trace& t, const std::vector<long>& lines, const std::string& name) {
+  const size_t n = t.samples.size();
+  std::vector<std::pair<uint64_t, uint32_t>> h(n);
+  for (size_t i = 0; i < n; ++i) h[i] = {std::hash<std::string>{}(t.samples[i].id), static_cast<uint32_t>(i)};
+  std::sort(h.begin(), h.end());
+  size_t first = n, second = n;  // the duplicate pair whose later occurrence comes first
+  // Within a run of equal hashes the indices ascend: each member is compared with the earlier ones until the
+  // first equal id (its first occurrence), which is the run's first member when an id repeats many times.
+  for (size_t start = 0; start < n;) {
+    size_t end = start + 1;
+    while (end < n && h[end].first == h[start].first) ++end;
+    for (size_t j = start + 1; j < end; ++j)
+      for (size_t i = start; i < j; ++i)
+        if (t.samples[h[i].second].id == t.samples[h[j].second].id) {
+          if (h[j].second < second) {
+            first = h[i].second;
+            second = h[j].second;
+          }
+          break;
+        }
+    start = end;
+  }
+  if (second == n) return Status();
+  std::string id = t.samples[second].id;
+  if (id.size() > 80) id = id.substr(0, 77) + "...";
+  return Error::At(name, lines[second], "sample_id",
+                   "duplicate '" + id + "' (first at line " + std::to_string(lines[first]) +
+                       "); sample ids must be unique in a trace");
+}
+
 }  // namespace
 
 Result<Trace> ParseTrace(std::string text, const std::string& name) {
@@ -47,6 +83,7 @@ Result<Trace> ParseTrace(std::string text, const std::string& name) {
                            std::to_string(kTraceFormatVersion) + ")");
   }
   CsvHeader header(f);
+  MMTWIN_RETURN_IF_ERROR(header.CheckUnique(csv));
   int col[8];
   for (int i = 0; i < 8; ++i) {
     col[i] = header.Find(kColumns[i]);
@@ -57,6 +94,7 @@ Result<Trace> ParseTrace(std::string text, const std::string& name) {
   }
   const size_t width = header.names().size();
   Trace t;
+  std::vector<long> lines;  // each sample's line, for duplicate-id messages
   std::string last_subset;
   uint16_t last_index = 0;
   while (csv.Next(f)) {
@@ -91,8 +129,10 @@ Result<Trace> ParseTrace(std::string text, const std::string& name) {
                                             std::to_string(s.images) + " images");
     if (col[7] >= 0) s.meta.assign(f[col[7]]);
     t.samples.push_back(std::move(s));
+    lines.push_back(csv.line());
   }
   if (!csv.status().ok()) return csv.status().error();
+  MMTWIN_RETURN_IF_ERROR(CheckUniqueIds(t, lines, name));
   return t;
 }
 

@@ -1,5 +1,7 @@
 #include "core/util/csv.h"
 
+#include <algorithm>
+
 #include <unistd.h>
 #include <cerrno>
 #include <charconv>
@@ -153,6 +155,18 @@ int CsvHeader::Find(std::string_view name) const {
   for (size_t i = 0; i < names_.size(); ++i)
     if (names_[i] == name) return static_cast<int>(i);
   return -1;
+}
+
+Status CsvHeader::CheckUnique(const CsvReader& csv, const std::vector<std::string>& names) const {
+  for (size_t i = 0; i < names_.size(); ++i) {
+    if (names_[i].empty()) continue;
+    if (!names.empty() && std::find(names.begin(), names.end(), names_[i]) == names.end()) continue;
+    for (size_t j = i + 1; j < names_.size(); ++j)
+      if (names_[j] == names_[i])
+        return csv.ErrorAt(names_[i], "the column appears twice in the header (columns " +
+                                          std::to_string(i + 1) + " and " + std::to_string(j + 1) + ")");
+  }
+  return Status();
 }
 
 static std::string_view Trim(std::string_view s) {

@@ -53,8 +53,11 @@ class CsvReader {
 class CsvHeader {
  public:
   explicit CsvHeader(const std::vector<std::string_view>& fields);
-  // Index or -1.
+  // Index (the first, when a name repeats) or -1.
   int Find(std::string_view name) const;
+  // An error at the header line when a column name appears twice (which of the two a reader would take is a
+  // guess): among `names`, or among all columns when `names` is empty.
+  Status CheckUnique(const CsvReader& csv, const std::vector<std::string>& names = {}) const;
   const std::vector<std::string>& names() const { return names_; }
 
  private:
