@@ -2,6 +2,7 @@
 #include "core/driver/planner.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <numeric>
 
 #include <nlohmann/json.hpp>
@@ -11,7 +12,9 @@
 #include "core/graph/op_graph.h"
 #include "core/plan/schedule.h"
 #include "core/trace/generate.h"
+#include "core/util/memory_limit.h"
 #include "core/util/rng.h"
+#include "core/util/text.h"
 
 namespace mmtwin {
 namespace {
@@ -214,6 +217,54 @@ Result<std::shared_ptr<const CostModel>> LoadCostModel(const Scenario& scenario,
   return std::shared_ptr<const CostModel>(std::make_shared<CoefficientCostModel>(std::move(*loaded)));
 }
 
+MemoryEstimate EstimatePlanMemory(const Scenario& s) {
+  constexpr double kProcessBytes = 64e6, kBytesPerSample = 220, kBytesPerTraceFileByte = 6.5,
+                   kBytesPerDeviceMicroBatch = 12e3;
+  double trace_bytes = 0;
+  std::string trace_key, trace_detail;
+  if (!s.trace.file.empty()) {
+    std::error_code ec;
+    const double size = static_cast<double>(std::filesystem::file_size(s.trace.file, ec));
+    trace_bytes = ec ? 0 : size * kBytesPerTraceFileByte;
+    trace_key = "trace.file";
+    trace_detail = "a trace file of " + FormatBytes(ec ? 0 : size) + " (about 6.5 bytes of memory per byte)";
+  } else {
+    int64_t n = s.trace.samples;
+    if (n <= 0)
+      for (const auto& p : GeneratorPresets())
+        if (p.name == s.trace.preset) n = p.default_samples;
+    trace_bytes = static_cast<double>(n) * kBytesPerSample;
+    trace_key = "trace.samples";
+    trace_detail = GroupDigits(n) + " samples (about 220 bytes each)";
+  }
+  const ParallelConfig& p = s.parallel;
+  const double device_mbs = static_cast<double>(p.dp) * p.pp * std::max(1, p.vpp) * p.micro_batches;
+  const double graph_bytes = device_mbs * kBytesPerDeviceMicroBatch;
+  MemoryEstimate e;
+  e.bytes = static_cast<int64_t>(std::min(9e18, kProcessBytes + trace_bytes + graph_bytes));
+  if (graph_bytes > trace_bytes) {
+    e.key = "parallel.micro_batches";
+    e.detail = GroupDigits(p.micro_batches) + " micro-batches on dp " + std::to_string(p.dp) + " x pp " +
+               std::to_string(p.pp) + (p.vpp > 1 ? " x vpp " + std::to_string(p.vpp) : "") +
+               " (about 12 kB per device and micro-batch for one iteration's ops)";
+  } else {
+    e.key = trace_key;
+    e.detail = trace_detail;
+  }
+  return e;
+}
+
+Status CheckPlanMemory(const Scenario& s) {
+  const MemoryEstimate e = EstimatePlanMemory(s);
+  const int64_t limit = ProcessMemoryLimitBytes();
+  if (e.bytes <= limit) return Status();
+  return ScenarioError(s, e.key,
+                       e.detail + " need about " + FormatBytes(static_cast<double>(e.bytes)) +
+                           ", more than the " + FormatBytes(static_cast<double>(limit)) +
+                           " this process may use (physical memory, ulimit or cgroup); reduce " + e.key +
+                           " or run on a larger machine");
+}
+
 Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
   const std::atomic<bool>* cancel = options.cancel;
   PlannedRun run;
@@ -223,6 +274,7 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
   MMTWIN_ASSIGN_OR_RETURN(ClusterSpec probe, LoadCluster(s.cluster));
   MMTWIN_ASSIGN_OR_RETURN(run.scenario.nodes, CheckLayout(s, probe));
   MMTWIN_ASSIGN_OR_RETURN(run.cluster, LoadCluster(s.cluster, run.scenario.nodes));
+  MMTWIN_RETURN_IF_ERROR(CheckPlanMemory(s));
   MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
 
   // The trace and its identity.

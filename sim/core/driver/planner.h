@@ -85,8 +85,25 @@ struct PlannedRun {
 
 // Errors: the scenario's own (parallel sizes, nodes, tp above a node), unknown model / cluster / trace /
 // policy / parameter (from the registries, naming the scenario), a trace too small for one iteration, more
-// chunks than layers, a cost CSV that does not parse or lacks a layer type of the model, "cancelled".
+// chunks than layers, a cost CSV that does not parse or lacks a layer type of the model, a plan larger than
+// this process's memory (CheckPlanMemory, before anything big is allocated), "cancelled".
 Result<PlannedRun> BuildPlan(const Scenario& scenario, const PlanOptions& options);
+
+// Peak memory of planning and simulating a scenario, estimated from the sizes that drive it before anything is
+// allocated. Per-unit figures measured with the analytic engine (reports/benchmarks.md, issue 14): ~220 bytes per
+// trace sample (the samples, their tokens, the data plan and the replayed iterations), ~6.5 bytes per byte of a
+// trace file (the text and what it parses into), ~12 kB per device and micro-batch of one iteration (the op
+// graph, its op records and the Perfetto trace), plus 64 MB for the process. `key` is the scenario key whose
+// term is largest (trace.samples, trace.file or parallel.micro_batches); `detail` says how it counts.
+struct MemoryEstimate {
+  int64_t bytes = 0;
+  std::string key;
+  std::string detail;
+};
+MemoryEstimate EstimatePlanMemory(const Scenario& scenario);
+// ScenarioError at the driving key (file:line: key: ...) when EstimatePlanMemory exceeds
+// ProcessMemoryLimitBytes() (core/util/memory_limit.h), with both figures and what to reduce.
+Status CheckPlanMemory(const Scenario& scenario);
 
 // The cost model a scenario names: AnalyticCostModel for `cost: analytic`, else the CoefficientCostModel in
 // the CSV file scenario.cost (checked against the model with Supports).

@@ -260,6 +260,17 @@ Status ParsePolicies(const Parser& r, const YAML::Node& n, Scenario& s) {
   return Status();
 }
 
+// Every mapping key's line, by dotted path (sequences are not descended: no scenario key lives in one).
+void RecordLines(const YAML::Node& n, const std::string& prefix, std::map<std::string, long>& out) {
+  if (!n.IsMap()) return;
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    if (!it->first.IsScalar()) continue;
+    const std::string key = prefix.empty() ? it->first.Scalar() : prefix + "." + it->first.Scalar();
+    out.emplace(key, LineOf(it->first));
+    RecordLines(it->second, key, out);
+  }
+}
+
 Result<Scenario> ParseImpl(const std::string& text, const std::string& name, const std::string& base_dir) {
   const Parser r(name, base_dir);
   Scenario s;
@@ -267,6 +278,7 @@ Result<Scenario> ParseImpl(const std::string& text, const std::string& name, con
   MMTWIN_ASSIGN_OR_RETURN(const YAML::Node root, LoadStrictYaml(text, name));
   if (!root.IsMap()) return r.At(root, "", "a scenario is a mapping with keys " + Join(kTopKeys));
   MMTWIN_RETURN_IF_ERROR(r.Keys(root, "", kTopKeys));
+  RecordLines(root, "", s.lines);
 
   if (const YAML::Node v = root["name"]) {
     MMTWIN_ASSIGN_OR_RETURN(s.name, r.Str(v, "name"));
@@ -470,6 +482,18 @@ bool operator==(const PolicyRef& a, const PolicyRef& b) { return a.name == b.nam
 
 bool operator==(const TraceSource& a, const TraceSource& b) {
   return a.file == b.file && a.preset == b.preset && a.samples == b.samples && a.seed == b.seed;
+}
+
+Error ScenarioError(const Scenario& s, const std::string& dotted_key, const std::string& reason) {
+  if (s.path.empty()) return Error("scenario " + s.name + ": " + dotted_key + ": " + reason);
+  std::string k = dotted_key;
+  while (!k.empty()) {
+    if (auto it = s.lines.find(k); it != s.lines.end())
+      return Error::At(s.path, it->second, dotted_key, reason);
+    const size_t dot = k.rfind('.');
+    k = dot == std::string::npos ? "" : k.substr(0, dot);
+  }
+  return Error(s.path + ": " + dotted_key + ": " + reason);
 }
 
 bool operator==(const Scenario& a, const Scenario& b) {

@@ -59,7 +59,15 @@ struct Scenario {
   // CSV (CoefficientCostModel, e.g. fitted from measurements; relative paths resolve against the scenario's
   // folder). FLOPs and bytes always come from the analytic model.
   std::string cost = "analytic";
+  // Where each key was written in `path`: dotted key ("trace.samples", "policies.data.params.radius") -> line.
+  // For messages only (ScenarioError); not compared by operator==, not written by FormatScenario.
+  std::map<std::string, long> lines;
 };
+
+// "path:line: key: reason" for a key of a loaded scenario (the key's own line, else its nearest parent's), or
+// "scenario NAME: key: reason" for one built in code. Planner and driver errors about a key use it, so every
+// message names where to fix it.
+Error ScenarioError(const Scenario& s, const std::string& dotted_key, const std::string& reason);
 
 // Parses and validates (types, ranges, unknown or duplicate keys -> `file:line: key: reason`; policy names and
 // schedule parameters against the registries). The other policies' parameters are checked by the planner.

@@ -91,4 +91,24 @@ bool IsPlainName(std::string_view s) {
   return true;
 }
 
+std::string GroupDigits(int64_t n) {
+  const bool neg = n < 0;
+  std::string digits = std::to_string(n);
+  if (neg) digits.erase(0, 1);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return neg ? "-" + out : out;
+}
+
+std::string Abbreviate(std::string_view s, size_t max_chars) {
+  if (s.size() <= max_chars) return std::string(s);
+  size_t cut = max_chars;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80)
+    --cut;  // not inside a UTF-8 sequence
+  return std::string(s.substr(0, cut)) + "... (" + std::to_string(s.size()) + " bytes)";
+}
+
 }  // namespace mmtwin

@@ -32,4 +32,11 @@ bool ValidUtf8(std::string_view s);
 // "..", no '/', '\\' or control characters.
 bool IsPlainName(std::string_view s);
 
+// An integer with thousands separators: 100000000 -> "100,000,000".
+std::string GroupDigits(int64_t n);
+
+// `s` cut to at most `max_chars` bytes (at a UTF-8 boundary) with "..." appended when cut: for echoing a user's
+// value in a message without printing megabytes.
+std::string Abbreviate(std::string_view s, size_t max_chars = 60);
+
 }  // namespace mmtwin

@@ -41,7 +41,16 @@ auto GuardYaml(const std::string& name, F&& parse) -> decltype(parse()) {
 //   MMTWIN_ASSIGN_OR_RETURN(YAML::Node root, LoadStrictYaml(text, "cluster.yaml"));
 Status CheckDuplicateKeys(const YAML::Node& node, const std::string& name, const std::string& path = "");
 
+// YAML files larger than this are refused before parsing: yaml-cpp holds ~55 bytes per byte of text (a 43 MB
+// file took 2.4 GB), and scenarios, sweeps, model and cluster specs are a few kB (data belongs in trace files).
+constexpr size_t kMaxYamlBytes = size_t{16} << 20;
+
 inline Result<YAML::Node> LoadStrictYaml(const std::string& text, const std::string& name) {
+  if (text.size() > kMaxYamlBytes)
+    return Error(name + ": " + std::to_string(text.size() >> 20) + " MiB is more than the " +
+                 std::to_string(kMaxYamlBytes >> 20) +
+                 " MiB a YAML file may have (scenarios, sweeps, model and cluster specs are small; samples "
+                 "belong in a trace file)");
   try {
     YAML::Node root = YAML::Load(text);
     MMTWIN_RETURN_IF_ERROR(CheckDuplicateKeys(root, name));

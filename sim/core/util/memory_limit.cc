@@ -1,0 +1,93 @@
+// The process's memory limit; see memory_limit.h.
+#include "core/util/memory_limit.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+namespace mmtwin {
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAsan = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAsan = true;
+#else
+constexpr bool kAsan = false;
+#endif
+#else
+constexpr bool kAsan = false;
+#endif
+
+// First whitespace-separated number in a file ("max" and unreadable files give no limit).
+int64_t ReadLimit(const char* path) {
+  std::ifstream in(path);
+  std::string word;
+  if (!(in >> word) || word == "max") return std::numeric_limits<int64_t>::max();
+  try {
+    const long long v = std::stoll(word);
+    return v > 0 ? v : std::numeric_limits<int64_t>::max();
+  } catch (...) {
+    return std::numeric_limits<int64_t>::max();
+  }
+}
+
+int64_t MemTotalBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("MemTotal:", 0) == 0) {
+      std::istringstream ss(line.substr(9));
+      long long kb = 0;
+      if (ss >> kb && kb > 0) return kb * 1024;
+    }
+  return std::numeric_limits<int64_t>::max();
+}
+
+int64_t RLimit(int resource) {
+  rlimit rl{};
+  if (::getrlimit(resource, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+    return std::numeric_limits<int64_t>::max();
+  return static_cast<int64_t>(std::min<rlim_t>(rl.rlim_cur, std::numeric_limits<int64_t>::max()));
+}
+
+}  // namespace
+
+int64_t ProcessMemoryLimitBytes() {
+  int64_t limit = MemTotalBytes();
+  if (const char* env = std::getenv("MMTWIN_MEMORY_LIMIT_BYTES")) {
+    char* end = nullptr;
+    const long long v = std::strtoll(env, &end, 10);
+    if (end && *end == 0 && v > 0) limit = std::min<int64_t>(limit, v);
+  }
+  if (!kAsan) limit = std::min(limit, RLimit(RLIMIT_AS));
+  limit = std::min(limit, RLimit(RLIMIT_DATA));
+  limit = std::min(limit, ReadLimit("/sys/fs/cgroup/memory.max"));
+  limit = std::min(limit, ReadLimit("/sys/fs/cgroup/memory/memory.limit_in_bytes"));
+  return limit;
+}
+
+std::string FormatBytes(double bytes) {
+  char buf[32];
+  if (bytes < 1e3) {
+    std::snprintf(buf, sizeof buf, "%.0f bytes", bytes);
+  } else {
+    const char* units[] = {"kB", "MB", "GB", "TB", "PB", "EB"};
+    int u = 0;
+    double v = bytes / 1e3;
+    while (v >= 999.5 && u < 5) {
+      v /= 1e3;
+      ++u;
+    }
+    std::snprintf(buf, sizeof buf, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, units[u]);
+  }
+  return buf;
+}
+
+}  // namespace mmtwin
