@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
 # The README's test command: installs dependencies (apt-get) when missing, builds, runs every test (fast and slow,
-# including bounded libFuzzer runs of the trace and spec parsers).
-#   MMTWIN_TEST_LABEL=fast  run only the fast label
+# including bounded libFuzzer runs of the parsers).
+#   default          one clang build with AddressSanitizer + UndefinedBehaviorSanitizer on every target and the
+#                    fuzzers' coverage instrumentation ($MMTWIN_BUILD_DIR-fuzz): the whole suite, then the
+#                    bounded fuzz runs, all under the sanitizers (what CI runs)
+#   MMTWIN_FUZZ=0    the plain Release build ($MMTWIN_BUILD_DIR, g++) and the whole suite, no sanitizers
+#   MMTWIN_TEST_LABEL=fast  only the fast label (no fuzz runs)
 set -euo pipefail
 export MMTWIN_FUZZ=${MMTWIN_FUZZ:-1}
 source "$(dirname "${BASH_SOURCE[0]}")/../sim/tools/bootstrap.sh"
 mmtwin_install_deps
-mmtwin_build
 label=()
 [ -n "${MMTWIN_TEST_LABEL:-}" ] && label=(-L "$MMTWIN_TEST_LABEL")
-ctest --test-dir "$MMTWIN_BUILD_DIR" --output-on-failure -j "$(nproc)" "${label[@]}"
-if [ "$MMTWIN_FUZZ" = 1 ] && [ -z "${MMTWIN_TEST_LABEL:-}" ]; then
+if [ "$MMTWIN_FUZZ" = 1 ]; then
   mmtwin_build_fuzzers
-  ctest --test-dir "$MMTWIN_BUILD_DIR-fuzz" --output-on-failure -R '_fuzz_bounded$'
+  # UBSan findings abort (-fno-sanitize-recover); leaks are reported by LeakSanitizer at each test's exit.
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+  ctest --test-dir "$MMTWIN_BUILD_DIR-fuzz" --output-on-failure -j "$(nproc)" -E '_fuzz_bounded$' "${label[@]}"
+  if [ -z "${MMTWIN_TEST_LABEL:-}" ]; then
+    ctest --test-dir "$MMTWIN_BUILD_DIR-fuzz" --output-on-failure -R '_fuzz_bounded$'
+  fi
+else
+  mmtwin_build
+  ctest --test-dir "$MMTWIN_BUILD_DIR" --output-on-failure -j "$(nproc)" "${label[@]}"
 fi

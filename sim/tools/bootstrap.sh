@@ -2,7 +2,7 @@
 # Installs mmtwin's Debian build dependencies when missing (apt-get), then configures and builds.
 # Used by the README's two commands (scenarios/run_default.sh and tests/run_tests.sh); sourced, not run.
 #   MMTWIN_BUILD_DIR   build folder (default: build)
-#   MMTWIN_FUZZ=1      also build the libFuzzer targets in $MMTWIN_BUILD_DIR-fuzz (clang)
+#   MMTWIN_FUZZ=1      also install clang for the sanitizer + libFuzzer build ($MMTWIN_BUILD_DIR-fuzz)
 set -euo pipefail
 
 MMTWIN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -38,8 +38,14 @@ mmtwin_build() {
   cmake --build "$MMTWIN_BUILD_DIR" -j "$(nproc)" "${targets[@]}"
 }
 
+# mmtwin_build_fuzzers: the sanitizer build in $MMTWIN_BUILD_DIR-fuzz (clang): every target (libraries, CLI,
+# tests, benchmarks) with AddressSanitizer + UndefinedBehaviorSanitizer and libFuzzer's coverage counters, plus
+# the *_fuzz targets. The test command runs the whole suite and the bounded fuzz runs in it. Under CI (CI=true)
+# warnings are errors.
 mmtwin_build_fuzzers() {
+  local werror=OFF
+  [ "${CI:-}" = true ] && werror=ON
   CXX=clang++ cmake -S "$MMTWIN_ROOT" -B "$MMTWIN_BUILD_DIR-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DMMTWIN_BUILD_FUZZERS=ON -DMMTWIN_BUILD_BENCHMARKS=OFF >/dev/null
+    -DMMTWIN_BUILD_FUZZERS=ON -DMMTWIN_BUILD_BENCHMARKS=ON -DMMTWIN_WERROR=$werror >/dev/null
   cmake --build "$MMTWIN_BUILD_DIR-fuzz" -j "$(nproc)"
 }

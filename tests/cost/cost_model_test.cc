@@ -235,7 +235,8 @@ TEST(AnalyticCostTest, TpThatDoesNotDivideTheHeadsPricesPaddedHeads) {
   // InternViT-6B: 25 heads of 128, hidden 3200, MLP 2*3200*12800. At tp 2 the busiest rank holds 13 query and 13
   // KV heads; the MLP splits evenly. The model's FLOPs (for MFU) stay unpadded.
   ModelSpec m = Load("internvl-1.5-6b-20b");
-  const Layer& block = FirstOf(Layers(m), 0, LayerKind::kTransformer);
+  const std::vector<Layer> layers = Layers(m);
+  const Layer& block = FirstOf(layers, 0, LayerKind::kTransformer);
   LayerWorkload w = ComponentWorkload(m, 0, std::vector<Sample>{S(1, 0)});
   AnalyticCostModel tp2(A100(), {.tp = 2});
   const LayerCost c = tp2.Cost(m, block, w);
@@ -253,7 +254,8 @@ TEST(AnalyticCostTest, KvHeadsFewerThanTpAreReplicated) {
   // InternLM2-20B: 48 query heads, 8 KV heads of 128, hidden 6144. At tp 16 a rank holds 3 query heads and one
   // (replicated) KV head instead of half of one.
   ModelSpec m = Load("internvl-1.5-6b-20b");
-  const Layer& block = FirstOf(Layers(m), 2, LayerKind::kTransformer);
+  const std::vector<Layer> layers = Layers(m);
+  const Layer& block = FirstOf(layers, 2, LayerKind::kTransformer);
   LayerWorkload w{4096, 4096.0 * 4096.0, 1};
   AnalyticCostModel tp16(H100(), {.tp = 16});
   const LayerCost c = tp16.Cost(m, block, w);
