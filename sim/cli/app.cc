@@ -67,9 +67,14 @@ std::string HelpOf(const CLI::App* sub) {
   return sub->help(parent.empty() ? "mmtwin" : "mmtwin " + parent);
 }
 
-// `mmtwin SUB: problem` + SUB's usage, exit 2.
+// `mmtwin SUB: problem` + SUB's usage line (two lines in all: the full option list is one --help away), exit 2.
 int Usage(const CLI::App* sub, const std::string& path, const std::string& problem, std::ostream& err) {
-  err << "mmtwin " << path << ": " << problem << "\n" << HelpOf(sub);
+  const std::string help = HelpOf(sub);
+  size_t at = help.find("usage:");
+  std::string usage = at == std::string::npos ? "" : help.substr(at, help.find('\n', at) - at);
+  while (!usage.empty() && usage.back() == ' ') usage.pop_back();
+  err << "mmtwin " << path << ": " << problem << "\n"
+      << (usage.empty() ? "" : usage + "  ('mmtwin " + path + " --help' lists the options)\n");
   return 2;
 }
 
@@ -330,7 +335,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
             << "Run 'mmtwin --help' for usage.\n";
         return 2;
       }
-      err << "mmtwin: " << Problem(e, argv[argc - 1]) << "\n" << app.help();
+      err << "mmtwin: " << Problem(e, argv[argc - 1]) << "\nRun 'mmtwin --help' for usage.\n";
       return 2;
     }
     return Usage(target, PathOf(target), Problem(e, argv[argc - 1]), err);

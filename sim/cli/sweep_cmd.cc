@@ -151,14 +151,15 @@ int RunSweep(const SweepRunArgs& args, std::ostream& out, std::ostream& err) {
   }
   auto spec = LoadSweep(o.sweep);
   if (!spec) return Fail(err, "sweep: " + spec.error().message());
-  auto runs = ExpandSweep(*spec);
-  if (!runs) return Fail(err, "sweep: " + runs.error().message());
+  // Runs are expanded one at a time (ExpandRun): a large sweep lists or starts at once, in bounded memory.
+  const int64_t size = SweepSize(*spec);
 
   if (o.dry_run) {
-    out << "sweep " << spec->name << ": " << runs->size() << " runs (" << (spec->zip ? "zip" : "cartesian")
-        << ")\n";
-    for (const SweepRun& r : *runs) {
-      if (!InShard(r.index, o.shard, o.shards)) continue;
+    out << "sweep " << spec->name << ": " << size << " runs (" << (spec->zip ? "zip" : "cartesian") << ")\n";
+    for (int64_t i = 0; i < size; ++i) {
+      if (Interrupted()) return 128 + InterruptSignal();
+      if (!InShard(static_cast<int>(i), o.shard, o.shards)) continue;
+      const SweepRun r = ExpandRun(*spec, i);
       out << Pad(std::to_string(r.index), 4, true) << "  " << r.key << "  ";
       for (size_t i = 0; i < r.axes.size(); ++i)
         out << (i ? ", " : "") << r.axes[i].first << "=" << r.axes[i].second;
@@ -202,11 +203,11 @@ int RunSweep(const SweepRunArgs& args, std::ostream& out, std::ostream& err) {
     if (p.done < p.total) err << ", ETA " << Duration(p.eta_seconds);
     err << "\n" << std::flush;
   };
-  out << "sweep " << spec->name << ": " << runs->size() << " runs (" << (spec->zip ? "zip" : "cartesian");
+  out << "sweep " << spec->name << ": " << size << " runs (" << (spec->zip ? "zip" : "cartesian");
   if (o.sharded) out << ", shard " << o.shard << "/" << o.shards;
   out << "), " << o.jobs << " job" << (o.jobs > 1 ? "s" : "") << ", database " << db_path << "\n"
       << std::flush;
-  auto outcome = RunSweep(*spec, *runs, **db, ro);
+  auto outcome = RunSweep(*spec, **db, ro);
   if (!outcome) return Fail(err, "sweep: " + outcome.error().message());
   out << "ran " << outcome->executed << " of " << outcome->in_shard << " runs (" << outcome->skipped
       << " already done, " << outcome->errors << " errors)\n";
@@ -225,17 +226,30 @@ int RunSweep(const SweepRunArgs& args, std::ostream& out, std::ostream& err) {
   if (!records) return Fail(err, "sweep: " + records.error().message());
   std::map<std::string, const RunRecord*> by_key;
   for (const auto& r : *records) by_key[r.run_key] = &r;
+  // The table: this sweep's runs of this shard, in index order. Up to kTableExpand runs each is expanded again
+  // so a row recorded by an earlier version of the sweep file under the same name is not shown as this one's;
+  // larger sweeps list the rows recorded for their indices (`mmtwin sweep table` and `export` read the file).
+  constexpr int64_t kTableExpand = 5000;
   std::vector<RunRecord> rows;
   bool any_error = false;
-  for (const SweepRun& r : *runs) {
-    if (!InShard(r.index, o.shard, o.shards)) continue;
-    auto it = by_key.find(r.key);
-    if (it == by_key.end()) continue;
-    RunRecord row = *it->second;
-    row.run_index = r.index;
-    row.axes = r.axes;
-    any_error |= row.status != "ok";
-    rows.push_back(std::move(row));
+  if (size <= kTableExpand) {
+    for (int64_t i = 0; i < size; ++i) {
+      if (!InShard(static_cast<int>(i), o.shard, o.shards)) continue;
+      const SweepRun r = ExpandRun(*spec, i);
+      auto it = by_key.find(r.key);
+      if (it == by_key.end()) continue;
+      RunRecord row = *it->second;
+      row.run_index = r.index;
+      row.axes = r.axes;
+      any_error |= row.status != "ok";
+      rows.push_back(std::move(row));
+    }
+  } else {
+    for (const RunRecord& r : *records)
+      if (r.run_index < size && InShard(r.run_index, o.shard, o.shards)) {
+        any_error |= r.status != "ok";
+        rows.push_back(r);
+      }
   }
   std::vector<std::string> axis_names;
   for (const auto& a : spec->axes) axis_names.push_back(a.name);

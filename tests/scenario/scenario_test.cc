@@ -312,7 +312,7 @@ TEST(ScenarioTest, EveryErrorNamesFileLineAndKey) {
        "s.yaml:3: parallel: dp * tp * pp = 67108864 GPUs"},
       {ok_head + "parallel: {pp: 2, vpp: 2}\n",
        "s.yaml:3: parallel.vpp: vpp > 1 needs the interleaved-1f1b schedule"},
-      {ok_head + "parallel: {pp: 4000}\n", "s.yaml:3: parallel: pp * vpp = 4000 pipeline chunks, but model"},
+      {ok_head + "parallel: {pp: 4000}\n", "s.yaml:3: parallel.pp: pp * vpp = 4000 pipeline chunks, but model"},
       {ok_head + "parallel: {tp: 16}\n", "s.yaml:3: parallel.tp: tensor parallelism stays inside a node"},
       {ok_head + "iterations: 0\n",
        "s.yaml:3: iterations: '0' is not an integer in [1, 1000000000] or \"epoch\""},

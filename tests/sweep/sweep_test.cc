@@ -509,6 +509,71 @@ TEST_F(RunnerTest, ShardsTogetherCoverTheSweepOnce) {
   EXPECT_EQ(seen, (std::multiset<int>{0, 1, 2, 3, 4, 5}));
 }
 
+TEST(LazySweep, ExpandRunIsExpandSweepAtThatIndex) {
+  auto spec = Parse(
+      Sweep("axes:\n  - {key: parallel.micro_batches, values: [1, 3]}\n"
+            "  - {key: parallel.tp, values: [2, 16]}\n  - {key: policies.data, values: [isf, random]}\n"));
+  ASSERT_TRUE(spec.ok()) << spec.error().message();
+  auto all = ExpandSweep(*spec);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 8u);
+  for (size_t i = 0; i < all->size(); ++i) {
+    const SweepRun r = ExpandRun(*spec, static_cast<int64_t>(i));
+    EXPECT_EQ(r.index, (*all)[i].index);
+    EXPECT_EQ(r.key, (*all)[i].key);
+    EXPECT_EQ(r.axes, (*all)[i].axes);
+    EXPECT_EQ(r.error, (*all)[i].error);
+    EXPECT_EQ(r.resolved_yaml, (*all)[i].resolved_yaml);
+  }
+  EXPECT_FALSE((*all)[2].error.empty());  // tp 16 is more than a node: an invalid run, kept
+}
+
+TEST(LazySweep, DigestChangesWithWhatDeterminesTheRuns) {
+  auto a = Parse(Sweep("axes:\n  - {key: parallel.micro_batches, values: [1, 2]}\n"));
+  auto b = Parse(Sweep("axes:\n  - {key: parallel.micro_batches, values: [1, 2]}\n"));
+  auto c = Parse(Sweep("axes:\n  - {key: parallel.micro_batches, values: [2, 1]}\n"));
+  auto d = Parse(Sweep("iterations: 3\naxes:\n  - {key: parallel.micro_batches, values: [1, 2]}\n"));
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok() && d.ok());
+  EXPECT_EQ(SweepDigest(*a), SweepDigest(*b));
+  EXPECT_NE(SweepDigest(*a), SweepDigest(*c));
+  EXPECT_NE(SweepDigest(*a), SweepDigest(*d));
+}
+
+TEST(LazySweep, AMillionRunSweepStartsWithoutExpandingTheRest) {
+  // 100 x 100 x 100 runs: expanding them all first took ~15 minutes and gigabytes. The runner expands a run only
+  // when a worker is free: stopped after 2 runs, it has looked at no more than the runs it started.
+  std::string values;
+  for (int i = 1; i <= 100; ++i) values += (i > 1 ? ", " : "") + std::to_string(i);
+  auto spec =
+      Parse(Sweep("axes:\n  - {key: seed, values: [" + values + "]}\n  - {key: trace.seed, values: [" +
+                  values + "]}\n  - {key: iterations, values: [" + values + "]}\n"));
+  ASSERT_TRUE(spec.ok()) << spec.error().message();
+  ASSERT_EQ(SweepSize(*spec), 1000000);
+  TempDir dir;
+  auto db = ResultsDb::Open(dir / "m.sqlite");
+  ASSERT_TRUE(db.ok());
+  SweepRunOptions o;
+  o.jobs = 1;
+  o.stop_after = 2;
+  o.run = [](const Scenario&) -> Result<RunSummary> { return RunSummary{}; };
+  auto r = RunSweep(*spec, **db, o);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->executed, 2);
+  EXPECT_TRUE(r->stopped);
+  EXPECT_LE(r->in_shard, 3);  // runs expanded: the two run and at most one look-ahead
+  // Resume: the two recorded runs are skipped by index (same digest), the next ones run.
+  o.stop_after = 1;
+  r = RunSweep(*spec, **db, o);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->skipped, 2);
+  EXPECT_EQ(r->executed, 1);
+  auto rows = (*db)->Runs();
+  ASSERT_TRUE(rows.ok());
+  std::set<int> indices;
+  for (const auto& row : *rows) indices.insert(row.run_index);
+  EXPECT_EQ(indices, (std::set<int>{0, 1, 2}));
+}
+
 TEST(ShippedSweeps, ParseAndExpandWithoutInvalidRuns) {
   const fs::path dir = fs::path(MMTWIN_SOURCE_DIR) / "scenarios" / "sweeps";
   int files = 0;

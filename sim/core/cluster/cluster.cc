@@ -58,8 +58,9 @@ class Reader {
       if (!n.IsScalar()) throw YAML::Exception(n.Mark(), "not a scalar");
       v = n.as<double>();
     } catch (const YAML::Exception&) {
-      return Error::At(file_, LineOf(n), Field(where, key),
-                       "'" + (n.IsScalar() ? n.Scalar() : std::string("?")) + "' is not a number");
+      return Error::At(
+          file_, LineOf(n), Field(where, key),
+          "'" + Abbreviate((n.IsScalar() ? n.Scalar() : std::string("?"))) + "' is not a number");
     }
     if (!std::isfinite(v) || v < 0 || (v == 0 && !allow_zero))
       return Error::At(file_, LineOf(n), Field(where, key), allow_zero ? "must be >= 0" : "must be > 0");

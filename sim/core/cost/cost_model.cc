@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/util/csv.h"
+#include "core/util/text.h"
 
 namespace mmtwin {
 
@@ -287,7 +288,7 @@ Result<CoefficientCostModel> CoefficientCostModel::Parse(const std::string& csv_
     for (int i = 0; i < 6; ++i) {
       if (!ParseDouble(row[col[2 + i]], v[i]) || !std::isfinite(v[i]))
         return csv.ErrorAt(kCoefHeader[2 + i],
-                           "'" + std::string(row[col[2 + i]]) + "' is not a finite number");
+                           "'" + Abbreviate(std::string(row[col[2 + i]])) + "' is not a finite number");
     }
     model.Set(source, kind, TimeCoefficients{v[0], v[1], v[2], v[3], v[4], v[5]});
   }

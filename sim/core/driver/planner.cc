@@ -38,21 +38,34 @@ IterationData IterationOf(const DataPlan& data, int dp, int m, int64_t k) {
   return it;
 }
 
-// The checks of parallel sizes against the cluster; `nodes` = the scenario's, or just enough.
+// The checks of parallel sizes against the cluster; `nodes` = the scenario's, or just enough. Errors name the
+// scenario key (ScenarioError: file:line: key: reason).
 Result<int> CheckLayout(const Scenario& s, const ClusterSpec& probe) {
   const ParallelConfig& par = s.parallel;
   if (par.dp < 1 || par.tp < 1 || par.pp < 1 || par.vpp < 1 || par.micro_batches < 1)
-    return Error("scenario: parallel sizes must be >= 1");
-  if (par.zero_stage < 0 || par.zero_stage > 3) return Error("scenario: zero_stage must be 0..3");
+    return ScenarioError(s, "parallel", "parallel sizes must be >= 1");
+  if (par.zero_stage < 0 || par.zero_stage > 3)
+    return ScenarioError(s, "parallel.zero_stage", "must be 0..3");
   if (par.tp > probe.gpus_per_node)
-    return Error("scenario: tp " + std::to_string(par.tp) + " exceeds the " +
-                 std::to_string(probe.gpus_per_node) + " GPUs of a node in cluster '" + probe.name + "'");
+    return ScenarioError(s, "parallel.tp",
+                         "tp " + std::to_string(par.tp) + " exceeds the " +
+                             std::to_string(probe.gpus_per_node) + " GPUs of a node in cluster '" +
+                             probe.name + "'");
   const int needed = (par.world_size() + probe.gpus_per_node - 1) / probe.gpus_per_node;
   if (s.nodes > 0 && s.nodes < needed)
-    return Error("scenario: dp*tp*pp = " + std::to_string(par.world_size()) + " GPUs need " +
-                 std::to_string(needed) + " nodes of cluster '" + probe.name + "', but nodes is " +
-                 std::to_string(s.nodes));
+    return ScenarioError(s, "cluster.nodes",
+                         "dp*tp*pp = " + std::to_string(par.world_size()) + " GPUs need " +
+                             std::to_string(needed) + " nodes of cluster '" + probe.name +
+                             "', but nodes is " + std::to_string(s.nodes));
   return s.nodes > 0 ? s.nodes : needed;
+}
+
+// A policy's error (unknown parameter, bad value) at the scenario key that chose the policy.
+Status AtPolicyKey(const Scenario& s, const std::string& kind, const Status& st) {
+  if (st.ok() || st.error().message() == "cancelled") return st;
+  const std::string key = "policies." + kind;
+  const auto has = [&](const std::string& k) { return s.lines.count(k) > 0; };
+  return ScenarioError(s, has(key + ".params") ? key + ".params" : key, st.error().message());
 }
 
 // Per-layer profiles over a bounded sample of the replayed micro-batches: the mean (what partitioning
@@ -113,7 +126,9 @@ Result<RecomputePlan> PlanRecompute(const PlannedRun& run, const LayerProfile& w
   rc.model_state_bytes = RankModelStateBytes(par, p, worst.params);
   rc.other_bytes = ProfileBoundaryBytes(worst, p, par);
   rc.capacity_bytes = run.cluster.device.memory_bytes;
-  return RunRecomputePolicy(run.scenario.recompute.name, run.scenario.recompute.params, rc, report);
+  auto plan = RunRecomputePolicy(run.scenario.recompute.name, run.scenario.recompute.params, rc, report);
+  if (!plan) return AtPolicyKey(run.scenario, "recompute", plan.error()).error();
+  return plan;
 }
 
 // Mean iteration time of a candidate plan over the first few replayed iterations (bmp's "timing").
@@ -157,11 +172,13 @@ Status PlanModel(PlannedRun& run, const Pricer& pricer, const std::atomic<bool>*
   };
   pc.evaluate = [&](const Partition& p) { return QuickTime(run, pricer, prof.worst, p, cancel); };
   if (par.chunks() > static_cast<int>(pricer.layers().size()))
-    return Error("scenario: pp * vpp = " + std::to_string(par.chunks()) + " chunks exceed the model's " +
-                 std::to_string(pricer.layers().size()) + " layers");
-  MMTWIN_ASSIGN_OR_RETURN(run.plan.partition,
-                          RunPartitionPolicy(run.scenario.partition.name, run.scenario.partition.params, pc,
-                                             &run.partition_report));
+    return ScenarioError(run.scenario, par.vpp > 1 ? "parallel.vpp" : "parallel.pp",
+                         "pp * vpp = " + std::to_string(par.chunks()) + " chunks exceed the model's " +
+                             std::to_string(pricer.layers().size()) + " layers");
+  auto partition = RunPartitionPolicy(run.scenario.partition.name, run.scenario.partition.params, pc,
+                                      &run.partition_report);
+  if (!partition) return AtPolicyKey(run.scenario, "partition", partition.error());
+  run.plan.partition = std::move(*partition);
   MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
   MMTWIN_ASSIGN_OR_RETURN(run.plan.recompute,
                           PlanRecompute(run, prof.worst, run.plan.partition, &run.recompute_report));
@@ -291,7 +308,7 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
     id.preset = s.trace.preset;
     id.seed = s.trace.seed;
   }
-  if (run.trace.samples.empty()) return Error("scenario: the trace has no samples");
+  if (run.trace.samples.empty()) return ScenarioError(s, "trace", "the trace has no samples");
   id.samples = static_cast<int64_t>(run.trace.size());
   id.digest = TraceDigest(run.trace);
   MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
@@ -302,7 +319,9 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
   for (const Sample& x : run.trace.samples) run.tokens.push_back(TokensFor(run.model, x));
   const int ranks_per_node = std::max(1, run.cluster.gpus_per_node / par.tp);
   DataPolicyContext ctx{&run.trace, &run.model, &sizes, par.dp, ranks_per_node, s.seed};
-  MMTWIN_ASSIGN_OR_RETURN(DataPlan data, RunDataPolicy(s.data.name, s.data.params, ctx));
+  auto data_plan = RunDataPolicy(s.data.name, s.data.params, ctx);
+  if (!data_plan) return AtPolicyKey(s, "data", data_plan.error()).error();
+  DataPlan data = std::move(*data_plan);
   run.data_metrics = ComputeDataMetrics(data, sizes);
   MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
 
@@ -317,9 +336,11 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
   plan.packed = data.packed;
   plan.iterations_in_epoch = static_cast<int64_t>(data.steps.size()) / par.micro_batches;
   if (plan.iterations_in_epoch < 1)
-    return Error("scenario: the trace yields " + std::to_string(data.steps.size()) +
-                 " mini-batch steps for dp " + std::to_string(par.dp) + ", fewer than the " +
-                 std::to_string(par.micro_batches) + " micro-batches of one iteration");
+    return ScenarioError(
+        s, "parallel.micro_batches",
+        "the trace yields " + std::to_string(data.steps.size()) + " mini-batch steps for dp " +
+            std::to_string(par.dp) + ", fewer than the " + std::to_string(par.micro_batches) +
+            " micro-batches of one iteration (a larger trace.samples or fewer micro-batches)");
   std::vector<int64_t> replay;
   if (s.epoch || s.iterations >= plan.iterations_in_epoch) {
     replay.resize(plan.iterations_in_epoch);
@@ -370,11 +391,11 @@ Status ValidateScenario(const Scenario& s) {
   }
   MMTWIN_ASSIGN_OR_RETURN(ClusterSpec probe, LoadCluster(s.cluster));
   auto nodes = CheckLayout(s, probe);
-  if (!nodes) return Error(name + ": parallel: " + nodes.error().message().substr(sizeof("scenario: ") - 1));
+  if (!nodes) return nodes.error();
   auto params = [&](const std::string& kind, const PolicyRef& ref,
                     const std::vector<ParamSpec>& specs) -> Status {
     auto p = Params::Validate(kind + " policy '" + ref.name + "'", specs, ref.params);
-    if (!p) return Error(name + ": policies." + kind + ".params: " + p.error().message());
+    if (!p) return ScenarioError(s, "policies." + kind + ".params", p.error().message());
     return Status();
   };
   MMTWIN_ASSIGN_OR_RETURN(const DataPolicyInfo* data, FindDataPolicy(s.data.name));
@@ -386,12 +407,12 @@ Status ValidateScenario(const Scenario& s) {
   if (auto sched = BuildSchedule(s.schedule.name, s.parallel.pp, s.parallel.vpp, s.parallel.micro_batches,
                                  s.schedule.params);
       !sched)
-    return Error(name + ": policies.schedule: " + sched.error().message());
+    return ScenarioError(s, "policies.schedule", sched.error().message());
   if (s.cost != "analytic") {
     MMTWIN_ASSIGN_OR_RETURN(ModelSpec model, LoadModel(s.model));
     MMTWIN_ASSIGN_OR_RETURN(ClusterSpec cluster, LoadCluster(s.cluster, *nodes));
     auto cost = LoadCostModel(s, model, cluster);
-    if (!cost) return Error(name + ": " + cost.error().message());
+    if (!cost) return ScenarioError(s, "cost", cost.error().message());
   }
   return Status();
 }

@@ -368,7 +368,9 @@ Status ParseComponentFields(const Ctx& ctx, const YAML::Node& n, const std::stri
       try {
         v = d.as<int64_t>();
       } catch (const YAML::Exception&) {
-        return ErrAt(ctx, d, f, "'" + (d.IsScalar() ? d.Scalar() : std::string("?")) + "' is not an integer");
+        return ErrAt(
+            ctx, d, f,
+            "'" + Abbreviate((d.IsScalar() ? d.Scalar() : std::string("?"))) + "' is not an integer");
       }
       if (v <= 0) return ErrAt(ctx, d, f, "widths must be positive");
       c.projector_dims.push_back(v);
@@ -378,9 +380,30 @@ Status ParseComponentFields(const Ctx& ctx, const YAML::Node& n, const std::stri
 }
 
 // Fills defaults (kv_heads, head_dim, conv_params) and checks a component's invariants.
+// The node of a dotted key under `n` ("transformer.heads"), or `n` itself when the key is not written there
+// (a default, or a value from a referenced zoo component): errors point at the key's own line.
+YAML::Node KeyNode(const YAML::Node& n, const std::string& dotted) {
+  YAML::Node cur = n;
+  size_t start = 0;
+  try {
+    while (start <= dotted.size()) {
+      const size_t dot = dotted.find('.', start);
+      const std::string part =
+          dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      if (!cur.IsMap() || !cur[part]) return n;
+      cur = cur[part];
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+  } catch (const YAML::Exception&) {
+    return n;
+  }
+  return cur;
+}
+
 Status FinishComponent(const Ctx& ctx, const YAML::Node& n, const std::string& where, Component& c) {
   auto fail = [&](const std::string& field, const std::string& reason) {
-    return ErrAt(ctx, n, where.empty() ? field : where + "." + field, reason);
+    return ErrAt(ctx, KeyNode(n, field), where.empty() ? field : where + "." + field, reason);
   };
   if (c.kind == ComponentKind::kProjector) {
     if (c.projector_dims.size() > 64) return fail("projector_dims", "implausibly many layers (max 64)");
@@ -523,7 +546,8 @@ Result<ModelSpec> ParseModelImpl(const std::string& yaml_text, const std::string
         Result<ModelSpec> sub = LoadModelImpl(ref, depth + 1);
         if (!sub) return sub.error().Wrap(Error::At(name, LineOf(cn["use"]), where + ".use", use).message());
         if (sub->components.size() != 1)
-          return ErrAt(ctx, cn["use"], where + ".use", "'" + use + "' is not a one-component spec");
+          return ErrAt(ctx, cn["use"], where + ".use",
+                       "'" + Abbreviate(use) + "' is not a one-component spec");
         c = sub->components[0];
       } else if (!cn["kind"].IsDefined()) {
         return ErrAt(ctx, cn, where, "needs `use` (a component spec name) or `kind`");

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/util/csv.h"
+#include "core/util/text.h"
 
 namespace mmtwin {
 namespace {
@@ -115,16 +116,16 @@ Result<TableCommCost> TableCommCost::Parse(const std::string& text, const std::s
     if (!ParseCommKind(f[0], kind))
       return Error::At(
           name, n, "kind",
-          "'" + f[0] +
+          "'" + Abbreviate(f[0]) +
               "' is not one of p2p, dispatch, all_reduce, reduce_scatter_all_gather, reduce_scatter, "
               "weight_all_gather");
     if (f[1] != "nvlink" && f[1] != "nic")
-      return Error::At(name, n, "link", "'" + f[1] + "' is not nvlink or nic");
+      return Error::At(name, n, "link", "'" + Abbreviate(f[1]) + "' is not nvlink or nic");
     LinkCost cost;
     if (!ParseDouble(f[2], cost.latency_us) || !(cost.latency_us >= 0) || !std::isfinite(cost.latency_us))
-      return Error::At(name, n, "latency_us", "'" + f[2] + "' is not a number >= 0");
+      return Error::At(name, n, "latency_us", "'" + Abbreviate(f[2]) + "' is not a number >= 0");
     if (!ParseDouble(f[3], cost.bytes_per_s) || !(cost.bytes_per_s > 0) || !std::isfinite(cost.bytes_per_s))
-      return Error::At(name, n, "bytes_per_s", "'" + f[3] + "' is not a number > 0");
+      return Error::At(name, n, "bytes_per_s", "'" + Abbreviate(f[3]) + "' is not a number > 0");
     if (t.Find(kind, f[1] == "nvlink"))
       return Error::At(name, n, "", "duplicate row for " + f[0] + "," + f[1]);
     t.Set(kind, f[1] == "nvlink", cost);

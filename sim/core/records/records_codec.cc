@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/util/csv.h"
+#include "core/util/text.h"
 
 namespace mmtwin {
 namespace {
@@ -396,7 +397,9 @@ Result<std::vector<OpRecord>> ParseOpsCsv(const std::string& text, const std::st
     if (f.size() != 14)
       return Error::At(name, line_no, "", "expected 14 fields, got " + std::to_string(f.size()));
     OpRecord o;
-    auto bad = [&](int i) { return Error::At(name, line_no, kFields[i], "'" + f[i] + "' is not valid"); };
+    auto bad = [&](int i) {
+      return Error::At(name, line_no, kFields[i], "'" + Abbreviate(f[i]) + "' is not valid");
+    };
     if (f[0] == "simulated")
       o.source = RecordSource::kSimulated;
     else if (f[0] == "measured")

@@ -87,7 +87,7 @@ class Parser {
   Result<int64_t> Int(const YAML::Node& n, const std::string& field, int64_t lo, int64_t hi) const {
     if (!n.IsScalar()) return At(n, field, "expected an integer");
     int64_t v = 0;
-    if (!ParseInt64(n.Scalar(), v)) return At(n, field, "'" + n.Scalar() + "' is not an integer");
+    if (!ParseInt64(n.Scalar(), v)) return At(n, field, "'" + Abbreviate(n.Scalar()) + "' is not an integer");
     if (v < lo || v > hi)
       return At(
           n, field,
@@ -284,7 +284,7 @@ Result<Scenario> ParseImpl(const std::string& text, const std::string& name, con
     MMTWIN_ASSIGN_OR_RETURN(s.name, r.Str(v, "name"));
     if (!IsPlainName(s.name))
       return r.At(v, "name",
-                  "'" + s.name +
+                  "'" + Abbreviate(s.name) +
                       "' must work as a folder name (runs/NAME): no '/', '\\', control "
                       "characters, '.' or '..'");
   } else {
@@ -341,8 +341,8 @@ Result<Scenario> ParseImpl(const std::string& text, const std::string& name, con
       int64_t x = 0;
       if (!ParseInt64(v.Scalar(), x) || x < 1 || x > kMaxIterations)
         return r.At(v, "iterations",
-                    "'" + v.Scalar() + "' is not an integer in [1, " + std::to_string(kMaxIterations) +
-                        "] or \"epoch\"");
+                    "'" + Abbreviate(v.Scalar()) + "' is not an integer in [1, " +
+                        std::to_string(kMaxIterations) + "] or \"epoch\"");
       s.iterations = x;
     }
   }
@@ -369,7 +369,8 @@ Result<Scenario> ParseImpl(const std::string& text, const std::string& name, con
   if (!model_spec) return r.At(model, "model", model_spec.error().message());
   const int layers = static_cast<int>(Layers(*model_spec).size());
   if (s.parallel.chunks() > layers)
-    return r.At(parallel, "parallel",
+    return r.At(Child(parallel, s.parallel.vpp > 1 ? "vpp" : "pp"),
+                s.parallel.vpp > 1 ? "parallel.vpp" : "parallel.pp",
                 "pp * vpp = " + std::to_string(s.parallel.chunks()) + " pipeline chunks, but model '" +
                     model_spec->name + "' has only " + std::to_string(layers) + " layers");
   auto cluster = LoadCluster(s.cluster);

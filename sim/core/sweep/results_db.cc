@@ -204,11 +204,18 @@ Result<std::unique_ptr<ResultsDb>> ResultsDb::Open(const std::string& path) {
     for (const auto& c : SummaryColumns()) sql += std::string(", ") + c.name + " " + c.sql_type;
     sql += ", wall_seconds REAL, session TEXT, finished_at TEXT, summary_json TEXT, scenario_yaml TEXT);";
     sql +=
-        "CREATE TABLE IF NOT EXISTS sweeps (name TEXT PRIMARY KEY, path TEXT, axes_json TEXT, runs INTEGER);";
+        "CREATE TABLE IF NOT EXISTS sweeps (name TEXT PRIMARY KEY, path TEXT, axes_json TEXT, runs INTEGER, "
+        "digest TEXT);";
     sql += "PRAGMA application_id = " + std::to_string(kResultsDbApplicationId) + ";";
     MMTWIN_RETURN_IF_ERROR(db->Exec(sql));
     MMTWIN_RETURN_IF_ERROR(db->RefreshColumns());
-    // Older files may miss summary columns added since: add them.
+    // Older files may miss the sweep digest and summary columns added since: add them.
+    bool has_digest = false;
+    {
+      Stmt st(raw, "PRAGMA table_info(sweeps)");
+      while (st.ok() && sqlite3_step(st.get()) == SQLITE_ROW) has_digest |= st.ColText(1) == "digest";
+    }
+    if (!has_digest) MMTWIN_RETURN_IF_ERROR(db->Exec("ALTER TABLE sweeps ADD COLUMN digest TEXT"));
     for (const auto& c : SummaryColumns())
       if (!db->columns_.count(c.name)) {
         MMTWIN_RETURN_IF_ERROR(db->Exec(std::string("ALTER TABLE runs ADD COLUMN ") + c.name));
@@ -338,12 +345,13 @@ Result<bool> ResultsDb::Merge(const RunRecord& r) {
 }
 
 Status ResultsDb::PutSweep(const SweepInfo& s) {
-  Stmt st(db_, "INSERT OR REPLACE INTO sweeps (name, path, axes_json, runs) VALUES (?, ?, ?, ?)");
+  Stmt st(db_, "INSERT OR REPLACE INTO sweeps (name, path, axes_json, runs, digest) VALUES (?, ?, ?, ?, ?)");
   if (!st.ok()) return Error(path_ + ": " + sqlite3_errmsg(db_));
   st.Text(1, s.name);
   st.Text(2, s.path);
   st.Text(3, s.axes_json);
   sqlite3_bind_int(st.get(), 4, s.runs);
+  st.TextOrNull(5, s.digest);
   if (sqlite3_step(st.get()) != SQLITE_DONE) return Error(path_ + ": " + sqlite3_errmsg(db_));
   return Status();
 }
@@ -358,6 +366,17 @@ Result<std::set<std::string>> ResultsDb::OkKeys(const std::string& sweep) {
   while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) keys.insert(st.ColText(0));
   if (rc != SQLITE_DONE) return Error(path_ + ": " + sqlite3_errmsg(db_));
   return keys;
+}
+
+Result<std::set<int64_t>> ResultsDb::OkIndices(const std::string& sweep) {
+  Stmt st(db_, "SELECT run_index FROM runs WHERE status = 'ok' AND sweep = ?");
+  if (!st.ok()) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  st.Text(1, sweep);
+  std::set<int64_t> out;
+  int rc;
+  while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) out.insert(sqlite3_column_int64(st.get(), 0));
+  if (rc != SQLITE_DONE) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  return out;
 }
 
 Result<std::vector<RunRecord>> ResultsDb::Runs(const std::string& sweep) {
@@ -400,11 +419,12 @@ Result<std::vector<RunRecord>> ResultsDb::Runs(const std::string& sweep) {
 }
 
 Result<std::vector<SweepInfo>> ResultsDb::Sweeps() {
-  Stmt st(db_, "SELECT name, path, axes_json, runs FROM sweeps ORDER BY name");
+  Stmt st(db_, "SELECT name, path, axes_json, runs, digest FROM sweeps ORDER BY name");
   if (!st.ok()) return Error(path_ + ": " + sqlite3_errmsg(db_));
   std::vector<SweepInfo> out;
   while (sqlite3_step(st.get()) == SQLITE_ROW)
-    out.push_back({st.ColText(0), st.ColText(1), st.ColText(2), sqlite3_column_int(st.get(), 3)});
+    out.push_back(
+        {st.ColText(0), st.ColText(1), st.ColText(2), sqlite3_column_int(st.get(), 3), st.ColText(4)});
   return out;
 }
 

@@ -46,6 +46,7 @@ struct SweepInfo {
   std::string path;
   std::string axes_json;  // ["name", ...] in axis order
   int runs = 0;           // runs in the whole sweep (all shards)
+  std::string digest;     // SweepDigest of the spec last run ("" for files from before it was stored)
 };
 
 class ResultsDb {
@@ -67,6 +68,8 @@ class ResultsDb {
   Status PutSweep(const SweepInfo& s);
 
   Result<std::set<std::string>> OkKeys(const std::string& sweep = "");
+  // run_index of the rows of `sweep` with status ok.
+  Result<std::set<int64_t>> OkIndices(const std::string& sweep);
   Result<std::vector<RunRecord>> Runs(const std::string& sweep = "");  // ordered by sweep, run_index
   Result<std::vector<SweepInfo>> Sweeps();
   Status Delete(const std::string& run_key);

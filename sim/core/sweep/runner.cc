@@ -21,6 +21,8 @@
 #include <ctime>
 #include <exception>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 
 #include "core/driver/simulate.h"
@@ -70,7 +72,7 @@ std::string UtcNow() {
 struct Worker {
   pid_t pid = -1;
   int fd = -1;
-  const SweepRun* run = nullptr;
+  std::shared_ptr<const SweepRun> run;
   std::string buffer;
   Clock::time_point start;
 };
@@ -112,33 +114,72 @@ std::string DefaultSession() {
   return std::string(host) + ":" + std::to_string(::getpid()) + ":" + std::to_string(std::time(nullptr));
 }
 
-Result<SweepOutcome> RunSweep(const SweepSpec& spec, const std::vector<SweepRun>& runs, ResultsDb& db,
-                              const SweepRunOptions& o) {
+namespace {
+
+// The runs of a sweep, by index (ExpandRun, or a vector the caller built).
+using RunSource = std::function<SweepRun(int64_t)>;
+
+Result<SweepOutcome> RunSweepFrom(const SweepSpec& spec, int64_t count, const RunSource& source,
+                                  ResultsDb& db, const SweepRunOptions& o) {
   const RunFunction fn = o.run ? o.run : RunFunction([](const Scenario& s) { return RunScenario(s); });
   const std::string session = o.session.empty() ? DefaultSession() : o.session;
   const int jobs = std::max(1, o.jobs);
 
+  // Resume: runs recorded ok under the same sweep digest are skipped by index without expanding them; others
+  // are expanded and skipped when their key is recorded ok (by this or any other sweep).
+  const std::string digest = SweepDigest(spec);
+  std::set<int64_t> done_index;
+  {
+    MMTWIN_ASSIGN_OR_RETURN(std::vector<SweepInfo> sweeps, db.Sweeps());
+    for (const SweepInfo& info : sweeps)
+      if (info.name == spec.name && info.digest == digest) {
+        MMTWIN_ASSIGN_OR_RETURN(done_index, db.OkIndices(spec.name));
+      }
+  }
   std::string axes_json = "[";
   for (size_t i = 0; i < spec.axes.size(); ++i) axes_json += (i ? ", \"" : "\"") + spec.axes[i].name + "\"";
   axes_json += "]";
-  MMTWIN_RETURN_IF_ERROR(db.PutSweep({spec.name, spec.path, axes_json, static_cast<int>(runs.size())}));
-
+  MMTWIN_RETURN_IF_ERROR(db.PutSweep({spec.name, spec.path, axes_json, static_cast<int>(count), digest}));
   MMTWIN_ASSIGN_OR_RETURN(std::set<std::string> done, db.OkKeys());
+
   SweepOutcome out;
-  std::vector<const SweepRun*> todo;
+  int64_t shard_runs = 0;  // runs of this shard, duplicates included
+  for (int64_t i = 0; i < count; ++i) shard_runs += InShard(static_cast<int>(i), o.shard, o.shards) ? 1 : 0;
   std::set<std::string> seen;
-  for (const SweepRun& r : runs) {
-    if (!InShard(r.index, o.shard, o.shards) || !seen.insert(r.key).second) continue;
-    ++out.in_shard;
-    if (done.count(r.key))
-      ++out.skipped;
-    else
-      todo.push_back(&r);
-  }
+  int64_t cursor = 0;      // next index to look at
+  int64_t known_skip = 0;  // runs found done or duplicate so far
+  // The next run of this shard to execute (expanded now), or nullopt when none is left.
+  auto next_run = [&]() -> std::optional<SweepRun> {
+    for (; cursor < count; ++cursor) {
+      if (!InShard(static_cast<int>(cursor), o.shard, o.shards)) continue;
+      if (done_index.count(cursor)) {
+        ++out.in_shard;
+        ++out.skipped;
+        ++known_skip;
+        continue;
+      }
+      SweepRun r = source(cursor);
+      if (!seen.insert(r.key).second) {
+        ++known_skip;
+        continue;
+      }
+      ++out.in_shard;
+      if (done.count(r.key)) {
+        ++out.skipped;
+        ++known_skip;
+        continue;
+      }
+      ++cursor;
+      return r;
+    }
+    return std::nullopt;
+  };
 
   const auto t0 = Clock::now();
   SweepProgress progress;
-  progress.total = static_cast<int>(todo.size());
+  // Runs left to execute, as far as is known: runs found done (or duplicate) further on lower it.
+  auto update_total = [&]() { progress.total = static_cast<int>(shard_runs - known_skip); };
+  update_total();
 
   auto record = [&](const SweepRun& run, RunRecord rec) -> Status {
     rec.run_key = run.key;
@@ -151,6 +192,7 @@ Result<SweepOutcome> RunSweep(const SweepSpec& spec, const std::vector<SweepRun>
     MMTWIN_RETURN_IF_ERROR(db.Put(rec));
     ++out.executed;
     if (rec.status != "ok") ++out.errors;
+    update_total();
     progress.done = out.executed;
     progress.errors = out.errors;
     progress.elapsed_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -175,21 +217,28 @@ Result<SweepOutcome> RunSweep(const SweepSpec& spec, const std::vector<SweepRun>
   auto stop_now = [&]() { return o.stop_after > 0 && out.executed >= o.stop_after; };
   auto cancelled = [&]() { return o.cancel && o.cancel->load(std::memory_order_relaxed); };
 
-  size_t next = 0;
-  while (next < todo.size() || !active.empty()) {
+  bool more = true;  // next_run() may still return a run
+  while (more || !active.empty()) {
     if (cancelled()) {
       kill_all();
       out.interrupted = true;
       return out;
     }
-    if (stop_now()) {
+    if (stop_now() && (more || !active.empty())) {
       kill_all();
-      out.stopped = true;
+      // Stopped with runs left: look ahead once, so "stopped" is not reported when the last run just finished.
+      if (!active.empty() || next_run()) out.stopped = true;
       return out;
     }
     // Launch workers; invalid scenarios are recorded at once.
-    while (next < todo.size() && static_cast<int>(active.size()) < jobs) {
-      const SweepRun& run = *todo[next++];
+    while (more && static_cast<int>(active.size()) < jobs) {
+      std::optional<SweepRun> expanded = next_run();
+      if (!expanded) {
+        more = false;
+        break;
+      }
+      auto shared = std::make_shared<const SweepRun>(std::move(*expanded));
+      const SweepRun& run = *shared;
       if (!run.error.empty()) {
         RunRecord rec;
         rec.status = "error";
@@ -228,7 +277,7 @@ Result<SweepOutcome> RunSweep(const SweepSpec& spec, const std::vector<SweepRun>
       Worker w;
       w.pid = pid;
       w.fd = fds[0];
-      w.run = &run;
+      w.run = shared;
       w.start = Clock::now();
       active.emplace(fds[0], std::move(w));
     }
@@ -278,7 +327,8 @@ Result<SweepOutcome> RunSweep(const SweepSpec& spec, const std::vector<SweepRun>
         else
           rec.error = DescribeStatus(status);
       }
-      const SweepRun& run = *w.run;
+      const std::shared_ptr<const SweepRun> finished = w.run;
+      const SweepRun& run = *finished;
       active.erase(p.fd);
       if (cancelled() && WIFSIGNALED(status)) continue;  // killed by the interruption: not a run error
       if (Status st = record(run, std::move(rec)); !st.ok()) {
@@ -288,9 +338,21 @@ Result<SweepOutcome> RunSweep(const SweepSpec& spec, const std::vector<SweepRun>
       if (stop_now()) break;
     }
   }
-  out.stopped =
-      o.stop_after > 0 && out.executed >= o.stop_after && out.executed < static_cast<int>(todo.size());
+  out.stopped = false;  // the loop ran out of runs
   return out;
+}
+
+}  // namespace
+
+Result<SweepOutcome> RunSweep(const SweepSpec& spec, ResultsDb& db, const SweepRunOptions& options) {
+  return RunSweepFrom(
+      spec, SweepSize(spec), [&spec](int64_t i) { return ExpandRun(spec, i); }, db, options);
+}
+
+Result<SweepOutcome> RunSweep(const SweepSpec& spec, const std::vector<SweepRun>& runs, ResultsDb& db,
+                              const SweepRunOptions& options) {
+  return RunSweepFrom(
+      spec, static_cast<int64_t>(runs.size()), [&runs](int64_t i) { return runs[i]; }, db, options);
 }
 
 }  // namespace mmtwin

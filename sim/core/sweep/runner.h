@@ -73,6 +73,12 @@ struct SweepOutcome {
   bool interrupted = false;  // `cancel` became true
 };
 
+// Runs the sweep's runs, expanding each (ExpandRun) only when a worker is free for it: the first run starts at
+// once and memory holds only the runs in flight, whatever the sweep's size. On resume, runs recorded ok under the
+// same SweepDigest are skipped by index without being expanded; the others are expanded and skipped when their
+// key is recorded ok. Progress totals count the runs left as far as known (they drop as done runs are found).
+Result<SweepOutcome> RunSweep(const SweepSpec& spec, ResultsDb& db, const SweepRunOptions& options);
+// The same over runs the caller expanded (tests inject runs; runs[i].index must be i).
 Result<SweepOutcome> RunSweep(const SweepSpec& spec, const std::vector<SweepRun>& runs, ResultsDb& db,
                               const SweepRunOptions& options);
 

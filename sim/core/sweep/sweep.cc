@@ -74,7 +74,7 @@ Result<SweepSpec> ParseImpl(const std::string& text, const std::string& file, co
     if (!IsPlainName(spec.name))
       return Error::At(
           file, LineOf(v), "name",
-          "'" + spec.name +
+          "'" + Abbreviate(spec.name) +
               "' must work as a file name (NAME.sqlite): no '/', '\\', control characters, '.' or '..'");
   } else {
     spec.name = fs::path(file).stem().string();
@@ -262,6 +262,50 @@ std::string AxesJson(const std::vector<std::pair<std::string, std::string>>& axe
   return j.dump();
 }
 
+SweepRun ExpandRun(const SweepSpec& spec, int64_t i) {
+  SweepRun run;
+  run.index = static_cast<int>(i);
+  // Value index per axis: zip -> i; cartesian -> mixed radix, the last axis fastest.
+  std::vector<size_t> pick(spec.axes.size(), 0);
+  int64_t rest = i;
+  for (size_t a = spec.axes.size(); a-- > 0;) {
+    const int64_t len = static_cast<int64_t>(spec.axes[a].values.size());
+    pick[a] = spec.zip ? static_cast<size_t>(i) : static_cast<size_t>(rest % len);
+    if (!spec.zip) rest /= len;
+  }
+  if (!spec.base_default_name.empty()) run.overrides.push_back({"name", spec.base_default_name});
+  if (!spec.iterations.empty()) run.overrides.push_back({"iterations", spec.iterations});
+  for (size_t a = 0; a < spec.axes.size(); ++a) {
+    run.overrides.push_back({spec.axes[a].key, spec.axes[a].values[pick[a]]});
+    run.axes.emplace_back(spec.axes[a].name, spec.axes[a].labels[pick[a]]);
+  }
+  std::string label;
+  for (const auto& [k, v] : run.axes) label += (label.empty() ? "" : ", ") + k + "=" + v;
+  const std::string where = (spec.path.empty() ? spec.base_name : spec.path) + " [run " + std::to_string(i) +
+                            (label.empty() ? "" : ": " + label) + "]";
+  auto s = ParseScenarioWithOverrides(spec.base_text, where, spec.base_dir, run.overrides);
+  if (s) {
+    run.scenario = std::move(*s);
+    run.scenario.path = spec.base_name;
+    run.scenario.lines.clear();  // lines of the generated (overridden) text, not of a file the user has
+    run.resolved_yaml = FormatScenario(run.scenario);
+    run.key = RunKey(run.resolved_yaml);
+  } else {
+    // Line numbers would point into the generated (overridden) text: drop them, keep `where: key: reason`.
+    run.error = s.error().message();
+    if (run.error.rfind(where + ":", 0) == 0) {
+      size_t p = where.size() + 1;
+      while (p < run.error.size() && std::isdigit(static_cast<unsigned char>(run.error[p]))) ++p;
+      if (p > where.size() + 1 && p < run.error.size() && run.error[p] == ':')
+        run.error = where + run.error.substr(p);
+    }
+    std::string text = "invalid\n" + spec.base_text;
+    for (const auto& o : run.overrides) text += "\n" + o.key + "=" + o.yaml_value;
+    run.key = RunKey(text);
+  }
+  return run;
+}
+
 Result<std::vector<SweepRun>> ExpandSweep(const SweepSpec& spec) {
   const int64_t n = SweepSize(spec);
   if (n > kMaxSweepRuns)
@@ -269,49 +313,20 @@ Result<std::vector<SweepRun>> ExpandSweep(const SweepSpec& spec) {
                  std::to_string(kMaxSweepRuns));
   std::vector<SweepRun> runs;
   runs.reserve(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    SweepRun run;
-    run.index = static_cast<int>(i);
-    // Value index per axis: zip -> i; cartesian -> mixed radix, the last axis fastest.
-    std::vector<size_t> pick(spec.axes.size(), 0);
-    int64_t rest = i;
-    for (size_t a = spec.axes.size(); a-- > 0;) {
-      const int64_t len = static_cast<int64_t>(spec.axes[a].values.size());
-      pick[a] = spec.zip ? static_cast<size_t>(i) : static_cast<size_t>(rest % len);
-      if (!spec.zip) rest /= len;
-    }
-    if (!spec.base_default_name.empty()) run.overrides.push_back({"name", spec.base_default_name});
-    if (!spec.iterations.empty()) run.overrides.push_back({"iterations", spec.iterations});
-    for (size_t a = 0; a < spec.axes.size(); ++a) {
-      run.overrides.push_back({spec.axes[a].key, spec.axes[a].values[pick[a]]});
-      run.axes.emplace_back(spec.axes[a].name, spec.axes[a].labels[pick[a]]);
-    }
-    std::string label;
-    for (const auto& [k, v] : run.axes) label += (label.empty() ? "" : ", ") + k + "=" + v;
-    const std::string where = (spec.path.empty() ? spec.base_name : spec.path) + " [run " +
-                              std::to_string(i) + (label.empty() ? "" : ": " + label) + "]";
-    auto s = ParseScenarioWithOverrides(spec.base_text, where, spec.base_dir, run.overrides);
-    if (s) {
-      run.scenario = std::move(*s);
-      run.scenario.path = spec.base_name;
-      run.resolved_yaml = FormatScenario(run.scenario);
-      run.key = RunKey(run.resolved_yaml);
-    } else {
-      // Line numbers would point into the generated (overridden) text: drop them, keep `where: key: reason`.
-      run.error = s.error().message();
-      if (run.error.rfind(where + ":", 0) == 0) {
-        size_t p = where.size() + 1;
-        while (p < run.error.size() && std::isdigit(static_cast<unsigned char>(run.error[p]))) ++p;
-        if (p > where.size() + 1 && p < run.error.size() && run.error[p] == ':')
-          run.error = where + run.error.substr(p);
-      }
-      std::string text = "invalid\n" + spec.base_text;
-      for (const auto& o : run.overrides) text += "\n" + o.key + "=" + o.yaml_value;
-      run.key = RunKey(text);
-    }
-    runs.push_back(std::move(run));
-  }
+  for (int64_t i = 0; i < n; ++i) runs.push_back(ExpandRun(spec, i));
   return runs;
+}
+
+std::string SweepDigest(const SweepSpec& spec) {
+  std::string text = "sweep\n" + spec.base_text + "\n" + spec.base_dir + "\n" + spec.base_default_name +
+                     "\n" + (spec.zip ? "zip" : "cartesian") + "\n" + spec.iterations + "\n";
+  for (const SweepAxis& a : spec.axes) {
+    text += a.key + "\x1f" + a.name;
+    for (const auto& v : a.values) text += "\x1f" + v;
+    for (const auto& l : a.labels) text += "\x1e" + l;
+    text += "\n";
+  }
+  return RunKey(text);
 }
 
 }  // namespace mmtwin

@@ -67,8 +67,15 @@ Result<SweepSpec> ParseSweep(const std::string& yaml_text, const std::string& na
                              const std::string& base_dir);
 // Number of runs: product of the axes' lengths (cartesian) or their common length (zip); 1 without axes.
 int64_t SweepSize(const SweepSpec& spec);
+// Run `index` (0 <= index < SweepSize) alone, exactly as ExpandSweep(spec)[index]: the sweep runner expands runs
+// one at a time as workers free up, so a 10^6-run sweep starts at once and holds only the runs in flight.
+SweepRun ExpandRun(const SweepSpec& spec, int64_t index);
 // All runs in order (index 0..SweepSize-1). Errors only for sweeps over kMaxSweepRuns.
 Result<std::vector<SweepRun>> ExpandSweep(const SweepSpec& spec);
+// A 16-hex-digit key of what determines the runs (base text and folder, mode, iterations, axes with values and
+// labels): equal digests mean run i is the same run. The results database stores it per sweep, so a resume
+// skips the runs recorded ok at their index without expanding them.
+std::string SweepDigest(const SweepSpec& spec);
 constexpr int64_t kMaxSweepRuns = 1000000;
 
 // A stable 16-hex-digit key of a resolved scenario text (64-bit FNV-1a).

@@ -164,20 +164,21 @@ Status CountAt(const CsvReader& csv, std::string_view f, const char* field, uint
   if (ParseCountField(f, out)) return Status();
   if (f.find_first_not_of(" \t") == std::string_view::npos)
     return csv.ErrorAt(field, "empty; expected a non-negative integer");
-  return csv.ErrorAt(field, "'" + std::string(f) + "' is not a non-negative integer");
+  return csv.ErrorAt(field, "'" + Abbreviate(std::string(f)) + "' is not a non-negative integer");
 }
 
 Status SecondsAt(const CsvReader& csv, std::string_view f, const char* field, double& out) {
   if (ParseDouble(f, out) && out >= 0) {
     if (out > kMaxAudioSeconds)
-      return csv.ErrorAt(field, "'" + std::string(f) + "' is more than " + std::to_string(kMaxAudioSeconds) +
+      return csv.ErrorAt(field, "'" + Abbreviate(std::string(f)) + "' is more than " +
+                                    std::to_string(kMaxAudioSeconds) +
                                     " seconds; expected an audio duration");
     out += 0.0;  // -0 -> +0
     return Status();
   }
   if (f.find_first_not_of(" \t") == std::string_view::npos)
     return csv.ErrorAt(field, "empty; expected a non-negative number of seconds");
-  return csv.ErrorAt(field, "'" + std::string(f) + "' is not a non-negative number of seconds");
+  return csv.ErrorAt(field, "'" + Abbreviate(std::string(f)) + "' is not a non-negative number of seconds");
 }
 
 std::string BaseName(const std::string& path) {
@@ -575,7 +576,7 @@ Result<Trace> ImportLibriSpeechText(std::string text, const std::string& name) {
       int64_t n;
       if (!ParseInt64(f[c_samples], n) || n < 0)
         return csv.ErrorAt("audio_samples_16k",
-                           "'" + std::string(f[c_samples]) + "' is not a non-negative integer");
+                           "'" + Abbreviate(std::string(f[c_samples])) + "' is not a non-negative integer");
       const double from_samples = static_cast<double>(n) / 16000.0;
       if (from_samples > kMaxAudioSeconds)
         return csv.ErrorAt("audio_samples_16k", std::string(f[c_samples]) + " samples is more than " +

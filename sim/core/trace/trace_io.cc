@@ -9,6 +9,7 @@
 
 #include "core/trace/trace.h"
 #include "core/util/csv.h"
+#include "core/util/text.h"
 
 namespace mmtwin {
 
@@ -28,7 +29,7 @@ constexpr int kRequired = 7;  // meta is optional
 Status ParseCount(const CsvReader& csv, std::string_view field, const char* name, uint32_t& out) {
   int64_t v;
   if (!ParseInt64(field, v) || v < 0 || v > 0xFFFFFFFFll)
-    return csv.ErrorAt(name, "'" + std::string(field) + "' is not a non-negative integer");
+    return csv.ErrorAt(name, "'" + Abbreviate(std::string(field)) + "' is not a non-negative integer");
   out = static_cast<uint32_t>(v);
   return Status();
 }
@@ -119,10 +120,11 @@ Result<Trace> ParseTrace(std::string text, const std::string& name) {
     MMTWIN_RETURN_IF_ERROR(ParseCount(csv, f[col[3]], "image_tiles", s.image_tiles));
     MMTWIN_RETURN_IF_ERROR(ParseCount(csv, f[col[4]], "video_frames", s.video_frames));
     if (!ParseDouble(f[col[5]], s.audio_seconds) || s.audio_seconds < 0)
-      return csv.ErrorAt("audio_seconds", "'" + std::string(f[col[5]]) + "' is not a non-negative number");
+      return csv.ErrorAt("audio_seconds",
+                         "'" + Abbreviate(std::string(f[col[5]])) + "' is not a non-negative number");
     if (s.audio_seconds > kMaxTraceAudioSeconds)
       return csv.ErrorAt("audio_seconds",
-                         "'" + std::string(f[col[5]]) + "' is above the limit of 1e9 seconds");
+                         "'" + Abbreviate(std::string(f[col[5]])) + "' is above the limit of 1e9 seconds");
     MMTWIN_RETURN_IF_ERROR(ParseCount(csv, f[col[6]], "text_tokens", s.text_tokens));
     if (s.image_tiles < s.images)
       return csv.ErrorAt("image_tiles", std::to_string(s.image_tiles) + " tiles is fewer than the " +

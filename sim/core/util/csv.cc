@@ -1,6 +1,7 @@
 #include "core/util/csv.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include <unistd.h>
 #include <cerrno>
@@ -14,15 +15,17 @@
 namespace mmtwin {
 
 Result<std::string> ReadFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return Error(path + ": is a folder, expected a file");
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return Error(path + ": cannot open: " + std::strerror(errno));
   std::string out;
   char buf[1 << 16];
   size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-  const bool bad = std::ferror(f);
+  const int read_errno = std::ferror(f) ? errno : 0;
   std::fclose(f);
-  if (bad) return Error(path + ": read error");
+  if (read_errno != 0) return Error(path + ": cannot read: " + std::strerror(read_errno));
   return out;
 }
 
