@@ -16,22 +16,13 @@
 #include "core/scenario/scenario.h"
 
 #include "cli/cli_runner.h"
+#include "core/util/sanitizers.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAsan = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAsan = true;
-#else
-constexpr bool kAsan = false;
-#endif
-#else
-constexpr bool kAsan = false;
-#endif
+using mmtwin::kAddressSanitizer;
 
 using mmtwin::testing::CliRun;
 using mmtwin::testing::Mmtwin;
@@ -196,7 +187,7 @@ TEST_F(CliSimulateTest, OomStillWritesOutputsAndExitsOne) {
 TEST_F(CliSimulateTest, OutOfMemoryIsAMessageAndExitTwo) {
   // What the planner's estimate does not cover (here generating a 50M-sample trace file) and still runs out of
   // memory ends with a message and exit 2, not an abort. ulimit -v cannot be combined with AddressSanitizer.
-  if (kAsan) GTEST_SKIP() << "ulimit -v under AddressSanitizer";
+  if (kAddressSanitizer) GTEST_SKIP() << "ulimit -v under AddressSanitizer";
   const CliRun r =
       Shell("bash -c 'ulimit -v 600000; " + std::string(MMTWIN_CLI) +
             " trace gen --preset internvl-1.2m --samples 50000000 -o " + P("big.csv") + "' 2>&1");

@@ -16,17 +16,11 @@
 #include "core/sweep/runner.h"
 #include "core/sweep/sweep.h"
 #include "core/util/csv.h"
+#include "core/util/sanitizers.h"
 
 // Under AddressSanitizer a crashing worker must still die by its signal (what the runner records), not by
 // ASan's report and exit 1.
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define MMTWIN_TEST_ASAN 1
-#endif
-#elif defined(__SANITIZE_ADDRESS__)
-#define MMTWIN_TEST_ASAN 1
-#endif
-#ifdef MMTWIN_TEST_ASAN
+#if MMTWIN_ADDRESS_SANITIZER
 extern "C" const char* __asan_default_options() { return "handle_segv=0:handle_abort=0:handle_sigbus=0"; }
 #endif
 

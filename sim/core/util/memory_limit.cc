@@ -1,6 +1,8 @@
 // The process's memory limit; see memory_limit.h.
 #include "core/util/memory_limit.h"
 
+#include "core/util/sanitizers.h"
+
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -12,18 +14,6 @@
 
 namespace mmtwin {
 namespace {
-
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAsan = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAsan = true;
-#else
-constexpr bool kAsan = false;
-#endif
-#else
-constexpr bool kAsan = false;
-#endif
 
 // First whitespace-separated number in a file ("max" and unreadable files give no limit).
 int64_t ReadLimit(const char* path) {
@@ -66,7 +56,7 @@ int64_t ProcessMemoryLimitBytes() {
     const long long v = std::strtoll(env, &end, 10);
     if (end && *end == 0 && v > 0) limit = std::min<int64_t>(limit, v);
   }
-  if (!kAsan) limit = std::min(limit, RLimit(RLIMIT_AS));
+  if (!kAddressSanitizer) limit = std::min(limit, RLimit(RLIMIT_AS));
   limit = std::min(limit, RLimit(RLIMIT_DATA));
   limit = std::min(limit, ReadLimit("/sys/fs/cgroup/memory.max"));
   limit = std::min(limit, ReadLimit("/sys/fs/cgroup/memory/memory.limit_in_bytes"));
