@@ -554,13 +554,15 @@ TEST(LazySweep, AMillionRunSweepStartsWithoutExpandingTheRest) {
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->executed, 2);
   EXPECT_TRUE(r->stopped);
-  EXPECT_LE(r->in_shard, 3);  // runs expanded: the two run and at most one look-ahead
+  EXPECT_LE(r->expanded, 3);  // the two run and at most one look-ahead
+  EXPECT_EQ(r->in_shard, 1000000);
   // Resume: the two recorded runs are skipped by index (same digest), the next ones run.
   o.stop_after = 1;
   r = RunSweep(*spec, **db, o);
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->skipped, 2);
   EXPECT_EQ(r->executed, 1);
+  EXPECT_LE(r->expanded, 2);  // the two done runs were not expanded again
   auto rows = (*db)->Runs();
   ASSERT_TRUE(rows.ok());
   std::set<int> indices;

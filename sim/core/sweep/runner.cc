@@ -148,22 +148,28 @@ Result<SweepOutcome> RunSweepFrom(const SweepSpec& spec, int64_t count, const Ru
   std::set<std::string> seen;
   int64_t cursor = 0;      // next index to look at
   int64_t known_skip = 0;  // runs found done or duplicate so far
+  int64_t duplicates = 0;  // runs whose key an earlier run of this sweep has
+  // Distinct runs of the shard: exact once every run was looked at, else the runs minus the duplicates so far.
+  auto finish = [&]() -> SweepOutcome& {
+    out.in_shard = static_cast<int>(shard_runs - duplicates);
+    return out;
+  };
   // The next run of this shard to execute (expanded now), or nullopt when none is left.
   auto next_run = [&]() -> std::optional<SweepRun> {
     for (; cursor < count; ++cursor) {
       if (!InShard(static_cast<int>(cursor), o.shard, o.shards)) continue;
       if (done_index.count(cursor)) {
-        ++out.in_shard;
         ++out.skipped;
         ++known_skip;
         continue;
       }
       SweepRun r = source(cursor);
+      ++out.expanded;
       if (!seen.insert(r.key).second) {
         ++known_skip;
+        ++duplicates;
         continue;
       }
-      ++out.in_shard;
       if (done.count(r.key)) {
         ++out.skipped;
         ++known_skip;
@@ -222,13 +228,13 @@ Result<SweepOutcome> RunSweepFrom(const SweepSpec& spec, int64_t count, const Ru
     if (cancelled()) {
       kill_all();
       out.interrupted = true;
-      return out;
+      return finish();
     }
     if (stop_now() && (more || !active.empty())) {
       kill_all();
       // Stopped with runs left: look ahead once, so "stopped" is not reported when the last run just finished.
       if (!active.empty() || next_run()) out.stopped = true;
-      return out;
+      return finish();
     }
     // Launch workers; invalid scenarios are recorded at once.
     while (more && static_cast<int>(active.size()) < jobs) {
@@ -339,7 +345,7 @@ Result<SweepOutcome> RunSweepFrom(const SweepSpec& spec, int64_t count, const Ru
     }
   }
   out.stopped = false;  // the loop ran out of runs
-  return out;
+  return finish();
 }
 
 }  // namespace

@@ -65,11 +65,13 @@ struct SweepRunOptions {
 };
 
 struct SweepOutcome {
-  int in_shard = 0;          // distinct runs of this shard
-  int skipped = 0;           // already in the database with status ok
-  int executed = 0;          // run (or recorded as invalid) in this invocation
-  int errors = 0;            // of the executed
-  bool stopped = false;      // stop_after was reached
+  int in_shard = 0;  // distinct runs of this shard (when stopped early: minus the duplicates found so far)
+  int64_t expanded = 0;  // runs expanded (ExpandRun) in this invocation: the ones executed, found done by key
+                         // or duplicate, and at most one look-ahead; not the ones skipped by index
+  int skipped = 0;       // already in the database with status ok
+  int executed = 0;      // run (or recorded as invalid) in this invocation
+  int errors = 0;        // of the executed
+  bool stopped = false;  // stop_after was reached
   bool interrupted = false;  // `cancel` became true
 };
 
