@@ -9,6 +9,7 @@
 
 #include "core/trace/import.h"
 #include "core/trace/stats.h"
+#include "core/trace/trace.h"
 #include "core/util/rng.h"
 
 namespace mmtwin {
@@ -54,6 +55,27 @@ void BM_ImportCsv_1_27M(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(text.size()));
 }
 BENCHMARK(BM_ImportCsv_1_27M)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+// The trace format's own parser on the same rows (FormatTrace of the import), including its repeated-sample_id
+// check (a sort of 1.27M (hash, index) pairs); compare with BM_ImportCsv_1_27M in the same run.
+void BM_ParseTrace_1_27M(benchmark::State& state) {
+  static const std::string text = [] {
+    const CsvMapping mapping = {{"sample_id", "utt"},       {"subset", "task"},
+                                {"images", "n_images"},     {"image_tiles", "n_tiles"},
+                                {"video_frames", "frames"}, {"audio_seconds", "dur_s"},
+                                {"text_tokens", "tokens"}};
+    Result<Trace> t = ImportCsvText(GeneratedCsv(), "bench.csv", mapping);
+    return t.ok() ? FormatTrace(*t) : std::string();
+  }();
+  for (auto _ : state) {
+    Result<Trace> t = ParseTrace(text, "bench.csv");
+    if (!t.ok() || t->size() != static_cast<size_t>(kInternVlRows)) state.SkipWithError("parse failed");
+    benchmark::DoNotOptimize(t);
+  }
+  state.SetItemsProcessed(state.iterations() * kInternVlRows);
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(text.size()));
+}
+BENCHMARK(BM_ParseTrace_1_27M)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 void BM_ImportLibriSpeech_1_27M(benchmark::State& state) {
   static const std::string text = [] {

@@ -4,6 +4,7 @@
 # Prints one line per target: edges (cov), features (ft), executions, CPU seconds, crashes; crash inputs are kept
 # in OUT/artifacts/. The bounded runs of the test command (tests/CMakeLists.txt, *_fuzz_bounded) are separate.
 #   tests/fuzz/campaign.sh [SECONDS=1800] [JOBS=4] [OUT=/tmp/mmtwin-fuzz-campaign] [TARGET...]
+#   MMTWIN_FUZZ_KEEP_CORPUS=1  continue from OUT/corpus_TARGET of an earlier campaign instead of starting afresh
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 seconds=${1:-1800}
@@ -19,7 +20,9 @@ mkdir -p "$out/artifacts"
 run_one() {
   local t=$1 max_len=4096
   [ "$t" = results_db_fuzz ] && max_len=32768  # SQLite files: a page is 4 KiB
-  rm -rf "$out/corpus_$t" && mkdir -p "$out/corpus_$t"
+  [ "${MMTWIN_FUZZ_KEEP_CORPUS:-0}" = 1 ] || rm -rf "$out/corpus_$t"
+  mkdir -p "$out/corpus_$t"
+  [ -f "$out/$t.log" ] && mv "$out/$t.log" "$out/$t.log.$(date +%s)"
   /usr/bin/time -f "%U %S" -o "$out/$t.time" nice -n 19 "$build/tests/$t" -max_total_time="$seconds" \
     -max_len=$max_len -rss_limit_mb=4096 -timeout=60 -print_final_stats=1 -artifact_prefix="$out/artifacts/$t-" \
     "$out/corpus_$t" "$root/tests/fuzz/corpus/$t" > "$out/$t.log" 2>&1 || true
