@@ -1,6 +1,10 @@
 #include "core/util/csv.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "core/trace/trace.h"
 #include "core/util/rng.h"
@@ -165,5 +169,33 @@ TEST(TraceIoTest, HugeAudioIsRejectedAndFormattingIsBounded) {
   EXPECT_LT(text.size(), 300u);
   EXPECT_FALSE(ValidateTrace(t, "mem").ok());
 }
+
+// A writer killed between creating `x.csv.tmp.PID` and its rename left that file behind for good; the next write
+// of x.csv removes temporaries of dead writers (a PID above Linux's PID_MAX_LIMIT cannot run) and keeps those of
+// live ones.
+TEST(WriteFileAtomicTest, ReplacesWholeAndRemovesTemporariesOfDeadWriters) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / ("write_file_atomic_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "x.csv").string();
+  const std::string dead = path + ".tmp.4194305", alive = path + ".tmp." + std::to_string(::getppid());
+  std::ofstream(dead) << "half";
+  std::ofstream(alive) << "in progress";
+  ASSERT_TRUE(WriteFileAtomic(path, "a,b\n1,2\n").ok());
+  Result<std::string> back = ReadFile(path);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, "a,b\n1,2\n");
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_TRUE(std::filesystem::exists(alive));
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp." + std::to_string(::getpid())));
+  // A folder where the file should go is an error naming it, and reading a folder says so.
+  EXPECT_FALSE(WriteFileAtomic(dir.string(), "x").ok());
+  Result<std::string> folder = ReadFile(dir.string());
+  ASSERT_FALSE(folder.ok());
+  EXPECT_EQ(folder.error().message(), dir.string() + ": is a directory, expected a file");
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace mmtwin

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <signal.h>
 #include <unistd.h>
 #include <cerrno>
 #include <charconv>
@@ -16,7 +17,7 @@ namespace mmtwin {
 
 Result<std::string> ReadFile(const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return Error(path + ": is a folder, expected a file");
+  if (std::filesystem::is_directory(path, ec)) return Error(path + ": is a directory, expected a file");
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return Error(path + ": cannot open: " + std::strerror(errno));
   std::string out;
@@ -29,20 +30,49 @@ Result<std::string> ReadFile(const std::string& path) {
   return out;
 }
 
+namespace {
+
+// Removes `NAME.tmp.PID` siblings of `path` left by writers that no longer run (killed before their rename). A
+// PID that is alive (perhaps reused by another process) keeps its file: only files of dead writers go.
+void RemoveStaleTemporaries(const std::string& path) {
+  const std::filesystem::path p(path);
+  const std::string prefix = p.filename().string() + ".tmp.";
+  const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    int64_t pid = 0;
+    if (!ParseInt64(name.substr(prefix.size()), pid) || pid <= 0 || pid > INT32_MAX || pid == ::getpid())
+      continue;
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+      std::error_code rm;
+      std::filesystem::remove(it->path(), rm);
+    }
+  }
+}
+
+}  // namespace
+
 Status WriteFileAtomic(const std::string& path, std::string_view content) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) return Error(path + ": cannot write: " + std::strerror(errno));
-  const bool ok = std::fwrite(content.data(), 1, content.size(), f) == content.size();
+  const bool ok = std::fwrite(content.data(), 1, content.size(), f) == content.size() &&
+                  std::fflush(f) == 0 &&
+                  ::fsync(::fileno(f)) == 0;  // on disk before it replaces the old file
+  const int write_errno = ok ? 0 : errno;
   const bool closed = std::fclose(f) == 0;
   if (!ok || !closed) {
     std::remove(tmp.c_str());
-    return Error(path + ": write failed");
+    return Error(path + ": cannot write: " + std::strerror(write_errno ? write_errno : errno));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int rename_errno = errno;
     std::remove(tmp.c_str());
-    return Error(path + ": cannot replace: " + std::strerror(errno));
+    return Error(path + ": cannot replace: " + std::strerror(rename_errno));
   }
+  RemoveStaleTemporaries(path);
   return Status();
 }
 

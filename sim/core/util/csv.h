@@ -73,8 +73,9 @@ bool ParseDouble(std::string_view s, double& out);
 // otherwise read back as a comment line when the field starts a record).
 std::string CsvQuote(std::string_view s);
 
-// Writes `content` to `path` atomically (temporary file in the same folder, then rename), so a reader never sees
-// a half-written file and an existing file is replaced only on success.
+// Writes `content` to `path` atomically (temporary file `path.tmp.PID` in the same folder, fsync'ed, then
+// renamed), so a reader never sees a half-written file and an existing file is replaced only on success.
+// Temporary files of earlier writers that were killed (their PID no longer runs) are removed.
 Status WriteFileAtomic(const std::string& path, std::string_view content);
 Result<std::string> ReadFile(const std::string& path);
 
