@@ -108,6 +108,22 @@ TEST_F(ResultsDbFiles, TextFileIsRefusedAndUnchanged) {
   EXPECT_EQ(Bytes(path), before);
 }
 
+TEST_F(ResultsDbFiles, DamagedFileIsRefusedAndUnchanged) {
+  // Found by results_db_fuzz: a file with mmtwin's application_id, in WAL mode, no tables and a corrupt first
+  // page passed the identity check; the schema setup then failed ("malformed") after SQLite had rewritten it.
+  const fs::path seed =
+      fs::path(MMTWIN_SOURCE_DIR) / "tests/fuzz/corpus/results_db_fuzz/damaged-wal-no-tables.sqlite";
+  const std::string path = P("damaged.sqlite");
+  fs::copy_file(seed, path);
+  const std::string before = Bytes(path);
+  auto db = ResultsDb::Open(path);
+  ASSERT_FALSE(db.ok());
+  EXPECT_NE(db.error().message().find("the results database is damaged"), std::string::npos)
+      << db.error().message();
+  EXPECT_EQ(db.error().message().find('\n'), std::string::npos) << db.error().message();
+  EXPECT_EQ(Bytes(path), before);
+}
+
 TEST_F(ResultsDbFiles, LegacyMmtwinFileIsAcceptedAndStampedWithTheApplicationId) {
   const std::string path = P("old.sqlite");
   Sql(path,

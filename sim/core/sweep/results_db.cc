@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "core/util/csv.h"
+#include "core/util/text.h"
 
 namespace mmtwin {
 namespace {
@@ -137,6 +138,20 @@ Result<DbIdentity> ReadIdentity(sqlite3* db, const std::string& path) {
   return id;
 }
 
+// SQLite's structural check (b-trees, free list, page counts), read-only: a damaged file is refused before a
+// write transaction could touch it. Linear in the file's size (results databases are a few MB).
+Status QuickCheck(sqlite3* db, const std::string& path) {
+  Stmt st(db, "PRAGMA quick_check(1)");
+  if (!st.ok()) return Error(path + ": not a readable SQLite database: " + sqlite3_errmsg(db));
+  const int rc = sqlite3_step(st.get());
+  std::string verdict = rc == SQLITE_ROW ? st.ColText(0) : std::string(sqlite3_errmsg(db));
+  for (char& c : verdict)
+    if (c == '\n') c = ' ';
+  if (rc == SQLITE_ROW && verdict == "ok") return Status();
+  return Error(path + ": the results database is damaged (" + Abbreviate(verdict, 120) +
+               "); nothing was changed. Restore it from a copy, or give --db a new file");
+}
+
 // Empty (a new file), ours by application_id, or an mmtwin file from before the application_id was set: only
 // the tables `runs` (with the fixed leading columns) and `sweeps`.
 Status CheckIdentity(const DbIdentity& id, const std::string& path) {
@@ -167,9 +182,11 @@ Result<std::unique_ptr<ResultsDb>> ResultsDb::Open(const std::string& path) {
     if (rc == SQLITE_OK) {
       sqlite3_busy_timeout(ro, 10000);
       Result<DbIdentity> id = ReadIdentity(ro, path);
+      Status intact = id.ok() ? QuickCheck(ro, path) : Status();
       sqlite3_close(ro);
       if (!id.ok()) return id.error();
       MMTWIN_RETURN_IF_ERROR(CheckIdentity(*id, path));
+      MMTWIN_RETURN_IF_ERROR(intact);
     } else {
       sqlite3_close(ro);  // a missing file: created below
     }
