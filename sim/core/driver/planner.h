@@ -90,7 +90,7 @@ struct PlannedRun {
 Result<PlannedRun> BuildPlan(const Scenario& scenario, const PlanOptions& options);
 
 // Peak memory of planning and simulating a scenario, estimated from the sizes that drive it before anything is
-// allocated. Per-unit figures measured with the analytic engine (reports/benchmarks.md, issue 14): ~220 bytes per
+// allocated. Per-unit figures measured with the analytic engine (reports/benchmarks.md, issue 14): ~200 bytes per
 // trace sample (the samples, their tokens, the data plan and the replayed iterations), ~6.5 bytes per byte of a
 // trace file (the text and what it parses into), ~12 kB per device and micro-batch of one iteration (the op
 // graph, its op records and the Perfetto trace), plus 64 MB for the process. `key` is the scenario key whose
