@@ -125,9 +125,11 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
               }));
   import->add_option("IN", imp.input, "input file (LLaVA JSON/JSONL, LibriSpeech durations CSV, any CSV)");
   CLI::Option* imp_out = import->add_option("-o,--output", imp.output, "output trace CSV");
-  import->add_option("--map", imp.maps,
-                     "csv only: TRACE_FIELD=SOURCE_COLUMN (fields: sample_id, subset, images, image_tiles, "
-                     "video_frames, audio_seconds, text_tokens, meta); repeatable");
+  import
+      ->add_option("--map", imp.maps,
+                   "csv only: TRACE_FIELD=SOURCE_COLUMN (fields: sample_id, subset, images, image_tiles, "
+                   "video_frames, audio_seconds, text_tokens, meta); repeatable")
+      ->allow_extra_args(false);  // one value per --map, so the input file may follow it
   CLI::Option* tiles = import
                            ->add_option("--tiles-per-image", imp.tiles_per_image,
                                         "llava only: vision tiles per image (default 1)")
@@ -179,7 +181,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
         auto f = FindDataPolicy(v);
         return f ? "" : f.error().message();
       }));
-  balance->add_option("--param", bal.params, "policy parameter k=v (repeatable)");
+  balance->add_option("--param", bal.params, "policy parameter k=v (repeatable)")->allow_extra_args(false);
   std::string compare_list;
   CLI::Option* compare =
       balance->add_option("--compare", compare_list, "compare policies P1,P2,... side by side")

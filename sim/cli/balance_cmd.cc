@@ -95,7 +95,7 @@ int RunBalance(const BalanceArgs& args, std::ostream& out, std::ostream& err) {
     if (!declared) {
       // Let the single policy's validation produce the message listing its parameters.
       auto p = Params::Validate("policy '" + infos[0]->name + "'", infos[0]->params, {{k, v}});
-      err << "mmtwin balance: "
+      err << "mmtwin balance: --param: "
           << (p ? "parameter '" + k + "' is not declared by any compared policy" : p.error().message())
           << "\n";
       return 2;
@@ -104,14 +104,14 @@ int RunBalance(const BalanceArgs& args, std::ostream& out, std::ostream& err) {
   if (!o.cluster.empty()) {
     auto c = LoadCluster(o.cluster);
     if (!c) {
-      err << "mmtwin balance: " << c.error().message() << "\n";
+      err << "mmtwin balance: --cluster: " << c.error().message() << "\n";
       return 2;
     }
     o.ranks_per_node = c->gpus_per_node;  // node boundaries for node-wise placement and inter-node bytes
   }
   auto model = LoadModel(o.model);
   if (!model) {
-    err << "mmtwin balance: " << model.error().message() << "\n";
+    err << "mmtwin balance: --model: " << model.error().message() << "\n";
     return 2;
   }
   auto trace = ReadTrace(o.trace);

@@ -19,21 +19,23 @@ namespace mmtwin::cli {
 
 namespace {
 
+// "mmtwin trace SUB: problem" (`problem` starts with "SUB: "), exit 2.
 int Usage(std::ostream& err, const std::string& problem) {
-  err << "mmtwin trace: " << problem << "\n";
+  err << "mmtwin trace " << problem << "\n";
   return 2;
 }
 
-int Fail(std::ostream& err, const Error& e) {
-  err << "mmtwin trace: " << e.message() << "\n";
+int Fail(std::ostream& err, const std::string& sub, const Error& e) {
+  err << "mmtwin trace " << sub << ": " << e.message() << "\n";
   return 2;
 }
 
 bool ParsePositive(const std::string& s, int64_t& out) { return ParseInt64(s, out) && out > 0; }
 
-int WriteOut(const Trace& t, const std::string& out_path, std::ostream& out, std::ostream& err) {
+int WriteOut(const std::string& sub, const Trace& t, const std::string& out_path, std::ostream& out,
+             std::ostream& err) {
   const Status s = WriteTrace(t, out_path);
-  if (!s.ok()) return Fail(err, s.error());
+  if (!s.ok()) return Fail(err, sub, s.error());
   out << "wrote " << t.size() << " samples to " << out_path << "\n";
   return 0;
 }
@@ -59,15 +61,15 @@ int RunTraceImport(const TraceImportArgs& a, std::ostream& out, std::ostream& er
     }
     if (has_subset) opt.subset = a.subset;
     Result<Trace> t = ImportLlava(in, opt);
-    if (!t) return Fail(err, t.error());
-    return WriteOut(*t, *out_path, out, err);
+    if (!t) return Fail(err, "import", t.error());
+    return WriteOut("import", *t, *out_path, out, err);
   }
   if (*format == "librispeech") {
     if (has_map || has_tiles || has_subset)
       return Usage(err, "import: --map, --tiles-per-image and --subset do not apply to --format librispeech");
     Result<Trace> t = ImportLibriSpeech(in);
-    if (!t) return Fail(err, t.error());
-    return WriteOut(*t, *out_path, out, err);
+    if (!t) return Fail(err, "import", t.error());
+    return WriteOut("import", *t, *out_path, out, err);
   }
   if (*format == "csv") {
     if (has_tiles || has_subset)
@@ -80,8 +82,8 @@ int RunTraceImport(const TraceImportArgs& a, std::ostream& out, std::ostream& er
       mapping.emplace_back(v.substr(0, eq), v.substr(eq + 1));
     }
     Result<Trace> t = ImportCsv(in, mapping);
-    if (!t) return Fail(err, t.error());
-    return WriteOut(*t, *out_path, out, err);
+    if (!t) return Fail(err, "import", t.error());
+    return WriteOut("import", *t, *out_path, out, err);
   }
   return Usage(err, "import: unknown format '" + *format + "'; valid values are: llava, librispeech, csv");
 }
@@ -108,8 +110,8 @@ int RunTraceGen(const TraceGenArgs& a, std::ostream& out, std::ostream& err) {
   for (const GeneratorPreset& g : GeneratorPresets())
     if (g.name == *preset) found = &g;
   if (!found) {
-    err << "mmtwin trace: gen: unknown preset '" << *preset << "'; valid values are: " << PresetNames()
-        << "\n";
+    err << "mmtwin trace gen: --preset: unknown preset '" << *preset
+        << "'; valid values are: " << PresetNames() << "\n";
     return 2;
   }
   int64_t samples = found->default_samples;
@@ -123,8 +125,8 @@ int RunTraceGen(const TraceGenArgs& a, std::ostream& out, std::ostream& err) {
     seed = static_cast<uint64_t>(v);
   }
   Result<Trace> t = GenerateTrace(*preset, samples, seed);
-  if (!t) return Fail(err, t.error());
-  return WriteOut(*t, *out_path, out, err);
+  if (!t) return Fail(err, "gen", t.error());
+  return WriteOut("gen", *t, *out_path, out, err);
 }
 
 int RunTraceStats(const TraceStatsArgs& a, std::ostream& out, std::ostream& err) {
@@ -132,11 +134,11 @@ int RunTraceStats(const TraceStatsArgs& a, std::ostream& out, std::ostream& err)
   if (a.bins_given && (!ParsePositive(a.bins, bins) || bins > 100000))
     return Usage(err, "stats: --bins: '" + a.bins + "' is not an integer in 1..100000");
   Result<Trace> t = ReadTrace(a.trace);
-  if (!t) return Fail(err, t.error());
+  if (!t) return Fail(err, "stats", t.error());
   TraceStats st = ComputeStats(*t, static_cast<int>(bins));
   if (!a.model.empty()) {
     Result<ModelSpec> model = LoadModel(a.model);
-    if (!model) return Fail(err, model.error());
+    if (!model) return Fail(err, "stats", model.error());
     AddModelStats(st, *t, *model, static_cast<int>(bins));
   }
   if (a.json) {

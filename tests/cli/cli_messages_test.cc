@@ -113,4 +113,15 @@ TEST_F(CliMessagesTest, EveryExitTwoNamesWhereAndIsShort) {
   }
 }
 
+TEST_F(CliMessagesTest, RepeatableOptionsTakeOneValueEach) {
+  // `--map k=v IN` read IN as a second mapping and then complained that no input file was given.
+  Write("a.csv", "utt,dur\nu1,1.5\n");
+  const std::string d = dir_.string() + "/";
+  const CliRun r = Shell(std::string(MMTWIN_CLI) +
+                         " trace import --format csv --map sample_id=utt --map audio_seconds=dur " + d +
+                         "a.csv -o " + d + "o.csv 2>&1");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(fs::exists(dir_ / "o.csv"));
+}
+
 }  // namespace
