@@ -124,6 +124,21 @@ TEST_F(ResultsDbFiles, DamagedFileIsRefusedAndUnchanged) {
   EXPECT_EQ(Bytes(path), before);
 }
 
+TEST_F(ResultsDbFiles, FileThatPassesTheChecksButCannotBeSetUpIsUnchanged) {
+  // Found by results_db_fuzz: mmtwin's application_id and tables, quick_check ok, but a header text encoding
+  // SQLite refuses once it writes. The schema setup runs before the switch to WAL, so its rollback restores the
+  // file (it used to be left in WAL mode with a new change counter).
+  const fs::path seed =
+      fs::path(MMTWIN_SOURCE_DIR) / "tests/fuzz/corpus/results_db_fuzz/bad-text-encoding.sqlite";
+  const std::string path = P("encoding.sqlite");
+  fs::copy_file(seed, path);
+  const std::string before = Bytes(path);
+  auto db = ResultsDb::Open(path);
+  ASSERT_FALSE(db.ok());
+  EXPECT_NE(db.error().message().find("nothing was changed"), std::string::npos) << db.error().message();
+  EXPECT_EQ(Bytes(path), before);
+}
+
 TEST_F(ResultsDbFiles, LegacyMmtwinFileIsAcceptedAndStampedWithTheApplicationId) {
   const std::string path = P("old.sqlite");
   Sql(path,

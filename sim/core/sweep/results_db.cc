@@ -200,17 +200,11 @@ Result<std::unique_ptr<ResultsDb>> ResultsDb::Open(const std::string& path) {
   }
   std::unique_ptr<ResultsDb> db(new ResultsDb(raw, path));
   sqlite3_busy_timeout(raw, 10000);
-  // Switching to WAL needs an exclusive lock and SQLite answers SQLITE_BUSY at once, without its busy handler,
-  // while another process opens the same new file: retry here (for up to the same 10 s).
-  for (int attempt = 0;; ++attempt) {
-    Status wal = db->Exec("PRAGMA journal_mode=WAL");
-    if (wal.ok()) break;
-    if (sqlite3_errcode(raw) != SQLITE_BUSY || attempt >= 500) return wal.error();
-    ::usleep(20000);
-  }
   MMTWIN_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous=NORMAL"));
   // The schema is set up in one write transaction, re-checked inside it: two sweeps starting on the same new
-  // file (or a file created by another program between the check above and here) are handled.
+  // file (or a file created by another program between the check above and here) are handled. It runs before
+  // the switch to WAL, so when it fails (a damaged file the checks above missed) the rollback journal restores
+  // the file byte for byte.
   MMTWIN_RETURN_IF_ERROR(db->Exec("BEGIN IMMEDIATE"));
   auto setup = [&]() -> Status {
     MMTWIN_ASSIGN_OR_RETURN(DbIdentity id, ReadIdentity(raw, path));
@@ -243,9 +237,20 @@ Result<std::unique_ptr<ResultsDb>> ResultsDb::Open(const std::string& path) {
   Status s = setup();
   if (!s.ok()) {
     (void)db->Exec("ROLLBACK");
-    return s.error();
+    const std::string& m = s.error().message();
+    return m.find("nothing was changed") != std::string::npos
+               ? s.error()
+               : Error(m + " (the file cannot be used as a results database; nothing was changed)");
   }
   MMTWIN_RETURN_IF_ERROR(db->Exec("COMMIT"));
+  // Switching to WAL needs an exclusive lock and SQLite answers SQLITE_BUSY at once, without its busy handler,
+  // while another process opens the same new file: retry here (for up to the same 10 s).
+  for (int attempt = 0;; ++attempt) {
+    Status wal = db->Exec("PRAGMA journal_mode=WAL");
+    if (wal.ok()) break;
+    if (sqlite3_errcode(raw) != SQLITE_BUSY || attempt >= 500) return wal.error();
+    ::usleep(20000);
+  }
   return db;
 }
 
