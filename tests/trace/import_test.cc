@@ -399,6 +399,22 @@ TEST(CsvImportTest, MappingErrorsListValidNames) {
   EXPECT_NE(twice.error().message().find("mapped twice"), std::string::npos);
 }
 
+TEST(CsvImportTest, AnImportThatFillsNoModalityIsAnError) {
+  // It used to write a trace of all-zero samples and exit 0.
+  Result<Trace> none = ImportCsvText("a,b\n1,2\n", "m.csv", {});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message().find("m.csv: the column mapping fills no modality"), std::string::npos)
+      << none.error().message();
+  Result<Trace> ids_only = ImportCsvText("a,b\n1,2\n", "m.csv", {{"sample_id", "a"}, {"subset", "b"}});
+  EXPECT_FALSE(ids_only.ok());
+  Result<Trace> zeros = ImportCsvText("a,n\nx,0\ny,0\n", "m.csv", {{"sample_id", "a"}, {"images", "n"}});
+  ASSERT_FALSE(zeros.ok());
+  EXPECT_EQ(zeros.error().message(),
+            "m.csv: every sample is empty (the mapped columns hold no images, frames, audio or text)");
+  Result<Trace> one = ImportCsvText("a,n\nx,0\ny,1\n", "m.csv", {{"sample_id", "a"}, {"images", "n"}});
+  EXPECT_TRUE(one.ok());
+}
+
 TEST(CsvImportTest, MalformedRowsNameFileLineField) {
   const CsvMapping m = {{"sample_id", "id"},    {"images", "i"},      {"image_tiles", "t"},
                         {"audio_seconds", "s"}, {"text_tokens", "x"}, {"video_frames", "v"},
@@ -438,13 +454,18 @@ TEST(CsvImportTest, RealAirBenchWithEmptyDurationsIsAnErrorNamingTheLine) {
     EXPECT_NE(r.error().message().find("airbench_chat_samples.csv:"), std::string::npos);
     EXPECT_NE(r.error().message().find(": audio_seconds: empty"), std::string::npos) << r.error().message();
   }
-  // Without the duration column every row imports.
-  Result<Trace> ok =
-      ImportCsv(kSources + "/airbench_chat_samples.csv",
-                {{"sample_id", "sample_id"}, {"subset", "task_name"}, {"meta", "dataset_name"}});
+  // Without the duration column, with the question's words as text, every row imports.
+  Result<Trace> ok = ImportCsv(kSources + "/airbench_chat_samples.csv", {{"sample_id", "sample_id"},
+                                                                         {"subset", "task_name"},
+                                                                         {"text_tokens", "question_words"},
+                                                                         {"meta", "dataset_name"}});
   ASSERT_TRUE(ok.ok()) << ok.error().message();
   EXPECT_EQ(ok->size(), 2200u);
   EXPECT_GT(ok->subsets.size(), 1u);
+  // Ids, subsets and meta alone fill no modality: an error, not a trace of empty samples.
+  EXPECT_FALSE(ImportCsv(kSources + "/airbench_chat_samples.csv",
+                         {{"sample_id", "sample_id"}, {"subset", "task_name"}, {"meta", "dataset_name"}})
+                   .ok());
 }
 
 TEST(CsvImportTest, IdentityMappingOfATraceFileIsByteIdentical) {
@@ -471,7 +492,8 @@ TEST(CsvImportTest, IdentityMappingOfATraceFileIsByteIdentical) {
 }
 
 TEST(CsvImportTest, DuplicateIdsGetSuffixes) {
-  Result<Trace> r = ImportCsvText("id\na\na\na#2\na\n", "d.csv", {{"sample_id", "id"}});
+  Result<Trace> r =
+      ImportCsvText("id,n\na,1\na,1\na#2,1\na,1\n", "d.csv", {{"sample_id", "id"}, {"images", "n"}});
   ASSERT_TRUE(r.ok()) << r.error().message();
   ASSERT_EQ(r->size(), 4u);
   EXPECT_EQ(r->samples[0].id, "a");

@@ -627,6 +627,13 @@ Result<Trace> ImportCsvText(std::string text, const std::string& name, const Csv
       return Error(name + ": trace field '" + field + "' is mapped to an empty column name");
     source[i] = column;
   }
+  // An import that fills no modality writes a trace of empty samples that simulates as nothing: an error.
+  if (source[kImages].empty() && source[kTiles].empty() && source[kFrames].empty() &&
+      source[kAudio].empty() && source[kText].empty())
+    return Error(
+        name +
+        ": the column mapping fills no modality, so every sample would be empty; map at least one of "
+        "images, image_tiles, video_frames, audio_seconds, text_tokens (--map FIELD=COLUMN)");
   CsvReader csv = CsvReader::FromString(std::move(text), name);
   std::vector<std::string_view> f;
   if (!csv.Next(f)) {
@@ -687,6 +694,11 @@ Result<Trace> ImportCsvText(std::string text, const std::string& name, const Csv
     t.samples.push_back(std::move(s));
   }
   if (!csv.status().ok()) return csv.status().error();
+  const bool any = std::any_of(t.samples.begin(), t.samples.end(), [](const Sample& x) {
+    return x.images > 0 || x.video_frames > 0 || x.audio_seconds > 0 || x.text_tokens > 0;
+  });
+  if (!t.samples.empty() && !any)
+    return Error(name + ": every sample is empty (the mapped columns hold no images, frames, audio or text)");
   MakeIdsUnique(t.samples);
   return t;
 }

@@ -101,7 +101,9 @@ const std::vector<std::string>& TraceFieldNames();
 // Reads any CSV with a header row. Unmapped fields default to: sample_id = data row number (1-based), subset
 // = "default", image_tiles = images, other numbers 0, meta empty. Count fields accept non-negative integers
 // (also integral decimals like "3.0"); audio_seconds a finite non-negative number. Unknown trace field names
-// in the mapping and source columns missing from the header are errors listing the valid names.
+// in the mapping and source columns missing from the header are errors listing the valid names. A mapping of no
+// modality (none of images, image_tiles, video_frames, audio_seconds, text_tokens), or a file whose samples are
+// all empty, is an error: such a trace would simulate as nothing.
 Result<Trace> ImportCsv(const std::string& path, const CsvMapping& mapping);
 Result<Trace> ImportCsvText(std::string csv_text, const std::string& name, const CsvMapping& mapping);
 
