@@ -1,5 +1,6 @@
 #include "cli/cli_format.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -23,7 +24,17 @@ std::string Percent(double r) { return std::isnan(r) ? "n/a" : Fixed(100 * r, 1)
 
 std::string Fixed(double x, int prec) {
   if (std::isnan(x)) return "n/a";
-  return fmt::format("{:.{}f}", x, prec);
+  std::string s = fmt::format("{:.{}f}", x, prec);
+  // A tiny negative value (a ratio of -1e-17 from rounding) prints as 0.0, not -0.0.
+  if (s.size() > 1 && s[0] == '-' && s.find_first_not_of("0.", 1) == std::string::npos) s.erase(0, 1);
+  return s;
+}
+
+std::string Significant(double x, int digits) {
+  if (std::isnan(x)) return "n/a";
+  if (x == 0 || !std::isfinite(x)) return Fixed(x, 0);
+  const int before_point = static_cast<int>(std::floor(std::log10(std::fabs(x)))) + 1;
+  return Fixed(x, std::clamp(digits - before_point, 0, 12));
 }
 
 std::string GiB(double bytes) { return std::isnan(bytes) ? "n/a" : Fixed(bytes / (1024.0 * 1024 * 1024), 1); }

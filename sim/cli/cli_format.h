@@ -19,6 +19,8 @@ namespace mmtwin::cli {
 
 // printf("%.*f") or "n/a" for NaN; bytes as GiB with 1 decimal; a count with thousands separators.
 std::string Fixed(double x, int prec);
+// x with at least `digits` significant digits (0.373, 12.3, 3618): GPU-days of small and large runs alike.
+std::string Significant(double x, int digits = 3);
 std::string GiB(double bytes);
 std::string Count(double x);
 // A policy as written in a scenario: "isf" or "random(batch_size=4)".

@@ -113,8 +113,8 @@ void WriteSummary(const Scenario& s, const RunSummary& j, const std::string& dir
       << pct(j.idle_ratio) << ", recompute " << pct(j.recompute_ratio) << "  (of GPU time)\n";
   out << "throughput      " << Count(j.tokens_per_s) << " tokens/s, " << Fixed(j.samples_per_s, 1)
       << " samples/s, MFU " << pct(j.mfu) << "\n";
-  out << "epoch           " << Fixed(j.gpu_days, 1) << " GPU-days projected for one epoch of the trace";
-  out << " (" << Fixed(j.epoch_time_s / 3600, 1) << " h on " << s.parallel.world_size() << " GPUs)";
+  out << "epoch           " << Significant(j.gpu_days) << " GPU-days projected for one epoch of the trace";
+  out << " (" << Significant(j.epoch_time_s / 3600) << " h on " << s.parallel.world_size() << " GPUs)";
   out << "\n";
   out << "data balance    pad ratio " << Fixed(j.data.pad_ratio, 3) << ", dist ratio ViT "
       << Fixed(j.data.dist_ratio_vit, 3) << " / LLM " << Fixed(j.data.dist_ratio_llm, 3) << ", mean batch "

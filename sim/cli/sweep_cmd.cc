@@ -76,7 +76,7 @@ void WriteTable(const std::vector<std::string>& axis_names, const std::vector<Ru
         return Fixed(std::fabs(x) < 0.05 ? 0.0 : x, 1) + "%";  // no "-0.0%"
       };
       c.push_back(Fixed(s.iteration_time_us.p50 / 1e3, 1));
-      c.push_back(Fixed(days, 2));
+      c.push_back(Significant(days));
       c.push_back(Fixed(first_days / days, 2) + "x");
       c.push_back(pct(s.bubble_ratio));
       c.push_back(pct(s.idle_ratio));
@@ -193,7 +193,7 @@ int RunSweep(const SweepRunArgs& args, std::ostream& out, std::ostream& err) {
     err << "[" << p.done << "/" << p.total << "] #" << p.run->index << " " << axes << ": ";
     if (p.record->status == "ok" && p.record->summary) {
       err << "p50 " << Fixed(p.record->summary->iteration_time_us.p50 / 1e3, 1) << " ms, "
-          << Fixed(p.record->summary->gpu_days, 2) << " GPU-days";
+          << Significant(p.record->summary->gpu_days) << " GPU-days";
     } else {
       std::string e = p.record->error;
       if (e.size() > 160) e = e.substr(0, 157) + "...";

@@ -286,6 +286,26 @@ TEST_F(CliSimulateTest, BadInputExitsTwoWithTheMessage) {
   EXPECT_NE(r.out.find("Exit codes"), std::string::npos);
 }
 
+TEST_F(CliSimulateTest, SmallRunsPrintGpuDaysWithThreeSignificantDigits) {
+  // One decimal printed "0.0 GPU-days" for a small run, hiding 2x differences between runs.
+  Write("pp1.yaml",
+        "name: pp1\ntrace: {preset: internvl-1.2m, samples: 2000, seed: 3}\nmodel: internvl-1.5-6b-20b\n"
+        "parallel: {dp: 8, tp: 4, pp: 1, micro_batches: 4, zero_stage: 1}\npolicies: {data: isf, recompute: "
+        "full}\niterations: 2\n");
+  const CliRun json = Mmtwin("simulate " + P("pp1.yaml") + " -o " + P("pp1-run") + " --json", false);
+  ASSERT_EQ(json.code, 0) << json.out;
+  const double days = nlohmann::json::parse(json.out).at("gpu_days").get<double>();
+  ASSERT_GT(days, 0);
+  ASSERT_LT(days, 1);
+  const CliRun text = Mmtwin("simulate " + P("pp1.yaml") + " -o " + P("pp1-run"));
+  ASSERT_EQ(text.code, 0) << text.out;
+  const size_t at = text.out.find("epoch           ");
+  ASSERT_NE(at, std::string::npos) << text.out;
+  const double printed = std::stod(text.out.substr(at + 16));
+  EXPECT_NEAR(printed, days, 0.005 * days) << text.out.substr(at, 80);
+  EXPECT_EQ(text.out.find("-0.0"), std::string::npos) << text.out;
+}
+
 TEST_F(CliSimulateTest, TraceIterationPicksTheExportedIteration) {
   CliRun a = Mmtwin("simulate " + P("small.yaml") + " --trace-iteration 0 -o " + P("ti-0"));
   CliRun b = Mmtwin("simulate " + P("small.yaml") + " --trace-iteration 1 -o " + P("ti-1"));
