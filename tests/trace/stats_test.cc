@@ -142,6 +142,25 @@ TEST(StatsTest, TraceColumnsAndSubsets) {
   EXPECT_EQ(st.subsets[2].samples, 0);
 }
 
+TEST(StatsTest, SubsetsAreListedLargestFirst) {
+  // They were listed in first-seen order, so the mix of a trace had to be read off an unordered list.
+  Trace t;
+  const char* order[] = {"small", "big", "mid", "big", "mid", "big", "tie-b", "tie-a"};
+  for (int i = 0; i < 8; ++i) {
+    Sample s;
+    s.id = std::to_string(i);
+    s.subset = t.SubsetIndex(order[i]);
+    s.text_tokens = 1;
+    t.samples.push_back(s);
+  }
+  const TraceStats st = ComputeStats(t, 4);
+  std::vector<std::string> names;
+  for (const auto& c : st.subsets) names.push_back(c.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"big", "mid", "small", "tie-a", "tie-b"}));
+  const std::string text = FormatStatsText(st);
+  EXPECT_LT(text.find("big"), text.find("mid"));
+}
+
 TEST(StatsTest, JsonAndText) {
   const TraceStats st = ComputeStats(SmallTrace(), 4);
   const nlohmann::json j = nlohmann::json::parse(StatsToJson(st));

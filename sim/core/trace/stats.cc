@@ -62,6 +62,10 @@ TraceStats ComputeStats(const Trace& trace, int bins) {
   for (const Sample& s : trace.samples)
     if (s.subset < counts.size()) ++counts[s.subset];
   for (size_t i = 0; i < trace.subsets.size(); ++i) st.subsets.push_back({trace.subsets[i], counts[i]});
+  // Largest first (ties by name): the mix reads from the top, whatever order the file lists its subsets in.
+  std::stable_sort(st.subsets.begin(), st.subsets.end(), [](const SubsetCount& a, const SubsetCount& b) {
+    return a.samples != b.samples ? a.samples > b.samples : a.name < b.name;
+  });
   return st;
 }
 
@@ -81,12 +85,17 @@ std::string FormatStatsText(const TraceStats& st) {
     o += buf;
   }
   o += "\n";
-  std::snprintf(buf, sizeof buf, "%-32s %10s %7s\n", "subset", "samples", "share");
+  // The name column is as wide as the longest name (at most 60 characters, longer names are cut).
+  int width = 6;
+  for (const SubsetCount& s : st.subsets)
+    width = std::max(width, static_cast<int>(std::min<size_t>(s.name.size(), 60)));
+  std::snprintf(buf, sizeof buf, "%-*s %10s %7s\n", width, "subset", "samples", "share");
   o += buf;
   for (const SubsetCount& s : st.subsets) {
     const double share =
         st.samples > 0 ? 100.0 * static_cast<double>(s.samples) / static_cast<double>(st.samples) : 0;
-    std::snprintf(buf, sizeof buf, "%-32s %10lld %6.2f%%\n", s.name.c_str(),
+    const std::string name = s.name.size() > 60 ? s.name.substr(0, 57) + "..." : s.name;
+    std::snprintf(buf, sizeof buf, "%-*s %10lld %6.2f%%\n", width, name.c_str(),
                   static_cast<long long>(s.samples), share);
     o += buf;
   }

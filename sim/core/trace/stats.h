@@ -50,7 +50,7 @@ struct TraceStats {
   int64_t samples = 0;
   std::vector<ModalityStats>
       modalities;                    // images, image_tiles, video_frames, audio_seconds, text_tokens[, model]
-  std::vector<SubsetCount> subsets;  // in Trace::subsets order
+  std::vector<SubsetCount> subsets;  // most samples first (ties by name)
   std::string model;                 // name of the model whose token stats were added, or empty
 };
 
