@@ -118,7 +118,13 @@ void WriteSummary(const Scenario& s, const RunSummary& j, const std::string& dir
   out << "\n";
   out << "data balance    pad ratio " << Fixed(j.data.pad_ratio, 3) << ", dist ratio ViT "
       << Fixed(j.data.dist_ratio_vit, 3) << " / LLM " << Fixed(j.data.dist_ratio_llm, 3) << ", mean batch "
-      << Fixed(j.data.mean_batch_size, 2) << " samples\n";
+      << Fixed(j.data.mean_batch_size, 2) << " samples";
+  // Samples the data policy left out of the epoch are said, not silently lost.
+  if (j.data.samples_skipped > 0 || j.data.samples_dropped > 0)
+    out << "; left out of the epoch: " << Count(static_cast<double>(j.data.samples_skipped)) << " skipped, "
+        << Count(static_cast<double>(j.data.samples_dropped)) << " dropped of "
+        << Count(static_cast<double>(j.trace_samples));
+  out << "\n";
   // OmniBal Table 4's partition columns.
   out << "partition       cuts";
   for (int b : j.partition.bounds) out << " " << Count(b);

@@ -306,6 +306,25 @@ TEST_F(CliSimulateTest, SmallRunsPrintGpuDaysWithThreeSignificantDigits) {
   EXPECT_EQ(text.out.find("-0.0"), std::string::npos) << text.out;
 }
 
+TEST_F(CliSimulateTest, SamplesLeftOutOfTheEpochAreReported) {
+  // 2,003 samples in mini-batches of 2 x 4: the data policy drops 3, which the summary used not to say.
+  Write("drop.yaml",
+        "name: drop\ntrace: {preset: internvl-1.2m, samples: 2003, seed: 3}\nmodel: internvl-1.5-6b-20b\n"
+        "parallel: {dp: 2, tp: 2, pp: 4, micro_batches: 4, zero_stage: 1}\n"
+        "policies: {data: {name: random, params: {batch_size: 4}}, recompute: full}\niterations: 2\n");
+  const CliRun json = Mmtwin("simulate " + P("drop.yaml") + " -o " + P("drop-run") + " --json", false);
+  ASSERT_EQ(json.code, 0) << json.out;
+  const auto data = nlohmann::json::parse(json.out).at("data");
+  const int64_t skipped = data.at("samples_skipped").get<int64_t>(),
+                dropped = data.at("samples_dropped").get<int64_t>();
+  ASSERT_GT(skipped + dropped, 0);
+  const CliRun text = Mmtwin("simulate " + P("drop.yaml") + " -o " + P("drop-run"));
+  EXPECT_NE(text.out.find("left out of the epoch: " + std::to_string(skipped) + " skipped, " +
+                          std::to_string(dropped) + " dropped of 2,003"),
+            std::string::npos)
+      << text.out;
+}
+
 TEST_F(CliSimulateTest, TraceIterationPicksTheExportedIteration) {
   CliRun a = Mmtwin("simulate " + P("small.yaml") + " --trace-iteration 0 -o " + P("ti-0"));
   CliRun b = Mmtwin("simulate " + P("small.yaml") + " --trace-iteration 1 -o " + P("ti-1"));
