@@ -153,6 +153,27 @@ TEST(LlavaImportTest, SubsetOverrideAndRoundTripThroughTraceFormat) {
   }
 }
 
+TEST(LlavaImportTest, PerSampleNumericFoldersAreNotSubsets) {
+  // ScienceQA-style paths put each image in a folder named by the sample: one subset per image, and an import
+  // failure above 65,535 of them. Numeric folders are skipped; a dataset folder above them is used.
+  std::string json = "[";
+  for (int i = 0; i < 70000; ++i)
+    json += std::string(i ? "," : "") + R"({"id":")" + std::to_string(i) + R"(","image":")" +
+            std::to_string(i) + R"(/image.png","conversations":[{"from":"human","value":"<image> q"}]})";
+  json += "]";
+  Result<Trace> r = ImportLlavaText(json, "scienceqa.json");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  ASSERT_EQ(r->subsets.size(), 1u);
+  EXPECT_EQ(r->subsets[0], "images");
+  Result<Trace> named = ImportLlavaText(
+      R"([{"id":"a","image":"scienceqa/train/42/image.png","conversations":[{"from":"human","value":"<image>"}]},)"
+      R"({"id":"b","image":"./7/9/x.png","conversations":[{"from":"human","value":"<image>"}]}])",
+      "s.json");
+  ASSERT_TRUE(named.ok()) << named.error().message();
+  EXPECT_EQ(named->subsets[named->samples[0].subset], "scienceqa");
+  EXPECT_EQ(named->subsets[named->samples[1].subset], "images");
+}
+
 TEST(LlavaImportTest, TokensAreAdditiveOverTurnsAndIgnorePlaceholders) {
   // Property: a conversation's tokens equal the estimate of the concatenated turn texts (turns separated by
   // whitespace), and <image> placeholders contribute nothing.

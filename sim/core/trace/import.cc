@@ -444,11 +444,20 @@ class LlavaHandler {
     } else if (images == 0) {
       subset = "text-only";
     } else {
+      // The first folder of the image path that names a dataset: "coco/train2017/x.jpg" -> coco. Folders that
+      // are all digits are per-sample ids (ScienceQA's "12345/image.png"), not datasets: skipped, so such a file
+      // gives one subset, not one per image.
       std::string_view p = first_image_;
       while (p.size() >= 2 && p.substr(0, 2) == "./") p.remove_prefix(2);
-      while (!p.empty() && p.front() == '/') p.remove_prefix(1);
-      const size_t slash = p.find('/');
-      subset = slash == std::string_view::npos || slash == 0 ? "images" : std::string(p.substr(0, slash));
+      subset = "images";
+      for (size_t slash = p.find('/'); slash != std::string_view::npos; slash = p.find('/')) {
+        const std::string_view dir = p.substr(0, slash);
+        p.remove_prefix(slash + 1);
+        if (dir.empty() || dir == "." || dir == "..") continue;
+        if (dir.find_first_not_of("0123456789") == std::string_view::npos) continue;
+        subset = std::string(dir);
+        break;
+      }
     }
     if (!subsets_.Index(trace_, subset, s.subset))
       return FailAt(SamplePath() + ".image", "more than 65535 distinct subsets");

@@ -68,9 +68,9 @@ struct LlavaImportOptions {
 //   images       = max(number of `<image>` placeholders in all turns, number of image paths)
 //   image_tiles  = images * tiles_per_image
 //   text_tokens  = EstimateTextTokens over all turn values with `<image>` placeholders removed
-//   subset       = first directory of the first image path ("coco/train2017/x.jpg" -> "coco"); "images" when
-//   the
-//                  path has no directory; "text-only" when the sample has no image
+//   subset       = first directory of the first image path that is not all digits ("coco/train2017/x.jpg" ->
+//                  "coco"; ScienceQA's "12345/image.png" -> "images", not one subset per sample); "images" when
+//                  there is none; "text-only" when the sample has no image
 //   sample_id    = "id" (string or integer), or the element index when absent
 Result<Trace> ImportLlava(const std::string& path, const LlavaImportOptions& options = {});
 // The same on text held in memory; `name` is used in messages (what tests and the fuzzer call).
