@@ -2,6 +2,10 @@
 #include "core/model/model.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include <cmath>
 #include <map>
@@ -261,6 +265,33 @@ TEST(ModelErrorsTest, OverridesApplyToReferencedSpec) {
   EXPECT_EQ(r->components[0].input.llm_tokens_per_unit, 10);
   EXPECT_EQ(r->components[0].input.tokens_per_second, 50);
   EXPECT_EQ(TokensFor(*r, MakeSample(0, 0, 3, 1)).llm_tokens, 31);
+}
+
+TEST(ModelErrorsTest, CustomModelOutsideTheZooReusesZooComponents) {
+  // A user's model file in their own folder could not `use` zoo components (they resolved against its folder only).
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / ("custom_model_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "my-vlm.yaml")
+      << "name: my-vlm\ncomponents:\n  - use: clip-vit-l-14-336\n"
+         "  - {name: projector, kind: projector, projector_dims: [1024, 4096]}\n"
+         "  - use: my-llm\n";
+  std::ofstream(dir / "my-llm.yaml")
+      << "name: my-llm\nkind: llm\ntransformer: {layers: 2, hidden: 4096, ffn: 8192, "
+         "heads: 32}\nvocab: 1000\n";
+  Result<ModelSpec> r = LoadModel((dir / "my-vlm.yaml").string());
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  ASSERT_EQ(r->components.size(), 3u);
+  EXPECT_EQ(r->components[0].source, "clip-vit-l-14-336");  // from the zoo
+  EXPECT_EQ(r->components[2].tf.layers, 2);                 // from the user's folder
+  std::ofstream(dir / "bad.yaml") << "name: bad\ncomponents:\n  - use: no-such-part\n";
+  Result<ModelSpec> bad = LoadModel((dir / "bad.yaml").string());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(
+      bad.error().message().find("bad.yaml:3: components[0].use: unknown component spec 'no-such-part'"),
+      std::string::npos)
+      << bad.error().message();
+  std::filesystem::remove_all(dir);
 }
 
 // Robustness: random byte edits of real zoo files never crash and either parse or give a located error.

@@ -537,11 +537,17 @@ Result<ModelSpec> ParseModelImpl(const std::string& yaml_text, const std::string
       bool has_use = false;
       MMTWIN_RETURN_IF_ERROR(Get(ctx, cn, where, "use", use, &has_use));
       if (has_use) {
-        const std::string ref = resolve_dir + "/" + use + ".yaml";
+        // The spec's own folder first (a user's components next to their model), then the model zoo, so a
+        // custom model file anywhere can reuse zoo components.
+        std::string ref = resolve_dir + "/" + use + ".yaml";
         std::error_code ec;
         if (!std::filesystem::exists(ref, ec)) {
-          return ErrAt(ctx, cn["use"], where + ".use",
-                       "unknown component spec '" + use + "' (no " + ref + ")");
+          const std::string zoo = ModelZooDir() + "/" + use + ".yaml";
+          if (!std::filesystem::exists(zoo, ec))
+            return ErrAt(ctx, cn["use"], where + ".use",
+                         "unknown component spec '" + Abbreviate(use) + "' (not in " + resolve_dir +
+                             " nor in the model zoo " + ModelZooDir() + ")");
+          ref = zoo;
         }
         Result<ModelSpec> sub = LoadModelImpl(ref, depth + 1);
         if (!sub) return sub.error().Wrap(Error::At(name, LineOf(cn["use"]), where + ".use", use).message());

@@ -92,7 +92,8 @@ struct Layer {
 // Loads a spec by name from the model zoo (traces/models/NAME.yaml) or by path (anything containing '/' or
 // ending in .yaml). An unknown name is an error listing the valid ones.
 Result<ModelSpec> LoadModel(const std::string& name_or_path);
-// Parses YAML text (`name` for messages; `resolve_dir` is where referenced component specs are looked up).
+// Parses YAML text (`name` for messages; `resolve_dir` is where referenced component specs are looked up first,
+// then the model zoo).
 Result<ModelSpec> ParseModel(const std::string& yaml_text, const std::string& name,
                              const std::string& resolve_dir);
 // Names of every spec in the zoo, sorted.
