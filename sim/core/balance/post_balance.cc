@@ -635,9 +635,93 @@ double CostLowerBound(std::span<const int64_t> lengths, int d, const PostBalance
   return std::max(total / d, largest);
 }
 
+void RefineBySwaps(std::span<const double> costs, std::vector<std::vector<uint32_t>>& bins) {
+  const int d = static_cast<int>(bins.size());
+  if (d < 2) return;
+  std::vector<double> sum(d, 0.0);
+  for (int b = 0; b < d; ++b)
+    for (uint32_t i : bins[b]) sum[b] += costs[i];
+  std::set<std::pair<double, int>> order;  // (sum, bin): lightest first, heaviest last
+  for (int b = 0; b < d; ++b) order.insert({sum[b], b});
+  size_t items = 0;
+  for (const auto& b : bins) items += b.size();
+  const size_t max_exchanges = 4 * items + 16;
+  constexpr int kLightCandidates = 32;
+  std::vector<std::pair<double, size_t>> light;  // (cost, position in L) sorted by cost
+  for (size_t step = 0; step < max_exchanges; ++step) {
+    const int h = std::prev(order.end())->second;
+    bool exchanged = false;
+    int tried = 0;
+    for (auto it = order.begin(); it != order.end() && tried < kLightCandidates; ++it, ++tried) {
+      const int l = it->second;
+      if (l == h) break;
+      const double gap = sum[h] - sum[l];
+      if (!(gap > 1e-9 * std::max(1.0, sum[h]))) break;  // the lightest left are as heavy as H
+      light.clear();
+      for (size_t q = 0; q < bins[l].size(); ++q) light.push_back({costs[bins[l][q]], q});
+      std::sort(light.begin(), light.end());
+      // Best exchange: amount a = c_h - c_l (c_l = 0 for a move) with 0 < a < gap, closest to gap / 2.
+      double best_score = gap / 2;  // |a - gap/2|; only a strictly inside (0, gap) improves
+      size_t best_h = SIZE_MAX, best_l = SIZE_MAX;
+      for (size_t p = 0; p < bins[h].size(); ++p) {
+        const double ch = costs[bins[h][p]];
+        if (ch > 0 && ch < gap && std::fabs(ch - gap / 2) < best_score) {
+          best_score = std::fabs(ch - gap / 2);
+          best_h = p;
+          best_l = SIZE_MAX;  // a move
+        }
+        // Swap: c_l closest to ch - gap/2, among c_l in (ch - gap, ch).
+        const double want = ch - gap / 2;
+        auto at = std::lower_bound(light.begin(), light.end(), std::make_pair(want, size_t{0}));
+        for (auto c : {at, at == light.begin() ? at : std::prev(at)}) {
+          if (c == light.end()) continue;
+          const double a = ch - c->first;
+          if (a > 0 && a < gap && std::fabs(a - gap / 2) < best_score) {
+            best_score = std::fabs(a - gap / 2);
+            best_h = p;
+            best_l = c->second;
+          }
+        }
+      }
+      if (best_h == SIZE_MAX) continue;
+      order.erase({sum[h], h});
+      order.erase({sum[l], l});
+      const uint32_t from_h = bins[h][best_h];
+      sum[h] -= costs[from_h];
+      sum[l] += costs[from_h];
+      if (best_l == SIZE_MAX) {
+        bins[h].erase(bins[h].begin() + static_cast<std::ptrdiff_t>(best_h));
+        bins[l].push_back(from_h);
+      } else {
+        const uint32_t from_l = bins[l][best_l];
+        sum[h] += costs[from_l];
+        sum[l] -= costs[from_l];
+        bins[h][best_h] = from_l;
+        bins[l][best_l] = from_h;
+      }
+      order.insert({sum[h], h});
+      order.insert({sum[l], l});
+      exchanged = true;
+      break;
+    }
+    if (!exchanged) break;
+  }
+  for (auto& b : bins) std::sort(b.begin(), b.end());  // deterministic bin contents
+}
+
 std::vector<std::vector<uint32_t>> PostBalance(std::span<const int64_t> lengths, int d,
                                                const PostBalanceOptions& o) {
   if (d <= 0) return {};
+  const bool additive = o.algorithm == PostBalanceAlgorithm::kLpt ||
+                        o.algorithm == PostBalanceAlgorithm::kKk ||
+                        o.algorithm == PostBalanceAlgorithm::kQuadratic;
+  if (o.refine && additive) {
+    PostBalanceOptions base = o;
+    base.refine = false;
+    Bins bins = PostBalance(lengths, d, base);
+    RefineBySwaps(ItemCosts(lengths, o), bins);
+    return bins;
+  }
   switch (o.algorithm) {
     case PostBalanceAlgorithm::kLpt:
       return Lpt(ItemCosts(lengths, o), d);

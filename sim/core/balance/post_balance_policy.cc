@@ -59,6 +59,8 @@ const std::vector<ParamSpec> kPostBalanceParams = {
      1e18},
     {"phase", ParamType::kString, "llm", "sizes that are balanced", {"llm", "vit", "audio"}},
     {"node_wise", ParamType::kBool, "true", "place balanced bins on ranks to minimize inter-node bytes"},
+    {"refine", ParamType::kBool, "false",
+     "after lpt, kk or quadratic: pairwise swaps between the heaviest and lightest bins (RefineBySwaps)"},
     {"bytes_per_token",
      ParamType::kInt,
      "0",
@@ -77,7 +79,7 @@ const std::vector<ParamSpec> kPostBalanceParams = {
 
 Result<DataPlan> RunPostBalancePolicy(const DataPolicyContext& ctx, const Params& p) {
   MMTWIN_ASSIGN_OR_RETURN(PostBalanceAlgorithm alg, ParsePostBalanceAlgorithm(p.Str("algorithm")));
-  const PostBalanceOptions opts{alg, p.Double("lambda"), p.Double("tolerance")};
+  const PostBalanceOptions opts{alg, p.Double("lambda"), p.Double("tolerance"), p.Bool("refine")};
   const std::string phase = p.Str("phase");
   const auto& len = phase == "vit"     ? ctx.sizes->vit_tokens
                     : phase == "audio" ? ctx.sizes->audio_tokens
