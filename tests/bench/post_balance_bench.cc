@@ -34,27 +34,12 @@ Workload MakeWorkload(int ranks, int per_rank) {
   return w;
 }
 
-void BM_PostBalance(benchmark::State& state, PostBalanceAlgorithm a, double lambda) {
+// `refine`: RefineBySwaps after the algorithm (target: kk + refine <= 1.00001 of the bound at 2,560 ranks within
+// kk's 50 ms budget).
+void BM_PostBalance(benchmark::State& state, PostBalanceAlgorithm a, double lambda, bool refine = false) {
   const int ranks = static_cast<int>(state.range(0));
   const Workload w = MakeWorkload(ranks, 60);
-  PostBalanceOptions o{a, lambda, 0};
-  double ratio = 0;
-  for (auto _ : state) {
-    auto bins = PostBalance(w.lengths, ranks, o);
-    benchmark::DoNotOptimize(bins.data());
-    state.PauseTiming();
-    ratio = MaxBinCost(w.lengths, bins, o) / CostLowerBound(w.lengths, ranks, o);
-    state.ResumeTiming();
-  }
-  state.counters["max_over_lb"] = ratio;
-}
-
-// The same with RefineBySwaps after the algorithm (target: kk + refine <= 1.00001 of the bound at 2,560 ranks
-// within kk's 50 ms budget).
-void BM_PostBalanceRefined(benchmark::State& state, PostBalanceAlgorithm a) {
-  const int ranks = static_cast<int>(state.range(0));
-  const Workload w = MakeWorkload(ranks, 60);
-  PostBalanceOptions o{a, 0, 0, true};
+  PostBalanceOptions o{a, lambda, 0, refine};
   double ratio = 0;
   for (auto _ : state) {
     auto bins = PostBalance(w.lengths, ranks, o);
@@ -130,11 +115,11 @@ BENCHMARK_CAPTURE(BM_PostBalance, kk, PostBalanceAlgorithm::kKk, 0.0)
     ->Arg(64)
     ->Arg(2560)
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_PostBalanceRefined, lpt_refine, PostBalanceAlgorithm::kLpt)
+BENCHMARK_CAPTURE(BM_PostBalance, lpt_refine, PostBalanceAlgorithm::kLpt, 0.0, true)
     ->Arg(64)
     ->Arg(2560)
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_PostBalanceRefined, kk_refine, PostBalanceAlgorithm::kKk)
+BENCHMARK_CAPTURE(BM_PostBalance, kk_refine, PostBalanceAlgorithm::kKk, 0.0, true)
     ->Arg(64)
     ->Arg(2560)
     ->Unit(benchmark::kMillisecond);
