@@ -222,6 +222,48 @@ TEST(PostBalanceTest, RefineClosesTheGapLptAndKkLeaveAtScale) {
   EXPECT_EQ(PostBalance(l, 64, p), plain);
 }
 
+TEST(PostBalanceTest, EqualSizeBinsHoldTheSameNumberOfItems) {
+  // RL / SFT trainers ask for mini-batches of equal size: every bin floor(n/d) or ceil(n/d) items, for lpt and kk,
+  // with and without the (then swap-only) refinement; the balance stays close to the lower bound.
+  Rng rng(7);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int d = 1 + static_cast<int>(rng.Below(16));
+    const int n = static_cast<int>(rng.Below(200));
+    auto l = LogNormalLengths(rng, n, 500, 0.9);
+    for (PostBalanceAlgorithm a : {PostBalanceAlgorithm::kLpt, PostBalanceAlgorithm::kKk})
+      for (bool refine : {false, true}) {
+        PostBalanceOptions o{a, 0, 0, refine, true};
+        const Bins bins = PostBalance(l, d, o);
+        ExpectPartition(bins, l.size(), d);
+        for (const auto& b : bins) {
+          EXPECT_GE(b.size(), static_cast<size_t>(n / d)) << PostBalanceAlgorithmName(a);
+          EXPECT_LE(b.size(), static_cast<size_t>((n + d - 1) / d)) << PostBalanceAlgorithmName(a);
+        }
+        EXPECT_EQ(PostBalance(l, d, o), bins);  // deterministic
+      }
+  }
+  // Small cases against brute force over equal-size partitions: kk + refine within 4/3 of the best.
+  for (int trial = 0; trial < 100; ++trial) {
+    auto l = LogNormalLengths(rng, 6, 100, 1.0);
+    double best = INFINITY;
+    for (int mask = 0; mask < 64; ++mask)
+      if (__builtin_popcount(mask) == 3) {
+        double a = 0, b = 0;
+        for (int i = 0; i < 6; ++i) (mask >> i & 1 ? a : b) += static_cast<double>(l[i]);
+        best = std::min(best, std::max(a, b));
+      }
+    PostBalanceOptions o{PostBalanceAlgorithm::kKk, 0, 0, true, true};
+    EXPECT_LE(MaxBinCost(l, PostBalance(l, 2, o), o), best * 4.0 / 3.0 + 1e-9);
+  }
+  // At OrchMLLM's scale the equal-size partitions are still within 1e-3 of the (unconstrained) lower bound.
+  auto big = LogNormalLengths(rng, 2560 * 60, 2048, 0.8);
+  for (PostBalanceAlgorithm a : {PostBalanceAlgorithm::kLpt, PostBalanceAlgorithm::kKk}) {
+    PostBalanceOptions o{a, 0, 0, true, true};
+    EXPECT_LT(MaxBinCost(big, PostBalance(big, 2560, o), o) / CostLowerBound(big, 2560, o), 1.001)
+        << PostBalanceAlgorithmName(a);
+  }
+}
+
 TEST(PostBalanceTest, PaddedBeatsLptOnPaddedObjective) {
   Rng rng(11);
   for (int trial = 0; trial < 20; ++trial) {

@@ -36,10 +36,12 @@ Workload MakeWorkload(int ranks, int per_rank) {
 
 // `refine`: RefineBySwaps after the algorithm (target: kk + refine <= 1.00001 of the bound at 2,560 ranks within
 // kk's 50 ms budget).
-void BM_PostBalance(benchmark::State& state, PostBalanceAlgorithm a, double lambda, bool refine = false) {
+// `equal_size`: every bin the same number of items.
+void BM_PostBalance(benchmark::State& state, PostBalanceAlgorithm a, double lambda, bool refine = false,
+                    bool equal_size = false) {
   const int ranks = static_cast<int>(state.range(0));
   const Workload w = MakeWorkload(ranks, 60);
-  PostBalanceOptions o{a, lambda, 0, refine};
+  PostBalanceOptions o{a, lambda, 0, refine, equal_size};
   double ratio = 0;
   for (auto _ : state) {
     auto bins = PostBalance(w.lengths, ranks, o);
@@ -121,6 +123,12 @@ BENCHMARK_CAPTURE(BM_PostBalance, lpt_refine, PostBalanceAlgorithm::kLpt, 0.0, t
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_PostBalance, kk_refine, PostBalanceAlgorithm::kKk, 0.0, true)
     ->Arg(64)
+    ->Arg(2560)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PostBalance, lpt_equal_size, PostBalanceAlgorithm::kLpt, 0.0, true, true)
+    ->Arg(2560)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PostBalance, kk_equal_size, PostBalanceAlgorithm::kKk, 0.0, true, true)
     ->Arg(2560)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_PostBalance, padded, PostBalanceAlgorithm::kPadded, 0.0)

@@ -7,6 +7,7 @@
 #include <queue>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 
 namespace mmtwin {
@@ -635,7 +636,84 @@ double CostLowerBound(std::span<const int64_t> lengths, int d, const PostBalance
   return std::max(total / d, largest);
 }
 
-void RefineBySwaps(std::span<const double> costs, std::vector<std::vector<uint32_t>>& bins) {
+// LPT with equal counts: descending costs, each to the lightest bin that still has room; n % d bins may hold one
+// item more than the others.
+Bins LptEqualSize(std::span<const double> costs, int d) {
+  const std::vector<uint32_t> order = OrderDescending(costs);
+  const size_t n = order.size(), base = n / static_cast<size_t>(d);
+  size_t extra = n % static_cast<size_t>(d);  // bins that may still grow to base + 1
+  Bins bins(d);
+  std::set<std::pair<double, int>> open;  // (load, bin) of bins with room
+  std::vector<double> load(d, 0.0);
+  for (int b = 0; b < d; ++b) open.insert({0.0, b});
+  for (uint32_t item : order) {
+    auto it = open.begin();
+    const int b = it->second;
+    open.erase(it);
+    bins[b].push_back(item);
+    load[b] += costs[item];
+    const size_t count = bins[b].size();
+    if (count == base + 1 && --extra == 0)  // the last extra is taken: bins already at base are full now
+      for (auto j = open.begin(); j != open.end();)
+        j = bins[j->second].size() >= base ? open.erase(j) : std::next(j);
+    if (count < base || (count == base && extra > 0)) open.insert({load[b], b});
+  }
+  return bins;
+}
+
+// Karmarkar-Karp on states of d subsets of equal size (veRL's equal_size): the descending items in groups of d,
+// one item per subset (the last group padded with zero-cost placeholders); merging two states pairs the largest
+// subset of one with the smallest of the other, so every subset keeps the same count. O(n log n + n/d * d log d).
+Bins KarmarkarKarpEqualSize(std::span<const double> costs, int d) {
+  const std::vector<uint32_t> order = OrderDescending(costs);
+  const size_t n = order.size(), k = static_cast<size_t>(d);
+  struct Subset {
+    double sum = 0;
+    std::vector<uint32_t> items;
+  };
+  using State = std::vector<Subset>;  // ascending by sum
+  std::vector<State> states;
+  for (size_t g = 0; g < n; g += k) {
+    State st(k);
+    for (size_t j = 0; j < k && g + j < n; ++j) {
+      st[j].sum = costs[order[g + j]];
+      st[j].items.push_back(order[g + j]);
+    }
+    std::sort(st.begin(), st.end(), [](const Subset& a, const Subset& b) { return a.sum < b.sum; });
+    states.push_back(std::move(st));
+  }
+  if (states.empty()) return Bins(d);
+  using Key = std::tuple<double, int64_t, size_t>;  // (spread, -creation order, index): largest spread first
+  std::priority_queue<Key> pq;
+  int64_t created = 0;
+  for (size_t i = 0; i < states.size(); ++i)
+    pq.push({states[i].back().sum - states[i].front().sum, -created++, i});
+  while (pq.size() > 1) {
+    const size_t a = std::get<2>(pq.top());
+    pq.pop();
+    const size_t b = std::get<2>(pq.top());
+    pq.pop();
+    State merged(k);
+    for (size_t j = 0; j < k; ++j) {  // a's j-th smallest with b's j-th largest
+      Subset& x = states[a][j];
+      Subset& y = states[b][k - 1 - j];
+      merged[j].sum = x.sum + y.sum;
+      merged[j].items = std::move(x.items);
+      merged[j].items.insert(merged[j].items.end(), y.items.begin(), y.items.end());
+    }
+    std::sort(merged.begin(), merged.end(), [](const Subset& p, const Subset& q) { return p.sum < q.sum; });
+    states[a].clear();
+    states[b].clear();
+    states.push_back(std::move(merged));
+    pq.push({states.back().back().sum - states.back().front().sum, -created++, states.size() - 1});
+  }
+  const State& last = states[std::get<2>(pq.top())];
+  Bins bins(d);
+  for (size_t j = 0; j < k; ++j) bins[j] = last[j].items;
+  return bins;
+}
+
+void RefineBySwaps(std::span<const double> costs, std::vector<std::vector<uint32_t>>& bins, bool swaps_only) {
   const int d = static_cast<int>(bins.size());
   if (d < 2) return;
   std::vector<double> sum(d, 0.0);
@@ -665,7 +743,7 @@ void RefineBySwaps(std::span<const double> costs, std::vector<std::vector<uint32
       size_t best_h = SIZE_MAX, best_l = SIZE_MAX;
       for (size_t p = 0; p < bins[h].size(); ++p) {
         const double ch = costs[bins[h][p]];
-        if (ch > 0 && ch < gap && std::fabs(ch - gap / 2) < best_score) {
+        if (!swaps_only && ch > 0 && ch < gap && std::fabs(ch - gap / 2) < best_score) {
           best_score = std::fabs(ch - gap / 2);
           best_h = p;
           best_l = SIZE_MAX;  // a move
@@ -715,11 +793,19 @@ std::vector<std::vector<uint32_t>> PostBalance(std::span<const int64_t> lengths,
   const bool additive = o.algorithm == PostBalanceAlgorithm::kLpt ||
                         o.algorithm == PostBalanceAlgorithm::kKk ||
                         o.algorithm == PostBalanceAlgorithm::kQuadratic;
+  const bool equal =
+      o.equal_size && (o.algorithm == PostBalanceAlgorithm::kLpt || o.algorithm == PostBalanceAlgorithm::kKk);
   if (o.refine && additive) {
     PostBalanceOptions base = o;
     base.refine = false;
     Bins bins = PostBalance(lengths, d, base);
-    RefineBySwaps(ItemCosts(lengths, o), bins);
+    RefineBySwaps(ItemCosts(lengths, o), bins, /*swaps_only=*/equal);
+    return bins;
+  }
+  if (equal) {
+    Bins bins = o.algorithm == PostBalanceAlgorithm::kLpt ? LptEqualSize(ItemCosts(lengths, o), d)
+                                                          : KarmarkarKarpEqualSize(ItemCosts(lengths, o), d);
+    for (auto& b : bins) std::sort(b.begin(), b.end());
     return bins;
   }
   switch (o.algorithm) {

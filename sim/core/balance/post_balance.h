@@ -72,6 +72,11 @@ struct PostBalanceOptions {
   // Local search after the algorithm (lpt, kk and quadratic, whose bin cost is a sum of item costs; ignored for
   // padded and conv): RefineBySwaps. Never makes the max bin cost worse.
   bool refine = false;
+  // Every bin gets the same number of items, floor(n/d) or ceil(n/d) (RL and SFT trainers ask for equal-size
+  // mini-batches): lpt fills the lightest bin that still has room; kk runs Karmarkar-Karp on states of one item
+  // per bin (veRL's equal_size), the last group padded with zero-cost placeholders; refine then only swaps. Only
+  // for lpt and kk (other algorithms ignore it).
+  bool equal_size = false;
 };
 
 // Splits items into exactly d bins (see the contract above).
@@ -85,7 +90,9 @@ std::vector<std::vector<uint32_t>> PostBalance(std::span<const int64_t> lengths,
 // the heaviest bin has no improving exchange with any of the 32 lightest bins, or after 4 * items exchanges.
 // Karmarkar-Karp and LPT end about 1e-3 above the lower bound at 2,560 bins x 60 items; this closes most of that
 // (reports/benchmarks.md). O(k log k) per exchange for k items per bin, plus O(log d) to re-order the bins.
-void RefineBySwaps(std::span<const double> costs, std::vector<std::vector<uint32_t>>& bins);
+// `swaps_only`: keep every bin's item count (no moves).
+void RefineBySwaps(std::span<const double> costs, std::vector<std::vector<uint32_t>>& bins,
+                   bool swaps_only = false);
 
 // The algorithm's own objective f(S) of one bin (lpt/kk/quadratic: sum l + lambda*sum l^2; padded: count*max
 // l; conv: sum l + lambda*count*max(l)^2). An empty bin costs 0.

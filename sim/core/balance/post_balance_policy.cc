@@ -61,6 +61,8 @@ const std::vector<ParamSpec> kPostBalanceParams = {
     {"node_wise", ParamType::kBool, "true", "place balanced bins on ranks to minimize inter-node bytes"},
     {"refine", ParamType::kBool, "false",
      "after lpt, kk or quadratic: pairwise swaps between the heaviest and lightest bins (RefineBySwaps)"},
+    {"equal_size", ParamType::kBool, "false",
+     "lpt and kk: every rank gets the same number of samples (floor or ceil of the mean)"},
     {"bytes_per_token",
      ParamType::kInt,
      "0",
@@ -79,7 +81,8 @@ const std::vector<ParamSpec> kPostBalanceParams = {
 
 Result<DataPlan> RunPostBalancePolicy(const DataPolicyContext& ctx, const Params& p) {
   MMTWIN_ASSIGN_OR_RETURN(PostBalanceAlgorithm alg, ParsePostBalanceAlgorithm(p.Str("algorithm")));
-  const PostBalanceOptions opts{alg, p.Double("lambda"), p.Double("tolerance"), p.Bool("refine")};
+  const PostBalanceOptions opts{alg, p.Double("lambda"), p.Double("tolerance"), p.Bool("refine"),
+                                p.Bool("equal_size")};
   const std::string phase = p.Str("phase");
   const auto& len = phase == "vit"     ? ctx.sizes->vit_tokens
                     : phase == "audio" ? ctx.sizes->audio_tokens
