@@ -132,8 +132,11 @@ struct IsfGroupStats {
 };
 
 // One sampling pass over `pool` (already shuffled): consecutive samples are grouped while the group stays
-// within Q_v and Q_t; the sample that would overflow starts the next group. The trailing group is kept
-// (OmniBal's public code loses it when the last sample overflows).
+// within Q_v and Q_t; the sample that would overflow starts the next group. The trailing group is always kept.
+// (OmniBal's public code, fast_isf/fast_random_group.pyx `_random_group`, appends the trailing group only when
+// it reaches the last index of the shuffled order; when that last sample is skipped as too large on its own, the
+// `continue` jumps over the check and the whole trailing group is lost. An overflowing last sample loses
+// nothing there: it starts a group that is then appended.)
 template <class Emit>
 void SamplingPass(const std::vector<uint32_t>& pool, const std::vector<int64_t>& v,
                   const std::vector<int64_t>& t, const IsfThresholds& q, Emit emit) {
