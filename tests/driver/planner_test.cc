@@ -247,6 +247,12 @@ TEST(PlannerTest, ValidateScenarioNamesFields) {
   st = ValidateScenario(s);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message().find("pipeline chunks"), std::string::npos) << st.error().message();
+  // The ':N' shorthand of uniform / block is a valid name (it was refused as an unknown policy).
+  s = Small();
+  s.recompute.name = "uniform:2";
+  EXPECT_TRUE(ValidateScenario(s).ok()) << ValidateScenario(s).error().message();
+  s.recompute.name = "nope:2";
+  EXPECT_FALSE(ValidateScenario(s).ok());
 }
 
 }  // namespace

@@ -287,7 +287,7 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
   PlannedRun run;
   run.scenario = s;
   const ParallelConfig& par = s.parallel;
-  MMTWIN_ASSIGN_OR_RETURN(run.model, LoadModel(s.model));
+  MMTWIN_ASSIGN_OR_RETURN(run.model, LoadScenarioModel(s));
   MMTWIN_ASSIGN_OR_RETURN(ClusterSpec probe, LoadCluster(s.cluster));
   MMTWIN_ASSIGN_OR_RETURN(run.scenario.nodes, CheckLayout(s, probe));
   MMTWIN_ASSIGN_OR_RETURN(run.cluster, LoadCluster(s.cluster, run.scenario.nodes));
@@ -407,14 +407,16 @@ Status ValidateScenario(const Scenario& s) {
   MMTWIN_RETURN_IF_ERROR(params("data", s.data, data->params));
   MMTWIN_ASSIGN_OR_RETURN(const PartitionPolicyInfo* part, FindPartitionPolicy(s.partition.name));
   MMTWIN_RETURN_IF_ERROR(params("partition", s.partition, part->params));
-  MMTWIN_ASSIGN_OR_RETURN(const RecomputePolicyInfo* rc, FindRecomputePolicy(s.recompute.name));
+  // "uniform:N" / "block:N": the shorthand for num_layers (RunRecomputePolicy checks the two agree).
+  MMTWIN_ASSIGN_OR_RETURN(const RecomputePolicyInfo* rc,
+                          FindRecomputePolicy(s.recompute.name.substr(0, s.recompute.name.find(':'))));
   MMTWIN_RETURN_IF_ERROR(params("recompute", s.recompute, rc->params));
   if (auto sched = BuildSchedule(s.schedule.name, s.parallel.pp, s.parallel.vpp, s.parallel.micro_batches,
                                  s.schedule.params);
       !sched)
     return ScenarioError(s, "policies.schedule", sched.error().message());
   if (s.cost != "analytic") {
-    MMTWIN_ASSIGN_OR_RETURN(ModelSpec model, LoadModel(s.model));
+    MMTWIN_ASSIGN_OR_RETURN(ModelSpec model, LoadScenarioModel(s));
     MMTWIN_ASSIGN_OR_RETURN(ClusterSpec cluster, LoadCluster(s.cluster, *nodes));
     auto cost = LoadCostModel(s, model, cluster);
     if (!cost) return ScenarioError(s, "cost", cost.error().message());
