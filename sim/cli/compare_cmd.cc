@@ -90,7 +90,8 @@ std::string PadR(const std::string& s, size_t w) {
 }
 
 std::string Policies(const RunSummary& j) {
-  return "data " + j.data_policy.name + ", partition " + j.partition_policy.name + ", recompute " +
+  return std::string(RecordSourceName(j.source)) + " by " + (j.engine.empty() ? "?" : j.engine) + "; data " +
+         j.data_policy.name + ", partition " + j.partition_policy.name + ", recompute " +
          j.recompute_policy.name + ", schedule " + j.schedule_policy.name;
 }
 
