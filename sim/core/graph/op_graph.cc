@@ -37,6 +37,12 @@ const char* OpKindName(OpKind k) {
       return "dispatch";
     case OpKind::kBackwardWeight:
       return "backward_weight";
+    case OpKind::kP2pRecv:
+      return "p2p_recv";
+    case OpKind::kDpWait:
+      return "dp_wait";
+    case OpKind::kOptimizer:
+      return "optimizer";
   }
   return "?";
 }

@@ -91,12 +91,19 @@ enum class OpKind : uint8_t {
   kBarrier,       // zero-duration join of the DP replicas (device -1)
   kDispatch,      // data-dispatch all-to-all of one micro-batch (post-balancing), on a stage-0 device
   kBackwardWeight,  // weight-gradient part of a split backward (zero-bubble schedules: PassKind::kBackwardWeight)
+  // Measured by the backend only (never in an op graph): the time a rank waited in a pipeline receive (lane
+  // p2p_fwd for an activation, p2p_bwd for a gradient), the time it waited for its DP gradient collectives
+  // after the last backward (lane dp), and its optimizer step (lane compute).
+  kP2pRecv,
+  kDpWait,
+  kOptimizer,
 };
+inline constexpr OpKind kLastOpKind = OpKind::kOptimizer;
 enum class Lane : uint8_t { kCompute = 0, kP2pForward = 1, kP2pBackward = 2, kDp = 3, kDispatch = 4 };
 inline constexpr int kNumLanes = 5;
 
 // "forward", "recompute", "backward", "tp_collective", "p2p_send_activation", "p2p_send_gradient",
-// "dp_collective", "dp_all_gather", "barrier", "dispatch", "backward_weight".
+// "dp_collective", "dp_all_gather", "barrier", "dispatch", "backward_weight", "p2p_recv", "dp_wait", "optimizer".
 const char* OpKindName(OpKind k);
 // "compute", "p2p_fwd", "p2p_bwd", "dp", "dispatch".
 const char* LaneName(Lane l);

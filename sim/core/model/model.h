@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -134,5 +135,34 @@ int EncoderOfProjector(const ModelSpec& m, int component);
 // "embedding", "transformer", "projector", "head"; and the inverse (false for an unknown name).
 const char* LayerKindName(LayerKind k);
 bool ParseLayerKind(const std::string& name, LayerKind& out);
+
+}  // namespace mmtwin
+
+// ---- The shrunk model the real backend runs (sim/core/model/shrink.cc) ----
+namespace mmtwin {
+
+// How the backend shrinks a zoo model so that it runs on CPUs: every width divided by `width_divisor` and, per
+// component (by its name in the spec: "vision", "llm", ...), a number of blocks. Heads and KV heads are divided
+// too (at least 1; heads stay a multiple of KV heads), the head dimension is kept: one attention score costs
+// what it costs in the full model. Token counts (tiles, frames, audio windows, text) are not changed: the backend
+// feeds the traced shapes.
+struct ModelShrink {
+  int width_divisor = 1;              // 1 = widths as in the spec
+  std::map<std::string, int> layers;  // component name -> blocks (absent: as in the spec)
+  bool active() const { return width_divisor > 1 || !layers.empty(); }
+  bool operator==(const ModelShrink&) const = default;
+};
+
+// The derived spec both sides use: the simulator prices it and the backend builds it. Widths: hidden, ffn,
+// vocab, heads and KV heads become max(1, w / d); a projector's widths are re-derived so that its input is the
+// encoder's shrunk hidden times the downsample factor (pixel shuffle: 4 for InternVL) and its output the LLM's
+// shrunk hidden. The name gets the suffix "-wD" (and "-lN" per changed component count). Errors: a divisor < 1,
+// a layer count < 1, a component name the spec lacks (listing the valid ones).
+Result<ModelSpec> ShrinkModel(const ModelSpec& m, const ModelShrink& shrink);
+
+// The downsample factor of a projector between an encoder and the LLM: encoder positions per LLM token
+// ((positions per unit - cls) / llm_tokens_per_unit for vision, tokens_per_second / llm_tokens_per_unit for
+// audio), or 0 when it is not a positive integer (the backend cannot run such a model).
+int DownsampleFactor(const Component& encoder);
 
 }  // namespace mmtwin

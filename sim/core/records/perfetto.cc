@@ -45,6 +45,12 @@ std::string EventName(const OpRecord& op) {
       return "barrier";
     case OpKind::kDispatch:
       return "dispatch mb" + std::to_string(op.micro_batch);
+    case OpKind::kP2pRecv:
+      return std::string(op.pass == PassKind::kForward ? "wait act " : "wait grad ") + mc;
+    case OpKind::kDpWait:
+      return "wait grad sync";
+    case OpKind::kOptimizer:
+      return "optimizer";
   }
   return "?";
 }

@@ -354,7 +354,7 @@ Result<std::vector<OpRecord>> ParseOpsCsv(const std::string& text, const std::st
   int line_no = 0;
   bool header = false;
   auto kind_of = [](const std::string& s, OpKind& k) {
-    for (int i = 0; i <= static_cast<int>(OpKind::kBackwardWeight); ++i)
+    for (int i = 0; i <= static_cast<int>(kLastOpKind); ++i)
       if (s == OpKindName(static_cast<OpKind>(i))) {
         k = static_cast<OpKind>(i);
         return true;

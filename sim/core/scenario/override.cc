@@ -27,13 +27,15 @@ std::vector<std::string> Split(const std::string& key) {
 }
 
 const std::vector<std::string> kTop = {"name",     "description", "trace", "model",  "cluster", "parallel",
-                                       "policies", "iterations",  "seed",  "engine", "cost"};
+                                       "policies", "iterations",  "seed",  "engine", "cost",    "backend"};
 const std::vector<std::string> kTrace = {"file", "preset", "samples", "seed"};
 const std::vector<std::string> kCluster = {"preset", "nodes"};
 const std::vector<std::string> kParallel = {
     "dp", "tp", "pp", "vpp", "micro_batches", "zero_stage", "tp_sequence_parallel"};
 const std::vector<std::string> kPolicies = {"data", "partition", "recompute", "schedule"};
 const std::vector<std::string> kPolicy = {"name", "params"};
+const std::vector<std::string> kBackend = {"width_divisor", "layers", "warmup_iterations", "timeout_s",
+                                           "threads"};
 
 bool In(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
@@ -66,6 +68,11 @@ Status CheckOverrideKey(const std::string& dotted_key) {
     const auto& valid = top == "trace" ? kTrace : top == "cluster" ? kCluster : kParallel;
     if (p.size() == 2 && In(valid, p[1])) return Status();
     return Unknown(dotted_key, top + ".", valid);
+  }
+  if (top == "backend") {
+    if (p.size() == 2 && In(kBackend, p[1])) return Status();
+    if (p.size() == 3 && p[1] == "layers") return Status();  // backend.layers.COMPONENT
+    return Unknown(dotted_key, "backend.", kBackend);
   }
   if (top == "policies") {
     if (!In(kPolicies, p[1])) return Unknown(dotted_key, "policies.", kPolicies);

@@ -148,7 +148,7 @@ class Parser {
 
 const std::vector<std::string> kTopKeys = {"name",    "description", "trace",    "model",
                                            "cluster", "parallel",    "policies", "iterations",
-                                           "seed",    "engine",      "cost"};
+                                           "seed",    "engine",      "cost",     "backend"};
 
 Status ParseTrace(const Parser& r, const YAML::Node& n, TraceSource& t) {
   MMTWIN_RETURN_IF_ERROR(r.Keys(n, "trace", {"file", "preset", "samples", "seed"}));
@@ -260,6 +260,41 @@ Status ParsePolicies(const Parser& r, const YAML::Node& n, Scenario& s) {
   return Status();
 }
 
+Status ParseBackend(const Parser& r, const YAML::Node& n, BackendConfig& b) {
+  MMTWIN_RETURN_IF_ERROR(
+      r.Keys(n, "backend", {"width_divisor", "layers", "warmup_iterations", "timeout_s", "threads"}));
+  if (const YAML::Node v = n["width_divisor"]) {
+    MMTWIN_ASSIGN_OR_RETURN(int64_t x, r.Int(v, "backend.width_divisor", 1, 1 << 16));
+    b.shrink.width_divisor = static_cast<int>(x);
+  }
+  if (const YAML::Node v = n["layers"]) {
+    if (!v.IsMap()) return r.At(v, "backend.layers", "expected a mapping {component: blocks}");
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      if (!it->first.IsScalar()) return r.At(it->first, "backend.layers", "keys must be component names");
+      const std::string key = it->first.Scalar();
+      const std::string field = "backend.layers." + key;
+      if (b.shrink.layers.count(key)) return r.At(it->first, field, "duplicate key");
+      MMTWIN_ASSIGN_OR_RETURN(int64_t x, r.Int(it->second, field, 1, 10000));
+      b.shrink.layers[key] = static_cast<int>(x);
+    }
+  }
+  if (const YAML::Node v = n["warmup_iterations"]) {
+    MMTWIN_ASSIGN_OR_RETURN(int64_t x, r.Int(v, "backend.warmup_iterations", 0, 1000));
+    b.warmup_iterations = static_cast<int>(x);
+  }
+  if (const YAML::Node v = n["threads"]) {
+    MMTWIN_ASSIGN_OR_RETURN(int64_t x, r.Int(v, "backend.threads", 1, 1024));
+    b.threads = static_cast<int>(x);
+  }
+  if (const YAML::Node v = n["timeout_s"]) {
+    double x = 0;
+    if (!v.IsScalar() || !ParseDouble(v.Scalar(), x) || !(x >= 1) || !(x <= 86400))
+      return r.At(v, "backend.timeout_s", "expected seconds in [1, 86400]");
+    b.timeout_s = x;
+  }
+  return Status();
+}
+
 // Every mapping key's line, by dotted path (sequences are not descended: no scenario key lives in one).
 void RecordLines(const YAML::Node& n, const std::string& prefix, std::map<std::string, long>& out) {
   if (!n.IsMap()) return;
@@ -360,6 +395,8 @@ Result<Scenario> ParseImpl(const std::string& text, const std::string& name, con
     if (s.cost != "analytic") s.cost = r.Resolve(s.cost);
   }
 
+  if (const YAML::Node v = root["backend"]) MMTWIN_RETURN_IF_ERROR(ParseBackend(r, v, s.backend));
+
   // Cross-field checks that need the model zoo and the cluster presets.
   if (s.parallel.vpp > 1 && s.schedule.name != "interleaved-1f1b")
     return r.At(
@@ -367,6 +404,21 @@ Result<Scenario> ParseImpl(const std::string& text, const std::string& name, con
         "vpp > 1 needs the interleaved-1f1b schedule (policies.schedule is '" + s.schedule.name + "')");
   auto model_spec = LoadModel(s.model);
   if (!model_spec) return r.At(model, "model", model_spec.error().message());
+  if (s.backend.shrink.active()) {
+    model_spec = ShrinkModel(*model_spec, s.backend.shrink);
+    if (!model_spec) {
+      // "layers.NAME: reason" -> at backend.layers.NAME's key; anything else at `backend`.
+      const std::string msg = model_spec.error().message();
+      const size_t colon = msg.find(": ");
+      const std::string sub = msg.substr(0, colon);
+      const YAML::Node b = root["backend"];
+      if (colon != std::string::npos && sub.rfind("layers.", 0) == 0 && b["layers"])
+        for (auto it = b["layers"].begin(); it != b["layers"].end(); ++it)
+          if ("layers." + it->first.Scalar() == sub)
+            return r.At(it->first, "backend." + sub, msg.substr(colon + 2));
+      return r.At(b, "backend", msg);
+    }
+  }
   const int layers = static_cast<int>(Layers(*model_spec).size());
   if (s.parallel.chunks() > layers)
     return r.At(Child(parallel, s.parallel.vpp > 1 ? "vpp" : "pp"),
@@ -419,6 +471,15 @@ Status CheckEngine(const std::string& engine) {
 Result<Scenario> ParseScenario(const std::string& yaml_text, const std::string& name,
                                const std::string& base_dir) {
   return GuardYaml(name, [&] { return ParseImpl(yaml_text, name, base_dir); });
+}
+
+Result<ModelSpec> LoadScenarioModel(const Scenario& s) {
+  auto m = LoadModel(s.model);
+  if (!m) return ScenarioError(s, "model", m.error().message());
+  if (!s.backend.shrink.active()) return m;
+  auto shrunk = ShrinkModel(*m, s.backend.shrink);
+  if (!shrunk) return ScenarioError(s, "backend", shrunk.error().message());
+  return shrunk;
 }
 
 Result<Scenario> LoadScenario(const std::string& path) {
@@ -474,6 +535,20 @@ std::string FormatScenario(const Scenario& s) {
   e << YAML::Key << "engine" << YAML::Value << s.engine;
   // Written only when not the default, so that sweep run keys (a hash of this text) stay stable.
   if (s.cost != "analytic") e << YAML::Key << "cost" << YAML::Value << s.cost;
+  if (s.backend != BackendConfig{}) {
+    const BackendConfig& b = s.backend;
+    e << YAML::Key << "backend" << YAML::Value << YAML::BeginMap;
+    e << YAML::Key << "width_divisor" << YAML::Value << b.shrink.width_divisor;
+    if (!b.shrink.layers.empty()) {
+      e << YAML::Key << "layers" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      for (const auto& [k, v] : b.shrink.layers) e << YAML::Key << k << YAML::Value << v;
+      e << YAML::EndMap;
+    }
+    e << YAML::Key << "warmup_iterations" << YAML::Value << b.warmup_iterations;
+    e << YAML::Key << "timeout_s" << YAML::Value << b.timeout_s;
+    e << YAML::Key << "threads" << YAML::Value << b.threads;
+    e << YAML::EndMap;
+  }
   e << YAML::EndMap;
   return "# Resolved scenario (mmtwin): every default filled in, paths absolute.\n" + std::string(e.c_str()) +
          "\n";
@@ -506,7 +581,7 @@ bool operator==(const Scenario& a, const Scenario& b) {
          a.cluster == b.cluster && a.nodes == b.nodes && same_parallel && a.data == b.data &&
          a.partition == b.partition && a.recompute == b.recompute && a.schedule == b.schedule &&
          a.epoch == b.epoch && (a.epoch || a.iterations == b.iterations) && a.seed == b.seed &&
-         a.engine == b.engine && a.cost == b.cost;
+         a.engine == b.engine && a.cost == b.cost && a.backend == b.backend;
 }
 
 }  // namespace mmtwin

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/model/model.h"
 #include "core/plan/plan.h"
 #include "core/util/status.h"
 
@@ -36,6 +37,16 @@ struct TraceSource {
   std::string preset;   // or a generator preset
   int64_t samples = 0;  // generator: 0 = the preset's default size
   uint64_t seed = 1;    // generator seed
+};
+
+// The real backend's settings (`backend:`; backend/README.md). The shrink also applies to the simulator, so
+// that a simulated and a measured run of one scenario describe the same model (LoadScenarioModel).
+struct BackendConfig {
+  ModelShrink shrink;         // backend.width_divisor, backend.layers {component: blocks}
+  int warmup_iterations = 1;  // run before the measured ones, not recorded (counted in the summary)
+  double timeout_s = 300;     // a collective or receive that waits longer ends the job
+  int threads = 1;            // intra-op threads per rank (CPU)
+  bool operator==(const BackendConfig&) const = default;
 };
 
 struct Scenario {
@@ -59,6 +70,7 @@ struct Scenario {
   // CSV (CoefficientCostModel, e.g. fitted from measurements; relative paths resolve against the scenario's
   // folder). FLOPs and bytes always come from the analytic model.
   std::string cost = "analytic";
+  BackendConfig backend;
   // Where each key was written in `path`: dotted key ("trace.samples", "policies.data.params.radius") -> line.
   // For messages only (ScenarioError); not compared by operator==, not written by FormatScenario.
   std::map<std::string, long> lines;
@@ -72,6 +84,9 @@ Error ScenarioError(const Scenario& s, const std::string& dotted_key, const std:
 // Parses and validates (types, ranges, unknown or duplicate keys -> `file:line: key: reason`; policy names and
 // schedule parameters against the registries). The other policies' parameters are checked by the planner.
 Result<Scenario> LoadScenario(const std::string& path);
+// The scenario's model: the zoo spec or file, shrunk by `backend` when it sets a width divisor or layer counts
+// (core/model/model.h: ShrinkModel). Errors name the scenario key.
+Result<ModelSpec> LoadScenarioModel(const Scenario& s);
 Result<Scenario> ParseScenario(const std::string& yaml_text, const std::string& name,
                                const std::string& base_dir);
 // The fully resolved scenario as YAML (every default filled in), written next to the run's outputs.
