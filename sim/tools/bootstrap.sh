@@ -11,7 +11,10 @@ MMTWIN_BUILD_DIR=${MMTWIN_BUILD_DIR:-$MMTWIN_ROOT/build}
 mmtwin_install_deps() {
   local pkgs=(cmake ninja-build g++ libgtest-dev libbenchmark-dev nlohmann-json3-dev libyaml-cpp-dev
               libboost-graph-dev libeigen3-dev libsqlite3-dev libsimgrid-dev pkg-config libcli11-dev
-              libfmt-dev)
+              libfmt-dev
+              # The real backend (backend/): LibTorch with c10d Gloo, and OpenBLAS behind it (Debian's default
+              # libblas.so.3 is the reference BLAS, ~13x slower on the backend's small scenario).
+              libtorch-dev libgloo-dev libopenblas0-pthread)
   if [ "${MMTWIN_FUZZ:-0}" = 1 ]; then pkgs+=(clang libclang-rt-14-dev); fi
   local missing=()
   for p in "${pkgs[@]}"; do

@@ -1,0 +1,194 @@
+// Measured run records (measure.h).
+#include "backend/measure.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "core/plan/mesh.h"
+#include "core/records/perfetto.h"
+#include "core/records/plan_codec.h"
+#include "core/records/records_codec.h"
+#include "core/util/atomic_dir.h"
+#include "core/util/text.h"
+
+namespace mmtwin::backend {
+
+std::string LayersCsv(const std::vector<LayerProfile>& rows, const std::vector<Layer>& layers) {
+  std::ostringstream out;
+  out.precision(9);
+  out << "# mmtwin-layers v1\n"
+      << "iteration,device,micro_batch,layer,label,kind,tokens,spans,attention_pairs,fwd_us,bwd_us,recompute_"
+         "us\n";
+  for (const LayerProfile& r : rows) {
+    const Layer& l = layers.at(r.layer);
+    out << r.iteration << "," << r.device << "," << r.micro_batch << "," << r.layer << "," << l.label << ","
+        << LayerKindName(l.kind) << "," << r.tokens << "," << r.spans << "," << r.attention_pairs << ","
+        << r.fwd_us << "," << r.bwd_us << "," << r.recompute_us << "\n";
+  }
+  return out.str();
+}
+
+RunSummary MeasuredSummary(const PlannedRun& run, const std::vector<OpRecord>& ops,
+                           const std::vector<double>& iteration_us,
+                           const std::vector<int64_t>& peak_bytes_per_stage, int warmup_iterations,
+                           const std::string& engine) {
+  const Plan& plan = run.plan;
+  const ParallelConfig& par = plan.parallel;
+  const DeviceMesh mesh(par, run.cluster.gpus_per_node);
+  const int devices = mesh.num_devices();
+  RunSummary s;
+  s.source = RecordSource::kMeasured;
+  s.scenario = run.scenario.name;
+  s.model = run.model.name;
+  s.cluster = {run.cluster.name, run.cluster.nodes, run.cluster.device.name};
+  s.engine = engine;
+  s.parallel = par;
+  auto policy = [](const PolicyRef& r) { return PolicyRecord{r.name, r.params}; };
+  s.data_policy = policy(run.scenario.data);
+  s.partition_policy = policy(run.scenario.partition);
+  s.recompute_policy = policy(run.scenario.recompute);
+  s.schedule_policy = policy(run.scenario.schedule);
+  s.trace_samples = static_cast<int64_t>(run.trace.size());
+  s.iterations_in_epoch = plan.iterations_in_epoch;
+  s.iterations_replayed = static_cast<int64_t>(iteration_us.size());
+  (void)warmup_iterations;
+  const DataMetrics& dm = run.data_metrics;
+  s.data = {dm.pad_ratio,       dm.dist_ratio_vit,  dm.dist_ratio_llm,
+            dm.mean_batch_size, dm.samples_skipped, dm.samples_dropped};
+  const PartitionReport& pr = run.partition_report;
+  s.partition = {plan.partition.bounds, pr.var_fwd_us2, pr.sum_comm_bytes, pr.var_params, pr.var_layers};
+  s.recomputed_layers = plan.recompute.Count();
+  if (iteration_us.empty()) return s;
+
+  const double n = static_cast<double>(iteration_us.size());
+  double total = 0;
+  for (double t : iteration_us) total += t;
+  const double mean = total / n;
+  double var = 0;
+  for (double t : iteration_us) var += (t - mean) * (t - mean);
+  var = iteration_us.size() > 1 ? var / (n - 1) : 0;
+  const int64_t epoch_its = plan.iterations_in_epoch;
+  const double fpc = epoch_its > 1 ? std::sqrt(std::max(0.0, (epoch_its - n) / (epoch_its - 1.0))) : 0;
+  const double half = 1.96 * std::sqrt(var / n) * fpc;
+  s.iteration_time_us = {mean,
+                         Percentile(iteration_us, 0.5),
+                         Percentile(iteration_us, 0.99),
+                         *std::min_element(iteration_us.begin(), iteration_us.end()),
+                         *std::max_element(iteration_us.begin(), iteration_us.end()),
+                         mean - half,
+                         mean + half};
+
+  // Per device: busy, bubble, exposed comm, recompute; per stage: forward / backward / recompute per
+  // micro-batch.
+  std::vector<double> busy(devices, 0), bubble(devices, 0), exposed(devices, 0), rc(devices, 0);
+  std::vector<double> st_fwd(par.pp, 0), st_bwd(par.pp, 0), st_rc(par.pp, 0);
+  double tokens = 0, samples = 0;
+  for (const OpRecord& o : ops) {
+    if (o.device < 0 || o.device >= devices) continue;
+    const int stage = mesh.PpOfDevice(o.device);
+    switch (o.kind) {
+      case OpKind::kForward:
+        busy[o.device] += o.duration_us;
+        st_fwd[stage] += o.duration_us;
+        if (o.chunk == 0) {
+          tokens += static_cast<double>(o.tokens);
+          samples += o.spans;
+        }
+        break;
+      case OpKind::kBackward:
+      case OpKind::kBackwardWeight:
+        busy[o.device] += o.duration_us;
+        st_bwd[stage] += o.duration_us;
+        break;
+      case OpKind::kRecompute:
+        busy[o.device] += o.duration_us;
+        rc[o.device] += o.duration_us;
+        st_rc[stage] += o.duration_us;
+        break;
+      case OpKind::kOptimizer:
+        busy[o.device] += o.duration_us;
+        break;
+      case OpKind::kP2pRecv:
+        bubble[o.device] += o.duration_us;
+        break;
+      case OpKind::kDpWait:
+        exposed[o.device] += o.duration_us;
+        break;
+      default:
+        break;
+    }
+  }
+  const double device_time = total * devices;
+  double b = 0, bu = 0, ex = 0, r = 0;
+  for (int d = 0; d < devices; ++d) {
+    b += busy[d];
+    bu += bubble[d];
+    ex += exposed[d];
+    r += rc[d];
+  }
+  s.busy_ratio = b / device_time;
+  s.bubble_ratio = bu / device_time;
+  s.exposed_comm_ratio = ex / device_time;
+  s.idle_ratio = std::max(0.0, 1.0 - s.busy_ratio - s.bubble_ratio - s.exposed_comm_ratio);
+  s.recompute_ratio = r / device_time;
+  s.tokens_per_s = tokens / (total * 1e-6);
+  s.samples_per_s = samples / (total * 1e-6);
+  s.mfu = 0;  // no model-FLOP rate is claimed for a measured run (the device it ran on is not the cluster's)
+  s.epoch_time_s = mean * 1e-6 * epoch_its;
+  s.gpu_days = s.epoch_time_s * par.world_size() / 86400.0;
+
+  // Stages: the static side as `mmtwin plan` shows it, the timing and peak memory measured.
+  const double mbs = n * par.dp * par.micro_batches;
+  for (const PlanStage& ps : PlanStages(run)) {
+    const int st = ps.stage;
+    double sb = 0, sbu = 0, sex = 0;
+    for (int d = 0; d < par.dp; ++d) {
+      const int dev = mesh.Device(d, st);
+      sb += busy[dev];
+      sbu += bubble[dev];
+      sex += exposed[dev];
+    }
+    const double denom = total * par.dp;
+    StageRecord rec;
+    rec.stage = st;
+    rec.first_layer = ps.first_layer;
+    rec.last_layer = ps.last_layer;
+    rec.first_layer_label = ps.first_layer_label;
+    rec.last_layer_label = ps.last_layer_label;
+    rec.layers = ps.layers;
+    rec.params = ps.params;
+    rec.recomputed_layers = ps.recomputed_layers;
+    rec.fwd_us_mean = st_fwd[st] / mbs;
+    rec.bwd_us_mean = st_bwd[st] / mbs;
+    rec.recompute_us_mean = st_rc[st] / mbs;
+    rec.busy_ratio = sb / denom;
+    rec.bubble_ratio = sbu / denom;
+    rec.idle_ratio = std::max(0.0, 1.0 - rec.busy_ratio - rec.bubble_ratio - sex / denom);
+    rec.model_state_bytes = ps.memory.model_state_bytes;
+    rec.peak_activation_bytes = 0;
+    rec.peak_memory_bytes = st < static_cast<int>(peak_bytes_per_stage.size()) ? peak_bytes_per_stage[st] : 0;
+    rec.memory_capacity_bytes = ps.memory.capacity_bytes;
+    rec.fits = true;
+    s.stages.push_back(std::move(rec));
+  }
+  return s;
+}
+
+Status WriteMeasuredRun(const std::string& rundir, const PlannedRun& run, const RunSummary& summary,
+                        const std::vector<OpRecord>& ops, const std::vector<LayerProfile>& layers) {
+  int64_t last = -1;
+  for (const OpRecord& o : ops) last = std::max(last, o.iteration);
+  std::vector<OpRecord> last_ops;
+  for (const OpRecord& o : ops)
+    if (o.iteration == last) last_ops.push_back(o);
+  return WriteFolderAtomic(rundir, {{"summary.json", SummaryToJson(summary) + "\n"},
+                                    {"stages.csv", StagesCsv(summary.stages)},
+                                    {"ops.csv", OpsCsv(ops)},
+                                    {"trace.json", PerfettoTrace(last_ops, run.plan.parallel) + "\n"},
+                                    {"layers.csv", LayersCsv(layers, Layers(run.model))},
+                                    {"plan.json", PlanToJson(run.plan) + "\n"},
+                                    {"scenario.yaml", FormatScenario(run.scenario)}});
+}
+
+}  // namespace mmtwin::backend

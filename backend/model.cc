@@ -1,0 +1,489 @@
+// The backend's model in LibTorch (model.h).
+#include "backend/model.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cmath>
+#include <utility>
+
+namespace mmtwin::backend {
+namespace {
+
+// Generators: one stream per (seed, a, b), so that a layer's parameters or a sample's inputs are the same
+// whichever rank draws them. splitmix64 mixes the parts.
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+at::Generator Gen(uint64_t seed, uint64_t a, uint64_t b) {
+  return at::make_generator<at::CPUGeneratorImpl>(Mix(Mix(Mix(seed) ^ a) ^ (b * 0x51ed27f3ull)));
+}
+enum Stream : uint64_t { kParams = 1, kPatches = 2, kMel = 3, kText = 4, kLabels = 5 };
+
+const at::TensorOptions kF32 = at::TensorOptions().dtype(at::kFloat);
+
+at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& w) {
+  return x * at::rsqrt(x.pow(2).mean({-1}, /*keepdim=*/true) + 1e-6) * w;
+}
+
+// A norm of width n: LayerNorm (weight, bias) or RMSNorm (weight).
+struct Norm {
+  NormKind kind = NormKind::kLayerNorm;
+  at::Tensor w, b;
+  int64_t n = 0;
+  at::Tensor operator()(const at::Tensor& x) const {
+    if (kind == NormKind::kRmsNorm) return RmsNorm(x, w);
+    return at::layer_norm(x, {n}, w, b, 1e-5);
+  }
+};
+
+// Attention spans of a packed sequence: [start, start + len) rows attend only among themselves.
+struct Span {
+  int64_t start = 0, len = 0;
+};
+
+}  // namespace
+
+at::Tensor Layer::Param(const std::string& name, at::IntArrayRef shape, at::Generator& gen, double scale) {
+  at::Tensor t = at::randn(shape, gen, kF32).mul_(scale);
+  t.set_requires_grad(true);
+  params_.emplace_back(label_ + "." + name, t);
+  return t;
+}
+at::Tensor Layer::Ones(const std::string& name, int64_t n) {
+  at::Tensor t = at::ones({n}, kF32);
+  t.set_requires_grad(true);
+  params_.emplace_back(label_ + "." + name, t);
+  return t;
+}
+at::Tensor Layer::Zeros(const std::string& name, int64_t n) {
+  at::Tensor t = at::zeros({n}, kF32);
+  t.set_requires_grad(true);
+  params_.emplace_back(label_ + "." + name, t);
+  return t;
+}
+
+std::vector<at::Tensor> State::Parts() const {
+  std::vector<at::Tensor> p = done;
+  if (x.defined()) p.push_back(x);
+  return p;
+}
+
+State State::FromParts(std::vector<at::Tensor> parts, bool has_x) {
+  State s;
+  if (has_x && !parts.empty()) {
+    s.x = parts.back();
+    parts.pop_back();
+  }
+  s.done = std::move(parts);
+  return s;
+}
+
+MicroBatch MakeMicroBatch(const ModelSpec& m, const Trace& trace, const std::vector<uint32_t>& samples,
+                          uint64_t seed, int64_t loss_tokens) {
+  MicroBatch mb;
+  mb.seed = seed;
+  mb.loss_tokens = std::max<int64_t>(1, loss_tokens);
+  const Component* vision = m.Find(ComponentKind::kVision);
+  const Component* audio = m.Find(ComponentKind::kAudio);
+  for (uint32_t i : samples) {
+    const Sample& s = trace.samples.at(i);
+    const SampleTokens t = TokensFor(m, s);
+    SampleShape sh;
+    sh.index = i;
+    sh.units = vision ? t.vision_units : 0;
+    sh.vision_llm =
+        vision ? std::llround(static_cast<double>(sh.units) * vision->input.llm_tokens_per_unit) : 0;
+    sh.audio_pos = audio ? t.audio_tokens : 0;
+    if (audio && sh.audio_pos > 0) {
+      const int g = std::max(1, DownsampleFactor(*audio));
+      sh.audio_llm = (sh.audio_pos + g - 1) / g;
+    }
+    sh.llm_tokens = t.llm_tokens;
+    sh.text = sh.llm_tokens - sh.vision_llm - sh.audio_llm;
+    mb.llm_tokens += sh.llm_tokens;
+    mb.vit_tokens += t.vit_tokens;
+    mb.audio_pos += sh.audio_pos;
+    mb.attention_pairs += 0.5 * static_cast<double>(sh.llm_tokens) * static_cast<double>(sh.llm_tokens + 1);
+    mb.samples.push_back(sh);
+  }
+  return mb;
+}
+
+namespace {
+
+// ---- Transformer block (encoders and the LLM) ----
+
+class Block : public Layer {
+ public:
+  Block(const Component& c, const std::string& label, at::Generator& gen) : tf_(c.tf), comp_(c.kind) {
+    label_ = label;
+    kind_ = LayerKind::kTransformer;
+    const int64_t h = tf_.hidden, q = tf_.heads * tf_.head_dim, kv = tf_.kv_heads * tf_.head_dim;
+    const double s = 0.02;
+    n1_ = MakeNorm("norm1", h);
+    wq_ = Param("attn.q.weight", {q, h}, gen, s);
+    wk_ = Param("attn.k.weight", {kv, h}, gen, s);
+    wv_ = Param("attn.v.weight", {kv, h}, gen, s);
+    if (tf_.qkv_bias) {
+      bq_ = Zeros("attn.q.bias", q);
+      bk_ = Zeros("attn.k.bias", kv);
+      bv_ = Zeros("attn.v.bias", kv);
+    }
+    if (tf_.qk_norm) {
+      qn_ = MakeNorm("attn.q_norm", q);
+      kn_ = MakeNorm("attn.k_norm", kv);
+    }
+    wo_ = Param("attn.o.weight", {h, q}, gen, s);
+    if (tf_.out_bias) bo_ = Zeros("attn.o.bias", h);
+    n2_ = MakeNorm("norm2", h);
+    if (tf_.mlp == MlpKind::kSwiGlu) wg_ = Param("mlp.gate.weight", {tf_.ffn, h}, gen, s);
+    wu_ = Param("mlp.up.weight", {tf_.ffn, h}, gen, s);
+    if (tf_.out_bias) bu_ = Zeros("mlp.up.bias", tf_.ffn);
+    wd_ = Param("mlp.down.weight", {h, tf_.ffn}, gen, s);
+    if (tf_.out_bias) bd_ = Zeros("mlp.down.bias", h);
+  }
+
+  State Forward(State in, const MicroBatch& mb) override {
+    const at::Tensor& x = in.x;
+    const at::Tensor a = Attention(n1_(x), mb);
+    at::Tensor y = x + a;
+    const at::Tensor hn = n2_(y);
+    at::Tensor up = at::linear(hn, wu_, bu_);
+    up = tf_.mlp == MlpKind::kSwiGlu ? at::silu(at::linear(hn, wg_)) * up : at::gelu(up);
+    in.x = y + at::linear(up, wd_, bd_);
+    return in;
+  }
+
+ private:
+  Norm MakeNorm(const std::string& name, int64_t n) {
+    Norm nm;
+    nm.kind = tf_.norm;
+    nm.n = n;
+    nm.w = Ones(name + ".weight", n);
+    if (tf_.norm == NormKind::kLayerNorm) nm.b = Zeros(name + ".bias", n);
+    return nm;
+  }
+
+  std::vector<Span> Spans(const MicroBatch& mb) const {
+    std::vector<Span> spans;
+    int64_t at = 0;
+    if (comp_ == ComponentKind::kVision) {
+      return {};  // uniform spans: handled by the batched path
+    }
+    for (const SampleShape& s : mb.samples) {
+      if (comp_ == ComponentKind::kLlm) {
+        spans.push_back({at, s.llm_tokens});
+        at += s.llm_tokens;
+      } else {  // audio: windows of window positions
+        const int64_t w = window_ > 0 ? window_ : s.audio_pos;
+        for (int64_t k = 0; k < s.audio_pos; k += w) spans.push_back({at + k, std::min(w, s.audio_pos - k)});
+        at += s.audio_pos;
+      }
+    }
+    return spans;
+  }
+
+  at::Tensor Attention(const at::Tensor& xn, const MicroBatch& mb) {
+    const int64_t heads = tf_.heads, kvh = tf_.kv_heads, hd = tf_.head_dim;
+    at::Tensor q = at::linear(xn, wq_, bq_), k = at::linear(xn, wk_, bk_), v = at::linear(xn, wv_, bv_);
+    if (tf_.qk_norm) {
+      q = qn_(q);
+      k = kn_(k);
+    }
+    const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+    at::Tensor out;
+    if (comp_ == ComponentKind::kVision) {
+      // Every tile / frame is a span of the same length: one batched attention.
+      const int64_t n = xn.size(0);
+      const int64_t span = span_len_;
+      const int64_t units = span > 0 ? n / span : 0;
+      auto heads_first = [&](const at::Tensor& t, int64_t nh) {
+        return t.view({units, span, nh, hd}).permute({0, 2, 1, 3});
+      };
+      at::Tensor qh = heads_first(q, heads), kh = heads_first(k, kvh), vh = heads_first(v, kvh);
+      if (kvh != heads) {
+        kh = kh.repeat_interleave(heads / kvh, 1);
+        vh = vh.repeat_interleave(heads / kvh, 1);
+      }
+      at::Tensor p = at::softmax(at::matmul(qh, kh.transpose(-1, -2)) * scale, -1);
+      out = at::matmul(p, vh).permute({0, 2, 1, 3}).reshape({n, heads * hd});
+    } else {
+      std::vector<at::Tensor> pieces;
+      for (const Span& s : Spans(mb)) {
+        if (s.len <= 0) continue;
+        at::Tensor qh = q.narrow(0, s.start, s.len).view({s.len, heads, hd}).transpose(0, 1);
+        at::Tensor kh = k.narrow(0, s.start, s.len).view({s.len, kvh, hd}).transpose(0, 1);
+        at::Tensor vh = v.narrow(0, s.start, s.len).view({s.len, kvh, hd}).transpose(0, 1);
+        if (kvh != heads) {
+          kh = kh.repeat_interleave(heads / kvh, 0);
+          vh = vh.repeat_interleave(heads / kvh, 0);
+        }
+        at::Tensor sc = at::matmul(qh, kh.transpose(-1, -2)) * scale;
+        if (tf_.causal) {
+          const at::Tensor mask = at::ones({s.len, s.len}, at::TensorOptions().dtype(at::kBool)).triu(1);
+          sc = sc.masked_fill(mask, -std::numeric_limits<float>::infinity());
+        }
+        pieces.push_back(at::matmul(at::softmax(sc, -1), vh).transpose(0, 1).reshape({s.len, heads * hd}));
+      }
+      out = pieces.empty() ? at::zeros({0, heads * hd}, kF32) : at::cat(pieces, 0);
+    }
+    return at::linear(out, wo_, bo_);
+  }
+
+ public:
+  int64_t span_len_ = 0;  // vision: positions per tile
+  int64_t window_ = 0;    // audio: positions per window (0: the whole sample)
+
+ private:
+  TransformerConfig tf_;
+  ComponentKind comp_;
+  Norm n1_, n2_, qn_, kn_;
+  at::Tensor wq_, wk_, wv_, bq_, bk_, bv_, wo_, bo_, wg_, wu_, bu_, wd_, bd_;
+};
+
+// ---- Embeddings ----
+
+class VisionEmbed : public Layer {
+ public:
+  VisionEmbed(const Component& c, const std::string& label, at::Generator& gen) {
+    label_ = label;
+    kind_ = LayerKind::kEmbedding;
+    h_ = c.tf.hidden;
+    patch_in_ = 3 * int64_t{c.input.patch_px} * c.input.patch_px;
+    positions_ = PositionsPerUnit(c);
+    cls_ = c.input.cls_tokens;
+    w_ = Param("patch.weight", {h_, patch_in_}, gen, 0.02);
+    b_ = Zeros("patch.bias", h_);
+    pos_ = Param("pos", {positions_, h_}, gen, 0.02);
+    if (cls_ > 0) cls_tok_ = Param("cls", {cls_, h_}, gen, 0.02);
+  }
+  State Forward(State in, const MicroBatch& mb) override {
+    std::vector<at::Tensor> per_sample;
+    for (const SampleShape& s : mb.samples) {
+      if (s.units == 0) continue;
+      at::Generator g = Gen(mb.seed, s.index, kPatches);
+      per_sample.push_back(at::randn({s.units, positions_ - cls_, patch_in_}, g, kF32));
+    }
+    const int64_t units = [&] {
+      int64_t u = 0;
+      for (const SampleShape& s : mb.samples) u += s.units;
+      return u;
+    }();
+    at::Tensor e =
+        units == 0 ? at::zeros({0, positions_ - cls_, h_}, kF32) : at::linear(at::cat(per_sample, 0), w_, b_);
+    if (cls_ > 0) e = at::cat({cls_tok_.unsqueeze(0).expand({units, cls_, h_}), e}, 1);
+    in.x = (e + pos_.unsqueeze(0)).reshape({units * positions_, h_});
+    return in;
+  }
+
+ private:
+  int64_t h_ = 0, patch_in_ = 0, positions_ = 0, cls_ = 0;
+  at::Tensor w_, b_, pos_, cls_tok_;
+};
+
+class AudioEmbed : public Layer {
+ public:
+  AudioEmbed(const Component& c, const std::string& label, at::Generator& gen) {
+    label_ = label;
+    kind_ = LayerKind::kEmbedding;
+    h_ = c.tf.hidden;
+    mel_ = c.input.mel_bins > 0 ? c.input.mel_bins : 80;
+    window_ = std::max<int64_t>(1, PositionsPerUnit(c));
+    c1_ = Param("conv1.weight", {h_, mel_, 3}, gen, 0.02);
+    c1b_ = Zeros("conv1.bias", h_);
+    c2_ = Param("conv2.weight", {h_, h_, 3}, gen, 0.02);
+    c2b_ = Zeros("conv2.bias", h_);
+    pos_ = Param("pos", {window_, h_}, gen, 0.02);
+  }
+  State Forward(State in, const MicroBatch& mb) override {
+    std::vector<at::Tensor> pieces;
+    for (const SampleShape& s : mb.samples) {
+      if (s.audio_pos == 0) continue;
+      at::Generator g = Gen(mb.seed, s.index, kMel);
+      const at::Tensor mel = at::randn({1, mel_, 2 * s.audio_pos}, g, kF32);
+      at::Tensor y = at::gelu(at::conv1d(mel, c1_, c1b_, 1, 1));
+      y = at::gelu(at::conv1d(y, c2_, c2b_, 2, 1));  // [1, h, audio_pos]
+      y = y.squeeze(0).transpose(0, 1);              // [audio_pos, h]
+      const at::Tensor idx = at::arange(s.audio_pos, at::TensorOptions().dtype(at::kLong)).remainder(window_);
+      pieces.push_back(y + pos_.index_select(0, idx));
+    }
+    in.x = pieces.empty() ? at::zeros({0, h_}, kF32) : at::cat(pieces, 0);
+    return in;
+  }
+
+ private:
+  int64_t h_ = 0, mel_ = 0, window_ = 1;
+  at::Tensor c1_, c1b_, c2_, c2b_, pos_;
+};
+
+class LlmEmbed : public Layer {
+ public:
+  LlmEmbed(const ModelSpec& m, const Component& c, const std::string& label, at::Generator& gen) {
+    label_ = label;
+    kind_ = LayerKind::kEmbedding;
+    h_ = c.tf.hidden;
+    vocab_ = c.vocab;
+    for (const Component& x : m.components)
+      if (x.kind == ComponentKind::kVision || x.kind == ComponentKind::kAudio) encoders_.push_back(x.kind);
+    w_ = Param("tokens.weight", {vocab_, h_}, gen, 0.02);
+  }
+  State Forward(State in, const MicroBatch& mb) override {
+    // Cursor into each finished encoder's output (one row per LLM token it contributes).
+    std::vector<int64_t> at(in.done.size(), 0);
+    std::vector<at::Tensor> seq;
+    for (const SampleShape& s : mb.samples) {
+      for (size_t e = 0; e < in.done.size() && e < encoders_.size(); ++e) {
+        const int64_t n = encoders_[e] == ComponentKind::kVision ? s.vision_llm : s.audio_llm;
+        if (n > 0) seq.push_back(in.done[e].narrow(0, at[e], n));
+        at[e] += n;
+      }
+      if (s.text > 0) {
+        at::Generator g = Gen(mb.seed, s.index, kText);
+        const at::Tensor ids = at::randint(vocab_, {s.text}, g, at::TensorOptions().dtype(at::kLong));
+        seq.push_back(at::embedding(w_, ids));
+      }
+    }
+    in.done.clear();
+    in.x = seq.empty() ? at::zeros({0, h_}, kF32) : at::cat(seq, 0);
+    return in;
+  }
+
+ private:
+  int64_t h_ = 0, vocab_ = 0;
+  std::vector<ComponentKind> encoders_;
+  at::Tensor w_;
+};
+
+// ---- Projector (pixel shuffle / pooling + MLP) and head ----
+
+class Projector : public Layer {
+ public:
+  Projector(const ModelSpec& m, int component, const std::string& label, at::Generator& gen) {
+    label_ = label;
+    kind_ = LayerKind::kProjector;
+    const Component& c = m.components[component];
+    const int enc = EncoderOfProjector(m, component);
+    if (enc >= 0) {
+      const Component& e = m.components[enc];
+      encoder_ = e.kind;
+      group_ = std::max(1, DownsampleFactor(e));
+      positions_ = PositionsPerUnit(e);
+      cls_ = e.input.cls_tokens;
+      enc_hidden_ = e.tf.hidden;
+    }
+    const std::vector<int64_t>& d = c.projector_dims;
+    if (c.projector_norm) {
+      norm_.n = d[0];
+      norm_.w = Ones("norm.weight", d[0]);
+      norm_.b = Zeros("norm.bias", d[0]);
+      has_norm_ = true;
+    }
+    for (size_t i = 0; i + 1 < d.size(); ++i) {
+      w_.push_back(Param("fc" + std::to_string(i) + ".weight", {d[i + 1], d[i]}, gen, 0.02));
+      b_.push_back(Zeros("fc" + std::to_string(i) + ".bias", d[i + 1]));
+    }
+    in_width_ = d[0];
+  }
+  State Forward(State in, const MicroBatch& mb) override {
+    at::Tensor x = in.x;
+    at::Tensor grouped;
+    if (encoder_ == ComponentKind::kVision) {
+      const int64_t units = positions_ > 0 ? x.size(0) / positions_ : 0;
+      at::Tensor t = x.view({units, positions_, enc_hidden_});
+      if (cls_ > 0) t = t.narrow(1, cls_, positions_ - cls_);
+      grouped = t.reshape({units * ((positions_ - cls_) / group_), group_ * enc_hidden_});
+    } else {  // audio: per sample, pad to a multiple of the group, then concatenate group rows
+      std::vector<at::Tensor> pieces;
+      int64_t at = 0;
+      for (const SampleShape& s : mb.samples) {
+        if (s.audio_pos == 0) continue;
+        at::Tensor t = x.narrow(0, at, s.audio_pos);
+        at += s.audio_pos;
+        const int64_t pad = s.audio_llm * group_ - s.audio_pos;
+        if (pad > 0) t = at::cat({t, at::zeros({pad, enc_hidden_}, kF32)}, 0);
+        pieces.push_back(t.reshape({s.audio_llm, group_ * enc_hidden_}));
+      }
+      grouped = pieces.empty() ? at::zeros({0, group_ * enc_hidden_}, kF32) : at::cat(pieces, 0);
+    }
+    at::Tensor y = has_norm_ ? at::layer_norm(grouped, {in_width_}, norm_.w, norm_.b, 1e-5) : grouped;
+    for (size_t i = 0; i < w_.size(); ++i) {
+      y = at::linear(y, w_[i], b_[i]);
+      if (i + 1 < w_.size()) y = at::gelu(y);
+    }
+    in.done.push_back(y);
+    in.x = at::Tensor();
+    return in;
+  }
+
+ private:
+  ComponentKind encoder_ = ComponentKind::kVision;
+  int group_ = 1;
+  int64_t positions_ = 0, cls_ = 0, enc_hidden_ = 0, in_width_ = 0;
+  bool has_norm_ = false;
+  Norm norm_;
+  std::vector<at::Tensor> w_, b_;
+};
+
+class Head : public Layer {
+ public:
+  Head(const Component& c, const std::string& label, at::Generator& gen) {
+    label_ = label;
+    kind_ = LayerKind::kHead;
+    h_ = c.tf.hidden;
+    vocab_ = c.vocab;
+    norm_.kind = c.tf.norm;
+    norm_.n = h_;
+    norm_.w = Ones("norm.weight", h_);
+    if (c.tf.norm == NormKind::kLayerNorm) norm_.b = Zeros("norm.bias", h_);
+    w_ = Param("lm_head.weight", {vocab_, h_}, gen, 0.02);
+  }
+  State Forward(State in, const MicroBatch& mb) override {
+    const at::Tensor logits = at::linear(norm_(in.x), w_);
+    std::vector<at::Tensor> labels;
+    for (const SampleShape& s : mb.samples) {
+      at::Generator g = Gen(mb.seed, s.index, kLabels);
+      labels.push_back(at::randint(vocab_, {s.llm_tokens}, g, at::TensorOptions().dtype(at::kLong)));
+    }
+    const at::Tensor target = at::cat(labels, 0);
+    in.loss =
+        at::cross_entropy_loss(logits, target, {}, at::Reduction::Sum) / static_cast<double>(mb.loss_tokens);
+    in.x = at::Tensor();
+    return in;
+  }
+
+ private:
+  int64_t h_ = 0, vocab_ = 0;
+  Norm norm_;
+  at::Tensor w_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> MakeLayer(const ModelSpec& m, int index, uint64_t seed) {
+  const std::vector<mmtwin::Layer> layers = Layers(m);
+  const mmtwin::Layer& l = layers.at(index);
+  const Component& c = m.components[l.component];
+  at::Generator gen = Gen(seed, static_cast<uint64_t>(index), kParams);
+  switch (l.kind) {
+    case LayerKind::kEmbedding:
+      if (c.kind == ComponentKind::kVision) return std::make_unique<VisionEmbed>(c, l.label, gen);
+      if (c.kind == ComponentKind::kAudio) return std::make_unique<AudioEmbed>(c, l.label, gen);
+      return std::make_unique<LlmEmbed>(m, c, l.label, gen);
+    case LayerKind::kTransformer: {
+      auto b = std::make_unique<Block>(c, l.label, gen);
+      if (c.kind == ComponentKind::kVision) b->span_len_ = PositionsPerUnit(c);
+      if (c.kind == ComponentKind::kAudio) b->window_ = PositionsPerUnit(c);
+      return b;
+    }
+    case LayerKind::kProjector:
+      return std::make_unique<Projector>(m, l.component, l.label, gen);
+    case LayerKind::kHead:
+      return std::make_unique<Head>(c, l.label, gen);
+  }
+  return nullptr;
+}
+
+}  // namespace mmtwin::backend

@@ -1,0 +1,334 @@
+// The real backend (mmtwin-train, MMTWIN_TRAIN): real processes over c10d Gloo, checked against oracles.
+//   - gradients and loss of every layout equal the single-process reference (one autograd graph per
+//     micro-batch through the whole model, no communication, no recompute): max |difference| <= 1e-5 x the
+//     gradient norm;
+//   - the ops each rank ran (ops.csv) are the plan's schedule in order, and the tokens / samples of each
+//     micro-batch are the plan's;
+//   - a killed rank ends the job with a message naming it, and the run folder keeps the finished iterations;
+//   - bad scenarios are refused before any process starts (exit 2, file:line: field);
+//   - `mmtwin compare` reads the measured run next to a simulated one.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/cli_runner.h"
+#include "core/driver/planner.h"
+#include "core/plan/mesh.h"
+#include "core/records/plan_codec.h"
+#include "core/records/records_codec.h"
+#include "core/scenario/scenario.h"
+#include "core/util/csv.h"
+
+namespace mmtwin {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::CliRun;
+using testing::Shell;
+
+std::string Dir(const std::string& name) {
+  const char* t = std::getenv("TEST_TMPDIR");
+  fs::path d = fs::path(t && *t ? t : fs::temp_directory_path().string()) / ("backend_" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d.string();
+}
+
+// The small scenario with overrides, as a file in `dir`; one iteration, no warm-up.
+std::string Scenario(const std::string& dir, const std::vector<ScenarioOverride>& overrides) {
+  auto text = ReadFile(std::string(MMTWIN_SOURCE_DIR) + "/scenarios/backend/small.yaml");
+  EXPECT_TRUE(text.ok());
+  std::vector<ScenarioOverride> o = {{"iterations", "1"}, {"backend.warmup_iterations", "0"}};
+  o.insert(o.end(), overrides.begin(), overrides.end());
+  auto out = OverrideScenarioYaml(*text, o);
+  EXPECT_TRUE(out.ok()) << out.error().message();
+  const std::string path = dir + "/scenario.yaml";
+  std::ofstream(path) << *out;
+  // The parsed scenario must be valid (so a failure below is the backend's).
+  auto parsed = LoadScenario(path);
+  EXPECT_TRUE(parsed.ok()) << parsed.error().message();
+  return path;
+}
+
+CliRun Train(const std::string& args) { return Shell(std::string(MMTWIN_TRAIN) + " " + args + " 2>&1"); }
+
+using Grads = std::map<std::string, std::vector<float>>;
+Grads ReadGrads(const std::string& path) {
+  Grads g;
+  std::ifstream in(path, std::ios::binary);
+  char magic[4];
+  in.read(magic, 4);
+  EXPECT_EQ(std::string(magic, 4), "MMTG") << path;
+  while (true) {
+    uint32_t len = 0;
+    if (!in.read(reinterpret_cast<char*>(&len), 4)) break;
+    std::string name(len, '\0');
+    in.read(name.data(), len);
+    uint64_t n = 0;
+    in.read(reinterpret_cast<char*>(&n), 8);
+    std::vector<float> v(n);
+    in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * 4));
+    g[name] = std::move(v);
+  }
+  return g;
+}
+
+struct Comparison {
+  double grad_norm = 0, worst_abs = 0, loss_ref = 0, loss_sum = 0;
+  int params = 0, missing = 0;
+  // After one AdamW step: elements whose value differs from the reference's by more than a tenth of the
+  // learning rate (Adam's first step moves each element by about lr * sign(gradient), so a wrong or missing
+  // update shows on about every element; a gradient within rounding of zero may flip sign, hence a count).
+  int64_t param_elements = 0, param_off = 0;
+};
+
+// Runs the reference and the distributed job, and compares every parameter's gradient (every rank holding a
+// parameter must have the reference's: DP replicas after the all-reduce).
+Comparison RunAndCompare(const std::string& name, const std::vector<ScenarioOverride>& overrides, int nproc) {
+  const std::string dir = Dir(name);
+  const std::string sc = Scenario(dir, overrides);
+  Comparison c;
+  CliRun ref = Train("reference " + sc + " -o " + dir + "/ref");
+  EXPECT_EQ(ref.code, 0) << ref.out;
+  CliRun run = Train("launch --nproc " + std::to_string(nproc) + " " + sc + " -o " + dir +
+                     "/real --iterations 1" + " --dump-grads " + dir + "/grads");
+  EXPECT_EQ(run.code, 0) << run.out;
+  if (ref.code != 0 || run.code != 0) return c;
+  const Grads r = ReadGrads(dir + "/ref/grads.ref.bin");
+  std::vector<Grads> ranks;
+  for (int i = 0; i < nproc; ++i)
+    ranks.push_back(ReadGrads(dir + "/grads/grads.rank" + std::to_string(i) + ".bin"));
+  const Grads pr = ReadGrads(dir + "/ref/params.ref.bin");
+  for (int i = 0; i < nproc; ++i)
+    for (const auto& [k, v] : ReadGrads(dir + "/grads/params.rank" + std::to_string(i) + ".bin")) {
+      if (k == "__loss__" || !pr.count(k)) continue;
+      const std::vector<float>& want = pr.at(k);
+      EXPECT_EQ(v.size(), want.size()) << k;
+      for (size_t j = 0; j < v.size() && j < want.size(); ++j) {
+        ++c.param_elements;
+        if (std::abs(static_cast<double>(v[j]) - want[j]) > 0.1 * 1e-4) ++c.param_off;
+      }
+    }
+  for (const auto& [k, v] : r) {
+    if (k == "__loss__") {
+      c.loss_ref = v[0];
+      continue;
+    }
+    ++c.params;
+    for (float x : v) c.grad_norm += static_cast<double>(x) * x;
+    int holders = 0;
+    for (const Grads& g : ranks) {
+      auto it = g.find(k);
+      if (it == g.end()) continue;
+      ++holders;
+      EXPECT_EQ(it->second.size(), v.size()) << k;
+      for (size_t i = 0; i < v.size() && i < it->second.size(); ++i)
+        c.worst_abs = std::max(c.worst_abs, std::abs(static_cast<double>(it->second[i]) - v[i]));
+    }
+    if (holders == 0) ++c.missing;
+  }
+  c.grad_norm = std::sqrt(c.grad_norm);
+  for (const Grads& g : ranks) c.loss_sum += g.at("__loss__")[0];
+  return c;
+}
+
+void ExpectMatches(const Comparison& c) {
+  EXPECT_GT(c.params, 10);
+  EXPECT_EQ(c.missing, 0);
+  EXPECT_GT(c.grad_norm, 0);
+  EXPECT_LE(c.worst_abs, 1e-5 * c.grad_norm) << "worst " << c.worst_abs << " norm " << c.grad_norm;
+  EXPECT_NEAR(c.loss_sum, c.loss_ref, 1e-5 * std::abs(c.loss_ref));
+  EXPECT_GT(c.param_elements, 1000);
+  EXPECT_LE(c.param_off, c.param_elements / 10000) << "of " << c.param_elements << " parameter elements";
+}
+
+TEST(BackendOracle, Pp2OneFOneB) {
+  ExpectMatches(RunAndCompare("pp2_1f1b", {{"parallel.dp", "1"}, {"parallel.pp", "2"}}, 2));
+}
+TEST(BackendOracle, Pp2Gpipe) {
+  ExpectMatches(RunAndCompare("pp2_gpipe", {{"parallel.dp", "1"}, {"policies.schedule", "gpipe"}}, 2));
+}
+TEST(BackendOracle, Pp2Vpp2Interleaved) {
+  ExpectMatches(RunAndCompare(
+      "pp2_vpp2", {{"parallel.dp", "1"}, {"parallel.vpp", "2"}, {"policies.schedule", "interleaved-1f1b"}},
+      2));
+}
+TEST(BackendOracle, Dp2) { ExpectMatches(RunAndCompare("dp2", {{"parallel.pp", "1"}}, 2)); }
+TEST(BackendOracle, Dp2Pp2) { ExpectMatches(RunAndCompare("dp2_pp2", {}, 4)); }
+// ZeRO-1: gradients reduce-scattered (each rank holds one shard), AdamW on the shard, parameters all-gathered.
+TEST(BackendOracle, Zero1) {
+  ExpectMatches(RunAndCompare("zero1", {{"parallel.zero_stage", "1"}, {"parallel.pp", "1"}}, 2));
+}
+TEST(BackendOracle, RecomputeFull) {
+  ExpectMatches(RunAndCompare("rc_full", {{"parallel.dp", "1"}, {"policies.recompute", "full"}}, 2));
+}
+TEST(BackendOracle, RecomputeUniformGroups) {
+  // Groups of 2 layers: only each group's input kept (flags 1, 2 in the plan).
+  ExpectMatches(RunAndCompare("rc_uniform", {{"parallel.dp", "1"}, {"policies.recompute", "uniform:2"}}, 2));
+}
+TEST(BackendOracle, RecomputeAdaptive) {
+  // A reserve that leaves almost no memory: adaptive recomputes layers (checked in the plan).
+  const std::string dir = Dir("rc_adaptive_plan");
+  const std::vector<ScenarioOverride> o = {{"parallel.dp", "1"},
+                                           {"policies.recompute.name", "adaptive"},
+                                           {"policies.recompute.params.reserve_bytes", "85899340000"}};
+  auto s = LoadScenario(Scenario(dir, o));
+  ASSERT_TRUE(s.ok());
+  auto run = BuildPlan(*s, {});
+  ASSERT_TRUE(run.ok()) << run.error().message();
+  EXPECT_GT(run->plan.recompute.Count(), 0);
+  ExpectMatches(RunAndCompare("rc_adaptive", o, 2));
+}
+
+// ops.csv: the compute ops of each device in the order they started are the plan's schedule of its pipeline
+// rank; each forward's tokens and samples are those of the plan's micro-batch.
+TEST(BackendRecords, OpOrderAndSamplesFollowThePlan) {
+  const std::string dir = Dir("order");
+  const std::string sc =
+      Scenario(dir, {{"parallel.vpp", "2"}, {"policies.schedule", "interleaved-1f1b"}, {"iterations", "2"}});
+  CliRun run = Train("launch --nproc 4 " + sc + " -o " + dir + "/real");
+  ASSERT_EQ(run.code, 0) << run.out;
+  auto text = ReadFile(dir + "/real/ops.csv");
+  ASSERT_TRUE(text.ok());
+  auto ops = ParseOpsCsv(*text, "ops.csv");
+  ASSERT_TRUE(ops.ok()) << ops.error().message();
+  auto plan_text = ReadFile(dir + "/real/plan.json");
+  ASSERT_TRUE(plan_text.ok());
+  auto plan = PlanFromJson(*plan_text, "plan.json");
+  ASSERT_TRUE(plan.ok()) << plan.error().message();
+  auto s = LoadScenario(sc);
+  ASSERT_TRUE(s.ok());
+  auto model = LoadScenarioModel(*s);
+  ASSERT_TRUE(model.ok());
+  auto planned = BuildPlan(*s, {});
+  ASSERT_TRUE(planned.ok());
+  EXPECT_EQ(planned->plan, *plan);  // the plan rank 0 wrote is the planner's
+  const DeviceMesh mesh(plan->parallel);
+  ASSERT_EQ(plan->iterations.size(), 2u);
+  for (const IterationData& it : plan->iterations)
+    for (int dev = 0; dev < mesh.num_devices(); ++dev) {
+      std::vector<OpRecord> mine;
+      for (const OpRecord& o : *ops)
+        if (o.iteration == it.epoch_index && o.device == dev &&
+            (o.kind == OpKind::kForward || o.kind == OpKind::kBackward))
+          mine.push_back(o);
+      std::stable_sort(mine.begin(), mine.end(),
+                       [](const OpRecord& a, const OpRecord& b) { return a.start_us < b.start_us; });
+      const std::vector<PipeOp>& want = plan->schedule.per_rank[mesh.PpOfDevice(dev)];
+      ASSERT_EQ(mine.size(), want.size()) << "device " << dev;
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_EQ(mine[i].micro_batch, want[i].micro_batch) << "device " << dev << " op " << i;
+        EXPECT_EQ(mine[i].chunk, want[i].chunk) << "device " << dev << " op " << i;
+        EXPECT_EQ(mine[i].kind == OpKind::kForward, want[i].kind == PassKind::kForward);
+        const std::vector<uint32_t>& samples = it.micro_batches[mesh.DpOfDevice(dev)][mine[i].micro_batch];
+        int64_t tokens = 0;
+        for (uint32_t k : samples) tokens += planned->tokens[k].llm_tokens;
+        EXPECT_EQ(mine[i].tokens, tokens);
+        EXPECT_EQ(mine[i].spans, static_cast<int32_t>(samples.size()));
+      }
+    }
+  // The measured summary reads back through the records codec, as measured.
+  auto summary = LoadSummary(dir + "/real");
+  ASSERT_TRUE(summary.ok()) << summary.error().message();
+  EXPECT_EQ(summary->source, RecordSource::kMeasured);
+  EXPECT_EQ(summary->iterations_replayed, 2);
+  EXPECT_GT(summary->iteration_time_us.mean, 0);
+  EXPECT_GT(summary->busy_ratio, 0);
+  EXPECT_LE(summary->busy_ratio + summary->bubble_ratio + summary->exposed_comm_ratio, 1.0 + 1e-9);
+  ASSERT_EQ(summary->stages.size(), 2u);
+  for (const StageRecord& st : summary->stages) EXPECT_GT(st.peak_memory_bytes, 0);
+  EXPECT_TRUE(fs::exists(dir + "/real/trace.json"));
+  EXPECT_TRUE(fs::exists(dir + "/real/layers.csv"));
+}
+
+TEST(BackendFaults, KilledRankEndsTheJobAndKeepsFinishedIterations) {
+  const std::string dir = Dir("kill");
+  const std::string sc = Scenario(dir, {{"iterations", "4"}, {"backend.timeout_s", "20"}});
+  const auto t0 = std::chrono::steady_clock::now();
+  CliRun run = Train("launch --nproc 4 " + sc + " -o " + dir + "/real --die-rank 1 --die-iteration 2");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_NE(run.code, 0) << run.out;
+  EXPECT_NE(run.out.find("rank 1 was killed by signal 9"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("measured iteration 2"), std::string::npos) << run.out;
+  EXPECT_LT(s, 20 + 5 + 30) << "the job must end within the timeout";
+  auto summary = LoadSummary(dir + "/real");
+  ASSERT_TRUE(summary.ok()) << run.out;
+  EXPECT_EQ(summary->iterations_replayed, 2);  // iterations 0 and 1 finished before the kill
+}
+
+TEST(BackendFaults, HungRankEndsTheJobWithinTheTimeout) {
+  const std::string dir = Dir("hang");
+  const std::string sc =
+      Scenario(dir, {{"iterations", "2"}, {"backend.timeout_s", "10"}, {"parallel.dp", "1"}});
+  const auto t0 = std::chrono::steady_clock::now();
+  CliRun run = Train("launch --nproc 2 " + sc + " -o " + dir +
+                     "/real --hang-rank 1 --die-iteration 1 --iterations 2 --no-measure");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_NE(run.code, 0) << run.out;
+  EXPECT_NE(run.out.find("rank 1 was hanging"), std::string::npos) << run.out;
+  EXPECT_LT(s, 10 + 5 + 30);
+}
+
+// A hang no peer can time out on (one rank, no peers): the launcher's watchdog stops the job when no rank has
+// reported progress for 2 x backend.timeout_s + 5 s.
+TEST(BackendFaults, LauncherWatchdogStopsAJobWithoutProgress) {
+  const std::string dir = Dir("stall");
+  const std::string sc = Scenario(
+      dir, {{"iterations", "2"}, {"backend.timeout_s", "2"}, {"parallel.dp", "1"}, {"parallel.pp", "1"}});
+  const auto t0 = std::chrono::steady_clock::now();
+  CliRun run =
+      Train("launch --nproc 1 " + sc + " -o " + dir + "/real --hang-rank 0 --die-iteration 1 --iterations 2");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(run.code, 1) << run.out;
+  EXPECT_NE(run.out.find("no rank made progress for 9 s"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("rank 0 was hanging"), std::string::npos) << run.out;
+  EXPECT_LT(s, 9 + 5 + 30);
+  auto summary = LoadSummary(dir + "/real");  // the iteration finished before the hang is kept
+  ASSERT_TRUE(summary.ok()) << run.out;
+  EXPECT_EQ(summary->iterations_replayed, 1);
+}
+
+TEST(BackendErrors, BadScenariosAreRefusedBeforeAnyProcessStarts) {
+  const std::string dir = Dir("errors");
+  const std::string sc = Scenario(dir, {});
+  CliRun r = Train("launch --nproc 3 " + sc + " -o " + dir + "/real");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--nproc: 3 processes, but the scenario's dp * tp * pp = 2 * 1 * 2 = 4"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("launched"), std::string::npos) << r.out;
+  const std::string tp = Scenario(dir, {{"parallel.tp", "3"}, {"parallel.dp", "1"}, {"parallel.pp", "1"}});
+  r = Train("launch --nproc 3 " + tp + " -o " + dir + "/real");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("parallel.tp: 3 does not divide"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(tp + ":"), std::string::npos) << r.out;  // file:line: field
+  EXPECT_FALSE(fs::exists(dir + "/real"));
+  r = Train("launch --nproc 4 " + dir + "/missing.yaml -o " + dir + "/real");
+  EXPECT_EQ(r.code, 2) << r.out;
+  r = Train("launch " + sc);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--nproc"), std::string::npos) << r.out;
+}
+
+TEST(BackendRecords, CompareReadsSimulatedAndMeasuredRuns) {
+  const std::string dir = Dir("compare");
+  const std::string sc = Scenario(dir, {{"iterations", "2"}});
+  CliRun real = Train("launch --nproc 4 " + sc + " -o " + dir + "/real");
+  ASSERT_EQ(real.code, 0) << real.out;
+  CliRun sim = testing::Mmtwin("simulate " + sc + " -o " + dir + "/sim");
+  ASSERT_EQ(sim.code, 0) << sim.out;
+  CliRun cmp = testing::Mmtwin("compare " + dir + "/sim " + dir + "/real");
+  EXPECT_EQ(cmp.code, 0) << cmp.out;
+  EXPECT_NE(cmp.out.find("measured"), std::string::npos) << cmp.out;
+}
+
+}  // namespace
+}  // namespace mmtwin
