@@ -1062,9 +1062,11 @@ int Rank::Run() {
     const int warm = scenario_.backend.warmup_iterations;
     const int n_plan = static_cast<int>(plan_.iterations.size());
     const int measured = opt_.iterations > 0 ? opt_.iterations : n_plan;
+    double measured_start_us = 0;
     for (int k = 0; k < warm + measured; ++k) {
       const bool is_measured = k >= warm;
       const int mi = k - warm;
+      if (k == warm) measured_start_us = NowUs();
       status_.Set((is_measured ? "measured iteration " + std::to_string(mi)
                                : "warm-up iteration " + std::to_string(k)) +
                   ": starting");
@@ -1079,6 +1081,14 @@ int Rank::Run() {
     }
     status_.Set("finished");
     world_->barrier()->wait();
+    // Wall time of the measured iterations on rank 0, records included (the benchmark's measure on / off).
+    if (rv_.rank == 0 && measured > 0) {
+      const double wall_us = NowUs() - measured_start_us;
+      out_ << "measured " << measured << " iterations in " << std::lround(wall_us / 1000.0) << " ms wall ("
+           << (opt_.measure ? "measurement on" : "measurement off") << ", "
+           << "wall_us_per_iteration=" << wall_us / measured << ")\n";
+      out_.flush();
+    }
     return 0;
   } catch (const PeerFailure& e) {
     err_ << who << e.what() << "\n";
