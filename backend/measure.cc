@@ -5,6 +5,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/driver/simulate.h"
 #include "core/plan/mesh.h"
 #include "core/records/perfetto.h"
 #include "core/records/plan_codec.h"
@@ -150,25 +151,16 @@ RunSummary MeasuredSummary(const PlannedRun& run, const std::vector<OpRecord>& o
       sex += exposed[dev];
     }
     const double denom = total * par.dp;
-    StageRecord rec;
-    rec.stage = st;
-    rec.first_layer = ps.first_layer;
-    rec.last_layer = ps.last_layer;
-    rec.first_layer_label = ps.first_layer_label;
-    rec.last_layer_label = ps.last_layer_label;
-    rec.layers = ps.layers;
-    rec.params = ps.params;
-    rec.recomputed_layers = ps.recomputed_layers;
+    StageRecord rec = PlannedStageRecord(ps);
     rec.fwd_us_mean = st_fwd[st] / mbs;
     rec.bwd_us_mean = st_bwd[st] / mbs;
     rec.recompute_us_mean = st_rc[st] / mbs;
     rec.busy_ratio = sb / denom;
     rec.bubble_ratio = sbu / denom;
     rec.idle_ratio = std::max(0.0, 1.0 - rec.busy_ratio - rec.bubble_ratio - sex / denom);
-    rec.model_state_bytes = ps.memory.model_state_bytes;
+    // Measured: the peak of the counting allocator (no split into model state and activations); it ran.
     rec.peak_activation_bytes = 0;
     rec.peak_memory_bytes = st < static_cast<int>(peak_bytes_per_stage.size()) ? peak_bytes_per_stage[st] : 0;
-    rec.memory_capacity_bytes = ps.memory.capacity_bytes;
     rec.fits = true;
     s.stages.push_back(std::move(rec));
   }

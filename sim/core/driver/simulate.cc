@@ -217,32 +217,36 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
       si += t.idle_us;
     }
     const double denom = total_time * par.dp;
-    const StageMemory& m = ps.memory;
-    StageRecord st;
-    st.stage = r;
-    st.first_layer = ps.first_layer;
-    st.last_layer = ps.last_layer;
-    st.first_layer_label = ps.first_layer_label;
-    st.last_layer_label = ps.last_layer_label;
-    st.layers = ps.layers;
-    st.params = ps.params;
-    st.recomputed_layers = ps.recomputed_layers;
+    StageRecord st = PlannedStageRecord(ps);
     st.fwd_us_mean = ps.fwd_us_mean;
     st.bwd_us_mean = stage_bwd[r] / mbs;
     st.recompute_us_mean = stage_rc[r] / mbs;
     st.busy_ratio = sb / denom;
     st.bubble_ratio = sbu / denom;
     st.idle_ratio = si / denom;
-    st.model_state_bytes = m.model_state_bytes;
-    st.peak_activation_bytes = m.peak_activation_bytes;
-    st.peak_memory_bytes = m.peak_bytes;
-    st.memory_capacity_bytes = m.capacity_bytes;
-    st.fits = m.fits;
     s.stages.push_back(std::move(st));
   }
   res.resolved_yaml = FormatScenario(run.scenario);
   res.plan = std::move(run.plan);
   return res;
+}
+
+StageRecord PlannedStageRecord(const PlanStage& ps) {
+  StageRecord st;
+  st.stage = ps.stage;
+  st.first_layer = ps.first_layer;
+  st.last_layer = ps.last_layer;
+  st.first_layer_label = ps.first_layer_label;
+  st.last_layer_label = ps.last_layer_label;
+  st.layers = ps.layers;
+  st.params = ps.params;
+  st.recomputed_layers = ps.recomputed_layers;
+  st.model_state_bytes = ps.memory.model_state_bytes;
+  st.peak_activation_bytes = ps.memory.peak_activation_bytes;
+  st.peak_memory_bytes = ps.memory.peak_bytes;
+  st.memory_capacity_bytes = ps.memory.capacity_bytes;
+  st.fits = ps.memory.fits;
+  return st;
 }
 
 }  // namespace mmtwin

@@ -18,6 +18,7 @@
 
 #include "core/cost/cost_model.h"
 #include "core/driver/driver.h"
+#include "core/driver/planner.h"
 #include "core/eval/evaluator.h"
 #include "core/plan/plan.h"
 #include "core/records/records.h"
@@ -52,5 +53,10 @@ struct SimulationResult {
 };
 
 Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOptions& options);
+
+// The planned side of a stage's record, shared by simulated and measured runs: stage, layer range and labels,
+// layers, params, recomputed layers, and the planned memory (model state, peak activation, peak, capacity,
+// fits). Timing fields are left zero for the caller.
+StageRecord PlannedStageRecord(const PlanStage& ps);
 
 }  // namespace mmtwin
