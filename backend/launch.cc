@@ -27,13 +27,25 @@ Status CheckBackendScenario(const Scenario& s, int world_size, const std::string
                  std::to_string(p.tp) + " * " + std::to_string(p.pp) + " = " +
                  std::to_string(p.world_size()) + " (" + (s.path.empty() ? s.name : s.path) + ": parallel)");
   MMTWIN_ASSIGN_OR_RETURN(ModelSpec m, LoadScenarioModel(s));
-  for (const Component& c : m.components)
-    if (c.tf.layers > 0 && p.tp > 1 && (c.tf.heads % p.tp != 0 || c.tf.kv_heads % p.tp != 0))
+  // Tensor parallelism splits heads, KV heads and the FFN of every transformer block (backend/model.h).
+  for (const Component& c : m.components) {
+    if (c.tf.layers <= 0 || p.tp <= 1) continue;
+    if (c.tf.heads % p.tp != 0 || c.tf.kv_heads % p.tp != 0)
       return ScenarioError(s, "parallel.tp",
                            std::to_string(p.tp) + " does not divide the " + std::to_string(c.tf.heads) +
-                               " heads / " + std::to_string(c.tf.kv_heads) + " KV heads of '" + c.name + "'");
-  if (p.tp > 1)
-    return ScenarioError(s, "parallel.tp", "tensor parallelism is not in the backend yet; use tp 1");
+                               " heads / " + std::to_string(c.tf.kv_heads) + " KV heads of '" + c.name +
+                               "' (after backend.width_divisor)");
+    if (c.tf.ffn % p.tp != 0)
+      return ScenarioError(s, "parallel.tp",
+                           std::to_string(p.tp) + " does not divide the FFN width " +
+                               std::to_string(c.tf.ffn) + " of '" + c.name +
+                               "' (after backend.width_divisor)");
+    if (c.tf.qk_norm)
+      return ScenarioError(s, "parallel.tp",
+                           "'" + c.name +
+                               "' normalizes Q and K over all heads (QK norm); the backend splits it "
+                               "only with tp 1");
+  }
   if (p.zero_stage > 1) return ScenarioError(s, "parallel.zero_stage", "the backend runs ZeRO stage 0 or 1");
   for (size_t i = 0; i < m.components.size(); ++i) {
     const Component& c = m.components[i];

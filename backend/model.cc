@@ -2,6 +2,7 @@
 #include "backend/model.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <torch/csrc/autograd/custom_function.h>
 
 #include <cmath>
 #include <utility>
@@ -46,23 +47,23 @@ struct Span {
 
 }  // namespace
 
-at::Tensor Layer::Param(const std::string& name, at::IntArrayRef shape, at::Generator& gen, double scale) {
-  at::Tensor t = at::randn(shape, gen, kF32).mul_(scale);
+at::Tensor Layer::Keep(const std::string& name, at::Tensor t, int shard_dim, const TpGroup* tp) {
+  const bool split = shard_dim >= 0 && tp && tp->size > 1;
+  if (split) t = t.chunk(tp->size, shard_dim)[tp->rank].contiguous();
   t.set_requires_grad(true);
   params_.emplace_back(label_ + "." + name, t);
+  shard_dims_.push_back(split ? shard_dim : -1);
   return t;
+}
+at::Tensor Layer::Param(const std::string& name, at::IntArrayRef shape, at::Generator& gen, double scale,
+                        int shard_dim, const TpGroup* tp) {
+  return Keep(name, at::randn(shape, gen, kF32).mul_(scale), shard_dim, tp);
 }
 at::Tensor Layer::Ones(const std::string& name, int64_t n) {
-  at::Tensor t = at::ones({n}, kF32);
-  t.set_requires_grad(true);
-  params_.emplace_back(label_ + "." + name, t);
-  return t;
+  return Keep(name, at::ones({n}, kF32), -1, nullptr);
 }
-at::Tensor Layer::Zeros(const std::string& name, int64_t n) {
-  at::Tensor t = at::zeros({n}, kF32);
-  t.set_requires_grad(true);
-  params_.emplace_back(label_ + "." + name, t);
-  return t;
+at::Tensor Layer::Zeros(const std::string& name, int64_t n, int shard_dim, const TpGroup* tp) {
+  return Keep(name, at::zeros({n}, kF32), shard_dim, tp);
 }
 
 std::vector<at::Tensor> State::Parts() const {
@@ -114,46 +115,85 @@ MicroBatch MakeMicroBatch(const ModelSpec& m, const Trace& trace, const std::vec
 
 namespace {
 
+// ---- Tensor-parallel conjugate operators (Megatron's f and g) ----
+
+// f: identity forward; the gradient is summed over the TP group (each rank saw only its heads / FFN slice).
+struct CopyToTp : public torch::autograd::Function<CopyToTp> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, int64_t group) {
+    ctx->saved_data["group"] = group;
+    return x.clone();
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto* tp = reinterpret_cast<const TpGroup*>(ctx->saved_data["group"].toInt());
+    at::Tensor g = grads[0].contiguous().clone();
+    tp->all_reduce(g);
+    return {g, at::Tensor()};
+  }
+};
+// g: the partial outputs summed over the TP group forward; identity backward.
+struct ReduceFromTp : public torch::autograd::Function<ReduceFromTp> {
+  static at::Tensor forward(torch::autograd::AutogradContext*, const at::Tensor& x, int64_t group) {
+    const auto* tp = reinterpret_cast<const TpGroup*>(group);
+    at::Tensor y = x.contiguous().clone();
+    tp->all_reduce(y);
+    return y;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*,
+                                                 torch::autograd::variable_list grads) {
+    return {grads[0], at::Tensor()};
+  }
+};
+
 // ---- Transformer block (encoders and the LLM) ----
 
 class Block : public Layer {
  public:
-  Block(const Component& c, const std::string& label, at::Generator& gen) : tf_(c.tf), comp_(c.kind) {
+  Block(const Component& c, const std::string& label, at::Generator& gen, const TpGroup* tp)
+      : tf_(c.tf), comp_(c.kind) {
     label_ = label;
     kind_ = LayerKind::kTransformer;
+    if (tp && tp->size > 1) {
+      if (tf_.heads % tp->size || tf_.kv_heads % tp->size || tf_.ffn % tp->size || tf_.qk_norm)
+        throw std::invalid_argument(label + ": cannot split over tp " + std::to_string(tp->size));
+      tp_ = tp;
+    }
+    const int parts = tp_ ? tp_->size : 1;
+    heads_ = tf_.heads / parts;
+    kv_heads_ = tf_.kv_heads / parts;
     const int64_t h = tf_.hidden, q = tf_.heads * tf_.head_dim, kv = tf_.kv_heads * tf_.head_dim;
     const double s = 0.02;
     n1_ = MakeNorm("norm1", h);
-    wq_ = Param("attn.q.weight", {q, h}, gen, s);
-    wk_ = Param("attn.k.weight", {kv, h}, gen, s);
-    wv_ = Param("attn.v.weight", {kv, h}, gen, s);
+    wq_ = Param("attn.q.weight", {q, h}, gen, s, 0, tp_);
+    wk_ = Param("attn.k.weight", {kv, h}, gen, s, 0, tp_);
+    wv_ = Param("attn.v.weight", {kv, h}, gen, s, 0, tp_);
     if (tf_.qkv_bias) {
-      bq_ = Zeros("attn.q.bias", q);
-      bk_ = Zeros("attn.k.bias", kv);
-      bv_ = Zeros("attn.v.bias", kv);
+      bq_ = Zeros("attn.q.bias", q, 0, tp_);
+      bk_ = Zeros("attn.k.bias", kv, 0, tp_);
+      bv_ = Zeros("attn.v.bias", kv, 0, tp_);
     }
     if (tf_.qk_norm) {
       qn_ = MakeNorm("attn.q_norm", q);
       kn_ = MakeNorm("attn.k_norm", kv);
     }
-    wo_ = Param("attn.o.weight", {h, q}, gen, s);
+    wo_ = Param("attn.o.weight", {h, q}, gen, s, 1, tp_);
     if (tf_.out_bias) bo_ = Zeros("attn.o.bias", h);
     n2_ = MakeNorm("norm2", h);
-    if (tf_.mlp == MlpKind::kSwiGlu) wg_ = Param("mlp.gate.weight", {tf_.ffn, h}, gen, s);
-    wu_ = Param("mlp.up.weight", {tf_.ffn, h}, gen, s);
-    if (tf_.out_bias) bu_ = Zeros("mlp.up.bias", tf_.ffn);
-    wd_ = Param("mlp.down.weight", {h, tf_.ffn}, gen, s);
+    if (tf_.mlp == MlpKind::kSwiGlu) wg_ = Param("mlp.gate.weight", {tf_.ffn, h}, gen, s, 0, tp_);
+    wu_ = Param("mlp.up.weight", {tf_.ffn, h}, gen, s, 0, tp_);
+    if (tf_.out_bias) bu_ = Zeros("mlp.up.bias", tf_.ffn, 0, tp_);
+    wd_ = Param("mlp.down.weight", {h, tf_.ffn}, gen, s, 1, tp_);
     if (tf_.out_bias) bd_ = Zeros("mlp.down.bias", h);
   }
 
   State Forward(State in, const MicroBatch& mb) override {
     const at::Tensor& x = in.x;
-    const at::Tensor a = Attention(n1_(x), mb);
+    const at::Tensor a = Attention(ToTp(n1_(x)), mb);
     at::Tensor y = x + a;
-    const at::Tensor hn = n2_(y);
+    const at::Tensor hn = ToTp(n2_(y));
     at::Tensor up = at::linear(hn, wu_, bu_);
     up = tf_.mlp == MlpKind::kSwiGlu ? at::silu(at::linear(hn, wg_)) * up : at::gelu(up);
-    in.x = y + at::linear(up, wd_, bd_);
+    in.x = y + RowParallel(up, wd_, bd_);
     return in;
   }
 
@@ -165,6 +205,16 @@ class Block : public Layer {
     nm.w = Ones(name + ".weight", n);
     if (tf_.norm == NormKind::kLayerNorm) nm.b = Zeros(name + ".bias", n);
     return nm;
+  }
+
+  at::Tensor ToTp(const at::Tensor& x) const {
+    return tp_ ? CopyToTp::apply(x, reinterpret_cast<int64_t>(tp_)) : x;
+  }
+  // A row-parallel linear: the partial products summed over the TP group, then the (replicated) bias.
+  at::Tensor RowParallel(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) const {
+    if (!tp_) return at::linear(x, w, b);
+    at::Tensor y = ReduceFromTp::apply(at::linear(x, w), reinterpret_cast<int64_t>(tp_));
+    return b.defined() ? y + b : y;
   }
 
   std::vector<Span> Spans(const MicroBatch& mb) const {
@@ -187,7 +237,7 @@ class Block : public Layer {
   }
 
   at::Tensor Attention(const at::Tensor& xn, const MicroBatch& mb) {
-    const int64_t heads = tf_.heads, kvh = tf_.kv_heads, hd = tf_.head_dim;
+    const int64_t heads = heads_, kvh = kv_heads_, hd = tf_.head_dim;
     at::Tensor q = at::linear(xn, wq_, bq_), k = at::linear(xn, wk_, bk_), v = at::linear(xn, wv_, bv_);
     if (tf_.qk_norm) {
       q = qn_(q);
@@ -230,7 +280,7 @@ class Block : public Layer {
       }
       out = pieces.empty() ? at::zeros({0, heads * hd}, kF32) : at::cat(pieces, 0);
     }
-    return at::linear(out, wo_, bo_);
+    return RowParallel(out, wo_, bo_);
   }
 
  public:
@@ -240,6 +290,8 @@ class Block : public Layer {
  private:
   TransformerConfig tf_;
   ComponentKind comp_;
+  const TpGroup* tp_ = nullptr;       // set when split over more than one rank
+  int64_t heads_ = 0, kv_heads_ = 0;  // this rank's
   Norm n1_, n2_, qn_, kn_;
   at::Tensor wq_, wk_, wv_, bq_, bk_, bv_, wo_, bo_, wg_, wu_, bu_, wd_, bd_;
 };
@@ -462,7 +514,7 @@ class Head : public Layer {
 
 }  // namespace
 
-std::unique_ptr<Layer> MakeLayer(const ModelSpec& m, int index, uint64_t seed) {
+std::unique_ptr<Layer> MakeLayer(const ModelSpec& m, int index, uint64_t seed, const TpGroup* tp) {
   const std::vector<mmtwin::Layer> layers = Layers(m);
   const mmtwin::Layer& l = layers.at(index);
   const Component& c = m.components[l.component];
@@ -473,7 +525,7 @@ std::unique_ptr<Layer> MakeLayer(const ModelSpec& m, int index, uint64_t seed) {
       if (c.kind == ComponentKind::kAudio) return std::make_unique<AudioEmbed>(c, l.label, gen);
       return std::make_unique<LlmEmbed>(m, c, l.label, gen);
     case LayerKind::kTransformer: {
-      auto b = std::make_unique<Block>(c, l.label, gen);
+      auto b = std::make_unique<Block>(c, l.label, gen, tp);
       if (c.kind == ComponentKind::kVision) b->span_len_ = PositionsPerUnit(c);
       if (c.kind == ComponentKind::kAudio) b->window_ = PositionsPerUnit(c);
       return b;

@@ -25,6 +25,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,25 +70,44 @@ struct State {
   static State FromParts(std::vector<at::Tensor> parts, bool has_x);
 };
 
+// Tensor parallelism (Megatron-LM): this rank's place in its TP group and the group's in-place sum all-reduce
+// (rank.cc supplies it over c10d). Transformer blocks shard Q/K/V and the MLP's up (and gate) projections by rows
+// (column-parallel, heads and FFN split) and the attention output and MLP down projections by columns
+// (row-parallel); their input goes through "copy to TP" (identity forward, all-reduce of the gradient backward),
+// their output through "reduce from TP" (all-reduce forward, identity backward). Everything else is replicated,
+// and its gradients agree on every TP rank without communication.
+struct TpGroup {
+  int size = 1, rank = 0;
+  std::function<void(at::Tensor&)> all_reduce;
+};
+
 class Layer {
  public:
   virtual ~Layer() = default;
   virtual State Forward(State in, const MicroBatch& mb) = 0;
   // Named parameters ("vision.block.3.attn.q.weight"), in a fixed order.
   std::vector<std::pair<std::string, at::Tensor>>& params() { return params_; }
+  // Per parameter: the dimension it is split along over the TP group (-1: replicated).
+  const std::vector<int>& shard_dims() const { return shard_dims_; }
   const std::string& label() const { return label_; }
   LayerKind kind() const { return kind_; }
 
  protected:
-  at::Tensor Param(const std::string& name, at::IntArrayRef shape, at::Generator& gen, double scale);
+  // Drawn whole from `gen` (so every layout draws the same numbers), then, when `shard_dim` >= 0 and `tp` has
+  // more than one rank, this rank's slice along `shard_dim`.
+  at::Tensor Param(const std::string& name, at::IntArrayRef shape, at::Generator& gen, double scale,
+                   int shard_dim = -1, const TpGroup* tp = nullptr);
   at::Tensor Ones(const std::string& name, int64_t n);
-  at::Tensor Zeros(const std::string& name, int64_t n);
+  at::Tensor Zeros(const std::string& name, int64_t n, int shard_dim = -1, const TpGroup* tp = nullptr);
+  at::Tensor Keep(const std::string& name, at::Tensor t, int shard_dim, const TpGroup* tp);
   std::vector<std::pair<std::string, at::Tensor>> params_;
+  std::vector<int> shard_dims_;
   std::string label_;
   LayerKind kind_ = LayerKind::kTransformer;
 };
 
-// The layer `index` of Layers(model), with its parameters drawn from (seed, index).
-std::unique_ptr<Layer> MakeLayer(const ModelSpec& m, int index, uint64_t seed);
+// The layer `index` of Layers(model), with its parameters drawn from (seed, index); transformer blocks split
+// over `tp` when it has more than one rank (heads, KV heads and FFN must divide by it; no QK norm).
+std::unique_ptr<Layer> MakeLayer(const ModelSpec& m, int index, uint64_t seed, const TpGroup* tp = nullptr);
 
 }  // namespace mmtwin::backend

@@ -346,6 +346,8 @@ class Rank {
   void PollBuckets();
   void FinishReduce();
   void OptimizerStep();
+  std::vector<std::pair<std::string, at::Tensor>> Whole(bool values);
+  double DumpLoss() const;
   static void WriteBack(std::vector<at::Tensor>& tensors, const at::Tensor& flat);
   at::Tensor GatherShards(const at::Tensor& shard, int chunk, const std::string& what);
   void AlignClocks();
@@ -373,10 +375,12 @@ class Rank {
   int device_ = 0;
 
   c10::intrusive_ptr<c10d::Store> store_;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> world_, dp_, pp_;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> world_, dp_, pp_, tp_;
+  TpGroup tp_group_;  // what the model's tensor-parallel blocks use (model.h)
 
   std::map<int, std::vector<std::unique_ptr<Layer>>> layers_;  // chunk -> its layers
   std::vector<std::pair<std::string, at::Tensor>> named_;      // this rank's parameters
+  std::vector<int> shard_dims_;                                // per parameter: its TP split (-1: none)
   std::map<int, std::vector<at::Tensor>> chunk_params_;
   std::vector<at::Tensor> adam_m_, adam_v_;  // ZeRO 0: per parameter
   // ZeRO-1: the moments of this rank's shard of each bucket, by (chunk, bucket); buckets are the same in every
@@ -470,8 +474,6 @@ Status Rank::Setup() {
   if (plan_.parallel.world_size() != rv_.world_size)
     return Error("WORLD_SIZE " + std::to_string(rv_.world_size) + " is not dp * tp * pp = " +
                  std::to_string(plan_.parallel.world_size()) + " of the scenario");
-  if (plan_.parallel.tp != 1)
-    return Error("parallel.tp: tensor parallelism is not in the backend yet (tp 1)");
 
   mesh_ = std::make_unique<DeviceMesh>(plan_.parallel);
   coord_ = mesh_->Coord(rv_.rank);
@@ -497,15 +499,31 @@ Status Rank::Setup() {
   };
   dp_ = group(MeshDim::kDp, "dp");
   pp_ = group(MeshDim::kPp, "pp");
+  if (plan_.parallel.tp > 1) {
+    tp_ = group(MeshDim::kTp, "tp");
+    tp_group_.size = plan_.parallel.tp;
+    tp_group_.rank = coord_.tp;
+    tp_group_.all_reduce = [this](at::Tensor& t) {
+      std::vector<at::Tensor> v{t};
+      try {
+        tp_->allreduce(v)->wait();
+      } catch (const std::exception& e) {
+        throw PeerFailure(label_ + ": tensor-parallel all-reduce: " + std::string(e.what()).substr(0, 300));
+      }
+    };
+  }
 
   // The layers of this rank's chunks.
   const int chunks = plan_.parallel.chunks();
   for (int c = 0; c < chunks; ++c) {
     if (PipeRankOfChunk(c, plan_.parallel.pp) != coord_.pp) continue;
     for (int l = plan_.partition.bounds[c]; l < plan_.partition.bounds[c + 1]; ++l) {
-      layers_[c].push_back(MakeLayer(model_, l, plan_.seed));
-      for (auto& np : layers_[c].back()->params()) {
+      layers_[c].push_back(MakeLayer(model_, l, plan_.seed, &tp_group_));
+      const std::vector<int>& dims = layers_[c].back()->shard_dims();
+      for (size_t i = 0; i < layers_[c].back()->params().size(); ++i) {
+        const auto& np = layers_[c].back()->params()[i];
         named_.push_back(np);
+        shard_dims_.push_back(dims[i]);
         chunk_params_[c].push_back(np.second);
       }
     }
@@ -907,6 +925,35 @@ void Rank::OptimizerStep() {
   reduced_.clear();
 }
 
+// The tests' view of this rank's parameters (values) or gradients: TP-split ones gathered whole over the TP
+// group (a dump-only all-gather), as fresh tensors whose .grad() is the gathered gradient.
+std::vector<std::pair<std::string, at::Tensor>> Rank::Whole(bool values) {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < named_.size(); ++i) {
+    const at::Tensor& p = named_[i].second;
+    if (shard_dims_[i] < 0 || !tp_) {
+      out.push_back(named_[i]);
+      continue;
+    }
+    auto gather = [&](const at::Tensor& t) {
+      std::vector<at::Tensor> outs;
+      for (int k = 0; k < plan_.parallel.tp; ++k) outs.push_back(at::empty_like(t));
+      std::vector<std::vector<at::Tensor>> o{outs};
+      std::vector<at::Tensor> in{t.contiguous()};
+      tp_->allgather(o, in)->wait();
+      return at::cat(o[0], shard_dims_[i]);
+    };
+    at::Tensor whole = gather(p.detach());
+    if (!values) whole.mutable_grad() = gather(p.grad().defined() ? p.grad() : at::zeros_like(p));
+    out.emplace_back(named_[i].first, whole);
+  }
+  return out;
+}
+
+// Every TP rank computes the same loss: only TP rank 0 reports it, so the ranks' losses sum to the reference's.
+double Rank::DumpLoss() const { return coord_.tp == 0 ? loss_sum_ : 0.0; }
+
 void Rank::AlignClocks() {
   // Cristian's algorithm against rank 0 over the world group: 8 round trips, the offset of the shortest.
   at::Tensor t = at::zeros({1}, at::TensorOptions().dtype(at::kDouble));
@@ -969,11 +1016,12 @@ void Rank::RunIteration(int index, const IterationData& it, bool measured, bool 
   if (dump) {
     std::error_code ec;
     std::filesystem::create_directories(opt_.dump_grads, ec);
-    WriteGrads(opt_.dump_grads + "/grads.rank" + std::to_string(rv_.rank) + ".bin", named_, loss_sum_);
+    WriteGrads(opt_.dump_grads + "/grads.rank" + std::to_string(rv_.rank) + ".bin", Whole(false), DumpLoss());
   }
   OptimizerStep();
   if (dump)
-    WriteGrads(opt_.dump_grads + "/params.rank" + std::to_string(rv_.rank) + ".bin", named_, loss_sum_, true);
+    WriteGrads(opt_.dump_grads + "/params.rank" + std::to_string(rv_.rank) + ".bin", Whole(true), DumpLoss(),
+               true);
   (void)index;
 }
 

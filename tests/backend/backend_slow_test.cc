@@ -163,6 +163,17 @@ TEST(BackendOracle, Pp2Vpp2Interleaved) {
 }
 TEST(BackendOracle, Dp2) { ExpectMatches(RunAndCompare("dp2", {{"parallel.pp", "1"}}, 2)); }
 TEST(BackendOracle, Dp2Pp2) { ExpectMatches(RunAndCompare("dp2_pp2", {}, 4)); }
+// Tensor parallelism (Megatron column / row-parallel blocks): widths / 8 so that tp 2 divides every block's heads
+// (ViT 2, LLM 4) and FFN; each split weight's gradient is gathered whole for the comparison.
+TEST(BackendOracle, Tp2) {
+  ExpectMatches(RunAndCompare(
+      "tp2",
+      {{"parallel.tp", "2"}, {"parallel.dp", "1"}, {"parallel.pp", "1"}, {"backend.width_divisor", "8"}}, 2));
+}
+TEST(BackendOracle, Tp2Pp2) {
+  ExpectMatches(RunAndCompare(
+      "tp2_pp2", {{"parallel.tp", "2"}, {"parallel.dp", "1"}, {"backend.width_divisor", "8"}}, 4));
+}
 // ZeRO-1: gradients reduce-scattered (each rank holds one shard), AdamW on the shard, parameters all-gathered.
 TEST(BackendOracle, Zero1) {
   ExpectMatches(RunAndCompare("zero1", {{"parallel.zero_stage", "1"}, {"parallel.pp", "1"}}, 2));
