@@ -338,6 +338,7 @@ class Rank {
   Status Setup();
   void RunIteration(int index, const IterationData& it, bool measured, bool dump);
   void Forward(int m, int chunk, const IterationData& it);
+  void Dispatch(int m, const IterationData& it);
   void Backward(int m, int chunk);
   void SendState(const std::vector<at::Tensor>& parts, bool has_x, int peer_pp, int tag, OpKind kind, int m,
                  int chunk);
@@ -595,9 +596,38 @@ std::vector<at::Tensor> Rank::RecvState(int peer_pp, int tag, bool& has_x, PassK
   }
 }
 
+// The data-dispatch all-to-all of post-balancing and the orchestrator before micro-batch m's first forward, among
+// the stage-0 ranks of the DP replicas (this rank's DP group): each sends and receives the plan's bytes
+// (IterationData::dispatch[m], core/plan/dispatch.h) with c10d's all-to-all. The payload is the planned volume;
+// the synthetic inputs themselves are drawn at the destination from (seed, sample), so what arrives is not read.
+void Rank::Dispatch(int m, const IterationData& it) {
+  if (plan_.parallel.dp == 1 || m >= static_cast<int>(it.dispatch.size()) || it.dispatch[m].empty()) return;
+  const int dp = plan_.parallel.dp, me = coord_.dp;
+  std::vector<int64_t> send(dp, 0), recv(dp, 0);
+  for (const DispatchTransfer& t : it.dispatch[m]) {
+    const int64_t floats = (t.bytes + 3) / 4;
+    if (t.src_rank == me) send[t.dst_rank] += floats;
+    if (t.dst_rank == me) recv[t.src_rank] += floats;
+  }
+  int64_t n_send = 0, n_recv = 0;
+  for (int r = 0; r < dp; ++r) n_send += send[r], n_recv += recv[r];
+  status_.Set(label_ + ": dispatch all-to-all of mb " + std::to_string(m));
+  at::Tensor out = at::empty({n_send}, at::TensorOptions().dtype(at::kFloat)).fill_(static_cast<float>(me));
+  at::Tensor in = at::empty({n_recv}, at::TensorOptions().dtype(at::kFloat));
+  const double t0 = NowUs();
+  try {
+    dp_->alltoall_base(in, out, recv, send)->wait();
+  } catch (const std::exception& e) {
+    throw PeerFailure(label_ + ": dispatch all-to-all of mb " + std::to_string(m) + ": " +
+                      std::string(e.what()).substr(0, 300));
+  }
+  Record(OpKind::kDispatch, Lane::kDispatch, m, 0, t0, NowUs(), n_send * 4);
+}
+
 void Rank::Forward(int m, int chunk, const IterationData& it) {
   const int pp = plan_.parallel.pp;
   const MicroBatch& mb = mbs_[m];
+  if (chunk == 0) Dispatch(m, it);
   status_.Set(label_ + ": forward mb " + std::to_string(m) + " chunk " + std::to_string(chunk));
   State s;
   if (chunk > 0) {
@@ -662,7 +692,6 @@ void Rank::Forward(int m, int chunk, const IterationData& it) {
     }
   }
   held_[{m, chunk}] = std::move(held);
-  (void)it;
 }
 
 // Backward of one layer cut: outputs `out` with gradients `grads` (empty: the loss); returns the gradients of

@@ -174,6 +174,44 @@ TEST(BackendOracle, Tp2Pp2) {
   ExpectMatches(RunAndCompare(
       "tp2_pp2", {{"parallel.tp", "2"}, {"parallel.dp", "1"}, {"backend.width_divisor", "8"}}, 4));
 }
+// Post-balancing (OrchMLLM): the data-dispatch all-to-all runs before each micro-batch's first forward on the
+// stage-0 ranks, moving the plan's bytes (ops.csv: one dispatch op per micro-batch, the bytes this DP rank
+// sends); the gradients are unchanged.
+TEST(BackendOracle, Dp2PostBalanceDispatch) {
+  const std::vector<ScenarioOverride> o = {{"policies.data.name", "post-balance"},
+                                           {"policies.data.params.batch_size", "2"},
+                                           {"policies.data.params.dispatch", "all-to-all"}};
+  ExpectMatches(RunAndCompare("dispatch", o, 4));
+  const std::string dir = Dir("dispatch_ops");
+  const std::string sc = Scenario(dir, o);
+  CliRun run = Train("launch --nproc 4 " + sc + " -o " + dir + "/real");
+  ASSERT_EQ(run.code, 0) << run.out;
+  auto ops = ParseOpsCsv(*ReadFile(dir + "/real/ops.csv"), "ops.csv");
+  ASSERT_TRUE(ops.ok()) << ops.error().message();
+  auto plan = PlanFromJson(*ReadFile(dir + "/real/plan.json"), "plan.json");
+  ASSERT_TRUE(plan.ok()) << plan.error().message();
+  const DeviceMesh mesh(plan->parallel);
+  int checked = 0;
+  for (const IterationData& it : plan->iterations)
+    for (int dev = 0; dev < mesh.num_devices(); ++dev) {
+      if (mesh.PpOfDevice(dev) != 0) continue;
+      const int dp = mesh.DpOfDevice(dev);
+      for (size_t m = 0; m < it.dispatch.size(); ++m) {
+        int64_t want = 0;
+        for (const DispatchTransfer& t : it.dispatch[m])
+          if (t.src_rank == dp) want += (t.bytes + 3) / 4 * 4;
+        int64_t got = -1;
+        for (const OpRecord& r : *ops)
+          if (r.kind == OpKind::kDispatch && r.iteration == it.epoch_index && r.device == dev &&
+              r.micro_batch == static_cast<int>(m))
+            got = r.bytes;
+        if (it.dispatch[m].empty()) continue;
+        EXPECT_EQ(got, want) << "device " << dev << " micro-batch " << m;
+        ++checked;
+      }
+    }
+  EXPECT_GT(checked, 0) << "the plan has no dispatch: the test checks nothing";
+}
 // ZeRO-1: gradients reduce-scattered (each rank holds one shard), AdamW on the shard, parameters all-gathered.
 TEST(BackendOracle, Zero1) {
   ExpectMatches(RunAndCompare("zero1", {{"parallel.zero_stage", "1"}, {"parallel.pp", "1"}}, 2));
