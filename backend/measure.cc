@@ -183,4 +183,77 @@ Status WriteMeasuredRun(const std::string& rundir, const PlannedRun& run, const 
                                     {"scenario.yaml", FormatScenario(run.scenario)}});
 }
 
+RecordWriter::RecordWriter(std::string rundir, const PlannedRun& run, int warmup_iterations,
+                           std::string engine)
+    : rundir_(std::move(rundir)),
+      run_(run),
+      warmup_iterations_(warmup_iterations),
+      engine_(std::move(engine)),
+      thread_([this] { Loop(); }) {}
+
+RecordWriter::~RecordWriter() {
+  (void)Flush();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+Status RecordWriter::Add(MeasuredIteration it) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pending_.push_back(std::move(it));
+  wake_.notify_all();
+  return first_error_;
+}
+
+Status RecordWriter::Flush(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!idle_.wait_for(lock, timeout, [&] { return pending_.empty() && !busy_; }))
+    return Error("the run records in " + rundir_ + " are still being written");
+  return first_error_;
+}
+
+int64_t RecordWriter::writes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return writes_;
+}
+
+int64_t RecordWriter::iterations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return written_iterations_;
+}
+
+void RecordWriter::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    wake_.wait(lock, [&] { return stop_ || !pending_.empty(); });
+    if (pending_.empty()) return;  // stop_, nothing left
+    std::vector<MeasuredIteration> batch;
+    batch.swap(pending_);
+    busy_ = true;
+    lock.unlock();
+    for (MeasuredIteration& it : batch) {
+      all_ops_.insert(all_ops_.end(), it.ops.begin(), it.ops.end());
+      all_layers_.insert(all_layers_.end(), it.layers.begin(), it.layers.end());
+      iteration_us_.push_back(it.iteration_us);
+      peak_bytes_per_stage_.resize(std::max(peak_bytes_per_stage_.size(), it.peak_bytes_per_stage.size()), 0);
+      for (size_t s = 0; s < it.peak_bytes_per_stage.size(); ++s)
+        peak_bytes_per_stage_[s] = std::max(peak_bytes_per_stage_[s], it.peak_bytes_per_stage[s]);
+    }
+    const RunSummary summary =
+        MeasuredSummary(run_, all_ops_, iteration_us_, peak_bytes_per_stage_, warmup_iterations_, engine_);
+    Status st = WriteMeasuredRun(rundir_, run_, summary, all_ops_, all_layers_);
+    lock.lock();
+    busy_ = false;
+    ++writes_;
+    if (st.ok())
+      written_iterations_ = static_cast<int64_t>(iteration_us_.size());
+    else if (first_error_.ok())
+      first_error_ = std::move(st);
+    if (pending_.empty()) idle_.notify_all();
+  }
+}
+
 }  // namespace mmtwin::backend

@@ -9,8 +9,12 @@
 // Iteration time: from the earliest start to the latest end over every rank (clocks aligned to rank 0's).
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/driver/planner.h"
@@ -50,5 +54,55 @@ RunSummary MeasuredSummary(const PlannedRun& run, const std::vector<OpRecord>& o
 // trace.json (Perfetto, the last measured iteration), layers.csv, plan.json, scenario.yaml.
 Status WriteMeasuredRun(const std::string& rundir, const PlannedRun& run, const RunSummary& summary,
                         const std::vector<OpRecord>& ops, const std::vector<LayerProfile>& layers);
+
+// One measured iteration as rank 0 merged it from every rank.
+struct MeasuredIteration {
+  std::vector<OpRecord> ops;  // every rank's ops, start_us relative to the iteration's start
+  std::vector<LayerProfile> layers;
+  double iteration_us = 0;                    // earliest start to latest end over every rank
+  std::vector<int64_t> peak_bytes_per_stage;  // the largest peak of any rank of each stage so far
+};
+
+// Keeps RUNDIR current off the training thread. Add() hands an iteration over and returns at once; a writer
+// thread appends it to everything measured so far and rewrites RUNDIR as a unit (WriteMeasuredRun). Iterations
+// that arrive while a write is under way are written together by the next one, so a slow disk costs records
+// that lag, never training time. Flush() returns once every added iteration is in RUNDIR; the destructor
+// flushes. RUNDIR is at every moment the complete records of some prefix of the added iterations.
+// `run` must outlive the writer. Thread-safe: Add / Flush / writes from any thread.
+class RecordWriter {
+ public:
+  RecordWriter(std::string rundir, const PlannedRun& run, int warmup_iterations, std::string engine);
+  ~RecordWriter();
+  RecordWriter(const RecordWriter&) = delete;
+  RecordWriter& operator=(const RecordWriter&) = delete;
+
+  // Returns the first write error so far (ok when none), without waiting.
+  Status Add(MeasuredIteration it);
+  // Waits until every added iteration is written, or `timeout` has passed (then a "still writing" error); the
+  // first write error otherwise.
+  Status Flush(std::chrono::milliseconds timeout = std::chrono::hours(24));
+  int64_t writes() const;      // rewrites of RUNDIR so far (fewer than iterations when writes were coalesced)
+  int64_t iterations() const;  // iterations in RUNDIR
+
+ private:
+  void Loop();
+
+  const std::string rundir_;
+  const PlannedRun& run_;
+  const int warmup_iterations_;
+  const std::string engine_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_, idle_;
+  std::vector<MeasuredIteration> pending_;
+  bool busy_ = false, stop_ = false;
+  Status first_error_;
+  int64_t writes_ = 0, written_iterations_ = 0;
+  // Writer thread only: everything measured so far.
+  std::vector<OpRecord> all_ops_;
+  std::vector<LayerProfile> all_layers_;
+  std::vector<double> iteration_us_;
+  std::vector<int64_t> peak_bytes_per_stage_;
+  std::thread thread_;  // last: started once the members above exist
+};
 
 }  // namespace mmtwin::backend

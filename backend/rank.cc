@@ -327,10 +327,37 @@ struct PendingBucket {
   bool done = false;
 };
 
+// Rank 0 keeps its finished iterations when the launcher, torchrun or Ctrl-C stops the job. SIGTERM, SIGINT
+// and SIGHUP are blocked (threads inherit the mask: this runs before Torch starts any) and taken by one thread
+// with sigwait, which lets the record writer finish its write (at most 4 s; the launcher kills after 5 s) and
+// exits 128 + signal. g_writer_mu keeps the writer alive while that thread uses it.
+std::mutex g_writer_mu;
+RecordWriter* g_writer = nullptr;  // guarded by g_writer_mu
+
+void TakeTerminationSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, sig);
+  if (::pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) return;
+  std::thread([set] {
+    int sig = SIGTERM;
+    (void)::sigwait(&set, &sig);
+    {
+      std::lock_guard<std::mutex> lock(g_writer_mu);
+      if (g_writer) (void)g_writer->Flush(std::chrono::seconds(4));
+    }
+    ::_exit(128 + sig);
+  }).detach();
+}
+
 class Rank {
  public:
   Rank(const TrainOptions& o, const Rendezvous& rv, std::ostream& out, std::ostream& err)
       : opt_(o), rv_(rv), out_(out), err_(err) {}
+  ~Rank() {  // before writer_ goes (it flushes in its destructor)
+    std::lock_guard<std::mutex> lock(g_writer_mu);
+    g_writer = nullptr;
+  }
 
   int Run();
 
@@ -409,11 +436,11 @@ class Rank {
   std::vector<OpRecord> ops_;
   std::vector<LayerProfile> profile_;
 
-  // Rank 0: everything measured so far.
-  std::vector<OpRecord> all_ops_;
-  std::vector<LayerProfile> all_profile_;
-  std::vector<double> iteration_us_;
-  std::vector<int64_t> stage_peak_;
+  // Rank 0: the measured records' writer (declared after run_, which it reads: destroyed first).
+  std::unique_ptr<RecordWriter> writer_;
+  std::vector<int64_t> stage_peak_;  // the largest peak of any rank per stage so far
+  int64_t published_ = 0;
+  bool write_error_reported_ = false;
 };
 
 void Rank::Record(OpKind kind, Lane lane, int m, int chunk, double t0, double t1, int64_t bytes,
@@ -463,6 +490,12 @@ Status Rank::Setup() {
       return planned.error();
     }
     run_ = std::make_unique<PlannedRun>(std::move(*planned));
+    if (opt_.measure) {
+      writer_ = std::make_unique<RecordWriter>(opt_.rundir, *run_, scenario_.backend.warmup_iterations,
+                                               "libtorch-gloo");
+      std::lock_guard<std::mutex> lock(g_writer_mu);
+      g_writer = writer_.get();
+    }
     const std::string p = PlanToJson(run_->plan), t = SamplesText(run_->trace, run_->plan);
     store_->set("mmtwin/samples", std::vector<uint8_t>(t.begin(), t.end()));
     store_->set("mmtwin/plan", std::vector<uint8_t>(p.begin(), p.end()));
@@ -1112,15 +1145,15 @@ void Rank::Publish(int index) {
     end = std::max(end, o.start_us + o.duration_us);
   }
   for (OpRecord& o : merged) o.start_us -= start;
-  iteration_us_.push_back(end - start);
-  all_ops_.insert(all_ops_.end(), merged.begin(), merged.end());
-  all_profile_.insert(all_profile_.end(), prof_rows.begin(), prof_rows.end());
-  const RunSummary s = MeasuredSummary(*run_, all_ops_, iteration_us_, stage_peak_,
-                                       scenario_.backend.warmup_iterations, "libtorch-gloo");
-  if (Status st = WriteMeasuredRun(opt_.rundir, *run_, s, all_ops_, all_profile_); !st.ok())
+  ++published_;
+  // The run folder is rewritten by the writer thread (backend/measure.h); this rank goes on training.
+  if (Status st = writer_->Add({std::move(merged), std::move(prof_rows), end - start, stage_peak_});
+      !st.ok() && !write_error_reported_) {
     err_ << "mmtwin-train rank 0: " << st.error().message() << "\n";
-  out_ << "iteration " << iteration_us_.size() << " (epoch index " << iteration_
-       << "): " << std::lround(iteration_us_.back() / 1000.0) << " ms\n";
+    write_error_reported_ = true;
+  }
+  out_ << "iteration " << published_ << " (epoch index " << iteration_
+       << "): " << std::lround((end - start) / 1000.0) << " ms\n";
   out_.flush();
 }
 
@@ -1157,6 +1190,14 @@ int Rank::Run() {
       if (is_measured && opt_.measure) Publish(mi);
     }
     status_.Set("finished");
+    if (writer_) {
+      status_.Set("writing the run records");
+      if (Status st = writer_->Flush(); !st.ok() && !write_error_reported_) {
+        err_ << who << st.error().message() << "\n";
+        return 1;
+      }
+      status_.Set("finished");
+    }
     world_->barrier()->wait();
     // Wall time of the measured iterations on rank 0, records included (the benchmark's measure on / off).
     if (rv_.rank == 0 && measured > 0) {
@@ -1182,6 +1223,7 @@ int Rank::Run() {
 }  // namespace
 
 int RunRank(const TrainOptions& options, const Rendezvous& rv, std::ostream& out, std::ostream& err) {
+  if (rv.rank == 0 && options.measure) TakeTerminationSignals();
   Rank r(options, rv, out, err);
   return r.Run();
 }

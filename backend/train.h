@@ -7,7 +7,8 @@
 // unmeasured ones): its pipeline rank's schedule in order, activations and gradients over c10d send / recv,
 // recompute per layer as the plan says, DP gradient all-reduce per chunk bucket as soon as the chunk's last
 // backward is done (overlapping the other chunks' backwards), AdamW. Every op is timed; rank 0 gathers the
-// ops, aligns the clocks and writes the measured run records (backend/measure.h) after every iteration.
+// ops after every iteration, aligns the clocks and hands them to the measured records' writer thread
+// (backend/measure.h: RecordWriter), which it flushes before it exits, also on SIGTERM / SIGINT / SIGHUP.
 //
 //   Rendezvous from the environment (torchrun: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; srun:
 //   SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID and MASTER_ADDR / MASTER_PORT), or from `mmtwin-train launch`.

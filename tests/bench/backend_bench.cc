@@ -6,6 +6,9 @@
 //                                     measured op (forward, backward, recompute, send, receive wait, DP
 //                                     collective wait, optimizer): the backend's own work, an upper bound on
 //                                     its overhead (it also holds the wait at the iteration's closing barrier)
+//   BM_MeasurementOnOff               pairs of jobs of 16 measured iterations, on and off alternately (the
+//                                     order swapped each pair, so drift of the machine hits both alike);
+//                                     on_off_change_pct = 100 (sum on / sum off - 1), the criterion's figure
 // Each benchmark iteration is one real job (mmtwin-train launch); the time is the job's own per-iteration
 // figure (manual time), so process start, Torch and rendezvous are not counted.
 #include <benchmark/benchmark.h>
@@ -30,22 +33,22 @@ std::string Dir() {
   return d.string();
 }
 
-std::string ScenarioFile() {
-  static std::string path;
-  if (!path.empty()) return path;
+// The small scenario as DP1 x PP2 with `iterations` measured iterations after one warm-up.
+std::string ScenarioFile(int iterations) {
+  const std::string path = Dir() + "/scenario" + std::to_string(iterations) + ".yaml";
+  if (fs::exists(path)) return path;
   auto text = mmtwin::ReadFile(std::string(MMTWIN_SOURCE_DIR) + "/scenarios/backend/small.yaml");
   auto out = mmtwin::OverrideScenarioYaml(
       text.ok() ? *text : "",
-      {{"parallel.dp", "1"}, {"iterations", "4"}, {"backend.warmup_iterations", "1"}});
-  path = Dir() + "/scenario.yaml";
+      {{"parallel.dp", "1"}, {"iterations", std::to_string(iterations)}, {"backend.warmup_iterations", "1"}});
   std::ofstream(path) << (out.ok() ? *out : "");
   return path;
 }
 
 // Runs a job; returns its wall µs per measured iteration (0 on failure).
-double RunJob(bool measure, const std::string& rundir) {
-  const std::string cmd = std::string(MMTWIN_TRAIN) + " launch --nproc 2 " + ScenarioFile() + " -o " +
-                          rundir + (measure ? "" : " --no-measure") + " 2>&1";
+double RunJob(bool measure, const std::string& rundir, int iterations = 4) {
+  const std::string cmd = std::string(MMTWIN_TRAIN) + " launch --nproc 2 " + ScenarioFile(iterations) +
+                          " -o " + rundir + (measure ? "" : " --no-measure") + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return 0;
   std::string out;
@@ -106,5 +109,29 @@ BENCHMARK(BM_BackendIteration)
     ->UseManualTime()
     ->Iterations(3)
     ->Unit(benchmark::kMillisecond);
+
+void BM_MeasurementOnOff(benchmark::State& state) {
+  double on_us = 0, off_us = 0;
+  int pair = 0;
+  for (auto _ : state) {
+    double us[2] = {0, 0};  // [measure on, measure off]
+    for (int k = 0; k < 2; ++k) {
+      const bool measure = (k + pair) % 2 == 0;
+      us[measure ? 0 : 1] = RunJob(measure, Dir() + (measure ? "/pair_on" : "/pair_off"), 16);
+    }
+    if (us[0] <= 0 || us[1] <= 0) {
+      state.SkipWithError("mmtwin-train failed");
+      return;
+    }
+    state.SetIterationTime(us[0] / 1e6);
+    on_us += us[0];
+    off_us += us[1];
+    ++pair;
+  }
+  state.counters["on_ms"] = on_us / pair / 1e3;
+  state.counters["off_ms"] = off_us / pair / 1e3;
+  state.counters["on_off_change_pct"] = 100 * (on_us / off_us - 1);
+}
+BENCHMARK(BM_MeasurementOnOff)->UseManualTime()->Iterations(6)->Unit(benchmark::kMillisecond);
 
 }  // namespace
