@@ -15,21 +15,6 @@
 
 namespace mmtwin::backend {
 
-std::string LayersCsv(const std::vector<LayerProfile>& rows, const std::vector<Layer>& layers) {
-  std::ostringstream out;
-  out.precision(9);
-  out << "# mmtwin-layers v1\n"
-      << "iteration,device,micro_batch,layer,label,kind,tokens,spans,attention_pairs,fwd_us,bwd_us,recompute_"
-         "us\n";
-  for (const LayerProfile& r : rows) {
-    const Layer& l = layers.at(r.layer);
-    out << r.iteration << "," << r.device << "," << r.micro_batch << "," << r.layer << "," << l.label << ","
-        << LayerKindName(l.kind) << "," << r.tokens << "," << r.spans << "," << r.attention_pairs << ","
-        << r.fwd_us << "," << r.bwd_us << "," << r.recompute_us << "\n";
-  }
-  return out.str();
-}
-
 RunSummary MeasuredSummary(const PlannedRun& run, const std::vector<OpRecord>& ops,
                            const std::vector<double>& iteration_us,
                            const std::vector<int64_t>& peak_bytes_per_stage, int warmup_iterations,
@@ -168,7 +153,7 @@ RunSummary MeasuredSummary(const PlannedRun& run, const std::vector<OpRecord>& o
 }
 
 Status WriteMeasuredRun(const std::string& rundir, const PlannedRun& run, const RunSummary& summary,
-                        const std::vector<OpRecord>& ops, const std::vector<LayerProfile>& layers) {
+                        const std::vector<OpRecord>& ops, const std::vector<LayerTiming>& layers) {
   int64_t last = -1;
   for (const OpRecord& o : ops) last = std::max(last, o.iteration);
   std::vector<OpRecord> last_ops;
@@ -178,7 +163,7 @@ Status WriteMeasuredRun(const std::string& rundir, const PlannedRun& run, const 
                                     {"stages.csv", StagesCsv(summary.stages)},
                                     {"ops.csv", OpsCsv(ops)},
                                     {"trace.json", PerfettoTrace(last_ops, run.plan.parallel) + "\n"},
-                                    {"layers.csv", LayersCsv(layers, Layers(run.model))},
+                                    {"layers.csv", LayerTimingsCsv(layers, Layers(run.model))},
                                     {"plan.json", PlanToJson(run.plan) + "\n"},
                                     {"scenario.yaml", FormatScenario(run.scenario)}});
 }

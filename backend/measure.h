@@ -18,29 +18,10 @@
 #include <vector>
 
 #include "core/driver/planner.h"
+#include "core/records/layer_timings.h"
 #include "core/records/records.h"
 
 namespace mmtwin::backend {
-
-// One layer of one micro-batch on one rank, measured (layers.csv).
-struct LayerProfile {
-  int64_t iteration = 0;
-  int32_t device = 0, micro_batch = 0, layer = 0;
-  int64_t tokens = 0;  // positions the layer processes (encoder positions, or LLM tokens)
-  int32_t spans = 0;   // attention spans (tiles / frames / windows, or samples)
-  double attention_pairs = 0;
-  double fwd_us = 0, bwd_us = 0, recompute_us = 0;
-};
-
-// layers.csv: `# mmtwin-layers v1`, header iteration,device,micro_batch,layer,label,kind,tokens,spans,
-// attention_pairs,fwd_us,bwd_us,recompute_us.
-std::string LayersCsv(const std::vector<LayerProfile>& rows, const std::vector<Layer>& layers);
-
-// Per rank and iteration: its peak allocated bytes (the counting allocator).
-struct RankMemory {
-  int rank = 0;
-  int64_t peak_bytes = 0;
-};
 
 // The measured summary of the iterations so far. `ops` are every measured op (all iterations, start_us relative
 // to each iteration's start), `iteration_us` one entry per measured iteration, `peak_bytes_per_stage` the largest
@@ -53,12 +34,12 @@ RunSummary MeasuredSummary(const PlannedRun& run, const std::vector<OpRecord>& o
 // Writes RUNDIR as a unit (core/util/atomic_dir.h): summary.json, stages.csv, ops.csv (every measured op),
 // trace.json (Perfetto, the last measured iteration), layers.csv, plan.json, scenario.yaml.
 Status WriteMeasuredRun(const std::string& rundir, const PlannedRun& run, const RunSummary& summary,
-                        const std::vector<OpRecord>& ops, const std::vector<LayerProfile>& layers);
+                        const std::vector<OpRecord>& ops, const std::vector<LayerTiming>& layers);
 
 // One measured iteration as rank 0 merged it from every rank.
 struct MeasuredIteration {
   std::vector<OpRecord> ops;  // every rank's ops, start_us relative to the iteration's start
-  std::vector<LayerProfile> layers;
+  std::vector<LayerTiming> layers;
   double iteration_us = 0;                    // earliest start to latest end over every rank
   std::vector<int64_t> peak_bytes_per_stage;  // the largest peak of any rank of each stage so far
 };
@@ -99,7 +80,7 @@ class RecordWriter {
   int64_t writes_ = 0, written_iterations_ = 0;
   // Writer thread only: everything measured so far.
   std::vector<OpRecord> all_ops_;
-  std::vector<LayerProfile> all_layers_;
+  std::vector<LayerTiming> all_layers_;
   std::vector<double> iteration_us_;
   std::vector<int64_t> peak_bytes_per_stage_;
   std::thread thread_;  // last: started once the members above exist

@@ -89,6 +89,9 @@ MicroBatch MakeMicroBatch(const ModelSpec& m, const Trace& trace, const std::vec
   mb.loss_tokens = std::max<int64_t>(1, loss_tokens);
   const Component* vision = m.Find(ComponentKind::kVision);
   const Component* audio = m.Find(ComponentKind::kAudio);
+  std::vector<Sample> picked;
+  for (uint32_t i : samples) picked.push_back(trace.samples.at(i));
+  mb.workloads = ModelWorkloads(m, picked);
   for (uint32_t i : samples) {
     const Sample& s = trace.samples.at(i);
     const SampleTokens t = TokensFor(m, s);

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cost/cost_model.h"
 #include "core/model/model.h"
 #include "core/trace/trace.h"
 
@@ -53,6 +54,9 @@ struct MicroBatch {
   double attention_pairs = 0;  // causal LLM pairs: sum n (n + 1) / 2 over samples
   uint64_t seed = 1;           // synthetic inputs: drawn from (seed, sample index)
   int64_t loss_tokens = 1;     // LLM tokens of the whole iteration (all DP ranks): the loss divisor
+  // Per component, the workload as the simulator prices it (core/cost ComponentWorkload: tokens, spans, the
+  // full-square attention pairs): the features of the per-layer profile (layers.csv) that calibration fits.
+  std::vector<LayerWorkload> workloads;
 };
 
 MicroBatch MakeMicroBatch(const ModelSpec& m, const Trace& trace, const std::vector<uint32_t>& samples,

@@ -166,34 +166,13 @@ State Cut(const State& s) {
   return c;
 }
 
-// Layer workload for the profile.
-void Workload(const ModelSpec& m, const mmtwin::Layer& l, const MicroBatch& mb, LayerProfile& p) {
-  const Component& c = m.components[l.component];
-  if (c.kind == ComponentKind::kVision) {
-    p.tokens = mb.vit_tokens;
-    int64_t units = 0;
-    for (const SampleShape& s : mb.samples) units += s.units;
-    p.spans = static_cast<int32_t>(units);
-    const double per = static_cast<double>(PositionsPerUnit(c));
-    p.attention_pairs = static_cast<double>(units) * per * per;
-  } else if (c.kind == ComponentKind::kAudio) {
-    p.tokens = mb.audio_pos;
-    const int64_t w = std::max<int64_t>(1, PositionsPerUnit(c));
-    int32_t spans = 0;
-    double pairs = 0;
-    for (const SampleShape& s : mb.samples)
-      for (int64_t k = 0; k < s.audio_pos; k += w) {
-        const double n = static_cast<double>(std::min(w, s.audio_pos - k));
-        ++spans;
-        pairs += n * n;
-      }
-    p.spans = spans;
-    p.attention_pairs = pairs;
-  } else {
-    p.tokens = mb.llm_tokens;
-    p.spans = static_cast<int32_t>(mb.samples.size());
-    p.attention_pairs = c.kind == ComponentKind::kLlm ? mb.attention_pairs : 0;
-  }
+// Layer workload for the profile: the simulator's own (MicroBatch::workloads), so calibration fits the features
+// the cost model prices.
+void Workload(const mmtwin::Layer& l, const MicroBatch& mb, LayerTiming& p) {
+  const LayerWorkload& w = mb.workloads.at(static_cast<size_t>(l.component));
+  p.tokens = w.tokens;
+  p.spans = static_cast<int32_t>(w.sequences);
+  p.attention_pairs = w.attn_pairs;
 }
 
 std::vector<std::string> SplitCsvLine(const std::string& line) {
@@ -434,7 +413,7 @@ class Rank {
   double clock_offset_us_ = 0;  // add to local times to get rank 0's clock
   double iter_start_us_ = 0;
   std::vector<OpRecord> ops_;
-  std::vector<LayerProfile> profile_;
+  std::vector<LayerTiming> profile_;
 
   // Rank 0: the measured records' writer (declared after run_, which it reads: destroyed first).
   std::unique_ptr<RecordWriter> writer_;
@@ -698,13 +677,13 @@ void Rank::Forward(int m, int chunk, const IterationData& it) {
     e.fwd_us = NowUs() - g0;
     if (measuring_)
       for (int l = g.first; l < g.last; ++l) {
-        LayerProfile p;
+        LayerTiming p;
         p.iteration = iteration_;
         p.device = device_;
         p.micro_batch = m;
         p.layer = l;
         p.fwd_us = e.fwd_us / (g.last - g.first);
-        Workload(model_, all[l], mb, p);
+        Workload(all[l], mb, p);
         profile_.push_back(p);
       }
     held.entries.push_back(std::move(e));
@@ -801,7 +780,7 @@ void Rank::Backward(int m, int chunk) {
   if (rc_us > 0) Record(OpKind::kRecompute, Lane::kCompute, m, chunk, t0, t0 + rc_us);
   Record(OpKind::kBackward, Lane::kCompute, m, chunk, t0 + rc_us, t1, 0, PassKind::kBackward);
   if (measuring_)
-    for (LayerProfile& p : profile_)
+    for (LayerTiming& p : profile_)
       if (p.iteration == iteration_ && p.micro_batch == m && p.layer >= first &&
           p.layer < plan_.partition.bounds[chunk + 1]) {
         p.bwd_us = layer_bwd.count(p.layer) ? layer_bwd[p.layer] : 0;
@@ -1092,12 +1071,7 @@ void Rank::RunIteration(int index, const IterationData& it, bool measured, bool 
 void Rank::Publish(int index) {
   const std::string key = "mmtwin/it" + std::to_string(index) + "/";
   const std::string ops = OpsCsv(ops_);
-  std::ostringstream prof;
-  prof.precision(17);
-  for (const LayerProfile& p : profile_)
-    prof << p.device << "," << p.micro_batch << "," << p.layer << "," << p.tokens << "," << p.spans << ","
-         << p.attention_pairs << "," << p.fwd_us << "," << p.bwd_us << "," << p.recompute_us << "\n";
-  const std::string pr = prof.str();
+  const std::string pr = LayerTimingsCsv(profile_, Layers(model_));
   const std::string peak = std::to_string(g_peak_bytes.load());
   const std::string r = std::to_string(rv_.rank);
   store_->set(key + "ops/" + r, std::vector<uint8_t>(ops.begin(), ops.end()));
@@ -1105,7 +1079,7 @@ void Rank::Publish(int index) {
   store_->set(key + "peak/" + r, std::vector<uint8_t>(peak.begin(), peak.end()));
   if (rv_.rank != 0) return;
   std::vector<OpRecord> merged;
-  std::vector<LayerProfile> prof_rows;
+  std::vector<LayerTiming> prof_rows;
   stage_peak_.resize(plan_.parallel.pp, 0);
   for (int q = 0; q < rv_.world_size; ++q) {
     const std::string qs = std::to_string(q);
@@ -1113,25 +1087,11 @@ void Rank::Publish(int index) {
     auto parsed = ParseOpsCsv(std::string(ob.begin(), ob.end()), "ops of rank " + qs);
     if (parsed) merged.insert(merged.end(), parsed->begin(), parsed->end());
     const std::vector<uint8_t> pb = store_->get(key + "prof/" + qs);
-    std::istringstream in(std::string(pb.begin(), pb.end()));
-    std::string line;
-    while (std::getline(in, line)) {
-      const std::vector<std::string> f = SplitCsvLine(line);
-      if (f.size() != 9) continue;
-      LayerProfile p;
-      int64_t v = 0;
-      p.iteration = iteration_;
-      ParseInt64(f[0], v), p.device = static_cast<int32_t>(v);
-      ParseInt64(f[1], v), p.micro_batch = static_cast<int32_t>(v);
-      ParseInt64(f[2], v), p.layer = static_cast<int32_t>(v);
-      ParseInt64(f[3], p.tokens);
-      ParseInt64(f[4], v), p.spans = static_cast<int32_t>(v);
-      ParseDouble(f[5], p.attention_pairs);
-      ParseDouble(f[6], p.fwd_us);
-      ParseDouble(f[7], p.bwd_us);
-      ParseDouble(f[8], p.recompute_us);
-      prof_rows.push_back(p);
-    }
+    auto rows = ParseLayerTimingsCsv(std::string(pb.begin(), pb.end()), "layer timings of rank " + qs);
+    if (rows)
+      prof_rows.insert(prof_rows.end(), rows->begin(), rows->end());
+    else
+      err_ << "mmtwin-train rank 0: " << rows.error().message() << "\n";
     const std::vector<uint8_t> kb = store_->get(key + "peak/" + qs);
     int64_t pk = 0;
     ParseInt64(std::string(kb.begin(), kb.end()), pk);

@@ -67,7 +67,7 @@ MeasuredIteration Iteration(int k, int devices, int stages) {
     b.duration_us = 1000;
     it.ops.push_back(f);
     it.ops.push_back(b);
-    LayerProfile l;
+    LayerTiming l;
     l.iteration = k;
     l.device = d;
     l.layer = 0;
