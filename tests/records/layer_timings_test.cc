@@ -1,0 +1,75 @@
+// layers.csv (core/records/layer_timings.h): round trip, and strict errors naming file:line: field.
+#include "core/records/layer_timings.h"
+
+#include <gtest/gtest.h>
+
+namespace mmtwin {
+namespace {
+
+std::vector<Layer> TwoLayers() {
+  Layer a, b;
+  a.label = "llm.embed";
+  a.kind = LayerKind::kEmbedding;
+  b.label = "llm.block.0";
+  b.kind = LayerKind::kTransformer;
+  return {a, b};
+}
+
+TEST(LayerTimings, RoundTrip) {
+  LayerTiming t;
+  t.iteration = 7;
+  t.device = 3;
+  t.micro_batch = 2;
+  t.layer = 1;
+  t.tokens = 4096;
+  t.spans = 5;
+  t.attention_pairs = 3.5e6;
+  t.fwd_us = 812.25;
+  t.bwd_us = 1601.5;
+  t.recompute_us = 790.125;
+  const std::string csv = LayerTimingsCsv({t}, TwoLayers());
+  auto back = ParseLayerTimingsCsv(csv, "layers.csv");
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  ASSERT_EQ(back->size(), 1u);
+  const LayerTiming& r = (*back)[0];
+  EXPECT_EQ(r.iteration, 7);
+  EXPECT_EQ(r.device, 3);
+  EXPECT_EQ(r.micro_batch, 2);
+  EXPECT_EQ(r.layer, 1);
+  EXPECT_EQ(r.label, "llm.block.0");
+  EXPECT_EQ(r.kind, LayerKind::kTransformer);
+  EXPECT_EQ(r.tokens, 4096);
+  EXPECT_EQ(r.spans, 5);
+  EXPECT_DOUBLE_EQ(r.attention_pairs, 3.5e6);
+  EXPECT_DOUBLE_EQ(r.fwd_us, 812.25);
+  EXPECT_DOUBLE_EQ(r.bwd_us, 1601.5);
+  EXPECT_DOUBLE_EQ(r.recompute_us, 790.125);
+  EXPECT_EQ(r.line, 3);
+}
+
+TEST(LayerTimings, ErrorsNameFileLineAndField) {
+  const std::string head =
+      "# mmtwin-layers v1\n"
+      "iteration,device,micro_batch,layer,label,kind,tokens,spans,attention_pairs,fwd_us,bwd_us,recompute_"
+      "us\n";
+  auto err = [](const std::string& text) {
+    auto r = ParseLayerTimingsCsv(text, "run/layers.csv");
+    return r.ok() ? std::string("ok") : r.error().message();
+  };
+  EXPECT_EQ(err(head + "0,0,0,1,llm.block.0,transformer,10,1,100,5,10,0\n"), "ok");
+  EXPECT_NE(
+      err(head + "0,0,0,1,llm.block.0,transformer,10,1,100,-5,10,0\n").find("run/layers.csv:3: fwd_us: '-5'"),
+      std::string::npos);
+  EXPECT_NE(err(head + "0,0,0,1,x,conv,10,1,100,5,10,0\n")
+                .find("run/layers.csv:3: kind: unknown layer kind 'conv'"),
+            std::string::npos);
+  EXPECT_NE(err(head + "0,0,0,1,x\n").find("run/layers.csv:3: expected 12 fields, got 5"), std::string::npos);
+  EXPECT_NE(err("iteration,device\n").find("run/layers.csv:1: not a per-layer timings file"),
+            std::string::npos);
+  EXPECT_NE(err("# mmtwin-layers v9\n").find("unsupported version 'mmtwin-layers v9'"), std::string::npos);
+  EXPECT_NE(err("# mmtwin-layers v1\niteration,device\n").find("run/layers.csv:2: expected the header"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace mmtwin
