@@ -223,6 +223,12 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
                        "run folder for summary.json, stages.csv, ops.csv, trace.json, scenario.yaml (default "
                        "runs/NAME)");
   simulate->add_flag("--json", sim.json, "print summary.json instead of the text summary");
+  simulate
+      ->add_option(
+          "--cost", sim.cost,
+          "per-layer time model: analytic, or a cost-coefficient CSV such as `mmtwin calibrate` writes "
+          "(default: the scenario's `cost:`)")
+      ->type_name("PROFILE");
   CLI::Option* trace_it =
       simulate
           ->add_option("--trace-iteration", sim.trace_iteration,
@@ -270,6 +276,25 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   table_cmd->add_option("--db", table.db, "results database")->required();
   table_cmd->add_option("--sweep", table.sweep, "only this sweep");
 
+  // ---- calibrate ----
+  CalibrateArgs cal;
+  CLI::App* calibrate_cmd =
+      app.add_subcommand("calibrate",
+                         "fit per-layer time coefficients (c0 + c_token * tokens + c_pair * attention pairs, "
+                         "forward and backward, per "
+                         "layer type) to measured runs of mmtwin-train, for `cost:` / --cost");
+  calibrate_cmd->add_option("RUNDIR", cal.runs, "measured run folders (mmtwin-train -o)")->required();
+  calibrate_cmd->add_option("-o,--output", cal.output, "the profile to write (CSV)")->required();
+  calibrate_cmd
+      ->add_option("--min-samples", cal.min_samples,
+                   "rows per layer type and pass below which a fit is refused (8)")
+      ->type_name("N");
+  calibrate_cmd->footer(
+      "Prints per layer type and pass the coefficients, R^2, relative residual percentiles and outliers; the "
+      "profile keeps them as comments.\nExit codes: 0 ok, 2 bad input (a simulated run, a layers.csv of "
+      "another "
+      "model, mixed tp, too few samples).");
+
   // ---- compare, listings ----
   CompareArgs cmp;
   CLI::App* compare_cmd = app.add_subcommand(
@@ -282,7 +307,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
 
   // Unknown options reach the commands' own checks (one message for every command: "unknown option 'X'").
   for (CLI::App* sub : {import, gen_cmd, stats_cmd, balance, plan_cmd, simulate, sweep, merge_cmd, export_cmd,
-                        table_cmd, compare_cmd})
+                        table_cmd, compare_cmd, calibrate_cmd})
     sub->allow_extras();
   for (CLI::App* sub : app.get_subcommands({})) sub->formatter(app.get_formatter());
 
@@ -420,6 +445,11 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
     sw.jobs_given = jobs->count() > 0;
     sw.shard_given = shard->count() > 0;
     return RunSweep(sw, out, err);
+  }
+  if (calibrate_cmd->parsed()) {
+    if (int rc = extras(calibrate_cmd)) return rc;
+    cal.min_samples_given = calibrate_cmd->count("--min-samples") > 0;
+    return RunCalibrate(cal, out, err);
   }
   if (compare_cmd->parsed()) {
     if (int rc = extras(compare_cmd)) return rc;

@@ -51,9 +51,18 @@ int RunPlan(const PlanArgs& a, std::ostream& out, std::ostream& err);
 // mmtwin simulate SCENARIO ...       (sim/cli/simulate_cmd.cc)
 struct SimulateArgs {
   std::string scenario, engine, rundir, contention = "on", trace_iteration;
+  std::string cost;  // --cost: "analytic" or a cost-coefficient CSV (overrides the scenario's `cost:`)
   bool json = false, trace_iteration_given = false;
 };
 int RunSimulate(const SimulateArgs& a, std::ostream& out, std::ostream& err);
+
+// mmtwin calibrate RUNDIR... -o PROFILE   (sim/cli/calibrate_cmd.cc)
+struct CalibrateArgs {
+  std::vector<std::string> runs;
+  std::string output, min_samples;
+  bool min_samples_given = false;
+};
+int RunCalibrate(const CalibrateArgs& a, std::ostream& out, std::ostream& err);
 
 // mmtwin sweep SWEEP.yaml | sweep merge | sweep export | sweep table   (sim/cli/sweep_cmd.cc)
 struct SweepRunArgs {

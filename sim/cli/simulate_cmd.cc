@@ -159,6 +159,15 @@ int RunSimulate(const SimulateArgs& args, std::ostream& out, std::ostream& err) 
     }
     s.engine = o.engine;
   }
+  if (!args.cost.empty()) {
+    // Relative to the working folder (a scenario's own `cost:` is relative to the scenario's folder).
+    std::error_code ec;
+    s.cost = args.cost == "analytic" ? args.cost : std::filesystem::absolute(args.cost, ec).string();
+    if (s.cost != "analytic" && !std::filesystem::is_regular_file(s.cost, ec)) {
+      err << "mmtwin simulate: --cost: '" << args.cost << "' is neither 'analytic' nor a readable file\n";
+      return 2;
+    }
+  }
   const std::string dir = o.rundir.empty() ? "runs/" + s.name : o.rundir;
 
   SimulateOptions opts;

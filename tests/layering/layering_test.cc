@@ -16,13 +16,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Rank of each folder: core (0..8), io (10), engine (11), driver (12), sweep (13), cli (20). Same rank: mutual
+// Rank of each folder: core (0..8), io (10), engine (11), driver and calibrate (12), sweep (13), cli (20). Same rank: mutual
 // includes allowed (trace <-> model: a trace's tokens depend on the model, the model zoo reads trace sizes).
 const std::map<std::string, int> kRank = {
-    {"core/util", 0},    {"core/trace", 1},     {"core/model", 1},    {"core/cluster", 2},
-    {"core/cost", 3},    {"core/plan", 4},      {"core/balance", 5},  {"core/graph", 6},
-    {"core/eval", 7},    {"core/scenario", 10}, {"core/records", 10}, {"engine", 11},
-    {"core/driver", 12}, {"core/sweep", 13},    {"cli", 20},
+    {"core/util", 0},    {"core/trace", 1},      {"core/model", 1},    {"core/cluster", 2},
+    {"core/cost", 3},    {"core/plan", 4},       {"core/balance", 5},  {"core/graph", 6},
+    {"core/eval", 7},    {"core/scenario", 10},  {"core/records", 10}, {"engine", 11},
+    {"core/driver", 12}, {"core/calibrate", 12}, {"core/sweep", 13},   {"cli", 20},
 };
 // Layers of the core library proper (mmtwin_core): no JSON in their headers.
 constexpr int kCoreTop = 7;

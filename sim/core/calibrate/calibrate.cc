@@ -1,0 +1,169 @@
+// Calibration from measured runs (calibrate.h).
+#include "core/calibrate/calibrate.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "core/cost/cost_model.h"
+#include "core/records/layer_timings.h"
+#include "core/records/records_codec.h"
+#include "core/scenario/scenario.h"
+#include "core/util/csv.h"
+
+namespace mmtwin {
+namespace {
+
+struct Samples {
+  std::vector<std::vector<double>> x;
+  std::vector<double> y;
+};
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string Sci(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+std::string TypeName(const LayerTypeFit& f) { return f.source + "," + LayerKindName(f.kind); }
+
+}  // namespace
+
+Result<Calibration> Calibrate(const std::vector<std::string>& rundirs, const CalibrationOptions& options) {
+  if (rundirs.empty()) return Error("no run folders to calibrate from");
+  Calibration cal;
+  cal.runs = rundirs;
+  std::set<std::string> models;
+  std::map<std::pair<std::string, int>, std::pair<Samples, Samples>> groups;  // (source, kind) -> fwd, bwd
+  std::string tp_from;
+  for (size_t r = 0; r < rundirs.size(); ++r) {
+    const std::string& dir = rundirs[r];
+    MMTWIN_ASSIGN_OR_RETURN(RunSummary summary, LoadSummary(dir));
+    if (summary.source != RecordSource::kMeasured)
+      return Error(dir +
+                   "/summary.json: source: a simulated run; calibration fits measured runs (mmtwin-train)");
+    auto scenario = LoadScenario(dir + "/scenario.yaml");
+    if (!scenario) return scenario.error().Wrap(dir);
+    auto model = LoadScenarioModel(*scenario);
+    if (!model) return model.error().Wrap(dir);
+    if (summary.model != model->name)
+      return Error(dir + "/summary.json: model: '" + summary.model + "', but its scenario.yaml gives '" +
+                   model->name + "'");
+    if (r == 0) {
+      cal.tp = scenario->parallel.tp;
+      tp_from = dir;
+    } else if (scenario->parallel.tp != cal.tp) {
+      return Error(dir + "/scenario.yaml: parallel.tp: " + std::to_string(scenario->parallel.tp) + ", but " +
+                   tp_from + " ran tp " + std::to_string(cal.tp) +
+                   "; a profile holds the times of one TP degree (calibrate each tp separately)");
+    }
+    models.insert(model->name);
+    const std::string path = dir + "/layers.csv";
+    MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+    MMTWIN_ASSIGN_OR_RETURN(std::vector<LayerTiming> rows, ParseLayerTimingsCsv(text, path));
+    const std::vector<Layer> layers = Layers(*model);
+    for (const LayerTiming& t : rows) {
+      if (t.layer >= static_cast<int32_t>(layers.size()))
+        return Error::At(path, t.line, "layer",
+                         std::to_string(t.layer) + " is past the last layer of " + model->name + " (" +
+                             std::to_string(layers.size()) + " layers): this file is from another model");
+      const Layer& l = layers[static_cast<size_t>(t.layer)];
+      if (l.label != t.label || l.kind != t.kind)
+        return Error::At(path, t.line, "label",
+                         "'" + t.label + "' (" + LayerKindName(t.kind) + ") but layer " +
+                             std::to_string(t.layer) + " of " + model->name + " is '" + l.label + "' (" +
+                             LayerKindName(l.kind) + "): this file is from another model");
+      if (t.tokens <= 0) continue;
+      const std::vector<double> x = {1.0, static_cast<double>(t.tokens), t.attention_pairs};
+      auto& g =
+          groups[{model->components.at(static_cast<size_t>(l.component)).source, static_cast<int>(l.kind)}];
+      g.first.x.push_back(x);
+      g.first.y.push_back(t.fwd_us);
+      if (t.recompute_us > 0) {
+        g.first.x.push_back(x);
+        g.first.y.push_back(t.recompute_us);
+      }
+      g.second.x.push_back(x);
+      g.second.y.push_back(t.bwd_us);
+    }
+  }
+  cal.models.assign(models.begin(), models.end());
+  if (groups.empty())
+    return Error("the runs measured no layer with work (every layers.csv row has 0 tokens)");
+  for (auto& [key, g] : groups) {
+    LayerTypeFit f;
+    f.source = key.first;
+    f.kind = static_cast<LayerKind>(key.second);
+    const int64_t n = static_cast<int64_t>(g.second.y.size());
+    if (n < options.min_samples)
+      return Error("layer type '" + TypeName(f) + "': " + std::to_string(n) + " measured rows, at least " +
+                   std::to_string(options.min_samples) +
+                   " are needed to fit it (more measured iterations or calibration runs)");
+    auto fwd = FitNonNegative(g.first.x, g.first.y);
+    if (!fwd) return fwd.error().Wrap("layer type '" + TypeName(f) + "', forward");
+    auto bwd = FitNonNegative(g.second.x, g.second.y);
+    if (!bwd) return bwd.error().Wrap("layer type '" + TypeName(f) + "', backward");
+    f.fwd = std::move(*fwd);
+    f.bwd = std::move(*bwd);
+    cal.fits.push_back(std::move(f));
+  }
+  return cal;
+}
+
+std::string FormatProfile(const Calibration& c) {
+  CoefficientCostModel table{AnalyticCostModel(DeviceSpec{})};
+  for (const LayerTypeFit& f : c.fits) {
+    TimeCoefficients t;
+    t.fwd_c0_us = f.fwd.coefficients[0];
+    t.fwd_token_us = f.fwd.coefficients[1];
+    t.fwd_pair_us = f.fwd.coefficients[2];
+    t.bwd_c0_us = f.bwd.coefficients[0];
+    t.bwd_token_us = f.bwd.coefficients[1];
+    t.bwd_pair_us = f.bwd.coefficients[2];
+    table.Set(f.source, f.kind, t);
+  }
+  std::string head =
+      "# mmtwin calibrate: per-layer times fitted to measured runs (tp " + std::to_string(c.tp) + ")\n";
+  for (const std::string& m : c.models) head += "# model: " + m + "\n";
+  for (const std::string& r : c.runs) head += "# run: " + r + "\n";
+  head +=
+      "# fit per layer type and pass: rows, R^2, |residual|/time p50 / p90 / max, outliers (> 3 robust "
+      "sigmas)\n";
+  for (const LayerTypeFit& f : c.fits)
+    for (const auto& [pass, fit] : {std::pair<const char*, const LinearFit&>{"fwd", f.fwd}, {"bwd", f.bwd}})
+      head += "#   " + TypeName(f) + " " + pass + ": n " + std::to_string(fit.samples) + ", R^2 " +
+              Fixed(fit.r2, 4) + ", residual " + Fixed(100 * fit.rel_residual_p50, 1) + "% / " +
+              Fixed(100 * fit.rel_residual_p90, 1) + "% / " + Fixed(100 * fit.rel_residual_max, 1) +
+              "%, outliers " + std::to_string(fit.outliers) + "\n";
+  // CoefficientCostModel::Format starts with its version line; the comments go after it.
+  const std::string body = table.Format();
+  const size_t eol = body.find('\n');
+  return body.substr(0, eol + 1) + head + body.substr(eol + 1);
+}
+
+std::string FormatCalibrationTable(const Calibration& c) {
+  std::string out =
+      "layer type                          pass  rows     c0_us   token_us    pair_us    R^2   p50    p90  "
+      "outl\n";
+  for (const LayerTypeFit& f : c.fits)
+    for (const auto& [pass, fit] : {std::pair<const char*, const LinearFit&>{"fwd", f.fwd}, {"bwd", f.bwd}}) {
+      char line[256];
+      std::snprintf(line, sizeof line, "%-35s %-4s %5lld %9s %10s %10s %6.4f %4.1f%% %5.1f%% %5lld\n",
+                    TypeName(f).c_str(), pass, static_cast<long long>(fit.samples),
+                    Sci(fit.coefficients[0]).c_str(), Sci(fit.coefficients[1]).c_str(),
+                    Sci(fit.coefficients[2]).c_str(), fit.r2, 100 * fit.rel_residual_p50,
+                    100 * fit.rel_residual_p90, static_cast<long long>(fit.outliers));
+      out += line;
+    }
+  return out;
+}
+
+}  // namespace mmtwin

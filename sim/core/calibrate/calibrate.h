@@ -1,0 +1,58 @@
+// Calibration: the per-layer time model (CoefficientCostModel, core/cost/cost_model.h) fitted to measured runs.
+//
+// Input: backend RUNDIRs (mmtwin-train, backend/README.md), each with summary.json (source "measured"),
+// scenario.yaml (the resolved scenario: it names the model, the backend's shrink and the parallel layout) and
+// layers.csv (core/records/layer_timings.h). For every layer type (component source, layer kind) and pass:
+//   forward:  fwd_us and recompute_us (a recompute is the same forward again)  = c0 + c_token · tokens + c_pair · pairs
+//   backward: bwd_us                                                           = c0 + c_token · tokens + c_pair · pairs
+// fitted with robust non-negative least squares (core/calibrate/fit.h). Rows of layers whose workload is empty
+// (tokens 0) are left out. Layer types whose attention pairs are all 0 (embedding, projector, head) get no pair
+// term.
+//
+// Contract: the runs share one tensor-parallel degree (a coefficient is the time on one rank of a TP group) and
+// every run's model spec agrees on each layer's label and kind with its layers.csv. Errors name the run folder,
+// file and line: a simulated run, a layers.csv of another model, a different tp, another schema version, a layer
+// type with fewer than `min_samples` rows, a `require` type that no run measured.
+//
+//   MMTWIN_ASSIGN_OR_RETURN(Calibration c, Calibrate({"runs/cal-a", "runs/cal-b"}));
+//   WriteFileAtomic("profiles/cpu.csv", FormatProfile(c));   // a `cost:` file for scenarios / --cost
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/calibrate/fit.h"
+#include "core/model/model.h"
+#include "core/util/status.h"
+
+namespace mmtwin {
+
+struct CalibrationOptions {
+  int64_t min_samples = 8;  // rows per layer type and pass below which the fit is refused
+};
+
+// One fitted row of the profile: a layer type, both passes.
+struct LayerTypeFit {
+  std::string source;  // component source (e.g. "qwen2-7b"); the profile's `source` column
+  LayerKind kind = LayerKind::kTransformer;
+  LinearFit fwd, bwd;  // coefficients: c0_us, token_us, pair_us
+};
+
+struct Calibration {
+  std::vector<std::string> runs;    // the run folders, as given
+  std::vector<std::string> models;  // the (derived) model names seen, sorted, unique
+  int tp = 1;
+  std::vector<LayerTypeFit> fits;  // sorted by (source, kind)
+};
+
+Result<Calibration> Calibrate(const std::vector<std::string>& rundirs,
+                              const CalibrationOptions& options = {});
+
+// The profile: CoefficientCostModel's CSV (`# mmtwin-cost-coefficients v1`), preceded by comment lines that say
+// where it came from and, per row, the fit's sample count, R², relative residual percentiles and outliers.
+std::string FormatProfile(const Calibration& c);
+// A human-readable table of the fits (what `mmtwin calibrate` prints).
+std::string FormatCalibrationTable(const Calibration& c);
+
+}  // namespace mmtwin

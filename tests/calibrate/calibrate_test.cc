@@ -1,0 +1,116 @@
+// Calibration from measured runs (core/calibrate/calibrate.h): coefficients recovered from synthetic
+// measurements made with known ones plus noise; every bad input an error naming where it is.
+#include "core/calibrate/calibrate.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "calibrate/synthetic_runs.h"
+#include "core/cost/cost_model.h"
+
+namespace mmtwin {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::SyntheticRun;
+using testing::TrueCoefficients;
+using testing::WriteSyntheticRun;
+
+std::string Dir(const std::string& name) {
+  return (fs::path(::testing::TempDir()) / ("calibrate_" + name)).string();
+}
+
+TEST(Calibrate, RecoversKnownCoefficientsFromNoisyRuns) {
+  SyntheticRun a{Dir("a")}, b{Dir("b")};
+  b.seed = 2;
+  ASSERT_EQ(WriteSyntheticRun(a), "");
+  ASSERT_EQ(WriteSyntheticRun(b), "");
+  auto cal = Calibrate({a.dir, b.dir});
+  ASSERT_TRUE(cal.ok()) << cal.error().message();
+  EXPECT_EQ(cal->tp, 1);
+  ASSERT_EQ(cal->models.size(), 1u);
+  // llava-1.5-7b shrunk: vision (embedding, transformer), projector, LLM (embedding, transformer, head).
+  ASSERT_EQ(cal->fits.size(), 6u);
+  for (const LayerTypeFit& f : cal->fits) {
+    const TimeCoefficients want = TrueCoefficients(f.source, f.kind);
+    const std::string what = f.source + "," + LayerKindName(f.kind);
+    for (const auto& [fit, c0, tok, pair] :
+         {std::tuple{&f.fwd, want.fwd_c0_us, want.fwd_token_us, want.fwd_pair_us},
+          std::tuple{&f.bwd, want.bwd_c0_us, want.bwd_token_us, want.bwd_pair_us}}) {
+      // Tolerances: 2% noise over 80+ rows. The intercept is judged against a typical time (1500 tokens).
+      const double typical = c0 + tok * 1500 + pair * 1500.0 * 1500 / 3;
+      EXPECT_NEAR(fit->coefficients[0], c0, 0.03 * typical) << what;
+      EXPECT_NEAR(fit->coefficients[1], tok, 0.05 * tok) << what;
+      EXPECT_NEAR(fit->coefficients[2] * 1500.0 * 1500 / 3, pair * 1500.0 * 1500 / 3, 0.03 * typical) << what;
+      EXPECT_GT(fit->r2, 0.95) << what;
+      EXPECT_LT(fit->rel_residual_p50, 0.03) << what;
+    }
+  }
+  // The profile round-trips through the cost model's own reader and prices every layer of the model.
+  auto table = CoefficientCostModel::Parse(FormatProfile(*cal), "profile", AnalyticCostModel(DeviceSpec{}));
+  ASSERT_TRUE(table.ok()) << table.error().message();
+  auto model = LoadScenarioModel(a.scenario);
+  ASSERT_TRUE(model.ok());
+  EXPECT_TRUE(table->Supports(*model).ok());
+}
+
+TEST(Calibrate, ProfileWithoutALayerTypeIsAnErrorNamingIt) {
+  SyntheticRun a{Dir("missing")};
+  ASSERT_EQ(WriteSyntheticRun(a), "");
+  auto cal = Calibrate({a.dir});
+  ASSERT_TRUE(cal.ok()) << cal.error().message();
+  std::erase_if(cal->fits, [](const LayerTypeFit& f) { return f.kind == LayerKind::kHead; });
+  auto table = CoefficientCostModel::Parse(FormatProfile(*cal), "profile", AnalyticCostModel(DeviceSpec{}));
+  ASSERT_TRUE(table.ok());
+  auto model = LoadScenarioModel(a.scenario);
+  ASSERT_TRUE(model.ok());
+  const Status st = table->Supports(*model);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("vicuna-7b-v1.5,head"), std::string::npos) << st.error().message();
+}
+
+TEST(Calibrate, BadInputsAreErrorsNamingTheRun) {
+  auto expect_error = [](const std::vector<std::string>& dirs, const std::vector<std::string>& parts) {
+    auto cal = Calibrate(dirs);
+    ASSERT_FALSE(cal.ok());
+    for (const std::string& p : parts)
+      EXPECT_NE(cal.error().message().find(p), std::string::npos) << cal.error().message();
+  };
+  // A simulated run.
+  SyntheticRun sim{Dir("sim")};
+  sim.simulated = true;
+  ASSERT_EQ(WriteSyntheticRun(sim), "");
+  expect_error({sim.dir}, {sim.dir + "/summary.json", "simulated run"});
+  // A layers.csv of another model.
+  auto other = LoadModel("internvl-1.5-6b-20b");
+  ASSERT_TRUE(other.ok());
+  SyntheticRun foreign{Dir("foreign")};
+  foreign.labels_from = &*other;
+  ASSERT_EQ(WriteSyntheticRun(foreign), "");
+  expect_error({foreign.dir}, {foreign.dir + "/layers.csv:6: label: 'vision.block.2'", "from another model"});
+  // Another schema version.
+  SyntheticRun v2{Dir("v2")};
+  v2.version_line = "# mmtwin-layers v2";
+  ASSERT_EQ(WriteSyntheticRun(v2), "");
+  expect_error({v2.dir}, {v2.dir + "/layers.csv:1", "unsupported version 'mmtwin-layers v2'"});
+  // Too few samples to fit.
+  SyntheticRun few{Dir("few")};
+  few.rows_per_layer = 3;
+  ASSERT_EQ(WriteSyntheticRun(few), "");
+  expect_error({few.dir}, {"layer type 'clip-vit-l-14-336,embedding': 3 measured rows, at least 8"});
+  // Runs of different tp.
+  SyntheticRun tp1{Dir("tp1")}, tp2{Dir("tp2")};
+  tp2.scenario.parallel.tp = 2;
+  tp2.scenario.parallel.dp = 1;
+  ASSERT_EQ(WriteSyntheticRun(tp1), "");
+  ASSERT_EQ(WriteSyntheticRun(tp2), "");
+  expect_error({tp1.dir, tp2.dir},
+               {tp2.dir + "/scenario.yaml: parallel.tp: 2", "calibrate each tp separately"});
+  // A folder with no run.
+  expect_error({Dir("nothing")}, {"nothing"});
+  expect_error({}, {"no run folders"});
+}
+
+}  // namespace
+}  // namespace mmtwin

@@ -1,0 +1,72 @@
+// `mmtwin calibrate` and `mmtwin simulate --cost` as a user runs them: the profile is written, printed and used;
+// bad input exits 2 with a message naming the run.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "calibrate/synthetic_runs.h"
+#include "cli/cli_runner.h"
+#include "core/records/records_codec.h"
+
+namespace mmtwin {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Mmtwin;
+
+std::string Dir(const std::string& name) {
+  return (fs::path(::testing::TempDir()) / ("cli_calibrate_" + name)).string();
+}
+
+TEST(CliCalibrate, WritesAProfileThatSimulateUses) {
+  testing::SyntheticRun run{Dir("run")};
+  ASSERT_EQ(testing::WriteSyntheticRun(run), "");
+  const std::string profile = Dir("profile.csv");
+  auto r = Mmtwin("calibrate " + run.dir + " -o " + profile);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("vicuna-7b-v1.5,transformer"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("wrote " + profile + " (6 layer types, tp 1, from 1 run)"), std::string::npos)
+      << r.out;
+  ASSERT_TRUE(fs::exists(profile));
+
+  // Simulate the same scenario with the analytic model and with the profile: the profile's times show up.
+  const std::string scenario = std::string(MMTWIN_SOURCE_DIR) + "/scenarios/backend/small.yaml";
+  auto analytic = Mmtwin("simulate " + scenario + " -o " + Dir("sim_analytic"), false);
+  ASSERT_EQ(analytic.code, 0) << analytic.out;
+  auto calibrated = Mmtwin("simulate " + scenario + " --cost " + profile + " -o " + Dir("sim_cal"), false);
+  ASSERT_EQ(calibrated.code, 0) << calibrated.out;
+  auto a = LoadSummary(Dir("sim_analytic"));
+  auto c = LoadSummary(Dir("sim_cal"));
+  ASSERT_TRUE(a.ok() && c.ok());
+  // The synthetic coefficients price a layer at tens to thousands of µs; the analytic model prices the shrunk
+  // model on an H100-class device far below that.
+  EXPECT_GT(c->iteration_time_us.mean, 3 * a->iteration_time_us.mean)
+      << c->iteration_time_us.mean << " vs " << a->iteration_time_us.mean;
+  auto back = Mmtwin("simulate " + scenario + " --cost analytic -o " + Dir("sim_back"), false);
+  ASSERT_EQ(back.code, 0);
+  EXPECT_DOUBLE_EQ(LoadSummary(Dir("sim_back"))->iteration_time_us.mean, a->iteration_time_us.mean);
+}
+
+TEST(CliCalibrate, BadInputExitsTwo) {
+  testing::SyntheticRun sim{Dir("simulated")};
+  sim.simulated = true;
+  ASSERT_EQ(testing::WriteSyntheticRun(sim), "");
+  auto r = Mmtwin("calibrate " + sim.dir + " -o " + Dir("p.csv"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("mmtwin calibrate: " + sim.dir + "/summary.json: source: a simulated run"),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(Dir("p.csv")));
+  r = Mmtwin("calibrate " + sim.dir + " -o " + Dir("p.csv") + " --min-samples 1");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("--min-samples: '1' is not an integer in [3, 1e9]"), std::string::npos) << r.out;
+  r = Mmtwin("simulate " + std::string(MMTWIN_SOURCE_DIR) +
+             "/scenarios/backend/small.yaml --cost /nonexistent.csv");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("--cost: '/nonexistent.csv' is neither 'analytic' nor a readable file"),
+            std::string::npos)
+      << r.out;
+}
+
+}  // namespace
+}  // namespace mmtwin
