@@ -84,6 +84,9 @@ int main(int argc, char** argv) {
       app.add_subcommand("reference", "single-process reference gradients of the first iteration");
   ref->add_option("scenario", scenario, "scenario file")->required();
   ref->add_option("-o,--output", rundir, "folder for grads.ref.bin")->required();
+  bool force_packed = false;
+  ref->add_flag("--packed", force_packed,
+                "tests: pack the micro-batches even when the plan pads them (padding must not change gradients)");
 
   try {
     app.parse(argc, argv);
@@ -102,7 +105,7 @@ int main(int argc, char** argv) {
       o.rank_args = flags.Args();
       return mmtwin::backend::Launch(o, "/proc/self/exe", std::cout, std::cerr);
     }
-    if (ref->parsed()) return mmtwin::backend::RunReference(scenario, rundir, std::cout, std::cerr);
+    if (ref->parsed()) return mmtwin::backend::RunReference(scenario, rundir, std::cout, std::cerr, force_packed);
     auto rv = mmtwin::backend::RendezvousFromEnv();
     if (!rv) {
       std::cerr << "mmtwin-train: " << rv.error().message() << "\n";

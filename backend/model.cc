@@ -83,7 +83,7 @@ State State::FromParts(std::vector<at::Tensor> parts, bool has_x) {
 }
 
 MicroBatch MakeMicroBatch(const ModelSpec& m, const Trace& trace, const std::vector<uint32_t>& samples,
-                          uint64_t seed, int64_t loss_tokens) {
+                          uint64_t seed, int64_t loss_tokens, bool packed) {
   MicroBatch mb;
   mb.seed = seed;
   mb.loss_tokens = std::max<int64_t>(1, loss_tokens);
@@ -91,7 +91,7 @@ MicroBatch MakeMicroBatch(const ModelSpec& m, const Trace& trace, const std::vec
   const Component* audio = m.Find(ComponentKind::kAudio);
   std::vector<Sample> picked;
   for (uint32_t i : samples) picked.push_back(trace.samples.at(i));
-  mb.workloads = ModelWorkloads(m, picked);
+  mb.workloads = ModelWorkloads(m, picked, packed ? Packing::kVarlen : Packing::kPadded);
   for (uint32_t i : samples) {
     const Sample& s = trace.samples.at(i);
     const SampleTokens t = TokensFor(m, s);
@@ -113,10 +113,17 @@ MicroBatch MakeMicroBatch(const ModelSpec& m, const Trace& trace, const std::vec
     mb.attention_pairs += 0.5 * static_cast<double>(sh.llm_tokens) * static_cast<double>(sh.llm_tokens + 1);
     mb.samples.push_back(sh);
   }
+  if (!packed) {
+    int64_t longest = 0;
+    for (const SampleShape& sh : mb.samples) longest = std::max(longest, sh.llm_tokens);
+    for (SampleShape& sh : mb.samples) sh.pad = longest - sh.llm_tokens;
+  }
   return mb;
 }
 
 namespace {
+
+constexpr int64_t kIgnoreLabel = -100;  // pad positions: no loss
 
 // ---- Tensor-parallel conjugate operators (Megatron's f and g) ----
 
@@ -228,8 +235,8 @@ class Block : public Layer {
     }
     for (const SampleShape& s : mb.samples) {
       if (comp_ == ComponentKind::kLlm) {
-        spans.push_back({at, s.llm_tokens});
-        at += s.llm_tokens;
+        spans.push_back({at, s.llm_tokens + s.pad});
+        at += s.llm_tokens + s.pad;
       } else {  // audio: windows of window positions
         const int64_t w = window_ > 0 ? window_ : s.audio_pos;
         for (int64_t k = 0; k < s.audio_pos; k += w) spans.push_back({at + k, std::min(w, s.audio_pos - k)});
@@ -400,6 +407,8 @@ class LlmEmbed : public Layer {
         const at::Tensor ids = at::randint(vocab_, {s.text}, g, at::TensorOptions().dtype(at::kLong));
         seq.push_back(at::embedding(w_, ids));
       }
+      if (s.pad > 0)  // pad id 0
+        seq.push_back(at::embedding(w_, at::zeros({s.pad}, at::TensorOptions().dtype(at::kLong))));
     }
     in.done.clear();
     in.x = seq.empty() ? at::zeros({0, h_}, kF32) : at::cat(seq, 0);
@@ -501,10 +510,11 @@ class Head : public Layer {
     for (const SampleShape& s : mb.samples) {
       at::Generator g = Gen(mb.seed, s.index, kLabels);
       labels.push_back(at::randint(vocab_, {s.llm_tokens}, g, at::TensorOptions().dtype(at::kLong)));
+      if (s.pad > 0) labels.push_back(at::full({s.pad}, kIgnoreLabel, at::TensorOptions().dtype(at::kLong)));
     }
     const at::Tensor target = at::cat(labels, 0);
-    in.loss =
-        at::cross_entropy_loss(logits, target, {}, at::Reduction::Sum) / static_cast<double>(mb.loss_tokens);
+    in.loss = at::cross_entropy_loss(logits, target, {}, at::Reduction::Sum, kIgnoreLabel) /
+              static_cast<double>(mb.loss_tokens);
     in.x = at::Tensor();
     return in;
   }

@@ -43,6 +43,7 @@ struct SampleShape {
   int64_t audio_pos = 0;  // audio encoder positions (after the stride-2 convolution)
   int64_t vision_llm = 0, audio_llm = 0, text = 0;
   int64_t llm_tokens = 0;  // vision_llm + audio_llm + text = TokensFor(...).llm_tokens
+  int64_t pad = 0;  // padded plans: pad tokens after the sample, up to the micro-batch's longest (no loss)
 };
 
 // A micro-batch: its samples in plan order.
@@ -59,8 +60,11 @@ struct MicroBatch {
   std::vector<LayerWorkload> workloads;
 };
 
+// `packed` false (a padded plan, Plan::packed): every sample's LLM sequence is padded to the micro-batch's
+// longest, as the simulator prices it (the pads come after the sample's tokens, so causal attention keeps them
+// out of the real tokens' results, and they carry no loss: gradients equal the packed run's).
 MicroBatch MakeMicroBatch(const ModelSpec& m, const Trace& trace, const std::vector<uint32_t>& samples,
-                          uint64_t seed, int64_t loss_tokens);
+                          uint64_t seed, int64_t loss_tokens, bool packed = true);
 
 // What flows between layers (and between pipeline ranks): the outputs of the encoders already projected into
 // the LLM's width (in component order), and the current hidden state (undefined between a projector and the

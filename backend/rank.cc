@@ -1037,7 +1037,8 @@ void Rank::RunIteration(int index, const IterationData& it, bool measured, bool 
   const int64_t loss_tokens = LossTokens(model_, trace_, it);
   mbs_.clear();
   for (int m = 0; m < M; ++m)
-    mbs_.push_back(MakeMicroBatch(model_, trace_, it.micro_batches[coord_.dp][m], plan_.seed, loss_tokens));
+    mbs_.push_back(MakeMicroBatch(model_, trace_, it.micro_batches[coord_.dp][m], plan_.seed, loss_tokens,
+                                  plan_.packed));
   for (auto& np : named_)
     if (np.second.grad().defined()) np.second.mutable_grad().zero_();
   backwards_left_.clear();
@@ -1188,8 +1189,8 @@ int RunRank(const TrainOptions& options, const Rendezvous& rv, std::ostream& out
   return r.Run();
 }
 
-int RunReference(const std::string& scenario_path, const std::string& dir, std::ostream& out,
-                 std::ostream& err) {
+int RunReference(const std::string& scenario_path, const std::string& dir, std::ostream& out, std::ostream& err,
+                 bool force_packed) {
   try {
     auto scenario = LoadScenario(scenario_path);
     if (!scenario) {
@@ -1218,7 +1219,7 @@ int RunReference(const std::string& scenario_path, const std::string& dir, std::
     double loss = 0;
     for (const auto& dp : it.micro_batches)
       for (const auto& samples : dp) {
-        const MicroBatch mb = MakeMicroBatch(m, run->trace, samples, plan.seed, loss_tokens);
+        const MicroBatch mb = MakeMicroBatch(m, run->trace, samples, plan.seed, loss_tokens, plan.packed || force_packed);
         State s;
         for (auto& l : layers) s = l->Forward(std::move(s), mb);
         loss += s.loss.item<double>();

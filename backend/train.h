@@ -51,7 +51,9 @@ int RunRank(const TrainOptions& options, const Rendezvous& rv, std::ostream& out
 
 // The single-process reference: the same plan's first replayed iteration (every DP rank's micro-batches) run
 // through the whole model as one autograd graph per micro-batch, no recompute, no communication; writes
-// DIR/grads.ref.bin in the format of TrainOptions::dump_grads. Exit codes as RunRank.
-int RunReference(const std::string& scenario, const std::string& dir, std::ostream& out, std::ostream& err);
+// DIR/grads.ref.bin in the format of TrainOptions::dump_grads. Micro-batches are padded when the plan says so
+// (Plan::packed false), unless `force_packed`. Exit codes as RunRank.
+int RunReference(const std::string& scenario, const std::string& dir, std::ostream& out, std::ostream& err,
+                 bool force_packed = false);
 
 }  // namespace mmtwin::backend

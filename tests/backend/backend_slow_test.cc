@@ -20,8 +20,10 @@
 #include <vector>
 
 #include "cli/cli_runner.h"
+#include "core/cost/cost_model.h"
 #include "core/driver/planner.h"
 #include "core/plan/mesh.h"
+#include "core/records/layer_timings.h"
 #include "core/records/plan_codec.h"
 #include "core/records/records_codec.h"
 #include "core/scenario/scenario.h"
@@ -295,7 +297,62 @@ TEST(BackendRecords, OpOrderAndSamplesFollowThePlan) {
   ASSERT_EQ(summary->stages.size(), 2u);
   for (const StageRecord& st : summary->stages) EXPECT_GT(st.peak_memory_bytes, 0);
   EXPECT_TRUE(fs::exists(dir + "/real/trace.json"));
-  EXPECT_TRUE(fs::exists(dir + "/real/layers.csv"));
+  // layers.csv: every layer's workload is the one the simulator prices for that micro-batch (the plan pads:
+  // the random policy's micro-batches are padded to their longest sample), the features calibration fits.
+  EXPECT_FALSE(plan->packed);
+  auto layers_text = ReadFile(dir + "/real/layers.csv");
+  ASSERT_TRUE(layers_text.ok());
+  auto rows = ParseLayerTimingsCsv(*layers_text, "layers.csv");
+  ASSERT_TRUE(rows.ok()) << rows.error().message();
+  const std::vector<Layer> layers = Layers(*model);
+  int checked = 0, padded = 0;
+  for (const LayerTiming& r : *rows) {
+    const IterationData* it = nullptr;
+    for (const IterationData& i : plan->iterations)
+      if (i.epoch_index == r.iteration) it = &i;
+    ASSERT_NE(it, nullptr);
+    std::vector<SampleTokens> mb;
+    for (uint32_t k : it->micro_batches[mesh.DpOfDevice(r.device)][r.micro_batch])
+      mb.push_back(planned->tokens[k]);
+    const int comp = layers[r.layer].component;
+    const LayerWorkload want = ComponentWorkload(*model, comp, mb, Packing::kPadded);
+    EXPECT_EQ(r.tokens, want.tokens) << r.label;
+    EXPECT_EQ(r.spans, want.sequences) << r.label;
+    EXPECT_DOUBLE_EQ(r.attention_pairs, want.attn_pairs) << r.label;
+    EXPECT_GT(r.fwd_us, 0) << r.label;
+    EXPECT_GT(r.bwd_us, 0) << r.label;
+    if (model->components[comp].kind == ComponentKind::kLlm &&
+        want.tokens > ComponentWorkload(*model, comp, mb, Packing::kVarlen).tokens)
+      ++padded;
+    ++checked;
+  }
+  EXPECT_EQ(checked,
+            2 * 2 * 4 * static_cast<int>(layers.size()));  // iterations x dp x micro-batches x layers
+  EXPECT_GT(padded, 0);                                    // some micro-batches did carry pads
+}
+
+// Pads (a padded plan) cost compute but must not change the result: the reference with the plan's padding
+// and the same reference packed give the same gradients and loss.
+TEST(BackendOracle, PaddingDoesNotChangeGradients) {
+  const std::string dir = Dir("padding");
+  const std::string sc = Scenario(dir, {});
+  CliRun padded = Train("reference " + sc + " -o " + dir + "/padded");
+  ASSERT_EQ(padded.code, 0) << padded.out;
+  CliRun packed = Train("reference " + sc + " -o " + dir + "/packed --packed");
+  ASSERT_EQ(packed.code, 0) << packed.out;
+  const Grads a = ReadGrads(dir + "/padded/grads.ref.bin"), b = ReadGrads(dir + "/packed/grads.ref.bin");
+  ASSERT_EQ(a.size(), b.size());
+  double norm = 0, worst = 0;
+  for (const auto& [k, v] : a) {
+    ASSERT_TRUE(b.count(k)) << k;
+    ASSERT_EQ(v.size(), b.at(k).size()) << k;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (k != "__loss__") norm += static_cast<double>(v[i]) * v[i];
+      worst = std::max(worst, std::abs(static_cast<double>(v[i]) - b.at(k)[i]));
+    }
+  }
+  EXPECT_GT(norm, 0);
+  EXPECT_LE(worst, 1e-5 * std::sqrt(norm));
 }
 
 TEST(BackendFaults, KilledRankEndsTheJobAndKeepsFinishedIterations) {
