@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/plan/memory.h"
+#include "core/plan/schedule.h"
+
 #include <numeric>
 
 namespace mmtwin {
@@ -120,6 +123,61 @@ TEST(PricerTest, StaticParamsAndCommLayout) {
   par.dp = 8;
   Pricer wide(f.model, cost, f.cluster, par);
   EXPECT_DOUBLE_EQ(wide.Comm().dp_bytes_per_s, f.cluster.node_nic_bytes_per_s() / f.cluster.gpus_per_node);
+}
+
+// Issue 8 oracle: one stage (pp 1) of L equal LLM blocks with full recompute keeps each block's input, and the
+// backward rematerializes one block at a time, so the peak activation is everything held plus ONE block's
+// extra activations (the whole stage's before the fix: full recompute then saved nothing at pp 1). uniform:2
+// keeps one input per pair and rematerializes a pair at a time.
+TEST(PricerTest, RecomputeTransientIsOneCheckpointedUnit) {
+  const ModelSpec model = *LoadModel("llama-3-8b");
+  const ClusterSpec cluster = *LoadCluster("a100-4x200g");
+  ParallelConfig par;
+  par.micro_batches = 1;
+  AnalyticCostModel cost(cluster.device, {});
+  Pricer pricer(model, cost, cluster, par);
+  Sample s;
+  s.text_tokens = 4096;
+  const std::vector<SampleTokens> mb = {TokensFor(model, s)};
+  std::vector<LayerCost> lc;
+  pricer.LayerCosts(mb, Packing::kVarlen, lc);
+  const std::vector<Layer>& layers = pricer.layers();
+  int blocks = 0;
+  int64_t others = 0;
+  const LayerCost* block = nullptr;
+  for (size_t i = 0; i < layers.size(); ++i)
+    if (layers[i].kind == LayerKind::kTransformer) {
+      ++blocks;
+      if (block) {  // the blocks are equal
+        ASSERT_EQ(lc[i].act_bytes, block->act_bytes);
+        ASSERT_EQ(lc[i].act_bytes_recompute, block->act_bytes_recompute);
+      }
+      block = &lc[i];
+    } else {
+      others += lc[i].act_bytes;
+    }
+  ASSERT_EQ(blocks, 32);
+  ASSERT_GT(block->act_bytes, 2 * block->act_bytes_recompute);
+  const Schedule sched = *BuildSchedule("1f1b", 1, 1, 1);
+  const Partition part{{0, static_cast<int>(layers.size())}};
+  auto peak = [&](auto flag_of_block) {
+    RecomputePlan rc{std::vector<uint8_t>(layers.size(), 0)};
+    int b = 0;
+    for (size_t i = 0; i < layers.size(); ++i)
+      if (layers[i].kind == LayerKind::kTransformer) rc.layers[i] = flag_of_block(b++);
+    IterationCosts costs;
+    costs.Resize(1, 1, 1);
+    pricer.PriceMicroBatch(mb, Packing::kVarlen, part, rc, &costs.At(0, 0, 0));
+    const std::vector<int64_t> params(layers.size(), 0);
+    return ComputeMemory(par, part, params, sched, costs, int64_t{1} << 40)[0].peak_activation_bytes;
+  };
+  const int64_t act = block->act_bytes, kept = block->act_bytes_recompute;
+  EXPECT_EQ(peak([](int) { return uint8_t{0}; }), others + blocks * act);
+  EXPECT_EQ(peak([](int) { return uint8_t{1}; }), others + blocks * kept + (act - kept));
+  EXPECT_EQ(peak([](int b) { return uint8_t(b % 2 == 0 ? 1 : 2); }),
+            others + blocks / 2 * kept + (act - kept) + act);
+  // Full recompute now saves memory at pp 1.
+  EXPECT_LT(peak([](int) { return uint8_t{1}; }), peak([](int) { return uint8_t{0}; }) / 2);
 }
 
 }  // namespace

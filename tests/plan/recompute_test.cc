@@ -109,6 +109,20 @@ TEST(RecomputePolicyTest, ErrorsNameTheProblem) {
   EXPECT_FALSE(RunRecomputePolicy("none", {}, bad).ok());
 }
 
+// The recompute transient of chunk [lo, hi) by its definition: each checkpointed group (a kRecomputeKeepInput
+// layer and the kRecomputeInGroup layers after it) rematerializes its activations less its kept input, one
+// group at a time.
+int64_t UnitTransientOracle(const LayerProfile& prof, const RecomputePlan& plan, int lo, int hi) {
+  int64_t best = 0;
+  for (int l = lo; l < hi; ++l) {
+    if (plan.layers[l] != kRecomputeKeepInput) continue;
+    int64_t group = prof.act_bytes[l] - prof.act_bytes_recompute[l];
+    for (int j = l + 1; j < hi && plan.layers[j] == kRecomputeInGroup; ++j) group += prof.act_bytes[j];
+    best = std::max(best, group);
+  }
+  return best;
+}
+
 RecomputeContext MemCtx(const LayerProfile& prof, std::vector<int> bounds, int pp, std::vector<int> in_flight,
                         std::vector<int64_t> states, int64_t capacity) {
   RecomputeContext ctx = Ctx(prof, std::move(bounds), pp);
@@ -202,10 +216,9 @@ TEST(AdaptiveTest, InterleavedFitsWheneverFullFits) {
 }
 
 TEST(AdaptiveTest, PrefersBetterSavingPerCost) {
-  // One rank: 4 ViT blocks saving 60 each for 1 us, 4 LLM blocks saving 100 for 4 us; 3 micro-batches in
-  // flight (each recomputed block saves (3 - 1) x its bytes). Excess 300: two blocks are needed (200 + 200 or
-  // 200 + 120
-  // >= 300 > 120 + 120); the cheap choice is one ViT + one LLM block.
+  // One rank: 4 ViT blocks with t = 60 bytes rematerialized, forward 1 us, and 4 LLM blocks with t = 100, 4 us;
+  // 3 micro-batches in flight, so recomputing a block saves e = 3 t of held activations (180 or 300) and the
+  // backward adds back the largest recomputed block's t once. A set fits when sum e >= excess + max t.
   LayerProfile prof = SmallVlm();
   for (int l = 0; l < prof.size(); ++l) {
     if (prof.layers[l].kind != LayerKind::kTransformer) continue;
@@ -215,21 +228,28 @@ TEST(AdaptiveTest, PrefersBetterSavingPerCost) {
   }
   RecomputeContext ctx = MemCtx(prof, {0, 12}, 1, {3}, {0}, 0);
   const int64_t base = EstimateRankMemory(ctx, RecomputePlan{std::vector<uint8_t>(12, 0)})[0];
+  // Excess 300: one block never fits (300 < 300 + 100); two ViT blocks (360 >= 300 + 60, 2 us) beat one ViT
+  // and one LLM block (480 >= 400, 5 us).
   ctx.capacity_bytes = base - 300;
   Result<RecomputePlan> r = RunRecomputePolicy("adaptive", {}, ctx);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->layers, (std::vector<uint8_t>{0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}));
-  // Excess 100: one ViT block (the cheapest saving that covers it) is enough.
+  EXPECT_EQ(r->layers, (std::vector<uint8_t>{0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+  EXPECT_LE(EstimateRankMemory(ctx, *r)[0], ctx.capacity_bytes);
+  // Excess 100: one ViT block (180 >= 160) is enough.
   ctx.capacity_bytes = base - 100;
   EXPECT_EQ(RunRecomputePolicy("adaptive", {}, ctx)->layers,
             (std::vector<uint8_t>{0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
-  // Excess 200: one LLM block (fewest layers) rather than two ViT blocks.
+  // Excess 200: one LLM block (300 >= 300, fewest layers) rather than two ViT blocks.
   ctx.capacity_bytes = base - 200;
   EXPECT_EQ(RunRecomputePolicy("adaptive", {}, ctx)->Count(), 1);
-  // A rank with one micro-batch in flight gains nothing from recomputation.
+  // A rank with one micro-batch in flight (the last pipeline stage under 1F1B) still gains: 100 short, two
+  // LLM blocks save 200 and add back 100 (ViT blocks alone would take three: 180 >= 100 + 60).
   ctx.in_flight = {1};
-  ctx.capacity_bytes = base / 3 - 100;  // one micro-batch held: base / 3, still 100 short
-  EXPECT_EQ(RunRecomputePolicy("adaptive", {}, ctx)->layers, RunRecomputePolicy("full", {}, ctx)->layers);
+  ctx.capacity_bytes = base / 3 - 100;  // one micro-batch held: base / 3
+  r = RunRecomputePolicy("adaptive", {}, ctx);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->layers, (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0}));
+  EXPECT_EQ(EstimateRankMemory(ctx, *r)[0], ctx.capacity_bytes);
 }
 
 TEST(AdaptiveTest, EstimateMatchesComputeMemoryWalkOnOneFOneB) {
@@ -248,6 +268,8 @@ TEST(AdaptiveTest, EstimateMatchesComputeMemoryWalkOnOneFOneB) {
         cc.act_bytes = held[c];
         for (int l = ctx.partition.bounds[c]; l < ctx.partition.bounds[c + 1]; ++l)
           cc.act_bytes_no_recompute += prof.act_bytes[l];
+        cc.recompute_transient_bytes =
+            UnitTransientOracle(prof, *plan, ctx.partition.bounds[c], ctx.partition.bounds[c + 1]);
       }
     Schedule s;
     s.pp = pp;
@@ -308,6 +330,7 @@ TEST(FitsWithFullRecomputeTest, AgreesWithComputeMemoryOnPricedFullPlan) {
       cc.act_bytes = held[r];
       for (int l = part.bounds[r]; l < part.bounds[r + 1]; ++l)
         cc.act_bytes_no_recompute += prof.act_bytes[l];
+      cc.recompute_transient_bytes = UnitTransientOracle(prof, full, part.bounds[r], part.bounds[r + 1]);
       cc.send_bytes = r + 1 < 3 ? prof.boundary_bytes[part.bounds[r + 1] - 1] / 2 : 0;
     }
   }

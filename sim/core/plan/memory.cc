@@ -95,11 +95,10 @@ std::vector<StageMemory> ComputeMemory(const ParallelConfig& parallel, const Par
           held = AddBytes(held, cc.act_bytes);
           peak = std::max(peak, held);
         } else {
-          // The recompute transient at the start of the backward; the activations are freed when it ends (a
-          // split backward keeps them through its weight-gradient pass).
-          if (StartsBackward(op.kind))
-            peak = std::max(peak,
-                            AddBytes(held, std::max<int64_t>(0, cc.act_bytes_no_recompute - cc.act_bytes)));
+          // The recompute transient of the backward: one checkpointed unit at a time (ChunkCost); the
+          // activations are freed when the backward ends (a split backward keeps them through its
+          // weight-gradient pass).
+          if (StartsBackward(op.kind)) peak = std::max(peak, AddBytes(held, cc.recompute_transient_bytes));
           if (EndsBackward(op.kind)) held -= cc.act_bytes;
         }
       }

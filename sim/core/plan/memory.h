@@ -10,11 +10,12 @@
 // - Activations: walk the rank's schedule order (Schedule::per_rank[r]) for every DP replica with that
 // replica's
 //   micro-batch costs. The forward of (mb, chunk) adds ChunkCost::act_bytes, its backward releases it. During
-//   a backward the recomputed layers of that chunk are rematerialized first (the op graph runs the chunk's
-//   whole recompute right before its backward), so the backward transiently adds act_bytes_no_recompute -
-//   act_bytes (0 without recompute) on top of what is held, including its own stored activations. The peak
-//   over the walk (max over DP replicas) is peak_activation_bytes. This is conservative against Megatron,
-//   which rematerializes one checkpointed group at a time.
+//   a backward the recomputed layers of that chunk are rematerialized one checkpointed unit at a time (a
+//   recomputed layer from its kept input, or a uniform:N group from the group's input), each just before its
+//   own backward, as Megatron-LM and PyTorch checkpointing run it: the backward transiently adds the largest
+//   unit's rematerialized activations (ChunkCost::recompute_transient_bytes; 0 without recompute) on top of
+//   what is held, including its own stored activations. The peak over the walk (max over DP replicas) is
+//   peak_activation_bytes. (The op graph still times the chunk's recompute as one op before its backward.)
 // - Boundary buffers: one send buffer and one receive buffer: the largest send_bytes of the rank's own chunks
 //   (activations out, and the same-sized gradients in) plus the largest send_bytes of the chunks feeding them
 //   (chunk c - 1: activations in, gradients out), over DP replicas and micro-batches. For a uniform middle

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/plan/dispatch.h"
+#include "core/util/numeric.h"
 #include "core/util/status.h"
 
 namespace mmtwin {
@@ -64,6 +65,18 @@ struct RecomputePlan {
   int Count() const;
   bool operator==(const RecomputePlan&) const = default;
 };
+
+// The recompute transient, one checkpointed unit at a time (Megatron-LM and torch.utils.checkpoint recompute
+// each unit just before its own backward): walking a chunk's layers in order, a kept layer (0) ends the
+// current unit, a recomputed layer with a kept input (1) starts one holding act_bytes - act_bytes_recompute,
+// an in-group layer (2) adds its act_bytes. Returns the unit's rematerialized bytes after `flag`'s layer; the
+// chunk's transient is the maximum over its layers.
+inline int64_t ExtendRecomputeUnit(int64_t unit_bytes, uint8_t flag, int64_t act_bytes,
+                                   int64_t act_bytes_recompute) {
+  if (flag == 0) return 0;
+  if (flag == 1) return act_bytes > act_bytes_recompute ? act_bytes - act_bytes_recompute : 0;
+  return AddBytes(unit_bytes, act_bytes > 0 ? act_bytes : 0);
+}
 
 // kBackward is a chunk's whole backward (input and weight gradients). Zero-bubble schedules (ZB-H1/H2, Qi et al.
 // 2023) split it: kBackwardInput (B, the input gradient the previous chunk waits for) and kBackwardWeight (W,
@@ -148,6 +161,10 @@ struct ChunkCost {
   double tp_bwd_us = 0;     // TP collectives inside the backward (and the recompute)
   int64_t act_bytes = 0;    // activations held from this forward until its backward (recompute applied)
   int64_t act_bytes_no_recompute = 0;  // the same if nothing were recomputed
+  // The recompute transient of this chunk's backward: checkpointed units (a recomputed layer with its kept
+  // input, or a uniform:N group) are rematerialized one at a time, each just before its own backward, so the
+  // extra bytes are the largest unit's rematerialized activations (0 without recompute).
+  int64_t recompute_transient_bytes = 0;
   int64_t send_bytes = 0;  // activation sent to the next chunk (and its gradient back); 0 for the last chunk
   double model_flops = 0;  // forward + backward FLOPs of the real tokens (no padding, no recompute), all TP
                            // ranks: the numerator of MFU

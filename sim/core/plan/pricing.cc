@@ -69,6 +69,7 @@ void Pricer::PriceMicroBatch(const std::vector<SampleTokens>& mb, Packing packin
   for (int c = 0; c < chunks; ++c) {
     ChunkCost& cc = out[c];
     cc = ChunkCost{};
+    int64_t unit = 0;  // rematerialized bytes of the current checkpointed unit
     for (int i = partition.bounds[c]; i < partition.bounds[c + 1]; ++i) {
       const LayerCost& x = lc[i];
       const uint8_t flag = i < static_cast<int>(recompute.layers.size()) ? recompute.layers[i] : 0;
@@ -80,6 +81,8 @@ void Pricer::PriceMicroBatch(const std::vector<SampleTokens>& mb, Packing packin
       // 1: recomputed from its kept input; 2: recomputed inside a checkpointed group (nothing kept,
       // recompute.h).
       cc.act_bytes = AddBytes(cc.act_bytes, flag == 0 ? x.act_bytes : flag == 1 ? x.act_bytes_recompute : 0);
+      unit = ExtendRecomputeUnit(unit, flag, x.act_bytes, x.act_bytes_recompute);
+      cc.recompute_transient_bytes = std::max(cc.recompute_transient_bytes, unit);
       if (layers_[i].kind == LayerKind::kTransformer) {
         const double tp_us = TpLayerForwardUs(work[layers_[i].component].tokens, hidden_of_layer_[i]);
         cc.tp_fwd_us += tp_us;

@@ -89,8 +89,9 @@ Result<RecomputePlan> RunAdaptive(const RecomputeContext& ctx, const Params& par
     if (need <= 0) continue;
     struct Cand {
       int layer;
-      double saving;  // e_l
-      double ratio;   // e_l / fwd_us
+      double saving;     // e_l = n_c * t_l
+      double transient;  // t_l = act - act_recompute, rematerialized before the layer's backward
+      double ratio;      // e_l / fwd_us
     };
     std::vector<Cand> cands;
     std::vector<int> all;  // every recomputable layer of the rank
@@ -98,19 +99,34 @@ Result<RecomputePlan> RunAdaptive(const RecomputeContext& ctx, const Params& par
       for (int l = part.bounds[c]; l < part.bounds[c + 1]; ++l) {
         if (!Recomputable(prof, l)) continue;
         all.push_back(l);
-        const double e = (ChunkInFlight(ctx, c) - 1.0) * Saving(prof, l);
+        const double e = ChunkInFlight(ctx, c) * Saving(prof, l);
         if (e <= 0) continue;
         const double ratio = prof.fwd_us[l] > 0 ? e / prof.fwd_us[l] : HUGE_VAL;
-        cands.push_back({l, e, ratio});
+        cands.push_back({l, e, Saving(prof, l), ratio});
       }
-    // Fewest layers: the k largest savings.
+    // A set S fits when sum_S e_l >= need + max_S t_l. For a cap T on the transient, the candidates with
+    // t_l <= T fit once their savings cover need + T; the fewest layers over all caps (the distinct t_l) is
+    // the exact minimum, since the optimal set fits under its own largest t_l.
+    std::vector<double> caps;
+    for (const Cand& c : cands) caps.push_back(c.transient);
+    std::sort(caps.begin(), caps.end());
+    caps.erase(std::unique(caps.begin(), caps.end()), caps.end());
+    std::vector<int> k_of_cap(caps.size(), 0);  // 0: cannot fit under this cap
     std::vector<double> by_saving;
-    for (const Cand& c : cands) by_saving.push_back(c.saving);
-    std::sort(by_saving.begin(), by_saving.end(), std::greater<double>());
     int k = 0;
-    double covered = 0;
-    while (k < static_cast<int>(by_saving.size()) && covered < need) covered += by_saving[k++];
-    if (covered < need) {  // even every useful layer is not enough: full, the memory report says oom
+    for (size_t ci = 0; ci < caps.size(); ++ci) {
+      by_saving.clear();
+      for (const Cand& c : cands)
+        if (c.transient <= caps[ci]) by_saving.push_back(c.saving);
+      std::sort(by_saving.begin(), by_saving.end(), std::greater<double>());
+      double covered = 0;
+      int n = 0;
+      while (n < static_cast<int>(by_saving.size()) && covered < need + caps[ci]) covered += by_saving[n++];
+      if (covered < need + caps[ci]) continue;
+      k_of_cap[ci] = n;
+      if (k == 0 || n < k) k = n;
+    }
+    if (k == 0) {  // even every useful layer is not enough: full, the memory report says oom
       for (int l : all) plan.layers[l] = kRecomputeKeepInput;
       continue;
     }
@@ -119,25 +135,41 @@ Result<RecomputePlan> RunAdaptive(const RecomputeContext& ctx, const Params& par
       if (a.saving != b.saving) return a.saving > b.saving;
       return a.layer < b.layer;
     });
-    // Greedy by ratio with look-ahead: take a layer only if the rest can still be covered by the largest
-    // savings among the candidates not yet considered, within the remaining slots.
-    double rest = need;
-    int taken = 0;
+    // For every cap reaching k: greedy by ratio with look-ahead over the candidates under the cap (take a
+    // layer only if the rest can still be covered by the largest savings among those not yet considered,
+    // within the remaining slots; this always ends with k layers covering need + cap). Keep the cheapest set
+    // (sum of fwd_us; ties: the smaller cap).
+    std::vector<int> best;
+    double best_cost = HUGE_VAL;
+    std::vector<int> chosen;
     std::vector<double> pool;
-    for (size_t i = 0; i < cands.size() && taken < k; ++i) {
-      pool.clear();
-      for (size_t j = i + 1; j < cands.size(); ++j) pool.push_back(cands[j].saving);
-      const int slots = k - taken - 1;
-      std::partial_sort(pool.begin(), pool.begin() + std::min<size_t>(slots, pool.size()), pool.end(),
-                        std::greater<double>());
-      double best_rest = 0;
-      for (int s = 0; s < slots && s < static_cast<int>(pool.size()); ++s) best_rest += pool[s];
-      if (rest - cands[i].saving <= best_rest) {
-        plan.layers[cands[i].layer] = kRecomputeKeepInput;
-        rest -= cands[i].saving;
-        ++taken;
+    for (size_t ci = 0; ci < caps.size(); ++ci) {
+      if (k_of_cap[ci] != k) continue;
+      std::vector<const Cand*> under;
+      for (const Cand& c : cands)
+        if (c.transient <= caps[ci]) under.push_back(&c);
+      double rest = need + caps[ci], cost = 0;
+      chosen.clear();
+      for (size_t i = 0; i < under.size() && static_cast<int>(chosen.size()) < k; ++i) {
+        pool.clear();
+        for (size_t j = i + 1; j < under.size(); ++j) pool.push_back(under[j]->saving);
+        const int slots = k - static_cast<int>(chosen.size()) - 1;
+        std::partial_sort(pool.begin(), pool.begin() + std::min<size_t>(slots, pool.size()), pool.end(),
+                          std::greater<double>());
+        double best_rest = 0;
+        for (int s = 0; s < slots && s < static_cast<int>(pool.size()); ++s) best_rest += pool[s];
+        if (rest - under[i]->saving <= best_rest) {
+          chosen.push_back(under[i]->layer);
+          rest -= under[i]->saving;
+          cost += prof.fwd_us[under[i]->layer];
+        }
+      }
+      if (cost < best_cost) {
+        best_cost = cost;
+        best = chosen;
       }
     }
+    for (int l : best) plan.layers[l] = kRecomputeKeepInput;
   }
   return plan;
 }
@@ -208,8 +240,8 @@ std::vector<int64_t> EstimateRankMemory(const RecomputeContext& ctx, const Recom
       ctx.partition.bounds.back() > prof.size())
     return {};
   const std::vector<int64_t> held = ChunkHeldActBytes(prof, ctx.partition, plan);
-  const std::vector<int64_t> layer_held = LayerHeldActBytes(prof, plan);
   std::vector<double> mem(pp, 0.0);
+  std::vector<int64_t> transient(pp, 0);
   for (int r = 0; r < pp; ++r) {
     mem[r] = static_cast<double>(ctx.model_state_bytes[r]);
     if (r < static_cast<int>(ctx.other_bytes.size())) mem[r] += static_cast<double>(ctx.other_bytes[r]);
@@ -217,14 +249,17 @@ std::vector<int64_t> EstimateRankMemory(const RecomputeContext& ctx, const Recom
   for (int c = 0; c < ctx.partition.chunks(); ++c) {
     const int r = PipeRankOfChunk(c, pp);
     mem[r] += ChunkInFlight(ctx, c) * static_cast<double>(held[c]);
-    // Transient: the recomputed layers' activations rematerialized before the backward (summed over the
-    // rank's chunks: exact for vpp = 1, an upper bound otherwise).
-    for (int l = ctx.partition.bounds[c]; l < ctx.partition.bounds[c + 1]; ++l)
-      if (l < static_cast<int>(plan.layers.size()) && plan.layers[l])
-        mem[r] += static_cast<double>(prof.act_bytes[l] - layer_held[l]);
+    // Transient: the largest checkpointed unit rematerialized before its backward (max over the rank's
+    // chunks).
+    int64_t unit = 0;
+    for (int l = ctx.partition.bounds[c]; l < ctx.partition.bounds[c + 1]; ++l) {
+      const uint8_t flag = l < static_cast<int>(plan.layers.size()) ? plan.layers[l] : 0;
+      unit = ExtendRecomputeUnit(unit, flag, prof.act_bytes[l], prof.act_bytes_recompute[l]);
+      transient[r] = std::max(transient[r], unit);
+    }
   }
   std::vector<int64_t> out(pp);
-  for (int r = 0; r < pp; ++r) out[r] = BytesOf(mem[r]);
+  for (int r = 0; r < pp; ++r) out[r] = BytesOf(mem[r] + static_cast<double>(transient[r]));
   return out;
 }
 
