@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Regenerates the goldens of every shipped scenario: for each scenario file under scenarios/ (except sweeps/ and
-# goldens/ themselves), `mmtwin simulate` writes summary.json and stages.csv and `mmtwin plan --json` writes
-# plan.json into scenarios/goldens/<path without .yaml>/. tests/scenario/golden_slow_test.cc compares fresh runs
-# with these files byte for byte, so any change to a simulated figure shows up as a reviewable diff: run this,
-# then `git diff scenarios/goldens`.
+# Regenerates the goldens of every shipped scenario: for each scenario file under scenarios/ (except sweeps/,
+# validation suites *.suite.yaml and goldens/ themselves), `mmtwin simulate` writes summary.json and stages.csv
+# and `mmtwin plan --json` writes plan.json into scenarios/goldens/<path without .yaml>/.
+# tests/scenario/golden_slow_test.cc compares fresh runs with these files byte for byte, so any change to a
+# simulated figure shows up as a reviewable diff: run this, then `git diff scenarios/goldens`.
 #   MMTWIN_BUILD_DIR   build folder (default: build)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../sim/tools/bootstrap.sh"
@@ -30,4 +30,4 @@ while IFS= read -r f; do
     exit "$code"
   fi
   echo "golden: scenarios/goldens/$rel/{summary.json,stages.csv,plan.json}"
-done < <(find scenarios -name '*.yaml' -not -path 'scenarios/sweeps/*' -not -path 'scenarios/goldens/*' | sort)
+done < <(find scenarios -name '*.yaml' -not -name '*.suite.yaml' -not -path 'scenarios/sweeps/*' -not -path 'scenarios/goldens/*' | sort)

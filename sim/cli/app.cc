@@ -295,6 +295,25 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       "another "
       "model, mixed tp, too few samples).");
 
+  // ---- validate ----
+  ValidateArgs val;
+  CLI::App* validate_cmd = app.add_subcommand(
+      "validate",
+      "measure a validation suite's scenarios with mmtwin-train, calibrate on its calibration scenarios, and "
+      "report "
+      "how far the analytic and calibrated predictions are from the held-out measurements");
+  validate_cmd->add_option("SUITE", val.suite, "validation suite (scenarios/validation/README.md)")
+      ->required();
+  validate_cmd->add_option("-o,--output", val.output, "report folder")->required();
+  validate_cmd->add_option("--runs", val.runs, "where the measured runs go (default OUTDIR/runs)");
+  validate_cmd->add_option("--train", val.train,
+                           "the mmtwin-train executable (default: found next to mmtwin or on PATH)");
+  validate_cmd->add_flag("--reuse", val.reuse,
+                         "reuse a measured run already in the runs folder for the same scenario");
+  validate_cmd->add_option("--machine", val.machine,
+                           "where it runs, for the report (e.g. '2 vCPU AMD EPYC, Debian 12')");
+  validate_cmd->footer("Exit codes: 0 ok, 1 a backend run failed (its log is quoted), 2 bad input.");
+
   // ---- compare, listings ----
   CompareArgs cmp;
   CLI::App* compare_cmd = app.add_subcommand(
@@ -307,7 +326,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
 
   // Unknown options reach the commands' own checks (one message for every command: "unknown option 'X'").
   for (CLI::App* sub : {import, gen_cmd, stats_cmd, balance, plan_cmd, simulate, sweep, merge_cmd, export_cmd,
-                        table_cmd, compare_cmd, calibrate_cmd})
+                        table_cmd, compare_cmd, calibrate_cmd, validate_cmd})
     sub->allow_extras();
   for (CLI::App* sub : app.get_subcommands({})) sub->formatter(app.get_formatter());
 
@@ -445,6 +464,10 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
     sw.jobs_given = jobs->count() > 0;
     sw.shard_given = shard->count() > 0;
     return RunSweep(sw, out, err);
+  }
+  if (validate_cmd->parsed()) {
+    if (int rc = extras(validate_cmd)) return rc;
+    return RunValidate(val, out, err);
   }
   if (calibrate_cmd->parsed()) {
     if (int rc = extras(calibrate_cmd)) return rc;

@@ -64,6 +64,13 @@ struct CalibrateArgs {
 };
 int RunCalibrate(const CalibrateArgs& a, std::ostream& out, std::ostream& err);
 
+// mmtwin validate SUITE.yaml -o OUTDIR   (sim/cli/validate_cmd.cc)
+struct ValidateArgs {
+  std::string suite, output, runs, train, machine;
+  bool reuse = false;
+};
+int RunValidate(const ValidateArgs& a, std::ostream& out, std::ostream& err);
+
 // mmtwin sweep SWEEP.yaml | sweep merge | sweep export | sweep table   (sim/cli/sweep_cmd.cc)
 struct SweepRunArgs {
   std::string sweep, jobs, shard, db, csv;

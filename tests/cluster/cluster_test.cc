@@ -8,8 +8,9 @@ namespace {
 
 TEST(ClusterTest, PresetsLoadWithDatasheetNumbers) {
   const std::vector<std::string> names = ListClusters();
-  ASSERT_EQ(names, (std::vector<std::string>{"a100-2x200g", "a100-4x200g", "h100-8x400g"}));
+  ASSERT_EQ(names, (std::vector<std::string>{"a100-2x200g", "a100-4x200g", "cpu-2vcpu-gloo", "h100-8x400g"}));
   for (const std::string& n : names) {
+    if (n.starts_with("cpu-")) continue;  // the backend's CPU machine, below
     Result<ClusterSpec> c = LoadCluster(n);
     ASSERT_TRUE(c.ok()) << c.error().message();
     EXPECT_EQ(c->name, n);
@@ -18,6 +19,11 @@ TEST(ClusterTest, PresetsLoadWithDatasheetNumbers) {
     EXPECT_LE(c->device.efficiency, 1);
     EXPECT_EQ(c->device.memory_bytes, 80LL << 30);
   }
+  // The CPU machine the validation suite measures: one rank per "device", 4 ranks, 6 GiB each.
+  ClusterSpec cpu = *LoadCluster("cpu-2vcpu-gloo");
+  EXPECT_EQ(cpu.nodes * cpu.gpus_per_node, 4);
+  EXPECT_EQ(cpu.device.memory_bytes, 6LL << 30);
+  EXPECT_DOUBLE_EQ(cpu.device.peak_flops, 2.6e9 * 32);
   ClusterSpec a = *LoadCluster("a100-4x200g");
   EXPECT_DOUBLE_EQ(a.device.peak_flops, 312e12);
   EXPECT_DOUBLE_EQ(a.nvlink_bytes_per_s, 300e9);
@@ -52,8 +58,9 @@ TEST(ClusterTest, LoadsByPath) {
 TEST(ClusterTest, Errors) {
   Result<ClusterSpec> u = LoadCluster("tpu-pod");
   ASSERT_FALSE(u.ok());
-  EXPECT_EQ(u.error().message(),
-            "unknown cluster 'tpu-pod'; valid values are: a100-2x200g, a100-4x200g, h100-8x400g");
+  EXPECT_EQ(
+      u.error().message(),
+      "unknown cluster 'tpu-pod'; valid values are: a100-2x200g, a100-4x200g, cpu-2vcpu-gloo, h100-8x400g");
   const std::string base =
       "name: x\nnodes: 2\ngpus_per_node: 8\ndevice: {name: g, peak_flops: 1e12, memory_bytes: 8e9, "
       "hbm_bytes_per_s: 1e12}\nnvlink_bytes_per_s: 1e11\nnics_per_node: 1\nnic_bytes_per_s: 1e10\n";

@@ -1,4 +1,5 @@
-// Goldens of the shipped scenarios: every scenario file under scenarios/ (except sweeps/ and goldens/) is run
+// Goldens of the shipped scenarios: every scenario file under scenarios/ (except sweeps/, goldens/ and the
+// validation suites *.suite.yaml) is run
 // through the real CLI (`mmtwin simulate --json -o DIR`, `mmtwin plan --json`) and its summary.json, stages.csv
 // and plan JSON must equal, byte for byte, the files checked in under scenarios/goldens/<path without .yaml>/.
 // A change to any simulated figure fails here; `bash tests/update_goldens.sh` regenerates the goldens so the
@@ -47,6 +48,8 @@ std::vector<fs::path> ShippedScenarios() {
     const std::string rel = fs::relative(e.path(), root).string();
     if (!e.is_regular_file() || e.path().extension() != ".yaml") continue;
     if (rel.rfind("sweeps/", 0) == 0 || rel.rfind("goldens/", 0) == 0) continue;
+    if (rel.size() > 11 && rel.compare(rel.size() - 11, 11, ".suite.yaml") == 0)
+      continue;  // validation suites
     out.push_back(e.path());
   }
   std::sort(out.begin(), out.end());
