@@ -664,6 +664,7 @@ void Rank::Forward(int m, int chunk, const IterationData& it) {
     Held::Entry e;
     e.group = g;
     e.in = Cut(s);
+    const int64_t live0 = g_live_bytes.load(std::memory_order_relaxed);
     const double g0 = NowUs();
     if (g.recompute) {
       at::NoGradGuard no_grad;
@@ -683,6 +684,12 @@ void Rank::Forward(int m, int chunk, const IterationData& it) {
         p.micro_batch = m;
         p.layer = l;
         p.fwd_us = e.fwd_us / (g.last - g.first);
+        if (!g.recompute) {
+          // Memory the forward left allocated (what it saved for its backward, and its output), and the
+          // output's own bytes (the next layer's input: what a recomputed layer keeps).
+          p.act_bytes = std::max<int64_t>(0, g_live_bytes.load(std::memory_order_relaxed) - live0);
+          p.out_bytes = s.x.defined() ? static_cast<int64_t>(s.x.nbytes()) : 0;
+        }
         Workload(all[l], mb, p);
         profile_.push_back(p);
       }
@@ -1189,8 +1196,8 @@ int RunRank(const TrainOptions& options, const Rendezvous& rv, std::ostream& out
   return r.Run();
 }
 
-int RunReference(const std::string& scenario_path, const std::string& dir, std::ostream& out, std::ostream& err,
-                 bool force_packed) {
+int RunReference(const std::string& scenario_path, const std::string& dir, std::ostream& out,
+                 std::ostream& err, bool force_packed) {
   try {
     auto scenario = LoadScenario(scenario_path);
     if (!scenario) {
@@ -1219,7 +1226,8 @@ int RunReference(const std::string& scenario_path, const std::string& dir, std::
     double loss = 0;
     for (const auto& dp : it.micro_batches)
       for (const auto& samples : dp) {
-        const MicroBatch mb = MakeMicroBatch(m, run->trace, samples, plan.seed, loss_tokens, plan.packed || force_packed);
+        const MicroBatch mb =
+            MakeMicroBatch(m, run->trace, samples, plan.seed, loss_tokens, plan.packed || force_packed);
         State s;
         for (auto& l : layers) s = l->Forward(std::move(s), mb);
         loss += s.loss.item<double>();

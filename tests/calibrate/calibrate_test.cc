@@ -47,12 +47,38 @@ TEST(Calibrate, RecoversKnownCoefficientsFromNoisyRuns) {
       EXPECT_LT(fit->rel_residual_p50, 0.03) << what;
     }
   }
-  // The profile round-trips through the cost model's own reader and prices every layer of the model.
+  // Memory: the stored bytes per token and pair, and the output bytes per token kept by a recomputed layer.
+  for (const LayerTypeFit& f : cal->fits) {
+    const TimeCoefficients want = TrueCoefficients(f.source, f.kind);
+    const std::string what = f.source + "," + LayerKindName(f.kind);
+    ASSERT_TRUE(f.has_memory) << what;
+    EXPECT_EQ(f.act.samples * 4, f.bwd.samples * 3) << what;  // 3 of every 4 rows were not recomputed
+    const double typical = want.act_c0_bytes + want.act_token_bytes * 1500 + want.act_pair_bytes * 1500 * 500;
+    EXPECT_NEAR(f.act.coefficients[0], want.act_c0_bytes, 0.05 * typical) << what;
+    EXPECT_NEAR(f.act.coefficients[1] * 1500, want.act_token_bytes * 1500, 0.03 * typical) << what;
+    EXPECT_NEAR(f.act.coefficients[2] * 1500 * 500, want.act_pair_bytes * 1500 * 500, 0.05 * typical) << what;
+    EXPECT_NEAR(f.kept.coefficients[0], want.kept_token_bytes, 0.01) << what;
+  }
+  // The profile round-trips through the cost model's own reader and prices every layer of the model, its
+  // memory from the fitted bytes.
   auto table = CoefficientCostModel::Parse(FormatProfile(*cal), "profile", AnalyticCostModel(DeviceSpec{}));
   ASSERT_TRUE(table.ok()) << table.error().message();
   auto model = LoadScenarioModel(a.scenario);
   ASSERT_TRUE(model.ok());
   EXPECT_TRUE(table->Supports(*model).ok());
+  const std::vector<Layer> layers = Layers(*model);
+  for (const Layer& l : layers) {
+    if (l.kind != LayerKind::kTransformer) continue;
+    const TimeCoefficients want = TrueCoefficients(model->components[l.component].source, l.kind);
+    LayerWorkload w;
+    w.tokens = 2000;
+    w.attn_pairs = 2000.0 * 500;
+    w.sequences = 4;
+    const LayerCost cost = table->Cost(*model, l, w);
+    const double act = want.act_c0_bytes + want.act_token_bytes * 2000 + want.act_pair_bytes * w.attn_pairs;
+    EXPECT_NEAR(static_cast<double>(cost.act_bytes), act, 0.03 * act) << l.label;
+    EXPECT_NEAR(static_cast<double>(cost.act_bytes_recompute), 16.0 * 2000, 20) << l.label;
+  }
 }
 
 TEST(Calibrate, ProfileWithoutALayerTypeIsAnErrorNamingIt) {
@@ -91,9 +117,9 @@ TEST(Calibrate, BadInputsAreErrorsNamingTheRun) {
   expect_error({foreign.dir}, {foreign.dir + "/layers.csv:6: label: 'vision.block.2'", "from another model"});
   // Another schema version.
   SyntheticRun v2{Dir("v2")};
-  v2.version_line = "# mmtwin-layers v2";
+  v2.version_line = "# mmtwin-layers v3";
   ASSERT_EQ(WriteSyntheticRun(v2), "");
-  expect_error({v2.dir}, {v2.dir + "/layers.csv:1", "unsupported version 'mmtwin-layers v2'"});
+  expect_error({v2.dir}, {v2.dir + "/layers.csv:1", "unsupported version 'mmtwin-layers v3'"});
   // Too few samples to fit.
   SyntheticRun few{Dir("few")};
   few.rows_per_layer = 3;

@@ -1,6 +1,7 @@
 // Measured run folders made from known per-layer coefficients, for calibration tests: summary.json (source
 // measured), scenario.yaml (scenarios/backend/small.yaml, resolved) and layers.csv whose times are
-// c0 + c_token · tokens + c_pair · pairs (backward twice the forward's coefficients) times (1 + noise · N(0, 1)).
+// c0 + c_token · tokens + c_pair · pairs (backward twice the forward's coefficients) times (1 + noise · N(0, 1)),
+// and whose memory columns follow TrueCoefficients' bytes the same way (every fourth row recomputed: no bytes).
 #pragma once
 
 #include <filesystem>
@@ -39,6 +40,12 @@ inline TimeCoefficients TrueCoefficients(const std::string& source, LayerKind ki
   c.bwd_c0_us = 2 * c.fwd_c0_us;
   c.bwd_token_us = 2 * c.fwd_token_us;
   c.bwd_pair_us = 2 * c.fwd_pair_us;
+  // Memory: stored bytes c0 + per token (+ per attention pair for blocks); the output 16 bytes per token.
+  c.has_memory = true;
+  c.act_c0_bytes = 4096 * scale;
+  c.act_token_bytes = (kind == LayerKind::kTransformer ? 160 : 48) * scale;
+  c.act_pair_bytes = kind == LayerKind::kTransformer ? 4 * scale : 0;
+  c.kept_token_bytes = 16;
   return c;
 }
 
@@ -54,7 +61,7 @@ struct SyntheticRun {
   double noise = 0.02;
   uint64_t seed = 1;
   bool simulated = false;                  // write source "simulated"
-  std::string version_line;                // replaces "# mmtwin-layers v1" when set
+  std::string version_line;                // replaces "# mmtwin-layers v2" when set
   const ModelSpec* labels_from = nullptr;  // write another model's labels (a layers.csv of another model)
 };
 
@@ -93,6 +100,14 @@ inline std::string WriteSyntheticRun(const SyntheticRun& r) {
           (c.fwd_c0_us + c.fwd_token_us * x + c.fwd_pair_us * t.attention_pairs) * (1 + r.noise * gauss(rng));
       t.bwd_us =
           (c.bwd_c0_us + c.bwd_token_us * x + c.bwd_pair_us * t.attention_pairs) * (1 + r.noise * gauss(rng));
+      if (k % 4 == 3) {
+        t.recompute_us = t.fwd_us;  // a recomputed run: no memory counted
+      } else {
+        t.act_bytes = static_cast<int64_t>(
+            (c.act_c0_bytes + c.act_token_bytes * x + c.act_pair_bytes * t.attention_pairs) *
+            (1 + r.noise * gauss(rng)));
+        t.out_bytes = static_cast<int64_t>(c.kept_token_bytes * x);
+      }
       rows.push_back(t);
     }
   std::vector<Layer> named = layers;

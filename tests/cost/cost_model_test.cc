@@ -231,6 +231,42 @@ TEST(CoefficientCostTest, Errors) {
   EXPECT_NE(err(header + "x,head,1,2\n").find("c.csv:2:"), std::string::npos);
 }
 
+TEST(CoefficientCostTest, MemoryColumnsPriceActivationsPerRow) {
+  ModelSpec m = Load("internvl-1.5-6b-20b");
+  const std::string head =
+      "source,layer_kind,fwd_c0_us,fwd_token_us,fwd_pair_us,bwd_c0_us,bwd_token_us,bwd_pair_us,act_c0_bytes,"
+      "act_token_bytes,act_pair_bytes,kept_token_bytes\n";
+  Result<CoefficientCostModel> r = CoefficientCostModel::Parse(
+      head + "internlm2-20b,transformer,1,0,0,2,0,0,1000,300,0.5,24\n*,transformer,1,0,0,2,0,0,,,,\n",
+      "c.csv", AnalyticCostModel(A100()));
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const std::vector<Layer> layers = Layers(m);
+  LayerWorkload w{4096, 4096.0 * 4096.0, 1};
+  const LayerCost llm = r->Cost(m, FirstOf(layers, 2, LayerKind::kTransformer), w);
+  EXPECT_EQ(llm.act_bytes, 1000 + 300 * 4096 + 4096 * 4096 / 2);
+  EXPECT_EQ(llm.act_bytes_recompute, 24 * 4096);
+  // The row with empty memory cells keeps the analytic bytes.
+  const Layer& vit = FirstOf(layers, 0, LayerKind::kTransformer);
+  EXPECT_EQ(r->Cost(m, vit, w).act_bytes, AnalyticCostModel(A100()).Cost(m, vit, w).act_bytes);
+  // Round trip keeps both kinds of row.
+  Result<CoefficientCostModel> again =
+      CoefficientCostModel::Parse(r->Format(), "f.csv", AnalyticCostModel(A100()));
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(again->Format(), r->Format());
+  auto err = [&](const std::string& text) {
+    Result<CoefficientCostModel> e = CoefficientCostModel::Parse(text, "c.csv", AnalyticCostModel(A100()));
+    return e.ok() ? std::string("OK") : e.error().message();
+  };
+  EXPECT_EQ(err(head + "x,head,1,2,3,4,5,6,1,2,,4\n"),
+            "c.csv:2: act_c0_bytes: a row's memory cells are all four filled or all four empty");
+  EXPECT_EQ(err(head + "x,head,1,2,3,4,5,6,1,-2,0,4\n"),
+            "c.csv:2: act_token_bytes: '-2' is not a finite number >= 0");
+  EXPECT_NE(err("source,layer_kind,fwd_c0_us,fwd_token_us,fwd_pair_us,bwd_c0_us,bwd_token_us,bwd_pair_us,"
+                "act_c0_bytes\n")
+                .find("act_token_bytes: missing column: the memory columns come all four or none"),
+            std::string::npos);
+}
+
 TEST(AnalyticCostTest, TpThatDoesNotDivideTheHeadsPricesPaddedHeads) {
   // InternViT-6B: 25 heads of 128, hidden 3200, MLP 2*3200*12800. At tp 2 the busiest rank holds 13 query and 13
   // KV heads; the MLP splits evenly. The model's FLOPs (for MFU) stay unpadded.

@@ -27,6 +27,8 @@ TEST(LayerTimings, RoundTrip) {
   t.fwd_us = 812.25;
   t.bwd_us = 1601.5;
   t.recompute_us = 790.125;
+  t.act_bytes = 123456789012;
+  t.out_bytes = 65536;
   const std::string csv = LayerTimingsCsv({t}, TwoLayers());
   auto back = ParseLayerTimingsCsv(csv, "layers.csv");
   ASSERT_TRUE(back.ok()) << back.error().message();
@@ -44,30 +46,40 @@ TEST(LayerTimings, RoundTrip) {
   EXPECT_DOUBLE_EQ(r.fwd_us, 812.25);
   EXPECT_DOUBLE_EQ(r.bwd_us, 1601.5);
   EXPECT_DOUBLE_EQ(r.recompute_us, 790.125);
+  EXPECT_EQ(r.act_bytes, 123456789012);
+  EXPECT_EQ(r.out_bytes, 65536);
   EXPECT_EQ(r.line, 3);
 }
 
 TEST(LayerTimings, ErrorsNameFileLineAndField) {
   const std::string head =
-      "# mmtwin-layers v1\n"
+      "# mmtwin-layers v2\n"
       "iteration,device,micro_batch,layer,label,kind,tokens,spans,attention_pairs,fwd_us,bwd_us,recompute_"
-      "us\n";
+      "us,act_bytes,out_bytes\n";
   auto err = [](const std::string& text) {
     auto r = ParseLayerTimingsCsv(text, "run/layers.csv");
     return r.ok() ? std::string("ok") : r.error().message();
   };
-  EXPECT_EQ(err(head + "0,0,0,1,llm.block.0,transformer,10,1,100,5,10,0\n"), "ok");
-  EXPECT_NE(
-      err(head + "0,0,0,1,llm.block.0,transformer,10,1,100,-5,10,0\n").find("run/layers.csv:3: fwd_us: '-5'"),
-      std::string::npos);
-  EXPECT_NE(err(head + "0,0,0,1,x,conv,10,1,100,5,10,0\n")
+  EXPECT_EQ(err(head + "0,0,0,1,llm.block.0,transformer,10,1,100,5,10,0,640,160\n"), "ok");
+  EXPECT_NE(err(head + "0,0,0,1,llm.block.0,transformer,10,1,100,-5,10,0,0,0\n")
+                .find("run/layers.csv:3: fwd_us: '-5'"),
+            std::string::npos);
+  EXPECT_NE(err(head + "0,0,0,1,x,conv,10,1,100,5,10,0,0,0\n")
                 .find("run/layers.csv:3: kind: unknown layer kind 'conv'"),
             std::string::npos);
-  EXPECT_NE(err(head + "0,0,0,1,x\n").find("run/layers.csv:3: expected 12 fields, got 5"), std::string::npos);
+  EXPECT_NE(err(head + "0,0,0,1,x\n").find("run/layers.csv:3: expected 14 fields, got 5"), std::string::npos);
   EXPECT_NE(err("iteration,device\n").find("run/layers.csv:1: not a per-layer timings file"),
             std::string::npos);
   EXPECT_NE(err("# mmtwin-layers v9\n").find("unsupported version 'mmtwin-layers v9'"), std::string::npos);
-  EXPECT_NE(err("# mmtwin-layers v1\niteration,device\n").find("run/layers.csv:2: expected the header"),
+  EXPECT_NE(err("# mmtwin-layers v2\niteration,device\n").find("run/layers.csv:2: expected the header"),
+            std::string::npos);
+  EXPECT_NE(err(head + "0,0,0,1,llm.block.0,transformer,10,1,100,5,10,0,-1,0\n")
+                .find("run/layers.csv:3: act_bytes: '-1'"),
+            std::string::npos);
+  // A v1 file (before the memory columns) is refused with the version it has and the one this reads.
+  EXPECT_NE(err("# mmtwin-layers v1\n")
+                .find("unsupported version 'mmtwin-layers v1' (this mmtwin reads "
+                      "'mmtwin-layers v2')"),
             std::string::npos);
 }
 

@@ -35,6 +35,16 @@ std::string Sci(double v) {
 
 std::string TypeName(const LayerTypeFit& f) { return f.source + "," + LayerKindName(f.kind); }
 
+// The fits of a layer type: time passes, then memory when fitted.
+std::vector<std::pair<const char*, const LinearFit*>> PassList(const LayerTypeFit& f) {
+  std::vector<std::pair<const char*, const LinearFit*>> p = {{"fwd", &f.fwd}, {"bwd", &f.bwd}};
+  if (f.has_memory) {
+    p.push_back({"act", &f.act});
+    p.push_back({"kept", &f.kept});
+  }
+  return p;
+}
+
 }  // namespace
 
 Result<Calibration> Calibrate(const std::vector<std::string>& rundirs, const CalibrationOptions& options) {
@@ -42,7 +52,10 @@ Result<Calibration> Calibrate(const std::vector<std::string>& rundirs, const Cal
   Calibration cal;
   cal.runs = rundirs;
   std::set<std::string> models;
-  std::map<std::pair<std::string, int>, std::pair<Samples, Samples>> groups;  // (source, kind) -> fwd, bwd
+  struct Group {
+    Samples fwd, bwd, act, kept;
+  };
+  std::map<std::pair<std::string, int>, Group> groups;  // (source, kind)
   std::string tp_from;
   for (size_t r = 0; r < rundirs.size(); ++r) {
     const std::string& dir = rundirs[r];
@@ -85,14 +98,20 @@ Result<Calibration> Calibrate(const std::vector<std::string>& rundirs, const Cal
       const std::vector<double> x = {1.0, static_cast<double>(t.tokens), t.attention_pairs};
       auto& g =
           groups[{model->components.at(static_cast<size_t>(l.component)).source, static_cast<int>(l.kind)}];
-      g.first.x.push_back(x);
-      g.first.y.push_back(t.fwd_us);
+      g.fwd.x.push_back(x);
+      g.fwd.y.push_back(t.fwd_us);
       if (t.recompute_us > 0) {
-        g.first.x.push_back(x);
-        g.first.y.push_back(t.recompute_us);
+        g.fwd.x.push_back(x);
+        g.fwd.y.push_back(t.recompute_us);
       }
-      g.second.x.push_back(x);
-      g.second.y.push_back(t.bwd_us);
+      g.bwd.x.push_back(x);
+      g.bwd.y.push_back(t.bwd_us);
+      if (t.recompute_us == 0 && t.act_bytes > 0) {
+        g.act.x.push_back(x);
+        g.act.y.push_back(static_cast<double>(t.act_bytes));
+        g.kept.x.push_back({static_cast<double>(t.tokens)});
+        g.kept.y.push_back(static_cast<double>(t.out_bytes));
+      }
     }
   }
   cal.models.assign(models.begin(), models.end());
@@ -102,17 +121,26 @@ Result<Calibration> Calibrate(const std::vector<std::string>& rundirs, const Cal
     LayerTypeFit f;
     f.source = key.first;
     f.kind = static_cast<LayerKind>(key.second);
-    const int64_t n = static_cast<int64_t>(g.second.y.size());
+    const int64_t n = static_cast<int64_t>(g.bwd.y.size());
     if (n < options.min_samples)
       return Error("layer type '" + TypeName(f) + "': " + std::to_string(n) + " measured rows, at least " +
                    std::to_string(options.min_samples) +
                    " are needed to fit it (more measured iterations or calibration runs)");
-    auto fwd = FitNonNegative(g.first.x, g.first.y);
+    auto fwd = FitNonNegative(g.fwd.x, g.fwd.y);
     if (!fwd) return fwd.error().Wrap("layer type '" + TypeName(f) + "', forward");
-    auto bwd = FitNonNegative(g.second.x, g.second.y);
+    auto bwd = FitNonNegative(g.bwd.x, g.bwd.y);
     if (!bwd) return bwd.error().Wrap("layer type '" + TypeName(f) + "', backward");
     f.fwd = std::move(*fwd);
     f.bwd = std::move(*bwd);
+    if (static_cast<int64_t>(g.act.y.size()) >= options.min_samples) {
+      auto act = FitNonNegative(g.act.x, g.act.y);
+      if (!act) return act.error().Wrap("layer type '" + TypeName(f) + "', activation bytes");
+      auto kept = FitNonNegative(g.kept.x, g.kept.y);
+      if (!kept) return kept.error().Wrap("layer type '" + TypeName(f) + "', kept bytes");
+      f.has_memory = true;
+      f.act = std::move(*act);
+      f.kept = std::move(*kept);
+    }
     cal.fits.push_back(std::move(f));
   }
   return cal;
@@ -128,6 +156,13 @@ std::string FormatProfile(const Calibration& c) {
     t.bwd_c0_us = f.bwd.coefficients[0];
     t.bwd_token_us = f.bwd.coefficients[1];
     t.bwd_pair_us = f.bwd.coefficients[2];
+    if (f.has_memory) {
+      t.has_memory = true;
+      t.act_c0_bytes = f.act.coefficients[0];
+      t.act_token_bytes = f.act.coefficients[1];
+      t.act_pair_bytes = f.act.coefficients[2];
+      t.kept_token_bytes = f.kept.coefficients[0];
+    }
     table.Set(f.source, f.kind, t);
   }
   std::string head =
@@ -135,14 +170,16 @@ std::string FormatProfile(const Calibration& c) {
   for (const std::string& m : c.models) head += "# model: " + m + "\n";
   for (const std::string& r : c.runs) head += "# run: " + r + "\n";
   head +=
-      "# fit per layer type and pass: rows, R^2, |residual|/time p50 / p90 / max, outliers (> 3 robust "
-      "sigmas)\n";
+      "# fit per layer type and pass (fwd / bwd times, act / kept bytes): rows, R^2, |residual|/value p50 / "
+      "p90 / max, outliers (> 3 robust sigmas)\n";
   for (const LayerTypeFit& f : c.fits)
-    for (const auto& [pass, fit] : {std::pair<const char*, const LinearFit&>{"fwd", f.fwd}, {"bwd", f.bwd}})
+    for (const auto& [pass, fitp] : PassList(f)) {
+      const LinearFit& fit = *fitp;
       head += "#   " + TypeName(f) + " " + pass + ": n " + std::to_string(fit.samples) + ", R^2 " +
               Fixed(fit.r2, 4) + ", residual " + Fixed(100 * fit.rel_residual_p50, 1) + "% / " +
               Fixed(100 * fit.rel_residual_p90, 1) + "% / " + Fixed(100 * fit.rel_residual_max, 1) +
               "%, outliers " + std::to_string(fit.outliers) + "\n";
+    }
   // CoefficientCostModel::Format starts with its version line; the comments go after it.
   const std::string body = table.Format();
   const size_t eol = body.find('\n');
@@ -154,7 +191,9 @@ std::string FormatCalibrationTable(const Calibration& c) {
       "layer type                          pass  rows     c0_us   token_us    pair_us    R^2   p50    p90  "
       "outl\n";
   for (const LayerTypeFit& f : c.fits)
-    for (const auto& [pass, fit] : {std::pair<const char*, const LinearFit&>{"fwd", f.fwd}, {"bwd", f.bwd}}) {
+    for (const auto& [pass, fitp] : PassList(f)) {
+      if (pass[0] == 'a' || pass[0] == 'k') continue;  // memory: the table below
+      const LinearFit& fit = *fitp;
       char line[256];
       std::snprintf(line, sizeof line, "%-35s %-4s %5lld %9s %10s %10s %6.4f %4.1f%% %5.1f%% %5lld\n",
                     TypeName(f).c_str(), pass, static_cast<long long>(fit.samples),
@@ -163,6 +202,27 @@ std::string FormatCalibrationTable(const Calibration& c) {
                     100 * fit.rel_residual_p90, static_cast<long long>(fit.outliers));
       out += line;
     }
+  bool memory = false;
+  for (const LayerTypeFit& f : c.fits) memory = memory || f.has_memory;
+  if (!memory) return out;
+  out +=
+      "\nlayer type                          bytes rows  c0_bytes token_bytes pair_bytes    R^2   p50    p90 "
+      " "
+      "outl\n";
+  for (const LayerTypeFit& f : c.fits) {
+    if (!f.has_memory) continue;
+    for (const auto& [pass, fit] :
+         {std::pair<const char*, const LinearFit&>{"act", f.act}, {"kept", f.kept}}) {
+      const bool act = pass[0] == 'a';
+      char line[256];
+      std::snprintf(line, sizeof line, "%-35s %-4s %5lld %9s %11s %10s %6.4f %4.1f%% %5.1f%% %5lld\n",
+                    TypeName(f).c_str(), pass, static_cast<long long>(fit.samples),
+                    act ? Sci(fit.coefficients[0]).c_str() : "-", Sci(fit.coefficients[act ? 1 : 0]).c_str(),
+                    act ? Sci(fit.coefficients[2]).c_str() : "-", fit.r2, 100 * fit.rel_residual_p50,
+                    100 * fit.rel_residual_p90, static_cast<long long>(fit.outliers));
+      out += line;
+    }
+  }
   return out;
 }
 

@@ -7,7 +7,10 @@
 //   backward: bwd_us                                                           = c0 + c_token · tokens + c_pair · pairs
 // fitted with robust non-negative least squares (core/calibrate/fit.h). Rows of layers whose workload is empty
 // (tokens 0) are left out. Layer types whose attention pairs are all 0 (embedding, projector, head) get no pair
-// term.
+// term. Memory, from the rows of layers that were not recomputed and whose bytes were counted (act_bytes > 0):
+//   activations stored: act_bytes = c0 + c_token · tokens + c_pair · pairs
+//   kept when recomputed (the layer's input = the previous layer's output): out_bytes = c_token · tokens
+// (fitted when at least `min_samples` such rows exist; the profile then prices memory with them too).
 //
 // Contract: the runs share one tensor-parallel degree (a coefficient is the time on one rank of a TP group) and
 // every run's model spec agrees on each layer's label and kind with its layers.csv. Errors name the run folder,
@@ -37,6 +40,9 @@ struct LayerTypeFit {
   std::string source;  // component source (e.g. "qwen2-7b"); the profile's `source` column
   LayerKind kind = LayerKind::kTransformer;
   LinearFit fwd, bwd;  // coefficients: c0_us, token_us, pair_us
+  bool has_memory = false;
+  LinearFit act;   // coefficients: c0_bytes, token_bytes, pair_bytes
+  LinearFit kept;  // coefficients: token_bytes
 };
 
 struct Calibration {

@@ -236,6 +236,8 @@ namespace {
 const char* const kCoefHeader[] = {"source",      "layer_kind", "fwd_c0_us",    "fwd_token_us",
                                    "fwd_pair_us", "bwd_c0_us",  "bwd_token_us", "bwd_pair_us"};
 constexpr int kCoefColumns = 8;
+const char* const kMemHeader[] = {"act_c0_bytes", "act_token_bytes", "act_pair_bytes", "kept_token_bytes"};
+constexpr int kMemColumns = 4;
 
 std::string FormatDouble(double v) {
   std::ostringstream os;
@@ -274,6 +276,12 @@ Result<CoefficientCostModel> CoefficientCostModel::Parse(const std::string& csv_
     col[i] = header.Find(kCoefHeader[i]);
     if (col[i] < 0) return csv.ErrorAt(kCoefHeader[i], "missing column in the header");
   }
+  int mem[kMemColumns], mem_found = 0;
+  for (int i = 0; i < kMemColumns; ++i) mem_found += (mem[i] = header.Find(kMemHeader[i])) >= 0;
+  if (mem_found != 0 && mem_found != kMemColumns)
+    for (int i = 0; i < kMemColumns; ++i)
+      if (mem[i] < 0)
+        return csv.ErrorAt(kMemHeader[i], "missing column: the memory columns come all four or none");
   while (csv.Next(row)) {
     if (row.size() != header.names().size())
       return csv.ErrorAt("", "expected " + std::to_string(header.names().size()) + " fields, got " +
@@ -290,7 +298,22 @@ Result<CoefficientCostModel> CoefficientCostModel::Parse(const std::string& csv_
         return csv.ErrorAt(kCoefHeader[2 + i],
                            "'" + Abbreviate(std::string(row[col[2 + i]])) + "' is not a finite number");
     }
-    model.Set(source, kind, TimeCoefficients{v[0], v[1], v[2], v[3], v[4], v[5]});
+    TimeCoefficients c{v[0], v[1], v[2], v[3], v[4], v[5]};
+    if (mem_found) {
+      int empty = 0;
+      for (int i = 0; i < kMemColumns; ++i) empty += row[mem[i]].empty();
+      if (empty != 0 && empty != kMemColumns)
+        return csv.ErrorAt("act_c0_bytes", "a row's memory cells are all four filled or all four empty");
+      if (empty == 0) {
+        c.has_memory = true;
+        double* dst[] = {&c.act_c0_bytes, &c.act_token_bytes, &c.act_pair_bytes, &c.kept_token_bytes};
+        for (int i = 0; i < kMemColumns; ++i)
+          if (!ParseDouble(row[mem[i]], *dst[i]) || !std::isfinite(*dst[i]) || *dst[i] < 0)
+            return csv.ErrorAt(kMemHeader[i],
+                               "'" + Abbreviate(std::string(row[mem[i]])) + "' is not a finite number >= 0");
+      }
+    }
+    model.Set(source, kind, c);
   }
   if (!csv.status().ok()) return csv.status().error();
   return model;
@@ -304,12 +327,24 @@ Result<CoefficientCostModel> CoefficientCostModel::Load(const std::string& path,
 
 std::string CoefficientCostModel::Format() const {
   std::string out = "# mmtwin-cost-coefficients v1\n";
+  bool memory = false;
+  for (const auto& [key, c] : table_) memory = memory || c.has_memory;
   for (int i = 0; i < kCoefColumns; ++i) out += std::string(i ? "," : "") + kCoefHeader[i];
+  if (memory)
+    for (const char* h : kMemHeader) out += std::string(",") + h;
   out += "\n";
   for (const auto& [key, c] : table_) {
     out += CsvQuote(key.first) + "," + LayerKindName(static_cast<LayerKind>(key.second));
     for (double v : {c.fwd_c0_us, c.fwd_token_us, c.fwd_pair_us, c.bwd_c0_us, c.bwd_token_us, c.bwd_pair_us})
       out += "," + FormatDouble(v);
+    if (memory) {
+      if (c.has_memory) {
+        for (double v : {c.act_c0_bytes, c.act_token_bytes, c.act_pair_bytes, c.kept_token_bytes})
+          out += "," + FormatDouble(v);
+      } else {
+        out += ",,,,";
+      }
+    }
     out += "\n";
   }
   return out;
@@ -328,6 +363,11 @@ LayerCost CoefficientCostModel::Cost(const ModelSpec& m, const Layer& layer, con
   const double tokens = static_cast<double>(w.tokens);
   cost.fwd_time_us = c->fwd_c0_us + c->fwd_token_us * tokens + c->fwd_pair_us * w.attn_pairs;
   cost.bwd_time_us = c->bwd_c0_us + c->bwd_token_us * tokens + c->bwd_pair_us * w.attn_pairs;
+  if (c->has_memory) {
+    cost.act_bytes =
+        BytesOf(c->act_c0_bytes + c->act_token_bytes * tokens + c->act_pair_bytes * w.attn_pairs);
+    cost.act_bytes_recompute = std::min(cost.act_bytes, BytesOf(c->kept_token_bytes * tokens));
+  }
   return cost;
 }
 

@@ -120,10 +120,15 @@ class AnalyticCostModel : public CostModel {
   AnalyticOptions options_;
 };
 
-// time_us = c0_us + token_us * tokens + pair_us * attn_pairs, forward and backward, per layer type.
+// time_us = c0_us + token_us * tokens + pair_us * attn_pairs, forward and backward, per layer type. Optionally
+// (has_memory) the layer's activation bytes too, per rank: act_bytes = act_c0_bytes + act_token_bytes * tokens
+// + act_pair_bytes * attn_pairs stored for the backward, act_bytes_recompute = kept_token_bytes * tokens kept
+// when it is recomputed; without them the analytic (Korthikanti) bytes apply.
 struct TimeCoefficients {
   double fwd_c0_us = 0, fwd_token_us = 0, fwd_pair_us = 0;
   double bwd_c0_us = 0, bwd_token_us = 0, bwd_pair_us = 0;
+  bool has_memory = false;
+  double act_c0_bytes = 0, act_token_bytes = 0, act_pair_bytes = 0, kept_token_bytes = 0;
 };
 
 // Per layer type (component source, e.g. "internlm2-20b", and layer kind) coefficients; a source of "*"
@@ -133,7 +138,9 @@ struct TimeCoefficients {
 //   # mmtwin-cost-coefficients v1
 //   source,layer_kind,fwd_c0_us,fwd_token_us,fwd_pair_us,bwd_c0_us,bwd_token_us,bwd_pair_us
 //   internlm2-20b,transformer,35.0,0.061,1.1e-06,70.0,0.122,2.2e-06
-// layer_kind is one of embedding, transformer, projector, head.
+// layer_kind is one of embedding, transformer, projector, head. Optional columns act_c0_bytes,
+// act_token_bytes, act_pair_bytes, kept_token_bytes (all four, or none) give a row's memory; a row with all four
+// cells empty keeps the analytic bytes.
 class CoefficientCostModel : public CostModel {
  public:
   explicit CoefficientCostModel(AnalyticCostModel bytes_and_flops);

@@ -10,10 +10,11 @@ namespace mmtwin {
 namespace {
 
 constexpr const char* kHeader =
-    "iteration,device,micro_batch,layer,label,kind,tokens,spans,attention_pairs,fwd_us,bwd_us,recompute_us";
-constexpr const char* kFields[] = {"iteration",       "device", "micro_batch", "layer",
-                                   "label",           "kind",   "tokens",      "spans",
-                                   "attention_pairs", "fwd_us", "bwd_us",      "recompute_us"};
+    "iteration,device,micro_batch,layer,label,kind,tokens,spans,attention_pairs,fwd_us,bwd_us,recompute_us,"
+    "act_bytes,out_bytes";
+constexpr const char* kFields[] = {"iteration", "device",       "micro_batch", "layer",           "label",
+                                   "kind",      "tokens",       "spans",       "attention_pairs", "fwd_us",
+                                   "bwd_us",    "recompute_us", "act_bytes",   "out_bytes"};
 
 }  // namespace
 
@@ -25,7 +26,8 @@ std::string LayerTimingsCsv(const std::vector<LayerTiming>& rows, const std::vec
     const Layer& l = layers.at(static_cast<size_t>(r.layer));
     out << r.iteration << "," << r.device << "," << r.micro_batch << "," << r.layer << ","
         << CsvQuote(l.label) << "," << LayerKindName(l.kind) << "," << r.tokens << "," << r.spans << ","
-        << r.attention_pairs << "," << r.fwd_us << "," << r.bwd_us << "," << r.recompute_us << "\n";
+        << r.attention_pairs << "," << r.fwd_us << "," << r.bwd_us << "," << r.recompute_us << ","
+        << r.act_bytes << "," << r.out_bytes << "\n";
   }
   return out.str();
 }
@@ -90,6 +92,8 @@ Result<std::vector<LayerTiming>> ParseLayerTimingsCsv(const std::string& text, c
     MMTWIN_RETURN_IF_ERROR(time_field(9, t.fwd_us));
     MMTWIN_RETURN_IF_ERROR(time_field(10, t.bwd_us));
     MMTWIN_RETURN_IF_ERROR(time_field(11, t.recompute_us));
+    MMTWIN_RETURN_IF_ERROR(int_field(12, 0, t.act_bytes));
+    MMTWIN_RETURN_IF_ERROR(int_field(13, 0, t.out_bytes));
     out.push_back(std::move(t));
   }
   if (!csv.status().ok()) return csv.status().error();

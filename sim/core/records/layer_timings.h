@@ -1,12 +1,17 @@
 // Per-layer timings of a measured run (layers.csv in a backend RUNDIR): what calibration fits
 // (core/calibrate/calibrate.h). One row per (iteration, device, micro-batch, layer) the device ran.
 //
-// layers.csv: a version line `# mmtwin-layers v1`, the header
-//   iteration,device,micro_batch,layer,label,kind,tokens,spans,attention_pairs,fwd_us,bwd_us,recompute_us
+// layers.csv: a version line `# mmtwin-layers v2`, the header
+//   iteration,device,micro_batch,layer,label,kind,tokens,spans,attention_pairs,fwd_us,bwd_us,recompute_us,
+//   act_bytes,out_bytes
 // then one row per layer run. tokens / spans / attention_pairs are the layer's workload in the micro-batch exactly
 // as the simulator prices it (core/cost ComponentWorkload: positions, attention spans, and the sum over spans of
 // span² — the full square; the cost model halves it for causal layers). Times in µs on that device: forward,
-// backward, and the recompute forward (0 when the layer was not recomputed).
+// backward, and the recompute forward (0 when the layer was not recomputed). Memory of a layer run without
+// recompute, in bytes on that device: act_bytes = what its forward left allocated (the tensors saved for its
+// backward and its output; a live-bytes difference of the backend's counting allocator), out_bytes = its output
+// activation alone (what the next layer keeps when it is recomputed); both 0 for recomputed layers and where
+// the allocator could not be counted. v1 files (no memory columns) are refused: re-run the backend.
 //
 //   rows = ParseLayerTimingsCsv(ReadFile(dir + "/layers.csv").value(), dir + "/layers.csv").value();
 #pragma once
@@ -20,7 +25,7 @@
 
 namespace mmtwin {
 
-inline constexpr int kLayerTimingsVersion = 1;
+inline constexpr int kLayerTimingsVersion = 2;
 
 struct LayerTiming {
   int64_t iteration = 0;  // epoch index of the iteration
@@ -29,6 +34,7 @@ struct LayerTiming {
   int32_t spans = 0;
   double attention_pairs = 0;
   double fwd_us = 0, bwd_us = 0, recompute_us = 0;
+  int64_t act_bytes = 0, out_bytes = 0;
   // Read back from the file (LayerTimingsCsv takes them from `layers`): the layer's label and kind.
   std::string label;
   LayerKind kind = LayerKind::kTransformer;
