@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <sstream>
 
 #include "core/driver/simulate.h"
@@ -95,9 +96,6 @@ RunSummary MeasuredSummary(const PlannedRun& run, const std::vector<OpRecord>& o
       case OpKind::kOptimizer:
         busy[o.device] += o.duration_us;
         break;
-      case OpKind::kP2pRecv:
-        bubble[o.device] += o.duration_us;
-        break;
       case OpKind::kDpWait:
         exposed[o.device] += o.duration_us;
         break;
@@ -105,6 +103,26 @@ RunSummary MeasuredSummary(const PlannedRun& run, const std::vector<OpRecord>& o
         break;
     }
   }
+  // Idle as the simulator defines it (core/eval/analytic.h): a device's wait for the other DP replicas, the
+  // iteration's end less its replica's last op end; bubble is then the rest of the device's time that is
+  // neither busy nor exposed DP communication (P2P waits, sends, warm-up / cool-down and the gaps between ops).
+  std::map<int64_t, double> it_end;                       // iteration -> last op end (ops start at 0)
+  std::map<std::pair<int64_t, int>, double> replica_end;  // (iteration, dp replica) -> last op end
+  for (const OpRecord& o : ops) {
+    if (o.device < 0 || o.device >= devices) continue;
+    const double end = o.start_us + o.duration_us;
+    double& e = it_end[o.iteration];
+    e = std::max(e, end);
+    double& re = replica_end[{o.iteration, mesh.DpOfDevice(o.device)}];
+    re = std::max(re, end);
+  }
+  std::vector<double> idle(devices, 0);
+  for (int d = 0; d < devices; ++d)
+    for (const auto& [it, end] : it_end) {
+      auto re = replica_end.find({it, mesh.DpOfDevice(d)});
+      if (re != replica_end.end()) idle[d] += std::max(0.0, end - re->second);
+    }
+  for (int d = 0; d < devices; ++d) bubble[d] = std::max(0.0, total - busy[d] - exposed[d] - idle[d]);
   const double device_time = total * devices;
   double b = 0, bu = 0, ex = 0, r = 0;
   for (int d = 0; d < devices; ++d) {
