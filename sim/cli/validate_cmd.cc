@@ -100,6 +100,10 @@ int RunValidate(const ValidateArgs& a, std::ostream& out, std::ostream& err) {
     }
 
   // Measure.
+  if (!a.train.empty() && ::access(a.train.c_str(), X_OK) != 0) {
+    err << "mmtwin validate: --train: " << a.train << ": not an executable file\n";
+    return 2;
+  }
   const std::string train = FindTrain(a.train);
   const std::string logs = a.output + "/logs";
   std::error_code ec;
@@ -164,7 +168,9 @@ int RunValidate(const ValidateArgs& a, std::ostream& out, std::ostream& err) {
   report.suite = *suite;
   report.calibration = *cal;
   report.machine = a.machine.empty() ? "(not given: --machine)" : a.machine;
-  report.command = "mmtwin validate " + a.suite + " -o " + a.output + (a.reuse ? " --reuse" : "");
+  report.command = "mmtwin validate " + a.suite + " -o " + a.output +
+                   (a.runs.empty() ? "" : " --runs " + a.runs) + (a.reuse ? " --reuse" : "") +
+                   (a.machine.empty() ? "" : " --machine " + ShellQuote(a.machine));
   std::vector<std::pair<RunSummary, RunSummary>> memory_pairs;
   for (const Item& it : items) {
     ScenarioValidation v;

@@ -118,7 +118,8 @@ TEST(ValidationReport, MapeAndReportFollowFromTheSummaries) {
   EXPECT_NE(StageBarsSvg(r).find("s100 s0"), std::string::npos);
 }
 
-// The shipped suites are documentation: each loads, its scenarios load, it holds out at least 8 scenarios, and
+// The shipped suites are documentation: each loads, its scenarios load, it holds out enough scenarios (8 for the
+// ViT + LLM suites), and
 // every scenario shares the calibration's model and tensor-parallel degree (what Calibrate requires), while
 // the held-out set varies what the fit never saw.
 TEST(ValidationSuite, ShippedSuitesLoadAndHoldOutEnough) {
@@ -129,7 +130,9 @@ TEST(ValidationSuite, ShippedSuitesLoadAndHoldOutEnough) {
     ++suites;
     auto suite = LoadValidationSuite(e.path().string());
     ASSERT_TRUE(suite.ok()) << suite.error().message();
-    EXPECT_GE(suite->held_out.size(), 8u) << e.path();
+    const bool full = suite->held_out.size() >= 8;  // the ViT + LLM suites; cpu-audio holds out 4
+    EXPECT_GE(suite->held_out.size(), 4u) << e.path();
+    if (suite->name == "cpu-ws2" || suite->name == "cpu-ws4") EXPECT_TRUE(full) << e.path();
     EXPECT_GE(suite->calibration.size(), 1u) << e.path();
     std::set<std::string> models, schedules, recomputes, data;
     std::set<int> dps, tps;
@@ -149,11 +152,11 @@ TEST(ValidationSuite, ShippedSuitesLoadAndHoldOutEnough) {
     EXPECT_EQ(models.size(), 1u) << e.path();
     EXPECT_EQ(tps.size(), 1u) << e.path();
     EXPECT_GE(schedules.size(), 2u) << e.path();
-    EXPECT_GE(recomputes.size(), 2u) << e.path();
+    if (full) EXPECT_GE(recomputes.size(), 2u) << e.path();
     EXPECT_GE(data.size(), 2u) << e.path();
     EXPECT_GE(dps.size(), 2u) << e.path();
   }
-  EXPECT_GE(suites, 1);
+  EXPECT_GE(suites, 3);
 }
 
 }  // namespace

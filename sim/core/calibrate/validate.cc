@@ -47,17 +47,18 @@ Result<ValidationSuite> ParseSuite(const std::string& text, const std::string& f
   suite.path = file;
   MMTWIN_ASSIGN_OR_RETURN(const YAML::Node root, LoadStrictYaml(text, file));
   if (!root.IsMap()) return Error::At(file, LineOf(root), "", "a validation suite is a mapping");
-  const std::vector<std::string> keys = {"name", "description", "calibration", "held_out"};
+  const std::vector<std::string> keys = {"name", "description", "notes", "calibration", "held_out"};
   for (auto it = root.begin(); it != root.end(); ++it)
     if (std::find(keys.begin(), keys.end(), it->first.Scalar()) == keys.end())
       return Error::At(file, LineOf(it->first), it->first.Scalar(),
-                       "unknown key; valid keys are: name, description, calibration, held_out");
+                       "unknown key; valid keys are: name, description, notes, calibration, held_out");
   suite.name =
       root["name"] && root["name"].IsScalar() ? root["name"].Scalar() : fs::path(file).stem().string();
   if (!IsPlainName(suite.name))
     return Error::At(file, LineOf(root["name"]), "name",
                      "'" + Abbreviate(suite.name) + "' must work as a file name");
   if (root["description"]) suite.description = root["description"].Scalar();
+  if (root["notes"]) suite.notes = root["notes"].Scalar();
   const fs::path dir = fs::path(file).parent_path();
   for (const char* key : {"calibration", "held_out"}) {
     const YAML::Node list = root[key];
@@ -215,7 +216,11 @@ std::string ValidationMarkdown(const ValidationReport& r) {
   md += "| worst per-stage bubble error (points) | – | " + Fmt("%.1f", 100 * worst_bubble) + " |\n";
   md += "| worst per-stage peak memory error | – | " + Fmt("%.1f%%", 100 * worst_mem) + " |\n\n";
   md += std::string("Calibrated beats analytic on every held-out scenario's iteration time: ") +
-        (cal_beats_analytic ? "yes" : "**no** (see the table)") + ".\n\n";
+        (cal_beats_analytic      ? "yes"
+         : r.suite.notes.empty() ? "**no** (see the table)"
+                                 : "**no** (see the notes)") +
+        ".\n\n";
+  if (!r.suite.notes.empty()) md += "**Notes.** " + r.suite.notes + "\n\n";
   md += "![predicted against measured iteration time](scatter.svg)\n\n";
   md += "## Held-out scenarios\n\n";
   ScenarioTable(md, r.held_out);
@@ -224,8 +229,8 @@ std::string ValidationMarkdown(const ValidationReport& r) {
   md += "\n## Calibration runs (in-sample, for reference)\n\n";
   ScenarioTable(md, r.calibration_runs);
   md +=
-      "\n## The fit\n\nPer-layer time coefficients (`profile.csv`), from the calibration runs "
-      "only:\n\n```\n" +
+      "\n## The fit\n\nPer-layer time and activation-byte coefficients (`profile.csv`), from the calibration "
+      "runs only:\n\n```\n" +
       FormatCalibrationTable(r.calibration) + "```\n\n";
   const LinearFit& mf = r.memory.fit;
   if (mf.coefficients.size() == 3)

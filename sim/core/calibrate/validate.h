@@ -4,6 +4,7 @@
 // these) and held-out scenarios (scored, never fitted on):
 //   name: cpu-ws2
 //   description: ...
+//   notes: ...                                          # optional: shown in the report's summary
 //   calibration: [cal-pp2.yaml, cal-dp2.yaml]           # paths relative to the suite file
 //   held_out: [gpipe.yaml, recompute-full.yaml, ...]
 // `mmtwin validate` (cli/validate_cmd.cc) measures every scenario with the backend (or reuses its run), fits the
@@ -28,6 +29,7 @@ namespace mmtwin {
 
 struct ValidationSuite {
   std::string name, description, path;
+  std::string notes;  // optional: what a reader must know to read the figures (shown under the summary)
   std::vector<std::string> calibration, held_out;  // scenario paths (resolved against the suite's folder)
 };
 Result<ValidationSuite> LoadValidationSuite(const std::string& path);

@@ -1,0 +1,114 @@
+// `mmtwin validate` end to end on a tiny suite, as a user runs it: real mmtwin-train jobs (2 processes over
+// Gloo), the fit on the calibration runs only, a report whose figures equal the run records they come from,
+// --reuse measures nothing again and reproduces the report, and bad input exits 2.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "cli/cli_runner.h"
+#include "core/records/records_codec.h"
+#include "core/util/csv.h"
+
+namespace mmtwin {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Mmtwin;
+
+std::string Scenario(const std::string& name, const std::string& parallel, const std::string& schedule,
+                     int batch) {
+  return "name: " + name + "\ndescription: validate_slow_test\n" +
+         "trace: {preset: llava-665k, samples: 400, seed: 1}\nmodel: llava-1.5-7b\ncluster: "
+         "cpu-2vcpu-gloo\n" +
+         "parallel: " + parallel +
+         "\npolicies:\n  data: {name: random, params: {batch_size: " + std::to_string(batch) +
+         "}}\n  partition: uniform\n  recompute: none\n  schedule: " + schedule +
+         "\niterations: 3\nseed: 1\nbackend:\n  width_divisor: 32\n  layers: {vision: 1, llm: 2}\n" +
+         "  warmup_iterations: 1\n  timeout_s: 120\n  threads: 1\n";
+}
+
+// The row's `predicted` or `measured` value in validation.csv.
+double CsvValue(const std::string& csv, const std::string& prefix, int column) {
+  size_t at = csv.find("\n" + prefix);
+  if (at == std::string::npos) return -1;
+  const std::string line = csv.substr(at + 1, csv.find('\n', at + 1) - at - 1);
+  std::vector<std::string> f(1);
+  for (char c : line)
+    if (c == ',')
+      f.emplace_back();
+    else
+      f.back().push_back(c);
+  return std::stod(f.at(static_cast<size_t>(column)));
+}
+
+TEST(ValidateSlow, MeasuresFitsOnCalibrationOnlyAndReportsTheRecords) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "validate_slow";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "cal-pp2.yaml")
+      << Scenario("cal-pp2", "{dp: 1, tp: 1, pp: 2, micro_batches: 4}", "1f1b", 2);
+  std::ofstream(dir / "cal-dp2.yaml")
+      << Scenario("cal-dp2", "{dp: 2, tp: 1, pp: 1, micro_batches: 4}", "1f1b", 1);
+  std::ofstream(dir / "gpipe.yaml") << Scenario("gpipe", "{dp: 1, tp: 1, pp: 2, micro_batches: 4}", "gpipe",
+                                                1);
+  std::ofstream(dir / "tiny.suite.yaml")
+      << "name: tiny\ndescription: two calibration runs, one held out\n"
+         "calibration: [cal-pp2.yaml, cal-dp2.yaml]\nheld_out: [gpipe.yaml]\n";
+  const std::string suite = (dir / "tiny.suite.yaml").string(), out = (dir / "report").string(),
+                    runs = (dir / "runs").string();
+  const std::string args =
+      "validate " + suite + " -o " + out + " --runs " + runs + " --train " + MMTWIN_TRAIN;
+  auto r = Mmtwin(args);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("[3/3] held-out gpipe (2 ranks): "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("MAPE over 1 held-out scenarios"), std::string::npos) << r.out;
+  for (const char* f : {"README.md", "validation.csv", "scatter.svg", "stages.svg", "profile.csv"})
+    EXPECT_TRUE(fs::exists(fs::path(out) / f)) << f;
+
+  // The fit saw the calibration runs only.
+  const std::string profile = *ReadFile(out + "/profile.csv");
+  EXPECT_NE(profile.find("# run: " + runs + "/cal-pp2\n"), std::string::npos) << profile;
+  EXPECT_NE(profile.find("# run: " + runs + "/cal-dp2\n"), std::string::npos) << profile;
+  EXPECT_EQ(profile.find("gpipe"), std::string::npos) << profile;
+
+  // The report's figures are the run records': measured from the backend's summary.json, calibrated from
+  // `mmtwin simulate --cost profile.csv` of the same scenario.
+  const std::string csv = *ReadFile(out + "/validation.csv");
+  auto measured = LoadSummary(runs + "/gpipe");
+  ASSERT_TRUE(measured.ok()) << measured.error().message();
+  EXPECT_EQ(measured->source, RecordSource::kMeasured);
+  const double m = CsvValue(csv, "gpipe,iteration_p50_us,,calibrated,", 4);
+  EXPECT_NEAR(m, measured->iteration_time_us.p50, 1e-6 * m);
+  auto sim = Mmtwin("simulate " + (dir / "gpipe.yaml").string() + " --cost " + out + "/profile.csv -o " +
+                        (dir / "sim").string(),
+                    false);
+  ASSERT_EQ(sim.code, 0) << sim.out;
+  const double p = CsvValue(csv, "gpipe,iteration_p50_us,,calibrated,", 5);
+  EXPECT_NEAR(p, LoadSummary((dir / "sim").string())->iteration_time_us.p50, 1e-6 * p);
+  const double busy = CsvValue(csv, "gpipe,busy_ratio,1,calibrated,", 4);
+  EXPECT_NEAR(busy, measured->stages.at(1).busy_ratio, 1e-8);
+
+  // --reuse: nothing is measured again, the report is the same.
+  auto again = Mmtwin(args + " --reuse");
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_NE(again.out.find("[3/3] held-out gpipe (2 ranks): reusing " + runs + "/gpipe"), std::string::npos)
+      << again.out;
+  EXPECT_EQ(*ReadFile(out + "/validation.csv"), csv);
+
+  // Bad input: exit 2 with the option or file named.
+  auto bad_train = Mmtwin("validate " + suite + " -o " + out + " --train " + (dir / "nope").string());
+  EXPECT_EQ(bad_train.code, 2);
+  EXPECT_NE(bad_train.out.find("--train: " + (dir / "nope").string() + ": not an executable file"),
+            std::string::npos)
+      << bad_train.out;
+  std::ofstream(dir / "bad.suite.yaml")
+      << "name: bad\ncalibration: [cal-pp2.yaml]\nheld_out: [cal-pp2.yaml]\n";
+  auto bad_suite = Mmtwin("validate " + (dir / "bad.suite.yaml").string() + " -o " + out);
+  EXPECT_EQ(bad_suite.code, 2);
+  EXPECT_NE(bad_suite.out.find("bad.suite.yaml:3: held_out"), std::string::npos) << bad_suite.out;
+}
+
+}  // namespace
+}  // namespace mmtwin
