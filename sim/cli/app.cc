@@ -281,14 +281,20 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   CLI::App* calibrate_cmd =
       app.add_subcommand("calibrate",
                          "fit per-layer time coefficients (c0 + c_token * tokens + c_pair * attention pairs, "
-                         "forward and backward, per "
-                         "layer type) to measured runs of mmtwin-train, for `cost:` / --cost");
+                         "forward and backward, per layer type) and activation bytes to measured runs of "
+                         "mmtwin-train, for `cost:` / --cost; optionally the links, as a cluster file");
   calibrate_cmd->add_option("RUNDIR", cal.runs, "measured run folders (mmtwin-train -o)")->required();
   calibrate_cmd->add_option("-o,--output", cal.output, "the profile to write (CSV)")->required();
   calibrate_cmd
       ->add_option("--min-samples", cal.min_samples,
                    "rows per layer type and pass below which a fit is refused (8)")
       ->type_name("N");
+  calibrate_cmd
+      ->add_option(
+          "--cluster-out", cal.cluster_out,
+          "also fit P2P latency and bandwidth per link class from the runs' ops.csv and write the runs' "
+          "cluster with them (YAML, usable as a scenario's `cluster:`)")
+      ->type_name("FILE");
   calibrate_cmd->footer(
       "Prints per layer type and pass the coefficients, R^2, relative residual percentiles and outliers; the "
       "profile keeps them as comments.\nExit codes: 0 ok, 2 bad input (a simulated run, a layers.csv of "

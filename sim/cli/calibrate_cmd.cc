@@ -1,11 +1,13 @@
-// mmtwin calibrate RUNDIR... -o PROFILE [--min-samples N]: fit the per-layer time model to measured runs
-// (core/calibrate/calibrate.h) and write the profile a scenario's `cost:` or `mmtwin simulate --cost` reads.
-// Exit 0, or 2 on bad input.
+// mmtwin calibrate RUNDIR... -o PROFILE [--min-samples N] [--cluster-out FILE]: fit the per-layer time and memory
+// model to measured runs (core/calibrate/calibrate.h) and write the profile a scenario's `cost:` or
+// `mmtwin simulate --cost` reads; with --cluster-out also fit the links (core/calibrate/links.h) and write the
+// runs' cluster with the fitted figures. Exit 0, or 2 on bad input.
 #include <ostream>
 #include <string>
 
 #include "cli/commands.h"
 #include "core/calibrate/calibrate.h"
+#include "core/calibrate/links.h"
 #include "core/util/csv.h"
 
 namespace mmtwin::cli {
@@ -25,6 +27,23 @@ int RunCalibrate(const CalibrateArgs& a, std::ostream& out, std::ostream& err) {
     err << "mmtwin calibrate: " << cal.error().message() << "\n";
     return 2;
   }
+  // Links first: a bad --cluster-out input must not leave a profile written halfway through the command.
+  std::string cluster_yaml;
+  std::string link_table;
+  if (!a.cluster_out.empty()) {
+    auto links = CalibrateLinks(a.runs, options.min_samples);
+    if (!links) {
+      err << "mmtwin calibrate: --cluster-out: " << links.error().message() << "\n";
+      return 2;
+    }
+    auto base = LoadCluster(links->cluster);
+    if (!base) {
+      err << "mmtwin calibrate: --cluster-out: " << base.error().message() << "\n";
+      return 2;
+    }
+    cluster_yaml = FormatCalibratedCluster(*base, *links);
+    link_table = FormatLinkTable(*links);
+  }
   if (Status st = WriteFileAtomic(a.output, FormatProfile(*cal)); !st.ok()) {
     err << "mmtwin calibrate: -o: " << st.error().message() << "\n";
     return 2;
@@ -32,6 +51,13 @@ int RunCalibrate(const CalibrateArgs& a, std::ostream& out, std::ostream& err) {
   out << FormatCalibrationTable(*cal);
   out << "wrote " << a.output << " (" << cal->fits.size() << " layer types, tp " << cal->tp << ", from "
       << a.runs.size() << (a.runs.size() == 1 ? " run" : " runs") << ")\n";
+  if (!a.cluster_out.empty()) {
+    if (Status st = WriteFileAtomic(a.cluster_out, cluster_yaml); !st.ok()) {
+      err << "mmtwin calibrate: --cluster-out: " << st.error().message() << "\n";
+      return 2;
+    }
+    out << link_table << "wrote " << a.cluster_out << "\n";
+  }
   return 0;
 }
 

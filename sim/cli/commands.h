@@ -56,10 +56,10 @@ struct SimulateArgs {
 };
 int RunSimulate(const SimulateArgs& a, std::ostream& out, std::ostream& err);
 
-// mmtwin calibrate RUNDIR... -o PROFILE   (sim/cli/calibrate_cmd.cc)
+// mmtwin calibrate RUNDIR... -o PROFILE [--cluster-out CLUSTER.yaml]   (sim/cli/calibrate_cmd.cc)
 struct CalibrateArgs {
   std::vector<std::string> runs;
-  std::string output, min_samples;
+  std::string output, min_samples, cluster_out;
   bool min_samples_given = false;
 };
 int RunCalibrate(const CalibrateArgs& a, std::ostream& out, std::ostream& err);

@@ -66,6 +66,17 @@ TEST(CliCalibrate, BadInputExitsTwo) {
   EXPECT_NE(r.out.find("--cost: '/nonexistent.csv' is neither 'analytic' nor a readable file"),
             std::string::npos)
       << r.out;
+  // --cluster-out needs the runs' ops.csv; nothing is written when it is missing.
+  {
+    testing::SyntheticRun run{Dir("no_ops")};
+    ASSERT_EQ(testing::WriteSyntheticRun(run), "");
+    auto r = Mmtwin("calibrate " + run.dir + " -o " + Dir("no_ops.csv") + " --cluster-out " + Dir("c.yaml"));
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find("mmtwin calibrate: --cluster-out: " + run.dir + "/ops.csv"), std::string::npos)
+        << r.out;
+    EXPECT_FALSE(fs::exists(Dir("no_ops.csv")));
+    EXPECT_FALSE(fs::exists(Dir("c.yaml")));
+  }
 }
 
 }  // namespace

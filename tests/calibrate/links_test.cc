@@ -1,0 +1,168 @@
+// Link calibration (core/calibrate/links.h): sends paired with their receives recover known latency and bandwidth
+// per link class, receives that began after the send are left out, the DP check keeps the fastest collectives,
+// the cluster file reads back with the fitted figures, and bad input names the file.
+#include "core/calibrate/links.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "calibrate/synthetic_runs.h"
+#include "core/plan/mesh.h"
+#include "core/records/records_codec.h"
+
+namespace mmtwin {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::SyntheticRun;
+using testing::WriteSyntheticRun;
+
+std::string Dir(const std::string& name) {
+  return (fs::path(::testing::TempDir()) / ("links_" + name)).string();
+}
+
+// True links: intra-node 20 µs + 5 GB/s, inter-node 80 µs + 1 GB/s.
+double TransferUs(bool intra, int64_t bytes) {
+  return intra ? 20 + static_cast<double>(bytes) / 5e9 * 1e6 : 80 + static_cast<double>(bytes) / 1e9 * 1e6;
+}
+
+// A DP2 x PP4 run on a cluster of 4 devices per node (Megatron order: DP inside PP), so the hop from pipeline
+// stage 1 to 2 crosses nodes and the others do not; the test asks the mesh, as the code does.
+std::string WriteRun(const std::string& dir, uint64_t seed, const std::string& cluster_file) {
+  SyntheticRun run{dir};
+  run.seed = seed;
+  run.scenario.cluster = cluster_file;
+  run.scenario.nodes = 2;
+  run.scenario.parallel.pp = 4;
+  if (std::string e = WriteSyntheticRun(run); !e.empty()) return e;
+  const DeviceMesh mesh(run.scenario.parallel, 4);
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int64_t> size(100'000, 20'000'000);
+  std::normal_distribution<double> noise(0, 0.02);
+  std::vector<OpRecord> ops;
+  double t = 0;
+  for (int it = 0; it < 6; ++it)
+    for (int dp = 0; dp < 2; ++dp)
+      for (int m = 0; m < 4; ++m)
+        for (int hop = 0; hop < 3; ++hop)
+          for (int grad = 0; grad < 2; ++grad) {
+            const int from_chunk = grad ? hop + 1 : hop, to_chunk = grad ? hop : hop + 1;
+            const int from = mesh.Device(dp, from_chunk), to = mesh.Device(dp, to_chunk);
+            const bool intra = mesh.NodeOfDevice(from) == mesh.NodeOfDevice(to);
+            const int64_t bytes = size(rng);
+            OpRecord s;
+            s.source = RecordSource::kMeasured;
+            s.iteration = it;
+            s.kind = grad ? OpKind::kP2pSendGradient : OpKind::kP2pSendActivation;
+            s.lane = grad ? Lane::kP2pBackward : Lane::kP2pForward;
+            s.device = from;
+            s.micro_batch = m;
+            s.chunk = from_chunk;
+            s.bytes = bytes;
+            s.start_us = t + 1000;
+            s.duration_us = 30;  // the post: not the transfer
+            OpRecord r = s;
+            r.kind = OpKind::kP2pRecv;
+            r.device = to;
+            r.chunk = to_chunk;
+            const bool late =
+                (m + it) % 3 == 0;  // the receive begins after the bytes arrived: a local copy only
+            r.start_us = late ? s.start_us + 2 * TransferUs(intra, bytes) : t;
+            r.duration_us = late ? 5 : s.start_us + TransferUs(intra, bytes) * (1 + noise(rng)) - r.start_us;
+            ops.push_back(s);
+            ops.push_back(r);
+            t += 1e5;
+          }
+  // DP collectives of 4 MB: 10% at the link's pace (bus 2 GB/s), the rest waiting for the other replica.
+  for (int k = 0; k < 40; ++k) {
+    OpRecord c;
+    c.source = RecordSource::kMeasured;
+    c.kind = OpKind::kDpCollective;
+    c.lane = Lane::kDp;
+    c.device = mesh.Device(k % 2, 0);
+    c.micro_batch = -1;
+    c.bytes = 4'000'000;
+    c.duration_us = 2.0 * 1 / 2 * 4e6 / 2e9 * 1e6 * (k % 10 == 0 ? 1.0 : 3.0 + k);
+    ops.push_back(c);
+  }
+  if (!WriteFileAtomic(dir + "/ops.csv", OpsCsv(ops)).ok()) return "ops";
+  return "";
+}
+
+std::string ClusterFile() {
+  const std::string path = Dir("four-per-node.yaml");
+  std::ofstream(path) << "name: four-per-node\ndescription: test\nnodes: 2\ngpus_per_node: 4\n"
+                         "device: {name: g, peak_flops: 1e12, memory_bytes: 8e9, hbm_bytes_per_s: 1e12}\n"
+                         "nvlink_bytes_per_s: 1e11\nnvlink_latency_us: 1\nnics_per_node: 2\n"
+                         "nic_bytes_per_s: 1e10\nnic_latency_us: 2\n";
+  return path;
+}
+
+TEST(CalibrateLinks, RecoversLatencyAndBandwidthPerLinkClass) {
+  const std::string cluster = ClusterFile();
+  ASSERT_EQ(WriteRun(Dir("a"), 1, cluster), "");
+  ASSERT_EQ(WriteRun(Dir("b"), 2, cluster), "");
+  auto links = CalibrateLinks({Dir("a"), Dir("b")});
+  ASSERT_TRUE(links.ok()) << links.error().message();
+  ASSERT_EQ(links->p2p.size(), 2u);
+  EXPECT_EQ(links->p2p[0].link, "intra-node");
+  EXPECT_EQ(links->p2p[1].link, "inter-node");
+  for (const LinkClassFit& f : links->p2p) {
+    const bool intra = f.link == "intra-node";
+    EXPECT_NEAR(f.bytes_per_s, intra ? 5e9 : 1e9, 0.03 * (intra ? 5e9 : 1e9)) << f.link;
+    EXPECT_NEAR(f.latency_us, intra ? 20 : 80, 0.02 * TransferUs(intra, 5'000'000)) << f.link;
+    EXPECT_GT(f.fit.samples, 0);
+    EXPECT_GT(f.fit.r2, 0.99) << f.link;
+  }
+  int64_t paired = 0;
+  for (const LinkClassFit& f : links->p2p) paired += f.fit.samples;
+  // 2 runs x 6 iterations x 2 replicas x 4 micro-batches x 3 hops x 2 directions = 576 sends; the 8 (iteration,
+  // micro-batch) pairs with (m + it) % 3 == 0 per run had late receives: 2 x 8 x 2 x 3 x 2 = 192 left out.
+  EXPECT_EQ(paired, 576 - 192);
+  EXPECT_EQ(links->p2p[0].fit.samples, 2 * links->p2p[1].fit.samples);  // hops 0-1 and 2-3 vs 1-2
+  // DP: the fastest 10% are the link-paced ones: bus bandwidth 2 GB/s.
+  EXPECT_EQ(links->dp_collectives, 80);
+  EXPECT_EQ(links->dp_samples, 8);
+  EXPECT_NEAR(links->dp_bus_bytes_per_s, 2e9, 1);
+
+  // The cluster file reads back with the fitted figures (inter-node: per NIC, the node's 2 NICs share it).
+  auto base = LoadCluster(cluster);
+  ASSERT_TRUE(base.ok()) << base.error().message();
+  auto back = ParseCluster(FormatCalibratedCluster(*base, *links), "calibrated.yaml");
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back->name, "four-per-node-calibrated");
+  EXPECT_EQ(back->gpus_per_node, 4);
+  EXPECT_DOUBLE_EQ(back->device.peak_flops, 1e12);
+  for (const LinkClassFit& f : links->p2p) {
+    if (f.link == "intra-node") {
+      EXPECT_NEAR(back->nvlink_bytes_per_s, f.bytes_per_s, 1e-5 * f.bytes_per_s);
+      EXPECT_NEAR(back->nvlink_latency_us, f.latency_us, 1e-4 * f.latency_us);
+    } else {
+      EXPECT_NEAR(back->node_nic_bytes_per_s(), f.bytes_per_s, 1e-5 * f.bytes_per_s);
+      EXPECT_NEAR(back->nic_latency_us, f.latency_us, 1e-4 * f.latency_us);
+    }
+  }
+}
+
+TEST(CalibrateLinks, BadInputNamesTheFile) {
+  SyntheticRun run{Dir("no-ops")};
+  ASSERT_EQ(WriteSyntheticRun(run), "");
+  auto r = CalibrateLinks({run.dir});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find(run.dir + "/ops.csv"), std::string::npos) << r.error().message();
+  ASSERT_EQ(WriteRun(Dir("c"), 3, ClusterFile()), "");
+  SyntheticRun other{Dir("other-cluster")};
+  ASSERT_EQ(WriteSyntheticRun(other), "");
+  ASSERT_TRUE(WriteFileAtomic(other.dir + "/ops.csv", OpsCsv({})).ok());
+  auto mixed = CalibrateLinks({Dir("c"), other.dir});
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_NE(mixed.error().message().find("links are calibrated for one machine at a time"), std::string::npos)
+      << mixed.error().message();
+  EXPECT_FALSE(CalibrateLinks({}).ok());
+}
+
+}  // namespace
+}  // namespace mmtwin
