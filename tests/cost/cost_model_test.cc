@@ -126,6 +126,17 @@ TEST(AnalyticCostTest, InternLm2BlockOn4096TokensWithTp4) {
   EXPECT_NEAR(c.bwd_time_us, 2 * c.fwd_time_us, 1e-9);
   EXPECT_EQ(c.act_bytes, 34LL * 4096 * 6144 / 4);
   EXPECT_EQ(c.act_bytes_recompute, 2LL * 4096 * 6144 / 4);
+  // Korthikanti et al. Table 2 without sequence parallelism: sbh(10 + 24/t + 5as/(ht)); recompute keeps 2sbh.
+  AnalyticCostModel no_sp(H100(), {.tp = 4, .sequence_parallel = false});
+  EXPECT_EQ(no_sp.Cost(m, block, w).act_bytes, 10LL * 4096 * 6144 + 24LL * 4096 * 6144 / 4);
+  EXPECT_EQ(no_sp.Cost(m, block, w).act_bytes_recompute, 2LL * 4096 * 6144);
+  AnalyticCostModel no_sp_noflash(H100(), {.tp = 4, .flash_attention = false, .sequence_parallel = false});
+  EXPECT_EQ(no_sp_noflash.Cost(m, block, w).act_bytes,
+            10LL * 4096 * 6144 + (24LL * 4096 * 6144 + 5LL * 48 * 4096 * 4096) / 4);
+  EXPECT_DOUBLE_EQ(no_sp.Cost(m, block, w).fwd_time_us, c.fwd_time_us);  // SP changes memory, not compute
+  // At tp 1 there is nothing to split: both spellings agree.
+  AnalyticCostModel tp1(H100(), {.tp = 1}), tp1_no_sp(H100(), {.tp = 1, .sequence_parallel = false});
+  EXPECT_EQ(tp1.Cost(m, block, w).act_bytes, tp1_no_sp.Cost(m, block, w).act_bytes);
   EXPECT_EQ(c.boundary_bytes, 2LL * 4096 * 6144);
   EXPECT_EQ(c.param_bytes, 2 * block.params / 4);
 }

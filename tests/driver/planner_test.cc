@@ -222,6 +222,26 @@ TEST(PlannerTest, CancellationStopsPlanningAndReplay) {
   EXPECT_EQ(calls, 1);
 }
 
+// parallel.tp_sequence_parallel reaches the cost model: without Megatron SP the LayerNorm and dropout activations
+// are replicated over the TP group, so every stage holds more activations (the times are unchanged).
+TEST(PlannerTest, TpSequenceParallelChangesActivationMemoryOnly) {
+  Scenario sp = Small();
+  sp.recompute = {"none", {}};
+  sp.iterations = 2;
+  Scenario no_sp = sp;
+  no_sp.parallel.tp_sequence_parallel = false;
+  PlanOptions po;
+  po.memory_report = true;
+  auto a = BuildPlan(sp, po), b = BuildPlan(no_sp, po);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->memory.size(), b->memory.size());
+  for (size_t st = 0; st < a->memory.size(); ++st) {
+    EXPECT_GT(b->memory[st].peak_activation_bytes, a->memory[st].peak_activation_bytes) << "stage " << st;
+    EXPECT_EQ(b->memory[st].model_state_bytes, a->memory[st].model_state_bytes) << "stage " << st;
+  }
+  EXPECT_EQ(a->stage_fwd_us_mean, b->stage_fwd_us_mean);
+}
+
 TEST(PlannerTest, ValidateScenarioNamesFields) {
   Scenario s = Small();
   EXPECT_TRUE(ValidateScenario(s).ok()) << ValidateScenario(s).error().message();

@@ -165,10 +165,12 @@ LayerCost AnalyticCostModel::Cost(const ModelSpec& m, const Layer& layer, const 
       if (padded_heads)
         rank_fwd_flops = 2.0 * tokens * (attn_params_rank + mlp_params / tp) +
                          4.0 * q_rank * hd * w.attn_pairs * (t.causal ? 0.5 : 1.0);
-      act = 34.0 * tokens * h;
-      if (!options_.flash_attention) act += 5.0 * t.heads * w.attn_pairs;
-      act /= tp;
-      act_recompute = 2.0 * tokens * h / tp;
+      // Korthikanti et al. Table 2 (cost_model.h): without sequence parallelism the LayerNorm inputs and
+      // dropout masks (10·s·b·h) are replicated on every TP rank.
+      const double scores = options_.flash_attention ? 0.0 : 5.0 * t.heads * w.attn_pairs;
+      const bool split = options_.sequence_parallel || tp == 1;
+      act = split ? (34.0 * tokens * h + scores) / tp : 10.0 * tokens * h + (24.0 * tokens * h + scores) / tp;
+      act_recompute = split ? 2.0 * tokens * h / tp : 2.0 * tokens * h;
       boundary = 2.0 * tokens * h;
       break;
     }

@@ -91,7 +91,10 @@ class CostModel {
 struct AnalyticOptions {
   int tp = 1;                   // tensor-parallel degree: divides time, params and activations per GPU
   bool flash_attention = true;  // false adds the 5*a*s^2 attention-score activations (Korthikanti)
-  double efficiency = 0;        // achieved fraction of peak; 0 uses DeviceSpec::efficiency
+  // Megatron sequence parallelism inside the TP group (scenario parallel.tp_sequence_parallel): the LayerNorm and
+  // dropout activations are split over the TP ranks too; without it they are replicated (below).
+  bool sequence_parallel = true;
+  double efficiency = 0;  // achieved fraction of peak; 0 uses DeviceSpec::efficiency
 };
 
 // FLOPs: 2 * tokens * matmul params + 4 * heads * head_dim * pairs (halved for causal); backward = 2 x
@@ -101,9 +104,13 @@ struct AnalyticOptions {
 // priced for the padded head counts (e.g. InternViT-6B's 25 heads at tp 2: 13 heads on the busiest rank,
 // attention 4% slower than 1/tp). Megatron-LM refuses such layouts (it asserts that tp divides both counts);
 // mmtwin prices them instead so that what-ifs over tp stay comparable. The LLM embedding lookup is priced by HBM traffic
-// instead. Activations (bf16, Korthikanti et al. with sequence parallelism): transformer 34 * tokens * hidden
-// (+ 5 * heads * pairs without flash attention), divided by tp; full recomputation keeps 2 * tokens * hidden
-// / tp.
+// instead. Activations per transformer layer (bf16; Korthikanti et al. 2022, Table 2; s·b = tokens, h = hidden,
+// a = heads, t = tp; the 5·a·pairs attention-score term only without flash attention):
+//   sequence parallel (or t = 1):  (34·tokens·h + 5·a·pairs) / t;   full recompute keeps 2·tokens·h / t
+//   tensor parallel without SP:    10·tokens·h + (24·tokens·h + 5·a·pairs) / t;   recompute keeps 2·tokens·h
+// (the 10·tokens·h are the two LayerNorms' inputs and the dropout masks, replicated on every TP rank). The TP
+// collectives cost the same either way: SP replaces each all-reduce by a reduce-scatter plus an all-gather, the
+// same ring bytes.
 class AnalyticCostModel : public CostModel {
  public:
   AnalyticCostModel(DeviceSpec device, AnalyticOptions options = {});

@@ -225,7 +225,10 @@ CommSpec PlannedRun::Comm() const {
 
 Result<std::shared_ptr<const CostModel>> LoadCostModel(const Scenario& scenario, const ModelSpec& model,
                                                        const ClusterSpec& cluster) {
-  AnalyticCostModel analytic(cluster.device, AnalyticOptions{scenario.parallel.tp});
+  AnalyticOptions options;
+  options.tp = scenario.parallel.tp;
+  options.sequence_parallel = scenario.parallel.tp_sequence_parallel;
+  AnalyticCostModel analytic(cluster.device, options);
   if (scenario.cost.empty() || scenario.cost == "analytic")
     return std::shared_ptr<const CostModel>(std::make_shared<AnalyticCostModel>(std::move(analytic)));
   auto loaded = CoefficientCostModel::Load(scenario.cost, std::move(analytic));
