@@ -196,7 +196,6 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
   const int D = mesh.dp(), n = g.num_ops(), devices = g.num_devices;
   const int gpn = std::max(cluster.gpus_per_node, 1);
   const bool dp_in_node = pc.tp * pc.dp <= gpn;
-  const bool pp_in_node = pc.tp * pc.dp * 2 <= gpn;
 
   // ---- Engine and network model ----
   int argc = 2;
@@ -264,7 +263,9 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
                     {sg4::LinkInRoute(up), sg4::LinkInRoute(down)}, false);
     return Status();
   };
-  for (const auto& [a, b] : p2p_pairs) MMTWIN_RETURN_IF_ERROR(add_route(a, b, pp_in_node));
+  // Each pipeline hop on its own fabric: NVLink iff both devices share a node, as the op graph prices it.
+  for (const auto& [a, b] : p2p_pairs)
+    MMTWIN_RETURN_IF_ERROR(add_route(a, b, NodeOfDevice(cluster, pc, a) == NodeOfDevice(cluster, pc, b)));
   for (const auto& [a, b] : ring_pairs)
     MMTWIN_RETURN_IF_ERROR(
         add_route(a, b, dp_in_node || NodeOfDevice(cluster, pc, a) == NodeOfDevice(cluster, pc, b)));

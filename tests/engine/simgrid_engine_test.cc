@@ -86,6 +86,8 @@ TEST(SimGridEngineTest, AgreesWithAnalyticWithoutContention) {
       {"1f1b", 3, 2, 1, 3, 1, 1, 2, 7 << 20},    // odd DP degree, ZeRO-1 (reduce-scatter + all-gather)
       {"1f1b", 2, 2, 1, 4, 3, 1, 1, 3 << 20},    // ZeRO-3: weight all-gathers + reduce-scatters
       {"interleaved-1f1b", 2, 2, 2, 4, 2, 1, 1, 1 << 20},  // interleaved: sends wrap from the last rank to 0
+      {"1f1b", 2, 4, 1, 8, 1, 2, 8,
+       4 << 20},  // DP2 x TP2 x PP4 on 8-GPU nodes: only the 1-2 hop crosses nodes
   };
   for (const Case& c : cases) {
     const ParallelConfig pc = Pc(c.dp, c.pp, c.vpp, c.m, c.zero, c.tp);

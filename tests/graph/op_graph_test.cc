@@ -204,6 +204,44 @@ TEST(OpGraphTest, P2pSendDurationAndBytes) {
   EXPECT_DOUBLE_EQ(t.iteration_time_us, 50);
 }
 
+// Issue 8: each pipeline boundary is priced on its own link. DP2 x TP2 x PP4 on 8-GPU nodes (Megatron order: TP,
+// then DP, then PP): stages 0-1 fill node 0 and 2-3 node 1, so only the 1 <-> 2 hop crosses nodes (the old rule
+// priced every hop as NVLink because 2 * tp * dp <= 8).
+TEST(OpGraphTest, EachPipelineBoundaryOnItsOwnLink) {
+  const ParallelConfig pc = Pc(2, 4, 1, 4, 0, 2);
+  IterationCosts c = Uniform(pc, 1, 2);
+  for (auto& k : c.costs) k.send_bytes = 1'000'000;
+  for (int d = 0; d < 2; ++d)
+    for (int m = 0; m < 4; ++m) c.At(d, m, 3).send_bytes = 0;
+  CommSpec comm;
+  comm.gpus_per_node = 8;
+  comm.nvlink_bytes_per_s = 1e11;  // 1 MB: 10 us
+  comm.nvlink_latency_us = 1;
+  comm.nic_bytes_per_s = 1e9;  // 1 MB: 1000 us
+  comm.nic_latency_us = 5;
+  comm.p2p_bytes_per_s = 1e11;  // the layout's single link: what every hop used to cost
+  comm.p2p_latency_us = 1;
+  comm.dp_bytes_per_s = 1e11;
+  auto g = Build(pc, "1f1b", c, Statics(4, 1000), comm);
+  ASSERT_TRUE(g.ok()) << g.error().message();
+  int nic = 0, nvlink = 0;
+  for (const Op& op : g->ops) {
+    if (op.kind != OpKind::kP2pSendActivation && op.kind != OpKind::kP2pSendGradient) continue;
+    const int from = op.chunk, to = op.kind == OpKind::kP2pSendActivation ? op.chunk + 1 : op.chunk - 1;
+    const bool crosses = std::min(from, to) == 1;
+    EXPECT_DOUBLE_EQ(op.duration_us, crosses ? 1005 : 11) << g->Describe(static_cast<int>(&op - &g->ops[0]));
+    ++(crosses ? nic : nvlink);
+  }
+  EXPECT_EQ(nic, 2 * 2 * 4);         // 2 replicas x 2 directions x 4 micro-batches over the 1-2 boundary
+  EXPECT_EQ(nvlink, 2 * 2 * 2 * 4);  // boundaries 0-1 and 2-3
+  // A slower NIC slows the iteration (before, it changed nothing).
+  CommSpec slow = comm;
+  slow.nic_bytes_per_s = 1e8;
+  auto h = Build(pc, "1f1b", c, Statics(4, 1000), slow);
+  ASSERT_TRUE(h.ok());
+  EXPECT_GT(EvaluateAnalytic(*h).iteration_time_us, EvaluateAnalytic(*g).iteration_time_us + 8000);
+}
+
 TEST(OpGraphTest, InputErrors) {
   const ParallelConfig pc = Pc(2, 2, 1, 2);
   auto s = BuildSchedule("1f1b", 2, 1, 2);

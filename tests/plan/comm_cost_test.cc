@@ -29,8 +29,15 @@ CommSpec Links() {
 TEST(CommCostTest, AnalyticClosedForms) {
   const AnalyticCommCost a(Links());
   const int64_t b = 100'000'000;
-  EXPECT_DOUBLE_EQ(a.Us({CommKind::kP2p, b}), 3 + b / 50e9 * 1e6);
-  EXPECT_DOUBLE_EQ(a.Us({CommKind::kP2p, 0}), 3);
+  // A pipeline hop on its own link: NVLink inside a node, the NIC across (the layout is known: gpus_per_node).
+  EXPECT_DOUBLE_EQ(a.Us({CommKind::kP2p, b, 2, true}), 2 + b / 200e9 * 1e6);
+  EXPECT_DOUBLE_EQ(a.Us({CommKind::kP2p, b, 2, false}), 9 + b / 12.5e9 * 1e6);
+  EXPECT_DOUBLE_EQ(a.Us({CommKind::kP2p, 0, 2, true}), 2);
+  // Without the layout, the one pipeline link of the CommSpec (p2p_*).
+  CommSpec no_layout = Links();
+  no_layout.gpus_per_node = 0;
+  EXPECT_DOUBLE_EQ(AnalyticCommCost(no_layout).Us({CommKind::kP2p, b}), 3 + b / 50e9 * 1e6);
+  EXPECT_DOUBLE_EQ(AnalyticCommCost(no_layout).Us({CommKind::kP2p, 0}), 3);
   EXPECT_DOUBLE_EQ(a.Us({CommKind::kDispatch, b, 2, true}), 2 + b / 200e9 * 1e6);
   EXPECT_DOUBLE_EQ(a.Us({CommKind::kDispatch, b, 2, false}), 9 + b / 12.5e9 * 1e6);
   // Rings over d = 4: frac 3/4.

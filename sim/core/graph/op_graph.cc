@@ -192,10 +192,20 @@ int64_t DispatchSentBytes(const OpGraph& g, int m, int dev) {
   return b;
 }
 
-double P2pUs(int64_t bytes, const CommCostModel& cost) { return cost.Us({CommKind::kP2p, bytes, 2, true}); }
+// A pipeline hop's link: NVLink when the sender and receiver share a node (CommSpec::gpus_per_node), else the
+// NIC; each boundary on its own (with DP x TP ranks per stage, a stage boundary can fall between nodes while
+// its neighbours do not).
+bool P2pInNode(const DeviceMesh& mesh, const CommSpec& comm, int from, int to) {
+  return comm.gpus_per_node <= 0 || mesh.NodeOfDevice(from) == mesh.NodeOfDevice(to);
+}
+
+double P2pUs(int64_t bytes, const CommCostModel& cost, bool in_node) {
+  return cost.Us({CommKind::kP2p, bytes, 2, in_node});
+}
 
 // Duration of a compute or P2P op from its cost entry.
-double CostDuration(const Op& op, const ChunkCost& k, const CommCostModel& comm) {
+double CostDuration(const Op& op, const ChunkCost& k, const CommCostModel& comm, const DeviceMesh& mesh,
+                    const CommSpec& spec) {
   switch (op.kind) {
     case OpKind::kForward:
       return k.fwd_us;
@@ -209,7 +219,7 @@ double CostDuration(const Op& op, const ChunkCost& k, const CommCostModel& comm)
       return op.pass == PassKind::kForward ? k.tp_fwd_us : k.tp_bwd_us;
     case OpKind::kP2pSendActivation:
     case OpKind::kP2pSendGradient:
-      return P2pUs(k.send_bytes, comm);
+      return P2pUs(k.send_bytes, comm, P2pInNode(mesh, spec, op.device, op.peer));
     default:
       return op.duration_us;
   }
@@ -343,7 +353,7 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
   // DP rings stay inside a node when the whole DP group fits in one (the layout's DP link, CommSpec::dp_*).
   const bool dp_in_node = comm.gpus_per_node > 0 && pc.tp * pc.dp <= comm.gpus_per_node;
   const int D = pc.dp, P = pc.pp, M = pc.micro_batches, C = pc.chunks();
-  const DeviceMesh mesh(pc);
+  const DeviceMesh mesh(pc, comm.gpus_per_node);
   Builder b{pc, schedule, costs, statics, comm, ShapeOf(costs, comm), {}, {}, {}, {}, {}};
   const bool has_dp = D > 1;
   const bool zero3 = has_dp && pc.zero_stage == 3;
@@ -447,9 +457,17 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
           fwd_first[k] = f;
           fwd_last[k] = last;
           if (send_present(c) && PipeRankOfChunk(c + 1, P) != r) {
-            Op s{OpKind::kP2pSendActivation,         Lane::kP2pForward, PassKind::kForward, dev, m, c, 0,
-                 P2pUs(cost.send_bytes, cost_model), cost.send_bytes};
-            s.peer = mesh.DeviceOfChunk(d, c + 1);
+            const int to = mesh.DeviceOfChunk(d, c + 1);
+            Op s{OpKind::kP2pSendActivation,
+                 Lane::kP2pForward,
+                 PassKind::kForward,
+                 dev,
+                 m,
+                 c,
+                 0,
+                 P2pUs(cost.send_bytes, cost_model, P2pInNode(mesh, comm, dev, to)),
+                 cost.send_bytes};
+            s.peer = to;
             send_act[k] = b.NewOp(s, k);
             b.AddEdge(send_act[k], last);
           }
@@ -487,6 +505,7 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
           if (c > 0 && send_present(c - 1) && PipeRankOfChunk(c - 1, P) != r) {
             const int32_t kp = key(d, m, c - 1);
             const int64_t bytes = costs.costs[kp].send_bytes;
+            const int to = mesh.DeviceOfChunk(d, c - 1);
             Op s{OpKind::kP2pSendGradient,
                  Lane::kP2pBackward,
                  PassKind::kBackward,
@@ -494,9 +513,9 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
                  m,
                  c,
                  0,
-                 P2pUs(bytes, cost_model),
+                 P2pUs(bytes, cost_model, P2pInNode(mesh, comm, dev, to)),
                  bytes};
-            s.peer = mesh.DeviceOfChunk(d, c - 1);
+            s.peer = to;
             send_grad[k] = b.NewOp(s, kp);
             b.AddEdge(send_grad[k], last);
           }
@@ -650,6 +669,7 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
     g.dispatch_us.assign(pc.micro_batches, 0.0);
   }
   const int n = g.num_ops();
+  const DeviceMesh mesh(pc, g.source.comm.gpus_per_node);
   for (int i = 0; i < n; ++i) {
     const int32_t ci = g.source.cost_index[i];
     if (g.ops[i].kind == OpKind::kDispatch) {
@@ -662,7 +682,7 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
     if (ci < 0) continue;
     Op& op = g.ops[i];
     const ChunkCost& k = costs.costs[ci];
-    op.duration_us = CostDuration(op, k, *g.source.comm_cost);
+    op.duration_us = CostDuration(op, k, *g.source.comm_cost, mesh, g.source.comm);
     if (op.kind == OpKind::kP2pSendActivation || op.kind == OpKind::kP2pSendGradient) op.bytes = k.send_bytes;
     g.duration_us[i] = op.duration_us;
   }

@@ -21,7 +21,9 @@
 //                    position, after B of the same (m,c); the gradient send waits for B only, and a chunk's DP
 //                    gradient barrier waits for its last W.
 //   p2p_send_activation after the forward group of chunk c < chunks-1: send_bytes of (d,m,c), duration
-//             p2p_latency_us + bytes / p2p_bytes_per_s (in us) [p2p_fwd lane of the sender]; the next chunk's
+//             latency + bytes / bandwidth (in us) of the hop's own link: nvlink_* when sender and receiver
+//             share a node, else nic_* (CommSpec::gpus_per_node > 0; without it p2p_*, the layout's single
+//             pipeline link) [p2p_fwd lane of the sender]; the next chunk's
 //             forward depends on it. p2p_send_gradient after the backward group of chunk c > 0: send_bytes of
 //             (d,m,c-1) (the gradient of that activation) [p2p_bwd lane]. The receive is not an op (the
 //             receiver just depends on the send). No send when consecutive chunks share a rank (pp == 1).

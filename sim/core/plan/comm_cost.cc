@@ -69,6 +69,11 @@ bool ParseCommKind(const std::string& name, CommKind& out) {
 double AnalyticCommCost::Us(const CommCall& c) const {
   switch (c.kind) {
     case CommKind::kP2p:
+      // Each hop on its own link when the layout is known (CommSpec::gpus_per_node); else the layout's one
+      // pipeline link (p2p_*).
+      if (comm_.gpus_per_node > 0 && comm_.nvlink_bytes_per_s > 0 && comm_.nic_bytes_per_s > 0)
+        return c.in_node ? TransferUs(c.bytes, comm_.nvlink_latency_us, comm_.nvlink_bytes_per_s)
+                         : TransferUs(c.bytes, comm_.nic_latency_us, comm_.nic_bytes_per_s);
       return TransferUs(c.bytes, comm_.p2p_latency_us, comm_.p2p_bytes_per_s);
     case CommKind::kDispatch:
       return c.in_node
