@@ -114,9 +114,15 @@ MicroBatch MakeMicroBatch(const ModelSpec& m, const Trace& trace, const std::vec
     mb.samples.push_back(sh);
   }
   if (!packed) {
-    int64_t longest = 0;
-    for (const SampleShape& sh : mb.samples) longest = std::max(longest, sh.llm_tokens);
-    for (SampleShape& sh : mb.samples) sh.pad = longest - sh.llm_tokens;
+    int64_t longest = 0, longest_audio = 0;
+    for (const SampleShape& sh : mb.samples) {
+      longest = std::max(longest, sh.llm_tokens);
+      longest_audio = std::max(longest_audio, sh.audio_pos);
+    }
+    for (SampleShape& sh : mb.samples) {
+      sh.pad = longest - sh.llm_tokens;
+      if (sh.audio_pos > 0) sh.audio_pad = longest_audio - sh.audio_pos;
+    }
   }
   return mb;
 }
@@ -237,10 +243,11 @@ class Block : public Layer {
       if (comp_ == ComponentKind::kLlm) {
         spans.push_back({at, s.llm_tokens + s.pad});
         at += s.llm_tokens + s.pad;
-      } else {  // audio: windows of window positions
-        const int64_t w = window_ > 0 ? window_ : s.audio_pos;
-        for (int64_t k = 0; k < s.audio_pos; k += w) spans.push_back({at + k, std::min(w, s.audio_pos - k)});
-        at += s.audio_pos;
+      } else {                                        // audio: windows of window positions
+        const int64_t n = s.audio_pos + s.audio_pad;  // windows over the padded sequence, as Whisper
+        const int64_t w = window_ > 0 ? window_ : n;
+        for (int64_t k = 0; k < n; k += w) spans.push_back({at + k, std::min(w, n - k)});
+        at += n;
       }
     }
     return spans;
@@ -365,11 +372,13 @@ class AudioEmbed : public Layer {
     for (const SampleShape& s : mb.samples) {
       if (s.audio_pos == 0) continue;
       at::Generator g = Gen(mb.seed, s.index, kMel);
-      const at::Tensor mel = at::randn({1, mel_, 2 * s.audio_pos}, g, kF32);
+      at::Tensor mel = at::randn({1, mel_, 2 * s.audio_pos}, g, kF32);
+      if (s.audio_pad > 0) mel = at::cat({mel, at::zeros({1, mel_, 2 * s.audio_pad}, kF32)}, 2);  // silence
+      const int64_t n = s.audio_pos + s.audio_pad;
       at::Tensor y = at::gelu(at::conv1d(mel, c1_, c1b_, 1, 1));
-      y = at::gelu(at::conv1d(y, c2_, c2b_, 2, 1));  // [1, h, audio_pos]
-      y = y.squeeze(0).transpose(0, 1);              // [audio_pos, h]
-      const at::Tensor idx = at::arange(s.audio_pos, at::TensorOptions().dtype(at::kLong)).remainder(window_);
+      y = at::gelu(at::conv1d(y, c2_, c2b_, 2, 1));  // [1, h, n]
+      y = y.squeeze(0).transpose(0, 1);              // [n, h]
+      const at::Tensor idx = at::arange(n, at::TensorOptions().dtype(at::kLong)).remainder(window_);
       pieces.push_back(y + pos_.index_select(0, idx));
     }
     in.x = pieces.empty() ? at::zeros({0, h_}, kF32) : at::cat(pieces, 0);
@@ -464,8 +473,8 @@ class Projector : public Layer {
       int64_t at = 0;
       for (const SampleShape& s : mb.samples) {
         if (s.audio_pos == 0) continue;
-        at::Tensor t = x.narrow(0, at, s.audio_pos);
-        at += s.audio_pos;
+        at::Tensor t = x.narrow(0, at, s.audio_pos);  // the pads (audio_pad rows) end here
+        at += s.audio_pos + s.audio_pad;
         const int64_t pad = s.audio_llm * group_ - s.audio_pos;
         if (pad > 0) t = at::cat({t, at::zeros({pad, enc_hidden_}, kF32)}, 0);
         pieces.push_back(t.reshape({s.audio_llm, group_ * enc_hidden_}));

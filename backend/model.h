@@ -44,6 +44,10 @@ struct SampleShape {
   int64_t vision_llm = 0, audio_llm = 0, text = 0;
   int64_t llm_tokens = 0;  // vision_llm + audio_llm + text = TokensFor(...).llm_tokens
   int64_t pad = 0;  // padded plans: pad tokens after the sample, up to the micro-batch's longest (no loss)
+  // Padded plans: pad positions after the sample's audio, up to the longest audio of the micro-batch's audio
+  // samples (Whisper-style batching; silence frames, attended within the windows, dropped before the
+  // projector), as the simulator prices padded audio (ComponentWorkload).
+  int64_t audio_pad = 0;
 };
 
 // A micro-batch: its samples in plan order.

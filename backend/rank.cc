@@ -91,6 +91,10 @@ void InstallCountingAllocator() {
 // Intra-op threads: Torch's own pool and, when the BLAS behind Torch is OpenBLAS (Debian's libblas.so.3
 // alternative), OpenBLAS's pool, which at::set_num_threads does not reach.
 void SetThreads(int n) {
+  // oneDNN (mkldnn) convolutions are off: Debian's Torch 1.13 returns nondeterministic garbage in the audio front
+  // end's conv1d weight and bias gradients with them (seen as 1e17..1e35 values from run to run; the native
+  // kernels agree with the reference every time: BackendOracle.Audio*).
+  at::globalContext().setUserEnabledMkldnn(false);
   at::set_num_threads(n);
   using SetFn = void (*)(int);
   if (auto f = reinterpret_cast<SetFn>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(n);

@@ -214,6 +214,27 @@ TEST(BackendOracle, Dp2PostBalanceDispatch) {
     }
   EXPECT_GT(checked, 0) << "the plan has no dispatch: the test checks nothing";
 }
+// The audio encoder (OrchMLLM-10B shrunk: Whisper-style conv front end, windowed attention, audio projector) on
+// ASR / spoken-QA samples: a padded plan (random batches) pads each micro-batch's audio to its longest, silence
+// attended within the windows and dropped before the projector, as the simulator prices it; a packed plan
+// (post-balance) runs each sample at its own length. Both equal the single-process reference.
+const std::vector<ScenarioOverride> kAudio = {{"model", "orchmllm-10b"},
+                                              {"trace.preset", "asr-sqa-mix"},
+                                              {"backend.layers.audio", "1"},
+                                              {"backend.layers.vision", "1"},
+                                              {"backend.layers.llm", "2"}};
+TEST(BackendOracle, AudioPaddedPp2) {
+  std::vector<ScenarioOverride> o = kAudio;
+  o.push_back({"parallel.dp", "1"});
+  ExpectMatches(RunAndCompare("audio_padded", o, 2));
+}
+TEST(BackendOracle, AudioPackedDp2) {
+  std::vector<ScenarioOverride> o = kAudio;
+  o.insert(o.end(), {{"parallel.pp", "1"},
+                     {"policies.data.name", "post-balance"},
+                     {"policies.data.params.batch_size", "2"}});
+  ExpectMatches(RunAndCompare("audio_packed", o, 2));
+}
 // ZeRO-1: gradients reduce-scattered (each rank holds one shard), AdamW on the shard, parameters all-gathered.
 TEST(BackendOracle, Zero1) {
   ExpectMatches(RunAndCompare("zero1", {{"parallel.zero_stage", "1"}, {"parallel.pp", "1"}}, 2));
