@@ -200,7 +200,10 @@ struct ChunkStatic {
 
 // Link speeds the op graph needs, derived from the cluster and the device layout.
 struct CommSpec {
-  double p2p_bytes_per_s = 0;  // between consecutive pipeline ranks
+  // Between consecutive pipeline ranks by the layout's rule (NVLink iff 2·tp·dp fit a node). The op graph
+  // prices each hop on its own link instead when gpus_per_node is set (nvlink_* inside a node, nic_* across);
+  // these stay for hand-made specs without a layout.
+  double p2p_bytes_per_s = 0;
   double p2p_latency_us = 0;
   double dp_bytes_per_s = 0;  // per GPU in the DP ring (NVLink inside a node, its NIC share across nodes)
   double dp_latency_us = 0;
