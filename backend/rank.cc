@@ -1152,6 +1152,10 @@ int Rank::Run() {
       status_.Set((is_measured ? "measured iteration " + std::to_string(mi)
                                : "warm-up iteration " + std::to_string(k)) +
                   ": starting");
+      // Fault injection happens once every rank has finished (and rank 0 has published) the iterations before
+      // it, so "every iteration finished before the kill is in RUNDIR" is deterministic to test.
+      if (is_measured && mi == opt_.die_iteration && (opt_.die_rank >= 0 || opt_.hang_rank >= 0))
+        world_->barrier()->wait();
       if (is_measured && mi == opt_.die_iteration && rv_.rank == opt_.die_rank) ::raise(SIGKILL);
       if (is_measured && mi == opt_.die_iteration && rv_.rank == opt_.hang_rank) {
         status_.Set("hanging (fault injection) at the start of measured iteration " + std::to_string(mi));
