@@ -18,12 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-long LineOf(const YAML::Node& n) {
-  if (!n.IsDefined()) return 0;
-  const YAML::Mark m = n.Mark();
-  return m.is_null() ? 0 : m.line + 1;
-}
-
 std::string Fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);

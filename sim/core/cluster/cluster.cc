@@ -17,12 +17,6 @@
 namespace mmtwin {
 namespace {
 
-long LineOf(const YAML::Node& n) {
-  if (!n.IsDefined()) return 0;
-  const YAML::Mark m = n.Mark();
-  return m.is_null() ? 0 : m.line + 1;
-}
-
 class Reader {
  public:
   explicit Reader(std::string file) : file_(std::move(file)) {}

@@ -220,12 +220,6 @@ struct Ctx {
   std::string file;  // for messages
 };
 
-long LineOf(const YAML::Node& n) {
-  if (!n.IsDefined()) return 0;
-  const YAML::Mark mark = n.Mark();
-  return mark.is_null() ? 0 : mark.line + 1;
-}
-
 Error ErrAt(const Ctx& ctx, const YAML::Node& n, const std::string& key, const std::string& reason) {
   return Error::At(ctx.file, LineOf(n), key, reason);
 }

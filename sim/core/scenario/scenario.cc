@@ -31,12 +31,6 @@ constexpr int64_t kMaxWorld = 1 << 24;     // dp * tp * pp GPUs
 constexpr int64_t kMaxIterations = 1000000000;
 constexpr int64_t kMaxTraceSamples = 100000000;  // the generator's limit
 
-long LineOf(const YAML::Node& n) {
-  if (!n.IsDefined()) return 0;
-  const YAML::Mark m = n.Mark();
-  return m.is_null() ? 0 : m.line + 1;
-}
-
 // n[key] through the const accessor (never inserts), or an undefined node when n is not a mapping.
 YAML::Node Child(const YAML::Node& n, const char* key) { return n.IsMap() ? n[key] : YAML::Node(); }
 

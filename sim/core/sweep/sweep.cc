@@ -22,12 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-long LineOf(const YAML::Node& n) {
-  if (!n.IsDefined()) return 0;
-  const YAML::Mark m = n.Mark();
-  return m.is_null() ? 0 : m.line + 1;
-}
-
 std::string Flow(const YAML::Node& n) {
   YAML::Emitter e;
   e.SetMapFormat(YAML::Flow);

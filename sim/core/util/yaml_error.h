@@ -21,6 +21,14 @@ inline Error YamlError(const std::string& name, const YAML::Exception& e) {
   return Error::At(name, e.mark.is_null() ? 0 : e.mark.line + 1, "", e.msg);
 }
 
+// The 1-based line of a node (0 when it is undefined or has no position): what every `file:line: key` error
+// of the YAML readers cites.
+inline long LineOf(const YAML::Node& n) {
+  if (!n.IsDefined()) return 0;
+  const YAML::Mark m = n.Mark();
+  return m.is_null() ? 0 : m.line + 1;
+}
+
 // Runs `parse` (returning a Result or Status) and turns any exception escaping it into an Error naming
 // `name`.
 template <class F>
