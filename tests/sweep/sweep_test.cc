@@ -234,6 +234,49 @@ TEST(SweepSpec, BaseFileRelativeToTheSweepFile) {
   EXPECT_EQ((*runs)[0].scenario.nodes, 2);  // 16 GPUs on 8-GPU nodes
 }
 
+// Issue 8: the same sweep in two checkouts at different paths (shards on different nodes) gives the same run keys,
+// though its resolved scenarios name files by absolute path; a different file still gives a different key.
+TEST(SweepSpec, RunKeysDoNotDependOnTheCheckoutPath) {
+  TempDir dir;
+  std::vector<std::string> keys;
+  for (const char* root : {"node-a/repo", "node-b/checkout"}) {
+    const fs::path r = dir / root;
+    fs::create_directories(r / "traces");
+    fs::create_directories(r / "sweeps");
+    std::ofstream(r / "traces/t.csv")
+        << "# mmtwin-trace v1\nsample_id,subset,images,image_tiles,video_frames,"
+           "audio_seconds,text_tokens\na,s,1,1,0,0,100\nb,s,1,3,0,0,300\n";
+    std::string base = kBase;
+    base.replace(base.find("{preset: internvl-1.2m, samples: 2000, seed: 3}"),
+                 std::string("{preset: internvl-1.2m, samples: 2000, seed: 3}").size(),
+                 "{file: ../traces/t.csv}");
+    std::ofstream(r / "sweeps/s.yaml")
+        << "base:\n"
+        << Indent(base, "  ") << "axes:\n  - {key: parallel.micro_batches, values: [4, 8]}\n";
+    auto spec = LoadSweep(r / "sweeps/s.yaml");
+    ASSERT_TRUE(spec.ok()) << spec.error().message();
+    auto runs = ExpandSweep(*spec);
+    ASSERT_TRUE(runs.ok());
+    ASSERT_EQ(runs->size(), 2u);
+    for (const SweepRun& run : *runs) {
+      ASSERT_TRUE(run.error.empty()) << run.error;
+      EXPECT_NE(run.resolved_yaml.find(fs::absolute(r / "traces/t.csv").lexically_normal().string()),
+                std::string::npos)
+          << "the resolved scenario names the file by its absolute path";
+      keys.push_back(run.key);
+    }
+  }
+  EXPECT_EQ(keys[0], keys[2]);
+  EXPECT_EQ(keys[1], keys[3]);
+  EXPECT_NE(keys[0], keys[1]);
+  // Another file (path) is another run.
+  Scenario s;
+  s.trace.file = dir / "node-a/repo/traces/t.csv";
+  Scenario t = s;
+  t.trace.file = dir / "node-a/repo/traces/u.csv";
+  EXPECT_NE(PortableRunKey(s, dir / "node-a/repo/sweeps"), PortableRunKey(t, dir / "node-a/repo/sweeps"));
+}
+
 TEST(Override, KeysAreCheckedAndChangeTogether) {
   EXPECT_TRUE(CheckOverrideKey("parallel.pp").ok());
   EXPECT_TRUE(CheckOverrideKey("cluster").ok());

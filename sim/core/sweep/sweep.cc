@@ -239,6 +239,21 @@ int64_t SweepSize(const SweepSpec& spec) {
 
 std::string RunKey(const std::string& resolved_yaml) { return Hex(Fnv1a(resolved_yaml)); }
 
+std::string PortableRunKey(Scenario scenario, const std::string& base_dir) {
+  std::error_code ec;
+  const fs::path base = fs::absolute(base_dir.empty() ? "." : base_dir, ec).lexically_normal();
+  auto relative = [&](std::string& p) {
+    if (p.empty() || !fs::path(p).is_absolute()) return;
+    const fs::path r = fs::path(p).lexically_normal().lexically_relative(base);
+    if (!r.empty()) p = r.generic_string();
+  };
+  relative(scenario.trace.file);
+  relative(scenario.model);
+  relative(scenario.cluster);
+  relative(scenario.cost);
+  return RunKey(FormatScenario(scenario));
+}
+
 std::string AxesJson(const std::vector<std::pair<std::string, std::string>>& axes) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (const auto& [name, label] : axes) {
@@ -283,7 +298,7 @@ SweepRun ExpandRun(const SweepSpec& spec, int64_t i) {
     run.scenario.path = spec.base_name;
     run.scenario.lines.clear();  // lines of the generated (overridden) text, not of a file the user has
     run.resolved_yaml = FormatScenario(run.scenario);
-    run.key = RunKey(run.resolved_yaml);
+    run.key = PortableRunKey(run.scenario, spec.base_dir);
   } else {
     // Line numbers would point into the generated (overridden) text: drop them, keep `where: key: reason`.
     run.error = s.error().message();

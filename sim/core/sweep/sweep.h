@@ -53,7 +53,8 @@ struct SweepSpec {
 
 struct SweepRun {
   int index = 0;
-  std::string key;  // RunKey(resolved_yaml); for a run that does not validate, a hash of its overrides
+  std::string key;  // PortableRunKey(scenario, base folder); for a run that does not validate, a hash of its
+                    // overrides
   std::vector<std::pair<std::string, std::string>> axes;  // (axis name, value label), in axis order
   std::vector<ScenarioOverride> overrides;
   Scenario scenario;          // valid when error is empty
@@ -80,6 +81,11 @@ constexpr int64_t kMaxSweepRuns = 1000000;
 
 // A stable 16-hex-digit key of a resolved scenario text (64-bit FNV-1a).
 std::string RunKey(const std::string& resolved_yaml);
+// A run's key in the results database: RunKey of the resolved scenario with every absolute file path in it
+// (trace file, model, cluster and cost files) made relative to `base_dir` (the sweep base's folder), so the
+// same sweep run from two checkouts at different paths (Slurm shards on different nodes) gives the same keys
+// and `mmtwin sweep --merge` dedupes them. Files are keyed by path, not content.
+std::string PortableRunKey(Scenario scenario, const std::string& base_dir);
 // {"axis name": value, ...} with numbers and booleans as JSON numbers/booleans, in axis order.
 std::string AxesJson(const std::vector<std::pair<std::string, std::string>>& axes);
 
