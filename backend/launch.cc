@@ -47,6 +47,10 @@ Status CheckBackendScenario(const Scenario& s, int world_size, const std::string
                                "only with tp 1");
   }
   if (p.zero_stage > 1) return ScenarioError(s, "parallel.zero_stage", "the backend runs ZeRO stage 0 or 1");
+  if (s.schedule.name != "gpipe" && s.schedule.name != "1f1b" && s.schedule.name != "interleaved-1f1b")
+    return ScenarioError(s, "policies.schedule",
+                         "the backend runs gpipe, 1f1b and interleaved-1f1b, not '" + s.schedule.name +
+                             "' (it does not split the backward into input and weight gradients)");
   for (size_t i = 0; i < m.components.size(); ++i) {
     const Component& c = m.components[i];
     if (c.kind != ComponentKind::kProjector) continue;

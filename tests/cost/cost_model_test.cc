@@ -185,6 +185,33 @@ TEST(AnalyticCostTest, HeadAndProjectorAndEmbedding) {
   EXPECT_NEAR(emb.fwd_time_us, 2.0 * 1000 * 4096 * 2 / 2.039e12 * 1e6, 1e-9);
 }
 
+// Zero-bubble schedules split the backward: W (weight gradient) = the weight GEMMs once more, B = the rest.
+TEST(AnalyticCostTest, WeightGradientIsTheWeightGemmsOfTheBackward) {
+  ModelSpec m = Load("internvl-1.5-6b-20b");
+  const std::vector<Layer> layers = Layers(m);
+  LayerWorkload w{4096, 4096.0 * 4096.0, 1};
+  AnalyticCostModel cost(H100(), {.tp = 4});
+  const LayerCost c = cost.Cost(m, FirstOf(layers, 2, LayerKind::kTransformer), w);
+  // 390,070,272 matmul params (InternLm2BlockOn4096TokensWithTp4): W = 2 * tokens * params / tp FLOPs.
+  EXPECT_NEAR(c.bwd_weight_time_us, 2.0 * 4096 * 390070272 / 4 / (989e12 * 0.5) * 1e6, 1e-6);
+  // B keeps the attention core's backward twice and the input-gradient GEMMs once.
+  const double attn_us = 4.0 * 6144 * 4096 * 4096 / 2 / 4 / (989e12 * 0.5) * 1e6;
+  EXPECT_NEAR(c.bwd_time_us - c.bwd_weight_time_us, c.bwd_weight_time_us + 2 * attn_us, 1e-6);
+  // Every layer: 0 <= W <= backward; the LM head and projectors are all GEMMs (W = forward time).
+  ModelSpec o = Load("orchmllm-18b");
+  const std::vector<Sample> samples = {S(2, 300, 12.0), S(1, 800), S(0, 40, 31.0)};
+  const std::vector<LayerWorkload> ow = ModelWorkloads(o, samples);
+  AnalyticCostModel tp1(H100());
+  for (const Layer& l : Layers(o)) {
+    SCOPED_TRACE(l.label);
+    const LayerCost x = tp1.Cost(o, l, ow[l.component]);
+    EXPECT_GT(x.bwd_weight_time_us, 0);
+    EXPECT_LE(x.bwd_weight_time_us, x.bwd_time_us);
+    if (l.kind == LayerKind::kHead || l.kind == LayerKind::kProjector)
+      EXPECT_NEAR(x.bwd_weight_time_us, x.fwd_time_us, 1e-9 * x.fwd_time_us);
+  }
+}
+
 // ---- Coefficient table ----
 
 TEST(CoefficientCostTest, ParseCostFormatRoundTrip) {
@@ -256,6 +283,11 @@ TEST(CoefficientCostTest, MemoryColumnsPriceActivationsPerRow) {
   const LayerCost llm = r->Cost(m, FirstOf(layers, 2, LayerKind::kTransformer), w);
   EXPECT_EQ(llm.act_bytes, 1000 + 300 * 4096 + 4096 * 4096 / 2);
   EXPECT_EQ(llm.act_bytes_recompute, 24 * 4096);
+  // The measured backward (2 us) is split into B and W in the analytic model's proportion.
+  const LayerCost analytic =
+      AnalyticCostModel(A100()).Cost(m, FirstOf(layers, 2, LayerKind::kTransformer), w);
+  EXPECT_DOUBLE_EQ(llm.bwd_time_us, 2.0);
+  EXPECT_NEAR(llm.bwd_weight_time_us, 2.0 * analytic.bwd_weight_time_us / analytic.bwd_time_us, 1e-12);
   // The row with empty memory cells keeps the analytic bytes.
   const Layer& vit = FirstOf(layers, 0, LayerKind::kTransformer);
   EXPECT_EQ(r->Cost(m, vit, w).act_bytes, AnalyticCostModel(A100()).Cost(m, vit, w).act_bytes);

@@ -46,6 +46,7 @@ IterationCosts Random(const ParallelConfig& pc, uint64_t seed) {
   for (auto& k : c.costs) {
     k.fwd_us = rng.Uniform(500, 1500);
     k.bwd_us = k.fwd_us * rng.Uniform(1.5, 2.5);
+    k.bwd_weight_us = k.bwd_us * rng.Uniform(0.2, 0.5);  // W of zero-bubble schedules (others ignore it)
     k.recompute_us = rng.Uniform() < 0.5 ? k.fwd_us : 0;
     k.tp_fwd_us = pc.tp > 1 ? rng.Uniform(0, 50) : 0;
     k.tp_bwd_us = pc.tp > 1 ? rng.Uniform(0, 50) : 0;
@@ -86,6 +87,8 @@ TEST(SimGridEngineTest, AgreesWithAnalyticWithoutContention) {
       {"1f1b", 3, 2, 1, 3, 1, 1, 2, 7 << 20},    // odd DP degree, ZeRO-1 (reduce-scatter + all-gather)
       {"1f1b", 2, 2, 1, 4, 3, 1, 1, 3 << 20},    // ZeRO-3: weight all-gathers + reduce-scatters
       {"interleaved-1f1b", 2, 2, 2, 4, 2, 1, 1, 1 << 20},  // interleaved: sends wrap from the last rank to 0
+      {"zb-h1", 2, 4, 1, 8, 1, 1, 2, 5 << 20},             // split backward: W ops, DP waits for the last W
+      {"zb-h2", 2, 3, 1, 6, 0, 1, 1, 3 << 20},
       {"1f1b", 2, 4, 1, 8, 1, 2, 8,
        4 << 20},  // DP2 x TP2 x PP4 on 8-GPU nodes: only the 1-2 hop crosses nodes
   };

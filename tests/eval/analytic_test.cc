@@ -39,6 +39,7 @@ IterationCosts Random(const ParallelConfig& pc, uint64_t seed) {
   for (auto& k : c.costs) {
     k.fwd_us = rng.Uniform(1, 10);
     k.bwd_us = k.fwd_us * rng.Uniform(1.5, 2.5);
+    k.bwd_weight_us = k.bwd_us * rng.Uniform(0.2, 0.5);  // W of zero-bubble schedules (others ignore it)
     k.recompute_us = rng.Uniform() < 0.5 ? k.fwd_us : 0;
     k.tp_fwd_us = rng.Uniform(0, 0.5);
     k.tp_bwd_us = rng.Uniform(0, 0.5);
@@ -228,8 +229,8 @@ TEST(AnalyticTest, MatchesFixedPointRelaxation) {
   for (int trial = 0; trial < 40; ++trial) {
     const int pp = 1 + static_cast<int>(rng.Below(4));
     const int dp = 1 + static_cast<int>(rng.Below(3));
-    const char* names[] = {"gpipe", "1f1b", "interleaved-1f1b"};
-    const char* name = names[rng.Below(3)];
+    const char* names[] = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2"};
+    const char* name = names[rng.Below(5)];
     const int vpp = std::string(name) == "interleaved-1f1b" ? 2 + static_cast<int>(rng.Below(2)) : 1;
     const int m = pp * (1 + static_cast<int>(rng.Below(3)));
     const ParallelConfig pc = Pc(dp, pp, vpp, m, static_cast<int>(rng.Below(4)));

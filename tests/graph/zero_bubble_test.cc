@@ -3,6 +3,10 @@
 // pp = 2, M = 2, timed by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "core/eval/analytic.h"
 #include "core/graph/op_graph.h"
 #include "core/plan/schedule.h"
@@ -86,6 +90,93 @@ TEST(ZeroBubbleTest, DpGradientsWaitForTheLastWeightGradient) {
         EXPECT_GE(t.start_us[i], t.finish_us[j] - 1e-9) << g->Describe(i) << " vs " << g->Describe(j);
       }
   }
+}
+
+// Every rank's idle time inside [0, makespan] and inside [its first start, its last finish] when each chunk
+// costs F forward, B input gradient and W weight gradient on free links.
+struct Idle {
+  double makespan_us = 0;
+  std::vector<double> bubble_us;       // makespan - busy, per rank
+  std::vector<double> span_bubble_us;  // (last finish - first start) - busy, per rank
+};
+Idle TimeUniform(const std::string& name, int pp, int m, double f, double b, double w) {
+  const ParallelConfig pc = Pc(/*dp=*/1, pp, /*vpp=*/1, m);
+  IterationCosts c;
+  c.Resize(1, m, pp);
+  for (ChunkCost& k : c.costs) {
+    k.fwd_us = f;
+    k.bwd_us = b + w;
+    k.bwd_weight_us = w;
+  }
+  const OpGraph g = fixtures::MustBuild(pc, name, c, Statics(pp, 0), CommSpec{});
+  const IterationTiming t = EvaluateAnalytic(g);
+  Idle out;
+  out.makespan_us = t.iteration_time_us;
+  for (int r = 0; r < pp; ++r) {
+    double first = 1e300, last = 0, busy = 0;
+    for (int i = 0; i < g.num_ops(); ++i) {
+      if (g.ops[i].device != r) continue;
+      first = std::min(first, t.start_us[i]);
+      last = std::max(last, t.finish_us[i]);
+      busy += t.finish_us[i] - t.start_us[i];
+    }
+    EXPECT_NEAR(busy, m * (f + b + w), 1e-9);
+    out.bubble_us.push_back(t.iteration_time_us - busy);
+    out.span_bubble_us.push_back(last - first - busy);
+  }
+  return out;
+}
+
+// Qi et al. 2024, Table 2: 1F1B's bubble (p-1)(F+B+W), ZB-H1's (p-1)(F+B-W), on every rank; ZB-H1 holds at
+// most p micro-batches (1F1B's peak), every rank.
+TEST(ZeroBubbleTest, ZbH1BubbleIsItsClosedForm) {
+  for (int pp : {2, 3, 4, 8})
+    for (int m : {pp, 2 * pp, 3 * pp + 1})
+      for (double w : {10.0, 5.0, 2.5, 0.0}) {
+        SCOPED_TRACE("pp " + std::to_string(pp) + " M " + std::to_string(m) + " W " + std::to_string(w));
+        const double f = 10, b = 10;
+        const Idle zb = TimeUniform("zb-h1", pp, m, f, b, w);
+        const Idle ref = TimeUniform("1f1b", pp, m, f, b + w, 0);
+        for (int r = 0; r < pp; ++r) {
+          EXPECT_NEAR(zb.bubble_us[r], (pp - 1) * (f + b - w), 1e-9) << "rank " << r;
+          EXPECT_NEAR(ref.bubble_us[r], (pp - 1) * (f + b + w), 1e-9) << "rank " << r;
+        }
+        auto s = BuildSchedule("zb-h1", pp, 1, m);
+        ASSERT_TRUE(s.ok());
+        EXPECT_TRUE(ValidateSchedule(*s).ok());
+        EXPECT_EQ(MaxInFlight(*s), std::vector<int>(pp, std::min(pp, m)));
+      }
+}
+
+// ZB-H2: with M >= 2p-1 rank 0 idles (p-1)(F+B-2W) between its first and last op (zero when F+B = 2W), the
+// other ranks no more; it holds at most 2p-1 micro-batches (rank 0 exactly); it never does worse than ZB-H1's makespan.
+TEST(ZeroBubbleTest, ZbH2IdleInsideEachRankIsItsClosedForm) {
+  for (int pp : {2, 3, 4, 8})
+    for (int m : {2 * pp - 1, 2 * pp, 4 * pp})
+      for (double w : {10.0, 7.5, 5.0}) {
+        SCOPED_TRACE("pp " + std::to_string(pp) + " M " + std::to_string(m) + " W " + std::to_string(w));
+        const double f = 10, b = 10;
+        const Idle zb = TimeUniform("zb-h2", pp, m, f, b, w);
+        // Rank 0's span is the longest (the period of back-to-back iterations with post-validation).
+        EXPECT_NEAR(zb.span_bubble_us[0], (pp - 1) * (f + b - 2 * w), 1e-9);
+        for (int r = 1; r < pp; ++r) EXPECT_LE(zb.span_bubble_us[r], zb.span_bubble_us[0] + 1e-9) << r;
+        EXPECT_LE(zb.makespan_us, TimeUniform("zb-h1", pp, m, f, b, w).makespan_us + 1e-9);
+        auto s = BuildSchedule("zb-h2", pp, 1, m);
+        ASSERT_TRUE(s.ok());
+        EXPECT_TRUE(ValidateSchedule(*s).ok());
+        const std::vector<int> held = MaxInFlight(*s);
+        EXPECT_EQ(held[0], 2 * pp - 1);
+        for (int h : held) EXPECT_LE(h, 2 * pp - 1);
+      }
+  // Fewer micro-batches still give valid schedules.
+  for (int m = 1; m < 8; ++m) {
+    auto s = BuildSchedule("zb-h2", 4, 1, m);
+    ASSERT_TRUE(s.ok());
+    EXPECT_TRUE(ValidateSchedule(*s).ok()) << m;
+  }
+  auto bad = BuildSchedule("zb-h1", 4, 2, 8);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("vpp must be 1"), std::string::npos);
 }
 
 TEST(ZeroBubbleTest, InvalidSplitsAreRejected) {

@@ -28,14 +28,17 @@ std::vector<Cfg> AllConfigs() {
 
 TEST(ScheduleTest, RegistryNamesAndUnknownName) {
   const auto& names = ScheduleNames();
-  ASSERT_EQ(names.size(), 3u);
+  ASSERT_EQ(names.size(), 5u);
   EXPECT_EQ(names[0].first, "gpipe");
   EXPECT_EQ(names[1].first, "1f1b");
   EXPECT_EQ(names[2].first, "interleaved-1f1b");
+  EXPECT_EQ(names[3].first, "zb-h1");
+  EXPECT_EQ(names[4].first, "zb-h2");
   for (const auto& [n, d] : names) EXPECT_FALSE(d.empty()) << n;
   auto r = BuildSchedule("zb-v", 4, 1, 8);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message(), "unknown schedule 'zb-v'; valid values are: gpipe, 1f1b, interleaved-1f1b");
+  EXPECT_EQ(r.error().message(),
+            "unknown schedule 'zb-v'; valid values are: gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-h2");
 }
 
 TEST(ScheduleTest, ParameterErrors) {
@@ -190,10 +193,10 @@ TEST(ScheduleTest, ParametersAreCheckedAgainstTheRegistry) {
   EXPECT_TRUE(BuildSchedule("1f1b", 2, 1, 4, {}).ok());
   ASSERT_EQ(Schedules().entries().size(), ScheduleNames().size());
   for (const auto& e : Schedules().entries()) EXPECT_FALSE(e.description.empty()) << e.name;
-  auto unknown = Schedules().Find("zb-h1");
+  auto unknown = Schedules().Find("zb-v");
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().message(),
-            "unknown schedule 'zb-h1'; valid values are: gpipe, 1f1b, interleaved-1f1b");
+            "unknown schedule 'zb-v'; valid values are: gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-h2");
 }
 
 }  // namespace

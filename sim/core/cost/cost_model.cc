@@ -147,6 +147,8 @@ LayerCost AnalyticCostModel::Cost(const ModelSpec& m, const Layer& layer, const 
   double rank_fwd_flops = -1;  // the busiest TP rank's share; -1 = fwd_flops / tp
   double act = 0, act_recompute = 0, boundary = 0;
   double fwd_memory_us = 0;  // memory-bound layers (the LLM embedding lookup)
+  double weight_flops =
+      -1;  // forward FLOPs of the weight GEMMs on the busiest TP rank; -1 = all of the rank's
   switch (layer.kind) {
     case LayerKind::kTransformer: {
       const TransformerConfig& t = c.tf;
@@ -162,9 +164,11 @@ LayerCost AnalyticCostModel::Cost(const ModelSpec& m, const Layer& layer, const 
       const double attn_params = 2.0 * h * (t.heads + t.kv_heads) * hd;  // q, o and k, v projections
       const double mlp_params = static_cast<double>(BlockMatmulParams(t)) - attn_params;
       const double attn_params_rank = 2.0 * h * (q_rank + kv_rank) * hd;
-      if (padded_heads)
-        rank_fwd_flops = 2.0 * tokens * (attn_params_rank + mlp_params / tp) +
-                         4.0 * q_rank * hd * w.attn_pairs * (t.causal ? 0.5 : 1.0);
+      weight_flops = 2.0 * tokens * static_cast<double>(BlockMatmulParams(t)) / tp;
+      if (padded_heads) {
+        weight_flops = 2.0 * tokens * (attn_params_rank + mlp_params / tp);
+        rank_fwd_flops = weight_flops + 4.0 * q_rank * hd * w.attn_pairs * (t.causal ? 0.5 : 1.0);
+      }
       // Korthikanti et al. Table 2 (cost_model.h): without sequence parallelism the LayerNorm inputs and
       // dropout masks (10·s·b·h) are replicated on every TP rank.
       const double scores = options_.flash_attention ? 0.0 : 5.0 * t.heads * w.attn_pairs;
@@ -225,6 +229,9 @@ LayerCost AnalyticCostModel::Cost(const ModelSpec& m, const Layer& layer, const 
     cost.fwd_time_us = rank_fwd_flops / achieved_flops() * 1e6 + fwd_memory_us;
     cost.bwd_time_us = 2.0 * rank_fwd_flops / achieved_flops() * 1e6 + 2.0 * fwd_memory_us;
   }
+  // W: the weight GEMMs' gradient (their forward FLOPs again); the LLM embedding's scatter-add into its table.
+  if (weight_flops < 0) weight_flops = (rank_fwd_flops < 0 ? fwd_flops / tp : rank_fwd_flops);
+  cost.bwd_weight_time_us = std::min(cost.bwd_time_us, weight_flops / achieved_flops() * 1e6 + fwd_memory_us);
   cost.act_bytes = BytesOf(act);
   cost.act_bytes_recompute = BytesOf(act_recompute);
   cost.boundary_bytes = BytesOf(boundary);
@@ -364,7 +371,11 @@ LayerCost CoefficientCostModel::Cost(const ModelSpec& m, const Layer& layer, con
   }
   const double tokens = static_cast<double>(w.tokens);
   cost.fwd_time_us = c->fwd_c0_us + c->fwd_token_us * tokens + c->fwd_pair_us * w.attn_pairs;
+  // The measured backward is not split into B and W: W takes the analytic model's share of it.
+  const double analytic_bwd_us = cost.bwd_time_us;
+  const double w_share = analytic_bwd_us > 0 ? cost.bwd_weight_time_us / analytic_bwd_us : 0.0;
   cost.bwd_time_us = c->bwd_c0_us + c->bwd_token_us * tokens + c->bwd_pair_us * w.attn_pairs;
+  cost.bwd_weight_time_us = w_share * cost.bwd_time_us;
   if (c->has_memory) {
     cost.act_bytes =
         BytesOf(c->act_c0_bytes + c->act_token_bytes * tokens + c->act_pair_bytes * w.attn_pairs);

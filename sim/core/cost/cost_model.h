@@ -71,6 +71,10 @@ struct LayerCost {
   double bwd_flops = 0;
   double fwd_time_us = 0;  // per GPU
   double bwd_time_us = 0;
+  // Of bwd_time_us, the weight-gradient GEMMs (W of a split backward, zero-bubble schedules): the GEMMs of the
+  // layer's weights (wgrad FLOPs = their forward FLOPs), none of the attention core (no weights); the input
+  // gradient (B) is the rest. The LLM embedding's W is its gradient scatter (the lookup's memory time).
+  double bwd_weight_time_us = 0;
   int64_t param_bytes = 0;          // bf16 weights per GPU (params * 2 / tp)
   int64_t act_bytes = 0;            // stored for backward without recomputation, per GPU
   int64_t act_bytes_recompute = 0;  // stored with full recomputation (the layer input), per GPU

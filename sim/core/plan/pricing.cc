@@ -76,6 +76,7 @@ void Pricer::PriceMicroBatch(const std::vector<SampleTokens>& mb, Packing packin
       const bool rc = flag != 0;
       cc.fwd_us += x.fwd_time_us;
       cc.bwd_us += x.bwd_time_us;
+      cc.bwd_weight_us += x.bwd_weight_time_us;
       cc.model_flops += flops[i].fwd_flops + flops[i].bwd_flops;
       cc.act_bytes_no_recompute = AddBytes(cc.act_bytes_no_recompute, x.act_bytes);
       // 1: recomputed from its kept input; 2: recomputed inside a checkpointed group (nothing kept,

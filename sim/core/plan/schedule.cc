@@ -55,7 +55,36 @@ void BuildInterleaved(Schedule& s) {
   }
 }
 
+PipeOp InputGrad(int m, int c) { return PipeOp{PassKind::kBackwardInput, m, c}; }
+PipeOp WeightGrad(int m, int c) { return PipeOp{PassKind::kBackwardWeight, m, c}; }
+
+// Qi et al. 2024 handcrafted zero-bubble schedules (schedule.h): `warmup` forwards, then the steady state
+// (ZB-H1: F, B, W; ZB-H2: B, W, F), W of micro-batch i run only once the B of micro-batch i + `defer` has
+// (the deferred W's fill the bubbles), then the remaining B's and W's.
+void BuildZeroBubble(Schedule& s, bool h2) {
+  const int M = s.micro_batches;
+  for (int r = 0; r < s.pp; ++r) {
+    auto& ops = s.per_rank[r];
+    const int warmup = std::min(h2 ? 2 * (s.pp - r) - 1 : s.pp - r - 1, M);
+    const int defer = h2 ? 2 * r : r;
+    int f = 0, b = 0, w = 0;
+    while (f < warmup) ops.push_back(Fwd(f++, r));
+    auto weight = [&] {
+      if (b - 1 - w >= defer) ops.push_back(WeightGrad(w++, r));
+    };
+    while (b < M) {
+      if (!h2 && f < M) ops.push_back(Fwd(f++, r));
+      ops.push_back(InputGrad(b++, r));
+      weight();
+      if (h2 && f < M) ops.push_back(Fwd(f++, r));
+    }
+    while (w < M) ops.push_back(WeightGrad(w++, r));
+  }
+}
+
 void BuildGpipeWith(Schedule& s, const Params&) { BuildGpipe(s); }
+void BuildZbH1With(Schedule& s, const Params&) { BuildZeroBubble(s, /*h2=*/false); }
+void BuildZbH2With(Schedule& s, const Params&) { BuildZeroBubble(s, /*h2=*/true); }
 void Build1f1bWith(Schedule& s, const Params&) { Build1f1b(s); }
 void BuildInterleavedWith(Schedule& s, const Params&) { BuildInterleaved(s); }
 
@@ -77,7 +106,17 @@ const PolicyRegistry<ScheduleFn>& Schedules() {
         "Megatron interleaved 1F1B: vpp chunks per rank (chunk c on rank c % pp), micro-batches in groups of "
         "pp",
         {},
-        &BuildInterleavedWith}});
+        &BuildInterleavedWith},
+       {"zb-h1",
+        "Zero Bubble H1 (Qi et al. 2024): backward split into input (B) and weight (W) gradients, W deferred "
+        "by r on rank r; 1F1B's peak memory (pp micro-batches), bubble (pp-1)(F+B-W)",
+        {},
+        &BuildZbH1With},
+       {"zb-h2",
+        "Zero Bubble H2 (Qi et al. 2024): 2(pp-r)-1 warm-up forwards, W deferred by 2r; peak 2pp-1 "
+        "micro-batches, rank 0 idles (pp-1)(F+B-2W) inside its span",
+        {},
+        &BuildZbH2With}});
   return r;
 }
 

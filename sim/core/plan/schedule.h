@@ -11,6 +11,21 @@
 //                     per chunk (k -> chunk (k mod pp*vpp) / pp, micro-batch (k / (pp*vpp)) * pp + k mod pp;
 //                     backwards visit chunks in reverse); warm-up 2 (pp - r - 1) + (vpp - 1) pp forwards,
 //                     capped at M * vpp, then 1F1B, then cool-down. Requires M % pp == 0.
+//   zb-h1             Zero Bubble H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024): the backward
+//                     split into B (input gradient, PassKind::kBackwardInput) and W (weight gradient,
+//                     kBackwardWeight, priced as ChunkCost::bwd_weight_us). Rank r: min(pp - r - 1, M) warm-up
+//                     forwards, then F, B, W steps with W of micro-batch i deferred until B of i + r ran, then
+//                     the remaining B, W. At most pp micro-batches between F and W on every rank (1F1B's peak,
+//                     on rank 0); on uniform costs and free links every rank's bubble is (pp - 1)(F + B - W)
+//                     (1F1B: (pp - 1)(F + B + W)).
+//   zb-h2             Zero Bubble H2: min(2(pp - r) - 1, M) warm-up forwards, then B, W, F steps with W deferred
+//                     by 2r (the "parallelogram"): at most 2pp - 1 micro-batches held; on uniform costs with
+//                     M >= 2pp - 1 rank 0 idles (pp - 1)(F + B - 2W) between its first and last op (zero
+//                     when F + B = 2W), the other ranks no more. The paper's zero bubble also needs its optimizer post-validation, which
+//                     lets the next iteration start in this one's tail; mmtwin times one iteration (iteration
+//                     time = makespan, with rank r's start r F), so that overlap is not credited.
+//   Both: vpp must be 1. Memory counts a micro-batch's activations as held from F to W (the paper's M_W, the
+//   weight GEMMs' inputs and output gradients, is 32 of M_B's 34 s b h per layer: slightly high).
 //
 // Chunks are global chunk ids (0 .. pp*vpp - 1); micro-batches are 0 .. M-1.
 //
@@ -40,8 +55,8 @@ const PolicyRegistry<ScheduleFn>& Schedules();
 const std::vector<std::pair<std::string, std::string>>& ScheduleNames();
 
 // Builds the named schedule. Errors: unknown name ("unknown schedule 'x'; valid values are: gpipe, 1f1b,
-// interleaved-1f1b"), an unknown or mistyped parameter, pp < 1, micro_batches < 1, vpp != 1 for gpipe/1f1b,
-// vpp < 2 or M % pp != 0 for interleaved-1f1b.
+// interleaved-1f1b, zb-h1, zb-h2"), an unknown or mistyped parameter, pp < 1, micro_batches < 1, vpp != 1
+// for gpipe / 1f1b / zb-h1 / zb-h2, vpp < 2 or M % pp != 0 for interleaved-1f1b.
 Result<Schedule> BuildSchedule(std::string_view name, int pp, int vpp, int micro_batches,
                                const std::map<std::string, std::string>& params = {});
 
