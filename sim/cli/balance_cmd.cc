@@ -1,4 +1,5 @@
 // mmtwin balance: run one or more data-balance policies over a trace and report OmniBal/OrchMLLM metrics.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -190,6 +191,17 @@ int RunBalance(const BalanceArgs& args, std::ostream& out, std::ostream& err) {
                     rows[i].second);
       out << line;
     }
+    // Dist ratios and maxima grow with the batch size: say so when the compared batch sizes differ.
+    double lo = rows[0].first.mean_batch_size, hi = lo;
+    for (const auto& r : rows) {
+      lo = std::min(lo, r.first.mean_batch_size);
+      hi = std::max(hi, r.first.mean_batch_size);
+    }
+    if (hi > lo * 1.05)
+      out << "note: the policies ran with different batch sizes (AVE-BS " << Fmt(lo, 2) << " .. "
+          << Fmt(hi, 2)
+          << " samples per mini-batch per rank); compare at one batch size with --param batch_size=N (it "
+             "applies to every compared policy that has it)\n";
   }
   return 0;
 }

@@ -54,6 +54,21 @@ TEST_F(CliBalanceTest, CompareListsTable3Methods) {
     EXPECT_NE(r.out.find(p), std::string::npos);
 }
 
+// Compared policies with different batch sizes are not comparable on dist ratios: the table says so, and one
+// --param batch_size sets every policy that has it (then no note).
+TEST_F(CliBalanceTest, CompareSaysWhenBatchSizesDiffer) {
+  const std::string base = "balance --trace " + trace_ + " --model internvl-1.5-6b-20b --dp 4 ";
+  CliRun r = Mmtwin(base + "--compare random,post-balance");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("note: the policies ran with different batch sizes (AVE-BS 4.00 .. 16.00"),
+            std::string::npos)
+      << r.out;
+  r = Mmtwin(base + "--compare random,post-balance --param batch_size=8");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("note: the policies ran with different batch sizes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("random            8.00"), std::string::npos) << r.out;
+}
+
 TEST_F(CliBalanceTest, BadInputExitsTwoWithAClearMessage) {
   const std::string base = "balance --trace " + trace_ + " --model internvl-1.5-6b-20b --dp 4 ";
   CliRun r = Mmtwin(base + "--policy nope");
