@@ -101,7 +101,8 @@ void WritePlanStages(const std::vector<PlanStage>& stages, std::ostream& out) {
   }
   out << "(memory in GiB per GPU: model states (weights, gradients, optimizer after TP/PP/ZeRO division), "
          "peak\n"
-         " in-flight activations, peak total; fwd ms = mean forward time of one micro-batch through the "
+         " in-flight activations, peak total, capacity = the device's usable memory (cluster device terms "
+         "reserved,\n workspace, fragmentation); fwd ms = mean forward time of one micro-batch through the "
          "stage)\n";
 }
 

@@ -112,5 +112,48 @@ TEST(ClusterTest, ValuesOutsideTheirRangeAreErrorsNotClampedOrNull) {
   EXPECT_EQ(r.error().message(), "c.yaml:3: gpus_per_node: must be in [1, 1024] (GPUs in one node)");
 }
 
+// Device memory the training process cannot use (issue 8): reserved outside the allocator, workspaces inside it,
+// and the allocator's fragmentation; every memory check uses UsableMemoryBytes.
+TEST(ClusterTest, UsableMemoryLeavesOutReservedWorkspaceAndFragmentation) {
+  DeviceSpec d;
+  d.memory_bytes = 80LL << 30;
+  EXPECT_EQ(UsableMemoryBytes(d), 80LL << 30);  // no terms: all of it
+  d.reserved_bytes = 1LL << 30;
+  d.workspace_bytes = 32LL << 20;
+  d.fragmentation = 0.05;
+  EXPECT_EQ(UsableMemoryBytes(d),
+            static_cast<int64_t>(static_cast<double>((79LL << 30) - (32LL << 20)) * 0.95));
+  d.reserved_bytes = d.memory_bytes;
+  EXPECT_EQ(UsableMemoryBytes(d), 0);
+  // The GPU presets state all three (traces/clusters/README.md gives the sources).
+  for (const char* n : {"a100-2x200g", "a100-4x200g", "h100-8x400g"}) {
+    ClusterSpec c = *LoadCluster(n);
+    EXPECT_EQ(c.device.reserved_bytes, 1LL << 30) << n;
+    EXPECT_GT(c.device.workspace_bytes, 0) << n;
+    EXPECT_DOUBLE_EQ(c.device.fragmentation, 0.05) << n;
+  }
+  EXPECT_EQ(LoadCluster("h100-8x400g")->device.workspace_bytes, 32LL << 20);
+  // Parsing: optional, zero allowed, ranges checked with file:line.
+  const std::string base =
+      "name: x\nnodes: 1\ngpus_per_node: 8\nnvlink_bytes_per_s: 1e11\nnics_per_node: 1\nnic_bytes_per_s: "
+      "1e10\n"
+      "device:\n  name: g\n  peak_flops: 1e12\n  memory_bytes: 8e9\n  hbm_bytes_per_s: 1e12\n";
+  auto parse = [&](const std::string& tail) {
+    Result<ClusterSpec> r = ParseCluster(base + tail, "c.yaml");
+    return r.ok() ? std::string("OK ") + std::to_string(UsableMemoryBytes(r->device)) : r.error().message();
+  };
+  EXPECT_EQ(parse(""), "OK 8000000000");
+  EXPECT_EQ(parse("  reserved_bytes: 0\n  workspace_bytes: 0\n  fragmentation: 0\n"), "OK 8000000000");
+  EXPECT_EQ(parse("  reserved_bytes: 1e9\n  workspace_bytes: 1e9\n  fragmentation: 0.5\n"), "OK 3000000000");
+  EXPECT_EQ(parse("  fragmentation: 0.95\n"),
+            "c.yaml:12: device.fragmentation: must be in [0, 0.9] (fraction of the allocator's pool)");
+  EXPECT_EQ(parse("  reserved_bytes: 9e9\n"),
+            "c.yaml:12: device.reserved_bytes: must be in [0, 8e+09] (bytes, at most memory_bytes)");
+  EXPECT_EQ(parse("  reserved_bytes: 5e9\n  workspace_bytes: 4e9\n"),
+            "c.yaml:13: device.workspace_bytes: must be in [0, 3e+09] (bytes, at most memory_bytes - "
+            "reserved_bytes)");
+  EXPECT_EQ(parse("  workspace_bytes: -1\n"), "c.yaml:12: device.workspace_bytes: must be >= 0");
+}
+
 }  // namespace
 }  // namespace mmtwin

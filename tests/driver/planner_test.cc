@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -240,6 +242,42 @@ TEST(PlannerTest, TpSequenceParallelChangesActivationMemoryOnly) {
     EXPECT_EQ(b->memory[st].model_state_bytes, a->memory[st].model_state_bytes) << "stage " << st;
   }
   EXPECT_EQ(a->stage_fwd_us_mean, b->stage_fwd_us_mean);
+}
+
+// Every memory check of the plan uses the device's usable bytes (cluster.h UsableMemoryBytes): the stages'
+// capacity is the preset's 80 GiB less its reserved, workspace and fragmentation terms, and adaptive recompute
+// plans against that (at least as many recomputed layers as with all 80 GiB usable).
+TEST(PlannerTest, MemoryChecksUseTheUsableDeviceMemory) {
+  const std::string preset = std::string(MMTWIN_SOURCE_DIR) + "/traces/clusters/a100-4x200g.yaml";
+  std::ifstream in(preset);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string all_usable;
+  std::istringstream lines(text.str());
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("reserved_bytes") == std::string::npos &&
+        line.find("workspace_bytes") == std::string::npos && line.find("fragmentation") == std::string::npos)
+      all_usable += line + "\n";
+  const std::string path = ::testing::TempDir() + "/a100-all-usable.yaml";
+  std::ofstream(path) << all_usable;
+  Scenario tight = Small(), loose = Small();
+  loose.cluster = path;
+  tight.iterations = loose.iterations = 2;
+  PlanOptions po;
+  po.memory_report = true;
+  auto a = BuildPlan(tight, po), b = BuildPlan(loose, po);
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  ASSERT_TRUE(b.ok()) << b.error().message();
+  const int64_t usable = UsableMemoryBytes(a->cluster.device);
+  EXPECT_LT(usable, 80LL << 30);
+  EXPECT_EQ(UsableMemoryBytes(b->cluster.device), 80LL << 30);
+  ASSERT_FALSE(a->memory.empty());
+  for (const StageMemory& m : a->memory) EXPECT_EQ(m.capacity_bytes, usable);
+  for (const StageMemory& m : b->memory) EXPECT_EQ(m.capacity_bytes, 80LL << 30);
+  int recomputed_a = 0, recomputed_b = 0;
+  for (uint8_t f : a->plan.recompute.layers) recomputed_a += f != 0;
+  for (uint8_t f : b->plan.recompute.layers) recomputed_b += f != 0;
+  EXPECT_GE(recomputed_a, recomputed_b);
 }
 
 TEST(PlannerTest, ValidateScenarioNamesFields) {

@@ -160,6 +160,9 @@ std::string FormatCalibratedCluster(const ClusterSpec& base, const LinkCalibrati
   y += "  memory_bytes: " + std::to_string(c.device.memory_bytes) + "\n";
   y += "  hbm_bytes_per_s: " + Num(c.device.hbm_bytes_per_s) + "\n";
   y += "  efficiency: " + Num(c.device.efficiency) + "\n";
+  y += "  reserved_bytes: " + std::to_string(c.device.reserved_bytes) + "\n";
+  y += "  workspace_bytes: " + std::to_string(c.device.workspace_bytes) + "\n";
+  y += "  fragmentation: " + Num(c.device.fragmentation) + "\n";
   y += "nvlink_bytes_per_s: " + Num(c.nvlink_bytes_per_s) + "\n";
   y += "nvlink_latency_us: " + Num(c.nvlink_latency_us) + "\n";
   y += "nics_per_node: " + std::to_string(c.nics_per_node) + "\n";

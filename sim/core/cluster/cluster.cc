@@ -63,9 +63,9 @@ class Reader {
   }
 
   Status Integer(const YAML::Node& map, const std::string& where, const std::string& key, int64_t& out,
-                 bool required) const {
+                 bool required, bool allow_zero = false) const {
     double v = static_cast<double>(out);
-    MMTWIN_RETURN_IF_ERROR(Number(map, where, key, v, required));
+    MMTWIN_RETURN_IF_ERROR(Number(map, where, key, v, required, allow_zero));
     if (v != std::floor(v) || v > 9.2e18)
       return Error::At(file_, LineOf(map[key]), Field(where, key), "must be a whole number");
     out = static_cast<int64_t>(v);
@@ -119,8 +119,9 @@ Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) 
     c.gpus_per_node = static_cast<int>(v);
     const YAML::Node dev = root["device"];
     if (!dev.IsDefined()) return Error::At(name, LineOf(root), "device", "missing");
-    MMTWIN_RETURN_IF_ERROR(
-        r.Keys(dev, "device", {"name", "peak_flops", "memory_bytes", "hbm_bytes_per_s", "efficiency"}));
+    MMTWIN_RETURN_IF_ERROR(r.Keys(dev, "device",
+                                  {"name", "peak_flops", "memory_bytes", "hbm_bytes_per_s", "efficiency",
+                                   "reserved_bytes", "workspace_bytes", "fragmentation"}));
     MMTWIN_RETURN_IF_ERROR(r.String(dev, "device", "name", c.device.name, true));
     MMTWIN_RETURN_IF_ERROR(r.Number(dev, "device", "peak_flops", c.device.peak_flops, true));
     MMTWIN_RETURN_IF_ERROR(r.Integer(dev, "device", "memory_bytes", c.device.memory_bytes, true));
@@ -135,6 +136,19 @@ Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) 
                                    1 << 20, 1e15, "bytes"));
     MMTWIN_RETURN_IF_ERROR(
         r.Range(dev, "device", "hbm_bytes_per_s", c.device.hbm_bytes_per_s, 1e6, 1e15, "bytes/s"));
+    MMTWIN_RETURN_IF_ERROR(r.Integer(dev, "device", "reserved_bytes", c.device.reserved_bytes, false, true));
+    MMTWIN_RETURN_IF_ERROR(
+        r.Integer(dev, "device", "workspace_bytes", c.device.workspace_bytes, false, true));
+    MMTWIN_RETURN_IF_ERROR(r.Number(dev, "device", "fragmentation", c.device.fragmentation, false, true));
+    MMTWIN_RETURN_IF_ERROR(r.Range(dev, "device", "fragmentation", c.device.fragmentation, 0, 0.9,
+                                   "fraction of the allocator's pool"));
+    MMTWIN_RETURN_IF_ERROR(
+        r.Range(dev, "device", "reserved_bytes", static_cast<double>(c.device.reserved_bytes), 0,
+                static_cast<double>(c.device.memory_bytes), "bytes, at most memory_bytes"));
+    MMTWIN_RETURN_IF_ERROR(r.Range(dev, "device", "workspace_bytes",
+                                   static_cast<double>(c.device.workspace_bytes), 0,
+                                   static_cast<double>(c.device.memory_bytes - c.device.reserved_bytes),
+                                   "bytes, at most memory_bytes - reserved_bytes"));
     MMTWIN_RETURN_IF_ERROR(r.Number(root, "", "nvlink_bytes_per_s", c.nvlink_bytes_per_s, true));
     MMTWIN_RETURN_IF_ERROR(
         r.Range(root, "", "nvlink_bytes_per_s", c.nvlink_bytes_per_s, 1e6, 1e14, "bytes/s per direction"));
@@ -193,6 +207,11 @@ Result<ClusterSpec> LoadCluster(const std::string& name_or_path, int nodes_overr
                  std::to_string(nodes_override));
   if (nodes_override > 0) c.nodes = nodes_override;
   return c;
+}
+
+int64_t UsableMemoryBytes(const DeviceSpec& d) {
+  const double left = static_cast<double>(d.memory_bytes - d.reserved_bytes - d.workspace_bytes);
+  return left <= 0 ? 0 : static_cast<int64_t>(left * (1.0 - d.fragmentation));
 }
 
 }  // namespace mmtwin

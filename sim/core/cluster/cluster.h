@@ -26,7 +26,16 @@ struct DeviceSpec {
   int64_t memory_bytes = 0;    // device memory
   double hbm_bytes_per_s = 0;  // HBM bandwidth
   double efficiency = 0.5;     // achieved fraction of peak for large matmuls (measured MFU is 30-50%)
+  // What the training process cannot use for model states, activations and buffers (traces/clusters/README.md
+  // gives each preset's value and its source):
+  int64_t reserved_bytes = 0;   // outside the caching allocator: CUDA context, library handles, NCCL buffers
+  int64_t workspace_bytes = 0;  // inside it but not the model's: cuBLAS / framework workspaces
+  double fragmentation = 0;     // fraction of the allocator's pool lost to fragmentation, in [0, 0.9]
 };
+
+// The bytes a plan's stage may peak at (every memory check's capacity): (memory - reserved - workspace) x
+// (1 - fragmentation), at least 0.
+int64_t UsableMemoryBytes(const DeviceSpec& d);
 
 struct ClusterSpec {
   std::string name;

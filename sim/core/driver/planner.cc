@@ -125,7 +125,7 @@ Result<RecomputePlan> PlanRecompute(const PlannedRun& run, const LayerProfile& w
   rc.in_flight = MaxInFlight(run.plan.schedule);
   rc.model_state_bytes = RankModelStateBytes(par, p, worst.params);
   rc.other_bytes = ProfileBoundaryBytes(worst, p, par);
-  rc.capacity_bytes = run.cluster.device.memory_bytes;
+  rc.capacity_bytes = UsableMemoryBytes(run.cluster.device);
   auto plan = RunRecomputePolicy(run.scenario.recompute.name, run.scenario.recompute.params, rc, report);
   if (!plan) return AtPolicyKey(run.scenario, "recompute", plan.error()).error();
   return plan;
@@ -166,7 +166,7 @@ Status PlanModel(PlannedRun& run, const Pricer& pricer, const std::atomic<bool>*
   pc.chunks = par.chunks();
   pc.pp = par.pp;
   const std::vector<int> in_flight = MaxInFlight(run.plan.schedule);
-  const int64_t capacity = run.cluster.device.memory_bytes;
+  const int64_t capacity = UsableMemoryBytes(run.cluster.device);
   pc.fits_with_full_recompute = [&](const Partition& p) {
     return FitsWithFullRecompute(prof.worst, p, par, in_flight, capacity);
   };
@@ -203,7 +203,7 @@ Status MemoryReport(PlannedRun& run, const Pricer& pricer, const std::atomic<boo
         pricer.PriceIteration(it, run.tokens, run.packing(), run.plan.partition, run.plan.recompute);
     run.memory =
         MergeMemory(run.memory, ComputeMemory(par, run.plan.partition, layer_params, run.plan.schedule, costs,
-                                              run.cluster.device.memory_bytes));
+                                              UsableMemoryBytes(run.cluster.device)));
     for (int d = 0; d < costs.dp; ++d)
       for (int m = 0; m < costs.micro_batches; ++m) {
         for (int c = 0; c < costs.chunks; ++c) fwd[PipeRankOfChunk(c, par.pp)] += costs.At(d, m, c).fwd_us;

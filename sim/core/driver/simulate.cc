@@ -129,7 +129,7 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
         }
       }
     mem = MergeMemory(mem, ComputeMemory(par, plan.partition, layer_params, plan.schedule, costs,
-                                         run.cluster.device.memory_bytes));
+                                         UsableMemoryBytes(run.cluster.device)));
     if (static_cast<int>(i) == trace_at) {
       res.ops = OpRecordsOf(graph, timing, costs, it.epoch_index);
       AddWorkload(res.ops, it, run.tokens, plan.packed, mesh);

@@ -6,7 +6,8 @@
 // - Model states (mixed-precision Adam): the rank's chunks' parameters / tp (ceil) times 2 (bf16 weights) +
 //   2 (bf16 grads) + 12 (fp32 master weights, m, v) bytes. ZeRO shards over DP (ceil division): stage 1 the
 //   12, stage 2 also the 2 bytes of gradients, stage 3 (FSDP) also the 2 bytes of weights. Transient ZeRO-3
-//   all-gather buffers and fragmentation are not modelled.
+//   all-gather buffers are not modelled; the allocator's fragmentation, its workspaces and the memory outside it
+//   are taken off the capacity instead (the caller passes UsableMemoryBytes, core/cluster/cluster.h).
 // - Activations: walk the rank's schedule order (Schedule::per_rank[r]) for every DP replica with that
 // replica's
 //   micro-batch costs. The forward of (mb, chunk) adds ChunkCost::act_bytes, its backward releases it. During
@@ -20,7 +21,7 @@
 //   (activations out, and the same-sized gradients in) plus the largest send_bytes of the chunks feeding them
 //   (chunk c - 1: activations in, gradients out), over DP replicas and micro-batches. For a uniform middle
 //   stage this is 2 x send_bytes; the first rank has no receive buffer, the last no send buffer (vpp = 1).
-// - fits = peak_bytes <= capacity_bytes; short_bytes = max(0, peak_bytes - capacity_bytes).
+// - fits = peak_bytes <= capacity_bytes (the device's usable bytes); short_bytes = max(0, peak_bytes - capacity_bytes).
 //
 // With uniform per-micro-batch costs this reproduces the textbook in-flight counts: 1F1B holds
 // min(pp - r, M) x act on rank r (warm-up min(pp - r - 1, M) forwards, plus the steady-state forward before

@@ -192,7 +192,7 @@ std::vector<RecomputePolicyInfo>& Registry() {
        {{"reserve_bytes",
          ParamType::kInt,
          "0",
-         "memory kept free per GPU (allocator, fragmentation)",
+         "memory kept free per GPU beyond the device's reserved, workspace and fragmentation terms",
          {},
          0,
          9e18}},
