@@ -153,6 +153,9 @@ TEST(ClusterTest, UsableMemoryLeavesOutReservedWorkspaceAndFragmentation) {
             "c.yaml:13: device.workspace_bytes: must be in [0, 3e+09] (bytes, at most memory_bytes - "
             "reserved_bytes)");
   EXPECT_EQ(parse("  workspace_bytes: -1\n"), "c.yaml:12: device.workspace_bytes: must be >= 0");
+  EXPECT_EQ(parse("  kernel_overhead_us: 4\n"), "OK 8000000000");
+  EXPECT_EQ(parse("  kernel_overhead_us: 2e4\n"),
+            "c.yaml:12: device.kernel_overhead_us: must be in [0, 10000] (microseconds)");
 }
 
 }  // namespace

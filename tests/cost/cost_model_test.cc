@@ -212,6 +212,43 @@ TEST(AnalyticCostTest, WeightGradientIsTheWeightGemmsOfTheBackward) {
   }
 }
 
+// A fixed time per kernel (DeviceSpec::kernel_overhead_us) does not shrink with tp: small shards run below
+// FLOPs / tp, and the smaller the workload the larger the loss.
+TEST(AnalyticCostTest, KernelOverheadsMakeSmallTpShardsLessEfficient) {
+  ModelSpec m = Load("internvl-1.5-6b-20b");
+  const std::vector<Layer> layers = Layers(m);
+  const Layer& block = FirstOf(layers, 2, LayerKind::kTransformer);
+  DeviceSpec dev = H100();
+  dev.kernel_overhead_us = 4;
+  auto eff = [&](int64_t tokens) {  // time at tp 1 over tp x time at tp 4
+    LayerWorkload w{tokens, static_cast<double>(tokens) * tokens, 1};
+    return AnalyticCostModel(dev, {.tp = 1}).Cost(m, block, w).fwd_time_us /
+           (4 * AnalyticCostModel(dev, {.tp = 4}).Cost(m, block, w).fwd_time_us);
+  };
+  LayerWorkload w{4096, 4096.0 * 4096.0, 1};
+  const LayerCost plain = AnalyticCostModel(H100(), {.tp = 4}).Cost(m, block, w);
+  const LayerCost over = AnalyticCostModel(dev, {.tp = 4}).Cost(m, block, w);
+  EXPECT_NEAR(over.fwd_time_us, plain.fwd_time_us + 12 * 4.0, 1e-9);
+  EXPECT_NEAR(over.bwd_time_us, plain.bwd_time_us + 24 * 4.0, 1e-9);
+  EXPECT_NEAR(over.bwd_weight_time_us, plain.bwd_weight_time_us + 4 * 4.0, 1e-9);
+  EXPECT_EQ(over.fwd_flops, plain.fwd_flops);  // MFU counts the model's FLOPs, not the overhead
+  EXPECT_LT(eff(4096), 1.0);
+  EXPECT_LT(eff(256), eff(4096));
+  EXPECT_LT(eff(16), eff(256));
+  // Without the term tp scales perfectly (the heads divide by 4); an empty workload launches nothing.
+  EXPECT_NEAR(AnalyticCostModel(H100(), {.tp = 1}).Cost(m, block, w).fwd_time_us, 4 * plain.fwd_time_us,
+              1e-6);
+  EXPECT_EQ(AnalyticCostModel(dev, {.tp = 4}).Cost(m, block, LayerWorkload{}).fwd_time_us, 0);
+  // Kernel counts per layer kind (cost_model.h).
+  ModelSpec llava = Load("llava-1.5-7b");
+  const std::vector<Layer> ll = Layers(llava);
+  EXPECT_EQ(KernelsOf(llava, FirstOf(ll, 1, LayerKind::kProjector)).fwd, 4);  // two Linear layers
+  EXPECT_EQ(KernelsOf(llava, ll.back()).bwd, 6);
+  for (const char* n : {"a100-2x200g", "a100-4x200g", "h100-8x400g"})
+    EXPECT_DOUBLE_EQ(LoadCluster(n)->device.kernel_overhead_us, 4) << n;
+  EXPECT_EQ(LoadCluster("cpu-2vcpu-gloo")->device.kernel_overhead_us, 0);
+}
+
 // ---- Coefficient table ----
 
 TEST(CoefficientCostTest, ParseCostFormatRoundTrip) {

@@ -119,9 +119,10 @@ Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) 
     c.gpus_per_node = static_cast<int>(v);
     const YAML::Node dev = root["device"];
     if (!dev.IsDefined()) return Error::At(name, LineOf(root), "device", "missing");
-    MMTWIN_RETURN_IF_ERROR(r.Keys(dev, "device",
-                                  {"name", "peak_flops", "memory_bytes", "hbm_bytes_per_s", "efficiency",
-                                   "reserved_bytes", "workspace_bytes", "fragmentation"}));
+    MMTWIN_RETURN_IF_ERROR(
+        r.Keys(dev, "device",
+               {"name", "peak_flops", "memory_bytes", "hbm_bytes_per_s", "efficiency", "reserved_bytes",
+                "workspace_bytes", "fragmentation", "kernel_overhead_us"}));
     MMTWIN_RETURN_IF_ERROR(r.String(dev, "device", "name", c.device.name, true));
     MMTWIN_RETURN_IF_ERROR(r.Number(dev, "device", "peak_flops", c.device.peak_flops, true));
     MMTWIN_RETURN_IF_ERROR(r.Integer(dev, "device", "memory_bytes", c.device.memory_bytes, true));
@@ -140,6 +141,10 @@ Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) 
     MMTWIN_RETURN_IF_ERROR(
         r.Integer(dev, "device", "workspace_bytes", c.device.workspace_bytes, false, true));
     MMTWIN_RETURN_IF_ERROR(r.Number(dev, "device", "fragmentation", c.device.fragmentation, false, true));
+    MMTWIN_RETURN_IF_ERROR(
+        r.Number(dev, "device", "kernel_overhead_us", c.device.kernel_overhead_us, false, true));
+    MMTWIN_RETURN_IF_ERROR(
+        r.Range(dev, "device", "kernel_overhead_us", c.device.kernel_overhead_us, 0, 1e4, "microseconds"));
     MMTWIN_RETURN_IF_ERROR(r.Range(dev, "device", "fragmentation", c.device.fragmentation, 0, 0.9,
                                    "fraction of the allocator's pool"));
     MMTWIN_RETURN_IF_ERROR(

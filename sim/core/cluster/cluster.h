@@ -31,6 +31,9 @@ struct DeviceSpec {
   int64_t reserved_bytes = 0;   // outside the caching allocator: CUDA context, library handles, NCCL buffers
   int64_t workspace_bytes = 0;  // inside it but not the model's: cuBLAS / framework workspaces
   double fragmentation = 0;     // fraction of the allocator's pool lost to fragmentation, in [0, 0.9]
+  // Fixed time of one kernel besides its FLOPs (launch, ramp-up and tail), microseconds: does not shrink with
+  // tensor parallelism, so small TP shards run below FLOPs / tp (cost_model.h counts the kernels per layer).
+  double kernel_overhead_us = 0;
 };
 
 // The bytes a plan's stage may peak at (every memory check's capacity): (memory - reserved - workspace) x

@@ -123,6 +123,23 @@ double AnalyticCostModel::achieved_flops() const {
   return device_.peak_flops * (eff > 0 ? eff : 0.5);
 }
 
+KernelCounts KernelsOf(const ModelSpec& m, const Layer& layer) {
+  switch (layer.kind) {
+    case LayerKind::kTransformer:
+      return {12, 24, 4};
+    case LayerKind::kProjector: {
+      const size_t dims = m.components.at(layer.component).projector_dims.size();
+      const int n = dims > 1 ? static_cast<int>(dims - 1) : 0;
+      return {2 * n, 4 * n, n};
+    }
+    case LayerKind::kEmbedding:
+      return {1, 2, 1};
+    case LayerKind::kHead:
+      return {3, 6, 1};
+  }
+  return {};
+}
+
 LayerCost AnalyticCostModel::Cost(const ModelSpec& m, const Layer& layer, const LayerWorkload& w) const {
   LayerCost cost;
   const Component& c = m.components.at(layer.component);
@@ -232,6 +249,12 @@ LayerCost AnalyticCostModel::Cost(const ModelSpec& m, const Layer& layer, const 
   // W: the weight GEMMs' gradient (their forward FLOPs again); the LLM embedding's scatter-add into its table.
   if (weight_flops < 0) weight_flops = (rank_fwd_flops < 0 ? fwd_flops / tp : rank_fwd_flops);
   cost.bwd_weight_time_us = std::min(cost.bwd_time_us, weight_flops / achieved_flops() * 1e6 + fwd_memory_us);
+  if (device_.kernel_overhead_us > 0) {
+    const KernelCounts k = KernelsOf(m, layer);
+    cost.fwd_time_us += k.fwd * device_.kernel_overhead_us;
+    cost.bwd_time_us += k.bwd * device_.kernel_overhead_us;
+    cost.bwd_weight_time_us += k.bwd_weight * device_.kernel_overhead_us;
+  }
   cost.act_bytes = BytesOf(act);
   cost.act_bytes_recompute = BytesOf(act_recompute);
   cost.boundary_bytes = BytesOf(boundary);

@@ -115,6 +115,16 @@ struct AnalyticOptions {
 // (the 10·tokens·h are the two LayerNorms' inputs and the dropout masks, replicated on every TP rank). The TP
 // collectives cost the same either way: SP replaces each all-reduce by a reduce-scatter plus an all-gather, the
 // same ring bytes.
+// Kernel overheads: each layer also pays DeviceSpec::kernel_overhead_us per kernel it launches on a GPU, the
+// same at any tp (so a small TP shard runs below FLOPs / tp). Kernels per layer, forward / backward / of which
+// weight-gradient GEMMs (KernelCounts): transformer block 12 / 24 / 4 (two norms, QKV, rotary, attention,
+// output projection, residual, FC1, activation, FC2, residual, dropout; the backward twice that; W = the four
+// weight GEMMs), projector 2n / 4n / n for n Linear layers, embedding 1 / 2 / 1, LM head 3 / 6 / 1.
+struct KernelCounts {
+  int fwd = 0, bwd = 0, bwd_weight = 0;
+};
+KernelCounts KernelsOf(const ModelSpec& m, const Layer& layer);
+
 class AnalyticCostModel : public CostModel {
  public:
   AnalyticCostModel(DeviceSpec device, AnalyticOptions options = {});
