@@ -136,6 +136,16 @@ TEST(CalibrateLinks, RecoversLatencyAndBandwidthPerLinkClass) {
   EXPECT_EQ(back->name, "four-per-node-calibrated");
   EXPECT_EQ(back->gpus_per_node, 4);
   EXPECT_DOUBLE_EQ(back->device.peak_flops, 1e12);
+  // The device's memory and kernel terms carry over (the same usable memory and per-kernel time).
+  ClusterSpec with_terms = *base;
+  with_terms.device.reserved_bytes = 1 << 30;
+  with_terms.device.workspace_bytes = 8 << 20;
+  with_terms.device.fragmentation = 0.05;
+  with_terms.device.kernel_overhead_us = 4;
+  auto terms = ParseCluster(FormatCalibratedCluster(with_terms, *links), "calibrated.yaml");
+  ASSERT_TRUE(terms.ok()) << terms.error().message();
+  EXPECT_EQ(UsableMemoryBytes(terms->device), UsableMemoryBytes(with_terms.device));
+  EXPECT_DOUBLE_EQ(terms->device.kernel_overhead_us, 4);
   for (const LinkClassFit& f : links->p2p) {
     if (f.link == "intra-node") {
       EXPECT_NEAR(back->nvlink_bytes_per_s, f.bytes_per_s, 1e-5 * f.bytes_per_s);

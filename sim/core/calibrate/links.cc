@@ -163,6 +163,7 @@ std::string FormatCalibratedCluster(const ClusterSpec& base, const LinkCalibrati
   y += "  reserved_bytes: " + std::to_string(c.device.reserved_bytes) + "\n";
   y += "  workspace_bytes: " + std::to_string(c.device.workspace_bytes) + "\n";
   y += "  fragmentation: " + Num(c.device.fragmentation) + "\n";
+  y += "  kernel_overhead_us: " + Num(c.device.kernel_overhead_us) + "\n";
   y += "nvlink_bytes_per_s: " + Num(c.nvlink_bytes_per_s) + "\n";
   y += "nvlink_latency_us: " + Num(c.nvlink_latency_us) + "\n";
   y += "nics_per_node: " + std::to_string(c.nics_per_node) + "\n";
