@@ -156,11 +156,14 @@ class Dag {
 
 bool IsRing(OpKind k) { return k == OpKind::kDpCollective || k == OpKind::kDpAllGather; }
 
-// The ring an op belongs to: its chunk, kind, pass and bucket group (`merge` consecutive buckets per ring).
-uint64_t RingKey(const Op& op, int merge) {
+// The ring an op belongs to: its chunk, kind, pass, the piece of the chunk's last backward that releases it
+// (`ready`: buckets released by different pieces never share a ring) and bucket group (`merge` consecutive
+// buckets per ring).
+uint64_t RingKey(const Op& op, int merge, int ready) {
   return (static_cast<uint64_t>(op.kind == OpKind::kDpAllGather) << 63) |
          (static_cast<uint64_t>(op.pass == PassKind::kBackward) << 62) |
-         (static_cast<uint64_t>(static_cast<uint32_t>(op.chunk)) << 32) |
+         (static_cast<uint64_t>(ready & 15) << 58) |
+         (static_cast<uint64_t>(static_cast<uint32_t>(op.chunk) & ((1u << 26) - 1)) << 32) |
          static_cast<uint32_t>(op.bucket / merge);
 }
 
@@ -316,7 +319,10 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
     } else if (op.kind == OpKind::kP2pSendActivation || op.kind == OpKind::kP2pSendGradient) {
       head[i] = tail[i][0] = acts.Add(Dag::kComm, op.device, op.peer, static_cast<double>(op.bytes));
     } else if (IsRing(op.kind)) {
-      Ring& r = rings[RingKey(op, merge)];
+      // A gradient bucket's one dependency is its barrier, whose bucket field is the piece that releases it.
+      const int ready =
+          op.kind == OpKind::kDpCollective && !g.Deps(i).empty() ? g.ops[g.Deps(i)[0]].bucket : 0;
+      Ring& r = rings[RingKey(op, merge, ready)];
       if (r.ops.empty()) r.ops.resize(D);
       r.ops[mesh.DpOfDevice(op.device)].push_back(i);
     } else {

@@ -76,13 +76,17 @@ TEST(OpGraphTest, OpCountsAndTopologicalOrder) {
   const int per = pc.dp * pc.micro_batches * pc.chunks();  // 24
   auto n = CountKinds(*g);
   EXPECT_EQ(n[OpKind::kForward], per);
-  EXPECT_EQ(n[OpKind::kBackward], per);
+  // Each chunk's last backward on each replica is split into 3 pieces (3 buckets) so buckets become ready as it
+  // runs: 2 extra backward ops per (replica, chunk).
+  EXPECT_EQ(n[OpKind::kBackward], per + pc.dp * pc.chunks() * 2);
   EXPECT_EQ(n[OpKind::kRecompute], per);
   EXPECT_EQ(n[OpKind::kTpCollective], 2 * per);
   EXPECT_EQ(n[OpKind::kP2pSendActivation], pc.dp * pc.micro_batches * (pc.chunks() - 1));
   EXPECT_EQ(n[OpKind::kP2pSendGradient], pc.dp * pc.micro_batches * (pc.chunks() - 1));
   EXPECT_EQ(n[OpKind::kDpCollective], pc.dp * pc.chunks() * 3);  // 100 bytes in buckets of 40: 40, 40, 20
-  EXPECT_EQ(n[OpKind::kBarrier], pc.chunks());
+  // Buckets of 40, 40, 20 bytes from the chunk's end complete at 0.4, 0.8 and 1.0 of its last backward: after
+  // pieces 1, 2 and 2 of 3, so two barriers per chunk.
+  EXPECT_EQ(n[OpKind::kBarrier], 2 * pc.chunks());
   EXPECT_EQ(n[OpKind::kDpAllGather], 0);
   for (int i = 0; i < g->num_ops(); ++i) {
     for (int32_t d : g->Deps(i)) EXPECT_LT(d, i);
@@ -122,7 +126,7 @@ TEST(OpGraphTest, ComputeLaneFollowsSchedule) {
       const Op& op = g->ops[i];
       if (op.kind == OpKind::kForward)
         seen[op.device].push_back({PassKind::kForward, op.micro_batch, op.chunk});
-      if (op.kind == OpKind::kBackward)
+      if (op.kind == OpKind::kBackward && op.bucket == op.pieces - 1)  // a split backward's last piece
         seen[op.device].push_back({PassKind::kBackward, op.micro_batch, op.chunk});
     }
     // Topological index order need not be lane order: order each device's passes by following lane_prev.
@@ -133,7 +137,7 @@ TEST(OpGraphTest, ComputeLaneFollowsSchedule) {
       std::vector<PipeOp> chain;
       for (int i = last; i >= 0; i = g->lane_prev[i]) {
         const Op& op = g->ops[i];
-        if (op.kind == OpKind::kForward || op.kind == OpKind::kBackward)
+        if (op.kind == OpKind::kForward || (op.kind == OpKind::kBackward && op.bucket == op.pieces - 1))
           chain.insert(chain.begin(),
                        PipeOp{op.kind == OpKind::kForward ? PassKind::kForward : PassKind::kBackward,
                               op.micro_batch, op.chunk});

@@ -212,9 +212,9 @@ double CostDuration(const Op& op, const ChunkCost& k, const CommCostModel& comm,
     case OpKind::kRecompute:
       return k.recompute_us;
     case OpKind::kBackward:
-      return op.pass == PassKind::kBackwardInput ? k.bwd_us - k.bwd_weight_us : k.bwd_us;
+      return (op.pass == PassKind::kBackwardInput ? k.bwd_us - k.bwd_weight_us : k.bwd_us) / op.pieces;
     case OpKind::kBackwardWeight:
-      return k.bwd_weight_us;
+      return k.bwd_weight_us / op.pieces;
     case OpKind::kTpCollective:
       return op.pass == PassKind::kForward ? k.tp_fwd_us : k.tp_bwd_us;
     case OpKind::kP2pSendActivation:
@@ -344,6 +344,28 @@ Error CycleError(const OpGraph& g_unsorted, const std::vector<std::vector<int32_
 
 }  // namespace
 
+int BucketReadyPiece(const ChunkStatic& s, int64_t bucket_bytes, int64_t bucket, int pieces) {
+  if (pieces <= 1 || s.grad_bytes_per_gpu <= 0) return std::max(0, pieces - 1);
+  const double total = static_cast<double>(s.grad_bytes_per_gpu);
+  // Gradient bytes the bucket needs, counted from the chunk's last layer (the backward's order).
+  const double need = std::min(total, static_cast<double>(bucket + 1) * static_cast<double>(bucket_bytes));
+  double f = need / total;  // without per-layer sizes: bytes appear evenly over the backward
+  if (!s.layer_params.empty() && s.params > 0) {
+    f = 1.0;
+    double done = 0;
+    for (size_t i = s.layer_params.size(); i-- > 0;) {
+      done += static_cast<double>(s.layer_params[i]);
+      const double share = done / static_cast<double>(s.params);
+      if (share * total >= need * (1 - 1e-12)) {
+        f = share;
+        break;
+      }
+    }
+  }
+  const int q = static_cast<int>(std::ceil(f * pieces * (1 - 1e-12))) - 1;
+  return std::clamp(q, 0, pieces - 1);
+}
+
 Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& schedule,
                                     const IterationCosts& costs, const std::vector<ChunkStatic>& statics,
                                     const CommSpec& comm, std::shared_ptr<const CommCostModel> comm_cost) {
@@ -365,6 +387,9 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
     return bytes > 0 ? (bytes + comm.dp_bucket_bytes - 1) / comm.dp_bucket_bytes : 0;
   };
   auto send_present = [&](int c) { return c + 1 < C && P > 1 && b.shape[2 + C + c] != 0; };
+  // The chunk's last backward is split into this many pieces (per-bucket readiness; 1 = whole).
+  constexpr int kMaxPieces = 16;
+  auto npieces = [&](int c) { return static_cast<int>(std::min<int64_t>(nbuckets(c), kMaxPieces)); };
 
   // Schedule positions per chunk (the same for every replica).
   std::vector<int> first_f(C, -1), first_b(C, -1), last_b(C, -1), last_b_mb(C, -1);
@@ -389,6 +414,8 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
       send_act(nk, -1), send_grad(nk, -1), grad_done(nk, -1);
   std::vector<int32_t> grad_begin(static_cast<size_t>(D) * C, -1);   // first bucket op of (d, c)
   std::vector<int32_t> dispatch_op(static_cast<size_t>(D) * M, -1);  // dispatch op of (d, m)
+  // Pieces of the chunk's last backward on replica d: piece_op[(d * C + c) * kMaxPieces + q].
+  std::vector<int32_t> piece_op(static_cast<size_t>(D) * C * kMaxPieces, -1);
   OpGraph g;
   FillDispatch(pc, costs, comm, cost_model, &g);
   b.last_on_lane.assign(static_cast<size_t>(mesh.num_devices()) * kNumLanes, -1);
@@ -472,12 +499,20 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
             b.AddEdge(send_act[k], last);
           }
         } else if (sops[pos].kind == PassKind::kBackwardWeight) {
-          // W of a split backward: after its B group (B precedes W on the rank, so bwd_last[k] is set).
+          // W of a split backward: after its B group (B precedes W on the rank, so bwd_last[k] is set). The
+          // chunk's last W is split into pieces (per-bucket gradient readiness).
           op.kind = OpKind::kBackwardWeight;
           op.pass = PassKind::kBackwardWeight;
-          op.duration_us = cost.bwd_weight_us;
-          grad_done[k] = b.NewOp(op, k);
-          b.AddEdge(grad_done[k], bwd_last[k]);
+          const int pieces = has_dp && pos == last_b[c] ? npieces(c) : 1;
+          op.pieces = static_cast<uint8_t>(pieces);
+          op.duration_us = cost.bwd_weight_us / pieces;
+          for (int q = 0; q < pieces; ++q) {
+            op.bucket = q;
+            const int32_t id = b.NewOp(op, k);
+            if (q == 0) b.AddEdge(id, bwd_last[k]);
+            if (pieces > 1) piece_op[(static_cast<size_t>(d) * C + c) * kMaxPieces + q] = id;
+            grad_done[k] = id;
+          }
         } else {
           const int32_t ag = zero3 && pos == first_b[c] ? weight_all_gather(dev, c, PassKind::kBackward) : -1;
           const bool split = sops[pos].kind == PassKind::kBackwardInput;
@@ -489,9 +524,19 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
             first = b.NewOp(op, k);
           }
           op.kind = OpKind::kBackward;
-          op.duration_us = split ? cost.bwd_us - cost.bwd_weight_us : cost.bwd_us;
-          int32_t last = b.NewOp(op, k);
-          if (first < 0) first = last;
+          // The chunk's last whole backward is split into pieces (per-bucket gradient readiness).
+          const int pieces = has_dp && pos == last_b[c] && !split ? npieces(c) : 1;
+          op.pieces = static_cast<uint8_t>(pieces);
+          op.duration_us = (split ? cost.bwd_us - cost.bwd_weight_us : cost.bwd_us) / pieces;
+          int32_t last = -1;
+          for (int q = 0; q < pieces; ++q) {
+            op.bucket = q;
+            last = b.NewOp(op, k);
+            if (first < 0) first = last;
+            if (pieces > 1) piece_op[(static_cast<size_t>(d) * C + c) * kMaxPieces + q] = last;
+          }
+          op.bucket = 0;
+          op.pieces = 1;
           if (b.shape[1]) {
             op.kind = OpKind::kTpCollective;
             op.duration_us = cost.tp_bwd_us;
@@ -559,18 +604,32 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
           b.AddEdge(fwd_first[k], dispatch_op[static_cast<size_t>(d) * M + m]);
         if (c + 1 < C) b.AddEdge(bwd_first[k], send_grad[k + 1] >= 0 ? send_grad[k + 1] : bwd_last[k + 1]);
       }
-  // DP barriers: one per chunk with gradients.
+  // DP barriers: per chunk with gradients, one per piece of its last backward that completes a bucket (one
+  // per chunk when the backward is whole).
   if (has_dp) {
     for (int c = 0; c < C; ++c) {
       const int64_t nb = nbuckets(c);
       if (nb == 0) continue;
-      Op g{OpKind::kBarrier, Lane::kDp, PassKind::kBackward, -1, -1, c, 0, 0.0, 0};
-      const int32_t bar = b.NewOp(g, -1);
-      for (int d = 0; d < D; ++d) {
-        const int32_t ready = grad_done[key(d, last_b_mb[c], c)];  // its last W (or whole backward)
-        b.AddEdge(bar, ready);
-        const int32_t g0 = grad_begin[static_cast<size_t>(d) * C + c];
-        for (int64_t j = 0; j < nb; ++j) b.edges.push_back({static_cast<int32_t>(g0 + j), bar, ready});
+      const int pieces = npieces(c);
+      int32_t bar = -1;
+      int bar_piece = -1;
+      for (int64_t j = 0; j < nb; ++j) {
+        const int q = pieces > 1 ? BucketReadyPiece(statics[c], comm.dp_bucket_bytes, j, pieces) : 0;
+        // What replica d's bucket j waits for: that piece (or its last W / whole backward group).
+        auto ready_of = [&](int d) {
+          return pieces > 1 ? piece_op[(static_cast<size_t>(d) * C + c) * kMaxPieces + q]
+                            : grad_done[key(d, last_b_mb[c], c)];
+        };
+        if (q != bar_piece) {  // buckets complete in order: q never decreases
+          Op g{OpKind::kBarrier, Lane::kDp, PassKind::kBackward, -1, -1, c, q, 0.0, 0};
+          bar = b.NewOp(g, -1);
+          bar_piece = q;
+          for (int d = 0; d < D; ++d) b.AddEdge(bar, ready_of(d));
+        }
+        for (int d = 0; d < D; ++d) {
+          const int32_t g0 = grad_begin[static_cast<size_t>(d) * C + c];
+          b.edges.push_back({static_cast<int32_t>(g0 + j), bar, ready_of(d)});
+        }
       }
     }
   }

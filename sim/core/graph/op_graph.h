@@ -43,9 +43,15 @@
 //             first forward and one before its first backward: n_buckets * (d-1) * lat + (d-1)/d * B / bw
 //             each, queued on the dp lane at the schedule position of that forward/backward, with no other
 //             dependency (prefetch).
-//   A chunk's gradient buckets all become ready at its last backward (per-layer readiness is not modelled): a
-//   barrier op waits for that backward group on EVERY replica (deps in replica order), and every bucket
-//   depends on the barrier; so a chunk's buckets overlap the remaining backwards of the other chunks.
+//   Buckets become ready during the chunk's last backward, as PyTorch DDP and Megatron-LM's overlapped grad
+//   reduce launch them: bucket j holds the gradient bytes [j B, (j+1) B) counted from the chunk's last layer
+//   (the backward's order) and is complete when the backward has finished the layer holding its last byte. That
+//   last backward (its W for split schedules) is built as P = min(n_buckets, 16) equal pieces (Op::pieces,
+//   bucket = piece index; a layer's share of the time taken as its share of the chunk's parameters,
+//   ChunkStatic::layer_params), and bucket j waits for the first piece that ends at or after its ready
+//   fraction f_j (BucketReadyPiece). One barrier per (chunk, piece that releases buckets) waits for that piece
+//   on EVERY replica (deps in replica order); the bucket depends on its barrier. With one bucket the chunk's
+//   gradients are ready at the end of its last backward.
 //   The optimizer step is not modelled.
 // Dispatch (IterationCosts::dispatch, from the post-balance / orchestrator data policies): for every
 // micro-batch m with transfers, one dispatch op per DP replica d on its stage-0 device (d * pp) [dispatch
@@ -125,6 +131,9 @@ struct Op {
   // the device's DP group, DeviceMesh::DpNeighbor); -1 otherwise (compute, barriers, dispatch: an all-to-all
   // whose transfers are OpGraph::DispatchTransfers).
   int32_t peer = -1;
+  // backward / backward_weight: this op is part `bucket` of `pieces` equal parts of its pass (the chunk's last
+  // backward on a DP replica, split so that its gradient buckets become ready as the backward reaches them)
+  uint8_t pieces = 1;
 };
 
 // One transfer of a dispatch all-to-all, between op-graph devices (stage-0 devices of two DP replicas).
@@ -186,6 +195,10 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
                                     const IterationCosts& costs, const std::vector<ChunkStatic>& statics,
                                     const CommSpec& comm,
                                     std::shared_ptr<const CommCostModel> comm_cost = nullptr);
+
+// Index of the piece (of `pieces` equal parts of the chunk's last backward) after which DP gradient bucket
+// `bucket` of a chunk with `s.grad_bytes_per_gpu` bytes in buckets of `bucket_bytes` is complete (see above).
+int BucketReadyPiece(const ChunkStatic& s, int64_t bucket_bytes, int64_t bucket, int pieces);
 
 // Re-prices the graph for another iteration's costs (same dp, M, chunks): O(ops), no allocation when the op
 // presence (see above) is unchanged; otherwise rebuilds it with `schedule`.

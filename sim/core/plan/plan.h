@@ -196,6 +196,10 @@ struct IterationCosts {
 struct ChunkStatic {
   int64_t params = 0;              // parameters in the chunk (whole, all TP ranks)
   int64_t grad_bytes_per_gpu = 0;  // bf16 gradients synchronized over DP per GPU (params * 2 / tp)
+  // Parameters of each layer of the chunk, in forward order (empty: unknown, spread evenly): when a DP gradient
+  // bucket is complete during the backward (op_graph.h).
+  std::vector<int64_t> layer_params;
+  bool operator==(const ChunkStatic&) const = default;
 };
 
 // Link speeds the op graph needs, derived from the cluster and the device layout.

@@ -118,7 +118,10 @@ IterationCosts Pricer::PriceIteration(const IterationData& it, const std::vector
 std::vector<ChunkStatic> Pricer::Static(const Partition& partition) const {
   std::vector<ChunkStatic> out(partition.chunks());
   for (int c = 0; c < partition.chunks(); ++c) {
-    for (int i = partition.bounds[c]; i < partition.bounds[c + 1]; ++i) out[c].params += layers_[i].params;
+    for (int i = partition.bounds[c]; i < partition.bounds[c + 1]; ++i) {
+      out[c].params += layers_[i].params;
+      out[c].layer_params.push_back(layers_[i].params);
+    }
     out[c].grad_bytes_per_gpu = out[c].params * 2 / std::max(1, parallel_.tp);
   }
   return out;
