@@ -111,6 +111,10 @@ void WriteSummary(const Scenario& s, const RunSummary& j, const std::string& dir
   auto pct = [](double r) { return Fixed(100 * r, 1) + "%"; };
   out << "time split      busy " << pct(j.busy_ratio) << ", bubble " << pct(j.bubble_ratio) << ", idle "
       << pct(j.idle_ratio) << ", recompute " << pct(j.recompute_ratio) << "  (of GPU time)\n";
+  if (j.dispatch_us_mean > 0)
+    out << "data dispatch   " << Fixed(j.dispatch_us_mean / 1e3, 2)
+        << " ms per micro-batch's all-to-all (stage 0); compute waited for it "
+        << pct(j.exposed_dispatch_ratio) << " of GPU time\n";
   out << "throughput      " << Count(j.tokens_per_s) << " tokens/s, " << Fixed(j.samples_per_s, 1)
       << " samples/s, MFU " << pct(j.mfu) << "\n";
   out << "epoch           " << Significant(j.gpu_days) << " GPU-days projected for one epoch of the trace";

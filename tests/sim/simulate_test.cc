@@ -136,5 +136,48 @@ TEST(SimulateTest, DispatchIsCharged) {
   EXPECT_GE(orch_ag, orch);
 }
 
+// The dispatch's time is reported (summary.json and stages.csv): the mean all-to-all per micro-batch equals the
+// mean of the traced iteration's dispatch ops when one iteration is replayed, only stage 0 has it, and the
+// exposed share is part of exposed_comm_ratio. Without a dispatch both are 0.
+TEST(SimulateTest, DispatchTimeIsReported) {
+  Scenario s = Small("post-balance", "params", "full");
+  s.parallel.dp = 4;
+  s.parallel.pp = 2;
+  s.parallel.micro_batches = 4;
+  s.iterations = 1;
+  s.data.params = {{"batch_size", "4"}, {"dispatch", "all-to-all"}};
+  auto r = Simulate(s, {});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  double sum = 0;
+  int n = 0;
+  for (const OpRecord& op : r->ops)
+    if (op.kind == OpKind::kDispatch) {
+      sum += op.duration_us;
+      ++n;
+    }
+  ASSERT_GT(n, 0);
+  const RunSummary& j = r->summary;
+  EXPECT_NEAR(j.dispatch_us_mean, sum / n, 1e-9 * sum);
+  EXPECT_GT(j.exposed_dispatch_ratio, 0);
+  EXPECT_LE(j.exposed_dispatch_ratio, j.exposed_comm_ratio + 1e-12);
+  ASSERT_EQ(j.stages.size(), 2u);
+  EXPECT_NEAR(j.stages[0].dispatch_us_mean, sum / n, 1e-9 * sum);
+  EXPECT_EQ(j.stages[1].dispatch_us_mean, 0);
+  EXPECT_EQ(j.stages[1].exposed_dispatch_ratio, 0);
+  // The stage's exposed share over its own devices is pp times the run's (only stage 0 waits).
+  EXPECT_NEAR(j.stages[0].exposed_dispatch_ratio, 2 * j.exposed_dispatch_ratio, 1e-12);
+  // Round trip through summary.json, and the CSV columns.
+  auto back = SummaryFromJson(SummaryToJson(j), "s.json");
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_DOUBLE_EQ(back->dispatch_us_mean, j.dispatch_us_mean);
+  EXPECT_DOUBLE_EQ(back->stages[0].exposed_dispatch_ratio, j.stages[0].exposed_dispatch_ratio);
+  EXPECT_NE(StagesCsv(j.stages).find(",dispatch_us_mean,exposed_dispatch_ratio\n"), std::string::npos);
+  s.data.params["dispatch"] = "none";
+  auto none = Simulate(s, {});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->summary.dispatch_us_mean, 0);
+  EXPECT_EQ(none->summary.exposed_dispatch_ratio, 0);
+}
+
 }  // namespace
 }  // namespace mmtwin

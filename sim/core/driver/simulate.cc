@@ -113,6 +113,9 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
       dev_sum[d].bubble_us += timing.devices[d].bubble_us;
       dev_sum[d].idle_us += timing.devices[d].idle_us;
       dev_sum[d].exposed_comm_us += timing.devices[d].exposed_comm_us;
+      dev_sum[d].exposed_dispatch_us += timing.devices[d].exposed_dispatch_us;
+      dev_sum[d].dispatch_us += timing.devices[d].dispatch_us;
+      dev_sum[d].dispatch_ops += timing.devices[d].dispatch_ops;
     }
     for (int d = 0; d < costs.dp; ++d)
       for (int m = 0; m < costs.micro_batches; ++m) {
@@ -147,13 +150,17 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
   const int64_t epoch_its = plan.iterations_in_epoch;
   const double fpc = epoch_its > 1 ? std::sqrt(std::max(0.0, (epoch_its - n) / (epoch_its - 1.0))) : 0;
   const double half = 1.96 * std::sqrt(var / n) * fpc;
-  double busy = 0, bubble = 0, idle = 0, recompute = 0, exposed = 0;
+  double busy = 0, bubble = 0, idle = 0, recompute = 0, exposed = 0, exposed_dispatch = 0, dispatch = 0;
+  int64_t dispatch_ops = 0;
   for (const auto& d : dev_sum) {
     busy += d.busy_us;
     bubble += d.bubble_us;
     idle += d.idle_us;
     recompute += d.recompute_us;
     exposed += d.exposed_comm_us;
+    exposed_dispatch += d.exposed_dispatch_us;
+    dispatch += d.dispatch_us;
+    dispatch_ops += d.dispatch_ops;
   }
   const double device_time = total_time * devices;
   const double world = par.world_size();
@@ -184,6 +191,8 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
   s.bubble_ratio = bubble / device_time;
   s.idle_ratio = idle / device_time;
   s.exposed_comm_ratio = exposed / device_time;
+  s.exposed_dispatch_ratio = exposed_dispatch / device_time;
+  s.dispatch_us_mean = dispatch_ops > 0 ? dispatch / static_cast<double>(dispatch_ops) : 0.0;
   s.recompute_ratio = recompute / device_time;
   s.tokens_per_s = total_tokens / (total_time * 1e-6);
   s.samples_per_s = total_samples / (total_time * 1e-6);
@@ -209,12 +218,16 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
   for (int r = 0; r < par.pp; ++r) run.stage_fwd_us_mean[r] = stage_fwd[r] / mbs;
   for (const PlanStage& ps : PlanStages(run)) {
     const int r = ps.stage;
-    double sb = 0, sbu = 0, si = 0;
+    double sb = 0, sbu = 0, si = 0, sxd = 0, sd = 0;
+    int64_t sdn = 0;
     for (int d = 0; d < par.dp; ++d) {
       const DeviceTiming& t = dev_sum[mesh.Device(d, r)];
       sb += t.busy_us;
       sbu += t.bubble_us;
       si += t.idle_us;
+      sxd += t.exposed_dispatch_us;
+      sd += t.dispatch_us;
+      sdn += t.dispatch_ops;
     }
     const double denom = total_time * par.dp;
     StageRecord st = PlannedStageRecord(ps);
@@ -224,6 +237,8 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
     st.busy_ratio = sb / denom;
     st.bubble_ratio = sbu / denom;
     st.idle_ratio = si / denom;
+    st.exposed_dispatch_ratio = sxd / denom;
+    st.dispatch_us_mean = sdn > 0 ? sd / static_cast<double>(sdn) : 0.0;
     s.stages.push_back(std::move(st));
   }
   res.resolved_yaml = FormatScenario(run.scenario);

@@ -61,8 +61,13 @@ void AttributeDevices(const OpGraph& g, const std::vector<double>& alone_duratio
     if (dev < 0) continue;
     double& rt = out->replica_time_us[mesh.DpOfDevice(dev)];
     rt = std::max(rt, lf[i]);
-    if (op.lane != Lane::kCompute) continue;
     DeviceTiming& dt = out->devices[dev];
+    if (op.kind == OpKind::kDispatch) {
+      dt.dispatch_us += out->start_us.size() == static_cast<size_t>(n) ? out->finish_us[i] - out->start_us[i]
+                                                                       : g.duration_us[i];
+      ++dt.dispatch_ops;
+    }
+    if (op.lane != Lane::kCompute) continue;
     const double dur = g.duration_us[i];
     dt.busy_us += dur;
     if (op.kind == OpKind::kRecompute) dt.recompute_us += dur;
@@ -79,8 +84,10 @@ void AttributeDevices(const OpGraph& g, const std::vector<double>& alone_duratio
         binding = ldeps[j];
       }
     if (binding >= 0 && (g.ops[binding].lane == Lane::kDp || g.ops[binding].lane == Lane::kDispatch) &&
-        g.ops[binding].device == dev)
+        g.ops[binding].device == dev) {
       dt.exposed_comm_us += s - prev;
+      if (g.ops[binding].lane == Lane::kDispatch) dt.exposed_dispatch_us += s - prev;
+    }
   }
   // Last compute finish per replica (alone timing).
   thread_local std::vector<double> replica_compute_end;

@@ -20,6 +20,9 @@
 //   bubble_us        local_time_us - busy_us - exposed_comm_us: waiting on pipeline dependencies inside the
 //                    replica (warm-up/cool-down, imbalance between stages, P2P transfers, the wait for the
 //                    rest of the replica's pipeline to finish its compute)
+//   exposed_dispatch_us  the part of exposed_comm_us blamed on the dispatch lane (stage-0 devices only)
+//   dispatch_us, dispatch_ops  the device's data-dispatch all-to-all ops as timed (their finish - start; with
+//                    contention the SimGrid engine's) and their count
 // so that busy_us + bubble_us + exposed_comm_us + idle_us == T for every device (up to rounding). With dp = 1
 // idle_us = 0; with uniform costs and no communication, bubble_us / T = (P-1)/(M+P-1) for gpipe and 1f1b.
 //
@@ -43,6 +46,9 @@ struct DeviceTiming {
   double exposed_comm_us = 0;
   double idle_us = 0;
   double local_time_us = 0;  // the device's replica's iteration time when timed alone
+  double exposed_dispatch_us = 0;
+  double dispatch_us = 0;
+  int dispatch_ops = 0;
 };
 
 struct IterationTiming {

@@ -72,6 +72,10 @@ struct StageRecord {
   double busy_ratio = 0, bubble_ratio = 0, idle_ratio = 0;
   int64_t model_state_bytes = 0, peak_activation_bytes = 0, peak_memory_bytes = 0, memory_capacity_bytes = 0;
   bool fits = true;
+  // The data-dispatch all-to-all (post-balance / orchestrator; stage 0 only, 0 elsewhere or without one): mean
+  // time of one micro-batch's all-to-all on this stage's devices, and the share of their time the compute
+  // waited for it (part of the run's exposed_comm_ratio).
+  double dispatch_us_mean = 0, exposed_dispatch_ratio = 0;
 };
 
 struct ClusterRecord {
@@ -91,6 +95,9 @@ struct RunSummary {
   int64_t trace_samples = 0, iterations_in_epoch = 0, iterations_replayed = 0;
   IterationTimeStats iteration_time_us;
   double busy_ratio = 0, bubble_ratio = 0, idle_ratio = 0, exposed_comm_ratio = 0, recompute_ratio = 0;
+  // Data dispatch (see StageRecord): mean time of one micro-batch's all-to-all, and the exposed share of all
+  // GPU time (part of exposed_comm_ratio). 0 without a dispatch.
+  double dispatch_us_mean = 0, exposed_dispatch_ratio = 0;
   double tokens_per_s = 0, samples_per_s = 0;
   double mfu = 0;           // model FLOPs of real tokens / (time * GPUs * peak FLOP/s)
   double epoch_time_s = 0;  // mean iteration time * iterations in the epoch

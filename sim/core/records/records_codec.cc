@@ -35,7 +35,9 @@ json StageJson(const StageRecord& s) {
           {"peak_activation_bytes", s.peak_activation_bytes},
           {"peak_memory_bytes", s.peak_memory_bytes},
           {"memory_capacity_bytes", s.memory_capacity_bytes},
-          {"fits", s.fits}};
+          {"fits", s.fits},
+          {"dispatch_us_mean", s.dispatch_us_mean},
+          {"exposed_dispatch_ratio", s.exposed_dispatch_ratio}};
 }
 
 // Typed reads of a parsed summary with `name: a.b.c: reason` errors.
@@ -61,6 +63,12 @@ class Reader {
     }
     out = v->get<T>();
     return Status();
+  }
+  // The same for a key added after schema 1's first files: absent leaves `out` as it is.
+  template <class T>
+  Status GetOptional(const json& j, const std::string& path, const std::string& key, T& out) const {
+    if (!j.is_object() || !j.contains(key)) return Status();
+    return Get(j, path, key, out);
   }
   Error Bad(const std::string& path, const std::string& key, const std::string& what) const {
     return Error(name_ + ": " + Field(path, key) + ": expected " + what);
@@ -109,6 +117,8 @@ Status ReadStage(const Reader& r, const json& j, const std::string& path, StageR
   MMTWIN_RETURN_IF_ERROR(r.Get(j, path, "peak_memory_bytes", s.peak_memory_bytes));
   MMTWIN_RETURN_IF_ERROR(r.Get(j, path, "memory_capacity_bytes", s.memory_capacity_bytes));
   MMTWIN_RETURN_IF_ERROR(r.Get(j, path, "fits", s.fits));
+  MMTWIN_RETURN_IF_ERROR(r.GetOptional(j, path, "dispatch_us_mean", s.dispatch_us_mean));
+  MMTWIN_RETURN_IF_ERROR(r.GetOptional(j, path, "exposed_dispatch_ratio", s.exposed_dispatch_ratio));
   return Status();
 }
 
@@ -175,6 +185,8 @@ Result<RunSummary> ReadSummary(const json& j, const std::string& name) {
                             {"epoch_time_s", &s.epoch_time_s},
                             {"gpu_days", &s.gpu_days}})
     MMTWIN_RETURN_IF_ERROR(r.Get(j, "", key, *field));
+  MMTWIN_RETURN_IF_ERROR(r.GetOptional(j, "", "dispatch_us_mean", s.dispatch_us_mean));
+  MMTWIN_RETURN_IF_ERROR(r.GetOptional(j, "", "exposed_dispatch_ratio", s.exposed_dispatch_ratio));
   MMTWIN_RETURN_IF_ERROR(r.Get(j, "", "oom", s.oom));
   MMTWIN_ASSIGN_OR_RETURN(const json* oom, r.At(j, "", "oom_stages"));
   if (!oom->is_array()) return r.Bad("", "oom_stages", "an array");
@@ -257,6 +269,8 @@ std::string SummaryToJson(const RunSummary& s) {
   j["bubble_ratio"] = s.bubble_ratio;
   j["idle_ratio"] = s.idle_ratio;
   j["exposed_comm_ratio"] = s.exposed_comm_ratio;
+  j["dispatch_us_mean"] = s.dispatch_us_mean;
+  j["exposed_dispatch_ratio"] = s.exposed_dispatch_ratio;
   j["recompute_ratio"] = s.recompute_ratio;
   j["tokens_per_s"] = s.tokens_per_s;
   j["samples_per_s"] = s.samples_per_s;
@@ -311,13 +325,14 @@ std::string StagesCsv(const std::vector<StageRecord>& stages) {
   csv << "stage,first_layer,last_layer,layers,params,recomputed_layers,fwd_us_mean,bwd_us_mean,recompute_us_"
          "mean,"
          "busy_ratio,bubble_ratio,idle_ratio,model_state_bytes,peak_activation_bytes,peak_memory_bytes,"
-         "memory_capacity_bytes,fits\n";
+         "memory_capacity_bytes,fits,dispatch_us_mean,exposed_dispatch_ratio\n";
   for (const StageRecord& s : stages)
     csv << s.stage << "," << s.first_layer << "," << s.last_layer << "," << s.layers << "," << s.params << ","
         << s.recomputed_layers << "," << s.fwd_us_mean << "," << s.bwd_us_mean << "," << s.recompute_us_mean
         << "," << s.busy_ratio << "," << s.bubble_ratio << "," << s.idle_ratio << "," << s.model_state_bytes
         << "," << s.peak_activation_bytes << "," << s.peak_memory_bytes << "," << s.memory_capacity_bytes
-        << "," << (s.fits ? "true" : "false") << "\n";
+        << "," << (s.fits ? "true" : "false") << "," << s.dispatch_us_mean << "," << s.exposed_dispatch_ratio
+        << "\n";
   return csv.str();
 }
 

@@ -5,13 +5,15 @@
 // cluster {preset, nodes, device}, engine, parallel {dp, tp, pp, vpp, micro_batches, zero_stage, world_size},
 // policies {data, partition, recompute, schedule: {name, params}}, trace_samples, iterations_in_epoch,
 // iterations_replayed, iteration_time_us {mean, p50, p99, min, max, ci95_low, ci95_high}, busy_ratio,
-// bubble_ratio, idle_ratio, exposed_comm_ratio, recompute_ratio, tokens_per_s, samples_per_s, mfu,
+// bubble_ratio, idle_ratio, exposed_comm_ratio, dispatch_us_mean, exposed_dispatch_ratio (both optional when
+// read: added within schema 1), recompute_ratio, tokens_per_s, samples_per_s, mfu,
 // epoch_time_s, gpu_days, oom, oom_stages [{stage, short_bytes, peak_memory_bytes, memory_capacity_bytes}],
 // data {pad_ratio, dist_ratio_vit, dist_ratio_llm, mean_batch_size, samples_skipped, samples_dropped},
 // partition {bounds, var_fwd_us2, sum_comm_bytes, var_params, var_layers}, recomputed_layers,
 // stages [StageRecord: {stage, first_layer, last_layer, layer_labels [first, last], layers, params,
 // recomputed_layers, fwd_us_mean, bwd_us_mean, recompute_us_mean, busy_ratio, bubble_ratio, idle_ratio,
-// model_state_bytes, peak_activation_bytes, peak_memory_bytes, memory_capacity_bytes, fits}].
+// model_state_bytes, peak_activation_bytes, peak_memory_bytes, memory_capacity_bytes, fits, dispatch_us_mean,
+// exposed_dispatch_ratio}].
 #pragma once
 
 #include <string>
