@@ -348,7 +348,8 @@ class Rank {
   Status Setup();
   void RunIteration(int index, const IterationData& it, bool measured, bool dump);
   void Forward(int m, int chunk, const IterationData& it);
-  void Dispatch(int m, const IterationData& it);
+  // The forward dispatch (pass forward) or the backward all-to-all (pass backward) of micro-batch m.
+  void Dispatch(int m, const std::vector<std::vector<DispatchTransfer>>& lists, PassKind pass);
   void Backward(int m, int chunk);
   void SendState(const std::vector<at::Tensor>& parts, bool has_x, int peer_pp, int tag, OpKind kind, int m,
                  int chunk);
@@ -403,6 +404,7 @@ class Rank {
   // Per iteration.
   std::vector<MicroBatch> mbs_;
   std::map<std::pair<int, int>, Held> held_;
+  const IterationData* running_ = nullptr;  // the iteration being run (its backward all-to-alls)
   std::map<std::pair<int, int>, std::vector<at::Tensor>> local_acts_, local_grads_;  // same-rank handoff
   std::map<std::pair<int, int>, bool> local_has_x_;
   std::vector<PendingSend> sends_;
@@ -616,34 +618,37 @@ std::vector<at::Tensor> Rank::RecvState(int peer_pp, int tag, bool& has_x, PassK
 // the stage-0 ranks of the DP replicas (this rank's DP group): each sends and receives the plan's bytes
 // (IterationData::dispatch[m], core/plan/dispatch.h) with c10d's all-to-all. The payload is the planned volume;
 // the synthetic inputs themselves are drawn at the destination from (seed, sample), so what arrives is not read.
-void Rank::Dispatch(int m, const IterationData& it) {
-  if (plan_.parallel.dp == 1 || m >= static_cast<int>(it.dispatch.size()) || it.dispatch[m].empty()) return;
+// The orchestrator's backward all-to-all (IterationData::dispatch_backward[m], the encoder outputs' gradients
+// going back) runs the same way at the start of chunk 0's backward of m, once its gradient has arrived.
+void Rank::Dispatch(int m, const std::vector<std::vector<DispatchTransfer>>& lists, PassKind pass) {
+  if (plan_.parallel.dp == 1 || m >= static_cast<int>(lists.size()) || lists[m].empty()) return;
   const int dp = plan_.parallel.dp, me = coord_.dp;
+  const std::string what = pass == PassKind::kForward ? "dispatch all-to-all" : "backward all-to-all";
   std::vector<int64_t> send(dp, 0), recv(dp, 0);
-  for (const DispatchTransfer& t : it.dispatch[m]) {
+  for (const DispatchTransfer& t : lists[m]) {
     const int64_t floats = (t.bytes + 3) / 4;
     if (t.src_rank == me) send[t.dst_rank] += floats;
     if (t.dst_rank == me) recv[t.src_rank] += floats;
   }
   int64_t n_send = 0, n_recv = 0;
   for (int r = 0; r < dp; ++r) n_send += send[r], n_recv += recv[r];
-  status_.Set(label_ + ": dispatch all-to-all of mb " + std::to_string(m));
+  status_.Set(label_ + ": " + what + " of mb " + std::to_string(m));
   at::Tensor out = at::empty({n_send}, at::TensorOptions().dtype(at::kFloat)).fill_(static_cast<float>(me));
   at::Tensor in = at::empty({n_recv}, at::TensorOptions().dtype(at::kFloat));
   const double t0 = NowUs();
   try {
     dp_->alltoall_base(in, out, recv, send)->wait();
   } catch (const std::exception& e) {
-    throw PeerFailure(label_ + ": dispatch all-to-all of mb " + std::to_string(m) + ": " +
+    throw PeerFailure(label_ + ": " + what + " of mb " + std::to_string(m) + ": " +
                       std::string(e.what()).substr(0, 300));
   }
-  Record(OpKind::kDispatch, Lane::kDispatch, m, 0, t0, NowUs(), n_send * 4);
+  Record(OpKind::kDispatch, Lane::kDispatch, m, 0, t0, NowUs(), n_send * 4, pass);
 }
 
 void Rank::Forward(int m, int chunk, const IterationData& it) {
   const int pp = plan_.parallel.pp;
   const MicroBatch& mb = mbs_[m];
-  if (chunk == 0) Dispatch(m, it);
+  if (chunk == 0) Dispatch(m, it.dispatch, PassKind::kForward);
   status_.Set(label_ + ": forward mb " + std::to_string(m) + " chunk " + std::to_string(chunk));
   State s;
   if (chunk > 0) {
@@ -752,6 +757,7 @@ void Rank::Backward(int m, int chunk) {
       grads = RecvState(next, Tag(1, m, chunk), has_x, PassKind::kBackward, m, chunk);
     }
   }
+  if (chunk == 0 && running_) Dispatch(m, running_->dispatch_backward, PassKind::kBackward);
   status_.Set(label_ + ": backward mb " + std::to_string(m) + " chunk " + std::to_string(chunk));
   Held held = std::move(held_[{m, chunk}]);
   held_.erase({m, chunk});
@@ -1059,12 +1065,14 @@ void Rank::RunIteration(int index, const IterationData& it, bool measured, bool 
 
   world_->barrier()->wait();
   iter_start_us_ = NowUs() + clock_offset_us_;
+  running_ = &it;
   for (const PipeOp& op : plan_.schedule.per_rank[coord_.pp]) {
     if (op.kind == PassKind::kForward)
       Forward(op.micro_batch, op.chunk, it);
     else
       Backward(op.micro_batch, op.chunk);
   }
+  running_ = nullptr;
   FinishReduce();
   if (dump) {
     std::error_code ec;

@@ -305,13 +305,14 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
     int steps = 0;
   };
   std::map<uint64_t, Ring> rings;  // ordered: the same activity numbering on every platform
-  // Dispatch: per micro-batch, the op of each replica (its head: an instant that releases its sends).
+  // Dispatch: per slot (micro-batch m's dispatch, or M + m its backward all-to-all), the op of each replica (its
+  // head: an instant that releases its sends).
   std::map<int32_t, std::vector<int32_t>> dispatch_ops;
   for (int i = 0; i < n; ++i) {
     const Op& op = g.ops[i];
     if (op.kind == OpKind::kDispatch) {
       head[i] = acts.Add(Dag::kInstant, -1, -1, 0.0);
-      std::vector<int32_t>& v = dispatch_ops[op.micro_batch];
+      std::vector<int32_t>& v = dispatch_ops[g.DispatchSlot(op)];
       if (v.empty()) v.assign(D, -1);
       v[mesh.DpOfDevice(op.device)] = i;
     } else if (op.kind == OpKind::kBarrier) {
@@ -395,17 +396,17 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
   // Dispatch all-to-all of micro-batch m: every transfer starts when its sender's op starts; every replica's
   // op ends at a join of all the micro-batch's transfers (and of every replica's start), so that without
   // contention it lasts max over the transfers of latency + bytes / bandwidth, as the op graph prices it.
-  for (const auto& [m, ops] : dispatch_ops) {
+  for (const auto& [slot, ops] : dispatch_ops) {
     for (int d = 0; d < D; ++d)
       if (ops[d] < 0)
-        return Error("simgrid engine: dispatch of micro-batch " + std::to_string(m) +
-                     " has no op on DP replica " + std::to_string(d));
+        return Error("simgrid engine: dispatch slot " + std::to_string(slot) + " has no op on DP replica " +
+                     std::to_string(d));
     const int32_t join = acts.Add(Dag::kInstant, -1, -1, 0.0);
     for (int d = 0; d < D; ++d) {
       acts.Edge(head[ops[d]], join);
       tail[ops[d]] = {join, -1};
     }
-    for (const DeviceTransfer& t : g.DispatchTransfers(m)) {
+    for (const DeviceTransfer& t : g.DispatchTransfers(slot)) {
       const int32_t c = acts.Add(Dag::kComm, t.src_device, t.dst_device, static_cast<double>(t.bytes));
       acts.Edge(head[ops[mesh.DpOfDevice(t.src_device)]], c);
       acts.Edge(c, join);

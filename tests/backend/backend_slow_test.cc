@@ -152,6 +152,44 @@ void ExpectMatches(const Comparison& c) {
   EXPECT_LE(c.param_off, c.param_elements / 10000) << "of " << c.param_elements << " parameter elements";
 }
 
+// The orchestrator moves encoder outputs to their LLM ranks, so its plan has a backward all-to-all per
+// micro-batch (the outputs' gradients going back): the backend runs it at the start of chunk 0's backward
+// (ops.csv: a dispatch op with pass backward carrying the planned bytes this rank sends); gradients unchanged.
+TEST(BackendOracle, Dp2OrchestratorBackwardAllToAll) {
+  const std::vector<ScenarioOverride> o = {{"policies.data.name", "orchestrator"},
+                                           {"policies.data.params.batch_size", "2"},
+                                           {"policies.data.params.dispatch", "all-to-all"}};
+  ExpectMatches(RunAndCompare("orch", o, 4));
+  const std::string dir = Dir("orch_ops");
+  CliRun run = Train("launch --nproc 4 " + Scenario(dir, o) + " -o " + dir + "/real");
+  ASSERT_EQ(run.code, 0) << run.out;
+  auto ops = ParseOpsCsv(*ReadFile(dir + "/real/ops.csv"), "ops.csv");
+  ASSERT_TRUE(ops.ok()) << ops.error().message();
+  auto plan = PlanFromJson(*ReadFile(dir + "/real/plan.json"), "plan.json");
+  ASSERT_TRUE(plan.ok()) << plan.error().message();
+  const DeviceMesh mesh(plan->parallel);
+  int checked = 0;
+  for (const IterationData& it : plan->iterations)
+    for (int dev = 0; dev < mesh.num_devices(); ++dev) {
+      if (mesh.PpOfDevice(dev) != 0) continue;
+      const int dp = mesh.DpOfDevice(dev);
+      for (size_t m = 0; m < it.dispatch_backward.size(); ++m) {
+        if (it.dispatch_backward[m].empty()) continue;
+        int64_t want = 0;
+        for (const DispatchTransfer& t : it.dispatch_backward[m])
+          if (t.src_rank == dp) want += (t.bytes + 3) / 4 * 4;
+        int64_t got = -1;
+        for (const OpRecord& r : *ops)
+          if (r.kind == OpKind::kDispatch && r.pass == PassKind::kBackward && r.iteration == it.epoch_index &&
+              r.device == dev && r.micro_batch == static_cast<int>(m))
+            got = r.bytes;
+        EXPECT_EQ(got, want) << "device " << dev << " micro-batch " << m;
+        ++checked;
+      }
+    }
+  EXPECT_GT(checked, 0) << "the plan has no backward all-to-all: the test checks nothing";
+}
+
 TEST(BackendOracle, Pp2OneFOneB) {
   ExpectMatches(RunAndCompare("pp2_1f1b", {{"parallel.dp", "1"}, {"parallel.pp", "2"}}, 2));
 }

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <tuple>
 #include <vector>
 
 #include "core/model/model.h"
@@ -106,6 +108,24 @@ TEST(OrchestratorTest, CompositionSavesAllToAlls) {
   EXPECT_LT(composed->all_to_all_bytes, two_step->all_to_all_bytes);
   // Encoder phases do not depend on the mode.
   EXPECT_EQ(composed->phases[0].rank_samples, two_step->phases[0].rank_samples);
+  // The backward all-to-alls mirror the encoder-output moves: composed, each sample's output gradient goes
+  // from its LLM rank back to its encoder rank; their bytes are the moved encoder outputs (composed traffic).
+  for (const auto* r : {&*composed, &*two_step}) {
+    int64_t grad_bytes = 0;
+    for (const Transfer& t : r->gradient_transfers) {
+      EXPECT_NE(t.src, t.dst);
+      grad_bytes += t.bytes;
+    }
+    int64_t moved = 0;
+    for (size_t e = 0; e + 1 < r->phases.size(); ++e)
+      moved += r == &*composed ? r->phases[e].composed.bytes : r->phases[e].two_step.bytes;
+    EXPECT_EQ(grad_bytes, moved);
+  }
+  // Reversed pairs of the composed moves: (enc rank -> LLM rank) becomes (LLM rank -> enc rank).
+  std::multiset<std::tuple<int, int, int64_t>> fwd, bwd;
+  for (const Transfer& t : composed->transfers) fwd.insert({t.src, t.dst, t.bytes});
+  for (const Transfer& t : composed->gradient_transfers) bwd.insert({t.dst, t.src, t.bytes});
+  for (const auto& x : bwd) EXPECT_GT(fwd.count(x), 0u);
 }
 
 TEST(OrchestratorTest, NodeWiseNeverWorseAndDeterministic) {

@@ -247,6 +247,10 @@ TEST(SimGridEngineTest, DispatchAllToAllOverThinLinks) {
     for (int a = 0; a < pc.dp; ++a)
       for (int b = 0; b < pc.dp; ++b)
         if (a != b) costs.dispatch[m].push_back({a, b, (32 << 20) + 1000 * m});
+  // And the encoder-output gradients back (the orchestrator's backward all-to-all), half the bytes.
+  costs.dispatch_backward.assign(pc.micro_batches, {});
+  for (int m = 0; m < pc.micro_batches; ++m)
+    for (int a = 0; a < pc.dp; ++a) costs.dispatch_backward[m].push_back({a, (a + 1) % pc.dp, 16 << 20});
   const OpGraph g = MustBuild(pc, "1f1b", costs, Statics(2, 16 << 20), PlatformComm(cluster, pc));
   const IterationTiming a = EvaluateAnalytic(g);
   const IterationTiming off = MustSimGrid(cluster, g, false);

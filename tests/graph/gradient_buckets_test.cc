@@ -85,6 +85,13 @@ TEST(GradientBucketsTest, BucketsOverlapTheBackwardThatProducesThem) {
   ASSERT_TRUE(RepriceIterationGraph(&h, *s, c).ok());
   // Buckets 0, 1 after piece 1 (10 + 40 = 50): 50-60, 60-70; buckets 2, 3 at the end (90): 90-100, 100-110.
   EXPECT_NEAR(EvaluateAnalytic(h).iteration_time_us, 110, 1e-9);
+  // A chunk without gradients to synchronize (frozen, or 0 bytes) keeps its backward whole (it had none at all).
+  ChunkStatic frozen;
+  const OpGraph z = MustBuild(pc, "1f1b", c, {frozen}, comm);
+  int backwards = 0;
+  for (const Op& op : z.ops) backwards += op.kind == OpKind::kBackward && op.pieces == 1;
+  EXPECT_EQ(backwards, 2);
+  EXPECT_NEAR(EvaluateAnalytic(z).iteration_time_us, 10 + 80, 1e-9);
 }
 
 }  // namespace

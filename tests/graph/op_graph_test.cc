@@ -435,5 +435,70 @@ TEST(OpGraphTest, DispatchOpsGateTheFirstForward) {
   EXPECT_NE(e.error().message().find("nic_bytes_per_s"), std::string::npos) << e.error().message();
 }
 
+// The backward all-to-all (encoder-output gradients going back, IterationCosts::dispatch_backward): one
+// dispatch op with pass backward per replica and micro-batch, on the stage-0 device, after the gradient reaches
+// chunk 0 and before chunk 0's backward. By hand on dp 2 x pp 1 (uniform costs, no DP bytes): forward 10,
+// all-to-all 5 + 3000 B / 1e10 B/s = 5.3 us, backward 20: 35.3 us; without it 30.
+TEST(OpGraphTest, BackwardAllToAllGatesChunkZerosBackward) {
+  const ParallelConfig pc = Pc(2, 1, 1, 1);
+  IterationCosts costs;
+  costs.Resize(2, 1, 1);
+  for (ChunkCost& k : costs.costs) {
+    k.fwd_us = 10;
+    k.bwd_us = 20;
+  }
+  CommSpec comm = DispatchComm();
+  comm.gpus_per_node = 1;  // every replica on its own node: NIC
+  auto plain = Build(pc, "1f1b", costs, Statics(1, 0), comm);
+  ASSERT_TRUE(plain.ok()) << plain.error().message();
+  EXPECT_DOUBLE_EQ(EvaluateAnalytic(*plain).iteration_time_us, 30);
+  costs.dispatch_backward = {{{1, 0, 3000}}};
+  auto g = Build(pc, "1f1b", costs, Statics(1, 0), comm);
+  ASSERT_TRUE(g.ok()) << g.error().message();
+  EXPECT_EQ(CountKinds(*g)[OpKind::kDispatch], 2);
+  const IterationTiming t = EvaluateAnalytic(*g);
+  EXPECT_NEAR(t.iteration_time_us, 35.3, 1e-9);
+  for (int d = 0; d < 2; ++d) {
+    const int i = FindOp(*g, OpKind::kDispatch, d, 0);
+    ASSERT_GE(i, 0);
+    EXPECT_EQ(g->ops[i].pass, PassKind::kBackward);
+    EXPECT_EQ(g->DispatchSlot(g->ops[i]), 1);  // slot M + m
+    EXPECT_NEAR(t.start_us[i], 10, 1e-9);      // after the forward (pp 1)
+    EXPECT_NEAR(t.start_us[FindOp(*g, OpKind::kBackward, d, 0)], 15.3, 1e-9);
+  }
+  EXPECT_EQ(g->ops[FindOp(*g, OpKind::kDispatch, 1, 0)].bytes, 3000);  // replica 1 sends
+  EXPECT_EQ(g->ops[FindOp(*g, OpKind::kDispatch, 0, 0)].bytes, 0);
+  // pp 2: it waits for the gradient sent back by chunk 1, and the forward dispatch keeps slot m.
+  const ParallelConfig pc2 = Pc(2, 2, 1, 2);
+  IterationCosts c2 = Random(pc2, 4, false, false, true);
+  c2.dispatch = {{{0, 1, 1000}}, {}};
+  c2.dispatch_backward = {{}, {{1, 0, 2000}}};
+  auto g2 = Build(pc2, "1f1b", c2, Statics(2, 0), DispatchComm());
+  ASSERT_TRUE(g2.ok()) << g2.error().message();
+  const IterationTiming t2 = EvaluateAnalytic(*g2);
+  for (int d = 0; d < 2; ++d) {
+    const int dev = d * 2;
+    const int x = FindOp(*g2, OpKind::kDispatch, dev, 1);
+    ASSERT_GE(x, 0);
+    EXPECT_EQ(g2->ops[x].pass, PassKind::kBackward);
+    const int send = FindOp(*g2, OpKind::kP2pSendGradient, dev + 1, 1, 1);
+    ASSERT_GE(send, 0);
+    EXPECT_GE(t2.start_us[x], t2.finish_us[send] - 1e-9);
+    EXPECT_GE(t2.start_us[FindOp(*g2, OpKind::kBackward, dev, 1)], t2.finish_us[x] - 1e-9);
+    EXPECT_EQ(g2->ops[FindOp(*g2, OpKind::kDispatch, dev, 0)].pass, PassKind::kForward);
+  }
+  // Re-pricing with no backward transfers keeps the ops at zero duration; bad ranks are errors.
+  IterationCosts none = c2;
+  none.dispatch_backward.clear();
+  OpGraph r = *g2;
+  ASSERT_TRUE(RepriceIterationGraph(&r, *BuildSchedule("1f1b", 2, 1, 2), none).ok());
+  EXPECT_DOUBLE_EQ(r.duration_us[FindOp(r, OpKind::kDispatch, 0, 1)], 0.0);
+  IterationCosts bad = c2;
+  bad.dispatch_backward = {{{0, 5, 10}}};
+  auto e = Build(pc2, "1f1b", bad, Statics(2, 0), DispatchComm());
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message().find("backward dispatch transfer"), std::string::npos) << e.error().message();
+}
+
 }  // namespace
 }  // namespace mmtwin

@@ -3,7 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "core/driver/planner.h"
+#include "core/eval/analytic.h"
+#include "core/graph/op_graph.h"
+#include "core/records/plan_codec.h"
 #include "core/records/records_codec.h"
 
 namespace mmtwin {
@@ -68,10 +73,32 @@ TEST(SimulateTest, SummaryIsConsistentAndDeterministic) {
   ASSERT_TRUE(ops_back.ok()) << ops_back.error().message();
   EXPECT_EQ(OpsCsv(*ops_back), OpsCsv(a->ops));
   const std::string csv = OpsCsv(a->ops);
-  ASSERT_EQ(csv.rfind("# mmtwin-ops v1\n", 0), 0u);
-  auto newer = ParseOpsCsv("# mmtwin-ops v2\n" + csv.substr(csv.find('\n') + 1), "ops.csv");
+  ASSERT_EQ(csv.rfind("# mmtwin-ops v2\n", 0), 0u);
+  auto newer = ParseOpsCsv("# mmtwin-ops v3\n" + csv.substr(csv.find('\n') + 1), "ops.csv");
   ASSERT_FALSE(newer.ok());
-  EXPECT_EQ(newer.error().message(), "ops.csv:1: unsupported version 'mmtwin-ops v2' (this mmtwin reads v1)");
+  EXPECT_EQ(newer.error().message(),
+            "ops.csv:1: unsupported version 'mmtwin-ops v3' (this mmtwin reads v1 and v2)");
+  // v1 (no pass column) still reads: every op's pass follows from its kind.
+  std::string v1 = "# mmtwin-ops v1\n";
+  std::istringstream rows(csv);
+  std::string row;
+  std::getline(rows, row);  // version
+  while (std::getline(rows, row)) v1 += row.substr(0, row.rfind(',')) + "\n";
+  auto old = ParseOpsCsv(v1, "ops.csv");
+  ASSERT_TRUE(old.ok()) << old.error().message();
+  ASSERT_EQ(old->size(), a->ops.size());
+  for (size_t i = 0; i < old->size(); ++i) {
+    EXPECT_EQ((*old)[i].start_us, a->ops[i].start_us);
+    if (a->ops[i].kind == OpKind::kBackward || a->ops[i].kind == OpKind::kForward)
+      EXPECT_EQ((*old)[i].pass, a->ops[i].pass) << i;
+  }
+  // A bad pass names its field.
+  std::string bad = csv;
+  bad.replace(bad.find(",forward\n"), 9, ",sideways\n");
+  auto e = ParseOpsCsv(bad, "ops.csv");
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message().find("pass: 'sideways' is not valid"), std::string::npos)
+      << e.error().message();
 }
 
 TEST(SimulateTest, OmniBalBeatsTheBaseline) {
@@ -134,6 +161,46 @@ TEST(SimulateTest, DispatchIsCharged) {
                orch_ag = run("orchestrator", "all-gather");
   EXPECT_GT(orch, orch_none);
   EXPECT_GE(orch_ag, orch);
+}
+
+// The orchestrator's encoder outputs move to their LLM ranks, so their gradients come back: the plan carries a
+// backward all-to-all per micro-batch (the reversed encoder-output moves), the op graph charges it before chunk
+// 0's backward, the plan's JSON keeps it, and the iteration is slower than the same plan without it.
+TEST(SimulateTest, OrchestratorChargesTheBackwardAllToAll) {
+  Scenario s = Small("orchestrator", "params", "full");
+  s.parallel.dp = 4;
+  s.parallel.pp = 2;
+  s.parallel.micro_batches = 4;
+  s.iterations = 2;
+  s.data.params = {{"batch_size", "4"}, {"dispatch", "all-to-all"}};
+  auto r = Simulate(s, {});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const IterationData& it = r->plan.iterations[0];
+  ASSERT_EQ(it.dispatch_backward.size(), 4u);
+  int64_t back_bytes = 0;
+  for (const auto& list : it.dispatch_backward)
+    for (const DispatchTransfer& t : list) back_bytes += t.bytes;
+  EXPECT_GT(back_bytes, 0);
+  int backward_ops = 0;
+  for (const OpRecord& op : r->ops)
+    backward_ops += op.kind == OpKind::kDispatch && op.pass == PassKind::kBackward;
+  EXPECT_EQ(backward_ops, 4 * 4);  // every micro-batch on every replica
+  auto back = PlanFromJson(PlanToJson(r->plan), "plan.json");
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back->iterations[0].dispatch_backward, it.dispatch_backward);
+  // The same plan without the backward all-to-all is faster.
+  auto run = BuildPlan(s, {});
+  ASSERT_TRUE(run.ok());
+  const Pricer pricer = run->MakePricer();
+  IterationCosts with =
+      pricer.PriceIteration(it, run->tokens, run->packing(), r->plan.partition, r->plan.recompute);
+  IterationCosts without = with;
+  without.dispatch_backward.clear();
+  const std::vector<ChunkStatic> statics = pricer.Static(r->plan.partition);
+  auto g1 = BuildIterationGraph(r->plan.parallel, r->plan.schedule, with, statics, run->Comm());
+  auto g2 = BuildIterationGraph(r->plan.parallel, r->plan.schedule, without, statics, run->Comm());
+  ASSERT_TRUE(g1.ok() && g2.ok());
+  EXPECT_GT(EvaluateAnalytic(*g1).iteration_time_us, EvaluateAnalytic(*g2).iteration_time_us);
 }
 
 // The dispatch's time is reported (summary.json and stages.csv): the mean all-to-all per micro-batch equals the

@@ -37,6 +37,9 @@ struct DataStep {
   // The dispatch all-to-all that brings this step's samples to their ranks (post-balance, orchestrator;
   // empty = nothing moves, e.g. the ranks keep what they drew). Aggregated per (src, dst) DP-rank pair.
   std::vector<DispatchTransfer> dispatch;
+  // The backward all-to-all (orchestrator): the gradients of the encoder outputs that `dispatch` moved, going
+  // back the same way reversed. Aggregated likewise; empty = none (raw inputs need no gradient).
+  std::vector<DispatchTransfer> dispatch_backward;
 };
 
 struct DataPlan {

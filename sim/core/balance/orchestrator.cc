@@ -198,7 +198,10 @@ Result<OrchestratorResult> Orchestrate(std::span<const int> origin_rank,
     rep.composed = AccountTraffic(direct, d, c);
     auto keep = [&](const std::vector<Transfer>& list) {
       for (const Transfer& t : list)
-        if (t.src != t.dst && t.bytes > 0) result.transfers.push_back(t);
+        if (t.src != t.dst && t.bytes > 0) {
+          result.transfers.push_back(t);
+          result.gradient_transfers.push_back({t.dst, t.src, t.bytes});
+        }
     };
     if (o.compose) {
       keep(direct);

@@ -23,7 +23,8 @@
 //                      + 1.
 //   compose = false    encoder output: encoder rank -> origin (reset, one all-to-all per encoder), then
 //                      Pi_LLM on the text and on each encoder's output: origin -> LLM rank.  Forward: 3E + 1.
-//   The backward pass mirrors the encoder->LLM moves (gradients of the encoder outputs), not counted here.
+//   The backward pass mirrors the encoder->LLM moves (gradients of the encoder outputs): gradient_transfers
+//   (not in the forward totals below).
 // The LLM placement sees every piece where it actually is (text at the origin, encoder outputs at the encoder
 // rank when composing), so node-wise placement minimizes the LLM all-to-all's max per-rank inter-node volume.
 // Strawman (paper eq. 3): all-gather every mini-batch, ring: each rank moves (d-1) x max_r (bytes drawn on
@@ -118,6 +119,9 @@ struct OrchestratorResult {
   // Every forward all-to-all transfer with the chosen mode (encoder dispatch, composed or two-step encoder
   // outputs, LLM text), one entry per piece moved between two different ranks, in phase order.
   std::vector<Transfer> transfers;
+  // The backward all-to-alls: every encoder-output transfer of `transfers` reversed (the gradient going back
+  // from the LLM rank, or the origin, to where the output came from), in the same order.
+  std::vector<Transfer> gradient_transfers;
 };
 
 Result<OrchestratorResult> Orchestrate(std::span<const int> origin_rank,

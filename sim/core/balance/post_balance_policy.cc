@@ -185,8 +185,9 @@ const std::vector<ParamSpec> kOrchestratorParams = {
      ParamType::kString,
      "all-to-all",
      "data dispatch charged per step: all-to-all (every forward all-to-all transfer of every phase), "
-     "all-gather "
-     "(the strawman: every rank's drawn input bytes of every phase to every other rank) or none",
+     "all-gather (the strawman: every rank's drawn input bytes of every phase to every other rank), both "
+     "with "
+     "the encoder-output gradients' backward all-to-all, or none",
      {"all-to-all", "all-gather", "none"}},
 };
 
@@ -244,6 +245,14 @@ Result<DataPlan> RunOrchestratorPolicy(const DataPolicyContext& ctx, const Param
     all_gather += static_cast<double>(res.all_gather_bytes);
     ops = res.all_to_all_ops;
     step.dispatch.clear();
+    step.dispatch_backward.clear();
+    // The encoder outputs' gradients go back to the encoder ranks whichever way the inputs were dispatched
+    // (the all-gather strawman replaces only the input dispatch).
+    if (dispatch != "none") {
+      for (const Transfer& t : res.gradient_transfers)
+        step.dispatch_backward.push_back({t.src, t.dst, t.bytes});
+      AggregateTransfers(&step.dispatch_backward);
+    }
     if (dispatch == "all-to-all") {
       for (const Transfer& t : res.transfers) step.dispatch.push_back({t.src, t.dst, t.bytes});
     } else if (dispatch == "all-gather") {

@@ -65,7 +65,7 @@ void AttributeDevices(const OpGraph& g, const std::vector<double>& alone_duratio
     if (op.kind == OpKind::kDispatch) {
       dt.dispatch_us += out->start_us.size() == static_cast<size_t>(n) ? out->finish_us[i] - out->start_us[i]
                                                                        : g.duration_us[i];
-      ++dt.dispatch_ops;
+      if (op.pass == PassKind::kForward) ++dt.dispatch_ops;  // one per micro-batch (+ its backward all-to-all)
     }
     if (op.lane != Lane::kCompute) continue;
     const double dur = g.duration_us[i];

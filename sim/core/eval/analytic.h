@@ -21,8 +21,9 @@
 //                    replica (warm-up/cool-down, imbalance between stages, P2P transfers, the wait for the
 //                    rest of the replica's pipeline to finish its compute)
 //   exposed_dispatch_us  the part of exposed_comm_us blamed on the dispatch lane (stage-0 devices only)
-//   dispatch_us, dispatch_ops  the device's data-dispatch all-to-all ops as timed (their finish - start; with
-//                    contention the SimGrid engine's) and their count
+//   dispatch_us, dispatch_ops  the device's data-dispatch all-to-all ops (and backward all-to-alls) as timed
+//                    (their finish - start; with contention the SimGrid engine's), and how many micro-batches
+//                    they served (the forward dispatch ops)
 // so that busy_us + bubble_us + exposed_comm_us + idle_us == T for every device (up to rounding). With dp = 1
 // idle_us = 0; with uniform costs and no communication, bubble_us / T = (P-1)/(M+P-1) for gpipe and 1f1b.
 //

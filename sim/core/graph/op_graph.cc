@@ -84,14 +84,17 @@ std::string OpGraph::Describe(int i) const {
 namespace {
 
 // Shape flags layout: [0] tp forward, [1] tp backward, [2 .. 2+C) recompute per chunk, [2+C .. 2+2C) sends of
-// boundary c -> c+1, [2+2C .. 2+2C+M) dispatch of micro-batch m.
+// boundary c -> c+1, [2+2C .. 2+2C+M) dispatch of micro-batch m, [2+2C+M .. 2+2C+2M) its backward all-to-all.
 std::vector<uint8_t> ShapeOf(const IterationCosts& costs, const CommSpec& comm) {
   const int C = costs.chunks;
-  std::vector<uint8_t> shape(2 + 2 * static_cast<size_t>(C) + std::max(0, costs.micro_batches), 0);
-  for (size_t m = 0; m < costs.dispatch.size() && m < static_cast<size_t>(std::max(0, costs.micro_batches));
-       ++m)
+  const size_t M = static_cast<size_t>(std::max(0, costs.micro_batches));
+  std::vector<uint8_t> shape(2 + 2 * static_cast<size_t>(C) + 2 * M, 0);
+  for (size_t m = 0; m < costs.dispatch.size() && m < M; ++m)
     for (const DispatchTransfer& t : costs.dispatch[m])
       if (t.src_rank != t.dst_rank && t.bytes > 0) shape[2 + 2 * static_cast<size_t>(C) + m] = 1;
+  for (size_t m = 0; m < costs.dispatch_backward.size() && m < M; ++m)
+    for (const DispatchTransfer& t : costs.dispatch_backward[m])
+      if (t.src_rank != t.dst_rank && t.bytes > 0) shape[2 + 2 * static_cast<size_t>(C) + M + m] = 1;
   for (size_t i = 0; i < costs.costs.size(); ++i) {
     const ChunkCost& k = costs.costs[i];
     const int c = static_cast<int>(i % C);
@@ -128,30 +131,35 @@ int DispatchNode(const ParallelConfig& pc, const CommSpec& comm, int d) {
 }
 
 Status CheckDispatch(const ParallelConfig& pc, const IterationCosts& costs, const CommSpec& comm) {
-  if (costs.dispatch.size() > static_cast<size_t>(pc.micro_batches))
-    return Error("op graph: " + std::to_string(costs.dispatch.size()) + " dispatch lists for " +
-                 std::to_string(pc.micro_batches) + " micro-batches");
-  for (size_t m = 0; m < costs.dispatch.size(); ++m)
-    for (const DispatchTransfer& t : costs.dispatch[m]) {
-      if (t.src_rank < 0 || t.src_rank >= pc.dp || t.dst_rank < 0 || t.dst_rank >= pc.dp || t.bytes < 0)
-        return Error("op graph: micro-batch " + std::to_string(m) + ": dispatch transfer " +
-                     std::to_string(t.src_rank) + " -> " + std::to_string(t.dst_rank) + " of " +
-                     std::to_string(t.bytes) + " bytes: ranks must be in [0, " + std::to_string(pc.dp) +
-                     ") and bytes >= 0");
-      if (t.src_rank == t.dst_rank || t.bytes == 0) continue;
-      const bool nvlink = DispatchNode(pc, comm, t.src_rank) == DispatchNode(pc, comm, t.dst_rank);
-      const double bw = nvlink ? comm.nvlink_bytes_per_s : comm.nic_bytes_per_s;
-      const double lat = nvlink ? comm.nvlink_latency_us : comm.nic_latency_us;
-      if (!(bw > 0) || !(lat >= 0) || !std::isfinite(bw) || !std::isfinite(lat))
-        return Error(std::string("op graph: dispatch transfers need CommSpec.") +
-                     (nvlink ? "nvlink_bytes_per_s > 0 and nvlink_latency_us"
-                             : "nic_bytes_per_s > 0 and nic_latency_us") +
-                     " >= 0");
-    }
+  for (const bool backward : {false, true}) {
+    const auto& lists = backward ? costs.dispatch_backward : costs.dispatch;
+    const std::string what = backward ? "backward dispatch" : "dispatch";
+    if (lists.size() > static_cast<size_t>(pc.micro_batches))
+      return Error("op graph: " + std::to_string(lists.size()) + " " + what + " lists for " +
+                   std::to_string(pc.micro_batches) + " micro-batches");
+    for (size_t m = 0; m < lists.size(); ++m)
+      for (const DispatchTransfer& t : lists[m]) {
+        if (t.src_rank < 0 || t.src_rank >= pc.dp || t.dst_rank < 0 || t.dst_rank >= pc.dp || t.bytes < 0)
+          return Error("op graph: micro-batch " + std::to_string(m) + ": " + what + " transfer " +
+                       std::to_string(t.src_rank) + " -> " + std::to_string(t.dst_rank) + " of " +
+                       std::to_string(t.bytes) + " bytes: ranks must be in [0, " + std::to_string(pc.dp) +
+                       ") and bytes >= 0");
+        if (t.src_rank == t.dst_rank || t.bytes == 0) continue;
+        const bool nvlink = DispatchNode(pc, comm, t.src_rank) == DispatchNode(pc, comm, t.dst_rank);
+        const double bw = nvlink ? comm.nvlink_bytes_per_s : comm.nic_bytes_per_s;
+        const double lat = nvlink ? comm.nvlink_latency_us : comm.nic_latency_us;
+        if (!(bw > 0) || !(lat >= 0) || !std::isfinite(bw) || !std::isfinite(lat))
+          return Error(std::string("op graph: dispatch transfers need CommSpec.") +
+                       (nvlink ? "nvlink_bytes_per_s > 0 and nvlink_latency_us"
+                               : "nic_bytes_per_s > 0 and nic_latency_us") +
+                       " >= 0");
+      }
+  }
   return Status();
 }
 
-// Fills the graph's dispatch side table from the costs (checked by CheckDispatch); `present` = the shape.
+// Fills the graph's dispatch side table from the costs (checked by CheckDispatch): 2M slots, slot m the
+// forward dispatch of micro-batch m, slot M + m its backward all-to-all; empty when neither has transfers.
 void FillDispatch(const ParallelConfig& pc, const IterationCosts& costs, const CommSpec& comm,
                   const CommCostModel& cost, OpGraph* g) {
   const int M = pc.micro_batches;
@@ -161,14 +169,17 @@ void FillDispatch(const ParallelConfig& pc, const IterationCosts& costs, const C
   g->dispatch_us.clear();
   bool any = false;
   for (const auto& list : costs.dispatch) any = any || !list.empty();
+  for (const auto& list : costs.dispatch_backward) any = any || !list.empty();
   if (!any) return;
-  g->dispatch_begin.assign(M + 1, 0);
-  g->dispatch_us.assign(M, 0.0);
+  g->dispatch_begin.assign(2 * M + 1, 0);
+  g->dispatch_us.assign(2 * M, 0.0);
   std::vector<DispatchTransfer> list;
-  for (int m = 0; m < M; ++m) {
-    g->dispatch_begin[m] = static_cast<int32_t>(g->dispatch_transfers.size());
-    if (m < static_cast<int>(costs.dispatch.size())) {
-      list = costs.dispatch[m];
+  for (int slot = 0; slot < 2 * M; ++slot) {
+    g->dispatch_begin[slot] = static_cast<int32_t>(g->dispatch_transfers.size());
+    const auto& lists = slot < M ? costs.dispatch : costs.dispatch_backward;
+    const int m = slot < M ? slot : slot - M;
+    if (m < static_cast<int>(lists.size())) {
+      list = lists[m];
       AggregateTransfers(&list);
       double us = 0;
       for (const DispatchTransfer& t : list) {
@@ -176,15 +187,15 @@ void FillDispatch(const ParallelConfig& pc, const IterationCosts& costs, const C
         const bool nvlink = DispatchNode(pc, comm, t.src_rank) == DispatchNode(pc, comm, t.dst_rank);
         us = std::max(us, cost.Us({CommKind::kDispatch, t.bytes, 2, nvlink}));
       }
-      g->dispatch_us[m] = us;
+      g->dispatch_us[slot] = us;
     }
   }
-  g->dispatch_begin[M] = static_cast<int32_t>(g->dispatch_transfers.size());
+  g->dispatch_begin[2 * M] = static_cast<int32_t>(g->dispatch_transfers.size());
 }
 
-// Bytes device `dev` sends in micro-batch m's dispatch (the transfers are sorted by source).
-int64_t DispatchSentBytes(const OpGraph& g, int m, int dev) {
-  const std::span<const DeviceTransfer> all = g.DispatchTransfers(m);
+// Bytes device `dev` sends in dispatch slot `slot` (OpGraph::DispatchSlot; transfers sorted by source).
+int64_t DispatchSentBytes(const OpGraph& g, int slot, int dev) {
+  const std::span<const DeviceTransfer> all = g.DispatchTransfers(slot);
   auto it = std::lower_bound(all.begin(), all.end(), dev,
                              [](const DeviceTransfer& t, int d) { return t.src_device < d; });
   int64_t b = 0;
@@ -389,7 +400,9 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
   auto send_present = [&](int c) { return c + 1 < C && P > 1 && b.shape[2 + C + c] != 0; };
   // The chunk's last backward is split into this many pieces (per-bucket readiness; 1 = whole).
   constexpr int kMaxPieces = 16;
-  auto npieces = [&](int c) { return static_cast<int>(std::min<int64_t>(nbuckets(c), kMaxPieces)); };
+  auto npieces = [&](int c) {
+    return static_cast<int>(std::clamp<int64_t>(nbuckets(c), 1, kMaxPieces));  // 1 without gradients
+  };
 
   // Schedule positions per chunk (the same for every replica).
   std::vector<int> first_f(C, -1), first_b(C, -1), last_b(C, -1), last_b_mb(C, -1);
@@ -412,8 +425,9 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
   const size_t nk = static_cast<size_t>(D) * M * C;
   std::vector<int32_t> fwd_first(nk, -1), fwd_last(nk, -1), bwd_first(nk, -1), bwd_last(nk, -1),
       send_act(nk, -1), send_grad(nk, -1), grad_done(nk, -1);
-  std::vector<int32_t> grad_begin(static_cast<size_t>(D) * C, -1);   // first bucket op of (d, c)
-  std::vector<int32_t> dispatch_op(static_cast<size_t>(D) * M, -1);  // dispatch op of (d, m)
+  std::vector<int32_t> grad_begin(static_cast<size_t>(D) * C, -1);       // first bucket op of (d, c)
+  std::vector<int32_t> dispatch_op(static_cast<size_t>(D) * M, -1);      // dispatch op of (d, m)
+  std::vector<int32_t> bwd_dispatch_op(static_cast<size_t>(D) * M, -1);  // its backward all-to-all
   // Pieces of the chunk's last backward on replica d: piece_op[(d * C + c) * kMaxPieces + q].
   std::vector<int32_t> piece_op(static_cast<size_t>(D) * C * kMaxPieces, -1);
   OpGraph g;
@@ -515,6 +529,23 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
           }
         } else {
           const int32_t ag = zero3 && pos == first_b[c] ? weight_all_gather(dev, c, PassKind::kBackward) : -1;
+          // The backward all-to-all of micro-batch m (encoder-output gradients back to the encoder ranks),
+          // before chunk 0's backward of m [dispatch lane, schedule order]: it waits for that gradient to
+          // arrive (the next chunk's gradient send, or for pp 1 the forward), and the backward waits for it.
+          int32_t bwd_dispatch = -1;
+          if (c == 0 && b.shape[2 + 2 * static_cast<size_t>(C) + M + m]) {
+            Op x{OpKind::kDispatch,
+                 Lane::kDispatch,
+                 PassKind::kBackward,
+                 dev,
+                 m,
+                 0,
+                 0,
+                 g.dispatch_us.empty() ? 0.0 : g.dispatch_us[M + m],
+                 DispatchSentBytes(g, M + m, dev)};
+            bwd_dispatch = b.NewOp(x, -1);
+            bwd_dispatch_op[static_cast<size_t>(d) * M + m] = bwd_dispatch;
+          }
           const bool split = sops[pos].kind == PassKind::kBackwardInput;
           op.pass = split ? PassKind::kBackwardInput : PassKind::kBackward;
           int32_t first = -1;
@@ -547,6 +578,7 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
           grad_done[k] = last;
           b.AddEdge(first, fwd_last[k]);
           if (ag >= 0) b.AddEdge(first, ag);
+          if (bwd_dispatch >= 0) b.AddEdge(first, bwd_dispatch);
           if (c > 0 && send_present(c - 1) && PipeRankOfChunk(c - 1, P) != r) {
             const int32_t kp = key(d, m, c - 1);
             const int64_t bytes = costs.costs[kp].send_bytes;
@@ -604,6 +636,24 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
           b.AddEdge(fwd_first[k], dispatch_op[static_cast<size_t>(d) * M + m]);
         if (c + 1 < C) b.AddEdge(bwd_first[k], send_grad[k + 1] >= 0 ? send_grad[k + 1] : bwd_last[k + 1]);
       }
+  // Backward all-to-alls: micro-batch m's starts on every replica once the gradient has reached chunk 0 on all
+  // of them (a barrier, as a collective does; the replica-alone timing waits for its own gradient only).
+  for (int m = 0; m < M; ++m) {
+    if (bwd_dispatch_op[m] < 0) continue;  // replica 0 has the op iff every replica has it
+    auto ready = [&](int d) {
+      const int32_t k = key(d, m, 0);
+      return C > 1 ? (send_grad[k + 1] >= 0 ? send_grad[k + 1] : bwd_last[k + 1]) : fwd_last[k];
+    };
+    if (D == 1) {
+      b.AddEdge(bwd_dispatch_op[m], ready(0));
+      continue;
+    }
+    Op bar{OpKind::kBarrier, Lane::kDispatch, PassKind::kBackward, -1, m, 0, 0, 0.0, 0};
+    const int32_t id = b.NewOp(bar, -1);
+    for (int d = 0; d < D; ++d) b.AddEdge(id, ready(d));
+    for (int d = 0; d < D; ++d)
+      b.edges.push_back({bwd_dispatch_op[static_cast<size_t>(d) * M + m], id, ready(d)});
+  }
   // DP barriers: per chunk with gradients, one per piece of its last backward that completes a bucket (one
   // per chunk when the backward is whole).
   if (has_dp) {
@@ -724,8 +774,8 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
   const bool had_dispatch = !g.dispatch_begin.empty();
   FillDispatch(pc, costs, g.source.comm, *g.source.comm_cost, &g);
   if (had_dispatch && g.dispatch_begin.empty()) {  // keep the table's shape: ops stay, with zero durations
-    g.dispatch_begin.assign(pc.micro_batches + 1, 0);
-    g.dispatch_us.assign(pc.micro_batches, 0.0);
+    g.dispatch_begin.assign(2 * pc.micro_batches + 1, 0);
+    g.dispatch_us.assign(2 * pc.micro_batches, 0.0);
   }
   const int n = g.num_ops();
   const DeviceMesh mesh(pc, g.source.comm.gpus_per_node);
@@ -733,8 +783,9 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
     const int32_t ci = g.source.cost_index[i];
     if (g.ops[i].kind == OpKind::kDispatch) {
       Op& op = g.ops[i];
-      op.duration_us = g.dispatch_us.empty() ? 0.0 : g.dispatch_us[op.micro_batch];
-      op.bytes = DispatchSentBytes(g, op.micro_batch, op.device);
+      const int slot = g.DispatchSlot(op);
+      op.duration_us = g.dispatch_us.empty() ? 0.0 : g.dispatch_us[slot];
+      op.bytes = DispatchSentBytes(g, slot, op.device);
       g.duration_us[i] = op.duration_us;
       continue;
     }

@@ -9,7 +9,8 @@
 //   p2p_fwd  activation sends to the next pipeline rank        p2p_bwd  gradient sends to the previous rank
 //   dp       DP gradient collectives (and ZeRO-3 weight all-gathers)
 //   dispatch the data-dispatch all-to-all of post-balancing (stage-0 devices only)
-// Barriers (device -1, zero duration) join the DP replicas before a gradient collective.
+// Barriers (device -1, zero duration) join the DP replicas before a gradient collective and before a backward
+// all-to-all.
 //
 // Ops per DP replica d, micro-batch m, chunk c on device (d, c % pp), in the rank's schedule order:
 //   forward groups:  forward (fwd_us), then tp_collective with pass forward (tp_fwd_us)    [compute lane]
@@ -62,6 +63,13 @@
 // full speed,
 //   dispatch_us(m) = max over the transfers t of m of lat(t) + bytes(t) / bw(t) * 1e6,
 // with bw, lat = nvlink_* when src and dst are on the same node (CommSpec::gpus_per_node), else nic_*.
+// Backward all-to-all (IterationCosts::dispatch_backward: the orchestrator's encoder-output gradients going back
+// to the encoder ranks): for every micro-batch m with transfers, one dispatch op with pass backward per replica
+// on its stage-0 device [dispatch lane, at the schedule position of chunk 0's backward of m]; it waits for the
+// gradient reaching chunk 0 on EVERY replica (a barrier of micro-batch m over the gradient send of chunk 1,
+// or for pp 1 the forward of m, of each replica: an all-to-all is collective) and chunk 0's backward of m
+// waits for it (on one serial device the makespan is the same as running it between the LLM's
+// and the encoder's backward inside the chunk). Duration as above, from dispatch slot M + m.
 // The SimGrid engine replays the transfers; every replica's op ends when the whole all-to-all has (so that
 // without contention both engines give exactly this duration). Presence: ops of micro-batch m exist iff m had
 // transfers when the graph was built (re-pricing keeps them, possibly with zero duration).
@@ -155,9 +163,10 @@ struct OpGraph {
   std::vector<int32_t> local_deps;
   std::vector<int32_t> lane_prev;   // previous op on the same (device, lane), -1 if first or a barrier
   std::vector<double> duration_us;  // = ops[i].duration_us, contiguous for the evaluator
-  // Dispatch side table (empty when no micro-batch has transfers): micro-batch m's all-to-all is
-  // dispatch_transfers[dispatch_begin[m] .. dispatch_begin[m+1]), sorted by (src, dst); dispatch_us[m] its
-  // no-contention duration (see above).
+  // Dispatch side table (empty when no micro-batch has transfers), 2M slots: slot m = micro-batch m's
+  // dispatch, slot M + m = its backward all-to-all; a slot's transfers are
+  // dispatch_transfers[dispatch_begin[slot] .. dispatch_begin[slot+1]), sorted by (src, dst); dispatch_us[slot]
+  // its no-contention duration (see above).
   std::vector<int32_t> dispatch_begin;
   std::vector<DeviceTransfer> dispatch_transfers;
   std::vector<double> dispatch_us;
@@ -168,11 +177,17 @@ struct OpGraph {
   }
   // "backward mb 3 chunk 5 on device 9 (dp 1, stage 1)" etc.
   std::string Describe(int i) const;
-  // The transfers of micro-batch m's dispatch all-to-all (empty if none).
-  std::span<const DeviceTransfer> DispatchTransfers(int m) const {
-    if (m < 0 || m + 1 >= static_cast<int>(dispatch_begin.size())) return {};
-    return {dispatch_transfers.data() + dispatch_begin[m],
-            static_cast<size_t>(dispatch_begin[m + 1] - dispatch_begin[m])};
+  // The dispatch side table's slot of a dispatch op: its micro-batch m for the forward dispatch, M + m for the
+  // backward all-to-all.
+  int DispatchSlot(const Op& op) const {
+    return op.pass == PassKind::kForward ? op.micro_batch : parallel.micro_batches + op.micro_batch;
+  }
+  // The transfers of a dispatch slot (micro-batch m's dispatch: slot m; its backward all-to-all: slot M + m;
+  // empty if none).
+  std::span<const DeviceTransfer> DispatchTransfers(int slot) const {
+    if (slot < 0 || slot + 1 >= static_cast<int>(dispatch_begin.size())) return {};
+    return {dispatch_transfers.data() + dispatch_begin[slot],
+            static_cast<size_t>(dispatch_begin[slot + 1] - dispatch_begin[slot])};
   }
 
   // For RepriceIterationGraph: what the graph was built from. Not for general use.

@@ -113,6 +113,9 @@ struct IterationData {
   int64_t epoch_index = 0;  // which iteration of the epoch this is (0-based; data steps epoch_index * M ..)
   std::vector<std::vector<std::vector<uint32_t>>> micro_batches;
   std::vector<std::vector<DispatchTransfer>> dispatch;
+  // The backward all-to-all of micro-batch m: the gradients of the encoder outputs the forward dispatch moved
+  // to other ranks, going back (orchestrator; empty or shorter than M = none).
+  std::vector<std::vector<DispatchTransfer>> dispatch_backward;
   bool operator==(const IterationData&) const = default;
 };
 
@@ -177,12 +180,14 @@ struct IterationCosts {
   int dp = 0, micro_batches = 0, chunks = 0;
   std::vector<ChunkCost> costs;
   std::vector<std::vector<DispatchTransfer>> dispatch;
+  std::vector<std::vector<DispatchTransfer>> dispatch_backward;  // IterationData::dispatch_backward
   void Resize(int d, int m, int c) {
     dp = d;
     micro_batches = m;
     chunks = c;
     costs.assign(static_cast<size_t>(d) * m * c, ChunkCost{});
     dispatch.clear();
+    dispatch_backward.clear();
   }
   ChunkCost& At(int d, int m, int c) {
     return costs[(static_cast<size_t>(d) * micro_batches + m) * chunks + c];

@@ -105,6 +105,7 @@ IterationCosts Pricer::PriceIteration(const IterationData& it, const std::vector
   const int m = d ? static_cast<int>(it.micro_batches[0].size()) : 0;
   costs.Resize(d, m, partition.chunks());
   costs.dispatch = it.dispatch;
+  costs.dispatch_backward = it.dispatch_backward;
   std::vector<SampleTokens> mb;
   for (int r = 0; r < d; ++r)
     for (int k = 0; k < m; ++k) {

@@ -127,15 +127,24 @@ std::string PlanToJson(const Plan& p) {
                    {"micro_batches", p.schedule.micro_batches},
                    {"per_rank", std::move(per_rank)}};
   json its = json::array();
-  for (const IterationData& it : p.iterations) {
-    json dispatch = json::array();
-    for (const auto& m : it.dispatch) {
+  auto lists_json = [](const std::vector<std::vector<DispatchTransfer>>& lists) {
+    json out = json::array();
+    for (const auto& m : lists) {
       json list = json::array();
       for (const DispatchTransfer& t : m) list.push_back({t.src_rank, t.dst_rank, t.bytes});
-      dispatch.push_back(std::move(list));
+      out.push_back(std::move(list));
     }
-    its.push_back(
-        {{"epoch_index", it.epoch_index}, {"micro_batches", it.micro_batches}, {"dispatch", dispatch}});
+    return out;
+  };
+  for (const IterationData& it : p.iterations) {
+    json x = {{"epoch_index", it.epoch_index},
+              {"micro_batches", it.micro_batches},
+              {"dispatch", lists_json(it.dispatch)}};
+    // Only plans with a backward all-to-all carry the key (older plans read without it).
+    bool any = false;
+    for (const auto& m : it.dispatch_backward) any = any || !m.empty();
+    if (any) x["dispatch_backward"] = lists_json(it.dispatch_backward);
+    its.push_back(std::move(x));
   }
   j["iterations"] = std::move(its);
   return j.dump();
@@ -253,23 +262,31 @@ Result<Plan> PlanFromJson(const std::string& text, const std::string& name) {
       }
       it.micro_batches.push_back(std::move(per_mb));
     }
-    MMTWIN_ASSIGN_OR_RETURN(const json* dispatch, in.Get(x, field, "dispatch"));
-    if (!dispatch->is_array() || static_cast<int>(dispatch->size()) > pc.micro_batches)
-      return in.Bad(field + ".dispatch", "expected at most one transfer list per micro-batch");
-    for (const json& list : *dispatch) {
-      if (!list.is_array()) return in.Bad(field + ".dispatch", "expected [[src, dst, bytes], ...] lists");
-      std::vector<DispatchTransfer> ts;
-      for (const json& t : list) {
-        if (!t.is_array() || t.size() != 3 || !t[0].is_number_integer() || !t[1].is_number_integer() ||
-            !t[2].is_number_integer())
-          return in.Bad(field + ".dispatch", "expected [[src, dst, bytes], ...] lists");
-        DispatchTransfer d{t[0].get<int32_t>(), t[1].get<int32_t>(), t[2].get<int64_t>()};
-        if (d.src_rank < 0 || d.src_rank >= pc.dp || d.dst_rank < 0 || d.dst_rank >= pc.dp || d.bytes < 0)
-          return in.Bad(field + ".dispatch", "ranks must be in [0, dp) and bytes >= 0");
-        ts.push_back(d);
+    auto read_lists = [&](const json& lists, const std::string& key,
+                          std::vector<std::vector<DispatchTransfer>>& out) -> Status {
+      if (!lists.is_array() || static_cast<int>(lists.size()) > pc.micro_batches)
+        return in.Bad(field + "." + key, "expected at most one transfer list per micro-batch");
+      for (const json& list : lists) {
+        if (!list.is_array()) return in.Bad(field + "." + key, "expected [[src, dst, bytes], ...] lists");
+        std::vector<DispatchTransfer> ts;
+        for (const json& t : list) {
+          if (!t.is_array() || t.size() != 3 || !t[0].is_number_integer() || !t[1].is_number_integer() ||
+              !t[2].is_number_integer())
+            return in.Bad(field + "." + key, "expected [[src, dst, bytes], ...] lists");
+          DispatchTransfer d{t[0].get<int32_t>(), t[1].get<int32_t>(), t[2].get<int64_t>()};
+          if (d.src_rank < 0 || d.src_rank >= pc.dp || d.dst_rank < 0 || d.dst_rank >= pc.dp || d.bytes < 0)
+            return in.Bad(field + "." + key, "ranks must be in [0, dp) and bytes >= 0");
+          ts.push_back(d);
+        }
+        out.push_back(std::move(ts));
       }
-      it.dispatch.push_back(std::move(ts));
-    }
+      return Status();
+    };
+    MMTWIN_ASSIGN_OR_RETURN(const json* dispatch, in.Get(x, field, "dispatch"));
+    MMTWIN_RETURN_IF_ERROR(read_lists(*dispatch, "dispatch", it.dispatch));
+    if (x.contains("dispatch_backward"))
+      MMTWIN_RETURN_IF_ERROR(
+          read_lists(x.at("dispatch_backward"), "dispatch_backward", it.dispatch_backward));
     p.iterations.push_back(std::move(it));
   }
   return p;

@@ -73,8 +73,8 @@ struct StageRecord {
   int64_t model_state_bytes = 0, peak_activation_bytes = 0, peak_memory_bytes = 0, memory_capacity_bytes = 0;
   bool fits = true;
   // The data-dispatch all-to-all (post-balance / orchestrator; stage 0 only, 0 elsewhere or without one): mean
-  // time of one micro-batch's all-to-all on this stage's devices, and the share of their time the compute
-  // waited for it (part of the run's exposed_comm_ratio).
+  // time per micro-batch of its all-to-all and, for the orchestrator, its backward all-to-all on this stage's
+  // devices, and the share of their time the compute waited for them (part of the run's exposed_comm_ratio).
   double dispatch_us_mean = 0, exposed_dispatch_ratio = 0;
 };
 

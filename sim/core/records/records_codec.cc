@@ -338,9 +338,28 @@ std::string StagesCsv(const std::vector<StageRecord>& stages) {
 
 namespace {
 
-constexpr const char* kOpsHeader =
+// ops.csv v1 had no pass column; v2 (written now) appends it.
+constexpr int kOpsVersion = 2;
+constexpr const char* kOpsHeaderV1 =
     "source,iteration,kind,lane,device,peer,micro_batch,chunk,start_us,duration_us,bytes,tokens,"
     "attention_pairs,spans";
+constexpr const char* kOpsHeader =
+    "source,iteration,kind,lane,device,peer,micro_batch,chunk,start_us,duration_us,bytes,tokens,"
+    "attention_pairs,spans,pass";
+
+const char* PassName(PassKind k) {
+  switch (k) {
+    case PassKind::kForward:
+      return "forward";
+    case PassKind::kBackward:
+      return "backward";
+    case PassKind::kBackwardInput:
+      return "backward_input";
+    case PassKind::kBackwardWeight:
+      return "backward_weight";
+  }
+  return "?";
+}
 
 std::string Num(double x) {
   char buf[32];
@@ -351,13 +370,14 @@ std::string Num(double x) {
 }  // namespace
 
 std::string OpsCsv(const std::vector<OpRecord>& ops) {
-  std::string out = "# mmtwin-ops v" + std::to_string(kRecordsSchemaVersion) + "\n" + kOpsHeader + "\n";
+  std::string out = "# mmtwin-ops v" + std::to_string(kOpsVersion) + "\n" + kOpsHeader + "\n";
   for (const OpRecord& o : ops) {
     out += std::string(RecordSourceName(o.source)) + "," + std::to_string(o.iteration) + "," +
            OpKindName(o.kind) + "," + LaneName(o.lane) + "," + std::to_string(o.device) + "," +
            std::to_string(o.peer) + "," + std::to_string(o.micro_batch) + "," + std::to_string(o.chunk) +
            "," + Num(o.start_us) + "," + Num(o.duration_us) + "," + std::to_string(o.bytes) + "," +
-           std::to_string(o.tokens) + "," + Num(o.attention_pairs) + "," + std::to_string(o.spans) + "\n";
+           std::to_string(o.tokens) + "," + Num(o.attention_pairs) + "," + std::to_string(o.spans) + "," +
+           PassName(o.pass) + "\n";
   }
   return out;
 }
@@ -385,23 +405,30 @@ Result<std::vector<OpRecord>> ParseOpsCsv(const std::string& text, const std::st
     return false;
   };
   static const char* kFields[] = {
-      "source",   "iteration",   "kind",  "lane",   "device",          "peer", "micro_batch", "chunk",
-      "start_us", "duration_us", "bytes", "tokens", "attention_pairs", "spans"};
+      "source",   "iteration",   "kind",  "lane",   "device",          "peer",  "micro_batch", "chunk",
+      "start_us", "duration_us", "bytes", "tokens", "attention_pairs", "spans", "pass"};
+  int version = kOpsVersion;
   while (std::getline(in, line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     if (line[0] == '#') {  // comments; the version line must name a version this mmtwin reads
-      if (line.rfind("# mmtwin-ops v", 0) == 0 &&
-          line != "# mmtwin-ops v" + std::to_string(kRecordsSchemaVersion))
-        return Error::At(name, line_no, "",
-                         "unsupported version '" + line.substr(2) + "' (this mmtwin reads v" +
-                             std::to_string(kRecordsSchemaVersion) + ")");
+      if (line.rfind("# mmtwin-ops v", 0) == 0) {
+        if (line == "# mmtwin-ops v1")
+          version = 1;
+        else if (line == "# mmtwin-ops v" + std::to_string(kOpsVersion))
+          version = kOpsVersion;
+        else
+          return Error::At(name, line_no, "",
+                           "unsupported version '" + line.substr(2) + "' (this mmtwin reads v1 and v" +
+                               std::to_string(kOpsVersion) + ")");
+      }
       continue;
     }
+    const char* want_header = version == 1 ? kOpsHeaderV1 : kOpsHeader;
     if (!header) {
-      if (line != kOpsHeader)
-        return Error::At(name, line_no, "", std::string("expected the header ") + kOpsHeader);
+      if (line != want_header)
+        return Error::At(name, line_no, "", std::string("expected the header ") + want_header);
       header = true;
       continue;
     }
@@ -409,8 +436,10 @@ Result<std::vector<OpRecord>> ParseOpsCsv(const std::string& text, const std::st
     std::stringstream ss(line);
     std::string cell;
     while (std::getline(ss, cell, ',')) f.push_back(cell);
-    if (f.size() != 14)
-      return Error::At(name, line_no, "", "expected 14 fields, got " + std::to_string(f.size()));
+    const size_t fields = version == 1 ? 14 : 15;
+    if (f.size() != fields)
+      return Error::At(name, line_no, "",
+                       "expected " + std::to_string(fields) + " fields, got " + std::to_string(f.size()));
     OpRecord o;
     auto bad = [&](int i) {
       return Error::At(name, line_no, kFields[i], "'" + Abbreviate(f[i]) + "' is not valid");
@@ -437,9 +466,25 @@ Result<std::vector<OpRecord>> ParseOpsCsv(const std::string& text, const std::st
     if (!ParseDouble(f[12], o.attention_pairs) || o.attention_pairs < 0) return bad(12);
     if (!ParseInt64(f[13], v) || v < 0 || v > INT32_MAX) return bad(13);
     o.spans = static_cast<int32_t>(v);
+    if (version == 1) {  // v1 had no pass: a backward op's pass is its own kind's
+      o.pass = o.kind == OpKind::kBackward         ? PassKind::kBackward
+               : o.kind == OpKind::kBackwardWeight ? PassKind::kBackwardWeight
+                                                   : PassKind::kForward;
+    } else {
+      bool known = false;
+      for (PassKind k :
+           {PassKind::kForward, PassKind::kBackward, PassKind::kBackwardInput, PassKind::kBackwardWeight})
+        if (f[14] == PassName(k)) {
+          o.pass = k;
+          known = true;
+        }
+      if (!known) return bad(14);
+    }
     ops.push_back(o);
   }
-  if (!header) return Error::At(name, 1, "", std::string("expected the header ") + kOpsHeader);
+  if (!header)
+    return Error::At(name, 1, "",
+                     std::string("expected the header ") + (version == 1 ? kOpsHeaderV1 : kOpsHeader));
   return ops;
 }
 

@@ -37,9 +37,11 @@ Result<RunSummary> LoadSummary(const std::string& path);
 // stages.csv: a header line, then one row per stage (doubles printed with 6 significant digits).
 std::string StagesCsv(const std::vector<StageRecord>& stages);
 
-// ops.csv: a version line `# mmtwin-ops v1` (the records' schema version), then the header source,iteration,kind,
-// lane,device,peer,micro_batch,chunk,start_us,duration_us,bytes,tokens,attention_pairs,spans (kind and lane by
-// name: OpKindName, LaneName), one row per op. The parser skips '#' lines and rejects another version.
+// ops.csv: a version line `# mmtwin-ops v2`, then the header source,iteration,kind,lane,device,peer,micro_batch,
+// chunk,start_us,duration_us,bytes,tokens,attention_pairs,spans,pass (kind and lane by name: OpKindName,
+// LaneName; pass forward | backward | backward_input | backward_weight: a TP collective's pass, a dispatch's
+// direction, a split backward's half), one row per op. The parser skips '#' lines, also reads v1 (no pass
+// column: a backward op's pass is taken from its kind, every other op's is forward) and rejects other versions.
 std::string OpsCsv(const std::vector<OpRecord>& ops);
 Result<std::vector<OpRecord>> ParseOpsCsv(const std::string& text, const std::string& name);
 
