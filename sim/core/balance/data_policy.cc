@@ -312,15 +312,12 @@ Result<IsfThresholds> IsfBounds(const DataPolicyContext& ctx, const Params& p, I
   IsfThresholds q;
   if (variant == IsfVariant::kOmnibalPublic) {
     // Q_v from the formula only when not given: OmniBal divides by its `ave`, which can be 0.
-    if (p.Int("q_v") > 0)
+    if (p.Int("q_v") > 0) {
       q.q_v = p.Int("q_v");
-    else {
+    } else {
       MMTWIN_ASSIGN_OR_RETURN(q, OmnibalPublicIsfThresholds(sz, samples));
     }
-    if (p.Int("q_t") > 0)
-      q.q_t = p.Int("q_t");
-    else
-      q.q_t = kOmnibalPublicQt;
+    q.q_t = p.Int("q_t") > 0 ? p.Int("q_t") : kOmnibalPublicQt;
   } else {
     q = AutoIsfThresholds(sz, p.Int("batch_size"), samples);
     if (p.Int("q_t") > 0) q.q_t = p.Int("q_t");
@@ -369,8 +366,7 @@ Result<DataPlan> RunIsf(const DataPolicyContext& ctx, const Params& p) {
   if (variant == IsfVariant::kOmnibalPublic && p.Bool("search"))
     return Error(
         "isf: search is mmtwin's threshold search; OmniBal's public search (search_arguments, a walk to a "
-        "target "
-        "batch size) is not reproduced: give q_v and q_t, or use variant mmtwin");
+        "target batch size) is not reproduced: give q_v and q_t, or use variant mmtwin");
   // Sample sets: the whole trace, or (per_subset) each trace subset on its own, as OmniBal's multi_group
   // groups each dataset file apart and its GroupRandomBatchSamper fills every step from one of them.
   std::vector<std::vector<uint32_t>> sets;
@@ -463,7 +459,8 @@ const std::vector<DataPolicyInfo>& Registry() {
         {"q_v",
          ParamType::kInt,
          "0",
-         "max vision units (tiles+frames) per mini-batch; 0 = Q_t / the dataset's tokens per vision unit",
+         "max vision units (tiles+frames) per mini-batch; 0 = the automatic Q_t / the dataset's tokens per "
+         "vision unit",
          {},
          0,
          1e9},
