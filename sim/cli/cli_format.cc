@@ -64,7 +64,9 @@ std::string PolicyText(const PolicyRef& p) {
 void WriteHeader(const Scenario& s, std::ostream& out) {
   const ParallelConfig& p = s.parallel;
   out << "scenario        " << s.name << (s.description.empty() ? "" : ": " + s.description) << "\n";
-  out << "model           " << s.model << "\n";
+  out << "model           " << s.model;
+  if (s.image_px > 0) out << " (vision encoders fed " << s.image_px << " px tiles)";
+  out << "\n";
   out << "cluster         " << s.cluster << ", " << s.nodes << " node" << (s.nodes == 1 ? "" : "s") << "; "
       << p.world_size() << " GPUs = dp " << p.dp << " x tp " << p.tp << " x pp " << p.pp;
   if (p.vpp > 1) out << " (vpp " << p.vpp << ")";

@@ -37,7 +37,7 @@ ModelSpec* OmniBalTable3Test::model_ = nullptr;
 SampleSizes* OmniBalTable3Test::sizes_ = nullptr;
 
 TEST_F(OmniBalTable3Test, IsfMatchesThePaper) {
-  const IsfThresholds q = AutoIsfThresholds(*sizes_);
+  const IsfThresholds q = AutoIsfThresholds(*sizes_, /*batch_size=*/4);
   EXPECT_EQ(q.q_v, 9);     // paper: Q_v = 9
   EXPECT_EQ(q.q_t, 4096);  // paper: Q_t = 4K
   const DataMetrics isf = Run("isf");

@@ -267,6 +267,94 @@ TEST(ModelErrorsTest, OverridesApplyToReferencedSpec) {
   EXPECT_EQ(TokensFor(*r, MakeSample(0, 0, 3, 1)).llm_tokens, 31);
 }
 
+// Every zoo vision encoder, as its composite models feed it: tile px, patch, CLS, positions merged per side, and
+// the LLM tokens per tile the published recipe gives (InternVL-1.5/2: 448 px, pixel shuffle 0.5 -> 256;
+// LLaVA-1.5 and LLaVA-1.6 AnyRes tiles: 336 px -> 576; LongVILA: SigLIP 384 px, 2x2 downsample of 27x27 -> 196;
+// OmniBal A.2 EVA-CLIP: 224 px -> 256; OrchMLLM Table 1: rate 1 at 448 px -> 1024, rate 4 at 672 / 896 px ->
+// 576 / 1024).
+TEST(ModelZooTest, VisionTokensPerTileAreTheClosedFormOfTheResolution) {
+  struct Case {
+    std::string model;
+    int px, patch, cls, merge;
+    int64_t llm_per_tile;
+  };
+  const std::vector<Case> cases = {
+      {"internvl-1.5-6b-20b", 448, 14, 1, 2, 256}, {"internvl-6b-llama3-8b", 448, 14, 1, 2, 256},
+      {"llava-1.5-7b", 336, 14, 1, 1, 576},        {"llava-1.6-7b", 336, 14, 1, 1, 576},
+      {"longvila-7b", 384, 14, 0, 2, 196},         {"eva-clip-1b-internlm2-20b", 224, 14, 1, 1, 256},
+      {"orchmllm-10b", 448, 14, 0, 1, 1024},       {"orchmllm-18b", 672, 14, 0, 2, 576},
+      {"orchmllm-84b", 896, 14, 0, 2, 1024},       {"internvit-300m-448px", 448, 14, 1, 2, 256},
+  };
+  for (const Case& c : cases) {
+    const ModelSpec m = Load(c.model);
+    const Component* v = nullptr;
+    for (const Component& x : m.components)
+      if (x.kind == ComponentKind::kVision) v = &x;
+    ASSERT_NE(v, nullptr) << c.model;
+    EXPECT_EQ(v->input.image_px, c.px) << c.model;
+    EXPECT_EQ(v->input.token_merge, c.merge) << c.model;
+    const int64_t side = c.px / c.patch;
+    EXPECT_EQ(PositionsPerUnit(*v), side * side + c.cls) << c.model;
+    EXPECT_EQ(v->input.llm_tokens_per_unit, c.llm_per_tile) << c.model;
+    // At another resolution the same closed forms: ViT (px/patch)^2 + cls, LLM ceil(side / merge)^2.
+    for (int px : {224, 336, 392, 448, 672}) {
+      Result<ModelSpec> o = WithImagePx(m, px);
+      ASSERT_TRUE(o.ok()) << o.error().message();
+      const int64_t s = px / c.patch, merged = (s + c.merge - 1) / c.merge;
+      const SampleTokens t = TokensFor(*o, MakeSample(3, 0, 0, 100));
+      EXPECT_EQ(t.vit_tokens, 3 * (s * s + c.cls)) << c.model << " " << px;
+      if (m.components.back().kind == ComponentKind::kLlm) {  // an encoder spec alone has no LLM tokens
+        EXPECT_EQ(t.llm_tokens, 100 + 3 * merged * merged) << c.model << " " << px;
+      }
+      EXPECT_EQ(o->components.front().input.llm_tokens_per_unit, merged * merged) << c.model << " " << px;
+      EXPECT_EQ(o->name, c.model + "-" + std::to_string(px) + "px");
+    }
+  }
+  // InternVL at LLaVA's 336 px: 24x24 + CLS = 577 ViT positions, pixel shuffle -> 12x12 = 144 LLM tokens.
+  Result<ModelSpec> ivl = WithImagePx(Load("internvl-1.5-6b-20b"), 336);
+  ASSERT_TRUE(ivl.ok());
+  EXPECT_EQ(TokensFor(*ivl, MakeSample(1, 0, 0, 0)).vit_tokens, 577);
+  EXPECT_EQ(TokensFor(*ivl, MakeSample(1, 0, 0, 0)).llm_tokens, 144);
+  // Errors: below the patch, no vision encoder, an encoder that does not say how it merges.
+  EXPECT_FALSE(WithImagePx(Load("internvl-1.5-6b-20b"), 13).ok());
+  Result<ModelSpec> llm = WithImagePx(Load("qwen2-1.5b"), 336);
+  ASSERT_FALSE(llm.ok());
+  EXPECT_NE(llm.error().message().find("no vision encoder"), std::string::npos);
+  Result<ModelSpec> plain = ParseModel(
+      "name: t\ncomponents:\n  - name: vision\n    kind: vision\n    transformer: {layers: 1, hidden: 64, "
+      "ffn: "
+      "128, heads: 2}\n    input: {image_px: 224, patch_px: 14, llm_tokens_per_unit: 64}\n  - use: "
+      "qwen2-1.5b\n",
+      "t.yaml", ModelZooDir());
+  ASSERT_TRUE(plain.ok()) << plain.error().message();
+  Result<ModelSpec> no_merge = WithImagePx(*plain, 336);
+  ASSERT_FALSE(no_merge.ok());
+  EXPECT_NE(no_merge.error().message().find("token_merge"), std::string::npos);
+}
+
+TEST(ModelErrorsTest, TokenMergeDerivesAndChecksLlmTokensPerTile) {
+  // A composite overriding a zoo encoder's resolution re-derives its LLM tokens (InternViT at 224 px: 16 / 2 = 8
+  // per side -> 64).
+  Result<ModelSpec> r = ParseModel(
+      "name: t\ncomponents:\n  - use: internvit-300m-448px\n    input: {image_px: 224}\n"
+      "  - {name: projector, kind: projector, projector_dims: [4096, 1536]}\n  - use: qwen2-1.5b\n",
+      "t.yaml", ModelZooDir());
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->components[0].input.llm_tokens_per_unit, 64);
+  EXPECT_EQ(PositionsPerUnit(r->components[0]), 16 * 16 + 1);
+  // Written and inconsistent: an error at the key.
+  Result<ModelSpec> bad = ParseModel(
+      "name: t\ncomponents:\n  - use: internvit-300m-448px\n    input: {image_px: 224, llm_tokens_per_unit: "
+      "256}\n"
+      "  - {name: projector, kind: projector, projector_dims: [4096, 1536]}\n  - use: qwen2-1.5b\n",
+      "t.yaml", ModelZooDir());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("t.yaml:4: components[0].input.llm_tokens_per_unit: is 256 but "
+                                       "token_merge 2 gives ceil(16 / 2)^2 = 64"),
+            std::string::npos)
+      << bad.error().message();
+}
+
 TEST(ModelErrorsTest, CustomModelOutsideTheZooReusesZooComponents) {
   // A user's model file in their own folder could not `use` zoo components (they resolved against its folder only).
   const std::filesystem::path dir =

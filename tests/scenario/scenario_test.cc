@@ -192,6 +192,7 @@ TEST(ScenarioTest, EqualityNoticesEveryField) {
       [](Scenario& s) { s.trace.preset += "x"; },
       [](Scenario& s) { s.trace.file = "x"; },
       [](Scenario& s) { s.model += "x"; },
+      [](Scenario& s) { s.image_px = 336; },
       [](Scenario& s) { s.cluster += "x"; },
       [](Scenario& s) { s.nodes++; },
       [](Scenario& s) { s.parallel.dp++; },
@@ -379,6 +380,46 @@ TEST(ScenarioTest, EveryErrorNamesFileLineAndKey) {
     EXPECT_EQ(msg.rfind(c.expected, 0), 0u) << "input:\n"
                                             << c.text << "got:      " << msg << "\nexpected: " << c.expected;
   }
+}
+
+TEST(ScenarioTest, ModelImagePxOverridesTheTileResolution) {
+  const std::string head = "trace: {preset: internvl-1.2m, samples: 100}\n";
+  auto s = Parse(head + "model: {name: internvl-1.5-6b-20b, image_px: 336}\n");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->model, "internvl-1.5-6b-20b");
+  EXPECT_EQ(s->image_px, 336);
+  auto m = LoadScenarioModel(*s);
+  ASSERT_TRUE(m.ok()) << m.error().message();
+  // 336 / 14 = 24 per side: 576 patches + CLS in the ViT; pixel shuffle 0.5 -> 12 x 12 = 144 LLM tokens per tile.
+  Sample one;
+  one.image_tiles = 1;
+  one.images = 1;
+  const SampleTokens t = TokensFor(*m, one);
+  EXPECT_EQ(t.vit_tokens, 24 * 24 + 1);
+  EXPECT_EQ(t.llm_tokens, 12 * 12);
+  // Written back as the mapping, and equal after a round trip; without the override the plain name stays.
+  auto back = Parse(FormatScenario(*s));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_TRUE(*back == *s);
+  auto plain = Parse(head + "model: internvl-1.5-6b-20b\n");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->image_px, 0);
+  EXPECT_NE(FormatScenario(*plain).find("model: internvl-1.5-6b-20b\n"), std::string::npos);
+  // Bad values are file:line: key errors.
+  EXPECT_EQ(ErrorOf(head + "model: {name: internvl-1.5-6b-20b, image_px: 0}\n"),
+            "s.yaml:2: model.image_px: 0 is out of range [1, 65536]");
+  EXPECT_EQ(ErrorOf(head + "model:\n  name: internvl-1.5-6b-20b\n  image_px: big\n"),
+            "s.yaml:4: model.image_px: 'big' is not an integer");
+  const std::string small = ErrorOf(head + "model:\n  name: internvl-1.5-6b-20b\n  image_px: 10\n");
+  EXPECT_EQ(small.rfind("s.yaml:4: model.image_px: image_px 10 is outside [patch_px 14, 65536]", 0), 0u)
+      << small;
+  const std::string llm = ErrorOf(head + "model: {name: qwen2-1.5b, image_px: 336}\n");
+  EXPECT_EQ(llm.rfind("s.yaml:2: model.image_px: model 'qwen2-1.5b' has no vision encoder", 0), 0u) << llm;
+  EXPECT_EQ(ErrorOf(head + "model: {image_px: 336}\n"),
+            "s.yaml:2: model.name: missing (a model zoo name or a spec file)");
+  const std::string unknown = ErrorOf(head + "model: {name: internvl-1.5-6b-20b, px: 336}\n");
+  EXPECT_EQ(unknown.rfind("s.yaml:2: model.px: unknown key; valid keys are: name, image_px", 0), 0u)
+      << unknown;
 }
 
 TEST(ScenarioTest, SyntaxErrorsCarryALineNumber) {

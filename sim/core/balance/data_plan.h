@@ -48,7 +48,9 @@ struct DataPlan {
   int dp = 0;
   bool packed = false;
   std::vector<DataStep> steps;
-  std::vector<uint32_t> skipped;          // samples no mini-batch can hold (e.g. alone above an ISF bound)
+  // Samples left out: no mini-batch can hold them (alone above an ISF bound), or lost as OmniBal's public code
+  // loses them (isf variant omnibal-public).
+  std::vector<uint32_t> skipped;
   int64_t dropped_remainder = 0;          // samples left over for an incomplete last step (drop_last)
   std::map<std::string, double> metrics;  // policy-specific scalar results (units in the names)
   std::string details_json;  // policy-specific structured report as JSON text (e.g. per-phase orchestration);

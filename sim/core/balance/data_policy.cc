@@ -1,6 +1,7 @@
 #include "core/balance/data_policy.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "core/util/rng.h"
@@ -129,14 +130,13 @@ struct IsfGroupStats {
   int64_t groups_kept = 0;
   int64_t leftover_groups = 0;
   int64_t leftover_samples = 0;
+  int64_t lost_trailing_samples = 0;  // omnibal-public only: OmniBal's lost trailing group
 };
 
-// One sampling pass over `pool` (already shuffled): consecutive samples are grouped while the group stays
-// within Q_v and Q_t; the sample that would overflow starts the next group. The trailing group is always kept.
-// (OmniBal's public code, fast_isf/fast_random_group.pyx `_random_group`, appends the trailing group only when
-// it reaches the last index of the shuffled order; when that last sample is skipped as too large on its own, the
-// `continue` jumps over the check and the whole trailing group is lost. An overflowing last sample loses
-// nothing there: it starts a group that is then appended.)
+// One sampling pass over `pool` (already shuffled, every sample within Q_v and Q_t): consecutive samples are
+// grouped while the group stays within Q_v and Q_t; the sample that would overflow starts the next group.
+// `emit(a, b, iv, it)` gets each group as pool[a, b) with its vision units and tokens; the trailing group is the
+// one with b == pool.size().
 template <class Emit>
 void SamplingPass(const std::vector<uint32_t>& pool, const std::vector<int64_t>& v,
                   const std::vector<int64_t>& t, const IsfThresholds& q, Emit emit) {
@@ -155,33 +155,54 @@ void SamplingPass(const std::vector<uint32_t>& pool, const std::vector<int64_t>&
   if (start < pool.size()) emit(start, pool.size(), iv, it);
 }
 
+// The two published readings of ISF (parameter `variant`, sim/docs/algorithms.md):
+//   mmtwin          T filtering rounds (keep groups with I_v >= Q'_v or I_t >= Q'_t), then one more pass that
+//                   groups the leftovers: T + 1 passes. Oversize samples are skipped (counted); nothing else is
+//                   lost.
+//   omnibal-public  ModelTC/OmniBal dataset.py `iter_random_groups` (and fast_isf `_process_random_groups`) as
+//                   published: T passes in all, the first T - 1 filtered (keep I_v == Q'_v or I_t >= Q'_t), the
+//                   groups of the last pass kept whatever their size. Its `_random_groups` skips an oversize
+//                   sample with `continue` and appends the trailing group only on reaching the last index of the
+//                   shuffled order, so when the last shuffled sample is oversize (possible in the first pass
+//                   only: later pools hold no oversize sample) the trailing group is lost for the epoch. mmtwin
+//                   counts those samples as skipped (metric isf_lost_trailing_samples); OmniBal loses them
+//                   without a word.
+enum class IsfVariant { kMmtwin, kOmnibalPublic };
+
+struct IsfRule {
+  IsfThresholds q;         // Q_v, Q_t: bounds of a group
+  int64_t q_v_target = 0;  // Q'_v
+  int64_t q_t_target = 0;  // Q'_t
+  int rounds = 10;         // T
+  IsfVariant variant = IsfVariant::kMmtwin;
+};
+
 struct IsfResult {
   std::vector<std::vector<uint32_t>> groups;
-  std::vector<uint32_t> skipped;
+  std::vector<uint32_t> skipped;  // oversize samples (and omnibal-public's lost trailing group)
   IsfGroupStats stats;
 };
 
-IsfResult Isf(const SampleSizes& sz, const IsfThresholds& q, int64_t q_v_target, int64_t q_t_target,
-              int iterations, Rng& rng, const std::vector<uint32_t>* subset = nullptr) {
+IsfResult IsfMmtwin(const SampleSizes& sz, const IsfRule& rule, Rng& rng,
+                    const std::vector<uint32_t>& samples) {
   IsfResult out;
   const auto& v = sz.vision_units;
   const auto& t = sz.llm_tokens;
+  const IsfThresholds& q = rule.q;
   std::vector<uint32_t> pool;
-  const size_t n = subset ? subset->size() : sz.size();
-  pool.reserve(n);
-  for (size_t k = 0; k < n; ++k) {
-    const uint32_t i = subset ? (*subset)[k] : static_cast<uint32_t>(k);
+  pool.reserve(samples.size());
+  for (uint32_t i : samples) {
     if (v[i] > q.q_v || t[i] > q.q_t)
       out.skipped.push_back(i);
     else
       pool.push_back(i);
   }
   std::vector<uint32_t> next;
-  for (int iter = 0; iter < iterations && !pool.empty(); ++iter) {
+  for (int iter = 0; iter < rule.rounds && !pool.empty(); ++iter) {
     rng.Shuffle(pool);
     next.clear();
     SamplingPass(pool, v, t, q, [&](size_t a, size_t b, int64_t iv, int64_t it) {
-      if (iv >= q_v_target || it >= q_t_target) {
+      if (iv >= rule.q_v_target || it >= rule.q_t_target) {
         out.groups.emplace_back(pool.begin() + a, pool.begin() + b);
       } else {
         next.insert(next.end(), pool.begin() + a, pool.begin() + b);
@@ -200,20 +221,58 @@ IsfResult Isf(const SampleSizes& sz, const IsfThresholds& q, int64_t q_v_target,
   return out;
 }
 
-// Deals groups (shuffled) to ranks, one group per rank per step.
-DataPlan DealGroups(const DataPolicyContext& ctx, std::vector<std::vector<uint32_t>> groups, Rng& rng) {
+IsfResult IsfOmnibalPublic(const SampleSizes& sz, const IsfRule& rule, Rng& rng,
+                           const std::vector<uint32_t>& samples) {
+  IsfResult out;
+  const auto& v = sz.vision_units;
+  const auto& t = sz.llm_tokens;
+  const IsfThresholds& q = rule.q;
+  auto oversize = [&](uint32_t i) { return v[i] > q.q_v || t[i] > q.q_t; };
+  std::vector<uint32_t> pool = samples, fit, next;
+  for (int pass = 0; pass < rule.rounds && !pool.empty(); ++pass) {
+    rng.Shuffle(pool);
+    const bool last_pass = pass == rule.rounds - 1;
+    const bool lose_trailing = oversize(pool.back());
+    fit.clear();
+    for (uint32_t i : pool) (oversize(i) ? out.skipped : fit).push_back(i);
+    next.clear();
+    SamplingPass(fit, v, t, q, [&](size_t a, size_t b, int64_t iv, int64_t it) {
+      if (lose_trailing && b == fit.size()) {
+        out.skipped.insert(out.skipped.end(), fit.begin() + a, fit.begin() + b);
+        out.stats.lost_trailing_samples += static_cast<int64_t>(b - a);
+      } else if (last_pass) {
+        out.groups.emplace_back(fit.begin() + a, fit.begin() + b);
+        ++out.stats.leftover_groups;
+        out.stats.leftover_samples += static_cast<int64_t>(b - a);
+      } else if (iv == rule.q_v_target || it >= rule.q_t_target) {
+        out.groups.emplace_back(fit.begin() + a, fit.begin() + b);
+        ++out.stats.groups_kept;
+      } else {
+        next.insert(next.end(), fit.begin() + a, fit.begin() + b);
+      }
+    });
+    pool.swap(next);
+  }
+  return out;
+}
+
+IsfResult Isf(const SampleSizes& sz, const IsfRule& rule, Rng& rng, const std::vector<uint32_t>& samples) {
+  return rule.variant == IsfVariant::kOmnibalPublic ? IsfOmnibalPublic(sz, rule, rng, samples)
+                                                    : IsfMmtwin(sz, rule, rng, samples);
+}
+
+// Deals groups (shuffled) to ranks, one group per rank per step; the last groups that do not fill a step are
+// counted in dropped_remainder.
+void DealGroups(const DataPolicyContext& ctx, std::vector<std::vector<uint32_t>> groups, Rng& rng,
+                DataPlan& plan) {
   rng.Shuffle(groups);
-  DataPlan plan;
-  plan.dp = ctx.dp;
-  plan.packed = true;
   const size_t steps = groups.size() / ctx.dp;
-  plan.steps.resize(steps);
   for (size_t k = 0; k < steps; ++k) {
-    plan.steps[k].ranks.resize(ctx.dp);
-    for (int r = 0; r < ctx.dp; ++r) plan.steps[k].ranks[r].samples = std::move(groups[k * ctx.dp + r]);
+    DataStep& step = plan.steps.emplace_back();
+    step.ranks.resize(ctx.dp);
+    for (int r = 0; r < ctx.dp; ++r) step.ranks[r].samples = std::move(groups[k * ctx.dp + r]);
   }
   for (size_t g = steps * ctx.dp; g < groups.size(); ++g) plan.dropped_remainder += groups[g].size();
-  return plan;
 }
 
 // Mean per-step DistRatio of a set of groups dealt to `ranks` devices (for the threshold search).
@@ -239,21 +298,39 @@ double GroupDistScore(const SampleSizes& sz, const std::vector<std::vector<uint3
   return steps ? score / steps : 1e9;
 }
 
-Result<DataPlan> RunIsf(const DataPolicyContext& ctx, const Params& p) {
+std::vector<uint32_t> AllIndices(size_t n) {
+  std::vector<uint32_t> idx(n);
+  std::iota(idx.begin(), idx.end(), 0u);
+  return idx;
+}
+
+// Q_v, Q_t of one sample set: the variant's start point, the given values where positive, then (mmtwin, search)
+// the threshold search.
+Result<IsfThresholds> IsfBounds(const DataPolicyContext& ctx, const Params& p, IsfVariant variant,
+                                const std::vector<uint32_t>& samples) {
   const SampleSizes& sz = *ctx.sizes;
-  IsfThresholds q = AutoIsfThresholds(sz);
-  if (p.Int("q_t") > 0) q.q_t = p.Int("q_t");
-  if (p.Int("q_v") > 0) q.q_v = p.Int("q_v");
-  const int iterations = static_cast<int>(p.Int("iterations"));
-  Rng rng = Rng(ctx.seed).Fork(4);
+  IsfThresholds q;
+  if (variant == IsfVariant::kOmnibalPublic) {
+    // Q_v from the formula only when not given: OmniBal divides by its `ave`, which can be 0.
+    if (p.Int("q_v") > 0) {
+      q.q_v = p.Int("q_v");
+    } else {
+      MMTWIN_ASSIGN_OR_RETURN(q, OmnibalPublicIsfThresholds(sz, samples));
+    }
+    q.q_t = p.Int("q_t") > 0 ? p.Int("q_t") : kOmnibalPublicQt;
+  } else {
+    q = AutoIsfThresholds(sz, p.Int("batch_size"), samples);
+    if (p.Int("q_t") > 0) q.q_t = p.Int("q_t");
+    if (p.Int("q_v") > 0) q.q_v = p.Int("q_v");
+  }
   if (p.Bool("search")) {
     // Threshold search (OmniBal's public code): candidates around the start point, scored on a sample of the
     // data by ViT + LLM DistRatio over 8 simulated ranks (pad ratio is 0 for packed groups). Skipped samples
     // count against a candidate.
-    std::vector<uint32_t> sub;
     Rng srng = Rng(ctx.seed).Fork(5);
-    auto all = ShuffledIndices(sz.size(), srng);
-    sub.assign(all.begin(), all.begin() + std::min<size_t>(all.size(), 100000));
+    std::vector<uint32_t> sub = samples;
+    srng.Shuffle(sub);
+    sub.resize(std::min<size_t>(sub.size(), 100000));
     IsfThresholds best = q;
     double best_score = 1e18;
     for (int dv = -1; dv <= 1; ++dv) {
@@ -261,7 +338,8 @@ Result<DataPlan> RunIsf(const DataPolicyContext& ctx, const Params& p) {
         IsfThresholds c{q.q_v + dv, q.q_t + dt};
         if (c.q_v < 1 || c.q_t < 1) continue;
         Rng crng = Rng(ctx.seed).Fork(6);
-        IsfResult r = Isf(sz, c, c.q_v - p.Int("q_v_slack"), c.q_t - p.Int("q_t_slack"), 3, crng, &sub);
+        IsfRule rule{c, c.q_v - p.Int("q_v_slack"), c.q_t - p.Int("q_t_slack"), 3, IsfVariant::kMmtwin};
+        IsfResult r = Isf(sz, rule, crng, sub);
         const double score =
             GroupDistScore(sz, r.groups, 8) + static_cast<double>(r.skipped.size()) / sub.size();
         if (score < best_score - 1e-12) {
@@ -275,15 +353,68 @@ Result<DataPlan> RunIsf(const DataPolicyContext& ctx, const Params& p) {
   if (q.q_v < 0 || q.q_t < 1)
     return Error("isf: thresholds must be positive (q_v=" + std::to_string(q.q_v) +
                  ", q_t=" + std::to_string(q.q_t) + ")");
-  IsfResult r = Isf(sz, q, q.q_v - p.Int("q_v_slack"), q.q_t - p.Int("q_t_slack"), iterations, rng);
-  DataPlan plan = DealGroups(ctx, std::move(r.groups), rng);
-  plan.skipped = std::move(r.skipped);
+  return q;
+}
+
+Result<DataPlan> RunIsf(const DataPolicyContext& ctx, const Params& p) {
+  const SampleSizes& sz = *ctx.sizes;
+  const IsfVariant variant =
+      p.Str("variant") == "omnibal-public" ? IsfVariant::kOmnibalPublic : IsfVariant::kMmtwin;
+  const int rounds = static_cast<int>(p.Int("iterations"));
+  if (variant == IsfVariant::kOmnibalPublic && rounds < 1)
+    return Error("isf: variant omnibal-public needs iterations >= 1 (OmniBal's iter_time counts every pass)");
+  if (variant == IsfVariant::kOmnibalPublic && p.Bool("search"))
+    return Error(
+        "isf: search is mmtwin's threshold search; OmniBal's public search (search_arguments, a walk to a "
+        "target batch size) is not reproduced: give q_v and q_t, or use variant mmtwin");
+  // Sample sets: the whole trace, or (per_subset) each trace subset on its own, as OmniBal's multi_group
+  // groups each dataset file apart and its GroupRandomBatchSamper fills every step from one of them.
+  std::vector<std::vector<uint32_t>> sets;
+  if (p.Bool("per_subset")) {
+    sets.resize(std::max<size_t>(1, ctx.trace->subsets.size()));
+    for (uint32_t i = 0; i < ctx.trace->size(); ++i) {
+      const size_t s = ctx.trace->samples[i].subset;
+      if (s >= sets.size()) sets.resize(s + 1);
+      sets[s].push_back(i);
+    }
+  } else {
+    sets.push_back(AllIndices(sz.size()));
+  }
+  DataPlan plan;
+  plan.dp = ctx.dp;
+  plan.packed = true;
+  IsfThresholds shown;
+  IsfGroupStats stats;
+  int64_t groups = 0;
+  Rng rng = Rng(ctx.seed).Fork(4);
+  for (size_t s = 0; s < sets.size(); ++s) {
+    if (sets[s].empty()) continue;
+    MMTWIN_ASSIGN_OR_RETURN(IsfThresholds q, IsfBounds(ctx, p, variant, sets[s]));
+    IsfRule rule{q, q.q_v - p.Int("q_v_slack"), q.q_t - p.Int("q_t_slack"), rounds, variant};
+    // One stream for the merged set (the plan of a trace does not depend on how many subsets it has).
+    Rng set_rng = sets.size() == 1 ? rng : rng.Fork(s);
+    IsfResult r = Isf(sz, rule, set_rng, sets[s]);
+    groups += static_cast<int64_t>(r.groups.size());
+    DealGroups(ctx, std::move(r.groups), set_rng, plan);
+    plan.skipped.insert(plan.skipped.end(), r.skipped.begin(), r.skipped.end());
+    shown.q_v = std::max(shown.q_v, q.q_v);
+    shown.q_t = std::max(shown.q_t, q.q_t);
+    stats.groups_kept += r.stats.groups_kept;
+    stats.leftover_groups += r.stats.leftover_groups;
+    stats.leftover_samples += r.stats.leftover_samples;
+    stats.lost_trailing_samples += r.stats.lost_trailing_samples;
+  }
+  // Steps of different subsets interleave over the epoch.
+  if (sets.size() > 1) rng.Shuffle(plan.steps);
   std::sort(plan.skipped.begin(), plan.skipped.end());
-  plan.metrics["isf_q_v"] = static_cast<double>(q.q_v);
-  plan.metrics["isf_q_t_tokens"] = static_cast<double>(q.q_t);
-  plan.metrics["isf_groups_kept"] = static_cast<double>(r.stats.groups_kept);
-  plan.metrics["isf_leftover_groups"] = static_cast<double>(r.stats.leftover_groups);
-  plan.metrics["isf_leftover_samples"] = static_cast<double>(r.stats.leftover_samples);
+  plan.metrics["isf_q_v"] = static_cast<double>(shown.q_v);  // the largest over subsets with per_subset
+  plan.metrics["isf_q_t_tokens"] = static_cast<double>(shown.q_t);
+  plan.metrics["isf_groups"] = static_cast<double>(groups);
+  plan.metrics["isf_groups_kept"] = static_cast<double>(stats.groups_kept);
+  plan.metrics["isf_leftover_groups"] = static_cast<double>(stats.leftover_groups);
+  plan.metrics["isf_leftover_samples"] = static_cast<double>(stats.leftover_samples);
+  if (variant == IsfVariant::kOmnibalPublic)
+    plan.metrics["isf_lost_trailing_samples"] = static_cast<double>(stats.lost_trailing_samples);
   return plan;
 }
 
@@ -318,18 +449,39 @@ const std::vector<DataPolicyInfo>& Registry() {
       {"isf",
        "OmniBal iterative sampling and filtering: packed mini-batches bounded by Q_v vision units and Q_t "
        "LLM tokens",
-       {{"q_v",
+       {{"variant",
+         ParamType::kString,
+         "mmtwin",
+         "mmtwin: T filtering rounds + a leftover pass, Q_t adapts to batch_size; omnibal-public: "
+         "ModelTC/OmniBal "
+         "as published (Q_t 4096, T passes, last group lost after an oversize last sample)",
+         {"mmtwin", "omnibal-public"}},
+        {"q_v",
          ParamType::kInt,
          "0",
-         "max vision units (tiles+frames) per mini-batch; 0 = from dataset statistics",
+         "max vision units (tiles+frames) per mini-batch; 0 = the automatic Q_t / the dataset's tokens per "
+         "vision unit",
          {},
          0,
          1e9},
-        {"q_t", ParamType::kInt, "0", "max LLM tokens per mini-batch; 0 = longest sample", {}, 0, 1e12},
+        {"q_t",
+         ParamType::kInt,
+         "0",
+         "max LLM tokens per mini-batch; 0 = max(longest sample, batch_size x mean) (omnibal-public: 4096)",
+         {},
+         0,
+         1e12},
+        {"batch_size",
+         ParamType::kInt,
+         "4",
+         "target mean samples per mini-batch for the automatic Q_t (mmtwin variant)",
+         {},
+         1,
+         1 << 20},
         {"q_v_slack",
          ParamType::kInt,
          "0",
-         "Q'_v = Q_v - q_v_slack: keep groups with at least Q'_v units",
+         "Q'_v = Q_v - q_v_slack: keep groups with at least Q'_v units (omnibal-public: exactly Q'_v)",
          {},
          0,
          1e9},
@@ -340,9 +492,18 @@ const std::vector<DataPolicyInfo>& Registry() {
          {},
          0,
          1e12},
-        {"iterations", ParamType::kInt, "10", "sampling/filtering rounds T", {}, 0, 100000},
+        {"iterations",
+         ParamType::kInt,
+         "10",
+         "rounds T (mmtwin: filtering rounds, then a leftover pass; omnibal-public: passes, the last "
+         "unfiltered)",
+         {},
+         0,
+         100000},
+        {"per_subset", ParamType::kBool, "false",
+         "group each trace subset on its own, every step from one subset (OmniBal's multi_group)"},
         {"search", ParamType::kBool, "false",
-         "search Q_v, Q_t around the start point on a sample of the data"}},
+         "search Q_v, Q_t around the start point on a sample of the data (mmtwin variant)"}},
        RunIsf},
       {"post-balance",
        "OrchMLLM batch post-balancing: random mini-batches redistributed across DP ranks (lpt, padded, "
@@ -367,21 +528,65 @@ DataPlan RandomBatches(const DataPolicyContext& ctx, int64_t batch_size, uint64_
   });
 }
 
-IsfThresholds AutoIsfThresholds(const SampleSizes& sz) {
-  IsfThresholds q;
+namespace {
+
+// ave = ((mean_t // max(mean_v, 1) + 1) // 16) * 16 over `samples` (OmniBal's get_init_llm_vit_len); with
+// `bin_256`, LLM lengths are first rounded up to a multiple of 256 as its collect_origin_info does. Also returns the
+// longest LLM length and the mean.
+struct IsfStats {
+  int64_t longest_t = 0;
+  double mean_t = 0, mean_v = 0;
+  int64_t ave = 0;
+};
+IsfStats IsfStatsOf(const SampleSizes& sz, const std::vector<uint32_t>& samples, bool bin_256) {
+  IsfStats st;
+  if (samples.empty()) return st;
   double sum_t = 0, sum_v = 0;
-  for (size_t i = 0; i < sz.size(); ++i) {
-    q.q_t = std::max(q.q_t, sz.llm_tokens[i]);
-    sum_t += static_cast<double>(sz.llm_tokens[i]);
+  for (uint32_t i : samples) {
+    const int64_t t = sz.llm_tokens[i];
+    st.longest_t = std::max(st.longest_t, t);
+    sum_t += static_cast<double>(bin_256 ? (t + 255) / 256 * 256 : t);
     sum_v += static_cast<double>(sz.vision_units[i]);
   }
-  if (sz.size() == 0) return {1, 1};
-  const double mean_t = sum_t / sz.size(), mean_v = sum_v / sz.size();
-  const int64_t ratio = static_cast<int64_t>(mean_t / std::max(mean_v, 1.0));
-  int64_t ave = ((ratio + 1) / 16) * 16;
-  if (ave < 16) ave = 16;
-  q.q_v = std::max<int64_t>(1, q.q_t / ave);
+  st.mean_t = sum_t / samples.size();
+  st.mean_v = sum_v / samples.size();
+  const int64_t ratio = static_cast<int64_t>(std::floor(st.mean_t / std::max(st.mean_v, 1.0)));
+  st.ave = ((ratio + 1) / 16) * 16;
+  return st;
+}
+
+}  // namespace
+
+IsfThresholds AutoIsfThresholds(const SampleSizes& sz, int64_t batch_size,
+                                const std::vector<uint32_t>& samples) {
+  if (samples.empty()) return {1, 1};
+  const IsfStats st = IsfStatsOf(sz, samples, /*bin_256=*/false);
+  IsfThresholds q;
+  q.q_t = std::max<int64_t>(
+      st.longest_t,
+      static_cast<int64_t>(std::ceil(static_cast<double>(std::max<int64_t>(batch_size, 1)) * st.mean_t)));
+  q.q_t = std::max<int64_t>(q.q_t, 1);
+  q.q_v = std::max<int64_t>(1, q.q_t / std::max<int64_t>(st.ave, 16));
   return q;
+}
+
+IsfThresholds AutoIsfThresholds(const SampleSizes& sz, int64_t batch_size) {
+  return AutoIsfThresholds(sz, batch_size, AllIndices(sz.size()));
+}
+
+Result<IsfThresholds> OmnibalPublicIsfThresholds(const SampleSizes& sz,
+                                                 const std::vector<uint32_t>& samples) {
+  const IsfStats st = IsfStatsOf(sz, samples, /*bin_256=*/true);
+  if (st.ave <= 0)
+    return Error(
+        "isf: variant omnibal-public: OmniBal's start point divides 4096 by ave = ((mean LLM length " +
+        std::to_string(static_cast<int64_t>(st.mean_t)) +
+        " / mean vision units + 1) / 16) * 16 = 0; give q_v");
+  return IsfThresholds{kOmnibalPublicQt / st.ave, kOmnibalPublicQt};
+}
+
+Result<IsfThresholds> OmnibalPublicIsfThresholds(const SampleSizes& sz) {
+  return OmnibalPublicIsfThresholds(sz, AllIndices(sz.size()));
 }
 
 const PolicyRegistry<DataPolicyFn>& DataPolicyRegistry() {

@@ -8,7 +8,8 @@
 //   random        fixed batch size, random samples, padded to the longest in the mini-batch (OmniBal baseline)
 //   length-group  LLaVA's length-grouped sampler: similar sizes within a mini-batch, not across ranks
 //   device-group  sizes matched across the ranks of one step (snake deal of a sorted mega-batch), not within
-//   isf           OmniBal's iterative sampling and filtering: packed groups bounded by Q_v images and Q_t tokens
+//   isf           OmniBal's iterative sampling and filtering: packed groups bounded by Q_v images and Q_t tokens;
+//                 variant mmtwin (default) or omnibal-public (the published code's rounds, start point and quirks)
 //   post-balance  OrchMLLM batch post-balancing of random mini-batches across DP ranks, node-wise placement
 //   orchestrator  OrchMLLM multimodal global orchestrator: per-phase (encoders, LLM) post-balancing
 #pragma once
@@ -47,14 +48,25 @@ Result<const DataPolicyInfo*> FindDataPolicy(std::string_view name);
 Result<DataPlan> RunDataPolicy(std::string_view name, const std::map<std::string, std::string>& params,
                                const DataPolicyContext& ctx);
 
-// ISF thresholds derived from dataset statistics (OmniBal §5.1 and its public code):
-// Q_t = the longest LLM length; ave = ((mean_t / max(mean_v, 1) + 1) / 16) * 16 (integer division);
-// Q_v = Q_t / ave.
+// ISF thresholds (OmniBal §5.1 and its public code), two start points (policy parameter `variant`):
+// - mmtwin (AutoIsfThresholds): Q_t = max(longest LLM length, ceil(batch_size * mean LLM length)), so every sample
+//   fits (nothing is skipped by default) and a mini-batch holds about batch_size samples even when the longest
+//   sample is short (short-text data: Q_t = the longest sample alone gives about 2 per mini-batch);
+//   ave = max(16, ((mean_t / max(mean_v, 1) + 1) / 16) * 16) (integer division); Q_v = max(1, Q_t / ave).
+// - omnibal-public (OmnibalPublicIsfThresholds, test_balanced_dynamic_batch.py get_init_llm_vit_len):
+//   Q_t = 4096; mean_t over LLM lengths rounded up to multiples of 256 (its collect_origin_info); Q_v = 4096 / ave
+//   with ave as above but no floor: ave = 0 (mean_t < 15 mean vision units) is an error, as it divides by zero.
 struct IsfThresholds {
   int64_t q_v = 0;  // max vision units (tiles + frames) per group
   int64_t q_t = 0;  // max LLM tokens per group
 };
-IsfThresholds AutoIsfThresholds(const SampleSizes& sizes);
+constexpr int64_t kOmnibalPublicQt = 4096;
+IsfThresholds AutoIsfThresholds(const SampleSizes& sizes, int64_t batch_size);
+IsfThresholds AutoIsfThresholds(const SampleSizes& sizes, int64_t batch_size,
+                                const std::vector<uint32_t>& samples);
+Result<IsfThresholds> OmnibalPublicIsfThresholds(const SampleSizes& sizes);
+Result<IsfThresholds> OmnibalPublicIsfThresholds(const SampleSizes& sizes,
+                                                 const std::vector<uint32_t>& samples);
 
 // Policies implemented in post_balance_policy.cc.
 Result<DataPlan> RunPostBalancePolicy(const DataPolicyContext& ctx, const Params& p);

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <set>
+#include <sstream>
 
 #include "core/util/csv.h"
 #include "core/util/data_dir.h"
@@ -131,6 +132,36 @@ int64_t BlockParams(const TransformerConfig& t) {
     p += NormParams(t.norm, int64_t{t.heads} * t.head_dim) +
          NormParams(t.norm, int64_t{t.kv_heads} * t.head_dim);
   return p;
+}
+
+int64_t MergedTokensPerTile(const EncoderInput& in) {
+  if (in.patch_px <= 0 || in.token_merge <= 0) return 0;
+  const int64_t side = in.image_px / in.patch_px;
+  const int64_t merged = (side + in.token_merge - 1) / in.token_merge;
+  return merged * merged;
+}
+
+Result<ModelSpec> WithImagePx(const ModelSpec& m, int image_px) {
+  ModelSpec out = m;
+  bool any = false;
+  for (Component& c : out.components) {
+    if (c.kind != ComponentKind::kVision) continue;
+    any = true;
+    if (image_px < c.input.patch_px || image_px > (1 << 16))
+      return Error("image_px " + std::to_string(image_px) + " is outside [patch_px " +
+                   std::to_string(c.input.patch_px) + ", 65536] for encoder '" + c.name + "' of model '" +
+                   m.name + "'");
+    if (c.input.token_merge <= 0)
+      return Error("encoder '" + c.name + "' of model '" + m.name +
+                   "' gives llm_tokens_per_unit without input.token_merge, so its LLM tokens at another "
+                   "resolution are unknown; add token_merge to its spec");
+    c.input.image_px = image_px;
+    c.input.llm_tokens_per_unit = static_cast<double>(MergedTokensPerTile(c.input));
+  }
+  if (!any)
+    return Error("model '" + m.name + "' has no vision encoder to feed " + std::to_string(image_px) + " px");
+  out.name += "-" + std::to_string(image_px) + "px";
+  return out;
 }
 
 int64_t PositionsPerUnit(const Component& c) {
@@ -313,7 +344,7 @@ Status ParseInput(const Ctx& ctx, const YAML::Node& n, EncoderInput& in) {
   const std::string w = "input";
   MMTWIN_RETURN_IF_ERROR(CheckKeys(ctx, n, w,
                                    {"image_px", "patch_px", "cls_tokens", "tokens_per_second",
-                                    "window_seconds", "mel_bins", "llm_tokens_per_unit"}));
+                                    "window_seconds", "mel_bins", "llm_tokens_per_unit", "token_merge"}));
   MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "image_px", in.image_px));
   MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "patch_px", in.patch_px));
   MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "cls_tokens", in.cls_tokens));
@@ -321,6 +352,12 @@ Status ParseInput(const Ctx& ctx, const YAML::Node& n, EncoderInput& in) {
   MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "window_seconds", in.window_seconds));
   MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "mel_bins", in.mel_bins));
   MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "llm_tokens_per_unit", in.llm_tokens_per_unit));
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "token_merge", in.token_merge));
+  // A changed tile geometry (e.g. a composite's `input: {image_px: 336}` over a zoo encoder) re-derives the LLM
+  // tokens per tile from token_merge unless they are written here too.
+  const bool geometry =
+      n["image_px"].IsDefined() || n["patch_px"].IsDefined() || n["token_merge"].IsDefined();
+  if (geometry && !n["llm_tokens_per_unit"].IsDefined() && in.token_merge > 0) in.llm_tokens_per_unit = 0;
   return Status();
 }
 
@@ -395,6 +432,12 @@ YAML::Node KeyNode(const YAML::Node& n, const std::string& dotted) {
   return cur;
 }
 
+std::string ShortNumber(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+
 Status FinishComponent(const Ctx& ctx, const YAML::Node& n, const std::string& where, Component& c) {
   auto fail = [&](const std::string& field, const std::string& reason) {
     return ErrAt(ctx, KeyNode(n, field), where.empty() ? field : where + "." + field, reason);
@@ -434,6 +477,21 @@ Status FinishComponent(const Ctx& ctx, const YAML::Node& n, const std::string& w
       // Like a stride-p convolution, a partial patch at the border is dropped (SigLIP: 384 / 14 -> 27 per
       // side).
       if (c.input.image_px < c.input.patch_px) return fail("input.image_px", "must be at least patch_px");
+      if (c.input.token_merge < 0 || c.input.token_merge > 64)
+        return fail("input.token_merge", "must be in [1, 64] (positions merged per side), or absent");
+      if (c.input.token_merge > 0) {
+        const int64_t merged = MergedTokensPerTile(c.input);
+        if (c.input.llm_tokens_per_unit == 0) {
+          c.input.llm_tokens_per_unit = static_cast<double>(merged);
+        } else if (c.input.llm_tokens_per_unit != static_cast<double>(merged)) {
+          return fail("input.llm_tokens_per_unit",
+                      "is " + ShortNumber(c.input.llm_tokens_per_unit) + " but token_merge " +
+                          std::to_string(c.input.token_merge) + " gives ceil(" +
+                          std::to_string(c.input.image_px / c.input.patch_px) + " / " +
+                          std::to_string(c.input.token_merge) + ")^2 = " + std::to_string(merged) +
+                          "; drop one of them");
+        }
+      }
       break;
     case ComponentKind::kAudio:
       if (c.input.tokens_per_second <= 0)

@@ -53,6 +53,11 @@ struct EncoderInput {
   int mel_bins = 0;
   // Tokens handed to the LLM per tile / frame / second after downsampling (pixel shuffle, pooling, projector).
   double llm_tokens_per_unit = 0;
+  // Vision: encoder positions merged per side into one LLM token (1: none, LLaVA; 2: InternVL's pixel shuffle 0.5,
+  // VILA's 2x2 mlp_downsample). Given (> 0), llm_tokens_per_unit = ceil(side / token_merge)^2 with
+  // side = floor(image_px / patch_px), derived when not written and checked when written, and re-derived when a
+  // composite or a scenario changes image_px. 0 = not given: llm_tokens_per_unit is taken as written.
+  int token_merge = 0;
 };
 
 struct Component {
@@ -130,6 +135,13 @@ int64_t BlockMatmulParams(const TransformerConfig& tf);
 // Vision: encoder positions of one tile, floor(image_px / patch_px)^2 + cls_tokens. Audio: positions of one window
 // (window_seconds * tokens_per_second, 0 without windowing). Other kinds: 0.
 int64_t PositionsPerUnit(const Component& c);
+// Vision: ceil(floor(image_px / patch_px) / token_merge)^2, the LLM tokens of one tile (0 without token_merge).
+int64_t MergedTokensPerTile(const EncoderInput& in);
+// The model with every vision encoder fed `image_px` tiles (a scenario's `model: {image_px: N}`): encoder
+// positions per tile follow (floor(image_px / patch_px)^2 + cls) and so do LLM tokens per tile (token_merge);
+// the position embedding is counted at the new size (interpolated, as InternVL and LLaVA do). The name gets the
+// suffix "-Npx". Errors: no vision encoder; image_px outside [patch_px, 65536]; an encoder without token_merge.
+Result<ModelSpec> WithImagePx(const ModelSpec& m, int image_px);
 // Index of the encoder a projector feeds from (the nearest encoder before it in the list), or -1.
 int EncoderOfProjector(const ModelSpec& m, int component);
 // "embedding", "transformer", "projector", "head"; and the inverse (false for an unknown name).

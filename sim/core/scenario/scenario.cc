@@ -332,7 +332,18 @@ Result<Scenario> ParseImpl(const std::string& text, const std::string& name, con
   const YAML::Node model = root["model"];
   if (!model)
     return r.At(root, "model", "missing (a model zoo name such as internvl-1.5-6b-20b, or a spec file)");
-  MMTWIN_ASSIGN_OR_RETURN(s.model, r.Str(model, "model"));
+  if (model.IsMap()) {
+    // {name: ZOO-NAME-OR-FILE, image_px: N}: the model with its vision encoders fed N-px tiles.
+    MMTWIN_RETURN_IF_ERROR(r.Keys(model, "model", {"name", "image_px"}));
+    if (!model["name"]) return r.At(model, "model.name", "missing (a model zoo name or a spec file)");
+    MMTWIN_ASSIGN_OR_RETURN(s.model, r.Str(model["name"], "model.name"));
+    if (const YAML::Node v = model["image_px"]) {
+      MMTWIN_ASSIGN_OR_RETURN(int64_t px, r.Int(v, "model.image_px", 1, 1 << 16));
+      s.image_px = static_cast<int>(px);
+    }
+  } else {
+    MMTWIN_ASSIGN_OR_RETURN(s.model, r.Str(model, "model"));
+  }
   if (LooksLikePath(s.model)) s.model = r.Resolve(s.model);
 
   const YAML::Node cluster_node = root["cluster"];
@@ -397,7 +408,13 @@ Result<Scenario> ParseImpl(const std::string& text, const std::string& name, con
         Child(parallel, "vpp"), "parallel.vpp",
         "vpp > 1 needs the interleaved-1f1b schedule (policies.schedule is '" + s.schedule.name + "')");
   auto model_spec = LoadModel(s.model);
-  if (!model_spec) return r.At(model, "model", model_spec.error().message());
+  if (!model_spec)
+    return r.At(model.IsMap() ? model["name"] : model, model.IsMap() ? "model.name" : "model",
+                model_spec.error().message());
+  if (s.image_px > 0) {
+    model_spec = WithImagePx(*model_spec, s.image_px);
+    if (!model_spec) return r.At(model["image_px"], "model.image_px", model_spec.error().message());
+  }
   if (s.backend.shrink.active()) {
     model_spec = ShrinkModel(*model_spec, s.backend.shrink);
     if (!model_spec) {
@@ -470,6 +487,10 @@ Result<Scenario> ParseScenario(const std::string& yaml_text, const std::string& 
 Result<ModelSpec> LoadScenarioModel(const Scenario& s) {
   auto m = LoadModel(s.model);
   if (!m) return ScenarioError(s, "model", m.error().message());
+  if (s.image_px > 0) {
+    m = WithImagePx(*m, s.image_px);
+    if (!m) return ScenarioError(s, "model.image_px", m.error().message());
+  }
   if (!s.backend.shrink.active()) return m;
   auto shrunk = ShrinkModel(*m, s.backend.shrink);
   if (!shrunk) return ScenarioError(s, "backend", shrunk.error().message());
@@ -499,7 +520,13 @@ std::string FormatScenario(const Scenario& s) {
     e << YAML::Key << "seed" << YAML::Value << s.trace.seed;
   }
   e << YAML::EndMap;
-  e << YAML::Key << "model" << YAML::Value << s.model;
+  e << YAML::Key << "model" << YAML::Value;
+  if (s.image_px > 0) {
+    e << YAML::BeginMap << YAML::Key << "name" << YAML::Value << s.model << YAML::Key << "image_px"
+      << YAML::Value << s.image_px << YAML::EndMap;
+  } else {
+    e << s.model;
+  }
   e << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap << YAML::Key << "preset" << YAML::Value
     << s.cluster << YAML::Key << "nodes" << YAML::Value << s.nodes << YAML::EndMap;
   const ParallelConfig& p = s.parallel;
@@ -572,10 +599,10 @@ bool operator==(const Scenario& a, const Scenario& b) {
                              p.micro_batches == q.micro_batches && p.zero_stage == q.zero_stage &&
                              p.tp_sequence_parallel == q.tp_sequence_parallel;
   return a.name == b.name && a.description == b.description && a.trace == b.trace && a.model == b.model &&
-         a.cluster == b.cluster && a.nodes == b.nodes && same_parallel && a.data == b.data &&
-         a.partition == b.partition && a.recompute == b.recompute && a.schedule == b.schedule &&
-         a.epoch == b.epoch && (a.epoch || a.iterations == b.iterations) && a.seed == b.seed &&
-         a.engine == b.engine && a.cost == b.cost && a.backend == b.backend;
+         a.image_px == b.image_px && a.cluster == b.cluster && a.nodes == b.nodes && same_parallel &&
+         a.data == b.data && a.partition == b.partition && a.recompute == b.recompute &&
+         a.schedule == b.schedule && a.epoch == b.epoch && (a.epoch || a.iterations == b.iterations) &&
+         a.seed == b.seed && a.engine == b.engine && a.cost == b.cost && a.backend == b.backend;
 }
 
 }  // namespace mmtwin

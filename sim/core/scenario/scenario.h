@@ -55,6 +55,9 @@ struct Scenario {
   std::string path;  // the file it was loaded from ("" when built in code)
   TraceSource trace;
   std::string model;
+  // `model: {name: ..., image_px: N}`: every vision encoder fed N-px tiles (WithImagePx, core/model/model.h:
+  // encoder positions and LLM tokens per tile follow); 0 = the spec's own resolution.
+  int image_px = 0;
   std::string cluster = "a100-4x200g";
   int nodes = 0;  // 0 = as many as the parallel layout needs: ceil(dp * tp * pp / gpus_per_node)
   ParallelConfig parallel;
@@ -84,8 +87,9 @@ Error ScenarioError(const Scenario& s, const std::string& dotted_key, const std:
 // Parses and validates (types, ranges, unknown or duplicate keys -> `file:line: key: reason`; policy names and
 // schedule parameters against the registries). The other policies' parameters are checked by the planner.
 Result<Scenario> LoadScenario(const std::string& path);
-// The scenario's model: the zoo spec or file, shrunk by `backend` when it sets a width divisor or layer counts
-// (core/model/model.h: ShrinkModel). Errors name the scenario key.
+// The scenario's model: the zoo spec or file, fed `model.image_px` tiles when set (WithImagePx), shrunk by
+// `backend` when it sets a width divisor or layer counts (core/model/model.h: ShrinkModel). Errors name the
+// scenario key.
 Result<ModelSpec> LoadScenarioModel(const Scenario& s);
 Result<Scenario> ParseScenario(const std::string& yaml_text, const std::string& name,
                                const std::string& base_dir);
