@@ -132,7 +132,9 @@ TEST(ValidationSuite, ShippedSuitesLoadAndHoldOutEnough) {
     ASSERT_TRUE(suite.ok()) << suite.error().message();
     const bool full = suite->held_out.size() >= 8;  // the ViT + LLM suites; cpu-audio holds out 4
     EXPECT_GE(suite->held_out.size(), 4u) << e.path();
-    if (suite->name == "cpu-ws2" || suite->name == "cpu-ws4") EXPECT_TRUE(full) << e.path();
+    if (suite->name == "cpu-ws2" || suite->name == "cpu-ws4") {
+      EXPECT_TRUE(full) << e.path();
+    }
     EXPECT_GE(suite->calibration.size(), 1u) << e.path();
     std::set<std::string> models, schedules, recomputes, data;
     std::set<int> dps, tps;
@@ -152,7 +154,9 @@ TEST(ValidationSuite, ShippedSuitesLoadAndHoldOutEnough) {
     EXPECT_EQ(models.size(), 1u) << e.path();
     EXPECT_EQ(tps.size(), 1u) << e.path();
     EXPECT_GE(schedules.size(), 2u) << e.path();
-    if (full) EXPECT_GE(recomputes.size(), 2u) << e.path();
+    if (full) {
+      EXPECT_GE(recomputes.size(), 2u) << e.path();
+    }
     EXPECT_GE(data.size(), 2u) << e.path();
     EXPECT_GE(dps.size(), 2u) << e.path();
   }

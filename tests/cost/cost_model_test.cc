@@ -207,8 +207,9 @@ TEST(AnalyticCostTest, WeightGradientIsTheWeightGemmsOfTheBackward) {
     const LayerCost x = tp1.Cost(o, l, ow[l.component]);
     EXPECT_GT(x.bwd_weight_time_us, 0);
     EXPECT_LE(x.bwd_weight_time_us, x.bwd_time_us);
-    if (l.kind == LayerKind::kHead || l.kind == LayerKind::kProjector)
+    if (l.kind == LayerKind::kHead || l.kind == LayerKind::kProjector) {
       EXPECT_NEAR(x.bwd_weight_time_us, x.fwd_time_us, 1e-9 * x.fwd_time_us);
+    }
   }
 }
 

@@ -89,8 +89,9 @@ TEST(SimulateTest, SummaryIsConsistentAndDeterministic) {
   ASSERT_EQ(old->size(), a->ops.size());
   for (size_t i = 0; i < old->size(); ++i) {
     EXPECT_EQ((*old)[i].start_us, a->ops[i].start_us);
-    if (a->ops[i].kind == OpKind::kBackward || a->ops[i].kind == OpKind::kForward)
+    if (a->ops[i].kind == OpKind::kBackward || a->ops[i].kind == OpKind::kForward) {
       EXPECT_EQ((*old)[i].pass, a->ops[i].pass) << i;
+    }
   }
   // A bad pass names its field.
   std::string bad = csv;
