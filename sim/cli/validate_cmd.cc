@@ -16,7 +16,9 @@
 
 #include "cli/commands.h"
 #include "core/calibrate/validate.h"
+#include "core/driver/planner.h"
 #include "core/driver/simulate.h"
+#include "core/records/plan_codec.h"
 #include "core/records/records_codec.h"
 #include "core/scenario/scenario.h"
 #include "core/util/csv.h"
@@ -59,11 +61,27 @@ std::string FindTrain(const std::string& given) {
 }
 
 // A measured run of this scenario already in `dir`.
-bool Reusable(const std::string& dir, const Scenario& s) {
+// A measured run can stand in for measuring `s` again when it measured the same scenario and, when the run kept
+// its plan.json, the same plan this mmtwin builds for it now (a new mmtwin may plan the same scenario
+// differently: another data policy default, another partition). `why` says why not.
+bool Reusable(const std::string& dir, const Scenario& s, std::string* why) {
   auto summary = LoadSummary(dir);
   if (!summary || summary->source != RecordSource::kMeasured) return false;
   auto ran = LoadScenario(dir + "/scenario.yaml");
-  return ran.ok() && FormatScenario(*ran) == FormatScenario(s);
+  if (!ran.ok() || FormatScenario(*ran) != FormatScenario(s)) return false;
+  std::error_code ec;
+  if (!fs::is_regular_file(dir + "/plan.json", ec)) return true;  // older kept runs: the scenario decides
+  auto text = ReadFile(dir + "/plan.json");
+  auto measured = text.ok() ? PlanFromJson(*text, dir + "/plan.json") : Result<Plan>(text.error());
+  auto now = BuildPlan(s, {});
+  if (!measured.ok() || !now.ok() ||
+      !(measured->parallel == now->plan.parallel && measured->partition == now->plan.partition &&
+        measured->recompute == now->plan.recompute && measured->schedule == now->plan.schedule &&
+        measured->iterations == now->plan.iterations)) {
+    *why = "this mmtwin plans the scenario differently from the measured run";
+    return false;
+  }
+  return true;
 }
 
 struct Item {
@@ -113,10 +131,12 @@ int RunValidate(const ValidateArgs& a, std::ostream& out, std::ostream& err) {
     const int world = it.scenario.parallel.world_size();
     out << "[" << i + 1 << "/" << items.size() << "] " << (it.held_out ? "held-out " : "calibration ")
         << it.scenario.name << " (" << world << (world == 1 ? " rank" : " ranks") << "): ";
-    if (a.reuse && Reusable(it.rundir, it.scenario)) {
+    std::string why;
+    if (a.reuse && Reusable(it.rundir, it.scenario, &why)) {
       out << "reusing " << it.rundir << "\n";
       continue;
     }
+    if (!why.empty()) out << why << ": measuring again: ";
     if (train.empty()) {
       out << "\n";
       err << "mmtwin validate: mmtwin-train not found (--train PATH, $MMTWIN_TRAIN, next to mmtwin, or on "

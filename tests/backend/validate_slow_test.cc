@@ -97,6 +97,24 @@ TEST(ValidateSlow, MeasuresFitsOnCalibrationOnlyAndReportsTheRecords) {
       << again.out;
   EXPECT_EQ(*ReadFile(out + "/validation.csv"), csv);
 
+  // A kept run whose plan is not the plan this mmtwin builds for its scenario (another mmtwin's data policy,
+  // partition...) is measured again, not reused: here its plan.json says another partition.
+  const std::string plan_path = runs + "/gpipe/plan.json";
+  std::string plan = *ReadFile(plan_path);
+  const size_t cuts = plan.find("\"partition\":[");
+  ASSERT_NE(cuts, std::string::npos) << plan.substr(0, 400);
+  const size_t first = plan.find_first_of("123456789", cuts + 13);  // the first inner cut
+  plan[first] = plan[first] == '1' ? '2' : '1';
+  std::ofstream(plan_path) << plan;
+  auto stale = Mmtwin(args + " --reuse");
+  ASSERT_EQ(stale.code, 0) << stale.out;
+  EXPECT_NE(
+      stale.out.find("[3/3] held-out gpipe (2 ranks): this mmtwin plans the scenario differently from the "
+                     "measured run: measuring again"),
+      std::string::npos)
+      << stale.out;
+  EXPECT_NE(*ReadFile(plan_path), plan);  // measured again: its own plan
+
   // Bad input: exit 2 with the option or file named.
   auto bad_train = Mmtwin("validate " + suite + " -o " + out + " --train " + (dir / "nope").string());
   EXPECT_EQ(bad_train.code, 2);
