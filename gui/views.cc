@@ -953,8 +953,13 @@ void SweepView::Rebuild() {
   std::map<std::string, QString> kept;
   for (auto& [axis, box] : filter_boxes_) kept[axis] = box->currentText();
   QLayout* fl = filters_->layout();
+  // Deleted later: this may run inside one of these combo boxes' own signals.
   while (QLayoutItem* item = fl->takeAt(0)) {
-    delete item->widget();
+    if (QWidget* old = item->widget()) {
+      old->hide();
+      old->disconnect(this);
+      old->deleteLater();
+    }
     delete item;
   }
   filter_boxes_.clear();
