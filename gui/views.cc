@@ -4,6 +4,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QHelpEvent>
+#include <QImage>
 #include <QMouseEvent>
 #include <QPainter>
 #include <QPainterPath>
@@ -586,15 +587,34 @@ void GanttView::paintEvent(QPaintEvent*) {
   p.setFont(font());
   // Ops (level of detail: TimelineModel::Layout).
   model_.Layout(t0_us_, t1_us_, static_cast<int>(std::ceil(plot.width())), items_);
-  p.setClipRect(plot);
-  for (const TimelineItem& it : items_) {
-    const QRectF rr = RowRect(it.row);
-    const double x0 = XOf(it.start_us), x1 = XOf(it.end_us);
-    QColor c = Rgb(OpKindColor(it.kind));
-    if (it.op < 0) c.setAlphaF(0.35f + 0.65f * it.fill);
-    p.fillRect(QRectF(x0, rr.top() + 1, std::max(1.0, x1 - x0), rr.height() - 2), c);
+  // Filled as pixel spans into one image (cost: ops + pixels, whatever the number of items), then drawn once.
+  const QRect px = plot.toAlignedRect().intersected(rect());
+  QImage strip(px.size(), QImage::Format_ARGB32_Premultiplied);
+  strip.fill(Qt::transparent);
+  std::vector<std::pair<int, int>> row_y(rows.size());  // [top, bottom) in strip pixels
+  for (int r = 0; r < static_cast<int>(rows.size()); ++r) {
+    const QRectF rr = RowRect(r);
+    const int y0 = std::clamp(static_cast<int>(std::floor(rr.top() + 1)) - px.top(), 0, px.height());
+    const int y1 = std::clamp(static_cast<int>(std::floor(rr.bottom() - 1)) - px.top(), 0, px.height());
+    row_y[r] = {y0, std::max(y1, std::min(y0 + 1, px.height()))};
   }
-  p.setClipping(false);
+  const double scale = plot.width() / (t1_us_ - t0_us_), left = plot.left() - px.left();
+  for (const TimelineItem& it : items_) {
+    int x0 = static_cast<int>(std::floor(left + (it.start_us - t0_us_) * scale));
+    int x1 = static_cast<int>(std::floor(left + (it.end_us - t0_us_) * scale));
+    if (x1 <= x0) x1 = x0 + 1;
+    x0 = std::clamp(x0, 0, px.width());
+    x1 = std::clamp(x1, 0, px.width());
+    if (x1 <= x0) continue;
+    const uint32_t c = OpKindColor(it.kind);
+    const int alpha = it.op < 0 ? static_cast<int>(255 * (0.35f + 0.65f * it.fill)) : 255;
+    const QRgb rgb = qPremultiply(qRgba((c >> 16) & 0xff, (c >> 8) & 0xff, c & 0xff, alpha));
+    for (int y = row_y[it.row].first; y < row_y[it.row].second; ++y) {
+      QRgb* line = reinterpret_cast<QRgb*>(strip.scanLine(y));
+      std::fill(line + x0, line + x1, rgb);
+    }
+  }
+  p.drawImage(px.topLeft(), strip);
   // Time axis (ms).
   const double span_ms = (t1_us_ - t0_us_) / 1e3, step = NiceStep(span_ms, 10);
   p.setPen(Qt::black);
