@@ -1,5 +1,6 @@
 #include "views.h"
 
+#include <QFileInfo>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -485,8 +486,12 @@ void GanttView::SetWindow(double t0, double t1) {
 }
 
 QRectF GanttView::PlotRect() const {
+  // As tall as the rows need at 13 px per unit of row weight (compute rows 2, comm lanes 1), at most the space.
+  double weight = 0;
+  for (const TimelineRow& r : model_.rows()) weight += RowWeight(r.lane);
+  const double space = std::max(10.0, height() - kTitleHeight - kAxisHeight - kLegendHeight);
   return QRectF(kLabelWidth, kTitleHeight, std::max(10.0, width() - kLabelWidth - 10),
-                std::max(10.0, height() - kTitleHeight - kAxisHeight - kLegendHeight));
+                weight > 0 ? std::min(space, weight * 13.0) : space);
 }
 
 QRectF GanttView::RowRect(int row) const {
@@ -628,7 +633,7 @@ void GanttView::paintEvent(QPaintEvent*) {
              "time in the iteration (ms) - wheel: zoom, drag: pan, double click: whole iteration");
   // Legend.
   double lx = 8;
-  const double ly = height() - 6;
+  const double ly = plot.bottom() + kAxisHeight + 14;
   for (const LegendEntry& e : OpKindLegend()) DrawLegendSwatch(p, lx, ly, Rgb(e.color), e.label);
   DrawLegendSwatch(p, lx, ly, no_compute, "no compute (bubble / idle)");
 }
@@ -731,10 +736,17 @@ void CompareView::SetRuns(const RunData* a, const RunData* b) {
   auto describe = [](const RunData* r) {
     if (r == nullptr) return QString("(none)");
     const RunSummary& s = r->summary;
-    return QString::fromStdString(s.scenario + " [" + RecordSourceName(s.source) + ", " + s.engine + "]" +
-                                  (r->dir.empty() ? "" : " " + r->dir));
+    const ParallelConfig& p = s.parallel;
+    return QString::fromStdString(s.scenario + " [" + RecordSourceName(s.source) + ", " + s.engine +
+                                  "]: dp " + std::to_string(p.dp) + " x tp " + std::to_string(p.tp) +
+                                  " x pp " + std::to_string(p.pp) + ", " + std::to_string(p.micro_batches) +
+                                  " micro-batches; data " + s.data_policy.name + ", partition " +
+                                  s.partition_policy.name + ", recompute " + s.recompute_policy.name +
+                                  ", schedule " + s.schedule_policy.name);
   };
   title_->setText("<b>A</b>: " + describe(a) + "<br><b>B</b>: " + describe(b));
+  title_->setToolTip(
+      QString::fromStdString("A: " + (a ? a->dir : std::string()) + "\nB: " + (b ? b->dir : std::string())));
   const auto& metrics = Metrics();
   summary_->setRowCount(static_cast<int>(metrics.size()));
   for (int i = 0; i < static_cast<int>(metrics.size()); ++i) {
@@ -795,7 +807,7 @@ void HeatmapView::SetHeatmap(Heatmap h) {
   update();
 }
 
-QRectF HeatmapView::GridRect() const { return QRectF(rect()).adjusted(150, 30, -90, -50); }
+QRectF HeatmapView::GridRect() const { return QRectF(rect()).adjusted(150, 52, -90, -50); }
 
 QRectF HeatmapView::CellRect(int x, int y) const {
   const int nx = static_cast<int>(heatmap_.x_values.size()), ny = static_cast<int>(heatmap_.y_values.size());
@@ -924,8 +936,9 @@ Status SweepView::Open(const std::string& db_path) {
     QSignalBlocker b1(metric_), b2(x_), b3(y_);
     metric_->clear();
     for (const std::string& m : HeatmapMetrics()) metric_->addItem(QString::fromStdString(m));
-    const int p50 = metric_->findText("iteration_time_us_p50");
-    metric_->setCurrentIndex(std::max(0, p50));
+    // GPU-days of the epoch: the cost a sweep is usually run to minimise.
+    const int gpu_days = metric_->findText("gpu_days"), p50 = metric_->findText("iteration_time_us_p50");
+    metric_->setCurrentIndex(std::max(0, gpu_days >= 0 ? gpu_days : p50));
     x_->clear();
     y_->clear();
     y_->addItem("(none)");
@@ -1007,7 +1020,10 @@ void SweepView::Rebuild() {
     heatmap_->SetHeatmap({});
     return;
   }
-  status_->setText(QString("%1: %2 runs, %3 shown").arg(path_).arg(runs_.size()).arg(h->cells.size()));
+  status_->setText(QString("%1: %2 runs, %3 shown")
+                       .arg(QFileInfo(path_).fileName())
+                       .arg(runs_.size())
+                       .arg(h->cells.size()));
   heatmap_->SetHeatmap(std::move(*h));
 }
 
