@@ -89,12 +89,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     RunData run;
     run.summary = *r.summary;
     run.scenario_yaml = r.scenario_yaml;
-    // The resolved scenario goes to the editor (named after the database's folder, where relative paths of the
-    // sweep resolve), so "run" replays it with its timeline.
-    const QString name = QFileInfo(QFileInfo(QString::fromStdString(sweep_->runs().at(i).sweep)).fileName())
-                             .completeBaseName();
-    editor_->SetText(QString::fromStdString(r.scenario_yaml),
-                     QDir::current().filePath(QString("%1-run-%2.yaml").arg(name).arg(r.run_index)));
+    // The resolved scenario goes to the editor, named in the sweep's base folder (where its relative paths
+    // resolve), so "run" replays it with its timeline.
+    const QString base = QString::fromStdString(sweep_->BaseDirOf(r.sweep));
+    editor_->SetText(
+        QString::fromStdString(r.scenario_yaml),
+        QDir(base).filePath(QString("%1-run-%2.yaml").arg(QString::fromStdString(r.sweep)).arg(r.run_index)));
     ShowRun(std::move(run));
     tabs_->setCurrentIndex(kSummaryTab);
   });

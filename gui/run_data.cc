@@ -305,7 +305,8 @@ bool SummaryMetric(const RunSummary& s, const std::string& column, double& value
 std::vector<std::pair<std::string, std::vector<std::string>>> SweepAxes(const std::vector<RunRecord>& runs) {
   std::vector<std::pair<std::string, std::vector<std::string>>> axes;
   for (const RunRecord& r : runs) {
-    for (const auto& [name, label] : r.axes) {
+    for (const auto& axis_value : r.axes) {
+      const std::string &name = axis_value.first, &label = axis_value.second;
       auto it = std::find_if(axes.begin(), axes.end(), [&](const auto& a) { return a.first == name; });
       if (it == axes.end()) {
         axes.emplace_back(name, std::vector<std::string>{});

@@ -19,6 +19,7 @@
 #include <set>
 
 #include "core/plan/mesh.h"
+#include "core/sweep/sweep.h"
 
 namespace mmtwin::gui {
 namespace {
@@ -931,6 +932,10 @@ Status SweepView::Open(const std::string& db_path) {
   MMTWIN_ASSIGN_OR_RETURN(std::vector<RunRecord> runs, db->Runs());
   runs_ = std::move(runs);
   path_ = QString::fromStdString(db_path);
+  base_dirs_.clear();
+  if (Result<std::vector<SweepInfo>> sweeps = db->Sweeps(); sweeps.ok())
+    for (const SweepInfo& info : *sweeps)
+      if (Result<SweepSpec> spec = LoadSweep(info.path); spec.ok()) base_dirs_[info.name] = spec->base_dir;
   const auto axes = SweepAxes(runs_);
   {
     QSignalBlocker b1(metric_), b2(x_), b3(y_);
@@ -951,6 +956,12 @@ Status SweepView::Open(const std::string& db_path) {
   }
   Rebuild();
   return Status();
+}
+
+std::string SweepView::BaseDirOf(const std::string& sweep) const {
+  auto it = base_dirs_.find(sweep);
+  if (it != base_dirs_.end()) return it->second;
+  return QFileInfo(path_).absolutePath().toStdString();
 }
 
 bool SweepView::Choose(const std::string& metric, const std::string& x_axis, const std::string& y_axis) {

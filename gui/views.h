@@ -247,6 +247,9 @@ class SweepView : public QWidget {
   // Reads every run of the database (ResultsDb::Runs); errors leave the view as it was.
   Status Open(const std::string& db_path);
   const std::vector<RunRecord>& runs() const { return runs_; }
+  // Where the relative paths of a sweep's resolved scenarios resolve: its base scenario's folder when the sweep
+  // file recorded in the database still loads (LoadSweep), else the database's folder.
+  std::string BaseDirOf(const std::string& sweep) const;
   // Chooses what the heatmap shows (names as in the combo boxes); false when one is not offered.
   bool Choose(const std::string& metric, const std::string& x_axis, const std::string& y_axis);
   bool SetFilter(const std::string& axis, const std::string& value);
@@ -259,6 +262,7 @@ class SweepView : public QWidget {
  private:
   void Rebuild();
   std::vector<RunRecord> runs_;
+  std::map<std::string, std::string> base_dirs_;  // sweep name -> base folder
   QString path_;
   QComboBox *metric_, *x_, *y_;
   QWidget* filters_;

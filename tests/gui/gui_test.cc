@@ -587,6 +587,8 @@ class GuiTest : public QObject {
     QCOMPARE(w.summary()->FieldText("iteration_p50"), FormatMs(value));
     QVERIFY(w.editor()->valid());  // its resolved scenario, ready to run again for its timeline
     QCOMPARE(w.editor()->scenario().parallel.micro_batches, 16);
+    // Named in the sweep's base folder, where the resolved scenario's relative paths resolve.
+    QCOMPARE(QFileInfo(w.editor()->path()).absolutePath(), QFileInfo(kDefault).absolutePath());
   }
 
   // Memory view: bars per stage; an OOM stage is outlined in red (and the summary says OOM).
