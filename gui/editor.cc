@@ -192,7 +192,7 @@ QWidget* ScenarioEditor::BuildForm() {
   right->addStretch(1);
 
   auto spin_key = [this](QSpinBox* s, std::string key) {
-    connect(s, &QSpinBox::valueChanged, this, [this, s, key](int v) { FormEdited(key, std::to_string(v)); });
+    connect(s, &QSpinBox::valueChanged, this, [this, key](int v) { FormEdited(key, std::to_string(v)); });
   };
   spin_key(f.dp, "parallel.dp");
   spin_key(f.tp, "parallel.tp");
