@@ -3,10 +3,11 @@
 # offscreen:   bash reports/gui/make_screenshots.sh [BUILD_DIR]     (default: build)
 # editor, yaml, summary, timeline, compare: scenarios/default.yaml (A) against the same with a uniform partition
 # (B); sweep: the heatmap of reports/gui/sweep.yaml; memory: default.yaml with GPipe, no recompute and 5
-# micro-batches, which does not fit on three of its four stages.
+# micro-batches, which does not fit on three of its four stages; yaml-error: default.yaml with dp 0, as the editor
+# shows the core's message.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-build=${1:-$root/build}
+build=$(cd "${1:-$root/build}" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export QT_QPA_PLATFORM=offscreen MMTWIN_GUI_RUNS=$tmp/runs
@@ -17,3 +18,6 @@ cd "$root"
 "$build/gui/mmtwin-gui" --screenshot "$tmp/oom" --what-if policies.schedule=gpipe --what-if policies.recompute=none \
   --what-if parallel.micro_batches=5 scenarios/default.yaml
 cp "$tmp/oom/memory.png" reports/gui/memory.png
+sed 's/dp: 2,/dp: 0,/' scenarios/default.yaml >"$tmp/default.yaml"
+(cd "$tmp" && "$build/gui/mmtwin-gui" --screenshot "$tmp/error" default.yaml)
+cp "$tmp/error/yaml.png" reports/gui/yaml-error.png
