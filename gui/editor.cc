@@ -302,15 +302,51 @@ void ScenarioEditor::SetText(const QString& yaml, const QString& path) {
   SetModified(false);
 }
 
+// A scalar value written in place on the key's own line, keeping the text's comments and layout: the plain or
+// quoted value after `leaf:` on line `line` (1-based) replaced, when that line holds the leaf key exactly once
+// with such a value. "" when it cannot.
+static std::string EditLineInPlace(const std::string& text, long line, const std::string& leaf,
+                                   const std::string& value) {
+  QStringList lines = QString::fromStdString(text).split('\n');
+  if (line < 1 || line > lines.size()) return "";
+  const QString& l = lines[line - 1];
+  const QRegularExpression re(
+      QStringLiteral("(?:^|[\\s{,])") + QRegularExpression::escape(QString::fromStdString(leaf)) +
+      QStringLiteral(R"re(:[ \t]*([^,}#'"\s{\[][^,}#'"]*?|'[^']*'|"[^"]*")[ \t]*(?=$|[,}#]))re"));
+  QRegularExpressionMatchIterator it = re.globalMatch(l);
+  if (!it.hasNext()) return "";
+  const QRegularExpressionMatch m = it.next();
+  if (it.hasNext()) return "";
+  lines[line - 1] = l.left(m.capturedStart(1)) + QString::fromStdString(value) + l.mid(m.capturedEnd(1));
+  return lines.join('\n').toStdString();
+}
+
 void ScenarioEditor::FormEdited(const std::string& dotted_key, const std::string& yaml_value) {
   if (filling_) return;
-  Result<std::string> edited = OverrideScenarioYaml(text().toStdString(), {{dotted_key, yaml_value}});
+  const std::string current = text().toStdString();
+  Result<std::string> edited = OverrideScenarioYaml(current, {{dotted_key, yaml_value}});
   if (!edited.ok()) {
     SetError(QString::fromStdString(Name() + ": " + edited.error().message()));
     return;
   }
+  // Prefer the edit in place (comments and layout kept) when the current text parses, the key is written on a
+  // line of its own text, and the result reads exactly as the core's override does.
+  std::string chosen = *edited;
+  if (yaml_value.empty() || yaml_value[0] != '{') {
+    Result<Scenario> now = ParseScenario(current, Name(), BaseDir());
+    auto line = now.ok() ? now->lines.find(dotted_key) : std::map<std::string, long>::const_iterator();
+    if (now.ok() && line != now->lines.end()) {
+      const std::string leaf = dotted_key.substr(dotted_key.rfind('.') + 1);
+      const std::string in_place = EditLineInPlace(current, line->second, leaf, yaml_value);
+      if (!in_place.empty()) {
+        Result<Scenario> a = ParseScenario(in_place, Name(), BaseDir()),
+                         b = ParseScenario(*edited, Name(), BaseDir());
+        if (a.ok() && b.ok() && *a == *b) chosen = in_place;
+      }
+    }
+  }
   filling_ = true;
-  yaml_->setPlainText(QString::fromStdString(*edited));
+  yaml_->setPlainText(QString::fromStdString(chosen));
   filling_ = false;
   SetModified(true);
   Reparse();

@@ -6,8 +6,10 @@
 //   ed.form().dp->setValue(4);                     // the YAML tab now says dp: 4, scenario().parallel.dp == 4
 //   if (!ed.valid()) show(ed.error());             // "scenarios/default.yaml:11: parallel.dp: ..."
 //
-// Form -> text: a form edit is applied to the text as a dotted-key override (OverrideScenarioYaml: the text is
-// re-emitted, comments are not kept), then parsed again. Text -> form: typing in the YAML tab re-parses after a
+// Form -> text: a form edit is applied to the text as a dotted-key override, then parsed again. A scalar knob
+// already written on a line of its own is edited in place on that line (comments and layout kept) when the
+// result reads exactly as the core's override (OverrideScenarioYaml) does; other edits (a policy choice, a key
+// not yet written) take the override's text, which is re-emitted YAML without comments. Text -> form: typing in the YAML tab re-parses after a
 // short pause (or at once with Reparse()); when it parses and validates (ParseScenario, then ValidateScenario),
 // the form shows it; otherwise the core's message is shown under both tabs, the line is marked in the text,
 // and valid() is false (the window does not run an invalid scenario).
