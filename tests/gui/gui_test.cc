@@ -349,6 +349,17 @@ class GuiTest : public QObject {
           op.start_us + op.duration_us > m.end_us() * 0.4)
         ++in_window;
     QCOMPARE(counted, in_window);
+    // Drag pans: 100 px to the left moves the window 100 px worth of time later; double click shows it all.
+    const double t0 = view.t0_us(), span = view.t1_us() - view.t0_us();
+    const QPoint from = view.PlotRect().center().toPoint();
+    QTest::mousePress(&view, Qt::LeftButton, Qt::NoModifier, from);
+    QTest::mouseMove(&view, from - QPoint(100, 0));
+    QTest::mouseRelease(&view, Qt::LeftButton, Qt::NoModifier, from - QPoint(100, 0));
+    QVERIFY(std::abs(view.t0_us() - (t0 + 100 * span / view.PlotRect().width())) < 1e-6 * span);
+    QCOMPARE(view.t1_us() - view.t0_us(), span);
+    QTest::mouseDClick(&view, Qt::LeftButton, Qt::NoModifier, from);
+    QCOMPARE(view.t0_us(), 0.0);
+    QCOMPARE(view.t1_us(), m.end_us());
   }
 
   // Level of detail: 100k ops at full zoom-out draw a number of items bounded by the pixels, and every op in
