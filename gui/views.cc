@@ -580,9 +580,6 @@ void GanttView::paintEvent(QPaintEvent*) {
   for (int r = 0; r < static_cast<int>(rows.size()); ++r) {
     const QRectF rr = RowRect(r);
     const bool compute = rows[r].lane == Lane::kCompute;
-    if (x_full1 > x_full0)
-      p.fillRect(QRectF(x_full0, rr.top(), x_full1 - x_full0, rr.height() - 1),
-                 compute ? no_compute : lane_bg);
     if (rr.height() >= (compute ? 8 : 11)) {
       p.setFont(compute ? font() : small);
       p.setPen(compute ? Qt::black : QColor(0x77, 0x77, 0x77));
@@ -593,16 +590,34 @@ void GanttView::paintEvent(QPaintEvent*) {
   p.setFont(font());
   // Ops (level of detail: TimelineModel::Layout).
   model_.Layout(t0_us_, t1_us_, static_cast<int>(std::ceil(plot.width())), items_);
-  // Filled as pixel spans into one image (cost: ops + pixels, whatever the number of items), then drawn once.
+  // Row backgrounds and ops filled as pixel spans into one opaque image (cost: ops + pixels, whatever the number
+  // of items; an aggregate's shade is blended with its row's background here), then drawn once.
   const QRect px = plot.toAlignedRect().intersected(rect());
-  QImage strip(px.size(), QImage::Format_ARGB32_Premultiplied);
-  strip.fill(Qt::transparent);
-  std::vector<std::pair<int, int>> row_y(rows.size());  // [top, bottom) in strip pixels
+  QImage strip(px.size(), QImage::Format_RGB32);
+  strip.fill(Qt::white);
+  uchar* const bits = strip.bits();  // detached once (scanLine() checks for a detach on every call)
+  const qsizetype bytes_per_line = strip.bytesPerLine();
+  auto fill = [&](int y0, int y1, int x0, int x1, QRgb rgb) {
+    for (int y = y0; y < y1; ++y) {
+      QRgb* line = reinterpret_cast<QRgb*>(bits + y * bytes_per_line);
+      std::fill(line + x0, line + x1, rgb);
+    }
+  };
+  struct Band {
+    int y0, y1;  // items [y0, y1); the background starts one pixel higher
+    QColor bg;
+  };
+  std::vector<Band> bands(rows.size());
+  const int bg_x0 = std::clamp(static_cast<int>(std::floor(x_full0)) - px.left(), 0, px.width());
+  const int bg_x1 = std::clamp(static_cast<int>(std::floor(x_full1)) - px.left(), 0, px.width());
   for (int r = 0; r < static_cast<int>(rows.size()); ++r) {
     const QRectF rr = RowRect(r);
+    const int top = std::clamp(static_cast<int>(std::floor(rr.top())) - px.top(), 0, px.height());
     const int y0 = std::clamp(static_cast<int>(std::floor(rr.top() + 1)) - px.top(), 0, px.height());
     const int y1 = std::clamp(static_cast<int>(std::floor(rr.bottom() - 1)) - px.top(), 0, px.height());
-    row_y[r] = {y0, std::max(y1, std::min(y0 + 1, px.height()))};
+    bands[r] = {y0, std::max(y1, std::min(y0 + 1, px.height())),
+                rows[r].lane == Lane::kCompute ? no_compute : lane_bg};
+    if (bg_x1 > bg_x0) fill(top, bands[r].y1, bg_x0, bg_x1, bands[r].bg.rgb());
   }
   const double scale = plot.width() / (t1_us_ - t0_us_), left = plot.left() - px.left();
   for (const TimelineItem& it : items_) {
@@ -612,13 +627,13 @@ void GanttView::paintEvent(QPaintEvent*) {
     x0 = std::clamp(x0, 0, px.width());
     x1 = std::clamp(x1, 0, px.width());
     if (x1 <= x0) continue;
+    const Band& band = bands[it.row];
     const uint32_t c = OpKindColor(it.kind);
-    const int alpha = it.op < 0 ? static_cast<int>(255 * (0.35f + 0.65f * it.fill)) : 255;
-    const QRgb rgb = qPremultiply(qRgba((c >> 16) & 0xff, (c >> 8) & 0xff, c & 0xff, alpha));
-    for (int y = row_y[it.row].first; y < row_y[it.row].second; ++y) {
-      QRgb* line = reinterpret_cast<QRgb*>(strip.scanLine(y));
-      std::fill(line + x0, line + x1, rgb);
-    }
+    const double a = it.op < 0 ? 0.35 + 0.65 * it.fill : 1.0;
+    auto mix = [a](int fg, int bg) { return static_cast<int>(a * fg + (1 - a) * bg + 0.5); };
+    const QRgb rgb = qRgb(mix((c >> 16) & 0xff, band.bg.red()), mix((c >> 8) & 0xff, band.bg.green()),
+                          mix(c & 0xff, band.bg.blue()));
+    fill(band.y0, band.y1, x0, x1, rgb);
   }
   p.drawImage(px.topLeft(), strip);
   // Time axis (ms).
