@@ -3,7 +3,8 @@
 # including bounded libFuzzer runs of the parsers).
 #   default          one clang build with AddressSanitizer + UndefinedBehaviorSanitizer on every target and the
 #                    fuzzers' coverage instrumentation ($MMTWIN_BUILD_DIR-fuzz): the whole suite, then the
-#                    bounded fuzz runs, all under the sanitizers (what CI runs)
+#                    bounded fuzz runs, all under the sanitizers (what CI runs); the GUI (qt6-base-dev) is
+#                    one of those targets: its QTest suite (label gui) runs offscreen under the sanitizers too
 #   MMTWIN_FUZZ=0    the plain Release build ($MMTWIN_BUILD_DIR, g++) and the whole suite, no sanitizers
 #   MMTWIN_TEST_LABEL=fast  only the fast label (no fuzz runs)
 set -euo pipefail

@@ -14,7 +14,9 @@ mmtwin_install_deps() {
               libfmt-dev
               # The real backend (backend/): LibTorch with c10d Gloo, and OpenBLAS behind it (Debian's default
               # libblas.so.3 is the reference BLAS, ~13x slower on the backend's small scenario).
-              libtorch-dev libgloo-dev libopenblas0-pthread)
+              libtorch-dev libgloo-dev libopenblas0-pthread
+              # The GUI (gui/): Qt6 Widgets and QTest (LGPL; no Qt Charts).
+              qt6-base-dev)
   if [ "${MMTWIN_FUZZ:-0}" = 1 ]; then pkgs+=(clang libclang-rt-14-dev); fi
   local missing=()
   for p in "${pkgs[@]}"; do

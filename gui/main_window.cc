@@ -1,0 +1,358 @@
+#include "main_window.h"
+
+#include <QApplication>
+#include <QDateTime>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QSettings>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QToolBar>
+#include <QVBoxLayout>
+
+#include <fstream>
+#include <sstream>
+
+namespace mmtwin::gui {
+namespace {
+
+QSettings Settings() { return QSettings("mmtwin", "mmtwin-gui"); }
+
+bool ReadFile(const QString& path, std::string& out) {
+  std::ifstream in(path.toStdString(), std::ios::binary);
+  if (!in) return false;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  return true;
+}
+
+enum Tab { kScenarioTab, kSummaryTab, kTimelineTab, kMemoryTab, kCompareTab, kSweepTab };
+
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+  tabs_ = new QTabWidget(this);
+  editor_ = new ScenarioEditor(this);
+  tabs_->addTab(editor_, "Scenario");
+  auto* summary_page = new QSplitter(Qt::Vertical, this);
+  summary_ = new SummaryPanel(summary_page);
+  stages_ = new StageTable(summary_page);
+  summary_page->addWidget(summary_);
+  summary_page->addWidget(stages_);
+  summary_page->setStretchFactor(1, 1);
+  tabs_->addTab(summary_page, "Summary");
+  gantt_ = new GanttView(this);
+  tabs_->addTab(gantt_, "Timeline");
+  memory_ = new MemoryView(this);
+  tabs_->addTab(memory_, "Memory");
+  compare_ = new CompareView(this);
+  tabs_->addTab(compare_, "Compare");
+  sweep_ = new SweepView(this);
+  tabs_->addTab(sweep_, "Sweep");
+  setCentralWidget(tabs_);
+
+  runner_ = new AnalyticRunner(this);
+  process_ = new ProcessRunner(this);
+  progress_ = new QProgressBar(this);
+  progress_->setRange(0, 1000);
+  progress_->setMaximumWidth(240);
+  progress_->setVisible(false);
+  status_ = new QLabel(this);
+  statusBar()->addWidget(status_, 1);
+  statusBar()->addPermanentWidget(progress_);
+  BuildActions();
+
+  connect(runner_, &AnalyticRunner::progress, this, [this](double f) {
+    progress_->setRange(0, 1000);
+    progress_->setValue(static_cast<int>(f * 1000));
+  });
+  connect(runner_, &AnalyticRunner::finished, this,
+          [this](bool ok, const QString& error) { RunDone(ok, error, runner_->TakeResult()); });
+  connect(process_, &ProcessRunner::progress, this, [this](double s) {
+    progress_->setRange(0, 0);  // busy: the child reports no fraction
+    SetStatus(QString("SimGrid run in a child mmtwin process: %1 s").arg(s, 0, 'f', 1));
+  });
+  connect(process_, &ProcessRunner::finished, this,
+          [this](bool ok, const QString& error) { RunDone(ok, error, process_->TakeResult()); });
+  connect(editor_, &ScenarioEditor::validityChanged, this, [this](bool) { UpdateTitle(); });
+  connect(editor_, &ScenarioEditor::modifiedChanged, this, [this](bool) { UpdateTitle(); });
+  connect(sweep_, &SweepView::runOpened, this, [this](int i) {
+    const RunRecord& r = sweep_->runs().at(i);
+    if (!r.summary) {
+      SetStatus(QString::fromStdString("run " + std::to_string(r.run_index) + " failed: " + r.error));
+      return;
+    }
+    RunData run;
+    run.summary = *r.summary;
+    run.scenario_yaml = r.scenario_yaml;
+    // The resolved scenario goes to the editor, named in the sweep's base folder (where its relative paths
+    // resolve), so "run" replays it with its timeline.
+    const QString base = QString::fromStdString(sweep_->BaseDirOf(r.sweep));
+    editor_->SetText(
+        QString::fromStdString(r.scenario_yaml),
+        QDir(base).filePath(QString("%1-run-%2.yaml").arg(QString::fromStdString(r.sweep)).arg(r.run_index)));
+    ShowRun(std::move(run));
+    tabs_->setCurrentIndex(kSummaryTab);
+  });
+  resize(1400, 900);
+  UpdateTitle();
+  SetStatus("Open a scenario, a run folder or a sweep database; F5 runs the scenario.");
+}
+
+void MainWindow::BuildActions() {
+  QMenu* file = menuBar()->addMenu("&File");
+  QToolBar* bar = addToolBar("main");
+  bar->setMovable(false);
+  auto* open = file->addAction("&Open...", QKeySequence::Open, [this] {
+    const QString path = QFileDialog::getOpenFileName(
+        this, "Open a scenario, a run's summary.json or a sweep database", QString(),
+        "Scenarios and runs (*.yaml *.yml summary.json *.sqlite *.db);;All files (*)");
+    if (path.isEmpty()) return;
+    const QString target =
+        QFileInfo(path).fileName() == "summary.json" ? QFileInfo(path).absolutePath() : path;
+    Status st = Open(target);
+    if (!st.ok()) QMessageBox::warning(this, "mmtwin", QString::fromStdString(st.error().message()));
+  });
+  recent_menu_ = file->addMenu("Open &recent");
+  auto* save = file->addAction("&Save", QKeySequence::Save, [this] {
+    if (editor_->path().isEmpty()) {
+      const QString p = QFileDialog::getSaveFileName(this, "Save scenario", QString(), "Scenarios (*.yaml)");
+      if (!p.isEmpty()) SaveTo(p);
+      return;
+    }
+    Status st = SaveTo(editor_->path());
+    if (!st.ok()) QMessageBox::warning(this, "mmtwin", QString::fromStdString(st.error().message()));
+  });
+  file->addAction("Save &as...", QKeySequence::SaveAs, [this] {
+    const QString p =
+        QFileDialog::getSaveFileName(this, "Save scenario as", editor_->path(), "Scenarios (*.yaml)");
+    if (p.isEmpty()) return;
+    Status st = SaveTo(p);
+    if (!st.ok()) QMessageBox::warning(this, "mmtwin", QString::fromStdString(st.error().message()));
+  });
+  file->addSeparator();
+  file->addAction("&Quit", QKeySequence::Quit, this, &QWidget::close);
+  bar->addAction(open);
+  bar->addAction(save);
+  bar->addSeparator();
+  QMenu* run = menuBar()->addMenu("&Run");
+  run_action_ = run->addAction("&Run (analytic)", QKeySequence(Qt::Key_F5), [this] { Run("analytic"); });
+  simgrid_action_ = run->addAction("Run with &SimGrid (child process)", [this] { Run("simgrid"); });
+  cancel_action_ = run->addAction("&Cancel", QKeySequence(Qt::Key_Escape), [this] { CancelRun(); });
+  cancel_action_->setEnabled(false);
+  auto* pin = run->addAction("&Pin as A (compare)", [this] { Pin(); });
+  auto* compare_dir = run->addAction("Compare with a run &folder...", [this] {
+    const QString d = QFileDialog::getExistingDirectory(this, "Run folder to compare with (as A)");
+    if (d.isEmpty()) return;
+    Result<RunData> r = LoadRunDir(d.toStdString());
+    if (!r.ok()) {
+      QMessageBox::warning(this, "mmtwin", QString::fromStdString(r.error().message()));
+      return;
+    }
+    pinned_ = std::make_unique<RunData>(std::move(*r));
+    compare_->SetRuns(pinned_.get(), current_.get());
+    tabs_->setCurrentIndex(kCompareTab);
+  });
+  bar->addAction(run_action_);
+  bar->addAction(simgrid_action_);
+  bar->addAction(cancel_action_);
+  bar->addSeparator();
+  bar->addAction(pin);
+  bar->addAction(compare_dir);
+  UpdateRecentMenu();
+}
+
+QString MainWindow::RunsDir() {
+  const QString env = qEnvironmentVariable("MMTWIN_GUI_RUNS");
+  if (!env.isEmpty()) return env;
+  const QString configured = Settings().value("runs_dir").toString();
+  if (!configured.isEmpty()) return configured;
+  return QDir::current().filePath("runs/gui");
+}
+
+Status MainWindow::Open(const QString& path) {
+  const QFileInfo info(path);
+  if (!info.exists()) return Error(path.toStdString() + ": no such file or folder");
+  Status st;
+  if (info.isDir()) {
+    st = OpenRunDir(path);
+  } else if (path.endsWith(".sqlite") || path.endsWith(".db")) {
+    st = OpenSweep(path);
+  } else {
+    std::string text;
+    if (!ReadFile(path, text)) return Error(path.toStdString() + ": cannot read");
+    editor_->SetText(QString::fromStdString(text), path);
+    tabs_->setCurrentIndex(kScenarioTab);
+  }
+  if (st.ok()) AddRecent(info.absoluteFilePath());
+  UpdateTitle();
+  return st;
+}
+
+Status MainWindow::OpenRunDir(const QString& dir) {
+  MMTWIN_ASSIGN_OR_RETURN(RunData run, LoadRunDir(dir.toStdString()));
+  if (!run.scenario_yaml.empty())
+    editor_->SetText(QString::fromStdString(run.scenario_yaml), QDir(dir).filePath("scenario.yaml"));
+  // A second run folder: the one shown before becomes A of the comparison.
+  if (current_) pinned_ = std::move(current_);
+  ShowRun(std::move(run));
+  tabs_->setCurrentIndex(pinned_ ? kCompareTab : kSummaryTab);
+  return Status();
+}
+
+Status MainWindow::OpenSweep(const QString& db) {
+  MMTWIN_RETURN_IF_ERROR(sweep_->Open(db.toStdString()));
+  tabs_->setCurrentIndex(kSweepTab);
+  return Status();
+}
+
+Status MainWindow::SaveTo(const QString& path) {
+  {
+    std::ofstream f(path.toStdString(), std::ios::binary | std::ios::trunc);
+    f << editor_->text().toStdString();
+    if (!f) return Error(path.toStdString() + ": cannot write");
+  }
+  editor_->SetPath(path);
+  editor_->SetModified(false);
+  AddRecent(QFileInfo(path).absoluteFilePath());
+  UpdateTitle();
+  return Status();
+}
+
+bool MainWindow::running() const { return runner_->running() || process_->running(); }
+
+bool MainWindow::Run(const QString& engine) {
+  if (running()) return false;
+  editor_->Reparse();
+  if (!editor_->valid()) {
+    last_error_ = editor_->error();
+    SetStatus("Not run: " + last_error_);
+    tabs_->setCurrentIndex(kScenarioTab);
+    return false;
+  }
+  const Scenario& s = editor_->scenario();
+  const QString dir =
+      QDir(RunsDir()).filePath(QString::fromStdString(s.name.empty() ? "scenario" : s.name) + "-" +
+                               QDateTime::currentDateTime().toString("yyyyMMdd-hhmmss-zzz"));
+  QDir().mkpath(RunsDir());
+  bool started = false;
+  if (engine == "analytic") {
+    started = runner_->Start(s, dir);
+  } else {
+    started = process_->Start(ProcessRunner::FindCli(), s, engine, dir);
+    if (!started) last_error_ = process_->error();
+  }
+  if (!started) {
+    SetStatus("Not run: " + last_error_);
+    return false;
+  }
+  progress_->setValue(0);
+  progress_->setVisible(true);
+  run_action_->setEnabled(false);
+  simgrid_action_->setEnabled(false);
+  cancel_action_->setEnabled(true);
+  SetStatus("Running " + engine + " ...");
+  return true;
+}
+
+void MainWindow::CancelRun() {
+  runner_->Cancel();
+  process_->Cancel();
+}
+
+void MainWindow::RunDone(bool ok, const QString& error, RunData run) {
+  progress_->setVisible(false);
+  run_action_->setEnabled(true);
+  simgrid_action_->setEnabled(true);
+  cancel_action_->setEnabled(false);
+  if (!ok) {
+    last_error_ = error;
+    SetStatus("Run failed: " + error);
+    emit runFinished(false, error);
+    return;
+  }
+  last_error_.clear();
+  const QString dir = QString::fromStdString(run.dir);
+  ShowRun(std::move(run));
+  SetStatus("Run written to " + dir);
+  emit runFinished(true, QString());
+}
+
+void MainWindow::ShowRun(RunData run) {
+  current_ = std::make_unique<RunData>(std::move(run));
+  summary_->SetRun(current_->summary);
+  stages_->SetStages(current_->summary.stages);
+  gantt_->SetRun(current_.get());
+  gantt_->SetTitle(QString::fromStdString(
+      "Timeline of iteration " +
+      (current_->ops.empty() ? std::string("-") : std::to_string(current_->ops.front().iteration)) + " (" +
+      RecordSourceName(current_->summary.source) + ", " + current_->summary.engine + "), " +
+      current_->summary.scenario));
+  memory_->SetRun(current_.get());
+  compare_->SetRuns(pinned_.get(), current_.get());
+  UpdateTitle();
+}
+
+void MainWindow::Pin() {
+  if (!current_) return;
+  pinned_ = std::make_unique<RunData>(*current_);
+  compare_->SetRuns(pinned_.get(), nullptr);
+  SetStatus("Pinned as A: change knobs and run again to compare.");
+}
+
+void MainWindow::AddRecent(const QString& path) {
+  QSettings s = Settings();
+  QStringList recent = s.value("recent").toStringList();
+  recent.removeAll(path);
+  recent.prepend(path);
+  while (recent.size() > 10) recent.removeLast();
+  s.setValue("recent", recent);
+  UpdateRecentMenu();
+}
+
+void MainWindow::UpdateRecentMenu() {
+  if (recent_menu_ == nullptr) return;
+  recent_menu_->clear();
+  for (const QString& p : Settings().value("recent").toStringList())
+    recent_menu_->addAction(p, [this, p] {
+      Status st = Open(p);
+      if (!st.ok()) QMessageBox::warning(this, "mmtwin", QString::fromStdString(st.error().message()));
+    });
+  recent_menu_->setEnabled(!recent_menu_->isEmpty());
+}
+
+void MainWindow::UpdateTitle() {
+  const QString file =
+      editor_->path().isEmpty() ? QString("untitled.yaml") : QFileInfo(editor_->path()).fileName();
+  setWindowTitle(QString("mmtwin what-if explorer - %1%2%3")
+                     .arg(file)
+                     .arg(editor_->modified() ? " (modified)" : "")
+                     .arg(editor_->valid() ? "" : " (invalid)"));
+}
+
+void MainWindow::SetStatus(const QString& text) { status_->setText(text); }
+
+Status MainWindow::SaveScreenshots(const QString& dir, int width, int height) {
+  if (!QDir().mkpath(dir)) return Error(dir.toStdString() + ": cannot create");
+  resize(width, height);
+  show();
+  const std::vector<std::pair<int, QString>> shots = {{kScenarioTab, "editor"}, {kScenarioTab, "yaml"},
+                                                      {kSummaryTab, "summary"}, {kTimelineTab, "timeline"},
+                                                      {kMemoryTab, "memory"},   {kCompareTab, "compare"},
+                                                      {kSweepTab, "sweep"}};
+  for (const auto& [tab, name] : shots) {
+    tabs_->setCurrentIndex(tab);
+    editor_->tabs()->setCurrentIndex(name == "yaml" ? 1 : 0);
+    QApplication::processEvents();
+    const QString file = QDir(dir).filePath(name + ".png");
+    if (!grab().save(file)) return Error(file.toStdString() + ": cannot write");
+  }
+  editor_->tabs()->setCurrentIndex(0);
+  return Status();
+}
+
+}  // namespace mmtwin::gui

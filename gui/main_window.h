@@ -1,0 +1,101 @@
+// The what-if explorer's window: tabs Scenario (ScenarioEditor), Summary (SummaryPanel + StageTable), Timeline
+// (GanttView), Memory (MemoryView), Compare (CompareView) and Sweep (SweepView); a toolbar with open / save /
+// save as, run (analytic, in-process) / run with SimGrid (child mmtwin process) / cancel, and pin (the current
+// run becomes A of the comparison); recent files in QSettings ("mmtwin", "mmtwin-gui").
+//
+//   MainWindow w;
+//   w.Open("scenarios/default.yaml");   // a scenario, a run folder (simulated or measured) or a sweep .sqlite
+//   w.show();
+//
+// Runs are written as ordinary run folders under RunsDir() ($MMTWIN_GUI_RUNS, else the QSettings key
+// "runs_dir", else runs/gui in the working folder).
+#pragma once
+
+#include <QLabel>
+#include <QMainWindow>
+#include <QMenu>
+#include <QProgressBar>
+#include <QString>
+#include <QTabWidget>
+
+#include <memory>
+
+#include "editor.h"
+#include "run_data.h"
+#include "runner.h"
+#include "views.h"
+
+namespace mmtwin::gui {
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+
+  // Opens a scenario file (into the editor), a run folder (its views) or a sweep database (the Sweep tab),
+  // chosen by what `path` is; adds it to the recent files. A second run folder while one is shown is compared.
+  Status Open(const QString& path);
+  Status OpenRunDir(const QString& dir);
+  Status OpenSweep(const QString& db);
+  Status SaveTo(const QString& path);
+
+  // Runs the editor's scenario: analytic in-process, or engine "simgrid" as a child process. False when the
+  // scenario does not validate (the editor shows why) or a run is in progress.
+  bool Run(const QString& engine = "analytic");
+  void CancelRun();
+  bool running() const;
+  // Current run becomes A of the comparison.
+  void Pin();
+  // Shows a run (the window keeps it) in the Summary, Timeline and Memory tabs (and as B of the comparison).
+  void ShowRun(RunData run);
+
+  const RunData* current() const { return current_.get(); }
+  const RunData* pinned() const { return pinned_.get(); }
+  QString last_error() const { return last_error_; }
+  static QString RunsDir();
+
+  // Widgets, for tests and screenshots.
+  QTabWidget* tabs() const { return tabs_; }
+  ScenarioEditor* editor() const { return editor_; }
+  SummaryPanel* summary() const { return summary_; }
+  StageTable* stage_table() const { return stages_; }
+  GanttView* gantt() const { return gantt_; }
+  MemoryView* memory() const { return memory_; }
+  CompareView* compare() const { return compare_; }
+  SweepView* sweep() const { return sweep_; }
+  AnalyticRunner* runner() const { return runner_; }
+
+  // Renders every view to DIR/{editor,yaml,summary,timeline,memory,compare,sweep}.png at width x height (the
+  // window as shown, offscreen with QT_QPA_PLATFORM=offscreen). The runs shown are whatever the window holds.
+  Status SaveScreenshots(const QString& dir, int width = 1400, int height = 900);
+
+ signals:
+  void runFinished(bool ok, const QString& error);
+
+ private:
+  void BuildActions();
+  void RunDone(bool ok, const QString& error, RunData run);
+  void AddRecent(const QString& path);
+  void UpdateRecentMenu();
+  void UpdateTitle();
+  void SetStatus(const QString& text);
+
+  QTabWidget* tabs_;
+  ScenarioEditor* editor_;
+  SummaryPanel* summary_;
+  StageTable* stages_;
+  GanttView* gantt_;
+  MemoryView* memory_;
+  CompareView* compare_;
+  SweepView* sweep_;
+  AnalyticRunner* runner_;
+  ProcessRunner* process_;
+  QProgressBar* progress_;
+  QLabel* status_;
+  QMenu* recent_menu_ = nullptr;
+  QAction *run_action_ = nullptr, *simgrid_action_ = nullptr, *cancel_action_ = nullptr;
+  std::unique_ptr<RunData> current_, pinned_;
+  QString last_error_;
+};
+
+}  // namespace mmtwin::gui

@@ -1,0 +1,85 @@
+// Running a scenario from the GUI without freezing it. Both runners write an ordinary run folder (what
+// `mmtwin simulate -o` writes) and hand back the typed records.
+//
+// AnalyticRunner: Simulate() (core/driver/simulate.h) in this process on a worker thread; progress and the end
+// arrive as queued signals on the thread that owns the runner (the GUI thread), and Cancel() sets the flag
+// Simulate polls, so a cancelled run ends with finished(false, "cancelled") soon after.
+// ProcessRunner: a child `mmtwin simulate SCENARIO --engine ENGINE -o DIR` (QProcess), used for the SimGrid
+// engine so that a library that may abort stays outside the GUI; Cancel() terminates the child.
+//
+//   AnalyticRunner runner;
+//   connect(&runner, &AnalyticRunner::finished, [&](bool ok, QString error) { if (ok) Show(runner.TakeResult()); });
+//   runner.Start(editor.scenario(), "runs/gui-default-1");
+#pragma once
+
+#include <QElapsedTimer>
+#include <QObject>
+#include <QProcess>
+#include <QString>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+
+#include "core/scenario/scenario.h"
+#include "run_data.h"
+
+namespace mmtwin::gui {
+
+class AnalyticRunner : public QObject {
+  Q_OBJECT
+ public:
+  explicit AnalyticRunner(QObject* parent = nullptr);
+  ~AnalyticRunner() override;  // cancels a run in progress and waits for its thread
+
+  // Starts Simulate(scenario) (the analytic engine whatever scenario.engine says); the result is written to
+  // out_dir as a run folder when out_dir is not empty. False (and nothing started) while a run is in progress.
+  bool Start(const Scenario& scenario, const QString& out_dir);
+  void Cancel();
+  bool running() const { return running_; }
+  // The finished run (after finished(true, ...)); empty RunData otherwise. Moves it out.
+  RunData TakeResult();
+
+ signals:
+  void progress(double fraction);                // 0..1
+  void finished(bool ok, const QString& error);  // error: the core's message, or "cancelled"
+
+ private:
+  std::thread thread_;
+  std::atomic<bool> cancel_{false};
+  bool running_ = false;
+  std::unique_ptr<RunData> result_;
+};
+
+class ProcessRunner : public QObject {
+  Q_OBJECT
+ public:
+  explicit ProcessRunner(QObject* parent = nullptr);
+  ~ProcessRunner() override;
+
+  // The mmtwin CLI the GUI runs: $MMTWIN_CLI, else the QSettings key "mmtwin_path", else `mmtwin` next to this
+  // executable, else ../sim/mmtwin from it (the build tree), else `mmtwin` on PATH; "" when none is found.
+  static QString FindCli();
+
+  // Writes the resolved scenario to out_dir + ".scenario.yaml" and runs `cli simulate that --engine engine -o
+  // out_dir`. False when a run is in progress or the file cannot be written (error() says why).
+  bool Start(const QString& cli, const Scenario& scenario, const QString& engine, const QString& out_dir);
+  void Cancel();
+  bool running() const { return process_ != nullptr; }
+  RunData TakeResult();
+  QString error() const { return error_; }
+
+ signals:
+  void progress(double elapsed_s);  // the child does not report a fraction: seconds since it started
+  void finished(bool ok, const QString& error);
+
+ private:
+  void Done(int exit_code, QProcess::ExitStatus status);
+  QProcess* process_ = nullptr;
+  QString out_dir_, error_;
+  QElapsedTimer clock_;
+  std::unique_ptr<RunData> result_;
+  bool cancelled_ = false;
+};
+
+}  // namespace mmtwin::gui

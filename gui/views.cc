@@ -1,0 +1,1056 @@
+#include "views.h"
+
+#include <QFileInfo>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QHelpEvent>
+#include <QImage>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QPainterPath>
+#include <QSplitter>
+#include <QToolTip>
+#include <QVBoxLayout>
+#include <QWheelEvent>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "core/plan/mesh.h"
+#include "core/sweep/sweep.h"
+
+namespace mmtwin::gui {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+QColor Rgb(uint32_t c) { return QColor((c >> 16) & 0xff, (c >> 8) & 0xff, c & 0xff); }
+
+// A "nice" tick step (1, 2, 5 x 10^k) giving about `target` ticks over `span`.
+double NiceStep(double span, int target) {
+  if (!(span > 0)) return 1;
+  const double raw = span / std::max(1, target);
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (raw <= m * p) return m * p;
+  return 10 * p;
+}
+
+QString TickLabel(double v, double step) {
+  const int decimals = step >= 1 ? 0 : std::min(6, static_cast<int>(std::ceil(-std::log10(step))));
+  return QString::number(v, 'f', decimals);
+}
+
+QTableWidgetItem* NumberItem(const QString& text, double raw) {
+  auto* it = new QTableWidgetItem(text);
+  it->setData(Qt::UserRole, raw);
+  it->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+  it->setFlags(it->flags() & ~Qt::ItemIsEditable);
+  return it;
+}
+
+QTableWidgetItem* TextItem(const QString& text) {
+  auto* it = new QTableWidgetItem(text);
+  it->setFlags(it->flags() & ~Qt::ItemIsEditable);
+  return it;
+}
+
+void DrawLegendSwatch(QPainter& p, double& x, double y, const QColor& c, const QString& label) {
+  p.fillRect(QRectF(x, y - 9, 12, 10), c);
+  p.setPen(Qt::black);
+  p.drawText(QPointF(x + 16, y), label);
+  x += 16 + p.fontMetrics().horizontalAdvance(label) + 14;
+}
+
+}  // namespace
+
+QString FormatMs(double us) { return QString::number(us / 1e3, 'f', 1) + " ms"; }
+QString FormatPercent(double r) { return QString::number(100 * r, 'f', 1) + "%"; }
+QString FormatGiB(int64_t bytes) { return QString::number(bytes / kGiB, 'f', 1) + " GiB"; }
+
+// ---- SummaryPanel ----
+
+SummaryPanel::SummaryPanel(QWidget* parent) : QWidget(parent) {
+  auto* grid = new QGridLayout(this);
+  const std::vector<std::pair<const char*, const char*>> fields = {
+      {"source", "source"},
+      {"layout", "layout"},
+      {"policies", "policies"},
+      {"iteration_p50", "iteration p50"},
+      {"iteration_p99", "iteration p99"},
+      {"iteration_mean", "iteration mean"},
+      {"busy", "busy"},
+      {"bubble", "bubble"},
+      {"idle", "idle"},
+      {"exposed_comm", "exposed comm"},
+      {"tokens_per_s", "tokens/s"},
+      {"mfu", "MFU"},
+      {"gpu_days", "GPU-days / epoch"},
+      {"oom", "memory"},
+  };
+  int i = 0;
+  for (const auto& [name, caption] : fields) {
+    auto* c = new QLabel(QString(caption) + ":", this);
+    c->setStyleSheet("color: #555");
+    auto* v = new QLabel("-", this);
+    v->setObjectName(name);
+    v->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    const bool wide = i < 3;  // source, layout and policies span the whole width
+    if (wide) {
+      grid->addWidget(c, i, 0);
+      grid->addWidget(v, i, 1, 1, 3);
+    } else {
+      const int k = i - 3, row = 3 + k / 2, col = (k % 2) * 2;
+      grid->addWidget(c, row, col);
+      grid->addWidget(v, row, col + 1);
+    }
+    fields_[name] = v;
+    ++i;
+  }
+  grid->setColumnStretch(1, 1);
+  grid->setColumnStretch(3, 1);
+}
+
+void SummaryPanel::Clear() {
+  for (auto& [name, label] : fields_) label->setText("-");
+}
+
+void SummaryPanel::SetRun(const RunSummary& s) {
+  const ParallelConfig& p = s.parallel;
+  fields_["source"]->setText(QString::fromStdString(std::string(RecordSourceName(s.source)) + " (" +
+                                                    s.engine + "), scenario " + s.scenario + ", model " +
+                                                    s.model));
+  fields_["layout"]->setText(
+      QString("%1 GPUs = dp %2 x tp %3 x pp %4 (vpp %5), %6 micro-batches, ZeRO-%7, %8 x %9")
+          .arg(p.world_size())
+          .arg(p.dp)
+          .arg(p.tp)
+          .arg(p.pp)
+          .arg(p.vpp)
+          .arg(p.micro_batches)
+          .arg(p.zero_stage)
+          .arg(s.cluster.nodes)
+          .arg(QString::fromStdString(s.cluster.preset)));
+  fields_["policies"]->setText(QString::fromStdString(
+      "data " + s.data_policy.name + ", partition " + s.partition_policy.name + ", recompute " +
+      s.recompute_policy.name + ", schedule " + s.schedule_policy.name));
+  fields_["iteration_p50"]->setText(FormatMs(s.iteration_time_us.p50));
+  fields_["iteration_p99"]->setText(FormatMs(s.iteration_time_us.p99));
+  fields_["iteration_mean"]->setText(FormatMs(s.iteration_time_us.mean));
+  fields_["busy"]->setText(FormatPercent(s.busy_ratio));
+  fields_["bubble"]->setText(FormatPercent(s.bubble_ratio));
+  fields_["idle"]->setText(FormatPercent(s.idle_ratio));
+  fields_["exposed_comm"]->setText(FormatPercent(s.exposed_comm_ratio));
+  fields_["tokens_per_s"]->setText(QString::number(s.tokens_per_s, 'f', 0));
+  fields_["mfu"]->setText(FormatPercent(s.mfu));
+  fields_["gpu_days"]->setText(QString::number(s.gpu_days, 'g', 4));
+  if (s.oom) {
+    QStringList short_stages;
+    for (const OomStage& o : s.oom_stages)
+      short_stages << QString("stage %1 short %2").arg(o.stage).arg(FormatGiB(o.short_bytes));
+    fields_["oom"]->setText("OOM: " + short_stages.join(", "));
+    fields_["oom"]->setStyleSheet("color: #c0392b; font-weight: bold");
+  } else {
+    fields_["oom"]->setText("fits on every stage");
+    fields_["oom"]->setStyleSheet("");
+  }
+}
+
+QString SummaryPanel::FieldText(const QString& name) const {
+  auto it = fields_.find(name);
+  return it == fields_.end() ? QString() : it->second->text();
+}
+
+// ---- StageTable ----
+
+StageTable::StageTable(QWidget* parent) : QTableWidget(parent) {
+  setColumnCount(kNumColumns);
+  setHorizontalHeaderLabels({"stage", "layers", "params", "recomp.\nlayers", "fwd\nms", "bwd\nms",
+                             "recomp.\nms", "busy\n%", "bubble\n%", "idle\n%", "states\nGiB", "activ.\nGiB",
+                             "peak\nGiB", "capacity\nGiB", "fits"});
+  verticalHeader()->setVisible(false);
+  horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  setAlternatingRowColors(true);
+  setSelectionBehavior(QAbstractItemView::SelectRows);
+}
+
+void StageTable::SetStages(const std::vector<StageRecord>& stages) {
+  setRowCount(static_cast<int>(stages.size()));
+  for (int r = 0; r < static_cast<int>(stages.size()); ++r) {
+    const StageRecord& s = stages[r];
+    setItem(r, kStage, NumberItem(QString::number(s.stage), s.stage));
+    setItem(r, kLayers, TextItem(QString("%1..%2 (%3)").arg(s.first_layer).arg(s.last_layer).arg(s.layers)));
+    setItem(r, kParams,
+            NumberItem(QString::number(s.params / 1e9, 'f', 2) + "B", static_cast<double>(s.params)));
+    setItem(r, kRecompute, NumberItem(QString::number(s.recomputed_layers), s.recomputed_layers));
+    setItem(r, kFwd, NumberItem(QString::number(s.fwd_us_mean / 1e3, 'f', 1), s.fwd_us_mean / 1e3));
+    setItem(r, kBwd, NumberItem(QString::number(s.bwd_us_mean / 1e3, 'f', 1), s.bwd_us_mean / 1e3));
+    setItem(r, kRecomputeMs,
+            NumberItem(QString::number(s.recompute_us_mean / 1e3, 'f', 1), s.recompute_us_mean / 1e3));
+    setItem(r, kBusy, NumberItem(QString::number(100 * s.busy_ratio, 'f', 1), s.busy_ratio));
+    setItem(r, kBubble, NumberItem(QString::number(100 * s.bubble_ratio, 'f', 1), s.bubble_ratio));
+    setItem(r, kIdle, NumberItem(QString::number(100 * s.idle_ratio, 'f', 1), s.idle_ratio));
+    auto gib = [](int64_t b) { return QString::number(b / kGiB, 'f', 1); };
+    setItem(r, kStates, NumberItem(gib(s.model_state_bytes), static_cast<double>(s.model_state_bytes)));
+    setItem(r, kActivations,
+            NumberItem(gib(s.peak_activation_bytes), static_cast<double>(s.peak_activation_bytes)));
+    setItem(r, kPeak, NumberItem(gib(s.peak_memory_bytes), static_cast<double>(s.peak_memory_bytes)));
+    setItem(r, kCapacity,
+            NumberItem(gib(s.memory_capacity_bytes), static_cast<double>(s.memory_capacity_bytes)));
+    auto* fits = TextItem(s.fits ? "yes" : "OOM");
+    if (!s.fits) fits->setForeground(QColor(0xc0, 0x39, 0x2b));
+    setItem(r, kFits, fits);
+  }
+}
+
+// ---- MemoryChart ----
+
+MemoryChart::MemoryChart(QWidget* parent) : QWidget(parent) {
+  setMinimumSize(360, 240);
+  setAutoFillBackground(true);
+}
+
+void MemoryChart::SetStages(const std::vector<StageRecord>& stages) {
+  stages_ = stages;
+  update();
+}
+
+namespace {
+struct MemoryGeometry {
+  QRectF plot;
+  double max_bytes = 1;
+  double slot = 1;
+};
+MemoryGeometry MemoryLayout(const QRectF& widget, const std::vector<StageRecord>& stages) {
+  MemoryGeometry g;
+  g.plot = widget.adjusted(64, 48, -16, -44);
+  for (const StageRecord& s : stages)
+    g.max_bytes = std::max({g.max_bytes, static_cast<double>(s.peak_memory_bytes),
+                            static_cast<double>(s.memory_capacity_bytes)});
+  g.max_bytes *= 1.12;
+  g.slot = stages.empty() ? 1 : g.plot.width() / stages.size();
+  return g;
+}
+}  // namespace
+
+QRectF MemoryChart::BarRect(int stage) const {
+  if (stage < 0 || stage >= static_cast<int>(stages_.size())) return {};
+  const MemoryGeometry g = MemoryLayout(QRectF(rect()), stages_);
+  const StageRecord& s = stages_[stage];
+  const double h = g.plot.height() * s.peak_memory_bytes / g.max_bytes;
+  const double x = g.plot.left() + stage * g.slot + g.slot * 0.2;
+  return QRectF(x, g.plot.bottom() - h, g.slot * 0.6, h);
+}
+
+QColor MemoryChart::OutlineColor(int stage) const {
+  if (stage < 0 || stage >= static_cast<int>(stages_.size())) return {};
+  return stages_[stage].fits ? QColor(0x44, 0x44, 0x44) : QColor(0xd6, 0x27, 0x28);
+}
+
+void MemoryChart::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.setRenderHint(QPainter::Antialiasing, false);
+  p.fillRect(rect(), Qt::white);
+  const MemoryGeometry g = MemoryLayout(QRectF(rect()), stages_);
+  QFont bold = font();
+  bold.setBold(true);
+  p.setFont(bold);
+  p.setPen(Qt::black);
+  p.drawText(QRectF(8, 4, width() - 16, 18), Qt::AlignLeft, "Memory per GPU by pipeline stage (GiB)");
+  p.setFont(font());
+  // Legend.
+  double lx = 8;
+  const QColor states(0x4e, 0x79, 0xa7), act(0xf2, 0x8e, 0x2b), other(0xba, 0xb0, 0xac);
+  DrawLegendSwatch(p, lx, 38, states, "model states");
+  DrawLegendSwatch(p, lx, 38, act, "peak activations");
+  DrawLegendSwatch(p, lx, 38, other, "boundary buffers");
+  p.setPen(QPen(QColor(0xd6, 0x27, 0x28), 2, Qt::DashLine));
+  p.drawLine(QPointF(lx, 34), QPointF(lx + 18, 34));
+  p.setPen(Qt::black);
+  p.drawText(QPointF(lx + 22, 38), "capacity");
+  lx += 22 + p.fontMetrics().horizontalAdvance("capacity") + 14;
+  p.setPen(QPen(QColor(0xd6, 0x27, 0x28), 2));
+  p.drawRect(QRectF(lx, 29, 12, 10));
+  p.setPen(Qt::black);
+  p.drawText(QPointF(lx + 16, 38), "does not fit (OOM)");
+  if (stages_.empty()) {
+    p.drawText(g.plot, Qt::AlignCenter, "no run");
+    return;
+  }
+  // Y axis.
+  const double step = NiceStep(g.max_bytes / kGiB, 6);
+  p.setPen(QColor(0xdd, 0xdd, 0xdd));
+  for (double v = 0; v <= g.max_bytes / kGiB + 1e-9; v += step) {
+    const double y = g.plot.bottom() - g.plot.height() * v * kGiB / g.max_bytes;
+    p.setPen(QColor(0xe4, 0xe4, 0xe4));
+    p.drawLine(QPointF(g.plot.left(), y), QPointF(g.plot.right(), y));
+    p.setPen(Qt::black);
+    p.drawText(QRectF(0, y - 8, g.plot.left() - 6, 16), Qt::AlignRight | Qt::AlignVCenter,
+               TickLabel(v, step));
+  }
+  p.save();
+  p.translate(12, g.plot.center().y());
+  p.rotate(-90);
+  p.drawText(QRectF(-60, -10, 120, 20), Qt::AlignCenter, "GiB per GPU");
+  p.restore();
+  p.drawLine(g.plot.bottomLeft(), g.plot.bottomRight());
+  // Bars.
+  for (int i = 0; i < static_cast<int>(stages_.size()); ++i) {
+    const StageRecord& s = stages_[i];
+    const QRectF bar = BarRect(i);
+    auto seg_h = [&](double bytes) { return g.plot.height() * bytes / g.max_bytes; };
+    double y = g.plot.bottom();
+    const double hs = seg_h(static_cast<double>(s.model_state_bytes));
+    const double ha = seg_h(static_cast<double>(s.peak_activation_bytes));
+    const double ho = std::max(0.0, bar.height() - hs - ha);
+    p.fillRect(QRectF(bar.left(), y - hs, bar.width(), hs), states);
+    y -= hs;
+    p.fillRect(QRectF(bar.left(), y - ha, bar.width(), ha), act);
+    y -= ha;
+    p.fillRect(QRectF(bar.left(), y - ho, bar.width(), ho), other);
+    p.setPen(QPen(OutlineColor(i), s.fits ? 1 : 2.5));
+    p.drawRect(bar);
+    // Capacity of this stage's GPUs.
+    const double yc = g.plot.bottom() - seg_h(static_cast<double>(s.memory_capacity_bytes));
+    p.setPen(QPen(QColor(0xd6, 0x27, 0x28), 2, Qt::DashLine));
+    p.drawLine(QPointF(g.plot.left() + i * g.slot + 2, yc),
+               QPointF(g.plot.left() + (i + 1) * g.slot - 2, yc));
+    // Peak value above the bar (red with OOM).
+    p.setPen(s.fits ? Qt::black : QColor(0xd6, 0x27, 0x28));
+    const QString top = QString::number(s.peak_memory_bytes / kGiB, 'f', 1) + (s.fits ? "" : "  OOM");
+    p.drawText(QRectF(bar.left() - 30, std::min(bar.top(), yc) - 18, bar.width() + 60, 16), Qt::AlignCenter,
+               top);
+    p.setPen(Qt::black);
+    p.drawText(QRectF(g.plot.left() + i * g.slot, g.plot.bottom() + 4, g.slot, 16), Qt::AlignCenter,
+               QString("stage %1").arg(s.stage));
+  }
+  p.drawText(QRectF(g.plot.left(), g.plot.bottom() + 22, g.plot.width(), 16), Qt::AlignCenter,
+             QString("capacity %1 per GPU; layers per stage in the stage table")
+                 .arg(FormatGiB(stages_.front().memory_capacity_bytes)));
+}
+
+// ---- ActivationChart ----
+
+ActivationChart::ActivationChart(QWidget* parent) : QWidget(parent) { setMinimumSize(360, 150); }
+
+void ActivationChart::SetSeries(std::vector<std::pair<double, int64_t>> steps, QString title) {
+  steps_ = std::move(steps);
+  title_ = std::move(title);
+  update();
+}
+
+void ActivationChart::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.fillRect(rect(), Qt::white);
+  QFont bold = font();
+  bold.setBold(true);
+  p.setFont(bold);
+  p.drawText(QRectF(8, 4, width() - 16, 18), Qt::AlignLeft, title_);
+  p.setFont(font());
+  const QRectF plot = QRectF(rect()).adjusted(64, 28, -16, -36);
+  if (steps_.size() < 2) {
+    p.drawText(plot, Qt::AlignCenter, "no activation records (ops.csv) for this run");
+    return;
+  }
+  double t_end = 0, v_max = 1;
+  for (const auto& [t, v] : steps_) {
+    t_end = std::max(t_end, t);
+    v_max = std::max(v_max, static_cast<double>(v));
+  }
+  v_max *= 1.1;
+  const double vstep = NiceStep(v_max / kGiB, 4), tstep = NiceStep(t_end / 1e3, 8);
+  for (double v = 0; v <= v_max / kGiB + 1e-9; v += vstep) {
+    const double y = plot.bottom() - plot.height() * v * kGiB / v_max;
+    p.setPen(QColor(0xe4, 0xe4, 0xe4));
+    p.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
+    p.setPen(Qt::black);
+    p.drawText(QRectF(0, y - 8, plot.left() - 6, 16), Qt::AlignRight | Qt::AlignVCenter, TickLabel(v, vstep));
+  }
+  for (double t = 0; t <= t_end / 1e3 + 1e-9; t += tstep) {
+    const double x = plot.left() + plot.width() * t * 1e3 / t_end;
+    p.drawLine(QPointF(x, plot.bottom()), QPointF(x, plot.bottom() + 4));
+    p.drawText(QRectF(x - 40, plot.bottom() + 4, 80, 14), Qt::AlignCenter, TickLabel(t, tstep));
+  }
+  p.drawText(QRectF(plot.left(), plot.bottom() + 18, plot.width(), 16), Qt::AlignCenter,
+             "time in the iteration (ms); activation memory held (GiB)");
+  p.drawLine(plot.bottomLeft(), plot.bottomRight());
+  QPainterPath path;
+  auto pt = [&](double t, double v) {
+    return QPointF(plot.left() + plot.width() * t / t_end, plot.bottom() - plot.height() * v / v_max);
+  };
+  path.moveTo(pt(steps_[0].first, steps_[0].second));
+  for (size_t i = 1; i < steps_.size(); ++i) {
+    path.lineTo(pt(steps_[i].first, steps_[i - 1].second));
+    path.lineTo(pt(steps_[i].first, steps_[i].second));
+  }
+  p.setRenderHint(QPainter::Antialiasing);
+  p.setPen(QPen(QColor(0xf2, 0x8e, 0x2b), 2));
+  p.drawPath(path);
+}
+
+// ---- MemoryView ----
+
+MemoryView::MemoryView(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  chart_ = new MemoryChart(this);
+  layout->addWidget(chart_, 3);
+  auto* row = new QHBoxLayout();
+  row->addWidget(new QLabel("Activation memory over the iteration of device:", this));
+  device_ = new QComboBox(this);
+  row->addWidget(device_);
+  row->addStretch(1);
+  layout->addLayout(row);
+  counter_ = new ActivationChart(this);
+  layout->addWidget(counter_, 2);
+  QObject::connect(device_, &QComboBox::currentIndexChanged, this, [this](int i) { ShowDevice(i); });
+}
+
+void MemoryView::SetRun(const RunData* run) {
+  run_ = run;
+  chart_->SetStages(run ? run->summary.stages : std::vector<StageRecord>{});
+  QSignalBlocker block(device_);
+  device_->clear();
+  if (run != nullptr) {
+    std::set<int32_t> devices;
+    for (const OpRecord& op : run->ops)
+      if (op.device >= 0) devices.insert(op.device);
+    const DeviceMesh mesh(run->summary.parallel);
+    for (int32_t d : devices)
+      device_->addItem(
+          QString::fromStdString(d < mesh.num_devices() ? mesh.DeviceName(d) : "device " + std::to_string(d)),
+          d);
+  }
+  ShowDevice(device_->count() > 0 ? 0 : -1);
+}
+
+void MemoryView::ShowDevice(int index) {
+  if (run_ == nullptr || index < 0) {
+    counter_->SetSeries({}, "Activation memory over the iteration");
+    return;
+  }
+  const int32_t d = device_->itemData(index).toInt();
+  counter_->SetSeries(ActivationCounter(run_->ops, d),
+                      "Activation memory of " + device_->itemText(index) + " over the traced iteration");
+}
+
+// ---- GanttView ----
+
+namespace {
+constexpr double kLabelWidth = 120, kTitleHeight = 22, kAxisHeight = 34, kLegendHeight = 22;
+double RowWeight(Lane l) { return l == Lane::kCompute ? 2.0 : 1.0; }
+}  // namespace
+
+GanttView::GanttView(QWidget* parent) : QWidget(parent) {
+  setMinimumSize(400, 160);
+  setMouseTracking(false);
+}
+
+QSize GanttView::sizeHint() const {
+  double w = 0;
+  for (const TimelineRow& r : model_.rows()) w += RowWeight(r.lane);
+  return QSize(
+      900, static_cast<int>(std::clamp(w * 9 + kTitleHeight + kAxisHeight + kLegendHeight, 200.0, 900.0)));
+}
+
+void GanttView::SetRun(const RunData* run) {
+  static const std::vector<OpRecord> kNone;
+  SetOps(run ? &run->ops : &kNone, run ? run->summary.parallel : ParallelConfig{});
+}
+
+void GanttView::SetOps(const std::vector<OpRecord>* ops, const ParallelConfig& parallel) {
+  ops_ = ops;
+  model_ = TimelineModel(*ops, parallel);
+  full_end_us_ = std::max(1.0, model_.end_us());
+  items_.clear();
+  ResetWindow();
+  updateGeometry();
+}
+
+void GanttView::SetFullSpan(double end_us) {
+  full_end_us_ = std::max(1.0, end_us);
+  ResetWindow();
+}
+
+void GanttView::ResetWindow() { SetWindow(0, full_end_us_); }
+
+void GanttView::SetWindow(double t0, double t1) {
+  const double span = std::clamp(t1 - t0, 1.0, full_end_us_ * 1.5);
+  t0 = std::clamp(t0, -0.25 * full_end_us_, full_end_us_);
+  t1 = t0 + span;
+  if (t0 == t0_us_ && t1 == t1_us_) return;
+  t0_us_ = t0;
+  t1_us_ = t1;
+  update();
+  emit windowChanged(t0_us_, t1_us_);
+}
+
+QRectF GanttView::PlotRect() const {
+  // As tall as the rows need at 13 px per unit of row weight (compute rows 2, comm lanes 1), at most the space.
+  double weight = 0;
+  for (const TimelineRow& r : model_.rows()) weight += RowWeight(r.lane);
+  const double space = std::max(10.0, height() - kTitleHeight - kAxisHeight - kLegendHeight);
+  return QRectF(kLabelWidth, kTitleHeight, std::max(10.0, width() - kLabelWidth - 10),
+                weight > 0 ? std::min(space, weight * 13.0) : space);
+}
+
+QRectF GanttView::RowRect(int row) const {
+  const auto& rows = model_.rows();
+  if (row < 0 || row >= static_cast<int>(rows.size())) return {};
+  double total = 0, before = 0;
+  for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
+    if (i == row) before = total;
+    total += RowWeight(rows[i].lane);
+  }
+  const QRectF plot = PlotRect();
+  const double unit = std::min(13.0, plot.height() / total);
+  return QRectF(plot.left(), plot.top() + before * unit, plot.width(), RowWeight(rows[row].lane) * unit);
+}
+
+double GanttView::XOf(double t_us) const {
+  const QRectF plot = PlotRect();
+  return plot.left() + (t_us - t0_us_) * plot.width() / (t1_us_ - t0_us_);
+}
+
+double GanttView::TimeAt(double x) const {
+  const QRectF plot = PlotRect();
+  return t0_us_ + (x - plot.left()) * (t1_us_ - t0_us_) / plot.width();
+}
+
+int GanttView::OpAt(const QPoint& p) const {
+  if (!PlotRect().contains(p)) return -1;
+  for (int r = 0; r < static_cast<int>(model_.rows().size()); ++r) {
+    const QRectF rr = RowRect(r);
+    if (p.y() >= rr.top() && p.y() < rr.bottom()) {
+      const double tol_us = 2.0 * (t1_us_ - t0_us_) / PlotRect().width();  // 2 pixels
+      return model_.HitTest(r, TimeAt(p.x() + 0.5), tol_us);
+    }
+  }
+  return -1;
+}
+
+QPointF GanttView::PointOf(int op) const {
+  if (ops_ == nullptr || op < 0 || op >= static_cast<int>(ops_->size())) return {};
+  const OpRecord& o = (*ops_)[op];
+  const QRectF rr = RowRect(model_.RowOf(o));
+  return QPointF(XOf(o.start_us + o.duration_us / 2), rr.center().y());
+}
+
+QString GanttView::TooltipText(int op) const {
+  if (ops_ == nullptr || op < 0 || op >= static_cast<int>(ops_->size())) return {};
+  const OpRecord& o = (*ops_)[op];
+  QString s = QString("<b>%1</b>, device %2, lane %3<br>")
+                  .arg(OpKindName(o.kind))
+                  .arg(o.device)
+                  .arg(LaneName(o.lane));
+  if (o.micro_batch >= 0) s += QString("micro-batch %1, ").arg(o.micro_batch);
+  s += QString("chunk %1<br>").arg(o.chunk);
+  s += QString("start %1 ms, duration %2 ms")
+           .arg(o.start_us / 1e3, 0, 'f', 3)
+           .arg(o.duration_us / 1e3, 0, 'f', 3);
+  if (o.bytes > 0) s += QString("<br>%1 MB moved").arg(o.bytes / 1e6, 0, 'f', 2);
+  if (o.tokens > 0) s += QString("<br>%1 tokens").arg(o.tokens);
+  if (o.spans > 0) s += QString(", %1 samples").arg(o.spans);
+  return s;
+}
+
+void GanttView::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.fillRect(rect(), Qt::white);
+  const QRectF plot = PlotRect();
+  QFont bold = font();
+  bold.setBold(true);
+  p.setFont(bold);
+  p.drawText(QRectF(8, 2, width() - 16, kTitleHeight - 4), Qt::AlignLeft | Qt::AlignVCenter,
+             title_.isEmpty() ? QString("Timeline of one iteration") : title_);
+  p.setFont(font());
+  const auto& rows = model_.rows();
+  if (rows.empty()) {
+    p.drawText(plot, Qt::AlignCenter,
+               "no ops for this run (a sweep row keeps none: run it to see its timeline)");
+    items_.clear();
+    return;
+  }
+  // Row labels and backgrounds: compute rows shaded where there is no compute (bubbles and idle).
+  const QColor no_compute(0xf7, 0xdc, 0xdc), lane_bg(0xf3, 0xf3, 0xf3);
+  const double x_full0 = std::max(plot.left(), XOf(0)), x_full1 = std::min(plot.right(), XOf(full_end_us_));
+  QFont small = font();
+  small.setPointSizeF(std::max(6.0, font().pointSizeF() * 0.8));
+  for (int r = 0; r < static_cast<int>(rows.size()); ++r) {
+    const QRectF rr = RowRect(r);
+    const bool compute = rows[r].lane == Lane::kCompute;
+    if (rr.height() >= (compute ? 8 : 11)) {
+      p.setFont(compute ? font() : small);
+      p.setPen(compute ? Qt::black : QColor(0x77, 0x77, 0x77));
+      p.drawText(QRectF(4, rr.top() - 2, kLabelWidth - 8, rr.height() + 4), Qt::AlignLeft | Qt::AlignVCenter,
+                 QString::fromStdString(rows[r].label));
+    }
+  }
+  p.setFont(font());
+  // Ops (level of detail: TimelineModel::Layout).
+  model_.Layout(t0_us_, t1_us_, static_cast<int>(std::ceil(plot.width())), items_);
+  // Row backgrounds and ops filled as pixel spans into one opaque image (cost: ops + pixels, whatever the number
+  // of items; an aggregate's shade is blended with its row's background here), then drawn once.
+  const QRect px = plot.toAlignedRect().intersected(rect());
+  QImage strip(px.size(), QImage::Format_RGB32);
+  strip.fill(Qt::white);
+  uchar* const bits = strip.bits();  // detached once (scanLine() checks for a detach on every call)
+  const qsizetype bytes_per_line = strip.bytesPerLine();
+  auto fill = [&](int y0, int y1, int x0, int x1, QRgb rgb) {
+    for (int y = y0; y < y1; ++y) {
+      QRgb* line = reinterpret_cast<QRgb*>(bits + y * bytes_per_line);
+      std::fill(line + x0, line + x1, rgb);
+    }
+  };
+  struct Band {
+    int y0, y1;  // items [y0, y1); the background starts one pixel higher
+    QColor bg;
+  };
+  std::vector<Band> bands(rows.size());
+  const int bg_x0 = std::clamp(static_cast<int>(std::floor(x_full0)) - px.left(), 0, px.width());
+  const int bg_x1 = std::clamp(static_cast<int>(std::floor(x_full1)) - px.left(), 0, px.width());
+  for (int r = 0; r < static_cast<int>(rows.size()); ++r) {
+    const QRectF rr = RowRect(r);
+    const int top = std::clamp(static_cast<int>(std::floor(rr.top())) - px.top(), 0, px.height());
+    const int y0 = std::clamp(static_cast<int>(std::floor(rr.top() + 1)) - px.top(), 0, px.height());
+    const int y1 = std::clamp(static_cast<int>(std::floor(rr.bottom() - 1)) - px.top(), 0, px.height());
+    bands[r] = {y0, std::max(y1, std::min(y0 + 1, px.height())),
+                rows[r].lane == Lane::kCompute ? no_compute : lane_bg};
+    if (bg_x1 > bg_x0) fill(top, bands[r].y1, bg_x0, bg_x1, bands[r].bg.rgb());
+  }
+  const double scale = plot.width() / (t1_us_ - t0_us_), left = plot.left() - px.left();
+  for (const TimelineItem& it : items_) {
+    int x0 = static_cast<int>(std::floor(left + (it.start_us - t0_us_) * scale));
+    int x1 = static_cast<int>(std::floor(left + (it.end_us - t0_us_) * scale));
+    if (x1 <= x0) x1 = x0 + 1;
+    x0 = std::clamp(x0, 0, px.width());
+    x1 = std::clamp(x1, 0, px.width());
+    if (x1 <= x0) continue;
+    const Band& band = bands[it.row];
+    const uint32_t c = OpKindColor(it.kind);
+    const double a = it.op < 0 ? 0.35 + 0.65 * it.fill : 1.0;
+    auto mix = [a](int fg, int bg) { return static_cast<int>(a * fg + (1 - a) * bg + 0.5); };
+    const QRgb rgb = qRgb(mix((c >> 16) & 0xff, band.bg.red()), mix((c >> 8) & 0xff, band.bg.green()),
+                          mix(c & 0xff, band.bg.blue()));
+    fill(band.y0, band.y1, x0, x1, rgb);
+  }
+  p.drawImage(px.topLeft(), strip);
+  // Time axis (ms).
+  const double span_ms = (t1_us_ - t0_us_) / 1e3, step = NiceStep(span_ms, 10);
+  p.setPen(Qt::black);
+  p.drawLine(QPointF(plot.left(), plot.bottom()), QPointF(plot.right(), plot.bottom()));
+  for (double t = std::ceil(t0_us_ / 1e3 / step) * step; t <= t1_us_ / 1e3 + 1e-9; t += step) {
+    const double x = XOf(t * 1e3);
+    p.drawLine(QPointF(x, plot.bottom()), QPointF(x, plot.bottom() + 4));
+    p.drawText(QRectF(x - 40, plot.bottom() + 4, 80, 14), Qt::AlignCenter, TickLabel(t, step));
+  }
+  p.drawText(QRectF(plot.left(), plot.bottom() + 18, plot.width(), 14), Qt::AlignCenter,
+             "time in the iteration (ms) - wheel: zoom, drag: pan, double click: whole iteration");
+  // Legend.
+  double lx = 8;
+  const double ly = plot.bottom() + kAxisHeight + 14;
+  for (const LegendEntry& e : OpKindLegend()) DrawLegendSwatch(p, lx, ly, Rgb(e.color), e.label);
+  DrawLegendSwatch(p, lx, ly, no_compute, "no compute (bubble / idle)");
+}
+
+void GanttView::wheelEvent(QWheelEvent* e) {
+  const double steps = e->angleDelta().y() / 120.0;
+  if (steps == 0) return;
+  const double factor = std::pow(1.25, -steps);
+  const double t = TimeAt(e->position().x());
+  SetWindow(t - (t - t0_us_) * factor, t + (t1_us_ - t) * factor);
+  e->accept();
+}
+
+void GanttView::mousePressEvent(QMouseEvent* e) {
+  if (e->button() != Qt::LeftButton) return;
+  dragging_ = true;
+  drag_x_ = e->position().x();
+  drag_t0_ = t0_us_;
+  setCursor(Qt::ClosedHandCursor);
+}
+
+void GanttView::mouseMoveEvent(QMouseEvent* e) {
+  if (!dragging_) return;
+  const double dt = (e->position().x() - drag_x_) * (t1_us_ - t0_us_) / PlotRect().width();
+  const double span = t1_us_ - t0_us_;
+  SetWindow(drag_t0_ - dt, drag_t0_ - dt + span);
+}
+
+void GanttView::mouseReleaseEvent(QMouseEvent*) {
+  dragging_ = false;
+  unsetCursor();
+}
+
+void GanttView::mouseDoubleClickEvent(QMouseEvent*) { ResetWindow(); }
+
+bool GanttView::event(QEvent* e) {
+  if (e->type() == QEvent::ToolTip) {
+    auto* help = static_cast<QHelpEvent*>(e);
+    const int op = OpAt(help->pos());
+    if (op >= 0)
+      QToolTip::showText(help->globalPos(), TooltipText(op), this);
+    else
+      QToolTip::hideText();
+    return true;
+  }
+  return QWidget::event(e);
+}
+
+// ---- CompareView ----
+
+const std::vector<CompareView::Metric>& CompareView::Metrics() {
+  using S = const RunSummary&;
+  static const std::vector<Metric> kMetrics = {
+      {"iteration p50 (ms)", 1e-3, [](S s) { return s.iteration_time_us.p50; }},
+      {"iteration p99 (ms)", 1e-3, [](S s) { return s.iteration_time_us.p99; }},
+      {"iteration mean (ms)", 1e-3, [](S s) { return s.iteration_time_us.mean; }},
+      {"busy (%)", 100, [](S s) { return s.busy_ratio; }},
+      {"bubble (%)", 100, [](S s) { return s.bubble_ratio; }},
+      {"idle (%)", 100, [](S s) { return s.idle_ratio; }},
+      {"exposed comm (%)", 100, [](S s) { return s.exposed_comm_ratio; }},
+      {"tokens/s", 1, [](S s) { return s.tokens_per_s; }},
+      {"MFU (%)", 100, [](S s) { return s.mfu; }},
+      {"GPU-days (epoch)", 1, [](S s) { return s.gpu_days; }},
+      {"OOM stages", 1, [](S s) { return static_cast<double>(s.oom_stages.size()); }},
+  };
+  return kMetrics;
+}
+
+CompareView::CompareView(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  title_ = new QLabel("Pin a run (A), change knobs and run again (B); or open two run folders.", this);
+  title_->setWordWrap(true);
+  layout->addWidget(title_);
+  auto* tables = new QSplitter(Qt::Horizontal, this);
+  summary_ = new QTableWidget(this);
+  summary_->setColumnCount(4);
+  summary_->setHorizontalHeaderLabels({"A", "B", "B - A", "B / A"});
+  summary_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  stages_ = new QTableWidget(this);
+  stages_->verticalHeader()->setVisible(false);
+  stages_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  tables->addWidget(summary_);
+  tables->addWidget(stages_);
+  auto* timelines = new QSplitter(Qt::Vertical, this);
+  gantt_a_ = new GanttView(this);
+  gantt_b_ = new GanttView(this);
+  timelines->addWidget(gantt_a_);
+  timelines->addWidget(gantt_b_);
+  auto* all = new QSplitter(Qt::Vertical, this);
+  all->addWidget(tables);
+  all->addWidget(timelines);
+  all->setSizes({320, 560});
+  layout->addWidget(all, 1);
+  // One time scale: a zoom or pan on either timeline moves the other (SetWindow ignores an unchanged window).
+  QObject::connect(gantt_a_, &GanttView::windowChanged, gantt_b_, &GanttView::SetWindow);
+  QObject::connect(gantt_b_, &GanttView::windowChanged, gantt_a_, &GanttView::SetWindow);
+}
+
+void CompareView::SetRuns(const RunData* a, const RunData* b) {
+  auto describe = [](const RunData* r) {
+    if (r == nullptr) return QString("(none)");
+    const RunSummary& s = r->summary;
+    const ParallelConfig& p = s.parallel;
+    return QString::fromStdString(s.scenario + " [" + RecordSourceName(s.source) + ", " + s.engine +
+                                  "]: dp " + std::to_string(p.dp) + " x tp " + std::to_string(p.tp) +
+                                  " x pp " + std::to_string(p.pp) + ", " + std::to_string(p.micro_batches) +
+                                  " micro-batches; data " + s.data_policy.name + ", partition " +
+                                  s.partition_policy.name + ", recompute " + s.recompute_policy.name +
+                                  ", schedule " + s.schedule_policy.name);
+  };
+  title_->setText("<b>A</b>: " + describe(a) + "<br><b>B</b>: " + describe(b));
+  title_->setToolTip(
+      QString::fromStdString("A: " + (a ? a->dir : std::string()) + "\nB: " + (b ? b->dir : std::string())));
+  const auto& metrics = Metrics();
+  summary_->setRowCount(static_cast<int>(metrics.size()));
+  for (int i = 0; i < static_cast<int>(metrics.size()); ++i) {
+    const Metric& m = metrics[i];
+    summary_->setVerticalHeaderItem(i, new QTableWidgetItem(m.label));
+    const double va = a ? m.get(a->summary) : 0, vb = b ? m.get(b->summary) : 0;
+    const int prec = m.scale == 1 && std::abs(va) < 10 ? 3 : (m.scale == 1 ? 0 : 2);
+    auto num = [&](double v) { return QString::number(v * m.scale, 'f', prec); };
+    summary_->setItem(i, 0, a ? NumberItem(num(va), va) : TextItem("-"));
+    summary_->setItem(i, 1, b ? NumberItem(num(vb), vb) : TextItem("-"));
+    if (a && b) {
+      const double d = vb - va;
+      auto* di = NumberItem((d > 0 ? "+" : "") + num(d), d);
+      summary_->setItem(i, 2, di);
+      summary_->setItem(i, 3,
+                        va != 0 ? NumberItem(QString::number(vb / va, 'f', 3), vb / va) : TextItem("-"));
+    } else {
+      summary_->setItem(i, 2, TextItem("-"));
+      summary_->setItem(i, 3, TextItem("-"));
+    }
+  }
+  // Per stage: B - A of busy, bubble, idle (points of %), forward ms and peak GiB (stages present in both).
+  stages_->clear();
+  stages_->setColumnCount(6);
+  stages_->setHorizontalHeaderLabels(
+      {"stage", "d busy\n(% pts)", "d bubble\n(% pts)", "d idle\n(% pts)", "d fwd\n(ms)", "d peak\n(GiB)"});
+  const size_t n = (a && b) ? std::min(a->summary.stages.size(), b->summary.stages.size()) : 0;
+  stages_->setRowCount(static_cast<int>(n));
+  for (size_t i = 0; i < n; ++i) {
+    const StageRecord &sa = a->summary.stages[i], &sb = b->summary.stages[i];
+    const int r = static_cast<int>(i);
+    auto signed_num = [](double v, int prec) { return (v > 0 ? "+" : "") + QString::number(v, 'f', prec); };
+    stages_->setItem(r, 0, NumberItem(QString::number(sa.stage), sa.stage));
+    const double db = sb.busy_ratio - sa.busy_ratio, dbu = sb.bubble_ratio - sa.bubble_ratio,
+                 di = sb.idle_ratio - sa.idle_ratio, df = sb.fwd_us_mean - sa.fwd_us_mean,
+                 dp = static_cast<double>(sb.peak_memory_bytes - sa.peak_memory_bytes);
+    stages_->setItem(r, 1, NumberItem(signed_num(100 * db, 1), db));
+    stages_->setItem(r, 2, NumberItem(signed_num(100 * dbu, 1), dbu));
+    stages_->setItem(r, 3, NumberItem(signed_num(100 * di, 1), di));
+    stages_->setItem(r, 4, NumberItem(signed_num(df / 1e3, 1), df));
+    stages_->setItem(r, 5, NumberItem(signed_num(dp / kGiB, 2), dp));
+  }
+  gantt_a_->SetRun(a);
+  gantt_b_->SetRun(b);
+  gantt_a_->SetTitle("A: " + describe(a));
+  gantt_b_->SetTitle("B: " + describe(b));
+  const double end = std::max(gantt_a_->model().end_us(), gantt_b_->model().end_us());
+  gantt_a_->SetFullSpan(end);
+  gantt_b_->SetFullSpan(end);
+}
+
+// ---- HeatmapView ----
+
+HeatmapView::HeatmapView(QWidget* parent) : QWidget(parent) { setMinimumSize(360, 240); }
+
+void HeatmapView::SetHeatmap(Heatmap h) {
+  heatmap_ = std::move(h);
+  update();
+}
+
+QRectF HeatmapView::GridRect() const { return QRectF(rect()).adjusted(150, 52, -90, -50); }
+
+QRectF HeatmapView::CellRect(int x, int y) const {
+  const int nx = static_cast<int>(heatmap_.x_values.size()), ny = static_cast<int>(heatmap_.y_values.size());
+  if (x < 0 || y < 0 || x >= nx || y >= ny) return {};
+  const QRectF g = GridRect();
+  const double w = g.width() / nx, h = g.height() / ny;
+  // y grows upwards: the first y value at the bottom.
+  return QRectF(g.left() + x * w, g.bottom() - (y + 1) * h, w, h);
+}
+
+int HeatmapView::CellAt(const QPointF& p) const {
+  for (int i = 0; i < static_cast<int>(heatmap_.cells.size()); ++i)
+    if (CellRect(heatmap_.cells[i].x, heatmap_.cells[i].y).contains(p)) return i;
+  return -1;
+}
+
+namespace {
+QColor HeatColor(double f) {  // 0 light .. 1 dark blue
+  f = std::clamp(f, 0.0, 1.0);
+  const QColor lo(0xf7, 0xfb, 0xff), hi(0x08, 0x30, 0x6b);
+  return QColor(static_cast<int>(lo.red() + f * (hi.red() - lo.red())),
+                static_cast<int>(lo.green() + f * (hi.green() - lo.green())),
+                static_cast<int>(lo.blue() + f * (hi.blue() - lo.blue())));
+}
+QString CellNumber(double v) { return QString::number(v, 'g', 4); }
+}  // namespace
+
+void HeatmapView::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.fillRect(rect(), Qt::white);
+  const Heatmap& h = heatmap_;
+  QFont bold = font();
+  bold.setBold(true);
+  p.setFont(bold);
+  p.drawText(QRectF(8, 4, width() - 16, 20), Qt::AlignLeft,
+             h.metric.empty() ? QString("Open a sweep database (SQLite)")
+                              : QString::fromStdString(h.metric + " by " + h.x_axis +
+                                                       (h.y_axis.empty() ? "" : " and " + h.y_axis) +
+                                                       "  (click a cell to open its run)"));
+  p.setFont(font());
+  if (h.x_values.empty()) return;
+  const double range = h.max > h.min ? h.max - h.min : 1;
+  for (const HeatmapCell& c : h.cells) {
+    const QRectF r = CellRect(c.x, c.y).adjusted(1, 1, -1, -1);
+    const double f = (c.value - h.min) / range;
+    p.fillRect(r, c.ok ? HeatColor(f) : QColor(0xee, 0xee, 0xee));
+    p.setPen(c.ok && f > 0.55 ? Qt::white : Qt::black);
+    if (c.ok) {
+      p.drawText(r, Qt::AlignCenter, CellNumber(c.value));
+    } else {
+      p.setPen(QColor(0xd6, 0x27, 0x28));
+      p.drawLine(r.topLeft(), r.bottomRight());
+      p.drawText(r, Qt::AlignCenter, "error");
+    }
+  }
+  p.setPen(Qt::black);
+  const QRectF g = GridRect();
+  for (int x = 0; x < static_cast<int>(h.x_values.size()); ++x) {
+    const QRectF r = CellRect(x, 0);
+    p.drawText(QRectF(r.left(), g.bottom() + 4, r.width(), 16), Qt::AlignCenter,
+               QString::fromStdString(h.x_values[x]));
+  }
+  for (int y = 0; y < static_cast<int>(h.y_values.size()); ++y) {
+    const QRectF r = CellRect(0, y);
+    p.drawText(QRectF(4, r.top(), g.left() - 10, r.height()), Qt::AlignRight | Qt::AlignVCenter,
+               QString::fromStdString(h.y_values[y]));
+  }
+  p.setFont(bold);
+  p.drawText(QRectF(g.left(), g.bottom() + 24, g.width(), 18), Qt::AlignCenter,
+             QString::fromStdString(h.x_axis));
+  p.drawText(QRectF(4, g.top() - 22, g.left() - 10, 18), Qt::AlignRight | Qt::AlignVCenter,
+             QString::fromStdString(h.y_axis));
+  p.setFont(font());
+  // Colour scale.
+  const QRectF scale(g.right() + 16, g.top(), 16, g.height());
+  for (int i = 0; i < 64; ++i)
+    p.fillRect(QRectF(scale.left(), scale.bottom() - (i + 1) * scale.height() / 64, scale.width(),
+                      scale.height() / 64 + 1),
+               HeatColor(i / 63.0));
+  p.drawRect(scale);
+  p.drawText(QRectF(scale.right() + 2, scale.top() - 8, 70, 16), Qt::AlignLeft, CellNumber(h.max));
+  p.drawText(QRectF(scale.right() + 2, scale.bottom() - 8, 70, 16), Qt::AlignLeft, CellNumber(h.min));
+}
+
+void HeatmapView::mousePressEvent(QMouseEvent* e) {
+  const int i = CellAt(e->position());
+  if (i >= 0) emit runClicked(heatmap_.cells[i].run);
+}
+
+// ---- SweepView ----
+
+SweepView::SweepView(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  auto* row = new QHBoxLayout();
+  metric_ = new QComboBox(this);
+  x_ = new QComboBox(this);
+  y_ = new QComboBox(this);
+  row->addWidget(new QLabel("metric", this));
+  row->addWidget(metric_, 2);
+  row->addWidget(new QLabel("x axis", this));
+  row->addWidget(x_, 1);
+  row->addWidget(new QLabel("y axis", this));
+  row->addWidget(y_, 1);
+  layout->addLayout(row);
+  filters_ = new QWidget(this);
+  new QHBoxLayout(filters_);
+  filters_->layout()->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(filters_);
+  status_ = new QLabel(this);
+  status_->setWordWrap(true);
+  layout->addWidget(status_);
+  heatmap_ = new HeatmapView(this);
+  layout->addWidget(heatmap_, 1);
+  for (QComboBox* b : {metric_, x_, y_})
+    QObject::connect(b, &QComboBox::currentIndexChanged, this, [this] { Rebuild(); });
+  QObject::connect(heatmap_, &HeatmapView::runClicked, this, &SweepView::runOpened);
+}
+
+Status SweepView::Open(const std::string& db_path) {
+  MMTWIN_ASSIGN_OR_RETURN(std::unique_ptr<ResultsDb> db, ResultsDb::Open(db_path));
+  MMTWIN_ASSIGN_OR_RETURN(std::vector<RunRecord> runs, db->Runs());
+  runs_ = std::move(runs);
+  path_ = QString::fromStdString(db_path);
+  base_dirs_.clear();
+  if (Result<std::vector<SweepInfo>> sweeps = db->Sweeps(); sweeps.ok())
+    for (const SweepInfo& info : *sweeps)
+      if (Result<SweepSpec> spec = LoadSweep(info.path); spec.ok()) base_dirs_[info.name] = spec->base_dir;
+  const auto axes = SweepAxes(runs_);
+  {
+    QSignalBlocker b1(metric_), b2(x_), b3(y_);
+    metric_->clear();
+    for (const std::string& m : HeatmapMetrics()) metric_->addItem(QString::fromStdString(m));
+    // GPU-days of the epoch: the cost a sweep is usually run to minimise.
+    const int gpu_days = metric_->findText("gpu_days"), p50 = metric_->findText("iteration_time_us_p50");
+    metric_->setCurrentIndex(std::max(0, gpu_days >= 0 ? gpu_days : p50));
+    x_->clear();
+    y_->clear();
+    y_->addItem("(none)");
+    for (const auto& [name, values] : axes) {
+      x_->addItem(QString::fromStdString(name));
+      y_->addItem(QString::fromStdString(name));
+    }
+    x_->setCurrentIndex(0);
+    y_->setCurrentIndex(axes.size() > 1 ? 2 : 0);
+  }
+  Rebuild();
+  return Status();
+}
+
+std::string SweepView::BaseDirOf(const std::string& sweep) const {
+  auto it = base_dirs_.find(sweep);
+  if (it != base_dirs_.end()) return it->second;
+  return QFileInfo(path_).absolutePath().toStdString();
+}
+
+bool SweepView::Choose(const std::string& metric, const std::string& x_axis, const std::string& y_axis) {
+  const int m = metric_->findText(QString::fromStdString(metric)),
+            x = x_->findText(QString::fromStdString(x_axis)),
+            y = y_axis.empty() ? 0 : y_->findText(QString::fromStdString(y_axis));
+  if (m < 0 || x < 0 || y < 0) return false;
+  QSignalBlocker b1(metric_), b2(x_), b3(y_);
+  metric_->setCurrentIndex(m);
+  x_->setCurrentIndex(x);
+  y_->setCurrentIndex(y);
+  Rebuild();
+  return true;
+}
+
+bool SweepView::SetFilter(const std::string& axis, const std::string& value) {
+  auto it = filter_boxes_.find(axis);
+  if (it == filter_boxes_.end()) return false;
+  const int i = it->second->findText(QString::fromStdString(value));
+  if (i < 0) return false;
+  it->second->setCurrentIndex(i);  // rebuilds
+  return true;
+}
+
+QString SweepView::error() const { return status_->text(); }
+
+void SweepView::Rebuild() {
+  const std::string metric = metric_->currentText().toStdString(), x = x_->currentText().toStdString(),
+                    y = y_->currentIndex() <= 0 ? "" : y_->currentText().toStdString();
+  // Filters: one combo per other axis (keeping its choice), defaulting to the axis' first value so that each
+  // cell is one run.
+  std::map<std::string, std::string> filters;
+  std::map<std::string, QString> kept;
+  for (auto& [axis, box] : filter_boxes_) kept[axis] = box->currentText();
+  QLayout* fl = filters_->layout();
+  // Deleted later: this may run inside one of these combo boxes' own signals.
+  while (QLayoutItem* item = fl->takeAt(0)) {
+    if (QWidget* old = item->widget()) {
+      old->hide();
+      old->disconnect(this);
+      old->deleteLater();
+    }
+    delete item;
+  }
+  filter_boxes_.clear();
+  for (const auto& [axis, values] : SweepAxes(runs_)) {
+    if (axis == x || axis == y) continue;
+    fl->addWidget(new QLabel(QString::fromStdString(axis) + " =", filters_));
+    auto* box = new QComboBox(filters_);
+    for (const std::string& v : values) box->addItem(QString::fromStdString(v));
+    const int k = kept.count(axis) ? box->findText(kept[axis]) : -1;
+    box->setCurrentIndex(std::max(0, k));
+    filters[axis] = box->currentText().toStdString();
+    QObject::connect(box, &QComboBox::currentIndexChanged, this, [this] { Rebuild(); });
+    fl->addWidget(box);
+    filter_boxes_[axis] = box;
+  }
+  static_cast<QHBoxLayout*>(fl)->addStretch(1);
+  if (runs_.empty()) {
+    status_->setText(path_.isEmpty() ? "" : path_ + ": no runs");
+    heatmap_->SetHeatmap({});
+    return;
+  }
+  Result<Heatmap> h = BuildHeatmap(runs_, metric, x, y, filters);
+  if (!h.ok()) {
+    status_->setText(QString::fromStdString(h.error().message()));
+    heatmap_->SetHeatmap({});
+    return;
+  }
+  status_->setText(QString("%1: %2 runs, %3 shown")
+                       .arg(QFileInfo(path_).fileName())
+                       .arg(runs_.size())
+                       .arg(h->cells.size()));
+  heatmap_->SetHeatmap(std::move(*h));
+}
+
+}  // namespace mmtwin::gui

@@ -1,0 +1,704 @@
+// The GUI's tests (QTest, offscreen, real widgets, real runs): issue 11's acceptance checks 1-3 and the views'
+// oracles. Each test function is its own ctest entry (tests/CMakeLists.txt), run as `gui_test FUNCTION`.
+// Oracles come from outside the widget under test: the `mmtwin` CLI's --json output for the same scenario, the
+// run's trace.json, the sweep database read with raw SQL, brute-force counts over the ops.
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QProcess>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTimer>
+#include <QWheelEvent>
+
+#include <sqlite3.h>
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/plan/mesh.h"
+#include "core/records/records_codec.h"
+#include "editor.h"
+#include "main_window.h"
+#include "run_data.h"
+#include "runner.h"
+#include "views.h"
+
+using nlohmann::json;
+using namespace mmtwin;
+using namespace mmtwin::gui;
+
+namespace {
+
+const QString kSource = QStringLiteral(MMTWIN_SOURCE_DIR);
+const QString kDefault = kSource + "/scenarios/default.yaml";
+
+std::string ReadFile(const QString& path) {
+  std::ifstream in(path.toStdString(), std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteFile(const QString& path, const std::string& text) {
+  std::ofstream out(path.toStdString(), std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+// Runs the mmtwin CLI; returns stdout (fails the test on a non-zero exit).
+QByteArray Cli(const QStringList& args, int expected_exit = 0) {
+  QProcess p;
+  p.start(QStringLiteral(MMTWIN_CLI), args);
+  if (!p.waitForFinished(120000)) qWarning() << "mmtwin did not finish";
+  if (p.exitCode() != expected_exit) qWarning() << p.readAllStandardError();
+  return p.exitCode() == expected_exit ? p.readAllStandardOutput() : QByteArray();
+}
+
+bool WaitRun(MainWindow& w, QString* error = nullptr) {
+  QSignalSpy spy(&w, &MainWindow::runFinished);
+  if (!spy.wait(60000)) return false;
+  if (error) *error = spy.at(0).at(1).toString();
+  return spy.at(0).at(0).toBool();
+}
+
+double Cell(QTableWidget* t, int row, int col) { return t->item(row, col)->data(Qt::UserRole).toDouble(); }
+
+// 100k synthetic ops: 16 devices x (compute + p2p lane), back-to-back compute ops of varying length.
+std::vector<OpRecord> SyntheticOps(int n) {
+  std::vector<OpRecord> ops;
+  ops.reserve(n);
+  std::vector<double> t(32, 0.0);
+  for (int i = 0; i < n; ++i) {
+    OpRecord op;
+    op.device = i % 16;
+    op.lane = (i / 16) % 5 == 4 ? Lane::kP2pForward : Lane::kCompute;
+    op.kind = op.lane == Lane::kCompute ? ((i / 16) % 2 ? OpKind::kBackward : OpKind::kForward)
+                                        : OpKind::kP2pSendActivation;
+    op.micro_batch = i / 16;
+    const int slot = op.device * 2 + (op.lane == Lane::kCompute ? 0 : 1);
+    op.duration_us = 5 + (i * 7919 % 97);
+    op.start_us = t[slot];
+    t[slot] += op.duration_us + (i % 3 == 0 ? 11 : 0);
+    ops.push_back(op);
+  }
+  return ops;
+}
+
+}  // namespace
+
+class GuiTest : public QObject {
+  Q_OBJECT
+ private:
+  QTemporaryDir tmp_;
+
+ private slots:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);  // QSettings (recent files) go to a test location
+    QVERIFY(tmp_.isValid());
+    qputenv("MMTWIN_GUI_RUNS", tmp_.filePath("runs").toLocal8Bit());
+  }
+
+  // Acceptance 1: load scenarios/default.yaml, change dp in the form, run; the summary and per-stage table show
+  // the new run's figures, equal to `mmtwin simulate --json` for the same scenario; the YAML tab reflects it.
+  void dpChangeRunsAndShowsTheCliFigures() {
+    MainWindow w;
+    QVERIFY(w.Open(kDefault).ok());
+    ScenarioEditor* ed = w.editor();
+    QVERIFY(ed->valid());
+    QCOMPARE(ed->form().dp->value(), 2);
+    ed->form().dp->setValue(1);
+    QCOMPARE(ed->scenario().parallel.dp, 1);
+    // Edited in place: the file's comments and layout are kept, only the value changed.
+    std::string expected_text = ReadFile(kDefault);
+    expected_text.replace(expected_text.find("dp: 2,"), 6, "dp: 1,");
+    QCOMPARE(ed->text().toStdString(), expected_text);
+    QVERIFY(w.Run());
+    QString error;
+    QVERIFY2(WaitRun(w, &error), qPrintable(error));
+
+    const QString file = tmp_.filePath("dp1.yaml");
+    WriteFile(file, ed->text().toStdString());
+    const json cli = json::parse(Cli({"simulate", file, "--json"}).toStdString());
+    QCOMPARE(cli["parallel"]["dp"].get<int>(), 1);
+    const double p50 = cli["iteration_time_us"]["p50"], p99 = cli["iteration_time_us"]["p99"];
+    QCOMPARE(w.summary()->FieldText("iteration_p50"), FormatMs(p50));
+    QCOMPARE(w.summary()->FieldText("iteration_p99"), FormatMs(p99));
+    QCOMPARE(w.summary()->FieldText("bubble"), FormatPercent(cli["bubble_ratio"].get<double>()));
+    QCOMPARE(w.summary()->FieldText("mfu"), FormatPercent(cli["mfu"].get<double>()));
+    QVERIFY(std::abs(w.current()->summary.iteration_time_us.p50 - p50) <= 1e-9 * p50);
+    // The default run (dp 2) differs: the figures shown are the new run's.
+    const json before = json::parse(Cli({"simulate", kDefault, "--json"}).toStdString());
+    QVERIFY(before["iteration_time_us"]["p50"].get<double>() != p50);
+
+    StageTable* t = w.stage_table();
+    const json& stages = cli["stages"];
+    QCOMPARE(t->rowCount(), static_cast<int>(stages.size()));
+    for (int r = 0; r < t->rowCount(); ++r) {
+      QCOMPARE(t->item(r, StageTable::kBusy)->text(),
+               QString::number(100 * stages[r]["busy_ratio"].get<double>(), 'f', 1));
+      QVERIFY(std::abs(Cell(t, r, StageTable::kBubble) - stages[r]["bubble_ratio"].get<double>()) < 1e-9);
+      QCOMPARE(Cell(t, r, StageTable::kPeak), stages[r]["peak_memory_bytes"].get<double>());
+      QCOMPARE(Cell(t, r, StageTable::kFwd) * 1e3, stages[r]["fwd_us_mean"].get<double>());
+    }
+    // The run was written as an ordinary run folder the library reads back.
+    Result<RunData> back = LoadRunDir(w.current()->dir);
+    QVERIFY(back.ok());
+    QCOMPARE(back->summary.iteration_time_us.p50, w.current()->summary.iteration_time_us.p50);
+    QCOMPARE(back->ops.size(), w.current()->ops.size());
+  }
+
+  // Acceptance 1 (cont.): an invalid value shows the core's error at its line and does not run.
+  void invalidValueShowsCoreErrorAndDoesNotRun() {
+    MainWindow w;
+    QVERIFY(w.Open(kDefault).ok());
+    ScenarioEditor* ed = w.editor();
+    const std::string text = ReadFile(kDefault);
+    std::string bad = text;
+    const size_t at = bad.find("dp: 2,");
+    QVERIFY(at != std::string::npos);
+    bad.replace(at, 6, "dp: 0,");
+    const int line = static_cast<int>(std::count(bad.begin(), bad.begin() + at, '\n')) + 1;
+    // Typing into the YAML tab re-parses after a pause.
+    ed->yaml_edit()->setPlainText(QString::fromStdString(bad));
+    QTRY_VERIFY_WITH_TIMEOUT(!ed->valid(), 3000);
+    // The core's own message, as `mmtwin simulate` prints it for the same file.
+    const QString file = tmp_.filePath("default.yaml");
+    WriteFile(file, bad);
+    Result<Scenario> core = LoadScenario(file.toStdString());
+    QVERIFY(!core.ok());
+    QString expected = QString::fromStdString(core.error().message());
+    expected.replace(file, kDefault);
+    QCOMPARE(ed->error(), expected);
+    QVERIFY2(ed->error().startsWith(kDefault + ":" + QString::number(line) + ": parallel.dp"),
+             qPrintable(ed->error()));
+    QCOMPARE(ed->error_line(), line);
+    QVERIFY(ed->error_label()->isVisibleTo(ed));
+    QCOMPARE(ed->yaml_edit()->extraSelections().size(), 1);
+    QCOMPARE(ed->yaml_edit()->extraSelections()[0].cursor.blockNumber() + 1, line);
+    QSignalSpy spy(&w, &MainWindow::runFinished);
+    QVERIFY(!w.Run());
+    QVERIFY(!w.running());
+    QCOMPARE(w.last_error(), expected);
+    QTest::qWait(200);
+    QCOMPARE(spy.count(), 0);
+    QVERIFY(w.current() == nullptr);
+
+    // A value the parser accepts but the planner's validation refuses (tp above a node), set in the form.
+    ed->yaml_edit()->setPlainText(QString::fromStdString(text));
+    ed->Reparse();
+    QVERIFY(ed->valid());
+    ed->form().tp->setValue(16);
+    QVERIFY(!ed->valid());
+    QVERIFY2(ed->error().contains("parallel.tp") && ed->error_line() > 0, qPrintable(ed->error()));
+    QVERIFY(!w.Run());
+    // Fixing it makes it valid again.
+    ed->form().tp->setValue(2);
+    QVERIFY(ed->valid());
+    QVERIFY(!ed->error_label()->isVisibleTo(ed));
+  }
+
+  // Form -> YAML -> form is the identity, and every knob reaches the scenario.
+  void formYamlFormRoundTrip() {
+    ScenarioEditor a;
+    a.SetText(QString::fromStdString(ReadFile(kDefault)), kDefault);
+    QVERIFY(a.valid());
+    const auto& f = a.form();
+    f.dp->setValue(4);
+    f.nodes->setValue(4);
+    f.pp->setValue(2);
+    f.micro_batches->setValue(6);
+    f.zero_stage->setValue(2);
+    f.iterations->setValue(3);
+    f.seed->setValue(7);
+    f.trace_samples->setValue(5000);
+    f.policy.at("partition")->setCurrentText("uniform");
+    f.policy.at("schedule")->setCurrentText("gpipe");
+    f.policy.at("data")->setCurrentText("random");
+    QLineEdit* batch = a.form().params.at("data").at("batch_size");
+    batch->setText("3");
+    emit batch->editingFinished();
+    QVERIFY2(a.valid(), qPrintable(a.error()));
+    const Scenario& s = a.scenario();
+    QCOMPARE(s.parallel.dp, 4);
+    QCOMPARE(s.nodes, 4);
+    QCOMPARE(s.parallel.pp, 2);
+    QCOMPARE(s.parallel.micro_batches, 6);
+    QCOMPARE(s.parallel.zero_stage, 2);
+    QCOMPARE(s.iterations, int64_t{3});
+    QCOMPARE(s.seed, uint64_t{7});
+    QCOMPARE(s.trace.samples, int64_t{5000});
+    QCOMPARE(s.partition.name, std::string("uniform"));
+    QCOMPARE(s.schedule.name, std::string("gpipe"));
+    QCOMPARE(s.data.name, std::string("random"));
+    QCOMPARE(s.data.params.at("batch_size"), std::string("3"));
+
+    ScenarioEditor b;
+    b.SetText(a.text(), kDefault);
+    QVERIFY(b.valid());
+    QVERIFY(b.scenario() == a.scenario());
+    const auto& g = b.form();
+    for (auto [x, y] : std::vector<std::pair<QSpinBox*, QSpinBox*>>{{f.dp, g.dp},
+                                                                    {f.tp, g.tp},
+                                                                    {f.pp, g.pp},
+                                                                    {f.vpp, g.vpp},
+                                                                    {f.micro_batches, g.micro_batches},
+                                                                    {f.zero_stage, g.zero_stage},
+                                                                    {f.nodes, g.nodes},
+                                                                    {f.iterations, g.iterations},
+                                                                    {f.seed, g.seed},
+                                                                    {f.trace_samples, g.trace_samples}})
+      QCOMPARE(y->value(), x->value());
+    for (const std::string& kind : PolicyKinds()) {
+      QCOMPARE(g.policy.at(kind)->currentText(), f.policy.at(kind)->currentText());
+      QCOMPARE(g.params.at(kind).size(), f.params.at(kind).size());
+      for (const auto& [name, edit] : f.params.at(kind))
+        QCOMPARE(g.params.at(kind).at(name)->text(), edit->text());
+    }
+    QCOMPARE(g.model->currentText(), f.model->currentText());
+    QCOMPARE(g.cluster->currentText(), f.cluster->currentText());
+    QCOMPARE(g.engine->currentText(), f.engine->currentText());
+    // Descriptions come from the registries.
+    QVERIFY(!g.policy_description.at("schedule")->text().isEmpty());
+  }
+
+  // Acceptance 2: the Gantt holds one item or one LOD aggregate per op of the iteration, in the right row and
+  // time span, checked against trace.json; the op under an op's pixel is that op.
+  void ganttMatchesTraceJsonAndHitTests() {
+    AnalyticRunner runner;
+    QSignalSpy done(&runner, &AnalyticRunner::finished);
+    Result<Scenario> s = LoadScenario(kDefault.toStdString());
+    QVERIFY(s.ok());
+    const QString dir = tmp_.filePath("gantt-run");
+    QVERIFY(runner.Start(*s, dir));
+    QVERIFY(done.wait(60000));
+    QVERIFY(done.at(0).at(0).toBool());
+    Result<RunData> run = LoadRunDir(dir.toStdString());
+    QVERIFY(run.ok());
+    GanttView view;
+    view.resize(1600, 700);
+    view.SetRun(&*run);
+    (void)view.grab();  // paints: Layout at the full window
+    const TimelineModel& m = view.model();
+    int64_t counted = 0;
+    std::set<int> single;
+    for (const TimelineItem& it : view.last_items()) {
+      counted += it.count;
+      if (it.op >= 0) single.insert(it.op);
+    }
+    QCOMPARE(counted, m.drawn_ops());
+
+    // trace.json: one X event per op with a positive duration; pid = device + 1, tid = lane + 1.
+    const json trace = json::parse(ReadFile(dir + "/trace.json"));
+    std::map<int, std::string> process_name;
+    int64_t events = 0;
+    for (const json& e : trace["traceEvents"])
+      if (e["ph"] == "M" && e["name"] == "process_name") process_name[e["pid"]] = e["args"]["name"];
+    const DeviceMesh mesh(run->summary.parallel);
+    for (const json& e : trace["traceEvents"]) {
+      if (e["ph"] != "X") continue;
+      ++events;
+      const int device = e["pid"].get<int>() - 1, lane = e["tid"].get<int>() - 1;
+      const double ts = e["ts"], dur = e["dur"];
+      // The op the event is, and its row.
+      int found = -1;
+      for (int i = 0; i < static_cast<int>(run->ops.size()); ++i) {
+        const OpRecord& op = run->ops[i];
+        if (op.device == device && static_cast<int>(op.lane) == lane && std::abs(op.start_us - ts) < 2e-3 &&
+            std::abs(op.duration_us - dur) < 2e-3) {
+          found = i;
+          break;
+        }
+      }
+      QVERIFY2(found >= 0, qPrintable(QString("no op for event at %1 us on pid %2").arg(ts).arg(device + 1)));
+      const int row = m.RowOf(run->ops[found]);
+      QVERIFY(row >= 0);
+      QCOMPARE(m.rows()[row].device, device);
+      QCOMPARE(static_cast<int>(m.rows()[row].lane), lane);
+      // The compute row's label is the trace's process name ("dp D / stage S").
+      const int compute_row = m.RowOf(device, Lane::kCompute);
+      QCOMPARE(QString::fromStdString(m.rows()[compute_row].label),
+               QString::fromStdString(process_name[device + 1]));
+      // Its item spans the event's time (ops wider than a pixel are their own item).
+      const QRectF rr = view.RowRect(row);
+      const double w_px = view.XOf(ts + dur) - view.XOf(ts);
+      if (w_px >= 3 && single.count(found)) {
+        const QPointF c = view.PointOf(found);
+        QVERIFY(c.y() >= rr.top() && c.y() < rr.bottom());
+        QCOMPARE(view.OpAt(c.toPoint()), found);
+        QVERIFY(
+            view.TooltipText(found).contains(QString("micro-batch %1").arg(run->ops[found].micro_batch)) ||
+            run->ops[found].micro_batch < 0);
+      }
+    }
+    QCOMPARE(events, m.drawn_ops());
+    QVERIFY(events > 100);
+    // Zooming into a tenth of the iteration: the ops in the window are still each counted once.
+    view.SetWindow(m.end_us() * 0.4, m.end_us() * 0.5);
+    (void)view.grab();
+    counted = 0;
+    for (const TimelineItem& it : view.last_items()) counted += it.count;
+    int64_t in_window = 0;
+    for (const OpRecord& op : run->ops)
+      if (m.RowOf(op) >= 0 && op.start_us < m.end_us() * 0.5 &&
+          op.start_us + op.duration_us > m.end_us() * 0.4)
+        ++in_window;
+    QCOMPARE(counted, in_window);
+    // Drag pans: 100 px to the left moves the window 100 px worth of time later; double click shows it all.
+    const double t0 = view.t0_us(), span = view.t1_us() - view.t0_us();
+    const QPoint from = view.PlotRect().center().toPoint();
+    QTest::mousePress(&view, Qt::LeftButton, Qt::NoModifier, from);
+    QTest::mouseMove(&view, from - QPoint(100, 0));
+    QTest::mouseRelease(&view, Qt::LeftButton, Qt::NoModifier, from - QPoint(100, 0));
+    QVERIFY(std::abs(view.t0_us() - (t0 + 100 * span / view.PlotRect().width())) < 1e-6 * span);
+    QCOMPARE(view.t1_us() - view.t0_us(), span);
+    QTest::mouseDClick(&view, Qt::LeftButton, Qt::NoModifier, from);
+    QCOMPARE(view.t0_us(), 0.0);
+    QCOMPARE(view.t1_us(), m.end_us());
+  }
+
+  // Level of detail: 100k ops at full zoom-out draw a number of items bounded by the pixels, and every op in
+  // the window is counted exactly once; an aggregate's colour is a kind present in its column.
+  void lodBoundsItemsFor100kOps() {
+    const std::vector<OpRecord> ops = SyntheticOps(100000);
+    TimelineModel m(ops, ParallelConfig{.dp = 4, .tp = 1, .pp = 4});
+    QCOMPARE(m.drawn_ops(), int64_t{100000});
+    QCOMPARE(static_cast<int>(m.rows().size()), 32);
+    std::vector<TimelineItem> items;
+    const int width = 1200;
+    m.Layout(0, m.end_us(), width, items);
+    QVERIFY2(items.size() <= m.rows().size() * (2 * width + 2), qPrintable(QString::number(items.size())));
+    QVERIFY(items.size() < 100000 / 2);
+    int64_t counted = 0;
+    for (const TimelineItem& it : items) counted += it.count;
+    QCOMPARE(counted, int64_t{100000});
+    // A zoomed window: brute-force count of the ops overlapping it.
+    const double t0 = m.end_us() * 0.3, t1 = m.end_us() * 0.31;
+    m.Layout(t0, t1, width, items);
+    int64_t expected = 0;
+    for (const OpRecord& op : ops)
+      if (op.start_us < t1 && op.start_us + op.duration_us > t0) ++expected;
+    counted = 0;
+    int singles = 0;
+    for (const TimelineItem& it : items) {
+      counted += it.count;
+      singles += it.op >= 0;
+    }
+    QCOMPARE(counted, expected);
+    QVERIFY(singles > 0);  // zoomed in, ops are drawn one by one
+    // Hit test against brute force on random times.
+    for (int k = 0; k < 200; ++k) {
+      const int row = k % 32;
+      const double t = m.end_us() * (k * 0.618034 - std::floor(k * 0.618034));
+      const int hit = m.HitTest(row, t);
+      int brute = -1;
+      for (int i = 0; i < static_cast<int>(ops.size()); ++i)
+        if (m.RowOf(ops[i]) == row && ops[i].start_us <= t && t < ops[i].start_us + ops[i].duration_us)
+          brute = i;
+      QCOMPARE(hit, brute);
+    }
+    // The widget paints through the same bound.
+    GanttView view;
+    view.resize(1400, 800);
+    view.SetOps(&ops, ParallelConfig{.dp = 4, .tp = 1, .pp = 4});
+    (void)view.grab();
+    QVERIFY(view.last_items().size() <=
+            m.rows().size() * (2 * static_cast<size_t>(view.PlotRect().width()) + 4));
+  }
+
+  // Acceptance 3: while a long run is in progress the event loop keeps processing events, and cancel stops it.
+  void longRunKeepsEventLoopAliveAndCancels() {
+    std::string text = ReadFile(kDefault);
+    text.replace(text.find("iterations: 8"), 13, "iterations: epoch");
+    text.replace(text.find("samples: 20000"), 14, "samples: 2000000");
+    Result<Scenario> s = ParseScenario(text, "long.yaml", (kSource + "/scenarios").toStdString());
+    QVERIFY(s.ok());
+    AnalyticRunner runner;
+    QSignalSpy done(&runner, &AnalyticRunner::finished);
+    // A 5 ms timer on the GUI thread, started before the run: the largest gap between its ticks (Start itself
+    // included) while the run works. The run takes seconds (about 3 s in a Release build), so a run that held
+    // the GUI thread would leave a gap of seconds; the bound leaves room for a loaded CI machine.
+    QElapsedTimer clock;
+    clock.start();
+    qint64 last = 0, max_gap = 0;
+    int ticks = 0;
+    QTimer timer;
+    QObject::connect(&timer, &QTimer::timeout, [&] {
+      const qint64 now = clock.elapsed();
+      max_gap = std::max(max_gap, now - last);
+      last = now;
+      ++ticks;
+    });
+    timer.start(5);
+    QVERIFY(runner.Start(*s, tmp_.filePath("long-run")));
+    QVERIFY(!runner.Start(*s, tmp_.filePath("long-run-2")));  // one run at a time
+    QVERIFY2(clock.elapsed() < 500, "Start blocked");
+    QTest::qWait(600);
+    QVERIFY2(runner.running(), "the run ended before it could be cancelled: make it longer");
+    QVERIFY(done.isEmpty());
+    max_gap = std::max(max_gap, clock.elapsed() - last);
+    QVERIFY2(max_gap < 400, qPrintable(QString("event loop blocked for %1 ms").arg(max_gap)));
+    QVERIFY(ticks >= 10);
+    QElapsedTimer cancel_clock;
+    cancel_clock.start();
+    runner.Cancel();
+    QVERIFY(done.wait(20000));
+    QCOMPARE(done.at(0).at(0).toBool(), false);
+    QCOMPARE(done.at(0).at(1).toString(), QString("cancelled"));
+    QVERIFY(!runner.running());
+    QVERIFY(!QFileInfo::exists(tmp_.filePath("long-run")));  // nothing written for a cancelled run
+    qInfo() << "cancel took" << cancel_clock.elapsed() << "ms; max event-loop gap" << max_gap << "ms over"
+            << ticks << "ticks";
+  }
+
+  // The worker reports progress and the finished run equals Simulate's.
+  void workerRunReportsProgress() {
+    std::string text = ReadFile(kDefault);
+    text.replace(text.find("iterations: 8"), 13, "iterations: 64");
+    Result<Scenario> s = ParseScenario(text, "p.yaml", (kSource + "/scenarios").toStdString());
+    QVERIFY(s.ok());
+    AnalyticRunner runner;
+    QSignalSpy progress(&runner, &AnalyticRunner::progress);
+    QSignalSpy done(&runner, &AnalyticRunner::finished);
+    QVERIFY(runner.Start(*s, QString()));
+    QVERIFY(done.wait(60000));
+    QVERIFY(done.at(0).at(0).toBool());
+    QVERIFY(progress.count() > 0);
+    for (int i = 1; i < progress.count(); ++i)
+      QVERIFY(progress.at(i).at(0).toDouble() >= progress.at(i - 1).at(0).toDouble());
+    RunData run = runner.TakeResult();
+    Result<SimulationResult> direct = Simulate(*s, {});
+    QVERIFY(direct.ok());
+    QCOMPARE(SummaryToJson(run.summary), SummaryToJson(direct->summary));
+  }
+
+  // A/B compare: deltas equal the differences of the two summaries; both timelines share one time scale.
+  void compareDeltasEqualSummaryDifferences() {
+    MainWindow w;
+    QVERIFY(w.Open(kDefault).ok());
+    QVERIFY(w.Run());
+    QVERIFY(WaitRun(w));
+    w.Pin();
+    w.editor()->form().policy.at("partition")->setCurrentText("uniform");
+    QVERIFY(w.Run());
+    QVERIFY(WaitRun(w));
+    const RunSummary &a = w.pinned()->summary, &b = w.current()->summary;
+    QCOMPARE(b.partition_policy.name, std::string("uniform"));
+    QVERIFY(a.iteration_time_us.p50 != b.iteration_time_us.p50);
+    CompareView* c = w.compare();
+    const auto& metrics = CompareView::Metrics();
+    QCOMPARE(c->summary_table()->rowCount(), static_cast<int>(metrics.size()));
+    for (int r = 0; r < static_cast<int>(metrics.size()); ++r) {
+      QCOMPARE(Cell(c->summary_table(), r, 0), metrics[r].get(a));
+      QCOMPARE(Cell(c->summary_table(), r, 1), metrics[r].get(b));
+      QCOMPARE(Cell(c->summary_table(), r, 2), metrics[r].get(b) - metrics[r].get(a));
+    }
+    QCOMPARE(Cell(c->summary_table(), 0, 2), b.iteration_time_us.p50 - a.iteration_time_us.p50);
+    QCOMPARE(c->stage_table()->rowCount(), static_cast<int>(a.stages.size()));
+    for (int r = 0; r < c->stage_table()->rowCount(); ++r) {
+      QCOMPARE(Cell(c->stage_table(), r, 1), b.stages[r].busy_ratio - a.stages[r].busy_ratio);
+      QCOMPARE(Cell(c->stage_table(), r, 2), b.stages[r].bubble_ratio - a.stages[r].bubble_ratio);
+      QCOMPARE(Cell(c->stage_table(), r, 5),
+               static_cast<double>(b.stages[r].peak_memory_bytes - a.stages[r].peak_memory_bytes));
+    }
+    // Aligned timelines: the same window, and a zoom on A moves B.
+    c->resize(1200, 900);
+    GanttView *ga = c->gantt_a(), *gb = c->gantt_b();
+    QCOMPARE(ga->t1_us(), gb->t1_us());
+    QCOMPARE(ga->t1_us(), std::max(ga->model().end_us(), gb->model().end_us()));
+    ga->resize(1000, 300);
+    QWheelEvent wheel(QPointF(500, 100), ga->mapToGlobal(QPointF(500, 100)), QPoint(), QPoint(0, 240),
+                      Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+    QApplication::sendEvent(ga, &wheel);
+    QVERIFY(ga->t1_us() - ga->t0_us() < ga->model().end_us());
+    QCOMPARE(gb->t0_us(), ga->t0_us());
+    QCOMPARE(gb->t1_us(), ga->t1_us());
+  }
+
+  // A measured run folder (the backend's, same schema) opens like a simulated one, and compares with a
+  // simulation of its own scenario.
+  void measuredRunOpensAndComparesWithSimulation() {
+    const QString measured = kSource + "/reports/validation/cpu-ws4/runs/vpp2";
+    MainWindow w;
+    QVERIFY(w.Open(measured).ok());
+    QVERIFY(w.current() != nullptr);
+    QCOMPARE(w.current()->summary.source, RecordSource::kMeasured);
+    QVERIFY(w.summary()->FieldText("source").startsWith("measured"));
+    Result<RunSummary> oracle = LoadSummary((measured + "/summary.json").toStdString());
+    QVERIFY(oracle.ok());
+    QCOMPARE(w.summary()->FieldText("iteration_p50"), FormatMs(oracle->iteration_time_us.p50));
+    QCOMPARE(w.stage_table()->rowCount(), static_cast<int>(oracle->stages.size()));
+    QVERIFY(w.editor()->valid());  // its scenario.yaml is in the editor
+    w.Pin();
+    QVERIFY(w.Run());
+    QVERIFY(WaitRun(w));
+    QCOMPARE(w.current()->summary.source, RecordSource::kSimulated);
+    QCOMPARE(Cell(w.compare()->summary_table(), 0, 2),
+             w.current()->summary.iteration_time_us.p50 - oracle->iteration_time_us.p50);
+  }
+
+  // Sweeps: the heatmap's cells equal the database's rows for the chosen metric (read with raw SQL); a click
+  // on a cell opens that run.
+  void heatmapCellsEqualDatabaseRows() {
+    const QString sweep = tmp_.filePath("small-sweep.yaml"), db = tmp_.filePath("small.sqlite");
+    WriteFile(sweep, "name: small\nbase: " + kDefault.toStdString() +
+                         "\nmode: cartesian\niterations: 2\naxes:\n"
+                         "  - {key: parallel.micro_batches, name: micro_batches, values: [4, 8, 16]}\n"
+                         "  - {key: policies.partition, name: partition, values: [uniform, bmp]}\n"
+                         "  - {key: policies.schedule, name: schedule, values: [1f1b, gpipe]}\n");
+    Cli({"sweep", sweep, "--db", db, "--jobs", "2"});
+    MainWindow w;
+    QVERIFY(w.Open(db).ok());
+    SweepView* v = w.sweep();
+    QCOMPARE(static_cast<int>(v->runs().size()), 12);
+    QVERIFY(v->Choose("iteration_time_us_p50", "micro_batches", "partition"));
+    QVERIFY(v->SetFilter("schedule", "gpipe"));
+    const Heatmap& h = v->heatmap()->heatmap();
+    QCOMPARE(h.x_values, (std::vector<std::string>{"4", "8", "16"}));
+
+    sqlite3* raw = nullptr;
+    QCOMPARE(sqlite3_open_v2(db.toUtf8().constData(), &raw, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    QCOMPARE(sqlite3_prepare_v2(raw,
+                                "SELECT axis_micro_batches, axis_partition, iteration_time_us_p50 FROM runs "
+                                "WHERE axis_schedule = 'gpipe' AND status = 'ok'",
+                                -1, &st, nullptr),
+             SQLITE_OK);
+    int rows = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      ++rows;
+      const std::string mb = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+      const std::string part = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
+      const double p50 = sqlite3_column_double(st, 2);
+      bool matched = false;
+      for (const HeatmapCell& c : h.cells)
+        if (h.x_values[c.x] == mb && h.y_values[c.y] == part) {
+          QCOMPARE(c.value, p50);
+          matched = true;
+        }
+      QVERIFY2(matched, (mb + " / " + part).c_str());
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(raw);
+    QCOMPARE(rows, 6);
+    QCOMPARE(static_cast<int>(h.cells.size()), rows);
+
+    // Click the cell (micro_batches 16, bmp): the window shows that run.
+    const HeatmapCell* target = nullptr;
+    for (const HeatmapCell& c : h.cells)
+      if (h.x_values[c.x] == "16" && h.y_values[c.y] == "bmp") target = &c;
+    QVERIFY(target != nullptr);
+    const double value = target->value;
+    v->heatmap()->resize(800, 500);
+    QTest::mouseClick(v->heatmap(), Qt::LeftButton, Qt::NoModifier,
+                      v->heatmap()->CellRect(target->x, target->y).center().toPoint());
+    QVERIFY(w.current() != nullptr);
+    QCOMPARE(w.current()->summary.iteration_time_us.p50, value);
+    QCOMPARE(w.current()->summary.parallel.micro_batches, 16);
+    QCOMPARE(w.current()->summary.schedule_policy.name, std::string("gpipe"));
+    QCOMPARE(w.summary()->FieldText("iteration_p50"), FormatMs(value));
+    QVERIFY(w.editor()->valid());  // its resolved scenario, ready to run again for its timeline
+    QCOMPARE(w.editor()->scenario().parallel.micro_batches, 16);
+    // Named in the sweep's base folder, where the resolved scenario's relative paths resolve.
+    QCOMPARE(QFileInfo(w.editor()->path()).absolutePath(), QFileInfo(kDefault).absolutePath());
+  }
+
+  // Memory view: bars per stage; an OOM stage is outlined in red (and the summary says OOM).
+  void memoryViewMarksOom() {
+    std::string text = ReadFile(kDefault);
+    text.replace(text.find("recompute: adaptive"), 19, "recompute: none");
+    text.replace(text.find("schedule: 1f1b"), 14, "schedule: gpipe");     // every micro-batch's activations
+    text.replace(text.find("micro_batches: 8"), 16, "micro_batches: 5");  // stage 0 fits, the others do not
+    Result<Scenario> s = ParseScenario(text, "oom.yaml", (kSource + "/scenarios").toStdString());
+    QVERIFY(s.ok());
+    Result<SimulationResult> r = Simulate(*s, {});
+    QVERIFY(r.ok());
+    RunData run = RunDataOf(std::move(*r));
+    MemoryView view;
+    view.resize(900, 700);
+    view.SetRun(&run);
+    (void)view.grab();
+    bool any_oom = false, any_fits = false;
+    for (int i = 0; i < static_cast<int>(run.summary.stages.size()); ++i) {
+      const StageRecord& st = run.summary.stages[i];
+      QVERIFY(!view.chart()->BarRect(i).isEmpty());
+      QCOMPARE(view.chart()->OutlineColor(i) == QColor(0xd6, 0x27, 0x28), !st.fits);
+      any_oom = any_oom || !st.fits;
+      any_fits = any_fits || st.fits;
+    }
+    // Bar heights are proportional to the peaks.
+    const double h0 = view.chart()->BarRect(0).height(), h1 = view.chart()->BarRect(1).height();
+    QVERIFY(std::abs(h0 / h1 - static_cast<double>(run.summary.stages[0].peak_memory_bytes) /
+                                   run.summary.stages[1].peak_memory_bytes) < 0.02);
+    QCOMPARE(any_oom, run.summary.oom);
+    QVERIFY2(any_oom && any_fits, "the scenario was meant to fit on some stages only");
+    SummaryPanel panel;
+    panel.SetRun(run.summary);
+    QVERIFY(panel.FieldText("oom").startsWith("OOM"));
+    QCOMPARE(view.device_box()->count(), run.summary.parallel.dp * run.summary.parallel.pp);
+  }
+
+  // The SimGrid engine runs as a child `mmtwin simulate --engine simgrid` process and its run folder is read
+  // back; cancel terminates the child.
+  void simgridRunsAsChildProcess() {
+    Result<Scenario> s = LoadScenario(kDefault.toStdString());
+    QVERIFY(s.ok());
+    ProcessRunner runner;
+    QSignalSpy done(&runner, &ProcessRunner::finished);
+    const QString dir = tmp_.filePath("simgrid-run");
+    QVERIFY(runner.Start(QStringLiteral(MMTWIN_CLI), *s, "simgrid", dir));
+    QVERIFY(runner.running());
+    QVERIFY(done.wait(120000));
+    const QString error = done.at(0).at(1).toString();
+    if (error.contains("without the SimGrid engine")) QSKIP("this mmtwin was built without SimGrid");
+    QVERIFY2(done.at(0).at(0).toBool(), qPrintable(error));
+    RunData run = runner.TakeResult();
+    QCOMPARE(run.summary.engine, std::string("simgrid"));
+    QVERIFY(!run.ops.empty());
+    Result<RunSummary> oracle = LoadSummary(dir.toStdString());
+    QVERIFY(oracle.ok());
+    QCOMPARE(SummaryToJson(run.summary), SummaryToJson(*oracle));
+    // Cancel: a long run is terminated.
+    std::string text = ReadFile(kDefault);
+    text.replace(text.find("iterations: 8"), 13, "iterations: epoch");
+    text.replace(text.find("samples: 20000"), 14, "samples: 2000000");
+    Result<Scenario> long_s = ParseScenario(text, "long.yaml", (kSource + "/scenarios").toStdString());
+    QVERIFY(long_s.ok());
+    QSignalSpy done2(&runner, &ProcessRunner::finished);
+    QVERIFY(runner.Start(QStringLiteral(MMTWIN_CLI), *long_s, "simgrid", tmp_.filePath("simgrid-long")));
+    QTest::qWait(300);
+    QVERIFY(runner.running());
+    runner.Cancel();
+    QVERIFY(done2.wait(20000));
+    QCOMPARE(done2.at(0).at(1).toString(), QString("cancelled"));
+    QVERIFY(!QFileInfo::exists(tmp_.filePath("simgrid-long") + "/summary.json"));
+  }
+
+  // Open / save as / recent files.
+  void saveAsAndRecentFiles() {
+    MainWindow w;
+    QVERIFY(w.Open(kDefault).ok());
+    w.editor()->form().micro_batches->setValue(12);
+    QVERIFY(w.editor()->modified());
+    const QString file = tmp_.filePath("saved.yaml");
+    QVERIFY(w.SaveTo(file).ok());
+    QVERIFY(!w.editor()->modified());
+    QCOMPARE(w.editor()->path(), file);
+    Result<Scenario> back = LoadScenario(file.toStdString());
+    QVERIFY(back.ok());
+    QCOMPARE(back->parallel.micro_batches, 12);
+    const QStringList recent = QSettings("mmtwin", "mmtwin-gui").value("recent").toStringList();
+    QVERIFY(recent.size() >= 2);
+    QCOMPARE(recent.front(), QFileInfo(file).absoluteFilePath());
+    QVERIFY(recent.contains(QFileInfo(kDefault).absoluteFilePath()));
+    QVERIFY(!w.Open(tmp_.filePath("missing.yaml")).ok());
+  }
+};
+
+QTEST_MAIN(GuiTest)
+#include "gui_test.moc"
