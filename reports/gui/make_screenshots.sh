@@ -2,8 +2,8 @@
 # Regenerates the GUI screenshots in this folder (shown by README.md and gui/README.md) from a build with the GUI,
 # offscreen:   bash reports/gui/make_screenshots.sh [BUILD_DIR]     (default: build)
 # editor, yaml, summary, timeline, compare: scenarios/default.yaml (A) against the same with a uniform partition
-# (B); sweep: the heatmap of reports/gui/sweep.yaml; memory: default.yaml with GPipe, no recompute and 5
-# micro-batches, which does not fit on three of its four stages; yaml-error: default.yaml with dp 0, as the editor
+# (B); sweep: the heatmap of reports/gui/sweep.yaml; memory: default.yaml with GPipe, no recompute and 4
+# micro-batches, whose stage 2 does not fit (75.0 GiB usable); yaml-error: default.yaml with dp 0, as the editor
 # shows the core's message.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -16,7 +16,7 @@ cd "$root"
 "$build/gui/mmtwin-gui" --screenshot reports/gui --what-if policies.partition=uniform scenarios/default.yaml \
   "$tmp/gui-sweep.sqlite"
 "$build/gui/mmtwin-gui" --screenshot "$tmp/oom" --what-if policies.schedule=gpipe --what-if policies.recompute=none \
-  --what-if parallel.micro_batches=5 scenarios/default.yaml
+  --what-if parallel.micro_batches=4 scenarios/default.yaml
 cp "$tmp/oom/memory.png" reports/gui/memory.png
 sed 's/dp: 2,/dp: 0,/' scenarios/default.yaml >"$tmp/default.yaml"
 (cd "$tmp" && "$build/gui/mmtwin-gui" --screenshot "$tmp/error" default.yaml)
