@@ -198,6 +198,12 @@ TEST_F(CliTraceTest, MissingFileUnknownFormatAndBadFlags) {
   r = Mmtwin("trace --help");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("usage:"), std::string::npos);
+  // Every subcommand's help is a success too (`trace import --help` exited 2 once).
+  for (const char* sub : {"import", "gen", "stats"}) {
+    r = Mmtwin(std::string("trace ") + sub + " --help");
+    EXPECT_EQ(r.code, 0) << sub;
+    EXPECT_NE(r.out.find("usage: mmtwin trace"), std::string::npos) << sub << ": " << r.out;
+  }
 }
 
 TEST_F(CliTraceTest, StatsRejectsMalformedTrace) {
