@@ -152,15 +152,12 @@ void ExpectMatches(const Comparison& c) {
   EXPECT_LE(c.param_off, c.param_elements / 10000) << "of " << c.param_elements << " parameter elements";
 }
 
-// The orchestrator moves encoder outputs to their LLM ranks, so its plan has a backward all-to-all per
-// micro-batch (the outputs' gradients going back): the backend runs it at the start of chunk 0's backward
-// (ops.csv: a dispatch op with pass backward carrying the planned bytes this rank sends); gradients unchanged.
-TEST(BackendOracle, Dp2OrchestratorBackwardAllToAll) {
-  const std::vector<ScenarioOverride> o = {{"policies.data.name", "orchestrator"},
-                                           {"policies.data.params.batch_size", "2"},
-                                           {"policies.data.params.dispatch", "all-to-all"}};
-  ExpectMatches(RunAndCompare("orch", o, 4));
-  const std::string dir = Dir("orch_ops");
+// Runs the scenario with overrides `o` on 4 processes and checks that every stage-0 rank recorded one dispatch op
+// of pass `pass` per micro-batch with transfers (the forward dispatch, or the backward all-to-all), carrying the
+// bytes the plan says that DP rank sends (rounded up to whole floats).
+void ExpectDispatchOpsCarryThePlansBytes(const std::string& name, const std::vector<ScenarioOverride>& o,
+                                         PassKind pass) {
+  const std::string dir = Dir(name);
   CliRun run = Train("launch --nproc 4 " + Scenario(dir, o) + " -o " + dir + "/real");
   ASSERT_EQ(run.code, 0) << run.out;
   auto ops = ParseOpsCsv(*ReadFile(dir + "/real/ops.csv"), "ops.csv");
@@ -169,25 +166,38 @@ TEST(BackendOracle, Dp2OrchestratorBackwardAllToAll) {
   ASSERT_TRUE(plan.ok()) << plan.error().message();
   const DeviceMesh mesh(plan->parallel);
   int checked = 0;
-  for (const IterationData& it : plan->iterations)
+  for (const IterationData& it : plan->iterations) {
+    const auto& lists = pass == PassKind::kForward ? it.dispatch : it.dispatch_backward;
     for (int dev = 0; dev < mesh.num_devices(); ++dev) {
       if (mesh.PpOfDevice(dev) != 0) continue;
       const int dp = mesh.DpOfDevice(dev);
-      for (size_t m = 0; m < it.dispatch_backward.size(); ++m) {
-        if (it.dispatch_backward[m].empty()) continue;
+      for (size_t m = 0; m < lists.size(); ++m) {
+        if (lists[m].empty()) continue;
         int64_t want = 0;
-        for (const DispatchTransfer& t : it.dispatch_backward[m])
+        for (const DispatchTransfer& t : lists[m])
           if (t.src_rank == dp) want += (t.bytes + 3) / 4 * 4;
         int64_t got = -1;
         for (const OpRecord& r : *ops)
-          if (r.kind == OpKind::kDispatch && r.pass == PassKind::kBackward && r.iteration == it.epoch_index &&
+          if (r.kind == OpKind::kDispatch && r.pass == pass && r.iteration == it.epoch_index &&
               r.device == dev && r.micro_batch == static_cast<int>(m))
             got = r.bytes;
         EXPECT_EQ(got, want) << "device " << dev << " micro-batch " << m;
         ++checked;
       }
     }
-  EXPECT_GT(checked, 0) << "the plan has no backward all-to-all: the test checks nothing";
+  }
+  EXPECT_GT(checked, 0) << "the plan has no such all-to-all: the test checks nothing";
+}
+
+// The orchestrator moves encoder outputs to their LLM ranks, so its plan has a backward all-to-all per
+// micro-batch (the outputs' gradients going back): the backend runs it at the start of chunk 0's backward
+// (ops.csv: a dispatch op with pass backward carrying the planned bytes this rank sends); gradients unchanged.
+TEST(BackendOracle, Dp2OrchestratorBackwardAllToAll) {
+  const std::vector<ScenarioOverride> o = {{"policies.data.name", "orchestrator"},
+                                           {"policies.data.params.batch_size", "2"},
+                                           {"policies.data.params.dispatch", "all-to-all"}};
+  ExpectMatches(RunAndCompare("orch", o, 4));
+  ExpectDispatchOpsCarryThePlansBytes("orch_ops", o, PassKind::kBackward);
 }
 
 TEST(BackendOracle, Pp2OneFOneB) {
@@ -222,35 +232,7 @@ TEST(BackendOracle, Dp2PostBalanceDispatch) {
                                            {"policies.data.params.batch_size", "2"},
                                            {"policies.data.params.dispatch", "all-to-all"}};
   ExpectMatches(RunAndCompare("dispatch", o, 4));
-  const std::string dir = Dir("dispatch_ops");
-  const std::string sc = Scenario(dir, o);
-  CliRun run = Train("launch --nproc 4 " + sc + " -o " + dir + "/real");
-  ASSERT_EQ(run.code, 0) << run.out;
-  auto ops = ParseOpsCsv(*ReadFile(dir + "/real/ops.csv"), "ops.csv");
-  ASSERT_TRUE(ops.ok()) << ops.error().message();
-  auto plan = PlanFromJson(*ReadFile(dir + "/real/plan.json"), "plan.json");
-  ASSERT_TRUE(plan.ok()) << plan.error().message();
-  const DeviceMesh mesh(plan->parallel);
-  int checked = 0;
-  for (const IterationData& it : plan->iterations)
-    for (int dev = 0; dev < mesh.num_devices(); ++dev) {
-      if (mesh.PpOfDevice(dev) != 0) continue;
-      const int dp = mesh.DpOfDevice(dev);
-      for (size_t m = 0; m < it.dispatch.size(); ++m) {
-        int64_t want = 0;
-        for (const DispatchTransfer& t : it.dispatch[m])
-          if (t.src_rank == dp) want += (t.bytes + 3) / 4 * 4;
-        int64_t got = -1;
-        for (const OpRecord& r : *ops)
-          if (r.kind == OpKind::kDispatch && r.iteration == it.epoch_index && r.device == dev &&
-              r.micro_batch == static_cast<int>(m))
-            got = r.bytes;
-        if (it.dispatch[m].empty()) continue;
-        EXPECT_EQ(got, want) << "device " << dev << " micro-batch " << m;
-        ++checked;
-      }
-    }
-  EXPECT_GT(checked, 0) << "the plan has no dispatch: the test checks nothing";
+  ExpectDispatchOpsCarryThePlansBytes("dispatch_ops", o, PassKind::kForward);
 }
 // The audio encoder (OrchMLLM-10B shrunk: Whisper-style conv front end, windowed attention, audio projector) on
 // ASR / spoken-QA samples: a padded plan (random batches) pads each micro-batch's audio to its longest, silence

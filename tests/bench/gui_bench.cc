@@ -9,6 +9,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "gui/synthetic_ops.h"
 #include "main_window.h"
 #include "run_data.h"
 #include "views.h"
@@ -16,26 +17,7 @@
 namespace mmtwin::gui {
 namespace {
 
-// n ops on 64 devices (compute lane, every fifth op on the p2p lane), back to back with gaps.
-std::vector<OpRecord> SyntheticOps(int n) {
-  std::vector<OpRecord> ops;
-  ops.reserve(n);
-  std::vector<double> t(128, 0.0);
-  for (int i = 0; i < n; ++i) {
-    OpRecord op;
-    op.device = i % 64;
-    op.lane = (i / 64) % 5 == 4 ? Lane::kP2pForward : Lane::kCompute;
-    op.kind = op.lane == Lane::kCompute ? ((i / 64) % 2 ? OpKind::kBackward : OpKind::kForward)
-                                        : OpKind::kP2pSendActivation;
-    op.micro_batch = i / 64;
-    const int slot = op.device * 2 + (op.lane == Lane::kCompute ? 0 : 1);
-    op.duration_us = 5 + (i * 7919 % 97);
-    op.start_us = t[slot];
-    t[slot] += op.duration_us + (i % 3 == 0 ? 11 : 0);
-    ops.push_back(op);
-  }
-  return ops;
-}
+std::vector<OpRecord> SyntheticOps(int n) { return testing::SyntheticOps(n, 64); }
 
 void BM_TimelineRepaintFullZoomOut(benchmark::State& state) {
   const std::vector<OpRecord> ops = SyntheticOps(static_cast<int>(state.range(0)));

@@ -25,6 +25,7 @@
 #include "core/plan/mesh.h"
 #include "core/records/records_codec.h"
 #include "editor.h"
+#include "gui/synthetic_ops.h"
 #include "main_window.h"
 #include "run_data.h"
 #include "runner.h"
@@ -69,26 +70,7 @@ bool WaitRun(MainWindow& w, QString* error = nullptr) {
 
 double Cell(QTableWidget* t, int row, int col) { return t->item(row, col)->data(Qt::UserRole).toDouble(); }
 
-// 100k synthetic ops: 16 devices x (compute + p2p lane), back-to-back compute ops of varying length.
-std::vector<OpRecord> SyntheticOps(int n) {
-  std::vector<OpRecord> ops;
-  ops.reserve(n);
-  std::vector<double> t(32, 0.0);
-  for (int i = 0; i < n; ++i) {
-    OpRecord op;
-    op.device = i % 16;
-    op.lane = (i / 16) % 5 == 4 ? Lane::kP2pForward : Lane::kCompute;
-    op.kind = op.lane == Lane::kCompute ? ((i / 16) % 2 ? OpKind::kBackward : OpKind::kForward)
-                                        : OpKind::kP2pSendActivation;
-    op.micro_batch = i / 16;
-    const int slot = op.device * 2 + (op.lane == Lane::kCompute ? 0 : 1);
-    op.duration_us = 5 + (i * 7919 % 97);
-    op.start_us = t[slot];
-    t[slot] += op.duration_us + (i % 3 == 0 ? 11 : 0);
-    ops.push_back(op);
-  }
-  return ops;
-}
+std::vector<OpRecord> SyntheticOps(int n) { return testing::SyntheticOps(n, 16); }
 
 }  // namespace
 
