@@ -84,6 +84,22 @@ bool Reusable(const std::string& dir, const Scenario& s, std::string* why) {
   return true;
 }
 
+Status MakeRunPortable(const std::string& dir) {
+  MMTWIN_ASSIGN_OR_RETURN(Scenario ran, LoadScenario(dir + "/scenario.yaml"));
+  MMTWIN_RETURN_IF_ERROR(
+      WriteFileAtomic(dir + "/scenario.yaml", FormatScenario(WithPathsRelativeTo(std::move(ran), dir))));
+  std::error_code ec;
+  if (!fs::is_regular_file(dir + "/plan.json", ec)) return Status();
+  MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(dir + "/plan.json"));
+  MMTWIN_ASSIGN_OR_RETURN(Plan plan, PlanFromJson(text, dir + "/plan.json"));
+  if (fs::path(plan.trace.file).is_absolute())
+    plan.trace.file = fs::path(plan.trace.file)
+                          .lexically_normal()
+                          .lexically_relative(fs::absolute(dir, ec))
+                          .generic_string();
+  return WriteFileAtomic(dir + "/plan.json", PlanToJson(plan) + "\n");
+}
+
 struct Item {
   std::string path, rundir;
   Scenario scenario;
@@ -162,6 +178,13 @@ int RunValidate(const ValidateArgs& a, std::ostream& out, std::ostream& err) {
       std::string tail = text.ok() ? *text : "";
       if (tail.size() > 2000) tail = "..." + tail.substr(tail.size() - 2000);
       err << "mmtwin validate: the backend run of " << it.path << " failed (log " << log << "):\n" << tail;
+      return 1;
+    }
+    // The kept run names no machine's folders: its scenario's file paths relative to the run folder (LoadScenario
+    // resolves them back), its plan's trace file likewise, so a run folder committed to a repository reads the
+    // same in any checkout.
+    if (Status st = MakeRunPortable(it.rundir); !st.ok()) {
+      err << "mmtwin validate: " << st.error().message() << "\n";
       return 1;
     }
     out << std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - t0).count()

@@ -51,8 +51,12 @@ TEST(ValidateSlow, MeasuresFitsOnCalibrationOnlyAndReportsTheRecords) {
       << Scenario("cal-pp2", "{dp: 1, tp: 1, pp: 2, micro_batches: 4}", "1f1b", 2);
   std::ofstream(dir / "cal-dp2.yaml")
       << Scenario("cal-dp2", "{dp: 2, tp: 1, pp: 1, micro_batches: 4}", "1f1b", 1);
-  std::ofstream(dir / "gpipe.yaml") << Scenario("gpipe", "{dp: 1, tp: 1, pp: 2, micro_batches: 4}", "gpipe",
-                                                1);
+  // The held-out scenario reads a trace file: its kept run must cite it by a relative path.
+  ASSERT_EQ(
+      Mmtwin("trace gen --preset llava-665k --samples 400 --seed 1 -o " + (dir / "t.csv").string()).code, 0);
+  std::string gpipe = Scenario("gpipe", "{dp: 1, tp: 1, pp: 2, micro_batches: 4}", "gpipe", 1);
+  gpipe.replace(gpipe.find("{preset: llava-665k, samples: 400, seed: 1}"), 43, "{file: t.csv}");
+  std::ofstream(dir / "gpipe.yaml") << gpipe;
   std::ofstream(dir / "tiny.suite.yaml")
       << "name: tiny\ndescription: two calibration runs, one held out\n"
          "calibration: [cal-pp2.yaml, cal-dp2.yaml]\nheld_out: [gpipe.yaml]\n";
@@ -66,6 +70,13 @@ TEST(ValidateSlow, MeasuresFitsOnCalibrationOnlyAndReportsTheRecords) {
   EXPECT_NE(r.out.find("MAPE over 1 held-out scenarios"), std::string::npos) << r.out;
   for (const char* f : {"README.md", "validation.csv", "scatter.svg", "stages.svg", "profile.csv"})
     EXPECT_TRUE(fs::exists(fs::path(out) / f)) << f;
+
+  // Kept runs name no machine's folders: the trace file relative to the run folder, in scenario.yaml and plan.json.
+  for (const char* f : {"/gpipe/scenario.yaml", "/gpipe/plan.json"}) {
+    const std::string text = *ReadFile(runs + f);
+    EXPECT_EQ(text.find(dir.string()), std::string::npos) << f << ":\n" << text;
+    EXPECT_NE(text.find("t.csv"), std::string::npos) << f;
+  }
 
   // The fit saw the calibration runs only.
   const std::string profile = *ReadFile(out + "/profile.csv");

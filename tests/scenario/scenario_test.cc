@@ -514,5 +514,28 @@ TEST(ScenarioTest, OmniBalPairsDifferOnlyInPolicies) {
   EXPECT_EQ(epoch->nodes, 64);
 }
 
+// A resolved scenario's file paths made relative to a folder read back to the same scenario from that folder.
+TEST(ScenarioTest, PathsRelativeToAFolderReadBackTheSame) {
+  const std::string root = ::testing::TempDir() + "/relpaths";
+  std::filesystem::create_directories(root + "/traces");
+  std::filesystem::create_directories(root + "/runs/a");
+  std::ofstream(root + "/traces/t.csv") << "x";
+  auto s = ParseScenario(
+      "trace: {file: ../traces/t.csv}\nmodel: llava-1.5-7b\ncluster: a100-4x200g\n"
+      "parallel: {dp: 1, tp: 1, pp: 1, micro_batches: 1}\n",
+      "s.yaml", root + "/runs");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  ASSERT_TRUE(std::filesystem::path(s->trace.file).is_absolute());
+  const Scenario rel = WithPathsRelativeTo(*s, root + "/runs/a");
+  EXPECT_EQ(rel.trace.file, "../../traces/t.csv");
+  EXPECT_EQ(rel.model, "llava-1.5-7b");  // zoo names and presets are left alone
+  EXPECT_EQ(rel.cluster, "a100-4x200g");
+  std::ofstream(root + "/runs/a/scenario.yaml") << FormatScenario(rel);
+  auto back = LoadScenario(root + "/runs/a/scenario.yaml");
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(FormatScenario(*back), FormatScenario(*s));
+  EXPECT_EQ(FormatScenario(rel).find(root), std::string::npos);
+}
+
 }  // namespace
 }  // namespace mmtwin

@@ -506,6 +506,21 @@ Result<Scenario> LoadScenario(const std::string& path) {
   return ParseScenario(text, path, dir.empty() ? "." : dir);
 }
 
+Scenario WithPathsRelativeTo(Scenario s, const std::string& base_dir) {
+  std::error_code ec;
+  const fs::path base = fs::absolute(base_dir.empty() ? "." : base_dir, ec).lexically_normal();
+  auto relative = [&](std::string& p) {
+    if (p.empty() || !fs::path(p).is_absolute()) return;
+    const fs::path r = fs::path(p).lexically_normal().lexically_relative(base);
+    if (!r.empty()) p = r.generic_string();
+  };
+  relative(s.trace.file);
+  relative(s.model);
+  relative(s.cluster);
+  relative(s.cost);
+  return s;
+}
+
 std::string FormatScenario(const Scenario& s) {
   YAML::Emitter e;
   e << YAML::BeginMap;

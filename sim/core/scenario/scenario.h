@@ -95,6 +95,10 @@ Result<Scenario> ParseScenario(const std::string& yaml_text, const std::string& 
                                const std::string& base_dir);
 // The fully resolved scenario as YAML (every default filled in), written next to the run's outputs.
 std::string FormatScenario(const Scenario& s);
+// `s` with every absolute file path in it (trace file, model, cluster and cost files) made relative to `base_dir`
+// (which LoadScenario / ParseScenario resolve them against again): a resolved scenario that names no machine's
+// folders, for sweep run keys and for run folders kept in a repository. Zoo and preset names are left alone.
+Scenario WithPathsRelativeTo(Scenario s, const std::string& base_dir);
 
 // ---- Added with the scenario parser (sim/core/scenario/scenario.cc) ----
 

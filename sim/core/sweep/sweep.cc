@@ -240,18 +240,7 @@ int64_t SweepSize(const SweepSpec& spec) {
 std::string RunKey(const std::string& resolved_yaml) { return Hex(Fnv1a(resolved_yaml)); }
 
 std::string PortableRunKey(Scenario scenario, const std::string& base_dir) {
-  std::error_code ec;
-  const fs::path base = fs::absolute(base_dir.empty() ? "." : base_dir, ec).lexically_normal();
-  auto relative = [&](std::string& p) {
-    if (p.empty() || !fs::path(p).is_absolute()) return;
-    const fs::path r = fs::path(p).lexically_normal().lexically_relative(base);
-    if (!r.empty()) p = r.generic_string();
-  };
-  relative(scenario.trace.file);
-  relative(scenario.model);
-  relative(scenario.cluster);
-  relative(scenario.cost);
-  return RunKey(FormatScenario(scenario));
+  return RunKey(FormatScenario(WithPathsRelativeTo(std::move(scenario), base_dir)));
 }
 
 std::string AxesJson(const std::vector<std::pair<std::string, std::string>>& axes) {
