@@ -73,8 +73,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(runner_, &AnalyticRunner::finished, this,
           [this](bool ok, const QString& error) { RunDone(ok, error, runner_->TakeResult()); });
   connect(process_, &ProcessRunner::progress, this, [this](double s) {
-    progress_->setRange(0, 0);  // busy: the child reports no fraction
+    if (!child_fraction_) progress_->setRange(0, 0);  // busy until the child reports a fraction
     SetStatus(QString("SimGrid run in a child mmtwin process: %1 s").arg(s, 0, 'f', 1));
+  });
+  connect(process_, &ProcessRunner::fraction, this, [this](double f) {
+    child_fraction_ = true;
+    progress_->setRange(0, 1000);
+    progress_->setValue(static_cast<int>(f * 1000));
   });
   connect(process_, &ProcessRunner::finished, this,
           [this](bool ok, const QString& error) { RunDone(ok, error, process_->TakeResult()); });
@@ -250,6 +255,8 @@ bool MainWindow::Run(const QString& engine) {
     SetStatus("Not run: " + last_error_);
     return false;
   }
+  child_fraction_ = false;
+  progress_->setRange(0, 1000);
   progress_->setValue(0);
   progress_->setVisible(true);
   run_action_->setEnabled(false);

@@ -91,6 +91,7 @@ class MainWindow : public QMainWindow {
   AnalyticRunner* runner_;
   ProcessRunner* process_;
   QProgressBar* progress_;
+  bool child_fraction_ = false;  // the SimGrid child has reported a fraction this run
   QLabel* status_;
   QMenu* recent_menu_ = nullptr;
   QAction *run_action_ = nullptr, *simgrid_action_ = nullptr, *cancel_action_ = nullptr;

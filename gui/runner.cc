@@ -139,7 +139,23 @@ bool ProcessRunner::Start(const QString& cli, const Scenario& scenario, const QS
   connect(ticker, &QTimer::timeout, this, [this] { emit progress(clock_.elapsed() / 1e3); });
   ticker->start(250);
   clock_.start();
-  process_->start(cli, {"simulate", input, "--engine", engine, "-o", out_dir});
+  stderr_.clear();
+  partial_.clear();
+  connect(process_, &QProcess::readyReadStandardError, this, [this] {
+    if (process_ == nullptr) return;
+    partial_ += process_->readAllStandardError();
+    for (qsizetype nl; (nl = partial_.indexOf('\n')) >= 0;) {
+      const QByteArray line = partial_.left(nl);
+      partial_.remove(0, nl + 1);
+      bool ok = false;
+      const double f = line.startsWith("progress ") ? line.mid(9).toDouble(&ok) : 0.0;
+      if (ok)
+        emit fraction(f);
+      else
+        stderr_ += line + '\n';
+    }
+  });
+  process_->start(cli, {"simulate", input, "--engine", engine, "-o", out_dir, "--progress"});
   return true;
 }
 
@@ -153,7 +169,7 @@ void ProcessRunner::Done(int exit_code, QProcess::ExitStatus status) {
   if (process_ == nullptr) return;
   QProcess* p = process_;
   process_ = nullptr;
-  const QString err = QString::fromLocal8Bit(p->readAllStandardError()).trimmed();
+  const QString err = QString::fromLocal8Bit(stderr_ + partial_ + p->readAllStandardError()).trimmed();
   const bool started = p->error() != QProcess::FailedToStart;
   p->deleteLater();
   if (cancelled_) {

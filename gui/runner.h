@@ -62,7 +62,7 @@ class ProcessRunner : public QObject {
   static QString FindCli();
 
   // Writes the resolved scenario to out_dir + ".scenario.yaml" and runs `cli simulate that --engine engine -o
-  // out_dir`. False when a run is in progress or the file cannot be written (error() says why).
+  // out_dir --progress` (its "progress F" stderr lines become fraction()). False when a run is in progress or the file cannot be written (error() says why).
   bool Start(const QString& cli, const Scenario& scenario, const QString& engine, const QString& out_dir);
   void Cancel();
   bool running() const { return process_ != nullptr; }
@@ -70,13 +70,16 @@ class ProcessRunner : public QObject {
   QString error() const { return error_; }
 
  signals:
-  void progress(double elapsed_s);  // the child does not report a fraction: seconds since it started
+  void progress(double elapsed_s);  // seconds since the child started (every 250 ms)
+  void fraction(double done);       // 0..1, as the child reports it (`mmtwin simulate --progress`)
   void finished(bool ok, const QString& error);
 
  private:
   void Done(int exit_code, QProcess::ExitStatus status);
   QProcess* process_ = nullptr;
   QString out_dir_, error_;
+  QByteArray stderr_;   // the child's stderr less its progress lines (the error message when it fails)
+  QByteArray partial_;  // an incomplete stderr line
   QElapsedTimer clock_;
   std::unique_ptr<RunData> result_;
   bool cancelled_ = false;

@@ -99,7 +99,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
                   "  trace import --format F IN -o OUT | trace gen --preset NAME -o OUT | trace stats TRACE\n"
                   "  balance --trace T --model M --dp D --policy P [--param k=v]... | balance --compare ...\n"
                   "  plan SCENARIO [--json]\n"
-                  "  simulate SCENARIO [--engine E] [-o RUNDIR] [--json] [--trace-iteration K]\n"
+                  "  simulate SCENARIO [--engine E] [-o RUNDIR] [--json] [--progress] [--trace-iteration K]\n"
                   "  sweep SWEEP.yaml [--jobs N] [--shard i/N] | sweep merge | sweep export | sweep table\n"
                   "  compare RUN_A RUN_B [--json]\n"
                   "  models | clusters | policies\n") +
@@ -229,6 +229,10 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
           "per-layer time model: analytic, or a cost-coefficient CSV such as `mmtwin calibrate` writes "
           "(default: the scenario's `cost:`)")
       ->type_name("PROFILE");
+  simulate->add_flag(
+      "--progress", sim.progress,
+      "report progress on stderr as lines 'progress F' (F the fraction done, 0..1), for a program "
+      "that runs mmtwin (the terminal's progress bar is off then)");
   CLI::Option* trace_it =
       simulate
           ->add_option("--trace-iteration", sim.trace_iteration,

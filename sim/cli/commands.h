@@ -53,6 +53,7 @@ struct SimulateArgs {
   std::string scenario, engine, rundir, contention = "on", trace_iteration;
   std::string cost;  // --cost: "analytic" or a cost-coefficient CSV (overrides the scenario's `cost:`)
   bool json = false, trace_iteration_given = false;
+  bool progress = false;  // --progress: "progress F" lines on stderr (for a parent process such as the GUI)
 };
 int RunSimulate(const SimulateArgs& a, std::ostream& out, std::ostream& err);
 

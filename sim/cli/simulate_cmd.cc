@@ -6,6 +6,7 @@
 // being written, the folder is completed first.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -178,7 +179,16 @@ int RunSimulate(const SimulateArgs& args, std::ostream& out, std::ostream& err) 
   opts.trace_iteration = o.trace_iteration;
   opts.engine.contention = o.contention;
   ProgressBar bar;
-  opts.progress = [&bar](double f) { bar.Update(f); };
+  // --progress: one line per percent for a parent process, "progress 1.000" last (the bar stays off).
+  int reported_pct = -1;
+  opts.progress = [&](double f) {
+    if (!args.progress) return bar.Update(f);
+    const int pct = std::isfinite(f) ? static_cast<int>(std::clamp(f, 0.0, 1.0) * 100) : 0;
+    if (pct <= reported_pct) return;
+    reported_pct = pct;
+    err << "progress " << Fixed(pct / 100.0, 3) << "\n";
+    err.flush();
+  };
   if (s.engine == "analytic" && !o.contention) {
     err << "mmtwin simulate: --contention off applies to the simgrid engine (the analytic engine has no "
            "contention)\n";

@@ -80,6 +80,8 @@ class CliSimulateTest : public ::testing::Test {
 };
 fs::path CliSimulateTest::dir_;
 
+std::string scenarios_default() { return std::string(MMTWIN_SOURCE_DIR) + "/scenarios/default.yaml"; }
+
 TEST_F(CliSimulateTest, WritesEveryOutputAndTheyParse) {
   const fs::path run = dir_ / "run-a";
   CliRun r = Mmtwin("simulate " + P("small.yaml") + " -o " + run.string());
@@ -132,6 +134,25 @@ TEST_F(CliSimulateTest, JsonPrintsTheSummaryFile) {
   CliRun r = Mmtwin("simulate " + P("small.yaml") + " --json -o " + P("json-run"), /*with_stderr=*/false);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(nlohmann::json::parse(r.out), nlohmann::json::parse(Slurp(dir_ / "json-run" / "summary.json")));
+}
+
+// --progress: "progress F" lines on stderr for a parent process (the GUI), increasing, the last 1.000; stdout is the
+// same summary as without it.
+TEST_F(CliSimulateTest, ProgressLinesForAParentProcess) {
+  const std::string base = std::string(MMTWIN_CLI) + " simulate " + scenarios_default();
+  CliRun r = Shell(base + " -o " + P("progress-run") + " --progress 2>&1 >/dev/null");
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::istringstream lines(r.out);
+  std::vector<double> f;
+  for (std::string line; std::getline(lines, line);) {
+    ASSERT_EQ(line.rfind("progress ", 0), 0u) << "not a progress line: " << line;
+    f.push_back(std::stod(line.substr(9)));
+  }
+  ASSERT_GE(f.size(), 2u) << r.out;
+  for (size_t i = 1; i < f.size(); ++i) EXPECT_GT(f[i], f[i - 1]);
+  EXPECT_EQ(f.back(), 1.0);
+  EXPECT_EQ(Shell(base + " -o " + P("progress-a") + " --progress 2>/dev/null").out.size(),
+            Shell(base + " -o " + P("progress-a") + " 2>/dev/null").out.size());
 }
 
 TEST_F(CliSimulateTest, DefaultRunFolderIsRunsSlashName) {

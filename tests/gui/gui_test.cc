@@ -632,6 +632,7 @@ class GuiTest : public QObject {
     QVERIFY(s.ok());
     ProcessRunner runner;
     QSignalSpy done(&runner, &ProcessRunner::finished);
+    QSignalSpy fractions(&runner, &ProcessRunner::fraction);
     const QString dir = tmp_.filePath("simgrid-run");
     QVERIFY(runner.Start(QStringLiteral(MMTWIN_CLI), *s, "simgrid", dir));
     QVERIFY(runner.running());
@@ -645,6 +646,11 @@ class GuiTest : public QObject {
     Result<RunSummary> oracle = LoadSummary(dir.toStdString());
     QVERIFY(oracle.ok());
     QCOMPARE(SummaryToJson(run.summary), SummaryToJson(*oracle));
+    // The child reports its progress (`--progress`): increasing fractions, the last 1.
+    QVERIFY(fractions.size() >= 2);
+    for (int i = 1; i < fractions.size(); ++i)
+      QVERIFY(fractions.at(i).at(0).toDouble() > fractions.at(i - 1).at(0).toDouble());
+    QCOMPARE(fractions.last().at(0).toDouble(), 1.0);
     // Cancel: a long run is terminated.
     std::string text = ReadFile(kDefault);
     text.replace(text.find("iterations: 8"), 13, "iterations: epoch");
