@@ -25,7 +25,7 @@
 #include "core/plan/mesh.h"
 #include "core/records/records_codec.h"
 #include "editor.h"
-#include "gui/synthetic_ops.h"
+#include "synthetic_ops.h"
 #include "main_window.h"
 #include "run_data.h"
 #include "runner.h"

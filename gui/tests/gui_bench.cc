@@ -9,7 +9,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "gui/synthetic_ops.h"
+#include "synthetic_ops.h"
 #include "main_window.h"
 #include "run_data.h"
 #include "views.h"
