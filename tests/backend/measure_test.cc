@@ -42,19 +42,28 @@ TEST(MeasuredSummary, BubbleAndIdleFollowTheSimulatorsDefinitions) {
   op(0, 1, OpKind::kBackward, 600, 900);
   op(1, 0, OpKind::kForward, 0, 400);
   op(1, 0, OpKind::kBackward, 600, 900);
-  op(1, 0, OpKind::kDpWait, 900, 1000);  // exposed DP communication
+  op(1, 0, OpKind::kDpWait, 900, 1000);   // exposed DP communication
+  op(1, 0, OpKind::kDispatch, 400, 450);  // the data dispatch blocks the compute: exposed too
+  ops.back().micro_batch = 1;
   op(1, 1, OpKind::kForward, 400, 500);
   op(1, 1, OpKind::kBackward, 500, 700);
   const RunSummary s = MeasuredSummary(*run, ops, {1000.0}, {0, 0}, 0, "libtorch-gloo");
-  // busy: 600, 600, 700, 300; exposed: 0, 0, 100, 0; idle: 100, 100, 0, 0; bubble = 1000 - the rest.
+  // busy: 600, 600, 700, 300; exposed: 0, 0, 150, 0 (100 DP wait + 50 dispatch); idle: 100, 100, 0, 0;
+  // bubble = 1000 - the rest.
   EXPECT_NEAR(s.busy_ratio, 2200.0 / 4000, 1e-12);
-  EXPECT_NEAR(s.exposed_comm_ratio, 100.0 / 4000, 1e-12);
+  EXPECT_NEAR(s.exposed_comm_ratio, 150.0 / 4000, 1e-12);
   EXPECT_NEAR(s.idle_ratio, 200.0 / 4000, 1e-12);
-  EXPECT_NEAR(s.bubble_ratio, (300.0 + 300 + 200 + 700) / 4000, 1e-12);
+  EXPECT_NEAR(s.bubble_ratio, (300.0 + 300 + 150 + 700) / 4000, 1e-12);
+  // The dispatch reported as the simulator reports it: mean per micro-batch, and its exposed share.
+  EXPECT_NEAR(s.dispatch_us_mean, 50, 1e-12);
+  EXPECT_NEAR(s.exposed_dispatch_ratio, 50.0 / 4000, 1e-12);
   ASSERT_EQ(s.stages.size(), 2u);
+  EXPECT_NEAR(s.stages[0].dispatch_us_mean, 50, 1e-12);
+  EXPECT_NEAR(s.stages[0].exposed_dispatch_ratio, 50.0 / 2000, 1e-12);
+  EXPECT_EQ(s.stages[1].dispatch_us_mean, 0);
   // Stage 0: devices (0, 0) and (1, 0); stage 1: (0, 1) and (1, 1).
   EXPECT_NEAR(s.stages[0].busy_ratio, 1300.0 / 2000, 1e-12);
-  EXPECT_NEAR(s.stages[0].bubble_ratio, 500.0 / 2000, 1e-12);
+  EXPECT_NEAR(s.stages[0].bubble_ratio, 450.0 / 2000, 1e-12);
   EXPECT_NEAR(s.stages[0].idle_ratio, 100.0 / 2000, 1e-12);
   EXPECT_NEAR(s.stages[1].busy_ratio, 900.0 / 2000, 1e-12);
   EXPECT_NEAR(s.stages[1].bubble_ratio, 1000.0 / 2000, 1e-12);
