@@ -312,6 +312,16 @@ TEST(Override, ApplyOverrideKeepsAnAutomaticNodeCountAutomatic) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("parallel.tp"), std::string::npos) << bad.error().message();
   EXPECT_EQ(s->parallel.tp, 2);  // unchanged on error
+  // The model's tile resolution is a key too (a bare `model: NAME` becomes {name, image_px}), so it can be a
+  // sweep axis: the model keeps its name.
+  const std::string model = s->model;
+  ASSERT_TRUE(ApplyOverride(*s, "model.image_px", "336").ok());
+  EXPECT_EQ(s->image_px, 336);
+  EXPECT_EQ(s->model, model);
+  Status px = ApplyOverride(*s, "model.image_px", "0");
+  ASSERT_FALSE(px.ok());
+  EXPECT_NE(px.error().message().find("model.image_px"), std::string::npos) << px.error().message();
+  EXPECT_NE(CheckOverrideKey("model.size").error().message().find("model.image_px"), std::string::npos);
 }
 
 TEST(Shards, EveryRunInExactlyOneShard) {

@@ -32,6 +32,7 @@ const std::vector<std::string> kTrace = {"file", "preset", "samples", "seed"};
 const std::vector<std::string> kCluster = {"preset", "nodes"};
 const std::vector<std::string> kParallel = {
     "dp", "tp", "pp", "vpp", "micro_batches", "zero_stage", "tp_sequence_parallel"};
+const std::vector<std::string> kModel = {"name", "image_px"};
 const std::vector<std::string> kPolicies = {"data", "partition", "recompute", "schedule"};
 const std::vector<std::string> kPolicy = {"name", "params"};
 const std::vector<std::string> kBackend = {"width_divisor", "layers", "warmup_iterations", "timeout_s",
@@ -47,10 +48,11 @@ Error Unknown(const std::string& key, const std::string& prefix, const std::vect
   return Error("unknown key '" + key + "'; valid keys are: " + Join(full));
 }
 
-// A scalar where a mapping is needed on the way down: a bare policy name or cluster preset.
+// A scalar where a mapping is needed on the way down: a bare policy name, cluster preset or model name.
 YAML::Node Expand(const YAML::Node& scalar, const std::vector<std::string>& path, size_t depth) {
   YAML::Node m(YAML::NodeType::Map);
   if (depth == 1 && path[0] == "cluster") m["preset"] = scalar.Scalar();
+  if (depth == 1 && path[0] == "model") m["name"] = scalar.Scalar();
   if (depth == 2 && path[0] == "policies") m["name"] = scalar.Scalar();
   return m;
 }
@@ -68,6 +70,10 @@ Status CheckOverrideKey(const std::string& dotted_key) {
     const auto& valid = top == "trace" ? kTrace : top == "cluster" ? kCluster : kParallel;
     if (p.size() == 2 && In(valid, p[1])) return Status();
     return Unknown(dotted_key, top + ".", valid);
+  }
+  if (top == "model") {  // model.name, model.image_px (a bare `model: NAME` is expanded on the way)
+    if (p.size() == 2 && In(kModel, p[1])) return Status();
+    return Unknown(dotted_key, "model.", kModel);
   }
   if (top == "backend") {
     if (p.size() == 2 && In(kBackend, p[1])) return Status();
