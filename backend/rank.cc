@@ -43,6 +43,17 @@ double NowUs() { return std::chrono::duration<double, std::micro>(Clock::now().t
 // ---- Peak memory: a counting wrapper around the default CPU allocator ----
 
 std::atomic<int64_t> g_live_bytes{0}, g_peak_bytes{0};
+// The peak since the last StartWindow(): a layer's backward working memory is its window's peak less the live
+// bytes at its start.
+std::atomic<int64_t> g_window_peak_bytes{0};
+int64_t StartWindow() {
+  const int64_t live = g_live_bytes.load(std::memory_order_relaxed);
+  g_window_peak_bytes.store(live, std::memory_order_relaxed);
+  return live;
+}
+int64_t WindowGrowth(int64_t start) {
+  return std::max<int64_t>(0, g_window_peak_bytes.load(std::memory_order_relaxed) - start);
+}
 
 // The default allocator's deleter frees the pointer itself (context == data, which raw_allocate requires), so
 // the sizes live in a table keyed by the pointer.
@@ -74,6 +85,9 @@ class CountingAllocator final : public c10::Allocator {
     const int64_t live = g_live_bytes.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed) + n;
     int64_t peak = g_peak_bytes.load(std::memory_order_relaxed);
     while (live > peak && !g_peak_bytes.compare_exchange_weak(peak, live)) {
+    }
+    int64_t window = g_window_peak_bytes.load(std::memory_order_relaxed);
+    while (live > window && !g_window_peak_bytes.compare_exchange_weak(window, live)) {
     }
     return {data, data, &DeleteCounted, c10::Device(c10::DeviceType::CPU)};
   }
@@ -766,12 +780,15 @@ void Rank::Backward(int m, int chunk) {
   const double t0 = NowUs();
   double rc_us = 0;
   std::map<int, double> layer_bwd, layer_rc;
+  std::map<int, int64_t> layer_work;  // the backward's working memory per layer (bytes above its start)
   for (int e = static_cast<int>(held.entries.size()) - 1; e >= 0; --e) {
     Held::Entry& en = held.entries[e];
     if (!en.group.recompute) {
       const double b0 = NowUs();
+      const int64_t live0 = StartWindow();
       grads = BackwardCut(en.in, en.out, grads);
       layer_bwd[en.group.first] += NowUs() - b0;
+      layer_work[en.group.first] = WindowGrowth(live0);
       continue;
     }
     // Recompute the group from its kept input, one cut per layer, then run their backwards.
@@ -789,8 +806,10 @@ void Rank::Backward(int m, int chunk) {
     rc_us += NowUs() - r0;
     for (int i = static_cast<int>(cuts.size()) - 1; i >= 0; --i) {
       const double b0 = NowUs();
+      const int64_t live0 = StartWindow();
       grads = BackwardCut(cuts[i].first, cuts[i].second, grads);
       layer_bwd[en.group.first + i] += NowUs() - b0;
+      layer_work[en.group.first + i] = WindowGrowth(live0);
     }
   }
   const double t1 = NowUs();
@@ -802,6 +821,7 @@ void Rank::Backward(int m, int chunk) {
           p.layer < plan_.partition.bounds[chunk + 1]) {
         p.bwd_us = layer_bwd.count(p.layer) ? layer_bwd[p.layer] : 0;
         p.recompute_us = layer_rc.count(p.layer) ? layer_rc[p.layer] : 0;
+        p.bwd_work_bytes = layer_work.count(p.layer) ? layer_work[p.layer] : 0;
       }
   if (chunk > 0) {
     const int prev = PipeRankOfChunk(chunk - 1, pp);

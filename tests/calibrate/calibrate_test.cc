@@ -58,6 +58,13 @@ TEST(Calibrate, RecoversKnownCoefficientsFromNoisyRuns) {
     EXPECT_NEAR(f.act.coefficients[1] * 1500, want.act_token_bytes * 1500, 0.03 * typical) << what;
     EXPECT_NEAR(f.act.coefficients[2] * 1500 * 500, want.act_pair_bytes * 1500 * 500, 0.05 * typical) << what;
     EXPECT_NEAR(f.kept.coefficients[0], want.kept_token_bytes, 0.01) << what;
+    // The backward's working memory, from every row (recomputed ones too).
+    ASSERT_TRUE(f.has_work) << what;
+    EXPECT_EQ(f.work.samples, f.bwd.samples) << what;
+    const double work = want.work_c0_bytes + want.work_token_bytes * 1500 + want.work_pair_bytes * 1500 * 500;
+    EXPECT_NEAR(f.work.coefficients[0], want.work_c0_bytes, 0.05 * work) << what;
+    EXPECT_NEAR(f.work.coefficients[1] * 1500, want.work_token_bytes * 1500, 0.03 * work) << what;
+    EXPECT_NEAR(f.work.coefficients[2] * 1500 * 500, want.work_pair_bytes * 1500 * 500, 0.05 * work) << what;
   }
   // The profile round-trips through the cost model's own reader and prices every layer of the model, its
   // memory from the fitted bytes.
@@ -78,6 +85,26 @@ TEST(Calibrate, RecoversKnownCoefficientsFromNoisyRuns) {
     const double act = want.act_c0_bytes + want.act_token_bytes * 2000 + want.act_pair_bytes * w.attn_pairs;
     EXPECT_NEAR(static_cast<double>(cost.act_bytes), act, 0.03 * act) << l.label;
     EXPECT_NEAR(static_cast<double>(cost.act_bytes_recompute), 16.0 * 2000, 20) << l.label;
+    const double work =
+        want.work_c0_bytes + want.work_token_bytes * 2000 + want.work_pair_bytes * w.attn_pairs;
+    EXPECT_NEAR(static_cast<double>(cost.bwd_work_bytes), work, 0.03 * work) << l.label;
+  }
+  // Runs without the working memory (v2 files, or an allocator that was not counted) fit no work row, and the
+  // profile prices none (0), as the analytic model.
+  SyntheticRun c{Dir("c")};
+  c.no_work = true;
+  ASSERT_EQ(WriteSyntheticRun(c), "");
+  auto nowork = Calibrate({c.dir});
+  ASSERT_TRUE(nowork.ok()) << nowork.error().message();
+  for (const LayerTypeFit& f : nowork->fits) EXPECT_FALSE(f.has_work);
+  auto plain = CoefficientCostModel::Parse(FormatProfile(*nowork), "p", AnalyticCostModel(DeviceSpec{}));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->Format().find("work_"), std::string::npos);
+  for (const Layer& l : layers) {
+    LayerWorkload w;
+    w.tokens = 2000;
+    w.attn_pairs = 2000.0 * 500;
+    EXPECT_EQ(plain->Cost(*model, l, w).bwd_work_bytes, 0) << l.label;
   }
 }
 
@@ -117,9 +144,9 @@ TEST(Calibrate, BadInputsAreErrorsNamingTheRun) {
   expect_error({foreign.dir}, {foreign.dir + "/layers.csv:6: label: 'vision.block.2'", "from another model"});
   // Another schema version.
   SyntheticRun v2{Dir("v2")};
-  v2.version_line = "# mmtwin-layers v3";
+  v2.version_line = "# mmtwin-layers v4";
   ASSERT_EQ(WriteSyntheticRun(v2), "");
-  expect_error({v2.dir}, {v2.dir + "/layers.csv:1", "unsupported version 'mmtwin-layers v3'"});
+  expect_error({v2.dir}, {v2.dir + "/layers.csv:1", "unsupported version 'mmtwin-layers v4'"});
   // Too few samples to fit.
   SyntheticRun few{Dir("few")};
   few.rows_per_layer = 3;

@@ -46,6 +46,11 @@ inline TimeCoefficients TrueCoefficients(const std::string& source, LayerKind ki
   c.act_token_bytes = (kind == LayerKind::kTransformer ? 160 : 48) * scale;
   c.act_pair_bytes = kind == LayerKind::kTransformer ? 4 * scale : 0;
   c.kept_token_bytes = 16;
+  // The backward's working memory: c0 + per token (+ per pair for blocks).
+  c.has_work = true;
+  c.work_c0_bytes = 1024 * scale;
+  c.work_token_bytes = (kind == LayerKind::kTransformer ? 40 : 12) * scale;
+  c.work_pair_bytes = kind == LayerKind::kTransformer ? 1 * scale : 0;
   return c;
 }
 
@@ -61,7 +66,8 @@ struct SyntheticRun {
   double noise = 0.02;
   uint64_t seed = 1;
   bool simulated = false;                  // write source "simulated"
-  std::string version_line;                // replaces "# mmtwin-layers v2" when set
+  std::string version_line;                // replaces "# mmtwin-layers v3" when set
+  bool no_work = false;                    // write bwd_work_bytes 0 (not counted)
   const ModelSpec* labels_from = nullptr;  // write another model's labels (a layers.csv of another model)
 };
 
@@ -108,6 +114,10 @@ inline std::string WriteSyntheticRun(const SyntheticRun& r) {
             (1 + r.noise * gauss(rng)));
         t.out_bytes = static_cast<int64_t>(c.kept_token_bytes * x);
       }
+      if (!r.no_work)  // every row, recomputed ones too
+        t.bwd_work_bytes = static_cast<int64_t>(
+            (c.work_c0_bytes + c.work_token_bytes * x + c.work_pair_bytes * t.attention_pairs) *
+            (1 + r.noise * gauss(rng)));
       rows.push_back(t);
     }
   std::vector<Layer> named = layers;

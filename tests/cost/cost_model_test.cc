@@ -348,6 +348,41 @@ TEST(CoefficientCostTest, MemoryColumnsPriceActivationsPerRow) {
             std::string::npos);
 }
 
+TEST(CoefficientCostTest, WorkColumnsPriceTheBackwardWorkingMemoryPerRow) {
+  ModelSpec m = Load("internvl-1.5-6b-20b");
+  const std::string head =
+      "source,layer_kind,fwd_c0_us,fwd_token_us,fwd_pair_us,bwd_c0_us,bwd_token_us,bwd_pair_us,work_c0_bytes,"
+      "work_token_bytes,work_pair_bytes\n";
+  Result<CoefficientCostModel> r = CoefficientCostModel::Parse(
+      head + "internlm2-20b,transformer,1,0,0,2,0,0,500,40,0.25\n*,transformer,1,0,0,2,0,0,,,\n", "c.csv",
+      AnalyticCostModel(A100()));
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const std::vector<Layer> layers = Layers(m);
+  LayerWorkload w{4096, 4096.0 * 4096.0, 1};
+  EXPECT_EQ(r->Cost(m, FirstOf(layers, 2, LayerKind::kTransformer), w).bwd_work_bytes,
+            500 + 40 * 4096 + 4096 * 4096 / 4);
+  // Empty cells, and the analytic model: no working memory.
+  EXPECT_EQ(r->Cost(m, FirstOf(layers, 0, LayerKind::kTransformer), w).bwd_work_bytes, 0);
+  EXPECT_EQ(AnalyticCostModel(A100()).Cost(m, FirstOf(layers, 2, LayerKind::kTransformer), w).bwd_work_bytes,
+            0);
+  Result<CoefficientCostModel> again =
+      CoefficientCostModel::Parse(r->Format(), "f.csv", AnalyticCostModel(A100()));
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(again->Format(), r->Format());
+  auto err = [&](const std::string& text) {
+    Result<CoefficientCostModel> e = CoefficientCostModel::Parse(text, "c.csv", AnalyticCostModel(A100()));
+    return e.ok() ? std::string("OK") : e.error().message();
+  };
+  EXPECT_EQ(err(head + "x,head,1,2,3,4,5,6,1,,0\n"),
+            "c.csv:2: work_c0_bytes: a row's working-memory cells are all three filled or all three empty");
+  EXPECT_EQ(err(head + "x,head,1,2,3,4,5,6,1,2,-1\n"),
+            "c.csv:2: work_pair_bytes: '-1' is not a finite number >= 0");
+  EXPECT_NE(err("source,layer_kind,fwd_c0_us,fwd_token_us,fwd_pair_us,bwd_c0_us,bwd_token_us,bwd_pair_us,"
+                "work_c0_bytes\n")
+                .find("work_token_bytes: missing column: the working-memory columns come all three or none"),
+            std::string::npos);
+}
+
 TEST(AnalyticCostTest, TpThatDoesNotDivideTheHeadsPricesPaddedHeads) {
   // InternViT-6B: 25 heads of 128, hidden 3200, MLP 2*3200*12800. At tp 2 the busiest rank holds 13 query and 13
   // KV heads; the MLP splits evenly. The model's FLOPs (for MFU) stay unpadded.

@@ -153,11 +153,11 @@ TEST(ComputeMemoryTest, GPipeHoldsEveryMicroBatch) {
 }
 
 TEST(ComputeMemoryTest, RecomputeTransientDuringBackward) {
-  // Held 100 per micro-batch with recompute; the backward rematerializes its largest checkpointed unit, 300
-  // bytes, on top of what is held, its own stored 100 included (pricing_test checks the unit's bytes).
+  // Held 100 per micro-batch with recompute; the backward adds its transient, 300 bytes, on top of what is
+  // held, its own stored 100 included (pricing_test and recompute_test check the transient's bytes).
   const int pp = 4, m = 8;
   IterationCosts costs = Uniform(1, m, pp, 100, 1000, 0);
-  for (ChunkCost& c : costs.costs) c.recompute_transient_bytes = 300;
+  for (ChunkCost& c : costs.costs) c.backward_transient_bytes = 300;
   const auto mem = ComputeMemory(Par(1, 1, pp, m), Even(pp, pp), std::vector<int64_t>(pp, 0), OneFOneB(pp, m),
                                  costs, 1 << 30);
   for (int r = 0; r < pp; ++r) EXPECT_EQ(mem[r].peak_activation_bytes, (pp - r) * 100 + 300);

@@ -29,6 +29,7 @@ TEST(LayerTimings, RoundTrip) {
   t.recompute_us = 790.125;
   t.act_bytes = 123456789012;
   t.out_bytes = 65536;
+  t.bwd_work_bytes = 4321;
   const std::string csv = LayerTimingsCsv({t}, TwoLayers());
   auto back = ParseLayerTimingsCsv(csv, "layers.csv");
   ASSERT_TRUE(back.ok()) << back.error().message();
@@ -48,38 +49,64 @@ TEST(LayerTimings, RoundTrip) {
   EXPECT_DOUBLE_EQ(r.recompute_us, 790.125);
   EXPECT_EQ(r.act_bytes, 123456789012);
   EXPECT_EQ(r.out_bytes, 65536);
+  EXPECT_EQ(r.bwd_work_bytes, 4321);
   EXPECT_EQ(r.line, 3);
+  EXPECT_EQ(csv.rfind("# mmtwin-layers v3\n", 0), 0u);
+}
+
+TEST(LayerTimings, VersionTwoReadsWithoutWorkingMemory) {
+  const std::string v2 =
+      "# mmtwin-layers v2\n"
+      "iteration,device,micro_batch,layer,label,kind,tokens,spans,attention_pairs,fwd_us,bwd_us,recompute_"
+      "us,act_bytes,out_bytes\n"
+      "0,0,0,1,llm.block.0,transformer,10,1,100,5,10,0,640,160\n";
+  auto r = ParseLayerTimingsCsv(v2, "old/layers.csv");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].act_bytes, 640);
+  EXPECT_EQ((*r)[0].bwd_work_bytes, -1);  // not measured
+  // A v2 version line over a v3 header is an error naming the header it expected.
+  auto bad = ParseLayerTimingsCsv(
+      "# mmtwin-layers v2\n"
+      "iteration,device,micro_batch,layer,label,kind,tokens,spans,attention_pairs,fwd_us,bwd_us,recompute_"
+      "us,act_bytes,out_bytes,bwd_work_bytes\n",
+      "old/layers.csv");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("old/layers.csv:2: expected the header"), std::string::npos);
 }
 
 TEST(LayerTimings, ErrorsNameFileLineAndField) {
   const std::string head =
-      "# mmtwin-layers v2\n"
+      "# mmtwin-layers v3\n"
       "iteration,device,micro_batch,layer,label,kind,tokens,spans,attention_pairs,fwd_us,bwd_us,recompute_"
-      "us,act_bytes,out_bytes\n";
+      "us,act_bytes,out_bytes,bwd_work_bytes\n";
   auto err = [](const std::string& text) {
     auto r = ParseLayerTimingsCsv(text, "run/layers.csv");
     return r.ok() ? std::string("ok") : r.error().message();
   };
-  EXPECT_EQ(err(head + "0,0,0,1,llm.block.0,transformer,10,1,100,5,10,0,640,160\n"), "ok");
-  EXPECT_NE(err(head + "0,0,0,1,llm.block.0,transformer,10,1,100,-5,10,0,0,0\n")
+  EXPECT_EQ(err(head + "0,0,0,1,llm.block.0,transformer,10,1,100,5,10,0,640,160,80\n"), "ok");
+  EXPECT_NE(err(head + "0,0,0,1,llm.block.0,transformer,10,1,100,-5,10,0,0,0,0\n")
                 .find("run/layers.csv:3: fwd_us: '-5'"),
             std::string::npos);
-  EXPECT_NE(err(head + "0,0,0,1,x,conv,10,1,100,5,10,0,0,0\n")
+  EXPECT_NE(err(head + "0,0,0,1,x,conv,10,1,100,5,10,0,0,0,0\n")
                 .find("run/layers.csv:3: kind: unknown layer kind 'conv'"),
             std::string::npos);
-  EXPECT_NE(err(head + "0,0,0,1,x\n").find("run/layers.csv:3: expected 14 fields, got 5"), std::string::npos);
+  EXPECT_NE(err(head + "0,0,0,1,x\n").find("run/layers.csv:3: expected 15 fields, got 5"), std::string::npos);
   EXPECT_NE(err("iteration,device\n").find("run/layers.csv:1: not a per-layer timings file"),
             std::string::npos);
   EXPECT_NE(err("# mmtwin-layers v9\n").find("unsupported version 'mmtwin-layers v9'"), std::string::npos);
-  EXPECT_NE(err("# mmtwin-layers v2\niteration,device\n").find("run/layers.csv:2: expected the header"),
+  EXPECT_NE(err("# mmtwin-layers v3\niteration,device\n").find("run/layers.csv:2: expected the header"),
             std::string::npos);
-  EXPECT_NE(err(head + "0,0,0,1,llm.block.0,transformer,10,1,100,5,10,0,-1,0\n")
+  EXPECT_NE(err(head + "0,0,0,1,llm.block.0,transformer,10,1,100,5,10,0,-1,0,0\n")
                 .find("run/layers.csv:3: act_bytes: '-1'"),
+            std::string::npos);
+  EXPECT_NE(err(head + "0,0,0,1,llm.block.0,transformer,10,1,100,5,10,0,1,0,-3\n")
+                .find("run/layers.csv:3: bwd_work_bytes: '-3'"),
             std::string::npos);
   // A v1 file (before the memory columns) is refused with the version it has and the one this reads.
   EXPECT_NE(err("# mmtwin-layers v1\n")
                 .find("unsupported version 'mmtwin-layers v1' (this mmtwin reads "
-                      "'mmtwin-layers v2')"),
+                      "'mmtwin-layers v3' and 'mmtwin-layers v2')"),
             std::string::npos);
 }
 

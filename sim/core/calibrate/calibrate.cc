@@ -42,6 +42,7 @@ std::vector<std::pair<const char*, const LinearFit*>> PassList(const LayerTypeFi
     p.push_back({"act", &f.act});
     p.push_back({"kept", &f.kept});
   }
+  if (f.has_work) p.push_back({"work", &f.work});
   return p;
 }
 
@@ -53,7 +54,7 @@ Result<Calibration> Calibrate(const std::vector<std::string>& rundirs, const Cal
   cal.runs = rundirs;
   std::set<std::string> models;
   struct Group {
-    Samples fwd, bwd, act, kept;
+    Samples fwd, bwd, act, kept, work;
   };
   std::map<std::pair<std::string, int>, Group> groups;  // (source, kind)
   std::string tp_from;
@@ -112,6 +113,12 @@ Result<Calibration> Calibrate(const std::vector<std::string>& rundirs, const Cal
         g.kept.x.push_back({static_cast<double>(t.tokens)});
         g.kept.y.push_back(static_cast<double>(t.out_bytes));
       }
+      // Working memory: every row that measured it (recomputed layers too: after their rematerialization
+      // the backward is the same). A v2 file has none (-1).
+      if (t.bwd_work_bytes > 0) {
+        g.work.x.push_back(x);
+        g.work.y.push_back(static_cast<double>(t.bwd_work_bytes));
+      }
     }
   }
   cal.models.assign(models.begin(), models.end());
@@ -141,6 +148,12 @@ Result<Calibration> Calibrate(const std::vector<std::string>& rundirs, const Cal
       f.act = std::move(*act);
       f.kept = std::move(*kept);
     }
+    if (static_cast<int64_t>(g.work.y.size()) >= options.min_samples) {
+      auto work = FitNonNegative(g.work.x, g.work.y);
+      if (!work) return work.error().Wrap("layer type '" + TypeName(f) + "', backward working bytes");
+      f.has_work = true;
+      f.work = std::move(*work);
+    }
     cal.fits.push_back(std::move(f));
   }
   return cal;
@@ -163,6 +176,12 @@ std::string FormatProfile(const Calibration& c) {
       t.act_pair_bytes = f.act.coefficients[2];
       t.kept_token_bytes = f.kept.coefficients[0];
     }
+    if (f.has_work) {
+      t.has_work = true;
+      t.work_c0_bytes = f.work.coefficients[0];
+      t.work_token_bytes = f.work.coefficients[1];
+      t.work_pair_bytes = f.work.coefficients[2];
+    }
     table.Set(f.source, f.kind, t);
   }
   std::string head =
@@ -170,7 +189,8 @@ std::string FormatProfile(const Calibration& c) {
   for (const std::string& m : c.models) head += "# model: " + m + "\n";
   for (const std::string& r : c.runs) head += "# run: " + r + "\n";
   head +=
-      "# fit per layer type and pass (fwd / bwd times, act / kept bytes): rows, R^2, |residual|/value p50 / "
+      "# fit per layer type and pass (fwd / bwd times, act / kept / backward work bytes): rows, R^2, "
+      "|residual|/value p50 / "
       "p90 / max, outliers (> 3 robust sigmas)\n";
   for (const LayerTypeFit& f : c.fits)
     for (const auto& [pass, fitp] : PassList(f)) {
@@ -192,7 +212,7 @@ std::string FormatCalibrationTable(const Calibration& c) {
       "outl\n";
   for (const LayerTypeFit& f : c.fits)
     for (const auto& [pass, fitp] : PassList(f)) {
-      if (pass[0] == 'a' || pass[0] == 'k') continue;  // memory: the table below
+      if (pass[0] == 'a' || pass[0] == 'k' || pass[0] == 'w') continue;  // memory: the table below
       const LinearFit& fit = *fitp;
       char line[256];
       std::snprintf(line, sizeof line, "%-35s %-4s %5lld %9s %10s %10s %6.4f %4.1f%% %5.1f%% %5lld\n",
@@ -203,17 +223,19 @@ std::string FormatCalibrationTable(const Calibration& c) {
       out += line;
     }
   bool memory = false;
-  for (const LayerTypeFit& f : c.fits) memory = memory || f.has_memory;
+  for (const LayerTypeFit& f : c.fits) memory = memory || f.has_memory || f.has_work;
   if (!memory) return out;
   out +=
       "\nlayer type                          bytes rows  c0_bytes token_bytes pair_bytes    R^2   p50    p90 "
       " "
       "outl\n";
   for (const LayerTypeFit& f : c.fits) {
-    if (!f.has_memory) continue;
-    for (const auto& [pass, fit] :
-         {std::pair<const char*, const LinearFit&>{"act", f.act}, {"kept", f.kept}}) {
-      const bool act = pass[0] == 'a';
+    std::vector<std::pair<const char*, const LinearFit*>> passes;
+    if (f.has_memory) passes = {{"act", &f.act}, {"kept", &f.kept}};
+    if (f.has_work) passes.push_back({"work", &f.work});
+    for (const auto& [pass, fitp] : passes) {
+      const LinearFit& fit = *fitp;
+      const bool act = pass[0] != 'k';  // act and work: c0, token, pair; kept: token only
       char line[256];
       std::snprintf(line, sizeof line, "%-35s %-4s %5lld %9s %11s %10s %6.4f %4.1f%% %5.1f%% %5lld\n",
                     TypeName(f).c_str(), pass, static_cast<long long>(fit.samples),

@@ -43,6 +43,9 @@ struct LayerTypeFit {
   bool has_memory = false;
   LinearFit act;   // coefficients: c0_bytes, token_bytes, pair_bytes
   LinearFit kept;  // coefficients: token_bytes
+  bool has_work = false;
+  LinearFit
+      work;  // the backward's working memory (layers.csv bwd_work_bytes): c0_bytes, token_bytes, pair_bytes
 };
 
 struct Calibration {

@@ -270,6 +270,8 @@ const char* const kCoefHeader[] = {"source",      "layer_kind", "fwd_c0_us",    
 constexpr int kCoefColumns = 8;
 const char* const kMemHeader[] = {"act_c0_bytes", "act_token_bytes", "act_pair_bytes", "kept_token_bytes"};
 constexpr int kMemColumns = 4;
+const char* const kWorkHeader[] = {"work_c0_bytes", "work_token_bytes", "work_pair_bytes"};
+constexpr int kWorkColumns = 3;
 
 std::string FormatDouble(double v) {
   std::ostringstream os;
@@ -314,6 +316,13 @@ Result<CoefficientCostModel> CoefficientCostModel::Parse(const std::string& csv_
     for (int i = 0; i < kMemColumns; ++i)
       if (mem[i] < 0)
         return csv.ErrorAt(kMemHeader[i], "missing column: the memory columns come all four or none");
+  int work[kWorkColumns], work_found = 0;
+  for (int i = 0; i < kWorkColumns; ++i) work_found += (work[i] = header.Find(kWorkHeader[i])) >= 0;
+  if (work_found != 0 && work_found != kWorkColumns)
+    for (int i = 0; i < kWorkColumns; ++i)
+      if (work[i] < 0)
+        return csv.ErrorAt(kWorkHeader[i],
+                           "missing column: the working-memory columns come all three or none");
   while (csv.Next(row)) {
     if (row.size() != header.names().size())
       return csv.ErrorAt("", "expected " + std::to_string(header.names().size()) + " fields, got " +
@@ -345,6 +354,21 @@ Result<CoefficientCostModel> CoefficientCostModel::Parse(const std::string& csv_
                                "'" + Abbreviate(std::string(row[mem[i]])) + "' is not a finite number >= 0");
       }
     }
+    if (work_found) {
+      int empty = 0;
+      for (int i = 0; i < kWorkColumns; ++i) empty += row[work[i]].empty();
+      if (empty != 0 && empty != kWorkColumns)
+        return csv.ErrorAt("work_c0_bytes",
+                           "a row's working-memory cells are all three filled or all three empty");
+      if (empty == 0) {
+        c.has_work = true;
+        double* dst[] = {&c.work_c0_bytes, &c.work_token_bytes, &c.work_pair_bytes};
+        for (int i = 0; i < kWorkColumns; ++i)
+          if (!ParseDouble(row[work[i]], *dst[i]) || !std::isfinite(*dst[i]) || *dst[i] < 0)
+            return csv.ErrorAt(kWorkHeader[i],
+                               "'" + Abbreviate(std::string(row[work[i]])) + "' is not a finite number >= 0");
+      }
+    }
     model.Set(source, kind, c);
   }
   if (!csv.status().ok()) return csv.status().error();
@@ -359,11 +383,16 @@ Result<CoefficientCostModel> CoefficientCostModel::Load(const std::string& path,
 
 std::string CoefficientCostModel::Format() const {
   std::string out = "# mmtwin-cost-coefficients v1\n";
-  bool memory = false;
-  for (const auto& [key, c] : table_) memory = memory || c.has_memory;
+  bool memory = false, work = false;
+  for (const auto& [key, c] : table_) {
+    memory = memory || c.has_memory;
+    work = work || c.has_work;
+  }
   for (int i = 0; i < kCoefColumns; ++i) out += std::string(i ? "," : "") + kCoefHeader[i];
   if (memory)
     for (const char* h : kMemHeader) out += std::string(",") + h;
+  if (work)
+    for (const char* h : kWorkHeader) out += std::string(",") + h;
   out += "\n";
   for (const auto& [key, c] : table_) {
     out += CsvQuote(key.first) + "," + LayerKindName(static_cast<LayerKind>(key.second));
@@ -375,6 +404,14 @@ std::string CoefficientCostModel::Format() const {
           out += "," + FormatDouble(v);
       } else {
         out += ",,,,";
+      }
+    }
+    if (work) {
+      if (c.has_work) {
+        for (double v : {c.work_c0_bytes, c.work_token_bytes, c.work_pair_bytes})
+          out += "," + FormatDouble(v);
+      } else {
+        out += ",,,";
       }
     }
     out += "\n";
@@ -404,6 +441,9 @@ LayerCost CoefficientCostModel::Cost(const ModelSpec& m, const Layer& layer, con
         BytesOf(c->act_c0_bytes + c->act_token_bytes * tokens + c->act_pair_bytes * w.attn_pairs);
     cost.act_bytes_recompute = std::min(cost.act_bytes, BytesOf(c->kept_token_bytes * tokens));
   }
+  if (c->has_work)
+    cost.bwd_work_bytes =
+        BytesOf(c->work_c0_bytes + c->work_token_bytes * tokens + c->work_pair_bytes * w.attn_pairs);
   return cost;
 }
 

@@ -79,6 +79,11 @@ struct LayerCost {
   int64_t act_bytes = 0;            // stored for backward without recomputation, per GPU
   int64_t act_bytes_recompute = 0;  // stored with full recomputation (the layer input), per GPU
   int64_t boundary_bytes = 0;       // activation handed to the next layer (whole, bf16); 0 for the LM head
+  // Backward working memory, per GPU: the most the layer's backward allocates above what was live when it
+  // started (gradients of its intermediates and of its input, before its saved activations are freed). A
+  // calibrated profile measures it (the backend's counting allocator); the analytic model does not price it
+  // (0): its share of a GPU is left to the cluster's reserve terms (core/cluster/cluster.h).
+  int64_t bwd_work_bytes = 0;
 };
 
 class CostModel {
@@ -144,12 +149,16 @@ class AnalyticCostModel : public CostModel {
 // time_us = c0_us + token_us * tokens + pair_us * attn_pairs, forward and backward, per layer type. Optionally
 // (has_memory) the layer's activation bytes too, per rank: act_bytes = act_c0_bytes + act_token_bytes * tokens
 // + act_pair_bytes * attn_pairs stored for the backward, act_bytes_recompute = kept_token_bytes * tokens kept
-// when it is recomputed; without them the analytic (Korthikanti) bytes apply.
+// when it is recomputed; without them the analytic (Korthikanti) bytes apply. Optionally (has_work) the
+// backward's working memory: bwd_work_bytes = work_c0_bytes + work_token_bytes * tokens + work_pair_bytes *
+// attn_pairs; without them 0, as in the analytic model.
 struct TimeCoefficients {
   double fwd_c0_us = 0, fwd_token_us = 0, fwd_pair_us = 0;
   double bwd_c0_us = 0, bwd_token_us = 0, bwd_pair_us = 0;
   bool has_memory = false;
   double act_c0_bytes = 0, act_token_bytes = 0, act_pair_bytes = 0, kept_token_bytes = 0;
+  bool has_work = false;
+  double work_c0_bytes = 0, work_token_bytes = 0, work_pair_bytes = 0;
 };
 
 // Per layer type (component source, e.g. "internlm2-20b", and layer kind) coefficients; a source of "*"
@@ -161,7 +170,8 @@ struct TimeCoefficients {
 //   internlm2-20b,transformer,35.0,0.061,1.1e-06,70.0,0.122,2.2e-06
 // layer_kind is one of embedding, transformer, projector, head. Optional columns act_c0_bytes,
 // act_token_bytes, act_pair_bytes, kept_token_bytes (all four, or none) give a row's memory; a row with all four
-// cells empty keeps the analytic bytes.
+// cells empty keeps the analytic bytes. Optional columns work_c0_bytes, work_token_bytes, work_pair_bytes (all
+// three, or none) give the backward's working memory; a row with the three cells empty has none (0).
 class CoefficientCostModel : public CostModel {
  public:
   explicit CoefficientCostModel(AnalyticCostModel bytes_and_flops);

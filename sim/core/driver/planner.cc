@@ -99,12 +99,14 @@ Profiles BuildProfiles(const PlannedRun& run, const Pricer& pricer) {
           sum[l].bwd_time_us += lc[l].bwd_time_us;
           sum[l].act_bytes += lc[l].act_bytes;
           sum[l].act_bytes_recompute += lc[l].act_bytes_recompute;
+          sum[l].bwd_work_bytes += lc[l].bwd_work_bytes;
           sum[l].boundary_bytes += lc[l].boundary_bytes;
           sum[l].param_bytes = lc[l].param_bytes;
           worst[l].fwd_time_us = std::max(worst[l].fwd_time_us, lc[l].fwd_time_us);
           worst[l].bwd_time_us = std::max(worst[l].bwd_time_us, lc[l].bwd_time_us);
           worst[l].act_bytes = std::max(worst[l].act_bytes, lc[l].act_bytes);
           worst[l].act_bytes_recompute = std::max(worst[l].act_bytes_recompute, lc[l].act_bytes_recompute);
+          worst[l].bwd_work_bytes = std::max(worst[l].bwd_work_bytes, lc[l].bwd_work_bytes);
           worst[l].boundary_bytes = std::max(worst[l].boundary_bytes, lc[l].boundary_bytes);
           worst[l].param_bytes = lc[l].param_bytes;
         }
@@ -117,6 +119,7 @@ Profiles BuildProfiles(const PlannedRun& run, const Pricer& pricer) {
     x.bwd_time_us /= k;
     x.act_bytes = static_cast<int64_t>(x.act_bytes / k);
     x.act_bytes_recompute = static_cast<int64_t>(x.act_bytes_recompute / k);
+    x.bwd_work_bytes = static_cast<int64_t>(x.bwd_work_bytes / k);
     x.boundary_bytes = static_cast<int64_t>(x.boundary_bytes / k);
   }
   return {MakeLayerProfile(layers, sum), MakeLayerProfile(layers, worst)};

@@ -98,7 +98,7 @@ std::vector<StageMemory> ComputeMemory(const ParallelConfig& parallel, const Par
           // The recompute transient of the backward: one checkpointed unit at a time (ChunkCost); the
           // activations are freed when the backward ends (a split backward keeps them through its
           // weight-gradient pass).
-          if (StartsBackward(op.kind)) peak = std::max(peak, AddBytes(held, cc.recompute_transient_bytes));
+          if (StartsBackward(op.kind)) peak = std::max(peak, AddBytes(held, cc.backward_transient_bytes));
           if (EndsBackward(op.kind)) held -= cc.act_bytes;
         }
       }

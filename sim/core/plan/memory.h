@@ -9,14 +9,16 @@
 //   all-gather buffers are not modelled; the allocator's fragmentation, its workspaces and the memory outside it
 //   are taken off the capacity instead (the caller passes UsableMemoryBytes, core/cluster/cluster.h).
 // - Activations: walk the rank's schedule order (Schedule::per_rank[r]) for every DP replica with that
-// replica's
-//   micro-batch costs. The forward of (mb, chunk) adds ChunkCost::act_bytes, its backward releases it. During
-//   a backward the recomputed layers of that chunk are rematerialized one checkpointed unit at a time (a
-//   recomputed layer from its kept input, or a uniform:N group from the group's input), each just before its
-//   own backward, as Megatron-LM and PyTorch checkpointing run it: the backward transiently adds the largest
-//   unit's rematerialized activations (ChunkCost::recompute_transient_bytes; 0 without recompute) on top of
-//   what is held, including its own stored activations. The peak over the walk (max over DP replicas) is
-//   peak_activation_bytes. (The op graph still times the chunk's recompute as one op before its backward.)
+//   replica's micro-batch costs. The forward of (mb, chunk) adds ChunkCost::act_bytes, its backward releases
+//   it. During a backward the chunk's layers run last to first: the recomputed layers are rematerialized one
+//   checkpointed unit at a time (a recomputed layer from its kept input, or a uniform:N group from the group's
+//   input), each just before its own backward, as Megatron-LM and PyTorch checkpointing run it; each layer's
+//   backward allocates its working memory (gradients of its intermediates: LayerCost::bwd_work_bytes,
+//   measured by a calibrated profile, 0 in the analytic model); the layers already done have freed their
+//   saved activations. So the backward transiently adds ChunkCost::backward_transient_bytes
+//   (BackwardTransient, core/plan/plan.h) on top of what is held, including its own stored activations. The
+//   peak over the walk (max over DP replicas) is peak_activation_bytes. (The op graph still times the chunk's
+//   recompute as one op before its backward.)
 // - Boundary buffers: one send buffer and one receive buffer: the largest send_bytes of the rank's own chunks
 //   (activations out, and the same-sized gradients in) plus the largest send_bytes of the chunks feeding them
 //   (chunk c - 1: activations in, gradients out), over DP replicas and micro-batches. For a uniform middle

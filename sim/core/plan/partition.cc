@@ -270,6 +270,7 @@ LayerProfile MakeLayerProfile(const std::vector<Layer>& layers, const std::vecto
     p.boundary_bytes.push_back(costs[i].boundary_bytes);
     p.act_bytes.push_back(costs[i].act_bytes);
     p.act_bytes_recompute.push_back(costs[i].act_bytes_recompute);
+    p.bwd_work_bytes.push_back(costs[i].bwd_work_bytes);
   }
   p.layers.resize(n);
   return p;
@@ -289,10 +290,12 @@ Status ValidateLayerProfile(const LayerProfile& p) {
   MMTWIN_RETURN_IF_ERROR(check(p.boundary_bytes.size(), "boundary_bytes"));
   MMTWIN_RETURN_IF_ERROR(check(p.act_bytes.size(), "act_bytes"));
   MMTWIN_RETURN_IF_ERROR(check(p.act_bytes_recompute.size(), "act_bytes_recompute"));
+  if (!p.bwd_work_bytes.empty()) MMTWIN_RETURN_IF_ERROR(check(p.bwd_work_bytes.size(), "bwd_work_bytes"));
   for (size_t i = 0; i < n; ++i) {
     if (!std::isfinite(p.fwd_us[i]) || p.fwd_us[i] < 0 || !std::isfinite(p.bwd_us[i]) || p.bwd_us[i] < 0)
       return Error("layer profile: layer " + std::to_string(i) + ": times must be finite and >= 0");
-    if (p.params[i] < 0 || p.boundary_bytes[i] < 0 || p.act_bytes[i] < 0 || p.act_bytes_recompute[i] < 0)
+    if (p.params[i] < 0 || p.boundary_bytes[i] < 0 || p.act_bytes[i] < 0 || p.act_bytes_recompute[i] < 0 ||
+        p.WorkBytes(static_cast<int>(i)) < 0)
       return Error("layer profile: layer " + std::to_string(i) + ": sizes must be >= 0");
   }
   return Status();

@@ -72,11 +72,16 @@ namespace mmtwin {
 // mean micro-batch for partitioning, the worst one for recompute). Index = position in Layers(model).
 // Times in microseconds per GPU; params whole (all TP ranks); boundary_bytes whole (the activation handed to
 // the next layer, not divided by TP); act_bytes / act_bytes_recompute per GPU (stored for the backward
-// without / with full recomputation of that layer).
+// without / with full recomputation of that layer); bwd_work_bytes per GPU (the backward's working memory,
+// LayerCost::bwd_work_bytes; may be empty: none).
 struct LayerProfile {
   std::vector<Layer> layers;
   std::vector<double> fwd_us, bwd_us;
   std::vector<int64_t> params, boundary_bytes, act_bytes, act_bytes_recompute;
+  std::vector<int64_t> bwd_work_bytes;
+  int64_t WorkBytes(int l) const {
+    return l < static_cast<int>(bwd_work_bytes.size()) ? bwd_work_bytes[l] : 0;
+  }
 
   int size() const { return static_cast<int>(fwd_us.size()); }
 };

@@ -78,6 +78,28 @@ inline int64_t ExtendRecomputeUnit(int64_t unit_bytes, uint8_t flag, int64_t act
   return AddBytes(unit_bytes, act_bytes > 0 ? act_bytes : 0);
 }
 
+// The backward transient of a chunk: how far above its stored activations the memory gets while its backward
+// runs. The backward walks the layers last to first; the autograd engine frees a layer's saved activations as
+// soon as its backward is done, and a checkpointed unit is rematerialized just before its own backward. During
+// the backward of layer l the live activations are the stored bytes of layers first..l, the rematerialized
+// bytes of l's unit up to l (ExtendRecomputeUnit), and l's backward working memory (LayerCost::bwd_work_bytes):
+//   transient = max over l of (stored(first..l) + unit(l) + work(l)) - stored(first..last)   (>= 0)
+// Feed the chunk's layers in forward order (flag as in RecomputePlan::layers), then read Bytes(). Without
+// recomputation and working memory it is 0; with recomputation only, at most the largest unit's bytes (the
+// layers stored after a unit are freed by the time it is rematerialized).
+class BackwardTransient {
+ public:
+  void Add(uint8_t flag, int64_t act_bytes, int64_t act_bytes_recompute, int64_t bwd_work_bytes) {
+    stored_ = AddBytes(stored_, flag == 0 ? act_bytes : flag == 1 ? act_bytes_recompute : 0);
+    unit_ = ExtendRecomputeUnit(unit_, flag, act_bytes, act_bytes_recompute);
+    peak_ = std::max(peak_, AddBytes(AddBytes(stored_, unit_), bwd_work_bytes > 0 ? bwd_work_bytes : 0));
+  }
+  int64_t Bytes() const { return peak_ > stored_ ? peak_ - stored_ : 0; }
+
+ private:
+  int64_t stored_ = 0, unit_ = 0, peak_ = 0;
+};
+
 // kBackward is a chunk's whole backward (input and weight gradients). Zero-bubble schedules (ZB-H1/H2, Qi et al.
 // 2023) split it: kBackwardInput (B, the input gradient the previous chunk waits for) and kBackwardWeight (W,
 // the weight gradient, which can fill bubbles later); a schedule lists either kBackward or both B and W of a
@@ -164,10 +186,11 @@ struct ChunkCost {
   double tp_bwd_us = 0;     // TP collectives inside the backward (and the recompute)
   int64_t act_bytes = 0;    // activations held from this forward until its backward (recompute applied)
   int64_t act_bytes_no_recompute = 0;  // the same if nothing were recomputed
-  // The recompute transient of this chunk's backward: checkpointed units (a recomputed layer with its kept
-  // input, or a uniform:N group) are rematerialized one at a time, each just before its own backward, so the
-  // extra bytes are the largest unit's rematerialized activations (0 without recompute).
-  int64_t recompute_transient_bytes = 0;
+  // The backward transient of this chunk (BackwardTransient): the most its backward adds on top of act_bytes,
+  // from the rematerialized checkpointed units (one at a time, each just before its own backward) and the
+  // layers' backward working memory, less what the layers already done have freed (0 without recompute and
+  // working memory).
+  int64_t backward_transient_bytes = 0;
   int64_t send_bytes = 0;  // activation sent to the next chunk (and its gradient back); 0 for the last chunk
   double model_flops = 0;  // forward + backward FLOPs of the real tokens (no padding, no recompute), all TP
                            // ranks: the numerator of MFU

@@ -69,7 +69,7 @@ void Pricer::PriceMicroBatch(const std::vector<SampleTokens>& mb, Packing packin
   for (int c = 0; c < chunks; ++c) {
     ChunkCost& cc = out[c];
     cc = ChunkCost{};
-    int64_t unit = 0;  // rematerialized bytes of the current checkpointed unit
+    BackwardTransient transient;
     for (int i = partition.bounds[c]; i < partition.bounds[c + 1]; ++i) {
       const LayerCost& x = lc[i];
       const uint8_t flag = i < static_cast<int>(recompute.layers.size()) ? recompute.layers[i] : 0;
@@ -82,8 +82,7 @@ void Pricer::PriceMicroBatch(const std::vector<SampleTokens>& mb, Packing packin
       // 1: recomputed from its kept input; 2: recomputed inside a checkpointed group (nothing kept,
       // recompute.h).
       cc.act_bytes = AddBytes(cc.act_bytes, flag == 0 ? x.act_bytes : flag == 1 ? x.act_bytes_recompute : 0);
-      unit = ExtendRecomputeUnit(unit, flag, x.act_bytes, x.act_bytes_recompute);
-      cc.recompute_transient_bytes = std::max(cc.recompute_transient_bytes, unit);
+      transient.Add(flag, x.act_bytes, x.act_bytes_recompute, x.bwd_work_bytes);
       if (layers_[i].kind == LayerKind::kTransformer) {
         const double tp_us = TpLayerForwardUs(work[layers_[i].component].tokens, hidden_of_layer_[i]);
         cc.tp_fwd_us += tp_us;
@@ -91,6 +90,7 @@ void Pricer::PriceMicroBatch(const std::vector<SampleTokens>& mb, Packing packin
       }
       if (rc) cc.recompute_us += x.fwd_time_us;
     }
+    cc.backward_transient_bytes = transient.Bytes();
     const int last = partition.bounds[c + 1] - 1;
     cc.send_bytes = c + 1 < chunks ? lc[last].boundary_bytes / std::max(1, parallel_.tp) : 0;
     cc.llm_tokens = llm_tokens;

@@ -85,8 +85,20 @@ Result<RecomputePlan> RunAdaptive(const RecomputeContext& ctx, const Params& par
   RecomputePlan plan = Empty(ctx);
   const std::vector<int64_t> base = EstimateRankMemory(ctx, plan);
   for (int r = 0; r < pp; ++r) {
+    // The bound: transient(S) <= max_{l in S} t_l + the rank's largest working memory, against the transient
+    // already in base (the working memory alone): the difference is added to what S must save.
+    int64_t work_max = 0, base_transient = 0;
+    for (int c = r; c < part.chunks(); c += pp) {
+      BackwardTransient t;
+      for (int l = part.bounds[c]; l < part.bounds[c + 1]; ++l) {
+        t.Add(0, prof.act_bytes[l], prof.act_bytes_recompute[l], prof.WorkBytes(l));
+        work_max = std::max(work_max, prof.WorkBytes(l));
+      }
+      base_transient = std::max(base_transient, t.Bytes());
+    }
     const double need = static_cast<double>(base[r] + reserve - ctx.capacity_bytes);
     if (need <= 0) continue;
+    const double slack = static_cast<double>(work_max - base_transient);
     struct Cand {
       int layer;
       double saving;     // e_l = n_c * t_l
@@ -121,14 +133,16 @@ Result<RecomputePlan> RunAdaptive(const RecomputeContext& ctx, const Params& par
       std::sort(by_saving.begin(), by_saving.end(), std::greater<double>());
       double covered = 0;
       int n = 0;
-      while (n < static_cast<int>(by_saving.size()) && covered < need + caps[ci]) covered += by_saving[n++];
-      if (covered < need + caps[ci]) continue;
+      while (n < static_cast<int>(by_saving.size()) && covered < need + slack + caps[ci])
+        covered += by_saving[n++];
+      if (covered < need + slack + caps[ci]) continue;
       k_of_cap[ci] = n;
       if (k == 0 || n < k) k = n;
     }
-    if (k == 0) {  // even every useful layer is not enough: full, the memory report says oom
-      for (int l : all) plan.layers[l] = kRecomputeKeepInput;
-      continue;
+    std::vector<int> best;
+    if (k == 0) {  // not even every useful layer surely fits: full (step 4 prunes it if it fits after all)
+      best = all;
+      cands.clear();
     }
     std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
       if (a.ratio != b.ratio) return a.ratio > b.ratio;
@@ -139,16 +153,15 @@ Result<RecomputePlan> RunAdaptive(const RecomputeContext& ctx, const Params& par
     // layer only if the rest can still be covered by the largest savings among those not yet considered,
     // within the remaining slots; this always ends with k layers covering need + cap). Keep the cheapest set
     // (sum of fwd_us; ties: the smaller cap).
-    std::vector<int> best;
     double best_cost = HUGE_VAL;
     std::vector<int> chosen;
     std::vector<double> pool;
-    for (size_t ci = 0; ci < caps.size(); ++ci) {
+    for (size_t ci = 0; ci < caps.size() && k > 0; ++ci) {
       if (k_of_cap[ci] != k) continue;
       std::vector<const Cand*> under;
       for (const Cand& c : cands)
         if (c.transient <= caps[ci]) under.push_back(&c);
-      double rest = need + caps[ci], cost = 0;
+      double rest = need + slack + caps[ci], cost = 0;
       chosen.clear();
       for (size_t i = 0; i < under.size() && static_cast<int>(chosen.size()) < k; ++i) {
         pool.clear();
@@ -170,6 +183,16 @@ Result<RecomputePlan> RunAdaptive(const RecomputeContext& ctx, const Params& par
       }
     }
     for (int l : best) plan.layers[l] = kRecomputeKeepInput;
+    // 4. The bound over-counts the transient (layers after a recomputed one free their activations before it
+    //    is rematerialized): drop chosen layers, the most expensive first, while the exact estimate still fits.
+    std::sort(best.begin(), best.end(), [&](int a, int b) {
+      return prof.fwd_us[a] != prof.fwd_us[b] ? prof.fwd_us[a] > prof.fwd_us[b] : a > b;
+    });
+    for (int l : best) {
+      plan.layers[l] = 0;
+      if (EstimateRankMemory(ctx, plan)[r] + reserve > ctx.capacity_bytes)
+        plan.layers[l] = kRecomputeKeepInput;
+    }
   }
   return plan;
 }
@@ -249,14 +272,14 @@ std::vector<int64_t> EstimateRankMemory(const RecomputeContext& ctx, const Recom
   for (int c = 0; c < ctx.partition.chunks(); ++c) {
     const int r = PipeRankOfChunk(c, pp);
     mem[r] += ChunkInFlight(ctx, c) * static_cast<double>(held[c]);
-    // Transient: the largest checkpointed unit rematerialized before its backward (max over the rank's
-    // chunks).
-    int64_t unit = 0;
+    // Transient: the backward's peak above the stored activations (rematerialized units and working
+    // memory, BackwardTransient), max over the rank's chunks.
+    BackwardTransient t;
     for (int l = ctx.partition.bounds[c]; l < ctx.partition.bounds[c + 1]; ++l) {
       const uint8_t flag = l < static_cast<int>(plan.layers.size()) ? plan.layers[l] : 0;
-      unit = ExtendRecomputeUnit(unit, flag, prof.act_bytes[l], prof.act_bytes_recompute[l]);
-      transient[r] = std::max(transient[r], unit);
+      t.Add(flag, prof.act_bytes[l], prof.act_bytes_recompute[l], prof.WorkBytes(l));
     }
+    transient[r] = std::max(transient[r], t.Bytes());
   }
   std::vector<int64_t> out(pp);
   for (int r = 0; r < pp; ++r) out[r] = BytesOf(mem[r] + static_cast<double>(transient[r]));

@@ -43,21 +43,27 @@
 // layers:
 //   M_r(S) = model_state[r] + other[r] + reserve + sum_c n_c * held_c(S) + transient(S)
 // where held_c is the chunk's stored activation bytes (LayerHeldActBytes summed) and the transient is the
-// largest checkpointed unit rematerialized just before its own backward (ExtendRecomputeUnit in plan.h; max
-// over the rank's chunks). EstimateRankMemory computes it. This matches ComputeMemory's walk when every
-// micro-batch costs like the profile (give the profile of the worst micro-batch). Adaptive recomputes
-// single layers (kRecomputeKeepInput), so transient(S) = max_{l in S} t_l with t_l = act_l - act_recompute_l,
-// and each recomputed layer saves e_l = n_c * t_l of held activations: S fits when sum_S e_l covers the
-// excess + max_S t_l (a rank holding one micro-batch gains once two layers are recomputed).
+// backward's peak above them (BackwardTransient in plan.h: rematerialized units and working memory, less what
+// the layers already done have freed; max over the rank's chunks). EstimateRankMemory computes it. This
+// matches ComputeMemory's walk when every micro-batch costs like the profile (give the profile of the worst
+// micro-batch). Adaptive recomputes single layers (kRecomputeKeepInput); with t_l = act_l - act_recompute_l
+// the transient is at most max_{l in S} t_l + W (W the rank's largest working memory), and each recomputed
+// layer saves e_l = n_c * t_l of held activations: S surely fits when sum_S e_l covers the excess + max_S t_l
+// + (W - the transient of the empty set) (a rank holding one micro-batch gains once two layers are
+// recomputed).
 //   1. If M_r(empty) fits: nothing. If even recomputing every layer with e_l > 0 does not fit: every
 //      transformer layer of the rank (full; the memory report then says oom).
-//   2. k = the fewest layers that fit, exactly: for each cap T among the distinct t_l, the smallest k_T whose
-//      k_T largest savings among the layers with t_l <= T cover the excess + T; k = min_T k_T.
+//   2. k = the fewest layers that surely fit (under the bound): for each cap T among the distinct t_l, the
+//      smallest k_T whose k_T largest savings among the layers with t_l <= T cover the excess + T (+ the
+//      working-memory term); k = min_T k_T.
 //   3. For each T with k_T = k, choose k layers under T in order of saving per cost e_l / fwd_us_l (best
 //      first; ties: larger saving, then earlier layer), taking a layer only when the remaining slots can
 //      still cover the rest with the largest remaining savings; keep the cheapest set (sum of fwd_us). This
 //      always ends with k layers that fit, and prefers cheap savings (ViT blocks in InternVL) when several
 //      k-sets fit.
+//   4. The bound over-counts the transient, so the chosen layers are dropped again, the most expensive first,
+//      while the exact M_r still fits: the result fits, no layer of it can be dropped, and it has no more
+//      layers than the fewest under the bound (tests/plan/recompute_test.cc checks all three by brute force).
 #pragma once
 
 #include <cstdint>

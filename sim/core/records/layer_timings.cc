@@ -1,7 +1,9 @@
 // layers.csv codec (layer_timings.h).
 #include "core/records/layer_timings.h"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <sstream>
 
 #include "core/util/csv.h"
@@ -11,10 +13,12 @@ namespace {
 
 constexpr const char* kHeader =
     "iteration,device,micro_batch,layer,label,kind,tokens,spans,attention_pairs,fwd_us,bwd_us,recompute_us,"
-    "act_bytes,out_bytes";
-constexpr const char* kFields[] = {"iteration", "device",       "micro_batch", "layer",           "label",
-                                   "kind",      "tokens",       "spans",       "attention_pairs", "fwd_us",
-                                   "bwd_us",    "recompute_us", "act_bytes",   "out_bytes"};
+    "act_bytes,out_bytes,bwd_work_bytes";
+constexpr const char* kFields[] = {"iteration",       "device",    "micro_batch",   "layer",
+                                   "label",           "kind",      "tokens",        "spans",
+                                   "attention_pairs", "fwd_us",    "bwd_us",        "recompute_us",
+                                   "act_bytes",       "out_bytes", "bwd_work_bytes"};
+constexpr size_t kFieldsV2 = std::size(kFields) - 1;  // v2: no bwd_work_bytes
 
 }  // namespace
 
@@ -27,7 +31,7 @@ std::string LayerTimingsCsv(const std::vector<LayerTiming>& rows, const std::vec
     out << r.iteration << "," << r.device << "," << r.micro_batch << "," << r.layer << ","
         << CsvQuote(l.label) << "," << LayerKindName(l.kind) << "," << r.tokens << "," << r.spans << ","
         << r.attention_pairs << "," << r.fwd_us << "," << r.bwd_us << "," << r.recompute_us << ","
-        << r.act_bytes << "," << r.out_bytes << "\n";
+        << r.act_bytes << "," << r.out_bytes << "," << std::max<int64_t>(0, r.bwd_work_bytes) << "\n";
   }
   return out.str();
 }
@@ -40,24 +44,28 @@ Result<std::vector<LayerTiming>> ParseLayerTimingsCsv(const std::string& text, c
   if (first.rfind("# mmtwin-layers v", 0) != 0)
     return Error::At(name, 1, "",
                      "not a per-layer timings file (expected the version line '" + version + "')");
-  if (first != version)
-    return Error::At(
-        name, 1, "",
-        "unsupported version '" + first.substr(2) + "' (this mmtwin reads '" + version.substr(2) + "')");
+  const bool v2 = first == "# mmtwin-layers v2";
+  if (first != version && !v2)
+    return Error::At(name, 1, "",
+                     "unsupported version '" + first.substr(2) + "' (this mmtwin reads '" +
+                         version.substr(2) + "' and 'mmtwin-layers v2')");
+  const size_t fields = v2 ? kFieldsV2 : std::size(kFields);
+  std::string header;
+  for (size_t i = 0; i < fields; ++i) header += std::string(i ? "," : "") + kFields[i];
   CsvReader csv = CsvReader::FromString(text, name);
   std::vector<std::string_view> row;
   if (!csv.Next(row)) {
     if (!csv.status().ok()) return csv.status().error();
-    return Error::At(name, 2, "", std::string("missing the header ") + kHeader);
+    return Error::At(name, 2, "", "missing the header " + header);
   }
-  if (row.size() != std::size(kFields)) return csv.ErrorAt("", std::string("expected the header ") + kHeader);
+  if (row.size() != fields) return csv.ErrorAt("", "expected the header " + header);
   for (size_t i = 0; i < row.size(); ++i)
-    if (row[i] != kFields[i]) return csv.ErrorAt("", std::string("expected the header ") + kHeader);
+    if (row[i] != kFields[i]) return csv.ErrorAt("", "expected the header " + header);
   std::vector<LayerTiming> out;
   while (csv.Next(row)) {
-    if (row.size() != std::size(kFields))
-      return csv.ErrorAt("", "expected " + std::to_string(std::size(kFields)) + " fields, got " +
-                                 std::to_string(row.size()));
+    if (row.size() != fields)
+      return csv.ErrorAt("",
+                         "expected " + std::to_string(fields) + " fields, got " + std::to_string(row.size()));
     LayerTiming t;
     t.line = csv.line();
     int64_t v = 0;
@@ -94,6 +102,8 @@ Result<std::vector<LayerTiming>> ParseLayerTimingsCsv(const std::string& text, c
     MMTWIN_RETURN_IF_ERROR(time_field(11, t.recompute_us));
     MMTWIN_RETURN_IF_ERROR(int_field(12, 0, t.act_bytes));
     MMTWIN_RETURN_IF_ERROR(int_field(13, 0, t.out_bytes));
+    t.bwd_work_bytes = -1;
+    if (!v2) MMTWIN_RETURN_IF_ERROR(int_field(14, 0, t.bwd_work_bytes));
     out.push_back(std::move(t));
   }
   if (!csv.status().ok()) return csv.status().error();
