@@ -307,6 +307,18 @@ TEST(CoefficientCostTest, Errors) {
   EXPECT_NE(err(header + "x,head,1,2\n").find("c.csv:2:"), std::string::npos);
 }
 
+// The coefficient table's parse error ("OK" when it parses), and a table reads back to the same text.
+std::string ParseError(const std::string& text) {
+  Result<CoefficientCostModel> e = CoefficientCostModel::Parse(text, "c.csv", AnalyticCostModel(A100()));
+  return e.ok() ? std::string("OK") : e.error().message();
+}
+void ExpectRoundTrip(const CoefficientCostModel& table) {
+  Result<CoefficientCostModel> again =
+      CoefficientCostModel::Parse(table.Format(), "f.csv", AnalyticCostModel(A100()));
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(again->Format(), table.Format());
+}
+
 TEST(CoefficientCostTest, MemoryColumnsPriceActivationsPerRow) {
   ModelSpec m = Load("internvl-1.5-6b-20b");
   const std::string head =
@@ -330,14 +342,8 @@ TEST(CoefficientCostTest, MemoryColumnsPriceActivationsPerRow) {
   const Layer& vit = FirstOf(layers, 0, LayerKind::kTransformer);
   EXPECT_EQ(r->Cost(m, vit, w).act_bytes, AnalyticCostModel(A100()).Cost(m, vit, w).act_bytes);
   // Round trip keeps both kinds of row.
-  Result<CoefficientCostModel> again =
-      CoefficientCostModel::Parse(r->Format(), "f.csv", AnalyticCostModel(A100()));
-  ASSERT_TRUE(again.ok()) << again.error().message();
-  EXPECT_EQ(again->Format(), r->Format());
-  auto err = [&](const std::string& text) {
-    Result<CoefficientCostModel> e = CoefficientCostModel::Parse(text, "c.csv", AnalyticCostModel(A100()));
-    return e.ok() ? std::string("OK") : e.error().message();
-  };
+  ExpectRoundTrip(*r);
+  auto err = ParseError;
   EXPECT_EQ(err(head + "x,head,1,2,3,4,5,6,1,2,,4\n"),
             "c.csv:2: act_c0_bytes: a row's memory cells are all four filled or all four empty");
   EXPECT_EQ(err(head + "x,head,1,2,3,4,5,6,1,-2,0,4\n"),
@@ -365,14 +371,8 @@ TEST(CoefficientCostTest, WorkColumnsPriceTheBackwardWorkingMemoryPerRow) {
   EXPECT_EQ(r->Cost(m, FirstOf(layers, 0, LayerKind::kTransformer), w).bwd_work_bytes, 0);
   EXPECT_EQ(AnalyticCostModel(A100()).Cost(m, FirstOf(layers, 2, LayerKind::kTransformer), w).bwd_work_bytes,
             0);
-  Result<CoefficientCostModel> again =
-      CoefficientCostModel::Parse(r->Format(), "f.csv", AnalyticCostModel(A100()));
-  ASSERT_TRUE(again.ok()) << again.error().message();
-  EXPECT_EQ(again->Format(), r->Format());
-  auto err = [&](const std::string& text) {
-    Result<CoefficientCostModel> e = CoefficientCostModel::Parse(text, "c.csv", AnalyticCostModel(A100()));
-    return e.ok() ? std::string("OK") : e.error().message();
-  };
+  ExpectRoundTrip(*r);
+  auto err = ParseError;
   EXPECT_EQ(err(head + "x,head,1,2,3,4,5,6,1,,0\n"),
             "c.csv:2: work_c0_bytes: a row's working-memory cells are all three filled or all three empty");
   EXPECT_EQ(err(head + "x,head,1,2,3,4,5,6,1,2,-1\n"),
