@@ -1,5 +1,6 @@
 // mmtwin-train: the real backend (backend/README.md). Commands:
 //   mmtwin-train launch --nproc N SCENARIO -o RUNDIR   start N local ranks (like torchrun --standalone)
+//   mmtwin-train launch --nproc N SCENARIO -o RUNDIR --pingpong   time P2P round trips (link calibration)
 //   mmtwin-train run SCENARIO -o RUNDIR                one rank, rendezvous from torchrun / srun variables
 //   mmtwin-train reference SCENARIO -o DIR             the single-process reference gradients (tests)
 // Exit codes: 0 ok, 2 bad input (file:line: field, or the option), 3 a peer failed or timed out, 1 other.
@@ -19,8 +20,16 @@ struct RankFlags {
   int iterations = 0;
   bool no_measure = false;
   int die_rank = -1, die_iteration = -1, hang_rank = -1;
+  bool pingpong = false;
+  int pingpong_reps = 20;
 
   void Add(CLI::App* app) {
+    app->add_flag(
+        "--pingpong", pingpong,
+        "link calibration instead of training: rank 0 times round trips with every other rank over "
+        "message sizes 4 KiB .. 64 MiB and writes RUNDIR/pingpong.csv (for mmtwin calibrate --links)");
+    app->add_option("--pingpong-reps", pingpong_reps, "timed round trips per message size and peer (20)")
+        ->check(CLI::Range(1, 100000));
     app->add_option("--dump-grads", dump_grads,
                     "write each rank's gradients and loss of the first iteration to DIR/grads.rankR.bin");
     app->add_option("--iterations", iterations, "measured iterations (default: the plan's replayed ones)")
@@ -40,6 +49,7 @@ struct RankFlags {
     if (die_rank >= 0) a.insert(a.end(), {"--die-rank", std::to_string(die_rank)});
     if (die_iteration >= 0) a.insert(a.end(), {"--die-iteration", std::to_string(die_iteration)});
     if (hang_rank >= 0) a.insert(a.end(), {"--hang-rank", std::to_string(hang_rank)});
+    if (pingpong) a.insert(a.end(), {"--pingpong", "--pingpong-reps", std::to_string(pingpong_reps)});
     return a;
   }
   mmtwin::backend::TrainOptions Options(const std::string& scenario, const std::string& rundir) const {
@@ -52,6 +62,8 @@ struct RankFlags {
     o.die_rank = die_rank;
     o.die_iteration = die_iteration;
     o.hang_rank = hang_rank;
+    o.pingpong = pingpong;
+    o.pingpong_reps = pingpong_reps;
     return o;
   }
 };
@@ -85,8 +97,9 @@ int main(int argc, char** argv) {
   ref->add_option("scenario", scenario, "scenario file")->required();
   ref->add_option("-o,--output", rundir, "folder for grads.ref.bin")->required();
   bool force_packed = false;
-  ref->add_flag("--packed", force_packed,
-                "tests: pack the micro-batches even when the plan pads them (padding must not change gradients)");
+  ref->add_flag(
+      "--packed", force_packed,
+      "tests: pack the micro-batches even when the plan pads them (padding must not change gradients)");
 
   try {
     app.parse(argc, argv);
@@ -105,7 +118,8 @@ int main(int argc, char** argv) {
       o.rank_args = flags.Args();
       return mmtwin::backend::Launch(o, "/proc/self/exe", std::cout, std::cerr);
     }
-    if (ref->parsed()) return mmtwin::backend::RunReference(scenario, rundir, std::cout, std::cerr, force_packed);
+    if (ref->parsed())
+      return mmtwin::backend::RunReference(scenario, rundir, std::cout, std::cerr, force_packed);
     auto rv = mmtwin::backend::RendezvousFromEnv();
     if (!rv) {
       std::cerr << "mmtwin-train: " << rv.error().message() << "\n";

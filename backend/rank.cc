@@ -30,8 +30,11 @@
 #include "backend/train.h"
 #include "core/driver/planner.h"
 #include "core/plan/mesh.h"
+#include "core/records/pingpong.h"
 #include "core/records/plan_codec.h"
 #include "core/records/records_codec.h"
+#include "core/scenario/scenario.h"
+#include "core/util/atomic_dir.h"
 #include "core/util/csv.h"
 
 namespace mmtwin::backend {
@@ -377,6 +380,7 @@ class Rank {
   static void WriteBack(std::vector<at::Tensor>& tensors, const at::Tensor& flat);
   at::Tensor GatherShards(const at::Tensor& shard, int chunk, const std::string& what);
   void AlignClocks();
+  void PingPong();
   void Record(OpKind kind, Lane lane, int m, int chunk, double t0, double t1, int64_t bytes = 0,
               PassKind pass = PassKind::kForward);
   void Publish(int index);
@@ -489,7 +493,7 @@ Status Rank::Setup() {
       return planned.error();
     }
     run_ = std::make_unique<PlannedRun>(std::move(*planned));
-    if (opt_.measure) {
+    if (opt_.measure && !opt_.pingpong) {
       writer_ = std::make_unique<RecordWriter>(opt_.rundir, *run_, scenario_.backend.warmup_iterations,
                                                "libtorch-gloo");
       std::lock_guard<std::mutex> lock(g_writer_mu);
@@ -1059,6 +1063,41 @@ void Rank::AlignClocks() {
   }
 }
 
+void Rank::PingPong() {
+  // Rank 0 and each peer in turn; the others wait at the next peer's turn. Tags: 3000 + 2 * exchange (+1 back).
+  constexpr int kWarmup = 3;
+  std::vector<PingPongSample> rows;
+  for (int peer = 1; peer < rv_.world_size; ++peer) {
+    int exchange = 0;
+    for (int64_t bytes = 4096; bytes <= (int64_t{64} << 20); bytes *= 4) {
+      status_.Set("ping-pong with rank " + std::to_string(peer) + ": " + std::to_string(bytes) + " bytes");
+      at::Tensor t = at::zeros({bytes / 4});
+      std::vector<at::Tensor> v{t};
+      for (int k = 0; k < kWarmup + opt_.pingpong_reps; ++k, ++exchange) {
+        const int tag = 3000 + 2 * exchange;
+        if (rv_.rank == 0) {
+          const double t0 = NowUs();
+          world_->send(v, peer, tag)->wait();
+          world_->recv(v, peer, tag + 1)->wait();
+          const double rtt = NowUs() - t0;
+          if (k >= kWarmup) rows.push_back({peer, bytes, rtt, 0});
+        } else if (rv_.rank == peer) {
+          world_->recv(v, 0, tag)->wait();
+          world_->send(v, 0, tag + 1)->wait();
+        }
+      }
+    }
+  }
+  if (rv_.rank != 0) return;
+  status_.Set("writing pingpong.csv");
+  Scenario s = WithPathsRelativeTo(scenario_, opt_.rundir);
+  if (Status st = WriteFolderAtomic(
+          opt_.rundir, {{"pingpong.csv", PingPongCsv(rows)}, {"scenario.yaml", FormatScenario(s)}});
+      !st.ok())
+    throw std::runtime_error(st.error().message());
+  out_ << "wrote " << opt_.rundir << "/pingpong.csv (" << rows.size() << " round trips)\n";
+}
+
 void Rank::RunIteration(int index, const IterationData& it, bool measured, bool dump) {
   measuring_ = measured && opt_.measure;
   dumping_ = dump;
@@ -1169,6 +1208,11 @@ int Rank::Run() {
     status_.Open(rv_.rank);
     status_.Set("setting up");
     AlignClocks();
+    if (opt_.pingpong) {
+      PingPong();
+      world_->barrier()->wait();
+      return 0;
+    }
     const int warm = scenario_.backend.warmup_iterations;
     const int n_plan = static_cast<int>(plan_.iterations.size());
     const int measured = opt_.iterations > 0 ? opt_.iterations : n_plan;

@@ -43,6 +43,11 @@ struct TrainOptions {
   int die_rank = -1;       // fault injection: this rank kills itself (SIGKILL) ...
   int die_iteration = -1;  // ... at the start of this measured iteration
   int hang_rank = -1;      // fault injection: this rank stops answering at the start of die_iteration
+  // Link calibration instead of training: rank 0 exchanges messages of 4 KiB .. 64 MiB (x4 steps) with every
+  // other rank in turn (3 warm-up and `pingpong_reps` timed round trips per size) and writes RUNDIR/pingpong.csv
+  // (core/records/pingpong.h) and scenario.yaml as a unit; `mmtwin calibrate --links RUNDIR` fits them.
+  bool pingpong = false;
+  int pingpong_reps = 20;
 };
 
 // One rank of a job: exit code 0 ok, 2 bad scenario, 3 a peer failed or timed out (the message names the rank

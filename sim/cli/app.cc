@@ -299,6 +299,11 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
           "also fit P2P latency and bandwidth per link class from the runs' ops.csv and write the runs' "
           "cluster with them (YAML, usable as a scenario's `cluster:`)")
       ->type_name("FILE");
+  calibrate_cmd
+      ->add_option("--links", cal.link_runs,
+                   "with --cluster-out: fit the links from these run folders too (repeatable), e.g. the "
+                   "round trips of `mmtwin-train launch --pingpong` over message sizes, the usable link fit")
+      ->type_name("RUNDIR");
   calibrate_cmd->footer(
       "Prints per layer type and pass the coefficients, R^2, relative residual percentiles and outliers; the "
       "profile keeps them as comments.\nExit codes: 0 ok, 2 bad input (a simulated run, a layers.csv of "

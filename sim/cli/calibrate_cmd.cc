@@ -1,7 +1,8 @@
-// mmtwin calibrate RUNDIR... -o PROFILE [--min-samples N] [--cluster-out FILE]: fit the per-layer time and memory
+// mmtwin calibrate RUNDIR... -o PROFILE [--min-samples N] [--cluster-out FILE [--links RUNDIR]...]: fit the per-layer time and memory
 // model to measured runs (core/calibrate/calibrate.h) and write the profile a scenario's `cost:` or
 // `mmtwin simulate --cost` reads; with --cluster-out also fit the links (core/calibrate/links.h) and write the
-// runs' cluster with the fitted figures. Exit 0, or 2 on bad input.
+// runs' cluster with the fitted figures (from the RUNDIRs' ops.csv and the --links folders, such as ping-pong
+// runs). Exit 0, or 2 on bad input.
 #include <ostream>
 #include <string>
 
@@ -27,11 +28,17 @@ int RunCalibrate(const CalibrateArgs& a, std::ostream& out, std::ostream& err) {
     err << "mmtwin calibrate: " << cal.error().message() << "\n";
     return 2;
   }
+  if (!a.link_runs.empty() && a.cluster_out.empty()) {
+    err << "mmtwin calibrate: --links: needs --cluster-out FILE (where the fitted links go)\n";
+    return 2;
+  }
   // Links first: a bad --cluster-out input must not leave a profile written halfway through the command.
   std::string cluster_yaml;
   std::string link_table;
   if (!a.cluster_out.empty()) {
-    auto links = CalibrateLinks(a.runs, options.min_samples);
+    std::vector<std::string> link_runs = a.runs;
+    link_runs.insert(link_runs.end(), a.link_runs.begin(), a.link_runs.end());
+    auto links = CalibrateLinks(link_runs, options.min_samples);
     if (!links) {
       err << "mmtwin calibrate: --cluster-out: " << links.error().message() << "\n";
       return 2;

@@ -60,6 +60,7 @@ int RunSimulate(const SimulateArgs& a, std::ostream& out, std::ostream& err);
 // mmtwin calibrate RUNDIR... -o PROFILE [--cluster-out CLUSTER.yaml]   (sim/cli/calibrate_cmd.cc)
 struct CalibrateArgs {
   std::vector<std::string> runs;
+  std::vector<std::string> link_runs;  // --links: folders used only for the link fit (ping-pong runs)
   std::string output, min_samples, cluster_out;
   bool min_samples_given = false;
 };

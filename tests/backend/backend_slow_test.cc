@@ -6,7 +6,8 @@
 //     micro-batch are the plan's;
 //   - a killed rank ends the job with a message naming it, and the run folder keeps the finished iterations;
 //   - bad scenarios are refused before any process starts (exit 2, file:line: field);
-//   - `mmtwin compare` reads the measured run next to a simulated one.
+//   - `mmtwin compare` reads the measured run next to a simulated one;
+//   - a ping-pong run times round trips over message sizes, and `mmtwin calibrate --links` fits them.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -24,6 +25,7 @@
 #include "core/driver/planner.h"
 #include "core/plan/mesh.h"
 #include "core/records/layer_timings.h"
+#include "core/records/pingpong.h"
 #include "core/records/plan_codec.h"
 #include "core/records/records_codec.h"
 #include "core/scenario/scenario.h"
@@ -475,6 +477,47 @@ TEST(BackendRecords, CompareReadsSimulatedAndMeasuredRuns) {
   CliRun cmp = testing::Mmtwin("compare " + dir + "/sim " + dir + "/real");
   EXPECT_EQ(cmp.code, 0) << cmp.out;
   EXPECT_NE(cmp.out.find("measured"), std::string::npos) << cmp.out;
+}
+
+TEST(BackendLinks, PingPongTimesRoundTripsOverMessageSizesAndCalibrateFitsThem) {
+  const std::string dir = Dir("pingpong");
+  const std::string sc = Scenario(dir, {{"parallel.pp", "1"}, {"parallel.dp", "2"}});
+  CliRun run = Train("launch --nproc 2 " + sc + " -o " + dir + "/pp --pingpong --pingpong-reps 4");
+  ASSERT_EQ(run.code, 0) << run.out;
+  auto text = ReadFile(dir + "/pp/pingpong.csv");
+  ASSERT_TRUE(text.ok()) << run.out;
+  auto rows = ParsePingPongCsv(*text, "pingpong.csv");
+  ASSERT_TRUE(rows.ok()) << rows.error().message();
+  ASSERT_EQ(rows->size(), 8u * 4);  // 4 KiB .. 64 MiB in x4 steps, 4 timed round trips each, one peer
+  std::map<int64_t, double> fastest;
+  for (const PingPongSample& r : *rows) {
+    EXPECT_EQ(r.peer, 1);
+    auto [it, fresh] = fastest.emplace(r.bytes, r.round_trip_us);
+    if (!fresh) it->second = std::min(it->second, r.round_trip_us);
+  }
+  ASSERT_EQ(fastest.size(), 8u);
+  EXPECT_EQ(fastest.begin()->first, 4096);
+  EXPECT_EQ(fastest.rbegin()->first, int64_t{64} << 20);
+  // 64 MiB both ways takes longer than 4 KiB both ways on any machine.
+  EXPECT_GT(fastest.rbegin()->second, 10 * fastest.begin()->second);
+  // No training records in a ping-pong run; its scenario says where it ran.
+  EXPECT_FALSE(fs::exists(dir + "/pp/ops.csv"));
+  EXPECT_TRUE(LoadScenario(dir + "/pp/scenario.yaml").ok());
+  // `mmtwin calibrate --links` fits the link from the round trips (with a training run for the profile).
+  CliRun real = Train("launch --nproc 2 " + sc + " -o " + dir + "/real");
+  ASSERT_EQ(real.code, 0) << real.out;
+  CliRun cal =
+      testing::Mmtwin("calibrate " + dir + "/real -o " + dir + "/profile.csv --min-samples 3 --cluster-out " +
+                      dir + "/cluster.yaml --links " + dir + "/pp");
+  ASSERT_EQ(cal.code, 0) << cal.out;
+  EXPECT_NE(cal.out.find("intra-node     32"), std::string::npos) << cal.out;
+  auto cluster = LoadCluster(dir + "/cluster.yaml");
+  ASSERT_TRUE(cluster.ok()) << cluster.error().message();
+  EXPECT_GT(cluster->nvlink_bytes_per_s, 0);
+  // --links without --cluster-out is refused.
+  CliRun bad = testing::Mmtwin("calibrate " + dir + "/real -o " + dir + "/p2.csv --links " + dir + "/pp");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--links: needs --cluster-out"), std::string::npos) << bad.out;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "calibrate/synthetic_runs.h"
 #include "core/plan/mesh.h"
+#include "core/records/pingpong.h"
 #include "core/records/records_codec.h"
 
 namespace mmtwin {
@@ -155,6 +156,84 @@ TEST(CalibrateLinks, RecoversLatencyAndBandwidthPerLinkClass) {
       EXPECT_NEAR(back->nic_latency_us, f.latency_us, 1e-4 * f.latency_us);
     }
   }
+}
+
+// A ping-pong run (mmtwin-train launch --pingpong) on the same 2 x 4 cluster, 8 ranks: peers 1-3 share rank
+// 0's node, 4-7 do not. Round trips of 4 KiB .. 64 MiB are twice the true transfer, with 3% noise and every
+// tenth one delayed 5x (a descheduled echo).
+std::string WritePingPong(const std::string& dir, const std::string& cluster_file) {
+  SyntheticRun run{dir};
+  run.scenario.cluster = cluster_file;
+  run.scenario.nodes = 2;
+  run.scenario.parallel.dp = 8;
+  run.scenario.parallel.pp = 1;
+  if (std::string e = WriteSyntheticRun(run); !e.empty()) return e;
+  fs::remove(dir + "/layers.csv");
+  fs::remove(dir + "/summary.json");
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> noise(0, 0.03);
+  std::vector<PingPongSample> rows;
+  for (int peer = 1; peer < 8; ++peer)
+    for (int64_t bytes = 4096; bytes <= (int64_t{64} << 20); bytes *= 4)
+      for (int k = 0; k < 20; ++k) {
+        const double rtt = 2 * TransferUs(peer < 4, bytes) * (1 + noise(rng)) * (k % 10 == 9 ? 5 : 1);
+        rows.push_back({peer, bytes, rtt, 0});
+      }
+  if (!WriteFileAtomic(dir + "/pingpong.csv", PingPongCsv(rows)).ok()) return "pingpong";
+  return "";
+}
+
+TEST(CalibrateLinks, PingPongRunsFitEachClassOverMessageSizes) {
+  const std::string cluster = ClusterFile();
+  ASSERT_EQ(WritePingPong(Dir("pingpong"), cluster), "");
+  auto links = CalibrateLinks({Dir("pingpong")});
+  ASSERT_TRUE(links.ok()) << links.error().message();
+  EXPECT_EQ(links->pingpong_samples, 7 * 8 * 20);
+  ASSERT_EQ(links->p2p.size(), 2u);
+  for (const LinkClassFit& f : links->p2p) {
+    const bool intra = f.link == "intra-node";
+    EXPECT_EQ(f.fit.samples, (intra ? 3 : 4) * 8 * 20) << f.link;
+    EXPECT_NEAR(f.bytes_per_s, intra ? 5e9 : 1e9, 0.03 * (intra ? 5e9 : 1e9)) << f.link;
+    EXPECT_NEAR(f.latency_us, intra ? 20 : 80, intra ? 10 : 20) << f.link;
+    EXPECT_GT(f.fit.outliers, 0) << f.link;  // the delayed echoes
+  }
+  // Together with training runs, the ping-pong samples fit the classes (the training runs' P2P are not mixed
+  // in); the DP check still comes from the training runs.
+  ASSERT_EQ(WriteRun(Dir("d"), 4, cluster), "");
+  auto both = CalibrateLinks({Dir("d"), Dir("pingpong")});
+  ASSERT_TRUE(both.ok()) << both.error().message();
+  for (size_t i = 0; i < both->p2p.size(); ++i)
+    EXPECT_EQ(both->p2p[i].fit.samples, links->p2p[i].fit.samples) << both->p2p[i].link;
+  EXPECT_GT(both->dp_samples, 0);
+  // A peer outside the scenario's world is an error naming the file, line and field.
+  ASSERT_TRUE(WriteFileAtomic(Dir("pingpong") + "/pingpong.csv", PingPongCsv({{9, 4096, 50.0, 0}})).ok());
+  auto bad = CalibrateLinks({Dir("pingpong")});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find(Dir("pingpong") + "/pingpong.csv:3: peer: 9 is not a rank"),
+            std::string::npos)
+      << bad.error().message();
+}
+
+TEST(PingPongCsv, RoundTripAndStrictErrors) {
+  const std::vector<PingPongSample> rows = {{1, 4096, 91.25, 0}, {3, 67108864, 36942.5, 0}};
+  auto back = ParsePingPongCsv(PingPongCsv(rows), "p.csv");
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  ASSERT_EQ(back->size(), 2u);
+  EXPECT_EQ((*back)[1].peer, 3);
+  EXPECT_EQ((*back)[1].bytes, 67108864);
+  EXPECT_DOUBLE_EQ((*back)[1].round_trip_us, 36942.5);
+  EXPECT_EQ((*back)[1].line, 4);
+  auto err = [](const std::string& text) {
+    auto r = ParsePingPongCsv(text, "p.csv");
+    return r.ok() ? std::string("ok") : r.error().message();
+  };
+  const std::string head = "# mmtwin-pingpong v1\npeer,bytes,round_trip_us\n";
+  EXPECT_EQ(err(head + "1,4096,0\n"), "p.csv:3: round_trip_us: '0' is not a finite number > 0");
+  EXPECT_EQ(err(head + "0,4096,5\n"), "p.csv:3: peer: '0' is not a rank >= 1");
+  EXPECT_EQ(err(head + "1,0,5\n"), "p.csv:3: bytes: '0' is not an integer >= 1");
+  EXPECT_NE(err("# mmtwin-pingpong v2\n").find("p.csv:1: expected the version line"), std::string::npos);
+  EXPECT_NE(err("# mmtwin-pingpong v1\npeer,bytes\n").find("p.csv:2: expected the header"),
+            std::string::npos);
 }
 
 TEST(CalibrateLinks, BadInputNamesTheFile) {

@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <tuple>
 
 #include "core/plan/mesh.h"
+#include "core/records/pingpong.h"
 #include "core/records/records_codec.h"
 #include "core/scenario/scenario.h"
 #include "core/util/csv.h"
@@ -37,7 +39,8 @@ Result<LinkCalibration> CalibrateLinks(const std::vector<std::string>& rundirs, 
   if (rundirs.empty()) return Error("no run folders to calibrate from");
   LinkCalibration out;
   out.runs = rundirs;
-  std::map<std::string, Samples> classes;  // "intra-node" / "inter-node"
+  std::map<std::string, Samples> classes;   // "intra-node" / "inter-node": training runs' P2P
+  std::map<std::string, Samples> pingpong;  // the same classes from ping-pong runs (preferred when present)
   std::vector<double> dp_bus;
   for (const std::string& dir : rundirs) {
     auto scenario = LoadScenario(dir + "/scenario.yaml");
@@ -50,11 +53,29 @@ Result<LinkCalibration> CalibrateLinks(const std::vector<std::string>& rundirs, 
     }
     auto cluster = LoadCluster(scenario->cluster, scenario->nodes);
     if (!cluster) return cluster.error().Wrap(dir + "/scenario.yaml");
+    if (const std::string pp_path = dir + "/pingpong.csv"; std::filesystem::exists(pp_path)) {
+      // A ping-pong run: each exchange times two transfers of the same message.
+      MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(pp_path));
+      MMTWIN_ASSIGN_OR_RETURN(std::vector<PingPongSample> rows, ParsePingPongCsv(text, pp_path));
+      const DeviceMesh mesh(scenario->parallel, cluster->gpus_per_node);
+      for (const PingPongSample& r : rows) {
+        if (r.peer >= mesh.world_size())
+          return Error::At(pp_path, r.line, "peer",
+                           std::to_string(r.peer) + " is not a rank of the run's scenario (world size " +
+                               std::to_string(mesh.world_size()) + ")");
+        Samples& cls = pingpong[mesh.NodeOfRank(0) == mesh.NodeOfRank(r.peer) ? "intra-node" : "inter-node"];
+        cls.x.push_back({1.0, static_cast<double>(r.bytes)});
+        cls.y.push_back(r.round_trip_us / 2);
+      }
+      out.pingpong_samples += static_cast<int64_t>(rows.size());
+      continue;
+    }
     const std::string path = dir + "/ops.csv";
     auto text = ReadFile(path);
     if (!text)
       return Error(path + ": " + text.error().message() +
-                   " (link calibration reads the ops of a run of mmtwin-train; it keeps ops.csv)");
+                   " (link calibration reads the ops of a run of mmtwin-train, which keeps ops.csv, or the "
+                   "round trips of mmtwin-train launch --pingpong, pingpong.csv)");
     MMTWIN_ASSIGN_OR_RETURN(std::vector<OpRecord> ops, ParseOpsCsv(*text, path));
     const DeviceMesh mesh(scenario->parallel, cluster->gpus_per_node);
     const int devices = mesh.num_devices();
@@ -100,7 +121,11 @@ Result<LinkCalibration> CalibrateLinks(const std::vector<std::string>& rundirs, 
     dp_bus.insert(dp_bus.end(), dp_run.begin(), dp_run.begin() + static_cast<std::ptrdiff_t>(keep));
   }
   for (const char* link : {"intra-node", "inter-node"}) {
-    auto it = classes.find(link);
+    // A ping-pong run's round trips, when there are enough, rather than the training runs' sends: those span a
+    // few message sizes and time packing and scheduling along with the wire.
+    auto it = pingpong.find(link);
+    if (it == pingpong.end() || static_cast<int64_t>(it->second.y.size()) < min_samples)
+      it = classes.find(link);
     if (it == classes.end() || static_cast<int64_t>(it->second.y.size()) < min_samples) continue;
     auto fit = FitNonNegative(it->second.x, it->second.y);
     if (!fit) return fit.error().Wrap(std::string("link class ") + link);
@@ -120,7 +145,7 @@ Result<LinkCalibration> CalibrateLinks(const std::vector<std::string>& rundirs, 
   if (out.p2p.empty() && out.dp_samples == 0)
     return Error("the runs' ops.csv hold fewer than " + std::to_string(min_samples) +
                  " point-to-point sends of varying size per link class and no DP collective: nothing to fit "
-                 "(calibrate links from runs with pp > 1 or dp > 1)");
+                 "(calibrate links from runs with pp > 1 or dp > 1, or from mmtwin-train launch --pingpong)");
   return out;
 }
 
@@ -135,8 +160,8 @@ std::string FormatCalibratedCluster(const ClusterSpec& base, const LinkCalibrati
       c.nic_bytes_per_s = f.bytes_per_s / std::max(1, c.nics_per_node);
       c.nic_latency_us = f.latency_us;
     }
-    how += (how.empty() ? "" : "; ") + f.link + " from " + std::to_string(f.fit.samples) + " P2P sends (R² " +
-           Num(f.fit.r2) + ")";
+    how += (how.empty() ? "" : "; ") + f.link + " from " + std::to_string(f.fit.samples) +
+           " P2P transfers (R² " + Num(f.fit.r2) + ")";
   }
   if (links.dp_samples > 0)
     how += (how.empty() ? "" : "; ") + std::string("DP ring all-reduce bus bandwidth ") +
