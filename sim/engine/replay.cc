@@ -288,9 +288,13 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
   // weight all-gather buckets) share one ring of summed bytes; the merged buckets' step latencies are added
   // as a delay after the ring, so without contention the time is unchanged.
   const int64_t bucket_bytes = g.source.comm.dp_bucket_bytes;
+  // Ring flows per replica after step aggregation (options.max_ring_steps), summed over the ring ops.
+  auto flows = [&](int64_t steps) {
+    return options.max_ring_steps > 0 ? std::min<int64_t>(steps, options.max_ring_steps) : steps;
+  };
   int64_t exact_transfers = 0;
   for (const Op& op : g.ops)
-    if (IsRing(op.kind)) exact_transfers += ExactRingSteps(op, pc.zero_stage, D, bucket_bytes);
+    if (IsRing(op.kind)) exact_transfers += flows(ExactRingSteps(op, pc.zero_stage, D, bucket_bytes));
   int merge = 1;
   if (options.max_ring_transfers > 0 && exact_transfers > options.max_ring_transfers)
     merge = static_cast<int>(std::min<int64_t>(
@@ -357,6 +361,17 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
     } else {
       exact = ExactRingSteps(op0, pc.zero_stage, D, bucket_bytes);
       steps = RingSteps(op0, pc.zero_stage, D, bucket_bytes * merge);
+    }
+    if (options.max_ring_steps > 0 && static_cast<int>(steps.size()) > options.max_ring_steps) {
+      // Aggregated steps: `group` consecutive steps as one flow per hop.
+      const size_t group = (steps.size() + options.max_ring_steps - 1) / options.max_ring_steps;
+      std::vector<double> grouped;
+      for (size_t s = 0; s < steps.size(); s += group) {
+        double bytes = 0;
+        for (size_t k = s; k < std::min(steps.size(), s + group); ++k) bytes += steps[k];
+        grouped.push_back(bytes);
+      }
+      steps = std::move(grouped);
     }
     r.steps = static_cast<int>(steps.size());
     if (r.steps == 0) return Error("simgrid engine: empty DP collective " + g.Describe(r.ops[0][0]));

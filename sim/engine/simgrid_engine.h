@@ -60,6 +60,13 @@ struct SimGridOptions {
   // contention is unchanged, the activity count drops k-fold, and under contention the merged flows are
   // larger and fewer. 0 = never merge. (512 GPUs, DP 64: ~5M transfers per iteration exact, ~7 s.)
   int64_t max_ring_transfers = 1000000;
+  // Aggregated ring steps: a DP ring of more than this many steps (an all-reduce over D replicas takes 2(D - 1))
+  // runs its steps in this many groups, each one flow per hop of the group's summed bytes, with the grouped
+  // steps' latencies added as a delay after the ring: without contention the time is unchanged (every hop
+  // carries the same bytes at the same pace), the transfers drop from 2(D - 1) to this many per hop, and under
+  // contention a hop's share is averaged over its group's steps instead of re-paced at every step
+  // (tests/engine/ring_aggregation_test.cc compares both with contention). 0 = every step its own flow.
+  int max_ring_steps = 16;
   // Extra SimGrid settings ("name:value", as --cfg=name:value), applied after the engine's own (for
   // experiments, e.g. "network/model:LV08"); an invalid one ends as an Error.
   std::vector<std::string> extra_config;

@@ -93,7 +93,8 @@ class CountingEvaluator : public Evaluator {
 
 // The whole `mmtwin simulate FILE --engine simgrid` minus file output, one iteration: scenario, trace, data
 // policy, partition, pricing and the replay.
-void BM_Scenario(benchmark::State& state, const char* file, bool simgrid, bool contention) {
+void BM_Scenario(benchmark::State& state, const char* file, bool simgrid, bool contention,
+                 int max_ring_steps = -1) {
   auto s = LoadScenario(std::string(MMTWIN_SOURCE_DIR) + "/" + file);
   if (!s) {
     state.SkipWithError(s.error().message().c_str());
@@ -109,6 +110,7 @@ void BM_Scenario(benchmark::State& state, const char* file, bool simgrid, bool c
   Scenario sc = *s;
   SimGridOptions o;
   o.contention = contention;
+  if (max_ring_steps >= 0) o.max_ring_steps = max_ring_steps;
   CountingEvaluator eval(*cluster, o);
   SimulateOptions so;
   if (simgrid) {
@@ -145,6 +147,28 @@ BENCHMARK_CAPTURE(BM_Scenario, epoch_512_one_iteration_analytic, k512, false, fa
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 BENCHMARK_CAPTURE(BM_Scenario, epoch_512_one_iteration_simgrid, k512, true, true)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+// Issue 15 scale set (scenarios/bench/scale-*.yaml), one iteration: aggregated ring steps (the default, 16) against
+// every ring step its own flow (0).
+constexpr const char* kScale512 = "scenarios/bench/scale-512.yaml";
+constexpr const char* kScale4k = "scenarios/bench/scale-4096.yaml";
+BENCHMARK_CAPTURE(BM_Scenario, scale_512_analytic, kScale512, false, false)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_Scenario, scale_512_simgrid, kScale512, true, true)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_Scenario, scale_512_simgrid_every_ring_step, kScale512, true, true, 0)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_Scenario, scale_4096_analytic, kScale4k, false, false)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_Scenario, scale_4096_simgrid, kScale4k, true, true)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_Scenario, scale_4096_simgrid_every_ring_step, kScale4k, true, true, 0)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 
