@@ -260,6 +260,10 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   sweep->add_option("--db", sw.db,
                     "results database (default NAME.sqlite, NAME.shard-i-of-N.sqlite with --shard)");
   sweep->add_option("--csv", sw.csv, "also export the database as CSV when done");
+  sweep->add_flag(
+      "--no-share", sw.no_share,
+      "every worker prepares its own trace and data plan (default: consecutive runs with the same "
+      "trace, model, dp x tp and data policy share one, prepared once; the results are the same)");
   sweep->add_flag("--dry-run", sw.dry_run, "list the runs (index, key, axis values) without running them");
   sweep->footer(
       "Runs already recorded with status ok are skipped, so an interrupted sweep re-run redoes nothing "

@@ -77,6 +77,7 @@ int RunValidate(const ValidateArgs& a, std::ostream& out, std::ostream& err);
 struct SweepRunArgs {
   std::string sweep, jobs, shard, db, csv;
   bool dry_run = false, jobs_given = false, shard_given = false;
+  bool no_share = false;  // --no-share: every worker prepares its own trace and data plan
 };
 struct SweepMergeArgs {
   std::string output;

@@ -9,6 +9,7 @@
 // (MMTWIN_SWEEP_STOP_AFTER=k, a test hook that stops after k runs as if the process had been killed).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -181,7 +182,8 @@ int RunSweep(const SweepRunArgs& args, std::ostream& out, std::ostream& err) {
   ro.jobs = o.jobs;
   ro.shard = o.shard;
   ro.shards = o.shards;
-  ro.run = [](const Scenario& s) { return RunScenario(s); };
+  ro.share_prepared = !args.no_share;
+  // The default run function (RunScenario), with the trace and data plan shared between runs.
   ro.cancel = InterruptFlag();
   if (const char* stop = std::getenv("MMTWIN_SWEEP_STOP_AFTER")) {
     int64_t k = 0;
@@ -211,6 +213,16 @@ int RunSweep(const SweepRunArgs& args, std::ostream& out, std::ostream& err) {
   if (!outcome) return Fail(err, "sweep: " + outcome.error().message());
   out << "ran " << outcome->executed << " of " << outcome->in_shard << " runs (" << outcome->skipped
       << " already done, " << outcome->errors << " errors)\n";
+  if (outcome->executed > 0) {
+    char line[256];
+    std::snprintf(
+        line, sizeof line,
+        "%.2f s per run (worker wall time); trace and data plan prepared %d %s for %d %s (%.2f s)\n",
+        outcome->run_seconds / outcome->executed, outcome->prepared,
+        outcome->prepared == 1 ? "time" : "times", outcome->shared_runs,
+        outcome->shared_runs == 1 ? "run" : "runs", outcome->prepare_seconds);
+    out << line;
+  }
   if (outcome->interrupted) {
     err << "mmtwin sweep: interrupted (" << InterruptSignalName() << ") after " << outcome->executed
         << " runs; they are recorded in " << db_path << "; run the same command again to resume\n";

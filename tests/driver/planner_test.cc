@@ -5,6 +5,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -76,6 +77,52 @@ TEST(PlannerTest, PlanIsSelfDescribing) {
   auto sim = Simulate(s, {});
   ASSERT_TRUE(sim.ok()) << sim.error().message();
   EXPECT_TRUE(sim->plan == p);
+}
+
+// A sweep's shared preparation (PrepareData) gives the same plan and run as planning from scratch; its key
+// ignores what only the later steps read and tells apart what the trace or data policy read.
+TEST(PlannerTest, PreparedDataGivesTheSamePlan) {
+  const Scenario s = Small();
+  auto prepared = PrepareData(s);
+  ASSERT_TRUE(prepared.ok()) << prepared.error().message();
+  PlanOptions with;
+  with.prepared = *prepared;
+  auto a = BuildPlan(s, {}), b = BuildPlan(s, with);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(PlanToJson(a->plan), PlanToJson(b->plan));
+  SimulateOptions so;
+  so.prepared = *prepared;
+  auto ra = Simulate(s, {}), rb = Simulate(s, so);
+  ASSERT_TRUE(ra.ok() && rb.ok());
+  EXPECT_EQ(ra->summary.iteration_time_us.p50, rb->summary.iteration_time_us.p50);
+  EXPECT_EQ(ra->summary.data.pad_ratio, rb->summary.data.pad_ratio);
+  // The key: later steps' fields do not change it, the trace's and the data policy's do.
+  Scenario later = s;
+  later.name = "other";
+  later.partition = {"uniform", {}};
+  later.recompute = {"full", {}};
+  later.parallel.pp = 2;
+  later.parallel.micro_batches = 4;
+  later.iterations = 3;
+  EXPECT_EQ(PreparedDataKey(later), PreparedDataKey(s));
+  for (auto change : std::vector<std::function<void(Scenario&)>>{
+           [](Scenario& x) { x.trace.seed = 8; },
+           [](Scenario& x) {
+             x.data = {"isf", {}};
+           },
+           [](Scenario& x) { x.parallel.dp = 4; }, [](Scenario& x) { x.parallel.tp = 1; },
+           [](Scenario& x) { x.seed = 2; }, [](Scenario& x) { x.model = "internvl-1.5-6b-34b"; }}) {
+    Scenario x = s;
+    change(x);
+    EXPECT_NE(PreparedDataKey(x), PreparedDataKey(s));
+  }
+  // A prepared data of another key is ignored: the plan is the other scenario's own.
+  Scenario other = s;
+  other.trace.seed = 8;
+  auto c = BuildPlan(other, with), d = BuildPlan(other, {});
+  ASSERT_TRUE(c.ok() && d.ok());
+  EXPECT_EQ(PlanToJson(c->plan), PlanToJson(d->plan));
+  EXPECT_NE(c->plan.trace.digest, a->plan.trace.digest);
 }
 
 TEST(PlannerTest, PlanJsonRoundTrips) {

@@ -471,6 +471,34 @@ TEST_F(RunnerTest, RecordsEveryRunAndResumeRedoesNothing) {
   EXPECT_EQ(Sessions(**db), (std::map<std::string, int>{{"first", 6}}));
 }
 
+// The default run function with the shared preparation: runs that differ only in later steps (here the
+// micro-batch count) share one trace and data plan prepared by the parent, and record the same results as
+// runs that each prepare their own.
+TEST_F(RunnerTest, SharedPreparationGivesTheSameResults) {
+  std::map<bool, std::vector<double>> p50;
+  for (bool share : {true, false}) {
+    auto db = ResultsDb::Open(dir_ / (share ? "shared.sqlite" : "own.sqlite"));
+    ASSERT_TRUE(db.ok());
+    SweepRunOptions o;
+    o.jobs = 2;
+    o.share_prepared = share;
+    auto r = RunSweep(spec_, runs_, **db, o);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->executed, 6);
+    EXPECT_EQ(r->errors, 0);
+    EXPECT_EQ(r->prepared, share ? 1 : 0);
+    EXPECT_EQ(r->shared_runs, share ? 6 : 0);
+    EXPECT_GT(r->run_seconds, 0);
+    auto rows = (*db)->Runs();
+    ASSERT_EQ(rows->size(), 6u);
+    for (const auto& row : *rows) {
+      ASSERT_EQ(row.status, "ok") << row.error;
+      p50[share].push_back(row.summary->iteration_time_us.p50);
+    }
+  }
+  EXPECT_EQ(p50[true], p50[false]);
+}
+
 TEST_F(RunnerTest, StoppedMidwayThenResumedRunsOnlyTheMissingRuns) {
   auto db = ResultsDb::Open(dir_ / "r.sqlite");
   ASSERT_TRUE(db.ok());

@@ -295,6 +295,48 @@ Status CheckPlanMemory(const Scenario& s) {
                            " or run on a larger machine");
 }
 
+namespace {
+
+// BuildPlan's steps 2-3: the trace (file or generator) and its identity, then the data policy's epoch plan
+// and its metrics. The per-sample sizes live only for the data policy and its metrics.
+Status TraceAndData(const Scenario& s, const ModelSpec& model, const ClusterSpec& cluster,
+                    const std::atomic<bool>* cancel, Trace& trace, TraceIdentity& id, DataPlan& data,
+                    DataMetrics& metrics) {
+  const ParallelConfig& par = s.parallel;
+  if (!s.trace.file.empty()) {
+    MMTWIN_ASSIGN_OR_RETURN(trace, ReadTrace(s.trace.file));
+    id.file = s.trace.file;
+  } else {
+    int64_t n = s.trace.samples;
+    if (n <= 0)
+      for (const auto& p : GeneratorPresets())
+        if (p.name == s.trace.preset) n = p.default_samples;
+    MMTWIN_ASSIGN_OR_RETURN(trace, GenerateTrace(s.trace.preset, n, s.trace.seed));
+    id.preset = s.trace.preset;
+    id.seed = s.trace.seed;
+  }
+  if (trace.samples.empty()) return ScenarioError(s, "trace", "the trace has no samples");
+  id.samples = static_cast<int64_t>(trace.size());
+  id.digest = TraceDigest(trace);
+  MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
+
+  // Data policy: the epoch's mini-batch steps.
+  // The per-sample sizes live only for the data policy and its metrics, and the per-sample tokens are computed
+  // after them: the two tables are never held at once (40 bytes per sample less at the peak).
+  {
+    const SampleSizes sizes = ComputeSizes(model, trace);
+    const int ranks_per_node = std::max(1, cluster.gpus_per_node / par.tp);
+    DataPolicyContext ctx{&trace, &model, &sizes, par.dp, ranks_per_node, s.seed};
+    auto data_plan = RunDataPolicy(s.data.name, s.data.params, ctx);
+    if (!data_plan) return AtPolicyKey(s, "data", data_plan.error()).error();
+    data = std::move(*data_plan);
+    metrics = ComputeDataMetrics(data, sizes);
+  }
+  return Cancelled(cancel);
+}
+
+}  // namespace
+
 Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
   const std::atomic<bool>* cancel = options.cancel;
   PlannedRun run;
@@ -307,37 +349,16 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
   MMTWIN_RETURN_IF_ERROR(CheckPlanMemory(s));
   MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
 
-  // The trace and its identity.
-  TraceIdentity& id = run.plan.trace;
-  if (!s.trace.file.empty()) {
-    MMTWIN_ASSIGN_OR_RETURN(run.trace, ReadTrace(s.trace.file));
-    id.file = s.trace.file;
-  } else {
-    int64_t n = s.trace.samples;
-    if (n <= 0)
-      for (const auto& p : GeneratorPresets())
-        if (p.name == s.trace.preset) n = p.default_samples;
-    MMTWIN_ASSIGN_OR_RETURN(run.trace, GenerateTrace(s.trace.preset, n, s.trace.seed));
-    id.preset = s.trace.preset;
-    id.seed = s.trace.seed;
-  }
-  if (run.trace.samples.empty()) return ScenarioError(s, "trace", "the trace has no samples");
-  id.samples = static_cast<int64_t>(run.trace.size());
-  id.digest = TraceDigest(run.trace);
-  MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
-
-  // Data policy: the epoch's mini-batch steps.
-  // The per-sample sizes live only for the data policy and its metrics, and the per-sample tokens are computed
-  // after them: the two tables are never held at once (40 bytes per sample less at the peak).
+  // The trace and the data policy's epoch plan (steps 2-3), or what PrepareData made of them.
   DataPlan data;
-  {
-    const SampleSizes sizes = ComputeSizes(run.model, run.trace);
-    const int ranks_per_node = std::max(1, run.cluster.gpus_per_node / par.tp);
-    DataPolicyContext ctx{&run.trace, &run.model, &sizes, par.dp, ranks_per_node, s.seed};
-    auto data_plan = RunDataPolicy(s.data.name, s.data.params, ctx);
-    if (!data_plan) return AtPolicyKey(s, "data", data_plan.error()).error();
-    data = std::move(*data_plan);
-    run.data_metrics = ComputeDataMetrics(data, sizes);
+  if (options.prepared && options.prepared->key == PreparedDataKey(s)) {
+    run.trace = options.prepared->trace;
+    run.plan.trace = options.prepared->identity;
+    data = options.prepared->data;
+    run.data_metrics = options.prepared->data_metrics;
+  } else {
+    MMTWIN_RETURN_IF_ERROR(
+        TraceAndData(s, run.model, run.cluster, cancel, run.trace, run.plan.trace, data, run.data_metrics));
   }
   MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
   run.tokens.reserve(run.trace.size());
@@ -389,6 +410,34 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
   MMTWIN_RETURN_IF_ERROR(PlanModel(run, pricer, cancel));
   if (options.memory_report) MMTWIN_RETURN_IF_ERROR(MemoryReport(run, pricer, cancel));
   return run;
+}
+
+std::string PreparedDataKey(const Scenario& s) {
+  Scenario k = s;
+  k.name = k.description = k.path = "";
+  k.nodes = 0;
+  k.parallel.pp = k.parallel.vpp = 1;
+  k.parallel.zero_stage = 0;
+  k.parallel.tp_sequence_parallel = true;
+  k.partition = PolicyRef{"uniform", {}};
+  k.recompute = PolicyRef{"none", {}};
+  k.schedule = PolicyRef{"1f1b", {}};
+  k.engine = k.cost = "analytic";
+  k.iterations = 8;  // the replayed iterations are drawn from the epoch plan after it
+  k.epoch = false;
+  k.parallel.micro_batches = 1;  // the data policy makes mini-batch steps; iterations group them later
+  k.lines.clear();
+  return FormatScenario(k);
+}
+
+Result<std::shared_ptr<const PreparedData>> PrepareData(const Scenario& s, const std::atomic<bool>* cancel) {
+  auto out = std::make_shared<PreparedData>();
+  out->key = PreparedDataKey(s);
+  MMTWIN_ASSIGN_OR_RETURN(const ModelSpec model, LoadScenarioModel(s));
+  MMTWIN_ASSIGN_OR_RETURN(const ClusterSpec cluster, LoadCluster(s.cluster));
+  MMTWIN_RETURN_IF_ERROR(
+      TraceAndData(s, model, cluster, cancel, out->trace, out->identity, out->data, out->data_metrics));
+  return std::shared_ptr<const PreparedData>(std::move(out));
 }
 
 Status ValidateScenario(const Scenario& s) {

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "core/balance/data_plan.h"
 #include "core/balance/metrics.h"
 #include "core/cluster/cluster.h"
 #include "core/cost/cost_model.h"
@@ -43,6 +44,24 @@
 
 namespace mmtwin {
 
+// What BuildPlan's steps 2-3 make of a scenario: the trace, its identity, the data policy's epoch plan and its
+// metrics. Every scenario with the same PreparedDataKey gets the same, so a sweep prepares it once in its parent
+// process (PrepareData) and its forked workers share it (PlanOptions::prepared).
+struct PreparedData {
+  std::string key;  // PreparedDataKey of the scenario it was made for
+  Trace trace;
+  TraceIdentity identity;
+  DataPlan data;
+  DataMetrics data_metrics;
+};
+// The scenario's fields steps 2-3 depend on, as text (the resolved scenario without its name, description,
+// pipeline layout, micro-batch count, replayed iterations, partition / recompute / schedule policies, engine
+// and cost model): equal keys, equal PreparedData.
+std::string PreparedDataKey(const Scenario& s);
+// Steps 2-3 alone. Errors as BuildPlan's for those steps.
+Result<std::shared_ptr<const PreparedData>> PrepareData(const Scenario& s,
+                                                        const std::atomic<bool>* cancel = nullptr);
+
 struct PlanOptions {
   // The per-layer cost model; nullptr = the scenario's `cost:` (the analytic model, or a CoefficientCostModel
   // loaded from its CSV). Shared: the PlannedRun keeps it alive.
@@ -55,6 +74,9 @@ struct PlanOptions {
   bool memory_report = true;
   // Polled between steps and iterations; when it becomes true, BuildPlan returns the error "cancelled".
   const std::atomic<bool>* cancel = nullptr;
+  // Steps 2-3 already done (PrepareData): used when its key is the scenario's PreparedDataKey, else ignored
+  // (the plan is then built from scratch; the result is the same either way).
+  std::shared_ptr<const PreparedData> prepared;
 };
 
 // Everything a run needs, resolved from a scenario once. Movable; MakePricer() refers into it.

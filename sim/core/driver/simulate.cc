@@ -58,6 +58,7 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
   popts.comm_cost = options.comm_cost;
   popts.memory_report = false;  // computed below while replaying
   popts.cancel = options.cancel;
+  popts.prepared = options.prepared;
   MMTWIN_ASSIGN_OR_RETURN(PlannedRun run, BuildPlan(scenario, popts));
   std::unique_ptr<Evaluator> owned;
   Evaluator* evaluator = options.evaluator;

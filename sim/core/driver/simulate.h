@@ -42,6 +42,8 @@ struct SimulateOptions {
   std::function<void(double)> progress;
   // Polled while planning and between iterations; when true, Simulate returns the error "cancelled".
   const std::atomic<bool>* cancel = nullptr;
+  // The trace and data plan already prepared (PlanOptions::prepared, core/driver/planner.h); may be null.
+  std::shared_ptr<const PreparedData> prepared;
 };
 
 struct SimulationResult {

@@ -89,9 +89,11 @@ std::string DescribeStatus(int status) {
 
 }  // namespace
 
-Result<RunSummary> RunScenario(const Scenario& scenario, const EngineOptions& engine) {
+Result<RunSummary> RunScenario(const Scenario& scenario, const EngineOptions& engine,
+                               std::shared_ptr<const PreparedData> prepared) {
   SimulateOptions opts;
   opts.engine = engine;
+  opts.prepared = std::move(prepared);
   opts.trace_dp_replicas = 1;  // the sweep keeps summaries only
   MMTWIN_ASSIGN_OR_RETURN(SimulationResult r, Simulate(scenario, opts));
   return std::move(r.summary);
@@ -121,7 +123,12 @@ using RunSource = std::function<SweepRun(int64_t)>;
 
 Result<SweepOutcome> RunSweepFrom(const SweepSpec& spec, int64_t count, const RunSource& source,
                                   ResultsDb& db, const SweepRunOptions& o) {
-  const RunFunction fn = o.run ? o.run : RunFunction([](const Scenario& s) { return RunScenario(s); });
+  // The trace and data plan the parent prepared for the runs being launched (consecutive runs with one
+  // PreparedDataKey); a forked worker inherits it.
+  std::shared_ptr<const PreparedData> prepared;
+  const bool share = !o.run && o.share_prepared;
+  const RunFunction fn =
+      o.run ? o.run : RunFunction([&prepared](const Scenario& s) { return RunScenario(s, {}, prepared); });
   const std::string session = o.session.empty() ? DefaultSession() : o.session;
   const int jobs = std::max(1, o.jobs);
 
@@ -253,6 +260,20 @@ Result<SweepOutcome> RunSweepFrom(const SweepSpec& spec, int64_t count, const Ru
         if (stop_now()) break;
         continue;
       }
+      if (share) {
+        const std::string key = PreparedDataKey(run.scenario);
+        if (!prepared || prepared->key != key) {
+          prepared.reset();  // one at a time in this process
+          const auto p0 = Clock::now();
+          auto p = PrepareData(run.scenario, o.cancel);
+          out.prepare_seconds += std::chrono::duration<double>(Clock::now() - p0).count();
+          if (p) {
+            prepared = std::move(*p);
+            ++out.prepared;
+          }  // else: the worker prepares it itself and records the error
+        }
+        if (prepared) ++out.shared_runs;
+      }
       int fds[2];
       if (::pipe(fds) != 0) {
         kill_all();
@@ -314,6 +335,7 @@ Result<SweepOutcome> RunSweepFrom(const SweepSpec& spec, int64_t count, const Ru
       }
       RunRecord rec;
       rec.wall_seconds = std::chrono::duration<double>(Clock::now() - w.start).count();
+      out.run_seconds += rec.wall_seconds;
       const nlohmann::json reply = nlohmann::json::parse(w.buffer, nullptr, false);
       const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
       Result<RunSummary> summary = Error("no summary");

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/driver/driver.h"
+#include "core/driver/planner.h"
 #include "core/records/records.h"
 #include "core/scenario/scenario.h"
 #include "core/sweep/results_db.h"
@@ -28,7 +29,9 @@ namespace mmtwin {
 // Evaluates one scenario and returns its summary. This is the single place where a sweep runs a scenario:
 // Simulate() with the driver's evaluator for scenario.engine (core/driver/driver.h; an engine this build
 // lacks is an error naming it).
-Result<RunSummary> RunScenario(const Scenario& scenario, const EngineOptions& engine = {});
+// `prepared`: the scenario's trace and data plan when already made (PrepareData); may be null.
+Result<RunSummary> RunScenario(const Scenario& scenario, const EngineOptions& engine = {},
+                               std::shared_ptr<const PreparedData> prepared = nullptr);
 using RunFunction = std::function<Result<RunSummary>(const Scenario&)>;
 
 // Slurm-style sharding: run `index` belongs to shard index % shards.
@@ -48,6 +51,10 @@ struct SweepProgress {
 
 struct SweepRunOptions {
   int jobs = 1;  // worker processes
+  // With the default run function: this (parent) process prepares the trace and data plan (PrepareData) once
+  // for consecutive runs with the same PreparedDataKey and the forked workers share it, instead of every
+  // worker regenerating it. false: every worker prepares its own (the results are the same).
+  bool share_prepared = true;
   int shard = 0;
   int shards = 1;
   RunFunction run;      // empty = RunScenario (tests inject others)
@@ -73,6 +80,13 @@ struct SweepOutcome {
   int errors = 0;        // of the executed
   bool stopped = false;  // stop_after was reached
   bool interrupted = false;  // `cancel` became true
+  // Shared preparation (SweepRunOptions::share_prepared): how many times the parent prepared a trace and data
+  // plan, the wall seconds it spent, and how many executed runs started from a shared one.
+  int prepared = 0;
+  double prepare_seconds = 0;
+  int shared_runs = 0;
+  double run_seconds =
+      0;  // wall seconds of the executed runs' workers, summed (per-run overhead: / executed)
 };
 
 // Runs the sweep's runs, expanding each (ExpandRun) only when a worker is free for it: the first run starts at
