@@ -1,5 +1,6 @@
 // The public planner (planner.h): scenario -> PlannedRun.
 #include "core/driver/planner.h"
+#include "core/plan/seqpar.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -348,6 +349,21 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
   plan.nodes = run.cluster.nodes;
   plan.seed = s.seed;
   plan.parallel = par;
+  if (par.sp > 1) {
+    // The resolved SP policy and its sub-group degrees (the parser checked the layout; ResolveSpLayout).
+    const Component* llm = run.model.Find(ComponentKind::kLlm);
+    auto layout = ResolveSpLayout(s.sp.name, s.sp.params, par, run.cluster.gpus_per_node,
+                                  llm ? llm->tf : TransformerConfig{});
+    if (!layout) {
+      const std::string msg = layout.error().message();
+      const size_t colon = msg.find(": ");
+      return ScenarioError(s, colon == std::string::npos ? "parallel.sp" : msg.substr(0, colon),
+                           colon == std::string::npos ? msg : msg.substr(colon + 2));
+    }
+    plan.parallel.sp_method = s.sp.name;
+    plan.parallel.sp_ulysses = layout->ulysses;
+    plan.parallel.sp_ring = layout->ring;
+  }
   plan.packed = data.packed;
   plan.iterations_in_epoch = static_cast<int64_t>(data.steps.size()) / par.micro_batches;
   if (plan.iterations_in_epoch < 1)

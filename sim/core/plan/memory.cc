@@ -18,7 +18,8 @@ void Finish(StageMemory& m) {
 
 int64_t ModelStateBytes(const ParallelConfig& parallel, int64_t params) {
   const int64_t per_gpu = CeilDiv(params, std::max(1, parallel.tp));
-  const int64_t dp = std::max(1, parallel.dp);
+  const int64_t dp =
+      static_cast<int64_t>(std::max(1, parallel.dp)) * std::max(1, parallel.sp);  // ZeRO over dp x sp
   const int64_t weights = 2 * per_gpu, grads = 2 * per_gpu, optimizer = 12 * per_gpu;
   return (parallel.zero_stage >= 3 ? CeilDiv(weights, dp) : weights) +
          (parallel.zero_stage >= 2 ? CeilDiv(grads, dp) : grads) +
@@ -43,9 +44,10 @@ std::vector<int64_t> RankModelStateBytes(const ParallelConfig& parallel, const P
   return out;
 }
 
-Status ValidateMemoryInputs(const ParallelConfig& parallel, const Partition& partition,
+Status ValidateMemoryInputs(const ParallelConfig& parallel_in, const Partition& partition,
                             const std::vector<int64_t>& layer_params, const Schedule& schedule,
                             const IterationCosts& costs) {
+  const ParallelConfig parallel = GraphParallel(parallel_in);
   const int chunks = parallel.chunks();
   MMTWIN_RETURN_IF_ERROR(ValidatePartition(partition, static_cast<int>(layer_params.size()), chunks));
   if (static_cast<int>(schedule.per_rank.size()) != parallel.pp)
@@ -64,9 +66,10 @@ Status ValidateMemoryInputs(const ParallelConfig& parallel, const Partition& par
   return Status();
 }
 
-std::vector<StageMemory> ComputeMemory(const ParallelConfig& parallel, const Partition& partition,
+std::vector<StageMemory> ComputeMemory(const ParallelConfig& parallel_in, const Partition& partition,
                                        const std::vector<int64_t>& layer_params, const Schedule& schedule,
                                        const IterationCosts& costs, int64_t capacity_bytes) {
+  const ParallelConfig parallel = GraphParallel(parallel_in);
   const int pp = std::max(1, parallel.pp);
   const int chunks = costs.chunks;
   const std::vector<int64_t> states = RankModelStateBytes(parallel, partition, layer_params);

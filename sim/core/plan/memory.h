@@ -5,7 +5,8 @@
 //
 // - Model states (mixed-precision Adam): the rank's chunks' parameters / tp (ceil) times 2 (bf16 weights) +
 //   2 (bf16 grads) + 12 (fp32 master weights, m, v) bytes. ZeRO shards over DP (ceil division): stage 1 the
-//   12, stage 2 also the 2 bytes of gradients, stage 3 (FSDP) also the 2 bytes of weights. Transient ZeRO-3
+//   12, stage 2 also the 2 bytes of gradients, stage 3 (FSDP) also the 2 bytes of weights. With sequence
+//   parallelism the shards span dp x sp ranks (GraphParallel), and costs have dp * sp replicas. Transient ZeRO-3
 //   all-gather buffers are not modelled; the allocator's fragmentation, its workspaces and the memory outside it
 //   are taken off the capacity instead (the caller passes UsableMemoryBytes, core/cluster/cluster.h).
 // - Activations: walk the rank's schedule order (Schedule::per_rank[r]) for every DP replica with that

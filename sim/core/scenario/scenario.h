@@ -65,6 +65,9 @@ struct Scenario {
   PolicyRef partition{"uniform", {}};
   PolicyRef recompute{"none", {}};
   PolicyRef schedule{"1f1b", {}};
+  // Sequence parallelism (core/plan/seqpar.h: none, ring, zigzag-ring, ulysses, 2d, megatron-cp,
+  // megatron-cp+tp); its degree is parallel.sp (sp_ulysses x sp_ring for 2d).
+  PolicyRef sp{"none", {}};
   int64_t iterations = 8;  // sampled iterations to replay
   bool epoch = false;      // replay every iteration of the epoch instead
   uint64_t seed = 1;       // policies' seed
