@@ -32,7 +32,8 @@ int RunList(const std::string& what, std::ostream& out, std::ostream& err) {
     out << "\nschedules (scenario policies.schedule):\n";
     for (const auto& [name, description] : ScheduleNames())
       out << "  " << name << ": " << description << "\n";
-    out << "\nsequence-parallel policies (scenario policies.sp; degree parallel.sp, 2d: sp_ulysses x sp_ring):\n";
+    out << "\nsequence-parallel policies (scenario policies.sp; degree parallel.sp, 2d: sp_ulysses x "
+           "sp_ring):\n";
     for (const auto& p : SpPolicyRegistry().entries())
       out << "  " << p.name << ": " << p.description << "\n" << DescribeParams(p.params, "      ");
     return 0;
