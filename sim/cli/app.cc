@@ -98,7 +98,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       std::string("commands in short (each has --help):\n"
                   "  trace import --format F IN -o OUT | trace gen --preset NAME -o OUT | trace stats TRACE\n"
                   "  balance --trace T --model M --dp D --policy P [--param k=v]... | balance --compare ...\n"
-                  "  plan SCENARIO [--json]\n"
+                  "  plan SCENARIO [--json] [--max-seq [--step-tokens N] [--sp-policy P]...]\n"
                   "  simulate SCENARIO [--engine E] [-o RUNDIR] [--json] [--progress] [--trace-iteration K]\n"
                   "  sweep SWEEP.yaml [--jobs N] [--shard i/N] | sweep merge | sweep export | sweep table\n"
                   "  compare RUN_A RUN_B [--json]\n"
@@ -201,7 +201,16 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       "partition, recompute and memory per pipeline stage of a scenario, without replaying iterations");
   plan_cmd->add_option("SCENARIO", plan.scenario, "scenario file (scenarios/README.md)")->required();
   plan_cmd->add_flag("--json", plan.json, "print the plan as JSON");
-  plan_cmd->footer("Exit codes: 0 every stage fits its device memory, 1 a stage does not, 2 bad input.");
+  plan_cmd->add_flag("--max-seq", plan.max_seq,
+                     "the longest sequence each sequence-parallel method fits on the scenario's sp x tp GPUs "
+                     "(bisection over the memory model)");
+  plan_cmd->add_option("--step-tokens", plan.step_tokens, "--max-seq: granularity in tokens (default 1024)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  plan_cmd->add_option("--sp-policy", plan.sp_policies, "--max-seq: only this SP policy (repeatable)");
+  plan_cmd->footer(
+      "Exit codes: 0 every stage fits its device memory (--max-seq: the search ran), 1 a stage does not, 2 "
+      "bad "
+      "input.");
 
   SimulateArgs sim;
   CLI::App* simulate = app.add_subcommand(

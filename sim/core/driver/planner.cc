@@ -310,6 +310,17 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
   if (!s.trace.file.empty()) {
     MMTWIN_ASSIGN_OR_RETURN(run.trace, ReadTrace(s.trace.file));
     id.file = s.trace.file;
+  } else if (s.trace.sequence_tokens > 0) {
+    // trace.sequence_tokens: `samples` text-only sequences of that length.
+    const uint16_t subset = run.trace.SubsetIndex("sequence");
+    run.trace.samples.resize(static_cast<size_t>(std::max<int64_t>(1, s.trace.samples)));
+    for (size_t k = 0; k < run.trace.samples.size(); ++k) {
+      Sample& x = run.trace.samples[k];
+      x.id = "seq" + std::to_string(k);
+      x.subset = subset;
+      x.text_tokens = static_cast<uint32_t>(s.trace.sequence_tokens);
+    }
+    id.preset = "sequence_tokens:" + std::to_string(s.trace.sequence_tokens);
   } else {
     int64_t n = s.trace.samples;
     if (n <= 0)

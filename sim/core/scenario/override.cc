@@ -28,7 +28,7 @@ std::vector<std::string> Split(const std::string& key) {
 
 const std::vector<std::string> kTop = {"name",     "description", "trace", "model",  "cluster", "parallel",
                                        "policies", "iterations",  "seed",  "engine", "cost",    "backend"};
-const std::vector<std::string> kTrace = {"file", "preset", "samples", "seed"};
+const std::vector<std::string> kTrace = {"file", "preset", "samples", "seed", "sequence_tokens"};
 const std::vector<std::string> kCluster = {"preset", "nodes"};
 const std::vector<std::string> kParallel = {
     "dp", "tp",         "pp",     "vpp", "micro_batches", "zero_stage", "tp_sequence_parallel",

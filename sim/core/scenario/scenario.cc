@@ -146,10 +146,23 @@ const std::vector<std::string> kTopKeys = {"name",    "description", "trace",   
                                            "seed",    "engine",      "cost",     "backend"};
 
 Status ParseTrace(const Parser& r, const YAML::Node& n, TraceSource& t) {
-  MMTWIN_RETURN_IF_ERROR(r.Keys(n, "trace", {"file", "preset", "samples", "seed"}));
+  MMTWIN_RETURN_IF_ERROR(r.Keys(n, "trace", {"file", "preset", "samples", "seed", "sequence_tokens"}));
   const bool has_file = static_cast<bool>(n["file"]), has_preset = static_cast<bool>(n["preset"]);
-  if (has_file == has_preset)
-    return r.At(n, "trace", "give exactly one of file (a trace CSV) and preset (a generator preset)");
+  const bool has_seq = static_cast<bool>(n["sequence_tokens"]);
+  if (static_cast<int>(has_file) + static_cast<int>(has_preset) + static_cast<int>(has_seq) != 1)
+    return r.At(n, "trace",
+                "give exactly one of file (a trace CSV) and preset (a generator preset), or sequence_tokens "
+                "(synthetic text-only sequences of that length)");
+  if (has_seq) {
+    if (n["seed"]) return r.At(n["seed"], "trace.seed", "only with preset");
+    MMTWIN_ASSIGN_OR_RETURN(t.sequence_tokens,
+                            r.Int(n["sequence_tokens"], "trace.sequence_tokens", 1, 1ll << 31));
+    t.samples = 1;
+    if (n["samples"]) {
+      MMTWIN_ASSIGN_OR_RETURN(t.samples, r.Int(n["samples"], "trace.samples", 1, kMaxTraceSamples));
+    }
+    return Status();
+  }
   if (has_file) {
     for (const char* k : {"samples", "seed"})
       if (n[k])
@@ -562,6 +575,9 @@ std::string FormatScenario(const Scenario& s) {
   e << YAML::Key << "trace" << YAML::Value << YAML::BeginMap;
   if (!s.trace.file.empty()) {
     e << YAML::Key << "file" << YAML::Value << s.trace.file;
+  } else if (s.trace.sequence_tokens > 0) {
+    e << YAML::Key << "sequence_tokens" << YAML::Value << s.trace.sequence_tokens;
+    e << YAML::Key << "samples" << YAML::Value << std::max<int64_t>(1, s.trace.samples);
   } else {
     e << YAML::Key << "preset" << YAML::Value << s.trace.preset;
     e << YAML::Key << "samples" << YAML::Value << s.trace.samples;
@@ -636,7 +652,8 @@ std::string FormatScenario(const Scenario& s) {
 bool operator==(const PolicyRef& a, const PolicyRef& b) { return a.name == b.name && a.params == b.params; }
 
 bool operator==(const TraceSource& a, const TraceSource& b) {
-  return a.file == b.file && a.preset == b.preset && a.samples == b.samples && a.seed == b.seed;
+  return a.file == b.file && a.preset == b.preset && a.samples == b.samples && a.seed == b.seed &&
+         a.sequence_tokens == b.sequence_tokens;
 }
 
 Error ScenarioError(const Scenario& s, const std::string& dotted_key, const std::string& reason) {

@@ -37,6 +37,10 @@ struct TraceSource {
   std::string preset;   // or a generator preset
   int64_t samples = 0;  // generator: 0 = the preset's default size
   uint64_t seed = 1;    // generator seed
+  // Or `samples` synthetic text-only sequences of this many tokens each (long-context runs: the LongVILA system
+  // experiments train batch-size-1 sequences of a given length; a sweep axis over sequence length, and what
+  // `mmtwin plan --max-seq` varies). 0 = not used.
+  int64_t sequence_tokens = 0;
 };
 
 // The real backend's settings (`backend:`; backend/README.md). The shrink also applies to the simulator, so
