@@ -9,6 +9,7 @@
 #include "core/driver/planner.h"
 #include "core/driver/simulate.h"
 #include "core/graph/op_graph.h"
+#include "core/plan/pricing.h"
 #include "core/plan/seqpar.h"
 #include "core/records/records_codec.h"
 #include "core/scenario/scenario.h"
@@ -153,6 +154,48 @@ TEST(SeqParSimTest, ZigzagBalancesWhatTheRingLeavesImbalanced) {
   ASSERT_TRUE(ring.ok() && zz.ok());
   EXPECT_LT(zz->summary.iteration_time_us.mean, ring->summary.iteration_time_us.mean);
   EXPECT_LT(zz->summary.stages[0].fwd_us_mean, ring->summary.stages[0].fwd_us_mean);
+}
+
+}  // namespace
+}  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+// Two-stage vs one-stage sharding (LongVILA §4.2) on a hand-made micro-batch: 2 videos of 4 frames (196 LLM
+// tokens each) with texts of 1000 and 10 tokens on S = 2. One-stage: frames dealt 4 / 4, texts on ranks 0 and
+// 1: loads 1784 and 794, f = 1784 / 1289; two-stage: even shards plus the vision embeddings' redistribution,
+// (S-1)/S x 1568 / 2 vision tokens x 4096 x 2 bytes.
+TEST(SeqParSimTest, TwoStageShardingBalancesTokensAndChargesTheRedistribution) {
+  auto model = LoadModel("longvila-8b");
+  auto cluster = LoadCluster("h100-8x400g", 1);
+  ASSERT_TRUE(model.ok() && cluster.ok());
+  const AnalyticCostModel cost(cluster->device, {});
+  std::vector<Sample> samples(2);
+  samples[0].video_frames = 4;
+  samples[0].text_tokens = 1000;
+  samples[1].video_frames = 4;
+  samples[1].text_tokens = 10;
+  std::vector<SampleTokens> mb;
+  for (const Sample& x : samples) mb.push_back(TokensFor(*model, x));
+  ASSERT_EQ(mb[0].llm_tokens, 4 * 196 + 1000);
+  ParallelConfig pc;
+  pc.sp = 2;
+  pc.sp_method = "2d";
+  Partition part{{0, static_cast<int>(Layers(*model).size())}};
+  RecomputePlan rc;
+  ChunkCost two, one;
+  Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kVarlen, part, rc, &two);
+  pc.sp_one_stage = true;
+  Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kVarlen, part, rc, &one);
+  EXPECT_GT(one.fwd_us, two.fwd_us);
+  EXPECT_GT(one.bwd_us, two.bwd_us);
+  // 2d on 2 GPUs of a node: Ulysses 2 x ring 1; samples padded to 2 (already even): 1289 tokens per rank.
+  const TransformerConfig& tf = model->components.back().tf;
+  const int64_t redistribution = static_cast<int64_t>(1568.0 / 2 * 4096 * 2 * 0.5);
+  EXPECT_EQ(two.sp_bytes, 32 * UlyssesAllToAllBytes(tf, 1289, 2, 1, false) + redistribution);
+  // One-stage: no redistribution, the busiest rank's all-to-alls carry its ceil(2578 / 2 x f) = 1784 tokens.
+  EXPECT_EQ(one.sp_bytes, 32 * UlyssesAllToAllBytes(tf, 1784, 2, 1, false));
 }
 
 }  // namespace

@@ -641,7 +641,7 @@ TEST(ShippedSweeps, ParseAndExpandWithoutInvalidRuns) {
     }
     EXPECT_EQ(keys.size(), runs->size()) << e.path() << ": two runs resolve to the same scenario";
   }
-  EXPECT_EQ(files, 7);
+  EXPECT_EQ(files, 8);
 }
 
 }  // namespace

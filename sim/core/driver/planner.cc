@@ -374,6 +374,7 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
     plan.parallel.sp_method = s.sp.name;
     plan.parallel.sp_ulysses = layout->ulysses;
     plan.parallel.sp_ring = layout->ring;
+    plan.parallel.sp_one_stage = layout->one_stage;
   }
   plan.packed = data.packed;
   plan.iterations_in_epoch = static_cast<int64_t>(data.steps.size()) / par.micro_batches;

@@ -37,6 +37,9 @@ struct ParallelConfig {
   int vpp = 1;            // virtual stages (model chunks) per pipeline rank; > 1 only for interleaved-1f1b
   int micro_batches = 1;  // M: micro-batches per DP rank per iteration
   int zero_stage = 0;  // 0: none, 1: optimizer states, 2: + gradients, 3: + weights (FSDP), sharded over DP
+  // ZeRO-3's implementation, for its transient unsharded buffers (core/plan/memory.h): "simple" (none counted),
+  // "fsdp" (PyTorch FSDP, one flat parameter per layer) or "deepspeed" (DeepSpeed ZeRO-3 buckets).
+  std::string zero3_impl = "simple";
   // Megatron sequence parallelism inside the TP group: activations outside attention/MLP also divided by TP.
   // (Sequence / context parallelism across GPUs is the device mesh's sp dimension, core/plan/mesh.h.)
   bool tp_sequence_parallel = true;
@@ -47,6 +50,7 @@ struct ParallelConfig {
   int sp_ulysses = 0;
   int sp_ring = 0;
   std::string sp_method = "none";
+  bool sp_one_stage = false;  // policies.sp params sharding: one-stage (core/plan/seqpar.h)
 
   int chunks() const { return pp * vpp; }
   int world_size() const { return dp * tp * pp * sp; }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 
 namespace mmtwin {
 
@@ -185,7 +186,36 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing pack
     n = SpPaddedTokens(n, pad_units);
     padded += n;
   }
-  const int64_t rank_tokens = padded / S;
+  int64_t rank_tokens = padded / S;
+  // One-stage sharding (SpLayout::one_stage): the sequence is cut where the frames are. Frames are dealt
+  // round-robin over the S ranks (global frame g on rank g mod S), sample j's text goes to rank j mod S; the
+  // busiest rank's LLM tokens n_max against the mean n: its linear work, its ring blocks (attention and KV
+  // bytes) and its all-to-all bytes scale by f = n_max / n. Two-stage: the vision embeddings move from the
+  // frame layout to the even token shards, an all-to-all of (S - 1) / S of each rank's vision tokens x LLM
+  // hidden x 2 bytes (and their gradients back), charged before the LLM.
+  double f = 1;
+  double redistribute_bytes = 0;
+  {
+    const Component* vision = model_.Find(ComponentKind::kVision);
+    const double tpf = vision ? vision->input.llm_tokens_per_unit : 0;
+    double vision_llm = 0;
+    std::vector<double> load(S, 0.0);
+    int64_t g = 0;
+    for (size_t j = 0; j < mb.size(); ++j) {
+      const double vis = std::min(static_cast<double>(mb[j].llm_tokens), mb[j].vision_units * tpf);
+      vision_llm += vis;
+      for (int64_t u = 0; u < mb[j].vision_units; ++u) load[(g++) % S] += tpf;
+      load[j % S] += static_cast<double>(mb[j].llm_tokens) - vis;
+    }
+    const double total = std::accumulate(load.begin(), load.end(), 0.0);
+    if (sp_.one_stage && total > 0) {
+      f = *std::max_element(load.begin(), load.end()) / (total / S);
+      rank_tokens = static_cast<int64_t>(std::ceil(static_cast<double>(llm_tokens) / S * f));
+    } else if (llm_component_ >= 0) {
+      const double h = static_cast<double>(model_.components[llm_component_].tf.hidden);
+      redistribute_bytes = vision_llm / S * h * 2.0 * (S - 1) / S / tp;
+    }
+  }
   for (int c = 0; c < nc; ++c) {
     const Component& comp = model_.components[c];
     LayerWorkload w = whole[c];
@@ -211,7 +241,9 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing pack
   int64_t sp_bytes = 0;
   if (llm_component_ >= 0 && rank_tokens > 0) {
     const TransformerConfig& tf = model_.components[llm_component_].tf;
-    const auto steps = RankStepPairs(sp_.split, R, lens);
+    auto steps = RankStepPairs(sp_.split, R, lens);
+    for (auto& row : steps)
+      for (double& v : row) v *= f;
     double ref_pairs = 0;
     for (const auto& row : steps)
       for (double v : row) ref_pairs = std::max(ref_pairs, v);
@@ -236,7 +268,8 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing pack
     double bw = 0, lat = 0;
     if (R > 1) {
       link(sp_.ring_in_node, &bw, &lat);
-      const int64_t kv = RingStepKvBytes(tf, padded / R, U, tp, sp_.replicate_kv);
+      const int64_t kv =
+          BytesOf(static_cast<double>(RingStepKvBytes(tf, padded / R, U, tp, sp_.replicate_kv)) * f);
       const double t_fwd = lat + (bw > 0 ? kv / bw * 1e6 : 0);
       const double t_bwd = lat + (bw > 0 ? 2.0 * kv / bw * 1e6 : 0);
       std::vector<std::vector<double>> f = steps, b = steps;
@@ -258,12 +291,23 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing pack
     }
     if (U > 1) {
       link(sp_.ulysses_in_node, &bw, &lat);
-      const int64_t a2a = UlyssesAllToAllBytes(tf, rank_tokens, U, tp, sp_.replicate_kv);
+      const int64_t a2a =
+          UlyssesAllToAllBytes(tf, rank_tokens, U, tp, sp_.replicate_kv);  // rank_tokens has f
       const double t = 4.0 * (U - 1) * lat + (bw > 0 ? a2a / bw * 1e6 : 0);
       sp_fwd_us += t;
       sp_bwd_us += t;
       sp_bytes += a2a;
     }
+  }
+  double redistribute_us = 0;
+  if (redistribute_bytes > 0) {
+    const bool in_node = sp_.ring_in_node;
+    const double bw = in_node ? cluster_.nvlink_bytes_per_s
+                              : (cluster_.nics_per_node > 0
+                                     ? cluster_.node_nic_bytes_per_s() / std::max(1, cluster_.gpus_per_node)
+                                     : cluster_.nic_bytes_per_s);
+    const double lat = in_node ? cluster_.nvlink_latency_us : cluster_.nic_latency_us;
+    redistribute_us = (S - 1) * lat + (bw > 0 ? redistribute_bytes / bw * 1e6 : 0);
   }
   const int chunks = partition.chunks();
   for (int c = 0; c < chunks; ++c) {
@@ -272,6 +316,12 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing pack
     int64_t unit = 0;
     for (int i = partition.bounds[c]; i < partition.bounds[c + 1]; ++i) {
       LayerCost x = lc[i];
+      if (layers_[i].component == llm_component_ && layers_[i].kind == LayerKind::kEmbedding &&
+          redistribute_us > 0) {
+        cc.sp_fwd_us += redistribute_us;
+        cc.sp_bwd_us += redistribute_us;
+        cc.sp_bytes = AddBytes(cc.sp_bytes, BytesOf(redistribute_bytes));
+      }
       const bool llm_block =
           layers_[i].component == llm_component_ && layers_[i].kind == LayerKind::kTransformer;
       const uint8_t flag = i < static_cast<int>(recompute.layers.size()) ? recompute.layers[i] : 0;

@@ -37,32 +37,42 @@ ParamSpec KvParam() {
           {"replicate", "error"}};
 }
 
+ParamSpec ShardingParam() {
+  return {"sharding",
+          ParamType::kString,
+          "two-stage",
+          "MM-SP two-stage sharding (frames spread evenly, then tokens re-sharded evenly: redistribution "
+          "bytes charged) "
+          "or one-stage (the sequence cut at frame boundaries, each sample's text on one rank)",
+          {"two-stage", "one-stage"}};
+}
+
 std::vector<SpPolicyInfo> Entries() {
   return {
       {"none", "no sequence parallelism (parallel.sp must be 1)", {}, SpMethod::kNone},
       {"ring",
        "RingAttention: contiguous shards, KV passed around a P2P ring, causal work imbalanced",
-       {},
+       {ShardingParam()},
        SpMethod::kRing},
       {"zigzag-ring",
        "zigzag ring attention: 2S chunks, rank r holds r and 2S-1-r, causal work balanced",
-       {},
+       {ShardingParam()},
        SpMethod::kZigzagRing},
       {"ulysses",
        "DeepSpeed-Ulysses: 4 all-to-alls per layer, degree limited by the (KV) heads",
-       {KvParam()},
+       {KvParam(), ShardingParam()},
        SpMethod::kUlysses},
       {"2d",
        "2D-Attention / USP (LongVILA MM-SP): Ulysses inside a node x zigzag ring across nodes",
-       {KvParam()},
+       {KvParam(), ShardingParam()},
        SpMethod::k2d},
       {"megatron-cp",
        "Megatron-LM context parallelism: load-balanced (zigzag) P2P ring over all SP ranks",
-       {},
+       {ShardingParam()},
        SpMethod::kMegatronCp},
       {"megatron-cp+tp",
        "Megatron-LM CP across nodes with tensor parallelism (parallel.tp > 1) inside a node",
-       {},
+       {ShardingParam()},
        SpMethod::kMegatronCpTp},
   };
 }
@@ -96,6 +106,7 @@ Result<SpLayout> ResolveSpLayout(const std::string& policy, const std::map<std::
     return l;
   }
   const bool replicate = p->values().count("kv") && p->Str("kv") == "replicate";
+  l.one_stage = pc.sp_one_stage || (p->values().count("sharding") && p->Str("sharding") == "one-stage");
   const int heads = llm.heads, kv = llm.kv_heads > 0 ? llm.kv_heads : llm.heads;
   const int per_node = gpus_per_node > 0 ? gpus_per_node : 1;
   auto ulysses_ok = [&](int u) {

@@ -52,6 +52,11 @@ struct SpLayout {
   int ring = 1;     // ring degree, the outer sub-group (ranks tp * ulysses apart)
   SpSplit split = SpSplit::kZigzag;
   bool replicate_kv = false;  // Ulysses: KV heads replicated up to `ulysses` heads (kv: replicate)
+  // Sharding of a multimodal sample (parameter sharding, LongVILA §4.2 and §5.1.3): false = MM-SP two-stage
+  // (frames spread evenly for the encoder, then every token re-sharded evenly, the vision embeddings'
+  // redistribution charged); true = one-stage (the sequence cut where the frames are: each rank's LLM tokens
+  // are its frames' tokens, a sample's text on one rank, samples' texts dealt round-robin; no redistribution).
+  bool one_stage = false;
   // Layout: the Ulysses sub-group sits inside one node iff tp * ulysses <= gpus_per_node (ranks are tp-fastest,
   // then sp); the ring crosses nodes iff tp * sp > gpus_per_node (gpus_per_node <= 0: every GPU its own node).
   bool ulysses_in_node = true;

@@ -205,7 +205,7 @@ Status ParseParallel(const Parser& r, const YAML::Node& n, ParallelConfig& p) {
         "renamed to parallel.tp_sequence_parallel (Megatron's sequence parallelism inside a TP group)");
   MMTWIN_RETURN_IF_ERROR(r.Keys(n, "parallel",
                                 {"dp", "tp", "pp", "vpp", "micro_batches", "zero_stage",
-                                 "tp_sequence_parallel", "sp", "sp_ulysses", "sp_ring"}));
+                                 "tp_sequence_parallel", "sp", "sp_ulysses", "sp_ring", "zero3_impl"}));
   struct IntField {
     const char* key;
     int* out;
@@ -227,6 +227,13 @@ Status ParseParallel(const Parser& r, const YAML::Node& n, ParallelConfig& p) {
     }
   if (const YAML::Node v = n["tp_sequence_parallel"]) {
     MMTWIN_ASSIGN_OR_RETURN(p.tp_sequence_parallel, r.Bool(v, "parallel.tp_sequence_parallel"));
+  }
+  if (const YAML::Node v = n["zero3_impl"]) {
+    MMTWIN_ASSIGN_OR_RETURN(p.zero3_impl, r.Str(v, "parallel.zero3_impl"));
+    if (p.zero3_impl != "simple" && p.zero3_impl != "fsdp" && p.zero3_impl != "deepspeed")
+      return r.At(
+          v, "parallel.zero3_impl",
+          "unknown ZeRO-3 implementation '" + p.zero3_impl + "'; valid values are: simple, fsdp, deepspeed");
   }
   const int64_t world = static_cast<int64_t>(p.dp) * p.tp * p.pp * p.sp;
   if (world > kMaxWorld)
@@ -600,6 +607,7 @@ std::string FormatScenario(const Scenario& s) {
   e << YAML::Key << "micro_batches" << YAML::Value << p.micro_batches;
   e << YAML::Key << "zero_stage" << YAML::Value << p.zero_stage;
   e << YAML::Key << "tp_sequence_parallel" << YAML::Value << (p.tp_sequence_parallel ? "true" : "false");
+  if (p.zero3_impl != "simple") e << YAML::Key << "zero3_impl" << YAML::Value << p.zero3_impl;
   // Sequence parallelism only when used, so that existing run keys and resolved scenarios stay the same.
   if (p.sp != 1 || p.sp_ulysses != 0 || p.sp_ring != 0) {
     e << YAML::Key << "sp" << YAML::Value << p.sp;
@@ -670,10 +678,10 @@ Error ScenarioError(const Scenario& s, const std::string& dotted_key, const std:
 
 bool operator==(const Scenario& a, const Scenario& b) {
   const ParallelConfig &p = a.parallel, &q = b.parallel;
-  const bool same_parallel = p.dp == q.dp && p.tp == q.tp && p.pp == q.pp && p.vpp == q.vpp &&
-                             p.micro_batches == q.micro_batches && p.zero_stage == q.zero_stage &&
-                             p.tp_sequence_parallel == q.tp_sequence_parallel && p.sp == q.sp &&
-                             p.sp_ulysses == q.sp_ulysses && p.sp_ring == q.sp_ring;
+  const bool same_parallel =
+      p.dp == q.dp && p.tp == q.tp && p.pp == q.pp && p.vpp == q.vpp && p.micro_batches == q.micro_batches &&
+      p.zero_stage == q.zero_stage && p.tp_sequence_parallel == q.tp_sequence_parallel && p.sp == q.sp &&
+      p.sp_ulysses == q.sp_ulysses && p.sp_ring == q.sp_ring && p.zero3_impl == q.zero3_impl;
   return a.name == b.name && a.description == b.description && a.trace == b.trace && a.model == b.model &&
          a.image_px == b.image_px && a.cluster == b.cluster && a.nodes == b.nodes && same_parallel &&
          a.data == b.data && a.partition == b.partition && a.recompute == b.recompute &&
