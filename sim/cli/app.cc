@@ -128,8 +128,15 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   import
       ->add_option("--map", imp.maps,
                    "csv only: TRACE_FIELD=SOURCE_COLUMN (fields: sample_id, subset, images, image_tiles, "
-                   "video_frames, audio_seconds, text_tokens, meta); repeatable")
+                   "video_frames, audio_seconds, text_tokens, meta; or video_seconds, a clip duration turned "
+                   "into frames by --fps and --max-frames); repeatable")
       ->allow_extra_args(false);  // one value per --map, so the input file may follow it
+  CLI::Option* fps = import->add_option(
+      "--fps", imp.fps, "csv only: frames sampled per second of a video_seconds column (default 1)");
+  fps->check(CLI::Range(1e-6, 1e6));
+  CLI::Option* max_frames = import->add_option("--max-frames", imp.max_frames,
+                                               "csv only: at most this many frames per clip (0 = no cap)");
+  max_frames->check(CLI::Range(int64_t{0}, int64_t{1} << 31));
   CLI::Option* tiles = import
                            ->add_option("--tiles-per-image", imp.tiles_per_image,
                                         "llava only: vision tiles per image (default 1)")
@@ -425,6 +432,8 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
         return Usage(import, "trace import", "expected exactly one input file, got 0", err);
       imp.tiles_given = tiles->count() > 0;
       imp.subset_given = subset->count() > 0;
+      imp.fps_given = fps->count() > 0;
+      imp.max_frames_given = max_frames->count() > 0;
       return RunTraceImport(imp, out, err);
     }
     if (gen_cmd->parsed()) {

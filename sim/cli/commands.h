@@ -19,6 +19,9 @@ struct TraceImportArgs {
   std::string format, input, output, tiles_per_image, subset;
   std::vector<std::string> maps;  // TRACE_FIELD=SOURCE_COLUMN
   bool tiles_given = false, subset_given = false;
+  double fps = 1.0;        // csv: frames per second of a mapped video_seconds column
+  int64_t max_frames = 0;  // csv: frame cap per clip (0 = none)
+  bool fps_given = false, max_frames_given = false;
 };
 struct TraceGenArgs {
   std::string preset, samples, seed, output;
