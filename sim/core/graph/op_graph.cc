@@ -412,7 +412,7 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
   const size_t sp_at = 2 + 2 * static_cast<size_t>(C) + 2 * static_cast<size_t>(M);
   // The next replica of the device's SP group (its ring successor), same stage; -1 without SP.
   auto sp_peer = [&](int dev) -> int32_t {
-    return sp_group <= 1 ? -1 : mesh.SpGroupNeighbor(dev, sp_group, +1);
+    return sp_group <= 1 ? -1 : mesh.SpGroupNeighbor(dev, sp_group, std::max(1, pc_in.sp_ulysses));
   };
   // The chunk's last backward is split into this many pieces (per-bucket readiness; 1 = whole).
   constexpr int kMaxPieces = 16;
@@ -515,10 +515,13 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
             op.kind = OpKind::kSpCollective;
             op.pass = PassKind::kForward;
             op.duration_us = cost.sp_fwd_us;
-            op.bytes = cost.sp_bytes;
+            op.bytes = cost.sp_a2a_fwd_bytes;
+            op.a2a_steps = cost.sp_a2a_fwd_steps;
+            op.ring_bytes = cost.sp_ring_fwd_bytes;
             op.peer = sp_peer(dev);
             last = b.NewOp(op, k);
-            op.bytes = 0;
+            op.bytes = op.ring_bytes = 0;
+            op.a2a_steps = 0;
             op.peer = -1;
           }
           fwd_first[k] = f;
@@ -602,10 +605,13 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
           if (b.shape[sp_at + 1]) {
             op.kind = OpKind::kSpCollective;
             op.duration_us = cost.sp_bwd_us;
-            op.bytes = cost.sp_bytes;
+            op.bytes = cost.sp_a2a_bwd_bytes;
+            op.a2a_steps = cost.sp_a2a_bwd_steps;
+            op.ring_bytes = cost.sp_ring_bwd_bytes;
             op.peer = sp_peer(dev);
             last = b.NewOp(op, k);
-            op.bytes = 0;
+            op.bytes = op.ring_bytes = 0;
+            op.a2a_steps = 0;
             op.peer = -1;
           }
           bwd_first[k] = first;
@@ -738,6 +744,7 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
   }
   g.parallel = pc;
   g.sp_group = sp_group;
+  g.sp_ulysses = std::max(1, pc_in.sp_ulysses);
   g.num_devices = mesh.num_devices();
   if (cyclic) {
     g.ops = b.ops;
@@ -800,6 +807,7 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
     if (g.sp_group > 1) {
       plan_pc.dp /= g.sp_group;
       plan_pc.sp = g.sp_group;
+      plan_pc.sp_ulysses = g.sp_ulysses;
     }
     MMTWIN_ASSIGN_OR_RETURN(OpGraph rebuilt, BuildIterationGraph(plan_pc, schedule, costs, g.source.statics,
                                                                  g.source.comm, g.source.comm_cost));
@@ -835,6 +843,12 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
     const ChunkCost& k = costs.costs[ci];
     op.duration_us = CostDuration(op, k, *g.source.comm_cost, mesh, g.source.comm);
     if (op.kind == OpKind::kP2pSendActivation || op.kind == OpKind::kP2pSendGradient) op.bytes = k.send_bytes;
+    if (op.kind == OpKind::kSpCollective) {
+      const bool fwd = op.pass == PassKind::kForward;
+      op.bytes = fwd ? k.sp_a2a_fwd_bytes : k.sp_a2a_bwd_bytes;
+      op.a2a_steps = fwd ? k.sp_a2a_fwd_steps : k.sp_a2a_bwd_steps;
+      op.ring_bytes = fwd ? k.sp_ring_fwd_bytes : k.sp_ring_bwd_bytes;
+    }
     g.duration_us[i] = op.duration_us;
   }
   return Status();

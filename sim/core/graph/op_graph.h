@@ -30,9 +30,16 @@
 //             receiver just depends on the send). No send when consecutive chunks share a rank (pp == 1).
 //   sequence parallelism (parallel.sp > 1; the graph sees GraphParallel(parallel), dp * sp replicas): an
 //             sp_collective op after the forward group's TP op (sp_fwd_us, bytes sp_bytes, peer = the next
-//             replica of the SP group) and one after the backward group's (sp_bwd_us) [compute lane: the SP
-//             communication that compute does not hide is serialized with it, as TP's is]. Both evaluators time
-//             it as its priced duration (the SimGrid engine runs it as an execution on the device, like TP).
+//             replica of the SP ring, sp_ulysses replicas on) and one after the backward group's (sp_bwd_us)
+//             [compute lane: the SP communication that compute does not hide is serialized with it, as TP's is].
+//             The analytic evaluator times it as priced. The SimGrid engine replays its transfers on the platform:
+//             the all-to-all as U - 1 pairwise-exchange steps to the device's Ulysses peers (bytes / (U - 1)
+//             each, one after the other), then a delay making up the rest of the priced duration (the other
+//             latencies, the exposed ring time, the two-stage redistribution) at the links' no-contention speed;
+//             and the ring's KV bytes as one transfer to the ring successor that starts with the pass's first
+//             compute op and that the op also waits for. Without contention that transfer never ends later than
+//             the op (its priced time is at most the pass's attention compute plus its exposed part), so both
+//             engines agree; with contention SP traffic shares the links with DP and pipeline traffic.
 //   Presence: TP ops exist iff some cost has tp_*_us > 0, SP ops iff some cost has sp_*_us > 0; recompute ops for chunk c iff some cost of chunk c
 //   has recompute_us > 0; sends of boundary c iff p2p_latency_us > 0 or some send_bytes of chunk c > 0. Such
 //   ops may have zero duration for some micro-batches (this keeps the shape stable for re-pricing).
@@ -151,6 +158,11 @@ struct Op {
   // backward / backward_weight: this op is part `bucket` of `pieces` equal parts of its pass (the chunk's last
   // backward on a DP replica, split so that its gradient buckets become ready as the backward reaches them)
   uint8_t pieces = 1;
+  // sp_collective only (ChunkCost::sp_*): `bytes` are its Ulysses all-to-all bytes, sent in `a2a_steps`
+  // pairwise-exchange latencies over the device's Ulysses group; ring_bytes go to `peer` (the ring successor)
+  // while the pass computes.
+  int32_t a2a_steps = 0;
+  int64_t ring_bytes = 0;
 };
 
 // One transfer of a dispatch all-to-all, between op-graph devices (stage-0 devices of two DP replicas).
@@ -163,6 +175,7 @@ struct DeviceTransfer {
 struct OpGraph {
   ParallelConfig parallel;  // GraphParallel of the plan's: dp counts dp * sp replicas, sp = 1
   int sp_group = 1;         // the plan's parallel.sp: consecutive replicas d * sp_group .. form an SP group
+  int sp_ulysses = 1;       // its Ulysses (inner) degree: SP ranks k U .. k U + U - 1 exchange all-to-alls
   int num_devices = 0;      // dp * pp
   std::vector<Op> ops;      // topological order
   // CSR of explicit dependencies: deps of op i are deps[dep_begin[i] .. dep_begin[i+1]), all < i.

@@ -116,4 +116,12 @@ int DeviceMesh::SpGroupNeighbor(int device, int sp_group, int delta) const {
   return Device(next / sp_, device % pp_, next % sp_);
 }
 
+int DeviceMesh::SpUlyssesPeer(int device, int sp_group, int ulysses, int delta) const {
+  if (sp_group <= 1 || ulysses <= 1) return device;
+  const int replica = device / pp_ / sp_ * sp_ + device / pp_ % sp_;
+  const int s = replica % sp_group, u = s % ulysses;
+  const int next = replica - u + ((u + delta) % ulysses + ulysses) % ulysses;
+  return Device(next / sp_, device % pp_, next % sp_);
+}
+
 }  // namespace mmtwin

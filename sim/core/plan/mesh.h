@@ -78,6 +78,9 @@ class DeviceMesh {
   // On the op graph's mesh (GraphParallel: dp counts dp * sp replicas, SP groups are `sp_group` consecutive
   // replicas): the device of the same stage `delta` replicas away inside its SP group, wrapping (the SP ring).
   int SpGroupNeighbor(int device, int sp_group, int delta) const;
+  // The same, inside the device's Ulysses sub-group (`ulysses` consecutive SP ranks): the member `delta` places on,
+  // wrapping within the sub-group (the all-to-all's pairwise-exchange peers).
+  int SpUlyssesPeer(int device, int sp_group, int ulysses, int delta) const;
   // The device that runs pipeline chunk `chunk` (PipeRankOfChunk) of replica dp_idx.
   int DeviceOfChunk(int dp_idx, int chunk) const { return Device(dp_idx, PipeRankOfChunk(chunk, pp_)); }
 

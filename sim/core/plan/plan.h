@@ -203,6 +203,12 @@ struct ChunkCost {
   double sp_fwd_us = 0;
   double sp_bwd_us = 0;
   int64_t sp_bytes = 0;
+  // What the SimGrid engine replays of it (per GPU, per pass; the backward's include the recompute's forward):
+  // the Ulysses all-to-all bytes sent and their pairwise-exchange latency count (4 (U - 1) per LLM block), and the
+  // KV bytes sent to the ring successor while the pass computes (forward KV; backward KV and dKV).
+  int64_t sp_a2a_fwd_bytes = 0, sp_a2a_bwd_bytes = 0;
+  int32_t sp_a2a_fwd_steps = 0, sp_a2a_bwd_steps = 0;
+  int64_t sp_ring_fwd_bytes = 0, sp_ring_bwd_bytes = 0;
 };
 
 // Costs of one iteration, indexed [dp_idx][micro_batch][chunk]; dispatch[m] = micro-batch m's data-dispatch

@@ -238,7 +238,8 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing pack
   LayerCostsFor(whole, full);
   // The LLM block's attention on this rank, priced per ring step from the cost model's time per square pair.
   double attn_fwd_us = 0, attn_bwd_us = 0, sp_fwd_us = 0, sp_bwd_us = 0;
-  int64_t sp_bytes = 0;
+  int64_t sp_bytes = 0, ring_layer_bytes = 0, a2a_layer_bytes = 0;
+  int32_t a2a_layer_steps = 0;
   if (llm_component_ >= 0 && rank_tokens > 0) {
     const TransformerConfig& tf = model_.components[llm_component_].tf;
     auto steps = RankStepPairs(sp_.split, R, lens);
@@ -285,6 +286,7 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing pack
       sp_fwd_us += ex_f;
       sp_bwd_us += ex_b;
       sp_bytes += kv * (R - 1);
+      ring_layer_bytes = kv * (R - 1);
     } else {
       attn_fwd_us = steps[0][0] / U * per_pair_fwd;
       attn_bwd_us = steps[0][0] / U * per_pair_bwd;
@@ -297,6 +299,8 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing pack
       sp_fwd_us += t;
       sp_bwd_us += t;
       sp_bytes += a2a;
+      a2a_layer_bytes = a2a;
+      a2a_layer_steps = 4 * (U - 1);
     }
   }
   double redistribute_us = 0;
@@ -330,8 +334,14 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing pack
         x.fwd_time_us += attn_fwd_us;
         x.bwd_time_us += attn_bwd_us;
         cc.sp_fwd_us += sp_fwd_us;
-        cc.sp_bwd_us += sp_bwd_us * (rc ? 2 : 1);
+        cc.sp_bwd_us += sp_bwd_us + (rc ? sp_fwd_us : 0);  // the recompute repeats the forward's
         cc.sp_bytes = AddBytes(cc.sp_bytes, sp_bytes);
+        cc.sp_ring_fwd_bytes = AddBytes(cc.sp_ring_fwd_bytes, ring_layer_bytes);
+        cc.sp_ring_bwd_bytes = AddBytes(cc.sp_ring_bwd_bytes, ring_layer_bytes * (rc ? 3 : 2));  // KV + dKV
+        cc.sp_a2a_fwd_bytes = AddBytes(cc.sp_a2a_fwd_bytes, a2a_layer_bytes);
+        cc.sp_a2a_bwd_bytes = AddBytes(cc.sp_a2a_bwd_bytes, a2a_layer_bytes * (rc ? 2 : 1));
+        cc.sp_a2a_fwd_steps += a2a_layer_steps;
+        cc.sp_a2a_bwd_steps += a2a_layer_steps * (rc ? 2 : 1);
       }
       cc.fwd_us += x.fwd_time_us;
       cc.bwd_us += x.bwd_time_us;
