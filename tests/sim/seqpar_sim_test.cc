@@ -200,3 +200,34 @@ TEST(SeqParSimTest, TwoStageShardingBalancesTokensAndChargesTheRedistribution) {
 
 }  // namespace
 }  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+// Ring attention's buffers per rank: the KV block and its dKV, sent and received, in the backward's transient.
+TEST(SeqParSimTest, RingKvBuffersAreCountedPerRank) {
+  auto model = LoadModel("longvila-8b");
+  auto cluster = LoadCluster("h100-8x400g", 1);
+  ASSERT_TRUE(model.ok() && cluster.ok());
+  const AnalyticCostModel cost(cluster->device, {});
+  Sample x;
+  x.text_tokens = 65536;
+  const std::vector<SampleTokens> mb = {TokensFor(*model, x)};
+  ParallelConfig pc;
+  pc.sp = 8;
+  pc.sp_method = "zigzag-ring";
+  const Partition part{{0, static_cast<int>(Layers(*model).size())}};
+  ChunkCost c;
+  Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kVarlen, part, RecomputePlan{}, &c);
+  const TransformerConfig& tf = model->components.back().tf;
+  EXPECT_EQ(c.recompute_transient_bytes, 4 * RingStepKvBytes(tf, 65536 / 8, 1, 1, false));
+  EXPECT_EQ(c.sp_ring_fwd_bytes, 32 * 7 * RingStepKvBytes(tf, 65536 / 8, 1, 1, false));
+  EXPECT_EQ(c.sp_ring_bwd_bytes, 2 * c.sp_ring_fwd_bytes);
+  pc.sp_method = "ulysses";  // no ring, no buffers
+  Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kVarlen, part, RecomputePlan{}, &c);
+  EXPECT_EQ(c.recompute_transient_bytes, 0);
+  EXPECT_EQ(c.sp_ring_fwd_bytes, 0);
+}
+
+}  // namespace
+}  // namespace mmtwin

@@ -238,7 +238,7 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing pack
   LayerCostsFor(whole, full);
   // The LLM block's attention on this rank, priced per ring step from the cost model's time per square pair.
   double attn_fwd_us = 0, attn_bwd_us = 0, sp_fwd_us = 0, sp_bwd_us = 0;
-  int64_t sp_bytes = 0, ring_layer_bytes = 0, a2a_layer_bytes = 0;
+  int64_t sp_bytes = 0, ring_layer_bytes = 0, a2a_layer_bytes = 0, ring_buffer_bytes = 0;
   int32_t a2a_layer_steps = 0;
   if (llm_component_ >= 0 && rank_tokens > 0) {
     const TransformerConfig& tf = model_.components[llm_component_].tf;
@@ -287,6 +287,8 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing pack
       sp_bwd_us += ex_b;
       sp_bytes += kv * (R - 1);
       ring_layer_bytes = kv * (R - 1);
+      ring_buffer_bytes =
+          4 * kv;  // in flight in the backward: the KV block and its dKV, each sent and received
     } else {
       attn_fwd_us = steps[0][0] / U * per_pair_fwd;
       attn_bwd_us = steps[0][0] / U * per_pair_bwd;
@@ -358,6 +360,10 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing pack
       }
       if (rc) cc.recompute_us += x.fwd_time_us;
     }
+    // Ring attention's communication buffers, one layer at a time: held during the backward on top of the
+    // activations (the forward's two KV blocks are fewer), counted with the backward's transient.
+    if (cc.sp_ring_fwd_bytes > 0)
+      cc.recompute_transient_bytes = AddBytes(cc.recompute_transient_bytes, ring_buffer_bytes);
     const int last = partition.bounds[c + 1] - 1;
     cc.send_bytes = c + 1 < chunks ? lc[last].boundary_bytes / tp : 0;
     cc.llm_tokens = llm_tokens;

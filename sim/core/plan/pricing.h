@@ -19,7 +19,9 @@
 //   Ulysses (U > 1): four all-to-alls per pass as pairwise exchanges, 4 (U - 1) latencies +
 //   UlyssesAllToAllBytes / bw, added to sp_fwd_us and sp_bwd_us.
 // bw: NVLink when the sub-group sits in a node (SpLayout::ulysses_in_node / ring_in_node), else the GPU's NIC
-// share. model_flops and llm_tokens are the micro-batch's divided by S (summing the S ranks gives the whole).
+// share. Activations are those of the rank's tokens; ring attention's buffers (the KV block and its dKV, sent and
+// received: 4 x RingStepKvBytes) are added to the backward's transient (ChunkCost::recompute_transient_bytes).
+// model_flops and llm_tokens are the micro-batch's divided by S (summing the S ranks gives the whole).
 // PriceIteration then repeats each DP rank's costs for its S SP ranks (GraphParallel, core/plan/plan.h):
 // costs.dp = dp * sp, replica dp * S + s; dispatch transfers name replica dp * S. With sp == 1 none of this runs.
 // P2P: an activation crossing a chunk boundary is split
