@@ -47,6 +47,10 @@ Status CheckBackendScenario(const Scenario& s, int world_size, const std::string
                                "only with tp 1");
   }
   if (p.zero_stage > 1) return ScenarioError(s, "parallel.zero_stage", "the backend runs ZeRO stage 0 or 1");
+  if (p.sp > 1)
+    return ScenarioError(s, "parallel.sp",
+                         "the backend does not run sequence parallelism (sp " + std::to_string(p.sp) +
+                             "); it is simulated only (mmtwin simulate)");
   if (s.schedule.name != "gpipe" && s.schedule.name != "1f1b" && s.schedule.name != "interleaved-1f1b")
     return ScenarioError(s, "policies.schedule",
                          "the backend runs gpipe, 1f1b and interleaved-1f1b, not '" + s.schedule.name +

@@ -224,6 +224,7 @@ uint32_t OpKindColor(OpKind k) {
     case OpKind::kRecompute:
       return 0xf0922b;
     case OpKind::kTpCollective:
+    case OpKind::kSpCollective:
       return 0x2aa6a6;
     case OpKind::kP2pSendActivation:
     case OpKind::kP2pSendGradient:

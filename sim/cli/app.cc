@@ -98,7 +98,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       std::string("commands in short (each has --help):\n"
                   "  trace import --format F IN -o OUT | trace gen --preset NAME -o OUT | trace stats TRACE\n"
                   "  balance --trace T --model M --dp D --policy P [--param k=v]... | balance --compare ...\n"
-                  "  plan SCENARIO [--json]\n"
+                  "  plan SCENARIO [--json] [--max-seq [--step-tokens N] [--sp-policy P]...]\n"
                   "  simulate SCENARIO [--engine E] [-o RUNDIR] [--json] [--progress] [--trace-iteration K]\n"
                   "  sweep SWEEP.yaml [--jobs N] [--shard i/N] | sweep merge | sweep export | sweep table\n"
                   "  compare RUN_A RUN_B [--json]\n"
@@ -128,8 +128,15 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   import
       ->add_option("--map", imp.maps,
                    "csv only: TRACE_FIELD=SOURCE_COLUMN (fields: sample_id, subset, images, image_tiles, "
-                   "video_frames, audio_seconds, text_tokens, meta); repeatable")
+                   "video_frames, audio_seconds, text_tokens, meta; or video_seconds, a clip duration turned "
+                   "into frames by --fps and --max-frames); repeatable")
       ->allow_extra_args(false);  // one value per --map, so the input file may follow it
+  CLI::Option* fps = import->add_option(
+      "--fps", imp.fps, "csv only: frames sampled per second of a video_seconds column (default 1)");
+  fps->check(CLI::Range(1e-6, 1e6));
+  CLI::Option* max_frames = import->add_option("--max-frames", imp.max_frames,
+                                               "csv only: at most this many frames per clip (0 = no cap)");
+  max_frames->check(CLI::Range(int64_t{0}, int64_t{1} << 31));
   CLI::Option* tiles = import
                            ->add_option("--tiles-per-image", imp.tiles_per_image,
                                         "llava only: vision tiles per image (default 1)")
@@ -201,7 +208,16 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       "partition, recompute and memory per pipeline stage of a scenario, without replaying iterations");
   plan_cmd->add_option("SCENARIO", plan.scenario, "scenario file (scenarios/README.md)")->required();
   plan_cmd->add_flag("--json", plan.json, "print the plan as JSON");
-  plan_cmd->footer("Exit codes: 0 every stage fits its device memory, 1 a stage does not, 2 bad input.");
+  plan_cmd->add_flag("--max-seq", plan.max_seq,
+                     "the longest sequence each sequence-parallel method fits on the scenario's sp x tp GPUs "
+                     "(bisection over the memory model)");
+  plan_cmd->add_option("--step-tokens", plan.step_tokens, "--max-seq: granularity in tokens (default 1024)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  plan_cmd->add_option("--sp-policy", plan.sp_policies, "--max-seq: only this SP policy (repeatable)");
+  plan_cmd->footer(
+      "Exit codes: 0 every stage fits its device memory (--max-seq: the search ran), 1 a stage does not, 2 "
+      "bad "
+      "input.");
 
   SimulateArgs sim;
   CLI::App* simulate = app.add_subcommand(
@@ -425,6 +441,8 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
         return Usage(import, "trace import", "expected exactly one input file, got 0", err);
       imp.tiles_given = tiles->count() > 0;
       imp.subset_given = subset->count() > 0;
+      imp.fps_given = fps->count() > 0;
+      imp.max_frames_given = max_frames->count() > 0;
       return RunTraceImport(imp, out, err);
     }
     if (gen_cmd->parsed()) {

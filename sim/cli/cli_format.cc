@@ -69,13 +69,19 @@ void WriteHeader(const Scenario& s, std::ostream& out) {
   out << "\n";
   out << "cluster         " << s.cluster << ", " << s.nodes << " node" << (s.nodes == 1 ? "" : "s") << "; "
       << p.world_size() << " GPUs = dp " << p.dp << " x tp " << p.tp << " x pp " << p.pp;
+  if (p.sp > 1) out << " x sp " << p.sp;
   if (p.vpp > 1) out << " (vpp " << p.vpp << ")";
   out << ", " << p.micro_batches << " micro-batches, ZeRO-" << p.zero_stage << "\n";
   out << "policies        data " << PolicyText(s.data) << ", partition " << PolicyText(s.partition)
-      << ", recompute " << PolicyText(s.recompute) << ", schedule " << PolicyText(s.schedule) << "\n";
+      << ", recompute " << PolicyText(s.recompute) << ", schedule " << PolicyText(s.schedule);
+  if (s.sp.name != "none") out << ", sp " << PolicyText(s.sp);
+  out << "\n";
   out << "trace           ";
   if (!s.trace.file.empty())
     out << s.trace.file;
+  else if (s.trace.sequence_tokens > 0)
+    out << Count(static_cast<double>(s.trace.samples)) << " text-only sequences of "
+        << Count(static_cast<double>(s.trace.sequence_tokens)) << " tokens";
   else
     out << s.trace.preset << ", " << Count(static_cast<double>(s.trace.samples)) << " samples, seed "
         << s.trace.seed;

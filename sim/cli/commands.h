@@ -19,6 +19,9 @@ struct TraceImportArgs {
   std::string format, input, output, tiles_per_image, subset;
   std::vector<std::string> maps;  // TRACE_FIELD=SOURCE_COLUMN
   bool tiles_given = false, subset_given = false;
+  double fps = 1.0;        // csv: frames per second of a mapped video_seconds column
+  int64_t max_frames = 0;  // csv: frame cap per clip (0 = none)
+  bool fps_given = false, max_frames_given = false;
 };
 struct TraceGenArgs {
   std::string preset, samples, seed, output;
@@ -45,6 +48,9 @@ int RunBalance(const BalanceArgs& a, std::ostream& out, std::ostream& err);
 struct PlanArgs {
   std::string scenario;
   bool json = false;
+  bool max_seq = false;                  // --max-seq: longest sequence per SP method (core/driver/max_seq.h)
+  int64_t step_tokens = 1024;            // --step-tokens: its granularity
+  std::vector<std::string> sp_policies;  // --sp-policy (repeatable): only these methods
 };
 int RunPlan(const PlanArgs& a, std::ostream& out, std::ostream& err);
 

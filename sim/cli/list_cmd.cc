@@ -10,6 +10,7 @@
 #include "core/plan/partition.h"
 #include "core/plan/recompute.h"
 #include "core/plan/schedule.h"
+#include "core/plan/seqpar.h"
 
 namespace mmtwin::cli {
 
@@ -31,6 +32,10 @@ int RunList(const std::string& what, std::ostream& out, std::ostream& err) {
     out << "\nschedules (scenario policies.schedule):\n";
     for (const auto& [name, description] : ScheduleNames())
       out << "  " << name << ": " << description << "\n";
+    out << "\nsequence-parallel policies (scenario policies.sp; degree parallel.sp, 2d: sp_ulysses x "
+           "sp_ring):\n";
+    for (const auto& p : SpPolicyRegistry().entries())
+      out << "  " << p.name << ": " << p.description << "\n" << DescribeParams(p.params, "      ");
     return 0;
   }
   if (what == "models") {

@@ -8,10 +8,64 @@
 
 #include "cli/cli_format.h"
 #include "cli/commands.h"
+#include "core/driver/max_seq.h"
 #include "core/driver/planner.h"
 #include "core/scenario/scenario.h"
 
 namespace mmtwin::cli {
+
+namespace {
+
+// --max-seq: one row per SP method (text, or JSON with --json).
+int RunMaxSeq(const PlanArgs& args, const Scenario& scenario, std::ostream& out, std::ostream& err) {
+  MaxSeqOptions o;
+  o.step_tokens = args.step_tokens;
+  o.policies = args.sp_policies;
+  auto rows = MaxSequenceSearch(scenario, o);
+  if (!rows) {
+    err << "mmtwin plan: " << rows.error().message() << "\n";
+    return 2;
+  }
+  if (args.json) {
+    out << "[";
+    for (size_t i = 0; i < rows->size(); ++i) {
+      const MaxSeqRow& r = (*rows)[i];
+      out << (i ? ",\n " : "") << "{\"policy\": \"" << r.policy << "\", \"sp\": " << r.sp
+          << ", \"tp\": " << r.tp << ", \"dp\": " << r.dp << ", \"ulysses\": " << r.ulysses
+          << ", \"ring\": " << r.ring << ", \"max_tokens\": " << r.max_tokens
+          << ", \"peak_bytes\": " << r.peak_bytes << ", \"capacity_bytes\": " << r.capacity_bytes
+          << ", \"probes\": " << r.probes << ", \"at_limit\": " << (r.at_limit ? "true" : "false")
+          << ", \"available\": " << (r.unavailable.empty() ? "true" : "false") << "}";
+    }
+    out << "]\n";
+    return 0;
+  }
+  WriteHeader(scenario, out);
+  out << "max context per sequence-parallel method (bisection over the memory model, step " << o.step_tokens
+      << " tokens)\n\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%-16s %5s %4s %5s %8s %14s %12s %9s %7s\n", "policy", "sp", "tp", "dp",
+                "UxR", "max tokens", "tokens/GPU", "peak GiB", "probes");
+  out << line;
+  for (const MaxSeqRow& r : *rows) {
+    if (!r.unavailable.empty()) {
+      std::snprintf(line, sizeof line, "%-16s %5d %4d %5d  n/a: ", r.policy.c_str(), r.sp, r.tp, r.dp);
+      out << line << r.unavailable << "\n";
+      continue;
+    }
+    const std::string uxr = std::to_string(r.ulysses) + "x" + std::to_string(r.ring);
+    std::snprintf(line, sizeof line, "%-16s %5d %4d %5d %8s %13lld%s %12lld %9.1f %7d\n", r.policy.c_str(),
+                  r.sp, r.tp, r.dp, uxr.c_str(), static_cast<long long>(r.max_tokens), r.at_limit ? "+" : " ",
+                  static_cast<long long>(r.max_tokens / std::max(1, r.sp * r.tp)),
+                  static_cast<double>(r.peak_bytes) / (1ll << 30), r.probes);
+    out << line;
+  }
+  out << "(+: the search limit fits; peak = the worst stage's planned peak per GPU at the maximum)\n";
+  return 0;
+}
+
+}  // namespace
+
 int RunPlan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
   const std::string& path = args.scenario;
   const bool json = args.json;
@@ -20,6 +74,7 @@ int RunPlan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
     err << "mmtwin plan: " << scenario.error().message() << "\n";
     return 2;
   }
+  if (args.max_seq) return RunMaxSeq(args, *scenario, out, err);
   auto run = BuildPlan(*scenario, {});
   if (!run) {
     err << "mmtwin plan: " << run.error().message() << "\n";

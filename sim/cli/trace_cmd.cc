@@ -50,6 +50,8 @@ int RunTraceImport(const TraceImportArgs& a, std::ostream& out, std::ostream& er
   const bool has_tiles = a.tiles_given;
   const bool has_subset = a.subset_given;
 
+  if ((a.fps_given || a.max_frames_given) && *format != "csv")
+    return Usage(err, "import: --fps and --max-frames apply to --format csv only");
   if (*format == "llava") {
     if (has_map) return Usage(err, "import: --map applies to --format csv only");
     LlavaImportOptions opt;
@@ -81,7 +83,7 @@ int RunTraceImport(const TraceImportArgs& a, std::ostream& out, std::ostream& er
         return Usage(err, "import: --map '" + v + "': expected TRACE_FIELD=SOURCE_COLUMN");
       mapping.emplace_back(v.substr(0, eq), v.substr(eq + 1));
     }
-    Result<Trace> t = ImportCsv(in, mapping);
+    Result<Trace> t = ImportCsv(in, mapping, VideoSampling{a.fps, a.max_frames});
     if (!t) return Fail(err, "import", t.error());
     return WriteOut("import", *t, *out_path, out, err);
   }

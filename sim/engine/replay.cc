@@ -154,6 +154,66 @@ class Dag {
   std::string failure_;
 };
 
+// An sp_collective op (core/graph/op_graph.h): the all-to-all as U - 1 pairwise-exchange transfers to the
+// device's Ulysses peers, one after the other, then a delay (on the many-core delay host) making up the rest of
+// the priced duration at the routes' no-contention speed; the ring's KV bytes as one transfer to the ring
+// successor starting with the pass's first compute op (found along the compute lane), which the op's end also
+// waits for.
+Status AddSpCollective(const OpGraph& g, int i, const ClusterSpec& cluster, const ParallelConfig& pc,
+                       const DeviceMesh& mesh, int delay_host, Dag& acts, std::vector<int32_t>& head,
+                       std::vector<std::array<int32_t, 2>>& tail,
+                       std::map<int32_t, std::vector<int32_t>>& co_start) {
+  const Op& op = g.ops[i];
+  const int gpn = std::max(cluster.gpus_per_node, 1);
+  const double nic_share =
+      cluster.nics_per_node > 0 ? cluster.node_nic_bytes_per_s() / gpn : cluster.nic_bytes_per_s;
+  auto seconds = [&](int a, int b, double bytes) {
+    const bool nvlink = NodeOfDevice(cluster, pc, a) == NodeOfDevice(cluster, pc, b);
+    const double bw = nvlink ? cluster.nvlink_bytes_per_s : nic_share;
+    return (nvlink ? cluster.nvlink_latency_us : cluster.nic_latency_us) * 1e-6 + (bw > 0 ? bytes / bw : 0);
+  };
+  const int32_t start = acts.Add(Dag::kInstant, -1, -1, 0.0);
+  head[i] = start;
+  int32_t prev = start;
+  double busy_s = 0;
+  const int U = std::max(1, g.sp_ulysses);
+  if (op.bytes > 0 && U > 1) {
+    const double piece = static_cast<double>(op.bytes) / (U - 1);
+    for (int j = 1; j < U; ++j) {
+      const int peer = mesh.SpUlyssesPeer(op.device, g.sp_group, U, j);
+      const int32_t c = acts.Add(Dag::kComm, op.device, peer, piece);
+      acts.Edge(prev, c);
+      prev = c;
+      busy_s += seconds(op.device, peer, piece);
+    }
+  }
+  const double rest_s = std::max(0.0, g.duration_us[i] * 1e-6 - busy_s);
+  const int32_t delay = acts.Add(Dag::kExec, delay_host, -1, rest_s * kHostSpeed);
+  acts.Edge(prev, delay);
+  tail[i] = {delay, -1};
+  if (op.ring_bytes > 0 && op.peer >= 0 && op.peer != op.device) {
+    const bool fwd = op.pass == PassKind::kForward;
+    int32_t first = -1;
+    for (int32_t j = g.lane_prev[i]; j >= 0; j = g.lane_prev[j]) {
+      const Op& p = g.ops[j];
+      const bool same = p.micro_batch == op.micro_batch && p.chunk == op.chunk &&
+                        (fwd ? (p.kind == OpKind::kForward || p.kind == OpKind::kTpCollective)
+                             : (p.kind == OpKind::kBackward || p.kind == OpKind::kRecompute ||
+                                p.kind == OpKind::kTpCollective));
+      if (!same) break;
+      first = j;
+    }
+    const int32_t ring = acts.Add(Dag::kComm, op.device, op.peer, static_cast<double>(op.ring_bytes));
+    // It starts when the pass's first compute op may start: it gets that op's incoming edges (co_start).
+    if (first >= 0)
+      co_start[first].push_back(ring);
+    else
+      acts.Edge(start, ring);
+    tail[i][1] = ring;
+  }
+  return Status();
+}
+
 bool IsRing(OpKind k) { return k == OpKind::kDpCollective || k == OpKind::kDpAllGather; }
 
 // The ring an op belongs to: its chunk, kind, pass, the piece of the chunk's last backward that releases it
@@ -215,7 +275,7 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
   for (const std::string& c : options.extra_config) sg4::Engine::set_config(c);
 
   // ---- Which device pairs talk, and over which fabric (true = NVLink) ----
-  std::set<std::pair<int32_t, int32_t>> p2p_pairs, ring_pairs;
+  std::set<std::pair<int32_t, int32_t>> p2p_pairs, ring_pairs, sp_pairs;
   for (int i = 0; i < n; ++i) {
     const Op& op = g.ops[i];
     // The op graph names every transfer's peer (Op::peer): the receiving device of a send, the ring successor
@@ -224,6 +284,12 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
       p2p_pairs.insert({op.device, op.peer});
     else if (IsRing(op.kind))
       ring_pairs.insert({op.device, op.peer});
+    else if (op.kind == OpKind::kSpCollective) {  // SP: ring successor and Ulysses peers
+      if (op.ring_bytes > 0 && op.peer >= 0 && op.peer != op.device) sp_pairs.insert({op.device, op.peer});
+      if (op.bytes > 0)
+        for (int j = 1; j < g.sp_ulysses; ++j)
+          sp_pairs.insert({op.device, mesh.SpUlyssesPeer(op.device, g.sp_group, g.sp_ulysses, j)});
+    }
   }
 
   // ---- Platform ----
@@ -280,6 +346,10 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
       dispatch_pairs.insert({t.src_device, t.dst_device});
   for (const auto& [a, b] : dispatch_pairs)
     MMTWIN_RETURN_IF_ERROR(add_route(a, b, NodeOfDevice(cluster, pc, a) == NodeOfDevice(cluster, pc, b)));
+  // SP pairs (ring successor, Ulysses peers): NVLink iff on one node. A pair that already has a route keeps it.
+  for (const auto& [a, b] : sp_pairs)
+    if (!p2p_pairs.count({a, b}) && !ring_pairs.count({a, b}) && !dispatch_pairs.count({a, b}))
+      MMTWIN_RETURN_IF_ERROR(add_route(a, b, NodeOfDevice(cluster, pc, a) == NodeOfDevice(cluster, pc, b)));
   zone->seal();
 
   // ---- Activities: one head (what the op's predecessors gate) and up to two tails (its completion) per op
@@ -312,6 +382,8 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
   // Dispatch: per slot (micro-batch m's dispatch, or M + m its backward all-to-all), the op of each replica (its
   // head: an instant that releases its sends).
   std::map<int32_t, std::vector<int32_t>> dispatch_ops;
+  // Activities that start together with an op (the SP ring's KV transfer with its pass's first compute op).
+  std::map<int32_t, std::vector<int32_t>> co_start;
   for (int i = 0; i < n; ++i) {
     const Op& op = g.ops[i];
     if (op.kind == OpKind::kDispatch) {
@@ -330,6 +402,8 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
       Ring& r = rings[RingKey(op, merge, ready)];
       if (r.ops.empty()) r.ops.resize(D);
       r.ops[mesh.DpOfDevice(op.device)].push_back(i);
+    } else if (op.kind == OpKind::kSpCollective) {
+      MMTWIN_RETURN_IF_ERROR(AddSpCollective(g, i, cluster, pc, mesh, devices, acts, head, tail, co_start));
     } else {
       head[i] = tail[i][0] = acts.Add(Dag::kExec, op.device, -1, g.duration_us[i] * 1e-6 * kHostSpeed);
     }
@@ -441,6 +515,9 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
     std::sort(preds.begin(), preds.end());
     preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
     for (int32_t a : preds) acts.Edge(a, head[i]);
+    if (auto it = co_start.find(i); it != co_start.end())
+      for (int32_t x : it->second)
+        for (int32_t a : preds) acts.Edge(a, x);
   }
   MMTWIN_RETURN_IF_ERROR(acts.Run(hosts, stats));
 

@@ -2,6 +2,7 @@
 // Target: scenarios/omnibal/internvl-6b-20b-epoch-512.yaml (whole epoch of 1,267,819 samples on 512 GPUs) <= 30 s.
 #include <benchmark/benchmark.h>
 
+#include "core/driver/max_seq.h"
 #include "core/driver/planner.h"
 #include "core/driver/simulate.h"
 #include "core/scenario/scenario.h"
@@ -34,6 +35,32 @@ BENCHMARK_CAPTURE(BM_Simulate, omnibal_6b_20b, "scenarios/omnibal/internvl-6b-20
 BENCHMARK_CAPTURE(BM_Simulate, epoch_512, "scenarios/omnibal/internvl-6b-20b-epoch-512.yaml")
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
+// Issue 12: one iteration of a 1M-token sequence on 256 GPUs with 2D attention (Ulysses 8 x ring 32), analytic
+// engine, end to end. Target <= 1 s.
+BENCHMARK_CAPTURE(BM_Simulate, sp2d_1m_256, "scenarios/longvila/max-context-256.yaml")
+    ->Unit(benchmark::kMillisecond);
+
+// Issue 12: max context search on 256 GPUs, every SP method (`mmtwin plan max-context-256.yaml --max-seq`).
+// Target <= 2 s.
+void BM_MaxSeq256(benchmark::State& state) {
+  auto s = LoadScenario(std::string(MMTWIN_SOURCE_DIR) + "/scenarios/longvila/max-context-256.yaml");
+  if (!s) {
+    state.SkipWithError(s.error().message().c_str());
+    return;
+  }
+  int probes = 0;
+  for (auto _ : state) {
+    auto r = MaxSequenceSearch(*s, {});
+    if (!r) {
+      state.SkipWithError(r.error().message().c_str());
+      return;
+    }
+    probes = 0;
+    for (const MaxSeqRow& row : *r) probes += row.probes;
+  }
+  state.counters["plans"] = probes;
+}
+BENCHMARK(BM_MaxSeq256)->Unit(benchmark::kMillisecond);
 
 // BMP end to end on a ~125-layer model (InternViT-6B + Llama-3-70B: 129 layers) with PP 8, radius 2: profile,
 // 5^7 = 78k scored candidates, memory checks, and the top-K candidates timed by the analytic evaluator on 4

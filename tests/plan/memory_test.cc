@@ -249,3 +249,30 @@ TEST(MergeMemoryTest, ComponentwiseMaxAndPeakOfPeaks) {
 
 }  // namespace
 }  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+// ZeRO-3 transients by implementation (core/plan/memory.h): closed forms, and "simple" adds nothing.
+TEST(MemoryTest, Zero3TransientBytesByImplementation) {
+  EXPECT_EQ(Zero3TransientBytes("simple", 1000, 10000, 1), 0);
+  EXPECT_EQ(Zero3TransientBytes("fsdp", 1000, 10000, 1), 3 * 2 * 1000);  // current + prefetched layer + grads
+  EXPECT_EQ(Zero3TransientBytes("fsdp", 1001, 10000, 2), 3 * 2 * 501);
+  // DeepSpeed: the buckets (5e8 elements each) capped at the rank's parameters.
+  EXPECT_EQ(Zero3TransientBytes("deepspeed", 1000, 10000, 1), 2 * (1000 + 10000) + 2 * 10000);
+  EXPECT_EQ(Zero3TransientBytes("deepspeed", 200'000'000, 8'000'000'000, 1),
+            2 * (200'000'000 + 500'000'000) + 2 * int64_t{500'000'000});
+  ParallelConfig pc;
+  pc.zero_stage = 3;
+  pc.dp = 4;
+  const Partition part{{0, 2}};
+  const std::vector<int64_t> layers = {100, 300};
+  const int64_t simple = RankModelStateBytes(pc, part, layers)[0];
+  pc.zero3_impl = "fsdp";
+  EXPECT_EQ(RankModelStateBytes(pc, part, layers)[0], simple + 3 * 2 * 300);
+  pc.zero_stage = 2;  // only ZeRO-3 holds them
+  EXPECT_EQ(RankModelStateBytes(pc, part, layers)[0], ModelStateBytes(pc, 400));
+}
+
+}  // namespace
+}  // namespace mmtwin

@@ -669,7 +669,7 @@ TEST(ShippedSweeps, ParseAndExpandWithoutInvalidRuns) {
     }
     EXPECT_EQ(keys.size(), runs->size()) << e.path() << ": two runs resolve to the same scenario";
   }
-  EXPECT_EQ(files, 4);
+  EXPECT_EQ(files, 8);
 }
 
 }  // namespace

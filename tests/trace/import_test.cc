@@ -410,7 +410,7 @@ TEST(CsvImportTest, MappingErrorsListValidNames) {
   EXPECT_EQ(r.error().message(),
             "m.csv: unknown trace field 'audio' in the column mapping; valid values are: sample_id, subset, "
             "images, "
-            "image_tiles, video_frames, audio_seconds, text_tokens, meta");
+            "image_tiles, video_frames, audio_seconds, text_tokens, meta, video_seconds");
   Result<Trace> c = ImportCsvText("a,b\n1,2\n", "m.csv", {{"audio_seconds", "dur"}});
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().message(),
@@ -522,6 +522,35 @@ TEST(CsvImportTest, DuplicateIdsGetSuffixes) {
   EXPECT_EQ(r->samples[2].id, "a#2#2");
   EXPECT_EQ(r->samples[3].id, "a#3");
   EXPECT_TRUE(ValidateTrace(*r, "d").ok());
+}
+
+}  // namespace
+}  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+// Issue 12: clip durations import directly: video_seconds -> uniform frames at --fps, capped at --max-frames.
+TEST(CsvImportTest, VideoSecondsBecomeSampledFrames) {
+  const std::string csv = "clip,dur_s,caption\na,3600,400\nb,45.4,120\nc,0.2,30\nd,0,10\n";
+  auto t = ImportCsvText(csv, "clips.csv",
+                         {{"sample_id", "clip"}, {"video_seconds", "dur_s"}, {"text_tokens", "caption"}},
+                         VideoSampling{1.0, 2048});
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  ASSERT_EQ(t->samples.size(), 4u);
+  EXPECT_EQ(t->samples[0].video_frames, 2048u);  // 3600 s at 1 fps, capped
+  EXPECT_EQ(t->samples[1].video_frames, 45u);    // round(45.4)
+  EXPECT_EQ(t->samples[2].video_frames, 1u);     // a clip shorter than a frame interval still has one
+  EXPECT_EQ(t->samples[3].video_frames, 0u);     // no video
+  auto half = ImportCsvText(csv, "clips.csv", {{"video_seconds", "dur_s"}}, VideoSampling{0.5, 0});
+  ASSERT_TRUE(half.ok());
+  EXPECT_EQ(half->samples[0].video_frames, 1800u);
+  // video_frames and video_seconds together, bad sampling, and a mapping of no modality are errors.
+  EXPECT_FALSE(ImportCsvText(csv, "c.csv", {{"video_frames", "dur_s"}, {"video_seconds", "dur_s"}}).ok());
+  EXPECT_FALSE(ImportCsvText(csv, "c.csv", {{"video_seconds", "dur_s"}}, VideoSampling{0, 0}).ok());
+  auto none = ImportCsvText(csv, "c.csv", {{"sample_id", "clip"}});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message().find("video_seconds"), std::string::npos);
 }
 
 }  // namespace

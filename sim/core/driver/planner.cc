@@ -1,5 +1,6 @@
 // The public planner (planner.h): scenario -> PlannedRun.
 #include "core/driver/planner.h"
+#include "core/plan/seqpar.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -306,6 +307,17 @@ Status TraceAndData(const Scenario& s, const ModelSpec& model, const ClusterSpec
   if (!s.trace.file.empty()) {
     MMTWIN_ASSIGN_OR_RETURN(trace, ReadTrace(s.trace.file));
     id.file = s.trace.file;
+  } else if (s.trace.sequence_tokens > 0) {
+    // trace.sequence_tokens: `samples` text-only sequences of that length.
+    const uint16_t subset = trace.SubsetIndex("sequence");
+    trace.samples.resize(static_cast<size_t>(std::max<int64_t>(1, s.trace.samples)));
+    for (size_t k = 0; k < trace.samples.size(); ++k) {
+      Sample& x = trace.samples[k];
+      x.id = "seq" + std::to_string(k);
+      x.subset = subset;
+      x.text_tokens = static_cast<uint32_t>(s.trace.sequence_tokens);
+    }
+    id.preset = "sequence_tokens:" + std::to_string(s.trace.sequence_tokens);
   } else {
     int64_t n = s.trace.samples;
     if (n <= 0)
@@ -372,6 +384,22 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
   plan.nodes = run.cluster.nodes;
   plan.seed = s.seed;
   plan.parallel = par;
+  if (par.sp > 1) {
+    // The resolved SP policy and its sub-group degrees (the parser checked the layout; ResolveSpLayout).
+    const Component* llm = run.model.Find(ComponentKind::kLlm);
+    auto layout = ResolveSpLayout(s.sp.name, s.sp.params, par, run.cluster.gpus_per_node,
+                                  llm ? llm->tf : TransformerConfig{});
+    if (!layout) {
+      const std::string msg = layout.error().message();
+      const size_t colon = msg.find(": ");
+      return ScenarioError(s, colon == std::string::npos ? "parallel.sp" : msg.substr(0, colon),
+                           colon == std::string::npos ? msg : msg.substr(colon + 2));
+    }
+    plan.parallel.sp_method = s.sp.name;
+    plan.parallel.sp_ulysses = layout->ulysses;
+    plan.parallel.sp_ring = layout->ring;
+    plan.parallel.sp_one_stage = layout->one_stage;
+  }
   plan.packed = data.packed;
   plan.iterations_in_epoch = static_cast<int64_t>(data.steps.size()) / par.micro_batches;
   if (plan.iterations_in_epoch < 1)

@@ -121,7 +121,9 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
     for (int d = 0; d < costs.dp; ++d)
       for (int m = 0; m < costs.micro_batches; ++m) {
         total_tokens += static_cast<double>(costs.At(d, m, 0).llm_tokens);
-        total_samples += static_cast<double>(it.micro_batches[d][m].size());
+        // SP ranks (replicas d * sp ..) share a micro-batch: count its samples once.
+        if (d % std::max(1, par.sp) == 0)
+          total_samples += static_cast<double>(it.micro_batches[d / std::max(1, par.sp)][m].size());
         ++mbs;
         for (int c = 0; c < costs.chunks; ++c) {
           const ChunkCost& cc = costs.At(d, m, c);

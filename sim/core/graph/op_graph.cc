@@ -43,6 +43,8 @@ const char* OpKindName(OpKind k) {
       return "dp_wait";
     case OpKind::kOptimizer:
       return "optimizer";
+    case OpKind::kSpCollective:
+      return "sp_collective";
   }
   return "?";
 }
@@ -66,7 +68,7 @@ const char* LaneName(Lane l) {
 std::string OpGraph::Describe(int i) const {
   const Op& op = ops[i];
   std::string s = OpKindName(op.kind);
-  if (op.kind == OpKind::kTpCollective || op.kind == OpKind::kDpAllGather)
+  if (op.kind == OpKind::kTpCollective || op.kind == OpKind::kDpAllGather || op.kind == OpKind::kSpCollective)
     s += op.pass == PassKind::kForward ? " (forward)" : " (backward)";
   if (op.micro_batch >= 0) s += " mb " + std::to_string(op.micro_batch);
   s += " chunk " + std::to_string(op.chunk);
@@ -84,11 +86,13 @@ std::string OpGraph::Describe(int i) const {
 namespace {
 
 // Shape flags layout: [0] tp forward, [1] tp backward, [2 .. 2+C) recompute per chunk, [2+C .. 2+2C) sends of
-// boundary c -> c+1, [2+2C .. 2+2C+M) dispatch of micro-batch m, [2+2C+M .. 2+2C+2M) its backward all-to-all.
+// boundary c -> c+1, [2+2C .. 2+2C+M) dispatch of micro-batch m, [2+2C+M .. 2+2C+2M) its backward all-to-all,
+// [2+2C+2M] sp forward, [3+2C+2M] sp backward.
 std::vector<uint8_t> ShapeOf(const IterationCosts& costs, const CommSpec& comm) {
   const int C = costs.chunks;
   const size_t M = static_cast<size_t>(std::max(0, costs.micro_batches));
-  std::vector<uint8_t> shape(2 + 2 * static_cast<size_t>(C) + 2 * M, 0);
+  const size_t sp_at = 2 + 2 * static_cast<size_t>(C) + 2 * M;
+  std::vector<uint8_t> shape(sp_at + 2, 0);
   for (size_t m = 0; m < costs.dispatch.size() && m < M; ++m)
     for (const DispatchTransfer& t : costs.dispatch[m])
       if (t.src_rank != t.dst_rank && t.bytes > 0) shape[2 + 2 * static_cast<size_t>(C) + m] = 1;
@@ -100,6 +104,8 @@ std::vector<uint8_t> ShapeOf(const IterationCosts& costs, const CommSpec& comm) 
     const int c = static_cast<int>(i % C);
     if (k.tp_fwd_us > 0) shape[0] = 1;
     if (k.tp_bwd_us > 0) shape[1] = 1;
+    if (k.sp_fwd_us > 0) shape[sp_at] = 1;
+    if (k.sp_bwd_us > 0) shape[sp_at + 1] = 1;
     if (k.recompute_us > 0) shape[2 + c] = 1;
     if (k.send_bytes > 0) shape[2 + C + c] = 1;
   }
@@ -110,9 +116,10 @@ std::vector<uint8_t> ShapeOf(const IterationCosts& costs, const CommSpec& comm) 
 
 Status CheckCost(const IterationCosts& costs, size_t i) {
   const ChunkCost& k = costs.costs[i];
-  const double v[] = {k.fwd_us, k.bwd_us, k.recompute_us, k.tp_fwd_us, k.tp_bwd_us};
-  const char* names[] = {"fwd_us", "bwd_us", "recompute_us", "tp_fwd_us", "tp_bwd_us"};
-  for (int j = 0; j < 5; ++j)
+  const double v[] = {k.fwd_us, k.bwd_us, k.recompute_us, k.tp_fwd_us, k.tp_bwd_us, k.sp_fwd_us, k.sp_bwd_us};
+  const char* names[] = {"fwd_us",    "bwd_us",    "recompute_us", "tp_fwd_us",
+                         "tp_bwd_us", "sp_fwd_us", "sp_bwd_us"};
+  for (int j = 0; j < 7; ++j)
     if (!(v[j] >= 0) || !std::isfinite(v[j])) {
       const int C = costs.chunks, M = costs.micro_batches;
       const size_t c = i % C, m = (i / C) % M, d = i / C / M;
@@ -228,6 +235,8 @@ double CostDuration(const Op& op, const ChunkCost& k, const CommCostModel& comm,
       return k.bwd_weight_us / op.pieces;
     case OpKind::kTpCollective:
       return op.pass == PassKind::kForward ? k.tp_fwd_us : k.tp_bwd_us;
+    case OpKind::kSpCollective:
+      return op.pass == PassKind::kForward ? k.sp_fwd_us : k.sp_bwd_us;
     case OpKind::kP2pSendActivation:
     case OpKind::kP2pSendGradient:
       return P2pUs(k.send_bytes, comm, P2pInNode(mesh, spec, op.device, op.peer));
@@ -377,9 +386,11 @@ int BucketReadyPiece(const ChunkStatic& s, int64_t bucket_bytes, int64_t bucket,
   return std::clamp(q, 0, pieces - 1);
 }
 
-Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& schedule,
+Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule& schedule,
                                     const IterationCosts& costs, const std::vector<ChunkStatic>& statics,
                                     const CommSpec& comm, std::shared_ptr<const CommCostModel> comm_cost) {
+  const ParallelConfig pc = GraphParallel(pc_in);
+  const int sp_group = std::max(1, pc_in.sp);
   MMTWIN_RETURN_IF_ERROR(CheckInputs(pc, schedule, costs, statics, comm));
   if (!comm_cost) comm_cost = std::make_shared<AnalyticCommCost>(comm);
   const CommCostModel& cost_model = *comm_cost;
@@ -398,6 +409,11 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
     return bytes > 0 ? (bytes + comm.dp_bucket_bytes - 1) / comm.dp_bucket_bytes : 0;
   };
   auto send_present = [&](int c) { return c + 1 < C && P > 1 && b.shape[2 + C + c] != 0; };
+  const size_t sp_at = 2 + 2 * static_cast<size_t>(C) + 2 * static_cast<size_t>(M);
+  // The next replica of the device's SP group (its ring successor), same stage; -1 without SP.
+  auto sp_peer = [&](int dev) -> int32_t {
+    return sp_group <= 1 ? -1 : mesh.SpGroupNeighbor(dev, sp_group, std::max(1, pc_in.sp_ulysses));
+  };
   // The chunk's last backward is split into this many pieces (per-bucket readiness; 1 = whole).
   constexpr int kMaxPieces = 16;
   auto npieces = [&](int c) {
@@ -495,6 +511,19 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
             op.duration_us = cost.tp_fwd_us;
             last = b.NewOp(op, k);
           }
+          if (b.shape[sp_at]) {
+            op.kind = OpKind::kSpCollective;
+            op.pass = PassKind::kForward;
+            op.duration_us = cost.sp_fwd_us;
+            op.bytes = cost.sp_a2a_fwd_bytes;
+            op.a2a_steps = cost.sp_a2a_fwd_steps;
+            op.ring_bytes = cost.sp_ring_fwd_bytes;
+            op.peer = sp_peer(dev);
+            last = b.NewOp(op, k);
+            op.bytes = op.ring_bytes = 0;
+            op.a2a_steps = 0;
+            op.peer = -1;
+          }
           fwd_first[k] = f;
           fwd_last[k] = last;
           if (send_present(c) && PipeRankOfChunk(c + 1, P) != r) {
@@ -572,6 +601,18 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
             op.kind = OpKind::kTpCollective;
             op.duration_us = cost.tp_bwd_us;
             last = b.NewOp(op, k);
+          }
+          if (b.shape[sp_at + 1]) {
+            op.kind = OpKind::kSpCollective;
+            op.duration_us = cost.sp_bwd_us;
+            op.bytes = cost.sp_a2a_bwd_bytes;
+            op.a2a_steps = cost.sp_a2a_bwd_steps;
+            op.ring_bytes = cost.sp_ring_bwd_bytes;
+            op.peer = sp_peer(dev);
+            last = b.NewOp(op, k);
+            op.bytes = op.ring_bytes = 0;
+            op.a2a_steps = 0;
+            op.peer = -1;
           }
           bwd_first[k] = first;
           bwd_last[k] = last;
@@ -702,6 +743,8 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
     return Error(std::string("op graph: topological sort failed: ") + e.what());
   }
   g.parallel = pc;
+  g.sp_group = sp_group;
+  g.sp_ulysses = std::max(1, pc_in.sp_ulysses);
   g.num_devices = mesh.num_devices();
   if (cyclic) {
     g.ops = b.ops;
@@ -760,7 +803,13 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
       if (shape[i] && !g.source.shape[i]) same = false;
   }
   if (!same) {
-    MMTWIN_ASSIGN_OR_RETURN(OpGraph rebuilt, BuildIterationGraph(pc, schedule, costs, g.source.statics,
+    ParallelConfig plan_pc = pc;
+    if (g.sp_group > 1) {
+      plan_pc.dp /= g.sp_group;
+      plan_pc.sp = g.sp_group;
+      plan_pc.sp_ulysses = g.sp_ulysses;
+    }
+    MMTWIN_ASSIGN_OR_RETURN(OpGraph rebuilt, BuildIterationGraph(plan_pc, schedule, costs, g.source.statics,
                                                                  g.source.comm, g.source.comm_cost));
     g = std::move(rebuilt);
     return Status();
@@ -794,6 +843,12 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
     const ChunkCost& k = costs.costs[ci];
     op.duration_us = CostDuration(op, k, *g.source.comm_cost, mesh, g.source.comm);
     if (op.kind == OpKind::kP2pSendActivation || op.kind == OpKind::kP2pSendGradient) op.bytes = k.send_bytes;
+    if (op.kind == OpKind::kSpCollective) {
+      const bool fwd = op.pass == PassKind::kForward;
+      op.bytes = fwd ? k.sp_a2a_fwd_bytes : k.sp_a2a_bwd_bytes;
+      op.a2a_steps = fwd ? k.sp_a2a_fwd_steps : k.sp_a2a_bwd_steps;
+      op.ring_bytes = fwd ? k.sp_ring_fwd_bytes : k.sp_ring_bwd_bytes;
+    }
     g.duration_us[i] = op.duration_us;
   }
   return Status();

@@ -28,7 +28,19 @@
 //             forward depends on it. p2p_send_gradient after the backward group of chunk c > 0: send_bytes of
 //             (d,m,c-1) (the gradient of that activation) [p2p_bwd lane]. The receive is not an op (the
 //             receiver just depends on the send). No send when consecutive chunks share a rank (pp == 1).
-//   Presence: TP ops exist iff some cost has tp_*_us > 0; recompute ops for chunk c iff some cost of chunk c
+//   sequence parallelism (parallel.sp > 1; the graph sees GraphParallel(parallel), dp * sp replicas): an
+//             sp_collective op after the forward group's TP op (sp_fwd_us, bytes sp_bytes, peer = the next
+//             replica of the SP ring, sp_ulysses replicas on) and one after the backward group's (sp_bwd_us)
+//             [compute lane: the SP communication that compute does not hide is serialized with it, as TP's is].
+//             The analytic evaluator times it as priced. The SimGrid engine replays its transfers on the platform:
+//             the all-to-all as U - 1 pairwise-exchange steps to the device's Ulysses peers (bytes / (U - 1)
+//             each, one after the other), then a delay making up the rest of the priced duration (the other
+//             latencies, the exposed ring time, the two-stage redistribution) at the links' no-contention speed;
+//             and the ring's KV bytes as one transfer to the ring successor that starts with the pass's first
+//             compute op and that the op also waits for. Without contention that transfer never ends later than
+//             the op (its priced time is at most the pass's attention compute plus its exposed part), so both
+//             engines agree; with contention SP traffic shares the links with DP and pipeline traffic.
+//   Presence: TP ops exist iff some cost has tp_*_us > 0, SP ops iff some cost has sp_*_us > 0; recompute ops for chunk c iff some cost of chunk c
 //   has recompute_us > 0; sends of boundary c iff p2p_latency_us > 0 or some send_bytes of chunk c > 0. Such
 //   ops may have zero duration for some micro-batches (this keeps the shape stable for re-pricing).
 //   Dependencies: forward(m,c) <- the activation send (or the forward group) of (m,c-1); the first op of
@@ -113,13 +125,17 @@ enum class OpKind : uint8_t {
   kP2pRecv,
   kDpWait,
   kOptimizer,
+  // Sequence-parallel communication of one chunk pass not hidden behind compute (ChunkCost::sp_fwd_us /
+  // sp_bwd_us: Ulysses all-to-alls, ring KV steps whose transfer outlasts their compute), compute lane.
+  kSpCollective,
 };
-inline constexpr OpKind kLastOpKind = OpKind::kOptimizer;
+inline constexpr OpKind kLastOpKind = OpKind::kSpCollective;
 enum class Lane : uint8_t { kCompute = 0, kP2pForward = 1, kP2pBackward = 2, kDp = 3, kDispatch = 4 };
 inline constexpr int kNumLanes = 5;
 
 // "forward", "recompute", "backward", "tp_collective", "p2p_send_activation", "p2p_send_gradient",
-// "dp_collective", "dp_all_gather", "barrier", "dispatch", "backward_weight", "p2p_recv", "dp_wait", "optimizer".
+// "dp_collective", "dp_all_gather", "barrier", "dispatch", "backward_weight", "p2p_recv", "dp_wait", "optimizer",
+// "sp_collective".
 const char* OpKindName(OpKind k);
 // "compute", "p2p_fwd", "p2p_bwd", "dp", "dispatch".
 const char* LaneName(Lane l);
@@ -142,6 +158,11 @@ struct Op {
   // backward / backward_weight: this op is part `bucket` of `pieces` equal parts of its pass (the chunk's last
   // backward on a DP replica, split so that its gradient buckets become ready as the backward reaches them)
   uint8_t pieces = 1;
+  // sp_collective only (ChunkCost::sp_*): `bytes` are its Ulysses all-to-all bytes, sent in `a2a_steps`
+  // pairwise-exchange latencies over the device's Ulysses group; ring_bytes go to `peer` (the ring successor)
+  // while the pass computes.
+  int32_t a2a_steps = 0;
+  int64_t ring_bytes = 0;
 };
 
 // One transfer of a dispatch all-to-all, between op-graph devices (stage-0 devices of two DP replicas).
@@ -152,9 +173,11 @@ struct DeviceTransfer {
 };
 
 struct OpGraph {
-  ParallelConfig parallel;
-  int num_devices = 0;  // dp * pp
-  std::vector<Op> ops;  // topological order
+  ParallelConfig parallel;  // GraphParallel of the plan's: dp counts dp * sp replicas, sp = 1
+  int sp_group = 1;         // the plan's parallel.sp: consecutive replicas d * sp_group .. form an SP group
+  int sp_ulysses = 1;       // its Ulysses (inner) degree: SP ranks k U .. k U + U - 1 exchange all-to-alls
+  int num_devices = 0;      // dp * pp
+  std::vector<Op> ops;      // topological order
   // CSR of explicit dependencies: deps of op i are deps[dep_begin[i] .. dep_begin[i+1]), all < i.
   std::vector<int32_t> dep_begin;
   std::vector<int32_t> deps;
@@ -200,7 +223,8 @@ struct OpGraph {
   } source;
 };
 
-// Builds and checks the graph. Errors: schedule or costs not matching pc (sizes, invalid schedule), negative
+// Builds and checks the graph (pc may have sp > 1: the graph is built for GraphParallel(pc), and costs must have
+// dp * sp replicas, as Pricer::PriceIteration gives them). Errors: schedule or costs not matching pc (sizes, invalid schedule), negative
 // or non-finite durations, bytes > 0 over a link of speed <= 0, dp_bucket_bytes <= 0, dispatch transfers with
 // ranks outside [0, dp) or negative bytes, more dispatch lists than micro-batches, a dependency cycle (names
 // the ops on it).

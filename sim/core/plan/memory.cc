@@ -18,11 +18,25 @@ void Finish(StageMemory& m) {
 
 int64_t ModelStateBytes(const ParallelConfig& parallel, int64_t params) {
   const int64_t per_gpu = CeilDiv(params, std::max(1, parallel.tp));
-  const int64_t dp = std::max(1, parallel.dp);
+  const int64_t dp =
+      static_cast<int64_t>(std::max(1, parallel.dp)) * std::max(1, parallel.sp);  // ZeRO over dp x sp
   const int64_t weights = 2 * per_gpu, grads = 2 * per_gpu, optimizer = 12 * per_gpu;
   return (parallel.zero_stage >= 3 ? CeilDiv(weights, dp) : weights) +
          (parallel.zero_stage >= 2 ? CeilDiv(grads, dp) : grads) +
          (parallel.zero_stage >= 1 ? CeilDiv(optimizer, dp) : optimizer);
+}
+
+int64_t Zero3TransientBytes(const std::string& impl, int64_t largest_layer_params, int64_t rank_params,
+                            int64_t tp) {
+  tp = std::max<int64_t>(1, tp);
+  if (impl == "fsdp") return 3 * 2 * CeilDiv(largest_layer_params, tp);
+  if (impl == "deepspeed") {
+    constexpr int64_t kPrefetchBucket = 500'000'000,
+                      kReduceBucket = 500'000'000;  // elements (DeepSpeed defaults)
+    const int64_t gathered = largest_layer_params + std::min(kPrefetchBucket, rank_params);
+    return 2 * CeilDiv(gathered, tp) + 2 * CeilDiv(std::min(kReduceBucket, rank_params), tp);
+  }
+  return 0;
 }
 
 std::vector<int64_t> RankParams(const ParallelConfig& parallel, const Partition& partition,
@@ -40,12 +54,26 @@ std::vector<int64_t> RankModelStateBytes(const ParallelConfig& parallel, const P
                                          const std::vector<int64_t>& layer_params) {
   std::vector<int64_t> out = RankParams(parallel, partition, layer_params);
   for (int64_t& b : out) b = ModelStateBytes(parallel, b);
+  if (parallel.zero_stage == 3 && parallel.zero3_impl != "simple") {
+    const int pp = std::max(1, parallel.pp);
+    const int64_t tp = std::max(1, parallel.tp);
+    const int n = static_cast<int>(layer_params.size());
+    std::vector<int64_t> largest(pp, 0), total(pp, 0);
+    for (int c = 0; c < partition.chunks(); ++c)
+      for (int l = std::max(0, partition.bounds[c]); l < std::min(n, partition.bounds[c + 1]); ++l) {
+        largest[PipeRankOfChunk(c, pp)] = std::max(largest[PipeRankOfChunk(c, pp)], layer_params[l]);
+        total[PipeRankOfChunk(c, pp)] += layer_params[l];
+      }
+    for (int r = 0; r < pp && r < static_cast<int>(out.size()); ++r)
+      out[r] = AddBytes(out[r], Zero3TransientBytes(parallel.zero3_impl, largest[r], total[r], tp));
+  }
   return out;
 }
 
-Status ValidateMemoryInputs(const ParallelConfig& parallel, const Partition& partition,
+Status ValidateMemoryInputs(const ParallelConfig& parallel_in, const Partition& partition,
                             const std::vector<int64_t>& layer_params, const Schedule& schedule,
                             const IterationCosts& costs) {
+  const ParallelConfig parallel = GraphParallel(parallel_in);
   const int chunks = parallel.chunks();
   MMTWIN_RETURN_IF_ERROR(ValidatePartition(partition, static_cast<int>(layer_params.size()), chunks));
   if (static_cast<int>(schedule.per_rank.size()) != parallel.pp)
@@ -64,9 +92,10 @@ Status ValidateMemoryInputs(const ParallelConfig& parallel, const Partition& par
   return Status();
 }
 
-std::vector<StageMemory> ComputeMemory(const ParallelConfig& parallel, const Partition& partition,
+std::vector<StageMemory> ComputeMemory(const ParallelConfig& parallel_in, const Partition& partition,
                                        const std::vector<int64_t>& layer_params, const Schedule& schedule,
                                        const IterationCosts& costs, int64_t capacity_bytes) {
+  const ParallelConfig parallel = GraphParallel(parallel_in);
   const int pp = std::max(1, parallel.pp);
   const int chunks = costs.chunks;
   const std::vector<int64_t> states = RankModelStateBytes(parallel, partition, layer_params);

@@ -5,7 +5,21 @@
 //
 // - Model states (mixed-precision Adam): the rank's chunks' parameters / tp (ceil) times 2 (bf16 weights) +
 //   2 (bf16 grads) + 12 (fp32 master weights, m, v) bytes. ZeRO shards over DP (ceil division): stage 1 the
-//   12, stage 2 also the 2 bytes of gradients, stage 3 (FSDP) also the 2 bytes of weights. Transient ZeRO-3
+//   12, stage 2 also the 2 bytes of gradients, stage 3 (FSDP) also the 2 bytes of weights. With sequence
+//   parallelism the shards span dp x sp ranks (GraphParallel), and costs have dp * sp replicas.
+//   ZeRO-3 also holds unsharded transients, by implementation (parallel.zero3_impl; "simple" counts none, as
+//   before), per GPU, bf16, per pipeline rank (Zero3TransientBytes):
+//     fsdp       3 x 2 x largest layer params / tp: the layer being computed and the next one prefetched
+//                (PyTorch FSDP, one FlatParameter per wrapped layer, BackwardPrefetch.BACKWARD_PRE, and
+//                limit_all_gathers=True allowing at most two all-gathered units in flight; pytorch.org/docs
+//                torch.distributed.fsdp), plus the unsharded gradient of one unit before its reduce-scatter.
+//     deepspeed  2 x (largest layer + stage3_prefetch_bucket_size) / tp + 2 x reduce_bucket_size / tp, the
+//                prefetch and reduce buckets at DeepSpeed's defaults, 5e8 elements each (deepspeed.readthedocs.io
+//                "ZeRO Configurations"; stage3_max_live_parameters 1e9 bounds the live parameters above), capped
+//                at the rank's parameters.
+//   This is why FSDP fits a length that ZeRO-3 cannot on the same GPUs (LongVILA chose FSDP, §5.1.1): its
+//   transient is two layers, DeepSpeed's about 2 GB. The op graph's communication is the same for both (one
+//   weight all-gather per chunk and pass, prefetched; gradients reduce-scattered in buckets). Transient ZeRO-3
 //   all-gather buffers are not modelled; the allocator's fragmentation, its workspaces and the memory outside it
 //   are taken off the capacity instead (the caller passes UsableMemoryBytes, core/cluster/cluster.h).
 // - Activations: walk the rank's schedule order (Schedule::per_rank[r]) for every DP replica with that
@@ -35,6 +49,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/plan/plan.h"
@@ -56,10 +71,13 @@ struct StageMemory {
 // Model-state bytes per GPU for `params` parameters (whole, all TP ranks) under `parallel` (tp, dp,
 // zero_stage).
 int64_t ModelStateBytes(const ParallelConfig& parallel, int64_t params);
+// ZeRO-3's transient unsharded bytes per GPU for implementation `impl` ("simple", "fsdp", "deepspeed"; above).
+int64_t Zero3TransientBytes(const std::string& impl, int64_t largest_layer_params, int64_t rank_params,
+                            int64_t tp);
 // Parameters on each pipeline rank (its chunks c with c % pp == r), from per-layer parameter counts.
 std::vector<int64_t> RankParams(const ParallelConfig& parallel, const Partition& partition,
                                 const std::vector<int64_t>& layer_params);
-// ModelStateBytes of every pipeline rank.
+// ModelStateBytes of every pipeline rank, plus the ZeRO-3 transient of parallel.zero3_impl.
 std::vector<int64_t> RankModelStateBytes(const ParallelConfig& parallel, const Partition& partition,
                                          const std::vector<int64_t>& layer_params);
 

@@ -21,7 +21,7 @@ const char* MeshDimName(MeshDim d) {
 
 DeviceMesh::DeviceMesh(const ParallelConfig& p, int gpus_per_node, int sp)
     : tp_(std::max(p.tp, 1)),
-      sp_(std::max(sp, 1)),
+      sp_(std::max({sp, p.sp, 1})),
       dp_(std::max(p.dp, 1)),
       pp_(std::max(p.pp, 1)),
       gpus_per_node_(gpus_per_node) {}
@@ -106,6 +106,22 @@ std::string DeviceMesh::DeviceName(int device) const {
   std::string s = "dp " + std::to_string(DpOfDevice(device)) + " / ";
   if (sp_ > 1) s += "sp " + std::to_string(SpOfDevice(device)) + " / ";
   return s + "stage " + std::to_string(PpOfDevice(device));
+}
+
+int DeviceMesh::SpGroupNeighbor(int device, int sp_group, int delta) const {
+  if (sp_group <= 1) return device;
+  const int replica = device / pp_ / sp_ * sp_ + device / pp_ % sp_;  // dp_idx * sp + sp_idx
+  const int s = replica % sp_group;
+  const int next = replica - s + ((s + delta) % sp_group + sp_group) % sp_group;
+  return Device(next / sp_, device % pp_, next % sp_);
+}
+
+int DeviceMesh::SpUlyssesPeer(int device, int sp_group, int ulysses, int delta) const {
+  if (sp_group <= 1 || ulysses <= 1) return device;
+  const int replica = device / pp_ / sp_ * sp_ + device / pp_ % sp_;
+  const int s = replica % sp_group, u = s % ulysses;
+  const int next = replica - u + ((u + delta) % ulysses + ulysses) % ulysses;
+  return Device(next / sp_, device % pp_, next % sp_);
 }
 
 }  // namespace mmtwin

@@ -3,7 +3,7 @@
 // or its inverse; tests/layering/layering_test.cc greps for it).
 //
 // Dimensions, fastest-varying first (Megatron's order): tp (tensor parallel, inside a node), sp (sequence /
-// context parallel; size 1 until sequence parallelism lands, so today's layouts are unchanged), dp (data
+// context parallel, core/plan/seqpar.h; size 1 without it, so those layouts are unchanged), dp (data
 // parallel), pp (pipeline). Global rank = tp + TP * (sp + SP * (dp + DP * pp)).
 //
 // Op-graph devices: a TP group runs in lockstep, so the evaluators treat one TP group as one device (its TP
@@ -75,6 +75,12 @@ class DeviceMesh {
   int PipelineNeighbor(int device, int delta) const;
   // The device of the same stage (and sp index) `delta` DP replicas away, wrapping around (the DP ring).
   int DpNeighbor(int device, int delta) const;
+  // On the op graph's mesh (GraphParallel: dp counts dp * sp replicas, SP groups are `sp_group` consecutive
+  // replicas): the device of the same stage `delta` replicas away inside its SP group, wrapping (the SP ring).
+  int SpGroupNeighbor(int device, int sp_group, int delta) const;
+  // The same, inside the device's Ulysses sub-group (`ulysses` consecutive SP ranks): the member `delta` places on,
+  // wrapping within the sub-group (the all-to-all's pairwise-exchange peers).
+  int SpUlyssesPeer(int device, int sp_group, int ulysses, int delta) const;
   // The device that runs pipeline chunk `chunk` (PipeRankOfChunk) of replica dp_idx.
   int DeviceOfChunk(int dp_idx, int chunk) const { return Device(dp_idx, PipeRankOfChunk(chunk, pp_)); }
 

@@ -37,14 +37,39 @@ struct ParallelConfig {
   int vpp = 1;            // virtual stages (model chunks) per pipeline rank; > 1 only for interleaved-1f1b
   int micro_batches = 1;  // M: micro-batches per DP rank per iteration
   int zero_stage = 0;  // 0: none, 1: optimizer states, 2: + gradients, 3: + weights (FSDP), sharded over DP
+  // ZeRO-3's implementation, for its transient unsharded buffers (core/plan/memory.h): "simple" (none counted),
+  // "fsdp" (PyTorch FSDP, one flat parameter per layer) or "deepspeed" (DeepSpeed ZeRO-3 buckets).
+  std::string zero3_impl = "simple";
   // Megatron sequence parallelism inside the TP group: activations outside attention/MLP also divided by TP.
   // (Sequence / context parallelism across GPUs is the device mesh's sp dimension, core/plan/mesh.h.)
   bool tp_sequence_parallel = true;
+  // Sequence / context parallelism across GPUs (core/plan/seqpar.h): sp ranks share one sequence; the device
+  // mesh's sp dimension (core/plan/mesh.h). sp = sp_ulysses x sp_ring for 2D attention (0 = chosen by the
+  // policy); sp_method is the resolved policy (policies.sp; none when sp == 1 and no policy is named).
+  int sp = 1;
+  int sp_ulysses = 0;
+  int sp_ring = 0;
+  std::string sp_method = "none";
+  bool sp_one_stage = false;  // policies.sp params sharding: one-stage (core/plan/seqpar.h)
 
   int chunks() const { return pp * vpp; }
-  int world_size() const { return dp * tp * pp; }
+  int world_size() const { return dp * tp * pp * sp; }
   bool operator==(const ParallelConfig&) const = default;
 };
+
+// The op graph's view of a plan with sequence parallelism: the SP ranks of a replica run its micro-batches in
+// lockstep (every attention layer waits for the group's slowest rank), so the graph, the evaluators and the memory
+// walk treat the dp x sp ranks of a pipeline stage as dp * sp replicas, each with its SP rank's costs; their
+// gradients (or ZeRO / FSDP shards) are synchronized over all dp * sp ranks, as Megatron-LM (DP x CP) and
+// LongVILA's FSDP do. Devices keep the mesh's numbering: replica dp * SP + sp, device replica * pp + pp. Identity
+// when sp == 1.
+inline ParallelConfig GraphParallel(ParallelConfig p) {
+  if (p.sp > 1) {
+    p.dp *= p.sp;
+    p.sp = 1;
+  }
+  return p;
+}
 
 // Chunk c holds layers [bounds[c], bounds[c + 1]) of Layers(model); bounds[0] = 0, bounds.back() = layer count,
 // strictly increasing (every chunk holds at least one layer).
@@ -195,6 +220,18 @@ struct ChunkCost {
   double model_flops = 0;  // forward + backward FLOPs of the real tokens (no padding, no recompute), all TP
                            // ranks: the numerator of MFU
   int64_t llm_tokens = 0;  // LLM tokens of the micro-batch (set on every chunk; count once per micro-batch)
+  // Sequence parallelism (core/plan/seqpar.h; 0 without): the SP communication of the chunk that is not hidden
+  // behind compute, serialized with it (Ulysses all-to-alls, ring KV steps whose transfer outlasts their compute),
+  // forward and backward (+ the recompute's forward), and the bytes one GPU sends for it per forward pass.
+  double sp_fwd_us = 0;
+  double sp_bwd_us = 0;
+  int64_t sp_bytes = 0;
+  // What the SimGrid engine replays of it (per GPU, per pass; the backward's include the recompute's forward):
+  // the Ulysses all-to-all bytes sent and their pairwise-exchange latency count (4 (U - 1) per LLM block), and the
+  // KV bytes sent to the ring successor while the pass computes (forward KV; backward KV and dKV).
+  int64_t sp_a2a_fwd_bytes = 0, sp_a2a_bwd_bytes = 0;
+  int32_t sp_a2a_fwd_steps = 0, sp_a2a_bwd_steps = 0;
+  int64_t sp_ring_fwd_bytes = 0, sp_ring_bwd_bytes = 0;
 };
 
 // Costs of one iteration, indexed [dp_idx][micro_batch][chunk]; dispatch[m] = micro-batch m's data-dispatch

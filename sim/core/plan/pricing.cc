@@ -2,7 +2,9 @@
 #include "core/util/numeric.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <numeric>
 
 namespace mmtwin {
 
@@ -10,6 +12,15 @@ Pricer::Pricer(const ModelSpec& model, const CostModel& cost, const ClusterSpec&
                const ParallelConfig& parallel)
     : model_(model), cost_(cost), cluster_(cluster), parallel_(parallel), layers_(Layers(model)) {
   for (const Layer& l : layers_) hidden_of_layer_.push_back(model.components[l.component].tf.hidden);
+  for (size_t c = 0; c < model.components.size(); ++c)
+    if (model.components[c].kind == ComponentKind::kLlm) llm_component_ = static_cast<int>(c);
+  if (parallel.sp > 1 && llm_component_ >= 0) {
+    // The planner validated the layout (ResolveSpLayout errors name the scenario field); a failure here
+    // leaves SP off.
+    auto l = ResolveSpLayout(parallel.sp_method, {}, parallel, cluster.gpus_per_node,
+                             model.components[llm_component_].tf);
+    if (l.ok()) sp_ = *l;
+  }
 }
 
 double Pricer::TpLayerForwardUs(int64_t tokens, int64_t hidden) const {
@@ -48,6 +59,7 @@ void Pricer::LayerCostsFor(const std::vector<LayerWorkload>& work, std::vector<L
 
 void Pricer::PriceMicroBatch(const std::vector<SampleTokens>& mb, Packing packing, const Partition& partition,
                              const RecomputePlan& recompute, ChunkCost* out) const {
+  if (sp_.sp > 1) return PriceMicroBatchSp(mb, packing, partition, recompute, out);
   std::vector<LayerWorkload> work(model_.components.size());
   for (size_t c = 0; c < work.size(); ++c)
     work[c] = ComponentWorkload(model_, static_cast<int>(c), mb, packing);
@@ -113,7 +125,249 @@ IterationCosts Pricer::PriceIteration(const IterationData& it, const std::vector
       for (uint32_t s : it.micro_batches[r][k]) mb.push_back(tokens[s]);
       PriceMicroBatch(mb, packing, partition, recompute, &costs.At(r, k, 0));
     }
-  return costs;
+  if (sp_.sp <= 1) return costs;
+  // Every SP rank of DP rank r runs r's micro-batches in lockstep (GraphParallel): replica r * S + s.
+  const int S = sp_.sp, C = partition.chunks();
+  IterationCosts out;
+  out.Resize(d * S, m, C);
+  for (int r = 0; r < d; ++r)
+    for (int k = 0; k < m; ++k)
+      for (int c = 0; c < C; ++c) {
+        const ChunkCost& x = costs.At(r, k, c);
+        for (int s = 0; s < S; ++s) {
+          ChunkCost& y = out.At(r * S + s, k, c);
+          y = x;
+          // The micro-batch's tokens shared out (the first ranks take the remainder): the S ranks sum to it.
+          y.llm_tokens = x.llm_tokens / S + (s < x.llm_tokens % S ? 1 : 0);
+        }
+      }
+  auto remap = [S](std::vector<std::vector<DispatchTransfer>> v) {
+    for (auto& list : v)
+      for (DispatchTransfer& t : list) {
+        t.src_rank *= S;
+        t.dst_rank *= S;
+      }
+    return v;
+  };
+  out.dispatch = remap(it.dispatch);
+  out.dispatch_backward = remap(it.dispatch_backward);
+  return out;
+}
+
+void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing packing,
+                               const Partition& partition, const RecomputePlan& recompute,
+                               ChunkCost* out) const {
+  const int S = sp_.sp, U = sp_.ulysses, R = sp_.ring, tp = std::max(1, parallel_.tp);
+  const int nc = static_cast<int>(model_.components.size());
+  // Whole micro-batch (for the useful FLOPs) and per-rank workloads.
+  std::vector<LayerWorkload> whole(nc), rank(nc);
+  for (int c = 0; c < nc; ++c) whole[c] = ComponentWorkload(model_, c, mb, Packing::kVarlen);
+  int64_t units = 0, llm_tokens = 0;
+  for (const SampleTokens& t : mb) {
+    units += t.vision_units;
+    llm_tokens += t.llm_tokens;
+  }
+  // MM-SP stage one: tiles / frames spread evenly, ceil(units / S) on the busiest rank.
+  const double unit_share =
+      units > 0 ? static_cast<double>((units + S - 1) / S) / static_cast<double>(units) : 0;
+  // Stage two: every LLM sample padded to the layout's units and sharded evenly.
+  std::vector<int64_t> lens;
+  int64_t longest = 0;
+  for (const SampleTokens& t : mb)
+    if (t.llm_tokens > 0) {
+      lens.push_back(t.llm_tokens);
+      longest = std::max(longest, t.llm_tokens);
+    }
+  if (packing == Packing::kPadded)
+    for (int64_t& n : lens) n = longest;
+  const int64_t pad_units = SpPadUnits(sp_);
+  int64_t padded = 0;
+  for (int64_t& n : lens) {
+    n = SpPaddedTokens(n, pad_units);
+    padded += n;
+  }
+  int64_t rank_tokens = padded / S;
+  // One-stage sharding (SpLayout::one_stage): the sequence is cut where the frames are. Frames are dealt
+  // round-robin over the S ranks (global frame g on rank g mod S), sample j's text goes to rank j mod S; the
+  // busiest rank's LLM tokens n_max against the mean n: its linear work, its ring blocks (attention and KV
+  // bytes) and its all-to-all bytes scale by f = n_max / n. Two-stage: the vision embeddings move from the
+  // frame layout to the even token shards, an all-to-all of (S - 1) / S of each rank's vision tokens x LLM
+  // hidden x 2 bytes (and their gradients back), charged before the LLM.
+  double f = 1;
+  double redistribute_bytes = 0;
+  {
+    const Component* vision = model_.Find(ComponentKind::kVision);
+    const double tpf = vision ? vision->input.llm_tokens_per_unit : 0;
+    double vision_llm = 0;
+    std::vector<double> load(S, 0.0);
+    int64_t g = 0;
+    for (size_t j = 0; j < mb.size(); ++j) {
+      const double vis = std::min(static_cast<double>(mb[j].llm_tokens), mb[j].vision_units * tpf);
+      vision_llm += vis;
+      for (int64_t u = 0; u < mb[j].vision_units; ++u) load[(g++) % S] += tpf;
+      load[j % S] += static_cast<double>(mb[j].llm_tokens) - vis;
+    }
+    const double total = std::accumulate(load.begin(), load.end(), 0.0);
+    if (sp_.one_stage && total > 0) {
+      f = *std::max_element(load.begin(), load.end()) / (total / S);
+      rank_tokens = static_cast<int64_t>(std::ceil(static_cast<double>(llm_tokens) / S * f));
+    } else if (llm_component_ >= 0) {
+      const double h = static_cast<double>(model_.components[llm_component_].tf.hidden);
+      redistribute_bytes = vision_llm / S * h * 2.0 * (S - 1) / S / tp;
+    }
+  }
+  for (int c = 0; c < nc; ++c) {
+    const Component& comp = model_.components[c];
+    LayerWorkload w = whole[c];
+    if (comp.kind == ComponentKind::kLlm) {
+      w.tokens = rank_tokens;
+      w.attn_pairs = 0;  // priced below, per ring step
+    } else if (comp.kind == ComponentKind::kVision || comp.kind == ComponentKind::kProjector) {
+      w.tokens = static_cast<int64_t>(std::ceil(static_cast<double>(w.tokens) * unit_share));
+      w.attn_pairs *= unit_share;
+      w.sequences = (w.sequences + S - 1) / S;
+    } else {  // audio and the rest: an even share
+      w.tokens = (w.tokens + S - 1) / S;
+      w.attn_pairs /= S;
+      w.sequences = (w.sequences + S - 1) / S;
+    }
+    rank[c] = w;
+  }
+  std::vector<LayerCost> lc, full;
+  LayerCostsFor(rank, lc);
+  LayerCostsFor(whole, full);
+  // The LLM block's attention on this rank, priced per ring step from the cost model's time per square pair.
+  double attn_fwd_us = 0, attn_bwd_us = 0, sp_fwd_us = 0, sp_bwd_us = 0;
+  int64_t sp_bytes = 0, ring_layer_bytes = 0, a2a_layer_bytes = 0, ring_buffer_bytes = 0;
+  int32_t a2a_layer_steps = 0;
+  if (llm_component_ >= 0 && rank_tokens > 0) {
+    const TransformerConfig& tf = model_.components[llm_component_].tf;
+    auto steps = RankStepPairs(sp_.split, R, lens);
+    for (auto& row : steps)
+      for (double& v : row) v *= f;
+    double ref_pairs = 0;
+    for (const auto& row : steps)
+      for (double v : row) ref_pairs = std::max(ref_pairs, v);
+    ref_pairs = std::max(ref_pairs / U, 1.0);
+    Layer block{llm_component_, LayerKind::kTransformer};
+    for (const Layer& l : layers_)
+      if (l.component == llm_component_ && l.kind == LayerKind::kTransformer) block = l;
+    LayerWorkload w0 = rank[llm_component_], w1 = w0;
+    w1.attn_pairs = ref_pairs;
+    const LayerCost c0 = cost_.Cost(model_, block, w0), c1 = cost_.Cost(model_, block, w1);
+    const double per_pair_fwd = std::max(0.0, c1.fwd_time_us - c0.fwd_time_us) / ref_pairs;
+    const double per_pair_bwd =
+        std::max(0.0, (c1.bwd_time_us - c1.bwd_weight_time_us) - (c0.bwd_time_us - c0.bwd_weight_time_us)) /
+        ref_pairs;
+    const double nic = cluster_.nics_per_node > 0
+                           ? cluster_.node_nic_bytes_per_s() / std::max(1, cluster_.gpus_per_node)
+                           : cluster_.nic_bytes_per_s;
+    auto link = [&](bool in_node, double* bw, double* lat) {
+      *bw = in_node ? cluster_.nvlink_bytes_per_s : nic;
+      *lat = in_node ? cluster_.nvlink_latency_us : cluster_.nic_latency_us;
+    };
+    double bw = 0, lat = 0;
+    if (R > 1) {
+      link(sp_.ring_in_node, &bw, &lat);
+      const int64_t kv =
+          BytesOf(static_cast<double>(RingStepKvBytes(tf, padded / R, U, tp, sp_.replicate_kv)) * f);
+      const double t_fwd = lat + (bw > 0 ? kv / bw * 1e6 : 0);
+      const double t_bwd = lat + (bw > 0 ? 2.0 * kv / bw * 1e6 : 0);
+      std::vector<std::vector<double>> f = steps, b = steps;
+      for (size_t r = 0; r < steps.size(); ++r)
+        for (size_t s = 0; s < steps[r].size(); ++s) {
+          f[r][s] = steps[r][s] / U * per_pair_fwd;
+          b[r][s] = steps[r][s] / U * per_pair_bwd;
+        }
+      double ex_f = 0, ex_b = 0;
+      const double pf = RingPassUs(f, t_fwd, &ex_f), pb = RingPassUs(b, t_bwd, &ex_b);
+      attn_fwd_us = pf - ex_f;
+      attn_bwd_us = pb - ex_b;
+      sp_fwd_us += ex_f;
+      sp_bwd_us += ex_b;
+      sp_bytes += kv * (R - 1);
+      ring_layer_bytes = kv * (R - 1);
+      ring_buffer_bytes =
+          4 * kv;  // in flight in the backward: the KV block and its dKV, each sent and received
+    } else {
+      attn_fwd_us = steps[0][0] / U * per_pair_fwd;
+      attn_bwd_us = steps[0][0] / U * per_pair_bwd;
+    }
+    if (U > 1) {
+      link(sp_.ulysses_in_node, &bw, &lat);
+      const int64_t a2a =
+          UlyssesAllToAllBytes(tf, rank_tokens, U, tp, sp_.replicate_kv);  // rank_tokens has f
+      const double t = 4.0 * (U - 1) * lat + (bw > 0 ? a2a / bw * 1e6 : 0);
+      sp_fwd_us += t;
+      sp_bwd_us += t;
+      sp_bytes += a2a;
+      a2a_layer_bytes = a2a;
+      a2a_layer_steps = 4 * (U - 1);
+    }
+  }
+  double redistribute_us = 0;
+  if (redistribute_bytes > 0) {
+    const bool in_node = sp_.ring_in_node;
+    const double bw = in_node ? cluster_.nvlink_bytes_per_s
+                              : (cluster_.nics_per_node > 0
+                                     ? cluster_.node_nic_bytes_per_s() / std::max(1, cluster_.gpus_per_node)
+                                     : cluster_.nic_bytes_per_s);
+    const double lat = in_node ? cluster_.nvlink_latency_us : cluster_.nic_latency_us;
+    redistribute_us = (S - 1) * lat + (bw > 0 ? redistribute_bytes / bw * 1e6 : 0);
+  }
+  const int chunks = partition.chunks();
+  for (int c = 0; c < chunks; ++c) {
+    ChunkCost& cc = out[c];
+    cc = ChunkCost{};
+    BackwardTransient transient;
+    for (int i = partition.bounds[c]; i < partition.bounds[c + 1]; ++i) {
+      LayerCost x = lc[i];
+      if (layers_[i].component == llm_component_ && layers_[i].kind == LayerKind::kEmbedding &&
+          redistribute_us > 0) {
+        cc.sp_fwd_us += redistribute_us;
+        cc.sp_bwd_us += redistribute_us;
+        cc.sp_bytes = AddBytes(cc.sp_bytes, BytesOf(redistribute_bytes));
+      }
+      const bool llm_block =
+          layers_[i].component == llm_component_ && layers_[i].kind == LayerKind::kTransformer;
+      const uint8_t flag = i < static_cast<int>(recompute.layers.size()) ? recompute.layers[i] : 0;
+      const bool rc = flag != 0;
+      if (llm_block) {
+        x.fwd_time_us += attn_fwd_us;
+        x.bwd_time_us += attn_bwd_us;
+        cc.sp_fwd_us += sp_fwd_us;
+        cc.sp_bwd_us += sp_bwd_us + (rc ? sp_fwd_us : 0);  // the recompute repeats the forward's
+        cc.sp_bytes = AddBytes(cc.sp_bytes, sp_bytes);
+        cc.sp_ring_fwd_bytes = AddBytes(cc.sp_ring_fwd_bytes, ring_layer_bytes);
+        cc.sp_ring_bwd_bytes = AddBytes(cc.sp_ring_bwd_bytes, ring_layer_bytes * (rc ? 3 : 2));  // KV + dKV
+        cc.sp_a2a_fwd_bytes = AddBytes(cc.sp_a2a_fwd_bytes, a2a_layer_bytes);
+        cc.sp_a2a_bwd_bytes = AddBytes(cc.sp_a2a_bwd_bytes, a2a_layer_bytes * (rc ? 2 : 1));
+        cc.sp_a2a_fwd_steps += a2a_layer_steps;
+        cc.sp_a2a_bwd_steps += a2a_layer_steps * (rc ? 2 : 1);
+      }
+      cc.fwd_us += x.fwd_time_us;
+      cc.bwd_us += x.bwd_time_us;
+      cc.bwd_weight_us += x.bwd_weight_time_us;
+      cc.model_flops += (full[i].fwd_flops + full[i].bwd_flops) / S;
+      cc.act_bytes_no_recompute = AddBytes(cc.act_bytes_no_recompute, x.act_bytes);
+      cc.act_bytes = AddBytes(cc.act_bytes, flag == 0 ? x.act_bytes : flag == 1 ? x.act_bytes_recompute : 0);
+      transient.Add(flag, x.act_bytes, x.act_bytes_recompute, x.bwd_work_bytes);
+      if (layers_[i].kind == LayerKind::kTransformer) {
+        const double tp_us = TpLayerForwardUs(rank[layers_[i].component].tokens, hidden_of_layer_[i]);
+        cc.tp_fwd_us += tp_us;
+        cc.tp_bwd_us += tp_us * (rc ? 2 : 1);
+      }
+      if (rc) cc.recompute_us += x.fwd_time_us;
+    }
+    // Ring attention's communication buffers, one layer at a time: held during the backward on top of the
+    // activations (the forward's two KV blocks are fewer), counted with the backward's transient.
+    cc.backward_transient_bytes = transient.Bytes();
+    if (cc.sp_ring_fwd_bytes > 0)
+      cc.backward_transient_bytes = AddBytes(cc.backward_transient_bytes, ring_buffer_bytes);
+    const int last = partition.bounds[c + 1] - 1;
+    cc.send_bytes = c + 1 < chunks ? lc[last].boundary_bytes / tp : 0;
+    cc.llm_tokens = llm_tokens;
+  }
 }
 
 std::vector<ChunkStatic> Pricer::Static(const Partition& partition) const {
@@ -133,11 +387,14 @@ CommSpec LayoutComm(const ClusterSpec& cluster, const ParallelConfig& parallel) 
   const int per_node = std::max(1, cluster.gpus_per_node);
   const double nic_share =
       cluster.nics_per_node > 0 ? cluster.node_nic_bytes_per_s() / per_node : cluster.nic_bytes_per_s;
-  const bool dp_in_node = parallel.tp * parallel.dp <= per_node;
+  // With sequence parallelism the gradient group is dp x sp (GraphParallel) and pipeline neighbours are
+  // tp * sp * dp ranks apart.
+  const int group = parallel.tp * parallel.dp * std::max(1, parallel.sp);
+  const bool dp_in_node = group <= per_node;
   s.dp_bytes_per_s = dp_in_node ? cluster.nvlink_bytes_per_s : nic_share;
   s.dp_latency_us = dp_in_node ? cluster.nvlink_latency_us : cluster.nic_latency_us;
   // Pipeline neighbours are tp*dp ranks apart.
-  const bool pp_in_node = parallel.tp * parallel.dp * 2 <= per_node;
+  const bool pp_in_node = group * 2 <= per_node;
   s.p2p_bytes_per_s = pp_in_node ? cluster.nvlink_bytes_per_s : nic_share;
   s.p2p_latency_us = pp_in_node ? cluster.nvlink_latency_us : cluster.nic_latency_us;
   s.gpus_per_node = per_node;

@@ -7,7 +7,24 @@
 // every transformer block adds Megatron's in-layer collectives, 2 in the forward and 2 in the backward
 // (all-reduce, or with sequence parallelism all-gather + reduce-scatter of the same volume), each moving
 // tokens * hidden * 2 bytes over NVLink: ring time 2 (tp-1)/tp * bytes / nvlink_bytes_per_s + latency.
-// Recomputed layers repeat their forward collectives. P2P: an activation crossing a chunk boundary is split
+// Recomputed layers repeat their forward collectives.
+// Sequence parallelism (parallel.sp > 1, core/plan/seqpar.h): the micro-batch is priced for one SP rank in
+// lockstep with its group. Vision encoders and projectors get ceil(units / S) of the micro-batch's tiles/frames
+// (MM-SP stage one); the LLM's samples are padded with dummy tokens to SpPadUnits and sharded evenly (stage two),
+// tokens_per_rank = padded / S. An LLM block's time is its linear part at tokens_per_rank plus its attention:
+//   ring (contiguous / zigzag over R ring ranks, heads / U per rank after the Ulysses all-to-all): per step s of
+//   rank r, compute = RankStepPairs[r][s] / U x the cost model's time per square pair; transfer = latency +
+//   RingStepKvBytes / bw (backward: twice the bytes, KV and dKV); pass time = RingPassUs (slowest rank, steps
+//   overlapped) -- its compute goes to fwd_us / bwd_us, its exposed transfer to sp_fwd_us / sp_bwd_us;
+//   Ulysses (U > 1): four all-to-alls per pass as pairwise exchanges, 4 (U - 1) latencies +
+//   UlyssesAllToAllBytes / bw, added to sp_fwd_us and sp_bwd_us.
+// bw: NVLink when the sub-group sits in a node (SpLayout::ulysses_in_node / ring_in_node), else the GPU's NIC
+// share. Activations are those of the rank's tokens; ring attention's buffers (the KV block and its dKV, sent and
+// received: 4 x RingStepKvBytes) are added to the backward's transient (ChunkCost::backward_transient_bytes).
+// model_flops and llm_tokens are the micro-batch's divided by S (summing the S ranks gives the whole).
+// PriceIteration then repeats each DP rank's costs for its S SP ranks (GraphParallel, core/plan/plan.h):
+// costs.dp = dp * sp, replica dp * S + s; dispatch transfers name replica dp * S. With sp == 1 none of this runs.
+// P2P: an activation crossing a chunk boundary is split
 // over the TP ranks (Megatron's scatter/gather optimization): send_bytes = boundary_bytes / tp per GPU.
 //
 //   Pricer pricer(model, cost_model, cluster, parallel);
@@ -20,6 +37,7 @@
 #include "core/cost/cost_model.h"
 #include "core/model/model.h"
 #include "core/plan/plan.h"
+#include "core/plan/seqpar.h"
 
 namespace mmtwin {
 
@@ -36,6 +54,7 @@ class Pricer {
          const ParallelConfig& parallel);
 
   const std::vector<Layer>& layers() const { return layers_; }
+  const SpLayout& sp_layout() const { return sp_; }
   const ParallelConfig& parallel() const { return parallel_; }
 
   // Costs of every layer for one micro-batch (given by its samples' tokens).
@@ -60,6 +79,9 @@ class Pricer {
 
  private:
   void LayerCostsFor(const std::vector<LayerWorkload>& work, std::vector<LayerCost>& out) const;
+  // The SP path of PriceMicroBatch (sp > 1).
+  void PriceMicroBatchSp(const std::vector<SampleTokens>& micro_batch, Packing packing,
+                         const Partition& partition, const RecomputePlan& recompute, ChunkCost* out) const;
 
   const ModelSpec& model_;
   const CostModel& cost_;
@@ -67,6 +89,8 @@ class Pricer {
   ParallelConfig parallel_;
   std::vector<Layer> layers_;
   std::vector<int64_t> hidden_of_layer_;  // width of a layer's component (for TP collectives)
+  SpLayout sp_;                           // resolved from parallel.sp_method (none when sp == 1)
+  int llm_component_ = -1;
 };
 
 }  // namespace mmtwin

@@ -51,6 +51,8 @@ std::string EventName(const OpRecord& op) {
       return "wait grad sync";
     case OpKind::kOptimizer:
       return "optimizer";
+    case OpKind::kSpCollective:
+      return std::string(op.pass == PassKind::kForward ? "SP fwd " : "SP bwd ") + mc;
   }
   return "?";
 }

@@ -113,6 +113,14 @@ std::string PlanToJson(const Plan& p) {
                    {"micro_batches", par.micro_batches},
                    {"zero_stage", par.zero_stage},
                    {"tp_sequence_parallel", par.tp_sequence_parallel}};
+  if (par.zero3_impl != "simple") j["parallel"]["zero3_impl"] = par.zero3_impl;
+  if (par.sp > 1) {  // written only with sequence parallelism (plans without it read the same as before)
+    j["parallel"]["sp"] = par.sp;
+    j["parallel"]["sp_ulysses"] = par.sp_ulysses;
+    j["parallel"]["sp_ring"] = par.sp_ring;
+    j["parallel"]["sp_method"] = par.sp_method;
+    j["parallel"]["sp_one_stage"] = par.sp_one_stage;
+  }
   j["partition"] = p.partition.bounds;
   j["recompute"] = p.recompute.layers;
   json per_rank = json::array();
@@ -185,6 +193,16 @@ Result<Plan> PlanFromJson(const std::string& text, const std::string& name) {
   MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "micro_batches", pc.micro_batches));
   MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "zero_stage", pc.zero_stage));
   MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "tp_sequence_parallel", pc.tp_sequence_parallel));
+  if (par->contains("zero3_impl"))
+    MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "zero3_impl", pc.zero3_impl));
+  if (par->contains("sp")) {
+    MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "sp", pc.sp));
+    MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "sp_ulysses", pc.sp_ulysses));
+    MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "sp_ring", pc.sp_ring));
+    MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "sp_method", pc.sp_method));
+    MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "sp_one_stage", pc.sp_one_stage));
+    if (pc.sp < 1) return in.Bad("parallel", "sp must be >= 1");
+  }
   if (pc.dp < 1 || pc.tp < 1 || pc.pp < 1 || pc.vpp < 1 || pc.micro_batches < 1)
     return in.Bad("parallel", "sizes must be >= 1");
 

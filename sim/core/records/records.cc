@@ -31,7 +31,7 @@ std::vector<OpRecord> OpRecordsOf(const OpGraph& graph, const IterationTiming& t
       const ChunkCost& c = costs.costs[ci];
       const bool compute = op.kind == OpKind::kForward || op.kind == OpKind::kBackward ||
                            op.kind == OpKind::kRecompute || op.kind == OpKind::kTpCollective ||
-                           op.kind == OpKind::kBackwardWeight;
+                           op.kind == OpKind::kBackwardWeight || op.kind == OpKind::kSpCollective;
       if (compute) r.tokens = c.llm_tokens;
       if (op.kind == OpKind::kForward || op.kind == OpKind::kBackward || op.kind == OpKind::kBackwardWeight)
         r.activation_bytes = c.act_bytes;

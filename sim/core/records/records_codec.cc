@@ -156,6 +156,15 @@ Result<RunSummary> ReadSummary(const json& j, const std::string& name) {
   MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "vpp", s.parallel.vpp));
   MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "micro_batches", s.parallel.micro_batches));
   MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "zero_stage", s.parallel.zero_stage));
+  if (par->contains("zero3_impl"))
+    MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "zero3_impl", s.parallel.zero3_impl));
+  if (par->contains("sp")) {
+    MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "sp", s.parallel.sp));
+    MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "sp_ulysses", s.parallel.sp_ulysses));
+    MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "sp_ring", s.parallel.sp_ring));
+    MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "sp_method", s.parallel.sp_method));
+    MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "sp_one_stage", s.parallel.sp_one_stage));
+  }
   MMTWIN_ASSIGN_OR_RETURN(const json* policies, r.At(j, "", "policies"));
   MMTWIN_RETURN_IF_ERROR(ReadPolicy(r, *policies, "data", s.data_policy));
   MMTWIN_RETURN_IF_ERROR(ReadPolicy(r, *policies, "partition", s.partition_policy));
@@ -250,6 +259,14 @@ std::string SummaryToJson(const RunSummary& s) {
                    {"micro_batches", p.micro_batches},
                    {"zero_stage", p.zero_stage},
                    {"world_size", p.world_size()}};
+  if (p.zero3_impl != "simple") j["parallel"]["zero3_impl"] = p.zero3_impl;
+  if (p.sp > 1) {  // only with sequence parallelism: summaries without it are unchanged
+    j["parallel"]["sp"] = p.sp;
+    j["parallel"]["sp_ulysses"] = p.sp_ulysses;
+    j["parallel"]["sp_ring"] = p.sp_ring;
+    j["parallel"]["sp_method"] = p.sp_method;
+    j["parallel"]["sp_one_stage"] = p.sp_one_stage;
+  }
   j["policies"] = {{"data", PolicyJson(s.data_policy)},
                    {"partition", PolicyJson(s.partition_policy)},
                    {"recompute", PolicyJson(s.recompute_policy)},

@@ -28,12 +28,13 @@ std::vector<std::string> Split(const std::string& key) {
 
 const std::vector<std::string> kTop = {"name",     "description", "trace", "model",  "cluster", "parallel",
                                        "policies", "iterations",  "seed",  "engine", "cost",    "backend"};
-const std::vector<std::string> kTrace = {"file", "preset", "samples", "seed"};
+const std::vector<std::string> kTrace = {"file", "preset", "samples", "seed", "sequence_tokens"};
 const std::vector<std::string> kCluster = {"preset", "nodes"};
 const std::vector<std::string> kParallel = {
-    "dp", "tp", "pp", "vpp", "micro_batches", "zero_stage", "tp_sequence_parallel"};
+    "dp", "tp",         "pp",      "vpp",       "micro_batches", "zero_stage", "tp_sequence_parallel",
+    "sp", "sp_ulysses", "sp_ring", "zero3_impl"};
 const std::vector<std::string> kModel = {"name", "image_px"};
-const std::vector<std::string> kPolicies = {"data", "partition", "recompute", "schedule"};
+const std::vector<std::string> kPolicies = {"data", "partition", "recompute", "schedule", "sp"};
 const std::vector<std::string> kPolicy = {"name", "params"};
 const std::vector<std::string> kBackend = {"width_divisor", "layers", "warmup_iterations", "timeout_s",
                                            "threads"};

@@ -15,6 +15,7 @@
 #include "core/plan/partition.h"
 #include "core/plan/recompute.h"
 #include "core/plan/schedule.h"
+#include "core/plan/seqpar.h"
 #include "core/trace/generate.h"
 #include "core/util/csv.h"
 #include "core/util/text.h"
@@ -145,10 +146,23 @@ const std::vector<std::string> kTopKeys = {"name",    "description", "trace",   
                                            "seed",    "engine",      "cost",     "backend"};
 
 Status ParseTrace(const Parser& r, const YAML::Node& n, TraceSource& t) {
-  MMTWIN_RETURN_IF_ERROR(r.Keys(n, "trace", {"file", "preset", "samples", "seed"}));
+  MMTWIN_RETURN_IF_ERROR(r.Keys(n, "trace", {"file", "preset", "samples", "seed", "sequence_tokens"}));
   const bool has_file = static_cast<bool>(n["file"]), has_preset = static_cast<bool>(n["preset"]);
-  if (has_file == has_preset)
-    return r.At(n, "trace", "give exactly one of file (a trace CSV) and preset (a generator preset)");
+  const bool has_seq = static_cast<bool>(n["sequence_tokens"]);
+  if (static_cast<int>(has_file) + static_cast<int>(has_preset) + static_cast<int>(has_seq) != 1)
+    return r.At(n, "trace",
+                "give exactly one of file (a trace CSV) and preset (a generator preset), or sequence_tokens "
+                "(synthetic text-only sequences of that length)");
+  if (has_seq) {
+    if (n["seed"]) return r.At(n["seed"], "trace.seed", "only with preset");
+    MMTWIN_ASSIGN_OR_RETURN(t.sequence_tokens,
+                            r.Int(n["sequence_tokens"], "trace.sequence_tokens", 1, 1ll << 31));
+    t.samples = 1;
+    if (n["samples"]) {
+      MMTWIN_ASSIGN_OR_RETURN(t.samples, r.Int(n["samples"], "trace.samples", 1, kMaxTraceSamples));
+    }
+    return Status();
+  }
   if (has_file) {
     for (const char* k : {"samples", "seed"})
       if (n[k])
@@ -189,8 +203,9 @@ Status ParseParallel(const Parser& r, const YAML::Node& n, ParallelConfig& p) {
     return r.At(
         n["sequence_parallel"], "parallel.sequence_parallel",
         "renamed to parallel.tp_sequence_parallel (Megatron's sequence parallelism inside a TP group)");
-  MMTWIN_RETURN_IF_ERROR(r.Keys(
-      n, "parallel", {"dp", "tp", "pp", "vpp", "micro_batches", "zero_stage", "tp_sequence_parallel"}));
+  MMTWIN_RETURN_IF_ERROR(r.Keys(n, "parallel",
+                                {"dp", "tp", "pp", "vpp", "micro_batches", "zero_stage",
+                                 "tp_sequence_parallel", "sp", "sp_ulysses", "sp_ring", "zero3_impl"}));
   struct IntField {
     const char* key;
     int* out;
@@ -201,7 +216,10 @@ Status ParseParallel(const Parser& r, const YAML::Node& n, ParallelConfig& p) {
                              {"pp", &p.pp, 1, kMaxSmallDegree},
                              {"vpp", &p.vpp, 1, kMaxSmallDegree},
                              {"micro_batches", &p.micro_batches, 1, kMaxDegree},
-                             {"zero_stage", &p.zero_stage, 0, 3}};
+                             {"zero_stage", &p.zero_stage, 0, 3},
+                             {"sp", &p.sp, 1, kMaxDegree},
+                             {"sp_ulysses", &p.sp_ulysses, 0, kMaxDegree},
+                             {"sp_ring", &p.sp_ring, 0, kMaxDegree}};
   for (const IntField& f : fields)
     if (const YAML::Node v = n[f.key]) {
       MMTWIN_ASSIGN_OR_RETURN(int64_t x, r.Int(v, std::string("parallel.") + f.key, f.lo, f.hi));
@@ -210,11 +228,18 @@ Status ParseParallel(const Parser& r, const YAML::Node& n, ParallelConfig& p) {
   if (const YAML::Node v = n["tp_sequence_parallel"]) {
     MMTWIN_ASSIGN_OR_RETURN(p.tp_sequence_parallel, r.Bool(v, "parallel.tp_sequence_parallel"));
   }
-  const int64_t world = static_cast<int64_t>(p.dp) * p.tp * p.pp;
+  if (const YAML::Node v = n["zero3_impl"]) {
+    MMTWIN_ASSIGN_OR_RETURN(p.zero3_impl, r.Str(v, "parallel.zero3_impl"));
+    if (p.zero3_impl != "simple" && p.zero3_impl != "fsdp" && p.zero3_impl != "deepspeed")
+      return r.At(
+          v, "parallel.zero3_impl",
+          "unknown ZeRO-3 implementation '" + p.zero3_impl + "'; valid values are: simple, fsdp, deepspeed");
+  }
+  const int64_t world = static_cast<int64_t>(p.dp) * p.tp * p.pp * p.sp;
   if (world > kMaxWorld)
-    return r.At(
-        n, "parallel",
-        "dp * tp * pp = " + std::to_string(world) + " GPUs is more than " + std::to_string(kMaxWorld));
+    return r.At(n, "parallel",
+                std::string(p.sp > 1 ? "dp * tp * pp * sp = " : "dp * tp * pp = ") + std::to_string(world) +
+                    " GPUs is more than " + std::to_string(kMaxWorld));
   return Status();
 }
 
@@ -222,6 +247,7 @@ Status CheckPolicyName(const std::string& kind, const std::string& name) {
   if (kind == "data") return FindDataPolicy(name).status();
   if (kind == "partition") return FindPartitionPolicy(name).status();
   if (kind == "recompute") return FindRecomputePolicy(name.substr(0, name.find(':'))).status();
+  if (kind == "sp") return SpPolicyRegistry().Find(name).status();
   std::string valid;
   for (const auto& [n, description] : ScheduleNames()) {
     if (n == name) return Status();
@@ -234,13 +260,17 @@ Status CheckPolicyName(const std::string& kind, const std::string& name) {
 // checked by the planner against the same registries (core/driver/planner.h, ValidateScenario).
 Status CheckPolicyParams(const std::string& kind, const PolicyRef& p) {
   if (kind == "schedule") return Schedules().Validate(p.name, p.params).status();
+  if (kind == "sp") return SpPolicyRegistry().Validate(p.name, p.params).status();
   return Status();
 }
 
 Status ParsePolicies(const Parser& r, const YAML::Node& n, Scenario& s) {
-  MMTWIN_RETURN_IF_ERROR(r.Keys(n, "policies", {"data", "partition", "recompute", "schedule"}));
-  const std::pair<const char*, PolicyRef*> kinds[] = {
-      {"data", &s.data}, {"partition", &s.partition}, {"recompute", &s.recompute}, {"schedule", &s.schedule}};
+  MMTWIN_RETURN_IF_ERROR(r.Keys(n, "policies", {"data", "partition", "recompute", "schedule", "sp"}));
+  const std::pair<const char*, PolicyRef*> kinds[] = {{"data", &s.data},
+                                                      {"partition", &s.partition},
+                                                      {"recompute", &s.recompute},
+                                                      {"schedule", &s.schedule},
+                                                      {"sp", &s.sp}};
   for (const auto& [key, out] : kinds)
     if (const YAML::Node v = n[key]) {
       const std::string field = std::string("policies.") + key;
@@ -443,14 +473,37 @@ Result<Scenario> ParseImpl(const std::string& text, const std::string& name, con
     return r.At(Child(parallel, "tp"), "parallel.tp",
                 "tensor parallelism stays inside a node: tp " + std::to_string(s.parallel.tp) + " > " +
                     std::to_string(gpn) + " GPUs per node of cluster '" + cluster->name + "'");
+  if (s.parallel.sp > 1 || s.sp.name != "none") {
+    // The SP layout against the model's heads and the node size; "field: reason" at the field's line.
+    const Component* llm = model_spec->Find(ComponentKind::kLlm);
+    auto layout =
+        ResolveSpLayout(s.sp.name, s.sp.params, s.parallel, gpn, llm ? llm->tf : TransformerConfig{});
+    if (!layout) {
+      const std::string msg = layout.error().message();
+      const size_t colon = msg.find(": ");
+      const std::string field = colon == std::string::npos ? "parallel.sp" : msg.substr(0, colon);
+      const std::string reason = colon == std::string::npos ? msg : msg.substr(colon + 2);
+      const YAML::Node policies = root["policies"];
+      YAML::Node at = root;
+      const std::string sub = field.rfind("parallel.", 0) == 0 ? field.substr(9) : "";
+      if (!sub.empty() && Child(parallel, sub.c_str()))
+        at = Child(parallel, sub.c_str());
+      else if (field.rfind("parallel.", 0) == 0 && Child(parallel, "sp"))
+        at = Child(parallel, "sp");
+      else if (field == "policies.sp" && policies && policies["sp"])
+        at = policies["sp"];
+      return r.At(at, field, reason);
+    }
+  }
   const int64_t world = s.parallel.world_size();
   if (s.nodes == 0) {
     s.nodes = static_cast<int>((world + gpn - 1) / gpn);
   } else if (static_cast<int64_t>(s.nodes) * gpn < world) {
-    return Error::At(r.file(), nodes_line, "cluster.nodes",
-                     std::to_string(s.nodes) + " nodes x " + std::to_string(gpn) +
-                         " GPUs = " + std::to_string(static_cast<int64_t>(s.nodes) * gpn) +
-                         " GPUs, fewer than dp * tp * pp = " + std::to_string(world));
+    return Error::At(
+        r.file(), nodes_line, "cluster.nodes",
+        std::to_string(s.nodes) + " nodes x " + std::to_string(gpn) +
+            " GPUs = " + std::to_string(static_cast<int64_t>(s.nodes) * gpn) + " GPUs, fewer than " +
+            (s.parallel.sp > 1 ? "dp * tp * pp * sp = " : "dp * tp * pp = ") + std::to_string(world));
   }
   return s;
 }
@@ -529,6 +582,9 @@ std::string FormatScenario(const Scenario& s) {
   e << YAML::Key << "trace" << YAML::Value << YAML::BeginMap;
   if (!s.trace.file.empty()) {
     e << YAML::Key << "file" << YAML::Value << s.trace.file;
+  } else if (s.trace.sequence_tokens > 0) {
+    e << YAML::Key << "sequence_tokens" << YAML::Value << s.trace.sequence_tokens;
+    e << YAML::Key << "samples" << YAML::Value << std::max<int64_t>(1, s.trace.samples);
   } else {
     e << YAML::Key << "preset" << YAML::Value << s.trace.preset;
     e << YAML::Key << "samples" << YAML::Value << s.trace.samples;
@@ -551,6 +607,13 @@ std::string FormatScenario(const Scenario& s) {
   e << YAML::Key << "micro_batches" << YAML::Value << p.micro_batches;
   e << YAML::Key << "zero_stage" << YAML::Value << p.zero_stage;
   e << YAML::Key << "tp_sequence_parallel" << YAML::Value << (p.tp_sequence_parallel ? "true" : "false");
+  if (p.zero3_impl != "simple") e << YAML::Key << "zero3_impl" << YAML::Value << p.zero3_impl;
+  // Sequence parallelism only when used, so that existing run keys and resolved scenarios stay the same.
+  if (p.sp != 1 || p.sp_ulysses != 0 || p.sp_ring != 0) {
+    e << YAML::Key << "sp" << YAML::Value << p.sp;
+    if (p.sp_ulysses) e << YAML::Key << "sp_ulysses" << YAML::Value << p.sp_ulysses;
+    if (p.sp_ring) e << YAML::Key << "sp_ring" << YAML::Value << p.sp_ring;
+  }
   e << YAML::EndMap;
   e << YAML::Key << "policies" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "data" << YAML::Value;
@@ -561,6 +624,10 @@ std::string FormatScenario(const Scenario& s) {
   EmitPolicy(e, s.recompute);
   e << YAML::Key << "schedule" << YAML::Value;
   EmitPolicy(e, s.schedule);
+  if (s.sp.name != "none" || !s.sp.params.empty()) {
+    e << YAML::Key << "sp" << YAML::Value;
+    EmitPolicy(e, s.sp);
+  }
   e << YAML::EndMap;
   e << YAML::Key << "iterations" << YAML::Value;
   if (s.epoch)
@@ -593,7 +660,8 @@ std::string FormatScenario(const Scenario& s) {
 bool operator==(const PolicyRef& a, const PolicyRef& b) { return a.name == b.name && a.params == b.params; }
 
 bool operator==(const TraceSource& a, const TraceSource& b) {
-  return a.file == b.file && a.preset == b.preset && a.samples == b.samples && a.seed == b.seed;
+  return a.file == b.file && a.preset == b.preset && a.samples == b.samples && a.seed == b.seed &&
+         a.sequence_tokens == b.sequence_tokens;
 }
 
 Error ScenarioError(const Scenario& s, const std::string& dotted_key, const std::string& reason) {
@@ -610,14 +678,16 @@ Error ScenarioError(const Scenario& s, const std::string& dotted_key, const std:
 
 bool operator==(const Scenario& a, const Scenario& b) {
   const ParallelConfig &p = a.parallel, &q = b.parallel;
-  const bool same_parallel = p.dp == q.dp && p.tp == q.tp && p.pp == q.pp && p.vpp == q.vpp &&
-                             p.micro_batches == q.micro_batches && p.zero_stage == q.zero_stage &&
-                             p.tp_sequence_parallel == q.tp_sequence_parallel;
+  const bool same_parallel =
+      p.dp == q.dp && p.tp == q.tp && p.pp == q.pp && p.vpp == q.vpp && p.micro_batches == q.micro_batches &&
+      p.zero_stage == q.zero_stage && p.tp_sequence_parallel == q.tp_sequence_parallel && p.sp == q.sp &&
+      p.sp_ulysses == q.sp_ulysses && p.sp_ring == q.sp_ring && p.zero3_impl == q.zero3_impl;
   return a.name == b.name && a.description == b.description && a.trace == b.trace && a.model == b.model &&
          a.image_px == b.image_px && a.cluster == b.cluster && a.nodes == b.nodes && same_parallel &&
          a.data == b.data && a.partition == b.partition && a.recompute == b.recompute &&
-         a.schedule == b.schedule && a.epoch == b.epoch && (a.epoch || a.iterations == b.iterations) &&
-         a.seed == b.seed && a.engine == b.engine && a.cost == b.cost && a.backend == b.backend;
+         a.schedule == b.schedule && a.sp == b.sp && a.epoch == b.epoch &&
+         (a.epoch || a.iterations == b.iterations) && a.seed == b.seed && a.engine == b.engine &&
+         a.cost == b.cost && a.backend == b.backend;
 }
 
 }  // namespace mmtwin

@@ -37,6 +37,10 @@ struct TraceSource {
   std::string preset;   // or a generator preset
   int64_t samples = 0;  // generator: 0 = the preset's default size
   uint64_t seed = 1;    // generator seed
+  // Or `samples` synthetic text-only sequences of this many tokens each (long-context runs: the LongVILA system
+  // experiments train batch-size-1 sequences of a given length; a sweep axis over sequence length, and what
+  // `mmtwin plan --max-seq` varies). 0 = not used.
+  int64_t sequence_tokens = 0;
 };
 
 // The real backend's settings (`backend:`; backend/README.md). The shrink also applies to the simulator, so
@@ -65,6 +69,9 @@ struct Scenario {
   PolicyRef partition{"uniform", {}};
   PolicyRef recompute{"none", {}};
   PolicyRef schedule{"1f1b", {}};
+  // Sequence parallelism (core/plan/seqpar.h: none, ring, zigzag-ring, ulysses, 2d, megatron-cp,
+  // megatron-cp+tp); its degree is parallel.sp (sp_ulysses x sp_ring for 2d).
+  PolicyRef sp{"none", {}};
   int64_t iterations = 8;  // sampled iterations to replay
   bool epoch = false;      // replay every iteration of the epoch instead
   uint64_t seed = 1;       // policies' seed

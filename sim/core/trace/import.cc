@@ -621,9 +621,14 @@ const std::vector<std::string>& TraceFieldNames() {
   return kNames;
 }
 
-Result<Trace> ImportCsvText(std::string text, const std::string& name, const CsvMapping& mapping) {
-  enum Field { kId, kSubset, kImages, kTiles, kFrames, kAudio, kText, kMeta, kFields };
-  const std::vector<std::string>& names = TraceFieldNames();
+Result<Trace> ImportCsvText(std::string text, const std::string& name, const CsvMapping& mapping,
+                            const VideoSampling& video) {
+  enum Field { kId, kSubset, kImages, kTiles, kFrames, kAudio, kText, kMeta, kVideoSeconds, kFields };
+  std::vector<std::string> names = TraceFieldNames();
+  names.push_back("video_seconds");
+  if (!(video.fps > 0) || !std::isfinite(video.fps) || video.max_frames < 0)
+    return Error(name + ": video sampling needs fps > 0 and max_frames >= 0 (0 = no cap), got fps " +
+                 std::to_string(video.fps) + ", max_frames " + std::to_string(video.max_frames));
   std::string source[kFields];
   for (const auto& [field, column] : mapping) {
     const auto it = std::find(names.begin(), names.end(), field);
@@ -638,11 +643,13 @@ Result<Trace> ImportCsvText(std::string text, const std::string& name, const Csv
   }
   // An import that fills no modality writes a trace of empty samples that simulates as nothing: an error.
   if (source[kImages].empty() && source[kTiles].empty() && source[kFrames].empty() &&
-      source[kAudio].empty() && source[kText].empty())
+      source[kAudio].empty() && source[kText].empty() && source[kVideoSeconds].empty())
     return Error(
         name +
         ": the column mapping fills no modality, so every sample would be empty; map at least one of "
-        "images, image_tiles, video_frames, audio_seconds, text_tokens (--map FIELD=COLUMN)");
+        "images, image_tiles, video_frames, video_seconds, audio_seconds, text_tokens (--map FIELD=COLUMN)");
+  if (!source[kFrames].empty() && !source[kVideoSeconds].empty())
+    return Error(name + ": map video_frames or video_seconds, not both (video_seconds becomes video_frames)");
   CsvReader csv = CsvReader::FromString(std::move(text), name);
   std::vector<std::string_view> f;
   if (!csv.Next(f)) {
@@ -696,6 +703,11 @@ Result<Trace> ImportCsvText(std::string text, const std::string& name, const Csv
     }
     if (col[kFrames] >= 0)
       MMTWIN_RETURN_IF_ERROR(CountAt(csv, f[col[kFrames]], "video_frames", s.video_frames));
+    if (col[kVideoSeconds] >= 0) {
+      double seconds = 0;
+      MMTWIN_RETURN_IF_ERROR(SecondsAt(csv, f[col[kVideoSeconds]], "video_seconds", seconds));
+      s.video_frames = VideoFrames(seconds, video);
+    }
     if (col[kAudio] >= 0)
       MMTWIN_RETURN_IF_ERROR(SecondsAt(csv, f[col[kAudio]], "audio_seconds", s.audio_seconds));
     if (col[kText] >= 0) MMTWIN_RETURN_IF_ERROR(CountAt(csv, f[col[kText]], "text_tokens", s.text_tokens));
@@ -712,9 +724,16 @@ Result<Trace> ImportCsvText(std::string text, const std::string& name, const Csv
   return t;
 }
 
-Result<Trace> ImportCsv(const std::string& path, const CsvMapping& mapping) {
+Result<Trace> ImportCsv(const std::string& path, const CsvMapping& mapping, const VideoSampling& video) {
   MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  return ImportCsvText(std::move(text), path, mapping);
+  return ImportCsvText(std::move(text), path, mapping, video);
+}
+
+uint32_t VideoFrames(double seconds, const VideoSampling& v) {
+  if (!(seconds > 0) || !(v.fps > 0)) return 0;
+  double frames = std::max(1.0, std::round(seconds * v.fps));
+  if (v.max_frames > 0) frames = std::min(frames, static_cast<double>(v.max_frames));
+  return static_cast<uint32_t>(std::min(frames, 4294967295.0));
 }
 
 }  // namespace mmtwin

@@ -104,7 +104,19 @@ const std::vector<std::string>& TraceFieldNames();
 // in the mapping and source columns missing from the header are errors listing the valid names. A mapping of no
 // modality (none of images, image_tiles, video_frames, audio_seconds, text_tokens), or a file whose samples are
 // all empty, is an error: such a trace would simulate as nothing.
-Result<Trace> ImportCsv(const std::string& path, const CsvMapping& mapping);
-Result<Trace> ImportCsvText(std::string csv_text, const std::string& name, const CsvMapping& mapping);
+//
+// Video from durations: the mapping may name `video_seconds` (a clip's length in seconds, not a trace field)
+// instead of video_frames; each clip then gets VideoFrames(seconds, video) frames: uniform sampling at `fps`,
+// at least one frame for a clip longer than 0 s, at most max_frames (0 = no cap). LongVILA samples a fixed
+// frame budget per video uniformly (e.g. 256 frames at inference, up to 2048 in training): fps x duration capped
+// at max_frames reproduces that for clips longer than max_frames / fps.
+struct VideoSampling {
+  double fps = 1.0;
+  int64_t max_frames = 0;
+};
+uint32_t VideoFrames(double seconds, const VideoSampling& video);
+Result<Trace> ImportCsv(const std::string& path, const CsvMapping& mapping, const VideoSampling& video = {});
+Result<Trace> ImportCsvText(std::string csv_text, const std::string& name, const CsvMapping& mapping,
+                            const VideoSampling& video = {});
 
 }  // namespace mmtwin

@@ -1,0 +1,275 @@
+#include "core/plan/seqpar.h"
+
+#include <algorithm>
+
+#include "core/util/numeric.h"
+
+namespace mmtwin {
+
+const char* SpMethodName(SpMethod m) {
+  switch (m) {
+    case SpMethod::kNone:
+      return "none";
+    case SpMethod::kRing:
+      return "ring";
+    case SpMethod::kZigzagRing:
+      return "zigzag-ring";
+    case SpMethod::kUlysses:
+      return "ulysses";
+    case SpMethod::k2d:
+      return "2d";
+    case SpMethod::kMegatronCp:
+      return "megatron-cp";
+    case SpMethod::kMegatronCpTp:
+      return "megatron-cp+tp";
+  }
+  return "?";
+}
+
+namespace {
+
+ParamSpec KvParam() {
+  return {"kv",
+          ParamType::kString,
+          "replicate",
+          "GQA KV heads fewer than the Ulysses degree: replicate them (extra all-to-all bytes, LongVILA "
+          "§4.1) or error",
+          {"replicate", "error"}};
+}
+
+ParamSpec ShardingParam() {
+  return {"sharding",
+          ParamType::kString,
+          "two-stage",
+          "MM-SP two-stage sharding (frames spread evenly, then tokens re-sharded evenly: redistribution "
+          "bytes charged) "
+          "or one-stage (the sequence cut at frame boundaries, each sample's text on one rank)",
+          {"two-stage", "one-stage"}};
+}
+
+std::vector<SpPolicyInfo> Entries() {
+  return {
+      {"none", "no sequence parallelism (parallel.sp must be 1)", {}, SpMethod::kNone},
+      {"ring",
+       "RingAttention: contiguous shards, KV passed around a P2P ring, causal work imbalanced",
+       {ShardingParam()},
+       SpMethod::kRing},
+      {"zigzag-ring",
+       "zigzag ring attention: 2S chunks, rank r holds r and 2S-1-r, causal work balanced",
+       {ShardingParam()},
+       SpMethod::kZigzagRing},
+      {"ulysses",
+       "DeepSpeed-Ulysses: 4 all-to-alls per layer, degree limited by the (KV) heads",
+       {KvParam(), ShardingParam()},
+       SpMethod::kUlysses},
+      {"2d",
+       "2D-Attention / USP (LongVILA MM-SP): Ulysses inside a node x zigzag ring across nodes",
+       {KvParam(), ShardingParam()},
+       SpMethod::k2d},
+      {"megatron-cp",
+       "Megatron-LM context parallelism: load-balanced (zigzag) P2P ring over all SP ranks",
+       {ShardingParam()},
+       SpMethod::kMegatronCp},
+      {"megatron-cp+tp",
+       "Megatron-LM CP across nodes with tensor parallelism (parallel.tp > 1) inside a node",
+       {ShardingParam()},
+       SpMethod::kMegatronCpTp},
+  };
+}
+
+bool Divides(int a, int b) { return a > 0 && b % a == 0; }
+
+}  // namespace
+
+const PolicyRegistry<SpPolicyFn>& SpPolicyRegistry() {
+  static const PolicyRegistry<SpPolicyFn> r("sequence-parallel policy", "sp policy", Entries());
+  return r;
+}
+
+Result<SpLayout> ResolveSpLayout(const std::string& policy, const std::map<std::string, std::string>& params,
+                                 const ParallelConfig& pc, int gpus_per_node, const TransformerConfig& llm) {
+  const PolicyRegistry<SpPolicyFn>& reg = SpPolicyRegistry();
+  auto found = reg.Find(policy);
+  if (!found.ok()) return Error("policies.sp: " + found.error().message());
+  const SpPolicyInfo& e = **found;
+  auto p = reg.Validate(e, params);
+  if (!p.ok()) return Error("policies.sp: " + p.error().message());
+  SpLayout l;
+  l.method = e.run;
+  l.sp = std::max(1, pc.sp);
+  const int S = l.sp;
+  if (pc.sp < 1) return Error("parallel.sp: must be >= 1, got " + std::to_string(pc.sp));
+  if (l.method == SpMethod::kNone) {
+    if (S != 1)
+      return Error("parallel.sp: " + std::to_string(S) +
+                   " needs a sequence-parallel policy (policies.sp: one of " + reg.Names() + ")");
+    return l;
+  }
+  const bool replicate = p->values().count("kv") && p->Str("kv") == "replicate";
+  l.one_stage = pc.sp_one_stage || (p->values().count("sharding") && p->Str("sharding") == "one-stage");
+  const int heads = llm.heads, kv = llm.kv_heads > 0 ? llm.kv_heads : llm.heads;
+  const int per_node = gpus_per_node > 0 ? gpus_per_node : 1;
+  auto ulysses_ok = [&](int u) {
+    return Divides(u, heads) && (Divides(u, kv) || (replicate && Divides(kv, u)));
+  };
+  switch (l.method) {
+    case SpMethod::kUlysses:
+      l.ulysses = S;
+      l.ring = 1;
+      break;
+    case SpMethod::k2d: {
+      if (pc.sp_ulysses > 0) {
+        l.ulysses = pc.sp_ulysses;
+      } else if (pc.sp_ring > 0) {
+        l.ulysses = S / pc.sp_ring;
+      } else {  // the largest U that divides S and the heads and fits a node with its TP ranks
+        l.ulysses = 1;
+        for (int u = 1; u <= S; ++u)
+          if (S % u == 0 && pc.tp * u <= per_node && ulysses_ok(u)) l.ulysses = u;
+      }
+      l.ring = l.ulysses > 0 ? S / l.ulysses : 0;
+      break;
+    }
+    case SpMethod::kMegatronCpTp:
+      if (pc.tp <= 1) return Error("policies.sp: megatron-cp+tp needs parallel.tp > 1 (TP inside the node)");
+      [[fallthrough]];
+    default:
+      l.ulysses = 1;
+      l.ring = S;
+      break;
+  }
+  if (l.ulysses < 1 || l.ring < 1 || l.ulysses * l.ring != S ||
+      (pc.sp_ulysses > 0 && pc.sp_ulysses != l.ulysses) || (pc.sp_ring > 0 && pc.sp_ring != l.ring))
+    return Error("parallel.sp: sp_ulysses x sp_ring must equal sp (" + std::to_string(S) + ") for policy " +
+                 e.name + " (Ulysses degree " + std::to_string(l.ulysses) + ", ring degree " +
+                 std::to_string(l.ring) + ")");
+  if (l.ulysses > 1) {
+    const std::string field = l.method == SpMethod::kUlysses ? "parallel.sp" : "parallel.sp_ulysses";
+    if (!Divides(l.ulysses, heads))
+      return Error(field + ": Ulysses degree " + std::to_string(l.ulysses) + " does not divide the LLM's " +
+                   std::to_string(heads) + " attention heads (model llm heads)");
+    if (!Divides(l.ulysses, kv)) {
+      if (!replicate)
+        return Error(field + ": Ulysses degree " + std::to_string(l.ulysses) + " does not divide the LLM's " +
+                     std::to_string(kv) +
+                     " KV heads (model llm kv_heads; policies.sp params kv: replicate allows it)");
+      if (!Divides(kv, l.ulysses))
+        return Error(field + ": Ulysses degree " + std::to_string(l.ulysses) + " is not a multiple of the " +
+                     std::to_string(kv) + " KV heads: they cannot be replicated evenly");
+      l.replicate_kv = true;
+    }
+  }
+  l.split = l.method == SpMethod::kRing ? SpSplit::kContiguous : SpSplit::kZigzag;
+  l.ulysses_in_node = pc.tp * l.ulysses <= per_node;
+  l.ring_in_node = pc.tp * S <= per_node;
+  return l;
+}
+
+int64_t SpPaddedTokens(int64_t n, int64_t units) {
+  if (units <= 1 || n <= 0) return std::max<int64_t>(0, n);
+  return (n + units - 1) / units * units;
+}
+
+int64_t SpPadUnits(const SpLayout& l) {
+  return static_cast<int64_t>(l.ring) * (l.split == SpSplit::kZigzag && l.ring > 1 ? 2 : 1) * l.ulysses;
+}
+
+namespace {
+
+// Square pairs of a query chunk i against a KV chunk j, in units of k^2 (causal, equal chunks).
+inline double BlockUnits(int i, int j) { return i > j ? 2.0 : i == j ? 1.0 : 0.0; }
+
+}  // namespace
+
+std::vector<std::vector<double>> RankStepPairs(SpSplit split, int ring,
+                                               const std::vector<int64_t>& sample_tokens) {
+  const int R = std::max(1, ring);
+  const int parts = split == SpSplit::kZigzag ? 2 * R : R;
+  double k2 = 0;  // sum over samples of k^2, k = the sample's chunk length
+  for (int64_t n : sample_tokens) {
+    const double k = static_cast<double>(n) / parts;
+    k2 += k * k;
+  }
+  auto chunks = [&](int r, int out[2]) {
+    out[0] = r;
+    if (split == SpSplit::kZigzag) {
+      out[1] = 2 * R - 1 - r;
+      return 2;
+    }
+    return 1;
+  };
+  std::vector<std::vector<double>> out(R, std::vector<double>(R, 0.0));
+  for (int r = 0; r < R; ++r) {
+    int q[2], nq = chunks(r, q);
+    for (int s = 0; s < R; ++s) {
+      int kv[2], nkv = chunks((r - s + R) % R, kv);
+      double u = 0;
+      for (int a = 0; a < nq; ++a)
+        for (int b = 0; b < nkv; ++b) u += BlockUnits(q[a], kv[b]);
+      out[r][s] = u * k2;
+    }
+  }
+  return out;
+}
+
+std::vector<double> RankAttentionPairs(SpSplit split, int ring, const std::vector<int64_t>& sample_tokens) {
+  std::vector<std::vector<double>> steps = RankStepPairs(split, ring, sample_tokens);
+  std::vector<double> out(steps.size(), 0.0);
+  for (size_t r = 0; r < steps.size(); ++r)
+    for (double v : steps[r]) out[r] += v;
+  return out;
+}
+
+namespace {
+
+int64_t KvWidth(const TransformerConfig& llm, int ulysses, bool replicate_kv) {
+  const int kv = llm.kv_heads > 0 ? llm.kv_heads : llm.heads;
+  const int64_t hd = llm.head_dim > 0 ? llm.head_dim : (llm.heads > 0 ? llm.hidden / llm.heads : 0);
+  return static_cast<int64_t>(replicate_kv ? std::max(kv, ulysses) : kv) * hd;
+}
+
+int64_t QWidth(const TransformerConfig& llm) {
+  const int64_t hd = llm.head_dim > 0 ? llm.head_dim : (llm.heads > 0 ? llm.hidden / llm.heads : 0);
+  return static_cast<int64_t>(llm.heads) * hd;
+}
+
+}  // namespace
+
+int64_t UlyssesAllToAllBytes(const TransformerConfig& llm, int64_t tokens_per_rank, int ulysses, int tp,
+                             bool replicate_kv) {
+  if (ulysses <= 1 || tokens_per_rank <= 0) return 0;
+  const double elems =
+      static_cast<double>(tokens_per_rank) * (2.0 * QWidth(llm) + 2.0 * KvWidth(llm, ulysses, replicate_kv));
+  return BytesOf(elems * 2.0 * (ulysses - 1) / ulysses / std::max(1, tp));
+}
+
+int64_t RingStepKvBytes(const TransformerConfig& llm, int64_t tokens_per_ring_rank, int ulysses, int tp,
+                        bool replicate_kv) {
+  if (tokens_per_ring_rank <= 0) return 0;
+  const double elems = static_cast<double>(tokens_per_ring_rank) * 2.0 *
+                       static_cast<double>(KvWidth(llm, ulysses, replicate_kv)) / std::max(1, ulysses);
+  return BytesOf(elems * 2.0 / std::max(1, tp));
+}
+
+double RingPassUs(const std::vector<std::vector<double>>& step_us, double transfer_us, double* exposed_us) {
+  double worst = 0, worst_exposed = 0;
+  for (const auto& steps : step_us) {
+    double t = 0, ex = 0;
+    for (size_t s = 0; s < steps.size(); ++s) {
+      if (s + 1 < steps.size()) {
+        t += std::max(steps[s], transfer_us);
+        ex += std::max(0.0, transfer_us - steps[s]);
+      } else {
+        t += steps[s];
+      }
+    }
+    if (t > worst) {
+      worst = t;
+      worst_exposed = ex;
+    }
+  }
+  if (exposed_us) *exposed_us = worst_exposed;
+  return worst;
+}
+
+}  // namespace mmtwin

@@ -1,0 +1,116 @@
+// Sequence parallelism (long context; LongVILA §4, sim/docs/algorithms.md §6): the SP policy registry, the SP
+// group's device layout, and the closed-form pieces that price one LLM layer of one micro-batch on one SP rank.
+//
+// An SP group of S = parallel.sp ranks (the device mesh's sp dimension, core/plan/mesh.h) holds one sequence
+// (one micro-batch, packed samples) split along the tokens. Methods (registry below):
+//   ring          RingAttention (Liu et al. 2023): every sample cut into S contiguous shards, rank r holds
+//                 shard r; S steps per attention, step s computes against the KV of rank (r - s) mod S while
+//                 that KV goes on to rank r + 1 (P2P, overlapped with the step's compute).
+//   zigzag-ring   zhuzilin/ring-flash-attention's zigzag: every sample cut into 2S chunks, rank r holds chunks r
+//                 and 2S-1-r, which balances the causal work.
+//   ulysses       DeepSpeed-Ulysses (Jacobs et al. 2023): four all-to-alls per attention layer (Q, K, V in,
+//                 O out) turn sequence shards into head shards; S must divide the heads, and the KV heads (or
+//                 they are replicated to S heads: parameter kv, the extra bytes are charged).
+//   2d            2D-Attention / USP (LongVILA's MM-SP): Ulysses of degree U inside a node (NVLink all-to-all)
+//                 x zigzag ring of degree R = S / U across nodes (P2P over the NICs).
+//   megatron-cp   Megatron-LM context parallelism: a zigzag ring over all S ranks (its load-balanced 2S split).
+//   megatron-cp+tp  the same ring across nodes with tensor parallelism (parallel.tp > 1) inside the node.
+//
+// Units: tokens, bytes (bf16 = 2 bytes per element), microseconds. "Square pairs" are the cost model's
+// attention unit (core/cost/cost_model.h: LayerWorkload::attn_pairs is span^2 and the model halves it for a
+// causal layer): a causal block of k x k tokens strictly below the diagonal counts 2 k^2 square pairs, a
+// diagonal block k^2, a block above the diagonal 0. With these units a sample of n tokens cut into any number of
+// equal blocks sums to n^2 over all ranks, the same as without SP.
+//
+//   MMTWIN_ASSIGN_OR_RETURN(SpLayout l, ResolveSpLayout("2d", {}, parallel, cluster.gpus_per_node, llm.tf));
+//   std::vector<double> pairs = RankAttentionPairs(SpSplit::kZigzag, l.ring, {n});   // equal on every rank
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/model/model.h"
+#include "core/plan/plan.h"
+#include "core/util/registry.h"
+
+namespace mmtwin {
+
+enum class SpMethod : uint8_t { kNone, kRing, kZigzagRing, kUlysses, k2d, kMegatronCp, kMegatronCpTp };
+// "none", "ring", "zigzag-ring", "ulysses", "2d", "megatron-cp", "megatron-cp+tp".
+const char* SpMethodName(SpMethod m);
+
+// How the ring part splits every sample: S contiguous shards, or 2S zigzag chunks (rank r: r and 2S-1-r).
+enum class SpSplit : uint8_t { kContiguous, kZigzag };
+
+// The resolved SP layout of a plan. sp = ulysses * ring.
+struct SpLayout {
+  SpMethod method = SpMethod::kNone;
+  int sp = 1;       // parallel.sp
+  int ulysses = 1;  // head-parallel (all-to-all) degree, the inner (consecutive-rank) sub-group
+  int ring = 1;     // ring degree, the outer sub-group (ranks tp * ulysses apart)
+  SpSplit split = SpSplit::kZigzag;
+  bool replicate_kv = false;  // Ulysses: KV heads replicated up to `ulysses` heads (kv: replicate)
+  // Sharding of a multimodal sample (parameter sharding, LongVILA §4.2 and §5.1.3): false = MM-SP two-stage
+  // (frames spread evenly for the encoder, then every token re-sharded evenly, the vision embeddings'
+  // redistribution charged); true = one-stage (the sequence cut where the frames are: each rank's LLM tokens
+  // are its frames' tokens, a sample's text on one rank, samples' texts dealt round-robin; no redistribution).
+  bool one_stage = false;
+  // Layout: the Ulysses sub-group sits inside one node iff tp * ulysses <= gpus_per_node (ranks are tp-fastest,
+  // then sp); the ring crosses nodes iff tp * sp > gpus_per_node (gpus_per_node <= 0: every GPU its own node).
+  bool ulysses_in_node = true;
+  bool ring_in_node = true;
+  bool operator==(const SpLayout&) const = default;
+};
+
+using SpPolicyFn = SpMethod;
+using SpPolicyInfo = RegistryEntry<SpPolicyFn>;
+// The SP policies in a fixed order (names, one-line descriptions, typed parameters): `mmtwin policies`, the
+// scenario parser and the planner read it.
+const PolicyRegistry<SpPolicyFn>& SpPolicyRegistry();
+
+// Resolves the policy for `parallel` (parallel.sp, sp_ulysses, sp_ring, tp) on nodes of `gpus_per_node` GPUs
+// for an LLM with `llm` attention heads. Errors name the scenario field: "parallel.sp: ..." (a Ulysses degree
+// that does not divide llm heads, or the KV heads with kv: error; sp > 1 with policy none; sp_ulysses x sp_ring
+// != sp), "policies.sp: ..." (megatron-cp+tp with tp 1). 2d with sp_ulysses = 0 takes the largest U dividing
+// sp and the heads (and the KV heads unless replicated) with tp * U <= gpus_per_node.
+Result<SpLayout> ResolveSpLayout(const std::string& policy, const std::map<std::string, std::string>& params,
+                                 const ParallelConfig& parallel, int gpus_per_node,
+                                 const TransformerConfig& llm);
+
+// Tokens one sample of `n` tokens occupies after dummy-token padding to a multiple of `units` (S for a
+// contiguous ring, 2S for zigzag, U for Ulysses alone): ceil(n / units) * units. The padded tokens' labels are
+// ignored, but they are computed.
+int64_t SpPaddedTokens(int64_t n, int64_t units);
+// Padding units of a layout: ring * (2 for zigzag, else 1) * ulysses.
+int64_t SpPadUnits(const SpLayout& l);
+
+// Square pairs (see above) each of the `ring` ranks computes per attention layer for a packed micro-batch
+// whose samples have `sample_tokens` (already padded) tokens, each sample split on its own (varlen: attention
+// never crosses samples). Closed forms for one sample of n tokens, k = n / ring (contiguous) or n / (2 ring)
+// (zigzag): contiguous rank r: (2r + 1) k^2; zigzag every rank: 4 ring k^2 = n^2 / ring.
+std::vector<double> RankAttentionPairs(SpSplit split, int ring, const std::vector<int64_t>& sample_tokens);
+// The same per ring step: out[r][s] = square pairs of rank r at step s (KV from rank (r - s) mod ring).
+std::vector<std::vector<double>> RankStepPairs(SpSplit split, int ring,
+                                               const std::vector<int64_t>& sample_tokens);
+
+// Ulysses all-to-all bytes one GPU sends per attention layer and pass (forward; the backward moves the same
+// bytes back): four all-to-alls of the rank's tokens_per_rank positions, Q and O of width heads * head_dim, K
+// and V of width kv_width = max(kv_heads, U if replicated) * head_dim, each keeping 1/U at home:
+//   (U - 1) / U * tokens_per_rank * (2 * q_width + 2 * kv_width) * 2 bytes / tp.
+int64_t UlyssesAllToAllBytes(const TransformerConfig& llm, int64_t tokens_per_rank, int ulysses, int tp,
+                             bool replicate_kv);
+// KV bytes one ring step moves per GPU in the forward: tokens_per_ring_rank * 2 (K, V) * kv_width / ulysses * 2
+// bytes / tp (after the Ulysses all-to-all a rank holds 1/U of the KV heads of its ring shard).
+int64_t RingStepKvBytes(const TransformerConfig& llm, int64_t tokens_per_ring_rank, int ulysses, int tp,
+                        bool replicate_kv);
+
+// Time of one ring attention pass of the slowest rank, steps overlapped with their P2P: rank r takes
+//   sum over s < ring-1 of max(step_us[r][s], transfer_us) + step_us[r][ring-1]
+// (ring-flash-attention posts the next KV's send/recv, computes the current block, then waits). Returns the
+// maximum over ranks (the SP group waits for its slowest rank at the next layer) and, in *exposed_us, the part of
+// that rank's time that is transfer beyond its compute.
+double RingPassUs(const std::vector<std::vector<double>>& step_us, double transfer_us, double* exposed_us);
+
+}  // namespace mmtwin

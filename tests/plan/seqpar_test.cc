@@ -1,0 +1,201 @@
+// Sequence parallelism's closed forms (core/plan/seqpar.h), each against an oracle: brute-force causal pair
+// counts, the ring's closed-form imbalance, zigzag's balance, the Ulysses all-to-all volume, the registry and
+// the layout's refusals naming the field.
+#include "core/plan/seqpar.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+namespace mmtwin {
+namespace {
+
+TransformerConfig Llama3_8b() {
+  TransformerConfig t;
+  t.layers = 32;
+  t.hidden = 4096;
+  t.ffn = 14336;
+  t.heads = 32;
+  t.kv_heads = 8;
+  t.head_dim = 128;
+  t.causal = true;
+  return t;
+}
+
+ParallelConfig Sp(int sp, int tp = 1) {
+  ParallelConfig p;
+  p.sp = sp;
+  p.tp = tp;
+  return p;
+}
+
+TEST(SeqParTest, RegistryListsTheSevenPoliciesInOrderWithDescriptions) {
+  std::vector<std::string> names;
+  for (const SpPolicyInfo& e : SpPolicyRegistry().entries()) {
+    names.push_back(e.name);
+    EXPECT_FALSE(e.description.empty()) << e.name;
+    EXPECT_EQ(SpMethodName(e.run), e.name);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"none", "ring", "zigzag-ring", "ulysses", "2d", "megatron-cp",
+                                             "megatron-cp+tp"}));
+  auto bad = SpPolicyRegistry().Find("ringg");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("valid values are: none, ring, zigzag-ring"), std::string::npos);
+  // Typed parameters: kv takes replicate or error.
+  EXPECT_FALSE(SpPolicyRegistry().Validate("ulysses", {{"kv", "copy"}}).ok());
+  EXPECT_FALSE(SpPolicyRegistry().Validate("ring", {{"kv", "error"}}).ok());
+}
+
+// Brute force in the cost model's units: a query token i and a key token j of the same sample count 2 when
+// j < i, 1 when j == i (so that a sample sums to n^2, as the unsharded LayerWorkload does).
+std::vector<double> BruteForcePairs(SpSplit split, int R, const std::vector<int64_t>& lens) {
+  std::vector<double> out(R, 0.0);
+  for (int64_t n : lens) {
+    const int parts = split == SpSplit::kZigzag ? 2 * R : R;
+    const int64_t k = n / parts;
+    auto owner = [&](int64_t pos) {
+      const int chunk = static_cast<int>(pos / k);
+      return split == SpSplit::kZigzag && chunk >= R ? 2 * R - 1 - chunk : chunk;
+    };
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j <= i; ++j) out[owner(i)] += j < i ? 2 : 1;
+  }
+  return out;
+}
+
+TEST(SeqParTest, RankPairsEqualBruteForceOnPackedVariableLengthSamples) {
+  for (SpSplit split : {SpSplit::kContiguous, SpSplit::kZigzag})
+    for (int R : {1, 2, 3, 4}) {
+      const int64_t units = split == SpSplit::kZigzag ? 2 * R : R;
+      std::vector<int64_t> lens = {SpPaddedTokens(13, units), SpPaddedTokens(40, units),
+                                   SpPaddedTokens(7, units)};
+      const std::vector<double> got = RankAttentionPairs(split, R, lens);
+      const std::vector<double> want = BruteForcePairs(split, R, lens);
+      ASSERT_EQ(got.size(), want.size());
+      for (int r = 0; r < R; ++r) EXPECT_DOUBLE_EQ(got[r], want[r]) << "R " << R << " rank " << r;
+      double total = 0, square = 0;
+      for (double v : got) total += v;
+      for (int64_t n : lens) square += static_cast<double>(n) * n;
+      EXPECT_DOUBLE_EQ(total, square);  // the same attention work as without SP
+    }
+}
+
+TEST(SeqParTest, ZigzagGivesEveryRankTheSameAttentionWorkOnAUniformSequence) {
+  for (int R : {2, 4, 8, 16, 32}) {
+    const int64_t n = 2 * R * 1024;
+    const std::vector<double> pairs = RankAttentionPairs(SpSplit::kZigzag, R, {n});
+    for (int r = 0; r < R; ++r)
+      EXPECT_DOUBLE_EQ(pairs[r], static_cast<double>(n) * n / R) << "R " << R << " rank " << r;
+  }
+}
+
+TEST(SeqParTest, RingCausalImbalanceIsItsClosedForm) {
+  for (int R : {2, 4, 8, 16}) {
+    const int64_t n = R * 4096;
+    const double k = static_cast<double>(n) / R;
+    const std::vector<double> pairs = RankAttentionPairs(SpSplit::kContiguous, R, {n});
+    for (int r = 0; r < R; ++r) EXPECT_DOUBLE_EQ(pairs[r], (2.0 * r + 1) * k * k);
+    const double mean = std::accumulate(pairs.begin(), pairs.end(), 0.0) / R;
+    EXPECT_DOUBLE_EQ(*std::max_element(pairs.begin(), pairs.end()) / mean, (2.0 * R - 1) / R);
+    // Step s of rank r uses the KV of rank (r - s) mod R: a full block below the diagonal, nothing above it.
+    const auto steps = RankStepPairs(SpSplit::kContiguous, R, {n});
+    for (int r = 0; r < R; ++r)
+      for (int s = 0; s < R; ++s) {
+        const int src = (r - s + R) % R;
+        EXPECT_DOUBLE_EQ(steps[r][s], src < r ? 2 * k * k : src == r ? k * k : 0.0);
+      }
+  }
+}
+
+TEST(SeqParTest, RingPassOverlapsEachStepWithItsTransfer) {
+  // Rank 0: steps 5, 1, 2 (the last step has no transfer); rank 1: 1, 1, 9. Transfer 3 us.
+  double exposed = -1;
+  const double t = RingPassUs({{5, 1, 2}, {1, 1, 9}}, 3, &exposed);
+  // rank 0: max(5,3) + max(1,3) + 2 = 10, exposed 2; rank 1: 3 + 3 + 9 = 15, exposed 4.
+  EXPECT_DOUBLE_EQ(t, 15);
+  EXPECT_DOUBLE_EQ(exposed, 4);
+  // Compute longer than every transfer hides it.
+  EXPECT_DOUBLE_EQ(RingPassUs({{5, 5, 5}}, 1, &exposed), 15);
+  EXPECT_DOUBLE_EQ(exposed, 0);
+}
+
+TEST(SeqParTest, UlyssesAllToAllBytesAreTheClosedForm) {
+  const TransformerConfig t = Llama3_8b();
+  // (U-1)/U * tokens * (2 * heads * head_dim + 2 * kv_heads * head_dim) * 2 bytes / tp.
+  for (int U : {2, 4, 8})
+    for (int tp : {1, 2}) {
+      const int64_t tokens = 32768;
+      const double want = (U - 1.0) / U * tokens * (2.0 * 32 * 128 + 2.0 * 8 * 128) * 2 / tp;
+      EXPECT_EQ(UlyssesAllToAllBytes(t, tokens, U, tp, false), static_cast<int64_t>(want)) << U << " " << tp;
+    }
+  // Replicated KV heads (U = 16 > 8 KV heads): K and V move 16 heads' width.
+  const double rep = 15.0 / 16 * 1000 * (2.0 * 32 * 128 + 2.0 * 16 * 128) * 2;
+  EXPECT_EQ(UlyssesAllToAllBytes(t, 1000, 16, 1, true), static_cast<int64_t>(rep));
+  EXPECT_GT(UlyssesAllToAllBytes(t, 1000, 16, 1, true), UlyssesAllToAllBytes(t, 1000, 16, 1, false));
+  EXPECT_EQ(UlyssesAllToAllBytes(t, 1000, 1, 1, false), 0);
+  // Ring step: tokens * 2 (K, V) * kv width / U * 2 bytes / tp.
+  EXPECT_EQ(RingStepKvBytes(t, 4096, 1, 1, false), 4096 * 2 * 8 * 128 * 2);
+  EXPECT_EQ(RingStepKvBytes(t, 4096, 4, 2, false), 4096 * 2 * 8 * 128 * 2 / 4 / 2);
+}
+
+TEST(SeqParTest, UlyssesRefusesADegreeThatDoesNotDivideTheHeadsNamingTheField) {
+  const TransformerConfig t = Llama3_8b();
+  auto r = ResolveSpLayout("ulysses", {}, Sp(12), 8, t);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message().rfind(
+                "parallel.sp: Ulysses degree 12 does not divide the LLM's 32 attention heads", 0),
+            0u)
+      << r.error().message();
+  // KV heads: 16 divides 32 heads but not 8 KV heads: an error with kv: error, replication by default.
+  auto e = ResolveSpLayout("ulysses", {{"kv", "error"}}, Sp(16), 8, t);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(
+      e.error().message().rfind("parallel.sp: Ulysses degree 16 does not divide the LLM's 8 KV heads", 0),
+      0u);
+  auto ok = ResolveSpLayout("ulysses", {}, Sp(16), 8, t);
+  ASSERT_TRUE(ok.ok()) << ok.error().message();
+  EXPECT_TRUE(ok->replicate_kv);
+  EXPECT_EQ(ok->ulysses, 16);
+  EXPECT_FALSE(ok->ulysses_in_node);  // 16 GPUs span two 8-GPU nodes
+  // Beyond the heads: no replication helps (LongVILA §4.1: at most 32).
+  EXPECT_FALSE(ResolveSpLayout("ulysses", {}, Sp(64), 8, t).ok());
+  // 2d names its own field.
+  ParallelConfig p = Sp(16);
+  p.sp_ulysses = 3;
+  auto d = ResolveSpLayout("2d", {}, p, 8, t);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.error().message().rfind("parallel.sp", 0), 0u) << d.error().message();
+}
+
+TEST(SeqParTest, LayoutPutsUlyssesInsideANodeAndTheRingAcross) {
+  const TransformerConfig t = Llama3_8b();
+  auto l = ResolveSpLayout("2d", {}, Sp(32), 8, t);
+  ASSERT_TRUE(l.ok()) << l.error().message();
+  EXPECT_EQ(l->ulysses, 8);  // the largest degree dividing 32 heads and 8 KV heads inside an 8-GPU node
+  EXPECT_EQ(l->ring, 4);
+  EXPECT_TRUE(l->ulysses_in_node);
+  EXPECT_FALSE(l->ring_in_node);
+  EXPECT_EQ(l->split, SpSplit::kZigzag);
+  EXPECT_EQ(SpPadUnits(*l), 8 * 4 * 2);
+  auto ring = ResolveSpLayout("ring", {}, Sp(4), 8, t);
+  ASSERT_TRUE(ring.ok());
+  EXPECT_EQ(ring->split, SpSplit::kContiguous);
+  EXPECT_TRUE(ring->ring_in_node);
+  EXPECT_EQ(SpPadUnits(*ring), 4);
+  // megatron-cp+tp needs TP; sp > 1 needs a policy; none with sp 1 is fine.
+  auto cptp = ResolveSpLayout("megatron-cp+tp", {}, Sp(4), 8, t);
+  ASSERT_FALSE(cptp.ok());
+  EXPECT_EQ(cptp.error().message().rfind("policies.sp:", 0), 0u);
+  auto cptp2 = ResolveSpLayout("megatron-cp+tp", {}, Sp(4, 8), 8, t);
+  ASSERT_TRUE(cptp2.ok());
+  EXPECT_FALSE(cptp2->ring_in_node);
+  EXPECT_FALSE(ResolveSpLayout("none", {}, Sp(2), 8, t).ok());
+  EXPECT_TRUE(ResolveSpLayout("none", {}, Sp(1), 8, t).ok());
+  // Padding: ceil to the units.
+  EXPECT_EQ(SpPaddedTokens(100, 16), 112);
+  EXPECT_EQ(SpPaddedTokens(112, 16), 112);
+  EXPECT_EQ(SpPaddedTokens(5, 1), 5);
+}
+
+}  // namespace
+}  // namespace mmtwin

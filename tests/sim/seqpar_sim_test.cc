@@ -1,0 +1,233 @@
+// Sequence parallelism end to end (Simulate, the planner, the op graph): SP degree 1 is no SP (the full run
+// records are byte-identical), the op graph carries the Ulysses all-to-all bytes of the closed form, scenario
+// errors name file, line and field, tokens and FLOPs are conserved across the SP ranks, and activations divide.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/driver/planner.h"
+#include "core/driver/simulate.h"
+#include "core/graph/op_graph.h"
+#include "core/plan/pricing.h"
+#include "core/plan/seqpar.h"
+#include "core/records/records_codec.h"
+#include "core/scenario/scenario.h"
+
+namespace mmtwin {
+namespace {
+
+// A trace of `n` text-only samples of `tokens` tokens each (a long-context sequence per micro-batch).
+std::string SeqTrace(int n, int64_t tokens) {
+  const std::string path = ::testing::TempDir() + "/seq-" + std::to_string(tokens) + ".csv";
+  std::ofstream f(path);
+  f << "# mmtwin-trace v1\nsample_id,subset,images,image_tiles,video_frames,audio_seconds,text_tokens,meta\n";
+  for (int i = 0; i < n; ++i) f << "s" << i << ",long,0,0,0,0," << tokens << ",\n";
+  return path;
+}
+
+Scenario Long(const std::string& policy, int sp, int64_t tokens, int nodes = 1) {
+  Scenario s;
+  s.name = "long";
+  s.trace.file = SeqTrace(4, tokens);
+  s.model = "longvila-8b";
+  s.cluster = "h100-8x400g";
+  s.nodes = nodes;
+  s.parallel.dp = 1;
+  s.parallel.sp = sp;
+  s.parallel.zero_stage = 3;
+  s.data = {"random", {{"batch_size", "1"}}};
+  s.sp = {policy, {}};
+  s.iterations = 2;
+  return s;
+}
+
+TEST(SeqParSimTest, SpDegreeOneEqualsNoSpExactly) {
+  Scenario base;
+  base.name = "small";
+  base.trace.preset = "internvl-1.2m";
+  base.trace.samples = 3000;
+  base.model = "internvl-1.5-6b-20b";
+  base.cluster = "a100-4x200g";
+  base.parallel.dp = 2;
+  base.parallel.tp = 2;
+  base.parallel.pp = 2;
+  base.parallel.micro_batches = 4;
+  base.parallel.zero_stage = 1;
+  base.iterations = 3;
+  auto a = Simulate(base, {});
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  for (const char* policy : {"ring", "zigzag-ring", "ulysses", "2d", "megatron-cp"}) {
+    Scenario s = base;
+    s.parallel.sp = 1;
+    s.sp = {policy, {}};
+    auto b = Simulate(s, {});
+    ASSERT_TRUE(b.ok()) << policy << ": " << b.error().message();
+    EXPECT_EQ(SummaryToJson(a->summary), SummaryToJson(b->summary)) << policy;
+    EXPECT_EQ(StagesCsv(a->summary.stages), StagesCsv(b->summary.stages)) << policy;
+    EXPECT_EQ(OpsCsv(a->ops), OpsCsv(b->ops)) << policy;
+    EXPECT_EQ(a->trace_json, b->trace_json) << policy;
+  }
+}
+
+TEST(SeqParSimTest, OpGraphCarriesTheUlyssesAllToAllBytesOfTheClosedForm) {
+  const int64_t tokens = 65536;
+  const Scenario s = Long("ulysses", 8, tokens);
+  auto run = BuildPlan(s, {});
+  ASSERT_TRUE(run.ok()) << run.error().message();
+  EXPECT_EQ(run->plan.parallel.sp_method, "ulysses");
+  EXPECT_EQ(run->plan.parallel.sp_ulysses, 8);
+  auto r = Simulate(s, {});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const TransformerConfig& tf = run->model.components.back().tf;
+  const int64_t per_layer = UlyssesAllToAllBytes(tf, tokens / 8, 8, 1, false);
+  EXPECT_EQ(per_layer, static_cast<int64_t>(7.0 / 8 * 8192 * (2.0 * 4096 + 2.0 * 1024) * 2));
+  const ClusterSpec& c = run->cluster;
+  const double layer_us = 4.0 * 7 * c.nvlink_latency_us + per_layer / c.nvlink_bytes_per_s * 1e6;
+  int sp_ops = 0;
+  for (const OpRecord& op : r->ops)
+    if (op.kind == OpKind::kSpCollective) {
+      ++sp_ops;
+      EXPECT_EQ(op.bytes, 32 * per_layer);  // 32 LLM blocks, one chunk
+      EXPECT_NEAR(op.duration_us, 32 * layer_us, 1e-6 * 32 * layer_us);
+      EXPECT_GE(op.peer, 0);
+    }
+  EXPECT_EQ(sp_ops, 8 * 2);  // every SP rank: forward and backward
+}
+
+TEST(SeqParSimTest, ScenarioErrorsNameFileLineAndField) {
+  const std::string trace = SeqTrace(4, 4096);
+  const std::string text = "trace: {file: " + trace +
+                           "}\nmodel: longvila-8b\ncluster: h100-8x400g\n"
+                           "parallel:\n  dp: 1\n  sp: 12\npolicies:\n  sp: ulysses\n";
+  auto s = ParseScenario(text, "x.yaml", ".");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(
+      s.error().message().rfind("x.yaml:6: parallel.sp: Ulysses degree 12 does not divide the LLM's 32", 0),
+      0u)
+      << s.error().message();
+  auto t = ParseScenario(
+      "trace: {file: " + trace + "}\nmodel: longvila-8b\ncluster: h100-8x400g\nparallel: {dp: 1, sp: 4}\n",
+      "y.yaml", ".");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error().message().rfind("y.yaml:4: parallel.sp: 4 needs a sequence-parallel policy", 0), 0u)
+      << t.error().message();
+  auto u = ParseScenario("trace: {file: " + trace +
+                             "}\nmodel: longvila-8b\ncluster: h100-8x400g\nparallel: {dp: 1, sp: 4}\n"
+                             "policies: {sp: ringo}\n",
+                         "z.yaml", ".");
+  ASSERT_FALSE(u.ok());
+  EXPECT_NE(u.error().message().find("z.yaml:5: policies.sp: unknown sequence-parallel policy 'ringo'"),
+            std::string::npos)
+      << u.error().message();
+}
+
+TEST(SeqParSimTest, TokensAndFlopsAreConservedAndActivationsDivide) {
+  const int64_t tokens = 32768;
+  auto one = Simulate(Long("none", 1, tokens), {});
+  ASSERT_TRUE(one.ok()) << one.error().message();
+  for (const char* policy : {"ring", "zigzag-ring", "ulysses", "2d", "megatron-cp"}) {
+    auto r = Simulate(Long(policy, 8, tokens), {});
+    ASSERT_TRUE(r.ok()) << policy << ": " << r.error().message();
+    const RunSummary &a = one->summary, &b = r->summary;
+    // Per iteration: the same tokens (throughput x time) and model FLOPs (MFU x time x GPUs).
+    EXPECT_NEAR(b.tokens_per_s * b.iteration_time_us.mean, a.tokens_per_s * a.iteration_time_us.mean,
+                1e-6 * a.tokens_per_s * a.iteration_time_us.mean)
+        << policy;
+    EXPECT_NEAR(b.mfu * b.iteration_time_us.mean * 8, a.mfu * a.iteration_time_us.mean,
+                1e-6 * a.mfu * a.iteration_time_us.mean)
+        << policy;
+    // Activations per GPU: 1/8 (the sequence is divisible: no padding).
+    EXPECT_NEAR(static_cast<double>(b.stages[0].peak_activation_bytes),
+                static_cast<double>(a.stages[0].peak_activation_bytes) / 8,
+                0.01 * static_cast<double>(a.stages[0].peak_activation_bytes) / 8)
+        << policy;
+    EXPECT_LT(b.iteration_time_us.mean, a.iteration_time_us.mean) << policy;
+  }
+}
+
+TEST(SeqParSimTest, ZigzagBalancesWhatTheRingLeavesImbalanced) {
+  // Inside one node the KV transfers hide behind compute: the ring's slowest rank does (2S-1)/S of the mean
+  // attention work, zigzag exactly the mean, so zigzag is faster.
+  auto ring = Simulate(Long("ring", 8, 131072), {});
+  auto zz = Simulate(Long("zigzag-ring", 8, 131072), {});
+  ASSERT_TRUE(ring.ok() && zz.ok());
+  EXPECT_LT(zz->summary.iteration_time_us.mean, ring->summary.iteration_time_us.mean);
+  EXPECT_LT(zz->summary.stages[0].fwd_us_mean, ring->summary.stages[0].fwd_us_mean);
+}
+
+}  // namespace
+}  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+// Two-stage vs one-stage sharding (LongVILA §4.2) on a hand-made micro-batch: 2 videos of 4 frames (196 LLM
+// tokens each) with texts of 1000 and 10 tokens on S = 2. One-stage: frames dealt 4 / 4, texts on ranks 0 and
+// 1: loads 1784 and 794, f = 1784 / 1289; two-stage: even shards plus the vision embeddings' redistribution,
+// (S-1)/S x 1568 / 2 vision tokens x 4096 x 2 bytes.
+TEST(SeqParSimTest, TwoStageShardingBalancesTokensAndChargesTheRedistribution) {
+  auto model = LoadModel("longvila-8b");
+  auto cluster = LoadCluster("h100-8x400g", 1);
+  ASSERT_TRUE(model.ok() && cluster.ok());
+  const AnalyticCostModel cost(cluster->device, {});
+  std::vector<Sample> samples(2);
+  samples[0].video_frames = 4;
+  samples[0].text_tokens = 1000;
+  samples[1].video_frames = 4;
+  samples[1].text_tokens = 10;
+  std::vector<SampleTokens> mb;
+  for (const Sample& x : samples) mb.push_back(TokensFor(*model, x));
+  ASSERT_EQ(mb[0].llm_tokens, 4 * 196 + 1000);
+  ParallelConfig pc;
+  pc.sp = 2;
+  pc.sp_method = "2d";
+  Partition part{{0, static_cast<int>(Layers(*model).size())}};
+  RecomputePlan rc;
+  ChunkCost two, one;
+  Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kVarlen, part, rc, &two);
+  pc.sp_one_stage = true;
+  Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kVarlen, part, rc, &one);
+  EXPECT_GT(one.fwd_us, two.fwd_us);
+  EXPECT_GT(one.bwd_us, two.bwd_us);
+  // 2d on 2 GPUs of a node: Ulysses 2 x ring 1; samples padded to 2 (already even): 1289 tokens per rank.
+  const TransformerConfig& tf = model->components.back().tf;
+  const int64_t redistribution = static_cast<int64_t>(1568.0 / 2 * 4096 * 2 * 0.5);
+  EXPECT_EQ(two.sp_bytes, 32 * UlyssesAllToAllBytes(tf, 1289, 2, 1, false) + redistribution);
+  // One-stage: no redistribution, the busiest rank's all-to-alls carry its ceil(2578 / 2 x f) = 1784 tokens.
+  EXPECT_EQ(one.sp_bytes, 32 * UlyssesAllToAllBytes(tf, 1784, 2, 1, false));
+}
+
+}  // namespace
+}  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+// Ring attention's buffers per rank: the KV block and its dKV, sent and received, in the backward's transient.
+TEST(SeqParSimTest, RingKvBuffersAreCountedPerRank) {
+  auto model = LoadModel("longvila-8b");
+  auto cluster = LoadCluster("h100-8x400g", 1);
+  ASSERT_TRUE(model.ok() && cluster.ok());
+  const AnalyticCostModel cost(cluster->device, {});
+  Sample x;
+  x.text_tokens = 65536;
+  const std::vector<SampleTokens> mb = {TokensFor(*model, x)};
+  ParallelConfig pc;
+  pc.sp = 8;
+  pc.sp_method = "zigzag-ring";
+  const Partition part{{0, static_cast<int>(Layers(*model).size())}};
+  ChunkCost c;
+  Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kVarlen, part, RecomputePlan{}, &c);
+  const TransformerConfig& tf = model->components.back().tf;
+  EXPECT_EQ(c.backward_transient_bytes, 4 * RingStepKvBytes(tf, 65536 / 8, 1, 1, false));
+  EXPECT_EQ(c.sp_ring_fwd_bytes, 32 * 7 * RingStepKvBytes(tf, 65536 / 8, 1, 1, false));
+  EXPECT_EQ(c.sp_ring_bwd_bytes, 2 * c.sp_ring_fwd_bytes);
+  pc.sp_method = "ulysses";  // no ring, no buffers
+  Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kVarlen, part, RecomputePlan{}, &c);
+  EXPECT_EQ(c.backward_transient_bytes, 0);
+  EXPECT_EQ(c.sp_ring_fwd_bytes, 0);
+}
+
+}  // namespace
+}  // namespace mmtwin
