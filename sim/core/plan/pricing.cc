@@ -7,6 +7,28 @@
 #include <numeric>
 
 namespace mmtwin {
+namespace {
+
+// Adds layer `x` to its chunk: times, model FLOPs (`model_flops`, of the real tokens), stored activations under
+// the recompute flag (1: recomputed from its kept input; 2: inside a checkpointed group, nothing kept;
+// recompute.h), the backward transient, and `tp_us` of TP collectives per forward (twice in the backward when
+// the layer is recomputed).
+void AddLayer(const LayerCost& x, double model_flops, uint8_t flag, double tp_us, ChunkCost& cc,
+              BackwardTransient& transient) {
+  const bool rc = flag != 0;
+  cc.fwd_us += x.fwd_time_us;
+  cc.bwd_us += x.bwd_time_us;
+  cc.bwd_weight_us += x.bwd_weight_time_us;
+  cc.model_flops += model_flops;
+  cc.act_bytes_no_recompute = AddBytes(cc.act_bytes_no_recompute, x.act_bytes);
+  cc.act_bytes = AddBytes(cc.act_bytes, flag == 0 ? x.act_bytes : flag == 1 ? x.act_bytes_recompute : 0);
+  transient.Add(flag, x.act_bytes, x.act_bytes_recompute, x.bwd_work_bytes);
+  cc.tp_fwd_us += tp_us;
+  cc.tp_bwd_us += tp_us * (rc ? 2 : 1);
+  if (rc) cc.recompute_us += x.fwd_time_us;
+}
+
+}  // namespace
 
 Pricer::Pricer(const ModelSpec& model, const CostModel& cost, const ClusterSpec& cluster,
                const ParallelConfig& parallel)
@@ -85,22 +107,10 @@ void Pricer::PriceMicroBatch(const std::vector<SampleTokens>& mb, Packing packin
     for (int i = partition.bounds[c]; i < partition.bounds[c + 1]; ++i) {
       const LayerCost& x = lc[i];
       const uint8_t flag = i < static_cast<int>(recompute.layers.size()) ? recompute.layers[i] : 0;
-      const bool rc = flag != 0;
-      cc.fwd_us += x.fwd_time_us;
-      cc.bwd_us += x.bwd_time_us;
-      cc.bwd_weight_us += x.bwd_weight_time_us;
-      cc.model_flops += flops[i].fwd_flops + flops[i].bwd_flops;
-      cc.act_bytes_no_recompute = AddBytes(cc.act_bytes_no_recompute, x.act_bytes);
-      // 1: recomputed from its kept input; 2: recomputed inside a checkpointed group (nothing kept,
-      // recompute.h).
-      cc.act_bytes = AddBytes(cc.act_bytes, flag == 0 ? x.act_bytes : flag == 1 ? x.act_bytes_recompute : 0);
-      transient.Add(flag, x.act_bytes, x.act_bytes_recompute, x.bwd_work_bytes);
-      if (layers_[i].kind == LayerKind::kTransformer) {
-        const double tp_us = TpLayerForwardUs(work[layers_[i].component].tokens, hidden_of_layer_[i]);
-        cc.tp_fwd_us += tp_us;
-        cc.tp_bwd_us += tp_us * (rc ? 2 : 1);
-      }
-      if (rc) cc.recompute_us += x.fwd_time_us;
+      const double tp_us = layers_[i].kind == LayerKind::kTransformer
+                               ? TpLayerForwardUs(work[layers_[i].component].tokens, hidden_of_layer_[i])
+                               : 0.0;
+      AddLayer(x, flops[i].fwd_flops + flops[i].bwd_flops, flag, tp_us, cc, transient);
     }
     cc.backward_transient_bytes = transient.Bytes();
     const int last = partition.bounds[c + 1] - 1;
@@ -345,19 +355,10 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing pack
         cc.sp_a2a_fwd_steps += a2a_layer_steps;
         cc.sp_a2a_bwd_steps += a2a_layer_steps * (rc ? 2 : 1);
       }
-      cc.fwd_us += x.fwd_time_us;
-      cc.bwd_us += x.bwd_time_us;
-      cc.bwd_weight_us += x.bwd_weight_time_us;
-      cc.model_flops += (full[i].fwd_flops + full[i].bwd_flops) / S;
-      cc.act_bytes_no_recompute = AddBytes(cc.act_bytes_no_recompute, x.act_bytes);
-      cc.act_bytes = AddBytes(cc.act_bytes, flag == 0 ? x.act_bytes : flag == 1 ? x.act_bytes_recompute : 0);
-      transient.Add(flag, x.act_bytes, x.act_bytes_recompute, x.bwd_work_bytes);
-      if (layers_[i].kind == LayerKind::kTransformer) {
-        const double tp_us = TpLayerForwardUs(rank[layers_[i].component].tokens, hidden_of_layer_[i]);
-        cc.tp_fwd_us += tp_us;
-        cc.tp_bwd_us += tp_us * (rc ? 2 : 1);
-      }
-      if (rc) cc.recompute_us += x.fwd_time_us;
+      const double tp_us = layers_[i].kind == LayerKind::kTransformer
+                               ? TpLayerForwardUs(rank[layers_[i].component].tokens, hidden_of_layer_[i])
+                               : 0.0;
+      AddLayer(x, (full[i].fwd_flops + full[i].bwd_flops) / S, flag, tp_us, cc, transient);
     }
     // Ring attention's communication buffers, one layer at a time: held during the backward on top of the
     // activations (the forward's two KV blocks are fewer), counted with the backward's transient.
