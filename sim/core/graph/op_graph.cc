@@ -414,6 +414,21 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
   auto sp_peer = [&](int dev) -> int32_t {
     return sp_group <= 1 ? -1 : mesh.SpGroupNeighbor(dev, sp_group, std::max(1, pc_in.sp_ulysses));
   };
+  // Appends the pass's sp_collective (its all-to-all bytes in `steps` exchanges, its ring bytes to the ring
+  // successor) to op `k`'s chain and returns it; `op` keeps its other fields.
+  auto add_sp = [&](Op& op, int32_t k, int dev, double us, int64_t bytes, int32_t steps, int64_t ring) {
+    op.kind = OpKind::kSpCollective;
+    op.duration_us = us;
+    op.bytes = bytes;
+    op.a2a_steps = steps;
+    op.ring_bytes = ring;
+    op.peer = sp_peer(dev);
+    const int32_t id = b.NewOp(op, k);
+    op.bytes = op.ring_bytes = 0;
+    op.a2a_steps = 0;
+    op.peer = -1;
+    return id;
+  };
   // The chunk's last backward is split into this many pieces (per-bucket readiness; 1 = whole).
   constexpr int kMaxPieces = 16;
   auto npieces = [&](int c) {
@@ -512,17 +527,9 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
             last = b.NewOp(op, k);
           }
           if (b.shape[sp_at]) {
-            op.kind = OpKind::kSpCollective;
             op.pass = PassKind::kForward;
-            op.duration_us = cost.sp_fwd_us;
-            op.bytes = cost.sp_a2a_fwd_bytes;
-            op.a2a_steps = cost.sp_a2a_fwd_steps;
-            op.ring_bytes = cost.sp_ring_fwd_bytes;
-            op.peer = sp_peer(dev);
-            last = b.NewOp(op, k);
-            op.bytes = op.ring_bytes = 0;
-            op.a2a_steps = 0;
-            op.peer = -1;
+            last = add_sp(op, k, dev, cost.sp_fwd_us, cost.sp_a2a_fwd_bytes, cost.sp_a2a_fwd_steps,
+                          cost.sp_ring_fwd_bytes);
           }
           fwd_first[k] = f;
           fwd_last[k] = last;
@@ -602,18 +609,9 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
             op.duration_us = cost.tp_bwd_us;
             last = b.NewOp(op, k);
           }
-          if (b.shape[sp_at + 1]) {
-            op.kind = OpKind::kSpCollective;
-            op.duration_us = cost.sp_bwd_us;
-            op.bytes = cost.sp_a2a_bwd_bytes;
-            op.a2a_steps = cost.sp_a2a_bwd_steps;
-            op.ring_bytes = cost.sp_ring_bwd_bytes;
-            op.peer = sp_peer(dev);
-            last = b.NewOp(op, k);
-            op.bytes = op.ring_bytes = 0;
-            op.a2a_steps = 0;
-            op.peer = -1;
-          }
+          if (b.shape[sp_at + 1])
+            last = add_sp(op, k, dev, cost.sp_bwd_us, cost.sp_a2a_bwd_bytes, cost.sp_a2a_bwd_steps,
+                          cost.sp_ring_bwd_bytes);
           bwd_first[k] = first;
           bwd_last[k] = last;
           grad_done[k] = last;
