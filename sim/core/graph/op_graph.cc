@@ -4,11 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <exception>
 
-#include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/topological_sort.hpp>
-
+#include "core/graph/topo_order.h"
 #include "core/plan/schedule.h"
 
 namespace mmtwin {
@@ -723,23 +720,25 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
     }
   }
 
-  // Topological order over dependencies + lane order (Boost.Graph).
+  // Topological order over dependencies + lane order: a CSR of out-edges, each op's dependency edges in the
+  // order they were added, then its lane successor (the order Boost.Graph's adjacency_list held them in when it
+  // sorted the graph: the op order is unchanged).
   const int n = static_cast<int>(b.ops.size());
-  using G = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
-  G graph(n);
-  for (const auto& e : b.edges) boost::add_edge(e.from, e.to, graph);
+  std::vector<int32_t> out_begin(static_cast<size_t>(n) + 1, 0);
+  for (const auto& e : b.edges) ++out_begin[e.from + 1];
   for (int i = 0; i < n; ++i)
-    if (b.lane_prev[i] >= 0) boost::add_edge(b.lane_prev[i], i, graph);
-  std::vector<int32_t> order;
-  order.reserve(n);
-  bool cyclic = false;
-  try {
-    boost::topological_sort(graph, std::back_inserter(order));
-  } catch (const boost::not_a_dag&) {
-    cyclic = true;
-  } catch (const std::exception& e) {
-    return Error(std::string("op graph: topological sort failed: ") + e.what());
+    if (b.lane_prev[i] >= 0) ++out_begin[b.lane_prev[i] + 1];
+  for (int i = 0; i < n; ++i) out_begin[i + 1] += out_begin[i];
+  std::vector<int32_t> out_targets(static_cast<size_t>(out_begin[n]));
+  {
+    std::vector<int32_t> fill(out_begin.begin(), out_begin.end() - 1);
+    for (const auto& e : b.edges) out_targets[fill[e.from]++] = e.to;
+    for (int i = 0; i < n; ++i)
+      if (b.lane_prev[i] >= 0) out_targets[fill[b.lane_prev[i]]++] = i;
   }
+  std::vector<int32_t> order;
+  const bool cyclic = !TopologicalOrder(out_begin, out_targets, &order);
+  std::vector<int32_t>().swap(out_targets);
   g.parallel = pc;
   g.sp_group = sp_group;
   g.sp_ulysses = std::max(1, pc_in.sp_ulysses);
@@ -752,7 +751,6 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
       if (b.lane_prev[i] >= 0) preds[i].push_back(b.lane_prev[i]);
     return CycleError(g, preds);
   }
-  std::reverse(order.begin(), order.end());
   std::vector<int32_t> new_id(n);
   for (int i = 0; i < n; ++i) new_id[order[i]] = i;
 
