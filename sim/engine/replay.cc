@@ -229,7 +229,8 @@ uint64_t RingKey(const Op& op, int merge, int ready) {
 
 // Ring steps of one DP op as the op graph prices it (see op_graph.h for the algorithms).
 int64_t ExactRingSteps(const Op& op, int zero_stage, int d, int64_t bucket_bytes) {
-  if (op.kind == OpKind::kDpCollective) return zero_stage == 3 ? d - 1 : 2 * (d - 1);
+  if (op.kind == OpKind::kDpCollective)
+    return int64_t{std::max(1, op.buckets)} * (zero_stage == 3 ? d - 1 : 2 * (d - 1));
   return (op.bytes + bucket_bytes - 1) / bucket_bytes * (d - 1);
 }
 

@@ -83,9 +83,10 @@ TEST(OpGraphTest, OpCountsAndTopologicalOrder) {
   EXPECT_EQ(n[OpKind::kTpCollective], 2 * per);
   EXPECT_EQ(n[OpKind::kP2pSendActivation], pc.dp * pc.micro_batches * (pc.chunks() - 1));
   EXPECT_EQ(n[OpKind::kP2pSendGradient], pc.dp * pc.micro_batches * (pc.chunks() - 1));
-  EXPECT_EQ(n[OpKind::kDpCollective], pc.dp * pc.chunks() * 3);  // 100 bytes in buckets of 40: 40, 40, 20
-  // Buckets of 40, 40, 20 bytes from the chunk's end complete at 0.4, 0.8 and 1.0 of its last backward: after
-  // pieces 1, 2 and 2 of 3, so two barriers per chunk.
+  // 100 bytes in buckets of 40: 40, 40, 20 bytes from the chunk's end complete at 0.4, 0.8 and 1.0 of its last
+  // backward: after pieces 1, 2 and 2 of 3, so two barriers per chunk and two ops per device and chunk (bucket
+  // 0 alone, buckets 1 and 2 together).
+  EXPECT_EQ(n[OpKind::kDpCollective], pc.dp * pc.chunks() * 2);
   EXPECT_EQ(n[OpKind::kBarrier], 2 * pc.chunks());
   EXPECT_EQ(n[OpKind::kDpAllGather], 0);
   for (int i = 0; i < g->num_ops(); ++i) {
@@ -102,7 +103,9 @@ TEST(OpGraphTest, OpCountsAndTopologicalOrder) {
       EXPECT_EQ(static_cast<int>(g->Deps(i).size()), pc.dp);
     }
     if (op.kind == OpKind::kDpCollective) {
-      EXPECT_EQ(op.bytes, op.bucket < 2 ? 40 : 20);
+      EXPECT_EQ(op.bucket == 0 ? 40 : 60, op.bytes);
+      EXPECT_EQ(op.bucket == 0 ? 1 : 2, op.buckets);
+      EXPECT_TRUE(op.bucket == 0 || op.bucket == 1) << op.bucket;
       ASSERT_EQ(g->Deps(i).size(), 1u);
       EXPECT_EQ(g->ops[g->Deps(i)[0]].kind, OpKind::kBarrier);
       // The replica-alone dependency is this replica's last backward group of the chunk.
@@ -161,8 +164,9 @@ TEST(OpGraphTest, DpCollectiveDurationsPerZeroStage) {
     for (const Op& op : g->ops) {
       if (op.kind == OpKind::kDpCollective) {
         const double v = frac * op.bytes;
-        // Ring latencies: d - 1 = 3 steps of 3 us per reduce-scatter or all-gather pass.
-        const double expect = zero == 0 ? 2 * v + 2 * 9 : zero < 3 ? 2 * (v + 9) : v + 9;
+        // Ring latencies: d - 1 = 3 steps of 3 us per reduce-scatter or all-gather pass, per bucket of the op.
+        const double lat = 9.0 * op.buckets;
+        const double expect = zero == 0 ? 2 * v + 2 * lat : zero < 3 ? 2 * (v + lat) : v + lat;
         EXPECT_DOUBLE_EQ(op.duration_us, expect) << "zero " << zero;
       }
       if (op.kind == OpKind::kDpAllGather) {

@@ -432,6 +432,37 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
     return static_cast<int>(std::clamp<int64_t>(nbuckets(c), 1, kMaxPieces));  // 1 without gradients
   };
 
+  // The chunk's gradient buckets, grouped by the piece of its last backward that completes them (buckets
+  // complete in order, so a group is a run of consecutive buckets): one dp_collective op per group.
+  struct BucketGroup {
+    int piece = 0;
+    int64_t first = 0, count = 0, bytes = 0;
+    double duration_us = 0;
+  };
+  std::vector<std::vector<BucketGroup>> groups(C);
+  if (has_dp) {
+    // Ring algorithms: every step pays the link latency once (d - 1 steps per reduce-scatter or all-gather
+    // pass, 2 (d - 1) per all-reduce), as the SimGrid engine's rings do.
+    const CommKind kind = pc.zero_stage == 0  ? CommKind::kAllReduce
+                          : pc.zero_stage < 3 ? CommKind::kReduceScatterAllGather
+                                              : CommKind::kReduceScatter;
+    const double full_us = cost_model.Us({kind, comm.dp_bucket_bytes, D, dp_in_node});
+    for (int c = 0; c < C; ++c) {
+      const int64_t nb = nbuckets(c), total = statics[c].grad_bytes_per_gpu;
+      const int pieces = npieces(c);
+      for (int64_t j = 0; j < nb; ++j) {
+        const int q = pieces > 1 ? BucketReadyPiece(statics[c], comm.dp_bucket_bytes, j, pieces) : 0;
+        const int64_t bytes = std::min(comm.dp_bucket_bytes, total - j * comm.dp_bucket_bytes);
+        if (groups[c].empty() || groups[c].back().piece != q) groups[c].push_back({q, j, 0, 0, 0.0});
+        BucketGroup& bg = groups[c].back();
+        ++bg.count;
+        bg.bytes += bytes;
+        bg.duration_us +=
+            bytes == comm.dp_bucket_bytes ? full_us : cost_model.Us({kind, bytes, D, dp_in_node});
+      }
+    }
+  }
+
   // Schedule positions per chunk (the same for every replica).
   std::vector<int> first_f(C, -1), first_b(C, -1), last_b(C, -1), last_b_mb(C, -1);
   for (int r = 0; r < P; ++r) {
@@ -633,30 +664,23 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
             b.AddEdge(send_grad[k], last);
           }
         }
-        if (sops[pos].kind != PassKind::kForward) {
-          if (has_dp && pos == last_b[c]) {
-            const int64_t nb = nbuckets(c), total = statics[c].grad_bytes_per_gpu;
-            for (int64_t j = 0; j < nb; ++j) {
-              const int64_t bytes = std::min(comm.dp_bucket_bytes, total - j * comm.dp_bucket_bytes);
-              // Ring algorithms: every step pays the link latency once (d - 1 steps per reduce-scatter or
-              // all-gather pass, 2 (d - 1) per all-reduce), as the SimGrid engine's rings do.
-              const CommKind kind = pc.zero_stage == 0  ? CommKind::kAllReduce
-                                    : pc.zero_stage < 3 ? CommKind::kReduceScatterAllGather
-                                                        : CommKind::kReduceScatter;
-              const double dur = cost_model.Us({kind, bytes, D, dp_in_node});
-              Op g{OpKind::kDpCollective,
-                   Lane::kDp,
-                   PassKind::kBackward,
-                   dev,
-                   -1,
-                   c,
-                   static_cast<int32_t>(j),
-                   dur,
-                   bytes};
-              g.peer = mesh.DpNeighbor(dev, +1);
-              const int32_t id = b.NewOp(g, -1);
-              if (j == 0) grad_begin[static_cast<size_t>(d) * C + c] = id;
-            }
+        if (sops[pos].kind != PassKind::kForward && has_dp && pos == last_b[c]) {
+          // One dp_collective per group of the chunk's buckets that the same piece releases.
+          for (size_t x = 0; x < groups[c].size(); ++x) {
+            const BucketGroup& bg = groups[c][x];
+            Op g{OpKind::kDpCollective,
+                 Lane::kDp,
+                 PassKind::kBackward,
+                 dev,
+                 -1,
+                 c,
+                 static_cast<int32_t>(bg.first),
+                 bg.duration_us,
+                 bg.bytes};
+            g.buckets = static_cast<int32_t>(bg.count);
+            g.peer = mesh.DpNeighbor(dev, +1);
+            const int32_t id = b.NewOp(g, -1);
+            if (x == 0) grad_begin[static_cast<size_t>(d) * C + c] = id;
           }
         }
       }
@@ -690,31 +714,24 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
     for (int d = 0; d < D; ++d)
       b.edges.push_back({bwd_dispatch_op[static_cast<size_t>(d) * M + m], id, ready(d)});
   }
-  // DP barriers: per chunk with gradients, one per piece of its last backward that completes a bucket (one
-  // per chunk when the backward is whole).
+  // DP barriers: per chunk with gradients, one per bucket group (one per chunk when the backward is whole); the
+  // group's op on every replica depends on it.
   if (has_dp) {
     for (int c = 0; c < C; ++c) {
-      const int64_t nb = nbuckets(c);
-      if (nb == 0) continue;
       const int pieces = npieces(c);
-      int32_t bar = -1;
-      int bar_piece = -1;
-      for (int64_t j = 0; j < nb; ++j) {
-        const int q = pieces > 1 ? BucketReadyPiece(statics[c], comm.dp_bucket_bytes, j, pieces) : 0;
-        // What replica d's bucket j waits for: that piece (or its last W / whole backward group).
+      for (size_t x = 0; x < groups[c].size(); ++x) {
+        const int q = groups[c][x].piece;
+        // What replica d's group waits for: that piece (or its last W / whole backward group).
         auto ready_of = [&](int d) {
           return pieces > 1 ? piece_op[(static_cast<size_t>(d) * C + c) * kMaxPieces + q]
                             : grad_done[key(d, last_b_mb[c], c)];
         };
-        if (q != bar_piece) {  // buckets complete in order: q never decreases
-          Op g{OpKind::kBarrier, Lane::kDp, PassKind::kBackward, -1, -1, c, q, 0.0, 0};
-          bar = b.NewOp(g, -1);
-          bar_piece = q;
-          for (int d = 0; d < D; ++d) b.AddEdge(bar, ready_of(d));
-        }
+        Op g{OpKind::kBarrier, Lane::kDp, PassKind::kBackward, -1, -1, c, q, 0.0, 0};
+        const int32_t bar = b.NewOp(g, -1);
+        for (int d = 0; d < D; ++d) b.AddEdge(bar, ready_of(d));
         for (int d = 0; d < D; ++d) {
           const int32_t g0 = grad_begin[static_cast<size_t>(d) * C + c];
-          b.edges.push_back({static_cast<int32_t>(g0 + j), bar, ready_of(d)});
+          b.edges.push_back({static_cast<int32_t>(g0 + x), bar, ready_of(d)});
         }
       }
     }

@@ -63,8 +63,10 @@
 //   bucket = piece index; a layer's share of the time taken as its share of the chunk's parameters,
 //   ChunkStatic::layer_params), and bucket j waits for the first piece that ends at or after its ready
 //   fraction f_j (BucketReadyPiece). One barrier per (chunk, piece that releases buckets) waits for that piece
-//   on EVERY replica (deps in replica order); the bucket depends on its barrier. With one bucket the chunk's
-//   gradients are ready at the end of its last backward.
+//   on EVERY replica (deps in replica order). The buckets one piece releases are one dp_collective op per
+//   device (bucket = the first, Op::buckets = how many, bytes and duration their sums: on the serial dp lane,
+//   behind the same barrier, consecutive buckets take exactly the sum of their times), which depends on that
+//   barrier. With one bucket the chunk's gradients are ready at the end of its last backward.
 //   The optimizer step is not modelled.
 // Dispatch (IterationCosts::dispatch, from the post-balance / orchestrator data policies): for every
 // micro-batch m with transfers, one dispatch op per DP replica d on its stage-0 device (d * pp) [dispatch
@@ -114,7 +116,7 @@ enum class OpKind : uint8_t {
   kTpCollective,
   kP2pSendActivation,
   kP2pSendGradient,
-  kDpCollective,  // gradient all-reduce / reduce-scatter (+ all-gather) of one bucket
+  kDpCollective,  // gradient all-reduce / reduce-scatter (+ all-gather) of consecutive buckets (Op::buckets)
   kDpAllGather,   // ZeRO-3 weight all-gather of one chunk
   kBarrier,       // zero-duration join of the DP replicas (device -1)
   kDispatch,      // data-dispatch all-to-all of one micro-batch (post-balancing), on a stage-0 device
@@ -158,6 +160,9 @@ struct Op {
   // backward / backward_weight: this op is part `bucket` of `pieces` equal parts of its pass (the chunk's last
   // backward on a DP replica, split so that its gradient buckets become ready as the backward reaches them)
   uint8_t pieces = 1;
+  // dp_collective: the op stands for `buckets` consecutive gradient buckets (bucket .. bucket + buckets - 1),
+  // the ones one piece of the chunk's last backward completes; bytes and duration are their sums.
+  int32_t buckets = 1;
   // sp_collective only (ChunkCost::sp_*): `bytes` are its Ulysses all-to-all bytes, sent in `a2a_steps`
   // pairwise-exchange latencies over the device's Ulysses group; ring_bytes go to `peer` (the ring successor)
   // while the pass computes.
