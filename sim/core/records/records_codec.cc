@@ -1,6 +1,7 @@
 // The run records' codec (records_codec.h).
 #include "core/records/records_codec.h"
 
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -378,23 +379,46 @@ const char* PassName(PassKind k) {
   return "?";
 }
 
-std::string Num(double x) {
+// Appends the shortest decimal text that reads back as exactly `x` (std::to_chars), then `sep`.
+void AppendNum(std::string& out, double x, char sep) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", x);
-  return buf;
+  const auto r = std::to_chars(buf, buf + sizeof buf, x);
+  out.append(buf, r.ptr);
+  out.push_back(sep);
+}
+void AppendInt(std::string& out, int64_t x, char sep) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, x);
+  out.append(buf, r.ptr);
+  out.push_back(sep);
+}
+void AppendText(std::string& out, const char* text, char sep) {
+  out.append(text);
+  out.push_back(sep);
 }
 
 }  // namespace
 
+// One row per op, appended in place (a 16k-GPU run writes millions of rows): no temporaries per field.
 std::string OpsCsv(const std::vector<OpRecord>& ops) {
   std::string out = "# mmtwin-ops v" + std::to_string(kOpsVersion) + "\n" + kOpsHeader + "\n";
+  out.reserve(out.size() + ops.size() * 96);
   for (const OpRecord& o : ops) {
-    out += std::string(RecordSourceName(o.source)) + "," + std::to_string(o.iteration) + "," +
-           OpKindName(o.kind) + "," + LaneName(o.lane) + "," + std::to_string(o.device) + "," +
-           std::to_string(o.peer) + "," + std::to_string(o.micro_batch) + "," + std::to_string(o.chunk) +
-           "," + Num(o.start_us) + "," + Num(o.duration_us) + "," + std::to_string(o.bytes) + "," +
-           std::to_string(o.tokens) + "," + Num(o.attention_pairs) + "," + std::to_string(o.spans) + "," +
-           PassName(o.pass) + "\n";
+    AppendText(out, RecordSourceName(o.source), ',');
+    AppendInt(out, o.iteration, ',');
+    AppendText(out, OpKindName(o.kind), ',');
+    AppendText(out, LaneName(o.lane), ',');
+    AppendInt(out, o.device, ',');
+    AppendInt(out, o.peer, ',');
+    AppendInt(out, o.micro_batch, ',');
+    AppendInt(out, o.chunk, ',');
+    AppendNum(out, o.start_us, ',');
+    AppendNum(out, o.duration_us, ',');
+    AppendInt(out, o.bytes, ',');
+    AppendInt(out, o.tokens, ',');
+    AppendNum(out, o.attention_pairs, ',');
+    AppendInt(out, o.spans, ',');
+    AppendText(out, PassName(o.pass), '\n');
   }
   return out;
 }
