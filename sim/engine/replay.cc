@@ -392,7 +392,8 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
       std::vector<int32_t>& v = dispatch_ops[g.DispatchSlot(op)];
       if (v.empty()) v.assign(D, -1);
       v[mesh.DpOfDevice(op.device)] = i;
-    } else if (op.kind == OpKind::kBarrier) {
+    } else if (op.kind == OpKind::kBarrier || (op.kind == OpKind::kDpCollective && op.buckets == 0)) {
+      // A barrier, or the empty gradient op of a piece that completes no bucket (op_graph.h).
       head[i] = tail[i][0] = acts.Add(Dag::kInstant, -1, -1, 0.0);
     } else if (op.kind == OpKind::kP2pSendActivation || op.kind == OpKind::kP2pSendGradient) {
       head[i] = tail[i][0] = acts.Add(Dag::kComm, op.device, op.peer, static_cast<double>(op.bytes));

@@ -84,10 +84,10 @@ TEST(OpGraphTest, OpCountsAndTopologicalOrder) {
   EXPECT_EQ(n[OpKind::kP2pSendActivation], pc.dp * pc.micro_batches * (pc.chunks() - 1));
   EXPECT_EQ(n[OpKind::kP2pSendGradient], pc.dp * pc.micro_batches * (pc.chunks() - 1));
   // 100 bytes in buckets of 40: 40, 40, 20 bytes from the chunk's end complete at 0.4, 0.8 and 1.0 of its last
-  // backward: after pieces 1, 2 and 2 of 3, so two barriers per chunk and two ops per device and chunk (bucket
-  // 0 alone, buckets 1 and 2 together).
-  EXPECT_EQ(n[OpKind::kDpCollective], pc.dp * pc.chunks() * 2);
-  EXPECT_EQ(n[OpKind::kBarrier], 2 * pc.chunks());
+  // backward: after pieces 1, 2 and 2 of 3. One barrier and one op per device per piece: piece 0's op is empty,
+  // piece 1's holds bucket 0, piece 2's buckets 1 and 2.
+  EXPECT_EQ(n[OpKind::kDpCollective], pc.dp * pc.chunks() * 3);
+  EXPECT_EQ(n[OpKind::kBarrier], 3 * pc.chunks());
   EXPECT_EQ(n[OpKind::kDpAllGather], 0);
   for (int i = 0; i < g->num_ops(); ++i) {
     for (int32_t d : g->Deps(i)) EXPECT_LT(d, i);
@@ -103,9 +103,13 @@ TEST(OpGraphTest, OpCountsAndTopologicalOrder) {
       EXPECT_EQ(static_cast<int>(g->Deps(i).size()), pc.dp);
     }
     if (op.kind == OpKind::kDpCollective) {
-      EXPECT_EQ(op.bucket == 0 ? 40 : 60, op.bytes);
-      EXPECT_EQ(op.bucket == 0 ? 1 : 2, op.buckets);
-      EXPECT_TRUE(op.bucket == 0 || op.bucket == 1) << op.bucket;
+      const int piece = g->ops[g->Deps(i)[0]].bucket;
+      EXPECT_EQ(op.bytes, piece == 0 ? 0 : piece == 1 ? 40 : 60);
+      EXPECT_EQ(op.buckets, piece == 0 ? 0 : piece == 1 ? 1 : 2);
+      EXPECT_EQ(op.bucket, piece == 0 ? 0 : piece == 1 ? 0 : 1);
+      if (op.buckets == 0) {
+        EXPECT_EQ(op.duration_us, 0);
+      }
       ASSERT_EQ(g->Deps(i).size(), 1u);
       EXPECT_EQ(g->ops[g->Deps(i)[0]].kind, OpKind::kBarrier);
       // The replica-alone dependency is this replica's last backward group of the chunk.
@@ -149,6 +153,73 @@ TEST(OpGraphTest, ComputeLaneFollowsSchedule) {
       EXPECT_EQ(seen[dev].size(), chain.size());
     }
   }
+}
+
+// Random per-layer parameters cut into chunks at random: what BMP's candidates are (the same layers, other cuts).
+std::vector<ChunkStatic> RandomStatics(Rng& rng, int chunks, int layers_per_chunk, int64_t bucket_bytes) {
+  std::vector<ChunkStatic> v(chunks);
+  for (ChunkStatic& st : v) {
+    const int layers = 1 + static_cast<int>(rng.Below(layers_per_chunk));
+    for (int l = 0; l < layers; ++l) {
+      // Every other chunk gets few enough bytes for fewer than 16 buckets (then the piece count changes).
+      const int64_t p = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(6 * bucket_bytes))) + 1;
+      st.layer_params.push_back(p);
+      st.params += p;
+    }
+    st.grad_bytes_per_gpu = st.params * 2;
+  }
+  return v;
+}
+
+TEST(OpGraphTest, RepricingWithOtherStaticsEqualsABuild) {
+  // Oracle: a graph built for the new statics and costs. Re-pricing the old graph in place (when the pieces per
+  // chunk agree) or rebuilding it must give the same times for every op that the run records keep, the same
+  // iteration time, and the same DP bytes per (device, chunk).
+  Rng rng(11);
+  int in_place = 0, rebuilt = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int zero = static_cast<int>(rng.Below(4));
+    const ParallelConfig pc =
+        Pc(2 + static_cast<int>(rng.Below(3)), 1 + static_cast<int>(rng.Below(3)), 1, 4, zero);
+    CommSpec comm = Comm();
+    comm.dp_bytes_per_s = 1e6;
+    comm.dp_latency_us = 1;
+    comm.dp_bucket_bytes = 100;
+    auto s = BuildSchedule("1f1b", pc.pp, pc.vpp, pc.micro_batches);
+    ASSERT_TRUE(s.ok());
+    const std::vector<ChunkStatic> a = RandomStatics(rng, pc.chunks(), 30, comm.dp_bucket_bytes);
+    const std::vector<ChunkStatic> b = RandomStatics(rng, pc.chunks(), 30, comm.dp_bucket_bytes);
+    const IterationCosts ca = Random(pc, 100 + trial, true, trial % 2 == 0, true);
+    const IterationCosts cb = Random(pc, 200 + trial, true, trial % 2 == 0, true);
+    OpGraph g = fixtures::MustBuild(pc, "1f1b", ca, a, comm);
+    const int ops_before = g.num_ops();
+    ASSERT_TRUE(RepriceIterationGraph(&g, *s, cb, &b).ok());
+    const OpGraph want = fixtures::MustBuild(pc, "1f1b", cb, b, comm);
+    bool same_shape = true;
+    for (int c = 0; c < pc.chunks(); ++c) {
+      auto pieces = [&](const ChunkStatic& st) {
+        const int64_t nb = (st.grad_bytes_per_gpu + 99) / 100;
+        return std::min<int64_t>(nb, 16);
+      };
+      same_shape = same_shape && pieces(a[c]) == pieces(b[c]);
+    }
+    (same_shape ? in_place : rebuilt)++;
+    if (same_shape) {
+      EXPECT_EQ(g.num_ops(), ops_before) << "trial " << trial;
+    }
+    ASSERT_EQ(g.num_ops(), want.num_ops()) << "trial " << trial;
+    const IterationTiming tg = EvaluateAnalytic(g), tw = EvaluateAnalytic(want);
+    EXPECT_NEAR(tg.iteration_time_us, tw.iteration_time_us, 1e-9 * tw.iteration_time_us) << "trial " << trial;
+    for (int i = 0; i < g.num_ops(); ++i) {
+      ASSERT_EQ(g.ops[i].kind, want.ops[i].kind) << "trial " << trial << " op " << i;
+      EXPECT_EQ(g.ops[i].bytes, want.ops[i].bytes) << g.Describe(i);
+      EXPECT_EQ(g.ops[i].buckets, want.ops[i].buckets) << g.Describe(i);
+      EXPECT_NEAR(g.duration_us[i], want.duration_us[i], 1e-9 * (1 + want.duration_us[i])) << g.Describe(i);
+      EXPECT_NEAR(tg.start_us[i], tw.start_us[i], 1e-9 * (1 + tw.start_us[i])) << g.Describe(i);
+    }
+  }
+  EXPECT_GT(in_place, 5);
+  EXPECT_GT(rebuilt, 5);
 }
 
 TEST(OpGraphTest, DpCollectiveDurationsPerZeroStage) {

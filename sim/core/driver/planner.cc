@@ -142,26 +142,28 @@ Result<RecomputePlan> PlanRecompute(const PlannedRun& run, const LayerProfile& w
   return plan;
 }
 
-// Mean iteration time of a candidate plan over the first few replayed iterations (bmp's "timing").
+// Mean iteration time of a candidate plan over the first few replayed iterations (bmp's "timing"). `graph`
+// carries the op graph from one candidate to the next: the candidates of one partition policy share its shape
+// (the same schedule and replicas; the DP ops move with the chunk statics), so it is built once and re-priced.
 Result<double> QuickTime(const PlannedRun& run, const Pricer& pricer, const LayerProfile& worst,
-                         const Partition& p, const std::atomic<bool>* cancel) {
+                         const Partition& p, OpGraph& graph, const std::atomic<bool>* cancel) {
   MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
   MMTWIN_ASSIGN_OR_RETURN(RecomputePlan rc, PlanRecompute(run, worst, p, nullptr));
   const std::vector<ChunkStatic> statics = pricer.Static(p);
   double total = 0;
   const size_t n = std::min<size_t>(run.plan.iterations.size(), 4);
-  OpGraph graph;
   IterationTiming timing;
   CommSpec comm = pricer.Comm();
   comm.dp_bucket_bytes = run.plan.dp_bucket_bytes;
   for (size_t i = 0; i < n; ++i) {
     const IterationCosts costs =
         pricer.PriceIteration(run.plan.iterations[i], run.tokens, run.packing(), p, rc);
-    if (i == 0) {
+    if (graph.num_ops() == 0) {
       MMTWIN_ASSIGN_OR_RETURN(graph, BuildIterationGraph(run.plan.parallel, run.plan.schedule, costs, statics,
                                                          comm, run.comm_cost));
     } else {
-      MMTWIN_RETURN_IF_ERROR(RepriceIterationGraph(&graph, run.plan.schedule, costs));
+      MMTWIN_RETURN_IF_ERROR(
+          RepriceIterationGraph(&graph, run.plan.schedule, costs, i == 0 ? &statics : nullptr));
     }
     EvaluateAnalytic(graph, &timing);
     total += timing.iteration_time_us;
@@ -181,7 +183,10 @@ Status PlanModel(PlannedRun& run, const Pricer& pricer, const std::atomic<bool>*
   pc.fits_with_full_recompute = [&](const Partition& p) {
     return FitsWithFullRecompute(prof.worst, p, par, in_flight, capacity);
   };
-  pc.evaluate = [&](const Partition& p) { return QuickTime(run, pricer, prof.worst, p, cancel); };
+  OpGraph candidate_graph;  // shared by the candidates (QuickTime)
+  pc.evaluate = [&](const Partition& p) {
+    return QuickTime(run, pricer, prof.worst, p, candidate_graph, cancel);
+  };
   if (par.chunks() > static_cast<int>(pricer.layers().size()))
     return ScenarioError(run.scenario, par.vpp > 1 ? "parallel.vpp" : "parallel.pp",
                          "pp * vpp = " + std::to_string(par.chunks()) + " chunks exceed the model's " +

@@ -359,6 +359,29 @@ Error CycleError(const OpGraph& g_unsorted, const std::vector<std::vector<int32_
   return Error(msg);
 }
 
+// The chunk's last backward is split into this many pieces at most (per-bucket readiness).
+constexpr int kMaxPieces = 16;
+
+int64_t NumBuckets(const ChunkStatic& s, const CommSpec& comm) {
+  return s.grad_bytes_per_gpu > 0 ? (s.grad_bytes_per_gpu + comm.dp_bucket_bytes - 1) / comm.dp_bucket_bytes
+                                  : 0;
+}
+// Pieces of the chunk's last backward: one per bucket up to kMaxPieces (1 without gradients).
+int NumPieces(int64_t buckets) { return static_cast<int>(std::clamp<int64_t>(buckets, 1, kMaxPieces)); }
+
+// The run of a chunk's consecutive gradient buckets that one piece of its last backward completes (possibly
+// none: count 0, an op of zero bytes and time that keeps the graph's shape the same for every partition with
+// as many pieces): one dp_collective op per device and piece.
+struct BucketGroup {
+  int piece = 0;
+  int64_t first = 0, count = 0, bytes = 0;
+  double duration_us = 0;
+};
+
+// `dp_in_node`: the DP ring stays inside a node (priced on the DP link, CommSpec::dp_*).
+std::vector<BucketGroup> ChunkBucketGroups(const ChunkStatic& s, int zero_stage, int D, bool dp_in_node,
+                                           const CommSpec& comm, const CommCostModel& cost_model);
+
 }  // namespace
 
 int BucketReadyPiece(const ChunkStatic& s, int64_t bucket_bytes, int64_t bucket, int pieces) {
@@ -383,6 +406,40 @@ int BucketReadyPiece(const ChunkStatic& s, int64_t bucket_bytes, int64_t bucket,
   return std::clamp(q, 0, pieces - 1);
 }
 
+namespace {
+
+std::vector<BucketGroup> ChunkBucketGroups(const ChunkStatic& s, int zero_stage, int D, bool dp_in_node,
+                                           const CommSpec& comm, const CommCostModel& cost_model) {
+  std::vector<BucketGroup> groups;
+  const int64_t nb = NumBuckets(s, comm), total = s.grad_bytes_per_gpu;
+  if (nb == 0) return groups;
+  const int pieces = NumPieces(nb);
+  // Ring algorithms: every step pays the link latency once (d - 1 steps per reduce-scatter or all-gather pass,
+  // 2 (d - 1) per all-reduce), as the SimGrid engine's rings do.
+  const CommKind kind = zero_stage == 0  ? CommKind::kAllReduce
+                        : zero_stage < 3 ? CommKind::kReduceScatterAllGather
+                                         : CommKind::kReduceScatter;
+  const double full_us = cost_model.Us({kind, comm.dp_bucket_bytes, D, dp_in_node});
+  groups.resize(pieces);
+  for (int q = 0; q < pieces; ++q) groups[q].piece = q;
+  int last_q = -1;
+  for (int64_t j = 0; j < nb; ++j) {
+    const int q = pieces > 1 ? BucketReadyPiece(s, comm.dp_bucket_bytes, j, pieces) : 0;
+    const int64_t bytes = std::min(comm.dp_bucket_bytes, total - j * comm.dp_bucket_bytes);
+    for (int e = last_q + 1; e <= q; ++e)
+      groups[e].first = j;  // buckets complete in order: q never decreases
+    last_q = q;
+    BucketGroup& bg = groups[q];
+    ++bg.count;
+    bg.bytes += bytes;
+    bg.duration_us += bytes == comm.dp_bucket_bytes ? full_us : cost_model.Us({kind, bytes, D, dp_in_node});
+  }
+  for (int e = last_q + 1; e < pieces; ++e) groups[e].first = nb;
+  return groups;
+}
+
+}  // namespace
+
 Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule& schedule,
                                     const IterationCosts& costs, const std::vector<ChunkStatic>& statics,
                                     const CommSpec& comm, std::shared_ptr<const CommCostModel> comm_cost) {
@@ -401,10 +458,7 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
   auto key = [&](int d, int m, int c) {
     return static_cast<int32_t>((static_cast<int64_t>(d) * M + m) * C + c);
   };
-  auto nbuckets = [&](int c) -> int64_t {
-    const int64_t bytes = has_dp ? statics[c].grad_bytes_per_gpu : 0;
-    return bytes > 0 ? (bytes + comm.dp_bucket_bytes - 1) / comm.dp_bucket_bytes : 0;
-  };
+  auto nbuckets = [&](int c) -> int64_t { return has_dp ? NumBuckets(statics[c], comm) : 0; };
   auto send_present = [&](int c) { return c + 1 < C && P > 1 && b.shape[2 + C + c] != 0; };
   const size_t sp_at = 2 + 2 * static_cast<size_t>(C) + 2 * static_cast<size_t>(M);
   // The next replica of the device's SP group (its ring successor), same stage; -1 without SP.
@@ -427,41 +481,12 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
     return id;
   };
   // The chunk's last backward is split into this many pieces (per-bucket readiness; 1 = whole).
-  constexpr int kMaxPieces = 16;
-  auto npieces = [&](int c) {
-    return static_cast<int>(std::clamp<int64_t>(nbuckets(c), 1, kMaxPieces));  // 1 without gradients
-  };
+  auto npieces = [&](int c) { return NumPieces(nbuckets(c)); };
 
-  // The chunk's gradient buckets, grouped by the piece of its last backward that completes them (buckets
-  // complete in order, so a group is a run of consecutive buckets): one dp_collective op per group.
-  struct BucketGroup {
-    int piece = 0;
-    int64_t first = 0, count = 0, bytes = 0;
-    double duration_us = 0;
-  };
   std::vector<std::vector<BucketGroup>> groups(C);
-  if (has_dp) {
-    // Ring algorithms: every step pays the link latency once (d - 1 steps per reduce-scatter or all-gather
-    // pass, 2 (d - 1) per all-reduce), as the SimGrid engine's rings do.
-    const CommKind kind = pc.zero_stage == 0  ? CommKind::kAllReduce
-                          : pc.zero_stage < 3 ? CommKind::kReduceScatterAllGather
-                                              : CommKind::kReduceScatter;
-    const double full_us = cost_model.Us({kind, comm.dp_bucket_bytes, D, dp_in_node});
-    for (int c = 0; c < C; ++c) {
-      const int64_t nb = nbuckets(c), total = statics[c].grad_bytes_per_gpu;
-      const int pieces = npieces(c);
-      for (int64_t j = 0; j < nb; ++j) {
-        const int q = pieces > 1 ? BucketReadyPiece(statics[c], comm.dp_bucket_bytes, j, pieces) : 0;
-        const int64_t bytes = std::min(comm.dp_bucket_bytes, total - j * comm.dp_bucket_bytes);
-        if (groups[c].empty() || groups[c].back().piece != q) groups[c].push_back({q, j, 0, 0, 0.0});
-        BucketGroup& bg = groups[c].back();
-        ++bg.count;
-        bg.bytes += bytes;
-        bg.duration_us +=
-            bytes == comm.dp_bucket_bytes ? full_us : cost_model.Us({kind, bytes, D, dp_in_node});
-      }
-    }
-  }
+  if (has_dp)
+    for (int c = 0; c < C; ++c)
+      groups[c] = ChunkBucketGroups(statics[c], pc.zero_stage, D, dp_in_node, comm, cost_model);
 
   // Schedule positions per chunk (the same for every replica).
   std::vector<int> first_f(C, -1), first_b(C, -1), last_b(C, -1), last_b_mb(C, -1);
@@ -800,7 +825,8 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
   return g;
 }
 
-Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const IterationCosts& costs) {
+Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const IterationCosts& costs,
+                             const std::vector<ChunkStatic>* statics) {
   OpGraph& g = *graph;
   const ParallelConfig& pc = g.parallel;
   if (costs.dp != pc.dp || costs.micro_batches != pc.micro_batches || costs.chunks != pc.chunks() ||
@@ -815,6 +841,26 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
     for (size_t i = 0; i < shape.size(); ++i)
       if (shape[i] && !g.source.shape[i]) same = false;
   }
+  // Other chunk statics (another partition): the DP ops keep their places when every chunk's last backward has
+  // as many pieces (one bucket group, possibly empty, per piece); their bytes and times change.
+  const bool new_statics = statics != nullptr && *statics != g.source.statics;
+  const int D = pc.dp, C = pc.chunks();
+  const bool dp_in_node = g.source.comm.gpus_per_node > 0 && pc.tp * pc.dp <= g.source.comm.gpus_per_node;
+  std::vector<std::vector<BucketGroup>> groups;
+  if (new_statics && D > 1) {
+    if (static_cast<int>(statics->size()) != C)
+      return Error("op graph: " + std::to_string(statics->size()) + " chunk statics, expected " +
+                   std::to_string(C));
+    groups.resize(C);
+    for (int c = 0; same && c < C; ++c) {
+      const ChunkStatic& st = (*statics)[c];
+      if (st.grad_bytes_per_gpu < 0) return Error("op graph: grad_bytes_per_gpu must be >= 0");
+      groups[c] = ChunkBucketGroups(st, pc.zero_stage, D, dp_in_node, g.source.comm, *g.source.comm_cost);
+      const std::vector<BucketGroup> old = ChunkBucketGroups(g.source.statics[c], pc.zero_stage, D,
+                                                             dp_in_node, g.source.comm, *g.source.comm_cost);
+      same = old.size() == groups[c].size();  // as many pieces (one group each), or no gradients in both
+    }
+  }
   if (!same) {
     ParallelConfig plan_pc = pc;
     if (g.sp_group > 1) {
@@ -822,7 +868,8 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
       plan_pc.sp = g.sp_group;
       plan_pc.sp_ulysses = g.sp_ulysses;
     }
-    MMTWIN_ASSIGN_OR_RETURN(OpGraph rebuilt, BuildIterationGraph(plan_pc, schedule, costs, g.source.statics,
+    MMTWIN_ASSIGN_OR_RETURN(OpGraph rebuilt, BuildIterationGraph(plan_pc, schedule, costs,
+                                                                 new_statics ? *statics : g.source.statics,
                                                                  g.source.comm, g.source.comm_cost));
     g = std::move(rebuilt);
     return Status();
@@ -841,6 +888,29 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
   }
   const int n = g.num_ops();
   const DeviceMesh mesh(pc, g.source.comm.gpus_per_node);
+  if (new_statics) {
+    g.source.statics = *statics;
+    if (D > 1) {
+      for (int i = 0; i < n; ++i) {
+        Op& op = g.ops[i];
+        if (op.kind == OpKind::kDpCollective) {
+          // Its one dependency is its group's barrier, whose bucket field is the releasing piece.
+          const int q = g.ops[g.Deps(i)[0]].bucket;
+          const BucketGroup& bg = groups[op.chunk][q];
+          op.bucket = static_cast<int32_t>(bg.first);
+          op.buckets = static_cast<int32_t>(bg.count);
+          op.bytes = bg.bytes;
+          op.duration_us = g.duration_us[i] = bg.duration_us;
+        } else if (op.kind == OpKind::kDpAllGather) {
+          const ChunkStatic& st = (*statics)[op.chunk];
+          op.bytes = st.grad_bytes_per_gpu;
+          op.duration_us = g.duration_us[i] =
+              g.source.comm_cost->Us({CommKind::kWeightAllGather, st.grad_bytes_per_gpu, D, dp_in_node,
+                                      NumBuckets(st, g.source.comm)});
+        }
+      }
+    }
+  }
   for (int i = 0; i < n; ++i) {
     const int32_t ci = g.source.cost_index[i];
     if (g.ops[i].kind == OpKind::kDispatch) {

@@ -62,11 +62,14 @@
 //   last backward (its W for split schedules) is built as P = min(n_buckets, 16) equal pieces (Op::pieces,
 //   bucket = piece index; a layer's share of the time taken as its share of the chunk's parameters,
 //   ChunkStatic::layer_params), and bucket j waits for the first piece that ends at or after its ready
-//   fraction f_j (BucketReadyPiece). One barrier per (chunk, piece that releases buckets) waits for that piece
-//   on EVERY replica (deps in replica order). The buckets one piece releases are one dp_collective op per
-//   device (bucket = the first, Op::buckets = how many, bytes and duration their sums: on the serial dp lane,
-//   behind the same barrier, consecutive buckets take exactly the sum of their times), which depends on that
-//   barrier. With one bucket the chunk's gradients are ready at the end of its last backward.
+//   fraction f_j (BucketReadyPiece). One barrier per (chunk, piece) waits for that piece on EVERY replica (deps
+//   in replica order). The buckets one piece releases are one dp_collective op per device (bucket = the first,
+//   Op::buckets = how many, bytes and duration their sums: on the serial dp lane, behind the same barrier,
+//   consecutive buckets take exactly the sum of their times), which depends on that barrier. A piece that
+//   completes no bucket still has its op, with Op::buckets = 0, zero bytes and zero duration (it changes no
+//   time: the pieces end in order), so that every partition with as many pieces per chunk gives the same graph
+//   shape (RepriceIterationGraph with statics); run records leave such ops out and the SimGrid engine replays
+//   them as instants. With one bucket the chunk's gradients are ready at the end of its last backward.
 //   The optimizer step is not modelled.
 // Dispatch (IterationCosts::dispatch, from the post-balance / orchestrator data policies): for every
 // micro-batch m with transfers, one dispatch op per DP replica d on its stage-0 device (d * pp) [dispatch
@@ -161,7 +164,7 @@ struct Op {
   // backward on a DP replica, split so that its gradient buckets become ready as the backward reaches them)
   uint8_t pieces = 1;
   // dp_collective: the op stands for `buckets` consecutive gradient buckets (bucket .. bucket + buckets - 1),
-  // the ones one piece of the chunk's last backward completes; bytes and duration are their sums.
+  // the ones one piece of the chunk's last backward completes (0: none); bytes and duration are their sums.
   int32_t buckets = 1;
   // sp_collective only (ChunkCost::sp_*): `bytes` are its Ulysses all-to-all bytes, sent in `a2a_steps`
   // pairwise-exchange latencies over the device's Ulysses group; ring_bytes go to `peer` (the ring successor)
@@ -244,8 +247,13 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc, const Schedule& sc
 // `bucket` of a chunk with `s.grad_bytes_per_gpu` bytes in buckets of `bucket_bytes` is complete (see above).
 int BucketReadyPiece(const ChunkStatic& s, int64_t bucket_bytes, int64_t bucket, int pieces);
 
-// Re-prices the graph for another iteration's costs (same dp, M, chunks): O(ops), no allocation when the op
-// presence (see above) is unchanged; otherwise rebuilds it with `schedule`.
-Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const IterationCosts& costs);
+// Re-prices the graph for another iteration's costs (same dp, M, chunks) and, when `statics` is given, for other
+// chunk statics (another partition of the same layers: each chunk's parameters and gradient bytes): O(ops), in
+// place when the op presence (see above) is unchanged and every chunk's gradient buckets form groups released
+// by the same pieces of its last backward (then only the DP ops' bytes and durations change); otherwise it
+// rebuilds the graph with `schedule`. Either way the result equals BuildIterationGraph with these costs and
+// statics up to ops of zero duration (tested), so BMP's candidates re-price one graph instead of rebuilding.
+Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const IterationCosts& costs,
+                             const std::vector<ChunkStatic>* statics = nullptr);
 
 }  // namespace mmtwin

@@ -12,6 +12,7 @@ std::vector<OpRecord> OpRecordsOf(const OpGraph& graph, const IterationTiming& t
   out.reserve(n);
   for (int i = 0; i < n; ++i) {
     const Op& op = graph.ops[i];
+    if (op.kind == OpKind::kDpCollective && op.buckets == 0) continue;  // a piece's empty gradient op
     OpRecord r;
     r.source = RecordSource::kSimulated;
     r.iteration = iteration;
