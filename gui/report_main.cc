@@ -1,0 +1,98 @@
+// mmtwin-report NAME [-o DIR] [--reduced] [--db FILE] [--scenarios DIR] [--jobs N]: regenerates a reproduction
+// report (gui/report.h). Plots are drawn offscreen (QT_QPA_PLATFORM defaults to offscreen here). Exit codes: 0
+// written; 1 a run or the writing failed; 2 bad input (unknown report, bad option, unwritable folder).
+#include <QApplication>
+
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include "report.h"
+
+namespace {
+
+int Usage(std::ostream& os, int code) {
+  std::string names;
+  for (const std::string& n : mmtwin::gui::ReportNames()) names += (names.empty() ? "" : ", ") + n;
+  os << "usage: mmtwin-report NAME [-o DIR] [--reduced] [--db FILE] [--scenarios DIR] [--jobs N]\n"
+        "  NAME             the report: "
+     << names
+     << "\n"
+        "  -o DIR           output folder (default reports/NAME), written as a unit: README.md and PNG "
+        "plots\n"
+        "  --reduced        every run on a small slice of its trace, 2 iterations (tests)\n"
+        "  --db FILE        results database reused between runs (default "
+        "runs/reports/NAME[-reduced].sqlite)\n"
+        "  --scenarios DIR  the scenarios folder (default ./scenarios, else the source tree's)\n"
+        "  --jobs N         sweep worker processes (default 2)\n";
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string command = "mmtwin-report";
+  for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+  mmtwin::gui::ReportOptions o;
+  o.command = command;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](std::string& into) {
+      if (i + 1 >= argc) return false;
+      into = argv[++i];
+      return true;
+    };
+    if (a == "-h" || a == "--help") return Usage(std::cout, 0);
+    if (a == "-o" || a == "--out") {
+      if (!value(o.out_dir)) return Usage(std::cerr, 2);
+    } else if (a == "--db") {
+      if (!value(o.db_path)) return Usage(std::cerr, 2);
+    } else if (a == "--scenarios") {
+      if (!value(o.scenarios_dir)) return Usage(std::cerr, 2);
+    } else if (a == "--jobs") {
+      std::string n;
+      if (!value(n)) return Usage(std::cerr, 2);
+      char* end = nullptr;
+      const long j = std::strtol(n.c_str(), &end, 10);
+      if (end == n.c_str() || *end || j < 1 || j > 256) {
+        std::cerr << "mmtwin-report: --jobs: '" << n << "' is not an integer in [1, 256]\n";
+        return 2;
+      }
+      o.jobs = static_cast<int>(j);
+    } else if (a == "--reduced") {
+      o.reduced = true;
+    } else if (!a.empty() && a[0] == '-') {
+      std::cerr << "mmtwin-report: unknown option " << a << "\n";
+      return Usage(std::cerr, 2);
+    } else if (o.name.empty()) {
+      o.name = a;
+    } else {
+      std::cerr << "mmtwin-report: more than one report name (" << o.name << ", " << a << ")\n";
+      return 2;
+    }
+  }
+  if (o.name.empty()) return Usage(std::cerr, 2);
+  bool known = false;
+  for (const std::string& n : mmtwin::gui::ReportNames()) known = known || n == o.name;
+  if (!known) {
+    std::string names;
+    for (const std::string& n : mmtwin::gui::ReportNames()) names += (names.empty() ? "" : ", ") + n;
+    std::cerr << "mmtwin-report: unknown report '" << o.name << "'; valid reports are: " << names << "\n";
+    return 2;
+  }
+  if (o.out_dir.empty()) o.out_dir = "reports/" + o.name;
+  o.progress = [](const std::string& line) { std::cerr << line << "\n" << std::flush; };
+
+  if (const mmtwin::Status st = mmtwin::gui::CheckOutputDir(o.out_dir); !st.ok()) {
+    std::cerr << "mmtwin-report: " << st.error().message() << "\n";
+    return 2;
+  }
+  if (!std::getenv("QT_QPA_PLATFORM")) setenv("QT_QPA_PLATFORM", "offscreen", 1);
+  QApplication app(argc, argv);
+  const mmtwin::Status st = mmtwin::gui::GenerateReport(o);
+  if (!st.ok()) {
+    std::cerr << "mmtwin-report: " << st.error().message() << "\n";
+    return 1;
+  }
+  return 0;
+}
