@@ -608,8 +608,12 @@ Status GenerateOmnibal(const ReportOptions& o, const std::string& scenarios,
 
   std::string md = Header("OmniBal (Wang et al.) reproduced by mmtwin", o);
   md +=
-      "Paper: OmniBal, balanced computation for VLM training (/work/shared/papers numbering: Table 2 main "
-      "results, Table 3 ablation, Table 5 data balance, Table 6 model balance, Table 7 memory balance). "
+      "Paper: OmniBal (Wang et al.), balanced computation for VLM training. Table numbers follow the paper's "
+      "text the project keeps (001 in the shared papers): Table 2 main results, Table 3 ablation, Table 5 "
+      "data "
+      "balance, Table 6 model balance, Table 7 memory balance (issue 13 cites another numbering, presumably "
+      "of "
+      "another version: data policies Table 3, partitions Table 4, ablation Table 7). "
       "Setup (scenarios/README.md, \"omnibal/\"): InternVL-Chat-1.5 6B+20B (DP16 × TP2 × PP4) and 6B+34B "
       "(DP8 × TP4 × PP4) on 128 A100-80GB (16 nodes of 4 GPUs, 4 × 200 Gb/s), the full synthetic "
       "InternVL-1.2M trace (1,267,819 samples), ZeRO-1, 1F1B; GPU-days are projected for one epoch from the "
