@@ -1,4 +1,4 @@
-// mmtwin-report NAME [-o DIR] [--reduced] [--db FILE] [--scenarios DIR] [--jobs N]: regenerates a reproduction
+// mmtwin-report NAME|all [-o DIR] [--reduced] [--db FILE] [--scenarios DIR] [--jobs N]: regenerates a reproduction
 // report (gui/report.h). Plots are drawn offscreen (QT_QPA_PLATFORM defaults to offscreen here). Exit codes: 0
 // written; 1 a run or the writing failed; 2 bad input (unknown report, bad option, unwritable folder).
 #include <QApplication>
@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "report.h"
 
@@ -72,27 +73,51 @@ int main(int argc, char** argv) {
     }
   }
   if (o.name.empty()) return Usage(std::cerr, 2);
-  bool known = false;
-  for (const std::string& n : mmtwin::gui::ReportNames()) known = known || n == o.name;
-  if (!known) {
-    std::string names;
-    for (const std::string& n : mmtwin::gui::ReportNames()) names += (names.empty() ? "" : ", ") + n;
-    std::cerr << "mmtwin-report: unknown report '" << o.name << "'; valid reports are: " << names << "\n";
-    return 2;
+  // `all`: every report into reports/NAME (from the repository root), one after the other.
+  std::vector<std::string> names = {o.name};
+  if (o.name == "all") {
+    if (!o.out_dir.empty()) {
+      std::cerr << "mmtwin-report: all writes reports/NAME for each report; -o is for one report\n";
+      return 2;
+    }
+    if (!o.db_path.empty()) {
+      std::cerr << "mmtwin-report: all uses one database per report; --db is for one report\n";
+      return 2;
+    }
+    names = mmtwin::gui::ReportNames();
   }
-  if (o.out_dir.empty()) o.out_dir = "reports/" + o.name;
-  o.progress = [](const std::string& line) { std::cerr << line << "\n" << std::flush; };
-
-  if (const mmtwin::Status st = mmtwin::gui::CheckOutputDir(o.out_dir); !st.ok()) {
-    std::cerr << "mmtwin-report: " << st.error().message() << "\n";
-    return 2;
+  // Every name and output folder is checked before anything runs.
+  std::vector<mmtwin::gui::ReportOptions> jobs;
+  for (const std::string& name : names) {
+    mmtwin::gui::ReportOptions one = o;
+    one.name = name;
+    bool known = false;
+    std::string valid;
+    for (const std::string& n : mmtwin::gui::ReportNames()) {
+      known = known || n == name;
+      valid += (valid.empty() ? "" : ", ") + n;
+    }
+    if (!known) {
+      std::cerr << "mmtwin-report: unknown report '" << name << "'; valid reports are: " << valid
+                << ", all\n";
+      return 2;
+    }
+    if (one.out_dir.empty()) one.out_dir = "reports/" + name;
+    if (const mmtwin::Status st = mmtwin::gui::CheckOutputDir(one.out_dir); !st.ok()) {
+      std::cerr << "mmtwin-report: " << st.error().message() << "\n";
+      return 2;
+    }
+    one.progress = [](const std::string& line) { std::cerr << line << "\n" << std::flush; };
+    jobs.push_back(std::move(one));
   }
   if (!std::getenv("QT_QPA_PLATFORM")) setenv("QT_QPA_PLATFORM", "offscreen", 1);
   QApplication app(argc, argv);
-  const mmtwin::Status st = mmtwin::gui::GenerateReport(o);
-  if (!st.ok()) {
-    std::cerr << "mmtwin-report: " << st.error().message() << "\n";
-    return 1;
+  for (const mmtwin::gui::ReportOptions& one : jobs) {
+    const mmtwin::Status st = mmtwin::gui::GenerateReport(one);
+    if (!st.ok()) {
+      std::cerr << "mmtwin-report: " << one.name << ": " << st.error().message() << "\n";
+      return 1;
+    }
   }
   return 0;
 }
