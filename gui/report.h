@@ -32,7 +32,7 @@ inline constexpr int64_t kReducedIterations = 2;
 // Plot sizes in px (the README shows them at ~900 px wide).
 inline constexpr int kPlotWidthPx = 900;
 inline constexpr int kPlotHeightPx = 420;
-inline constexpr int kTimelineWidthPx = 1200;  // the Gantt legend needs the width; shown scaled down
+inline constexpr int kTimelineWidthPx = 960;  // the Gantt legend needs 950 px
 inline constexpr int kTimelineHeightPx = 600;
 
 struct ReportOptions {
