@@ -646,7 +646,8 @@ void GanttView::paintEvent(QPaintEvent*) {
     p.drawText(QRectF(x - 40, plot.bottom() + 4, 80, 14), Qt::AlignCenter, TickLabel(t, step));
   }
   p.drawText(QRectF(plot.left(), plot.bottom() + 18, plot.width(), 14), Qt::AlignCenter,
-             "time in the iteration (ms) - wheel: zoom, drag: pan, double click: whole iteration");
+             interactive_ ? "time in the iteration (ms) - wheel: zoom, drag: pan, double click: whole iteration"
+                          : "time in the iteration (ms)");
   // Legend.
   double lx = 8;
   const double ly = plot.bottom() + kAxisHeight + 14;

@@ -138,6 +138,11 @@ class GanttView : public QWidget {
     title_ = title;
     update();
   }
+  // false: the axis label leaves out the mouse hints (a picture rendered for a report).
+  void SetInteractive(bool on) {
+    interactive_ = on;
+    update();
+  }
 
   // The visible time window (us).
   double t0_us() const { return t0_us_; }
@@ -180,6 +185,7 @@ class GanttView : public QWidget {
   std::vector<TimelineItem> items_;
   double t0_us_ = 0, t1_us_ = 1, full_end_us_ = 1;
   QString title_;
+  bool interactive_ = true;
   bool dragging_ = false;
   double drag_x_ = 0, drag_t0_ = 0;
 };

@@ -669,7 +669,31 @@ TEST(ShippedSweeps, ParseAndExpandWithoutInvalidRuns) {
     }
     EXPECT_EQ(keys.size(), runs->size()) << e.path() << ": two runs resolve to the same scenario";
   }
-  EXPECT_EQ(files, 8);
+  EXPECT_EQ(files, 9);
+}
+
+// omnibal-main (mmtwin-report's Table 2 runs) is the four OmniBal scenario files as one sweep: each run equals its
+// file in every field but the name and description.
+TEST(ShippedSweeps, OmnibalMainRunsAreTheOmnibalScenarios) {
+  const fs::path root = fs::path(MMTWIN_SOURCE_DIR) / "scenarios";
+  auto spec = LoadSweep((root / "sweeps" / "omnibal-main.yaml").string());
+  ASSERT_TRUE(spec.ok()) << spec.error().message();
+  auto runs = ExpandSweep(*spec);
+  ASSERT_TRUE(runs.ok()) << runs.error().message();
+  const char* const files[] = {"internvl-6b-20b-baseline.yaml", "internvl-6b-20b-omnibal.yaml",
+                               "internvl-6b-34b-baseline.yaml", "internvl-6b-34b-omnibal.yaml"};
+  ASSERT_EQ(runs->size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    auto file = LoadScenario((root / "omnibal" / files[i]).string());
+    ASSERT_TRUE(file.ok()) << file.error().message();
+    Scenario run = (*runs)[i].scenario;
+    ASSERT_TRUE((*runs)[i].error.empty()) << (*runs)[i].error;
+    run.name = file->name;
+    run.description = file->description;
+    EXPECT_TRUE(run == *file) << files[i] << "\nsweep run:\n"
+                              << FormatScenario(run) << "\nfile:\n"
+                              << FormatScenario(*file);
+  }
 }
 
 }  // namespace
