@@ -184,9 +184,11 @@ double Expected(const std::string& fig, const RunSummary& a, const RunSummary* b
   return NAN;
 }
 
+// A folder of this test's own (ctest runs the tests of this file as parallel processes: one folder each).
 fs::path TempRoot() {
   const char* t = std::getenv("TEST_TMPDIR");
-  fs::path p = fs::path(t && *t ? t : ::testing::TempDir()) / "report_test";
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  fs::path p = fs::path(t && *t ? t : ::testing::TempDir()) / (std::string("report_test_") + info->name());
   fs::remove_all(p);
   fs::create_directories(p);
   return p;
