@@ -31,9 +31,10 @@ iterations: epoch
 seed: 1
 )";
 
-// The SimGrid engine over 1,000 iterations (~7 s): the work runs in a child process (sim/engine/isolate.h).
+// The SimGrid engine over 1,000 iterations (~7 s; the trace holds 2,905 iterations, so `iterations` is not
+// capped by the epoch): the work runs in a child process (sim/engine/isolate.h).
 const char* kLongSimgrid = R"(name: long-simgrid
-trace: {preset: internvl-1.2m, samples: 20000, seed: 1}
+trace: {preset: internvl-1.2m, samples: 200000, seed: 1}
 model: internvl-1.5-6b-20b
 cluster: {preset: a100-4x200g, nodes: 2}
 parallel: {dp: 2, tp: 2, pp: 4, micro_batches: 8, zero_stage: 1}
