@@ -171,6 +171,13 @@ BENCHMARK_CAPTURE(BM_Scenario, scale_4096_simgrid, kScale4k, true, true)
 BENCHMARK_CAPTURE(BM_Scenario, scale_4096_simgrid_every_ring_step, kScale4k, true, true, 0)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
+constexpr const char* kScale16k = "scenarios/bench/scale-16384.yaml";
+BENCHMARK_CAPTURE(BM_Scenario, scale_16384_analytic, kScale16k, false, false)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_Scenario, scale_16384_simgrid, kScale16k, true, true)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 }  // namespace
 }  // namespace mmtwin
