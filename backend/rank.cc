@@ -499,7 +499,7 @@ Status Rank::Setup() {
       std::lock_guard<std::mutex> lock(g_writer_mu);
       g_writer = writer_.get();
     }
-    const std::string p = PlanToJson(run_->plan), t = SamplesText(run_->trace, run_->plan);
+    const std::string p = PlanToJson(run_->plan), t = SamplesText(*run_->trace, run_->plan);
     store_->set("mmtwin/samples", std::vector<uint8_t>(t.begin(), t.end()));
     store_->set("mmtwin/plan", std::vector<uint8_t>(p.begin(), p.end()));
   }
@@ -1302,12 +1302,12 @@ int RunReference(const std::string& scenario_path, const std::string& dir, std::
       for (auto& np : layers.back()->params()) named.push_back(np);
     }
     const IterationData& it = plan.iterations.at(0);
-    const int64_t loss_tokens = LossTokens(m, run->trace, it);
+    const int64_t loss_tokens = LossTokens(m, *run->trace, it);
     double loss = 0;
     for (const auto& dp : it.micro_batches)
       for (const auto& samples : dp) {
         const MicroBatch mb =
-            MakeMicroBatch(m, run->trace, samples, plan.seed, loss_tokens, plan.packed || force_packed);
+            MakeMicroBatch(m, *run->trace, samples, plan.seed, loss_tokens, plan.packed || force_packed);
         State s;
         for (auto& l : layers) s = l->Forward(std::move(s), mb);
         loss += s.loss.item<double>();

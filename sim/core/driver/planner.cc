@@ -370,16 +370,19 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
   DataPlan data;
   if (options.prepared && options.prepared->key == PreparedDataKey(s)) {
     run.trace = options.prepared->trace;
+    run.tokens = options.prepared->tokens;
     run.plan.trace = options.prepared->identity;
     data = options.prepared->data;
     run.data_metrics = options.prepared->data_metrics;
   } else {
+    auto trace = std::make_shared<Trace>();
     MMTWIN_RETURN_IF_ERROR(
-        TraceAndData(s, run.model, run.cluster, cancel, run.trace, run.plan.trace, data, run.data_metrics));
+        TraceAndData(s, run.model, run.cluster, cancel, *trace, run.plan.trace, data, run.data_metrics));
+    run.trace = std::move(trace);
+    run.tokens.reserve(run.trace->size());
+    for (const Sample& x : run.trace->samples) run.tokens.push_back(TokensFor(run.model, x));
   }
   MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
-  run.tokens.reserve(run.trace.size());
-  for (const Sample& x : run.trace.samples) run.tokens.push_back(TokensFor(run.model, x));
 
   // The replayed iterations.
   Plan& plan = run.plan;
@@ -468,8 +471,12 @@ Result<std::shared_ptr<const PreparedData>> PrepareData(const Scenario& s, const
   out->key = PreparedDataKey(s);
   MMTWIN_ASSIGN_OR_RETURN(const ModelSpec model, LoadScenarioModel(s));
   MMTWIN_ASSIGN_OR_RETURN(const ClusterSpec cluster, LoadCluster(s.cluster));
+  auto trace = std::make_shared<Trace>();
   MMTWIN_RETURN_IF_ERROR(
-      TraceAndData(s, model, cluster, cancel, out->trace, out->identity, out->data, out->data_metrics));
+      TraceAndData(s, model, cluster, cancel, *trace, out->identity, out->data, out->data_metrics));
+  out->tokens.reserve(trace->size());
+  for (const Sample& x : trace->samples) out->tokens.push_back(TokensFor(model, x));
+  out->trace = std::move(trace);
   return std::shared_ptr<const PreparedData>(std::move(out));
 }
 

@@ -48,8 +48,9 @@ namespace mmtwin {
 // metrics. Every scenario with the same PreparedDataKey gets the same, so a sweep prepares it once in its parent
 // process (PrepareData) and its forked workers share it (PlanOptions::prepared).
 struct PreparedData {
-  std::string key;  // PreparedDataKey of the scenario it was made for
-  Trace trace;
+  std::string key;                     // PreparedDataKey of the scenario it was made for
+  std::shared_ptr<const Trace> trace;  // never null; shared read-only with every PlannedRun built from it
+  std::vector<SampleTokens> tokens;    // per trace sample (TokensFor of the scenario's model)
   TraceIdentity identity;
   DataPlan data;
   DataMetrics data_metrics;
@@ -84,7 +85,9 @@ struct PlannedRun {
   Scenario scenario;  // as given, with `nodes` filled in
   ModelSpec model;
   ClusterSpec cluster;  // with scenario.nodes nodes
-  Trace trace;
+  // The trace, read-only and never null after BuildPlan; shared with PreparedData (a sweep's workers do not
+  // copy it).
+  std::shared_ptr<const Trace> trace;
   std::vector<SampleTokens> tokens;  // per trace sample (TokensFor)
   DataMetrics data_metrics;          // of the whole epoch's data plan
   Plan plan;                         // self-describing; iterations = the replayed ones, ascending

@@ -180,7 +180,7 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
   s.partition_policy = PolicyOf(run.scenario.partition);
   s.recompute_policy = PolicyOf(run.scenario.recompute);
   s.schedule_policy = PolicyOf(run.scenario.schedule);
-  s.trace_samples = static_cast<int64_t>(run.trace.size());
+  s.trace_samples = static_cast<int64_t>(run.trace->size());
   s.iterations_in_epoch = epoch_its;
   s.iterations_replayed = static_cast<int64_t>(times.size());
   s.iteration_time_us = {mean,

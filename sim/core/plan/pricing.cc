@@ -64,15 +64,20 @@ void Pricer::LayerCosts(const std::vector<SampleTokens>& mb, Packing packing,
 
 void Pricer::LayerCostsFor(const std::vector<LayerWorkload>& work, std::vector<LayerCost>& out) const {
   out.resize(layers_.size());
-  // Identical layers (same component and kind; embedding/head are single) share one pricing.
-  std::map<std::pair<int, int>, LayerCost> cache;
+  // Identical layers (a component's transformer blocks; embedding/head are single) share one pricing: the
+  // index in `out` of the component's first block, -1 before it is priced.
+  thread_local std::vector<int> first_block;
+  first_block.assign(model_.components.size(), -1);
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = layers_[i];
     if (l.kind == LayerKind::kTransformer) {
-      auto key = std::make_pair(l.component, static_cast<int>(l.kind));
-      auto it = cache.find(key);
-      if (it == cache.end()) it = cache.emplace(key, cost_.Cost(model_, l, work[l.component])).first;
-      out[i] = it->second;
+      int& k = first_block[l.component];
+      if (k < 0) {
+        k = static_cast<int>(i);
+        out[i] = cost_.Cost(model_, l, work[l.component]);
+      } else {
+        out[i] = out[k];
+      }
     } else {
       out[i] = cost_.Cost(model_, l, work[l.component]);
     }
@@ -82,16 +87,17 @@ void Pricer::LayerCostsFor(const std::vector<LayerWorkload>& work, std::vector<L
 void Pricer::PriceMicroBatch(const std::vector<SampleTokens>& mb, Packing packing, const Partition& partition,
                              const RecomputePlan& recompute, ChunkCost* out) const {
   if (sp_.sp > 1) return PriceMicroBatchSp(mb, packing, partition, recompute, out);
-  std::vector<LayerWorkload> work(model_.components.size());
+  // Scratch reused across calls (BMP prices millions of micro-batches at scale): no allocation per call.
+  thread_local std::vector<LayerWorkload> work, real;
+  thread_local std::vector<LayerCost> lc, useful;
+  work.resize(model_.components.size());
   for (size_t c = 0; c < work.size(); ++c)
     work[c] = ComponentWorkload(model_, static_cast<int>(c), mb, packing);
-  std::vector<LayerCost> lc;
   LayerCostsFor(work, lc);
   // MFU counts useful FLOPs: a padded micro-batch computes its padding, but the model FLOPs are those of the
   // real tokens (the varlen workload).
-  std::vector<LayerCost> useful;
   if (packing == Packing::kPadded) {
-    std::vector<LayerWorkload> real(model_.components.size());
+    real.resize(model_.components.size());
     for (size_t c = 0; c < real.size(); ++c)
       real[c] = ComponentWorkload(model_, static_cast<int>(c), mb, Packing::kVarlen);
     LayerCostsFor(real, useful);
