@@ -81,6 +81,37 @@ TEST(PlannerTest, PlanIsSelfDescribing) {
 
 // A sweep's shared preparation (PrepareData) gives the same plan and run as planning from scratch; its key
 // ignores what only the later steps read and tells apart what the trace or data policy read.
+TEST(PlannerTest, APreparedTraceAloneGivesTheSamePlan) {
+  // Scenarios that differ in the data plan (the seed, the data policy, the model) but share the trace source use
+  // the prepared trace and plan their own data: the plan equals the one built from scratch.
+  const Scenario s = Small();
+  auto prepared = PrepareData(s);
+  ASSERT_TRUE(prepared.ok()) << prepared.error().message();
+  PlanOptions with;
+  with.prepared = *prepared;
+  for (auto change : std::vector<std::function<void(Scenario&)>>{
+           [](Scenario& x) { x.seed = 2; }, [](Scenario& x) { x.data = {"isf", {}}; },
+           [](Scenario& x) { x.model = "internvl-1.5-6b-34b"; }}) {
+    Scenario x = s;
+    change(x);
+    ASSERT_NE(PreparedDataKey(x), PreparedDataKey(s));
+    ASSERT_EQ(PreparedTraceKey(x), PreparedTraceKey(s));
+    auto a = BuildPlan(x, {}), b = BuildPlan(x, with);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(PlanToJson(a->plan), PlanToJson(b->plan));
+    EXPECT_EQ(b->trace.get(), (*prepared)->trace.get());  // shared, not copied
+    ASSERT_EQ(a->tokens.size(), b->tokens.size());
+    for (size_t i = 0; i < a->tokens.size(); ++i) ASSERT_EQ(a->tokens[i].llm_tokens, b->tokens[i].llm_tokens);
+    EXPECT_EQ(a->data_metrics.pad_ratio, b->data_metrics.pad_ratio);
+  }
+  Scenario other = s;
+  other.trace.seed = 8;
+  EXPECT_NE(PreparedTraceKey(other), PreparedTraceKey(s));
+  auto c = BuildPlan(other, with);
+  ASSERT_TRUE(c.ok());
+  EXPECT_NE(c->trace.get(), (*prepared)->trace.get());
+}
+
 TEST(PlannerTest, PreparedDataGivesTheSamePlan) {
   const Scenario s = Small();
   auto prepared = PrepareData(s);

@@ -382,6 +382,30 @@ TEST(ModelErrorsTest, CustomModelOutsideTheZooReusesZooComponents) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(ModelErrorsTest, AnEditedComponentFileIsParsedAgain) {
+  // LoadModel caches parsed models (a sweep parses each once): an edit of the model file or of a component file
+  // it uses must show in the next load, and a file that became invalid must give its error.
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / ("edited_model_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto llm = [&](int layers) {
+    std::ofstream(dir / "part-llm.yaml") << "name: part-llm\nkind: llm\ntransformer: {layers: " << layers
+                                         << ", hidden: 1024, ffn: 4096, heads: 8}\nvocab: 1000\n";
+  };
+  std::ofstream(dir / "top.yaml") << "name: top\ncomponents:\n  - use: part-llm\n";
+  llm(2);
+  const std::string top = (dir / "top.yaml").string();
+  ASSERT_EQ(LoadModel(top)->components[0].tf.layers, 2);
+  ASSERT_EQ(LoadModel(top)->components[0].tf.layers, 2);  // cached
+  llm(5);                                                   // the component file changes
+  EXPECT_EQ(LoadModel(top)->components[0].tf.layers, 5);
+  std::ofstream(dir / "top.yaml") << "name: top2\ncomponents:\n  - use: part-llm\n";  // the model file changes
+  EXPECT_EQ(LoadModel(top)->name, "top2");
+  std::ofstream(dir / "part-llm.yaml") << "name: part-llm\nkind: llm\ntransformer: {layers: -1}\n";
+  EXPECT_FALSE(LoadModel(top).ok());
+  std::filesystem::remove_all(dir);
+}
+
 // Robustness: random byte edits of real zoo files never crash and either parse or give a located error.
 TEST(ModelErrorsTest, MutatedSpecsNeverCrash) {
   Rng rng(7);

@@ -499,6 +499,50 @@ TEST_F(RunnerTest, SharedPreparationGivesTheSameResults) {
   EXPECT_EQ(p50[true], p50[false]);
 }
 
+TEST_F(RunnerTest, RunsSharingOnlyTheTracePrepareItOnceAndLoneRunsPrepareInTheirWorkers) {
+  // A seed axis: every run has its own data plan but the same trace. The parent prepares once and the workers
+  // plan their own data on the shared trace; the results equal unshared runs.
+  auto spec = Parse(Sweep("mode: zip\naxes:\n  - {key: seed, values: [1, 2, 3, 4]}\n"));
+  ASSERT_TRUE(spec.ok()) << spec.error().message();
+  auto runs = ExpandSweep(*spec);
+  ASSERT_TRUE(runs.ok());
+  std::map<bool, std::vector<double>> p50;
+  for (bool share : {true, false}) {
+    auto db = ResultsDb::Open(dir_ / (share ? "seed-shared.sqlite" : "seed-own.sqlite"));
+    ASSERT_TRUE(db.ok());
+    SweepRunOptions o;
+    o.jobs = 2;
+    o.share_prepared = share;
+    auto r = RunSweep(*spec, *runs, **db, o);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->executed, 4);
+    EXPECT_EQ(r->prepared, share ? 1 : 0);
+    EXPECT_EQ(r->shared_runs, share ? 4 : 0);
+    auto rows = (*db)->Runs();
+    ASSERT_EQ(rows->size(), 4u);
+    for (const auto& row : *rows) {
+      ASSERT_EQ(row.status, "ok") << row.error;
+      p50[share].push_back(row.summary->iteration_time_us.p50);
+    }
+  }
+  EXPECT_EQ(p50[true], p50[false]);
+  // Trace seeds: no two runs share anything, so the parent prepares nothing (each worker prepares its own,
+  // in parallel) instead of preparing serially for one run at a time.
+  auto lone = Parse(Sweep("mode: zip\naxes:\n  - {key: trace.seed, values: [1, 2, 3]}\n"));
+  ASSERT_TRUE(lone.ok()) << lone.error().message();
+  auto lone_runs = ExpandSweep(*lone);
+  ASSERT_TRUE(lone_runs.ok());
+  auto db = ResultsDb::Open(dir_ / "lone.sqlite");
+  ASSERT_TRUE(db.ok());
+  SweepRunOptions o;
+  o.jobs = 2;
+  auto r = RunSweep(*lone, *lone_runs, **db, o);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->executed, 3);
+  EXPECT_EQ(r->prepared, 0);
+  EXPECT_EQ(r->shared_runs, 0);
+}
+
 TEST_F(RunnerTest, StoppedMidwayThenResumedRunsOnlyTheMissingRuns) {
   auto db = ResultsDb::Open(dir_ / "r.sqlite");
   ASSERT_TRUE(db.ok());

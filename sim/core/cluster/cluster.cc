@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <mutex>
 
 #include "core/util/csv.h"
 #include "core/util/data_dir.h"
@@ -206,7 +208,25 @@ Result<ClusterSpec> LoadCluster(const std::string& name_or_path, int nodes_overr
       return Error("unknown cluster '" + name_or_path + "'; valid values are: " + Join(ListClusters()));
   }
   MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  MMTWIN_ASSIGN_OR_RETURN(ClusterSpec c, ParseImpl(text, path));
+  // Parsed clusters per (path, text): a sweep parses each cluster file once (an edited file parses again).
+  static std::mutex mu;
+  static std::map<std::pair<std::string, std::string>, ClusterSpec> cache;
+  ClusterSpec c;
+  bool cached = false;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find({path, text});
+    if (it != cache.end()) {
+      c = it->second;
+      cached = true;
+    }
+  }
+  if (!cached) {
+    MMTWIN_ASSIGN_OR_RETURN(c, ParseImpl(text, path));
+    std::lock_guard<std::mutex> lock(mu);
+    if (cache.size() > 256) cache.clear();  // bounded
+    cache[{path, text}] = c;
+  }
   if (nodes_override < 0 || nodes_override > kMaxClusterNodes)
     return Error("nodes override must be in [1, " + std::to_string(kMaxClusterNodes) + "], got " +
                  std::to_string(nodes_override));

@@ -303,12 +303,9 @@ Status CheckPlanMemory(const Scenario& s) {
 
 namespace {
 
-// BuildPlan's steps 2-3: the trace (file or generator) and its identity, then the data policy's epoch plan
-// and its metrics. The per-sample sizes live only for the data policy and its metrics.
-Status TraceAndData(const Scenario& s, const ModelSpec& model, const ClusterSpec& cluster,
-                    const std::atomic<bool>* cancel, Trace& trace, TraceIdentity& id, DataPlan& data,
-                    DataMetrics& metrics) {
-  const ParallelConfig& par = s.parallel;
+// BuildPlan's step 2: the trace (file or generator) and its identity.
+Status LoadScenarioTrace(const Scenario& s, const std::atomic<bool>* cancel, Trace& trace,
+                         TraceIdentity& id) {
   if (!s.trace.file.empty()) {
     MMTWIN_ASSIGN_OR_RETURN(trace, ReadTrace(s.trace.file));
     id.file = s.trace.file;
@@ -335,8 +332,14 @@ Status TraceAndData(const Scenario& s, const ModelSpec& model, const ClusterSpec
   if (trace.samples.empty()) return ScenarioError(s, "trace", "the trace has no samples");
   id.samples = static_cast<int64_t>(trace.size());
   id.digest = TraceDigest(trace);
-  MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
+  return Cancelled(cancel);
+}
 
+// BuildPlan's step 3: the data policy's epoch plan and its metrics. The per-sample sizes live only for the data
+// policy and its metrics.
+Status PlanData(const Scenario& s, const ModelSpec& model, const ClusterSpec& cluster,
+                const std::atomic<bool>* cancel, const Trace& trace, DataPlan& data, DataMetrics& metrics) {
+  const ParallelConfig& par = s.parallel;
   // Data policy: the epoch's mini-batch steps.
   // The per-sample sizes live only for the data policy and its metrics, and the per-sample tokens are computed
   // after them: the two tables are never held at once (40 bytes per sample less at the peak).
@@ -350,6 +353,20 @@ Status TraceAndData(const Scenario& s, const ModelSpec& model, const ClusterSpec
     metrics = ComputeDataMetrics(data, sizes);
   }
   return Cancelled(cancel);
+}
+
+Status TraceAndData(const Scenario& s, const ModelSpec& model, const ClusterSpec& cluster,
+                    const std::atomic<bool>* cancel, Trace& trace, TraceIdentity& id, DataPlan& data,
+                    DataMetrics& metrics) {
+  MMTWIN_RETURN_IF_ERROR(LoadScenarioTrace(s, cancel, trace, id));
+  return PlanData(s, model, cluster, cancel, trace, data, metrics);
+}
+
+std::vector<SampleTokens> TokensOf(const ModelSpec& model, const Trace& trace) {
+  std::vector<SampleTokens> tokens;
+  tokens.reserve(trace.size());
+  for (const Sample& x : trace.samples) tokens.push_back(TokensFor(model, x));
+  return tokens;
 }
 
 }  // namespace
@@ -368,19 +385,24 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
 
   // The trace and the data policy's epoch plan (steps 2-3), or what PrepareData made of them.
   DataPlan data;
-  if (options.prepared && options.prepared->key == PreparedDataKey(s)) {
-    run.trace = options.prepared->trace;
-    run.tokens = options.prepared->tokens;
-    run.plan.trace = options.prepared->identity;
-    data = options.prepared->data;
-    run.data_metrics = options.prepared->data_metrics;
+  const PreparedData* prep = options.prepared.get();
+  if (prep && prep->key == PreparedDataKey(s)) {
+    run.trace = prep->trace;
+    run.tokens = prep->tokens;
+    run.plan.trace = prep->identity;
+    data = prep->data;
+    run.data_metrics = prep->data_metrics;
+  } else if (prep && prep->trace_key == PreparedTraceKey(s)) {  // the same trace, another data plan
+    run.trace = prep->trace;
+    run.plan.trace = prep->identity;
+    MMTWIN_RETURN_IF_ERROR(PlanData(s, run.model, run.cluster, cancel, *run.trace, data, run.data_metrics));
+    run.tokens = prep->model == run.model.name ? prep->tokens : TokensOf(run.model, *run.trace);
   } else {
     auto trace = std::make_shared<Trace>();
     MMTWIN_RETURN_IF_ERROR(
         TraceAndData(s, run.model, run.cluster, cancel, *trace, run.plan.trace, data, run.data_metrics));
     run.trace = std::move(trace);
-    run.tokens.reserve(run.trace->size());
-    for (const Sample& x : run.trace->samples) run.tokens.push_back(TokensFor(run.model, x));
+    run.tokens = TokensOf(run.model, *run.trace);
   }
   MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
 
@@ -466,16 +488,23 @@ std::string PreparedDataKey(const Scenario& s) {
   return FormatScenario(k);
 }
 
+std::string PreparedTraceKey(const Scenario& s) {
+  const TraceSource& t = s.trace;
+  return "file=" + t.file + "\npreset=" + t.preset + "\nsamples=" + std::to_string(t.samples) +
+         "\nseed=" + std::to_string(t.seed) + "\nsequence_tokens=" + std::to_string(t.sequence_tokens);
+}
+
 Result<std::shared_ptr<const PreparedData>> PrepareData(const Scenario& s, const std::atomic<bool>* cancel) {
   auto out = std::make_shared<PreparedData>();
   out->key = PreparedDataKey(s);
   MMTWIN_ASSIGN_OR_RETURN(const ModelSpec model, LoadScenarioModel(s));
   MMTWIN_ASSIGN_OR_RETURN(const ClusterSpec cluster, LoadCluster(s.cluster));
+  out->trace_key = PreparedTraceKey(s);
+  out->model = model.name;
   auto trace = std::make_shared<Trace>();
   MMTWIN_RETURN_IF_ERROR(
       TraceAndData(s, model, cluster, cancel, *trace, out->identity, out->data, out->data_metrics));
-  out->tokens.reserve(trace->size());
-  for (const Sample& x : trace->samples) out->tokens.push_back(TokensFor(model, x));
+  out->tokens = TokensOf(model, *trace);
   out->trace = std::move(trace);
   return std::shared_ptr<const PreparedData>(std::move(out));
 }

@@ -48,7 +48,9 @@ namespace mmtwin {
 // metrics. Every scenario with the same PreparedDataKey gets the same, so a sweep prepares it once in its parent
 // process (PrepareData) and its forked workers share it (PlanOptions::prepared).
 struct PreparedData {
-  std::string key;                     // PreparedDataKey of the scenario it was made for
+  std::string key;        // PreparedDataKey of the scenario it was made for
+  std::string trace_key;  // its PreparedTraceKey: scenarios with only this in common share the trace
+  std::string model;      // the model the tokens are for (ModelSpec::name)
   std::shared_ptr<const Trace> trace;  // never null; shared read-only with every PlannedRun built from it
   std::vector<SampleTokens> tokens;    // per trace sample (TokensFor of the scenario's model)
   TraceIdentity identity;
@@ -59,6 +61,10 @@ struct PreparedData {
 // pipeline layout, micro-batch count, replayed iterations, partition / recompute / schedule policies, engine
 // and cost model): equal keys, equal PreparedData.
 std::string PreparedDataKey(const Scenario& s);
+// The scenario's trace source (file, preset, samples, seed, sequence_tokens) as text: equal keys, equal traces
+// (step 2). A scenario whose PreparedDataKey differs but whose PreparedTraceKey matches reuses the prepared trace
+// (and its tokens when the model is the same) and runs its own data policy.
+std::string PreparedTraceKey(const Scenario& s);
 // Steps 2-3 alone. Errors as BuildPlan's for those steps.
 Result<std::shared_ptr<const PreparedData>> PrepareData(const Scenario& s,
                                                         const std::atomic<bool>* cancel = nullptr);
@@ -75,8 +81,9 @@ struct PlanOptions {
   bool memory_report = true;
   // Polled between steps and iterations; when it becomes true, BuildPlan returns the error "cancelled".
   const std::atomic<bool>* cancel = nullptr;
-  // Steps 2-3 already done (PrepareData): used when its key is the scenario's PreparedDataKey, else ignored
-  // (the plan is then built from scratch; the result is the same either way).
+  // Steps 2-3 already done (PrepareData): used when its key is the scenario's PreparedDataKey; only its trace
+  // (step 2) when just the PreparedTraceKey matches; else ignored (the plan is then built from scratch; the
+  // result is the same either way).
   std::shared_ptr<const PreparedData> prepared;
 };
 

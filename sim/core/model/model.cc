@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -523,6 +525,9 @@ std::string DefaultComponentName(ComponentKind k) { return ComponentKindName(k);
 Result<ModelSpec> ParseModelImpl(const std::string& yaml_text, const std::string& name,
                                  const std::string& resolve_dir, int depth);
 
+// The files a LoadModel call read (path, text), when a cache entry is being made.
+thread_local std::vector<std::pair<std::string, std::string>>* g_model_reads = nullptr;
+
 Result<ModelSpec> LoadModelImpl(const std::string& name_or_path, int depth) {
   const bool is_path = name_or_path.find('/') != std::string::npos ||
                        (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".yaml");
@@ -537,6 +542,7 @@ Result<ModelSpec> LoadModelImpl(const std::string& name_or_path, int depth) {
     }
   }
   MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  if (g_model_reads) g_model_reads->push_back({path, text});
   const std::string dir = std::filesystem::path(path).parent_path().string();
   return ParseModelImpl(text, path, dir.empty() ? "." : dir, depth);
 }
@@ -664,6 +670,40 @@ Result<ModelSpec> ParseModel(const std::string& yaml_text, const std::string& na
   return ParseModelImpl(yaml_text, name, resolve_dir, 0);
 }
 
-Result<ModelSpec> LoadModel(const std::string& name_or_path) { return LoadModelImpl(name_or_path, 0); }
+// Parsed models, per name or path, with every file the parse read and its text: an entry is used only while
+// each of those files still reads the same (a model file and the component files it names), so an edited file
+// is parsed again. A sweep parses each model once in its parent (its forked workers inherit the cache); the
+// parse, not the read, is what costs (yaml-cpp).
+Result<ModelSpec> LoadModel(const std::string& name_or_path) {
+  struct Entry {
+    std::vector<std::pair<std::string, std::string>> files;
+    ModelSpec spec;
+  };
+  static std::mutex mu;
+  static std::map<std::string, Entry> cache;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(name_or_path);
+    if (it != cache.end()) {
+      bool same = true;
+      for (const auto& [path, text] : it->second.files) {
+        auto now = ReadFile(path);
+        same = same && now.ok() && *now == text;
+      }
+      if (same) return it->second.spec;
+      cache.erase(it);
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> reads;
+  g_model_reads = &reads;
+  Result<ModelSpec> spec = LoadModelImpl(name_or_path, 0);
+  g_model_reads = nullptr;
+  if (spec.ok()) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (cache.size() > 256) cache.clear();  // bounded
+    cache[name_or_path] = Entry{std::move(reads), *spec};
+  }
+  return spec;
+}
 
 }  // namespace mmtwin

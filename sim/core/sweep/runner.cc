@@ -188,6 +188,17 @@ Result<SweepOutcome> RunSweepFrom(const SweepSpec& spec, int64_t count, const Ru
     return std::nullopt;
   };
 
+  // One run of look-ahead (pull() returns it first): whether the next run shares the prepared data.
+  std::optional<SweepRun> lookahead;
+  auto pull = [&]() -> std::optional<SweepRun> {
+    if (lookahead) {
+      std::optional<SweepRun> r = std::move(lookahead);
+      lookahead.reset();
+      return r;
+    }
+    return next_run();
+  };
+
   const auto t0 = Clock::now();
   SweepProgress progress;
   // Runs left to execute, as far as is known: runs found done (or duplicate) further on lower it.
@@ -240,12 +251,12 @@ Result<SweepOutcome> RunSweepFrom(const SweepSpec& spec, int64_t count, const Ru
     if (stop_now() && (more || !active.empty())) {
       kill_all();
       // Stopped with runs left: look ahead once, so "stopped" is not reported when the last run just finished.
-      if (!active.empty() || next_run()) out.stopped = true;
+      if (!active.empty() || pull()) out.stopped = true;
       return finish();
     }
     // Launch workers; invalid scenarios are recorded at once.
     while (more && static_cast<int>(active.size()) < jobs) {
-      std::optional<SweepRun> expanded = next_run();
+      std::optional<SweepRun> expanded = pull();
       if (!expanded) {
         more = false;
         break;
@@ -262,15 +273,24 @@ Result<SweepOutcome> RunSweepFrom(const SweepSpec& spec, int64_t count, const Ru
       }
       if (share) {
         const std::string key = PreparedDataKey(run.scenario);
-        if (!prepared || prepared->key != key) {
+        if (!prepared || (prepared->key != key && prepared->trace_key != PreparedTraceKey(run.scenario))) {
           prepared.reset();  // one at a time in this process
-          const auto p0 = Clock::now();
-          auto p = PrepareData(run.scenario, o.cancel);
-          out.prepare_seconds += std::chrono::duration<double>(Clock::now() - p0).count();
-          if (p) {
-            prepared = std::move(*p);
-            ++out.prepared;
-          }  // else: the worker prepares it itself and records the error
+          // Only a group of consecutive runs is prepared here: a run that shares its key with no neighbour
+          // prepares in its own worker, in parallel with the other workers, instead of serially in the parent.
+          // Sharing the trace alone (the next run differs in its data plan, e.g. the seed) also counts.
+          if (!lookahead) lookahead = next_run();
+          const bool group = lookahead && lookahead->error.empty() &&
+                             (PreparedDataKey(lookahead->scenario) == key ||
+                              PreparedTraceKey(lookahead->scenario) == PreparedTraceKey(run.scenario));
+          if (group) {
+            const auto p0 = Clock::now();
+            auto p = PrepareData(run.scenario, o.cancel);
+            out.prepare_seconds += std::chrono::duration<double>(Clock::now() - p0).count();
+            if (p) {
+              prepared = std::move(*p);
+              ++out.prepared;
+            }  // else: the worker prepares it itself and records the error
+          }
         }
         if (prepared) ++out.shared_runs;
       }
