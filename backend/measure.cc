@@ -36,7 +36,7 @@ RunSummary MeasuredSummary(const PlannedRun& run, const std::vector<OpRecord>& o
   s.partition_policy = policy(run.scenario.partition);
   s.recompute_policy = policy(run.scenario.recompute);
   s.schedule_policy = policy(run.scenario.schedule);
-  s.trace_samples = static_cast<int64_t>(run.trace->size());
+  s.trace_samples = run.trace_samples;
   s.iterations_in_epoch = plan.iterations_in_epoch;
   s.iterations_replayed = static_cast<int64_t>(iteration_us.size());
   (void)warmup_iterations;

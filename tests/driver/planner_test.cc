@@ -81,6 +81,21 @@ TEST(PlannerTest, PlanIsSelfDescribing) {
 
 // A sweep's shared preparation (PrepareData) gives the same plan and run as planning from scratch; its key
 // ignores what only the later steps read and tells apart what the trace or data policy read.
+TEST(PlannerTest, DroppingTheTraceKeepsThePlan) {
+  const Scenario s = Small();
+  PlanOptions drop;
+  drop.keep_trace = false;
+  auto a = BuildPlan(s, {}), b = BuildPlan(s, drop);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_NE(a->trace, nullptr);
+  EXPECT_EQ(b->trace, nullptr);
+  EXPECT_EQ(a->trace_samples, static_cast<int64_t>(a->trace->size()));
+  EXPECT_EQ(b->trace_samples, a->trace_samples);
+  EXPECT_EQ(PlanToJson(a->plan), PlanToJson(b->plan));
+  ASSERT_EQ(a->memory.size(), b->memory.size());
+  for (size_t r = 0; r < a->memory.size(); ++r) EXPECT_EQ(a->memory[r].peak_bytes, b->memory[r].peak_bytes);
+}
+
 TEST(PlannerTest, APreparedTraceAloneGivesTheSamePlan) {
   // Scenarios that differ in the data plan (the seed, the data policy, the model) but share the trace source use
   // the prepared trace and plan their own data: the plan equals the one built from scratch.

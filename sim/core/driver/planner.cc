@@ -454,6 +454,8 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
   plan.iterations.reserve(replay.size());
   for (int64_t k : replay) plan.iterations.push_back(IterationOf(data, par.dp, par.micro_batches, k));
   data = DataPlan();  // the epoch's other steps are not needed any more
+  run.trace_samples = static_cast<int64_t>(run.trace->size());
+  if (!options.keep_trace) run.trace.reset();
 
   // Cost model, schedule, partition, recompute.
   if (options.cost) {

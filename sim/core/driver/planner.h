@@ -79,6 +79,10 @@ struct PlanOptions {
   // Price every replayed iteration for PlannedRun::memory and stage_fwd_us_mean (what `mmtwin plan` shows;
   // Simulate computes the same while it replays, so it turns this off).
   bool memory_report = true;
+  // Keep PlannedRun::trace. False drops it once the replayed iterations are drawn (before the model plan):
+  // the plan and its replay need only the per-sample tokens, and at 100k GPUs the samples are ~1.5 GB of the
+  // peak (Simulate turns it off; the backend, which builds real micro-batches from the samples, keeps it).
+  bool keep_trace = true;
   // Polled between steps and iterations; when it becomes true, BuildPlan returns the error "cancelled".
   const std::atomic<bool>* cancel = nullptr;
   // Steps 2-3 already done (PrepareData): used when its key is the scenario's PreparedDataKey; only its trace
@@ -92,10 +96,11 @@ struct PlannedRun {
   Scenario scenario;  // as given, with `nodes` filled in
   ModelSpec model;
   ClusterSpec cluster;  // with scenario.nodes nodes
-  // The trace, read-only and never null after BuildPlan; shared with PreparedData (a sweep's workers do not
-  // copy it).
+  // The trace, read-only and never null after BuildPlan unless PlanOptions::keep_trace was false; shared with
+  // PreparedData (a sweep's workers do not copy it).
   std::shared_ptr<const Trace> trace;
   std::vector<SampleTokens> tokens;  // per trace sample (TokensFor)
+  int64_t trace_samples = 0;         // the trace's size (also when it was dropped)
   DataMetrics data_metrics;          // of the whole epoch's data plan
   Plan plan;                         // self-describing; iterations = the replayed ones, ascending
   PartitionReport partition_report;

@@ -59,6 +59,7 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
   popts.memory_report = false;  // computed below while replaying
   popts.cancel = options.cancel;
   popts.prepared = options.prepared;
+  popts.keep_trace = false;  // the replay needs the per-sample tokens, not the samples
   MMTWIN_ASSIGN_OR_RETURN(PlannedRun run, BuildPlan(scenario, popts));
   std::unique_ptr<Evaluator> owned;
   Evaluator* evaluator = options.evaluator;
@@ -180,7 +181,7 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
   s.partition_policy = PolicyOf(run.scenario.partition);
   s.recompute_policy = PolicyOf(run.scenario.recompute);
   s.schedule_policy = PolicyOf(run.scenario.schedule);
-  s.trace_samples = static_cast<int64_t>(run.trace->size());
+  s.trace_samples = run.trace_samples;
   s.iterations_in_epoch = epoch_its;
   s.iterations_replayed = static_cast<int64_t>(times.size());
   s.iteration_time_us = {mean,
