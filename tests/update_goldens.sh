@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the goldens of every shipped scenario: for each scenario file under scenarios/ (except sweeps/,
-# validation suites *.suite.yaml and goldens/ themselves), `mmtwin simulate` writes summary.json and stages.csv
+# validation suites *.suite.yaml, goldens/ themselves and files whose first line is "# no golden: REASON"), `mmtwin simulate` writes summary.json and stages.csv
 # and `mmtwin plan --json` writes plan.json into scenarios/goldens/<path without .yaml>/.
 # tests/scenario/golden_slow_test.cc compares fresh runs with these files byte for byte, so any change to a
 # simulated figure shows up as a reviewable diff: run this, then `git diff scenarios/goldens`.
@@ -13,6 +13,7 @@ cd "$MMTWIN_ROOT"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 while IFS= read -r f; do
+  case "$(head -n 1 "$f")" in "# no golden:"*) continue ;; esac  # e.g. the 100k-GPU scale benchmark
   rel=${f#scenarios/}
   rel=${rel%.yaml}
   code=0

@@ -91,17 +91,18 @@ class CountingEvaluator : public Evaluator {
   SimGridOptions options_;
 };
 
-// The whole `mmtwin simulate FILE --engine simgrid` minus file output, one iteration: scenario, trace, data
-// policy, partition, pricing and the replay.
+// The whole `mmtwin simulate FILE --engine simgrid` minus file output, one iteration (or, with own_iterations,
+// the scenario's sampled iterations): scenario, trace, data policy, partition, pricing and the replay.
 void BM_Scenario(benchmark::State& state, const char* file, bool simgrid, bool contention,
-                 int max_ring_steps = -1) {
+                 int max_ring_steps = -1, bool own_iterations = false, bool uniform = false) {
   auto s = LoadScenario(std::string(MMTWIN_SOURCE_DIR) + "/" + file);
   if (!s) {
     state.SkipWithError(s.error().message().c_str());
     return;
   }
   s->epoch = false;  // scenarios/bench/64gpu-32mb.yaml has iterations: 1 already; the epoch scenario: 1 of it
-  s->iterations = 1;
+  if (!own_iterations) s->iterations = 1;
+  if (uniform) s->partition = {"uniform", {}};
   auto cluster = LoadCluster(s->cluster, s->nodes);
   if (!cluster) {
     state.SkipWithError(cluster.error().message().c_str());
@@ -176,6 +177,30 @@ BENCHMARK_CAPTURE(BM_Scenario, scale_16384_analytic, kScale16k, false, false)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 BENCHMARK_CAPTURE(BM_Scenario, scale_16384_simgrid, kScale16k, true, true)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+// The recipe end to end: the scenarios' own 4 sampled iterations (analytic), and a uniform partition
+// beside BMP (what BMP's candidate timing costs).
+BENCHMARK_CAPTURE(BM_Scenario, scale_512_analytic_4_iterations, kScale512, false, false, -1, true)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_Scenario, scale_512_analytic_4_iterations_uniform, kScale512, false, false, -1, true,
+                  true)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_Scenario, scale_16384_analytic_4_iterations, kScale16k, false, false, -1, true)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_Scenario, scale_16384_analytic_4_iterations_uniform, kScale16k, false, false, -1, true,
+                  true)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+constexpr const char* kScale100k = "scenarios/bench/scale-102400.yaml";
+BENCHMARK_CAPTURE(BM_Scenario, scale_102400_analytic_4_iterations, kScale100k, false, false, -1, true)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_Scenario, scale_102400_analytic_4_iterations_uniform, kScale100k, false, false, -1, true,
+                  true)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 
