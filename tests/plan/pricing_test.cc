@@ -5,7 +5,10 @@
 #include "core/plan/memory.h"
 #include "core/plan/schedule.h"
 
+#include <algorithm>
 #include <numeric>
+
+#include "core/util/rng.h"
 
 namespace mmtwin {
 namespace {
@@ -185,6 +188,86 @@ TEST(PricerTest, RecomputeTransientIsOneCheckpointedUnit) {
             others + blocks / 2 * kept + on_top(act - kept + act));
   // Full recompute now saves memory at pp 1.
   EXPECT_LT(peak([](int) { return uint8_t{1}; }), peak([](int) { return uint8_t{0}; }) / 2);
+}
+
+}  // namespace
+}  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+TEST(IterationTimingCacheTest, TimesEqualPriceIterationBitForBitOnRandomPartitions) {
+  // Oracle: the full pricing. For random partitions and recompute plans, TP 1 and 2, varlen and padded
+  // micro-batches, every timing field and send_bytes must be equal (==, not near: BMP's choice must not move).
+  const ModelSpec model = *LoadModel("internvl-1.5-6b-20b");
+  const ClusterSpec cluster = *LoadCluster("a100-4x200g");
+  const int L = static_cast<int>(Layers(model).size());
+  Rng rng(5);
+  std::vector<SampleTokens> tokens;
+  for (int i = 0; i < 64; ++i) {
+    Sample s;
+    s.images = rng.Below(3) ? 1 : 0;
+    s.image_tiles = s.images ? 1 + static_cast<uint32_t>(rng.Below(12)) : 0;
+    s.text_tokens = 50 + static_cast<uint32_t>(rng.Below(2000));
+    tokens.push_back(TokensFor(model, s));
+  }
+  // Two iterations, DP 2 x 3 micro-batches of 1..4 samples.
+  std::vector<IterationData> its(2);
+  for (IterationData& it : its) {
+    it.micro_batches.assign(2, std::vector<std::vector<uint32_t>>(3));
+    for (auto& rank : it.micro_batches)
+      for (auto& mb : rank)
+        for (uint64_t k = 0, n = 1 + rng.Below(4); k < n; ++k)
+          mb.push_back(static_cast<uint32_t>(rng.Below(64)));
+  }
+  int checked = 0;
+  for (int tp : {1, 2}) {
+    ParallelConfig pc;
+    pc.dp = 2;
+    pc.tp = tp;
+    pc.pp = 4;
+    AnalyticOptions ao;
+    ao.tp = tp;
+    const AnalyticCostModel cost(cluster.device, ao);
+    const Pricer pricer(model, cost, cluster, pc);
+    ASSERT_TRUE(IterationTimingCache::Supported(pricer));
+    for (Packing packing : {Packing::kVarlen, Packing::kPadded}) {
+      const IterationTimingCache cache(pricer, its, tokens, packing);
+      ASSERT_EQ(cache.size(), 2u);
+      for (int trial = 0; trial < 20; ++trial) {
+        // Random cuts into 4 chunks, random recompute flags (0, 1, 2).
+        std::vector<int> cuts;
+        while (cuts.size() < 3) {
+          const int c = 1 + static_cast<int>(rng.Below(L - 1));
+          if (std::find(cuts.begin(), cuts.end(), c) == cuts.end()) cuts.push_back(c);
+        }
+        std::sort(cuts.begin(), cuts.end());
+        Partition p;
+        p.bounds = {0, cuts[0], cuts[1], cuts[2], L};
+        RecomputePlan rc;
+        rc.layers.resize(L);
+        for (auto& f : rc.layers) f = static_cast<uint8_t>(rng.Below(3));
+        for (size_t i = 0; i < its.size(); ++i) {
+          const IterationCosts want = pricer.PriceIteration(its[i], tokens, packing, p, rc);
+          const IterationCosts got = cache.Times(i, p, rc);
+          ASSERT_EQ(got.costs.size(), want.costs.size());
+          for (size_t k = 0; k < want.costs.size(); ++k) {
+            const ChunkCost &a = got.costs[k], &b = want.costs[k];
+            ASSERT_EQ(a.fwd_us, b.fwd_us);
+            ASSERT_EQ(a.bwd_us, b.bwd_us);
+            ASSERT_EQ(a.bwd_weight_us, b.bwd_weight_us);
+            ASSERT_EQ(a.recompute_us, b.recompute_us);
+            ASSERT_EQ(a.tp_fwd_us, b.tp_fwd_us);
+            ASSERT_EQ(a.tp_bwd_us, b.tp_bwd_us);
+            ASSERT_EQ(a.send_bytes, b.send_bytes);
+            ASSERT_EQ(a.llm_tokens, b.llm_tokens);
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 2 * 2 * 20 * 2 * 2 * 3 * 4);
 }
 
 }  // namespace

@@ -145,7 +145,8 @@ Result<RecomputePlan> PlanRecompute(const PlannedRun& run, const LayerProfile& w
 // Mean iteration time of a candidate plan over the first few replayed iterations (bmp's "timing"). `graph`
 // carries the op graph from one candidate to the next: the candidates of one partition policy share its shape
 // (the same schedule and replicas; the DP ops move with the chunk statics), so it is built once and re-priced.
-Result<double> QuickTime(const PlannedRun& run, const Pricer& pricer, const LayerProfile& worst,
+Result<double> QuickTime(const PlannedRun& run, const Pricer& pricer,
+                         const IterationTimingCache* timing_cache, const LayerProfile& worst,
                          const Partition& p, OpGraph& graph, const std::atomic<bool>* cancel) {
   MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
   MMTWIN_ASSIGN_OR_RETURN(RecomputePlan rc, PlanRecompute(run, worst, p, nullptr));
@@ -157,7 +158,8 @@ Result<double> QuickTime(const PlannedRun& run, const Pricer& pricer, const Laye
   comm.dp_bucket_bytes = run.plan.dp_bucket_bytes;
   for (size_t i = 0; i < n; ++i) {
     const IterationCosts costs =
-        pricer.PriceIteration(run.plan.iterations[i], run.tokens, run.packing(), p, rc);
+        timing_cache ? timing_cache->Times(i, p, rc)
+                     : pricer.PriceIteration(run.plan.iterations[i], run.tokens, run.packing(), p, rc);
     if (graph.num_ops() == 0) {
       MMTWIN_ASSIGN_OR_RETURN(graph, BuildIterationGraph(run.plan.parallel, run.plan.schedule, costs, statics,
                                                          comm, run.comm_cost));
@@ -184,8 +186,16 @@ Status PlanModel(PlannedRun& run, const Pricer& pricer, const std::atomic<bool>*
     return FitsWithFullRecompute(prof.worst, p, par, in_flight, capacity);
   };
   OpGraph candidate_graph;  // shared by the candidates (QuickTime)
+  // The timed iterations' layer costs, priced once for all candidates (made on the first evaluation: policies
+  // without an evaluator never pay for it).
+  std::unique_ptr<IterationTimingCache> timing_cache;
   pc.evaluate = [&](const Partition& p) {
-    return QuickTime(run, pricer, prof.worst, p, candidate_graph, cancel);
+    if (!timing_cache && IterationTimingCache::Supported(pricer)) {
+      const size_t n = std::min<size_t>(run.plan.iterations.size(), 4);
+      const std::vector<IterationData> timed(run.plan.iterations.begin(), run.plan.iterations.begin() + n);
+      timing_cache = std::make_unique<IterationTimingCache>(pricer, timed, run.tokens, run.packing());
+    }
+    return QuickTime(run, pricer, timing_cache.get(), prof.worst, p, candidate_graph, cancel);
   };
   if (par.chunks() > static_cast<int>(pricer.layers().size()))
     return ScenarioError(run.scenario, par.vpp > 1 ? "parallel.vpp" : "parallel.pp",

@@ -34,6 +34,23 @@ Pricer::Pricer(const ModelSpec& model, const CostModel& cost, const ClusterSpec&
                const ParallelConfig& parallel)
     : model_(model), cost_(cost), cluster_(cluster), parallel_(parallel), layers_(Layers(model)) {
   for (const Layer& l : layers_) hidden_of_layer_.push_back(model.components[l.component].tf.hidden);
+  // Timing slots: a component's transformer blocks share one (LayerCostsFor prices them once).
+  std::vector<int> block_slot(model.components.size(), -1);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = layers_[i];
+    int slot = -1;
+    if (l.kind == LayerKind::kTransformer) {
+      if (block_slot[l.component] < 0) {
+        block_slot[l.component] = num_slots_++;
+        layer_of_slot_.push_back(static_cast<int>(i));
+      }
+      slot = block_slot[l.component];
+    } else {
+      slot = num_slots_++;
+      layer_of_slot_.push_back(static_cast<int>(i));
+    }
+    slot_of_layer_.push_back(slot);
+  }
   for (size_t c = 0; c < model.components.size(); ++c)
     if (model.components[c].kind == ComponentKind::kLlm) llm_component_ = static_cast<int>(c);
   if (parallel.sp > 1 && llm_component_ >= 0) {
@@ -123,6 +140,96 @@ void Pricer::PriceMicroBatch(const std::vector<SampleTokens>& mb, Packing packin
     cc.send_bytes = c + 1 < chunks ? lc[last].boundary_bytes / std::max(1, parallel_.tp) : 0;
     cc.llm_tokens = llm_tokens;
   }
+}
+
+void Pricer::PriceSlots(const std::vector<SampleTokens>& mb, Packing packing, SlotCost* out) const {
+  thread_local std::vector<LayerWorkload> work;
+  thread_local std::vector<LayerCost> lc;
+  work.resize(model_.components.size());
+  for (size_t c = 0; c < work.size(); ++c)
+    work[c] = ComponentWorkload(model_, static_cast<int>(c), mb, packing);
+  LayerCostsFor(work, lc);
+  for (int k = 0; k < num_slots_; ++k) {
+    const int i = layer_of_slot_[k];
+    const LayerCost& x = lc[i];
+    SlotCost& y = out[k];
+    y.fwd_us = x.fwd_time_us;
+    y.bwd_us = x.bwd_time_us;
+    y.bwd_weight_us = x.bwd_weight_time_us;
+    y.boundary_bytes = x.boundary_bytes;
+    y.tp_us = layers_[i].kind == LayerKind::kTransformer
+                  ? TpLayerForwardUs(work[layers_[i].component].tokens, hidden_of_layer_[i])
+                  : 0.0;
+  }
+}
+
+void Pricer::ChunkTimes(const SlotCost* slot_costs, int64_t llm_tokens, const Partition& partition,
+                        const RecomputePlan& recompute, ChunkCost* out) const {
+  const int chunks = partition.chunks();
+  for (int c = 0; c < chunks; ++c) {
+    ChunkCost& cc = out[c];
+    cc = ChunkCost{};
+    // AddLayer's time sums, layer by layer.
+    for (int i = partition.bounds[c]; i < partition.bounds[c + 1]; ++i) {
+      const SlotCost& x = slot_costs[slot_of_layer_[i]];
+      const bool rc = i < static_cast<int>(recompute.layers.size()) && recompute.layers[i] != 0;
+      cc.fwd_us += x.fwd_us;
+      cc.bwd_us += x.bwd_us;
+      cc.bwd_weight_us += x.bwd_weight_us;
+      cc.tp_fwd_us += x.tp_us;
+      cc.tp_bwd_us += x.tp_us * (rc ? 2 : 1);
+      if (rc) cc.recompute_us += x.fwd_us;
+    }
+    const int last = partition.bounds[c + 1] - 1;
+    cc.send_bytes =
+        c + 1 < chunks ? slot_costs[slot_of_layer_[last]].boundary_bytes / std::max(1, parallel_.tp) : 0;
+    cc.llm_tokens = llm_tokens;
+  }
+}
+
+IterationTimingCache::IterationTimingCache(const Pricer& pricer, const std::vector<IterationData>& iterations,
+                                           const std::vector<SampleTokens>& tokens, Packing packing)
+    : pricer_(pricer) {
+  const int slots = pricer.NumSlots();  // per micro-batch
+  std::vector<SampleTokens> mb;
+  for (const IterationData& it : iterations) {
+    Iteration x;
+    x.dp = static_cast<int>(it.micro_batches.size());
+    x.micro_batches = x.dp ? static_cast<int>(it.micro_batches[0].size()) : 0;
+    x.slot_costs.resize(static_cast<size_t>(x.dp) * x.micro_batches * slots);
+    x.llm_tokens.resize(static_cast<size_t>(x.dp) * x.micro_batches);
+    for (int r = 0; r < x.dp; ++r)
+      for (int k = 0; k < x.micro_batches; ++k) {
+        mb.clear();
+        int64_t llm = 0;
+        for (uint32_t s : it.micro_batches[r][k]) {
+          mb.push_back(tokens[s]);
+          llm += tokens[s].llm_tokens;
+        }
+        const size_t j = static_cast<size_t>(r) * x.micro_batches + k;
+        pricer.PriceSlots(mb, packing, &x.slot_costs[j * slots]);
+        x.llm_tokens[j] = llm;
+      }
+    x.dispatch = it.dispatch;
+    x.dispatch_backward = it.dispatch_backward;
+    iterations_.push_back(std::move(x));
+  }
+}
+
+IterationCosts IterationTimingCache::Times(size_t iteration, const Partition& partition,
+                                           const RecomputePlan& recompute) const {
+  const Iteration& x = iterations_[iteration];
+  const int slots = pricer_.NumSlots();
+  IterationCosts costs;
+  costs.Resize(x.dp, x.micro_batches, partition.chunks());
+  costs.dispatch = x.dispatch;
+  costs.dispatch_backward = x.dispatch_backward;
+  for (int r = 0; r < x.dp; ++r)
+    for (int k = 0; k < x.micro_batches; ++k) {
+      const size_t j = static_cast<size_t>(r) * x.micro_batches + k;
+      pricer_.ChunkTimes(&x.slot_costs[j * slots], x.llm_tokens[j], partition, recompute, &costs.At(r, k, 0));
+    }
+  return costs;
 }
 
 IterationCosts Pricer::PriceIteration(const IterationData& it, const std::vector<SampleTokens>& tokens,

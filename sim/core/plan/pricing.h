@@ -72,6 +72,24 @@ class Pricer {
                                 Packing packing, const Partition& partition,
                                 const RecomputePlan& recompute) const;
 
+  // ---- Timing many partitions of the same micro-batches (IterationTimingCache) ----
+  // A micro-batch's distinct layer costs: one slot per component's transformer block (all its blocks cost the
+  // same) and one per other layer; SlotOfLayer(l) names layer l's. tp_us is a block's TP forward collective
+  // time (0 for other layers).
+  struct SlotCost {
+    double fwd_us = 0, bwd_us = 0, bwd_weight_us = 0, tp_us = 0;
+    int64_t boundary_bytes = 0;
+  };
+  int NumSlots() const { return num_slots_; }
+  int SlotOfLayer(int layer) const { return slot_of_layer_[layer]; }
+  // The micro-batch's slots (out has NumSlots() entries). sp == 1 only.
+  void PriceSlots(const std::vector<SampleTokens>& micro_batch, Packing packing, SlotCost* out) const;
+  // The timing fields of ChunkCost (fwd_us, bwd_us, bwd_weight_us, recompute_us, tp_fwd_us, tp_bwd_us,
+  // send_bytes; llm_tokens) of every chunk from the micro-batch's slots: the same sums, in the same layer order,
+  // as PriceMicroBatch, so equal bit for bit; the other fields stay 0.
+  void ChunkTimes(const SlotCost* slot_costs, int64_t llm_tokens, const Partition& partition,
+                  const RecomputePlan& recompute, ChunkCost* out) const;
+
   std::vector<ChunkStatic> Static(const Partition& partition) const;
   // Link speeds for the Megatron layout (TP fastest, then DP, then PP): DP peers share a node when tp*dp fits
   // in a node (NVLink), else each GPU uses its share of the node's NICs; pipeline neighbours likewise.
@@ -91,6 +109,35 @@ class Pricer {
   std::vector<int64_t> hidden_of_layer_;  // width of a layer's component (for TP collectives)
   SpLayout sp_;                           // resolved from parallel.sp_method (none when sp == 1)
   int llm_component_ = -1;
+  std::vector<int> slot_of_layer_;  // NumSlots / SlotOfLayer
+  std::vector<int> layer_of_slot_;  // a layer of each slot (the first)
+  int num_slots_ = 0;
+};
+
+// The layer costs of some iterations' micro-batches, priced once (per micro-batch, Pricer::NumSlots() slots), to
+// time many partitions and recompute plans of the same layers: BMP's candidates. Times(i, ...) equals
+// PriceIteration(iterations[i], ...) in every field the op graph times (Pricer::ChunkTimes), bit for bit; the
+// memory fields (activations, transient, FLOPs) are 0, so it is for timing only. Only without sequence
+// parallelism (Supported). Memory: NumSlots() x 40 bytes per micro-batch (about 320 MB for 4 iterations at
+// 102,400 GPUs).
+class IterationTimingCache {
+ public:
+  static bool Supported(const Pricer& pricer) { return pricer.parallel().sp <= 1; }
+  // `pricer` must outlive the cache.
+  IterationTimingCache(const Pricer& pricer, const std::vector<IterationData>& iterations,
+                       const std::vector<SampleTokens>& tokens, Packing packing);
+  size_t size() const { return iterations_.size(); }
+  IterationCosts Times(size_t iteration, const Partition& partition, const RecomputePlan& recompute) const;
+
+ private:
+  const Pricer& pricer_;
+  struct Iteration {
+    int dp = 0, micro_batches = 0;
+    std::vector<Pricer::SlotCost> slot_costs;  // [(d * M + m) * NumSlots() + slot]
+    std::vector<int64_t> llm_tokens;           // [d * M + m]
+    std::vector<std::vector<DispatchTransfer>> dispatch, dispatch_backward;
+  };
+  std::vector<Iteration> iterations_;
 };
 
 }  // namespace mmtwin
