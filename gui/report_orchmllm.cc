@@ -75,8 +75,12 @@ struct PlanFacts {
 // The per-rank inter-node volume of a data plan's phases (the orchestrator's details_json "phases").
 Status ReadPhases(const DataPlan& plan, PlanFacts& f) {
   const nlohmann::json j = nlohmann::json::parse(plan.details_json, nullptr, false);
-  if (j.is_discarded() || !j.contains("phases")) return Error("the data plan has no per-phase report");
+  if (j.is_discarded() || !j.is_object() || !j.contains("phases") || !j.at("phases").is_array())
+    return Error("the data plan has no per-phase report");
   for (const auto& ph : j.at("phases")) {
+    if (!ph.is_object() || !ph.contains("phase") || !ph.at("phase").is_string() ||
+        !ph.contains("inter_node_bytes") || !ph.at("inter_node_bytes").is_number())
+      return Error("the data plan's per-phase report lacks phase or inter_node_bytes");
     const double mb = ph.at("inter_node_bytes").get<double>() / 1e6 / f.dp;
     f.phase_inter_node_mb[ph.at("phase").get<std::string>()] = mb;
     f.inter_node_mb += mb;
