@@ -159,7 +159,7 @@ void ChartView::paintEvent(QPaintEvent*) {
         const double x = plot.left() + i * slot + (slot - group) / 2 + s * bw;
         const QRectF bar(x + 1, y_of(v), bw - 2, plot.bottom() - y_of(v));
         p.fillRect(bar, SeriesColor(s));
-        if (spec_.value_decimals >= 0) {
+        if (spec_.value_decimals >= 0 && se.show_values) {
           p.setPen(Qt::black);
           p.drawText(QRectF(x - 10, bar.top() - 16, bw + 20, 14), Qt::AlignHCenter | Qt::AlignBottom,
                      QString::number(v, 'f', spec_.value_decimals));
@@ -198,7 +198,7 @@ void ChartView::paintEvent(QPaintEvent*) {
         const QPointF pt(plot.left() + (i + 0.5) * slot, y_of(v));
         p.setPen(QPen(c, 1));
         p.drawEllipse(pt, 3.5, 3.5);
-        if (spec_.value_decimals >= 0) {
+        if (spec_.value_decimals >= 0 && se.show_values) {
           p.setPen(Qt::black);
           p.drawText(QRectF(pt.x() - 40, pt.y() - 20, 80, 14), Qt::AlignHCenter | Qt::AlignBottom,
                      QString::number(v, 'f', spec_.value_decimals));

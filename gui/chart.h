@@ -24,6 +24,7 @@ namespace mmtwin::gui {
 struct ChartSeries {
   std::string name;            // legend text
   std::vector<double> values;  // one per category, in the y axis' unit; NaN = none
+  bool show_values = true;     // write each value (ChartSpec::value_decimals) above its bar or point
 };
 
 struct ChartSpec {

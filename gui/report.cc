@@ -23,144 +23,16 @@
 #include "core/sweep/runner.h"
 #include "core/sweep/sweep.h"
 #include "core/util/atomic_dir.h"
-#include "git_describe.h"  // generated at build time: MMTWIN_GIT_DESCRIBE
+#include "report_internal.h"
 #include "views.h"
 
 namespace mmtwin::gui {
+namespace internal {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-std::string Fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
-// ---- runs ----
-
-// A sweep's ok rows of the current definition (its runs' keys), in run order; errors name the failed runs.
-struct SweepRows {
-  std::string name;  // the sweep name in the database (with -reduced)
-  std::vector<RunRecord> rows;
-};
-
-std::string LabelsOf(const std::vector<std::pair<std::string, std::string>>& axes) {
-  std::string s;
-  for (const auto& [k, v] : axes) s += (s.empty() ? "" : ", ") + k + "=" + v;
-  return s;
-}
-
-Result<SweepRows> RunReportSweep(const std::string& file, const ReportOptions& o, ResultsDb& db) {
-  MMTWIN_ASSIGN_OR_RETURN(SweepSpec spec, LoadSweep(file));
-  if (o.reduced) {
-    spec.name += "-reduced";
-    spec.iterations = std::to_string(kReducedIterations);
-    SweepAxis samples;
-    samples.key = "trace.samples";
-    samples.name = "samples";
-    const size_t n = spec.zip && !spec.axes.empty() ? spec.axes.front().values.size() : 1;
-    samples.values.assign(n, std::to_string(kReducedSamples));
-    samples.labels = samples.values;
-    spec.axes.push_back(samples);
-  }
-  SweepRunOptions ro;
-  ro.jobs = std::max(1, o.jobs);
-  const std::string sweep_name = spec.name;
-  ro.progress = [&](const SweepProgress& p) {
-    if (!o.progress) return;
-    std::string line = "[" + sweep_name + " " + std::to_string(p.done) + "/" + std::to_string(p.total) +
-                       "] " + LabelsOf(p.run->axes) + ": ";
-    if (p.record->status == "ok" && p.record->summary)
-      line += Fixed(p.record->summary->gpu_days, 2) + " GPU-days";
-    else
-      line += "error: " + p.record->error;
-    line += " (" + Fixed(p.record->wall_seconds, 1) + " s)";
-    o.progress(line);
-  };
-  if (o.progress) o.progress("sweep " + file + " (" + std::to_string(SweepSize(spec)) + " runs)");
-  MMTWIN_ASSIGN_OR_RETURN(SweepOutcome outcome, RunSweep(spec, db, ro));
-  if (outcome.interrupted) return Error("interrupted");
-  // Every sweep's rows: a run whose scenario another sweep already ran (the same run key) is that sweep's row.
-  MMTWIN_ASSIGN_OR_RETURN(std::vector<RunRecord> all, db.Runs());
-  std::map<std::string, RunRecord> by_key;
-  for (RunRecord& r : all) by_key[r.run_key] = std::move(r);
-  SweepRows out;
-  out.name = spec.name;
-  for (int64_t i = 0; i < SweepSize(spec); ++i) {
-    const SweepRun run = ExpandRun(spec, i);
-    if (!run.error.empty()) return Error(file + ": run " + std::to_string(i) + ": " + run.error);
-    auto it = by_key.find(run.key);
-    if (it == by_key.end() || it->second.status != "ok" || !it->second.summary)
-      return Error(file + ": run " + std::to_string(i) + " (" + LabelsOf(run.axes) + ") did not finish" +
-                   (it != by_key.end() ? ": " + it->second.error : std::string()));
-    RunRecord r = it->second;
-    r.axes = run.axes;  // this sweep's axis names and labels (the row may be another sweep's)
-    out.rows.push_back(std::move(r));
-  }
-  return out;
-}
-
-// The row whose axes include every (name, label) of `want`.
-Result<const RunRecord*> Find(const SweepRows& s,
-                              const std::vector<std::pair<std::string, std::string>>& want) {
-  for (const RunRecord& r : s.rows) {
-    bool all = true;
-    for (const auto& w : want) {
-      bool found = false;
-      for (const auto& a : r.axes) found = found || a == w;
-      all = all && found;
-    }
-    if (all) return &r;
-  }
-  return Error("sweep " + s.name + ": no run with " + LabelsOf(want));
-}
-
-// ---- tables ----
-
-struct Figure {
-  std::string row;     // e.g. "ISF, w MB"
-  std::string figure;  // e.g. "GPU-days"
-  std::string paper;   // as printed in the paper ("" = not reported)
-  double mmtwin = 0;
-  int decimals = 2;
-  std::string run;  // "sweep#index"
-};
-
-struct Table {
-  std::string heading;
-  std::string intro;
-  std::string paper_ref;   // "Table 5"
-  std::string row_header;  // "method"
-  std::vector<Figure> rows;
-};
-
-std::string RunRef(const RunRecord& r) { return r.sweep + "#" + std::to_string(r.run_index); }
-
-std::string MarkdownTable(const Table& t) {
-  std::string md = "### " + t.heading + "\n\n";
-  if (!t.intro.empty()) md += t.intro + "\n\n";
-  md += "| " + t.row_header + " | figure | paper (" + t.paper_ref + ") | mmtwin | mmtwin / paper | run |\n";
-  md += "|---|---|---:|---:|---:|---|\n";
-  for (const Figure& f : t.rows) {
-    const double paper = f.paper.empty() ? kNaN : std::stod(f.paper);
-    std::string ratio = "n/a";
-    if (std::isfinite(paper) && paper != 0) ratio = Fixed(f.mmtwin / paper, 2);
-    md += "| " + f.row + " | " + f.figure + " | " + (f.paper.empty() ? "n/a" : f.paper) + " | " +
-          Fixed(f.mmtwin, f.decimals) + " | " + ratio + " | " + f.run + " |\n";
-  }
-  return md + "\n";
-}
-
-double PaperValue(const std::string& s) { return s.empty() ? kNaN : std::stod(s); }
 
 // ---- the OmniBal report ----
-
-struct Png {
-  std::string name, content;
-};
 
 // Remaining device memory of stage i in GiB: the A100's 80 GiB minus the planned peak (the paper's VRAM_i).
 constexpr double kA100MemoryGiB = 80;
@@ -374,19 +246,6 @@ Status OmnibalTables(const OmnibalRuns& r, std::vector<Table>& tables) {
   return Status();
 }
 
-// The values of `figure` in table `t` for rows `rows`, paper or mmtwin.
-std::vector<double> Column(const Table& t, const std::string& figure, const std::vector<std::string>& rows,
-                           bool paper) {
-  std::vector<double> v;
-  for (const std::string& row : rows) {
-    double x = kNaN;
-    for (const Figure& f : t.rows)
-      if (f.row == row && f.figure == figure) x = paper ? PaperValue(f.paper) : f.mmtwin;
-    v.push_back(x);
-  }
-  return v;
-}
-
 Result<std::vector<Png>> OmnibalPlots(const std::vector<Table>& t) {
   std::vector<Png> pngs;
   auto add = [&](const std::string& name, const ChartSpec& c) -> Status {
@@ -556,32 +415,7 @@ std::string OmnibalDiffers(const std::vector<Table>& t) {
   return md;
 }
 
-std::string UtcNow() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
-  return buf;
-}
-
-std::string Header(const std::string& title, const ReportOptions& o) {
-  std::string md = "# " + title + "\n\n";
-  md += "Generated by `mmtwin-report` (gui/report.h); do not edit by hand.\n\n";
-  md += "- command: `" + o.command + "`\n";
-  const std::string commit = MMTWIN_GIT_DESCRIBE;
-  md += "- mmtwin commit: " + (commit.empty() ? std::string("unknown") : "`" + commit + "`") + "\n";
-  md += "- date: " + UtcNow() + "\n";
-  if (o.reduced)
-    md += "- **reduced**: every run on " + std::to_string(kReducedSamples) + " samples of its trace, " +
-          std::to_string(kReducedIterations) +
-          " sampled iterations (a test's report, not the paper's scale)\n";
-  md +=
-      "- engine: analytic; every mmtwin figure comes from the run named in the `run` column (`sweep#index`: "
-      "the sweep file scenarios/sweeps/SWEEP.yaml, its run index; `mmtwin sweep` prints the same rows; a run "
-      "two sweeps share, the same scenario, is named by the sweep that ran it first)\n\n";
-  return md;
-}
+}  // namespace
 
 Status GenerateOmnibal(const ReportOptions& o, const std::string& scenarios,
                        std::vector<std::pair<std::string, std::string>>& files) {
@@ -638,15 +472,12 @@ Status GenerateOmnibal(const ReportOptions& o, const std::string& scenarios,
   return Status();
 }
 
-std::string DefaultScenariosDir() {
-  std::error_code ec;
-  if (fs::is_directory("scenarios/sweeps", ec)) return "scenarios";
-  return MMTWIN_SOURCE_SCENARIOS_DIR;
-}
+}  // namespace internal
 
-}  // namespace
+namespace fs = std::filesystem;
+using internal::DefaultScenariosDir;
 
-std::vector<std::string> ReportNames() { return {"omnibal"}; }
+std::vector<std::string> ReportNames() { return {"omnibal", "orchmllm"}; }
 
 Status CheckOutputDir(const std::string& dir) {
   if (dir.empty()) return Error("no output folder given");
@@ -681,7 +512,10 @@ Status GenerateReport(const ReportOptions& options) {
   MMTWIN_RETURN_IF_ERROR(CheckOutputDir(options.out_dir));  // before the runs: a bad -o fails at once
 
   std::vector<std::pair<std::string, std::string>> files;
-  MMTWIN_RETURN_IF_ERROR(GenerateOmnibal(options, scenarios, files));
+  if (options.name == "omnibal")
+    MMTWIN_RETURN_IF_ERROR(internal::GenerateOmnibal(options, scenarios, files));
+  else
+    MMTWIN_RETURN_IF_ERROR(internal::GenerateOrchmllm(options, scenarios, files));
   std::vector<std::pair<std::string, std::string_view>> views;
   for (const auto& [name, content] : files) views.emplace_back(name, content);
   MMTWIN_RETURN_IF_ERROR(WriteFolderAtomic(options.out_dir, views));

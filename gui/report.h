@@ -14,9 +14,15 @@
 // mmtwin's value, mmtwin / paper, and the run it came from as `sweep#run_index`; the exact command, the mmtwin
 // commit, the date) and the PNG plots it links.
 //
+// Reports: `omnibal` (OmniBal's Tables 2, 3, 5, 6, 7 and a timeline; report.cc) and `orchmllm` (OrchMLLM's
+// ablations on 128 GPUs, MFU and throughput from 64 to 2,560 GPUs, the dispatcher's overhead and planning time,
+// inter-node all-to-all volume against identity placement; report_orchmllm.cc). Figures the run records do not
+// carry (the data policy's wall time and per-phase volumes) are re-planned from the run's stored scenario
+// (PrepareData) and named "sweep#index (plan)" in the run column.
+//
 // Reduced reports (`--reduced`, for tests): every run on a kReducedSamples-sample slice of its trace with
 // kReducedIterations sampled iterations, recorded under the sweep name + "-reduced", so that full and reduced
-// rows never mix in one database.
+// rows never mix in one database; a report may keep fewer runs of a sweep (orchmllm: 64 and 128 GPUs only).
 #pragma once
 
 #include <functional>
@@ -49,7 +55,7 @@ struct ReportOptions {
   std::function<void(const std::string&)> progress;  // one line at a time (may be empty)
 };
 
-// The reports this build can generate, e.g. {"omnibal"}.
+// The reports this build can generate: {"omnibal", "orchmllm"}.
 std::vector<std::string> ReportNames();
 
 // Runs (or reuses) the report's sweeps and writes its folder. Errors: an unknown name (listing the valid ones), a

@@ -2,12 +2,16 @@
 // mmtwin number in its README tables equals the results-database row it names (recomputed here from the typed
 // summary, with this test's own map from figure to field and from table row to the run's axes), the ratios are
 // mmtwin / paper, the PNGs decode at the documented size and are not blank, a second generation reuses the
-// database, and bad input exits 2. About 1.2 s in Release (17 runs on 20,000 samples, two timelines).
+// database, and bad input exits 2. About 2 s in Release (17 runs on 20,000 samples, two timelines).
+// The reduced OrchMLLM report the same way (19 runs; about 2.5 s): its figures recomputed from the summaries, and
+// the "(plan)" figures (dispatch volumes) from the named run's scenario re-planned here with PrepareData; the
+// planning wall times only checked positive.
 #include <QApplication>
 #include <QImage>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +23,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "core/driver/planner.h"
+#include "core/scenario/scenario.h"
 #include "core/sweep/results_db.h"
 #include "report.h"
 
@@ -26,6 +34,7 @@ namespace fs = std::filesystem;
 using mmtwin::ResultsDb;
 using mmtwin::RunRecord;
 using mmtwin::RunSummary;
+using Axes = std::vector<std::pair<std::string, std::string>>;
 
 namespace {
 
@@ -94,7 +103,7 @@ std::vector<Row> ParseTables(const std::string& md, int& tables) {
       EXPECT_EQ(cells.size(), 6u) << line;
       if (cells.size() == 6) {
         EXPECT_EQ(cells[1], "figure");
-        EXPECT_EQ(cells[2].rfind("paper (Table ", 0), 0u) << cells[2];
+        EXPECT_EQ(cells[2].rfind("paper (", 0), 0u) << cells[2];
         EXPECT_EQ(cells[3], "mmtwin");
         EXPECT_EQ(cells[4], "mmtwin / paper");
       }
@@ -194,6 +203,31 @@ fs::path TempRoot() {
   return p;
 }
 
+// The plots: exactly `names` besides README.md, linked from it, decodable at the documented size (timeline.png
+// at the timeline's), and not blank.
+void CheckPngs(const fs::path& out, const std::string& md, const std::vector<std::string>& names) {
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(out)) {
+    ++files;
+    const std::string name = e.path().filename().string();
+    EXPECT_TRUE(name == "README.md" || std::find(names.begin(), names.end(), name) != names.end())
+        << "unexpected file " << name;
+  }
+  EXPECT_EQ(files, static_cast<int>(names.size()) + 1);
+  for (const std::string& name : names) {
+    const bool timeline = name == "timeline.png";
+    EXPECT_NE(md.find("](" + name + ")"), std::string::npos) << name << " is not linked";
+    QImage img;
+    ASSERT_TRUE(img.load(QString::fromStdString((out / name).string()), "PNG")) << name;
+    EXPECT_EQ(img.width(), timeline ? mmtwin::gui::kTimelineWidthPx : mmtwin::gui::kPlotWidthPx) << name;
+    EXPECT_EQ(img.height(), timeline ? mmtwin::gui::kTimelineHeightPx : mmtwin::gui::kPlotHeightPx) << name;
+    std::set<QRgb> colors;
+    for (int y = 0; y < img.height(); y += 3)
+      for (int x = 0; x < img.width(); x += 3) colors.insert(img.pixel(x, y));
+    EXPECT_GT(colors.size(), 8u) << name << " looks blank";
+  }
+}
+
 TEST(ReportTest, ReducedOmnibalReportEqualsItsRunRecords) {
   const fs::path tmp = TempRoot();
   const fs::path out = tmp / "omnibal";
@@ -233,6 +267,7 @@ TEST(ReportTest, ReducedOmnibalReportEqualsItsRunRecords) {
   int tables = 0;
   const std::vector<Row> rows = ParseTables(md, tables);
   EXPECT_EQ(tables, 5);
+  for (const Row& row : rows) EXPECT_NE(row.table.find("(Table "), std::string::npos) << row.table;
   // Table 2: 2 pairs x 3 figures; Table 3: 4; Table 5: 4 methods x 6; Table 6: 4 x 5; Table 7: 3 steps x 4.
   EXPECT_EQ(rows.size(), 6u + 4u + 24u + 20u + 12u);
   std::set<std::string> refs_used;
@@ -279,32 +314,7 @@ TEST(ReportTest, ReducedOmnibalReportEqualsItsRunRecords) {
   }
   EXPECT_EQ(refs_used.size(), by_ref.size()) << "some run of the sweeps is in no table";
 
-  // The plots: linked from the README, decodable, at the documented size, and not blank.
-  const std::map<std::string, std::pair<int, int>> pngs = {
-      {"ablation.png", {mmtwin::gui::kPlotWidthPx, mmtwin::gui::kPlotHeightPx}},
-      {"main.png", {mmtwin::gui::kPlotWidthPx, mmtwin::gui::kPlotHeightPx}},
-      {"data.png", {mmtwin::gui::kPlotWidthPx, mmtwin::gui::kPlotHeightPx}},
-      {"partition.png", {mmtwin::gui::kPlotWidthPx, mmtwin::gui::kPlotHeightPx}},
-      {"memory.png", {mmtwin::gui::kPlotWidthPx, mmtwin::gui::kPlotHeightPx}},
-      {"timeline.png", {mmtwin::gui::kTimelineWidthPx, mmtwin::gui::kTimelineHeightPx}}};
-  int files = 0;
-  for (const auto& e : fs::directory_iterator(out)) {
-    ++files;
-    const std::string name = e.path().filename().string();
-    EXPECT_TRUE(name == "README.md" || pngs.count(name)) << "unexpected file " << name;
-  }
-  EXPECT_EQ(files, static_cast<int>(pngs.size()) + 1);
-  for (const auto& [name, size] : pngs) {
-    EXPECT_NE(md.find("](" + name + ")"), std::string::npos) << name << " is not linked";
-    QImage img;
-    ASSERT_TRUE(img.load(QString::fromStdString((out / name).string()), "PNG")) << name;
-    EXPECT_EQ(img.width(), size.first) << name;
-    EXPECT_EQ(img.height(), size.second) << name;
-    std::set<QRgb> colors;
-    for (int y = 0; y < img.height(); y += 3)
-      for (int x = 0; x < img.width(); x += 3) colors.insert(img.pixel(x, y));
-    EXPECT_GT(colors.size(), 8u) << name << " looks blank";
-  }
+  CheckPngs(out, md, {"ablation.png", "main.png", "data.png", "partition.png", "memory.png", "timeline.png"});
 
   // A second generation reuses every run from the database (no run lines) and prints the same tables.
   const fs::path out2 = tmp / "again";
@@ -318,11 +328,210 @@ TEST(ReportTest, ReducedOmnibalReportEqualsItsRunRecords) {
   for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows2[i].cells, rows[i].cells) << i;
 }
 
+// ---- the OrchMLLM report ----
+
+// The run column's references: "A", "A / B", each maybe with " (plan)" or " (plan, node_wise=false)".
+struct Ref {
+  std::string run;
+  bool plan = false, identity = false;
+};
+Ref ParseRef(std::string s) {
+  Ref r;
+  for (const std::string suffix : {" (plan, node_wise=false)", " (plan)"}) {
+    const size_t at = s.find(suffix);
+    if (at != std::string::npos && at + suffix.size() == s.size()) {
+      r.plan = true;
+      r.identity = suffix.find("node_wise") != std::string::npos;
+      s = s.substr(0, at);
+    }
+  }
+  r.run = s;
+  return r;
+}
+
+// Inter-node MB per rank and step of a run's re-planned data policy: per phase, and "all" for the sum (cached
+// per run and placement: several rows name the same plan).
+std::map<std::string, double> ReplannedVolumes(const RunRecord& r, bool identity) {
+  static std::map<std::pair<std::string, bool>, std::map<std::string, double>> cache;
+  const auto key = std::make_pair(r.run_key, identity);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  std::map<std::string, double>& out = cache[key];
+  auto s = mmtwin::ParseScenario(r.scenario_yaml, "test", MMTWIN_SOURCE_DIR);
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message());
+  if (!s.ok()) return out;
+  if (identity) s->data.params["node_wise"] = "false";
+  auto pd = mmtwin::PrepareData(*s);
+  EXPECT_TRUE(pd.ok()) << (pd.ok() ? "" : pd.error().message());
+  if (!pd.ok()) return out;
+  const auto j = nlohmann::json::parse((*pd)->data.details_json);
+  for (const auto& ph : j.at("phases")) {
+    const double mb = ph.at("inter_node_bytes").get<double>() / 1e6 / s->parallel.dp;
+    out[ph.at("phase").get<std::string>()] = mb;
+    out["all"] += mb;
+  }
+  return out;
+}
+
+double PeakGiB(const RunSummary& s) {
+  int64_t peak = 0;
+  for (const auto& st : s.stages) peak = std::max(peak, st.peak_memory_bytes);
+  return peak / kGiB;
+}
+double Tpt(const RunSummary& s) {
+  return s.tokens_per_s / (s.parallel.dp * s.parallel.tp * s.parallel.pp * s.parallel.sp);
+}
+
+// This test's own reading of a row: the axes its run(s) must carry.
+Axes OrchExpectedAxes(const Row& row, bool second_run) {
+  static const std::map<std::string, std::string> models = {
+      {"MLLM-10B", "orchmllm-10b"}, {"MLLM-18B", "orchmllm-18b"}, {"MLLM-84B", "orchmllm-84b"}};
+  static const std::map<std::string, std::string> variants = {
+      {"OrchMLLM", "orch"},
+      {"w/o rearrangement composition", "orch-nocomp"},
+      {"w/o node-wise placement", "orch-flat"},
+      {"all-gather dispatch", "orch-gather"},
+      {"w/o balance", "random"}};
+  const std::string& label = row.cells[0];
+  const std::string& fig = row.cells[1];
+  const size_t comma = label.find(", ");
+  const std::string model = label.substr(0, comma);
+  const std::string rest = comma == std::string::npos ? "" : label.substr(comma + 2);
+  if (row.table.find("Ablations") != std::string::npos)
+    return {{"model", models.count(model) ? models.at(model) : "?"},
+            {"data", variants.count(rest) ? variants.at(rest) : "?"}};
+  if (row.table.find("Inter-node dispatch volume") != std::string::npos) {
+    const bool identity =
+        fig.find("identity") != std::string::npos && fig.find("node-wise") == std::string::npos;
+    return {{"model", models.count(model) ? models.at(model) : "?"},
+            {"data", identity || second_run ? "orch-flat" : "orch"}};
+  }
+  if (row.table.find("Scaling MLLM-10B") != std::string::npos ||
+      row.table.find("dispatcher's cost") != std::string::npos) {
+    const bool rnd = second_run || fig == "MFU (%), w/o balance";
+    return {{"model", "orchmllm-10b"}, {"gpus", label}, {"data", rnd ? "random-60" : "orch-60"}};
+  }
+  ADD_FAILURE() << "a table this test does not know: " << row.table;
+  return {};
+}
+
+// The figure recomputed from the runs' summaries (and re-planned data policies).
+double OrchExpected(const Row& row, const RunRecord& a, const Ref& ra, const RunRecord* b, const Ref& rb) {
+  const std::string& fig = row.cells[1];
+  const RunSummary& x = *a.summary;
+  if (fig.rfind("MFU (%)", 0) == 0) return 100 * x.mfu;
+  if (fig == "MFU OrchMLLM / w/o balance") return b ? x.mfu / b->summary->mfu : NAN;
+  if (fig == "TPT (tokens/s per GPU), OrchMLLM") return Tpt(x);
+  if (fig == "exposed comm (% of GPU time), OrchMLLM") return 100 * x.exposed_comm_ratio;
+  if (fig == "TPT OrchMLLM / w/o balance") return b ? Tpt(x) / Tpt(*b->summary) : NAN;
+  if (fig == "dispatch per step (ms)" || fig == "dispatch overhead (ms)") return x.dispatch_us_mean / 1e3;
+  if (fig == "peak memory (GiB)") return PeakGiB(x);
+  if (fig == "forward pass (s)") return x.stages.at(0).fwd_us_mean / 1e6;
+  if (fig.rfind("inter-node MB per rank", 0) == 0 || fig == "node-wise / identity") {
+    EXPECT_TRUE(ra.plan) << fig;
+    const bool per_phase = row.table.find("Inter-node dispatch volume") != std::string::npos;
+    const std::string phase = per_phase ? row.cells[0].substr(row.cells[0].find(", ") + 2) : "all";
+    const double va = ReplannedVolumes(a, ra.identity)[phase];
+    if (fig != "node-wise / identity") return va;
+    EXPECT_TRUE(b && rb.plan) << fig;
+    return b ? va / ReplannedVolumes(*b, rb.identity)[phase] : NAN;
+  }
+  ADD_FAILURE() << "a figure this test does not know: " << fig;
+  return NAN;
+}
+
+TEST(ReportTest, ReducedOrchmllmReportEqualsItsRunRecords) {
+  const fs::path tmp = TempRoot();
+  const fs::path out = tmp / "orchmllm";
+  const fs::path db = tmp / "orchmllm.sqlite";
+  const Cmd first = RunReport("orchmllm --reduced -o '" + out.string() + "' --db '" + db.string() + "'", tmp);
+  ASSERT_EQ(first.rc, 0) << first.err;
+  const std::string md = ReadFile(out / "README.md");
+  ASSERT_FALSE(md.empty());
+  EXPECT_NE(md.find("mmtwin-report orchmllm --reduced"), std::string::npos);
+  EXPECT_NE(md.find("- mmtwin commit: "), std::string::npos);
+  EXPECT_NE(md.find("## Where mmtwin differs and why"), std::string::npos);
+
+  auto opened = ResultsDb::Open(db.string());
+  ASSERT_TRUE(opened.ok()) << opened.error().message();
+  auto runs = (*opened)->Runs();
+  ASSERT_TRUE(runs.ok()) << runs.error().message();
+  std::map<std::string, const RunRecord*> by_ref;
+  for (const RunRecord& r : *runs) by_ref[r.sweep + "#" + std::to_string(r.run_index)] = &r;
+  // orchmllm-ablation: 3 models x 5 data variants; orchmllm-scale reduced: MLLM-10B at 64 and 128 GPUs x {orch, random}.
+  EXPECT_EQ(by_ref.size(), 15u + 4u);
+  for (const auto& [ref, r] : by_ref) {
+    ASSERT_TRUE(r->summary.has_value()) << ref;
+    EXPECT_EQ(r->summary->iterations_replayed, mmtwin::gui::kReducedIterations) << ref;
+    EXPECT_EQ(r->summary->trace_samples, mmtwin::gui::kReducedSamples) << ref;
+  }
+
+  int tables = 0;
+  const std::vector<Row> rows = ParseTables(md, tables);
+  // Reduced: no 2,560-GPU runs, so the full-scale table is left out: scaling (2 GPU counts x 5 figures),
+  // the dispatcher's cost (2 x 5), the ablations (15 x 3), the volumes (3 models x {audio, llm} x 3).
+  EXPECT_EQ(tables, 4);
+  EXPECT_EQ(rows.size(), 10u + 10u + 45u + 18u);
+  std::set<std::string> refs_used;
+  int planning_rows = 0;
+  for (const Row& row : rows) {
+    ASSERT_EQ(row.cells.size(), 6u);
+    const std::string what = row.table + " / " + row.cells[0] + " / " + row.cells[1];
+    std::string col = row.cells[5], second;
+    const size_t slash = col.find(" / ");
+    if (slash != std::string::npos) {
+      second = col.substr(slash + 3);
+      col = col.substr(0, slash);
+    }
+    const Ref ra = ParseRef(col), rb = ParseRef(second);
+    ASSERT_TRUE(by_ref.count(ra.run)) << what << ": no run " << ra.run;
+    const RunRecord& a = *by_ref.at(ra.run);
+    const RunRecord* b = nullptr;
+    if (!second.empty()) {
+      ASSERT_TRUE(by_ref.count(rb.run)) << what << ": no run " << rb.run;
+      b = by_ref.at(rb.run);
+    }
+    refs_used.insert(ra.run);
+    for (const auto& [axis, label] : OrchExpectedAxes(row, false))
+      EXPECT_TRUE(HasAxis(a, axis, label)) << what << ": run " << ra.run << " lacks " << axis << "=" << label;
+    if (b) {
+      for (const auto& [axis, label] : OrchExpectedAxes(row, true))
+        EXPECT_TRUE(HasAxis(*b, axis, label))
+            << what << ": run " << rb.run << " lacks " << axis << "=" << label;
+    }
+    const std::string& shown = row.cells[3];
+    if (row.cells[1] == "planning per step (ms)") {  // a wall time: positive, from the named run's plan
+      ++planning_rows;
+      EXPECT_TRUE(ra.plan) << what;
+      EXPECT_GT(std::stod(shown), 0.0) << what;
+      continue;
+    }
+    const double exact = OrchExpected(row, a, ra, b, rb);
+    ASSERT_TRUE(std::isfinite(exact)) << what;
+    EXPECT_EQ(shown, Fixed(exact, DecimalsOf(shown))) << what << " (exact " << exact << ")";
+    const std::string& paper = row.cells[2];
+    char* end = nullptr;
+    const double p = std::strtod(paper.c_str(), &end);
+    if (paper == "n/a" || *end != '\0' || p == 0) {
+      EXPECT_EQ(row.cells[4], "n/a") << what;
+    } else {
+      EXPECT_EQ(row.cells[4], Fixed(exact / p, 2)) << what;
+    }
+  }
+  EXPECT_EQ(planning_rows, 2);
+  EXPECT_EQ(refs_used.size(), by_ref.size()) << "some run of the sweeps is in no table";
+  // Table 2's paper values are in the table as printed.
+  EXPECT_NE(md.find("| 64 | dispatch overhead (ms) | 16.66 |"), std::string::npos);
+  EXPECT_NE(md.find("| 128 | forward pass (s) | 3.81 |"), std::string::npos);
+
+  CheckPngs(out, md, {"scaling.png", "ablation.png", "a2a.png", "overhead.png"});
+}
+
 TEST(ReportTest, BadInputExitsTwoWithAMessage) {
   const fs::path tmp = TempRoot();
   const Cmd unknown = RunReport("nosuch -o '" + (tmp / "x").string() + "'", tmp);
   EXPECT_EQ(unknown.rc, 2);
-  EXPECT_NE(unknown.err.find("unknown report 'nosuch'; valid reports are: omnibal"), std::string::npos)
+  EXPECT_NE(unknown.err.find("unknown report 'nosuch'; valid reports are: omnibal, orchmllm"),
+            std::string::npos)
       << unknown.err;
   const Cmd no_parent = RunReport("omnibal --reduced -o '" + (tmp / "missing" / "out").string() + "'", tmp);
   EXPECT_EQ(no_parent.rc, 2);
