@@ -62,7 +62,7 @@ std::vector<ChunkStatic> Chunks(int chunks, int layers, int64_t bytes) {
 
 struct Case {
   const char* schedule;
-  int dp, pp, m, gpn, layers;
+  int dp, pp, m, gpn, layers;  // vpp 2 for interleaved-1f1b, else 1
   int64_t bytes;
   bool recompute;
 };
@@ -73,9 +73,11 @@ TEST(FsdpEngineTest, AgreesWithAnalyticWithoutContention) {
       {"1f1b", 2, 2, 4, 8, 4, 16 << 20, true},   // pipeline inside a node, recompute per unit
       {"gpipe", 3, 2, 3, 1, 5, 24 << 20, false},
       {"zb-h1", 2, 2, 4, 2, 3, 8 << 20, false},  // split backward: the last W releases the reduce-scatters
+      {"interleaved-1f1b", 2, 2, 4, 4, 3, 12 << 20, true},  // two chunks per rank (vpp 2)
   };
   for (const Case& c : cases) {
-    ParallelConfig pc = Pc(c.dp, c.pp, 1, c.m, /*zero=*/3);
+    const int vpp = std::string(c.schedule) == "interleaved-1f1b" ? 2 : 1;
+    ParallelConfig pc = Pc(c.dp, c.pp, vpp, c.m, /*zero=*/3);
     pc.zero3_impl = "fsdp";
     const ClusterSpec cluster = Cluster((pc.world_size() + c.gpn - 1) / c.gpn, c.gpn);
     CommSpec comm = PlatformComm(cluster, pc);

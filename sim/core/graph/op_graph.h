@@ -280,7 +280,8 @@ int BucketReadyPiece(const ChunkStatic& s, int64_t bucket_bytes, int64_t bucket,
 // chunk statics (another partition of the same layers: each chunk's parameters and gradient bytes): O(ops), in
 // place when the op presence (see above) is unchanged and every chunk's gradient buckets form groups released
 // by the same pieces of its last backward (then only the DP ops' bytes and durations change); otherwise it
-// rebuilds the graph with `schedule`. Either way the result equals BuildIterationGraph with these costs and
+// rebuilds the graph with `schedule` (always for new statics under zero3_impl fsdp: its units follow the
+// partition's layers). Either way the result equals BuildIterationGraph with these costs and
 // statics up to ops of zero duration (tested), so BMP's candidates re-price one graph instead of rebuilding.
 Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const IterationCosts& costs,
                              const std::vector<ChunkStatic>* statics = nullptr);
