@@ -38,7 +38,7 @@ std::vector<OpRecord> OpRecordsOf(const OpGraph& graph, const IterationTiming& t
         r.activation_bytes = c.act_bytes;
       // A pass split into pieces (per-bucket gradient readiness, FSDP units) holds or releases its activations
       // piece by piece; the last piece takes the remainder, so the pieces sum to the whole.
-      if (op.pieces > 1) {
+      if (op.pieces > 1 && r.activation_bytes > 0) {
         const int64_t share = c.act_bytes / op.pieces;
         r.activation_bytes = op.bucket == op.pieces - 1 ? c.act_bytes - share * (op.pieces - 1) : share;
       }
