@@ -653,7 +653,7 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
          m,
          c,
          u,
-         bytes > 0 ? cost_model.Us({CommKind::kWeightAllGather, bytes, D, dp_in_node, 1}) : 0.0,
+         cost_model.Us({CommKind::kWeightAllGather, bytes, D, dp_in_node, 1}),
          bytes};
     g.buckets = 1;
     g.peer = mesh.DpNeighbor(dev, +1);
@@ -668,8 +668,15 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
   };
   // The dp_collective of one bucket group of chunk c on `dev` [dp lane]; its barrier is added below.
   auto add_group = [&](int32_t dev, int c, const BucketGroup& bg) {
-    Op g{OpKind::kDpCollective, Lane::kDp, PassKind::kBackward, dev, -1, c, static_cast<int32_t>(bg.first),
-         bg.duration_us,        bg.bytes};
+    Op g;
+    g.kind = OpKind::kDpCollective;
+    g.lane = Lane::kDp;
+    g.pass = PassKind::kBackward;
+    g.device = dev;
+    g.chunk = c;
+    g.bucket = static_cast<int32_t>(bg.first);
+    g.duration_us = bg.duration_us;
+    g.bytes = bg.bytes;
     g.buckets = static_cast<int32_t>(bg.count);
     g.peer = mesh.DpNeighbor(dev, +1);
     return b.NewOp(g, -1);
