@@ -224,19 +224,25 @@ bool IsRing(OpKind k) { return k == OpKind::kDpCollective || k == OpKind::kDpAll
 
 // The ring an op belongs to: its chunk, kind, pass, the piece of the chunk's last backward that releases it
 // (`ready`: buckets released by different pieces never share a ring) and bucket group (`merge` consecutive
-// buckets per ring).
+// buckets per ring); a weight all-gather's own ring (FSDP: one per micro-batch and unit, Op::micro_batch and
+// Op::bucket; a chunk's whole-weight gather: micro-batch -1, bucket 0).
 uint64_t RingKey(const Op& op, int merge, int ready) {
+  const uint32_t low = op.kind == OpKind::kDpAllGather
+                           ? (static_cast<uint32_t>(op.micro_batch + 1) & ((1u << 24) - 1)) << 8 |
+                                 (static_cast<uint32_t>(op.bucket) & 255u)
+                           : static_cast<uint32_t>(op.bucket / merge);
   return (static_cast<uint64_t>(op.kind == OpKind::kDpAllGather) << 63) |
          (static_cast<uint64_t>(op.pass == PassKind::kBackward) << 62) |
-         (static_cast<uint64_t>(ready & 15) << 58) |
-         (static_cast<uint64_t>(static_cast<uint32_t>(op.chunk) & ((1u << 26) - 1)) << 32) |
-         static_cast<uint32_t>(op.bucket / merge);
+         (static_cast<uint64_t>(ready & 255) << 54) |
+         (static_cast<uint64_t>(static_cast<uint32_t>(op.chunk) & ((1u << 22) - 1)) << 32) | low;
 }
 
-// Ring steps of one DP op as the op graph prices it (see op_graph.h for the algorithms).
+// Ring steps of one DP op as the op graph prices it (see op_graph.h for the algorithms): a weight all-gather
+// of Op::buckets buckets (of dp_bucket_bytes; one FSDP unit: one bucket of its bytes).
 int64_t ExactRingSteps(const Op& op, int zero_stage, int d, int64_t bucket_bytes) {
   if (op.kind == OpKind::kDpCollective)
     return int64_t{std::max(1, op.buckets)} * (zero_stage == 3 ? d - 1 : 2 * (d - 1));
+  if (op.buckets <= 1) return d - 1;
   return (op.bytes + bucket_bytes - 1) / bucket_bytes * (d - 1);
 }
 
@@ -246,7 +252,8 @@ std::vector<double> RingSteps(const Op& op, int zero_stage, int d, int64_t bucke
   if (op.kind == OpKind::kDpCollective) {
     const int k = zero_stage == 3 ? d - 1 : 2 * (d - 1);  // reduce-scatter, or all-reduce / RS + AG
     steps.assign(k, static_cast<double>(op.bytes) / d);
-  } else {  // ZeRO-3 weight all-gather of the chunk, bucket after bucket
+  } else {  // ZeRO-3 weight all-gather of the chunk (or FSDP unit), bucket after bucket
+    if (op.buckets <= 1) bucket_bytes = std::max<int64_t>(op.bytes, 1);
     for (int64_t done = 0; done < op.bytes; done += bucket_bytes) {
       const int64_t b = std::min(bucket_bytes, op.bytes - done);
       for (int s = 0; s < d - 1; ++s) steps.push_back(static_cast<double>(b) / d);

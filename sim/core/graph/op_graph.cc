@@ -3,6 +3,7 @@
 #include "core/plan/mesh.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "core/graph/topo_order.h"
@@ -70,6 +71,7 @@ std::string OpGraph::Describe(int i) const {
   if (op.micro_batch >= 0) s += " mb " + std::to_string(op.micro_batch);
   s += " chunk " + std::to_string(op.chunk);
   if (op.kind == OpKind::kDpCollective) s += " bucket " + std::to_string(op.bucket);
+  if (op.kind == OpKind::kDpAllGather && op.micro_batch >= 0) s += " unit " + std::to_string(op.bucket);
   if (op.device >= 0) {
     const DeviceMesh mesh(parallel);
     s += " on device " + std::to_string(op.device) + " (dp " + std::to_string(mesh.DpOfDevice(op.device)) +
@@ -218,18 +220,76 @@ double P2pUs(int64_t bytes, const CommCostModel& cost, bool in_node) {
   return cost.Us({CommKind::kP2p, bytes, 2, in_node});
 }
 
+// FSDP units (parallel.zero3_impl fsdp, op_graph.h): the chunk's layers with parameters, in forward order,
+// consecutive layers grouped when there are more than kMaxFsdpUnits of them (Op::pieces is 8 bits).
+constexpr int kMaxFsdpUnits = 128;
+struct FsdpUnit {
+  int64_t bytes = 0;  // bf16 weights (= gradients) per GPU: the unit's share of grad_bytes_per_gpu
+  double share = 1;   // its parameters' share of the chunk's: its share of every pass's compute time
+};
+std::vector<FsdpUnit> FsdpUnits(const ChunkStatic& s) {
+  std::vector<int64_t> layers;
+  for (int64_t p : s.layer_params)
+    if (p > 0) layers.push_back(p);
+  if (layers.empty()) return {FsdpUnit{s.grad_bytes_per_gpu, 1.0}};
+  const size_t per = (layers.size() + kMaxFsdpUnits - 1) / kMaxFsdpUnits;
+  std::vector<int64_t> params;
+  for (size_t i = 0; i < layers.size(); i += per) {
+    int64_t sum = 0;
+    for (size_t j = i; j < std::min(layers.size(), i + per); ++j) sum += layers[j];
+    params.push_back(sum);
+  }
+  int64_t total = 0;
+  for (int64_t p : params) total += p;
+  std::vector<FsdpUnit> units(params.size());
+  // Bytes by cumulative share (rounded down at each boundary), so that the units' bytes sum to the chunk's.
+  int64_t done = 0, prev_bytes = 0;
+  for (size_t u = 0; u < params.size(); ++u) {
+    done += params[u];
+    const int64_t end_bytes =
+        u + 1 == params.size()
+            ? s.grad_bytes_per_gpu
+            : static_cast<int64_t>(static_cast<long double>(s.grad_bytes_per_gpu) * done / total);
+    units[u].bytes = end_bytes - prev_bytes;
+    units[u].share = static_cast<double>(params[u]) / static_cast<double>(total);
+    prev_bytes = end_bytes;
+  }
+  return units;
+}
+
+// Per chunk, the compute share of each FSDP unit (forward order); empty when the graph has no FSDP units.
+using UnitShares = std::vector<std::vector<double>>;
+UnitShares FsdpShares(const std::vector<ChunkStatic>& statics) {
+  UnitShares out(statics.size());
+  for (size_t c = 0; c < statics.size(); ++c)
+    for (const FsdpUnit& u : FsdpUnits(statics[c])) out[c].push_back(u.share);
+  return out;
+}
+
+// The part of its pass's time a piece of a split pass takes: 1 / pieces (equal pieces of the chunk's last
+// backward), or with FSDP units (`shares` non-empty) its unit's share; a backward runs the units last to first.
+double PieceShare(const Op& op, const UnitShares& shares) {
+  if (op.pieces <= 1) return 1.0;
+  if (shares.empty()) return 1.0 / op.pieces;
+  const int u = op.pass == PassKind::kForward ? op.bucket : op.pieces - 1 - op.bucket;
+  return shares[op.chunk][u];
+}
+
 // Duration of a compute or P2P op from its cost entry.
 double CostDuration(const Op& op, const ChunkCost& k, const CommCostModel& comm, const DeviceMesh& mesh,
-                    const CommSpec& spec) {
+                    const CommSpec& spec, const UnitShares& shares) {
   switch (op.kind) {
     case OpKind::kForward:
-      return k.fwd_us;
+      return op.pieces > 1 ? k.fwd_us * PieceShare(op, shares) : k.fwd_us;
     case OpKind::kRecompute:
-      return k.recompute_us;
+      return op.pieces > 1 ? k.recompute_us * PieceShare(op, shares) : k.recompute_us;
     case OpKind::kBackward:
-      return (op.pass == PassKind::kBackwardInput ? k.bwd_us - k.bwd_weight_us : k.bwd_us) / op.pieces;
+      if (shares.empty())
+        return (op.pass == PassKind::kBackwardInput ? k.bwd_us - k.bwd_weight_us : k.bwd_us) / op.pieces;
+      return (op.pass == PassKind::kBackwardInput ? k.bwd_us - k.bwd_weight_us : k.bwd_us) *
+             PieceShare(op, shares);
     case OpKind::kBackwardWeight:
-      return k.bwd_weight_us / op.pieces;
+      return shares.empty() ? k.bwd_weight_us / op.pieces : k.bwd_weight_us * PieceShare(op, shares);
     case OpKind::kTpCollective:
       return op.pass == PassKind::kForward ? k.tp_fwd_us : k.tp_bwd_us;
     case OpKind::kSpCollective:
@@ -438,6 +498,23 @@ std::vector<BucketGroup> ChunkBucketGroups(const ChunkStatic& s, int zero_stage,
   return groups;
 }
 
+// FSDP: one reduce-scatter per unit, of its gradient bytes, released by the piece of the chunk's last backward
+// that computes it (the backward runs the units last to first: piece q is unit U - 1 - q); bucket = q.
+std::vector<BucketGroup> FsdpBucketGroups(const ChunkStatic& s, int D, bool dp_in_node,
+                                          const CommCostModel& cost_model) {
+  std::vector<BucketGroup> groups;
+  if (s.grad_bytes_per_gpu <= 0) return groups;
+  const std::vector<FsdpUnit> units = FsdpUnits(s);
+  const int U = static_cast<int>(units.size());
+  groups.resize(U);
+  for (int q = 0; q < U; ++q) {
+    const int64_t bytes = units[U - 1 - q].bytes;
+    groups[q] = {q, q, bytes > 0 ? 1 : 0, bytes,
+                 bytes > 0 ? cost_model.Us({CommKind::kReduceScatter, bytes, D, dp_in_node}) : 0.0};
+  }
+  return groups;
+}
+
 }  // namespace
 
 Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule& schedule,
@@ -455,6 +532,9 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
   Builder b{pc, schedule, costs, statics, comm, ShapeOf(costs, comm), {}, {}, {}, {}, {}};
   const bool has_dp = D > 1;
   const bool zero3 = has_dp && pc.zero_stage == 3;
+  // FSDP: per-unit unshard / reshard with prefetch (op_graph.h); the other ZeRO-3 implementations gather a
+  // chunk's weights at once.
+  const bool fsdp = zero3 && pc.zero3_impl == "fsdp";
   auto key = [&](int d, int m, int c) {
     return static_cast<int32_t>((static_cast<int64_t>(d) * M + m) * C + c);
   };
@@ -481,12 +561,20 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
     return id;
   };
   // The chunk's last backward is split into this many pieces (per-bucket readiness; 1 = whole).
-  auto npieces = [&](int c) { return NumPieces(nbuckets(c)); };
+  std::vector<std::vector<FsdpUnit>> units(fsdp ? C : 0);
+  for (int c = 0; fsdp && c < C; ++c) units[c] = FsdpUnits(statics[c]);
+  const UnitShares shares = fsdp ? FsdpShares(statics) : UnitShares();
+  // FSDP: every pass of chunk c runs as units[c].size() pieces (one per unit); else only the chunk's last
+  // backward, one piece per gradient bucket up to kMaxPieces.
+  auto npieces = [&](int c) { return fsdp ? static_cast<int>(units[c].size()) : NumPieces(nbuckets(c)); };
+  int stride = kMaxPieces;  // piece_op / group_op slots per (replica, chunk)
+  for (int c = 0; fsdp && c < C; ++c) stride = std::max(stride, npieces(c));
 
   std::vector<std::vector<BucketGroup>> groups(C);
   if (has_dp)
     for (int c = 0; c < C; ++c)
-      groups[c] = ChunkBucketGroups(statics[c], pc.zero_stage, D, dp_in_node, comm, cost_model);
+      groups[c] = fsdp ? FsdpBucketGroups(statics[c], D, dp_in_node, cost_model)
+                       : ChunkBucketGroups(statics[c], pc.zero_stage, D, dp_in_node, comm, cost_model);
 
   // Schedule positions per chunk (the same for every replica).
   std::vector<int> first_f(C, -1), first_b(C, -1), last_b(C, -1), last_b_mb(C, -1);
@@ -509,11 +597,12 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
   const size_t nk = static_cast<size_t>(D) * M * C;
   std::vector<int32_t> fwd_first(nk, -1), fwd_last(nk, -1), bwd_first(nk, -1), bwd_last(nk, -1),
       send_act(nk, -1), send_grad(nk, -1), grad_done(nk, -1);
-  std::vector<int32_t> grad_begin(static_cast<size_t>(D) * C, -1);       // first bucket op of (d, c)
+  // The gradient ops of (d, c), one per bucket group: group_op[(d * C + c) * stride + x].
+  std::vector<int32_t> group_op(static_cast<size_t>(D) * C * stride, -1);
   std::vector<int32_t> dispatch_op(static_cast<size_t>(D) * M, -1);      // dispatch op of (d, m)
   std::vector<int32_t> bwd_dispatch_op(static_cast<size_t>(D) * M, -1);  // its backward all-to-all
-  // Pieces of the chunk's last backward on replica d: piece_op[(d * C + c) * kMaxPieces + q].
-  std::vector<int32_t> piece_op(static_cast<size_t>(D) * C * kMaxPieces, -1);
+  // Pieces of the chunk's last backward on replica d: piece_op[(d * C + c) * stride + q].
+  std::vector<int32_t> piece_op(static_cast<size_t>(D) * C * stride, -1);
   OpGraph g;
   FillDispatch(pc, costs, comm, cost_model, &g);
   b.last_on_lane.assign(static_cast<size_t>(mesh.num_devices()) * kNumLanes, -1);
@@ -537,8 +626,65 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
          cost_model.Us(
              {CommKind::kWeightAllGather, statics[c].grad_bytes_per_gpu, D, dp_in_node, nbuckets(c)}),
          statics[c].grad_bytes_per_gpu};
+    g.buckets = static_cast<int32_t>(nbuckets(c));
     g.peer = mesh.DpNeighbor(dev, +1);
     return b.NewOp(g, -1);
+  };
+  // FSDP: every unit all-gather, for its barrier: the collective (stage, micro-batch, chunk, pass, unit), the
+  // replica, the op and the compute op it waits for (-1: none).
+  struct UnitGather {
+    int64_t key;
+    int32_t replica, id, ready;
+  };
+  std::vector<UnitGather> unit_gathers;
+  // FSDP: the compute ops of the units the device has run so far (its last two: unit_done[dev][0] the older),
+  // for the rate limit of at most two unsharded units.
+  std::vector<std::array<int32_t, 2>> unit_done(fsdp ? static_cast<size_t>(mesh.num_devices()) : 0,
+                                                std::array<int32_t, 2>{-1, -1});
+  // FSDP: all-gather of unit u of chunk c for micro-batch m's pass [dp lane]: it waits for the compute of the
+  // unit two before it on the device (limit_all_gathers: its buffer is then free), else only for the lane.
+  auto unit_all_gather = [&](int32_t dev, int c, int m, int u, PassKind pass) -> int32_t {
+    const int64_t bytes = units[c][u].bytes;
+    if (bytes <= 0) return -1;
+    Op g{OpKind::kDpAllGather,
+         Lane::kDp,
+         pass,
+         dev,
+         m,
+         c,
+         u,
+         cost_model.Us({CommKind::kWeightAllGather, bytes, D, dp_in_node, 1}),
+         bytes};
+    g.buckets = 1;
+    g.peer = mesh.DpNeighbor(dev, +1);
+    const int32_t id = b.NewOp(g, -1);
+    // Its barrier over the replicas is added after the loop (the other replicas' ops do not exist yet).
+    const int64_t key =
+        (((static_cast<int64_t>(mesh.PpOfDevice(dev)) * M + m) * C + c) * 2 + (pass != PassKind::kForward)) *
+            256 +
+        u;
+    unit_gathers.push_back({key, mesh.DpOfDevice(dev), id, unit_done[dev][0]});
+    return id;
+  };
+  // The dp_collective of one bucket group of chunk c on `dev` [dp lane]; its barrier is added below.
+  auto add_group = [&](int32_t dev, int c, const BucketGroup& bg) {
+    Op g;
+    g.kind = OpKind::kDpCollective;
+    g.lane = Lane::kDp;
+    g.pass = PassKind::kBackward;
+    g.device = dev;
+    g.chunk = c;
+    g.bucket = static_cast<int32_t>(bg.first);
+    g.duration_us = bg.duration_us;
+    g.bytes = bg.bytes;
+    g.buckets = static_cast<int32_t>(bg.count);
+    g.peer = mesh.DpNeighbor(dev, +1);
+    return b.NewOp(g, -1);
+  };
+  // FSDP: a unit's compute op `id` (its forward, or its backward piece) has run on `dev`.
+  auto unit_ran = [&](int32_t dev, int32_t id) {
+    unit_done[dev][0] = unit_done[dev][1];
+    unit_done[dev][1] = id;
   };
   for (int d = 0; d < D; ++d) {
     for (int r = 0; r < P; ++r) {
@@ -567,12 +713,30 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
         op.micro_batch = m;
         op.chunk = c;
         if (sops[pos].kind == PassKind::kForward) {
-          const int32_t ag = zero3 && pos == first_f[c] ? weight_all_gather(dev, c, PassKind::kForward) : -1;
+          const int32_t ag =
+              zero3 && !fsdp && pos == first_f[c] ? weight_all_gather(dev, c, PassKind::kForward) : -1;
           op.kind = OpKind::kForward;
           op.duration_us = cost.fwd_us;
-          const int32_t f = b.NewOp(op, k);
+          int32_t f = -1, last = -1;
+          if (fsdp) {  // unit by unit, each after its all-gather; the next unit's gather is issued meanwhile
+            const int U = npieces(c);
+            op.pieces = static_cast<uint8_t>(U);
+            int32_t gather = unit_all_gather(dev, c, m, 0, PassKind::kForward);
+            for (int u = 0; u < U; ++u) {
+              op.bucket = u;
+              op.duration_us = cost.fwd_us * units[c][u].share;
+              last = b.NewOp(op, k);
+              if (f < 0) f = last;
+              if (gather >= 0) b.AddEdge(last, gather);
+              unit_ran(dev, last);
+              gather = u + 1 < U ? unit_all_gather(dev, c, m, u + 1, PassKind::kForward) : -1;
+            }
+            op.pieces = 1;
+            op.bucket = 0;
+          } else {
+            f = last = b.NewOp(op, k);
+          }
           if (ag >= 0) b.AddEdge(f, ag);
-          int32_t last = f;
           if (b.shape[0]) {
             op.kind = OpKind::kTpCollective;
             op.pass = PassKind::kForward;
@@ -611,13 +775,15 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
           op.duration_us = cost.bwd_weight_us / pieces;
           for (int q = 0; q < pieces; ++q) {
             op.bucket = q;
+            if (fsdp) op.duration_us = cost.bwd_weight_us * PieceShare(op, shares);
             const int32_t id = b.NewOp(op, k);
             if (q == 0) b.AddEdge(id, bwd_last[k]);
-            if (pieces > 1) piece_op[(static_cast<size_t>(d) * C + c) * kMaxPieces + q] = id;
+            if (pieces > 1) piece_op[(static_cast<size_t>(d) * C + c) * stride + q] = id;
             grad_done[k] = id;
           }
         } else {
-          const int32_t ag = zero3 && pos == first_b[c] ? weight_all_gather(dev, c, PassKind::kBackward) : -1;
+          const int32_t ag =
+              zero3 && !fsdp && pos == first_b[c] ? weight_all_gather(dev, c, PassKind::kBackward) : -1;
           // The backward all-to-all of micro-batch m (encoder-output gradients back to the encoder ranks),
           // before chunk 0's backward of m [dispatch lane, schedule order]: it waits for that gradient to
           // arrive (the next chunk's gradient send, or for pp 1 the forward), and the backward waits for it.
@@ -638,22 +804,56 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
           const bool split = sops[pos].kind == PassKind::kBackwardInput;
           op.pass = split ? PassKind::kBackwardInput : PassKind::kBackward;
           int32_t first = -1;
-          if (b.shape[2 + c]) {
-            op.kind = OpKind::kRecompute;
-            op.duration_us = cost.recompute_us;
-            first = b.NewOp(op, k);
-          }
-          op.kind = OpKind::kBackward;
-          // The chunk's last whole backward is split into pieces (per-bucket gradient readiness).
-          const int pieces = has_dp && pos == last_b[c] && !split ? npieces(c) : 1;
-          op.pieces = static_cast<uint8_t>(pieces);
-          op.duration_us = (split ? cost.bwd_us - cost.bwd_weight_us : cost.bwd_us) / pieces;
           int32_t last = -1;
-          for (int q = 0; q < pieces; ++q) {
-            op.bucket = q;
-            last = b.NewOp(op, k);
-            if (first < 0) first = last;
-            if (pieces > 1) piece_op[(static_cast<size_t>(d) * C + c) * kMaxPieces + q] = last;
+          const double bwd_us = split ? cost.bwd_us - cost.bwd_weight_us : cost.bwd_us;
+          if (fsdp) {
+            // Unit by unit, last to first: piece q is unit U - 1 - q (its recompute, then its backward), after
+            // its all-gather; the next unit's gather is issued before it runs (BACKWARD_PRE) and, in the chunk's
+            // last (whole) backward, the unit's gradient reduce-scatter after it.
+            const int U = npieces(c);
+            const bool releases = has_dp && pos == last_b[c] && !split;
+            op.pieces = static_cast<uint8_t>(U);
+            int32_t gather = unit_all_gather(dev, c, m, U - 1, PassKind::kBackward);
+            for (int q = 0; q < U; ++q) {
+              const double share = units[c][U - 1 - q].share;
+              op.bucket = q;
+              int32_t unit_first = -1;
+              if (b.shape[2 + c]) {
+                op.kind = OpKind::kRecompute;
+                op.duration_us = cost.recompute_us * share;
+                unit_first = b.NewOp(op, k);
+              }
+              op.kind = OpKind::kBackward;
+              op.duration_us = bwd_us * share;
+              last = b.NewOp(op, k);
+              if (unit_first < 0) unit_first = last;
+              if (first < 0) first = unit_first;
+              if (gather >= 0) b.AddEdge(unit_first, gather);
+              unit_ran(dev, last);
+              gather = q + 1 < U ? unit_all_gather(dev, c, m, U - 2 - q, PassKind::kBackward) : -1;
+              if (releases) {
+                piece_op[(static_cast<size_t>(d) * C + c) * stride + q] = last;
+                if (q < static_cast<int>(groups[c].size()))
+                  group_op[(static_cast<size_t>(d) * C + c) * stride + q] = add_group(dev, c, groups[c][q]);
+              }
+            }
+          } else {
+            if (b.shape[2 + c]) {
+              op.kind = OpKind::kRecompute;
+              op.duration_us = cost.recompute_us;
+              first = b.NewOp(op, k);
+            }
+            op.kind = OpKind::kBackward;
+            // The chunk's last whole backward is split into pieces (per-bucket gradient readiness).
+            const int pieces = has_dp && pos == last_b[c] && !split ? npieces(c) : 1;
+            op.pieces = static_cast<uint8_t>(pieces);
+            op.duration_us = bwd_us / pieces;
+            for (int q = 0; q < pieces; ++q) {
+              op.bucket = q;
+              last = b.NewOp(op, k);
+              if (first < 0) first = last;
+              if (pieces > 1) piece_op[(static_cast<size_t>(d) * C + c) * stride + q] = last;
+            }
           }
           op.bucket = 0;
           op.pieces = 1;
@@ -689,24 +889,11 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
             b.AddEdge(send_grad[k], last);
           }
         }
-        if (sops[pos].kind != PassKind::kForward && has_dp && pos == last_b[c]) {
+        const bool emitted = fsdp && sops[pos].kind == PassKind::kBackward;  // inside the unit loop
+        if (sops[pos].kind != PassKind::kForward && has_dp && pos == last_b[c] && !emitted) {
           // One dp_collective per group of the chunk's buckets that the same piece releases.
-          for (size_t x = 0; x < groups[c].size(); ++x) {
-            const BucketGroup& bg = groups[c][x];
-            Op g{OpKind::kDpCollective,
-                 Lane::kDp,
-                 PassKind::kBackward,
-                 dev,
-                 -1,
-                 c,
-                 static_cast<int32_t>(bg.first),
-                 bg.duration_us,
-                 bg.bytes};
-            g.buckets = static_cast<int32_t>(bg.count);
-            g.peer = mesh.DpNeighbor(dev, +1);
-            const int32_t id = b.NewOp(g, -1);
-            if (x == 0) grad_begin[static_cast<size_t>(d) * C + c] = id;
-          }
+          for (size_t x = 0; x < groups[c].size(); ++x)
+            group_op[(static_cast<size_t>(d) * C + c) * stride + x] = add_group(dev, c, groups[c][x]);
         }
       }
     }
@@ -739,6 +926,32 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
     for (int d = 0; d < D; ++d)
       b.edges.push_back({bwd_dispatch_op[static_cast<size_t>(d) * M + m], id, ready(d)});
   }
+  // FSDP unit all-gathers are collectives: each starts on every replica of its DP ring together, once every
+  // replica is ready to issue it (its lane predecessor and the compute two units back are done: a barrier;
+  // the replica-alone timing waits for its own). The replicas' graphs are alike, so replica 0's shape says
+  // whether a gather waits for anything.
+  if (!unit_gathers.empty()) {
+    std::stable_sort(unit_gathers.begin(), unit_gathers.end(),
+                     [](const UnitGather& x, const UnitGather& y) { return x.key < y.key; });
+    for (size_t i = 0; i < unit_gathers.size();) {
+      size_t j = i;
+      while (j < unit_gathers.size() && unit_gathers[j].key == unit_gathers[i].key) ++j;
+      const Op& g0 = b.ops[unit_gathers[i].id];
+      auto local_of = [&](const UnitGather& x) { return x.ready >= 0 ? x.ready : b.lane_prev[x.id]; };
+      if (local_of(unit_gathers[i]) >= 0) {
+        Op bar{OpKind::kBarrier, Lane::kDp, g0.pass, -1, g0.micro_batch, g0.chunk, g0.bucket, 0.0, 0};
+        const int32_t id = b.NewOp(bar, -1);
+        for (size_t k = i; k < j; ++k) {
+          if (unit_gathers[k].ready >= 0) b.AddEdge(id, unit_gathers[k].ready);
+          if (b.lane_prev[unit_gathers[k].id] >= 0) b.AddEdge(id, b.lane_prev[unit_gathers[k].id]);
+        }
+        for (size_t k = i; k < j; ++k)
+          if (local_of(unit_gathers[k]) >= 0)
+            b.edges.push_back({unit_gathers[k].id, id, local_of(unit_gathers[k])});
+      }
+      i = j;
+    }
+  }
   // DP barriers: per chunk with gradients, one per bucket group (one per chunk when the backward is whole); the
   // group's op on every replica depends on it.
   if (has_dp) {
@@ -748,16 +961,14 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
         const int q = groups[c][x].piece;
         // What replica d's group waits for: that piece (or its last W / whole backward group).
         auto ready_of = [&](int d) {
-          return pieces > 1 ? piece_op[(static_cast<size_t>(d) * C + c) * kMaxPieces + q]
+          return pieces > 1 ? piece_op[(static_cast<size_t>(d) * C + c) * stride + q]
                             : grad_done[key(d, last_b_mb[c], c)];
         };
         Op g{OpKind::kBarrier, Lane::kDp, PassKind::kBackward, -1, -1, c, q, 0.0, 0};
         const int32_t bar = b.NewOp(g, -1);
         for (int d = 0; d < D; ++d) b.AddEdge(bar, ready_of(d));
-        for (int d = 0; d < D; ++d) {
-          const int32_t g0 = grad_begin[static_cast<size_t>(d) * C + c];
-          b.edges.push_back({static_cast<int32_t>(g0 + x), bar, ready_of(d)});
-        }
+        for (int d = 0; d < D; ++d)
+          b.edges.push_back({group_op[(static_cast<size_t>(d) * C + c) * stride + x], bar, ready_of(d)});
       }
     }
   }
@@ -847,7 +1058,10 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
   const int D = pc.dp, C = pc.chunks();
   const bool dp_in_node = g.source.comm.gpus_per_node > 0 && pc.tp * pc.dp <= g.source.comm.gpus_per_node;
   std::vector<std::vector<BucketGroup>> groups;
-  if (new_statics && D > 1) {
+  // FSDP: the units (and so the ops) follow the partition's layers: other statics rebuild the graph.
+  const bool fsdp = D > 1 && pc.zero_stage == 3 && pc.zero3_impl == "fsdp";
+  if (new_statics && fsdp) same = false;
+  if (new_statics && D > 1 && same) {
     if (static_cast<int>(statics->size()) != C)
       return Error("op graph: " + std::to_string(statics->size()) + " chunk statics, expected " +
                    std::to_string(C));
@@ -888,6 +1102,7 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
   }
   const int n = g.num_ops();
   const DeviceMesh mesh(pc, g.source.comm.gpus_per_node);
+  const UnitShares shares = fsdp ? FsdpShares(g.source.statics) : UnitShares();
   if (new_statics) {
     g.source.statics = *statics;
     if (D > 1) {
@@ -904,6 +1119,7 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
         } else if (op.kind == OpKind::kDpAllGather) {
           const ChunkStatic& st = (*statics)[op.chunk];
           op.bytes = st.grad_bytes_per_gpu;
+          op.buckets = static_cast<int32_t>(NumBuckets(st, g.source.comm));
           op.duration_us = g.duration_us[i] =
               g.source.comm_cost->Us({CommKind::kWeightAllGather, st.grad_bytes_per_gpu, D, dp_in_node,
                                       NumBuckets(st, g.source.comm)});
@@ -924,7 +1140,7 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
     if (ci < 0) continue;
     Op& op = g.ops[i];
     const ChunkCost& k = costs.costs[ci];
-    op.duration_us = CostDuration(op, k, *g.source.comm_cost, mesh, g.source.comm);
+    op.duration_us = CostDuration(op, k, *g.source.comm_cost, mesh, g.source.comm, shares);
     if (op.kind == OpKind::kP2pSendActivation || op.kind == OpKind::kP2pSendGradient) op.bytes = k.send_bytes;
     if (op.kind == OpKind::kSpCollective) {
       const bool fwd = op.pass == PassKind::kForward;

@@ -9,8 +9,8 @@
 //   p2p_fwd  activation sends to the next pipeline rank        p2p_bwd  gradient sends to the previous rank
 //   dp       DP gradient collectives (and ZeRO-3 weight all-gathers)
 //   dispatch the data-dispatch all-to-all of post-balancing (stage-0 devices only)
-// Barriers (device -1, zero duration) join the DP replicas before a gradient collective and before a backward
-// all-to-all.
+// Barriers (device -1, zero duration) join the DP replicas before a gradient collective, an FSDP unit
+// all-gather and a backward all-to-all.
 //
 // Ops per DP replica d, micro-batch m, chunk c on device (d, c % pp), in the rank's schedule order:
 //   forward groups:  forward (fwd_us), then tp_collective with pass forward (tp_fwd_us)    [compute lane]
@@ -52,10 +52,35 @@
 //   ZeRO-0    all-reduce per bucket: 2(d-1)/d * b / bw + 2(d-1) * lat
 //   ZeRO-1/2  reduce-scatter + all-gather per bucket (same volume): 2 * ((d-1)/d * b / bw + (d-1) * lat)
 //   ZeRO-3    reduce-scatter per bucket: (d-1)/d * b / bw + (d-1) * lat; plus one weight all-gather op (kind
-//             dp_all_gather) of the chunk's bf16 weights (the same bytes as its bf16 gradients) before its
-//             first forward and one before its first backward: n_buckets * (d-1) * lat + (d-1)/d * B / bw
-//             each, queued on the dp lane at the schedule position of that forward/backward, with no other
-//             dependency (prefetch).
+//             dp_all_gather, Op::buckets = n_buckets) of the chunk's bf16 weights (the same bytes as its bf16
+//             gradients) before its first forward and one before its first backward: n_buckets * (d-1) * lat +
+//             (d-1)/d * B / bw each, queued on the dp lane at the schedule position of that forward/backward,
+//             with no other dependency (prefetch). This is parallel.zero3_impl simple and deepspeed (DeepSpeed's
+//             per-module fetch with its prefetch bucket is counted in memory only, core/plan/memory.h).
+//   ZeRO-3 with zero3_impl fsdp (PyTorch FSDP, FULL_SHARD: one FlatParameter per wrapped unit, unsharded just
+//             before the unit runs and resharded after it, in every forward and every backward pass): the
+//             chunk's units are its layers with parameters (ChunkStatic::layer_params; more than 128 are
+//             grouped into 128 runs of consecutive layers; without layer sizes the chunk is one unit). Every
+//             forward of chunk c is U ops (kind forward, Op::pieces = U, Op::bucket = unit u, duration fwd_us
+//             times the unit's share of the chunk's parameters, the convention of the bucket pieces below);
+//             every backward is U pieces, units last to first (piece q = unit U-1-q: its recompute piece if
+//             the chunk recomputes, then its backward piece, each its share of recompute_us / bwd_us; a split
+//             backward's B likewise, its W whole except the chunk's last W, in U pieces). Before each unit's
+//             compute, a dp_all_gather of the unit's weight bytes (pass forward or backward, micro_batch m,
+//             bucket u, Op::buckets = 1: one collective per FlatParameter) taking (d-1) * lat + (d-1)/d * b_u
+//             / bw [dp lane, in the order the units run]; the unit's first compute op waits for it. Prefetch:
+//             the gather of the next unit is issued before the current unit computes (FSDP's
+//             BackwardPrefetch.BACKWARD_PRE; in the forward the CPU runs ahead and issues it as soon as the
+//             rate limiter allows), and limit_all_gathers=True (FSDP's default) keeps at most two unsharded
+//             units: the gather of the device's j-th unit computation waits for the end of its (j-2)-th
+//             (across passes). An all-gather is a collective: one barrier per (stage, micro-batch, chunk, pass,
+//             unit) waits for every replica's lane predecessor and (j-2)-th unit computation, and the replicas'
+//             gathers start after it (the replica-alone timing: after its own). Gradients: in the chunk's last whole backward, one reduce-scatter of the unit's
+//             gradient bytes after each unit (dp_collective, bucket = q, Op::buckets = 1, (d-1)/d * b_u / bw +
+//             (d-1) * lat) [dp lane, after the next unit's gather], behind a barrier over the replicas as the
+//             buckets below; dp_bucket_bytes does not apply. With a split backward the chunk's last W releases
+//             them. For a uniform chain of U units with per-unit compute c and gather time a, a forward on an
+//             otherwise idle device takes a + c + (U-1) max(a, c): only the first gather is exposed when a <= c.
 //   Buckets become ready during the chunk's last backward, as PyTorch DDP and Megatron-LM's overlapped grad
 //   reduce launch them: bucket j holds the gradient bytes [j B, (j+1) B) counted from the chunk's last layer
 //   (the backward's order) and is complete when the backward has finished the layer holding its last byte. That
@@ -150,9 +175,10 @@ struct Op {
   Lane lane = Lane::kCompute;
   PassKind pass = PassKind::kForward;  // tp_collective: which pass it belongs to; dp_all_gather: before which
   int32_t device = 0;                  // op-graph device (DeviceMesh::Device: one TP group); -1 for barriers
-  int32_t micro_batch = -1;            // -1 for DP ops and barriers
+  int32_t micro_batch = -1;            // -1 for DP ops and barriers (FSDP unit all-gathers: their pass's)
   int32_t chunk = 0;
-  int32_t bucket = 0;  // dp_collective: bucket index within the chunk
+  // dp_collective: bucket index within the chunk; split passes: the piece; FSDP dp_all_gather: the unit
+  int32_t bucket = 0;
   double duration_us = 0;
   int64_t bytes = 0;  // p2p: bytes sent; dp: bytes of the bucket (all-gather: of the chunk); dispatch: sent
   // The op's peer, named by the builder so that no evaluator re-derives it from chunk arithmetic: p2p sends,
@@ -161,10 +187,13 @@ struct Op {
   // whose transfers are OpGraph::DispatchTransfers).
   int32_t peer = -1;
   // backward / backward_weight: this op is part `bucket` of `pieces` equal parts of its pass (the chunk's last
-  // backward on a DP replica, split so that its gradient buckets become ready as the backward reaches them)
+  // backward on a DP replica, split so that its gradient buckets become ready as the backward reaches them);
+  // with FSDP units (above) forward / recompute / backward / backward_weight: piece `bucket` of `pieces`, its
+  // unit's share of the pass.
   uint8_t pieces = 1;
   // dp_collective: the op stands for `buckets` consecutive gradient buckets (bucket .. bucket + buckets - 1),
   // the ones one piece of the chunk's last backward completes (0: none); bytes and duration are their sums.
+  // dp_all_gather: the buckets it gathers in (each one ring all-gather; the SimGrid engine replays as many).
   int32_t buckets = 1;
   // sp_collective only (ChunkCost::sp_*): `bytes` are its Ulysses all-to-all bytes, sent in `a2a_steps`
   // pairwise-exchange latencies over the device's Ulysses group; ring_bytes go to `peer` (the ring successor)
@@ -251,7 +280,8 @@ int BucketReadyPiece(const ChunkStatic& s, int64_t bucket_bytes, int64_t bucket,
 // chunk statics (another partition of the same layers: each chunk's parameters and gradient bytes): O(ops), in
 // place when the op presence (see above) is unchanged and every chunk's gradient buckets form groups released
 // by the same pieces of its last backward (then only the DP ops' bytes and durations change); otherwise it
-// rebuilds the graph with `schedule`. Either way the result equals BuildIterationGraph with these costs and
+// rebuilds the graph with `schedule` (always for new statics under zero3_impl fsdp: its units follow the
+// partition's layers). Either way the result equals BuildIterationGraph with these costs and
 // statics up to ops of zero duration (tested), so BMP's candidates re-price one graph instead of rebuilding.
 Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const IterationCosts& costs,
                              const std::vector<ChunkStatic>* statics = nullptr);

@@ -18,8 +18,11 @@
 //                "ZeRO Configurations"; stage3_max_live_parameters 1e9 bounds the live parameters above), capped
 //                at the rank's parameters.
 //   This is why FSDP fits a length that ZeRO-3 cannot on the same GPUs (LongVILA chose FSDP, §5.1.1): its
-//   transient is two layers, DeepSpeed's about 2 GB. The op graph's communication is the same for both (one
-//   weight all-gather per chunk and pass, prefetched; gradients reduce-scattered in buckets). Transient ZeRO-3
+//   transient is two layers, DeepSpeed's about 2 GB. The op graph times them differently (core/graph/op_graph.h):
+//   fsdp unshards unit by unit (one all-gather per layer and pass, the next one prefetched, at most two
+//   unsharded: the transient above) and reduce-scatters each unit's gradients after its backward; simple and
+//   deepspeed all-gather a chunk's weights at once before its first forward and first backward and
+//   reduce-scatter its gradients in dp_bucket_bytes buckets. Transient ZeRO-3
 //   all-gather buffers are not modelled; the allocator's fragmentation, its workspaces and the memory outside it
 //   are taken off the capacity instead (the caller passes UsableMemoryBytes, core/cluster/cluster.h).
 // - Activations: walk the rank's schedule order (Schedule::per_rank[r]) for every DP replica with that

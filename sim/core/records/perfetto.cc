@@ -40,7 +40,10 @@ std::string EventName(const OpRecord& op) {
       return "grad sync c" + std::to_string(op.chunk) + " #" + std::to_string(op.bucket);
     case OpKind::kDpAllGather:
       return std::string(op.pass == PassKind::kForward ? "all-gather fwd c" : "all-gather bwd c") +
-             std::to_string(op.chunk);
+             std::to_string(op.chunk) +
+             (op.micro_batch >= 0
+                  ? " mb" + std::to_string(op.micro_batch) + " unit " + std::to_string(op.bucket)
+                  : std::string());
     case OpKind::kBarrier:
       return "barrier";
     case OpKind::kDispatch:

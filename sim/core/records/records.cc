@@ -36,9 +36,9 @@ std::vector<OpRecord> OpRecordsOf(const OpGraph& graph, const IterationTiming& t
       if (compute) r.tokens = c.llm_tokens;
       if (op.kind == OpKind::kForward || op.kind == OpKind::kBackward || op.kind == OpKind::kBackwardWeight)
         r.activation_bytes = c.act_bytes;
-      // A backward split into pieces (per-bucket gradient readiness) releases its activations piece by piece;
-      // the last piece takes the remainder, so the pieces sum to the whole.
-      if (op.pieces > 1 && op.kind != OpKind::kForward) {
+      // A pass split into pieces (per-bucket gradient readiness, FSDP units) holds or releases its activations
+      // piece by piece; the last piece takes the remainder, so the pieces sum to the whole.
+      if (op.pieces > 1 && r.activation_bytes > 0) {
         const int64_t share = c.act_bytes / op.pieces;
         r.activation_bytes = op.bucket == op.pieces - 1 ? c.act_bytes - share * (op.pieces - 1) : share;
       }

@@ -363,14 +363,18 @@ Result<Trace> GenerateAsrSqa(int64_t n, Rng& rng) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// long-video: LongVILA stage-5 long-video SFT (Shot2Story long videos, 196 tokens per frame).
+// long-video: LongVILA stage-5 long-video SFT (Shot2Story long videos, 196 tokens per frame). Sources and the
+// closed-form quantiles of the frame distribution: traces/generators.md.
 // ---------------------------------------------------------------------------------------------------------------
 
-constexpr double kVideoFramesMedian = 256;  // log-normal body
+// Log-normal body (assumed; the paper's benchmarks use 256 frames).
+constexpr double kVideoFramesMedian = 256;
 constexpr double kVideoFramesSigma = 0.9;
 constexpr double kVideoTailShare = 0.05;  // heavy tail: Pareto(alpha) from 1024 frames
 constexpr double kVideoTailAlpha = 1.5;
-constexpr double kVideoFramesMin = 32, kVideoFramesMax = 8192;
+// At most 2,048 frames: LongVILA "extends the number of video frames of VILA from 8 to 2048" and its model is
+// "trained on 2048 frames" (arXiv 2408.10188, abstract and Figure 2).
+constexpr double kVideoFramesMin = 32, kVideoFramesMax = 2048;
 constexpr double kVideoTextMedian = 350, kVideoTextSigma = 0.6;  // caption or QA turns
 
 Trace GenerateLongVideo(int64_t n, Rng& rng) {
@@ -407,7 +411,7 @@ const std::vector<GeneratorPreset>& GeneratorPresets() {
       {"lcs-558k", "LLaVA LCS-558K pretraining captions, 1 image and a short caption", 558128},
       {"asr-sqa-mix", "audio: 70% LibriSpeech ASR + 30% AIR-Bench spoken QA, resampled from real traces",
        40000},
-      {"long-video", "LongVILA-style long-video SFT, 32..8192 frames, heavy tail", 15292},
+      {"long-video", "LongVILA-style long-video SFT, 32..2048 frames, heavy tail", 15292},
   };
   return kPresets;
 }
