@@ -103,9 +103,9 @@ Result<PlanFacts> Replan(const RunRecord& r, bool identity, bool timed, const Re
   if (timed) {
     MMTWIN_ASSIGN_OR_RETURN(ModelSpec model, LoadScenarioModel(s));
     MMTWIN_ASSIGN_OR_RETURN(ClusterSpec cluster, LoadCluster(s.cluster, s.nodes));
-    const SampleSizes sizes = ComputeSizes(model, pd->trace);
+    const SampleSizes sizes = ComputeSizes(model, *pd->trace);
     const DataPolicyContext ctx{
-        &pd->trace, &model, &sizes, s.parallel.dp, std::max(1, cluster.gpus_per_node / s.parallel.tp),
+        pd->trace.get(), &model, &sizes, s.parallel.dp, std::max(1, cluster.gpus_per_node / s.parallel.tp),
         s.seed};
     double best_s = kNaN;
     for (int k = 0; k < 3; ++k) {
