@@ -1224,10 +1224,15 @@ int Rank::Run() {
       status_.Set((is_measured ? "measured iteration " + std::to_string(mi)
                                : "warm-up iteration " + std::to_string(k)) +
                   ": starting");
-      // Fault injection happens once every rank has finished (and rank 0 has published) the iterations before
-      // it, so "every iteration finished before the kill is in RUNDIR" is deterministic to test.
-      if (is_measured && mi == opt_.die_iteration && (opt_.die_rank >= 0 || opt_.hang_rank >= 0))
+      // Fault injection happens once every rank has finished (and rank 0 has published and its writer thread
+      // written) the iterations before it, so "every iteration finished before the kill is in RUNDIR" is
+      // deterministic to test (without the flush a loaded machine could kill rank 0 before its writer caught up).
+      if (is_measured && mi == opt_.die_iteration && (opt_.die_rank >= 0 || opt_.hang_rank >= 0)) {
+        if (writer_) {
+          if (Status st = writer_->Flush(); !st.ok()) err_ << who << st.error().message() << "\n";
+        }
         world_->barrier()->wait();
+      }
       if (is_measured && mi == opt_.die_iteration && rv_.rank == opt_.die_rank) ::raise(SIGKILL);
       if (is_measured && mi == opt_.die_iteration && rv_.rank == opt_.hang_rank) {
         status_.Set("hanging (fault injection) at the start of measured iteration " + std::to_string(mi));
