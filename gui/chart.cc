@@ -20,6 +20,18 @@ QColor SeriesColor(size_t i) {
   return QColor((c >> 16) & 0xff, (c >> 8) & 0xff, c & 0xff);
 }
 
+double MaxValue(const ChartSpec& s) {
+  double m = 0;
+  for (const ChartSeries& se : s.series)
+    for (double v : se.values)
+      if (std::isfinite(v)) m = std::max(m, v);
+  return m;
+}
+
+constexpr double kTitleH = 26, kLegendH = 22, kTickW = 56, kYLabelW = 22, kRight = 16;
+
+}  // namespace
+
 double NiceStep(double span, int target) {
   if (!(span > 0)) return 1;
   const double raw = span / std::max(1, target);
@@ -33,18 +45,6 @@ QString TickLabel(double v, double step) {
   const int decimals = step >= 1 ? 0 : std::min(6, static_cast<int>(std::ceil(-std::log10(step) - 1e-9)));
   return QString::number(v, 'f', decimals);
 }
-
-double MaxValue(const ChartSpec& s) {
-  double m = 0;
-  for (const ChartSeries& se : s.series)
-    for (double v : se.values)
-      if (std::isfinite(v)) m = std::max(m, v);
-  return m;
-}
-
-constexpr double kTitleH = 26, kLegendH = 22, kTickW = 56, kYLabelW = 22, kRight = 16;
-
-}  // namespace
 
 ChartView::ChartView(QWidget* parent) : QWidget(parent) { setAttribute(Qt::WA_OpaquePaintEvent); }
 

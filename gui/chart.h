@@ -56,6 +56,11 @@ class ChartView : public QWidget {
   ChartSpec spec_;
 };
 
+// Axis helpers shared by every chart of the GUI and the reports: a "nice" tick step (1, 2, 5 x 10^k) giving about
+// `target` ticks over `span`, and a tick's label with as many decimals as the step needs.
+double NiceStep(double span, int target);
+QString TickLabel(double v, double step);
+
 // `widget` drawn offscreen at w x h px as PNG bytes (a QApplication must exist). Errors: an empty image.
 Result<std::string> RenderWidgetPng(QWidget& widget, int w, int h);
 // A ChartView of `spec` as PNG bytes.

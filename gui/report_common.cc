@@ -30,6 +30,14 @@ std::string LabelsOf(const std::vector<std::pair<std::string, std::string>>& axe
   return s;
 }
 
+Result<std::unique_ptr<ResultsDb>> OpenReportDb(const ReportOptions& o) {
+  const std::string db_path = ReportDbPath(o);
+  const std::filesystem::path parent = std::filesystem::path(db_path).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  return ResultsDb::Open(db_path);
+}
+
 Result<SweepRows> RunReportSweep(const std::string& file, const ReportOptions& o, ResultsDb& db,
                                  const std::vector<int>& reduced_runs) {
   MMTWIN_ASSIGN_OR_RETURN(SweepSpec spec, LoadSweep(file));

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +34,9 @@ struct SweepRows {
 
 // "k=v, k=v".
 std::string LabelsOf(const std::vector<std::pair<std::string, std::string>>& axes);
+
+// The report's results database (ReportDbPath), its folder created if missing.
+Result<std::unique_ptr<ResultsDb>> OpenReportDb(const ReportOptions& o);
 
 // Runs (or reuses) the sweep file's runs in `db` and returns its rows. Reduced (options.reduced): the sweep is
 // named NAME-reduced, every run replays kReducedIterations on kReducedSamples samples, and a zip sweep keeps

@@ -514,11 +514,7 @@ std::string OrchDiffers(const std::vector<Table>& t) {
 
 Status GenerateOrchmllm(const ReportOptions& o, const std::string& scenarios,
                         std::vector<std::pair<std::string, std::string>>& files) {
-  const std::string db_path = ReportDbPath(o);
-  const fs::path parent = fs::path(db_path).parent_path();
-  std::error_code ec;
-  if (!parent.empty()) fs::create_directories(parent, ec);
-  MMTWIN_ASSIGN_OR_RETURN(std::unique_ptr<ResultsDb> db, ResultsDb::Open(db_path));
+  MMTWIN_ASSIGN_OR_RETURN(std::unique_ptr<ResultsDb> db, OpenReportDb(o));
   OrchRuns runs;
   MMTWIN_ASSIGN_OR_RETURN(runs.ablation,
                           RunReportSweep(scenarios + "/sweeps/orchmllm-ablation.yaml", o, *db));

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <set>
 
+#include "chart.h"
 #include "core/plan/mesh.h"
 #include "core/sweep/sweep.h"
 
@@ -27,21 +28,6 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 QColor Rgb(uint32_t c) { return QColor((c >> 16) & 0xff, (c >> 8) & 0xff, c & 0xff); }
-
-// A "nice" tick step (1, 2, 5 x 10^k) giving about `target` ticks over `span`.
-double NiceStep(double span, int target) {
-  if (!(span > 0)) return 1;
-  const double raw = span / std::max(1, target);
-  const double p = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (raw <= m * p) return m * p;
-  return 10 * p;
-}
-
-QString TickLabel(double v, double step) {
-  const int decimals = step >= 1 ? 0 : std::min(6, static_cast<int>(std::ceil(-std::log10(step))));
-  return QString::number(v, 'f', decimals);
-}
 
 QTableWidgetItem* NumberItem(const QString& text, double raw) {
   auto* it = new QTableWidgetItem(text);
@@ -646,8 +632,9 @@ void GanttView::paintEvent(QPaintEvent*) {
     p.drawText(QRectF(x - 40, plot.bottom() + 4, 80, 14), Qt::AlignCenter, TickLabel(t, step));
   }
   p.drawText(QRectF(plot.left(), plot.bottom() + 18, plot.width(), 14), Qt::AlignCenter,
-             interactive_ ? "time in the iteration (ms) - wheel: zoom, drag: pan, double click: whole iteration"
-                          : "time in the iteration (ms)");
+             interactive_
+                 ? "time in the iteration (ms) - wheel: zoom, drag: pan, double click: whole iteration"
+                 : "time in the iteration (ms)");
   // Legend.
   double lx = 8;
   const double ly = plot.bottom() + kAxisHeight + 14;

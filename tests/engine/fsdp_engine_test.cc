@@ -17,22 +17,9 @@
 namespace mmtwin {
 namespace {
 
+using fixtures::Cluster;
 using fixtures::MustBuild;
 using fixtures::Pc;
-
-// `gpn` GPUs per node, NVLink 100 GB/s (2 us), one 10 GB/s NIC per GPU (5 us).
-ClusterSpec Cluster(int nodes, int gpn) {
-  ClusterSpec c;
-  c.name = "test";
-  c.nodes = nodes;
-  c.gpus_per_node = gpn;
-  c.nvlink_bytes_per_s = 100e9;
-  c.nvlink_latency_us = 2;
-  c.nics_per_node = gpn;
-  c.nic_bytes_per_s = 10e9;
-  c.nic_latency_us = 5;
-  return c;
-}
 
 IterationCosts Random(const ParallelConfig& pc, uint64_t seed, bool recompute) {
   Rng rng(seed);

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/cluster/cluster.h"
 #include "core/graph/op_graph.h"
 #include "core/plan/schedule.h"
 
@@ -30,6 +31,21 @@ inline std::vector<ChunkStatic> Statics(int chunks, int64_t grad_bytes) {
   std::vector<ChunkStatic> v(chunks);
   for (auto& s : v) s.grad_bytes_per_gpu = grad_bytes;
   return v;
+}
+
+// A small cluster for the engine tests: `gpn` GPUs per node, NVLink 100 GB/s (2 us), one 10 GB/s NIC per GPU
+// (5 us).
+inline ClusterSpec Cluster(int nodes, int gpn) {
+  ClusterSpec c;
+  c.name = "test";
+  c.nodes = nodes;
+  c.gpus_per_node = gpn;
+  c.nvlink_bytes_per_s = 100e9;
+  c.nvlink_latency_us = 2;
+  c.nics_per_node = gpn;
+  c.nic_bytes_per_s = 10e9;
+  c.nic_latency_us = 5;
+  return c;
 }
 
 inline OpGraph MustBuild(const ParallelConfig& pc, const std::string& sched, const IterationCosts& costs,
