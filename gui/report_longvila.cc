@@ -476,8 +476,9 @@ std::string LvDiffers(const std::vector<Table>& t) {
         first64 +
         " it does not: every 64-way pass moves 17 GB (8.5 B bf16 parameters) over the NICs against " +
         F(Val(sp64, first64, "forward compute (ms), 2d"), 0) + " ms of forward and " +
-        F(Val(sp64, first64, "backward compute (ms), 2d"), 0) + " ms of backward compute (" + first64 +
-        " / 64 tokens per GPU), and " + F(Val(sp64, first64, "exposed comm (% of GPU time), 2d"), 1) +
+        F(Val(sp64, first64, "backward compute (ms), 2d"), 0) + " ms of backward compute (" +
+        std::to_string(first64.empty() ? 0 : std::atoi(first64.c_str()) / 64) + "K tokens per GPU), and " +
+        F(Val(sp64, first64, "exposed comm (% of GPU time), 2d"), 1) +
         "% of 2d's GPU time is exposed communication; at " + last64 + " it is " +
         F(Val(sp64, last64, "exposed comm (% of GPU time), 2d"), 1) +
         "% (CP + TP: " + F(Val(sp64, first64, "exposed comm (% of GPU time), megatron-cp+tp"), 1) + "% and " +
@@ -491,6 +492,8 @@ std::string LvDiffers(const std::vector<Table>& t) {
       " on 64 GPUs under FSDP). mmtwin prices Megatron CP as the same load-balanced ring as zigzag-ring (its "
       "2S split), with the same overlap; the paper's CP is slower for the implementation reasons of 1.\n";
   const std::string top = ctx && !ctx->rows.empty() ? ctx->rows.back().row : "";
+  std::vector<std::string> gpu_rows;
+  for (const int g : kMaxSeqGpus) gpu_rows.push_back(std::to_string(g));
   md += "4. **More context than the paper** (" + top + " GPUs: 2d " +
         F(Val(ctx, top, "max context (K tokens), 2d"), 0) + "K tokens, " +
         F(Val(ctx, top, "max context (K tokens) per GPU, 2d"), 1) +
@@ -505,7 +508,9 @@ std::string LvDiffers(const std::vector<Table>& t) {
         "limited here by the same activations as 2d (2d / megatron-cp+tp " +
         F(Val(ctx, top, "2d / megatron-cp+tp max context"), 2) +
         "×): mmtwin's memory model has no Megatron-specific buffers, and the paper does not say what limits "
-        "Megatron.\n";
+        "Megatron. Data parallelism alone (`none`, one whole sequence per GPU) reaches " +
+        RangeText(Range(ctx, gpu_rows, "max context (K tokens), none"), 0, "K") +
+        " tokens on any GPU count: as in the paper, it fails at long contexts.\n";
   md +=
       "5. **Two-stage sharding** (paper 1%–7%; mmtwin " +
       RangeText(Range(shard, {"2", "4", "8"}, "two-stage speed-up (%) (one-stage / two-stage − 1)"), 2, "%") +
@@ -606,7 +611,17 @@ Status GenerateLongvila(const ReportOptions& o, const std::string& scenarios,
       "each step's KV P2P overlapped with that step's compute and exposed only when it takes longer; Ulysses "
       "pays four all-to-alls per layer and pass (pairwise exchange); 2D is Ulysses inside a node × zigzag "
       "ring "
-      "across nodes; gradients (and ZeRO shards) span dp × sp ranks.\n\n";
+      "across nodes; gradients (and ZeRO shards) span dp × sp ranks. The SimGrid engine replays the "
+      "all-to-all "
+      "steps and the ring's KV traffic on the platform (with contention they share links with DP and "
+      "pipeline "
+      "traffic); the figures here are the analytic engine's.\n\n"
+      "The same runs by hand (`B=build/sim/mmtwin`): `$B sweep scenarios/sweeps/longvila-32gpu.yaml --db "
+      "lv.sqlite` (likewise `longvila-64gpu.yaml`, `longvila-sharding.yaml`), and `$B plan "
+      "scenarios/longvila/max-context-256.yaml --max-seq` with `parallel.sp` and `cluster.nodes` edited for "
+      "each GPU count (the sweep `longvila-max-context.yaml` runs 2D at fixed lengths on 8–256 GPUs and "
+      "records "
+      "the lengths that do not fit as OOM).\n\n";
   md += "![time per iteration vs sequence length per SP method, 32 H100s](sp32.png)\n\n";
   static const std::map<std::string, std::string> kPlotAfter = {
       {"on 64 H100s", "sp64.png"}, {"Max context", "max-context.png"}, {"Two-stage", "sharding.png"}};
