@@ -8,7 +8,8 @@
 // planning wall times only checked positive.
 // The reduced LongVILA report the same way (38 runs and 7 max context searches; about 3 s): the sweep figures
 // from the summaries, the max context figures from MaxSequenceSearch redone here on the scenario and overrides
-// the run column names, and two sentences of the closing section against the table values they quote.
+// the run column names, and sentences of "At a glance" and the closing section against the table values they
+// quote.
 #include <QApplication>
 #include <QImage>
 
@@ -764,6 +765,9 @@ TEST(ReportTest, ReducedLongvilaReportEqualsItsRunRecordsAndSearches) {
   const std::string ctx = Shown(rows, "Max context", "256", "max context (K tokens), 2d");
   ASSERT_FALSE(ctx.empty());
   EXPECT_NE(md.find("(256 GPUs: 2d " + ctx + "K tokens"), std::string::npos) << ctx;
+  EXPECT_NE(md.find("without checkpointing (§5.1.2) — mmtwin " + ctx + "K tokens: **yes**"),
+            std::string::npos)
+      << ctx;
 
   CheckPngs(out, md, {"sp32.png", "sp64.png", "max-context.png", "sharding.png"});
 }
