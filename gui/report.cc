@@ -473,7 +473,7 @@ Status GenerateOmnibal(const ReportOptions& o, const std::string& scenarios,
 namespace fs = std::filesystem;
 using internal::DefaultScenariosDir;
 
-std::vector<std::string> ReportNames() { return {"omnibal", "orchmllm"}; }
+std::vector<std::string> ReportNames() { return {"omnibal", "orchmllm", "longvila"}; }
 
 Status CheckOutputDir(const std::string& dir) {
   if (dir.empty()) return Error("no output folder given");
@@ -510,8 +510,10 @@ Status GenerateReport(const ReportOptions& options) {
   std::vector<std::pair<std::string, std::string>> files;
   if (options.name == "omnibal")
     MMTWIN_RETURN_IF_ERROR(internal::GenerateOmnibal(options, scenarios, files));
-  else
+  else if (options.name == "orchmllm")
     MMTWIN_RETURN_IF_ERROR(internal::GenerateOrchmllm(options, scenarios, files));
+  else
+    MMTWIN_RETURN_IF_ERROR(internal::GenerateLongvila(options, scenarios, files));
   std::vector<std::pair<std::string, std::string_view>> views;
   for (const auto& [name, content] : files) views.emplace_back(name, content);
   MMTWIN_RETURN_IF_ERROR(WriteFolderAtomic(options.out_dir, views));

@@ -14,15 +14,19 @@
 // mmtwin's value, mmtwin / paper, and the run it came from as `sweep#run_index`; the exact command, the mmtwin
 // commit, the date) and the PNG plots it links.
 //
-// Reports: `omnibal` (OmniBal's Tables 2, 3, 5, 6, 7 and a timeline; report.cc) and `orchmllm` (OrchMLLM's
+// Reports: `omnibal` (OmniBal's Tables 2, 3, 5, 6, 7 and a timeline; report.cc), `orchmllm` (OrchMLLM's
 // ablations on 128 GPUs, MFU and throughput from 64 to 2,560 GPUs, the dispatcher's overhead and planning time,
-// inter-node all-to-all volume against identity placement; report_orchmllm.cc). Figures the run records do not
-// carry (the data policy's wall time and per-phase volumes) are re-planned from the run's stored scenario
-// (PrepareData) and named "sweep#index (plan)" in the run column.
+// inter-node all-to-all volume against identity placement; report_orchmllm.cc) and `longvila` (LongVILA's SP
+// methods by sequence length on 32 and 64 H100s, max context by GPU count from MaxSequenceSearch, FSDP vs
+// DeepSpeed ZeRO-3, two-stage sharding; report_longvila.cc). Figures the run records do not carry (the data
+// policy's wall time and per-phase volumes) are re-planned from the run's stored scenario (PrepareData) and named
+// "sweep#index (plan)" in the run column; max context figures are MaxSequenceSearch results, named
+// "max-seq KEY=VALUE ..." (the scenario overrides searched).
 //
-// Reduced reports (`--reduced`, for tests): every run on a kReducedSamples-sample slice of its trace with
-// kReducedIterations sampled iterations, recorded under the sweep name + "-reduced", so that full and reduced
-// rows never mix in one database; a report may keep fewer runs of a sweep (orchmllm: 64 and 128 GPUs only).
+// Reduced reports (`--reduced`, for tests): every run on a kReducedSamples-sample slice of its trace (a run on a
+// trace file keeps the file's samples) with kReducedIterations sampled iterations, recorded under the sweep name +
+// "-reduced", so that full and reduced rows never mix in one database; a report may keep fewer runs of a sweep
+// (orchmllm: 64 and 128 GPUs only; longvila: 128K and 320K only).
 #pragma once
 
 #include <functional>
@@ -55,7 +59,7 @@ struct ReportOptions {
   std::function<void(const std::string&)> progress;  // one line at a time (may be empty)
 };
 
-// The reports this build can generate: {"omnibal", "orchmllm"}.
+// The reports this build can generate: {"omnibal", "orchmllm", "longvila"}.
 std::vector<std::string> ReportNames();
 
 // Runs (or reuses) the report's sweeps and writes its folder. Errors: an unknown name (listing the valid ones), a

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 
+#include "core/scenario/scenario.h"
 #include "core/sweep/runner.h"
 #include "core/sweep/sweep.h"
 #include "git_describe.h"  // generated at build time: MMTWIN_GIT_DESCRIBE
@@ -43,28 +44,45 @@ Result<SweepRows> RunReportSweep(const std::string& file, const ReportOptions& o
   MMTWIN_ASSIGN_OR_RETURN(SweepSpec spec, LoadSweep(file));
   if (o.reduced) {
     spec.name += "-reduced";
-    if (spec.zip && !reduced_runs.empty())
-      for (SweepAxis& axis : spec.axes) {
-        SweepAxis kept = axis;
-        kept.values.clear();
-        kept.labels.clear();
-        for (const int i : reduced_runs) {
-          if (i < 0 || static_cast<size_t>(i) >= axis.values.size() ||
-              axis.labels.size() != axis.values.size())
-            return Error(file + ": the reduced report's run " + std::to_string(i) + " is not in the sweep");
-          kept.values.push_back(axis.values[static_cast<size_t>(i)]);
-          kept.labels.push_back(axis.labels[static_cast<size_t>(i)]);
-        }
-        axis = std::move(kept);
+    if (!reduced_runs.empty()) {
+      // The kept runs as a zip sweep: run i's value on each axis (a cartesian sweep's index is mixed radix, the
+      // last axis fastest, as ExpandRun reads it). The runs keep their scenarios, so their run keys.
+      const int64_t size = SweepSize(spec);
+      std::vector<SweepAxis> kept = spec.axes;
+      for (SweepAxis& axis : kept) {
+        axis.values.clear();
+        axis.labels.clear();
       }
+      for (const int i : reduced_runs) {
+        if (i < 0 || i >= size)
+          return Error(file + ": the reduced report's run " + std::to_string(i) + " is not in the sweep");
+        int64_t rest = i;
+        for (size_t a = spec.axes.size(); a-- > 0;) {
+          const SweepAxis& axis = spec.axes[a];
+          const int64_t len = static_cast<int64_t>(axis.values.size());
+          const size_t pick = static_cast<size_t>(spec.zip ? i : rest % len);
+          if (!spec.zip) rest /= len;
+          if (axis.labels.size() != axis.values.size()) return Error(file + ": an axis without labels");
+          kept[a].values.push_back(axis.values[pick]);
+          kept[a].labels.push_back(axis.labels[pick]);
+        }
+      }
+      spec.axes = std::move(kept);
+      spec.zip = true;
+    }
     spec.iterations = std::to_string(kReducedIterations);
+    // A trace file holds its own samples (trace.samples is for generated traces): such runs keep the file.
+    bool file_trace = false;
+    for (const SweepAxis& axis : spec.axes) file_trace = file_trace || axis.key == "trace.file";
+    if (auto base = ParseScenario(spec.base_text, spec.base_name, spec.base_dir); base.ok())
+      file_trace = file_trace || !base->trace.file.empty();
     SweepAxis samples;
     samples.key = "trace.samples";
     samples.name = "samples";
     const size_t n = spec.zip && !spec.axes.empty() ? spec.axes.front().values.size() : 1;
     samples.values.assign(n, std::to_string(kReducedSamples));
     samples.labels = samples.values;
-    spec.axes.push_back(samples);
+    if (!file_trace) spec.axes.push_back(samples);
   }
   SweepRunOptions ro;
   ro.jobs = std::max(1, o.jobs);
@@ -173,7 +191,8 @@ std::string Header(const std::string& title, const ReportOptions& o) {
   if (o.reduced)
     md += "- **reduced**: every run on " + std::to_string(kReducedSamples) + " samples of its trace, " +
           std::to_string(kReducedIterations) +
-          " sampled iterations (a test's report, not the paper's scale)\n";
+          " sampled iterations (runs on a trace file keep its samples; a test's report, not the paper's "
+          "scale)\n";
   md +=
       "- engine: analytic; every mmtwin figure comes from the run named in the `run` column (`sweep#index`: "
       "the sweep file scenarios/sweeps/SWEEP.yaml, its run index; `mmtwin sweep` prints the same rows; a run "

@@ -1,5 +1,6 @@
-// What the reports of gui/report.h share (not a public API: report.cc, report_orchmllm.cc): running a
-// shipped sweep into the results database, finding its rows, the paper-vs-mmtwin tables and the README header.
+// What the reports of gui/report.h share (not a public API: report.cc, report_orchmllm.cc, report_longvila.cc):
+// running a shipped sweep into the results database, finding its rows, the paper-vs-mmtwin tables and the README
+// header.
 //
 //   MMTWIN_ASSIGN_OR_RETURN(SweepRows rows, RunReportSweep(scenarios + "/sweeps/x.yaml", options, db));
 //   MMTWIN_ASSIGN_OR_RETURN(const RunRecord* r, Find(rows, {{"model", "orchmllm-10b"}, {"data", "orch"}}));
@@ -39,9 +40,10 @@ std::string LabelsOf(const std::vector<std::pair<std::string, std::string>>& axe
 Result<std::unique_ptr<ResultsDb>> OpenReportDb(const ReportOptions& o);
 
 // Runs (or reuses) the sweep file's runs in `db` and returns its rows. Reduced (options.reduced): the sweep is
-// named NAME-reduced, every run replays kReducedIterations on kReducedSamples samples, and a zip sweep keeps
-// only the runs `reduced_runs` lists (all when empty; indices into the full sweep). Errors: the file does not
-// load, a run failed or did not finish (naming it and its axes), an interrupt.
+// named NAME-reduced, every run replays kReducedIterations on kReducedSamples samples (a run on a trace file keeps
+// the file's samples), and the sweep keeps only the runs `reduced_runs` lists (all when empty; indices into the
+// full sweep, zip or cartesian; the kept runs become a zip sweep). Errors: the file does not load, a run failed
+// or did not finish (naming it and its axes), an interrupt.
 Result<SweepRows> RunReportSweep(const std::string& file, const ReportOptions& o, ResultsDb& db,
                                  const std::vector<int>& reduced_runs = {});
 
@@ -91,6 +93,8 @@ std::string DefaultScenariosDir();
 Status GenerateOmnibal(const ReportOptions& o, const std::string& scenarios,
                        std::vector<std::pair<std::string, std::string>>& files);
 Status GenerateOrchmllm(const ReportOptions& o, const std::string& scenarios,
+                        std::vector<std::pair<std::string, std::string>>& files);
+Status GenerateLongvila(const ReportOptions& o, const std::string& scenarios,
                         std::vector<std::pair<std::string, std::string>>& files);
 
 }  // namespace mmtwin::gui::internal

@@ -6,6 +6,10 @@
 // The reduced OrchMLLM report the same way (19 runs; about 2.5 s): its figures recomputed from the summaries, and
 // the "(plan)" figures (dispatch volumes) from the named run's scenario re-planned here with PrepareData; the
 // planning wall times only checked positive.
+// The reduced LongVILA report the same way (38 runs and 7 max context searches; about 3 s): the sweep figures
+// from the summaries, the max context figures from MaxSequenceSearch redone here on the scenario and overrides
+// the run column names, and sentences of "At a glance" and the closing section against the table values they
+// quote.
 #include <QApplication>
 #include <QImage>
 
@@ -25,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/driver/max_seq.h"
 #include "core/driver/planner.h"
 #include "core/scenario/scenario.h"
 #include "core/sweep/results_db.h"
@@ -526,11 +531,252 @@ TEST(ReportTest, ReducedOrchmllmReportEqualsItsRunRecords) {
   CheckPngs(out, md, {"scaling.png", "ablation.png", "a2a.png", "overhead.png"});
 }
 
+// ---- the LongVILA report ----
+
+// A max context search the run column names ("max-seq KEY=VALUE ..."), redone here: the overrides applied to
+// scenarios/longvila/max-context-256.yaml, every registered SP method searched (cached per reference).
+struct Search {
+  std::map<std::string, std::string> overrides;
+  std::map<std::string, mmtwin::MaxSeqRow> by_policy;
+};
+const Search& MaxSeqOf(const std::string& ref) {
+  static std::map<std::string, Search> cache;
+  if (auto it = cache.find(ref); it != cache.end()) return it->second;
+  Search& out = cache[ref];
+  std::istringstream in(ref);
+  std::string word;
+  in >> word;
+  EXPECT_EQ(word, "max-seq") << ref;
+  std::vector<mmtwin::ScenarioOverride> ov;
+  while (in >> word) {
+    const size_t eq = word.find('=');
+    EXPECT_NE(eq, std::string::npos) << ref;
+    if (eq == std::string::npos) continue;
+    ov.push_back({word.substr(0, eq), word.substr(eq + 1)});
+    out.overrides[ov.back().key] = ov.back().yaml_value;
+  }
+  const fs::path file = fs::path(MMTWIN_SOURCE_DIR) / "scenarios" / "longvila" / "max-context-256.yaml";
+  auto s = mmtwin::ParseScenarioWithOverrides(ReadFile(file), file.string(), file.parent_path().string(), ov);
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message());
+  if (!s.ok()) return out;
+  auto rows = mmtwin::MaxSequenceSearch(*s, {});
+  EXPECT_TRUE(rows.ok()) << (rows.ok() ? "" : rows.error().message());
+  if (rows.ok())
+    for (const auto& r : *rows) out.by_policy[r.policy] = r;
+  return out;
+}
+
+// A method's maximum in K tokens (NaN when it cannot use the layout or was not searched).
+double MaxK(const Search& m, const std::string& policy) {
+  auto it = m.by_policy.find(policy);
+  if (it == m.by_policy.end() || !it->second.unavailable.empty()) return NAN;
+  return it->second.max_tokens / 1024.0;
+}
+
+// The method a figure names after its last ", " ("iteration time (ms), zigzag-ring" -> "zigzag-ring").
+std::string MethodOf(const std::string& fig) {
+  const size_t at = fig.rfind(", ");
+  return at == std::string::npos ? "" : fig.substr(at + 2);
+}
+
+// A max-seq row's figure recomputed from the search its run column names.
+double LvMaxSeqExpected(const Row& row) {
+  const std::string& fig = row.cells[1];
+  const Search& m = MaxSeqOf(row.cells[5]);
+  const std::string impl =
+      m.overrides.count("parallel.zero3_impl") ? m.overrides.at("parallel.zero3_impl") : "";
+  if (row.table.find("Max context") != std::string::npos) {
+    EXPECT_EQ(m.overrides.count("parallel.sp") ? m.overrides.at("parallel.sp") : "", row.cells[0]) << fig;
+    EXPECT_EQ(impl, "") << fig;
+  } else {  // the ZeRO-3 table: the row names the implementation searched
+    const std::map<std::string, std::string> impls = {
+        {"none (simple)", ""}, {"FSDP", "fsdp"}, {"DeepSpeed ZeRO-3", "deepspeed"}};
+    EXPECT_TRUE(impls.count(row.cells[0])) << row.cells[0];
+    if (impls.count(row.cells[0])) {
+      EXPECT_EQ(impl, impls.at(row.cells[0])) << fig;
+    }
+  }
+  if (fig.rfind("max context (K tokens) per GPU, ", 0) == 0)
+    return MaxK(m, MethodOf(fig)) / std::stod(m.overrides.at("parallel.sp"));
+  if (fig.rfind("max context (K tokens), ", 0) == 0) return MaxK(m, MethodOf(fig));
+  if (fig == "2d / ulysses max context") return MaxK(m, "2d") / MaxK(m, "ulysses");
+  if (fig == "2d / megatron-cp+tp max context") return MaxK(m, "2d") / MaxK(m, "megatron-cp+tp");
+  ADD_FAILURE() << "a figure this test does not know: " << fig;
+  return NAN;
+}
+
+// This test's own reading of a sweep row: the axes its run(s) must carry.
+Axes LvExpectedAxes(const Row& row, bool second_run) {
+  const std::string& label = row.cells[0];
+  const std::string& fig = row.cells[1];
+  Axes a;
+  // "FSDP, 128K" / "DeepSpeed ZeRO-3, 128K" (32 GPUs) or "128K" (64 GPUs).
+  const size_t comma = label.find(", ");
+  if (row.table.find("on 32 H100s") != std::string::npos || row.table.find("FSDP vs") != std::string::npos) {
+    a.push_back({"seq", label.substr(comma + 2)});
+    std::string zero3 = label.rfind("FSDP", 0) == 0 ? "fsdp" : "deepspeed";
+    if (fig.rfind("speed-up over DeepSpeed", 0) == 0) zero3 = second_run ? "fsdp" : "deepspeed";
+    a.push_back({"zero3", zero3});
+  } else if (row.table.find("on 64 H100s") != std::string::npos) {
+    a.push_back({"seq", label});
+  } else if (row.table.find("Two-stage") != std::string::npos) {
+    a.push_back({"gpus", label});
+    // "p50 iteration time (ms), two-stage"; the speed-up is one-stage / two-stage.
+    const bool speed_up = fig.rfind("two-stage speed-up", 0) == 0;
+    a.push_back({"sharding", speed_up ? (second_run ? "two-stage" : "one-stage") : MethodOf(fig)});
+    return a;
+  } else {
+    ADD_FAILURE() << "a table this test does not know: " << row.table;
+    return a;
+  }
+  // The method: "…, M" figures name it; "speed-up of 2d over M (…)" is M / 2d; "ring time / zigzag-ring time".
+  std::string method;
+  if (fig.rfind("speed-up of 2d over ", 0) == 0) {
+    const std::string rest = fig.substr(std::string("speed-up of 2d over ").size());
+    method = second_run ? "2d" : rest.substr(0, rest.find(' '));
+  } else if (fig == "ring time / zigzag-ring time") {
+    method = second_run ? "zigzag-ring" : "ring";
+  } else {
+    method = MethodOf(fig);
+  }
+  a.push_back({"sp", method});
+  return a;
+}
+
+double LvExpected(const std::string& fig, const RunSummary& a, const RunSummary* b) {
+  const double ta = a.iteration_time_us.mean / 1e3;
+  if (fig.rfind("iteration time (ms), ", 0) == 0) return ta;
+  if (fig.rfind("speed-up of 2d over ", 0) == 0 || fig == "ring time / zigzag-ring time" ||
+      fig.rfind("speed-up over DeepSpeed", 0) == 0)
+    return b ? ta / (b->iteration_time_us.mean / 1e3) : NAN;
+  if (fig.rfind("exposed comm (% of GPU time), ", 0) == 0) return 100 * a.exposed_comm_ratio;
+  if (fig == "forward compute (ms), 2d") return a.stages.at(0).fwd_us_mean / 1e3;
+  if (fig == "backward compute (ms), 2d") return a.stages.at(0).bwd_us_mean / 1e3;
+  if (fig.rfind("p50 iteration time (ms), ", 0) == 0) return a.iteration_time_us.p50 / 1e3;
+  if (fig.rfind("two-stage speed-up (%)", 0) == 0)
+    return b ? 100 * (a.iteration_time_us.p50 / b->iteration_time_us.p50 - 1) : NAN;
+  ADD_FAILURE() << "a figure this test does not know: " << fig;
+  return NAN;
+}
+
+// The shown mmtwin value of (table containing `table`, row, figure); "" when absent.
+std::string Shown(const std::vector<Row>& rows, const std::string& table, const std::string& label,
+                  const std::string& fig) {
+  for (const Row& r : rows)
+    if (r.table.find(table) != std::string::npos && r.cells[0] == label && r.cells[1] == fig)
+      return r.cells[3];
+  return "";
+}
+
+TEST(ReportTest, ReducedLongvilaReportEqualsItsRunRecordsAndSearches) {
+  const fs::path tmp = TempRoot();
+  const fs::path out = tmp / "longvila";
+  const fs::path db = tmp / "longvila.sqlite";
+  const Cmd first = RunReport("longvila --reduced -o '" + out.string() + "' --db '" + db.string() + "'", tmp);
+  ASSERT_EQ(first.rc, 0) << first.err;
+  const std::string md = ReadFile(out / "README.md");
+  ASSERT_FALSE(md.empty());
+  EXPECT_NE(md.find("mmtwin-report longvila --reduced"), std::string::npos);
+  EXPECT_NE(md.find("- mmtwin commit: "), std::string::npos);
+  EXPECT_NE(md.find("- date: "), std::string::npos);
+  EXPECT_NE(md.find("## Where mmtwin differs and why"), std::string::npos);
+
+  auto opened = ResultsDb::Open(db.string());
+  ASSERT_TRUE(opened.ok()) << opened.error().message();
+  auto runs = (*opened)->Runs();
+  ASSERT_TRUE(runs.ok()) << runs.error().message();
+  std::map<std::string, const RunRecord*> by_ref;
+  for (const RunRecord& r : *runs) by_ref[r.sweep + "#" + std::to_string(r.run_index)] = &r;
+  // longvila-32gpu reduced: {fsdp, deepspeed} x {128K, 320K} x 5 methods; longvila-64gpu reduced: {128K, 320K} x
+  // 6 methods; longvila-sharding: 6 runs on its trace files (not sliced).
+  EXPECT_EQ(by_ref.size(), 20u + 12u + 6u);
+  for (const auto& [ref, r] : by_ref) {
+    EXPECT_NE(ref.find("-reduced#"), std::string::npos) << ref;
+    ASSERT_TRUE(r->summary.has_value()) << ref;
+    EXPECT_EQ(r->summary->iterations_replayed, mmtwin::gui::kReducedIterations) << ref;
+    if (ref.rfind("longvila-sharding", 0) != 0) {
+      EXPECT_EQ(r->summary->trace_samples, mmtwin::gui::kReducedSamples) << ref;
+    }
+  }
+
+  int tables = 0;
+  const std::vector<Row> rows = ParseTables(md, tables);
+  EXPECT_EQ(tables, 5);
+  // 32 GPUs: 2 x 2 rows x (5 times + 4 ratios); 64 GPUs: 2 x (6 times + 3 speed-ups + 2 exposed + 2 compute);
+  // max context: 8 GPUs 6 methods (no megatron-cp+tp: TP 8 leaves no CP) + 2, 32..256 GPUs 7 + 3 each;
+  // ZeRO-3: 3 searches + 2 lengths; sharding: 3 x 3.
+  EXPECT_EQ(rows.size(), 36u + 26u + (8u + 4u * 10u) + 5u + 9u);
+  std::set<std::string> refs_used;
+  int max_seq_rows = 0;
+  for (const Row& row : rows) {
+    ASSERT_EQ(row.cells.size(), 6u);
+    const std::string what = row.table + " / " + row.cells[0] + " / " + row.cells[1];
+    const std::string& shown = row.cells[3];
+    double exact = NAN;
+    if (row.cells[5].rfind("max-seq ", 0) == 0) {
+      ++max_seq_rows;
+      exact = LvMaxSeqExpected(row);
+    } else {
+      std::string ref_a = row.cells[5], ref_b;
+      const size_t at = ref_a.find(" / ");
+      if (at != std::string::npos) {
+        ref_b = ref_a.substr(at + 3);
+        ref_a = ref_a.substr(0, at);
+      }
+      ASSERT_TRUE(by_ref.count(ref_a)) << what << ": no run " << ref_a;
+      const RunRecord& a = *by_ref.at(ref_a);
+      const RunRecord* b = nullptr;
+      if (!ref_b.empty()) {
+        ASSERT_TRUE(by_ref.count(ref_b)) << what << ": no run " << ref_b;
+        b = by_ref.at(ref_b);
+        refs_used.insert(ref_b);
+        for (const auto& [axis, label] : LvExpectedAxes(row, true))
+          EXPECT_TRUE(HasAxis(*b, axis, label))
+              << what << ": run " << ref_b << " lacks " << axis << "=" << label;
+      }
+      refs_used.insert(ref_a);
+      for (const auto& [axis, label] : LvExpectedAxes(row, false))
+        EXPECT_TRUE(HasAxis(a, axis, label))
+            << what << ": run " << ref_a << " lacks " << axis << "=" << label;
+      exact = LvExpected(row.cells[1], *a.summary, b ? &*b->summary : nullptr);
+    }
+    ASSERT_TRUE(std::isfinite(exact)) << what;
+    EXPECT_EQ(shown, Fixed(exact, DecimalsOf(shown))) << what << " (exact " << exact << ")";
+    const std::string& paper = row.cells[2];
+    char* end = nullptr;
+    const double p = std::strtod(paper.c_str(), &end);
+    if (paper == "n/a" || *end != '\0' || p == 0) {
+      EXPECT_EQ(row.cells[4], "n/a") << what;
+    } else {
+      EXPECT_EQ(row.cells[4], Fixed(exact / p, 2)) << what;
+    }
+  }
+  EXPECT_EQ(max_seq_rows, 48 + 3);
+  EXPECT_EQ(refs_used.size(), by_ref.size()) << "some run of the sweeps is in no table";
+  // The paper's statements stand beside the rows they cover.
+  EXPECT_NE(md.find("| 256 | 2d / ulysses max context | 8 |"), std::string::npos);
+  EXPECT_NE(md.find("| 256 | max context (K tokens), 2d | > 2,000 |"), std::string::npos);
+  // The closing section quotes the tables' numbers.
+  const std::string cp_tp = Shown(rows, "on 64 H100s", "128K",
+                                  "speed-up of 2d over megatron-cp+tp (megatron-cp+tp "
+                                  "time / 2d time)");
+  ASSERT_FALSE(cp_tp.empty());
+  EXPECT_NE(md.find("(paper 1.1–1.4×; mmtwin " + cp_tp + "× at 128K"), std::string::npos) << cp_tp;
+  const std::string ctx = Shown(rows, "Max context", "256", "max context (K tokens), 2d");
+  ASSERT_FALSE(ctx.empty());
+  EXPECT_NE(md.find("(256 GPUs: 2d " + ctx + "K tokens"), std::string::npos) << ctx;
+  EXPECT_NE(md.find("without checkpointing (§5.1.2) — mmtwin " + ctx + "K tokens: **yes**"),
+            std::string::npos)
+      << ctx;
+
+  CheckPngs(out, md, {"sp32.png", "sp64.png", "max-context.png", "sharding.png"});
+}
+
 TEST(ReportTest, BadInputExitsTwoWithAMessage) {
   const fs::path tmp = TempRoot();
   const Cmd unknown = RunReport("nosuch -o '" + (tmp / "x").string() + "'", tmp);
   EXPECT_EQ(unknown.rc, 2);
-  EXPECT_NE(unknown.err.find("unknown report 'nosuch'; valid reports are: omnibal, orchmllm"),
+  EXPECT_NE(unknown.err.find("unknown report 'nosuch'; valid reports are: omnibal, orchmllm, longvila"),
             std::string::npos)
       << unknown.err;
   const Cmd no_parent = RunReport("omnibal --reduced -o '" + (tmp / "missing" / "out").string() + "'", tmp);
