@@ -259,6 +259,7 @@ Result<Trace> TraceFromText(const std::string& text) {
   int64_t n = 0;
   if (!ParseInt64(line, n) || n < 0) return Error("plan samples: bad size");
   t.samples.resize(static_cast<size_t>(n));
+  t.ids.PushNumbered("", 1, 0, t.samples.size());  // the plan's sample indices: the backend needs no ids
   while (std::getline(in, line)) {
     std::vector<std::string> f = SplitCsvLine(line);
     int64_t i = 0, tiles = 0, frames = 0, text_tokens = 0;

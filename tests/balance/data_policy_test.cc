@@ -24,9 +24,8 @@ struct Fixture {
     model.name = "synthetic";
     for (size_t i = 0; i < n; ++i) {
       Sample s;
-      s.id = std::to_string(i);
       s.subset = trace.SubsetIndex(i % 2 ? "a" : "b");
-      trace.samples.push_back(s);
+      trace.Add(s, std::to_string(i));
       const int64_t tiles =
           rng.Below(10) == 0 ? 0 : 1 + static_cast<int64_t>(rng.Below(rng.Below(2) ? 3 : 13));
       const int64_t text = 20 + static_cast<int64_t>(rng.LogNormal(300, 0.9));
@@ -110,8 +109,8 @@ TEST(DataPolicyTest, LengthGroupSortsWithinAStep) {
   for (auto& s : p->steps)
     for (size_t r = 0; r + 1 < s.ranks.size(); ++r) {
       int64_t mn = INT64_MAX, mx = 0;
-      for (auto i : s.ranks[r].samples) mn = std::min(mn, f.sizes.llm_tokens[i]);
-      for (auto i : s.ranks[r + 1].samples) mx = std::max(mx, f.sizes.llm_tokens[i]);
+      for (auto i : s.ranks[r].samples) mn = std::min<int64_t>(mn, f.sizes.llm_tokens[i]);
+      for (auto i : s.ranks[r + 1].samples) mx = std::max<int64_t>(mx, f.sizes.llm_tokens[i]);
       EXPECT_GE(mn, mx);
     }
 }
@@ -129,7 +128,7 @@ TEST(DataPolicyTest, LengthGroupEvenSplitBalancesRankTotals) {
       int64_t t = 0;
       for (auto i : m.samples) {
         t += f.sizes.llm_tokens[i];
-        big = std::max(big, f.sizes.llm_tokens[i]);
+        big = std::max<int64_t>(big, f.sizes.llm_tokens[i]);
       }
       lo = std::min(lo, t);
       hi = std::max(hi, t);
@@ -149,7 +148,7 @@ TEST(DataPolicyTest, DeviceGroupTotalsDifferByAtMostTheLargestSample) {
       int64_t t = 0;
       for (auto i : m.samples) {
         t += f.sizes.llm_tokens[i];
-        big = std::max(big, f.sizes.llm_tokens[i]);
+        big = std::max<int64_t>(big, f.sizes.llm_tokens[i]);
       }
       lo = std::min(lo, t);
       hi = std::max(hi, t);
@@ -304,6 +303,82 @@ TEST(IsfTest, OmnibalPublicVariantMatchesATransliterationOfThePublicCode) {
       EXPECT_TRUE(CheckPlan(*p, f.trace.size()).ok());
       EXPECT_EQ(p->dropped_remainder, 0);
     }
+  }
+}
+
+// OmniBal Alg. 1 as the mmtwin variant states it, on sample indices with a plain Fisher-Yates shuffle: the
+// reference for the policy, which pools (index, sizes) items and shuffles with prefetching (same draws).
+DataPlan MmtwinIsfReference(const SampleSizes& sz, int dp, uint64_t seed, int64_t q_v, int64_t q_t,
+                            int64_t q_v_target, int64_t q_t_target, int rounds) {
+  Rng rng = Rng(seed).Fork(4);
+  auto shuffle = [&](auto& v) {
+    for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.Below(i)]);
+  };
+  DataPlan plan;
+  std::vector<uint32_t> pool, next;
+  for (uint32_t i = 0; i < sz.size(); ++i)
+    (sz.vision_units[i] > q_v || sz.llm_tokens[i] > q_t ? plan.skipped : pool).push_back(i);
+  std::vector<std::vector<uint32_t>> groups;
+  auto pass = [&](bool filter) {
+    shuffle(pool);
+    next.clear();
+    std::vector<uint32_t> g;
+    int64_t iv = 0, it = 0;
+    auto close = [&] {
+      if (!filter || iv >= q_v_target || it >= q_t_target)
+        groups.push_back(g);
+      else
+        next.insert(next.end(), g.begin(), g.end());
+      g.clear();
+      iv = it = 0;
+    };
+    for (uint32_t s : pool) {
+      if (!g.empty() && (iv + sz.vision_units[s] > q_v || it + sz.llm_tokens[s] > q_t)) close();
+      g.push_back(s);
+      iv += sz.vision_units[s];
+      it += sz.llm_tokens[s];
+    }
+    if (!g.empty()) close();
+    pool = next;
+  };
+  for (int r = 0; r < rounds && !pool.empty(); ++r) pass(true);
+  pass(false);
+  shuffle(groups);
+  for (size_t k = 0; k + dp <= groups.size(); k += dp) {
+    DataStep& st = plan.steps.emplace_back();
+    for (int r = 0; r < dp; ++r) st.ranks.push_back({groups[k + r]});
+  }
+  std::sort(plan.skipped.begin(), plan.skipped.end());
+  return plan;
+}
+
+TEST(IsfTest, MmtwinVariantEqualsTheIndexBasedReferenceOnLargeTraces) {
+  // 150k samples: the prefetching shuffle (vectors of 64k and more) and both item widths (Q_t below and above
+  // 2^16) against the plain algorithm, plan for plan.
+  Fixture f(150000);
+  for (const auto& [scale, q_t] : std::vector<std::pair<int, int64_t>>{{1, 4096}, {100, 409600}}) {
+    SampleSizes sz = f.sizes;
+    for (auto& t : sz.llm_tokens) t *= scale;
+    DataPolicyContext ctx{&f.trace, &f.model, &sz, 16, 8, 5};
+    auto p = RunDataPolicy("isf", {{"q_v", "9"}, {"q_t", std::to_string(q_t)}, {"iterations", "4"}}, ctx);
+    ASSERT_TRUE(p.ok()) << p.error().message();
+    const DataPlan ref = MmtwinIsfReference(sz, 16, 5, 9, q_t, 9, q_t - 128, 4);
+    ASSERT_GT(ref.steps.size(), 1000u);
+    EXPECT_EQ(Flatten(*p), Flatten(ref)) << "Q_t " << q_t;
+    EXPECT_EQ(p->skipped, ref.skipped);
+  }
+}
+
+TEST(RngTest, PrefetchingShuffleDrawsTheSamePermutation) {
+  for (size_t n : {size_t{65535}, size_t{65536}, size_t{65537}, size_t{200003}}) {
+    std::vector<uint64_t> a(n);
+    std::iota(a.begin(), a.end(), 0);
+    std::vector<uint64_t> b = a;
+    Rng r1(n), r2(n);
+    r1.Shuffle(a);
+    for (size_t i = b.size(); i > 1; --i) std::swap(b[i - 1], b[r2.Below(i)]);
+    EXPECT_EQ(a, b) << n;
+    EXPECT_EQ(r1.Next(), r2.Next()) << "as many draws";
   }
 }
 

@@ -12,7 +12,6 @@ std::vector<Sample> Samples(size_t n) {
   Rng rng(1);
   std::vector<Sample> out(n);
   for (Sample& s : out) {
-    s.id = "s";
     s.image_tiles = static_cast<uint32_t>(rng.Below(13));
     s.images = s.image_tiles ? 1 : 0;
     s.text_tokens = static_cast<uint32_t>(20 + rng.Below(2000));

@@ -112,7 +112,7 @@ TEST_F(CliTraceTest, ImportCsvWithMapping) {
   EXPECT_EQ(r.out, "wrote 2 samples to t.csv\n");
   Result<Trace> t = ReadTrace(Path("t.csv"));
   ASSERT_TRUE(t.ok()) << t.error().message();
-  EXPECT_EQ(t->samples[1].id, "y");
+  EXPECT_EQ(t->id(1), "y");
   EXPECT_DOUBLE_EQ(t->samples[0].audio_seconds, 1.5);
 }
 

@@ -19,7 +19,6 @@ DeviceSpec H100() { return DeviceSpec{"H100", 989e12, 80LL << 30, 3.35e12, 0.5};
 
 Sample S(uint32_t tiles, uint32_t text, double audio = 0, uint32_t frames = 0) {
   Sample s;
-  s.id = "s";
   s.images = tiles ? 1 : 0;
   s.image_tiles = tiles;
   s.video_frames = frames;

@@ -19,7 +19,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   mmtwin::Result<mmtwin::Trace> u = mmtwin::ParseTrace(mmtwin::FormatTrace(*t), "again.csv");
   if (!u.ok() || u->size() != t->size()) __builtin_trap();
   for (size_t i = 0; i < t->size(); ++i)
-    if (t->samples[i].id != u->samples[i].id || t->samples[i].text_tokens != u->samples[i].text_tokens)
-      __builtin_trap();
+    if (t->id(i) != u->id(i) || t->samples[i].text_tokens != u->samples[i].text_tokens) __builtin_trap();
   return 0;
 }

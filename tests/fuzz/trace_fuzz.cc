@@ -20,8 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < t->size(); ++i) {
     const mmtwin::Sample& a = t->samples[i];
     const mmtwin::Sample& b = u->samples[i];
-    if (a.id != b.id || a.images != b.images || a.image_tiles != b.image_tiles ||
-        a.text_tokens != b.text_tokens || a.video_frames != b.video_frames || a.meta != b.meta ||
+    if (t->id(i) != u->id(i) || a.images != b.images || a.image_tiles != b.image_tiles ||
+        a.text_tokens != b.text_tokens || a.video_frames != b.video_frames || t->meta(i) != u->meta(i) ||
         t->subsets[a.subset] != u->subsets[b.subset])
       __builtin_trap();
   }

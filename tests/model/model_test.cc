@@ -152,7 +152,6 @@ TEST(ModelZooTest, LayerOrderAndLabels) {
 
 Sample MakeSample(uint32_t tiles, uint32_t frames, double audio_s, uint32_t text) {
   Sample s;
-  s.id = "x";
   s.images = tiles > 0 ? 1 : 0;
   s.image_tiles = tiles;
   s.video_frames = frames;
@@ -397,9 +396,10 @@ TEST(ModelErrorsTest, AnEditedComponentFileIsParsedAgain) {
   const std::string top = (dir / "top.yaml").string();
   ASSERT_EQ(LoadModel(top)->components[0].tf.layers, 2);
   ASSERT_EQ(LoadModel(top)->components[0].tf.layers, 2);  // cached
-  llm(5);                                                   // the component file changes
+  llm(5);                                                 // the component file changes
   EXPECT_EQ(LoadModel(top)->components[0].tf.layers, 5);
-  std::ofstream(dir / "top.yaml") << "name: top2\ncomponents:\n  - use: part-llm\n";  // the model file changes
+  std::ofstream(dir / "top.yaml")
+      << "name: top2\ncomponents:\n  - use: part-llm\n";  // the model file changes
   EXPECT_EQ(LoadModel(top)->name, "top2");
   std::ofstream(dir / "part-llm.yaml") << "name: part-llm\nkind: llm\ntransformer: {layers: -1}\n";
   EXPECT_FALSE(LoadModel(top).ok());

@@ -41,7 +41,7 @@ TEST(GenerateFullSizeTest, InternVlExactSubsetCounts) {
     llm += l;
     llm2 += l * l;
     tiles += s.image_tiles;
-    ids.insert(s.id);
+    ids.insert(t.id(static_cast<size_t>(&s - t.samples.data())));
   }
   EXPECT_EQ(text_only, 40688);
   EXPECT_EQ(ids.size(), t.size());

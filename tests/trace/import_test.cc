@@ -103,14 +103,14 @@ TEST(LlavaImportTest, CountsImagesTilesTextAndSubsets) {
 
   // Sample 0: 1 image; text "What are the colors of the bus in the image?" (10 words) +
   // "The bus in the image is white and red." (9 words) = 19 words -> ceil(24.7) = 25 tokens.
-  EXPECT_EQ(t.samples[0].id, "000000033471");
+  EXPECT_EQ(t.id(0), "000000033471");
   EXPECT_EQ(t.samples[0].images, 1u);
   EXPECT_EQ(t.samples[0].image_tiles, 5u);
   EXPECT_EQ(t.samples[0].text_tokens, 25u);
   EXPECT_EQ(Subset(t, 0), "coco");
 
   // Sample 1: integer id, text-only, 4 + 1 words = 5 -> ceil(6.5) = 7; unknown keys skipped.
-  EXPECT_EQ(t.samples[1].id, "42");
+  EXPECT_EQ(t.id(1), "42");
   EXPECT_EQ(t.samples[1].images, 0u);
   EXPECT_EQ(t.samples[1].image_tiles, 0u);
   EXPECT_EQ(t.samples[1].text_tokens, 7u);
@@ -123,13 +123,13 @@ TEST(LlavaImportTest, CountsImagesTilesTextAndSubsets) {
   EXPECT_EQ(Subset(t, 2), "gqa");
 
   // Sample 3: duplicate id gets a suffix; images = max(3 placeholders, 1 path); no directory -> "images".
-  EXPECT_EQ(t.samples[3].id, "000000033471#2");
+  EXPECT_EQ(t.id(3), "000000033471#2");
   EXPECT_EQ(t.samples[3].images, 3u);
   EXPECT_EQ(t.samples[3].image_tiles, 15u);
   EXPECT_EQ(Subset(t, 3), "images");
 
   // Sample 4: no id -> element index; "./" stripped; empty conversation -> 0 text tokens.
-  EXPECT_EQ(t.samples[4].id, "4");
+  EXPECT_EQ(t.id(4), "4");
   EXPECT_EQ(Subset(t, 4), "ocr_vqa");
   EXPECT_EQ(t.samples[4].text_tokens, 0u);
 
@@ -147,7 +147,7 @@ TEST(LlavaImportTest, SubsetOverrideAndRoundTripThroughTraceFormat) {
   ASSERT_TRUE(back.ok()) << back.error().message();
   ASSERT_EQ(back->size(), r->size());
   for (size_t i = 0; i < r->size(); ++i) {
-    EXPECT_EQ(back->samples[i].id, r->samples[i].id);
+    EXPECT_EQ(back->id(i), r->id(i));
     EXPECT_EQ(back->samples[i].image_tiles, r->samples[i].image_tiles);
     EXPECT_EQ(back->samples[i].text_tokens, r->samples[i].text_tokens);
   }
@@ -381,7 +381,7 @@ TEST(CsvImportTest, MappedColumnsAndDefaults) {
                                    {"text_tokens", "words"}});
   ASSERT_TRUE(r.ok()) << r.error().message();
   ASSERT_EQ(r->size(), 2u);
-  EXPECT_EQ(r->samples[1].id, "u2");
+  EXPECT_EQ(r->id(1), "u2");
   EXPECT_EQ(Subset(*r, 0), "asr");
   EXPECT_EQ(Subset(*r, 1), "qa");
   EXPECT_DOUBLE_EQ(r->samples[1].audio_seconds, 2.25);
@@ -393,8 +393,8 @@ TEST(CsvImportTest, MappedColumnsAndDefaults) {
   // Only audio mapped: ids are row numbers, subset "default", tiles follow images.
   Result<Trace> d = ImportCsvText(text, "m.csv", {{"audio_seconds", "dur"}, {"images", "n_img"}});
   ASSERT_TRUE(d.ok()) << d.error().message();
-  EXPECT_EQ(d->samples[0].id, "1");
-  EXPECT_EQ(d->samples[1].id, "2");
+  EXPECT_EQ(d->id(0), "1");
+  EXPECT_EQ(d->id(1), "2");
   EXPECT_EQ(Subset(*d, 1), "default");
   EXPECT_EQ(d->samples[1].image_tiles, 2u);
   EXPECT_EQ(d->samples[1].text_tokens, 0u);
@@ -494,15 +494,13 @@ TEST(CsvImportTest, IdentityMappingOfATraceFileIsByteIdentical) {
   Trace t;
   for (int i = 0; i < 50; ++i) {
     Sample s;
-    s.id = "s" + std::to_string(i * 7919 % 1000);
     s.subset = t.SubsetIndex(i % 3 == 0 ? "coco" : i % 3 == 1 ? "a,b" : "asr");
     s.images = i % 4 == 0 ? 0 : 1 + i % 2;
     s.image_tiles = s.images * (1 + i % 5);
     s.video_frames = i % 7 == 0 ? 32 * i : 0;
     s.audio_seconds = i % 3 == 2 ? 0.0625 * i : 0;
     s.text_tokens = 10 + 37 * i;
-    s.meta = i % 5 == 0 ? "quoted \"meta\"" : "";
-    t.samples.push_back(s);
+    t.Add(s, "s" + std::to_string(i * 7919 % 1000), i % 5 == 0 ? "quoted \"meta\"" : "");
   }
   const std::string text = FormatTrace(t);
   CsvMapping identity;
@@ -517,10 +515,10 @@ TEST(CsvImportTest, DuplicateIdsGetSuffixes) {
       ImportCsvText("id,n\na,1\na,1\na#2,1\na,1\n", "d.csv", {{"sample_id", "id"}, {"images", "n"}});
   ASSERT_TRUE(r.ok()) << r.error().message();
   ASSERT_EQ(r->size(), 4u);
-  EXPECT_EQ(r->samples[0].id, "a");
-  EXPECT_EQ(r->samples[1].id, "a#2");
-  EXPECT_EQ(r->samples[2].id, "a#2#2");
-  EXPECT_EQ(r->samples[3].id, "a#3");
+  EXPECT_EQ(r->id(0), "a");
+  EXPECT_EQ(r->id(1), "a#2");
+  EXPECT_EQ(r->id(2), "a#2#2");
+  EXPECT_EQ(r->id(3), "a#3");
   EXPECT_TRUE(ValidateTrace(*r, "d").ok());
 }
 

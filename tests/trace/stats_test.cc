@@ -102,14 +102,13 @@ Trace SmallTrace() {
   t.SubsetIndex("empty");
   auto add = [&](uint16_t sub, uint32_t img, uint32_t tiles, uint32_t frames, double audio, uint32_t text) {
     Sample s;
-    s.id = std::to_string(t.samples.size());
     s.subset = sub;
     s.images = img;
     s.image_tiles = tiles;
     s.video_frames = frames;
     s.audio_seconds = audio;
     s.text_tokens = text;
-    t.samples.push_back(s);
+    t.Add(s, std::to_string(t.samples.size()));
   };
   add(a, 1, 5, 0, 0, 100);
   add(a, 2, 10, 0, 0, 300);
@@ -148,10 +147,9 @@ TEST(StatsTest, SubsetsAreListedLargestFirst) {
   const char* order[] = {"small", "big", "mid", "big", "mid", "big", "tie-b", "tie-a"};
   for (int i = 0; i < 8; ++i) {
     Sample s;
-    s.id = std::to_string(i);
     s.subset = t.SubsetIndex(order[i]);
     s.text_tokens = 1;
-    t.samples.push_back(s);
+    t.Add(s, std::to_string(i));
   }
   const TraceStats st = ComputeStats(t, 4);
   std::vector<std::string> names;

@@ -56,28 +56,26 @@ TEST(TraceIoTest, RoundTrip) {
   Trace t;
   for (int i = 0; i < 50; ++i) {
     Sample s;
-    s.id = "s" + std::to_string(i);
     s.subset = t.SubsetIndex(i % 3 ? "a,b" : "c");
     s.images = i % 2;
     s.image_tiles = s.images * (1 + i % 5);
     s.video_frames = i % 7;
     s.audio_seconds = i * 0.25;
     s.text_tokens = 10 * i;
-    s.meta = i % 4 ? "" : "note \"q\"";
-    t.samples.push_back(s);
+    t.Add(s, "s" + std::to_string(i), i % 4 ? "" : "note \"q\"");
   }
   auto back = ParseTrace(FormatTrace(t), "mem");
   ASSERT_TRUE(back.ok()) << back.error().message();
   ASSERT_EQ(back->samples.size(), t.samples.size());
   for (size_t i = 0; i < t.samples.size(); ++i) {
     const Sample &a = t.samples[i], &b = back->samples[i];
-    EXPECT_EQ(a.id, b.id);
+    EXPECT_EQ(t.id(i), back->id(i));
     EXPECT_EQ(t.subsets[a.subset], back->subsets[b.subset]);
     EXPECT_EQ(a.image_tiles, b.image_tiles);
     EXPECT_EQ(a.video_frames, b.video_frames);
     EXPECT_DOUBLE_EQ(a.audio_seconds, b.audio_seconds);
     EXPECT_EQ(a.text_tokens, b.text_tokens);
-    EXPECT_EQ(a.meta, b.meta);
+    EXPECT_EQ(t.meta(i), back->meta(i));
   }
   EXPECT_TRUE(ValidateTrace(*back, "mem").ok());
 }
@@ -140,13 +138,12 @@ namespace {
 TEST(TraceIoTest, HashLeadingIdsRoundTrip) {
   Trace t;
   Sample s;
-  s.id = "#t";
   s.subset = t.SubsetIndex("#subset");
-  t.samples.push_back(s);
+  t.Add(s, "#t");
   auto back = ParseTrace(FormatTrace(t), "mem");
   ASSERT_TRUE(back.ok()) << back.error().message();
   ASSERT_EQ(back->size(), 1u);
-  EXPECT_EQ(back->samples[0].id, "#t");
+  EXPECT_EQ(back->id(0), "#t");
   EXPECT_EQ(back->subsets[back->samples[0].subset], "#subset");
   EXPECT_EQ(CsvQuote("#x"), "\"#x\"");
   EXPECT_EQ(CsvQuote("x#"), "x#");
@@ -161,10 +158,9 @@ TEST(TraceIoTest, HugeAudioIsRejectedAndFormattingIsBounded) {
   EXPECT_EQ(r.error().message(), "huge.csv:2: audio_seconds: '1e73' is above the limit of 1e9 seconds");
   Trace t;
   Sample s;
-  s.id = "x";
   s.subset = t.SubsetIndex("s");
   s.audio_seconds = 1e300;  // built in code, bypassing the parser
-  t.samples.push_back(s);
+  t.Add(s, "x");
   const std::string text = FormatTrace(t);
   EXPECT_LT(text.size(), 300u);
   EXPECT_FALSE(ValidateTrace(t, "mem").ok());

@@ -1,6 +1,16 @@
 #include "core/balance/data_plan.h"
 
+#include <algorithm>
+#include <limits>
+
 namespace mmtwin {
+namespace {
+
+SampleSize Held(int64_t v) {
+  return static_cast<SampleSize>(std::clamp<int64_t>(v, 0, std::numeric_limits<SampleSize>::max()));
+}
+
+}  // namespace
 
 SampleSizes ComputeSizes(const ModelSpec& model, const Trace& trace) {
   SampleSizes s;
@@ -12,11 +22,11 @@ SampleSizes ComputeSizes(const ModelSpec& model, const Trace& trace) {
   s.text_tokens.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const SampleTokens t = TokensFor(model, trace.samples[i]);
-    s.vision_units[i] = t.vision_units;
-    s.vit_tokens[i] = t.vit_tokens;
-    s.audio_tokens[i] = t.audio_tokens;
-    s.llm_tokens[i] = t.llm_tokens;
-    s.text_tokens[i] = trace.samples[i].text_tokens;
+    s.vision_units[i] = Held(t.vision_units);
+    s.vit_tokens[i] = Held(t.vit_tokens);
+    s.audio_tokens[i] = Held(t.audio_tokens);
+    s.llm_tokens[i] = Held(t.llm_tokens);
+    s.text_tokens[i] = Held(trace.samples[i].text_tokens);
   }
   return s;
 }

@@ -17,13 +17,16 @@
 
 namespace mmtwin {
 
-// Model-dependent sizes of every trace sample, computed once (TokensFor) and shared by all policies.
+// Model-dependent sizes of every trace sample, computed once (TokensFor) and shared by all policies. 32-bit
+// (20 bytes a sample: 400 MB for 20M samples); a size above 2^31 - 1 is held there (no model takes such a
+// sample, and every policy treats it as oversize).
+using SampleSize = int32_t;
 struct SampleSizes {
-  std::vector<int64_t> vision_units;  // tiles + frames
-  std::vector<int64_t> vit_tokens;
-  std::vector<int64_t> audio_tokens;
-  std::vector<int64_t> llm_tokens;
-  std::vector<int64_t> text_tokens;  // the trace's text tokens alone
+  std::vector<SampleSize> vision_units;  // tiles + frames
+  std::vector<SampleSize> vit_tokens;
+  std::vector<SampleSize> audio_tokens;
+  std::vector<SampleSize> llm_tokens;
+  std::vector<SampleSize> text_tokens;  // the trace's text tokens alone
   size_t size() const { return llm_tokens.size(); }
 };
 SampleSizes ComputeSizes(const ModelSpec& model, const Trace& trace);

@@ -12,10 +12,27 @@ DataMetrics ComputeDataMetrics(const DataPlan& plan, const SampleSizes& sz) {
   int64_t pad_n = 0, dist_n = 0, batches = 0;
   double vit_total = 0, llm_compute_total = 0, llm_real_total = 0;
   std::vector<double> tv, tl;
-  for (const DataStep& step : plan.steps) {
+  // Mini-batches hold samples from all over the trace, and their index arrays lie all over the heap: two levels
+  // of cache misses per mini-batch. The index array of the mini-batch kFar ahead and the sizes of the one kNear
+  // ahead are prefetched so the misses overlap (a 20M-sample ISF plan: ~2x faster).
+  constexpr size_t kNear = 4, kFar = 12;
+  auto ahead = [&](size_t k, size_t r, size_t d) -> const MiniBatch* {
+    r += d;
+    while (k < plan.steps.size() && r >= plan.steps[k].ranks.size()) r -= plan.steps[k++].ranks.size();
+    return k < plan.steps.size() ? &plan.steps[k].ranks[r] : nullptr;
+  };
+  for (size_t k = 0; k < plan.steps.size(); ++k) {
+    const DataStep& step = plan.steps[k];
     tv.assign(step.ranks.size(), 0);
     tl.assign(step.ranks.size(), 0);
     for (size_t r = 0; r < step.ranks.size(); ++r) {
+      if (const MiniBatch* far = ahead(k, r, kFar); far != nullptr && !far->samples.empty())
+        __builtin_prefetch(far->samples.data());
+      if (const MiniBatch* near = ahead(k, r, kNear); near != nullptr)
+        for (uint32_t i : near->samples) {
+          __builtin_prefetch(&sz.vit_tokens[i]);
+          __builtin_prefetch(&sz.llm_tokens[i]);
+        }
       const auto& s = step.ranks[r].samples;
       if (s.empty()) continue;
       ++batches;
@@ -23,7 +40,7 @@ DataMetrics ComputeDataMetrics(const DataPlan& plan, const SampleSizes& sz) {
       for (uint32_t i : s) {
         vsum += sz.vit_tokens[i];
         tsum += sz.llm_tokens[i];
-        tmax = std::max(tmax, sz.llm_tokens[i]);
+        tmax = std::max<int64_t>(tmax, sz.llm_tokens[i]);
       }
       const int64_t b = static_cast<int64_t>(s.size());
       const int64_t computed = plan.packed ? tsum : b * tmax;

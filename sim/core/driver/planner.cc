@@ -323,9 +323,9 @@ Status LoadScenarioTrace(const Scenario& s, const std::atomic<bool>* cancel, Tra
     // trace.sequence_tokens: `samples` text-only sequences of that length.
     const uint16_t subset = trace.SubsetIndex("sequence");
     trace.samples.resize(static_cast<size_t>(std::max<int64_t>(1, s.trace.samples)));
+    trace.ids.PushNumbered("seq", 1, 0, trace.samples.size());
     for (size_t k = 0; k < trace.samples.size(); ++k) {
       Sample& x = trace.samples[k];
-      x.id = "seq" + std::to_string(k);
       x.subset = subset;
       x.text_tokens = static_cast<uint32_t>(s.trace.sequence_tokens);
     }

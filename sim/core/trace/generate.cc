@@ -149,17 +149,9 @@ std::vector<uint16_t> ShuffledSubsets(const std::vector<int64_t>& counts, Rng& r
   return order;
 }
 
-// prefix + i zero-padded to at least 7 digits ("ivl0000042"), as printf's "%s%07lld" (without printf: a
-// 16k-GPU trace has 2.4M ids).
-std::string SampleId(const char* prefix, int64_t i) {
-  char digits[24];
-  const auto r = std::to_chars(digits, digits + sizeof digits, i);
-  const size_t n = static_cast<size_t>(r.ptr - digits);
-  std::string id(prefix);
-  if (n < 7) id.append(7 - n, '0');
-  id.append(digits, n);
-  return id;
-}
+// Generated ids: prefix + the sample's index zero-padded to at least 7 digits ("ivl0000042"), stored as a
+// counting SampleIds column (no bytes per sample).
+constexpr int kIdDigits = 7;
 
 uint32_t ClampTokens(double v, double lo, double hi) {
   v = std::round(v);
@@ -184,11 +176,11 @@ Trace GenerateInternVl(int64_t n, Rng& rng) {
                                                           counts[s] / kIvlSubsets[s].samples));
   const std::vector<uint16_t> order = ShuffledSubsets(counts, rng);
   t.samples.resize(order.size());
+  t.ids.PushNumbered("ivl", kIdDigits, 0, order.size());
   for (size_t k = 0; k < order.size(); ++k) {
     const uint16_t si = order[k];
     const IvlSubset& spec = kIvlSubsets[si];
     Sample& smp = t.samples[k];
-    smp.id = SampleId("ivl", static_cast<int64_t>(k));
     smp.subset = si;
     // Sequential sampling without replacement keeps the text-only count exact.
     const bool text_only = text_only_left[si] > 0 && rng.Below(static_cast<uint64_t>(left[si])) <
@@ -261,10 +253,10 @@ Trace GenerateWords(const WordSource* sources, size_t count, const char* prefix,
   }
   const std::vector<uint16_t> order = ShuffledSubsets(Apportion(counts, n), rng);
   t.samples.resize(order.size());
+  t.ids.PushNumbered(prefix, kIdDigits, 0, order.size());
   for (size_t k = 0; k < order.size(); ++k) {
     const WordSource& src = sources[order[k]];
     Sample& s = t.samples[k];
-    s.id = SampleId(prefix, static_cast<int64_t>(k));
     s.subset = order[k];
     s.images = src.image ? 1 : 0;
     s.image_tiles = s.images;
@@ -319,32 +311,35 @@ Result<Trace> GenerateAsrSqa(int64_t n, Rng& rng) {
   for (size_t i = 0; i < qa.subsets.size(); ++i) qa_subset[i] = t.SubsetIndex("sqa_" + qa.subsets[i]);
   // Known AIR-Bench durations, for datasets without a prior.
   std::vector<double> known;
-  for (const Sample& s : qa.samples)
-    if (s.meta.find("audio_seconds=unknown") == std::string::npos && s.audio_seconds > 0)
-      known.push_back(s.audio_seconds);
+  for (size_t i = 0; i < qa.samples.size(); ++i)
+    if (qa.meta(i).find("audio_seconds=unknown") == std::string_view::npos && qa.samples[i].audio_seconds > 0)
+      known.push_back(qa.samples[i].audio_seconds);
   const std::vector<int64_t> counts = Apportion({static_cast<int64_t>(std::llround(kAsrShare * 1000)),
                                                  static_cast<int64_t>(std::llround((1 - kAsrShare) * 1000))},
                                                 n);
   const std::vector<uint16_t> order = ShuffledSubsets(counts, rng);
   t.samples.resize(order.size());
+  t.ids.PushNumbered("audio", kIdDigits, 0, order.size());
   for (size_t k = 0; k < order.size(); ++k) {
     Sample& s = t.samples[k];
-    s.id = SampleId("audio", static_cast<int64_t>(k));
     if (order[k] == 0) {
-      const Sample& src = asr.samples[rng.Below(asr.samples.size())];
+      const size_t j = rng.Below(asr.samples.size());
+      const Sample& src = asr.samples[j];
       s.subset = asr_subset;
       s.audio_seconds = src.audio_seconds;
       s.text_tokens = src.text_tokens + kAsrPromptTokens;
-      s.meta = src.id;
+      t.SetMeta(k, asr.id(j));
       continue;
     }
-    const Sample& src = qa.samples[rng.Below(qa.samples.size())];
+    const size_t j = rng.Below(qa.samples.size());
+    const Sample& src = qa.samples[j];
     s.subset = qa_subset[src.subset];
     s.text_tokens = src.text_tokens;
-    s.meta = src.id;
+    t.SetMeta(k, qa.id(j));
     s.audio_seconds = src.audio_seconds;
-    if (src.meta.find("audio_seconds=unknown") != std::string::npos || s.audio_seconds <= 0) {
-      const std::string dataset = src.meta.substr(0, src.meta.find(';'));
+    const std::string_view src_meta = qa.meta(j);
+    if (src_meta.find("audio_seconds=unknown") != std::string_view::npos || s.audio_seconds <= 0) {
+      const std::string dataset(src_meta.substr(0, src_meta.find(';')));
       const AudioPrior* prior = nullptr;
       for (const AudioPrior& p : kAudioPriors)
         if (dataset == p.dataset) prior = &p;
@@ -382,9 +377,9 @@ Trace GenerateLongVideo(int64_t n, Rng& rng) {
   const uint16_t caption = t.SubsetIndex("longvideo_caption");
   const uint16_t qa = t.SubsetIndex("longvideo_qa");
   t.samples.resize(static_cast<size_t>(n));
+  t.ids.PushNumbered("video", kIdDigits, 0, static_cast<size_t>(n));
   for (int64_t k = 0; k < n; ++k) {
     Sample& s = t.samples[static_cast<size_t>(k)];
-    s.id = SampleId("video", k);
     s.subset = rng.Below(2) == 0 ? caption : qa;
     double frames;
     if (rng.Uniform() < kVideoTailShare)

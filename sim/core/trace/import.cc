@@ -106,20 +106,22 @@ class IdUniquer {
   std::unordered_map<std::string, int> seen_;
 };
 
-// Applies IdUniquer to all samples, but only when some id repeats: the common all-unique case is checked with
-// a sorted vector of hashes, which is much cheaper than a hash map of strings.
-void MakeIdsUnique(std::vector<Sample>& samples) {
-  std::vector<std::pair<uint64_t, uint32_t>> h(samples.size());
-  for (size_t i = 0; i < samples.size(); ++i)
-    h[i] = {std::hash<std::string>{}(samples[i].id), static_cast<uint32_t>(i)};
+// Sets the trace's ids, applying IdUniquer only when some id repeats: the common all-unique case is checked
+// with a sorted vector of hashes, which is much cheaper than a hash map of strings.
+void SetUniqueIds(Trace& t, std::vector<std::string>& ids) {
+  std::vector<std::pair<uint64_t, uint32_t>> h(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) h[i] = {std::hash<std::string>{}(ids[i]), static_cast<uint32_t>(i)};
   std::sort(h.begin(), h.end());
   bool dup = false;
   for (size_t i = 0; i < h.size() && !dup; ++i)
     for (size_t j = i + 1; j < h.size() && h[j].first == h[i].first && !dup; ++j)
-      dup = samples[h[i].second].id == samples[h[j].second].id;
-  if (!dup) return;
-  IdUniquer u;
-  for (Sample& s : samples) u.Apply(s.id);
+      dup = ids[h[i].second] == ids[h[j].second];
+  if (dup) {
+    IdUniquer u;
+    for (std::string& id : ids) u.Apply(id);
+  }
+  t.ids = SampleIds();
+  for (const std::string& id : ids) t.ids.Push(id);
 }
 
 // Subset index with a one-entry cache (consecutive rows usually share a subset) and the uint16 limit.
@@ -197,6 +199,7 @@ class LlavaHandler {
       : text_(text), name_(name), opt_(opt) {}
 
   Trace& trace() { return trace_; }
+  std::vector<std::string>& ids() { return ids_; }
   const Error& error() const { return error_; }
   bool failed() const { return failed_; }
 
@@ -426,8 +429,8 @@ class LlavaHandler {
   bool EndSample() {
     if (!has_convs_) return FailAt(SamplePath() + ".conversations", "missing");
     Sample s;
-    s.id = has_id_ ? id_ : std::to_string(index_);
-    if (s.id.empty()) return FailAt(SamplePath() + ".id", "empty");
+    std::string id = has_id_ ? id_ : std::to_string(index_);
+    if (id.empty()) return FailAt(SamplePath() + ".id", "empty");
     const int64_t images = std::max(image_paths_, placeholders_);
     // A count past uint32 is an error, not a silent 4294967295 (which would read as a plausible huge sample).
     const double tiles = static_cast<double>(images) * opt_.tiles_per_image;
@@ -461,7 +464,8 @@ class LlavaHandler {
     }
     if (!subsets_.Index(trace_, subset, s.subset))
       return FailAt(SamplePath() + ".image", "more than 65535 distinct subsets");
-    trace_.samples.push_back(std::move(s));
+    trace_.samples.push_back(s);
+    ids_.push_back(std::move(id));
     ++index_;
     return true;
   }
@@ -470,6 +474,7 @@ class LlavaHandler {
   const std::string& name_;
   const LlavaImportOptions& opt_;
   Trace trace_;
+  std::vector<std::string> ids_;  // the samples' ids (made unique afterwards)
   Error error_;
   bool failed_ = false;
   bool saw_top_ = false;
@@ -529,7 +534,7 @@ Result<Trace> ImportLlavaText(std::string_view text, const std::string& name,
     return Error(name + ": JSON error: " + e.what());
   }
   if (!h.Finish()) return h.error();
-  MakeIdsUnique(h.trace().samples);
+  SetUniqueIds(h.trace(), h.ids());
   return std::move(h.trace());
 }
 
@@ -570,14 +575,15 @@ Result<Trace> ImportLibriSpeechText(std::string text, const std::string& name) {
     return csv.ErrorAt("audio_seconds", "missing column in header: need audio_seconds or audio_samples_16k");
   const size_t width = header.names().size();
   Trace t;
+  std::vector<std::string> ids;
   const uint16_t subset = t.SubsetIndex(LibriSpeechSplit(name));
   while (csv.Next(f)) {
     if (f.size() != width)
       return csv.ErrorAt("",
                          "expected " + std::to_string(width) + " fields, found " + std::to_string(f.size()));
     Sample s;
-    s.id.assign(f[c_id]);
-    if (s.id.empty()) return csv.ErrorAt("sample_id", "empty");
+    if (f[c_id].empty()) return csv.ErrorAt("sample_id", "empty");
+    ids.emplace_back(f[c_id]);
     s.subset = subset;
     double seconds = 0;
     if (c_seconds >= 0) MMTWIN_RETURN_IF_ERROR(SecondsAt(csv, f[c_seconds], "audio_seconds", seconds));
@@ -600,10 +606,10 @@ Result<Trace> ImportLibriSpeechText(std::string text, const std::string& name) {
     }
     s.audio_seconds = seconds;
     s.text_tokens = EstimateSpeechTextTokens(seconds);
-    t.samples.push_back(std::move(s));
+    t.samples.push_back(s);
   }
   if (!csv.status().ok()) return csv.status().error();
-  MakeIdsUnique(t.samples);
+  SetUniqueIds(t, ids);
   return t;
 }
 
@@ -669,6 +675,7 @@ Result<Trace> ImportCsvText(std::string text, const std::string& name, const Csv
   }
   const size_t width = header.names().size();
   Trace t;
+  std::vector<std::string> ids;
   SubsetCache subsets;
   uint16_t default_subset = 0;
   if (col[kSubset] < 0) default_subset = t.SubsetIndex("default");
@@ -680,10 +687,10 @@ Result<Trace> ImportCsvText(std::string text, const std::string& name, const Csv
                          "expected " + std::to_string(width) + " fields, found " + std::to_string(f.size()));
     Sample s;
     if (col[kId] >= 0) {
-      s.id.assign(f[col[kId]]);
-      if (s.id.empty()) return csv.ErrorAt("sample_id", "empty");
+      if (f[col[kId]].empty()) return csv.ErrorAt("sample_id", "empty");
+      ids.emplace_back(f[col[kId]]);
     } else {
-      s.id = std::to_string(row);
+      ids.push_back(std::to_string(row));
     }
     if (col[kSubset] >= 0) {
       std::string_view sub = f[col[kSubset]];
@@ -711,8 +718,8 @@ Result<Trace> ImportCsvText(std::string text, const std::string& name, const Csv
     if (col[kAudio] >= 0)
       MMTWIN_RETURN_IF_ERROR(SecondsAt(csv, f[col[kAudio]], "audio_seconds", s.audio_seconds));
     if (col[kText] >= 0) MMTWIN_RETURN_IF_ERROR(CountAt(csv, f[col[kText]], "text_tokens", s.text_tokens));
-    if (col[kMeta] >= 0) s.meta.assign(f[col[kMeta]]);
-    t.samples.push_back(std::move(s));
+    t.samples.push_back(s);
+    if (col[kMeta] >= 0) t.SetMeta(t.samples.size() - 1, f[col[kMeta]]);
   }
   if (!csv.status().ok()) return csv.status().error();
   const bool any = std::any_of(t.samples.begin(), t.samples.end(), [](const Sample& x) {
@@ -720,7 +727,7 @@ Result<Trace> ImportCsvText(std::string text, const std::string& name, const Csv
   });
   if (!t.samples.empty() && !any)
     return Error(name + ": every sample is empty (the mapped columns hold no images, frames, audio or text)");
-  MakeIdsUnique(t.samples);
+  SetUniqueIds(t, ids);
   return t;
 }
 

@@ -13,6 +13,8 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/util/status.h"
@@ -23,28 +25,101 @@ inline constexpr int kTraceFormatVersion = 1;
 // Largest accepted audio duration (about 31 years): bounds formatting and catches unit mix-ups.
 inline constexpr double kMaxTraceAudioSeconds = 1e9;
 
+// One sample's sizes: 32 bytes (20M samples fit in 640 MB). Its id and meta live in the Trace (SampleIds,
+// Trace::metas), which stores them compactly.
 struct Sample {
-  std::string id;
-  uint16_t subset = 0;        // index into Trace::subsets
+  double audio_seconds = 0;   // audio duration
   uint32_t images = 0;        // distinct images (0 for text-only)
   uint32_t image_tiles = 0;   // vision tiles over all images, thumbnails included (= images without tiling)
   uint32_t video_frames = 0;  // sampled video frames
-  double audio_seconds = 0;   // audio duration
   uint32_t text_tokens = 0;   // text tokens (estimated where no tokenizer ran; see traces/README.md)
-  std::string meta;           // free-form, carried through untouched
+  uint32_t meta_ref = 0;      // 0 = no meta; else 1 + index into Trace::metas (free-form, carried through)
+  uint16_t subset = 0;        // index into Trace::subsets
+};
+static_assert(sizeof(Sample) == 32, "Sample is the unit of trace memory: keep it 32 bytes");
+
+// The sample ids of a trace, stored compactly. Ids of one shape — a fixed prefix and a decimal number
+// zero-padded to a fixed width ("ivl0000042", COCO's "000000033471", a row number "17") — keep only the number
+// (8 bytes per id), or nothing per id while the numbers count up by one from the first (generated traces). The
+// first id of any other shape turns the column into a string pool (the characters plus an 8-byte end offset per
+// id). Get() returns the exact id in every mode.
+class SampleIds {
+ public:
+  enum class Mode : uint8_t { kCounting, kNumbers, kPool };
+
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  std::string Get(size_t i) const;
+  void Push(std::string_view id);
+  // Appends `count` ids prefix + (first + k) zero-padded to at least `width` digits (1..18), k = 0..count-1:
+  // what the generators write, without formatting each id.
+  void PushNumbered(std::string_view prefix, int width, uint64_t first, size_t count);
+  void Reserve(size_t n);
+  // Index pairs (first, second) of the repeated id whose second occurrence comes first, or (n, n) when all are
+  // unique. O(n) for counting ids, O(n log n) otherwise.
+  std::pair<size_t, size_t> FirstRepeat() const;
+  size_t MemoryBytes() const;
+
+  // The representation, for the binary trace cache (trace_cache.cc).
+  Mode mode() const { return mode_; }
+  const std::string& prefix() const { return prefix_; }
+  int width() const { return width_; }
+  uint64_t first() const { return first_; }
+  const std::vector<uint64_t>& numbers() const { return numbers_; }
+  const std::string& chars() const { return chars_; }
+  const std::vector<uint64_t>& ends() const { return ends_; }
+  // Rebuilds a column from its parts; false when they are inconsistent.
+  static bool FromParts(Mode mode, size_t n, std::string prefix, int width, uint64_t first,
+                        std::vector<uint64_t> numbers, std::string chars, std::vector<uint64_t> ends,
+                        SampleIds& out);
+
+ private:
+  bool ParseNumber(std::string_view id, uint64_t& number) const;
+  void ToPool();
+  void AppendFormatted(uint64_t number, std::string& out) const;
+
+  Mode mode_ = Mode::kCounting;
+  size_t n_ = 0;
+  bool shaped_ = false;  // prefix_ and width_ are set (the first id had a number)
+  std::string prefix_;
+  int width_ = 0;
+  uint64_t first_ = 0;             // kCounting: the first number
+  std::vector<uint64_t> numbers_;  // kNumbers
+  std::string chars_;              // kPool
+  std::vector<uint64_t> ends_;     // kPool: end offset of each id in chars_
 };
 
 struct Trace {
   std::vector<std::string> subsets;  // subset / task names; Sample::subset indexes it
   std::vector<Sample> samples;
+  SampleIds ids;                   // ids.Get(i) is samples[i]'s id; as many as samples
+  std::vector<std::string> metas;  // Sample::meta_ref - 1 indexes it (non-empty strings)
 
   // Index of `name` in subsets, adding it if new.
   uint16_t SubsetIndex(const std::string& name);
   size_t size() const { return samples.size(); }
+  std::string id(size_t i) const { return ids.Get(i); }
+  std::string_view meta(size_t i) const {
+    const uint32_t r = samples[i].meta_ref;
+    return r == 0 ? std::string_view() : std::string_view(metas[r - 1]);
+  }
+  // Appends a sample with its id and meta (sets s.meta_ref; a meta equal to the previous one is shared).
+  void Add(Sample s, std::string_view id, std::string_view meta = {});
+  // Sets sample i's meta (generators that fill samples in place).
+  void SetMeta(size_t i, std::string_view meta);
 };
 
 // Reads a trace CSV. Errors name file, line and field (`ivl.csv:12: image_tiles: not a non-negative integer`).
+// A large CSV (TraceCache) is read through a binary cache beside it, PATH.mmtwin-cache, written on the first
+// read and used while the CSV's size and modification time are unchanged: a re-read costs a copy, not a parse.
 Result<Trace> ReadTrace(const std::string& path);
+// kAuto: through the cache for CSVs of at least kTraceCacheMinBytes; the environment variable
+// MMTWIN_TRACE_CACHE=off turns the cache off, =always uses it for every CSV. A cache that cannot be written (a
+// read-only folder) is skipped without a word; a corrupt or stale one is replaced.
+enum class TraceCache { kAuto, kOff, kAlways };
+inline constexpr uint64_t kTraceCacheMinBytes = uint64_t{16} << 20;
+Result<Trace> ReadTrace(const std::string& path, TraceCache cache);
+std::string TraceCachePath(const std::string& csv_path);
 // Parses trace CSV text held in memory (`name` is used in messages); what ReadTrace and the fuzzer use.
 Result<Trace> ParseTrace(std::string text, const std::string& name);
 // Serializes (with the version line) and writes atomically.

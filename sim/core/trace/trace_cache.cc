@@ -1,0 +1,272 @@
+// The binary trace cache beside a trace CSV (trace.h: ReadTrace, WriteTrace).
+//
+// PATH.mmtwin-cache holds a parsed trace, little-endian, with the CSV's size and modification time (ns) it was
+// made from. It is used only while both are unchanged and the file is exactly as long as its counts say; any
+// other cache is ignored and replaced. Layout:
+//   "MMTWTRC1", u32 cache version, u32 trace format version, u64 csv bytes, i64 csv mtime ns, u64 samples,
+//   u32 subsets + (u32 length, bytes) each, u64 metas + (u32 length, bytes) each,
+//   ids: u8 mode, u32 prefix length + bytes, i32 width, u64 first, u64 numbers + u64 each,
+//        u64 pool bytes + bytes, u64 ends + u64 each,
+//   samples: 30 bytes each (f64 audio seconds, u32 images, tiles, frames, text tokens, meta ref, u16 subset).
+// Written to a temporary file and renamed (never half a cache); the samples stream in 1 MiB blocks, so writing
+// needs no second copy of the trace. Only ReadTrace writes it, from the trace it parsed: WriteTrace's trace
+// can differ from what its CSV reads back as (audio seconds are written to 4 decimals).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "core/trace/trace.h"
+#include "core/util/csv.h"
+
+namespace mmtwin {
+namespace {
+
+constexpr char kMagic[8] = {'M', 'M', 'T', 'W', 'T', 'R', 'C', '1'};
+constexpr uint32_t kCacheVersion = 1;
+constexpr size_t kRecordBytes = 30;
+constexpr size_t kBlockBytes = size_t{1} << 20;
+
+bool LittleEndian() {
+  const uint16_t x = 1;
+  unsigned char b;
+  std::memcpy(&b, &x, 1);
+  return b == 1;
+}
+
+struct CsvStamp {
+  uint64_t bytes = 0;
+  int64_t mtime_ns = 0;
+  bool operator==(const CsvStamp& o) const { return bytes == o.bytes && mtime_ns == o.mtime_ns; }
+};
+
+bool Stamp(const std::string& path, CsvStamp& out) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  out.bytes = static_cast<uint64_t>(st.st_size);
+  out.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return true;
+}
+
+TraceCache Resolve(TraceCache mode) {
+  if (mode != TraceCache::kAuto) return mode;
+  const char* env = std::getenv("MMTWIN_TRACE_CACHE");
+  if (env == nullptr) return TraceCache::kAuto;
+  const std::string v = env;
+  if (v == "off" || v == "0") return TraceCache::kOff;
+  if (v == "always" || v == "1") return TraceCache::kAlways;
+  return TraceCache::kAuto;
+}
+
+bool WantCache(TraceCache mode, uint64_t csv_bytes) {
+  if (!LittleEndian()) return false;
+  mode = Resolve(mode);
+  return mode == TraceCache::kAlways || (mode == TraceCache::kAuto && csv_bytes >= kTraceCacheMinBytes);
+}
+
+struct FileCloser {
+  void operator()(std::FILE* f) const {
+    if (f) std::fclose(f);
+  }
+};
+using File = std::unique_ptr<std::FILE, FileCloser>;
+
+class Writer {
+ public:
+  explicit Writer(std::FILE* f) : f_(f) { buf_.reserve(kBlockBytes); }
+  void Bytes(const void* p, size_t n) {
+    const char* c = static_cast<const char*>(p);
+    buf_.append(c, n);
+    if (buf_.size() >= kBlockBytes) Flush();
+  }
+  template <class T>
+  void Put(T v) {
+    Bytes(&v, sizeof v);
+  }
+  void Str32(const std::string& s) {
+    Put(static_cast<uint32_t>(s.size()));
+    Bytes(s.data(), s.size());
+  }
+  bool Flush() {
+    ok_ = ok_ && std::fwrite(buf_.data(), 1, buf_.size(), f_) == buf_.size();
+    buf_.clear();
+    return ok_;
+  }
+
+ private:
+  std::FILE* f_;
+  std::string buf_;
+  bool ok_ = true;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::FILE* f) : f_(f) {}
+  bool Bytes(void* p, size_t n) { return ok_ = ok_ && std::fread(p, 1, n, f_) == n; }
+  template <class T>
+  bool Get(T& v) {
+    return Bytes(&v, sizeof v);
+  }
+  bool Str(std::string& s, uint64_t n) {
+    if (!ok_ || n > (uint64_t{1} << 40)) return ok_ = false;
+    s.resize(n);
+    return Bytes(s.data(), n);
+  }
+  bool Str32(std::string& s) {
+    uint32_t n = 0;
+    return Get(n) && Str(s, n);
+  }
+  template <class T>
+  bool Vec(std::vector<T>& v, uint64_t n) {
+    if (!ok_ || n > (uint64_t{1} << 36)) return ok_ = false;
+    v.resize(n);
+    return Bytes(v.data(), n * sizeof(T));
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  std::FILE* f_;
+  bool ok_ = true;
+};
+
+bool WriteCache(const Trace& t, const CsvStamp& stamp, const std::string& cache_path) {
+  const std::string tmp = cache_path + ".tmp." + std::to_string(::getpid());
+  bool ok = false;
+  {
+    File f(std::fopen(tmp.c_str(), "wb"));
+    if (!f) return false;
+    Writer w(f.get());
+    w.Bytes(kMagic, sizeof kMagic);
+    w.Put(kCacheVersion);
+    w.Put(static_cast<uint32_t>(kTraceFormatVersion));
+    w.Put(stamp.bytes);
+    w.Put(stamp.mtime_ns);
+    w.Put(static_cast<uint64_t>(t.samples.size()));
+    w.Put(static_cast<uint32_t>(t.subsets.size()));
+    for (const std::string& s : t.subsets) w.Str32(s);
+    w.Put(static_cast<uint64_t>(t.metas.size()));
+    for (const std::string& s : t.metas) w.Str32(s);
+    const SampleIds& ids = t.ids;
+    w.Put(static_cast<uint8_t>(ids.mode()));
+    w.Str32(ids.prefix());
+    w.Put(static_cast<int32_t>(ids.width()));
+    w.Put(ids.first());
+    w.Put(static_cast<uint64_t>(ids.numbers().size()));
+    w.Bytes(ids.numbers().data(), ids.numbers().size() * sizeof(uint64_t));
+    w.Put(static_cast<uint64_t>(ids.chars().size()));
+    w.Bytes(ids.chars().data(), ids.chars().size());
+    w.Put(static_cast<uint64_t>(ids.ends().size()));
+    w.Bytes(ids.ends().data(), ids.ends().size() * sizeof(uint64_t));
+    char rec[kRecordBytes];
+    for (const Sample& s : t.samples) {
+      std::memcpy(rec + 0, &s.audio_seconds, 8);
+      std::memcpy(rec + 8, &s.images, 4);
+      std::memcpy(rec + 12, &s.image_tiles, 4);
+      std::memcpy(rec + 16, &s.video_frames, 4);
+      std::memcpy(rec + 20, &s.text_tokens, 4);
+      std::memcpy(rec + 24, &s.meta_ref, 4);
+      std::memcpy(rec + 28, &s.subset, 2);
+      w.Bytes(rec, sizeof rec);
+    }
+    ok = w.Flush() && std::fflush(f.get()) == 0;
+    ok = (std::fclose(f.release()) == 0) && ok;
+  }
+  if (ok) ok = std::rename(tmp.c_str(), cache_path.c_str()) == 0;
+  if (!ok) std::remove(tmp.c_str());
+  return ok;
+}
+
+// The cached trace when the cache exists, matches `stamp` and is whole; false otherwise.
+bool ReadCache(const std::string& cache_path, const CsvStamp& stamp, Trace& out) {
+  struct stat st;
+  if (::stat(cache_path.c_str(), &st) != 0) return false;
+  File f(std::fopen(cache_path.c_str(), "rb"));
+  if (!f) return false;
+  Reader r(f.get());
+  char magic[8];
+  uint32_t version = 0, format = 0;
+  CsvStamp cached;
+  uint64_t n = 0;
+  if (!r.Bytes(magic, 8) || std::memcmp(magic, kMagic, 8) != 0 || !r.Get(version) ||
+      version != kCacheVersion || !r.Get(format) || format != static_cast<uint32_t>(kTraceFormatVersion) ||
+      !r.Get(cached.bytes) || !r.Get(cached.mtime_ns) || !(cached == stamp) || !r.Get(n))
+    return false;
+  if (n > static_cast<uint64_t>(st.st_size) / kRecordBytes) return false;
+  Trace t;
+  uint32_t subsets = 0;
+  if (!r.Get(subsets) || subsets > 65536) return false;
+  t.subsets.resize(subsets);
+  for (std::string& s : t.subsets)
+    if (!r.Str32(s)) return false;
+  uint64_t metas = 0;
+  if (!r.Get(metas) || metas > n) return false;
+  t.metas.resize(metas);
+  for (std::string& s : t.metas)
+    if (!r.Str32(s)) return false;
+  uint8_t mode = 0;
+  std::string prefix, chars;
+  int32_t width = 0;
+  uint64_t first = 0, count = 0;
+  std::vector<uint64_t> numbers, ends;
+  if (!r.Get(mode) || mode > static_cast<uint8_t>(SampleIds::Mode::kPool) || !r.Str32(prefix) ||
+      !r.Get(width) || !r.Get(first) || !r.Get(count) || count > n || !r.Vec(numbers, count) ||
+      !r.Get(count) || !r.Str(chars, count) || !r.Get(count) || count > n || !r.Vec(ends, count))
+    return false;
+  if (!SampleIds::FromParts(static_cast<SampleIds::Mode>(mode), n, std::move(prefix), width, first,
+                            std::move(numbers), std::move(chars), std::move(ends), t.ids))
+    return false;
+  t.samples.resize(n);
+  std::vector<char> block(kBlockBytes / kRecordBytes * kRecordBytes);
+  const size_t per_block = block.size() / kRecordBytes;
+  for (size_t i = 0; i < n;) {
+    const size_t k = std::min<size_t>(per_block, n - i);
+    if (!r.Bytes(block.data(), k * kRecordBytes)) return false;
+    for (size_t j = 0; j < k; ++j, ++i) {
+      const char* rec = block.data() + j * kRecordBytes;
+      Sample& s = t.samples[i];
+      std::memcpy(&s.audio_seconds, rec + 0, 8);
+      std::memcpy(&s.images, rec + 8, 4);
+      std::memcpy(&s.image_tiles, rec + 12, 4);
+      std::memcpy(&s.video_frames, rec + 16, 4);
+      std::memcpy(&s.text_tokens, rec + 20, 4);
+      std::memcpy(&s.meta_ref, rec + 24, 4);
+      std::memcpy(&s.subset, rec + 28, 2);
+      // The invariants ParseTrace checks, cheaply, so a damaged cache cannot hand out a bad trace.
+      if (s.subset >= subsets || s.meta_ref > metas || s.image_tiles < s.images || !(s.audio_seconds >= 0) ||
+          !(s.audio_seconds <= kMaxTraceAudioSeconds))
+        return false;
+    }
+  }
+  if (std::fgetc(f.get()) != EOF) return false;  // longer than its counts say
+  out = std::move(t);
+  return true;
+}
+
+}  // namespace
+
+std::string TraceCachePath(const std::string& csv_path) { return csv_path + ".mmtwin-cache"; }
+
+Result<Trace> ReadTrace(const std::string& path, TraceCache cache) {
+  CsvStamp before;
+  const bool stamped = Stamp(path, before);
+  const bool use = stamped && WantCache(cache, before.bytes);
+  if (use) {
+    Trace t;
+    if (ReadCache(TraceCachePath(path), before, t)) return t;
+  }
+  MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  MMTWIN_ASSIGN_OR_RETURN(Trace t, ParseTrace(std::move(text), path));
+  CsvStamp after;
+  // Only a CSV that did not change while it was read gets a cache; failing to write one is not an error.
+  if (use && Stamp(path, after) && after == before) WriteCache(t, before, TraceCachePath(path));
+  return t;
+}
+
+Result<Trace> ReadTrace(const std::string& path) { return ReadTrace(path, TraceCache::kAuto); }
+
+}  // namespace mmtwin
