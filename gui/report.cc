@@ -248,11 +248,7 @@ Status OmnibalTables(const OmnibalRuns& r, std::vector<Table>& tables) {
 
 Result<std::vector<Png>> OmnibalPlots(const std::vector<Table>& t) {
   std::vector<Png> pngs;
-  auto add = [&](const std::string& name, const ChartSpec& c) -> Status {
-    MMTWIN_ASSIGN_OR_RETURN(std::string png, RenderChartPng(c, kPlotWidthPx, kPlotHeightPx));
-    pngs.push_back({name, std::move(png)});
-    return Status();
-  };
+  auto add = [&](const std::string& name, const ChartSpec& c) { return AddChart(pngs, name, c); };
   {
     ChartSpec c;
     c.title = "OmniBal ablation, InternVL-1.5 6B+20B on 128 A100s: GPU-days per epoch";
@@ -419,13 +415,12 @@ std::string OmnibalDiffers(const std::vector<Table>& t) {
 
 Status GenerateOmnibal(const ReportOptions& o, const std::string& scenarios,
                        std::vector<std::pair<std::string, std::string>>& files) {
-  MMTWIN_ASSIGN_OR_RETURN(std::unique_ptr<ResultsDb> db, OpenReportDb(o));
   OmnibalRuns runs;
-  MMTWIN_ASSIGN_OR_RETURN(runs.main, RunReportSweep(scenarios + "/sweeps/omnibal-main.yaml", o, *db));
-  MMTWIN_ASSIGN_OR_RETURN(runs.ablation, RunReportSweep(scenarios + "/sweeps/omnibal-ablation.yaml", o, *db));
-  MMTWIN_ASSIGN_OR_RETURN(runs.data, RunReportSweep(scenarios + "/sweeps/omnibal-data.yaml", o, *db));
-  MMTWIN_ASSIGN_OR_RETURN(runs.partition,
-                          RunReportSweep(scenarios + "/sweeps/omnibal-partition.yaml", o, *db));
+  MMTWIN_RETURN_IF_ERROR(RunReportSweeps(o, scenarios,
+                                         {{"omnibal-main", &runs.main},
+                                          {"omnibal-ablation", &runs.ablation},
+                                          {"omnibal-data", &runs.data},
+                                          {"omnibal-partition", &runs.partition}}));
   std::vector<Table> tables;
   MMTWIN_RETURN_IF_ERROR(OmnibalTables(runs, tables));
   MMTWIN_ASSIGN_OR_RETURN(std::vector<Png> pngs, OmnibalPlots(tables));
@@ -449,11 +444,10 @@ Status GenerateOmnibal(const ReportOptions& o, const std::string& scenarios,
       "InternVL-1.2M trace (1,267,819 samples), ZeRO-1, 1F1B; GPU-days are projected for one epoch from the "
       "sampled iterations' mean time.\n\n";
   md += "![GPU-days per epoch as balance is added, paper vs mmtwin](ablation.png)\n\n";
-  for (size_t i = 0; i < tables.size(); ++i) {
-    md += MarkdownTable(tables[i]);
-    static const char* const kPlotOf[] = {"main.png", nullptr, "data.png", "partition.png", "memory.png"};
-    if (i < 5 && kPlotOf[i]) md += std::string("![") + tables[i].heading + "](" + kPlotOf[i] + ")\n\n";
-  }
+  md += TablesWithPlots(tables, {{"(Table 2", "main.png"},
+                                 {"(Table 5", "data.png"},
+                                 {"(Table 6", "partition.png"},
+                                 {"(Table 7", "memory.png"}});
   md += "### Timeline of one iteration, baseline vs OmniBal (6B+20B)\n\n";
   md +=
       "One simulated iteration of the scenarios `omnibal/internvl-6b-20b-baseline.yaml` and "
@@ -463,8 +457,7 @@ Status GenerateOmnibal(const ReportOptions& o, const std::string& scenarios,
       "micro-batch.\n\n";
   md += "![timeline of one iteration, baseline above, OmniBal below](timeline.png)\n\n";
   md += OmnibalDiffers(tables);
-  files.emplace_back("README.md", std::move(md));
-  for (Png& p : pngs) files.emplace_back(p.name, std::move(p.content));
+  AddReportFiles(std::move(md), pngs, files);
   return Status();
 }
 

@@ -121,6 +121,16 @@ Result<SweepRows> RunReportSweep(const std::string& file, const ReportOptions& o
   return out;
 }
 
+Status RunReportSweeps(const ReportOptions& o, const std::string& scenarios,
+                       const std::vector<ReportSweep>& sweeps) {
+  MMTWIN_ASSIGN_OR_RETURN(std::unique_ptr<ResultsDb> db, OpenReportDb(o));
+  for (const ReportSweep& s : sweeps) {
+    MMTWIN_ASSIGN_OR_RETURN(
+        *s.rows, RunReportSweep(scenarios + "/sweeps/" + s.name + ".yaml", o, *db, s.reduced_runs));
+  }
+  return Status();
+}
+
 Result<const RunRecord*> Find(const SweepRows& s,
                               const std::vector<std::pair<std::string, std::string>>& want) {
   for (const RunRecord& r : s.rows) {
@@ -172,6 +182,33 @@ std::vector<double> Column(const Table& t, const std::string& figure, const std:
   }
   return v;
 }
+
+Status AddChart(std::vector<Png>& pngs, const std::string& name, const ChartSpec& c) {
+  MMTWIN_ASSIGN_OR_RETURN(std::string png, RenderChartPng(c, kPlotWidthPx, kPlotHeightPx));
+  pngs.push_back({name, std::move(png)});
+  return Status();
+}
+
+std::string TablesWithPlots(const std::vector<Table>& tables,
+                            const std::map<std::string, std::string>& plot_after) {
+  std::string md;
+  for (const Table& t : tables) {
+    md += MarkdownTable(t);
+    for (const auto& [key, png] : plot_after)
+      if (t.heading.find(key) != std::string::npos) md += "![" + t.heading + "](" + png + ")\n\n";
+  }
+  return md;
+}
+
+void AddReportFiles(std::string md, std::vector<Png>& pngs,
+                    std::vector<std::pair<std::string, std::string>>& files) {
+  files.emplace_back("README.md", std::move(md));
+  for (Png& p : pngs) files.emplace_back(p.name, std::move(p.content));
+  pngs.clear();
+}
+
+// ---- header ----
+
 std::string UtcNow() {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};

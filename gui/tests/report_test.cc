@@ -137,6 +137,64 @@ bool HasAxis(const RunRecord& r, const std::string& name, const std::string& lab
   return false;
 }
 
+// The results database's ok and failed rows by "sweep#index" (the name the run column gives them).
+struct DbRows {
+  std::vector<RunRecord> runs;
+  std::map<std::string, const RunRecord*> by_ref;
+};
+void LoadDbRows(const fs::path& db, DbRows& out) {
+  auto opened = ResultsDb::Open(db.string());
+  ASSERT_TRUE(opened.ok()) << opened.error().message();
+  auto runs = (*opened)->Runs();
+  ASSERT_TRUE(runs.ok()) << runs.error().message();
+  out.runs = std::move(*runs);
+  for (const RunRecord& r : out.runs) out.by_ref[r.sweep + "#" + std::to_string(r.run_index)] = &r;
+}
+
+// A run column split at the first separator of `seps` it holds: "A" (b empty) or "A SEP B".
+void SplitRunColumn(const std::string& column, const std::vector<std::string>& seps, std::string& a,
+                    std::string& b) {
+  a = column;
+  b.clear();
+  for (const std::string& sep : seps) {
+    const size_t at = a.find(sep);
+    if (at != std::string::npos) {
+      b = a.substr(at + sep.size());
+      a = a.substr(0, at);
+      return;
+    }
+  }
+}
+
+// The row named `ref` ("sweep#index"); a name the database lacks fails the test.
+void LookupRun(const DbRows& db, const std::string& ref, const std::string& what, const RunRecord*& r) {
+  r = nullptr;
+  ASSERT_TRUE(db.by_ref.count(ref)) << what << ": no run " << ref;
+  r = db.by_ref.at(ref);
+}
+
+// The rows a run column names (SplitRunColumn, then LookupRun); `b` stays null for one run.
+void RunsOf(const DbRows& db, const std::string& column, const std::vector<std::string>& seps,
+            const std::string& what, std::string& ref_a, std::string& ref_b, const RunRecord*& a,
+            const RunRecord*& b) {
+  SplitRunColumn(column, seps, ref_a, ref_b);
+  b = nullptr;
+  ASSERT_NO_FATAL_FAILURE(LookupRun(db, ref_a, what, a));
+  if (!ref_b.empty()) ASSERT_NO_FATAL_FAILURE(LookupRun(db, ref_b, what, b));
+}
+
+// The ratio column: mmtwin / paper to 2 decimals where the paper gives a plain nonzero number, else n/a.
+void CheckRatio(const Row& row, double exact, const std::string& what) {
+  const std::string& paper = row.cells[2];
+  char* end = nullptr;
+  const double p = std::strtod(paper.c_str(), &end);
+  if (paper == "n/a" || *end != '\0' || p == 0) {
+    EXPECT_EQ(row.cells[4], "n/a") << what;
+  } else {
+    EXPECT_EQ(row.cells[4], Fixed(exact / p, 2)) << what;
+  }
+}
+
 // The run-axis labels each table row must carry (this test's own reading of the paper's rows).
 std::vector<std::pair<std::string, std::string>> ExpectedAxes(const Row& row) {
   const std::string& label = row.cells[0];
@@ -250,13 +308,9 @@ TEST(ReportTest, ReducedOmnibalReportEqualsItsRunRecords) {
   EXPECT_NE(md.find("- date: "), std::string::npos);
   EXPECT_NE(md.find("## Where mmtwin differs and why"), std::string::npos);
 
-  // The database rows by "sweep#index".
-  auto opened = ResultsDb::Open(db.string());
-  ASSERT_TRUE(opened.ok()) << opened.error().message();
-  auto runs = (*opened)->Runs();
-  ASSERT_TRUE(runs.ok()) << runs.error().message();
-  std::map<std::string, const RunRecord*> by_ref;
-  for (const RunRecord& r : *runs) by_ref[r.sweep + "#" + std::to_string(r.run_index)] = &r;
+  DbRows dbr;
+  ASSERT_NO_FATAL_FAILURE(LoadDbRows(db, dbr));
+  const std::map<std::string, const RunRecord*>& by_ref = dbr.by_ref;
   // 4 + 4 + 8 + 4 runs of the four reduced sweeps, less the runs that are the same scenario (same run key, one
   // row): omnibal-partition's isf x {params, bmp} are omnibal-data's, and with every sweep at 2 iterations
   // omnibal-main's 6B+20B baseline is omnibal-data's random x params.
@@ -280,21 +334,10 @@ TEST(ReportTest, ReducedOmnibalReportEqualsItsRunRecords) {
     ASSERT_EQ(row.cells.size(), 6u);
     const std::string what = row.table + " / " + row.cells[0] + " / " + row.cells[1];
     // The run column: "A", "A / B" (a ratio of two runs) or "A − B" (a difference).
-    std::string ref_a = row.cells[5], ref_b;
-    for (const std::string sep : {" / ", " − "}) {
-      const size_t at = ref_a.find(sep);
-      if (at != std::string::npos) {
-        ref_b = ref_a.substr(at + sep.size());
-        ref_a = ref_a.substr(0, at);
-      }
-    }
-    ASSERT_TRUE(by_ref.count(ref_a)) << what << ": no run " << ref_a;
-    const RunRecord& a = *by_ref.at(ref_a);
-    const RunRecord* b = nullptr;
-    if (!ref_b.empty()) {
-      ASSERT_TRUE(by_ref.count(ref_b)) << what << ": no run " << ref_b;
-      b = by_ref.at(ref_b);
-    }
+    std::string ref_a, ref_b;
+    const RunRecord *pa = nullptr, *b = nullptr;
+    ASSERT_NO_FATAL_FAILURE(RunsOf(dbr, row.cells[5], {" / ", " − "}, what, ref_a, ref_b, pa, b));
+    const RunRecord& a = *pa;
     refs_used.insert(ref_a);
     for (const auto& [axis, label] : ExpectedAxes(row))
       EXPECT_TRUE(HasAxis(a, axis, label)) << what << ": run " << ref_a << " lacks " << axis << "=" << label;
@@ -310,12 +353,7 @@ TEST(ReportTest, ReducedOmnibalReportEqualsItsRunRecords) {
     const double exact = Expected(row.cells[1], *a.summary, b ? &*b->summary : nullptr);
     ASSERT_TRUE(std::isfinite(exact)) << what;
     EXPECT_EQ(shown, Fixed(exact, DecimalsOf(shown))) << what << " (exact " << exact << ")";
-    const std::string& paper = row.cells[2];
-    if (paper == "n/a" || std::stod(paper) == 0) {
-      EXPECT_EQ(row.cells[4], "n/a") << what;
-    } else {
-      EXPECT_EQ(row.cells[4], Fixed(exact / std::stod(paper), 2)) << what;
-    }
+    CheckRatio(row, exact, what);
   }
   EXPECT_EQ(refs_used.size(), by_ref.size()) << "some run of the sweeps is in no table";
 
@@ -456,12 +494,9 @@ TEST(ReportTest, ReducedOrchmllmReportEqualsItsRunRecords) {
   EXPECT_NE(md.find("- mmtwin commit: "), std::string::npos);
   EXPECT_NE(md.find("## Where mmtwin differs and why"), std::string::npos);
 
-  auto opened = ResultsDb::Open(db.string());
-  ASSERT_TRUE(opened.ok()) << opened.error().message();
-  auto runs = (*opened)->Runs();
-  ASSERT_TRUE(runs.ok()) << runs.error().message();
-  std::map<std::string, const RunRecord*> by_ref;
-  for (const RunRecord& r : *runs) by_ref[r.sweep + "#" + std::to_string(r.run_index)] = &r;
+  DbRows dbr;
+  ASSERT_NO_FATAL_FAILURE(LoadDbRows(db, dbr));
+  const std::map<std::string, const RunRecord*>& by_ref = dbr.by_ref;
   // orchmllm-ablation: 3 models x 5 data variants; orchmllm-scale reduced: MLLM-10B at 64 and 128 GPUs x {orch, random}.
   EXPECT_EQ(by_ref.size(), 15u + 4u);
   for (const auto& [ref, r] : by_ref) {
@@ -481,20 +516,13 @@ TEST(ReportTest, ReducedOrchmllmReportEqualsItsRunRecords) {
   for (const Row& row : rows) {
     ASSERT_EQ(row.cells.size(), 6u);
     const std::string what = row.table + " / " + row.cells[0] + " / " + row.cells[1];
-    std::string col = row.cells[5], second;
-    const size_t slash = col.find(" / ");
-    if (slash != std::string::npos) {
-      second = col.substr(slash + 3);
-      col = col.substr(0, slash);
-    }
+    std::string col, second;
+    SplitRunColumn(row.cells[5], {" / "}, col, second);
     const Ref ra = ParseRef(col), rb = ParseRef(second);
-    ASSERT_TRUE(by_ref.count(ra.run)) << what << ": no run " << ra.run;
-    const RunRecord& a = *by_ref.at(ra.run);
-    const RunRecord* b = nullptr;
-    if (!second.empty()) {
-      ASSERT_TRUE(by_ref.count(rb.run)) << what << ": no run " << rb.run;
-      b = by_ref.at(rb.run);
-    }
+    const RunRecord *pa = nullptr, *b = nullptr;
+    ASSERT_NO_FATAL_FAILURE(LookupRun(dbr, ra.run, what, pa));
+    if (!second.empty()) ASSERT_NO_FATAL_FAILURE(LookupRun(dbr, rb.run, what, b));
+    const RunRecord& a = *pa;
     refs_used.insert(ra.run);
     for (const auto& [axis, label] : OrchExpectedAxes(row, false))
       EXPECT_TRUE(HasAxis(a, axis, label)) << what << ": run " << ra.run << " lacks " << axis << "=" << label;
@@ -513,14 +541,7 @@ TEST(ReportTest, ReducedOrchmllmReportEqualsItsRunRecords) {
     const double exact = OrchExpected(row, a, ra, b, rb);
     ASSERT_TRUE(std::isfinite(exact)) << what;
     EXPECT_EQ(shown, Fixed(exact, DecimalsOf(shown))) << what << " (exact " << exact << ")";
-    const std::string& paper = row.cells[2];
-    char* end = nullptr;
-    const double p = std::strtod(paper.c_str(), &end);
-    if (paper == "n/a" || *end != '\0' || p == 0) {
-      EXPECT_EQ(row.cells[4], "n/a") << what;
-    } else {
-      EXPECT_EQ(row.cells[4], Fixed(exact / p, 2)) << what;
-    }
+    CheckRatio(row, exact, what);
   }
   EXPECT_EQ(planning_rows, 2);
   EXPECT_EQ(refs_used.size(), by_ref.size()) << "some run of the sweeps is in no table";
@@ -681,12 +702,9 @@ TEST(ReportTest, ReducedLongvilaReportEqualsItsRunRecordsAndSearches) {
   EXPECT_NE(md.find("- date: "), std::string::npos);
   EXPECT_NE(md.find("## Where mmtwin differs and why"), std::string::npos);
 
-  auto opened = ResultsDb::Open(db.string());
-  ASSERT_TRUE(opened.ok()) << opened.error().message();
-  auto runs = (*opened)->Runs();
-  ASSERT_TRUE(runs.ok()) << runs.error().message();
-  std::map<std::string, const RunRecord*> by_ref;
-  for (const RunRecord& r : *runs) by_ref[r.sweep + "#" + std::to_string(r.run_index)] = &r;
+  DbRows dbr;
+  ASSERT_NO_FATAL_FAILURE(LoadDbRows(db, dbr));
+  const std::map<std::string, const RunRecord*>& by_ref = dbr.by_ref;
   // longvila-32gpu reduced: {fsdp, deepspeed} x {128K, 320K} x 5 methods; longvila-64gpu reduced: {128K, 320K} x
   // 6 methods; longvila-sharding: 6 runs on its trace files (not sliced).
   EXPECT_EQ(by_ref.size(), 20u + 12u + 6u);
@@ -717,18 +735,11 @@ TEST(ReportTest, ReducedLongvilaReportEqualsItsRunRecordsAndSearches) {
       ++max_seq_rows;
       exact = LvMaxSeqExpected(row);
     } else {
-      std::string ref_a = row.cells[5], ref_b;
-      const size_t at = ref_a.find(" / ");
-      if (at != std::string::npos) {
-        ref_b = ref_a.substr(at + 3);
-        ref_a = ref_a.substr(0, at);
-      }
-      ASSERT_TRUE(by_ref.count(ref_a)) << what << ": no run " << ref_a;
-      const RunRecord& a = *by_ref.at(ref_a);
-      const RunRecord* b = nullptr;
-      if (!ref_b.empty()) {
-        ASSERT_TRUE(by_ref.count(ref_b)) << what << ": no run " << ref_b;
-        b = by_ref.at(ref_b);
+      std::string ref_a, ref_b;
+      const RunRecord *pa = nullptr, *b = nullptr;
+      ASSERT_NO_FATAL_FAILURE(RunsOf(dbr, row.cells[5], {" / "}, what, ref_a, ref_b, pa, b));
+      const RunRecord& a = *pa;
+      if (b) {
         refs_used.insert(ref_b);
         for (const auto& [axis, label] : LvExpectedAxes(row, true))
           EXPECT_TRUE(HasAxis(*b, axis, label))
@@ -742,14 +753,7 @@ TEST(ReportTest, ReducedLongvilaReportEqualsItsRunRecordsAndSearches) {
     }
     ASSERT_TRUE(std::isfinite(exact)) << what;
     EXPECT_EQ(shown, Fixed(exact, DecimalsOf(shown))) << what << " (exact " << exact << ")";
-    const std::string& paper = row.cells[2];
-    char* end = nullptr;
-    const double p = std::strtod(paper.c_str(), &end);
-    if (paper == "n/a" || *end != '\0' || p == 0) {
-      EXPECT_EQ(row.cells[4], "n/a") << what;
-    } else {
-      EXPECT_EQ(row.cells[4], Fixed(exact / p, 2)) << what;
-    }
+    CheckRatio(row, exact, what);
   }
   EXPECT_EQ(max_seq_rows, 48 + 3);
   EXPECT_EQ(refs_used.size(), by_ref.size()) << "some run of the sweeps is in no table";
