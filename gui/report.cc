@@ -23,6 +23,7 @@
 #include "core/sweep/runner.h"
 #include "core/sweep/sweep.h"
 #include "core/util/atomic_dir.h"
+#include "core/util/csv.h"
 #include "report_internal.h"
 #include "views.h"
 
@@ -466,7 +467,7 @@ Status GenerateOmnibal(const ReportOptions& o, const std::string& scenarios,
 namespace fs = std::filesystem;
 using internal::DefaultScenariosDir;
 
-std::vector<std::string> ReportNames() { return {"omnibal", "orchmllm", "longvila"}; }
+std::vector<std::string> ReportNames() { return {"omnibal", "orchmllm", "longvila", "validation"}; }
 
 Status CheckOutputDir(const std::string& dir) {
   if (dir.empty()) return Error("no output folder given");
@@ -505,11 +506,19 @@ Status GenerateReport(const ReportOptions& options) {
     MMTWIN_RETURN_IF_ERROR(internal::GenerateOmnibal(options, scenarios, files));
   else if (options.name == "orchmllm")
     MMTWIN_RETURN_IF_ERROR(internal::GenerateOrchmllm(options, scenarios, files));
-  else
+  else if (options.name == "longvila")
     MMTWIN_RETURN_IF_ERROR(internal::GenerateLongvila(options, scenarios, files));
-  std::vector<std::pair<std::string, std::string_view>> views;
-  for (const auto& [name, content] : files) views.emplace_back(name, content);
-  MMTWIN_RETURN_IF_ERROR(WriteFolderAtomic(options.out_dir, views));
+  else
+    MMTWIN_RETURN_IF_ERROR(internal::GenerateValidation(options, scenarios, files));
+  if (options.name == "validation") {
+    // The index sits beside the suites' folders (and their kept runs): its files are written one by one.
+    for (const auto& [name, content] : files)
+      MMTWIN_RETURN_IF_ERROR(WriteFileAtomic(options.out_dir + "/" + name, content));
+  } else {
+    std::vector<std::pair<std::string, std::string_view>> views;
+    for (const auto& [name, content] : files) views.emplace_back(name, content);
+    MMTWIN_RETURN_IF_ERROR(WriteFolderAtomic(options.out_dir, views));
+  }
   if (options.progress)
     options.progress("wrote " + options.out_dir + "/README.md and " + std::to_string(files.size() - 1) +
                      " PNG plots");

@@ -111,8 +111,9 @@ void AddReportFiles(std::string md, std::vector<Png>& pngs,
                     std::vector<std::pair<std::string, std::string>>& files);
 
 std::string UtcNow();
-// "# title", the generated-by note, the command, the mmtwin commit, the date, the reduced note and the engine.
-std::string Header(const std::string& title, const ReportOptions& o);
+// "# title", the generated-by note, the command, the mmtwin commit, the date, the reduced note and (`sweeps`) the
+// engine and the run column's naming.
+std::string Header(const std::string& title, const ReportOptions& o, bool sweeps = true);
 // ./scenarios when it holds sweeps/, else the source tree's.
 std::string DefaultScenariosDir();
 
@@ -123,5 +124,9 @@ Status GenerateOrchmllm(const ReportOptions& o, const std::string& scenarios,
                         std::vector<std::pair<std::string, std::string>>& files);
 Status GenerateLongvila(const ReportOptions& o, const std::string& scenarios,
                         std::vector<std::pair<std::string, std::string>>& files);
+// The validation index (report_validation.cc): runs every suite into o.out_dir/SUITE itself (the suite folders
+// and their kept runs stay), and appends the index README.md and its PNG.
+Status GenerateValidation(const ReportOptions& o, const std::string& scenarios,
+                          std::vector<std::pair<std::string, std::string>>& files);
 
 }  // namespace mmtwin::gui::internal

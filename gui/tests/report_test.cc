@@ -31,6 +31,7 @@
 
 #include "core/driver/max_seq.h"
 #include "core/driver/planner.h"
+#include "core/records/records_codec.h"
 #include "core/scenario/scenario.h"
 #include "core/sweep/results_db.h"
 #include "report.h"
@@ -776,12 +777,142 @@ TEST(ReportTest, ReducedLongvilaReportEqualsItsRunRecordsAndSearches) {
   CheckPngs(out, md, {"sp32.png", "sp64.png", "max-context.png", "sharding.png"});
 }
 
+// ---- the validation index ----
+
+// One suite's row of the index table: suite, model, ranks, held out, MAPE "a% → c%", "busy / bubble", memory
+// "m%", report link.
+std::map<std::string, std::vector<std::string>> IndexRows(const std::string& md) {
+  std::map<std::string, std::vector<std::string>> rows;
+  std::istringstream in(md);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("| `", 0) != 0) continue;
+    std::vector<std::string> cells;
+    size_t pos = 1;
+    for (size_t bar; (bar = line.find('|', pos)) != std::string::npos; pos = bar + 1)
+      cells.push_back(Trim(line.substr(pos, bar - pos)));
+    if (cells.empty()) continue;
+    rows[cells[0].substr(1, cells[0].size() - 2)] = cells;
+  }
+  return rows;
+}
+
+// The figures of one suite recomputed from its own results: validation.csv (one row per held-out scenario,
+// metric, stage and model) and its kept runs' summaries.
+struct SuiteFigures {
+  std::set<std::string> held_out, models;
+  std::set<int> ranks;
+  double mape_a = 0, mape_c = 0, busy = 0, bubble = 0, mem = 0;
+};
+SuiteFigures FiguresOf(const fs::path& suite_dir, const fs::path& runs) {
+  SuiteFigures f;
+  std::istringstream in(ReadFile(suite_dir / "validation.csv"));
+  std::string line;
+  std::getline(in, line);  // header: scenario,metric,stage,model,measured,predicted,error
+  int na = 0, nc = 0;
+  while (std::getline(in, line)) {
+    std::vector<std::string> c(1);
+    for (char ch : line)
+      if (ch == ',')
+        c.emplace_back();
+      else
+        c.back() += ch;
+    if (c.size() != 7) {
+      ADD_FAILURE() << line;
+      continue;
+    }
+    const double err = std::abs(std::stod(c[6]));
+    f.held_out.insert(c[0]);
+    if (c[1] == "iteration_p50_us") (c[3] == "analytic" ? (++na, f.mape_a) : (++nc, f.mape_c)) += err;
+    if (c[3] != "calibrated") continue;
+    if (c[1] == "busy_ratio") f.busy = std::max(f.busy, err);
+    if (c[1] == "bubble_ratio") f.bubble = std::max(f.bubble, err);
+    if (c[1] == "peak_memory_bytes") f.mem = std::max(f.mem, err);
+  }
+  f.mape_a /= std::max(na, 1);
+  f.mape_c /= std::max(nc, 1);
+  for (const auto& e : fs::directory_iterator(runs)) {
+    auto s = mmtwin::LoadSummary(e.path().string());
+    if (!s.ok()) {
+      ADD_FAILURE() << e.path() << ": " << s.error().message();
+      continue;
+    }
+    f.ranks.insert(s->parallel.world_size());
+    f.models.insert(s->model);
+  }
+  return f;
+}
+
+std::string Join(const std::set<std::string>& s) {
+  std::string out;
+  for (const std::string& x : s) out += (out.empty() ? "" : ", ") + x;
+  return out;
+}
+
+TEST(ReportTest, ValidationIndexEqualsItsSuitesResults) {
+  const fs::path tmp = TempRoot();
+  const fs::path out = tmp / "validation";
+  // The committed kept runs (--runs, read from the source tree): every run is reused. No backend: a run that is
+  // not reused would need mmtwin-train, which points at a missing program here, so the report would fail.
+  const fs::path committed = fs::path(MMTWIN_SOURCE_DIR) / "reports" / "validation";
+  std::vector<std::string> suites;
+  for (const auto& e : fs::directory_iterator(fs::path(MMTWIN_SOURCE_DIR) / "scenarios" / "validation")) {
+    const std::string f = e.path().filename().string();
+    if (f.size() > 11 && f.substr(f.size() - 11) == ".suite.yaml")
+      suites.push_back(f.substr(0, f.size() - 11));
+  }
+  ASSERT_FALSE(suites.empty());
+  setenv("MMTWIN_TRAIN", (tmp / "no-mmtwin-train").c_str(), 1);
+  const Cmd c = RunReport("validation -o '" + out.string() + "' --runs reports/validation", tmp);
+  unsetenv("MMTWIN_TRAIN");
+  ASSERT_EQ(c.rc, 0) << c.err;
+  EXPECT_EQ(c.err.find("measuring"), std::string::npos) << "a kept run was measured again:\n" << c.err;
+  EXPECT_NE(c.err.find("reusing"), std::string::npos) << c.err;
+
+  const std::string md = ReadFile(out / "README.md");
+  ASSERT_FALSE(md.empty());
+  EXPECT_NE(md.find("mmtwin-report validation -o"), std::string::npos);
+  EXPECT_NE(md.find("- mmtwin commit: "), std::string::npos);
+  EXPECT_NE(md.find("- date: "), std::string::npos);
+  EXPECT_NE(md.find(" measured)"), std::string::npos);
+  EXPECT_NE(md.find(", 0 measured)"), std::string::npos) << "every kept run is reused";
+  const auto rows = IndexRows(md);
+  EXPECT_EQ(rows.size(), suites.size());
+  for (const std::string& s : suites) {
+    ASSERT_TRUE(rows.count(s)) << s << " has no row";
+    const std::vector<std::string>& r = rows.at(s);
+    ASSERT_EQ(r.size(), 8u) << s;
+    const SuiteFigures f = FiguresOf(out / s, committed / s / "runs");
+    std::set<std::string> ranks;
+    std::string ranks_text;
+    for (const int n : f.ranks) ranks_text += (ranks_text.empty() ? "" : ", ") + std::to_string(n);
+    EXPECT_EQ(r[1], Join(f.models)) << s;
+    EXPECT_EQ(r[2], ranks_text) << s;
+    EXPECT_EQ(r[3], std::to_string(f.held_out.size())) << s;
+    EXPECT_EQ(r[4], Fixed(100 * f.mape_a, 1) + "% → " + Fixed(100 * f.mape_c, 1) + "%") << s;
+    EXPECT_EQ(r[5], Fixed(100 * f.busy, 1) + " / " + Fixed(100 * f.bubble, 1)) << s;
+    EXPECT_EQ(r[6], Fixed(100 * f.mem, 1) + "%") << s;
+    EXPECT_EQ(r[7], "[" + s + "](" + s + "/README.md)") << s;
+    // The suite's own report says the same.
+    const std::string suite_md = ReadFile(out / s / "README.md");
+    EXPECT_NE(
+        suite_md.find("scenarios | " + Fixed(100 * f.mape_a, 1) + "% | " + Fixed(100 * f.mape_c, 1) + "% |"),
+        std::string::npos)
+        << s;
+  }
+  EXPECT_NE(md.find("](iteration.png)"), std::string::npos);
+  QImage img;
+  ASSERT_TRUE(img.load(QString::fromStdString((out / "iteration.png").string()), "PNG"));
+  EXPECT_EQ(img.width(), mmtwin::gui::kPlotWidthPx);
+  EXPECT_EQ(img.height(), mmtwin::gui::kPlotHeightPx);
+}
+
 TEST(ReportTest, BadInputExitsTwoWithAMessage) {
   const fs::path tmp = TempRoot();
   const Cmd unknown = RunReport("nosuch -o '" + (tmp / "x").string() + "'", tmp);
   EXPECT_EQ(unknown.rc, 2);
-  EXPECT_NE(unknown.err.find("unknown report 'nosuch'; valid reports are: omnibal, orchmllm, longvila"),
-            std::string::npos)
+  EXPECT_NE(
+      unknown.err.find("unknown report 'nosuch'; valid reports are: omnibal, orchmllm, longvila, validation"),
+      std::string::npos)
       << unknown.err;
   const Cmd no_parent = RunReport("omnibal --reduced -o '" + (tmp / "missing" / "out").string() + "'", tmp);
   EXPECT_EQ(no_parent.rc, 2);
