@@ -14,7 +14,7 @@
 // mmtwin's value, mmtwin / paper, and the run it came from as `sweep#run_index`; the exact command, the mmtwin
 // commit, the date) and the PNG plots it links.
 //
-// Reports: `omnibal` (OmniBal's Tables 2, 3, 5, 6, 7 and a timeline; report.cc), `orchmllm` (OrchMLLM's
+// Reports: `omnibal` (OmniBal's Tables 2-7, the model-size study and a timeline; report.cc), `orchmllm` (OrchMLLM's
 // ablations on 128 GPUs, MFU and throughput from 64 to 2,560 GPUs, the dispatcher's overhead and planning time,
 // inter-node all-to-all volume against identity placement; report_orchmllm.cc) and `longvila` (LongVILA's SP
 // methods by sequence length on 32 and 64 H100s, max context by GPU count from MaxSequenceSearch, FSDP vs

@@ -2,7 +2,8 @@
 // mmtwin number in its README tables equals the results-database row it names (recomputed here from the typed
 // summary, with this test's own map from figure to field and from table row to the run's axes), the ratios are
 // mmtwin / paper, the PNGs decode at the documented size and are not blank, a second generation reuses the
-// database, and bad input exits 2. About 2 s in Release (17 runs on 20,000 samples, two timelines).
+// database, and bad input exits 2. About 3.5 s in Release (35 runs on 20,000 samples, two timelines; Tables 2-7
+// and the model-size study, whose per-pair stage list is checked against the runs it names).
 // The reduced OrchMLLM report the same way (19 runs; about 2.5 s): its figures recomputed from the summaries, and
 // the "(plan)" figures (dispatch volumes) from the named run's scenario re-planned here with PrepareData; the
 // planning wall times only checked positive.
@@ -10,6 +11,8 @@
 // from the summaries, the max context figures from MaxSequenceSearch redone here on the scenario and overrides
 // the run column names, and sentences of "At a glance" and the closing section against the table values they
 // quote.
+// The validation index (`mmtwin-report validation`, the committed kept runs reused): every number of its table
+// against the figures recomputed from each suite's validation.csv and its runs' summaries.
 #include <QApplication>
 #include <QImage>
 
@@ -209,6 +212,18 @@ std::vector<std::pair<std::string, std::string>> ExpectedAxes(const Row& row) {
     return a;
   }
   if (t.find("Table 3") != std::string::npos) return {{"step", label}};
+  if (t.find("Table 4") != std::string::npos || t.find("Model size") != std::string::npos) {
+    const std::map<std::string, std::string> dataset = {
+        {"LLaVA-665K", "llava-665k"}, {"InternVL-1.2M", "internvl-1.2m"}, {"LCS-558K", "lcs-558k"}};
+    std::vector<std::pair<std::string, std::string>> a;
+    if (t.find("Table 4") != std::string::npos)
+      a.push_back({"dataset", dataset.count(label) ? dataset.at(label) : "?"});
+    else
+      a.push_back({"model", label});
+    if (fig == "GPU-days, baseline") a.push_back({"data", "random"});
+    if (fig == "GPU-days, OmniBal" || fig.rfind("dist ratio", 0) == 0) a.push_back({"data", "isf"});
+    return a;
+  }
   if (t.find("Table 5") != std::string::npos) {
     const std::map<std::string, std::string> data = {{"baseline (random)", "random"},
                                                      {"length-group", "length-group"},
@@ -312,10 +327,11 @@ TEST(ReportTest, ReducedOmnibalReportEqualsItsRunRecords) {
   DbRows dbr;
   ASSERT_NO_FATAL_FAILURE(LoadDbRows(db, dbr));
   const std::map<std::string, const RunRecord*>& by_ref = dbr.by_ref;
-  // 4 + 4 + 8 + 4 runs of the four reduced sweeps, less the runs that are the same scenario (same run key, one
-  // row): omnibal-partition's isf x {params, bmp} are omnibal-data's, and with every sweep at 2 iterations
-  // omnibal-main's 6B+20B baseline is omnibal-data's random x params.
-  EXPECT_EQ(by_ref.size(), 17u);
+  // 4 + 4 + 8 + 4 + 6 + 18 runs of the six reduced sweeps, less the runs that are the same scenario (same run
+  // key, one row): omnibal-partition's isf x {params, bmp} are omnibal-data's, and with every sweep at 2
+  // iterations omnibal-main's 6B+20B baseline is omnibal-data's random x params; omnibal-datasets' two
+  // InternVL-1.2M runs and omnibal-models' 6B+20B and 6B+34B pairs are omnibal-main's.
+  EXPECT_EQ(by_ref.size(), 17u + 4u + 14u);
   for (const auto& [ref, r] : by_ref) {
     EXPECT_NE(ref.find("-reduced#"), std::string::npos) << ref;
     EXPECT_TRUE(HasAxis(*r, "samples", std::to_string(mmtwin::gui::kReducedSamples))) << ref;
@@ -326,10 +342,13 @@ TEST(ReportTest, ReducedOmnibalReportEqualsItsRunRecords) {
 
   int tables = 0;
   const std::vector<Row> rows = ParseTables(md, tables);
-  EXPECT_EQ(tables, 5);
-  for (const Row& row : rows) EXPECT_NE(row.table.find("(Table "), std::string::npos) << row.table;
-  // Table 2: 2 pairs x 3 figures; Table 3: 4; Table 5: 4 methods x 6; Table 6: 4 x 5; Table 7: 3 steps x 4.
-  EXPECT_EQ(rows.size(), 6u + 4u + 24u + 20u + 12u);
+  EXPECT_EQ(tables, 7);
+  for (const Row& row : rows)
+    EXPECT_TRUE(row.table.find("(Table ") != std::string::npos || row.table.rfind("Model size", 0) == 0)
+        << row.table;
+  // Table 2: 2 pairs x 3 figures; Table 3: 4; Table 5: 4 methods x 6; Table 6: 4 x 5; Table 7: 3 steps x 4;
+  // Table 4: 3 datasets x 5; model size: 9 pairs x 3.
+  EXPECT_EQ(rows.size(), 6u + 4u + 24u + 20u + 12u + 15u + 27u);
   std::set<std::string> refs_used;
   for (const Row& row : rows) {
     ASSERT_EQ(row.cells.size(), 6u);
@@ -340,8 +359,16 @@ TEST(ReportTest, ReducedOmnibalReportEqualsItsRunRecords) {
     ASSERT_NO_FATAL_FAILURE(RunsOf(dbr, row.cells[5], {" / ", " − "}, what, ref_a, ref_b, pa, b));
     const RunRecord& a = *pa;
     refs_used.insert(ref_a);
-    for (const auto& [axis, label] : ExpectedAxes(row))
+    for (const auto& [axis, label] : ExpectedAxes(row)) {
+      // A run another sweep ran first carries that sweep's axes: Table 4's InternVL-1.2M runs are omnibal-main's
+      // 6B+20B runs, whose stored scenario names the dataset's preset.
+      if (axis == "dataset" && ref_a.rfind("omnibal-main", 0) == 0) {
+        EXPECT_TRUE(HasAxis(a, "model", "internvl-1.5-6b-20b")) << what;
+        EXPECT_NE(a.scenario_yaml.find("preset: " + label), std::string::npos) << what << a.scenario_yaml;
+        continue;
+      }
       EXPECT_TRUE(HasAxis(a, axis, label)) << what << ": run " << ref_a << " lacks " << axis << "=" << label;
+    }
     if (b && row.cells[1].rfind("speed-up", 0) == 0) {
       EXPECT_TRUE(HasAxis(a, "data", "random")) << what;
       EXPECT_TRUE(HasAxis(*b, "data", "isf")) << what;
@@ -358,7 +385,44 @@ TEST(ReportTest, ReducedOmnibalReportEqualsItsRunRecords) {
   }
   EXPECT_EQ(refs_used.size(), by_ref.size()) << "some run of the sweeps is in no table";
 
-  CheckPngs(out, md, {"ablation.png", "main.png", "data.png", "partition.png", "memory.png", "timeline.png"});
+  // The model-size study's plans: per pair, each run's per-stage layers and recomputed layers.
+  int pairs = 0;
+  std::istringstream lines(md);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("- `", 0) != 0 || line.find("): OmniBal layers ") == std::string::npos) continue;
+    ++pairs;
+    const std::string model = line.substr(3, line.find('`', 3) - 3);
+    auto ref_before = [&](const std::string& key) {  // "(sweep#i)" after `key`
+      const size_t at = line.find(key);
+      const size_t open = line.find('(', line.find("; recomputed ", at));
+      return line.substr(open + 1, line.find(')', open) - open - 1);
+    };
+    for (const std::string which : {"OmniBal", "baseline"}) {
+      const std::string ref = ref_before(which + " layers ");
+      ASSERT_TRUE(by_ref.count(ref)) << line;
+      const RunRecord& r = *by_ref.at(ref);
+      refs_used.insert(ref);
+      EXPECT_TRUE(HasAxis(r, "model", model)) << line;
+      EXPECT_TRUE(HasAxis(r, "data", which == "OmniBal" ? "isf" : "random")) << line;
+      std::string layers, recompute, layout;
+      for (const auto& st : r.summary->stages) {
+        layers += (layers.empty() ? "" : ", ") + std::to_string(st.first_layer) + ".." +
+                  std::to_string(st.last_layer);
+        recompute += (recompute.empty() ? "" : ", ") + std::to_string(st.recomputed_layers);
+      }
+      for (const auto& [axis, label] : r.axes)
+        if (axis == "layout") layout = label;
+      EXPECT_NE(line.find("` (" + layout + "): "), std::string::npos) << line;
+      EXPECT_NE(line.find(which + " layers " + layers + "; recomputed " + recompute + " (" + ref + ")"),
+                std::string::npos)
+          << line;
+    }
+  }
+  EXPECT_EQ(pairs, 9);
+
+  CheckPngs(out, md,
+            {"ablation.png", "main.png", "data.png", "partition.png", "memory.png", "datasets.png",
+             "models.png", "timeline.png"});
 
   // A second generation reuses every run from the database (no run lines) and prints the same tables.
   const fs::path out2 = tmp / "again";
