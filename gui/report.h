@@ -14,14 +14,18 @@
 // mmtwin's value, mmtwin / paper, and the run it came from as `sweep#run_index`; the exact command, the mmtwin
 // commit, the date) and the PNG plots it links.
 //
-// Reports: `omnibal` (OmniBal's Tables 2, 3, 5, 6, 7 and a timeline; report.cc), `orchmllm` (OrchMLLM's
+// Reports: `omnibal` (OmniBal's Tables 2-7, the model-size study and a timeline; report.cc), `orchmllm` (OrchMLLM's
 // ablations on 128 GPUs, MFU and throughput from 64 to 2,560 GPUs, the dispatcher's overhead and planning time,
 // inter-node all-to-all volume against identity placement; report_orchmllm.cc) and `longvila` (LongVILA's SP
 // methods by sequence length on 32 and 64 H100s, max context by GPU count from MaxSequenceSearch, FSDP vs
 // DeepSpeed ZeRO-3, two-stage sharding; report_longvila.cc). Figures the run records do not carry (the data
 // policy's wall time and per-phase volumes) are re-planned from the run's stored scenario (PrepareData) and named
 // "sweep#index (plan)" in the run column; max context figures are MaxSequenceSearch results, named
-// "max-seq KEY=VALUE ..." (the scenario overrides searched).
+// "max-seq KEY=VALUE ..." (the scenario overrides searched). `validation` (report_validation.cc) runs every suite
+// of scenarios/validation/ through the driver behind `mmtwin validate` (core/calibrate/validate_suite.h) into
+// OUT/SUITE, reusing the kept backend runs under OUT/SUITE/runs (or RUNS/SUITE/runs with runs_dir; a run whose plan changed is measured again with
+// mmtwin-train), and writes the index OUT/README.md (a summary table computed from the suites' results) and
+// OUT/iteration.png; the folder keeps its suites' folders, so its files are written one by one, not as a unit.
 //
 // Reduced reports (`--reduced`, for tests): every run on a kReducedSamples-sample slice of its trace (a run on a
 // trace file keeps the file's samples) with kReducedIterations sampled iterations, recorded under the sweep name +
@@ -53,13 +57,16 @@ struct ReportOptions {
   std::string db_path;
   // The folder holding sweeps/ and omnibal/ etc.; "" = ./scenarios when it exists, else the source tree's.
   std::string scenarios_dir;
+  // validation: the folder holding SUITE/runs/ (the kept backend runs); "" = out_dir. Runs measured again are
+  // written there.
+  std::string runs_dir;
   bool reduced = false;
   int jobs = 2;                                      // sweep worker processes
   std::string command;                               // the command line, written in the README as given
   std::function<void(const std::string&)> progress;  // one line at a time (may be empty)
 };
 
-// The reports this build can generate: {"omnibal", "orchmllm", "longvila"}.
+// The reports this build can generate: {"omnibal", "orchmllm", "longvila", "validation"}.
 std::vector<std::string> ReportNames();
 
 // Runs (or reuses) the report's sweeps and writes its folder. Errors: an unknown name (listing the valid ones), a

@@ -1,6 +1,6 @@
 // What the reports of gui/report.h share (not a public API: report.cc, report_orchmllm.cc, report_longvila.cc):
 // running a shipped sweep into the results database, finding its rows, the paper-vs-mmtwin tables and the README
-// header.
+// header, the tables with their plots.
 //
 //   MMTWIN_ASSIGN_OR_RETURN(SweepRows rows, RunReportSweep(scenarios + "/sweeps/x.yaml", options, db));
 //   MMTWIN_ASSIGN_OR_RETURN(const RunRecord* r, Find(rows, {{"model", "orchmllm-10b"}, {"data", "orch"}}));
@@ -10,11 +10,13 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "chart.h"
 #include "core/sweep/results_db.h"
 #include "core/util/status.h"
 #include "report.h"
@@ -46,6 +48,19 @@ Result<std::unique_ptr<ResultsDb>> OpenReportDb(const ReportOptions& o);
 // or did not finish (naming it and its axes), an interrupt.
 Result<SweepRows> RunReportSweep(const std::string& file, const ReportOptions& o, ResultsDb& db,
                                  const std::vector<int>& reduced_runs = {});
+
+// A report's sweep: scenarios/sweeps/NAME.yaml, where its rows go, and the runs a reduced report keeps
+// (RunReportSweep's reduced_runs).
+struct ReportSweep {
+  std::string name;
+  SweepRows* rows;
+  std::vector<int> reduced_runs = {};
+};
+
+// The report's prologue: opens its results database (OpenReportDb) and runs or reuses every sweep of `sweeps` in
+// order (RunReportSweep on SCENARIOS/sweeps/NAME.yaml), filling each one's rows. Errors: RunReportSweep's.
+Status RunReportSweeps(const ReportOptions& o, const std::string& scenarios,
+                       const std::vector<ReportSweep>& sweeps);
 
 // The row whose axes include every (name, label) of `want`; an error naming the sweep and `want` when none.
 Result<const RunRecord*> Find(const SweepRows& s,
@@ -83,9 +98,22 @@ struct Png {
   std::string name, content;
 };
 
+// Renders `c` offscreen at the plot size (kPlotWidthPx x kPlotHeightPx) and appends it to `pngs` as `name`.
+Status AddChart(std::vector<Png>& pngs, const std::string& name, const ChartSpec& c);
+
+// The tables with their plots: every table (MarkdownTable) in order, each followed by "![heading](PNG)" for every
+// entry of `plot_after` whose key occurs in its heading (in the map's order).
+std::string TablesWithPlots(const std::vector<Table>& tables,
+                            const std::map<std::string, std::string>& plot_after);
+
+// The report's folder contents: README.md (`md`), then the PNGs (moved out of `pngs`).
+void AddReportFiles(std::string md, std::vector<Png>& pngs,
+                    std::vector<std::pair<std::string, std::string>>& files);
+
 std::string UtcNow();
-// "# title", the generated-by note, the command, the mmtwin commit, the date, the reduced note and the engine.
-std::string Header(const std::string& title, const ReportOptions& o);
+// "# title", the generated-by note, the command, the mmtwin commit, the date, the reduced note and (`sweeps`) the
+// engine and the run column's naming.
+std::string Header(const std::string& title, const ReportOptions& o, bool sweeps = true);
 // ./scenarios when it holds sweeps/, else the source tree's.
 std::string DefaultScenariosDir();
 
@@ -96,5 +124,9 @@ Status GenerateOrchmllm(const ReportOptions& o, const std::string& scenarios,
                         std::vector<std::pair<std::string, std::string>>& files);
 Status GenerateLongvila(const ReportOptions& o, const std::string& scenarios,
                         std::vector<std::pair<std::string, std::string>>& files);
+// The validation index (report_validation.cc): runs every suite into o.out_dir/SUITE itself (the suite folders
+// and their kept runs stay), and appends the index README.md and its PNG.
+Status GenerateValidation(const ReportOptions& o, const std::string& scenarios,
+                          std::vector<std::pair<std::string, std::string>>& files);
 
 }  // namespace mmtwin::gui::internal

@@ -355,11 +355,7 @@ void AddMerged(ChartSpec& c, const std::string& name, const std::vector<double>&
 
 Result<std::vector<Png>> LvPlots(const std::vector<Table>& t) {
   std::vector<Png> pngs;
-  auto add = [&](const std::string& name, const ChartSpec& c) -> Status {
-    MMTWIN_ASSIGN_OR_RETURN(std::string png, RenderChartPng(c, kPlotWidthPx, kPlotHeightPx));
-    pngs.push_back({name, std::move(png)});
-    return Status();
-  };
+  auto add = [&](const std::string& name, const ChartSpec& c) { return AddChart(pngs, name, c); };
   const Table* sp32 = TableOf(t, "on 32 H100s");
   const Table* sp64 = TableOf(t, "on 64 H100s");
   const Table* ctx = TableOf(t, "Max context");
@@ -625,18 +621,11 @@ std::string LvDiffers(const std::vector<Table>& t) {
 
 Status GenerateLongvila(const ReportOptions& o, const std::string& scenarios,
                         std::vector<std::pair<std::string, std::string>>& files) {
-  const std::string db_path = ReportDbPath(o);
-  const fs::path parent = fs::path(db_path).parent_path();
-  std::error_code ec;
-  if (!parent.empty()) fs::create_directories(parent, ec);
-  MMTWIN_ASSIGN_OR_RETURN(std::unique_ptr<ResultsDb> db, ResultsDb::Open(db_path));
   LvRuns runs;
-  MMTWIN_ASSIGN_OR_RETURN(runs.sp32,
-                          RunReportSweep(scenarios + "/sweeps/longvila-32gpu.yaml", o, *db, kReduced32Runs));
-  MMTWIN_ASSIGN_OR_RETURN(runs.sp64,
-                          RunReportSweep(scenarios + "/sweeps/longvila-64gpu.yaml", o, *db, kReduced64Runs));
-  MMTWIN_ASSIGN_OR_RETURN(runs.sharding,
-                          RunReportSweep(scenarios + "/sweeps/longvila-sharding.yaml", o, *db));
+  MMTWIN_RETURN_IF_ERROR(RunReportSweeps(o, scenarios,
+                                         {{"longvila-32gpu", &runs.sp32, kReduced32Runs},
+                                          {"longvila-64gpu", &runs.sp64, kReduced64Runs},
+                                          {"longvila-sharding", &runs.sharding}}));
   for (const int gpus : kMaxSeqGpus) {
     MMTWIN_ASSIGN_OR_RETURN(MaxSeqSearch m, SearchMaxSeq(scenarios, gpus, "", o));
     runs.max_seq.push_back(std::move(m));
@@ -689,16 +678,11 @@ Status GenerateLongvila(const ReportOptions& o, const std::string& scenarios,
       "the lengths that do not fit as OOM).\n\n";
   md += LvGlance(tables);
   md += "![time per iteration vs sequence length per SP method, 32 H100s](sp32.png)\n\n";
-  static const std::map<std::string, std::string> kPlotAfter = {
-      {"on 64 H100s", "sp64.png"}, {"Max context", "max-context.png"}, {"Two-stage", "sharding.png"}};
-  for (const Table& t : tables) {
-    md += MarkdownTable(t);
-    for (const auto& [key, png] : kPlotAfter)
-      if (t.heading.find(key) != std::string::npos) md += "![" + t.heading + "](" + png + ")\n\n";
-  }
+  md += TablesWithPlots(
+      tables,
+      {{"on 64 H100s", "sp64.png"}, {"Max context", "max-context.png"}, {"Two-stage", "sharding.png"}});
   md += LvDiffers(tables);
-  files.emplace_back("README.md", std::move(md));
-  for (Png& p : pngs) files.emplace_back(p.name, std::move(p.content));
+  AddReportFiles(std::move(md), pngs, files);
   return Status();
 }
 

@@ -1,4 +1,4 @@
-// mmtwin-report NAME|all [-o DIR] [--reduced] [--db FILE] [--scenarios DIR] [--jobs N]: regenerates a reproduction
+// mmtwin-report NAME|all [-o DIR] [--reduced] [--db FILE] [--scenarios DIR] [--runs DIR] [--jobs N]: regenerates a reproduction
 // report (gui/report.h). Plots are drawn offscreen (QT_QPA_PLATFORM defaults to offscreen here). Exit codes: 0
 // written; 1 a run or the writing failed; 2 bad input (unknown report, bad option, unwritable folder).
 #include <QApplication>
@@ -15,16 +15,20 @@ namespace {
 int Usage(std::ostream& os, int code) {
   std::string names;
   for (const std::string& n : mmtwin::gui::ReportNames()) names += (names.empty() ? "" : ", ") + n;
-  os << "usage: mmtwin-report NAME [-o DIR] [--reduced] [--db FILE] [--scenarios DIR] [--jobs N]\n"
+  os << "usage: mmtwin-report NAME [-o DIR] [--reduced] [--db FILE] [--scenarios DIR] [--runs DIR] [--jobs "
+        "N]\n"
         "  NAME             the report: "
      << names
      << "\n"
         "  -o DIR           output folder (default reports/NAME), written as a unit: README.md and PNG "
         "plots\n"
+        "                   (validation: the index beside each suite's folder and its kept runs, reused)\n"
         "  --reduced        every run on a small slice of its trace, 2 iterations (tests)\n"
         "  --db FILE        results database reused between runs (default "
         "runs/reports/NAME[-reduced].sqlite)\n"
         "  --scenarios DIR  the scenarios folder (default ./scenarios, else the source tree's)\n"
+        "  --runs DIR       validation: the folder holding SUITE/runs/, the kept backend runs (default: "
+        "-o's)\n"
         "  --jobs N         sweep worker processes (default 2)\n";
   return code;
 }
@@ -48,6 +52,8 @@ int main(int argc, char** argv) {
       if (!value(o.out_dir)) return Usage(std::cerr, 2);
     } else if (a == "--db") {
       if (!value(o.db_path)) return Usage(std::cerr, 2);
+    } else if (a == "--runs") {
+      if (!value(o.runs_dir)) return Usage(std::cerr, 2);
     } else if (a == "--scenarios") {
       if (!value(o.scenarios_dir)) return Usage(std::cerr, 2);
     } else if (a == "--jobs") {

@@ -322,11 +322,7 @@ double Val(const Table* t, const std::string& row, const std::string& figure, bo
 
 Result<std::vector<Png>> OrchPlots(const std::vector<Table>& t) {
   std::vector<Png> pngs;
-  auto add = [&](const std::string& name, const ChartSpec& c) -> Status {
-    MMTWIN_ASSIGN_OR_RETURN(std::string png, RenderChartPng(c, kPlotWidthPx, kPlotHeightPx));
-    pngs.push_back({name, std::move(png)});
-    return Status();
-  };
+  auto add = [&](const std::string& name, const ChartSpec& c) { return AddChart(pngs, name, c); };
   const Table* scale = TableOf(t, "Scaling MLLM-10B");
   const Table* cost = TableOf(t, "dispatcher's cost");
   const Table* full = TableOf(t, "2,560 H100s (Fig. 8");
@@ -514,12 +510,10 @@ std::string OrchDiffers(const std::vector<Table>& t) {
 
 Status GenerateOrchmllm(const ReportOptions& o, const std::string& scenarios,
                         std::vector<std::pair<std::string, std::string>>& files) {
-  MMTWIN_ASSIGN_OR_RETURN(std::unique_ptr<ResultsDb> db, OpenReportDb(o));
   OrchRuns runs;
-  MMTWIN_ASSIGN_OR_RETURN(runs.ablation,
-                          RunReportSweep(scenarios + "/sweeps/orchmllm-ablation.yaml", o, *db));
-  MMTWIN_ASSIGN_OR_RETURN(
-      runs.scale, RunReportSweep(scenarios + "/sweeps/orchmllm-scale.yaml", o, *db, kReducedScaleRuns));
+  MMTWIN_RETURN_IF_ERROR(RunReportSweeps(
+      o, scenarios,
+      {{"orchmllm-ablation", &runs.ablation}, {"orchmllm-scale", &runs.scale, kReducedScaleRuns}}));
   std::vector<Table> tables;
   MMTWIN_RETURN_IF_ERROR(FullScaleTable(runs, tables));
   MMTWIN_RETURN_IF_ERROR(ScalingTable(runs, tables));
@@ -545,17 +539,11 @@ Status GenerateOrchmllm(const ReportOptions& o, const std::string& scenarios,
       "volumes and, for `planning`, its measured wall time; `(plan, node_wise=false)` re-plans it with "
       "identity placement.\n\n";
   md += "![MFU vs GPU count](scaling.png)\n\n";
-  static const std::map<std::string, std::string> kPlotAfter = {{"Ablations", "ablation.png"},
-                                                                {"Inter-node dispatch volume", "a2a.png"},
-                                                                {"dispatcher's cost", "overhead.png"}};
-  for (const Table& t : tables) {
-    md += MarkdownTable(t);
-    for (const auto& [key, png] : kPlotAfter)
-      if (t.heading.find(key) != std::string::npos) md += "![" + t.heading + "](" + png + ")\n\n";
-  }
+  md += TablesWithPlots(tables, {{"Ablations", "ablation.png"},
+                                 {"Inter-node dispatch volume", "a2a.png"},
+                                 {"dispatcher's cost", "overhead.png"}});
   md += OrchDiffers(tables);
-  files.emplace_back("README.md", std::move(md));
-  for (Png& p : pngs) files.emplace_back(p.name, std::move(p.content));
+  AddReportFiles(std::move(md), pngs, files);
   return Status();
 }
 

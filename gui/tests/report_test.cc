@@ -2,7 +2,8 @@
 // mmtwin number in its README tables equals the results-database row it names (recomputed here from the typed
 // summary, with this test's own map from figure to field and from table row to the run's axes), the ratios are
 // mmtwin / paper, the PNGs decode at the documented size and are not blank, a second generation reuses the
-// database, and bad input exits 2. About 2 s in Release (17 runs on 20,000 samples, two timelines).
+// database, and bad input exits 2. About 3.5 s in Release (35 runs on 20,000 samples, two timelines; Tables 2-7
+// and the model-size study, whose per-pair stage list is checked against the runs it names).
 // The reduced OrchMLLM report the same way (19 runs; about 2.5 s): its figures recomputed from the summaries, and
 // the "(plan)" figures (dispatch volumes) from the named run's scenario re-planned here with PrepareData; the
 // planning wall times only checked positive.
@@ -10,6 +11,8 @@
 // from the summaries, the max context figures from MaxSequenceSearch redone here on the scenario and overrides
 // the run column names, and sentences of "At a glance" and the closing section against the table values they
 // quote.
+// The validation index (`mmtwin-report validation`, the committed kept runs reused): every number of its table
+// against the figures recomputed from each suite's validation.csv and its runs' summaries.
 #include <QApplication>
 #include <QImage>
 
@@ -31,6 +34,7 @@
 
 #include "core/driver/max_seq.h"
 #include "core/driver/planner.h"
+#include "core/records/records_codec.h"
 #include "core/scenario/scenario.h"
 #include "core/sweep/results_db.h"
 #include "report.h"
@@ -137,6 +141,64 @@ bool HasAxis(const RunRecord& r, const std::string& name, const std::string& lab
   return false;
 }
 
+// The results database's ok and failed rows by "sweep#index" (the name the run column gives them).
+struct DbRows {
+  std::vector<RunRecord> runs;
+  std::map<std::string, const RunRecord*> by_ref;
+};
+void LoadDbRows(const fs::path& db, DbRows& out) {
+  auto opened = ResultsDb::Open(db.string());
+  ASSERT_TRUE(opened.ok()) << opened.error().message();
+  auto runs = (*opened)->Runs();
+  ASSERT_TRUE(runs.ok()) << runs.error().message();
+  out.runs = std::move(*runs);
+  for (const RunRecord& r : out.runs) out.by_ref[r.sweep + "#" + std::to_string(r.run_index)] = &r;
+}
+
+// A run column split at the first separator of `seps` it holds: "A" (b empty) or "A SEP B".
+void SplitRunColumn(const std::string& column, const std::vector<std::string>& seps, std::string& a,
+                    std::string& b) {
+  a = column;
+  b.clear();
+  for (const std::string& sep : seps) {
+    const size_t at = a.find(sep);
+    if (at != std::string::npos) {
+      b = a.substr(at + sep.size());
+      a = a.substr(0, at);
+      return;
+    }
+  }
+}
+
+// The row named `ref` ("sweep#index"); a name the database lacks fails the test.
+void LookupRun(const DbRows& db, const std::string& ref, const std::string& what, const RunRecord*& r) {
+  r = nullptr;
+  ASSERT_TRUE(db.by_ref.count(ref)) << what << ": no run " << ref;
+  r = db.by_ref.at(ref);
+}
+
+// The rows a run column names (SplitRunColumn, then LookupRun); `b` stays null for one run.
+void RunsOf(const DbRows& db, const std::string& column, const std::vector<std::string>& seps,
+            const std::string& what, std::string& ref_a, std::string& ref_b, const RunRecord*& a,
+            const RunRecord*& b) {
+  SplitRunColumn(column, seps, ref_a, ref_b);
+  b = nullptr;
+  ASSERT_NO_FATAL_FAILURE(LookupRun(db, ref_a, what, a));
+  if (!ref_b.empty()) ASSERT_NO_FATAL_FAILURE(LookupRun(db, ref_b, what, b));
+}
+
+// The ratio column: mmtwin / paper to 2 decimals where the paper gives a plain nonzero number, else n/a.
+void CheckRatio(const Row& row, double exact, const std::string& what) {
+  const std::string& paper = row.cells[2];
+  char* end = nullptr;
+  const double p = std::strtod(paper.c_str(), &end);
+  if (paper == "n/a" || *end != '\0' || p == 0) {
+    EXPECT_EQ(row.cells[4], "n/a") << what;
+  } else {
+    EXPECT_EQ(row.cells[4], Fixed(exact / p, 2)) << what;
+  }
+}
+
 // The run-axis labels each table row must carry (this test's own reading of the paper's rows).
 std::vector<std::pair<std::string, std::string>> ExpectedAxes(const Row& row) {
   const std::string& label = row.cells[0];
@@ -150,6 +212,18 @@ std::vector<std::pair<std::string, std::string>> ExpectedAxes(const Row& row) {
     return a;
   }
   if (t.find("Table 3") != std::string::npos) return {{"step", label}};
+  if (t.find("Table 4") != std::string::npos || t.find("Model size") != std::string::npos) {
+    const std::map<std::string, std::string> dataset = {
+        {"LLaVA-665K", "llava-665k"}, {"InternVL-1.2M", "internvl-1.2m"}, {"LCS-558K", "lcs-558k"}};
+    std::vector<std::pair<std::string, std::string>> a;
+    if (t.find("Table 4") != std::string::npos)
+      a.push_back({"dataset", dataset.count(label) ? dataset.at(label) : "?"});
+    else
+      a.push_back({"model", label});
+    if (fig == "GPU-days, baseline") a.push_back({"data", "random"});
+    if (fig == "GPU-days, OmniBal" || fig.rfind("dist ratio", 0) == 0) a.push_back({"data", "isf"});
+    return a;
+  }
   if (t.find("Table 5") != std::string::npos) {
     const std::map<std::string, std::string> data = {{"baseline (random)", "random"},
                                                      {"length-group", "length-group"},
@@ -250,17 +324,14 @@ TEST(ReportTest, ReducedOmnibalReportEqualsItsRunRecords) {
   EXPECT_NE(md.find("- date: "), std::string::npos);
   EXPECT_NE(md.find("## Where mmtwin differs and why"), std::string::npos);
 
-  // The database rows by "sweep#index".
-  auto opened = ResultsDb::Open(db.string());
-  ASSERT_TRUE(opened.ok()) << opened.error().message();
-  auto runs = (*opened)->Runs();
-  ASSERT_TRUE(runs.ok()) << runs.error().message();
-  std::map<std::string, const RunRecord*> by_ref;
-  for (const RunRecord& r : *runs) by_ref[r.sweep + "#" + std::to_string(r.run_index)] = &r;
-  // 4 + 4 + 8 + 4 runs of the four reduced sweeps, less the runs that are the same scenario (same run key, one
-  // row): omnibal-partition's isf x {params, bmp} are omnibal-data's, and with every sweep at 2 iterations
-  // omnibal-main's 6B+20B baseline is omnibal-data's random x params.
-  EXPECT_EQ(by_ref.size(), 17u);
+  DbRows dbr;
+  ASSERT_NO_FATAL_FAILURE(LoadDbRows(db, dbr));
+  const std::map<std::string, const RunRecord*>& by_ref = dbr.by_ref;
+  // 4 + 4 + 8 + 4 + 6 + 18 runs of the six reduced sweeps, less the runs that are the same scenario (same run
+  // key, one row): omnibal-partition's isf x {params, bmp} are omnibal-data's, and with every sweep at 2
+  // iterations omnibal-main's 6B+20B baseline is omnibal-data's random x params; omnibal-datasets' two
+  // InternVL-1.2M runs and omnibal-models' 6B+20B and 6B+34B pairs are omnibal-main's.
+  EXPECT_EQ(by_ref.size(), 17u + 4u + 14u);
   for (const auto& [ref, r] : by_ref) {
     EXPECT_NE(ref.find("-reduced#"), std::string::npos) << ref;
     EXPECT_TRUE(HasAxis(*r, "samples", std::to_string(mmtwin::gui::kReducedSamples))) << ref;
@@ -271,33 +342,33 @@ TEST(ReportTest, ReducedOmnibalReportEqualsItsRunRecords) {
 
   int tables = 0;
   const std::vector<Row> rows = ParseTables(md, tables);
-  EXPECT_EQ(tables, 5);
-  for (const Row& row : rows) EXPECT_NE(row.table.find("(Table "), std::string::npos) << row.table;
-  // Table 2: 2 pairs x 3 figures; Table 3: 4; Table 5: 4 methods x 6; Table 6: 4 x 5; Table 7: 3 steps x 4.
-  EXPECT_EQ(rows.size(), 6u + 4u + 24u + 20u + 12u);
+  EXPECT_EQ(tables, 7);
+  for (const Row& row : rows)
+    EXPECT_TRUE(row.table.find("(Table ") != std::string::npos || row.table.rfind("Model size", 0) == 0)
+        << row.table;
+  // Table 2: 2 pairs x 3 figures; Table 3: 4; Table 5: 4 methods x 6; Table 6: 4 x 5; Table 7: 3 steps x 4;
+  // Table 4: 3 datasets x 5; model size: 9 pairs x 3.
+  EXPECT_EQ(rows.size(), 6u + 4u + 24u + 20u + 12u + 15u + 27u);
   std::set<std::string> refs_used;
   for (const Row& row : rows) {
     ASSERT_EQ(row.cells.size(), 6u);
     const std::string what = row.table + " / " + row.cells[0] + " / " + row.cells[1];
     // The run column: "A", "A / B" (a ratio of two runs) or "A − B" (a difference).
-    std::string ref_a = row.cells[5], ref_b;
-    for (const std::string sep : {" / ", " − "}) {
-      const size_t at = ref_a.find(sep);
-      if (at != std::string::npos) {
-        ref_b = ref_a.substr(at + sep.size());
-        ref_a = ref_a.substr(0, at);
-      }
-    }
-    ASSERT_TRUE(by_ref.count(ref_a)) << what << ": no run " << ref_a;
-    const RunRecord& a = *by_ref.at(ref_a);
-    const RunRecord* b = nullptr;
-    if (!ref_b.empty()) {
-      ASSERT_TRUE(by_ref.count(ref_b)) << what << ": no run " << ref_b;
-      b = by_ref.at(ref_b);
-    }
+    std::string ref_a, ref_b;
+    const RunRecord *pa = nullptr, *b = nullptr;
+    ASSERT_NO_FATAL_FAILURE(RunsOf(dbr, row.cells[5], {" / ", " − "}, what, ref_a, ref_b, pa, b));
+    const RunRecord& a = *pa;
     refs_used.insert(ref_a);
-    for (const auto& [axis, label] : ExpectedAxes(row))
+    for (const auto& [axis, label] : ExpectedAxes(row)) {
+      // A run another sweep ran first carries that sweep's axes: Table 4's InternVL-1.2M runs are omnibal-main's
+      // 6B+20B runs, whose stored scenario names the dataset's preset.
+      if (axis == "dataset" && ref_a.rfind("omnibal-main", 0) == 0) {
+        EXPECT_TRUE(HasAxis(a, "model", "internvl-1.5-6b-20b")) << what;
+        EXPECT_NE(a.scenario_yaml.find("preset: " + label), std::string::npos) << what << a.scenario_yaml;
+        continue;
+      }
       EXPECT_TRUE(HasAxis(a, axis, label)) << what << ": run " << ref_a << " lacks " << axis << "=" << label;
+    }
     if (b && row.cells[1].rfind("speed-up", 0) == 0) {
       EXPECT_TRUE(HasAxis(a, "data", "random")) << what;
       EXPECT_TRUE(HasAxis(*b, "data", "isf")) << what;
@@ -310,16 +381,48 @@ TEST(ReportTest, ReducedOmnibalReportEqualsItsRunRecords) {
     const double exact = Expected(row.cells[1], *a.summary, b ? &*b->summary : nullptr);
     ASSERT_TRUE(std::isfinite(exact)) << what;
     EXPECT_EQ(shown, Fixed(exact, DecimalsOf(shown))) << what << " (exact " << exact << ")";
-    const std::string& paper = row.cells[2];
-    if (paper == "n/a" || std::stod(paper) == 0) {
-      EXPECT_EQ(row.cells[4], "n/a") << what;
-    } else {
-      EXPECT_EQ(row.cells[4], Fixed(exact / std::stod(paper), 2)) << what;
-    }
+    CheckRatio(row, exact, what);
   }
   EXPECT_EQ(refs_used.size(), by_ref.size()) << "some run of the sweeps is in no table";
 
-  CheckPngs(out, md, {"ablation.png", "main.png", "data.png", "partition.png", "memory.png", "timeline.png"});
+  // The model-size study's plans: per pair, each run's per-stage layers and recomputed layers.
+  int pairs = 0;
+  std::istringstream lines(md);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("- `", 0) != 0 || line.find("): OmniBal layers ") == std::string::npos) continue;
+    ++pairs;
+    const std::string model = line.substr(3, line.find('`', 3) - 3);
+    auto ref_before = [&](const std::string& key) {  // "(sweep#i)" after `key`
+      const size_t at = line.find(key);
+      const size_t open = line.find('(', line.find("; recomputed ", at));
+      return line.substr(open + 1, line.find(')', open) - open - 1);
+    };
+    for (const std::string which : {"OmniBal", "baseline"}) {
+      const std::string ref = ref_before(which + " layers ");
+      ASSERT_TRUE(by_ref.count(ref)) << line;
+      const RunRecord& r = *by_ref.at(ref);
+      refs_used.insert(ref);
+      EXPECT_TRUE(HasAxis(r, "model", model)) << line;
+      EXPECT_TRUE(HasAxis(r, "data", which == "OmniBal" ? "isf" : "random")) << line;
+      std::string layers, recompute, layout;
+      for (const auto& st : r.summary->stages) {
+        layers += (layers.empty() ? "" : ", ") + std::to_string(st.first_layer) + ".." +
+                  std::to_string(st.last_layer);
+        recompute += (recompute.empty() ? "" : ", ") + std::to_string(st.recomputed_layers);
+      }
+      for (const auto& [axis, label] : r.axes)
+        if (axis == "layout") layout = label;
+      EXPECT_NE(line.find("` (" + layout + "): "), std::string::npos) << line;
+      EXPECT_NE(line.find(which + " layers " + layers + "; recomputed " + recompute + " (" + ref + ")"),
+                std::string::npos)
+          << line;
+    }
+  }
+  EXPECT_EQ(pairs, 9);
+
+  CheckPngs(out, md,
+            {"ablation.png", "main.png", "data.png", "partition.png", "memory.png", "datasets.png",
+             "models.png", "timeline.png"});
 
   // A second generation reuses every run from the database (no run lines) and prints the same tables.
   const fs::path out2 = tmp / "again";
@@ -456,12 +559,9 @@ TEST(ReportTest, ReducedOrchmllmReportEqualsItsRunRecords) {
   EXPECT_NE(md.find("- mmtwin commit: "), std::string::npos);
   EXPECT_NE(md.find("## Where mmtwin differs and why"), std::string::npos);
 
-  auto opened = ResultsDb::Open(db.string());
-  ASSERT_TRUE(opened.ok()) << opened.error().message();
-  auto runs = (*opened)->Runs();
-  ASSERT_TRUE(runs.ok()) << runs.error().message();
-  std::map<std::string, const RunRecord*> by_ref;
-  for (const RunRecord& r : *runs) by_ref[r.sweep + "#" + std::to_string(r.run_index)] = &r;
+  DbRows dbr;
+  ASSERT_NO_FATAL_FAILURE(LoadDbRows(db, dbr));
+  const std::map<std::string, const RunRecord*>& by_ref = dbr.by_ref;
   // orchmllm-ablation: 3 models x 5 data variants; orchmllm-scale reduced: MLLM-10B at 64 and 128 GPUs x {orch, random}.
   EXPECT_EQ(by_ref.size(), 15u + 4u);
   for (const auto& [ref, r] : by_ref) {
@@ -481,20 +581,13 @@ TEST(ReportTest, ReducedOrchmllmReportEqualsItsRunRecords) {
   for (const Row& row : rows) {
     ASSERT_EQ(row.cells.size(), 6u);
     const std::string what = row.table + " / " + row.cells[0] + " / " + row.cells[1];
-    std::string col = row.cells[5], second;
-    const size_t slash = col.find(" / ");
-    if (slash != std::string::npos) {
-      second = col.substr(slash + 3);
-      col = col.substr(0, slash);
-    }
+    std::string col, second;
+    SplitRunColumn(row.cells[5], {" / "}, col, second);
     const Ref ra = ParseRef(col), rb = ParseRef(second);
-    ASSERT_TRUE(by_ref.count(ra.run)) << what << ": no run " << ra.run;
-    const RunRecord& a = *by_ref.at(ra.run);
-    const RunRecord* b = nullptr;
-    if (!second.empty()) {
-      ASSERT_TRUE(by_ref.count(rb.run)) << what << ": no run " << rb.run;
-      b = by_ref.at(rb.run);
-    }
+    const RunRecord *pa = nullptr, *b = nullptr;
+    ASSERT_NO_FATAL_FAILURE(LookupRun(dbr, ra.run, what, pa));
+    if (!second.empty()) ASSERT_NO_FATAL_FAILURE(LookupRun(dbr, rb.run, what, b));
+    const RunRecord& a = *pa;
     refs_used.insert(ra.run);
     for (const auto& [axis, label] : OrchExpectedAxes(row, false))
       EXPECT_TRUE(HasAxis(a, axis, label)) << what << ": run " << ra.run << " lacks " << axis << "=" << label;
@@ -513,14 +606,7 @@ TEST(ReportTest, ReducedOrchmllmReportEqualsItsRunRecords) {
     const double exact = OrchExpected(row, a, ra, b, rb);
     ASSERT_TRUE(std::isfinite(exact)) << what;
     EXPECT_EQ(shown, Fixed(exact, DecimalsOf(shown))) << what << " (exact " << exact << ")";
-    const std::string& paper = row.cells[2];
-    char* end = nullptr;
-    const double p = std::strtod(paper.c_str(), &end);
-    if (paper == "n/a" || *end != '\0' || p == 0) {
-      EXPECT_EQ(row.cells[4], "n/a") << what;
-    } else {
-      EXPECT_EQ(row.cells[4], Fixed(exact / p, 2)) << what;
-    }
+    CheckRatio(row, exact, what);
   }
   EXPECT_EQ(planning_rows, 2);
   EXPECT_EQ(refs_used.size(), by_ref.size()) << "some run of the sweeps is in no table";
@@ -681,12 +767,9 @@ TEST(ReportTest, ReducedLongvilaReportEqualsItsRunRecordsAndSearches) {
   EXPECT_NE(md.find("- date: "), std::string::npos);
   EXPECT_NE(md.find("## Where mmtwin differs and why"), std::string::npos);
 
-  auto opened = ResultsDb::Open(db.string());
-  ASSERT_TRUE(opened.ok()) << opened.error().message();
-  auto runs = (*opened)->Runs();
-  ASSERT_TRUE(runs.ok()) << runs.error().message();
-  std::map<std::string, const RunRecord*> by_ref;
-  for (const RunRecord& r : *runs) by_ref[r.sweep + "#" + std::to_string(r.run_index)] = &r;
+  DbRows dbr;
+  ASSERT_NO_FATAL_FAILURE(LoadDbRows(db, dbr));
+  const std::map<std::string, const RunRecord*>& by_ref = dbr.by_ref;
   // longvila-32gpu reduced: {fsdp, deepspeed} x {128K, 320K} x 5 methods; longvila-64gpu reduced: {128K, 320K} x
   // 6 methods; longvila-sharding: 6 runs on its trace files (not sliced).
   EXPECT_EQ(by_ref.size(), 20u + 12u + 6u);
@@ -717,18 +800,11 @@ TEST(ReportTest, ReducedLongvilaReportEqualsItsRunRecordsAndSearches) {
       ++max_seq_rows;
       exact = LvMaxSeqExpected(row);
     } else {
-      std::string ref_a = row.cells[5], ref_b;
-      const size_t at = ref_a.find(" / ");
-      if (at != std::string::npos) {
-        ref_b = ref_a.substr(at + 3);
-        ref_a = ref_a.substr(0, at);
-      }
-      ASSERT_TRUE(by_ref.count(ref_a)) << what << ": no run " << ref_a;
-      const RunRecord& a = *by_ref.at(ref_a);
-      const RunRecord* b = nullptr;
-      if (!ref_b.empty()) {
-        ASSERT_TRUE(by_ref.count(ref_b)) << what << ": no run " << ref_b;
-        b = by_ref.at(ref_b);
+      std::string ref_a, ref_b;
+      const RunRecord *pa = nullptr, *b = nullptr;
+      ASSERT_NO_FATAL_FAILURE(RunsOf(dbr, row.cells[5], {" / "}, what, ref_a, ref_b, pa, b));
+      const RunRecord& a = *pa;
+      if (b) {
         refs_used.insert(ref_b);
         for (const auto& [axis, label] : LvExpectedAxes(row, true))
           EXPECT_TRUE(HasAxis(*b, axis, label))
@@ -742,14 +818,7 @@ TEST(ReportTest, ReducedLongvilaReportEqualsItsRunRecordsAndSearches) {
     }
     ASSERT_TRUE(std::isfinite(exact)) << what;
     EXPECT_EQ(shown, Fixed(exact, DecimalsOf(shown))) << what << " (exact " << exact << ")";
-    const std::string& paper = row.cells[2];
-    char* end = nullptr;
-    const double p = std::strtod(paper.c_str(), &end);
-    if (paper == "n/a" || *end != '\0' || p == 0) {
-      EXPECT_EQ(row.cells[4], "n/a") << what;
-    } else {
-      EXPECT_EQ(row.cells[4], Fixed(exact / p, 2)) << what;
-    }
+    CheckRatio(row, exact, what);
   }
   EXPECT_EQ(max_seq_rows, 48 + 3);
   EXPECT_EQ(refs_used.size(), by_ref.size()) << "some run of the sweeps is in no table";
@@ -772,12 +841,142 @@ TEST(ReportTest, ReducedLongvilaReportEqualsItsRunRecordsAndSearches) {
   CheckPngs(out, md, {"sp32.png", "sp64.png", "max-context.png", "sharding.png"});
 }
 
+// ---- the validation index ----
+
+// One suite's row of the index table: suite, model, ranks, held out, MAPE "a% → c%", "busy / bubble", memory
+// "m%", report link.
+std::map<std::string, std::vector<std::string>> IndexRows(const std::string& md) {
+  std::map<std::string, std::vector<std::string>> rows;
+  std::istringstream in(md);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("| `", 0) != 0) continue;
+    std::vector<std::string> cells;
+    size_t pos = 1;
+    for (size_t bar; (bar = line.find('|', pos)) != std::string::npos; pos = bar + 1)
+      cells.push_back(Trim(line.substr(pos, bar - pos)));
+    if (cells.empty()) continue;
+    rows[cells[0].substr(1, cells[0].size() - 2)] = cells;
+  }
+  return rows;
+}
+
+// The figures of one suite recomputed from its own results: validation.csv (one row per held-out scenario,
+// metric, stage and model) and its kept runs' summaries.
+struct SuiteFigures {
+  std::set<std::string> held_out, models;
+  std::set<int> ranks;
+  double mape_a = 0, mape_c = 0, busy = 0, bubble = 0, mem = 0;
+};
+SuiteFigures FiguresOf(const fs::path& suite_dir, const fs::path& runs) {
+  SuiteFigures f;
+  std::istringstream in(ReadFile(suite_dir / "validation.csv"));
+  std::string line;
+  std::getline(in, line);  // header: scenario,metric,stage,model,measured,predicted,error
+  int na = 0, nc = 0;
+  while (std::getline(in, line)) {
+    std::vector<std::string> c(1);
+    for (char ch : line)
+      if (ch == ',')
+        c.emplace_back();
+      else
+        c.back() += ch;
+    if (c.size() != 7) {
+      ADD_FAILURE() << line;
+      continue;
+    }
+    const double err = std::abs(std::stod(c[6]));
+    f.held_out.insert(c[0]);
+    if (c[1] == "iteration_p50_us") (c[3] == "analytic" ? (++na, f.mape_a) : (++nc, f.mape_c)) += err;
+    if (c[3] != "calibrated") continue;
+    if (c[1] == "busy_ratio") f.busy = std::max(f.busy, err);
+    if (c[1] == "bubble_ratio") f.bubble = std::max(f.bubble, err);
+    if (c[1] == "peak_memory_bytes") f.mem = std::max(f.mem, err);
+  }
+  f.mape_a /= std::max(na, 1);
+  f.mape_c /= std::max(nc, 1);
+  for (const auto& e : fs::directory_iterator(runs)) {
+    auto s = mmtwin::LoadSummary(e.path().string());
+    if (!s.ok()) {
+      ADD_FAILURE() << e.path() << ": " << s.error().message();
+      continue;
+    }
+    f.ranks.insert(s->parallel.world_size());
+    f.models.insert(s->model);
+  }
+  return f;
+}
+
+std::string Join(const std::set<std::string>& s) {
+  std::string out;
+  for (const std::string& x : s) out += (out.empty() ? "" : ", ") + x;
+  return out;
+}
+
+TEST(ReportTest, ValidationIndexEqualsItsSuitesResults) {
+  const fs::path tmp = TempRoot();
+  const fs::path out = tmp / "validation";
+  // The committed kept runs (--runs, read from the source tree): every run is reused. No backend: a run that is
+  // not reused would need mmtwin-train, which points at a missing program here, so the report would fail.
+  const fs::path committed = fs::path(MMTWIN_SOURCE_DIR) / "reports" / "validation";
+  std::vector<std::string> suites;
+  for (const auto& e : fs::directory_iterator(fs::path(MMTWIN_SOURCE_DIR) / "scenarios" / "validation")) {
+    const std::string f = e.path().filename().string();
+    if (f.size() > 11 && f.substr(f.size() - 11) == ".suite.yaml")
+      suites.push_back(f.substr(0, f.size() - 11));
+  }
+  ASSERT_FALSE(suites.empty());
+  setenv("MMTWIN_TRAIN", (tmp / "no-mmtwin-train").c_str(), 1);
+  const Cmd c = RunReport("validation -o '" + out.string() + "' --runs reports/validation", tmp);
+  unsetenv("MMTWIN_TRAIN");
+  ASSERT_EQ(c.rc, 0) << c.err;
+  EXPECT_EQ(c.err.find("measuring"), std::string::npos) << "a kept run was measured again:\n" << c.err;
+  EXPECT_NE(c.err.find("reusing"), std::string::npos) << c.err;
+
+  const std::string md = ReadFile(out / "README.md");
+  ASSERT_FALSE(md.empty());
+  EXPECT_NE(md.find("mmtwin-report validation -o"), std::string::npos);
+  EXPECT_NE(md.find("- mmtwin commit: "), std::string::npos);
+  EXPECT_NE(md.find("- date: "), std::string::npos);
+  EXPECT_NE(md.find(" measured)"), std::string::npos);
+  EXPECT_NE(md.find(", 0 measured)"), std::string::npos) << "every kept run is reused";
+  const auto rows = IndexRows(md);
+  EXPECT_EQ(rows.size(), suites.size());
+  for (const std::string& s : suites) {
+    ASSERT_TRUE(rows.count(s)) << s << " has no row";
+    const std::vector<std::string>& r = rows.at(s);
+    ASSERT_EQ(r.size(), 8u) << s;
+    const SuiteFigures f = FiguresOf(out / s, committed / s / "runs");
+    std::set<std::string> ranks;
+    std::string ranks_text;
+    for (const int n : f.ranks) ranks_text += (ranks_text.empty() ? "" : ", ") + std::to_string(n);
+    EXPECT_EQ(r[1], Join(f.models)) << s;
+    EXPECT_EQ(r[2], ranks_text) << s;
+    EXPECT_EQ(r[3], std::to_string(f.held_out.size())) << s;
+    EXPECT_EQ(r[4], Fixed(100 * f.mape_a, 1) + "% → " + Fixed(100 * f.mape_c, 1) + "%") << s;
+    EXPECT_EQ(r[5], Fixed(100 * f.busy, 1) + " / " + Fixed(100 * f.bubble, 1)) << s;
+    EXPECT_EQ(r[6], Fixed(100 * f.mem, 1) + "%") << s;
+    EXPECT_EQ(r[7], "[" + s + "](" + s + "/README.md)") << s;
+    // The suite's own report says the same.
+    const std::string suite_md = ReadFile(out / s / "README.md");
+    EXPECT_NE(
+        suite_md.find("scenarios | " + Fixed(100 * f.mape_a, 1) + "% | " + Fixed(100 * f.mape_c, 1) + "% |"),
+        std::string::npos)
+        << s;
+  }
+  EXPECT_NE(md.find("](iteration.png)"), std::string::npos);
+  QImage img;
+  ASSERT_TRUE(img.load(QString::fromStdString((out / "iteration.png").string()), "PNG"));
+  EXPECT_EQ(img.width(), mmtwin::gui::kPlotWidthPx);
+  EXPECT_EQ(img.height(), mmtwin::gui::kPlotHeightPx);
+}
+
 TEST(ReportTest, BadInputExitsTwoWithAMessage) {
   const fs::path tmp = TempRoot();
   const Cmd unknown = RunReport("nosuch -o '" + (tmp / "x").string() + "'", tmp);
   EXPECT_EQ(unknown.rc, 2);
-  EXPECT_NE(unknown.err.find("unknown report 'nosuch'; valid reports are: omnibal, orchmllm, longvila"),
-            std::string::npos)
+  EXPECT_NE(
+      unknown.err.find("unknown report 'nosuch'; valid reports are: omnibal, orchmllm, longvila, validation"),
+      std::string::npos)
       << unknown.err;
   const Cmd no_parent = RunReport("omnibal --reduced -o '" + (tmp / "missing" / "out").string() + "'", tmp);
   EXPECT_EQ(no_parent.rc, 2);

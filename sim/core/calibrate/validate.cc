@@ -179,40 +179,46 @@ void StageTable(std::string& md, const std::vector<ScenarioValidation>& runs) {
 
 }  // namespace
 
-std::string ValidationMarkdown(const ValidationReport& r) {
-  std::string md = "# Validation: " + r.suite.name + "\n\n";
-  if (!r.suite.description.empty()) md += r.suite.description + "\n\n";
-  md += "Machine: " + r.machine + "  \nCommand: `" + r.command + "`  \nSuite: `" + r.suite.path + "`\n\n";
-  double worst_busy = 0, worst_bubble = 0, worst_mem = 0;
-  bool cal_beats_analytic = true;
+ValidationHeadline Headline(const ValidationReport& r) {
+  ValidationHeadline h;
+  h.mape_analytic = IterationMape(r, false);
+  h.mape_calibrated = IterationMape(r, true);
   for (const ScenarioValidation& v : r.held_out) {
     const double m = v.measured.iteration_time_us.p50;
     if (std::abs(Rel(v.calibrated.iteration_time_us.p50, m)) >=
         std::abs(Rel(v.analytic.iteration_time_us.p50, m)))
-      cal_beats_analytic = false;
+      h.calibrated_beats_analytic = false;
     for (size_t s = 0; s < v.measured.stages.size(); ++s) {
       const StageRecord* c = StageOf(v.calibrated, s);
       if (!c) continue;
-      worst_busy = std::max(worst_busy, std::abs(c->busy_ratio - v.measured.stages[s].busy_ratio));
-      worst_bubble = std::max(worst_bubble, std::abs(c->bubble_ratio - v.measured.stages[s].bubble_ratio));
+      h.worst_busy = std::max(h.worst_busy, std::abs(c->busy_ratio - v.measured.stages[s].busy_ratio));
+      h.worst_bubble =
+          std::max(h.worst_bubble, std::abs(c->bubble_ratio - v.measured.stages[s].bubble_ratio));
       if (s < v.calibrated_peak_bytes.size())
-        worst_mem =
-            std::max(worst_mem, std::abs(Rel(v.calibrated_peak_bytes[s],
-                                             static_cast<double>(v.measured.stages[s].peak_memory_bytes))));
+        h.worst_peak_memory = std::max(
+            h.worst_peak_memory, std::abs(Rel(v.calibrated_peak_bytes[s],
+                                              static_cast<double>(v.measured.stages[s].peak_memory_bytes))));
     }
   }
+  return h;
+}
+
+std::string ValidationMarkdown(const ValidationReport& r) {
+  std::string md = "# Validation: " + r.suite.name + "\n\n";
+  if (!r.suite.description.empty()) md += r.suite.description + "\n\n";
+  md += "Machine: " + r.machine + "  \nCommand: `" + r.command + "`  \nSuite: `" + r.suite.path + "`\n\n";
+  const ValidationHeadline h = Headline(r);
   md += "## Summary (held-out scenarios: never used by the fit)\n\n";
   md += "| figure | analytic | calibrated |\n|---|---|---|\n";
   md += "| iteration time p50, MAPE over " + std::to_string(r.held_out.size()) + " scenarios | " +
-        Fmt("%.1f%%", 100 * IterationMape(r, false)) + " | " + Fmt("%.1f%%", 100 * IterationMape(r, true)) +
-        " |\n";
-  md += "| worst per-stage busy error (points) | – | " + Fmt("%.1f", 100 * worst_busy) + " |\n";
-  md += "| worst per-stage bubble error (points) | – | " + Fmt("%.1f", 100 * worst_bubble) + " |\n";
-  md += "| worst per-stage peak memory error | – | " + Fmt("%.1f%%", 100 * worst_mem) + " |\n\n";
+        Fmt("%.1f%%", 100 * h.mape_analytic) + " | " + Fmt("%.1f%%", 100 * h.mape_calibrated) + " |\n";
+  md += "| worst per-stage busy error (points) | – | " + Fmt("%.1f", 100 * h.worst_busy) + " |\n";
+  md += "| worst per-stage bubble error (points) | – | " + Fmt("%.1f", 100 * h.worst_bubble) + " |\n";
+  md += "| worst per-stage peak memory error | – | " + Fmt("%.1f%%", 100 * h.worst_peak_memory) + " |\n\n";
   md += std::string("Calibrated beats analytic on every held-out scenario's iteration time: ") +
-        (cal_beats_analytic      ? "yes"
-         : r.suite.notes.empty() ? "**no** (see the table)"
-                                 : "**no** (see the notes)") +
+        (h.calibrated_beats_analytic ? "yes"
+         : r.suite.notes.empty()     ? "**no** (see the table)"
+                                     : "**no** (see the notes)") +
         ".\n\n";
   if (!r.suite.notes.empty()) md += "**Notes.** " + r.suite.notes + "\n\n";
   md += "![predicted against measured iteration time](scatter.svg)\n\n";

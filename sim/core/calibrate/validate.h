@@ -63,6 +63,17 @@ struct ValidationReport {
 // Iteration-time MAPE (p50) over the held-out scenarios, analytic or calibrated.
 double IterationMape(const ValidationReport& r, bool calibrated);
 
+// The summary of a report's held-out scenarios (its README's summary table): iteration time p50 MAPE of both
+// models, and of the calibrated model the worst per-stage busy and bubble errors (absolute, as fractions: 0.05 =
+// 5 points) and the worst per-stage peak memory error (relative, after MemoryFit); whether the calibrated model
+// beats the analytic one on every held-out scenario's p50.
+struct ValidationHeadline {
+  double mape_analytic = 0, mape_calibrated = 0;
+  double worst_busy = 0, worst_bubble = 0, worst_peak_memory = 0;
+  bool calibrated_beats_analytic = true;
+};
+ValidationHeadline Headline(const ValidationReport& r);
+
 // README.md of the report folder (tables per scenario and stage, MAPE, the calibration fit, what was checked).
 std::string ValidationMarkdown(const ValidationReport& r);
 // validation.csv: one row per held-out scenario, metric and model (analytic / calibrated): measured,
