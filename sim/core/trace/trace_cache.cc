@@ -21,7 +21,7 @@
 #include <cstring>
 #include <memory>
 
-#include "core/trace/trace.h"
+#include "core/trace/trace_cache.h"
 #include "core/util/csv.h"
 
 namespace mmtwin {
@@ -104,16 +104,22 @@ class Writer {
   bool ok_ = true;
 };
 
+// Reads from a stream of known length: no string or array is sized past what is left of it, so a damaged count
+// cannot ask for gigabytes (found by trace_cache_fuzz).
 class Reader {
  public:
-  explicit Reader(std::FILE* f) : f_(f) {}
-  bool Bytes(void* p, size_t n) { return ok_ = ok_ && std::fread(p, 1, n, f_) == n; }
+  Reader(std::FILE* f, uint64_t bytes) : f_(f), left_(bytes) {}
+  bool Bytes(void* p, size_t n) {
+    ok_ = ok_ && n <= left_ && std::fread(p, 1, n, f_) == n;
+    if (ok_) left_ -= n;
+    return ok_;
+  }
   template <class T>
   bool Get(T& v) {
     return Bytes(&v, sizeof v);
   }
   bool Str(std::string& s, uint64_t n) {
-    if (!ok_ || n > (uint64_t{1} << 40)) return ok_ = false;
+    if (!ok_ || n > left_) return ok_ = false;
     s.resize(n);
     return Bytes(s.data(), n);
   }
@@ -123,14 +129,16 @@ class Reader {
   }
   template <class T>
   bool Vec(std::vector<T>& v, uint64_t n) {
-    if (!ok_ || n > (uint64_t{1} << 36)) return ok_ = false;
+    if (!ok_ || n > left_ / sizeof(T)) return ok_ = false;
     v.resize(n);
     return Bytes(v.data(), n * sizeof(T));
   }
   bool ok() const { return ok_; }
+  uint64_t left() const { return left_; }
 
  private:
   std::FILE* f_;
+  uint64_t left_;
   bool ok_ = true;
 };
 
@@ -181,13 +189,12 @@ bool WriteCache(const Trace& t, const CsvStamp& stamp, const std::string& cache_
   return ok;
 }
 
-// The cached trace when the cache exists, matches `stamp` and is whole; false otherwise.
-bool ReadCache(const std::string& cache_path, const CsvStamp& stamp, Trace& out) {
-  struct stat st;
-  if (::stat(cache_path.c_str(), &st) != 0) return false;
-  File f(std::fopen(cache_path.c_str(), "rb"));
-  if (!f) return false;
-  Reader r(f.get());
+}  // namespace
+
+bool DecodeTraceCache(std::FILE* f, uint64_t stream_bytes, uint64_t csv_bytes, int64_t csv_mtime_ns,
+                      Trace& out) {
+  const CsvStamp stamp{csv_bytes, csv_mtime_ns};
+  Reader r(f, stream_bytes);
   char magic[8];
   uint32_t version = 0, format = 0;
   CsvStamp cached;
@@ -196,15 +203,15 @@ bool ReadCache(const std::string& cache_path, const CsvStamp& stamp, Trace& out)
       version != kCacheVersion || !r.Get(format) || format != static_cast<uint32_t>(kTraceFormatVersion) ||
       !r.Get(cached.bytes) || !r.Get(cached.mtime_ns) || !(cached == stamp) || !r.Get(n))
     return false;
-  if (n > static_cast<uint64_t>(st.st_size) / kRecordBytes) return false;
+  if (n > stream_bytes / kRecordBytes) return false;
   Trace t;
   uint32_t subsets = 0;
-  if (!r.Get(subsets) || subsets > 65536) return false;
+  if (!r.Get(subsets) || subsets > 65536 || subsets > r.left() / 4) return false;
   t.subsets.resize(subsets);
   for (std::string& s : t.subsets)
     if (!r.Str32(s)) return false;
   uint64_t metas = 0;
-  if (!r.Get(metas) || metas > n) return false;
+  if (!r.Get(metas) || metas > n || metas > r.left() / 4) return false;
   t.metas.resize(metas);
   for (std::string& s : t.metas)
     if (!r.Str32(s)) return false;
@@ -242,9 +249,20 @@ bool ReadCache(const std::string& cache_path, const CsvStamp& stamp, Trace& out)
         return false;
     }
   }
-  if (std::fgetc(f.get()) != EOF) return false;  // longer than its counts say
+  if (std::fgetc(f) != EOF) return false;  // longer than its counts say
   out = std::move(t);
   return true;
+}
+
+namespace {
+
+// The cached trace when the cache exists, matches `stamp` and is whole; false otherwise.
+bool ReadCache(const std::string& cache_path, const CsvStamp& stamp, Trace& out) {
+  struct stat st;
+  if (::stat(cache_path.c_str(), &st) != 0) return false;
+  File f(std::fopen(cache_path.c_str(), "rb"));
+  if (!f) return false;
+  return DecodeTraceCache(f.get(), static_cast<uint64_t>(st.st_size), stamp.bytes, stamp.mtime_ns, out);
 }
 
 }  // namespace
