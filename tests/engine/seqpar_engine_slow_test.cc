@@ -53,8 +53,9 @@ TEST(SeqParEngineTest, EnginesAgreeWithoutContentionOnEverySpMethod) {
       EXPECT_GT(a, 0);
       EXPECT_NEAR(b, a, 0.005 * a) << s.name;
       // With contention the replayed SP transfers (all-to-all steps, ring KV) share links: never faster.
-      if (nodes == 2 && (std::string(policy) == "ring" || std::string(policy) == "2d"))
+      if (nodes == 2 && (std::string(policy) == "ring" || std::string(policy) == "2d")) {
         EXPECT_GE(MeanUs(s, "simgrid", true), b * (1 - 1e-9)) << s.name;
+      }
     }
 }
 
