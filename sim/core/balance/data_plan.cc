@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/util/memory_limit.h"
+
 namespace mmtwin {
 namespace {
 
@@ -15,18 +17,19 @@ SampleSize Held(int64_t v) {
 SampleSizes ComputeSizes(const ModelSpec& model, const Trace& trace) {
   SampleSizes s;
   const size_t n = trace.samples.size();
-  s.vision_units.resize(n);
-  s.vit_tokens.resize(n);
-  s.audio_tokens.resize(n);
-  s.llm_tokens.resize(n);
-  s.text_tokens.resize(n);
+  // Reserved and advised before the first touch: policies and metrics read these at random (huge pages: fewer
+  // TLB misses on a 20M-sample trace).
+  for (auto* v : {&s.vision_units, &s.vit_tokens, &s.audio_tokens, &s.llm_tokens, &s.text_tokens}) {
+    v->reserve(n);
+    AdviseHugePages(v->data(), n * sizeof(SampleSize));
+  }
   for (size_t i = 0; i < n; ++i) {
     const SampleTokens t = TokensFor(model, trace.samples[i]);
-    s.vision_units[i] = Held(t.vision_units);
-    s.vit_tokens[i] = Held(t.vit_tokens);
-    s.audio_tokens[i] = Held(t.audio_tokens);
-    s.llm_tokens[i] = Held(t.llm_tokens);
-    s.text_tokens[i] = Held(trace.samples[i].text_tokens);
+    s.vision_units.push_back(Held(t.vision_units));
+    s.vit_tokens.push_back(Held(t.vit_tokens));
+    s.audio_tokens.push_back(Held(t.audio_tokens));
+    s.llm_tokens.push_back(Held(t.llm_tokens));
+    s.text_tokens.push_back(Held(trace.samples[i].text_tokens));
   }
   return s;
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "core/util/memory_limit.h"
 #include "core/util/rng.h"
 
 namespace mmtwin {
@@ -204,6 +205,7 @@ IsfResult IsfMmtwinItems(const SampleSizes& sz, const IsfRule& rule, Rng& rng,
   const IsfThresholds& q = rule.q;
   std::vector<Item> pool;
   pool.reserve(samples.size());
+  AdviseHugePages(pool.data(), samples.size() * sizeof(Item));  // shuffled at random
   for (uint32_t i : samples) {
     if (v[i] > q.q_v || t[i] > q.q_t)
       out.skipped.push_back(i);

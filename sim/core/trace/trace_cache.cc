@@ -23,6 +23,7 @@
 
 #include "core/trace/trace_cache.h"
 #include "core/util/csv.h"
+#include "core/util/memory_limit.h"
 
 namespace mmtwin {
 namespace {
@@ -227,7 +228,8 @@ bool DecodeTraceCache(std::FILE* f, uint64_t stream_bytes, uint64_t csv_bytes, i
   if (!SampleIds::FromParts(static_cast<SampleIds::Mode>(mode), n, std::move(prefix), width, first,
                             std::move(numbers), std::move(chars), std::move(ends), t.ids))
     return false;
-  t.samples.resize(n);
+  t.samples.reserve(n);
+  AdviseHugePages(t.samples.data(), n * sizeof(Sample));  // before the first touch: fewer page faults
   std::vector<char> block(kBlockBytes / kRecordBytes * kRecordBytes);
   const size_t per_block = block.size() / kRecordBytes;
   for (size_t i = 0; i < n;) {
@@ -235,7 +237,7 @@ bool DecodeTraceCache(std::FILE* f, uint64_t stream_bytes, uint64_t csv_bytes, i
     if (!r.Bytes(block.data(), k * kRecordBytes)) return false;
     for (size_t j = 0; j < k; ++j, ++i) {
       const char* rec = block.data() + j * kRecordBytes;
-      Sample& s = t.samples[i];
+      Sample& s = t.samples.emplace_back();
       std::memcpy(&s.audio_seconds, rec + 0, 8);
       std::memcpy(&s.images, rec + 8, 4);
       std::memcpy(&s.image_tiles, rec + 12, 4);

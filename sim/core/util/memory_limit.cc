@@ -1,6 +1,8 @@
 // The process's memory limit; see memory_limit.h.
 #include "core/util/memory_limit.h"
 
+#include <sys/mman.h>
+
 #include "core/util/sanitizers.h"
 
 #include <sys/resource.h>
@@ -78,6 +80,19 @@ std::string FormatBytes(double bytes) {
     std::snprintf(buf, sizeof buf, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, units[u]);
   }
   return buf;
+}
+
+void AdviseHugePages(const void* p, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  if (p == nullptr || bytes < 2 * kHuge) return;
+  const uintptr_t a = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
+  if (b > a) ::madvise(reinterpret_cast<void*>(a), b - a, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)bytes;
+#endif
 }
 
 }  // namespace mmtwin
