@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include "core/graph/topo_order.h"
 #include "core/plan/schedule.h"
@@ -87,7 +88,8 @@ namespace {
 // Shape flags layout: [0] tp forward, [1] tp backward, [2 .. 2+C) recompute per chunk, [2+C .. 2+2C) sends of
 // boundary c -> c+1, [2+2C .. 2+2C+M) dispatch of micro-batch m, [2+2C+M .. 2+2C+2M) its backward all-to-all,
 // [2+2C+2M] sp forward, [3+2C+2M] sp backward.
-std::vector<uint8_t> ShapeOf(const IterationCosts& costs, const CommSpec& comm) {
+// `all_valid` (optional): set to whether every cost passes CheckCost (one pass over the costs for both).
+std::vector<uint8_t> ShapeOf(const IterationCosts& costs, const CommSpec& comm, bool* all_valid = nullptr) {
   const int C = costs.chunks;
   const size_t M = static_cast<size_t>(std::max(0, costs.micro_batches));
   const size_t sp_at = 2 + 2 * static_cast<size_t>(C) + 2 * M;
@@ -107,6 +109,16 @@ std::vector<uint8_t> ShapeOf(const IterationCosts& costs, const CommSpec& comm) 
     if (k.sp_bwd_us > 0) shape[sp_at + 1] = 1;
     if (k.recompute_us > 0) shape[2 + c] = 1;
     if (k.send_bytes > 0) shape[2 + C + c] = 1;
+  }
+  if (all_valid) {
+    // CheckCost's test without its message: finite and >= 0 (NaN fails `>= 0`).
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    const auto ok = [](double v) { return v >= 0 && v < kInf; };
+    bool valid = true;
+    for (const ChunkCost& k : costs.costs)
+      valid = valid && ok(k.fwd_us) && ok(k.bwd_us) && ok(k.recompute_us) && ok(k.tp_fwd_us) &&
+              ok(k.tp_bwd_us) && ok(k.sp_fwd_us) && ok(k.sp_bwd_us) && k.send_bytes >= 0;
+    *all_valid = valid;
   }
   if (comm.p2p_latency_us > 0)
     for (int c = 0; c < C; ++c) shape[2 + C + c] = 1;
@@ -1036,14 +1048,76 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
   return g;
 }
 
+namespace {
+
+// OpGraph::Source::Recipe codes: how RepriceMode::kDurationsOnly prices an op (CostDuration's cases without FSDP
+// shares; kRecipeGeneral: the op is priced in full, as kFull does).
+enum : uint8_t {
+  kRecipeNone = 0,  // no cost entry (DP ops, barriers): left as it is
+  kRecipeGeneral,
+  kRecipeForward,
+  kRecipeRecompute,
+  kRecipeBackward,
+  kRecipeBackwardInput,
+  kRecipeBackwardWeight,
+  kRecipeTpForward,
+  kRecipeTpBackward,
+  kRecipeP2pInNode,
+  kRecipeP2pCrossNode,
+};
+
+std::vector<OpGraph::Source::Recipe> PricingRecipe(const OpGraph& g, const DeviceMesh& mesh) {
+  std::vector<OpGraph::Source::Recipe> out(g.ops.size());
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    const Op& op = g.ops[i];
+    OpGraph::Source::Recipe& r = out[i];
+    r.pieces = op.pieces;
+    if (op.kind == OpKind::kDispatch) {
+      r.code = kRecipeGeneral;
+      continue;
+    }
+    if (g.source.cost_index[i] < 0) {
+      r.code = kRecipeNone;
+      continue;
+    }
+    switch (op.kind) {
+      case OpKind::kForward:
+        r.code = op.pieces > 1 ? kRecipeGeneral : kRecipeForward;
+        break;
+      case OpKind::kRecompute:
+        r.code = op.pieces > 1 ? kRecipeGeneral : kRecipeRecompute;
+        break;
+      case OpKind::kBackward:
+        r.code = op.pass == PassKind::kBackwardInput ? kRecipeBackwardInput : kRecipeBackward;
+        break;
+      case OpKind::kBackwardWeight:
+        r.code = kRecipeBackwardWeight;
+        break;
+      case OpKind::kTpCollective:
+        r.code = op.pass == PassKind::kForward ? kRecipeTpForward : kRecipeTpBackward;
+        break;
+      case OpKind::kP2pSendActivation:
+      case OpKind::kP2pSendGradient:
+        r.code = P2pInNode(mesh, g.source.comm, op.device, op.peer) ? kRecipeP2pInNode : kRecipeP2pCrossNode;
+        break;
+      default:
+        r.code = kRecipeGeneral;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const IterationCosts& costs,
-                             const std::vector<ChunkStatic>* statics) {
+                             const std::vector<ChunkStatic>* statics, RepriceMode mode) {
   OpGraph& g = *graph;
   const ParallelConfig& pc = g.parallel;
   if (costs.dp != pc.dp || costs.micro_batches != pc.micro_batches || costs.chunks != pc.chunks() ||
       costs.costs.size() != static_cast<size_t>(pc.dp) * pc.micro_batches * pc.chunks())
     return Error("op graph: re-pricing with costs of another shape");
-  std::vector<uint8_t> shape = ShapeOf(costs, g.source.comm);
+  bool costs_valid = false;
+  std::vector<uint8_t> shape = ShapeOf(costs, g.source.comm, &costs_valid);
   bool same = shape == g.source.shape;
   if (!same) {
     // Ops present in the graph may take zero durations; only a category missing from the graph forces a
@@ -1088,11 +1162,13 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
     g = std::move(rebuilt);
     return Status();
   }
-  for (size_t i = 0; i < costs.costs.size(); ++i) {
-    MMTWIN_RETURN_IF_ERROR(CheckCost(costs, i));
-    if (costs.costs[i].send_bytes > 0 && pc.pp > 1 && !(g.source.comm.p2p_bytes_per_s > 0))
-      return Error("op graph: CommSpec.p2p_bytes_per_s must be > 0 when chunks send bytes");
-  }
+  const bool p2p_ok = pc.pp <= 1 || g.source.comm.p2p_bytes_per_s > 0;
+  if (!costs_valid || !p2p_ok)
+    for (size_t i = 0; i < costs.costs.size(); ++i) {
+      MMTWIN_RETURN_IF_ERROR(CheckCost(costs, i));
+      if (costs.costs[i].send_bytes > 0 && pc.pp > 1 && !(g.source.comm.p2p_bytes_per_s > 0))
+        return Error("op graph: CommSpec.p2p_bytes_per_s must be > 0 when chunks send bytes");
+    }
   MMTWIN_RETURN_IF_ERROR(CheckDispatch(pc, costs, g.source.comm));
   const bool had_dispatch = !g.dispatch_begin.empty();
   FillDispatch(pc, costs, g.source.comm, *g.source.comm_cost, &g);
@@ -1127,7 +1203,8 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
       }
     }
   }
-  for (int i = 0; i < n; ++i) {
+  // One op priced in full (every field), as BuildIterationGraph would.
+  const auto reprice_op = [&](int i) {
     const int32_t ci = g.source.cost_index[i];
     if (g.ops[i].kind == OpKind::kDispatch) {
       Op& op = g.ops[i];
@@ -1135,9 +1212,9 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
       op.duration_us = g.dispatch_us.empty() ? 0.0 : g.dispatch_us[slot];
       op.bytes = DispatchSentBytes(g, slot, op.device);
       g.duration_us[i] = op.duration_us;
-      continue;
+      return;
     }
-    if (ci < 0) continue;
+    if (ci < 0) return;
     Op& op = g.ops[i];
     const ChunkCost& k = costs.costs[ci];
     op.duration_us = CostDuration(op, k, *g.source.comm_cost, mesh, g.source.comm, shares);
@@ -1149,6 +1226,55 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
       op.ring_bytes = fwd ? k.sp_ring_fwd_bytes : k.sp_ring_bwd_bytes;
     }
     g.duration_us[i] = op.duration_us;
+  };
+  if (mode == RepriceMode::kFull || fsdp) {
+    for (int i = 0; i < n; ++i) reprice_op(i);
+    return Status();
+  }
+  // Durations only: the same expressions as CostDuration (shares empty), chosen by the op's recipe.
+  if (g.source.recipe.size() != static_cast<size_t>(n)) g.source.recipe = PricingRecipe(g, mesh);
+  const OpGraph::Source::Recipe* recipe = g.source.recipe.data();
+  const int32_t* cost_index = g.source.cost_index.data();
+  const ChunkCost* kc = costs.costs.data();
+  double* dur = g.duration_us.data();
+  const CommCostModel& comm_cost = *g.source.comm_cost;
+  for (int i = 0; i < n; ++i) {
+    const OpGraph::Source::Recipe r = recipe[i];
+    switch (r.code) {
+      case kRecipeNone:
+        break;
+      case kRecipeForward:
+        dur[i] = kc[cost_index[i]].fwd_us;
+        break;
+      case kRecipeRecompute:
+        dur[i] = kc[cost_index[i]].recompute_us;
+        break;
+      case kRecipeBackward:
+        dur[i] = kc[cost_index[i]].bwd_us / r.pieces;
+        break;
+      case kRecipeBackwardInput: {
+        const ChunkCost& k = kc[cost_index[i]];
+        dur[i] = (k.bwd_us - k.bwd_weight_us) / r.pieces;
+        break;
+      }
+      case kRecipeBackwardWeight:
+        dur[i] = kc[cost_index[i]].bwd_weight_us / r.pieces;
+        break;
+      case kRecipeTpForward:
+        dur[i] = kc[cost_index[i]].tp_fwd_us;
+        break;
+      case kRecipeTpBackward:
+        dur[i] = kc[cost_index[i]].tp_bwd_us;
+        break;
+      case kRecipeP2pInNode:
+        dur[i] = P2pUs(kc[cost_index[i]].send_bytes, comm_cost, true);
+        break;
+      case kRecipeP2pCrossNode:
+        dur[i] = P2pUs(kc[cost_index[i]].send_bytes, comm_cost, false);
+        break;
+      default:
+        reprice_op(i);
+    }
   }
   return Status();
 }

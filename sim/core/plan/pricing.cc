@@ -218,10 +218,21 @@ IterationTimingCache::IterationTimingCache(const Pricer& pricer, const std::vect
 
 IterationCosts IterationTimingCache::Times(size_t iteration, const Partition& partition,
                                            const RecomputePlan& recompute) const {
+  IterationCosts costs;
+  Times(iteration, partition, recompute, &costs);
+  return costs;
+}
+
+void IterationTimingCache::Times(size_t iteration, const Partition& partition, const RecomputePlan& recompute,
+                                 IterationCosts* out) const {
   const Iteration& x = iterations_[iteration];
   const int slots = pricer_.NumSlots();
-  IterationCosts costs;
-  costs.Resize(x.dp, x.micro_batches, partition.chunks());
+  IterationCosts& costs = *out;
+  const int chunks = partition.chunks();
+  // ChunkTimes overwrites every ChunkCost whole: a buffer of the right size is reused as it is.
+  if (costs.dp != x.dp || costs.micro_batches != x.micro_batches || costs.chunks != chunks ||
+      costs.costs.size() != static_cast<size_t>(x.dp) * x.micro_batches * chunks)
+    costs.Resize(x.dp, x.micro_batches, chunks);
   costs.dispatch = x.dispatch;
   costs.dispatch_backward = x.dispatch_backward;
   for (int r = 0; r < x.dp; ++r)
@@ -229,7 +240,6 @@ IterationCosts IterationTimingCache::Times(size_t iteration, const Partition& pa
       const size_t j = static_cast<size_t>(r) * x.micro_batches + k;
       pricer_.ChunkTimes(&x.slot_costs[j * slots], x.llm_tokens[j], partition, recompute, &costs.At(r, k, 0));
     }
-  return costs;
 }
 
 IterationCosts Pricer::PriceIteration(const IterationData& it, const std::vector<SampleTokens>& tokens,

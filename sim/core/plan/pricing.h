@@ -128,6 +128,9 @@ class IterationTimingCache {
                        const std::vector<SampleTokens>& tokens, Packing packing);
   size_t size() const { return iterations_.size(); }
   IterationCosts Times(size_t iteration, const Partition& partition, const RecomputePlan& recompute) const;
+  // The same into `out`, whose storage is reused when it has the right size (no allocation per candidate).
+  void Times(size_t iteration, const Partition& partition, const RecomputePlan& recompute,
+             IterationCosts* out) const;
 
  private:
   const Pricer& pricer_;
