@@ -211,10 +211,10 @@ TEST(IterationTimingCacheTest, TimesEqualPriceIterationBitForBitOnRandomPartitio
     s.text_tokens = 50 + static_cast<uint32_t>(rng.Below(2000));
     tokens.push_back(TokensFor(model, s));
   }
-  // Two iterations, DP 2 x 3 micro-batches of 1..4 samples.
+  // Two iterations, DP 3 x 5 micro-batches of 1..4 samples (15: three blocks of 4 micro-batches and a partial one).
   std::vector<IterationData> its(2);
   for (IterationData& it : its) {
-    it.micro_batches.assign(2, std::vector<std::vector<uint32_t>>(3));
+    it.micro_batches.assign(3, std::vector<std::vector<uint32_t>>(5));
     for (auto& rank : it.micro_batches)
       for (auto& mb : rank)
         for (uint64_t k = 0, n = 1 + rng.Below(4); k < n; ++k)
@@ -223,7 +223,7 @@ TEST(IterationTimingCacheTest, TimesEqualPriceIterationBitForBitOnRandomPartitio
   int checked = 0;
   for (int tp : {1, 2}) {
     ParallelConfig pc;
-    pc.dp = 2;
+    pc.dp = 3;
     pc.tp = tp;
     pc.pp = 4;
     AnalyticOptions ao;
@@ -271,7 +271,7 @@ TEST(IterationTimingCacheTest, TimesEqualPriceIterationBitForBitOnRandomPartitio
       }
     }
   }
-  EXPECT_EQ(checked, 2 * 2 * 20 * 2 * 2 * 3 * 4 * 2);
+  EXPECT_EQ(checked, 2 * 2 * 20 * 2 * 3 * 5 * 4 * 2);
 }
 
 }  // namespace
