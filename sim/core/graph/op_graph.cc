@@ -89,7 +89,9 @@ namespace {
 // boundary c -> c+1, [2+2C .. 2+2C+M) dispatch of micro-batch m, [2+2C+M .. 2+2C+2M) its backward all-to-all,
 // [2+2C+2M] sp forward, [3+2C+2M] sp backward.
 // `all_valid` (optional): set to whether every cost passes CheckCost (one pass over the costs for both).
-std::vector<uint8_t> ShapeOf(const IterationCosts& costs, const CommSpec& comm, bool* all_valid = nullptr) {
+// `times` (optional, costs.costs.size() entries): the timing fields of every cost, packed in the same pass.
+std::vector<uint8_t> ShapeOf(const IterationCosts& costs, const CommSpec& comm, bool* all_valid = nullptr,
+                             OpGraph::Source::CostTimes* times = nullptr) {
   const int C = costs.chunks;
   const size_t M = static_cast<size_t>(std::max(0, costs.micro_batches));
   const size_t sp_at = 2 + 2 * static_cast<size_t>(C) + 2 * M;
@@ -100,26 +102,31 @@ std::vector<uint8_t> ShapeOf(const IterationCosts& costs, const CommSpec& comm, 
   for (size_t m = 0; m < costs.dispatch_backward.size() && m < M; ++m)
     for (const DispatchTransfer& t : costs.dispatch_backward[m])
       if (t.src_rank != t.dst_rank && t.bytes > 0) shape[2 + 2 * static_cast<size_t>(C) + M + m] = 1;
-  for (size_t i = 0; i < costs.costs.size(); ++i) {
-    const ChunkCost& k = costs.costs[i];
-    const int c = static_cast<int>(i % C);
-    if (k.tp_fwd_us > 0) shape[0] = 1;
-    if (k.tp_bwd_us > 0) shape[1] = 1;
-    if (k.sp_fwd_us > 0) shape[sp_at] = 1;
-    if (k.sp_bwd_us > 0) shape[sp_at + 1] = 1;
-    if (k.recompute_us > 0) shape[2 + c] = 1;
-    if (k.send_bytes > 0) shape[2 + C + c] = 1;
+  // One pass, without branches: flags OR-ed in (c = i % C counted along), and CheckCost's test without its
+  // message (finite and >= 0; NaN fails `>= 0`).
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const auto ok = [](double v) { return static_cast<unsigned>(v >= 0) & static_cast<unsigned>(v < kInf); };
+  unsigned tp_fwd = 0, tp_bwd = 0, sp_fwd = 0, sp_bwd = 0, valid = 1;
+  int c = 0;
+  for (const ChunkCost& k : costs.costs) {
+    tp_fwd |= k.tp_fwd_us > 0;
+    tp_bwd |= k.tp_bwd_us > 0;
+    sp_fwd |= k.sp_fwd_us > 0;
+    sp_bwd |= k.sp_bwd_us > 0;
+    shape[2 + c] |= k.recompute_us > 0;
+    shape[2 + C + c] |= k.send_bytes > 0;
+    valid &= ok(k.fwd_us) & ok(k.bwd_us) & ok(k.recompute_us) & ok(k.tp_fwd_us) & ok(k.tp_bwd_us) &
+             ok(k.sp_fwd_us) & ok(k.sp_bwd_us) & static_cast<unsigned>(k.send_bytes >= 0);
+    if (++c == C) c = 0;
+    if (times)
+      *times++ = {k.fwd_us,    k.bwd_us,    k.bwd_weight_us, k.recompute_us,
+                  k.tp_fwd_us, k.tp_bwd_us, k.send_bytes};
   }
-  if (all_valid) {
-    // CheckCost's test without its message: finite and >= 0 (NaN fails `>= 0`).
-    constexpr double kInf = std::numeric_limits<double>::infinity();
-    const auto ok = [](double v) { return v >= 0 && v < kInf; };
-    bool valid = true;
-    for (const ChunkCost& k : costs.costs)
-      valid = valid && ok(k.fwd_us) && ok(k.bwd_us) && ok(k.recompute_us) && ok(k.tp_fwd_us) &&
-              ok(k.tp_bwd_us) && ok(k.sp_fwd_us) && ok(k.sp_bwd_us) && k.send_bytes >= 0;
-    *all_valid = valid;
-  }
+  shape[0] |= tp_fwd;
+  shape[1] |= tp_bwd;
+  shape[sp_at] |= sp_fwd;
+  shape[sp_at + 1] |= sp_bwd;
+  if (all_valid) *all_valid = valid != 0;
   if (comm.p2p_latency_us > 0)
     for (int c = 0; c < C; ++c) shape[2 + C + c] = 1;
   return shape;
@@ -1117,7 +1124,13 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
       costs.costs.size() != static_cast<size_t>(pc.dp) * pc.micro_batches * pc.chunks())
     return Error("op graph: re-pricing with costs of another shape");
   bool costs_valid = false;
-  std::vector<uint8_t> shape = ShapeOf(costs, g.source.comm, &costs_valid);
+  // Durations only: the timing fields packed (one 64-byte line per cost instead of three), read per op below.
+  OpGraph::Source::CostTimes* packed = nullptr;
+  if (mode == RepriceMode::kDurationsOnly) {
+    g.source.times.resize(costs.costs.size());
+    packed = g.source.times.data();
+  }
+  std::vector<uint8_t> shape = ShapeOf(costs, g.source.comm, &costs_valid, packed);
   bool same = shape == g.source.shape;
   if (!same) {
     // Ops present in the graph may take zero durations; only a category missing from the graph forces a
@@ -1179,10 +1192,22 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
   const int n = g.num_ops();
   const DeviceMesh mesh(pc, g.source.comm.gpus_per_node);
   const UnitShares shares = fsdp ? FsdpShares(g.source.statics) : UnitShares();
+  const bool durations_only = mode == RepriceMode::kDurationsOnly && !fsdp;
+  if (durations_only && g.source.recipe.size() != static_cast<size_t>(n)) {
+    g.source.recipe = PricingRecipe(g, mesh);
+    g.source.dp_ops.clear();
+    for (int i = 0; i < n; ++i)
+      if (g.ops[i].kind == OpKind::kDpCollective || g.ops[i].kind == OpKind::kDpAllGather)
+        g.source.dp_ops.push_back(i);
+  }
   if (new_statics) {
     g.source.statics = *statics;
     if (D > 1) {
-      for (int i = 0; i < n; ++i) {
+      // The DP ops: all ops scanned, or the list kept with the recipe (the ops are 64 bytes: most of the scan).
+      const bool listed = durations_only;
+      const int count = listed ? static_cast<int>(g.source.dp_ops.size()) : n;
+      for (int k = 0; k < count; ++k) {
+        const int i = listed ? g.source.dp_ops[k] : k;
         Op& op = g.ops[i];
         if (op.kind == OpKind::kDpCollective) {
           // Its one dependency is its group's barrier, whose bucket field is the releasing piece.
@@ -1227,15 +1252,14 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
     }
     g.duration_us[i] = op.duration_us;
   };
-  if (mode == RepriceMode::kFull || fsdp) {
+  if (!durations_only) {
     for (int i = 0; i < n; ++i) reprice_op(i);
     return Status();
   }
   // Durations only: the same expressions as CostDuration (shares empty), chosen by the op's recipe.
-  if (g.source.recipe.size() != static_cast<size_t>(n)) g.source.recipe = PricingRecipe(g, mesh);
   const OpGraph::Source::Recipe* recipe = g.source.recipe.data();
   const int32_t* cost_index = g.source.cost_index.data();
-  const ChunkCost* kc = costs.costs.data();
+  const OpGraph::Source::CostTimes* kc = g.source.times.data();
   double* dur = g.duration_us.data();
   const CommCostModel& comm_cost = *g.source.comm_cost;
   for (int i = 0; i < n; ++i) {
@@ -1253,7 +1277,7 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
         dur[i] = kc[cost_index[i]].bwd_us / r.pieces;
         break;
       case kRecipeBackwardInput: {
-        const ChunkCost& k = kc[cost_index[i]];
+        const OpGraph::Source::CostTimes& k = kc[cost_index[i]];
         dur[i] = (k.bwd_us - k.bwd_weight_us) / r.pieces;
         break;
       }

@@ -264,6 +264,13 @@ struct OpGraph {
       uint8_t pieces = 1;
     };
     std::vector<Recipe> recipe;
+    std::vector<int32_t> dp_ops;  // with the recipe: the indices of the dp_collective and dp_all_gather ops
+    // kDurationsOnly's copy of the timing fields of the costs (per cost index), packed to one cache line.
+    struct alignas(64) CostTimes {
+      double fwd_us, bwd_us, bwd_weight_us, recompute_us, tp_fwd_us, tp_bwd_us;
+      int64_t send_bytes;
+    };
+    std::vector<CostTimes> times;
   } source;
 };
 
