@@ -232,6 +232,7 @@ TEST(IterationTimingCacheTest, TimesEqualPriceIterationBitForBitOnRandomPartitio
     const Pricer pricer(model, cost, cluster, pc);
     ASSERT_TRUE(IterationTimingCache::Supported(pricer));
     IterationCosts reused;
+    std::vector<ChunkTimes> packed;
     for (Packing packing : {Packing::kVarlen, Packing::kPadded}) {
       const IterationTimingCache cache(pricer, its, tokens, packing);
       ASSERT_EQ(cache.size(), 2u);
@@ -252,6 +253,19 @@ TEST(IterationTimingCacheTest, TimesEqualPriceIterationBitForBitOnRandomPartitio
           const IterationCosts want = pricer.PriceIteration(its[i], tokens, packing, p, rc);
           const IterationCosts got = cache.Times(i, p, rc);
           cache.Times(i, p, rc, &reused);  // into a buffer of the previous trial's costs
+          cache.PackedTimes(i, p, rc, &packed);
+          ASSERT_EQ(packed.size(), want.costs.size());
+          for (size_t k = 0; k < packed.size(); ++k) {
+            const ChunkTimes& a = packed[k];
+            const ChunkCost& b = want.costs[k];
+            ASSERT_EQ(a.fwd_us, b.fwd_us);
+            ASSERT_EQ(a.bwd_us, b.bwd_us);
+            ASSERT_EQ(a.bwd_weight_us, b.bwd_weight_us);
+            ASSERT_EQ(a.recompute_us, b.recompute_us);
+            ASSERT_EQ(a.tp_fwd_us, b.tp_fwd_us);
+            ASSERT_EQ(a.tp_bwd_us, b.tp_bwd_us);
+            ASSERT_EQ(a.send_bytes, b.send_bytes);
+          }
           ASSERT_EQ(got.costs.size(), want.costs.size());
           ASSERT_EQ(reused.costs.size(), want.costs.size());
           for (size_t k = 0; k < 2 * want.costs.size(); ++k) {

@@ -148,6 +148,7 @@ Result<RecomputePlan> PlanRecompute(const PlannedRun& run, const LayerProfile& w
 struct CandidateScratch {
   OpGraph graph;
   IterationCosts costs;
+  std::vector<ChunkTimes> times;  // the packed path (RepriceDurations)
   std::vector<double> finish_us;
 };
 
@@ -165,6 +166,15 @@ Result<double> QuickTime(const PlannedRun& run, const Pricer& pricer,
   OpGraph& graph = scratch.graph;
   IterationCosts& costs = scratch.costs;
   for (size_t i = 0; i < n; ++i) {
+    // The packed path: the timing fields alone re-price the graph in place (RepriceDurations), or it declines
+    // and the full costs do.
+    if (timing_cache && graph.num_ops() > 0 && !timing_cache->HasDispatch(i)) {
+      timing_cache->PackedTimes(i, p, rc, &scratch.times);
+      if (RepriceDurations(&graph, scratch.times, i == 0 ? &statics : nullptr)) {
+        total += AnalyticIterationTimeUs(graph, &scratch.finish_us);
+        continue;
+      }
+    }
     if (timing_cache)
       timing_cache->Times(i, p, rc, &costs);
     else

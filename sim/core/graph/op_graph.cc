@@ -91,7 +91,7 @@ namespace {
 // `all_valid` (optional): set to whether every cost passes CheckCost (one pass over the costs for both).
 // `times` (optional, costs.costs.size() entries): the timing fields of every cost, packed in the same pass.
 std::vector<uint8_t> ShapeOf(const IterationCosts& costs, const CommSpec& comm, bool* all_valid = nullptr,
-                             OpGraph::Source::CostTimes* times = nullptr) {
+                             ChunkTimes* times = nullptr) {
   const int C = costs.chunks;
   const size_t M = static_cast<size_t>(std::max(0, costs.micro_batches));
   const size_t sp_at = 2 + 2 * static_cast<size_t>(C) + 2 * M;
@@ -1114,6 +1114,126 @@ std::vector<OpGraph::Source::Recipe> PricingRecipe(const OpGraph& g, const Devic
   return out;
 }
 
+// The recipe and the DP op list (OpGraph::Source), made once per graph.
+void EnsureRecipe(OpGraph& g, const DeviceMesh& mesh) {
+  const int n = g.num_ops();
+  if (g.source.recipe.size() == static_cast<size_t>(n)) return;
+  g.source.recipe = PricingRecipe(g, mesh);
+  g.source.dp_ops.clear();
+  g.source.recipe_general = 0;
+  for (int i = 0; i < n; ++i) {
+    if (g.ops[i].kind == OpKind::kDpCollective || g.ops[i].kind == OpKind::kDpAllGather)
+      g.source.dp_ops.push_back(i);
+    if (g.source.recipe[i].code == kRecipeGeneral) ++g.source.recipe_general;
+  }
+}
+
+// New statics in place (RepriceIterationGraph): every chunk's bucket groups, false when some chunk's last
+// backward would have another number of pieces (`error` set instead for statics that are invalid).
+bool StaticsFitInPlace(const OpGraph& g, const std::vector<ChunkStatic>& statics,
+                       std::vector<std::vector<BucketGroup>>* groups, std::string* error) {
+  const ParallelConfig& pc = g.parallel;
+  const int D = pc.dp, C = pc.chunks();
+  const bool dp_in_node = g.source.comm.gpus_per_node > 0 && pc.tp * pc.dp <= g.source.comm.gpus_per_node;
+  if (static_cast<int>(statics.size()) != C) {
+    *error = "op graph: " + std::to_string(statics.size()) + " chunk statics, expected " + std::to_string(C);
+    return false;
+  }
+  groups->assign(C, {});
+  for (int c = 0; c < C; ++c) {
+    const ChunkStatic& st = statics[c];
+    if (st.grad_bytes_per_gpu < 0) {
+      *error = "op graph: grad_bytes_per_gpu must be >= 0";
+      return false;
+    }
+    (*groups)[c] = ChunkBucketGroups(st, pc.zero_stage, D, dp_in_node, g.source.comm, *g.source.comm_cost);
+    const std::vector<BucketGroup> old = ChunkBucketGroups(g.source.statics[c], pc.zero_stage, D, dp_in_node,
+                                                           g.source.comm, *g.source.comm_cost);
+    if (old.size() != (*groups)[c].size()) return false;  // as many pieces (one group each), or none in both
+  }
+  return true;
+}
+
+// The DP ops' buckets, bytes and durations for new statics (their groups from StaticsFitInPlace); `listed`: visit
+// the DP op list of the recipe instead of every op.
+void ApplyStatics(OpGraph& g, const std::vector<ChunkStatic>& statics,
+                  const std::vector<std::vector<BucketGroup>>& groups, bool listed) {
+  const ParallelConfig& pc = g.parallel;
+  const int D = pc.dp;
+  const bool dp_in_node = g.source.comm.gpus_per_node > 0 && pc.tp * pc.dp <= g.source.comm.gpus_per_node;
+  g.source.statics = statics;
+  if (D <= 1) return;
+  const int count = listed ? static_cast<int>(g.source.dp_ops.size()) : g.num_ops();
+  for (int k = 0; k < count; ++k) {
+    const int i = listed ? g.source.dp_ops[k] : k;
+    Op& op = g.ops[i];
+    if (op.kind == OpKind::kDpCollective) {
+      // Its one dependency is its group's barrier, whose bucket field is the releasing piece.
+      const int q = g.ops[g.Deps(i)[0]].bucket;
+      const BucketGroup& bg = groups[op.chunk][q];
+      op.bucket = static_cast<int32_t>(bg.first);
+      op.buckets = static_cast<int32_t>(bg.count);
+      op.bytes = bg.bytes;
+      op.duration_us = g.duration_us[i] = bg.duration_us;
+    } else if (op.kind == OpKind::kDpAllGather) {
+      const ChunkStatic& st = statics[op.chunk];
+      op.bytes = st.grad_bytes_per_gpu;
+      op.buckets = static_cast<int32_t>(NumBuckets(st, g.source.comm));
+      op.duration_us = g.duration_us[i] = g.source.comm_cost->Us(
+          {CommKind::kWeightAllGather, st.grad_bytes_per_gpu, D, dp_in_node, NumBuckets(st, g.source.comm)});
+    }
+  }
+}
+
+// duration_us by the recipe from the packed times: the same expressions as CostDuration (no FSDP shares);
+// `general(i)` prices the ops the recipe does not cover.
+template <class General>
+void PriceByRecipe(OpGraph& g, const ChunkTimes* kc, General&& general) {
+  const int n = g.num_ops();
+  const OpGraph::Source::Recipe* recipe = g.source.recipe.data();
+  const int32_t* cost_index = g.source.cost_index.data();
+  double* dur = g.duration_us.data();
+  const CommCostModel& comm_cost = *g.source.comm_cost;
+  for (int i = 0; i < n; ++i) {
+    const OpGraph::Source::Recipe r = recipe[i];
+    switch (r.code) {
+      case kRecipeNone:
+        break;
+      case kRecipeForward:
+        dur[i] = kc[cost_index[i]].fwd_us;
+        break;
+      case kRecipeRecompute:
+        dur[i] = kc[cost_index[i]].recompute_us;
+        break;
+      case kRecipeBackward:
+        dur[i] = kc[cost_index[i]].bwd_us / r.pieces;
+        break;
+      case kRecipeBackwardInput: {
+        const ChunkTimes& k = kc[cost_index[i]];
+        dur[i] = (k.bwd_us - k.bwd_weight_us) / r.pieces;
+        break;
+      }
+      case kRecipeBackwardWeight:
+        dur[i] = kc[cost_index[i]].bwd_weight_us / r.pieces;
+        break;
+      case kRecipeTpForward:
+        dur[i] = kc[cost_index[i]].tp_fwd_us;
+        break;
+      case kRecipeTpBackward:
+        dur[i] = kc[cost_index[i]].tp_bwd_us;
+        break;
+      case kRecipeP2pInNode:
+        dur[i] = P2pUs(kc[cost_index[i]].send_bytes, comm_cost, true);
+        break;
+      case kRecipeP2pCrossNode:
+        dur[i] = P2pUs(kc[cost_index[i]].send_bytes, comm_cost, false);
+        break;
+      default:
+        general(i);
+    }
+  }
+}
+
 }  // namespace
 
 Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const IterationCosts& costs,
@@ -1125,7 +1245,7 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
     return Error("op graph: re-pricing with costs of another shape");
   bool costs_valid = false;
   // Durations only: the timing fields packed (one 64-byte line per cost instead of three), read per op below.
-  OpGraph::Source::CostTimes* packed = nullptr;
+  ChunkTimes* packed = nullptr;
   if (mode == RepriceMode::kDurationsOnly) {
     g.source.times.resize(costs.costs.size());
     packed = g.source.times.data();
@@ -1142,25 +1262,15 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
   // Other chunk statics (another partition): the DP ops keep their places when every chunk's last backward has
   // as many pieces (one bucket group, possibly empty, per piece); their bytes and times change.
   const bool new_statics = statics != nullptr && *statics != g.source.statics;
-  const int D = pc.dp, C = pc.chunks();
-  const bool dp_in_node = g.source.comm.gpus_per_node > 0 && pc.tp * pc.dp <= g.source.comm.gpus_per_node;
+  const int D = pc.dp;
   std::vector<std::vector<BucketGroup>> groups;
   // FSDP: the units (and so the ops) follow the partition's layers: other statics rebuild the graph.
   const bool fsdp = D > 1 && pc.zero_stage == 3 && pc.zero3_impl == "fsdp";
   if (new_statics && fsdp) same = false;
   if (new_statics && D > 1 && same) {
-    if (static_cast<int>(statics->size()) != C)
-      return Error("op graph: " + std::to_string(statics->size()) + " chunk statics, expected " +
-                   std::to_string(C));
-    groups.resize(C);
-    for (int c = 0; same && c < C; ++c) {
-      const ChunkStatic& st = (*statics)[c];
-      if (st.grad_bytes_per_gpu < 0) return Error("op graph: grad_bytes_per_gpu must be >= 0");
-      groups[c] = ChunkBucketGroups(st, pc.zero_stage, D, dp_in_node, g.source.comm, *g.source.comm_cost);
-      const std::vector<BucketGroup> old = ChunkBucketGroups(g.source.statics[c], pc.zero_stage, D,
-                                                             dp_in_node, g.source.comm, *g.source.comm_cost);
-      same = old.size() == groups[c].size();  // as many pieces (one group each), or no gradients in both
-    }
+    std::string error;
+    same = StaticsFitInPlace(g, *statics, &groups, &error);
+    if (!error.empty()) return Error(error);
   }
   if (!same) {
     ParallelConfig plan_pc = pc;
@@ -1193,41 +1303,9 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
   const DeviceMesh mesh(pc, g.source.comm.gpus_per_node);
   const UnitShares shares = fsdp ? FsdpShares(g.source.statics) : UnitShares();
   const bool durations_only = mode == RepriceMode::kDurationsOnly && !fsdp;
-  if (durations_only && g.source.recipe.size() != static_cast<size_t>(n)) {
-    g.source.recipe = PricingRecipe(g, mesh);
-    g.source.dp_ops.clear();
-    for (int i = 0; i < n; ++i)
-      if (g.ops[i].kind == OpKind::kDpCollective || g.ops[i].kind == OpKind::kDpAllGather)
-        g.source.dp_ops.push_back(i);
-  }
-  if (new_statics) {
-    g.source.statics = *statics;
-    if (D > 1) {
-      // The DP ops: all ops scanned, or the list kept with the recipe (the ops are 64 bytes: most of the scan).
-      const bool listed = durations_only;
-      const int count = listed ? static_cast<int>(g.source.dp_ops.size()) : n;
-      for (int k = 0; k < count; ++k) {
-        const int i = listed ? g.source.dp_ops[k] : k;
-        Op& op = g.ops[i];
-        if (op.kind == OpKind::kDpCollective) {
-          // Its one dependency is its group's barrier, whose bucket field is the releasing piece.
-          const int q = g.ops[g.Deps(i)[0]].bucket;
-          const BucketGroup& bg = groups[op.chunk][q];
-          op.bucket = static_cast<int32_t>(bg.first);
-          op.buckets = static_cast<int32_t>(bg.count);
-          op.bytes = bg.bytes;
-          op.duration_us = g.duration_us[i] = bg.duration_us;
-        } else if (op.kind == OpKind::kDpAllGather) {
-          const ChunkStatic& st = (*statics)[op.chunk];
-          op.bytes = st.grad_bytes_per_gpu;
-          op.buckets = static_cast<int32_t>(NumBuckets(st, g.source.comm));
-          op.duration_us = g.duration_us[i] =
-              g.source.comm_cost->Us({CommKind::kWeightAllGather, st.grad_bytes_per_gpu, D, dp_in_node,
-                                      NumBuckets(st, g.source.comm)});
-        }
-      }
-    }
-  }
+  if (durations_only) EnsureRecipe(g, mesh);
+  // The DP ops: every op scanned, or the list kept with the recipe (the ops are 64 bytes: most of the scan).
+  if (new_statics) ApplyStatics(g, *statics, groups, durations_only);
   // One op priced in full (every field), as BuildIterationGraph would.
   const auto reprice_op = [&](int i) {
     const int32_t ci = g.source.cost_index[i];
@@ -1257,50 +1335,48 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
     return Status();
   }
   // Durations only: the same expressions as CostDuration (shares empty), chosen by the op's recipe.
-  const OpGraph::Source::Recipe* recipe = g.source.recipe.data();
-  const int32_t* cost_index = g.source.cost_index.data();
-  const OpGraph::Source::CostTimes* kc = g.source.times.data();
-  double* dur = g.duration_us.data();
-  const CommCostModel& comm_cost = *g.source.comm_cost;
-  for (int i = 0; i < n; ++i) {
-    const OpGraph::Source::Recipe r = recipe[i];
-    switch (r.code) {
-      case kRecipeNone:
-        break;
-      case kRecipeForward:
-        dur[i] = kc[cost_index[i]].fwd_us;
-        break;
-      case kRecipeRecompute:
-        dur[i] = kc[cost_index[i]].recompute_us;
-        break;
-      case kRecipeBackward:
-        dur[i] = kc[cost_index[i]].bwd_us / r.pieces;
-        break;
-      case kRecipeBackwardInput: {
-        const OpGraph::Source::CostTimes& k = kc[cost_index[i]];
-        dur[i] = (k.bwd_us - k.bwd_weight_us) / r.pieces;
-        break;
-      }
-      case kRecipeBackwardWeight:
-        dur[i] = kc[cost_index[i]].bwd_weight_us / r.pieces;
-        break;
-      case kRecipeTpForward:
-        dur[i] = kc[cost_index[i]].tp_fwd_us;
-        break;
-      case kRecipeTpBackward:
-        dur[i] = kc[cost_index[i]].tp_bwd_us;
-        break;
-      case kRecipeP2pInNode:
-        dur[i] = P2pUs(kc[cost_index[i]].send_bytes, comm_cost, true);
-        break;
-      case kRecipeP2pCrossNode:
-        dur[i] = P2pUs(kc[cost_index[i]].send_bytes, comm_cost, false);
-        break;
-      default:
-        reprice_op(i);
-    }
-  }
+  PriceByRecipe(g, g.source.times.data(), reprice_op);
   return Status();
+}
+
+bool RepriceDurations(OpGraph* graph, const std::vector<ChunkTimes>& times,
+                      const std::vector<ChunkStatic>* statics) {
+  OpGraph& g = *graph;
+  const ParallelConfig& pc = g.parallel;
+  const int D = pc.dp, C = pc.chunks(), M = pc.micro_batches;
+  if (times.size() != static_cast<size_t>(D) * M * C || C < 1 || g.sp_group > 1 || !g.dispatch_begin.empty())
+    return false;
+  if (D > 1 && pc.zero_stage == 3 && pc.zero3_impl == "fsdp") return false;
+  // ShapeOf's flags of the categories (the shape layout there) and CheckCost's test, in one pass.
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const auto ok = [](double v) { return static_cast<unsigned>(v >= 0) & static_cast<unsigned>(v < kInf); };
+  unsigned tp_fwd = 0, tp_bwd = 0, valid = 1, sends = 0;
+  std::vector<uint8_t> recompute(C, 0), send(C, 0);
+  int c = 0;
+  for (const ChunkTimes& k : times) {
+    tp_fwd |= k.tp_fwd_us > 0;
+    tp_bwd |= k.tp_bwd_us > 0;
+    recompute[c] |= k.recompute_us > 0;
+    send[c] |= k.send_bytes > 0;
+    sends |= k.send_bytes > 0;
+    valid &= ok(k.fwd_us) & ok(k.bwd_us) & ok(k.bwd_weight_us) & ok(k.recompute_us) & ok(k.tp_fwd_us) &
+             ok(k.tp_bwd_us) & static_cast<unsigned>(k.send_bytes >= 0);
+    if (++c == C) c = 0;
+  }
+  if (!valid || (sends && pc.pp > 1 && !(g.source.comm.p2p_bytes_per_s > 0))) return false;
+  const std::vector<uint8_t>& shape = g.source.shape;
+  if ((tp_fwd && !shape[0]) || (tp_bwd && !shape[1])) return false;
+  for (int k = 0; k < C; ++k)
+    if ((recompute[k] && !shape[2 + k]) || (send[k] && !shape[2 + C + k])) return false;
+  std::vector<std::vector<BucketGroup>> groups;
+  const bool new_statics = statics != nullptr && *statics != g.source.statics;
+  std::string error;
+  if (new_statics && D > 1 && !StaticsFitInPlace(g, *statics, &groups, &error)) return false;
+  EnsureRecipe(g, DeviceMesh(pc, g.source.comm.gpus_per_node));
+  if (g.source.recipe_general > 0) return false;
+  if (new_statics) ApplyStatics(g, *statics, groups, true);
+  PriceByRecipe(g, times.data(), [](int) {});
+  return true;
 }
 
 }  // namespace mmtwin

@@ -265,12 +265,9 @@ struct OpGraph {
     };
     std::vector<Recipe> recipe;
     std::vector<int32_t> dp_ops;  // with the recipe: the indices of the dp_collective and dp_all_gather ops
-    // kDurationsOnly's copy of the timing fields of the costs (per cost index), packed to one cache line.
-    struct alignas(64) CostTimes {
-      double fwd_us, bwd_us, bwd_weight_us, recompute_us, tp_fwd_us, tp_bwd_us;
-      int64_t send_bytes;
-    };
-    std::vector<CostTimes> times;
+    // kDurationsOnly's copy of the timing fields of the costs (per cost index), one cache line each.
+    std::vector<ChunkTimes> times;
+    int32_t recipe_general = 0;  // with the recipe: ops it prices in full (dispatch, SP, FSDP pieces)
   } source;
 };
 
@@ -307,5 +304,15 @@ enum class RepriceMode { kFull, kDurationsOnly };
 Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const IterationCosts& costs,
                              const std::vector<ChunkStatic>* statics = nullptr,
                              RepriceMode mode = RepriceMode::kFull);
+
+// bmp's fastest path: RepriceMode::kDurationsOnly from the timing fields alone (`times` indexed as
+// IterationCosts::costs; IterationTimingCache::PackedTimes) of an iteration without dispatch transfers. Returns
+// true when done, with the same duration_us bit for bit as RepriceIterationGraph(graph, schedule, costs, statics,
+// kDurationsOnly) for costs carrying these fields (tested); returns false, the graph untouched, where this path
+// does not apply: other sizes, dispatch or SP ops, FSDP, a category of ops (TP, recompute, sends) the graph lacks,
+// times that are not finite and >= 0, sends without a P2P speed, new statics that do not fit in place. The caller
+// then re-prices with the full costs (which rebuilds the graph or names the error).
+bool RepriceDurations(OpGraph* graph, const std::vector<ChunkTimes>& times,
+                      const std::vector<ChunkStatic>* statics = nullptr);
 
 }  // namespace mmtwin

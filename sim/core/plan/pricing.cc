@@ -212,24 +212,17 @@ IterationCosts IterationTimingCache::Times(size_t iteration, const Partition& pa
   return costs;
 }
 
-void IterationTimingCache::Times(size_t iteration, const Partition& partition, const RecomputePlan& recompute,
-                                 IterationCosts* out) const {
-  const Iteration& x = iterations_[iteration];
+template <class Write>
+void IterationTimingCache::SumChunks(const Iteration& x, const Partition& partition,
+                                     const RecomputePlan& recompute, Write&& write) const {
   const int slots = pricer_.NumSlots();
-  IterationCosts& costs = *out;
   const int chunks = partition.chunks();
   const size_t count = static_cast<size_t>(x.dp) * x.micro_batches;
-  // Every ChunkCost is overwritten whole below: a buffer of the right size is reused as it is.
-  if (costs.dp != x.dp || costs.micro_batches != x.micro_batches || costs.chunks != chunks ||
-      costs.costs.size() != count * chunks)
-    costs.Resize(x.dp, x.micro_batches, chunks);
-  costs.dispatch = x.dispatch;
-  costs.dispatch_backward = x.dispatch_backward;
   const int tp = std::max(1, pricer_.parallel().tp);
   const size_t nrc = recompute.layers.size();
   // The timing fields of ChunkCost (fwd_us, bwd_us, bwd_weight_us, recompute_us, tp_fwd_us, tp_bwd_us,
-  // send_bytes; llm_tokens) from the slots: the same sums, in the same layer order, as PriceMicroBatch (so equal
-  // bit for bit), for kBlock micro-batches at once (one independent chain per lane); the other fields stay 0.
+  // send_bytes) from the slots: the same sums, in the same layer order, as PriceMicroBatch (so equal bit for
+  // bit), for kBlock micro-batches at once (one independent chain per lane).
   for (size_t b = 0; b * kBlock < count; ++b) {
     const double* block = &x.slot_times[b * slots * 4 * kBlock];
     const size_t lanes = std::min<size_t>(kBlock, count - b * kBlock);
@@ -257,19 +250,61 @@ void IterationTimingCache::Times(size_t iteration, const Partition& partition, c
       const int last = partition.bounds[c + 1] - 1;
       for (size_t l = 0; l < lanes; ++l) {
         const size_t j = b * kBlock + l;
-        ChunkCost& cc = costs.costs[j * chunks + c];
-        cc = ChunkCost{};
-        cc.fwd_us = fwd[l];
-        cc.bwd_us = bwd[l];
-        cc.bwd_weight_us = bwd_w[l];
-        cc.recompute_us = rec[l];
-        cc.tp_fwd_us = tp_f[l];
-        cc.tp_bwd_us = tp_b[l];
-        cc.send_bytes = c + 1 < chunks ? x.boundary_bytes[j * slots + pricer_.SlotOfLayer(last)] / tp : 0;
-        cc.llm_tokens = x.llm_tokens[j];
+        ChunkTimes k;
+        k.fwd_us = fwd[l];
+        k.bwd_us = bwd[l];
+        k.bwd_weight_us = bwd_w[l];
+        k.recompute_us = rec[l];
+        k.tp_fwd_us = tp_f[l];
+        k.tp_bwd_us = tp_b[l];
+        k.send_bytes = c + 1 < chunks ? x.boundary_bytes[j * slots + pricer_.SlotOfLayer(last)] / tp : 0;
+        write(j, c, k);
       }
     }
   }
+}
+
+void IterationTimingCache::Times(size_t iteration, const Partition& partition, const RecomputePlan& recompute,
+                                 IterationCosts* out) const {
+  const Iteration& x = iterations_[iteration];
+  IterationCosts& costs = *out;
+  const int chunks = partition.chunks();
+  const size_t count = static_cast<size_t>(x.dp) * x.micro_batches;
+  // Every ChunkCost is overwritten whole below: a buffer of the right size is reused as it is.
+  if (costs.dp != x.dp || costs.micro_batches != x.micro_batches || costs.chunks != chunks ||
+      costs.costs.size() != count * chunks)
+    costs.Resize(x.dp, x.micro_batches, chunks);
+  costs.dispatch = x.dispatch;
+  costs.dispatch_backward = x.dispatch_backward;
+  SumChunks(x, partition, recompute, [&](size_t j, int c, const ChunkTimes& k) {
+    ChunkCost& cc = costs.costs[j * chunks + c];
+    cc = ChunkCost{};
+    cc.fwd_us = k.fwd_us;
+    cc.bwd_us = k.bwd_us;
+    cc.bwd_weight_us = k.bwd_weight_us;
+    cc.recompute_us = k.recompute_us;
+    cc.tp_fwd_us = k.tp_fwd_us;
+    cc.tp_bwd_us = k.tp_bwd_us;
+    cc.send_bytes = k.send_bytes;
+    cc.llm_tokens = x.llm_tokens[j];
+  });
+}
+
+bool IterationTimingCache::HasDispatch(size_t iteration) const {
+  const Iteration& x = iterations_[iteration];
+  for (const auto* lists : {&x.dispatch, &x.dispatch_backward})
+    for (const std::vector<DispatchTransfer>& list : *lists)
+      if (!list.empty()) return true;
+  return false;
+}
+
+void IterationTimingCache::PackedTimes(size_t iteration, const Partition& partition,
+                                       const RecomputePlan& recompute, std::vector<ChunkTimes>* out) const {
+  const Iteration& x = iterations_[iteration];
+  const int chunks = partition.chunks();
+  out->resize(static_cast<size_t>(x.dp) * x.micro_batches * chunks);
+  ChunkTimes* o = out->data();
+  SumChunks(x, partition, recompute, [&](size_t j, int c, const ChunkTimes& k) { o[j * chunks + c] = k; });
 }
 
 IterationCosts Pricer::PriceIteration(const IterationData& it, const std::vector<SampleTokens>& tokens,

@@ -127,6 +127,13 @@ class IterationTimingCache {
   // The same into `out`, whose storage is reused when it has the right size (no allocation per candidate).
   void Times(size_t iteration, const Partition& partition, const RecomputePlan& recompute,
              IterationCosts* out) const;
+  // The same timing fields packed (ChunkTimes, indexed as IterationCosts::costs), bit for bit; for
+  // RepriceDurations. `out` is resized (its storage reused).
+  void PackedTimes(size_t iteration, const Partition& partition, const RecomputePlan& recompute,
+                   std::vector<ChunkTimes>* out) const;
+  // Whether the iteration has data-dispatch transfers (Times copies them into IterationCosts; PackedTimes has
+  // none).
+  bool HasDispatch(size_t iteration) const;
 
  private:
   const Pricer& pricer_;
@@ -143,6 +150,10 @@ class IterationTimingCache {
     std::vector<std::vector<DispatchTransfer>> dispatch, dispatch_backward;
   };
   std::vector<Iteration> iterations_;
+  // The chunk sums of every micro-batch j = d * M + m of iteration x: write(j, c, ChunkTimes).
+  template <class Write>
+  void SumChunks(const Iteration& x, const Partition& partition, const RecomputePlan& recompute,
+                 Write&& write) const;
 };
 
 }  // namespace mmtwin
