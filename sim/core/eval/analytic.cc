@@ -109,9 +109,19 @@ double AnalyticIterationTimeUs(const OpGraph& g, std::vector<double>* finish_us)
   const int n = g.num_ops();
   finish_us->resize(n);
   double* finish = finish_us->data();
-  Sweep(g, g.deps.data(), g.duration_us.data(), nullptr, finish);
+  // Sweep, with T = max of the finishes taken in the same pass (the same maxima in the same order).
+  const int32_t* db = g.dep_begin.data();
+  const int32_t* lp = g.lane_prev.data();
+  const int32_t* deps = g.deps.data();
+  const double* dur = g.duration_us.data();
   double T = 0;
-  for (int i = 0; i < n; ++i) T = std::max(T, finish[i]);
+  for (int i = 0; i < n; ++i) {
+    const int32_t p = lp[i];
+    double s = p >= 0 ? finish[p] : 0.0;
+    for (int32_t j = db[i], e = db[i + 1]; j < e; ++j) s = std::max(s, finish[deps[j]]);
+    finish[i] = s + dur[i];
+    T = std::max(T, finish[i]);
+  }
   return T;
 }
 
