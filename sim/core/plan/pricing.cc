@@ -144,14 +144,14 @@ void Pricer::PriceMicroBatch(const std::vector<SampleTokens>& mb, Packing packin
 
 void Pricer::PriceSlots(const std::vector<SampleTokens>& mb, Packing packing, SlotCost* out) const {
   thread_local std::vector<LayerWorkload> work;
-  thread_local std::vector<LayerCost> lc;
   work.resize(model_.components.size());
   for (size_t c = 0; c < work.size(); ++c)
     work[c] = ComponentWorkload(model_, static_cast<int>(c), mb, packing);
-  LayerCostsFor(work, lc);
   for (int k = 0; k < num_slots_; ++k) {
     const int i = layer_of_slot_[k];
-    const LayerCost& x = lc[i];
+    // The slot's layer priced as LayerCostsFor prices it (a component's first block, or the layer itself),
+    // without the copies to every other block.
+    const LayerCost x = cost_.Cost(model_, layers_[i], work[layers_[i].component]);
     SlotCost& y = out[k];
     y.fwd_us = x.fwd_time_us;
     y.bwd_us = x.bwd_time_us;
