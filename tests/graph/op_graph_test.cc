@@ -222,6 +222,78 @@ TEST(OpGraphTest, RepricingWithOtherStaticsEqualsABuild) {
   EXPECT_GT(rebuilt, 5);
 }
 
+// Oracle: RepriceMode::kDurationsOnly and RepriceDurations from packed times (bmp's candidates) give the same
+// duration_us, bit for bit, as kFull, and so the same T: random schedules (split backwards, interleaved), ZeRO
+// stages (FSDP takes the full path), TP, recompute, sends over NVLink and over NICs, other statics (in place or
+// rebuilt), then another iteration's costs.
+TEST(OpGraphTest, RepricingDurationsOnlyEqualsFull) {
+  Rng rng(23);
+  std::vector<double> scratch;
+  int packed_taken = 0;
+  for (int trial = 0; trial < 80; ++trial) {
+    const char* names[] = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2"};
+    const std::string name = names[rng.Below(5)];
+    const int pp = 1 + static_cast<int>(rng.Below(4));
+    const int vpp = name == "interleaved-1f1b" ? 2 : 1;
+    ParallelConfig pc = Pc(1 + static_cast<int>(rng.Below(3)), pp, vpp,
+                           pp * (1 + static_cast<int>(rng.Below(2))), static_cast<int>(rng.Below(4)));
+    if (pc.zero_stage == 3 && rng.Below(2) == 0) pc.zero3_impl = "fsdp";
+    CommSpec comm = Comm();
+    comm.dp_bytes_per_s = 1e6;
+    comm.dp_latency_us = 1;
+    comm.dp_bucket_bytes = 100;
+    comm.gpus_per_node = 1 + static_cast<int>(rng.Below(4));  // some pipeline hops in a node, some not
+    comm.nvlink_bytes_per_s = 1e11;
+    comm.nvlink_latency_us = 1;
+    comm.nic_bytes_per_s = 1e10;
+    comm.nic_latency_us = 4;
+    auto s = BuildSchedule(name, pc.pp, pc.vpp, pc.micro_batches);
+    ASSERT_TRUE(s.ok()) << name;
+    auto costs = [&](uint64_t seed) {
+      IterationCosts c = Random(pc, seed, rng.Below(2) == 0, rng.Below(2) == 0, true);
+      for (ChunkCost& k : c.costs) k.bwd_weight_us = k.bwd_us * rng.Uniform(0.1, 0.6);
+      return c;
+    };
+    const std::vector<ChunkStatic> a = RandomStatics(rng, pc.chunks(), 20, comm.dp_bucket_bytes);
+    const std::vector<ChunkStatic> b = RandomStatics(rng, pc.chunks(), 20, comm.dp_bucket_bytes);
+    OpGraph full = fixtures::MustBuild(pc, name, costs(300 + trial), a, comm);
+    OpGraph fast = full, packed = full;
+    for (int step = 0; step < 3; ++step) {
+      const IterationCosts next = costs(400 + 10 * trial + step);
+      const std::vector<ChunkStatic>* st = step == 1 ? &b : nullptr;
+      ASSERT_TRUE(RepriceIterationGraph(&full, *s, next, st).ok());
+      ASSERT_TRUE(RepriceIterationGraph(&fast, *s, next, st, RepriceMode::kDurationsOnly).ok());
+      ASSERT_EQ(fast.num_ops(), full.num_ops()) << "trial " << trial;
+      EXPECT_EQ(fast.duration_us, full.duration_us) << "trial " << trial << " step " << step;
+      EXPECT_EQ(AnalyticIterationTimeUs(fast, &scratch), EvaluateAnalytic(full).iteration_time_us)
+          << "trial " << trial << " step " << step;
+      // The packed path (RepriceDurations), falling back to the costs where it declines, as bmp does.
+      std::vector<ChunkTimes> times;
+      for (const ChunkCost& k : next.costs)
+        times.push_back(
+            {k.fwd_us, k.bwd_us, k.bwd_weight_us, k.recompute_us, k.tp_fwd_us, k.tp_bwd_us, k.send_bytes});
+      if (RepriceDurations(&packed, times, st))
+        ++packed_taken;
+      else
+        ASSERT_TRUE(RepriceIterationGraph(&packed, *s, next, st, RepriceMode::kDurationsOnly).ok());
+      ASSERT_EQ(packed.num_ops(), full.num_ops()) << "trial " << trial;
+      EXPECT_EQ(packed.duration_us, full.duration_us) << "trial " << trial << " step " << step;
+    }
+  }
+  EXPECT_GT(packed_taken, 100);
+  // Errors are the same: a negative cost.
+  const ParallelConfig pc = Pc(2, 2, 1, 2);
+  OpGraph g = fixtures::MustBuild(pc, "1f1b", Random(pc, 1, true, true, true), Statics(2, 300), Comm());
+  IterationCosts bad = Random(pc, 2, true, true, true);
+  bad.costs[3].bwd_us = -1;
+  const Status full = RepriceIterationGraph(&g, *BuildSchedule("1f1b", 2, 1, 2), bad);
+  const Status fast =
+      RepriceIterationGraph(&g, *BuildSchedule("1f1b", 2, 1, 2), bad, nullptr, RepriceMode::kDurationsOnly);
+  ASSERT_FALSE(full.ok());
+  ASSERT_FALSE(fast.ok());
+  EXPECT_EQ(full.error().message(), fast.error().message());
+}
+
 TEST(OpGraphTest, DpCollectiveDurationsPerZeroStage) {
   CommSpec comm = Comm();
   comm.dp_bytes_per_s = 1e6;  // 1 byte per us

@@ -211,10 +211,10 @@ TEST(IterationTimingCacheTest, TimesEqualPriceIterationBitForBitOnRandomPartitio
     s.text_tokens = 50 + static_cast<uint32_t>(rng.Below(2000));
     tokens.push_back(TokensFor(model, s));
   }
-  // Two iterations, DP 2 x 3 micro-batches of 1..4 samples.
+  // Two iterations, DP 3 x 5 micro-batches of 1..4 samples (15: three blocks of 4 micro-batches and a partial one).
   std::vector<IterationData> its(2);
   for (IterationData& it : its) {
-    it.micro_batches.assign(2, std::vector<std::vector<uint32_t>>(3));
+    it.micro_batches.assign(3, std::vector<std::vector<uint32_t>>(5));
     for (auto& rank : it.micro_batches)
       for (auto& mb : rank)
         for (uint64_t k = 0, n = 1 + rng.Below(4); k < n; ++k)
@@ -223,7 +223,7 @@ TEST(IterationTimingCacheTest, TimesEqualPriceIterationBitForBitOnRandomPartitio
   int checked = 0;
   for (int tp : {1, 2}) {
     ParallelConfig pc;
-    pc.dp = 2;
+    pc.dp = 3;
     pc.tp = tp;
     pc.pp = 4;
     AnalyticOptions ao;
@@ -231,6 +231,8 @@ TEST(IterationTimingCacheTest, TimesEqualPriceIterationBitForBitOnRandomPartitio
     const AnalyticCostModel cost(cluster.device, ao);
     const Pricer pricer(model, cost, cluster, pc);
     ASSERT_TRUE(IterationTimingCache::Supported(pricer));
+    IterationCosts reused;
+    std::vector<ChunkTimes> packed;
     for (Packing packing : {Packing::kVarlen, Packing::kPadded}) {
       const IterationTimingCache cache(pricer, its, tokens, packing);
       ASSERT_EQ(cache.size(), 2u);
@@ -250,9 +252,25 @@ TEST(IterationTimingCacheTest, TimesEqualPriceIterationBitForBitOnRandomPartitio
         for (size_t i = 0; i < its.size(); ++i) {
           const IterationCosts want = pricer.PriceIteration(its[i], tokens, packing, p, rc);
           const IterationCosts got = cache.Times(i, p, rc);
+          cache.Times(i, p, rc, &reused);  // into a buffer of the previous trial's costs
+          cache.PackedTimes(i, p, rc, &packed);
+          ASSERT_EQ(packed.size(), want.costs.size());
+          for (size_t k = 0; k < packed.size(); ++k) {
+            const ChunkTimes& a = packed[k];
+            const ChunkCost& b = want.costs[k];
+            ASSERT_EQ(a.fwd_us, b.fwd_us);
+            ASSERT_EQ(a.bwd_us, b.bwd_us);
+            ASSERT_EQ(a.bwd_weight_us, b.bwd_weight_us);
+            ASSERT_EQ(a.recompute_us, b.recompute_us);
+            ASSERT_EQ(a.tp_fwd_us, b.tp_fwd_us);
+            ASSERT_EQ(a.tp_bwd_us, b.tp_bwd_us);
+            ASSERT_EQ(a.send_bytes, b.send_bytes);
+          }
           ASSERT_EQ(got.costs.size(), want.costs.size());
-          for (size_t k = 0; k < want.costs.size(); ++k) {
-            const ChunkCost &a = got.costs[k], &b = want.costs[k];
+          ASSERT_EQ(reused.costs.size(), want.costs.size());
+          for (size_t k = 0; k < 2 * want.costs.size(); ++k) {
+            const size_t j = k % want.costs.size();
+            const ChunkCost &a = k < want.costs.size() ? got.costs[j] : reused.costs[j], &b = want.costs[j];
             ASSERT_EQ(a.fwd_us, b.fwd_us);
             ASSERT_EQ(a.bwd_us, b.bwd_us);
             ASSERT_EQ(a.bwd_weight_us, b.bwd_weight_us);
@@ -267,7 +285,7 @@ TEST(IterationTimingCacheTest, TimesEqualPriceIterationBitForBitOnRandomPartitio
       }
     }
   }
-  EXPECT_EQ(checked, 2 * 2 * 20 * 2 * 2 * 3 * 4);
+  EXPECT_EQ(checked, 2 * 2 * 20 * 2 * 3 * 5 * 4 * 2);
 }
 
 }  // namespace

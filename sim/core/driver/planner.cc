@@ -142,33 +142,51 @@ Result<RecomputePlan> PlanRecompute(const PlannedRun& run, const LayerProfile& w
   return plan;
 }
 
-// Mean iteration time of a candidate plan over the first few replayed iterations (bmp's "timing"). `graph`
-// carries the op graph from one candidate to the next: the candidates of one partition policy share its shape
-// (the same schedule and replicas; the DP ops move with the chunk statics), so it is built once and re-priced.
+// What QuickTime carries from one candidate to the next: the op graph (the candidates of one partition policy share
+// its shape: the same schedule and replicas; the DP ops move with the chunk statics, so it is built once and
+// re-priced), the costs and the evaluator's scratch (reused, so a candidate allocates nothing at scale).
+struct CandidateScratch {
+  OpGraph graph;
+  IterationCosts costs;
+  std::vector<ChunkTimes> times;  // the packed path (RepriceDurations)
+  std::vector<double> finish_us;
+};
+
+// Mean iteration time of a candidate plan over the first few replayed iterations (bmp's "timing").
 Result<double> QuickTime(const PlannedRun& run, const Pricer& pricer,
                          const IterationTimingCache* timing_cache, const LayerProfile& worst,
-                         const Partition& p, OpGraph& graph, const std::atomic<bool>* cancel) {
+                         const Partition& p, CandidateScratch& scratch, const std::atomic<bool>* cancel) {
   MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
   MMTWIN_ASSIGN_OR_RETURN(RecomputePlan rc, PlanRecompute(run, worst, p, nullptr));
   const std::vector<ChunkStatic> statics = pricer.Static(p);
   double total = 0;
   const size_t n = std::min<size_t>(run.plan.iterations.size(), 4);
-  IterationTiming timing;
   CommSpec comm = pricer.Comm();
   comm.dp_bucket_bytes = run.plan.dp_bucket_bytes;
+  OpGraph& graph = scratch.graph;
+  IterationCosts& costs = scratch.costs;
   for (size_t i = 0; i < n; ++i) {
-    const IterationCosts costs =
-        timing_cache ? timing_cache->Times(i, p, rc)
-                     : pricer.PriceIteration(run.plan.iterations[i], run.tokens, run.packing(), p, rc);
+    // The packed path: the timing fields alone re-price the graph in place (RepriceDurations), or it declines
+    // and the full costs do.
+    if (timing_cache && graph.num_ops() > 0 && !timing_cache->HasDispatch(i)) {
+      timing_cache->PackedTimes(i, p, rc, &scratch.times);
+      if (RepriceDurations(&graph, scratch.times, i == 0 ? &statics : nullptr)) {
+        total += AnalyticIterationTimeUs(graph, &scratch.finish_us);
+        continue;
+      }
+    }
+    if (timing_cache)
+      timing_cache->Times(i, p, rc, &costs);
+    else
+      costs = pricer.PriceIteration(run.plan.iterations[i], run.tokens, run.packing(), p, rc);
     if (graph.num_ops() == 0) {
       MMTWIN_ASSIGN_OR_RETURN(graph, BuildIterationGraph(run.plan.parallel, run.plan.schedule, costs, statics,
                                                          comm, run.comm_cost));
     } else {
-      MMTWIN_RETURN_IF_ERROR(
-          RepriceIterationGraph(&graph, run.plan.schedule, costs, i == 0 ? &statics : nullptr));
+      MMTWIN_RETURN_IF_ERROR(RepriceIterationGraph(&graph, run.plan.schedule, costs,
+                                                   i == 0 ? &statics : nullptr, RepriceMode::kDurationsOnly));
     }
-    EvaluateAnalytic(graph, &timing);
-    total += timing.iteration_time_us;
+    total += AnalyticIterationTimeUs(graph, &scratch.finish_us);
   }
   return total / std::max<size_t>(1, n);
 }
@@ -185,7 +203,7 @@ Status PlanModel(PlannedRun& run, const Pricer& pricer, const std::atomic<bool>*
   pc.fits_with_full_recompute = [&](const Partition& p) {
     return FitsWithFullRecompute(prof.worst, p, par, in_flight, capacity);
   };
-  OpGraph candidate_graph;  // shared by the candidates (QuickTime)
+  CandidateScratch candidate;  // shared by the candidates (QuickTime)
   // The timed iterations' layer costs, priced once for all candidates (made on the first evaluation: policies
   // without an evaluator never pay for it).
   std::unique_ptr<IterationTimingCache> timing_cache;
@@ -195,7 +213,7 @@ Status PlanModel(PlannedRun& run, const Pricer& pricer, const std::atomic<bool>*
       const std::vector<IterationData> timed(run.plan.iterations.begin(), run.plan.iterations.begin() + n);
       timing_cache = std::make_unique<IterationTimingCache>(pricer, timed, run.tokens, run.packing());
     }
-    return QuickTime(run, pricer, timing_cache.get(), prof.worst, p, candidate_graph, cancel);
+    return QuickTime(run, pricer, timing_cache.get(), prof.worst, p, candidate, cancel);
   };
   if (par.chunks() > static_cast<int>(pricer.layers().size()))
     return ScenarioError(run.scenario, par.vpp > 1 ? "parallel.vpp" : "parallel.pp",

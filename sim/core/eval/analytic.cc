@@ -65,7 +65,8 @@ void AttributeDevices(const OpGraph& g, const std::vector<double>& alone_duratio
     if (op.kind == OpKind::kDispatch) {
       dt.dispatch_us += out->start_us.size() == static_cast<size_t>(n) ? out->finish_us[i] - out->start_us[i]
                                                                        : g.duration_us[i];
-      if (op.pass == PassKind::kForward) ++dt.dispatch_ops;  // one per micro-batch (+ its backward all-to-all)
+      if (op.pass == PassKind::kForward)
+        ++dt.dispatch_ops;  // one per micro-batch (+ its backward all-to-all)
     }
     if (op.lane != Lane::kCompute) continue;
     const double dur = g.duration_us[i];
@@ -102,6 +103,26 @@ void AttributeDevices(const OpGraph& g, const std::vector<double>& alone_duratio
     dt.bubble_us = dt.local_time_us - dt.busy_us - dt.exposed_comm_us;
     dt.idle_us = T - dt.local_time_us;
   }
+}
+
+double AnalyticIterationTimeUs(const OpGraph& g, std::vector<double>* finish_us) {
+  const int n = g.num_ops();
+  finish_us->resize(n);
+  double* finish = finish_us->data();
+  // Sweep, with T = max of the finishes taken in the same pass (the same maxima in the same order).
+  const int32_t* db = g.dep_begin.data();
+  const int32_t* lp = g.lane_prev.data();
+  const int32_t* deps = g.deps.data();
+  const double* dur = g.duration_us.data();
+  double T = 0;
+  for (int i = 0; i < n; ++i) {
+    const int32_t p = lp[i];
+    double s = p >= 0 ? finish[p] : 0.0;
+    for (int32_t j = db[i], e = db[i + 1]; j < e; ++j) s = std::max(s, finish[deps[j]]);
+    finish[i] = s + dur[i];
+    T = std::max(T, finish[i]);
+  }
+  return T;
 }
 
 IterationTiming EvaluateAnalytic(const OpGraph& graph) {

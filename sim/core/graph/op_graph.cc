@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include "core/graph/topo_order.h"
 #include "core/plan/schedule.h"
@@ -87,7 +88,10 @@ namespace {
 // Shape flags layout: [0] tp forward, [1] tp backward, [2 .. 2+C) recompute per chunk, [2+C .. 2+2C) sends of
 // boundary c -> c+1, [2+2C .. 2+2C+M) dispatch of micro-batch m, [2+2C+M .. 2+2C+2M) its backward all-to-all,
 // [2+2C+2M] sp forward, [3+2C+2M] sp backward.
-std::vector<uint8_t> ShapeOf(const IterationCosts& costs, const CommSpec& comm) {
+// `all_valid` (optional): set to whether every cost passes CheckCost (one pass over the costs for both).
+// `times` (optional, costs.costs.size() entries): the timing fields of every cost, packed in the same pass.
+std::vector<uint8_t> ShapeOf(const IterationCosts& costs, const CommSpec& comm, bool* all_valid = nullptr,
+                             ChunkTimes* times = nullptr) {
   const int C = costs.chunks;
   const size_t M = static_cast<size_t>(std::max(0, costs.micro_batches));
   const size_t sp_at = 2 + 2 * static_cast<size_t>(C) + 2 * M;
@@ -98,16 +102,31 @@ std::vector<uint8_t> ShapeOf(const IterationCosts& costs, const CommSpec& comm) 
   for (size_t m = 0; m < costs.dispatch_backward.size() && m < M; ++m)
     for (const DispatchTransfer& t : costs.dispatch_backward[m])
       if (t.src_rank != t.dst_rank && t.bytes > 0) shape[2 + 2 * static_cast<size_t>(C) + M + m] = 1;
-  for (size_t i = 0; i < costs.costs.size(); ++i) {
-    const ChunkCost& k = costs.costs[i];
-    const int c = static_cast<int>(i % C);
-    if (k.tp_fwd_us > 0) shape[0] = 1;
-    if (k.tp_bwd_us > 0) shape[1] = 1;
-    if (k.sp_fwd_us > 0) shape[sp_at] = 1;
-    if (k.sp_bwd_us > 0) shape[sp_at + 1] = 1;
-    if (k.recompute_us > 0) shape[2 + c] = 1;
-    if (k.send_bytes > 0) shape[2 + C + c] = 1;
+  // One pass, without branches: flags OR-ed in (c = i % C counted along), and CheckCost's test without its
+  // message (finite and >= 0; NaN fails `>= 0`).
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const auto ok = [](double v) { return static_cast<unsigned>(v >= 0) & static_cast<unsigned>(v < kInf); };
+  unsigned tp_fwd = 0, tp_bwd = 0, sp_fwd = 0, sp_bwd = 0, valid = 1;
+  int c = 0;
+  for (const ChunkCost& k : costs.costs) {
+    tp_fwd |= k.tp_fwd_us > 0;
+    tp_bwd |= k.tp_bwd_us > 0;
+    sp_fwd |= k.sp_fwd_us > 0;
+    sp_bwd |= k.sp_bwd_us > 0;
+    shape[2 + c] |= k.recompute_us > 0;
+    shape[2 + C + c] |= k.send_bytes > 0;
+    valid &= ok(k.fwd_us) & ok(k.bwd_us) & ok(k.recompute_us) & ok(k.tp_fwd_us) & ok(k.tp_bwd_us) &
+             ok(k.sp_fwd_us) & ok(k.sp_bwd_us) & static_cast<unsigned>(k.send_bytes >= 0);
+    if (++c == C) c = 0;
+    if (times)
+      *times++ = {k.fwd_us,    k.bwd_us,    k.bwd_weight_us, k.recompute_us,
+                  k.tp_fwd_us, k.tp_bwd_us, k.send_bytes};
   }
+  shape[0] |= tp_fwd;
+  shape[1] |= tp_bwd;
+  shape[sp_at] |= sp_fwd;
+  shape[sp_at + 1] |= sp_bwd;
+  if (all_valid) *all_valid = valid != 0;
   if (comm.p2p_latency_us > 0)
     for (int c = 0; c < C; ++c) shape[2 + C + c] = 1;
   return shape;
@@ -1036,14 +1055,202 @@ Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule&
   return g;
 }
 
+namespace {
+
+// OpGraph::Source::Recipe codes: how RepriceMode::kDurationsOnly prices an op (CostDuration's cases without FSDP
+// shares; kRecipeGeneral: the op is priced in full, as kFull does).
+enum : uint8_t {
+  kRecipeNone = 0,  // no cost entry (DP ops, barriers): left as it is
+  kRecipeGeneral,
+  kRecipeForward,
+  kRecipeRecompute,
+  kRecipeBackward,
+  kRecipeBackwardInput,
+  kRecipeBackwardWeight,
+  kRecipeTpForward,
+  kRecipeTpBackward,
+  kRecipeP2pInNode,
+  kRecipeP2pCrossNode,
+};
+
+std::vector<OpGraph::Source::Recipe> PricingRecipe(const OpGraph& g, const DeviceMesh& mesh) {
+  std::vector<OpGraph::Source::Recipe> out(g.ops.size());
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    const Op& op = g.ops[i];
+    OpGraph::Source::Recipe& r = out[i];
+    r.pieces = op.pieces;
+    if (op.kind == OpKind::kDispatch) {
+      r.code = kRecipeGeneral;
+      continue;
+    }
+    if (g.source.cost_index[i] < 0) {
+      r.code = kRecipeNone;
+      continue;
+    }
+    switch (op.kind) {
+      case OpKind::kForward:
+        r.code = op.pieces > 1 ? kRecipeGeneral : kRecipeForward;
+        break;
+      case OpKind::kRecompute:
+        r.code = op.pieces > 1 ? kRecipeGeneral : kRecipeRecompute;
+        break;
+      case OpKind::kBackward:
+        r.code = op.pass == PassKind::kBackwardInput ? kRecipeBackwardInput : kRecipeBackward;
+        break;
+      case OpKind::kBackwardWeight:
+        r.code = kRecipeBackwardWeight;
+        break;
+      case OpKind::kTpCollective:
+        r.code = op.pass == PassKind::kForward ? kRecipeTpForward : kRecipeTpBackward;
+        break;
+      case OpKind::kP2pSendActivation:
+      case OpKind::kP2pSendGradient:
+        r.code = P2pInNode(mesh, g.source.comm, op.device, op.peer) ? kRecipeP2pInNode : kRecipeP2pCrossNode;
+        break;
+      default:
+        r.code = kRecipeGeneral;
+    }
+  }
+  return out;
+}
+
+// The recipe and the DP op list (OpGraph::Source), made once per graph.
+void EnsureRecipe(OpGraph& g, const DeviceMesh& mesh) {
+  const int n = g.num_ops();
+  if (g.source.recipe.size() == static_cast<size_t>(n)) return;
+  g.source.recipe = PricingRecipe(g, mesh);
+  g.source.dp_ops.clear();
+  g.source.recipe_general = 0;
+  for (int i = 0; i < n; ++i) {
+    if (g.ops[i].kind == OpKind::kDpCollective || g.ops[i].kind == OpKind::kDpAllGather)
+      g.source.dp_ops.push_back(i);
+    if (g.source.recipe[i].code == kRecipeGeneral) ++g.source.recipe_general;
+  }
+}
+
+// New statics in place (RepriceIterationGraph): every chunk's bucket groups, false when some chunk's last
+// backward would have another number of pieces (`error` set instead for statics that are invalid).
+bool StaticsFitInPlace(const OpGraph& g, const std::vector<ChunkStatic>& statics,
+                       std::vector<std::vector<BucketGroup>>* groups, std::string* error) {
+  const ParallelConfig& pc = g.parallel;
+  const int D = pc.dp, C = pc.chunks();
+  const bool dp_in_node = g.source.comm.gpus_per_node > 0 && pc.tp * pc.dp <= g.source.comm.gpus_per_node;
+  if (static_cast<int>(statics.size()) != C) {
+    *error = "op graph: " + std::to_string(statics.size()) + " chunk statics, expected " + std::to_string(C);
+    return false;
+  }
+  groups->assign(C, {});
+  for (int c = 0; c < C; ++c) {
+    const ChunkStatic& st = statics[c];
+    if (st.grad_bytes_per_gpu < 0) {
+      *error = "op graph: grad_bytes_per_gpu must be >= 0";
+      return false;
+    }
+    (*groups)[c] = ChunkBucketGroups(st, pc.zero_stage, D, dp_in_node, g.source.comm, *g.source.comm_cost);
+    const std::vector<BucketGroup> old = ChunkBucketGroups(g.source.statics[c], pc.zero_stage, D, dp_in_node,
+                                                           g.source.comm, *g.source.comm_cost);
+    if (old.size() != (*groups)[c].size()) return false;  // as many pieces (one group each), or none in both
+  }
+  return true;
+}
+
+// The DP ops' buckets, bytes and durations for new statics (their groups from StaticsFitInPlace); `listed`: visit
+// the DP op list of the recipe instead of every op.
+void ApplyStatics(OpGraph& g, const std::vector<ChunkStatic>& statics,
+                  const std::vector<std::vector<BucketGroup>>& groups, bool listed) {
+  const ParallelConfig& pc = g.parallel;
+  const int D = pc.dp;
+  const bool dp_in_node = g.source.comm.gpus_per_node > 0 && pc.tp * pc.dp <= g.source.comm.gpus_per_node;
+  g.source.statics = statics;
+  if (D <= 1) return;
+  const int count = listed ? static_cast<int>(g.source.dp_ops.size()) : g.num_ops();
+  for (int k = 0; k < count; ++k) {
+    const int i = listed ? g.source.dp_ops[k] : k;
+    Op& op = g.ops[i];
+    if (op.kind == OpKind::kDpCollective) {
+      // Its one dependency is its group's barrier, whose bucket field is the releasing piece.
+      const int q = g.ops[g.Deps(i)[0]].bucket;
+      const BucketGroup& bg = groups[op.chunk][q];
+      op.bucket = static_cast<int32_t>(bg.first);
+      op.buckets = static_cast<int32_t>(bg.count);
+      op.bytes = bg.bytes;
+      op.duration_us = g.duration_us[i] = bg.duration_us;
+    } else if (op.kind == OpKind::kDpAllGather) {
+      const ChunkStatic& st = statics[op.chunk];
+      op.bytes = st.grad_bytes_per_gpu;
+      op.buckets = static_cast<int32_t>(NumBuckets(st, g.source.comm));
+      op.duration_us = g.duration_us[i] = g.source.comm_cost->Us(
+          {CommKind::kWeightAllGather, st.grad_bytes_per_gpu, D, dp_in_node, NumBuckets(st, g.source.comm)});
+    }
+  }
+}
+
+// duration_us by the recipe from the packed times: the same expressions as CostDuration (no FSDP shares);
+// `general(i)` prices the ops the recipe does not cover.
+template <class General>
+void PriceByRecipe(OpGraph& g, const ChunkTimes* kc, General&& general) {
+  const int n = g.num_ops();
+  const OpGraph::Source::Recipe* recipe = g.source.recipe.data();
+  const int32_t* cost_index = g.source.cost_index.data();
+  double* dur = g.duration_us.data();
+  const CommCostModel& comm_cost = *g.source.comm_cost;
+  for (int i = 0; i < n; ++i) {
+    const OpGraph::Source::Recipe r = recipe[i];
+    switch (r.code) {
+      case kRecipeNone:
+        break;
+      case kRecipeForward:
+        dur[i] = kc[cost_index[i]].fwd_us;
+        break;
+      case kRecipeRecompute:
+        dur[i] = kc[cost_index[i]].recompute_us;
+        break;
+      case kRecipeBackward:
+        dur[i] = kc[cost_index[i]].bwd_us / r.pieces;
+        break;
+      case kRecipeBackwardInput: {
+        const ChunkTimes& k = kc[cost_index[i]];
+        dur[i] = (k.bwd_us - k.bwd_weight_us) / r.pieces;
+        break;
+      }
+      case kRecipeBackwardWeight:
+        dur[i] = kc[cost_index[i]].bwd_weight_us / r.pieces;
+        break;
+      case kRecipeTpForward:
+        dur[i] = kc[cost_index[i]].tp_fwd_us;
+        break;
+      case kRecipeTpBackward:
+        dur[i] = kc[cost_index[i]].tp_bwd_us;
+        break;
+      case kRecipeP2pInNode:
+        dur[i] = P2pUs(kc[cost_index[i]].send_bytes, comm_cost, true);
+        break;
+      case kRecipeP2pCrossNode:
+        dur[i] = P2pUs(kc[cost_index[i]].send_bytes, comm_cost, false);
+        break;
+      default:
+        general(i);
+    }
+  }
+}
+
+}  // namespace
+
 Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const IterationCosts& costs,
-                             const std::vector<ChunkStatic>* statics) {
+                             const std::vector<ChunkStatic>* statics, RepriceMode mode) {
   OpGraph& g = *graph;
   const ParallelConfig& pc = g.parallel;
   if (costs.dp != pc.dp || costs.micro_batches != pc.micro_batches || costs.chunks != pc.chunks() ||
       costs.costs.size() != static_cast<size_t>(pc.dp) * pc.micro_batches * pc.chunks())
     return Error("op graph: re-pricing with costs of another shape");
-  std::vector<uint8_t> shape = ShapeOf(costs, g.source.comm);
+  bool costs_valid = false;
+  // Durations only: the timing fields packed (one 64-byte line per cost instead of three), read per op below.
+  ChunkTimes* packed = nullptr;
+  if (mode == RepriceMode::kDurationsOnly) {
+    g.source.times.resize(costs.costs.size());
+    packed = g.source.times.data();
+  }
+  std::vector<uint8_t> shape = ShapeOf(costs, g.source.comm, &costs_valid, packed);
   bool same = shape == g.source.shape;
   if (!same) {
     // Ops present in the graph may take zero durations; only a category missing from the graph forces a
@@ -1055,25 +1262,15 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
   // Other chunk statics (another partition): the DP ops keep their places when every chunk's last backward has
   // as many pieces (one bucket group, possibly empty, per piece); their bytes and times change.
   const bool new_statics = statics != nullptr && *statics != g.source.statics;
-  const int D = pc.dp, C = pc.chunks();
-  const bool dp_in_node = g.source.comm.gpus_per_node > 0 && pc.tp * pc.dp <= g.source.comm.gpus_per_node;
+  const int D = pc.dp;
   std::vector<std::vector<BucketGroup>> groups;
   // FSDP: the units (and so the ops) follow the partition's layers: other statics rebuild the graph.
   const bool fsdp = D > 1 && pc.zero_stage == 3 && pc.zero3_impl == "fsdp";
   if (new_statics && fsdp) same = false;
   if (new_statics && D > 1 && same) {
-    if (static_cast<int>(statics->size()) != C)
-      return Error("op graph: " + std::to_string(statics->size()) + " chunk statics, expected " +
-                   std::to_string(C));
-    groups.resize(C);
-    for (int c = 0; same && c < C; ++c) {
-      const ChunkStatic& st = (*statics)[c];
-      if (st.grad_bytes_per_gpu < 0) return Error("op graph: grad_bytes_per_gpu must be >= 0");
-      groups[c] = ChunkBucketGroups(st, pc.zero_stage, D, dp_in_node, g.source.comm, *g.source.comm_cost);
-      const std::vector<BucketGroup> old = ChunkBucketGroups(g.source.statics[c], pc.zero_stage, D,
-                                                             dp_in_node, g.source.comm, *g.source.comm_cost);
-      same = old.size() == groups[c].size();  // as many pieces (one group each), or no gradients in both
-    }
+    std::string error;
+    same = StaticsFitInPlace(g, *statics, &groups, &error);
+    if (!error.empty()) return Error(error);
   }
   if (!same) {
     ParallelConfig plan_pc = pc;
@@ -1088,11 +1285,13 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
     g = std::move(rebuilt);
     return Status();
   }
-  for (size_t i = 0; i < costs.costs.size(); ++i) {
-    MMTWIN_RETURN_IF_ERROR(CheckCost(costs, i));
-    if (costs.costs[i].send_bytes > 0 && pc.pp > 1 && !(g.source.comm.p2p_bytes_per_s > 0))
-      return Error("op graph: CommSpec.p2p_bytes_per_s must be > 0 when chunks send bytes");
-  }
+  const bool p2p_ok = pc.pp <= 1 || g.source.comm.p2p_bytes_per_s > 0;
+  if (!costs_valid || !p2p_ok)
+    for (size_t i = 0; i < costs.costs.size(); ++i) {
+      MMTWIN_RETURN_IF_ERROR(CheckCost(costs, i));
+      if (costs.costs[i].send_bytes > 0 && pc.pp > 1 && !(g.source.comm.p2p_bytes_per_s > 0))
+        return Error("op graph: CommSpec.p2p_bytes_per_s must be > 0 when chunks send bytes");
+    }
   MMTWIN_RETURN_IF_ERROR(CheckDispatch(pc, costs, g.source.comm));
   const bool had_dispatch = !g.dispatch_begin.empty();
   FillDispatch(pc, costs, g.source.comm, *g.source.comm_cost, &g);
@@ -1103,31 +1302,12 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
   const int n = g.num_ops();
   const DeviceMesh mesh(pc, g.source.comm.gpus_per_node);
   const UnitShares shares = fsdp ? FsdpShares(g.source.statics) : UnitShares();
-  if (new_statics) {
-    g.source.statics = *statics;
-    if (D > 1) {
-      for (int i = 0; i < n; ++i) {
-        Op& op = g.ops[i];
-        if (op.kind == OpKind::kDpCollective) {
-          // Its one dependency is its group's barrier, whose bucket field is the releasing piece.
-          const int q = g.ops[g.Deps(i)[0]].bucket;
-          const BucketGroup& bg = groups[op.chunk][q];
-          op.bucket = static_cast<int32_t>(bg.first);
-          op.buckets = static_cast<int32_t>(bg.count);
-          op.bytes = bg.bytes;
-          op.duration_us = g.duration_us[i] = bg.duration_us;
-        } else if (op.kind == OpKind::kDpAllGather) {
-          const ChunkStatic& st = (*statics)[op.chunk];
-          op.bytes = st.grad_bytes_per_gpu;
-          op.buckets = static_cast<int32_t>(NumBuckets(st, g.source.comm));
-          op.duration_us = g.duration_us[i] =
-              g.source.comm_cost->Us({CommKind::kWeightAllGather, st.grad_bytes_per_gpu, D, dp_in_node,
-                                      NumBuckets(st, g.source.comm)});
-        }
-      }
-    }
-  }
-  for (int i = 0; i < n; ++i) {
+  const bool durations_only = mode == RepriceMode::kDurationsOnly && !fsdp;
+  if (durations_only) EnsureRecipe(g, mesh);
+  // The DP ops: every op scanned, or the list kept with the recipe (the ops are 64 bytes: most of the scan).
+  if (new_statics) ApplyStatics(g, *statics, groups, durations_only);
+  // One op priced in full (every field), as BuildIterationGraph would.
+  const auto reprice_op = [&](int i) {
     const int32_t ci = g.source.cost_index[i];
     if (g.ops[i].kind == OpKind::kDispatch) {
       Op& op = g.ops[i];
@@ -1135,9 +1315,9 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
       op.duration_us = g.dispatch_us.empty() ? 0.0 : g.dispatch_us[slot];
       op.bytes = DispatchSentBytes(g, slot, op.device);
       g.duration_us[i] = op.duration_us;
-      continue;
+      return;
     }
-    if (ci < 0) continue;
+    if (ci < 0) return;
     Op& op = g.ops[i];
     const ChunkCost& k = costs.costs[ci];
     op.duration_us = CostDuration(op, k, *g.source.comm_cost, mesh, g.source.comm, shares);
@@ -1149,8 +1329,54 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
       op.ring_bytes = fwd ? k.sp_ring_fwd_bytes : k.sp_ring_bwd_bytes;
     }
     g.duration_us[i] = op.duration_us;
+  };
+  if (!durations_only) {
+    for (int i = 0; i < n; ++i) reprice_op(i);
+    return Status();
   }
+  // Durations only: the same expressions as CostDuration (shares empty), chosen by the op's recipe.
+  PriceByRecipe(g, g.source.times.data(), reprice_op);
   return Status();
+}
+
+bool RepriceDurations(OpGraph* graph, const std::vector<ChunkTimes>& times,
+                      const std::vector<ChunkStatic>* statics) {
+  OpGraph& g = *graph;
+  const ParallelConfig& pc = g.parallel;
+  const int D = pc.dp, C = pc.chunks(), M = pc.micro_batches;
+  if (times.size() != static_cast<size_t>(D) * M * C || C < 1 || g.sp_group > 1 || !g.dispatch_begin.empty())
+    return false;
+  if (D > 1 && pc.zero_stage == 3 && pc.zero3_impl == "fsdp") return false;
+  // ShapeOf's flags of the categories (the shape layout there) and CheckCost's test, in one pass.
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const auto ok = [](double v) { return static_cast<unsigned>(v >= 0) & static_cast<unsigned>(v < kInf); };
+  unsigned tp_fwd = 0, tp_bwd = 0, valid = 1, sends = 0;
+  std::vector<uint8_t> recompute(C, 0), send(C, 0);
+  int c = 0;
+  for (const ChunkTimes& k : times) {
+    tp_fwd |= k.tp_fwd_us > 0;
+    tp_bwd |= k.tp_bwd_us > 0;
+    recompute[c] |= k.recompute_us > 0;
+    send[c] |= k.send_bytes > 0;
+    sends |= k.send_bytes > 0;
+    valid &= ok(k.fwd_us) & ok(k.bwd_us) & ok(k.bwd_weight_us) & ok(k.recompute_us) & ok(k.tp_fwd_us) &
+             ok(k.tp_bwd_us) & static_cast<unsigned>(k.send_bytes >= 0);
+    if (++c == C) c = 0;
+  }
+  if (!valid || (sends && pc.pp > 1 && !(g.source.comm.p2p_bytes_per_s > 0))) return false;
+  const std::vector<uint8_t>& shape = g.source.shape;
+  if ((tp_fwd && !shape[0]) || (tp_bwd && !shape[1])) return false;
+  for (int k = 0; k < C; ++k)
+    if ((recompute[k] && !shape[2 + k]) || (send[k] && !shape[2 + C + k])) return false;
+  std::vector<std::vector<BucketGroup>> groups;
+  const bool new_statics = statics != nullptr && *statics != g.source.statics;
+  std::string error;
+  if (new_statics && D > 1 && !StaticsFitInPlace(g, *statics, &groups, &error)) return false;
+  EnsureRecipe(g, DeviceMesh(pc, g.source.comm.gpus_per_node));
+  if (g.source.recipe_general > 0) return false;
+  if (new_statics) ApplyStatics(g, *statics, groups, true);
+  PriceByRecipe(g, times.data(), [](int) {});
+  return true;
 }
 
 }  // namespace mmtwin

@@ -257,6 +257,17 @@ struct OpGraph {
     std::vector<ChunkStatic> statics;
     std::vector<int32_t> cost_index;  // per op: index into IterationCosts::costs (-1: none)
     std::vector<uint8_t> shape;       // op presence flags the graph was built with
+    // Per op, how RepriceMode::kDurationsOnly prices it (which ChunkCost field, the divisor of a split backward,
+    // the P2P link class); derived from ops on first use, empty until then (a rebuilt graph starts empty).
+    struct Recipe {
+      uint8_t code = 0;
+      uint8_t pieces = 1;
+    };
+    std::vector<Recipe> recipe;
+    std::vector<int32_t> dp_ops;  // with the recipe: the indices of the dp_collective and dp_all_gather ops
+    // kDurationsOnly's copy of the timing fields of the costs (per cost index), one cache line each.
+    std::vector<ChunkTimes> times;
+    int32_t recipe_general = 0;  // with the recipe: ops it prices in full (dispatch, SP, FSDP pieces)
   } source;
 };
 
@@ -283,7 +294,25 @@ int BucketReadyPiece(const ChunkStatic& s, int64_t bucket_bytes, int64_t bucket,
 // rebuilds the graph with `schedule` (always for new statics under zero3_impl fsdp: its units follow the
 // partition's layers). Either way the result equals BuildIterationGraph with these costs and
 // statics up to ops of zero duration (tested), so BMP's candidates re-price one graph instead of rebuilding.
+//
+// RepriceMode::kDurationsOnly (for callers that only time the graph analytically, AnalyticIterationTimeUs: the
+// bmp candidates) updates duration_us and the DP ops but leaves the other ops' Op::duration_us and bytes as they
+// were (stale: a later kFull re-pricing or rebuild restores them). duration_us is the same bit for bit as with
+// kFull (tested); it reads a per-op pricing recipe (OpGraph::Source::recipe, derived from the ops once) instead
+// of the 64-byte ops, about 4x less memory per re-pricing.
+enum class RepriceMode { kFull, kDurationsOnly };
 Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const IterationCosts& costs,
-                             const std::vector<ChunkStatic>* statics = nullptr);
+                             const std::vector<ChunkStatic>* statics = nullptr,
+                             RepriceMode mode = RepriceMode::kFull);
+
+// bmp's fastest path: RepriceMode::kDurationsOnly from the timing fields alone (`times` indexed as
+// IterationCosts::costs; IterationTimingCache::PackedTimes) of an iteration without dispatch transfers. Returns
+// true when done, with the same duration_us bit for bit as RepriceIterationGraph(graph, schedule, costs, statics,
+// kDurationsOnly) for costs carrying these fields (tested); returns false, the graph untouched, where this path
+// does not apply: other sizes, dispatch or SP ops, FSDP, a category of ops (TP, recompute, sends) the graph lacks,
+// times that are not finite and >= 0, sends without a P2P speed, new statics that do not fit in place. The caller
+// then re-prices with the full costs (which rebuilds the graph or names the error).
+bool RepriceDurations(OpGraph* graph, const std::vector<ChunkTimes>& times,
+                      const std::vector<ChunkStatic>* statics = nullptr);
 
 }  // namespace mmtwin

@@ -234,6 +234,14 @@ struct ChunkCost {
   int64_t sp_ring_fwd_bytes = 0, sp_ring_bwd_bytes = 0;
 };
 
+// The fields of a ChunkCost that time an op graph without sequence parallelism, packed into one cache line
+// (IterationTimingCache::PackedTimes; RepriceDurations in core/graph/op_graph.h): bmp times many partitions
+// without writing and reading 160-byte ChunkCosts.
+struct alignas(64) ChunkTimes {
+  double fwd_us = 0, bwd_us = 0, bwd_weight_us = 0, recompute_us = 0, tp_fwd_us = 0, tp_bwd_us = 0;
+  int64_t send_bytes = 0;
+};
+
 // Costs of one iteration, indexed [dp_idx][micro_batch][chunk]; dispatch[m] = micro-batch m's data-dispatch
 // transfers among DP ranks (copied from IterationData; empty or shorter than M = none).
 struct IterationCosts {

@@ -144,14 +144,14 @@ void Pricer::PriceMicroBatch(const std::vector<SampleTokens>& mb, Packing packin
 
 void Pricer::PriceSlots(const std::vector<SampleTokens>& mb, Packing packing, SlotCost* out) const {
   thread_local std::vector<LayerWorkload> work;
-  thread_local std::vector<LayerCost> lc;
   work.resize(model_.components.size());
   for (size_t c = 0; c < work.size(); ++c)
     work[c] = ComponentWorkload(model_, static_cast<int>(c), mb, packing);
-  LayerCostsFor(work, lc);
   for (int k = 0; k < num_slots_; ++k) {
     const int i = layer_of_slot_[k];
-    const LayerCost& x = lc[i];
+    // The slot's layer priced as LayerCostsFor prices it (a component's first block, or the layer itself),
+    // without the copies to every other block.
+    const LayerCost x = cost_.Cost(model_, layers_[i], work[layers_[i].component]);
     SlotCost& y = out[k];
     y.fwd_us = x.fwd_time_us;
     y.bwd_us = x.bwd_time_us;
@@ -163,41 +163,21 @@ void Pricer::PriceSlots(const std::vector<SampleTokens>& mb, Packing packing, Sl
   }
 }
 
-void Pricer::ChunkTimes(const SlotCost* slot_costs, int64_t llm_tokens, const Partition& partition,
-                        const RecomputePlan& recompute, ChunkCost* out) const {
-  const int chunks = partition.chunks();
-  for (int c = 0; c < chunks; ++c) {
-    ChunkCost& cc = out[c];
-    cc = ChunkCost{};
-    // AddLayer's time sums, layer by layer.
-    for (int i = partition.bounds[c]; i < partition.bounds[c + 1]; ++i) {
-      const SlotCost& x = slot_costs[slot_of_layer_[i]];
-      const bool rc = i < static_cast<int>(recompute.layers.size()) && recompute.layers[i] != 0;
-      cc.fwd_us += x.fwd_us;
-      cc.bwd_us += x.bwd_us;
-      cc.bwd_weight_us += x.bwd_weight_us;
-      cc.tp_fwd_us += x.tp_us;
-      cc.tp_bwd_us += x.tp_us * (rc ? 2 : 1);
-      if (rc) cc.recompute_us += x.fwd_us;
-    }
-    const int last = partition.bounds[c + 1] - 1;
-    cc.send_bytes =
-        c + 1 < chunks ? slot_costs[slot_of_layer_[last]].boundary_bytes / std::max(1, parallel_.tp) : 0;
-    cc.llm_tokens = llm_tokens;
-  }
-}
-
 IterationTimingCache::IterationTimingCache(const Pricer& pricer, const std::vector<IterationData>& iterations,
                                            const std::vector<SampleTokens>& tokens, Packing packing)
     : pricer_(pricer) {
   const int slots = pricer.NumSlots();  // per micro-batch
   std::vector<SampleTokens> mb;
+  std::vector<Pricer::SlotCost> sc(slots);
   for (const IterationData& it : iterations) {
     Iteration x;
     x.dp = static_cast<int>(it.micro_batches.size());
     x.micro_batches = x.dp ? static_cast<int>(it.micro_batches[0].size()) : 0;
-    x.slot_costs.resize(static_cast<size_t>(x.dp) * x.micro_batches * slots);
-    x.llm_tokens.resize(static_cast<size_t>(x.dp) * x.micro_batches);
+    const size_t count = static_cast<size_t>(x.dp) * x.micro_batches;
+    const size_t blocks = (count + kBlock - 1) / kBlock;
+    x.slot_times.assign(blocks * slots * 4 * kBlock, 0.0);
+    x.boundary_bytes.resize(count * slots);
+    x.llm_tokens.resize(count);
     for (int r = 0; r < x.dp; ++r)
       for (int k = 0; k < x.micro_batches; ++k) {
         mb.clear();
@@ -207,7 +187,16 @@ IterationTimingCache::IterationTimingCache(const Pricer& pricer, const std::vect
           llm += tokens[s].llm_tokens;
         }
         const size_t j = static_cast<size_t>(r) * x.micro_batches + k;
-        pricer.PriceSlots(mb, packing, &x.slot_costs[j * slots]);
+        pricer.PriceSlots(mb, packing, sc.data());
+        const size_t b = j / kBlock, lane = j % kBlock;
+        for (int q = 0; q < slots; ++q) {
+          double* t = &x.slot_times[((b * slots + q) * 4) * kBlock + lane];
+          t[0 * kBlock] = sc[q].fwd_us;
+          t[1 * kBlock] = sc[q].bwd_us;
+          t[2 * kBlock] = sc[q].bwd_weight_us;
+          t[3 * kBlock] = sc[q].tp_us;
+          x.boundary_bytes[j * slots + q] = sc[q].boundary_bytes;
+        }
         x.llm_tokens[j] = llm;
       }
     x.dispatch = it.dispatch;
@@ -218,18 +207,104 @@ IterationTimingCache::IterationTimingCache(const Pricer& pricer, const std::vect
 
 IterationCosts IterationTimingCache::Times(size_t iteration, const Partition& partition,
                                            const RecomputePlan& recompute) const {
-  const Iteration& x = iterations_[iteration];
-  const int slots = pricer_.NumSlots();
   IterationCosts costs;
-  costs.Resize(x.dp, x.micro_batches, partition.chunks());
+  Times(iteration, partition, recompute, &costs);
+  return costs;
+}
+
+template <class Write>
+void IterationTimingCache::SumChunks(const Iteration& x, const Partition& partition,
+                                     const RecomputePlan& recompute, Write&& write) const {
+  const int slots = pricer_.NumSlots();
+  const int chunks = partition.chunks();
+  const size_t count = static_cast<size_t>(x.dp) * x.micro_batches;
+  const int tp = std::max(1, pricer_.parallel().tp);
+  const size_t nrc = recompute.layers.size();
+  // The timing fields of ChunkCost (fwd_us, bwd_us, bwd_weight_us, recompute_us, tp_fwd_us, tp_bwd_us,
+  // send_bytes) from the slots: the same sums, in the same layer order, as PriceMicroBatch (so equal bit for
+  // bit), for kBlock micro-batches at once (one independent chain per lane).
+  for (size_t b = 0; b * kBlock < count; ++b) {
+    const double* block = &x.slot_times[b * slots * 4 * kBlock];
+    const size_t lanes = std::min<size_t>(kBlock, count - b * kBlock);
+    for (int c = 0; c < chunks; ++c) {
+      double fwd[kBlock] = {}, bwd[kBlock] = {}, bwd_w[kBlock] = {}, tp_f[kBlock] = {}, tp_b[kBlock] = {},
+             rec[kBlock] = {};
+      for (int i = partition.bounds[c]; i < partition.bounds[c + 1]; ++i) {
+        const double* t = block + pricer_.SlotOfLayer(i) * 4 * kBlock;
+        const bool rc = static_cast<size_t>(i) < nrc && recompute.layers[i] != 0;
+        for (int l = 0; l < kBlock; ++l) {
+          fwd[l] += t[l];
+          bwd[l] += t[kBlock + l];
+          bwd_w[l] += t[2 * kBlock + l];
+          tp_f[l] += t[3 * kBlock + l];
+        }
+        if (rc) {
+          for (int l = 0; l < kBlock; ++l) {
+            tp_b[l] += t[3 * kBlock + l] * 2;
+            rec[l] += t[l];
+          }
+        } else {
+          for (int l = 0; l < kBlock; ++l) tp_b[l] += t[3 * kBlock + l] * 1;
+        }
+      }
+      const int last = partition.bounds[c + 1] - 1;
+      for (size_t l = 0; l < lanes; ++l) {
+        const size_t j = b * kBlock + l;
+        ChunkTimes k;
+        k.fwd_us = fwd[l];
+        k.bwd_us = bwd[l];
+        k.bwd_weight_us = bwd_w[l];
+        k.recompute_us = rec[l];
+        k.tp_fwd_us = tp_f[l];
+        k.tp_bwd_us = tp_b[l];
+        k.send_bytes = c + 1 < chunks ? x.boundary_bytes[j * slots + pricer_.SlotOfLayer(last)] / tp : 0;
+        write(j, c, k);
+      }
+    }
+  }
+}
+
+void IterationTimingCache::Times(size_t iteration, const Partition& partition, const RecomputePlan& recompute,
+                                 IterationCosts* out) const {
+  const Iteration& x = iterations_[iteration];
+  IterationCosts& costs = *out;
+  const int chunks = partition.chunks();
+  const size_t count = static_cast<size_t>(x.dp) * x.micro_batches;
+  // Every ChunkCost is overwritten whole below: a buffer of the right size is reused as it is.
+  if (costs.dp != x.dp || costs.micro_batches != x.micro_batches || costs.chunks != chunks ||
+      costs.costs.size() != count * chunks)
+    costs.Resize(x.dp, x.micro_batches, chunks);
   costs.dispatch = x.dispatch;
   costs.dispatch_backward = x.dispatch_backward;
-  for (int r = 0; r < x.dp; ++r)
-    for (int k = 0; k < x.micro_batches; ++k) {
-      const size_t j = static_cast<size_t>(r) * x.micro_batches + k;
-      pricer_.ChunkTimes(&x.slot_costs[j * slots], x.llm_tokens[j], partition, recompute, &costs.At(r, k, 0));
-    }
-  return costs;
+  SumChunks(x, partition, recompute, [&](size_t j, int c, const ChunkTimes& k) {
+    ChunkCost& cc = costs.costs[j * chunks + c];
+    cc = ChunkCost{};
+    cc.fwd_us = k.fwd_us;
+    cc.bwd_us = k.bwd_us;
+    cc.bwd_weight_us = k.bwd_weight_us;
+    cc.recompute_us = k.recompute_us;
+    cc.tp_fwd_us = k.tp_fwd_us;
+    cc.tp_bwd_us = k.tp_bwd_us;
+    cc.send_bytes = k.send_bytes;
+    cc.llm_tokens = x.llm_tokens[j];
+  });
+}
+
+bool IterationTimingCache::HasDispatch(size_t iteration) const {
+  const Iteration& x = iterations_[iteration];
+  for (const auto* lists : {&x.dispatch, &x.dispatch_backward})
+    for (const std::vector<DispatchTransfer>& list : *lists)
+      if (!list.empty()) return true;
+  return false;
+}
+
+void IterationTimingCache::PackedTimes(size_t iteration, const Partition& partition,
+                                       const RecomputePlan& recompute, std::vector<ChunkTimes>* out) const {
+  const Iteration& x = iterations_[iteration];
+  const int chunks = partition.chunks();
+  out->resize(static_cast<size_t>(x.dp) * x.micro_batches * chunks);
+  ChunkTimes* o = out->data();
+  SumChunks(x, partition, recompute, [&](size_t j, int c, const ChunkTimes& k) { o[j * chunks + c] = k; });
 }
 
 IterationCosts Pricer::PriceIteration(const IterationData& it, const std::vector<SampleTokens>& tokens,

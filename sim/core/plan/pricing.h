@@ -84,11 +84,6 @@ class Pricer {
   int SlotOfLayer(int layer) const { return slot_of_layer_[layer]; }
   // The micro-batch's slots (out has NumSlots() entries). sp == 1 only.
   void PriceSlots(const std::vector<SampleTokens>& micro_batch, Packing packing, SlotCost* out) const;
-  // The timing fields of ChunkCost (fwd_us, bwd_us, bwd_weight_us, recompute_us, tp_fwd_us, tp_bwd_us,
-  // send_bytes; llm_tokens) of every chunk from the micro-batch's slots: the same sums, in the same layer order,
-  // as PriceMicroBatch, so equal bit for bit; the other fields stay 0.
-  void ChunkTimes(const SlotCost* slot_costs, int64_t llm_tokens, const Partition& partition,
-                  const RecomputePlan& recompute, ChunkCost* out) const;
 
   std::vector<ChunkStatic> Static(const Partition& partition) const;
   // Link speeds for the Megatron layout (TP fastest, then DP, then PP): DP peers share a node when tp*dp fits
@@ -116,8 +111,9 @@ class Pricer {
 
 // The layer costs of some iterations' micro-batches, priced once (per micro-batch, Pricer::NumSlots() slots), to
 // time many partitions and recompute plans of the same layers: BMP's candidates. Times(i, ...) equals
-// PriceIteration(iterations[i], ...) in every field the op graph times (Pricer::ChunkTimes), bit for bit; the
-// memory fields (activations, transient, FLOPs) are 0, so it is for timing only. Only without sequence
+// PriceIteration(iterations[i], ...) in every field the op graph times (fwd, bwd, bwd_weight, recompute, TP,
+// send_bytes; llm_tokens), bit for bit; the memory fields (activations, transient, FLOPs) are 0, so it is for
+// timing only. Only without sequence
 // parallelism (Supported). Memory: NumSlots() x 40 bytes per micro-batch (about 320 MB for 4 iterations at
 // 102,400 GPUs).
 class IterationTimingCache {
@@ -128,16 +124,36 @@ class IterationTimingCache {
                        const std::vector<SampleTokens>& tokens, Packing packing);
   size_t size() const { return iterations_.size(); }
   IterationCosts Times(size_t iteration, const Partition& partition, const RecomputePlan& recompute) const;
+  // The same into `out`, whose storage is reused when it has the right size (no allocation per candidate).
+  void Times(size_t iteration, const Partition& partition, const RecomputePlan& recompute,
+             IterationCosts* out) const;
+  // The same timing fields packed (ChunkTimes, indexed as IterationCosts::costs), bit for bit; for
+  // RepriceDurations. `out` is resized (its storage reused).
+  void PackedTimes(size_t iteration, const Partition& partition, const RecomputePlan& recompute,
+                   std::vector<ChunkTimes>* out) const;
+  // Whether the iteration has data-dispatch transfers (Times copies them into IterationCosts; PackedTimes has
+  // none).
+  bool HasDispatch(size_t iteration) const;
 
  private:
   const Pricer& pricer_;
+  // Micro-batches in blocks of kBlock (j = d * M + m; block j / kBlock, lane j % kBlock): the time sums of
+  // kBlock micro-batches run side by side (independent chains, vectorized), each in PriceMicroBatch's order.
+  static constexpr int kBlock = 4;
   struct Iteration {
     int dp = 0, micro_batches = 0;
-    std::vector<Pricer::SlotCost> slot_costs;  // [(d * M + m) * NumSlots() + slot]
-    std::vector<int64_t> llm_tokens;           // [d * M + m]
+    // [((block * NumSlots() + slot) * 4 + field) * kBlock + lane], field: fwd_us, bwd_us, bwd_weight_us, tp_us
+    // (zero for the lanes past the last micro-batch)
+    std::vector<double> slot_times;
+    std::vector<int64_t> boundary_bytes;  // [j * NumSlots() + slot]
+    std::vector<int64_t> llm_tokens;      // [j]
     std::vector<std::vector<DispatchTransfer>> dispatch, dispatch_backward;
   };
   std::vector<Iteration> iterations_;
+  // The chunk sums of every micro-batch j = d * M + m of iteration x: write(j, c, ChunkTimes).
+  template <class Write>
+  void SumChunks(const Iteration& x, const Partition& partition, const RecomputePlan& recompute,
+                 Write&& write) const;
 };
 
 }  // namespace mmtwin
