@@ -172,8 +172,8 @@ Status VolumeTable(const OrchRuns& r, const ReportOptions& o, std::vector<Table>
       "each rank's all-to-all moves per step (the phase's total over all ranks / 128), per modality's "
       "dispatcher. The paper (§8.3, Fig. 13): node-wise placement cuts the inter-node volume to "
       "0.436–0.722 of identity placement, depending on the modality (the text says \"reduction … ranges "
-      "from 0.436 to 0.722\"; read here as the ratio). The trace is audio only, so the vision phase moves "
-      "nothing and is left out.",
+      "from 0.436 to 0.722\"; read here as the ratio). The `orchmllm-mix` trace carries images and audio, so "
+      "each model has a vision, an audio and an LLM dispatcher.",
       "Fig. 13, §8.3",
       "model, phase",
       {}};
@@ -533,8 +533,10 @@ Status GenerateOrchmllm(const ReportOptions& o, const std::string& scenarios,
       "sweeps `orchmllm-ablation.yaml` and `orchmllm-scale.yaml`): MLLM-10B / 18B / 84B (Table 1: Qwen2 LLM, "
       "ViT, Whisper "
       "encoder) with FSDP-style data parallelism (ZeRO-3, no TP / PP) on H100 nodes of 8 GPUs (NVLink "
-      "inside, 8 × 400 Gb/s between nodes), the `asr-sqa-mix` trace (LibriSpeech ASR + AIR-Bench spoken QA, "
-      "audio only). Runs marked `(plan)` are the data policy of the named run's scenario re-planned by "
+      "inside, 8 × 400 Gb/s between nodes), the `orchmllm-mix` trace (the paper's §8 data: LLaVA-1.5 "
+      "mix665k images and text, LibriSpeech ASR and AIR-Bench spoken QA, each source in proportion to its "
+      "size; traces/generators.md). Runs marked `(plan)` are the data policy of the named run's scenario "
+      "re-planned by "
       "mmtwin-report (the same trace, seed and plan; run records keep only the data summary): its dispatch "
       "volumes and, for `planning`, its measured wall time; `(plan, node_wise=false)` re-plans it with "
       "identity placement.\n\n";
