@@ -361,7 +361,7 @@ double ClampedLogNormalMean(double m, double s, double a, double c) {
   return a * Phi(alpha) + m * std::exp(s * s / 2) * (Phi(gamma - s) - Phi(alpha - s)) + c * (1 - Phi(gamma));
 }
 
-class OrchMixTest : public ::testing::Test {
+class GenerateOrchMixStatsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     asr_ = new Trace(*ReadTrace(std::string(MMTWIN_SOURCE_DIR) + "/traces/librispeech/train-clean-100.csv"));
@@ -389,17 +389,17 @@ class OrchMixTest : public ::testing::Test {
   static Trace* asr_;
   static Trace* qa_;
 };
-Trace* OrchMixTest::trace_ = nullptr;
-Trace* OrchMixTest::asr_ = nullptr;
-Trace* OrchMixTest::qa_ = nullptr;
+Trace* GenerateOrchMixStatsTest::trace_ = nullptr;
+Trace* GenerateOrchMixStatsTest::asr_ = nullptr;
+Trace* GenerateOrchMixStatsTest::qa_ = nullptr;
 
-TEST_F(OrchMixTest, DefaultSizeIsTheWholeDataset) {
+TEST_F(GenerateOrchMixStatsTest, DefaultSizeIsTheWholeDataset) {
   EXPECT_EQ(DefaultSize(), LlavaTotal() + static_cast<int64_t>(asr_->size() + qa_->size()));
   EXPECT_EQ(static_cast<int64_t>(trace_->size()), DefaultSize());
   EXPECT_TRUE(ValidateTrace(*trace_, "orchmllm-mix").ok());
 }
 
-TEST_F(OrchMixTest, SourceCountsExactAtDefaultSize) {
+TEST_F(GenerateOrchMixStatsTest, SourceCountsExactAtDefaultSize) {
   auto counts = CountBySubset(*trace_);
   for (const MixSource& m : kMixLlava) EXPECT_EQ(counts[m.subset], m.samples) << m.subset;
   EXPECT_EQ(counts["asr_librispeech"], static_cast<int64_t>(asr_->size()));
@@ -408,7 +408,7 @@ TEST_F(OrchMixTest, SourceCountsExactAtDefaultSize) {
   EXPECT_EQ(trace_->subsets.size(), std::size(kMixLlava) + 1 + qa_->subsets.size());
 }
 
-TEST_F(OrchMixTest, OneModalityPerSample) {
+TEST_F(GenerateOrchMixStatsTest, OneModalityPerSample) {
   int64_t image = 0, audio = 0, text_only = 0;
   for (const Sample& s : trace_->samples) {
     const std::string& sub = trace_->subsets[s.subset];
@@ -435,7 +435,7 @@ TEST_F(OrchMixTest, OneModalityPerSample) {
   EXPECT_EQ(audio, static_cast<int64_t>(asr_->size() + qa_->size()));
 }
 
-TEST_F(OrchMixTest, EveryAudioItemExactlyOnceAtDefaultSize) {
+TEST_F(GenerateOrchMixStatsTest, EveryAudioItemExactlyOnceAtDefaultSize) {
   std::map<std::string, size_t> asr_row, qa_row;
   for (size_t i = 0; i < asr_->size(); ++i) asr_row[asr_->id(i)] = i;
   for (size_t i = 0; i < qa_->size(); ++i) qa_row[qa_->id(i)] = i;
@@ -469,7 +469,7 @@ TEST_F(OrchMixTest, EveryAudioItemExactlyOnceAtDefaultSize) {
               1e-6 * asr_seconds_source);  // same multiset, summed in another order
 }
 
-TEST_F(OrchMixTest, LlavaTextMatchesTheClosedForm) {
+TEST_F(GenerateOrchMixStatsTest, LlavaTextMatchesTheClosedForm) {
   std::map<std::string, std::vector<double>> tokens;
   for (const Sample& s : trace_->samples) tokens[trace_->subsets[s.subset]].push_back(s.text_tokens);
   for (const MixSource& m : kMixLlava) {
