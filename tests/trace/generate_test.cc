@@ -16,8 +16,8 @@
 namespace mmtwin {
 namespace {
 
-const std::vector<std::string> kNames = {"internvl-1.2m", "llava-665k", "lcs-558k", "asr-sqa-mix",
-                                         "long-video"};
+const std::vector<std::string> kNames = {"internvl-1.2m", "llava-665k", "lcs-558k",
+                                         "asr-sqa-mix",   "long-video", "orchmllm-mix"};
 
 double LlmTokens(const Sample& s) { return s.text_tokens + 256.0 * s.image_tiles; }
 
@@ -46,7 +46,7 @@ TEST(GenerateTraceTest, UnknownPresetListsValidValues) {
   EXPECT_EQ(
       r.error().message(),
       "unknown trace preset 'internvl'; valid values are: internvl-1.2m, llava-665k, lcs-558k, asr-sqa-mix, "
-      "long-video");
+      "long-video, orchmllm-mix");
 }
 
 TEST(GenerateTraceTest, NonPositiveSampleCountIsAnError) {
@@ -327,6 +327,199 @@ TEST(GenerateAudioTest, MissingDataDirIsAClearError) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message().find("/nonexistent/mmtwin-data/librispeech/train-clean-100.csv"),
             std::string::npos)
+      << r.error().message();
+  EXPECT_NE(r.error().message().find("MMTWIN_DATA_DIR"), std::string::npos);
+}
+
+// ---- orchmllm-mix: LLaVA-1.5 mix665k + LibriSpeech + AIR-Bench Chat, each source in proportion to its size ----
+
+// The inputs of the mix (published source sizes; traces/generators.md), not results.
+struct MixSource {
+  const char* subset;
+  int64_t samples;
+  double words_median, words_sigma, words_min;  // LLaVA sources: the generator's word-count model
+};
+const MixSource kMixLlava[] = {
+    {"llava_instruct_158k", 157712, 170, 0.55, 20},
+    {"sharegpt", 40688, 650, 0.90, 10},
+    {"vqav2", 82783, 85, 0.45, 16},
+    {"gqa", 72140, 220, 0.50, 16},
+    {"okvqa", 8998, 18, 0.25, 12},
+    {"ocrvqa", 80000, 85, 0.35, 16},
+    {"a-okvqa", 66160, 35, 0.30, 20},
+    {"textcaps", 21953, 21, 0.25, 12},
+    {"refcoco", 48447, 100, 0.50, 14},
+    {"vg", 86417, 120, 0.50, 14},
+};
+
+double Phi(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
+
+// E[min(max(a, X), c)] for X log-normal with median m and log sigma s (a < c): the mean word count of a LLaVA
+// source after the generator's floor and the 2,048-token cap.
+double ClampedLogNormalMean(double m, double s, double a, double c) {
+  const double alpha = std::log(a / m) / s, gamma = std::log(c / m) / s;
+  return a * Phi(alpha) + m * std::exp(s * s / 2) * (Phi(gamma - s) - Phi(alpha - s)) + c * (1 - Phi(gamma));
+}
+
+class GenerateOrchMixStatsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    asr_ = new Trace(*ReadTrace(std::string(MMTWIN_SOURCE_DIR) + "/traces/librispeech/train-clean-100.csv"));
+    qa_ = new Trace(*ReadTrace(std::string(MMTWIN_SOURCE_DIR) + "/traces/airbench/chat.csv"));
+    Result<Trace> r = GenerateTrace("orchmllm-mix", DefaultSize(), 1);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    trace_ = new Trace(std::move(*r));
+  }
+  static void TearDownTestSuite() {
+    delete trace_;
+    delete asr_;
+    delete qa_;
+  }
+  static int64_t DefaultSize() {
+    for (const GeneratorPreset& p : GeneratorPresets())
+      if (p.name == "orchmllm-mix") return p.default_samples;
+    return 0;
+  }
+  static int64_t LlavaTotal() {
+    int64_t n = 0;
+    for (const MixSource& m : kMixLlava) n += m.samples;
+    return n;
+  }
+  static Trace* trace_;
+  static Trace* asr_;
+  static Trace* qa_;
+};
+Trace* GenerateOrchMixStatsTest::trace_ = nullptr;
+Trace* GenerateOrchMixStatsTest::asr_ = nullptr;
+Trace* GenerateOrchMixStatsTest::qa_ = nullptr;
+
+TEST_F(GenerateOrchMixStatsTest, DefaultSizeIsTheWholeDataset) {
+  EXPECT_EQ(DefaultSize(), LlavaTotal() + static_cast<int64_t>(asr_->size() + qa_->size()));
+  EXPECT_EQ(static_cast<int64_t>(trace_->size()), DefaultSize());
+  EXPECT_TRUE(ValidateTrace(*trace_, "orchmllm-mix").ok());
+}
+
+TEST_F(GenerateOrchMixStatsTest, SourceCountsExactAtDefaultSize) {
+  auto counts = CountBySubset(*trace_);
+  for (const MixSource& m : kMixLlava) EXPECT_EQ(counts[m.subset], m.samples) << m.subset;
+  EXPECT_EQ(counts["asr_librispeech"], static_cast<int64_t>(asr_->size()));
+  // Each AIR-Bench Chat task exactly as often as in chat.csv.
+  for (const auto& [task, n] : CountBySubset(*qa_)) EXPECT_EQ(counts["sqa_" + task], n) << task;
+  EXPECT_EQ(trace_->subsets.size(), std::size(kMixLlava) + 1 + qa_->subsets.size());
+}
+
+TEST_F(GenerateOrchMixStatsTest, OneModalityPerSample) {
+  int64_t image = 0, audio = 0, text_only = 0;
+  for (const Sample& s : trace_->samples) {
+    const std::string& sub = trace_->subsets[s.subset];
+    ASSERT_EQ(s.video_frames, 0u);
+    ASSERT_GT(s.text_tokens, 0u);
+    if (sub == "asr_librispeech" || sub.rfind("sqa_", 0) == 0) {
+      ++audio;
+      ASSERT_EQ(s.images, 0u);
+      ASSERT_EQ(s.image_tiles, 0u);
+      ASSERT_GT(s.audio_seconds, 0);
+    } else if (sub == "sharegpt") {
+      ++text_only;
+      ASSERT_EQ(s.images, 0u);
+      ASSERT_EQ(s.audio_seconds, 0);
+    } else {
+      ++image;
+      ASSERT_EQ(s.images, 1u);
+      ASSERT_EQ(s.image_tiles, 1u);
+      ASSERT_EQ(s.audio_seconds, 0);
+    }
+  }
+  EXPECT_EQ(image, LlavaTotal() - 40688);
+  EXPECT_EQ(text_only, 40688);
+  EXPECT_EQ(audio, static_cast<int64_t>(asr_->size() + qa_->size()));
+}
+
+TEST_F(GenerateOrchMixStatsTest, EveryAudioItemExactlyOnceAtDefaultSize) {
+  std::map<std::string, size_t> asr_row, qa_row;
+  for (size_t i = 0; i < asr_->size(); ++i) asr_row[asr_->id(i)] = i;
+  for (size_t i = 0; i < qa_->size(); ++i) qa_row[qa_->id(i)] = i;
+  std::set<std::string> seen;
+  double asr_seconds = 0, asr_seconds_source = 0;
+  for (const Sample& s : asr_->samples) asr_seconds_source += s.audio_seconds;
+  for (size_t k = 0; k < trace_->size(); ++k) {
+    const Sample& s = trace_->samples[k];
+    const std::string& sub = trace_->subsets[s.subset];
+    const std::string meta(trace_->meta(k));
+    if (sub == "asr_librispeech") {
+      ASSERT_TRUE(asr_row.count(meta)) << meta;
+      ASSERT_TRUE(seen.insert(meta).second) << meta << " twice";
+      const Sample& src = asr_->samples[asr_row[meta]];
+      ASSERT_EQ(s.audio_seconds, src.audio_seconds);
+      ASSERT_EQ(s.text_tokens, src.text_tokens + 8);
+      asr_seconds += s.audio_seconds;
+    } else if (sub.rfind("sqa_", 0) == 0) {
+      ASSERT_TRUE(qa_row.count(meta)) << meta;
+      ASSERT_TRUE(seen.insert(meta).second) << meta << " twice";
+      const size_t j = qa_row[meta];
+      ASSERT_EQ(sub, "sqa_" + qa_->subsets[qa_->samples[j].subset]);
+      ASSERT_EQ(s.text_tokens, qa_->samples[j].text_tokens);
+      if (qa_->meta(j).find("audio_seconds=unknown") == std::string_view::npos) {
+        ASSERT_EQ(s.audio_seconds, qa_->samples[j].audio_seconds);
+      }
+    }
+  }
+  EXPECT_EQ(seen.size(), asr_->size() + qa_->size());
+  EXPECT_NEAR(asr_seconds, asr_seconds_source,
+              1e-6 * asr_seconds_source);  // same multiset, summed in another order
+}
+
+TEST_F(GenerateOrchMixStatsTest, LlavaTextMatchesTheClosedForm) {
+  std::map<std::string, std::vector<double>> tokens;
+  for (const Sample& s : trace_->samples) tokens[trace_->subsets[s.subset]].push_back(s.text_tokens);
+  for (const MixSource& m : kMixLlava) {
+    SCOPED_TRACE(m.subset);
+    const std::vector<double>& v = tokens[m.subset];
+    ASSERT_EQ(static_cast<int64_t>(v.size()), m.samples);
+    double sum = 0, sq = 0;
+    for (double x : v) sum += x, sq += x * x;
+    const double mean = sum / v.size();
+    const double se = std::sqrt(std::max(0.0, sq / v.size() - mean * mean) / v.size());
+    const double expect = 1.3 * ClampedLogNormalMean(m.words_median, m.words_sigma, m.words_min, 2048 / 1.3);
+    EXPECT_NEAR(mean, expect, 0.5 + 4 * se);  // 0.5: rounding to whole tokens
+  }
+}
+
+TEST(GenerateOrchMixTest, ProportionsAtOtherSizesAndCycling) {
+  const int64_t w_asr = 28539, w_qa = 2200, w_llava = 665298, total = w_asr + w_qa + w_llava;
+  for (int64_t n : {int64_t{38400}, int64_t{12345}}) {
+    Result<Trace> r = GenerateTrace("orchmllm-mix", n, 5);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    auto counts = CountBySubset(*r);
+    int64_t qa = 0;
+    for (const auto& [sub, c] : counts)
+      if (sub.rfind("sqa_", 0) == 0) qa += c;
+    EXPECT_NEAR(counts["asr_librispeech"], static_cast<double>(w_asr) * n / total, 1.0);
+    EXPECT_NEAR(qa, static_cast<double>(w_qa) * n / total, 1.0);
+    for (const MixSource& m : kMixLlava)
+      EXPECT_NEAR(counts[m.subset], static_cast<double>(m.samples) * n / total, 1.0) << m.subset;
+  }
+  // Twice the default size: every LibriSpeech utterance exactly twice (one fresh shuffle per pass).
+  Result<Trace> r = GenerateTrace("orchmllm-mix", 2 * total, 2);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  std::map<std::string, int> uses;
+  for (size_t k = 0; k < r->size(); ++k)
+    if (r->subsets[r->samples[k].subset] == "asr_librispeech") ++uses[std::string(r->meta(k))];
+  EXPECT_EQ(static_cast<int64_t>(uses.size()), w_asr);
+  for (const auto& [id, c] : uses) ASSERT_EQ(c, 2) << id;
+}
+
+TEST(GenerateOrchMixTest, MissingDataDirIsAClearError) {
+  const char* old = std::getenv("MMTWIN_DATA_DIR");
+  const std::string saved = old ? old : "";
+  setenv("MMTWIN_DATA_DIR", "/nonexistent/mmtwin-data", 1);
+  Result<Trace> r = GenerateTrace("orchmllm-mix", 10, 1);
+  if (old)
+    setenv("MMTWIN_DATA_DIR", saved.c_str(), 1);
+  else
+    unsetenv("MMTWIN_DATA_DIR");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("orchmllm-mix needs the real-derived trace"), std::string::npos)
       << r.error().message();
   EXPECT_NE(r.error().message().find("MMTWIN_DATA_DIR"), std::string::npos);
 }

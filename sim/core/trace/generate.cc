@@ -244,6 +244,13 @@ const WordSource kLcsSources[] = {
 };
 // clang-format on
 
+void FillWords(const WordSource& src, Rng& rng, Sample& s) {
+  s.images = src.image ? 1 : 0;
+  s.image_tiles = s.images;
+  const double words = std::max(src.words_min, rng.LogNormal(src.words_median, src.words_sigma));
+  s.text_tokens = ClampTokens(words * kTokensPerWord, 1, kLlavaMaxTextTokens);
+}
+
 Trace GenerateWords(const WordSource* sources, size_t count, const char* prefix, int64_t n, Rng& rng) {
   Trace t;
   std::vector<int64_t> counts;
@@ -255,13 +262,8 @@ Trace GenerateWords(const WordSource* sources, size_t count, const char* prefix,
   t.samples.resize(order.size());
   t.ids.PushNumbered(prefix, kIdDigits, 0, order.size());
   for (size_t k = 0; k < order.size(); ++k) {
-    const WordSource& src = sources[order[k]];
-    Sample& s = t.samples[k];
-    s.subset = order[k];
-    s.images = src.image ? 1 : 0;
-    s.image_tiles = s.images;
-    const double words = std::max(src.words_min, rng.LogNormal(src.words_median, src.words_sigma));
-    s.text_tokens = ClampTokens(words * kTokensPerWord, 1, kLlavaMaxTextTokens);
+    t.samples[k].subset = order[k];
+    FillWords(sources[order[k]], rng, t.samples[k]);
   }
   return t;
 }
@@ -293,27 +295,82 @@ const AudioPrior kAudioPriors[] = {
 };
 // clang-format on
 
-Result<Trace> ReadDataTrace(const std::string& rel) {
+Result<Trace> ReadDataTrace(const std::string& preset, const std::string& rel) {
   const std::string path = DataDir() + "/" + rel;
   Result<Trace> r = ReadTrace(path);
-  if (!r)
-    return r.error().Wrap("asr-sqa-mix needs the real-derived trace " + path + " (set MMTWIN_DATA_DIR)");
-  if (r->samples.empty()) return Error("asr-sqa-mix: " + path + " has no samples");
+  if (!r) return r.error().Wrap(preset + " needs the real-derived trace " + path + " (set MMTWIN_DATA_DIR)");
+  if (r->samples.empty()) return Error(preset + ": " + path + " has no samples");
   return r;
 }
 
+// The two real-derived audio traces, shared by asr-sqa-mix and orchmllm-mix.
+struct AudioSources {
+  Trace asr;                  // LibriSpeech train-clean-100
+  Trace qa;                   // AIR-Bench Chat
+  std::vector<double> known;  // AIR-Bench durations known from file names, for datasets without a prior
+};
+
+Result<AudioSources> ReadAudioSources(const std::string& preset) {
+  AudioSources a;
+  MMTWIN_ASSIGN_OR_RETURN(a.asr, ReadDataTrace(preset, "librispeech/train-clean-100.csv"));
+  MMTWIN_ASSIGN_OR_RETURN(a.qa, ReadDataTrace(preset, "airbench/chat.csv"));
+  for (size_t i = 0; i < a.qa.samples.size(); ++i)
+    if (a.qa.meta(i).find("audio_seconds=unknown") == std::string_view::npos &&
+        a.qa.samples[i].audio_seconds > 0)
+      a.known.push_back(a.qa.samples[i].audio_seconds);
+  return a;
+}
+
+// Sample k of `t` becomes LibriSpeech utterance j: its real duration, its transcript estimate + the ASR prompt.
+void FillAsr(const AudioSources& a, size_t j, uint16_t subset, Trace& t, size_t k) {
+  Sample& s = t.samples[k];
+  const Sample& src = a.asr.samples[j];
+  s.subset = subset;
+  s.audio_seconds = src.audio_seconds;
+  s.text_tokens = src.text_tokens + kAsrPromptTokens;
+  t.SetMeta(k, a.asr.id(j));
+}
+
+// Sample k of `t` becomes AIR-Bench Chat item j (subset qa_subset[its task]); an unknown duration is drawn from
+// the source dataset's prior (the only use of `rng`).
+void FillSqa(const AudioSources& a, size_t j, const std::vector<uint16_t>& qa_subset, Rng& rng, Trace& t,
+             size_t k) {
+  Sample& s = t.samples[k];
+  const Sample& src = a.qa.samples[j];
+  s.subset = qa_subset[src.subset];
+  s.text_tokens = src.text_tokens;
+  t.SetMeta(k, a.qa.id(j));
+  s.audio_seconds = src.audio_seconds;
+  const std::string_view src_meta = a.qa.meta(j);
+  if (src_meta.find("audio_seconds=unknown") != std::string_view::npos || s.audio_seconds <= 0) {
+    const std::string dataset(src_meta.substr(0, src_meta.find(';')));
+    const AudioPrior* prior = nullptr;
+    for (const AudioPrior& p : kAudioPriors)
+      if (dataset == p.dataset) prior = &p;
+    if (prior != nullptr) {
+      const double v =
+          prior->sigma > 0 ? rng.LogNormal(prior->median_seconds, prior->sigma) : prior->median_seconds;
+      s.audio_seconds = std::round(std::clamp(v, prior->lo, prior->hi) * 1e4) / 1e4;
+    } else if (!a.known.empty()) {
+      s.audio_seconds = a.known[rng.Below(a.known.size())];
+    } else {
+      s.audio_seconds = 10;
+    }
+  }
+}
+
+// The sqa_<task> subsets of `t`, indexed by the AIR-Bench trace's subset index.
+std::vector<uint16_t> SqaSubsets(const AudioSources& a, Trace& t) {
+  std::vector<uint16_t> qa_subset(a.qa.subsets.size());
+  for (size_t i = 0; i < a.qa.subsets.size(); ++i) qa_subset[i] = t.SubsetIndex("sqa_" + a.qa.subsets[i]);
+  return qa_subset;
+}
+
 Result<Trace> GenerateAsrSqa(int64_t n, Rng& rng) {
-  MMTWIN_ASSIGN_OR_RETURN(Trace asr, ReadDataTrace("librispeech/train-clean-100.csv"));
-  MMTWIN_ASSIGN_OR_RETURN(Trace qa, ReadDataTrace("airbench/chat.csv"));
+  MMTWIN_ASSIGN_OR_RETURN(const AudioSources a, ReadAudioSources("asr-sqa-mix"));
   Trace t;
   const uint16_t asr_subset = t.SubsetIndex("asr_librispeech");
-  std::vector<uint16_t> qa_subset(qa.subsets.size());
-  for (size_t i = 0; i < qa.subsets.size(); ++i) qa_subset[i] = t.SubsetIndex("sqa_" + qa.subsets[i]);
-  // Known AIR-Bench durations, for datasets without a prior.
-  std::vector<double> known;
-  for (size_t i = 0; i < qa.samples.size(); ++i)
-    if (qa.meta(i).find("audio_seconds=unknown") == std::string_view::npos && qa.samples[i].audio_seconds > 0)
-      known.push_back(qa.samples[i].audio_seconds);
+  const std::vector<uint16_t> qa_subset = SqaSubsets(a, t);
   const std::vector<int64_t> counts = Apportion({static_cast<int64_t>(std::llround(kAsrShare * 1000)),
                                                  static_cast<int64_t>(std::llround((1 - kAsrShare) * 1000))},
                                                 n);
@@ -321,37 +378,80 @@ Result<Trace> GenerateAsrSqa(int64_t n, Rng& rng) {
   t.samples.resize(order.size());
   t.ids.PushNumbered("audio", kIdDigits, 0, order.size());
   for (size_t k = 0; k < order.size(); ++k) {
-    Sample& s = t.samples[k];
-    if (order[k] == 0) {
-      const size_t j = rng.Below(asr.samples.size());
-      const Sample& src = asr.samples[j];
-      s.subset = asr_subset;
-      s.audio_seconds = src.audio_seconds;
-      s.text_tokens = src.text_tokens + kAsrPromptTokens;
-      t.SetMeta(k, asr.id(j));
-      continue;
+    if (order[k] == 0)
+      FillAsr(a, rng.Below(a.asr.samples.size()), asr_subset, t, k);
+    else
+      FillSqa(a, rng.Below(a.qa.samples.size()), qa_subset, rng, t, k);
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// orchmllm-mix: OrchMLLM's evaluation data (§8 "Datasets"): LLaVA-1.5's instruction data for vision, LibriSpeech
+// ASR and AIR-Bench spoken QA for audio, "randomly sampling the example from the whole dataset". So each source
+// enters in proportion to its size: the 10 mix665k sources at their published counts, LibriSpeech as the
+// train-clean-100 split (the split whose durations are committed; the paper names none) and AIR-Bench as its
+// 2,200 Chat items (the open-ended spoken-QA part). One sample is one dataset example: an image or an audio
+// clip, never both (the paper: audio "is evidently absent" from image examples and vice versa). At the default
+// size every utterance and every Chat item appears exactly once; larger traces cycle through fresh shuffles.
+// ---------------------------------------------------------------------------------------------------------------
+
+constexpr int64_t kOrchLibriSpeechUtterances = 28539;  // train-clean-100 (traces/librispeech/SOURCES.md)
+constexpr int64_t kOrchAirBenchChatItems = 2200;       // AIR-Bench Chat (traces/airbench/SOURCES.md)
+constexpr int64_t kLlavaMix665k = 665298;              // sum of kLlavaSources
+constexpr int64_t kOrchMixSamples = kLlavaMix665k + kOrchLibriSpeechUtterances + kOrchAirBenchChatItems;
+
+// Index k of a source of `size` items in fresh shuffles of 0..size-1, one shuffle per pass over the source.
+class Cycler {
+ public:
+  explicit Cycler(size_t size) : perm_(size) {}
+  size_t Next(Rng& rng) {
+    if (pos_ == 0) {
+      std::iota(perm_.begin(), perm_.end(), uint32_t{0});
+      rng.Shuffle(perm_);
     }
-    const size_t j = rng.Below(qa.samples.size());
-    const Sample& src = qa.samples[j];
-    s.subset = qa_subset[src.subset];
-    s.text_tokens = src.text_tokens;
-    t.SetMeta(k, qa.id(j));
-    s.audio_seconds = src.audio_seconds;
-    const std::string_view src_meta = qa.meta(j);
-    if (src_meta.find("audio_seconds=unknown") != std::string_view::npos || s.audio_seconds <= 0) {
-      const std::string dataset(src_meta.substr(0, src_meta.find(';')));
-      const AudioPrior* prior = nullptr;
-      for (const AudioPrior& p : kAudioPriors)
-        if (dataset == p.dataset) prior = &p;
-      if (prior != nullptr) {
-        const double v =
-            prior->sigma > 0 ? rng.LogNormal(prior->median_seconds, prior->sigma) : prior->median_seconds;
-        s.audio_seconds = std::round(std::clamp(v, prior->lo, prior->hi) * 1e4) / 1e4;
-      } else if (!known.empty()) {
-        s.audio_seconds = known[rng.Below(known.size())];
-      } else {
-        s.audio_seconds = 10;
-      }
+    const size_t j = perm_[pos_];
+    pos_ = (pos_ + 1) % perm_.size();
+    return j;
+  }
+
+ private:
+  std::vector<uint32_t> perm_;
+  size_t pos_ = 0;
+};
+
+Result<Trace> GenerateOrchMix(int64_t n, Rng& rng) {
+  MMTWIN_ASSIGN_OR_RETURN(const AudioSources a, ReadAudioSources("orchmllm-mix"));
+  if (static_cast<int64_t>(a.asr.samples.size()) != kOrchLibriSpeechUtterances ||
+      static_cast<int64_t>(a.qa.samples.size()) != kOrchAirBenchChatItems)
+    return Error("orchmllm-mix: expected " + std::to_string(kOrchLibriSpeechUtterances) +
+                 " LibriSpeech and " + std::to_string(kOrchAirBenchChatItems) + " AIR-Bench rows, found " +
+                 std::to_string(a.asr.samples.size()) + " and " + std::to_string(a.qa.samples.size()) +
+                 " under " + DataDir());
+  Trace t;
+  std::vector<int64_t> weights;
+  for (const WordSource& src : kLlavaSources) {
+    t.subsets.push_back(src.name);
+    weights.push_back(src.samples);
+  }
+  const size_t asr_group = weights.size(), qa_group = weights.size() + 1;
+  weights.push_back(kOrchLibriSpeechUtterances);
+  weights.push_back(kOrchAirBenchChatItems);
+  const uint16_t asr_subset = t.SubsetIndex("asr_librispeech");
+  const std::vector<uint16_t> qa_subset = SqaSubsets(a, t);
+  const std::vector<uint16_t> order = ShuffledSubsets(Apportion(weights, n), rng);
+  t.samples.resize(order.size());
+  t.ids.PushNumbered("omix", kIdDigits, 0, order.size());
+  Cycler asr_items(a.asr.samples.size()), qa_items(a.qa.samples.size());
+  for (size_t k = 0; k < order.size(); ++k) {
+    const uint16_t g = order[k];
+    if (g == asr_group) {
+      FillAsr(a, asr_items.Next(rng), asr_subset, t, k);
+    } else if (g == qa_group) {
+      FillSqa(a, qa_items.Next(rng), qa_subset, rng, t, k);
+    } else {
+      t.samples[k].subset = g;
+      FillWords(kLlavaSources[g], rng, t.samples[k]);
     }
   }
   return t;
@@ -407,6 +507,10 @@ const std::vector<GeneratorPreset>& GeneratorPresets() {
       {"asr-sqa-mix", "audio: 70% LibriSpeech ASR + 30% AIR-Bench spoken QA, resampled from real traces",
        40000},
       {"long-video", "LongVILA-style long-video SFT, 32..2048 frames, heavy tail", 15292},
+      {"orchmllm-mix",
+       "OrchMLLM's vision+audio data: LLaVA-1.5 mix665k + LibriSpeech ASR + AIR-Bench spoken QA, by source "
+       "size",
+       kOrchMixSamples},
   };
   return kPresets;
 }
@@ -431,6 +535,7 @@ Result<Trace> GenerateTrace(const std::string& preset, int64_t samples, uint64_t
     return GenerateWords(kLlavaSources, std::size(kLlavaSources), "llava", samples, rng);
   if (preset == "lcs-558k") return GenerateWords(kLcsSources, std::size(kLcsSources), "lcs", samples, rng);
   if (preset == "asr-sqa-mix") return GenerateAsrSqa(samples, rng);
+  if (preset == "orchmllm-mix") return GenerateOrchMix(samples, rng);
   return GenerateLongVideo(samples, rng);
 }
 

@@ -1,12 +1,12 @@
 // Synthetic, seeded dataset traces for the named presets (internvl-1.2m, llava-665k, lcs-558k, asr-sqa-mix,
-// long-video).
+// long-video, orchmllm-mix).
 //
 // Contract: GenerateTrace is pure: same (preset, samples, seed) -> byte-identical trace on every platform (it
 // uses mmtwin::Rng only). Sizes follow the Sample units of core/trace/trace.h: images and image_tiles are
 // counts (tiles include the InternVL thumbnail), video_frames are sampled frames, audio_seconds are seconds,
 // text_tokens are estimated LLM text tokens. The assumptions and the statistics each preset targets are in
-// traces/generators.md. asr-sqa-mix resamples real derived traces read from MMTWIN_DATA_DIR (environment
-// variable, else the compile-time default <repo>/traces); a missing file is an error, not a crash.
+// traces/generators.md. asr-sqa-mix and orchmllm-mix resample real derived traces read from MMTWIN_DATA_DIR
+// (environment variable, else the compile-time default <repo>/traces); a missing file is an error, not a crash.
 //
 //   MMTWIN_ASSIGN_OR_RETURN(Trace t, GenerateTrace("internvl-1.2m", 1267819, /*seed=*/1));
 //   for (const GeneratorPreset& p : GeneratorPresets()) std::cout << p.name << ": " << p.description << "\n";
@@ -31,7 +31,8 @@ struct GeneratorPreset {
 const std::vector<GeneratorPreset>& GeneratorPresets();
 
 // Generates `samples` samples of `preset`. Unknown preset -> "unknown trace preset 'x'; valid values are:
-// ..."; samples <= 0 or > 100,000,000 -> error; asr-sqa-mix without its data files -> error naming the path.
+// ..."; samples <= 0 or > 100,000,000 -> error; asr-sqa-mix or orchmllm-mix without its data files -> error
+// naming the path.
 // default_samples (the real dataset's size) gives the published subset counts exactly.
 Result<Trace> GenerateTrace(const std::string& preset, int64_t samples, uint64_t seed);
 
