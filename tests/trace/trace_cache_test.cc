@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/trace/generate.h"
@@ -64,6 +65,12 @@ TEST(SampleIdsTest, GetReturnsEveryPushedIdAndFirstRepeatMatchesBruteForce) {
     }
     ASSERT_EQ(ids.size(), n);
     for (size_t k = 0; k < n; ++k) ASSERT_EQ(ids.Get(k), pushed[k]) << "seed " << seed << " id " << k;
+    size_t seen = 0;
+    ids.ForEach([&](size_t k, std::string_view id) {
+      ASSERT_EQ(k, seen++);
+      ASSERT_EQ(id, pushed[k]) << "seed " << seed << " id " << k;
+    });
+    EXPECT_EQ(seen, n);
     EXPECT_EQ(ids.FirstRepeat(), BruteFirstRepeat(pushed)) << "seed " << seed;
     pool += ids.mode() == SampleIds::Mode::kPool;
     numbers += ids.mode() == SampleIds::Mode::kNumbers;
@@ -95,6 +102,13 @@ TEST(SampleIdsTest, GeneratedIdsCostNoBytesPerSample) {
   EXPECT_EQ(small.mode(), SampleIds::Mode::kPool);
   const std::vector<std::string> want = {"a998", "a999", "a1000", "a1001", "a005", "b"};
   for (size_t k = 0; k < want.size(); ++k) EXPECT_EQ(small.Get(k), want[k]);
+  // ForEach increments counting ids in place: carries across a wider number, an empty prefix, zero padding.
+  for (const auto& [prefix, width, first] :
+       std::vector<std::tuple<std::string, int, uint64_t>>{{"", 1, 0}, {"ivl", 7, 9999990}, {"x", 3, 95}}) {
+    SampleIds c;
+    c.PushNumbered(prefix, width, first, 2000);
+    c.ForEach([&](size_t k, std::string_view id) { ASSERT_EQ(id, c.Get(k)) << prefix << " " << k; });
+  }
 }
 
 TEST(SampleIdsTest, SampleIs32Bytes) { EXPECT_EQ(sizeof(Sample), 32u); }

@@ -51,6 +51,10 @@ class SampleIds {
   bool empty() const { return n_ == 0; }
   std::string Get(size_t i) const;
   void Push(std::string_view id);
+  // Calls fn(i, id) for every id in order, without formatting each counting id from scratch (the digits are
+  // incremented in place): what TraceDigest uses.
+  template <class Fn>
+  void ForEach(Fn fn) const;
   // Appends `count` ids prefix + (first + k) zero-padded to at least `width` digits (1..18), k = 0..count-1:
   // what the generators write, without formatting each id.
   void PushNumbered(std::string_view prefix, int width, uint64_t first, size_t count);
@@ -88,6 +92,37 @@ class SampleIds {
   std::string chars_;              // kPool
   std::vector<uint64_t> ends_;     // kPool: end offset of each id in chars_
 };
+
+template <class Fn>
+void SampleIds::ForEach(Fn fn) const {
+  if (mode_ != Mode::kCounting) {
+    std::string id;
+    for (size_t i = 0; i < n_; ++i) {
+      if (mode_ == Mode::kPool) {
+        const uint64_t b = i == 0 ? 0 : ends_[i - 1];
+        fn(i, std::string_view(chars_).substr(b, ends_[i] - b));
+      } else {
+        id = Get(i);
+        fn(i, std::string_view(id));
+      }
+    }
+    return;
+  }
+  if (n_ == 0) return;
+  std::string id = Get(0);
+  for (size_t i = 0; i < n_; ++i) {
+    if (i > 0) {
+      // prefix + digits: add one to the digits; a carry out of the first digit widens the number ("99" -> "100").
+      size_t k = id.size();
+      while (k > prefix_.size() && id[k - 1] == '9') id[--k] = '0';
+      if (k > prefix_.size())
+        ++id[k - 1];
+      else
+        id.insert(prefix_.size(), 1, '1');
+    }
+    fn(i, std::string_view(id));
+  }
+}
 
 struct Trace {
   std::vector<std::string> subsets;  // subset / task names; Sample::subset indexes it

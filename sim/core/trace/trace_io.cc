@@ -185,12 +185,11 @@ uint64_t TraceDigest(const Trace& trace) {
       w |= static_cast<uint64_t>(static_cast<unsigned char>(s[i])) << (8 * b);
     word(w);
   };
-  std::string id;
-  for (size_t i = 0; i < trace.samples.size(); ++i) {
+  trace.ids.ForEach([&](size_t i, std::string_view id) {
+    if (i >= trace.samples.size()) return;
     const Sample& x = trace.samples[i];
-    id = trace.ids.Get(i);
     str(id);
-    str(x.subset < trace.subsets.size() ? trace.subsets[x.subset] : std::string());
+    str(x.subset < trace.subsets.size() ? std::string_view(trace.subsets[x.subset]) : std::string_view());
     word(static_cast<uint64_t>(x.images) | static_cast<uint64_t>(x.image_tiles) << 32);
     word(static_cast<uint64_t>(x.video_frames) | static_cast<uint64_t>(x.text_tokens) << 32);
     uint64_t audio_bits = 0;
@@ -198,7 +197,7 @@ uint64_t TraceDigest(const Trace& trace) {
     std::memcpy(&audio_bits, &x.audio_seconds, sizeof audio_bits);
     word(audio_bits);
     str(trace.meta(i));
-  }
+  });
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdull;
   h ^= h >> 33;
