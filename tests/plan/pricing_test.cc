@@ -196,6 +196,18 @@ TEST(PricerTest, RecomputeTransientIsOneCheckpointedUnit) {
 namespace mmtwin {
 namespace {
 
+// The seven timing fields of a chunk (ChunkCost, or the cache's packed ChunkTimes) equal, bit for bit.
+template <class Times>
+void ExpectSameTimes(const Times& a, const ChunkCost& b) {
+  EXPECT_EQ(a.fwd_us, b.fwd_us);
+  EXPECT_EQ(a.bwd_us, b.bwd_us);
+  EXPECT_EQ(a.bwd_weight_us, b.bwd_weight_us);
+  EXPECT_EQ(a.recompute_us, b.recompute_us);
+  EXPECT_EQ(a.tp_fwd_us, b.tp_fwd_us);
+  EXPECT_EQ(a.tp_bwd_us, b.tp_bwd_us);
+  EXPECT_EQ(a.send_bytes, b.send_bytes);
+}
+
 TEST(IterationTimingCacheTest, TimesEqualPriceIterationBitForBitOnRandomPartitions) {
   // Oracle: the full pricing. For random partitions and recompute plans, TP 1 and 2, varlen and padded
   // micro-batches, every timing field and send_bytes must be equal (==, not near: BMP's choice must not move).
@@ -255,29 +267,13 @@ TEST(IterationTimingCacheTest, TimesEqualPriceIterationBitForBitOnRandomPartitio
           cache.Times(i, p, rc, &reused);  // into a buffer of the previous trial's costs
           cache.PackedTimes(i, p, rc, &packed);
           ASSERT_EQ(packed.size(), want.costs.size());
-          for (size_t k = 0; k < packed.size(); ++k) {
-            const ChunkTimes& a = packed[k];
-            const ChunkCost& b = want.costs[k];
-            ASSERT_EQ(a.fwd_us, b.fwd_us);
-            ASSERT_EQ(a.bwd_us, b.bwd_us);
-            ASSERT_EQ(a.bwd_weight_us, b.bwd_weight_us);
-            ASSERT_EQ(a.recompute_us, b.recompute_us);
-            ASSERT_EQ(a.tp_fwd_us, b.tp_fwd_us);
-            ASSERT_EQ(a.tp_bwd_us, b.tp_bwd_us);
-            ASSERT_EQ(a.send_bytes, b.send_bytes);
-          }
+          for (size_t k = 0; k < packed.size(); ++k) ExpectSameTimes(packed[k], want.costs[k]);
           ASSERT_EQ(got.costs.size(), want.costs.size());
           ASSERT_EQ(reused.costs.size(), want.costs.size());
           for (size_t k = 0; k < 2 * want.costs.size(); ++k) {
             const size_t j = k % want.costs.size();
             const ChunkCost &a = k < want.costs.size() ? got.costs[j] : reused.costs[j], &b = want.costs[j];
-            ASSERT_EQ(a.fwd_us, b.fwd_us);
-            ASSERT_EQ(a.bwd_us, b.bwd_us);
-            ASSERT_EQ(a.bwd_weight_us, b.bwd_weight_us);
-            ASSERT_EQ(a.recompute_us, b.recompute_us);
-            ASSERT_EQ(a.tp_fwd_us, b.tp_fwd_us);
-            ASSERT_EQ(a.tp_bwd_us, b.tp_bwd_us);
-            ASSERT_EQ(a.send_bytes, b.send_bytes);
+            ExpectSameTimes(a, b);
             ASSERT_EQ(a.llm_tokens, b.llm_tokens);
             ++checked;
           }
