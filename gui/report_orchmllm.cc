@@ -509,9 +509,8 @@ std::string OrchDiffers(const std::vector<Table>& t) {
         F(Val(cost, "64", "planning per step (ms)"), 1) + " ms per step at 64 GPUs, " +
         F(Val(cost, top, "planning per step (ms)"), 1) + " ms at " + top_text +
         " (a wall time on whatever machine generates the report: on the shared 2-core machine that "
-        "wrote this one, repeated generations differed by about 2× at 2,560 GPUs, 139 to 274 ms, and two "
-        "runs, while other jobs shared the machine, took 7.9 s and 38.7 s, most likely stalls of the shared "
-        "machine: the planner's input and work are the same every time). It covers every phase's "
+        "wrote this one, repeated generations differed by about 2× at 2,560 GPUs, 139 to 274 ms, for the "
+        "same input and work). It covers every phase's "
         "post-balancing and an exact node-wise placement, not the paper's "
         "CVXPY/CBC ILP (\"tens of milliseconds\", §5.2.2). The paper overlaps this work with the forward "
         "pass (§7), and so would a framework using mmtwin's plan, so it is not charged to the step.\n";
