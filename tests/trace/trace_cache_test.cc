@@ -107,7 +107,8 @@ TEST(SampleIdsTest, GeneratedIdsCostNoBytesPerSample) {
        std::vector<std::tuple<std::string, int, uint64_t>>{{"", 1, 0}, {"ivl", 7, 9999990}, {"x", 3, 95}}) {
     SampleIds c;
     c.PushNumbered(prefix, width, first, 2000);
-    c.ForEach([&](size_t k, std::string_view id) { ASSERT_EQ(id, c.Get(k)) << prefix << " " << k; });
+    const std::string shape = prefix;  // (clang 14: a lambda cannot capture a structured binding)
+    c.ForEach([&](size_t k, std::string_view id) { ASSERT_EQ(id, c.Get(k)) << shape << " " << k; });
   }
 }
 
