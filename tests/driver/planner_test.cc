@@ -79,6 +79,62 @@ TEST(PlannerTest, PlanIsSelfDescribing) {
   EXPECT_TRUE(sim->plan == p);
 }
 
+// bmp's pruning (QuickBound: the slowest replicas of the last timing, alone) changes no plan: prune on and off
+// give the same plan JSON and the same times for the candidates both time, over data policies, schedules,
+// ZeRO stages and seeds; pruning happens on most, and never with dispatch (no bound there).
+TEST(PlannerTest, BmpPruningKeepsThePlan) {
+  int pruned = 0, runs = 0;
+  struct Variant {
+    const char* data;
+    const char* schedule;
+    int vpp, zero, micro_batches;
+  };
+  const Variant variants[] = {{"isf", "1f1b", 1, 1, 8},
+                              {"isf", "interleaved-1f1b", 2, 0, 8},
+                              {"isf", "zb-h1", 1, 3, 8},
+                              {"random", "1f1b", 1, 2, 16},
+                              {"post-balance", "1f1b", 1, 1, 8}};
+  for (const Variant& v : variants)
+    for (uint64_t seed : {1, 2}) {
+      Scenario s = Small();
+      s.trace.samples = 12000;
+      s.seed = seed;
+      s.parallel.dp = 8;
+      s.parallel.vpp = v.vpp;
+      s.parallel.zero_stage = v.zero;
+      s.parallel.micro_batches = v.micro_batches;
+      s.schedule = {v.schedule, {}};
+      if (std::string(v.data) != "post-balance") s.data = {v.data, {}};
+      s.iterations = 4;
+      Scenario off = s;
+      off.partition = {"bmp", {{"prune", "false"}}};
+      auto a = BuildPlan(s, {}), b = BuildPlan(off, {});
+      ASSERT_TRUE(a.ok()) << a.error().message();
+      ASSERT_TRUE(b.ok()) << b.error().message();
+      const std::string what = std::string(v.data) + " " + v.schedule + " seed " + std::to_string(seed);
+      EXPECT_EQ(PlanToJson(a->plan), PlanToJson(b->plan)) << what;
+      const PartitionReport &pa = a->partition_report, &pb = b->partition_report;
+      EXPECT_EQ(pb.pruned, 0);
+      EXPECT_EQ(pa.chosen_time_us, pb.chosen_time_us) << what;
+      ASSERT_EQ(pa.evaluated.size(), pb.evaluated.size()) << what;
+      for (size_t i = 0; i < pa.evaluated.size(); ++i) {
+        if (pa.evaluated_pruned[i]) {  // a bound: >= the chosen time, <= the candidate's time
+          EXPECT_GE(pa.evaluated_time_us[i], pa.chosen_time_us) << what << " candidate " << i;
+          EXPECT_LE(pa.evaluated_time_us[i], pb.evaluated_time_us[i]) << what << " candidate " << i;
+        } else {
+          EXPECT_EQ(pa.evaluated_time_us[i], pb.evaluated_time_us[i]) << what << " candidate " << i;
+        }
+      }
+      if (std::string(v.data) == "post-balance") {
+        EXPECT_EQ(pa.pruned, 0) << what;  // dispatch transfers: no bound
+      }
+      pruned += static_cast<int>(pa.pruned);
+      ++runs;
+    }
+  EXPECT_EQ(runs, 10);
+  EXPECT_GT(pruned, 20);
+}
+
 // A sweep's shared preparation (PrepareData) gives the same plan and run as planning from scratch; its key
 // ignores what only the later steps read and tells apart what the trace or data policy read.
 TEST(PlannerTest, DroppingTheTraceKeepsThePlan) {
@@ -104,9 +160,12 @@ TEST(PlannerTest, APreparedTraceAloneGivesTheSamePlan) {
   ASSERT_TRUE(prepared.ok()) << prepared.error().message();
   PlanOptions with;
   with.prepared = *prepared;
-  for (auto change : std::vector<std::function<void(Scenario&)>>{
-           [](Scenario& x) { x.seed = 2; }, [](Scenario& x) { x.data = {"isf", {}}; },
-           [](Scenario& x) { x.model = "internvl-1.5-6b-34b"; }}) {
+  for (auto change :
+       std::vector<std::function<void(Scenario&)>>{[](Scenario& x) { x.seed = 2; },
+                                                   [](Scenario& x) {
+                                                     x.data = {"isf", {}};
+                                                   },
+                                                   [](Scenario& x) { x.model = "internvl-1.5-6b-34b"; }}) {
     Scenario x = s;
     change(x);
     ASSERT_NE(PreparedDataKey(x), PreparedDataKey(s));

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "core/eval/analytic.h"
+#include "core/plan/mesh.h"
 #include "core/plan/schedule.h"
 #include "core/util/rng.h"
 #include "graph/graph_fixtures.h"
@@ -292,6 +293,107 @@ TEST(OpGraphTest, RepricingDurationsOnlyEqualsFull) {
   ASSERT_FALSE(full.ok());
   ASSERT_FALSE(fast.ok());
   EXPECT_EQ(full.error().message(), fast.error().message());
+}
+
+// Oracle for bmp's candidate bound: ReplicaAloneTimeUs on the old graph, from one replica's packed times and the
+// new statics, equals bit for bit replica_time_us of EvaluateAnalytic on the graph re-priced in full
+// (RepriceIterationGraph kFull, which rebuilds where needed) for every replica's costs, is never above its
+// iteration time, and leaves the old graph as it was. Random schedules, ZeRO stages (FSDP: no bound), TP,
+// recompute and sends in some replicas only (categories the old graph lacks: no bound, or a bound where the
+// replica's own times fit), other statics (in place or rebuilt: no bound). ReplicaComputeEndUs against a brute
+// force over the compute-lane ops.
+TEST(OpGraphTest, ReplicaAloneTimeEqualsTheRepricedGraphsAloneTime) {
+  Rng rng(29);
+  std::vector<double> finish, ends;
+  int bounded = 0, declined = 0;
+  for (int trial = 0; trial < 80; ++trial) {
+    const char* names[] = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2"};
+    const std::string name = names[rng.Below(5)];
+    const int pp = 1 + static_cast<int>(rng.Below(4));
+    const int vpp = name == "interleaved-1f1b" ? 2 : 1;
+    ParallelConfig pc = Pc(1 + static_cast<int>(rng.Below(4)), pp, vpp,
+                           pp * (1 + static_cast<int>(rng.Below(2))), static_cast<int>(rng.Below(4)));
+    if (pc.zero_stage == 3 && rng.Below(2) == 0) pc.zero3_impl = "fsdp";
+    CommSpec comm = Comm();
+    comm.dp_bytes_per_s = 1e6;
+    comm.dp_latency_us = 1;
+    comm.dp_bucket_bytes = 100;
+    comm.gpus_per_node = 1 + static_cast<int>(rng.Below(4));
+    comm.nvlink_bytes_per_s = 1e11;
+    comm.nvlink_latency_us = 1;
+    comm.nic_bytes_per_s = 1e10;
+    comm.nic_latency_us = 4;
+    auto s = BuildSchedule(name, pc.pp, pc.vpp, pc.micro_batches);
+    ASSERT_TRUE(s.ok()) << name;
+    // TP, recompute and sends drawn per replica, so that a replica may use a category the graph lacks.
+    auto costs = [&](uint64_t seed, bool all) {
+      IterationCosts c = Random(pc, seed, true, true, true);
+      std::vector<uint8_t> tp(pc.dp), rc(pc.dp);
+      for (int d = 0; d < pc.dp; ++d) {
+        tp[d] = all || rng.Below(2) == 0;
+        rc[d] = all || rng.Below(2) == 0;
+      }
+      for (int d = 0; d < pc.dp; ++d)
+        for (int m = 0; m < pc.micro_batches; ++m)
+          for (int ch = 0; ch < pc.chunks(); ++ch) {
+            ChunkCost& k = c.At(d, m, ch);
+            k.bwd_weight_us = k.bwd_us * rng.Uniform(0.1, 0.6);
+            if (!tp[d]) k.tp_fwd_us = k.tp_bwd_us = 0;
+            if (!rc[d]) k.recompute_us = 0;
+          }
+      return c;
+    };
+    const std::vector<ChunkStatic> a = RandomStatics(rng, pc.chunks(), 20, comm.dp_bucket_bytes);
+    const std::vector<ChunkStatic> b =
+        rng.Below(2) == 0 ? a : RandomStatics(rng, pc.chunks(), 20, comm.dp_bucket_bytes);
+    const OpGraph old = fixtures::MustBuild(pc, name, costs(500 + trial, rng.Below(3) == 0), a, comm);
+    const IterationCosts next = costs(600 + trial, false);
+    OpGraph repriced = old;
+    ASSERT_TRUE(RepriceIterationGraph(&repriced, *s, next, &b).ok());
+    const IterationTiming want = EvaluateAnalytic(repriced);
+    OpGraph g = old;
+    const int C = pc.chunks(), M = pc.micro_batches;
+    for (int r = 0; r < pc.dp; ++r) {
+      std::vector<ChunkTimes> times;
+      for (int m = 0; m < M; ++m)
+        for (int ch = 0; ch < C; ++ch) {
+          const ChunkCost& k = next.At(r, m, ch);
+          times.push_back(
+              {k.fwd_us, k.bwd_us, k.bwd_weight_us, k.recompute_us, k.tp_fwd_us, k.tp_bwd_us, k.send_bytes});
+        }
+      const std::optional<double> t = ReplicaAloneTimeUs(&g, r, times, b, &finish);
+      if (!t) {
+        ++declined;
+        continue;
+      }
+      ++bounded;
+      EXPECT_FALSE(pc.zero_stage == 3 && pc.zero3_impl == "fsdp" && pc.dp > 1) << "trial " << trial;
+      EXPECT_EQ(*t, want.replica_time_us[r]) << "trial " << trial << " replica " << r;
+      EXPECT_LE(*t, want.iteration_time_us) << "trial " << trial << " replica " << r;
+    }
+    EXPECT_EQ(g.duration_us, old.duration_us) << "trial " << trial;
+    EXPECT_EQ(g.num_ops(), old.num_ops());
+    // ReplicaComputeEndUs: brute force over the compute ops of the re-priced graph's sweep.
+    std::vector<double> brute(pc.dp, 0.0);
+    const DeviceMesh mesh(repriced.parallel);
+    for (int i = 0; i < repriced.num_ops(); ++i)
+      if (repriced.ops[i].device >= 0 && repriced.ops[i].lane == Lane::kCompute) {
+        double& e = brute[mesh.DpOfDevice(repriced.ops[i].device)];
+        e = std::max(e, want.finish_us[i]);
+      }
+    ReplicaComputeEndUs(&repriced, want.finish_us, &ends);
+    EXPECT_EQ(ends, brute) << "trial " << trial;
+  }
+  EXPECT_GT(bounded, 60);
+  EXPECT_GT(declined, 10);
+  // Out of range and mismatched sizes: no bound.
+  const ParallelConfig pc = Pc(2, 2, 1, 2);
+  OpGraph g = fixtures::MustBuild(pc, "1f1b", Random(pc, 1, true, true, true), Statics(2, 300), Comm());
+  std::vector<ChunkTimes> times(pc.micro_batches * pc.chunks());
+  EXPECT_FALSE(ReplicaAloneTimeUs(&g, 2, times, Statics(2, 300), &finish));
+  EXPECT_FALSE(ReplicaAloneTimeUs(&g, -1, times, Statics(2, 300), &finish));
+  times.pop_back();
+  EXPECT_FALSE(ReplicaAloneTimeUs(&g, 0, times, Statics(2, 300), &finish));
 }
 
 TEST(OpGraphTest, DpCollectiveDurationsPerZeroStage) {

@@ -266,6 +266,77 @@ TEST(BmpTest, NeverWorseThanAnchorAndEvaluatesTopK) {
   }
 }
 
+// Pruning by a lower bound: the same choice and chosen time as timing every candidate, fewer evaluator calls,
+// every pruned candidate's bound >= the fastest time so far (so >= the chosen one); bounds of 0 prune nothing;
+// prune=false ignores the bound; a bound's error propagates.
+TEST(BmpTest, LowerBoundPrunesWithoutChangingTheChoice) {
+  const LayerProfile prof = VlmProfile(25, 30);
+  Rng rng(5);
+  int pruned = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const uint64_t salt = rng.Next();
+    const double slack = trial % 4 == 0 ? 0.0 : rng.Uniform(0.0, 0.05);  // how far below the time a bound is
+    auto time = [&](const Partition& p) {
+      uint64_t h = salt;
+      for (int b : p.bounds) h = (h ^ static_cast<uint64_t>(b)) * 0x100000001b3ull;
+      return MaxChunkWeight(prof.fwd_us, p) + static_cast<double>(h % 1000) / 50.0;
+    };
+    int calls = 0, bound_calls = 0;
+    PartitionContext ctx{prof, 4, 4, {}, [&](const Partition& p) -> Result<double> {
+                           ++calls;
+                           return time(p);
+                         }};
+    PartitionReport all;
+    const std::map<std::string, std::string> top = {{"radius", "2"}, {"top_k", "8"}};
+    Result<Partition> want = RunPartitionPolicy("bmp", top, ctx, &all);
+    ASSERT_TRUE(want.ok());
+    const int all_calls = calls;
+    calls = 0;
+    ctx.lower_bound = [&](const Partition& p) -> Result<double> {
+      ++bound_calls;
+      return trial % 8 == 1 ? 0.0 : time(p) * (1 - slack);
+    };
+    PartitionReport rep;
+    Result<Partition> got = RunPartitionPolicy("bmp", top, ctx, &rep);
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(got->bounds, want->bounds) << "trial " << trial;
+    EXPECT_EQ(rep.chosen_time_us, all.chosen_time_us);
+    ASSERT_EQ(rep.evaluated.size(), all.evaluated.size());
+    ASSERT_EQ(rep.evaluated_pruned.size(), rep.evaluated.size());
+    EXPECT_EQ(calls + rep.pruned, all_calls);
+    EXPECT_EQ(bound_calls, all_calls - 1);  // every candidate after the first
+    if (trial % 8 == 1) EXPECT_EQ(rep.pruned, 0);
+    double best = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < rep.evaluated.size(); ++i) {
+      EXPECT_EQ(rep.evaluated[i].bounds, all.evaluated[i].bounds);
+      if (rep.evaluated_pruned[i]) {
+        EXPECT_GE(rep.evaluated_time_us[i], best) << "trial " << trial << " candidate " << i;
+        EXPECT_GE(rep.evaluated_time_us[i], rep.chosen_time_us);
+      } else {
+        EXPECT_EQ(rep.evaluated_time_us[i], all.evaluated_time_us[i]);
+        best = std::min(best, rep.evaluated_time_us[i]);
+      }
+    }
+    pruned += static_cast<int>(rep.pruned);
+    // prune=false: the bound is not called.
+    bound_calls = 0;
+    std::map<std::string, std::string> off = top;
+    off["prune"] = "false";
+    ASSERT_TRUE(RunPartitionPolicy("bmp", off, ctx, &rep).ok());
+    EXPECT_EQ(bound_calls, 0);
+    EXPECT_EQ(rep.pruned, 0);
+  }
+  EXPECT_GT(pruned, 40);
+  const LayerProfile small = VlmProfile(8, 8);
+  PartitionContext ctx{
+      small, 2, 2, {}, [&](const Partition& p) -> Result<double> { return MaxChunkWeight(small.fwd_us, p); }};
+  ctx.lower_bound = [](const Partition&) -> Result<double> { return Error("no bound"); };
+  PartitionReport rep;
+  Result<Partition> r = RunPartitionPolicy("bmp", {}, ctx, &rep);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("no bound"), std::string::npos) << r.error().message();
+}
+
 TEST(BmpTest, MemoryCallbackDropsCandidates) {
   const LayerProfile prof = VlmProfile(20, 20);
   // "Fits" only when the first chunk is at least 2 layers shorter than the anchor's.

@@ -232,7 +232,7 @@ TEST(IterationTimingCacheTest, TimesEqualPriceIterationBitForBitOnRandomPartitio
         for (uint64_t k = 0, n = 1 + rng.Below(4); k < n; ++k)
           mb.push_back(static_cast<uint32_t>(rng.Below(64)));
   }
-  int checked = 0;
+  int checked = 0, checked_replicas = 0;
   for (int tp : {1, 2}) {
     ParallelConfig pc;
     pc.dp = 3;
@@ -268,6 +268,13 @@ TEST(IterationTimingCacheTest, TimesEqualPriceIterationBitForBitOnRandomPartitio
           cache.PackedTimes(i, p, rc, &packed);
           ASSERT_EQ(packed.size(), want.costs.size());
           for (size_t k = 0; k < packed.size(); ++k) ExpectSameTimes(packed[k], want.costs[k]);
+          // One replica's entries alone (replicas 1 and 2 start inside a block of 4 micro-batches).
+          for (int r = 0; r < 3; ++r) {
+            cache.PackedReplicaTimes(i, r, p, rc, &packed);
+            ASSERT_EQ(packed.size(), 5u * 4);
+            for (size_t k = 0; k < packed.size(); ++k) ExpectSameTimes(packed[k], want.costs[r * 5 * 4 + k]);
+            checked_replicas += static_cast<int>(packed.size());
+          }
           ASSERT_EQ(got.costs.size(), want.costs.size());
           ASSERT_EQ(reused.costs.size(), want.costs.size());
           for (size_t k = 0; k < 2 * want.costs.size(); ++k) {
@@ -282,6 +289,7 @@ TEST(IterationTimingCacheTest, TimesEqualPriceIterationBitForBitOnRandomPartitio
     }
   }
   EXPECT_EQ(checked, 2 * 2 * 20 * 2 * 3 * 5 * 4 * 2);
+  EXPECT_EQ(checked_replicas, 2 * 2 * 20 * 2 * 3 * 5 * 4);
 }
 
 }  // namespace

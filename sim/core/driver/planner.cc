@@ -150,7 +150,29 @@ struct CandidateScratch {
   IterationCosts costs;
   std::vector<ChunkTimes> times;  // the packed path (RepriceDurations)
   std::vector<double> finish_us;
+  // QuickBound: per timed iteration, the DP replicas whose compute ended last in the latest QuickTime (empty
+  // until then), and scratch.
+  std::vector<std::vector<int>> critical;
+  std::vector<double> compute_end_us;
+  std::vector<ChunkTimes> replica_times;
 };
+
+// How many replicas QuickBound times alone per iteration (the slowest of the last evaluation): one is usually
+// the critical one; a second covers a candidate that moves the critical path to another replica.
+constexpr int kBoundReplicas = 2;
+
+// The kBoundReplicas replicas whose compute ends last in the graph's latest sweep (scratch.finish_us).
+std::vector<int> SlowestReplicas(CandidateScratch& scratch) {
+  ReplicaComputeEndUs(&scratch.graph, scratch.finish_us, &scratch.compute_end_us);
+  const std::vector<double>& end = scratch.compute_end_us;
+  std::vector<int> order(end.size());
+  std::iota(order.begin(), order.end(), 0);
+  const size_t k = std::min<size_t>(kBoundReplicas, order.size());
+  std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                    [&](int a, int b) { return end[a] > end[b] || (end[a] == end[b] && a < b); });
+  order.resize(k);
+  return order;
+}
 
 // Mean iteration time of a candidate plan over the first few replayed iterations (bmp's "timing").
 Result<double> QuickTime(const PlannedRun& run, const Pricer& pricer,
@@ -165,6 +187,7 @@ Result<double> QuickTime(const PlannedRun& run, const Pricer& pricer,
   comm.dp_bucket_bytes = run.plan.dp_bucket_bytes;
   OpGraph& graph = scratch.graph;
   IterationCosts& costs = scratch.costs;
+  scratch.critical.assign(n, {});
   for (size_t i = 0; i < n; ++i) {
     // The packed path: the timing fields alone re-price the graph in place (RepriceDurations), or it declines
     // and the full costs do.
@@ -172,6 +195,7 @@ Result<double> QuickTime(const PlannedRun& run, const Pricer& pricer,
       timing_cache->PackedTimes(i, p, rc, &scratch.times);
       if (RepriceDurations(&graph, scratch.times, i == 0 ? &statics : nullptr)) {
         total += AnalyticIterationTimeUs(graph, &scratch.finish_us);
+        scratch.critical[i] = SlowestReplicas(scratch);
         continue;
       }
     }
@@ -187,8 +211,39 @@ Result<double> QuickTime(const PlannedRun& run, const Pricer& pricer,
                                                    i == 0 ? &statics : nullptr, RepriceMode::kDurationsOnly));
     }
     total += AnalyticIterationTimeUs(graph, &scratch.finish_us);
+    scratch.critical[i] = SlowestReplicas(scratch);
   }
   return total / std::max<size_t>(1, n);
+}
+
+// bmp's lower bound on QuickTime(p): per timed iteration, the largest alone time (ReplicaAloneTimeUs) of the
+// replicas that ended last in the latest QuickTime, averaged as QuickTime averages. Each iteration's figure is
+// <= its time there (the full graph waits at the barriers for every replica), and rounding is monotone, so the
+// mean is <= QuickTime(p). 0 (no bound) before the first QuickTime, without the timing cache, or where a
+// replica's bound does not apply (dispatch, SP, a graph that would be rebuilt).
+Result<double> QuickBound(const PlannedRun& run, const Pricer& pricer,
+                          const IterationTimingCache* timing_cache, const LayerProfile& worst,
+                          const Partition& p, CandidateScratch& scratch, const std::atomic<bool>* cancel) {
+  MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
+  const size_t n = std::min<size_t>(run.plan.iterations.size(), 4);
+  if (!timing_cache || scratch.graph.num_ops() == 0 || scratch.critical.size() != n) return 0.0;
+  for (size_t i = 0; i < n; ++i)
+    if (scratch.critical[i].empty() || timing_cache->HasDispatch(i)) return 0.0;
+  MMTWIN_ASSIGN_OR_RETURN(RecomputePlan rc, PlanRecompute(run, worst, p, nullptr));
+  const std::vector<ChunkStatic> statics = pricer.Static(p);
+  double total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double bound = 0;
+    for (int r : scratch.critical[i]) {
+      timing_cache->PackedReplicaTimes(i, r, p, rc, &scratch.replica_times);
+      const std::optional<double> t =
+          ReplicaAloneTimeUs(&scratch.graph, r, scratch.replica_times, statics, &scratch.finish_us);
+      if (!t) return 0.0;
+      bound = std::max(bound, *t);
+    }
+    total += bound;
+  }
+  return total / static_cast<double>(n);
 }
 
 Status PlanModel(PlannedRun& run, const Pricer& pricer, const std::atomic<bool>* cancel) {
@@ -214,6 +269,9 @@ Status PlanModel(PlannedRun& run, const Pricer& pricer, const std::atomic<bool>*
       timing_cache = std::make_unique<IterationTimingCache>(pricer, timed, run.tokens, run.packing());
     }
     return QuickTime(run, pricer, timing_cache.get(), prof.worst, p, candidate, cancel);
+  };
+  pc.lower_bound = [&](const Partition& p) {
+    return QuickBound(run, pricer, timing_cache.get(), prof.worst, p, candidate, cancel);
   };
   if (par.chunks() > static_cast<int>(pricer.layers().size()))
     return ScenarioError(run.scenario, par.vpp > 1 ? "parallel.vpp" : "parallel.pp",

@@ -1185,8 +1185,45 @@ void ApplyStatics(OpGraph& g, const std::vector<ChunkStatic>& statics,
   }
 }
 
-// duration_us by the recipe from the packed times: the same expressions as CostDuration (no FSDP shares);
-// `general(i)` prices the ops the recipe does not cover.
+// An op's duration by its recipe from its packed times: the same expressions as CostDuration (no FSDP shares).
+// False for kRecipeNone and kRecipeGeneral (not priced from the times).
+inline bool RecipeUs(OpGraph::Source::Recipe r, const ChunkTimes& k, const CommCostModel& comm_cost,
+                     double* us) {
+  switch (r.code) {
+    case kRecipeForward:
+      *us = k.fwd_us;
+      return true;
+    case kRecipeRecompute:
+      *us = k.recompute_us;
+      return true;
+    case kRecipeBackward:
+      *us = k.bwd_us / r.pieces;
+      return true;
+    case kRecipeBackwardInput:
+      *us = (k.bwd_us - k.bwd_weight_us) / r.pieces;
+      return true;
+    case kRecipeBackwardWeight:
+      *us = k.bwd_weight_us / r.pieces;
+      return true;
+    case kRecipeTpForward:
+      *us = k.tp_fwd_us;
+      return true;
+    case kRecipeTpBackward:
+      *us = k.tp_bwd_us;
+      return true;
+    case kRecipeP2pInNode:
+      *us = P2pUs(k.send_bytes, comm_cost, true);
+      return true;
+    case kRecipeP2pCrossNode:
+      *us = P2pUs(k.send_bytes, comm_cost, false);
+      return true;
+    default:
+      return false;
+  }
+}
+
+// duration_us by the recipe from the packed times (RecipeUs); `general(i)` prices the ops the recipe does not
+// cover.
 template <class General>
 void PriceByRecipe(OpGraph& g, const ChunkTimes* kc, General&& general) {
   const int n = g.num_ops();
@@ -1196,41 +1233,66 @@ void PriceByRecipe(OpGraph& g, const ChunkTimes* kc, General&& general) {
   const CommCostModel& comm_cost = *g.source.comm_cost;
   for (int i = 0; i < n; ++i) {
     const OpGraph::Source::Recipe r = recipe[i];
-    switch (r.code) {
-      case kRecipeNone:
-        break;
-      case kRecipeForward:
-        dur[i] = kc[cost_index[i]].fwd_us;
-        break;
-      case kRecipeRecompute:
-        dur[i] = kc[cost_index[i]].recompute_us;
-        break;
-      case kRecipeBackward:
-        dur[i] = kc[cost_index[i]].bwd_us / r.pieces;
-        break;
-      case kRecipeBackwardInput: {
-        const ChunkTimes& k = kc[cost_index[i]];
-        dur[i] = (k.bwd_us - k.bwd_weight_us) / r.pieces;
-        break;
-      }
-      case kRecipeBackwardWeight:
-        dur[i] = kc[cost_index[i]].bwd_weight_us / r.pieces;
-        break;
-      case kRecipeTpForward:
-        dur[i] = kc[cost_index[i]].tp_fwd_us;
-        break;
-      case kRecipeTpBackward:
-        dur[i] = kc[cost_index[i]].tp_bwd_us;
-        break;
-      case kRecipeP2pInNode:
-        dur[i] = P2pUs(kc[cost_index[i]].send_bytes, comm_cost, true);
-        break;
-      case kRecipeP2pCrossNode:
-        dur[i] = P2pUs(kc[cost_index[i]].send_bytes, comm_cost, false);
-        break;
-      default:
-        general(i);
+    if (r.code == kRecipeNone) continue;
+    if (r.code == kRecipeGeneral || !RecipeUs(r, kc[cost_index[i]], comm_cost, &dur[i])) general(i);
+  }
+}
+
+// What RepriceDurations checks of the packed times (ShapeOf's flags of the categories, the shape layout there,
+// and CheckCost's test, in one pass): true when the graph's shape holds every category the times use, every
+// time is finite and >= 0 and sends have a P2P speed. `chunk` of times[k] is k % C.
+bool TimesFitShape(const OpGraph& g, std::span<const ChunkTimes> times) {
+  const int C = g.parallel.chunks();
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const auto ok = [](double v) { return static_cast<unsigned>(v >= 0) & static_cast<unsigned>(v < kInf); };
+  unsigned tp_fwd = 0, tp_bwd = 0, valid = 1, sends = 0;
+  std::vector<uint8_t> recompute(C, 0), send(C, 0);
+  int c = 0;
+  for (const ChunkTimes& k : times) {
+    tp_fwd |= k.tp_fwd_us > 0;
+    tp_bwd |= k.tp_bwd_us > 0;
+    recompute[c] |= k.recompute_us > 0;
+    send[c] |= k.send_bytes > 0;
+    sends |= k.send_bytes > 0;
+    valid &= ok(k.fwd_us) & ok(k.bwd_us) & ok(k.bwd_weight_us) & ok(k.recompute_us) & ok(k.tp_fwd_us) &
+             ok(k.tp_bwd_us) & static_cast<unsigned>(k.send_bytes >= 0);
+    if (++c == C) c = 0;
+  }
+  if (!valid || (sends && g.parallel.pp > 1 && !(g.source.comm.p2p_bytes_per_s > 0))) return false;
+  const std::vector<uint8_t>& shape = g.source.shape;
+  if ((tp_fwd && !shape[0]) || (tp_bwd && !shape[1])) return false;
+  for (int k = 0; k < C; ++k)
+    if ((recompute[k] && !shape[2 + k]) || (send[k] && !shape[2 + C + k])) return false;
+  return true;
+}
+
+// The ops of every DP replica in graph order (OpGraph::Source::replica_begin / replica_ops), made once per graph;
+// replica_closed says whether each replica's ops depend (local_deps, lane order) on its own ops only.
+void EnsureReplicaOps(OpGraph& g) {
+  OpGraph::Source& src = g.source;
+  const int D = g.parallel.dp, n = g.num_ops();
+  if (src.replica_begin.size() == static_cast<size_t>(D) + 1) return;
+  const DeviceMesh mesh(g.parallel);
+  std::vector<int32_t> replica(n, -1);
+  src.replica_begin.assign(D + 1, 0);
+  for (int i = 0; i < n; ++i)
+    if (g.ops[i].device >= 0) {
+      replica[i] = mesh.DpOfDevice(g.ops[i].device);
+      ++src.replica_begin[replica[i] + 1];
     }
+  for (int d = 0; d < D; ++d) src.replica_begin[d + 1] += src.replica_begin[d];
+  src.replica_ops.resize(src.replica_begin[D]);
+  src.last_compute_op.assign(g.num_devices, -1);
+  std::vector<int32_t> fill(src.replica_begin.begin(), src.replica_begin.end() - 1);
+  src.replica_closed = true;
+  for (int i = 0; i < n; ++i) {
+    if (replica[i] < 0) continue;
+    src.replica_ops[fill[replica[i]]++] = i;
+    if (g.ops[i].lane == Lane::kCompute && g.ops[i].device < g.num_devices)
+      src.last_compute_op[g.ops[i].device] = i;
+    if (g.lane_prev[i] >= 0 && replica[g.lane_prev[i]] != replica[i]) src.replica_closed = false;
+    for (int32_t j = g.dep_begin[i]; j < g.dep_begin[i + 1]; ++j)
+      if (replica[g.local_deps[j]] != replica[i]) src.replica_closed = false;
   }
 }
 
@@ -1347,27 +1409,7 @@ bool RepriceDurations(OpGraph* graph, const std::vector<ChunkTimes>& times,
   if (times.size() != static_cast<size_t>(D) * M * C || C < 1 || g.sp_group > 1 || !g.dispatch_begin.empty())
     return false;
   if (D > 1 && pc.zero_stage == 3 && pc.zero3_impl == "fsdp") return false;
-  // ShapeOf's flags of the categories (the shape layout there) and CheckCost's test, in one pass.
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  const auto ok = [](double v) { return static_cast<unsigned>(v >= 0) & static_cast<unsigned>(v < kInf); };
-  unsigned tp_fwd = 0, tp_bwd = 0, valid = 1, sends = 0;
-  std::vector<uint8_t> recompute(C, 0), send(C, 0);
-  int c = 0;
-  for (const ChunkTimes& k : times) {
-    tp_fwd |= k.tp_fwd_us > 0;
-    tp_bwd |= k.tp_bwd_us > 0;
-    recompute[c] |= k.recompute_us > 0;
-    send[c] |= k.send_bytes > 0;
-    sends |= k.send_bytes > 0;
-    valid &= ok(k.fwd_us) & ok(k.bwd_us) & ok(k.bwd_weight_us) & ok(k.recompute_us) & ok(k.tp_fwd_us) &
-             ok(k.tp_bwd_us) & static_cast<unsigned>(k.send_bytes >= 0);
-    if (++c == C) c = 0;
-  }
-  if (!valid || (sends && pc.pp > 1 && !(g.source.comm.p2p_bytes_per_s > 0))) return false;
-  const std::vector<uint8_t>& shape = g.source.shape;
-  if ((tp_fwd && !shape[0]) || (tp_bwd && !shape[1])) return false;
-  for (int k = 0; k < C; ++k)
-    if ((recompute[k] && !shape[2 + k]) || (send[k] && !shape[2 + C + k])) return false;
+  if (!TimesFitShape(g, times)) return false;
   std::vector<std::vector<BucketGroup>> groups;
   const bool new_statics = statics != nullptr && *statics != g.source.statics;
   std::string error;
@@ -1377,6 +1419,79 @@ bool RepriceDurations(OpGraph* graph, const std::vector<ChunkTimes>& times,
   if (new_statics) ApplyStatics(g, *statics, groups, true);
   PriceByRecipe(g, times.data(), [](int) {});
   return true;
+}
+
+std::optional<double> ReplicaAloneTimeUs(OpGraph* graph, int replica, std::span<const ChunkTimes> times,
+                                         const std::vector<ChunkStatic>& statics,
+                                         std::vector<double>* finish_us) {
+  OpGraph& g = *graph;
+  const ParallelConfig& pc = g.parallel;
+  const int D = pc.dp, C = pc.chunks(), M = pc.micro_batches;
+  const int n = g.num_ops();
+  // RepriceDurations' conditions (there for the whole iteration, here for this replica's times).
+  if (replica < 0 || replica >= D || times.size() != static_cast<size_t>(M) * C || C < 1 || g.sp_group > 1 ||
+      !g.dispatch_begin.empty() || n == 0)
+    return std::nullopt;
+  if (D > 1 && pc.zero_stage == 3 && pc.zero3_impl == "fsdp") return std::nullopt;
+  if (!TimesFitShape(g, times)) return std::nullopt;
+  std::vector<std::vector<BucketGroup>> groups;
+  const bool new_statics = D > 1 && statics != g.source.statics;
+  std::string error;
+  if (new_statics && !StaticsFitInPlace(g, statics, &groups, &error)) return std::nullopt;
+  const DeviceMesh mesh(pc, g.source.comm.gpus_per_node);
+  EnsureRecipe(g, mesh);
+  if (g.source.recipe_general > 0) return std::nullopt;
+  EnsureReplicaOps(g);
+  if (!g.source.replica_closed) return std::nullopt;
+
+  const bool dp_in_node = g.source.comm.gpus_per_node > 0 && pc.tp * pc.dp <= g.source.comm.gpus_per_node;
+  const CommCostModel& comm_cost = *g.source.comm_cost;
+  const OpGraph::Source::Recipe* recipe = g.source.recipe.data();
+  const int32_t* cost_index = g.source.cost_index.data();
+  const int32_t* lp = g.lane_prev.data();
+  const int32_t* db = g.dep_begin.data();
+  const int32_t* ldeps = g.local_deps.data();
+  const int64_t base = static_cast<int64_t>(replica) * M * C, count = static_cast<int64_t>(M) * C;
+  finish_us->resize(n);
+  double* finish = finish_us->data();
+  double T = 0;
+  for (int32_t k = g.source.replica_begin[replica]; k < g.source.replica_begin[replica + 1]; ++k) {
+    const int32_t i = g.source.replica_ops[k];
+    const OpGraph::Source::Recipe r = recipe[i];
+    double dur = g.duration_us[i];  // ops without a cost entry keep theirs (as RepriceDurations leaves them)
+    if (r.code != kRecipeNone) {
+      const int64_t x = cost_index[i] - base;
+      if (x < 0 || x >= count || !RecipeUs(r, times[x], comm_cost, &dur)) return std::nullopt;
+    } else if (new_statics) {  // the DP ops' durations for the new statics, as ApplyStatics gives them
+      const Op& op = g.ops[i];
+      if (op.kind == OpKind::kDpCollective) {
+        dur = groups[op.chunk][g.ops[g.Deps(i)[0]].bucket].duration_us;
+      } else if (op.kind == OpKind::kDpAllGather) {
+        const ChunkStatic& st = statics[op.chunk];
+        dur = comm_cost.Us({CommKind::kWeightAllGather, st.grad_bytes_per_gpu, D, dp_in_node,
+                            NumBuckets(st, g.source.comm)});
+      }
+    }
+    double s = lp[i] >= 0 ? finish[lp[i]] : 0.0;
+    for (int32_t j = db[i], e = db[i + 1]; j < e; ++j) s = std::max(s, finish[ldeps[j]]);
+    finish[i] = s + dur;
+    T = std::max(T, finish[i]);
+  }
+  return T;
+}
+
+void ReplicaComputeEndUs(OpGraph* graph, const std::vector<double>& finish_us, std::vector<double>* out) {
+  OpGraph& g = *graph;
+  EnsureReplicaOps(g);
+  const DeviceMesh mesh(g.parallel);
+  out->assign(g.parallel.dp, 0.0);
+  if (finish_us.size() != static_cast<size_t>(g.num_ops())) return;
+  for (int dev = 0; dev < g.num_devices; ++dev) {
+    const int32_t i = g.source.last_compute_op[dev];
+    if (i < 0) continue;
+    double& e = (*out)[mesh.DpOfDevice(dev)];
+    e = std::max(e, finish_us[i]);
+  }
 }
 
 }  // namespace mmtwin

@@ -127,6 +127,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -268,6 +269,12 @@ struct OpGraph {
     // kDurationsOnly's copy of the timing fields of the costs (per cost index), one cache line each.
     std::vector<ChunkTimes> times;
     int32_t recipe_general = 0;  // with the recipe: ops it prices in full (dispatch, SP, FSDP pieces)
+    // For ReplicaAloneTimeUs, made on first use: the ops of DP replica d (device >= 0) in graph order are
+    // replica_ops[replica_begin[d] .. replica_begin[d+1]); replica_closed: each replica's ops depend (local_deps,
+    // lane order) on its own ops only.
+    std::vector<int32_t> replica_begin, replica_ops;
+    bool replica_closed = false;
+    std::vector<int32_t> last_compute_op;  // per device, its last compute-lane op (-1: none)
   } source;
 };
 
@@ -314,5 +321,24 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
 // then re-prices with the full costs (which rebuilds the graph or names the error).
 bool RepriceDurations(OpGraph* graph, const std::vector<ChunkTimes>& times,
                       const std::vector<ChunkStatic>* statics = nullptr);
+
+// bmp's candidate bound: the analytic time of DP replica `replica` alone (AttributeDevices' replica_time_us: its
+// ops timed with local_deps, every barrier dependency replaced by the replica's own op) in the graph that
+// RepriceDurations(graph, times of every replica, &statics) would give, computed from that replica's times
+// alone (`times`: its M * C entries, micro-batch m and chunk c at m * C + c; IterationTimingCache::
+// PackedReplicaTimes) without re-pricing or changing the graph's ops (the pricing recipe and the per-replica op
+// lists of OpGraph::Source are made on first use). Equal bit for bit to replica_time_us[replica] of
+// EvaluateAnalytic on that re-priced graph (tested), hence never above its AnalyticIterationTimeUs: the full
+// graph waits at each barrier for every replica, so each op finishes no earlier there. `finish_us` is scratch
+// (resized to num_ops; only the replica's entries are written). nullopt where RepriceDurations would decline
+// for these times (see there) or the replica's ops depend on other replicas' (dispatch, SP): no bound.
+std::optional<double> ReplicaAloneTimeUs(OpGraph* graph, int replica, std::span<const ChunkTimes> times,
+                                         const std::vector<ChunkStatic>& statics,
+                                         std::vector<double>* finish_us);
+
+// Per DP replica, when its pipeline's compute ends in a sweep of this graph (`finish_us`, e.g.
+// AnalyticIterationTimeUs's): the latest finish of its devices' last compute-lane ops (all 0 when finish_us
+// does not match the graph). bmp bounds candidates with the replicas that end last.
+void ReplicaComputeEndUs(OpGraph* graph, const std::vector<double>& finish_us, std::vector<double>* out);
 
 }  // namespace mmtwin

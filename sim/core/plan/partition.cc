@@ -187,12 +187,26 @@ Result<Partition> RunBmp(const PartitionContext& ctx, const Params& params, Part
     if (!(anchor_fits && e.second == anchor_cuts)) order.push_back(e);
   size_t best = 0;
   double best_time = std::numeric_limits<double>::infinity();
+  const bool prune = params.Bool("prune") && ctx.lower_bound;
   for (size_t i = 0; i < order.size(); ++i) {
     Partition p = FromCuts(order[i].second, layers);
+    if (prune && i > 0) {
+      Result<double> bound = ctx.lower_bound(p);
+      if (!bound)
+        return bound.error().Wrap("partition policy 'bmp': bounding candidate " + std::to_string(i));
+      if (*bound >= best_time) {  // cannot be strictly faster than the best so far
+        report.evaluated.push_back(std::move(p));
+        report.evaluated_time_us.push_back(*bound);
+        report.evaluated_pruned.push_back(1);
+        ++report.pruned;
+        continue;
+      }
+    }
     Result<double> t = ctx.evaluate(p);
     if (!t) return t.error().Wrap("partition policy 'bmp': evaluating candidate " + std::to_string(i));
     report.evaluated.push_back(p);
     report.evaluated_time_us.push_back(*t);
+    report.evaluated_pruned.push_back(0);
     if (anchor_fits && i == 0) report.anchor_time_us = *t;
     if (*t < best_time) {
       best_time = *t;
@@ -251,6 +265,10 @@ std::vector<PartitionPolicyInfo>& Registry() {
             {},
             0,
             9e18},
+           {"prune", ParamType::kBool, "true",
+            "skip timing a candidate whose lower bound (its slowest DP replicas timed alone) is no better "
+            "than "
+            "the fastest so far: the same choice for less work"},
        },
        &RunBmp},
   };

@@ -47,7 +47,9 @@
 //   partition_bench, all of them only when nearly everything is rejected).
 // - Evaluation: the anchor (when it fits) is evaluated first, then the top_k candidates in ascending score
 //   (the anchor is not evaluated twice): at most top_k + 1 evaluator calls. The fastest wins; ties keep the
-//   earlier one (the anchor first), so bmp is never slower than its anchor on the evaluator. Without an
+//   earlier one (the anchor first), so bmp is never slower than its anchor on the evaluator. With a
+//   lower_bound callback and prune = true (default), a candidate after the first whose bound is >= the
+//   fastest time so far is skipped (report.evaluated_pruned): the same choice for less work. Without an
 //   evaluator the best-scored valid candidate is returned. When no candidate fits memory, the anchor is
 //   returned and report.memory_feasible is false (the memory report then says oom).
 #pragma once
@@ -101,6 +103,11 @@ struct PartitionContext {
   // Simulated iteration time in microseconds (e.g. the analytic evaluator on a few sampled iterations).
   // Empty: bmp ranks candidates by score only. Errors propagate out of RunPartitionPolicy.
   std::function<Result<double>(const Partition&)> evaluate;
+  // A lower bound on evaluate(p) in microseconds, never above it and cheaper (the planner's: the slowest DP
+  // replicas of the last evaluation timed alone), valid once evaluate has run; 0 = no bound. bmp (parameter
+  // prune) does not evaluate a candidate whose bound is already >= the fastest time so far: it could not be
+  // chosen (that needs a strictly lower time), so the choice is the same. Empty: every candidate is evaluated.
+  std::function<Result<double>(const Partition&)> lower_bound;
 };
 
 // What a policy chose and why, for reports (`mmtwin plan`, Table 4-style comparisons).
@@ -123,7 +130,11 @@ struct PartitionReport {
   int64_t memory_rejected = 0;       // candidates dropped by it
   bool memory_feasible = true;       // some candidate fits (else the anchor is returned)
   std::vector<Partition> evaluated;  // in evaluation order (anchor first)
+  // Per evaluated candidate: its time, or for a pruned one (evaluated_pruned[i] = 1) its lower bound, which is
+  // >= the fastest time at that point, hence >= chosen_time_us.
   std::vector<double> evaluated_time_us;
+  std::vector<uint8_t> evaluated_pruned;
+  int64_t pruned = 0;          // candidates skipped by their lower bound
   double anchor_time_us = -1;  // -1 when not evaluated
   double chosen_time_us = -1;
 };

@@ -214,18 +214,20 @@ IterationCosts IterationTimingCache::Times(size_t iteration, const Partition& pa
 
 template <class Write>
 void IterationTimingCache::SumChunks(const Iteration& x, const Partition& partition,
-                                     const RecomputePlan& recompute, Write&& write) const {
+                                     const RecomputePlan& recompute, size_t j_begin, size_t j_end,
+                                     Write&& write) const {
   const int slots = pricer_.NumSlots();
   const int chunks = partition.chunks();
-  const size_t count = static_cast<size_t>(x.dp) * x.micro_batches;
+  const size_t count = std::min(j_end, static_cast<size_t>(x.dp) * x.micro_batches);
   const int tp = std::max(1, pricer_.parallel().tp);
   const size_t nrc = recompute.layers.size();
   // The timing fields of ChunkCost (fwd_us, bwd_us, bwd_weight_us, recompute_us, tp_fwd_us, tp_bwd_us,
   // send_bytes) from the slots: the same sums, in the same layer order, as PriceMicroBatch (so equal bit for
   // bit), for kBlock micro-batches at once (one independent chain per lane).
-  for (size_t b = 0; b * kBlock < count; ++b) {
+  for (size_t b = j_begin / kBlock; b * kBlock < count; ++b) {
     const double* block = &x.slot_times[b * slots * 4 * kBlock];
     const size_t lanes = std::min<size_t>(kBlock, count - b * kBlock);
+    const size_t first_lane = b * kBlock < j_begin ? j_begin - b * kBlock : 0;
     for (int c = 0; c < chunks; ++c) {
       double fwd[kBlock] = {}, bwd[kBlock] = {}, bwd_w[kBlock] = {}, tp_f[kBlock] = {}, tp_b[kBlock] = {},
              rec[kBlock] = {};
@@ -248,7 +250,7 @@ void IterationTimingCache::SumChunks(const Iteration& x, const Partition& partit
         }
       }
       const int last = partition.bounds[c + 1] - 1;
-      for (size_t l = 0; l < lanes; ++l) {
+      for (size_t l = first_lane; l < lanes; ++l) {
         const size_t j = b * kBlock + l;
         ChunkTimes k;
         k.fwd_us = fwd[l];
@@ -276,7 +278,7 @@ void IterationTimingCache::Times(size_t iteration, const Partition& partition, c
     costs.Resize(x.dp, x.micro_batches, chunks);
   costs.dispatch = x.dispatch;
   costs.dispatch_backward = x.dispatch_backward;
-  SumChunks(x, partition, recompute, [&](size_t j, int c, const ChunkTimes& k) {
+  SumChunks(x, partition, recompute, 0, count, [&](size_t j, int c, const ChunkTimes& k) {
     ChunkCost& cc = costs.costs[j * chunks + c];
     cc = ChunkCost{};
     cc.fwd_us = k.fwd_us;
@@ -304,7 +306,20 @@ void IterationTimingCache::PackedTimes(size_t iteration, const Partition& partit
   const int chunks = partition.chunks();
   out->resize(static_cast<size_t>(x.dp) * x.micro_batches * chunks);
   ChunkTimes* o = out->data();
-  SumChunks(x, partition, recompute, [&](size_t j, int c, const ChunkTimes& k) { o[j * chunks + c] = k; });
+  SumChunks(x, partition, recompute, 0, out->size() / std::max(1, chunks),
+            [&](size_t j, int c, const ChunkTimes& k) { o[j * chunks + c] = k; });
+}
+
+void IterationTimingCache::PackedReplicaTimes(size_t iteration, int replica, const Partition& partition,
+                                              const RecomputePlan& recompute,
+                                              std::vector<ChunkTimes>* out) const {
+  const Iteration& x = iterations_[iteration];
+  const int chunks = partition.chunks();
+  const size_t m = static_cast<size_t>(x.micro_batches), first = static_cast<size_t>(replica) * m;
+  out->resize(m * chunks);
+  ChunkTimes* o = out->data();
+  SumChunks(x, partition, recompute, first, first + m,
+            [&](size_t j, int c, const ChunkTimes& k) { o[(j - first) * chunks + c] = k; });
 }
 
 IterationCosts Pricer::PriceIteration(const IterationData& it, const std::vector<SampleTokens>& tokens,

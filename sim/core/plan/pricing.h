@@ -131,6 +131,10 @@ class IterationTimingCache {
   // RepriceDurations. `out` is resized (its storage reused).
   void PackedTimes(size_t iteration, const Partition& partition, const RecomputePlan& recompute,
                    std::vector<ChunkTimes>* out) const;
+  // The same for DP replica `replica` alone: its M * chunks entries (micro-batch m, chunk c at m * chunks + c),
+  // equal bit for bit to that replica's entries of PackedTimes (for ReplicaAloneTimeUs, bmp's candidate bound).
+  void PackedReplicaTimes(size_t iteration, int replica, const Partition& partition,
+                          const RecomputePlan& recompute, std::vector<ChunkTimes>* out) const;
   // Whether the iteration has data-dispatch transfers (Times copies them into IterationCosts; PackedTimes has
   // none).
   bool HasDispatch(size_t iteration) const;
@@ -150,10 +154,11 @@ class IterationTimingCache {
     std::vector<std::vector<DispatchTransfer>> dispatch, dispatch_backward;
   };
   std::vector<Iteration> iterations_;
-  // The chunk sums of every micro-batch j = d * M + m of iteration x: write(j, c, ChunkTimes).
+  // The chunk sums of the micro-batches j = d * M + m in [j_begin, j_end) of iteration x: write(j, c,
+  // ChunkTimes).
   template <class Write>
   void SumChunks(const Iteration& x, const Partition& partition, const RecomputePlan& recompute,
-                 Write&& write) const;
+                 size_t j_begin, size_t j_end, Write&& write) const;
 };
 
 }  // namespace mmtwin
