@@ -307,11 +307,43 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
   }
 
   // ---- Platform ----
-  sg4::NetZone* zone = sg4::create_full_zone("mmtwin");
+  // Every device has its own links (NVLink up/down, NIC up/down; a non-blocking switch per fabric), and a pair
+  // of devices talks over the sender's up and the receiver's down link of one fabric: NVLink iff the op graph
+  // prices the pair in a node. Only the pairs that talk get a route. Two layouts with the same routes:
+  // - hierarchical (default): a star zone whose children are pods of whole nodes, full zones of at most
+  //   options.pod_devices devices with routes for the pairs that talk inside the pod and one from each device
+  //   to the pod's gateway over its NIC up link and back over its NIC down link; a pair in two pods routes
+  //   device -> gateway -> gateway -> device, the star adding no link: the same two NIC links as a flat route.
+  //   Memory grows as devices x pod size instead of devices^2 (SimGrid's full zone keeps an N x N table:
+  //   4.3 GB at 32k devices). The links are created in the star before any pod: SimGrid checks a new link's
+  //   name against every zone below, so creating them in the pods costs zones^2.
+  // - flat (options.pod_devices = 0, or a pair that talks over NVLink across two pods): one full zone.
   const auto policy =
       options.contention ? sg4::Link::SharingPolicy::SHARED : sg4::Link::SharingPolicy::FATPIPE;
   const double nic_share =
       cluster.nics_per_node > 0 ? cluster.node_nic_bytes_per_s() / gpn : cluster.nic_bytes_per_s;
+  auto nvlink_pair = [&](int32_t a, int32_t b, bool ring) {
+    return (ring && dp_in_node) || NodeOfDevice(cluster, pc, a) == NodeOfDevice(cluster, pc, b);
+  };
+  // Every talking pair once, with its fabric (the first set naming a pair decides, as before: p2p, ring,
+  // dispatch, SP).
+  std::map<std::pair<int32_t, int32_t>, bool> routes;
+  for (const auto& ab : p2p_pairs) routes.emplace(ab, nvlink_pair(ab.first, ab.second, false));
+  for (const auto& ab : ring_pairs) routes.emplace(ab, nvlink_pair(ab.first, ab.second, true));
+  for (const DeviceTransfer& t : g.dispatch_transfers)
+    routes.emplace(std::make_pair(t.src_device, t.dst_device),
+                   nvlink_pair(t.src_device, t.dst_device, false));
+  for (const auto& ab : sp_pairs) routes.emplace(ab, nvlink_pair(ab.first, ab.second, false));
+  // Pods: whole nodes, at most pod_devices devices (one node when a node holds more).
+  const int devices_per_node = std::max(1, gpn / std::max(1, pc.tp));
+  const int nodes_per_pod = std::max(1, static_cast<int>(options.pod_devices) / devices_per_node);
+  auto pod_of = [&](int32_t dev) { return NodeOfDevice(cluster, pc, dev) / nodes_per_pod; };
+  bool hierarchical = options.pod_devices > 0;
+  for (const auto& [ab, nvlink] : routes)
+    if (nvlink && pod_of(ab.first) != pod_of(ab.second)) hierarchical = false;
+  if (stats) stats->hierarchical_platform = hierarchical;
+
+  sg4::NetZone* zone = hierarchical ? sg4::create_star_zone("mmtwin") : sg4::create_full_zone("mmtwin");
   std::vector<sg4::Host*> hosts(devices);
   std::vector<std::array<sg4::Link*, 4>> links(devices);  // nvlink up, nvlink down, nic up, nic down
   auto make_link = [&](const std::string& name, double bw, double latency_us) {
@@ -322,7 +354,6 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
   };
   for (int dev = 0; dev < devices; ++dev) {
     const std::string s = std::to_string(dev);
-    hosts[dev] = zone->create_host("device-" + s, kHostSpeed)->seal();
     if (cluster.nvlink_bytes_per_s > 0) {
       links[dev][0] = make_link("nvlink-up-" + s, cluster.nvlink_bytes_per_s, cluster.nvlink_latency_us);
       links[dev][1] = make_link("nvlink-down-" + s, cluster.nvlink_bytes_per_s, cluster.nvlink_latency_us);
@@ -332,38 +363,56 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
       links[dev][3] = make_link("nic-down-" + s, nic_share, cluster.nic_latency_us);
     }
   }
+  auto missing = [&](int32_t a, int32_t b, bool nvlink) -> Status {
+    if (links[a][nvlink ? 0 : 2] != nullptr && links[b][nvlink ? 1 : 3] != nullptr) return Status();
+    return Error(std::string("simgrid engine: cluster '") + cluster.name + "' has no " +
+                 (nvlink ? "NVLink" : "NIC") + " bandwidth for the transfers from device " +
+                 std::to_string(a) + " to device " + std::to_string(b));
+  };
+  for (const auto& [ab, nvlink] : routes) MMTWIN_RETURN_IF_ERROR(missing(ab.first, ab.second, nvlink));
+  auto route = [&](sg4::NetZone* z, int32_t a, int32_t b, bool nvlink) {
+    z->add_route(hosts[a]->get_netpoint(), hosts[b]->get_netpoint(), nullptr, nullptr,
+                 {sg4::LinkInRoute(links[a][nvlink ? 0 : 2]), sg4::LinkInRoute(links[b][nvlink ? 1 : 3])},
+                 false);
+  };
+  if (!hierarchical) {
+    for (int dev = 0; dev < devices; ++dev)
+      hosts[dev] = zone->create_host("device-" + std::to_string(dev), kHostSpeed)->seal();
+    for (const auto& [ab, nvlink] : routes) route(zone, ab.first, ab.second, nvlink);
+  } else {
+    std::vector<std::vector<int32_t>> pods;  // the devices of each pod, ascending
+    for (int dev = 0; dev < devices; ++dev) {
+      const size_t pod = static_cast<size_t>(pod_of(dev));
+      if (pods.size() <= pod) pods.resize(pod + 1);
+      pods[pod].push_back(dev);
+    }
+    std::vector<std::vector<std::pair<std::pair<int32_t, int32_t>, bool>>> inside(pods.size());
+    for (const auto& r : routes)
+      if (pod_of(r.first.first) == pod_of(r.first.second)) inside[pod_of(r.first.first)].push_back(r);
+    for (size_t pod = 0; pod < pods.size(); ++pod) {
+      if (pods[pod].empty()) continue;
+      sg4::NetZone* z = sg4::create_full_zone("pod-" + std::to_string(pod));
+      z->set_parent(zone);
+      simgrid::kernel::routing::NetPoint* gateway =
+          z->create_router("pod-" + std::to_string(pod) + "-gateway");
+      for (int32_t dev : pods[pod]) {
+        hosts[dev] = z->create_host("device-" + std::to_string(dev), kHostSpeed)->seal();
+        if (links[dev][2] != nullptr)
+          z->add_route(hosts[dev]->get_netpoint(), gateway, nullptr, nullptr,
+                       {sg4::LinkInRoute(links[dev][2])}, false);
+        if (links[dev][3] != nullptr)
+          z->add_route(gateway, hosts[dev]->get_netpoint(), nullptr, nullptr,
+                       {sg4::LinkInRoute(links[dev][3])}, false);
+      }
+      for (const auto& [ab, nvlink] : inside[pod]) route(z, ab.first, ab.second, nvlink);
+      z->seal();
+      zone->add_route(z->get_netpoint(), nullptr, gateway, gateway, {}, false);
+      zone->add_route(nullptr, z->get_netpoint(), gateway, gateway, {}, false);
+    }
+  }
   // Zero-contention delays (the latencies of merged ring buckets): a host with more cores than activities.
   sg4::Host* delay_host = zone->create_host("delay", kHostSpeed)->set_core_count(1 << 30)->seal();
   hosts.push_back(delay_host);
-  auto add_route = [&](int32_t a, int32_t b, bool nvlink) -> Status {
-    sg4::Link* up = links[a][nvlink ? 0 : 2];
-    sg4::Link* down = links[b][nvlink ? 1 : 3];
-    if (up == nullptr || down == nullptr)
-      return Error(std::string("simgrid engine: cluster '") + cluster.name + "' has no " +
-                   (nvlink ? "NVLink" : "NIC") + " bandwidth for the transfers from device " +
-                   std::to_string(a) + " to device " + std::to_string(b));
-    zone->add_route(hosts[a]->get_netpoint(), hosts[b]->get_netpoint(), nullptr, nullptr,
-                    {sg4::LinkInRoute(up), sg4::LinkInRoute(down)}, false);
-    return Status();
-  };
-  // Each pipeline hop on its own fabric: NVLink iff both devices share a node, as the op graph prices it.
-  for (const auto& [a, b] : p2p_pairs)
-    MMTWIN_RETURN_IF_ERROR(add_route(a, b, NodeOfDevice(cluster, pc, a) == NodeOfDevice(cluster, pc, b)));
-  for (const auto& [a, b] : ring_pairs)
-    MMTWIN_RETURN_IF_ERROR(
-        add_route(a, b, dp_in_node || NodeOfDevice(cluster, pc, a) == NodeOfDevice(cluster, pc, b)));
-  // Dispatch all-to-all pairs (stage-0 devices): NVLink iff on one node, as the op graph prices them. A pair
-  // that is also a DP ring hop already has its route, over the same fabric (same rule for stage-0 devices).
-  std::set<std::pair<int32_t, int32_t>> dispatch_pairs;
-  for (const DeviceTransfer& t : g.dispatch_transfers)
-    if (!p2p_pairs.count({t.src_device, t.dst_device}) && !ring_pairs.count({t.src_device, t.dst_device}))
-      dispatch_pairs.insert({t.src_device, t.dst_device});
-  for (const auto& [a, b] : dispatch_pairs)
-    MMTWIN_RETURN_IF_ERROR(add_route(a, b, NodeOfDevice(cluster, pc, a) == NodeOfDevice(cluster, pc, b)));
-  // SP pairs (ring successor, Ulysses peers): NVLink iff on one node. A pair that already has a route keeps it.
-  for (const auto& [a, b] : sp_pairs)
-    if (!p2p_pairs.count({a, b}) && !ring_pairs.count({a, b}) && !dispatch_pairs.count({a, b}))
-      MMTWIN_RETURN_IF_ERROR(add_route(a, b, NodeOfDevice(cluster, pc, a) == NodeOfDevice(cluster, pc, b)));
   zone->seal();
 
   // ---- Activities: one head (what the op's predecessors gate) and up to two tails (its completion) per op

@@ -70,14 +70,19 @@ struct SimGridOptions {
   // Extra SimGrid settings ("name:value", as --cfg=name:value), applied after the engine's own (for
   // experiments, e.g. "network/model:LV08"); an invalid one ends as an Error.
   std::vector<std::string> extra_config;
+  // Platform layout (see replay.cc): pods of whole nodes of at most this many devices (TP groups) under one
+  // star zone, so memory grows as devices x pod_devices instead of devices^2; 0 = one flat full zone. Both give
+  // every talking pair the same two links, so the same times (tests/engine: flat and hierarchical agree).
+  int pod_devices = 256;
 };
 
 // Counts of one replay (for benchmarks): SimGrid activities created and the wall time inside the child.
 struct SimGridReplayStats {
   int64_t executions = 0;
   int64_t communications = 0;
-  int64_t joins = 0;            // zero-work executions and barriers (completed without SimGrid)
-  int buckets_per_ring = 1;     // bucket merging factor used (see SimGridOptions::max_ring_transfers)
+  int64_t joins = 0;                   // zero-work executions and barriers (completed without SimGrid)
+  int buckets_per_ring = 1;            // bucket merging factor used (see SimGridOptions::max_ring_transfers)
+  bool hierarchical_platform = false;  // pods under a star zone (SimGridOptions::pod_devices), else one zone
   double simulate_seconds = 0;  // wall-clock seconds of platform + activities + Engine::run (in the child)
 };
 

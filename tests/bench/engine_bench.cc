@@ -134,6 +134,7 @@ void BM_Scenario(benchmark::State& state, const char* file, bool simgrid, bool c
     state.counters["replay_ms"] = eval.stats.simulate_seconds * 1e3;
     state.counters["activities_per_s"] = acts / eval.evaluate_seconds;
     state.counters["buckets_per_ring"] = eval.stats.buckets_per_ring;
+    state.counters["hierarchical_platform"] = eval.stats.hierarchical_platform;
   }
 }
 constexpr const char* k64 = "scenarios/bench/64gpu-32mb.yaml";

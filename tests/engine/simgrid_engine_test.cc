@@ -263,6 +263,64 @@ TEST(SimGridEngineTest, ErrorsAreValues) {
   EXPECT_GT(t.iteration_time_us, 0);
 }
 
+// The hierarchical platform (pods of whole nodes under a star zone, SimGridOptions::pod_devices) gives every
+// talking pair the same two links as the flat full zone, so every op starts and ends at the same time (SimGrid's
+// times, to the bit) with and without contention: pipeline sends inside and across nodes and pods, DP rings,
+// ZeRO-3 gathers, the dispatch all-to-all between pods, pods of one node and of several. A pair that talks over
+// NVLink across two pods (DP rings priced in a node while the replicas sit on two nodes) falls back to the flat
+// zone.
+TEST(SimGridEngineTest, HierarchicalPlatformGivesTheFlatTimes) {
+  struct Layout {
+    int dp, pp, tp, gpn, pod_devices, zero;
+    bool dispatch;
+    bool hierarchical;  // what the engine must choose
+  };
+  const Layout layouts[] = {
+      {4, 2, 1, 2, 2, 1, false, true},  // pods of one node: every DP hop between pods
+      {4, 2, 2, 8, 4, 0, false, true},  // DP2 x TP2 x PP2 per 8-GPU node, pods of one node
+      {8, 2, 1, 2, 4, 3, true, true},   // dispatch all-to-all between pods; ZeRO-3 gathers
+      {6, 3, 1, 4, 6, 1, false, true},  // pods of a node and a half -> one node each
+      {2, 2, 1, 3, 3, 0, false,
+       false},  // DP priced in a node (tp * dp <= 3), stage 1's replicas on two nodes
+  };
+  for (const Layout& l : layouts) {
+    const ParallelConfig pc = Pc(l.dp, l.pp, 1, 2 * l.pp, l.zero, l.tp);
+    const ClusterSpec cluster = Cluster((pc.world_size() + l.gpn - 1) / l.gpn, l.gpn);
+    CommSpec comm = PlatformComm(cluster, pc);
+    comm.dp_bucket_bytes = 4 << 20;
+    IterationCosts costs = Random(pc, 40 + l.dp);
+    if (l.dispatch) {
+      costs.dispatch.assign(pc.micro_batches, {});
+      for (int m = 0; m < pc.micro_batches; ++m)
+        for (int a = 0; a < pc.dp; ++a)
+          costs.dispatch[m].push_back({a, (a + 3) % pc.dp, (1 << 20) + 1000 * m});
+    }
+    const OpGraph g = MustBuild(pc, "1f1b", costs, Statics(pc.chunks(), 12 << 20), comm);
+    for (bool contention : {false, true}) {
+      const std::string what = "dp " + std::to_string(l.dp) + " pp " + std::to_string(l.pp) + " gpn " +
+                               std::to_string(l.gpn) + (contention ? " contention" : "");
+      SimGridOptions flat, pods;
+      flat.contention = pods.contention = contention;
+      flat.pod_devices = 0;
+      pods.pod_devices = l.pod_devices;
+      IterationTiming f, h;
+      SimGridReplayStats fs, hs;
+      ASSERT_TRUE(EvaluateWithSimGrid(cluster, flat, g, &f, &fs).ok()) << what;
+      ASSERT_TRUE(EvaluateWithSimGrid(cluster, pods, g, &h, &hs).ok()) << what;
+      EXPECT_FALSE(fs.hierarchical_platform);
+      EXPECT_EQ(hs.hierarchical_platform, l.hierarchical) << what;
+      EXPECT_EQ(h.start_us, f.start_us) << what;
+      EXPECT_EQ(h.finish_us, f.finish_us) << what;
+      EXPECT_EQ(h.iteration_time_us, f.iteration_time_us) << what;
+      EXPECT_EQ(hs.communications, fs.communications) << what;
+      if (!contention) {  // and both are the analytic times
+        const IterationTiming a = EvaluateAnalytic(g);
+        EXPECT_NEAR(h.iteration_time_us, a.iteration_time_us, 1e-6 * a.iteration_time_us) << what;
+      }
+    }
+  }
+}
+
 TEST(SimGridEngineTest, FactoryName) { EXPECT_EQ(MakeSimGridEvaluator(Cluster(1, 8))->name(), "simgrid"); }
 
 // The post-balancing dispatch all-to-all: dp 8 x pp 2 on nodes of 2 GPUs (tp 1: replicas 2k and 2k+1 share a
