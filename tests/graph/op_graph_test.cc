@@ -223,6 +223,35 @@ TEST(OpGraphTest, RepricingWithOtherStaticsEqualsABuild) {
   EXPECT_GT(rebuilt, 5);
 }
 
+// A random layout for the re-pricing oracles: schedule (split backwards, interleaved), 1..max_dp replicas, 1..4
+// stages, ZeRO 0-3 (FSDP half the time at 3), slow DP links with small buckets, 1..4 GPUs per node (some
+// pipeline hops in a node, some not).
+struct RandomLayout {
+  std::string schedule;
+  ParallelConfig pc;
+  CommSpec comm;
+};
+RandomLayout DrawLayout(Rng& rng, int max_dp) {
+  RandomLayout l;
+  const char* names[] = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2"};
+  l.schedule = names[rng.Below(5)];
+  const int pp = 1 + static_cast<int>(rng.Below(4));
+  const int vpp = l.schedule == "interleaved-1f1b" ? 2 : 1;
+  l.pc = Pc(1 + static_cast<int>(rng.Below(max_dp)), pp, vpp, pp * (1 + static_cast<int>(rng.Below(2))),
+            static_cast<int>(rng.Below(4)));
+  if (l.pc.zero_stage == 3 && rng.Below(2) == 0) l.pc.zero3_impl = "fsdp";
+  l.comm = Comm();
+  l.comm.dp_bytes_per_s = 1e6;
+  l.comm.dp_latency_us = 1;
+  l.comm.dp_bucket_bytes = 100;
+  l.comm.gpus_per_node = 1 + static_cast<int>(rng.Below(4));
+  l.comm.nvlink_bytes_per_s = 1e11;
+  l.comm.nvlink_latency_us = 1;
+  l.comm.nic_bytes_per_s = 1e10;
+  l.comm.nic_latency_us = 4;
+  return l;
+}
+
 // Oracle: RepriceMode::kDurationsOnly and RepriceDurations from packed times (bmp's candidates) give the same
 // duration_us, bit for bit, as kFull, and so the same T: random schedules (split backwards, interleaved), ZeRO
 // stages (FSDP takes the full path), TP, recompute, sends over NVLink and over NICs, other statics (in place or
@@ -232,22 +261,10 @@ TEST(OpGraphTest, RepricingDurationsOnlyEqualsFull) {
   std::vector<double> scratch;
   int packed_taken = 0;
   for (int trial = 0; trial < 80; ++trial) {
-    const char* names[] = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2"};
-    const std::string name = names[rng.Below(5)];
-    const int pp = 1 + static_cast<int>(rng.Below(4));
-    const int vpp = name == "interleaved-1f1b" ? 2 : 1;
-    ParallelConfig pc = Pc(1 + static_cast<int>(rng.Below(3)), pp, vpp,
-                           pp * (1 + static_cast<int>(rng.Below(2))), static_cast<int>(rng.Below(4)));
-    if (pc.zero_stage == 3 && rng.Below(2) == 0) pc.zero3_impl = "fsdp";
-    CommSpec comm = Comm();
-    comm.dp_bytes_per_s = 1e6;
-    comm.dp_latency_us = 1;
-    comm.dp_bucket_bytes = 100;
-    comm.gpus_per_node = 1 + static_cast<int>(rng.Below(4));  // some pipeline hops in a node, some not
-    comm.nvlink_bytes_per_s = 1e11;
-    comm.nvlink_latency_us = 1;
-    comm.nic_bytes_per_s = 1e10;
-    comm.nic_latency_us = 4;
+    const RandomLayout layout = DrawLayout(rng, 3);
+    const std::string& name = layout.schedule;
+    const ParallelConfig& pc = layout.pc;
+    const CommSpec& comm = layout.comm;
     auto s = BuildSchedule(name, pc.pp, pc.vpp, pc.micro_batches);
     ASSERT_TRUE(s.ok()) << name;
     auto costs = [&](uint64_t seed) {
@@ -307,22 +324,10 @@ TEST(OpGraphTest, ReplicaAloneTimeEqualsTheRepricedGraphsAloneTime) {
   std::vector<double> finish, ends;
   int bounded = 0, declined = 0;
   for (int trial = 0; trial < 80; ++trial) {
-    const char* names[] = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2"};
-    const std::string name = names[rng.Below(5)];
-    const int pp = 1 + static_cast<int>(rng.Below(4));
-    const int vpp = name == "interleaved-1f1b" ? 2 : 1;
-    ParallelConfig pc = Pc(1 + static_cast<int>(rng.Below(4)), pp, vpp,
-                           pp * (1 + static_cast<int>(rng.Below(2))), static_cast<int>(rng.Below(4)));
-    if (pc.zero_stage == 3 && rng.Below(2) == 0) pc.zero3_impl = "fsdp";
-    CommSpec comm = Comm();
-    comm.dp_bytes_per_s = 1e6;
-    comm.dp_latency_us = 1;
-    comm.dp_bucket_bytes = 100;
-    comm.gpus_per_node = 1 + static_cast<int>(rng.Below(4));
-    comm.nvlink_bytes_per_s = 1e11;
-    comm.nvlink_latency_us = 1;
-    comm.nic_bytes_per_s = 1e10;
-    comm.nic_latency_us = 4;
+    const RandomLayout layout = DrawLayout(rng, 4);
+    const std::string& name = layout.schedule;
+    const ParallelConfig& pc = layout.pc;
+    const CommSpec& comm = layout.comm;
     auto s = BuildSchedule(name, pc.pp, pc.vpp, pc.micro_batches);
     ASSERT_TRUE(s.ok()) << name;
     // TP, recompute and sends drawn per replica, so that a replica may use a category the graph lacks.
