@@ -214,151 +214,275 @@ Bins Lpt(std::span<const double> costs, int d) {
   return bins;
 }
 
+// Subset keys of Karmarkar-Karp, ordered by (sum, id). Integral sums (the usual token costs) pack into one
+// uint64, sum << shift | id (one compare, 8 bytes); other costs use a (sum, id) pair. Both give the same order.
+struct KkIntKeys {
+  using Key = uint64_t;
+  int shift = 0;
+  uint64_t mask = 0;
+  Key Make(double sum, uint32_t id) const { return (static_cast<uint64_t>(sum) << shift) | id; }
+  // s's id with the sum of both.
+  Key Add(Key s, Key e) const { return s + (e & ~mask); }
+  double Sum(Key k) const { return static_cast<double>(k >> shift); }
+  uint32_t Id(Key k) const { return static_cast<uint32_t>(k & mask); }
+  static bool Less(Key a, Key b) { return a < b; }
+};
+struct KkPairKeys {
+  struct Key {
+    double sum;
+    uint32_t id;
+  };
+  Key Make(double sum, uint32_t id) const { return {sum, id}; }
+  Key Add(Key s, Key e) const { return {s.sum + e.sum, s.id}; }
+  double Sum(Key k) const { return k.sum; }
+  uint32_t Id(Key k) const { return k.id; }
+  static bool Less(const Key& a, const Key& b) { return a.sum < b.sum || (a.sum == b.sum && a.id < b.id); }
+};
+
+// 4-ary min-heap on a vector (Less of the key traits).
+template <class K>
+struct MinHeap4 {
+  using Key = typename K::Key;
+  // Puts x into the root's place (the root is dropped) and restores the heap, n = h.size(). Floyd's variant: the
+  // hole goes down to a leaf along the least children, then x sifts up (new keys are usually large).
+  static void ReplaceTop(Key* h, size_t n, Key x) {
+    size_t i = 0;
+    while (true) {
+      const size_t l = 4 * i + 1;
+      if (l >= n) break;
+      size_t best = l;
+      if (l + 3 < n) {
+        const size_t a = l + static_cast<size_t>(K::Less(h[l + 1], h[l]));
+        const size_t b = l + 2 + static_cast<size_t>(K::Less(h[l + 3], h[l + 2]));
+        best = K::Less(h[b], h[a]) ? b : a;
+      } else {
+        for (size_t c = l + 1; c < n; ++c)
+          if (K::Less(h[c], h[best])) best = c;
+      }
+      h[i] = h[best];
+      i = best;
+    }
+    SiftUp(h, i, x);
+  }
+  static void SiftUp(Key* h, size_t i, Key x) {
+    while (i > 0) {
+      const size_t parent = (i - 1) / 4;
+      if (!K::Less(x, h[parent])) break;
+      h[i] = h[parent];
+      i = parent;
+    }
+    h[i] = x;
+  }
+  static void Push(std::vector<Key>& h, Key x) {
+    h.push_back(x);
+    SiftUp(h.data(), h.size() - 1, x);
+  }
+  static Key Pop(std::vector<Key>& h) {
+    const Key top = h[0];
+    const Key last = h.back();
+    h.pop_back();
+    if (!h.empty()) ReplaceTop(h.data(), h.size(), last);
+    return top;
+  }
+};
+
+// A merged state in the queue of Karmarkar-Karp.
+struct KkQueued {
+  double spread;
+  int64_t id;
+  uint32_t slot;
+};
+struct KkQueueOrder {  // "less" = comes out first: larger spread, then smaller id
+  using Key = KkQueued;
+  static bool Less(const KkQueued& a, const KkQueued& b) {
+    return a.spread > b.spread || (a.spread == b.spread && a.id < b.id);
+  }
+};
+
 // Karmarkar-Karp largest differencing method for d-way partitioning (veRL seqlen_balancing.py semantics).
 //
 // A state is a partial solution: d subsets (sorted); merging two states pairs the largest subset of one with
-// the smallest of the other. The state with the largest spread (max - min subset sum) is merged first.
+// the smallest of the other. The state with the largest spread (max - min subset sum) is merged first (ties:
+// the older state).
 // Implementation for n >> d: a state stores only its non-empty ("explicit") subsets in a min-heap; the others
 // are implicit zeros. Merging iterates over the state with fewer explicit subsets (q) and pops the q smallest
-// of the other, O(q log d), so merging singletons into full states is O(log d), not O(d). Item lists are
-// linked lists.
-Bins KarmarkarKarp(std::span<const double> costs, int d) {
-  const size_t n = costs.size();
+// of the other, O(q log d), so merging singletons into full states is O(log d) (one replace-top), not O(d).
+// Item lists are a union-find over item ids. Subset heaps are reused through a free list (no allocation per
+// merge once warm); the queue of merged states is a small 4-ary heap of (spread, id, slot).
+template <class K>
+Bins KarmarkarKarpWith(const K& keys, std::span<const uint32_t> singles, std::span<const double> single_cost,
+                       int d) {
+  using Key = typename K::Key;
+  using Heap = MinHeap4<K>;
+  const size_t n = singles.size();
   Bins bins(d);
-  if (n == 0) return bins;
-  if (d == 1) {
-    for (size_t i = 0; i < n; ++i) bins[0].push_back(static_cast<uint32_t>(i));
-    return bins;
-  }
   // Subset ids are item ids: a subset keeps the id of one of its items; when subset e is added to subset s,
   // parent[e] = s (union-find, resolved once at the end).
   std::vector<uint32_t> parent(n);
   for (size_t i = 0; i < n; ++i) parent[i] = static_cast<uint32_t>(i);
 
-  using Entry = std::pair<double, uint32_t>;  // (subset sum, subset id); min-heap with std::greater
   struct State {
-    std::vector<Entry> heap;  // explicit subsets
+    std::vector<Key> heap;  // explicit subsets
     double max = 0;
   };
-  // States are ordered by (spread desc, id asc). The n singleton states (id = item, spread = cost) come out
-  // in the order of OrderDescending, so they stay in that array; only merged states (id >= n) use a priority
-  // queue. A popped singleton is not materialized as a State (no allocation) unless two singletons meet.
-  std::vector<double> single_cost;
-  const std::vector<uint32_t> singles = OrderDescending(costs, &single_cost);
+  // States are ordered by (spread desc, id asc). The n singleton states (id = item, spread = cost) come out in
+  // the order of OrderDescending, so they stay in that array; only merged states (id >= n, in creation order)
+  // use the queue. A popped singleton is not materialized as a State unless two singletons meet.
   size_t next_single = 0;
-  std::vector<State> states;  // merged states, id = n + position
-  states.reserve(n);
-  using Key = std::pair<double, int64_t>;  // (spread, -id): max-heap gives larger spread, then smaller id
-  std::priority_queue<Key> pq;
-  auto remaining = [&] { return (singles.size() - next_single) + pq.size(); };
-  // Pops the next state: returns its id (< n: a singleton item, whose cost is then in *single).
-  auto pop = [&](double* single) -> int64_t {
+  std::vector<State> slots;          // merged states alive or free
+  std::vector<uint32_t> free_slots;  // slots whose heap can be reused
+  std::vector<KkQueued> pq;
+  int64_t next_id = static_cast<int64_t>(n);
+  auto remaining = [&] { return (n - next_single) + pq.size(); };
+  // Pops the next state: true for a singleton (item *item, cost *cost), false for a merged state (*slot).
+  auto pop = [&](uint32_t* item, double* cost, uint32_t* slot) -> bool {
     const bool take_single =
-        next_single < singles.size() && (pq.empty() || single_cost[next_single] > pq.top().first ||
-                                         (single_cost[next_single] == pq.top().first &&
-                                          static_cast<int64_t>(singles[next_single]) < -pq.top().second));
+        next_single < n &&
+        (pq.empty() || single_cost[next_single] > pq[0].spread ||
+         (single_cost[next_single] == pq[0].spread && static_cast<int64_t>(singles[next_single]) < pq[0].id));
     if (take_single) {
-      *single = single_cost[next_single];
-      return singles[next_single++];
+      *cost = single_cost[next_single];
+      *item = singles[next_single++];
+      return true;
     }
-    const int64_t id = -pq.top().second;
-    pq.pop();
-    return id;
+    *slot = MinHeap4<KkQueueOrder>::Pop(pq).slot;
+    return false;
   };
-  const auto heap_cmp = std::greater<Entry>();
   const size_t k = static_cast<size_t>(d);
-  auto push_state = [&](State&& st) {
-    const double mn = st.heap.size() < k ? 0.0 : st.heap.front().first;
-    const int64_t id = static_cast<int64_t>(n + states.size());
-    pq.push({st.max - mn, -id});
-    states.push_back(std::move(st));
+  auto push_state = [&](uint32_t slot) {
+    const State& st = slots[slot];
+    const double mn = st.heap.size() < k ? 0.0 : keys.Sum(st.heap[0]);
+    MinHeap4<KkQueueOrder>::Push(pq, {st.max - mn, next_id++, slot});
   };
-  std::vector<Entry> b_sorted, popped;
+  auto new_slot = [&]() -> uint32_t {
+    if (!free_slots.empty()) {
+      const uint32_t s = free_slots.back();
+      free_slots.pop_back();
+      slots[s].heap.clear();
+      return s;
+    }
+    slots.emplace_back();
+    return static_cast<uint32_t>(slots.size() - 1);
+  };
+  // Descending (sum, then id ascending).
+  auto desc = [&](const Key& x, const Key& y) {
+    const double sx = keys.Sum(x), sy = keys.Sum(y);
+    return sx > sy || (sx == sy && keys.Id(x) < keys.Id(y));
+  };
+  std::vector<Key> b_sorted, popped;
   while (remaining() > 1) {
+    uint32_t ia = 0, ib = 0, sa = 0, sb = 0;
     double ca = 0, cb = 0;
-    const int64_t ia = pop(&ca);
-    const int64_t ib = pop(&cb);
-    const bool single_a = ia < static_cast<int64_t>(n), single_b = ib < static_cast<int64_t>(n);
+    const bool single_a = pop(&ia, &ca, &sa);
+    const bool single_b = pop(&ib, &cb, &sb);
     if (single_a && single_b) {  // {x} and {y} (d >= 2): two subsets
-      State st;
-      st.heap = {{ca, static_cast<uint32_t>(ia)}, {cb, static_cast<uint32_t>(ib)}};
-      std::make_heap(st.heap.begin(), st.heap.end(), heap_cmp);
+      const uint32_t s = new_slot();
+      State& st = slots[s];
+      Heap::Push(st.heap, keys.Make(ca, ia));
+      Heap::Push(st.heap, keys.Make(cb, ib));
       st.max = std::max(ca, cb);
-      push_state(std::move(st));
+      push_state(s);
       continue;
     }
     if (single_a ||
         single_b) {  // a state and a singleton {y}: y joins the smallest subset if the state is full
-      const uint32_t y = static_cast<uint32_t>(single_a ? ia : ib);
-      State a = std::move(states[(single_a ? ib : ia) - static_cast<int64_t>(n)]);
-      Entry e{single_a ? ca : cb, y};
+      const uint32_t y = single_a ? ia : ib;
+      const uint32_t s = single_a ? sb : sa;
+      State& a = slots[s];
+      Key e = keys.Make(single_a ? ca : cb, y);
       if (a.heap.size() >= k) {
-        std::pop_heap(a.heap.begin(), a.heap.end(), heap_cmp);
-        const Entry s = a.heap.back();
-        a.heap.pop_back();
-        parent[y] = s.second;
-        e = {s.first + e.first, s.second};
+        const Key top = a.heap[0];
+        parent[y] = keys.Id(top);
+        e = keys.Add(top, e);
+        Heap::ReplaceTop(a.heap.data(), a.heap.size(), e);
+      } else {
+        Heap::Push(a.heap, e);
       }
-      a.max = std::max(a.max, e.first);
-      a.heap.push_back(e);
-      std::push_heap(a.heap.begin(), a.heap.end(), heap_cmp);
-      push_state(std::move(a));
+      a.max = std::max(a.max, keys.Sum(e));
+      push_state(s);
       continue;
     }
-    State a = std::move(states[ia - static_cast<int64_t>(n)]);
-    State b = std::move(states[ib - static_cast<int64_t>(n)]);
-    if (a.heap.size() < b.heap.size()) std::swap(a, b);
+    if (slots[sa].heap.size() < slots[sb].heap.size()) std::swap(sa, sb);
+    State& a = slots[sa];
+    State& b = slots[sb];
     // B's explicit subsets, largest first (ties: id ascending).
-    b_sorted = std::move(b.heap);
-    std::sort(b_sorted.begin(), b_sorted.end(), [](const Entry& x, const Entry& y) {
-      return x.first > y.first || (x.first == y.first && x.second < y.second);
-    });
+    b_sorted.swap(b.heap);
+    free_slots.push_back(sb);
+    std::sort(b_sorted.begin(), b_sorted.end(), desc);
     const size_t q = b_sorted.size();
     const size_t zeros = k - a.heap.size();
     // j-th largest of B pairs with the j-th smallest of A (implicit zeros first).
     const size_t take = q > zeros ? q - zeros : 0;
     popped.clear();
-    for (size_t j = 0; j < take; ++j) {
-      std::pop_heap(a.heap.begin(), a.heap.end(), heap_cmp);
-      popped.push_back(a.heap.back());
-      a.heap.pop_back();
-    }
+    for (size_t j = 0; j < take; ++j) popped.push_back(Heap::Pop(a.heap));
     double mx = a.max;
     for (size_t j = 0; j < q; ++j) {
-      Entry e = b_sorted[j];
+      Key e = b_sorted[j];
       if (j >= zeros) {
-        const Entry& s = popped[j - zeros];
-        parent[e.second] = s.second;
-        e = {s.first + e.first, s.second};
+        const Key s = popped[j - zeros];
+        parent[keys.Id(e)] = keys.Id(s);
+        e = keys.Add(s, e);
       }
-      mx = std::max(mx, e.first);
-      a.heap.push_back(e);
-      std::push_heap(a.heap.begin(), a.heap.end(), heap_cmp);
+      mx = std::max(mx, keys.Sum(e));
+      Heap::Push(a.heap, e);
     }
     a.max = mx;
-    push_state(std::move(a));
+    push_state(sa);
   }
+  uint32_t last_item = 0, last_slot = 0;
   double last_cost = 0;
-  const int64_t last = pop(&last_cost);
-  std::vector<Entry> subsets;
-  if (last < static_cast<int64_t>(n))
-    subsets.push_back({last_cost, static_cast<uint32_t>(last)});
+  std::vector<Key> subsets;
+  if (pop(&last_item, &last_cost, &last_slot))
+    subsets.push_back(keys.Make(last_cost, last_item));
   else
-    subsets = std::move(states[last - static_cast<int64_t>(n)].heap);
-  std::sort(subsets.begin(), subsets.end(), [](const Entry& x, const Entry& y) {
-    return x.first > y.first || (x.first == y.first && x.second < y.second);
-  });
+    subsets = std::move(slots[last_slot].heap);
+  std::sort(subsets.begin(), subsets.end(), desc);
   std::vector<int> bin_of_root(n, -1);
-  for (size_t b = 0; b < subsets.size(); ++b) bin_of_root[subsets[b].second] = static_cast<int>(b);
+  for (size_t b = 0; b < subsets.size(); ++b) bin_of_root[keys.Id(subsets[b])] = static_cast<int>(b);
+  std::vector<uint32_t> count(d, 0);
+  std::vector<int> bin_of(n);
   for (size_t i = 0; i < n; ++i) {
     uint32_t r = static_cast<uint32_t>(i);
     while (parent[r] != r) {
       parent[r] = parent[parent[r]];  // path halving
       r = parent[r];
     }
-    bins[bin_of_root[r]].push_back(static_cast<uint32_t>(i));
+    bin_of[i] = bin_of_root[r];
+    ++count[bin_of[i]];
   }
+  for (int b = 0; b < d; ++b) bins[b].reserve(count[b]);
+  for (size_t i = 0; i < n; ++i) bins[bin_of[i]].push_back(static_cast<uint32_t>(i));
   return bins;
+}
+
+Bins KarmarkarKarp(std::span<const double> costs, int d) {
+  const size_t n = costs.size();
+  if (n == 0) return Bins(d);
+  if (d == 1) {
+    Bins bins(1);
+    bins[0].resize(n);
+    for (size_t i = 0; i < n; ++i) bins[0][i] = static_cast<uint32_t>(i);
+    return bins;
+  }
+  std::vector<double> single_cost;  // clamped at 0, in the order of `singles`
+  const std::vector<uint32_t> singles = OrderDescending(costs, &single_cost);
+  // Integral costs whose total fits beside the id bits (and below 2^53, where doubles add exactly): every sum
+  // the algorithm forms is an exact integer, so integer keys make the same comparisons as doubles.
+  int shift = 1;
+  while ((uint64_t{1} << shift) < n) ++shift;
+  double total = 0;
+  bool integral = true;
+  for (double c : single_cost) {
+    total += c;
+    integral = integral && c == std::floor(c);
+  }
+  if (integral && total < std::ldexp(1.0, std::min(53, 63 - shift))) {
+    KkIntKeys keys;
+    keys.shift = shift;
+    keys.mask = (uint64_t{1} << shift) - 1;
+    return KarmarkarKarpWith(keys, singles, single_cost, d);
+  }
+  return KarmarkarKarpWith(KkPairKeys{}, singles, single_cost, d);
 }
 
 // Alg. 2: padded cost count * max. Exact (see the header).
