@@ -125,6 +125,10 @@ class NodeAssigner {
       univ_[b] = mx;
       min_cost_[b] = mn;
     }
+    by_total_.resize(d_);
+    std::iota(by_total_.begin(), by_total_.end(), 0);
+    std::stable_sort(by_total_.begin(), by_total_.end(), [&](int a, int b) { return total_[a] > total_[b]; });
+    restricted_sorted_.resize(d_);
   }
 
   // Node of every bin, minimizing max W[b][node(b)].
@@ -192,9 +196,16 @@ class NodeAssigner {
     // Most constrained bins first (fewest allowed nodes), each greedily to its cheapest allowed node with a
     // free slot; then Hopcroft-Karp phases (shortest augmenting paths, on the slot-expanded graph) for the
     // rest.
-    std::stable_sort(restricted_.begin(), restricted_.end(), [&](int a, int b) {
-      return allowed_[a] < allowed_[b] || (allowed_[a] == allowed_[b] && total_[a] > total_[b]);
-    });
+    // That order (allowed ascending, then total descending, then index: a stable sort of restricted_, which is
+    // in index order) by a counting sort on allowed over the bins in by_total_ order: O(d + nodes).
+    bucket_.assign(static_cast<size_t>(nodes_) + 2, 0);
+    for (int b : restricted_) ++bucket_[static_cast<size_t>(allowed_[b]) + 1];
+    for (size_t a = 1; a < bucket_.size(); ++a) bucket_[a] += bucket_[a - 1];
+    for (int b : by_total_)
+      if (univ_[b] > t) restricted_sorted_[bucket_[static_cast<size_t>(allowed_[b])]++] = b;
+    std::copy(restricted_sorted_.begin(),
+              restricted_sorted_.begin() + static_cast<std::ptrdiff_t>(restricted_.size()),
+              restricted_.begin());
     std::vector<int> unmatched;
     for (int b : restricted_) {
       int64_t e = edge_start_[b];
@@ -299,6 +310,9 @@ class NodeAssigner {
   std::vector<int> node_of_bin_, restricted_;
   std::vector<int> load_, slot_bins_;  // per node: bins in it (flat, ranks_per_node slots each)
   std::vector<int> allowed_, dist_;
+  std::vector<int> by_total_;           // bins by total bytes descending, ties by index
+  std::vector<int> restricted_sorted_;  // Match's scratch
+  std::vector<size_t> bucket_;
 };
 
 }  // namespace
