@@ -44,13 +44,26 @@ const AlgorithmInfo& Info(PostBalanceAlgorithm a) {
 
 using Bins = std::vector<std::vector<uint32_t>>;
 
-// Order of items by key descending, ties by index ascending. Keys are non-negative doubles; their IEEE bit
-// patterns order like the values, so an LSD radix sort on (~bits) is exact and fast (skips constant digits).
-// If `sorted` is given it receives the keys in that order (clamped at 0), saving random reads later.
-std::vector<uint32_t> OrderDescending(std::span<const double> keys, std::vector<double>* sorted = nullptr) {
+// Buffers of OrderDescending (reusable across calls).
+struct RadixBuffers {
+  std::vector<uint64_t> k, k2;
+  std::vector<uint32_t> idx, idx2;
+  std::vector<size_t> count;
+};
+
+// Order of items by key descending, ties by index ascending, into b.idx. Keys are non-negative doubles; their
+// IEEE bit patterns order like the values, so an LSD radix sort on (~bits) is exact and fast (skips constant
+// digits). If `sorted` is given it receives the keys in that order (clamped at 0), saving random reads later.
+void OrderDescendingInto(std::span<const double> keys, RadixBuffers& b, std::vector<double>* sorted) {
   const size_t n = keys.size();
-  std::vector<uint64_t> k(n), k2(n);
-  std::vector<uint32_t> idx(n), idx2(n);
+  auto& k = b.k;
+  auto& k2 = b.k2;
+  auto& idx = b.idx;
+  auto& idx2 = b.idx2;
+  k.resize(n);
+  k2.resize(n);
+  idx.resize(n);
+  idx2.resize(n);
   uint64_t all_or = 0, all_and = ~0ull;
   for (size_t i = 0; i < n; ++i) {
     double v = keys[i] > 0 ? keys[i] : 0.0;  // also maps -0.0 and NaN-free negatives to +0
@@ -64,12 +77,13 @@ std::vector<uint32_t> OrderDescending(std::span<const double> keys, std::vector<
   const uint64_t varying = all_or ^ all_and;
   constexpr int kBits = 11;
   constexpr uint64_t kMask = (1u << kBits) - 1;
-  std::vector<size_t> count(kMask + 2);
+  b.count.resize(kMask + 2);
+  auto& count = b.count;
   for (int shift = 0; shift < 64; shift += kBits) {
     if (((varying >> shift) & kMask) == 0) continue;
     std::fill(count.begin(), count.end(), 0);
     for (size_t i = 0; i < n; ++i) ++count[((k[i] >> shift) & kMask) + 1];
-    for (size_t b = 0; b <= kMask; ++b) count[b + 1] += count[b];
+    for (size_t d = 0; d <= kMask; ++d) count[d + 1] += count[d];
     for (size_t i = 0; i < n; ++i) {
       const size_t pos = count[(k[i] >> shift) & kMask]++;
       k2[pos] = k[i];
@@ -85,7 +99,12 @@ std::vector<uint32_t> OrderDescending(std::span<const double> keys, std::vector<
       std::memcpy(&(*sorted)[i], &bits, sizeof bits);
     }
   }
-  return idx;
+}
+
+std::vector<uint32_t> OrderDescending(std::span<const double> keys, std::vector<double>* sorted = nullptr) {
+  RadixBuffers b;
+  OrderDescendingInto(keys, b, sorted);
+  return std::move(b.idx);
 }
 
 std::vector<double> ItemCosts(std::span<const int64_t> lengths, const PostBalanceOptions& o) {
@@ -226,6 +245,8 @@ struct KkIntKeys {
   double Sum(Key k) const { return static_cast<double>(k >> shift); }
   uint32_t Id(Key k) const { return static_cast<uint32_t>(k & mask); }
   static bool Less(Key a, Key b) { return a < b; }
+  // Sum descending, then id ascending: flipping the id bits turns that into one descending compare.
+  bool Desc(Key a, Key b) const { return (a ^ mask) > (b ^ mask); }
 };
 struct KkPairKeys {
   struct Key {
@@ -237,6 +258,8 @@ struct KkPairKeys {
   double Sum(Key k) const { return k.sum; }
   uint32_t Id(Key k) const { return k.id; }
   static bool Less(const Key& a, const Key& b) { return a.sum < b.sum || (a.sum == b.sum && a.id < b.id); }
+  // Sum descending, then id ascending.
+  bool Desc(const Key& a, const Key& b) const { return a.sum > b.sum || (a.sum == b.sum && a.id < b.id); }
 };
 
 // 4-ary min-heap on a vector (Less of the key traits).
@@ -309,16 +332,27 @@ struct KkQueueOrder {  // "less" = comes out first: larger spread, then smaller 
 // of the other, O(q log d), so merging singletons into full states is O(log d) (one replace-top), not O(d).
 // Item lists are a union-find over item ids. Subset heaps are reused through a free list (no allocation per
 // merge once warm); the queue of merged states is a small 4-ary heap of (spread, id, slot).
+// Per-thread buffers of KarmarkarKarp, kept between calls of up to kKkKeepItems items: the policies call it once
+// per step on the same sizes, and fresh large buffers cost page faults (the allocator returns them to the OS).
+struct KkBuffers {
+  RadixBuffers radix;
+  std::vector<double> single_cost;
+  std::vector<uint32_t> parent;
+  std::vector<int> bin_of_root, bin_of;
+};
+constexpr size_t kKkKeepItems = size_t{1} << 16;
+
 template <class K>
 Bins KarmarkarKarpWith(const K& keys, std::span<const uint32_t> singles, std::span<const double> single_cost,
-                       int d) {
+                       int d, KkBuffers& buf) {
   using Key = typename K::Key;
   using Heap = MinHeap4<K>;
   const size_t n = singles.size();
   Bins bins(d);
   // Subset ids are item ids: a subset keeps the id of one of its items; when subset e is added to subset s,
   // parent[e] = s (union-find, resolved once at the end).
-  std::vector<uint32_t> parent(n);
+  std::vector<uint32_t>& parent = buf.parent;
+  parent.resize(n);
   for (size_t i = 0; i < n; ++i) parent[i] = static_cast<uint32_t>(i);
 
   struct State {
@@ -365,10 +399,7 @@ Bins KarmarkarKarpWith(const K& keys, std::span<const uint32_t> singles, std::sp
     return static_cast<uint32_t>(slots.size() - 1);
   };
   // Descending (sum, then id ascending).
-  auto desc = [&](const Key& x, const Key& y) {
-    const double sx = keys.Sum(x), sy = keys.Sum(y);
-    return sx > sy || (sx == sy && keys.Id(x) < keys.Id(y));
-  };
+  auto desc = [&](const Key& x, const Key& y) { return keys.Desc(x, y); };
   std::vector<Key> b_sorted, popped;
   while (remaining() > 1) {
     uint32_t ia = 0, ib = 0, sa = 0, sb = 0;
@@ -437,10 +468,12 @@ Bins KarmarkarKarpWith(const K& keys, std::span<const uint32_t> singles, std::sp
   else
     subsets = std::move(slots[last_slot].heap);
   std::sort(subsets.begin(), subsets.end(), desc);
-  std::vector<int> bin_of_root(n, -1);
+  std::vector<int>& bin_of_root = buf.bin_of_root;
+  bin_of_root.assign(n, -1);
   for (size_t b = 0; b < subsets.size(); ++b) bin_of_root[keys.Id(subsets[b])] = static_cast<int>(b);
   std::vector<uint32_t> count(d, 0);
-  std::vector<int> bin_of(n);
+  std::vector<int>& bin_of = buf.bin_of;
+  bin_of.resize(n);
   for (size_t i = 0; i < n; ++i) {
     uint32_t r = static_cast<uint32_t>(i);
     while (parent[r] != r) {
@@ -464,8 +497,12 @@ Bins KarmarkarKarp(std::span<const double> costs, int d) {
     for (size_t i = 0; i < n; ++i) bins[0][i] = static_cast<uint32_t>(i);
     return bins;
   }
-  std::vector<double> single_cost;  // clamped at 0, in the order of `singles`
-  const std::vector<uint32_t> singles = OrderDescending(costs, &single_cost);
+  thread_local KkBuffers kept;
+  KkBuffers local;
+  KkBuffers& buf = n <= kKkKeepItems ? kept : local;
+  std::vector<double>& single_cost = buf.single_cost;  // clamped at 0, in the order of the items
+  OrderDescendingInto(costs, buf.radix, &single_cost);
+  const std::vector<uint32_t>& singles = buf.radix.idx;
   // Integral costs whose total fits beside the id bits (and below 2^53, where doubles add exactly): every sum
   // the algorithm forms is an exact integer, so integer keys make the same comparisons as doubles.
   int shift = 1;
@@ -480,9 +517,9 @@ Bins KarmarkarKarp(std::span<const double> costs, int d) {
     KkIntKeys keys;
     keys.shift = shift;
     keys.mask = (uint64_t{1} << shift) - 1;
-    return KarmarkarKarpWith(keys, singles, single_cost, d);
+    return KarmarkarKarpWith(keys, singles, single_cost, d, buf);
   }
-  return KarmarkarKarpWith(KkPairKeys{}, singles, single_cost, d);
+  return KarmarkarKarpWith(KkPairKeys{}, singles, single_cost, d, buf);
 }
 
 // Alg. 2: padded cost count * max. Exact (see the header).
