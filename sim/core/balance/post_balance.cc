@@ -47,6 +47,7 @@ using Bins = std::vector<std::vector<uint32_t>>;
 // Buffers of OrderDescending (reusable across calls).
 struct RadixBuffers {
   std::vector<uint64_t> k, k2;
+  std::vector<uint32_t> k32, k32b;
   std::vector<uint32_t> idx, idx2;
   std::vector<size_t> count;
 };
@@ -54,8 +55,55 @@ struct RadixBuffers {
 // Order of items by key descending, ties by index ascending, into b.idx. Keys are non-negative doubles; their
 // IEEE bit patterns order like the values, so an LSD radix sort on (~bits) is exact and fast (skips constant
 // digits). If `sorted` is given it receives the keys in that order (clamped at 0), saving random reads later.
+// Keys that are all integers below 2^32 (token costs) sort as 32-bit keys: half the bytes, fewer digits, the
+// same order (both are stable sorts by value descending from index order).
 void OrderDescendingInto(std::span<const double> keys, RadixBuffers& b, std::vector<double>* sorted) {
   const size_t n = keys.size();
+  bool small_ints = true;
+  for (size_t i = 0; i < n; ++i) {
+    const double v = keys[i] > 0 ? keys[i] : 0.0;
+    small_ints &= v == std::floor(v) && v <= 4294967295.0;
+  }
+  constexpr int kBits = 11;
+  constexpr uint64_t kMask = (1u << kBits) - 1;
+  b.count.resize(kMask + 2);
+  auto& count = b.count;
+  if (small_ints) {
+    auto& k = b.k32;
+    auto& k2 = b.k32b;
+    auto& idx = b.idx;
+    auto& idx2 = b.idx2;
+    k.resize(n);
+    k2.resize(n);
+    idx.resize(n);
+    idx2.resize(n);
+    uint32_t all_or = 0, all_and = ~0u;
+    for (size_t i = 0; i < n; ++i) {
+      k[i] = ~static_cast<uint32_t>(keys[i] > 0 ? keys[i] : 0.0);
+      idx[i] = static_cast<uint32_t>(i);
+      all_or |= k[i];
+      all_and &= k[i];
+    }
+    const uint32_t varying = all_or ^ all_and;
+    for (int shift = 0; shift < 32; shift += kBits) {
+      if (((varying >> shift) & kMask) == 0) continue;
+      std::fill(count.begin(), count.end(), 0);
+      for (size_t i = 0; i < n; ++i) ++count[((k[i] >> shift) & kMask) + 1];
+      for (size_t d = 0; d <= kMask; ++d) count[d + 1] += count[d];
+      for (size_t i = 0; i < n; ++i) {
+        const size_t pos = count[(k[i] >> shift) & kMask]++;
+        k2[pos] = k[i];
+        idx2[pos] = idx[i];
+      }
+      k.swap(k2);
+      idx.swap(idx2);
+    }
+    if (sorted) {
+      sorted->resize(n);
+      for (size_t i = 0; i < n; ++i) (*sorted)[i] = static_cast<double>(~k[i]);
+    }
+    return;
+  }
   auto& k = b.k;
   auto& k2 = b.k2;
   auto& idx = b.idx;
@@ -75,10 +123,6 @@ void OrderDescendingInto(std::span<const double> keys, RadixBuffers& b, std::vec
     all_and &= k[i];
   }
   const uint64_t varying = all_or ^ all_and;
-  constexpr int kBits = 11;
-  constexpr uint64_t kMask = (1u << kBits) - 1;
-  b.count.resize(kMask + 2);
-  auto& count = b.count;
   for (int shift = 0; shift < 64; shift += kBits) {
     if (((varying >> shift) & kMask) == 0) continue;
     std::fill(count.begin(), count.end(), 0);
@@ -247,6 +291,7 @@ struct KkIntKeys {
   static bool Less(Key a, Key b) { return a < b; }
   // Sum descending, then id ascending: flipping the id bits turns that into one descending compare.
   bool Desc(Key a, Key b) const { return (a ^ mask) > (b ^ mask); }
+  Key None() const { return ~uint64_t{0}; }  // above every key (sums are below 2^(63 - shift))
 };
 struct KkPairKeys {
   struct Key {
@@ -260,6 +305,7 @@ struct KkPairKeys {
   static bool Less(const Key& a, const Key& b) { return a.sum < b.sum || (a.sum == b.sum && a.id < b.id); }
   // Sum descending, then id ascending.
   bool Desc(const Key& a, const Key& b) const { return a.sum > b.sum || (a.sum == b.sum && a.id < b.id); }
+  Key None() const { return {std::numeric_limits<double>::infinity(), ~uint32_t{0}}; }  // above every key
 };
 
 // 4-ary min-heap on a vector (Less of the key traits).
@@ -322,16 +368,6 @@ struct KkQueueOrder {  // "less" = comes out first: larger spread, then smaller 
   }
 };
 
-// Karmarkar-Karp largest differencing method for d-way partitioning (veRL seqlen_balancing.py semantics).
-//
-// A state is a partial solution: d subsets (sorted); merging two states pairs the largest subset of one with
-// the smallest of the other. The state with the largest spread (max - min subset sum) is merged first (ties:
-// the older state).
-// Implementation for n >> d: a state stores only its non-empty ("explicit") subsets in a min-heap; the others
-// are implicit zeros. Merging iterates over the state with fewer explicit subsets (q) and pops the q smallest
-// of the other, O(q log d), so merging singletons into full states is O(log d) (one replace-top), not O(d).
-// Item lists are a union-find over item ids. Subset heaps are reused through a free list (no allocation per
-// merge once warm); the queue of merged states is a small 4-ary heap of (spread, id, slot).
 // Per-thread buffers of KarmarkarKarp, kept between calls of up to kKkKeepItems items: the policies call it once
 // per step on the same sizes, and fresh large buffers cost page faults (the allocator returns them to the OS).
 struct KkBuffers {
@@ -339,9 +375,23 @@ struct KkBuffers {
   std::vector<double> single_cost;
   std::vector<uint32_t> parent;
   std::vector<int> bin_of_root, bin_of;
+  std::vector<uint32_t> leaf_of;  // leaf of a subset id in its full state's winner tree
 };
 constexpr size_t kKkKeepItems = size_t{1} << 16;
 
+// Karmarkar-Karp largest differencing method for d-way partitioning (veRL seqlen_balancing.py semantics).
+//
+// A state is a partial solution: d subsets (sorted); merging two states pairs the largest subset of one with
+// the smallest of the other. The state with the largest spread (max - min subset sum) is merged first (ties:
+// the older state).
+// Implementation for n >> d: a state stores only its non-empty ("explicit") subsets in a min-heap; the others
+// are implicit zeros. Merging iterates over the state with fewer explicit subsets (q) and pops the q smallest
+// of the other, O(q log d), so merging singletons into full states is O(log d), not O(d). A state that has all
+// d subsets ("full"; it stays full) moves from its 4-ary heap to a winner tree over d leaves: the subsets of a
+// full state only change in place (each keeps its id, leaf_of[id]), so replacing the least is one replay of a
+// leaf-to-root path whose sibling reads do not depend on the comparisons. Item lists are a union-find over
+// item ids. Subset heaps and trees are reused through a free list (no allocation per merge once warm); the
+// queue of merged states is a small 4-ary heap of (spread, id, slot).
 template <class K>
 Bins KarmarkarKarpWith(const K& keys, std::span<const uint32_t> singles, std::span<const double> single_cost,
                        int d, KkBuffers& buf) {
@@ -356,9 +406,41 @@ Bins KarmarkarKarpWith(const K& keys, std::span<const uint32_t> singles, std::sp
   for (size_t i = 0; i < n; ++i) parent[i] = static_cast<uint32_t>(i);
 
   struct State {
-    std::vector<Key> heap;  // explicit subsets
+    std::vector<Key> heap;  // explicit subsets, while fewer than d
+    std::vector<Key> tree;  // full: winner tree, leaves at [leaves, leaves + d), the root at 1
+    bool full = false;
     double max = 0;
   };
+  const size_t k = static_cast<size_t>(d);
+  size_t leaves = 1;
+  while (leaves < k) leaves <<= 1;
+  const Key kNone = keys.None();
+  std::vector<uint32_t>& leaf_of = buf.leaf_of;
+  leaf_of.resize(n);
+  // Sets a leaf of a winner tree and replays its path to the root.
+  auto tree_set = [&](Key* t, size_t leaf, Key x) {
+    size_t p = leaves + leaf;
+    t[p] = x;
+    while (p > 1) {
+      const Key sib = t[p ^ 1];
+      x = K::Less(sib, x) ? sib : x;
+      p >>= 1;
+      t[p] = x;
+    }
+  };
+  // A state whose heap reached d subsets becomes full: its subsets become leaves in heap order.
+  auto make_full = [&](State& st) {
+    st.tree.assign(2 * leaves, kNone);
+    for (size_t i = 0; i < k; ++i) {
+      st.tree[leaves + i] = st.heap[i];
+      leaf_of[keys.Id(st.heap[i])] = static_cast<uint32_t>(i);
+    }
+    for (size_t p = leaves - 1; p >= 1; --p)
+      st.tree[p] = K::Less(st.tree[2 * p + 1], st.tree[2 * p]) ? st.tree[2 * p + 1] : st.tree[2 * p];
+    st.heap.clear();
+    st.full = true;
+  };
+  auto size_of = [&](const State& st) { return st.full ? k : st.heap.size(); };
   // States are ordered by (spread desc, id asc). The n singleton states (id = item, spread = cost) come out in
   // the order of OrderDescending, so they stay in that array; only merged states (id >= n, in creation order)
   // use the queue. A popped singleton is not materialized as a State unless two singletons meet.
@@ -382,10 +464,9 @@ Bins KarmarkarKarpWith(const K& keys, std::span<const uint32_t> singles, std::sp
     *slot = MinHeap4<KkQueueOrder>::Pop(pq).slot;
     return false;
   };
-  const size_t k = static_cast<size_t>(d);
   auto push_state = [&](uint32_t slot) {
     const State& st = slots[slot];
-    const double mn = st.heap.size() < k ? 0.0 : keys.Sum(st.heap[0]);
+    const double mn = st.full ? keys.Sum(st.tree[1]) : st.heap.size() < k ? 0.0 : keys.Sum(st.heap[0]);
     MinHeap4<KkQueueOrder>::Push(pq, {st.max - mn, next_id++, slot});
   };
   auto new_slot = [&]() -> uint32_t {
@@ -393,6 +474,7 @@ Bins KarmarkarKarpWith(const K& keys, std::span<const uint32_t> singles, std::sp
       const uint32_t s = free_slots.back();
       free_slots.pop_back();
       slots[s].heap.clear();
+      slots[s].full = false;
       return s;
     }
     slots.emplace_back();
@@ -412,6 +494,7 @@ Bins KarmarkarKarpWith(const K& keys, std::span<const uint32_t> singles, std::sp
       Heap::Push(st.heap, keys.Make(ca, ia));
       Heap::Push(st.heap, keys.Make(cb, ib));
       st.max = std::max(ca, cb);
+      if (k == 2) make_full(st);
       push_state(s);
       continue;
     }
@@ -421,32 +504,56 @@ Bins KarmarkarKarpWith(const K& keys, std::span<const uint32_t> singles, std::sp
       const uint32_t s = single_a ? sb : sa;
       State& a = slots[s];
       Key e = keys.Make(single_a ? ca : cb, y);
-      if (a.heap.size() >= k) {
-        const Key top = a.heap[0];
+      if (a.full) {
+        const Key top = a.tree[1];
         parent[y] = keys.Id(top);
         e = keys.Add(top, e);
-        Heap::ReplaceTop(a.heap.data(), a.heap.size(), e);
+        tree_set(a.tree.data(), leaf_of[keys.Id(top)], e);
       } else {
         Heap::Push(a.heap, e);
+        if (a.heap.size() == k) make_full(a);
       }
       a.max = std::max(a.max, keys.Sum(e));
       push_state(s);
       continue;
     }
-    if (slots[sa].heap.size() < slots[sb].heap.size()) std::swap(sa, sb);
+    if (size_of(slots[sa]) < size_of(slots[sb])) std::swap(sa, sb);
     State& a = slots[sa];
     State& b = slots[sb];
     // B's explicit subsets, largest first (ties: id ascending).
-    b_sorted.swap(b.heap);
+    if (b.full) {
+      b_sorted.assign(b.tree.begin() + static_cast<std::ptrdiff_t>(leaves),
+                      b.tree.begin() + static_cast<std::ptrdiff_t>(leaves + k));
+    } else {
+      b_sorted.swap(b.heap);
+    }
     free_slots.push_back(sb);
     std::sort(b_sorted.begin(), b_sorted.end(), desc);
     const size_t q = b_sorted.size();
+    double mx = a.max;
+    if (a.full) {  // B's j-th largest joins A's j-th smallest; every subset keeps A's id and leaf
+      popped.clear();
+      for (size_t j = 0; j < q; ++j) {
+        const Key s = a.tree[1];
+        popped.push_back(s);
+        tree_set(a.tree.data(), leaf_of[keys.Id(s)], kNone);
+      }
+      for (size_t j = 0; j < q; ++j) {
+        const Key s = popped[j];
+        parent[keys.Id(b_sorted[j])] = keys.Id(s);
+        const Key e = keys.Add(s, b_sorted[j]);
+        mx = std::max(mx, keys.Sum(e));
+        tree_set(a.tree.data(), leaf_of[keys.Id(s)], e);
+      }
+      a.max = mx;
+      push_state(sa);
+      continue;
+    }
     const size_t zeros = k - a.heap.size();
     // j-th largest of B pairs with the j-th smallest of A (implicit zeros first).
     const size_t take = q > zeros ? q - zeros : 0;
     popped.clear();
     for (size_t j = 0; j < take; ++j) popped.push_back(Heap::Pop(a.heap));
-    double mx = a.max;
     for (size_t j = 0; j < q; ++j) {
       Key e = b_sorted[j];
       if (j >= zeros) {
@@ -457,6 +564,7 @@ Bins KarmarkarKarpWith(const K& keys, std::span<const uint32_t> singles, std::sp
       mx = std::max(mx, keys.Sum(e));
       Heap::Push(a.heap, e);
     }
+    if (a.heap.size() == k) make_full(a);
     a.max = mx;
     push_state(sa);
   }
@@ -465,6 +573,9 @@ Bins KarmarkarKarpWith(const K& keys, std::span<const uint32_t> singles, std::sp
   std::vector<Key> subsets;
   if (pop(&last_item, &last_cost, &last_slot))
     subsets.push_back(keys.Make(last_cost, last_item));
+  else if (slots[last_slot].full)
+    subsets.assign(slots[last_slot].tree.begin() + static_cast<std::ptrdiff_t>(leaves),
+                   slots[last_slot].tree.begin() + static_cast<std::ptrdiff_t>(leaves + k));
   else
     subsets = std::move(slots[last_slot].heap);
   std::sort(subsets.begin(), subsets.end(), desc);
