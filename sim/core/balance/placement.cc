@@ -343,10 +343,13 @@ void EvaluatePlacement(const std::vector<std::vector<uint32_t>>& bins, std::span
   const int d = static_cast<int>(bins.size());
   const int c = std::max(1, ranks_per_node);
   std::vector<int64_t> sent(d, 0), recv(d, 0), recv_inter(d, 0), sent_inter(d, 0);
+  std::vector<int> node_of(d);  // r / c, without a division per item
+  for (int r = 0; r < d; ++r) node_of[r] = r / c;
   p.total_inter_node_bytes = 0;
   p.total_moved_bytes = 0;
   for (int b = 0; b < d; ++b) {
     const int dest = p.rank_of_bin[b];
+    const int dest_node = node_of[dest];
     for (uint32_t i : bins[b]) {
       const int org = origin_rank[i];
       const int64_t bytes = item_bytes[i];
@@ -354,7 +357,7 @@ void EvaluatePlacement(const std::vector<std::vector<uint32_t>>& bins, std::span
       sent[org] += bytes;
       recv[dest] += bytes;
       p.total_moved_bytes += bytes;
-      if (org / c != dest / c) {
+      if (node_of[org] != dest_node) {
         sent_inter[org] += bytes;
         recv_inter[dest] += bytes;
         p.total_inter_node_bytes += bytes;
