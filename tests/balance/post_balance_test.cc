@@ -365,6 +365,112 @@ TEST(PostBalanceTest, KkMatchesFullVectorReference) {
   }
 }
 
+// Textbook Karmarkar-Karp with full d-vectors of subsets (items and sums) and every tie rule written out, to
+// compare bins, not only sums. A state: d subsets, each (sum, id, items); id -1 = empty. States by spread (max -
+// min sum) descending, ties by id ascending (item i: id i; the m-th merged state: n + m). Merging a and b: the
+// one with more non-empty subsets is A (ties: a, popped first); A's subsets ascending (empty first, then (sum,
+// id)) pair with B's descending (non-empty by sum descending, ties by id ascending; empty last); a pair keeps
+// A's id unless A's subset is empty. Bins: the last state's non-empty subsets by (sum descending, id ascending),
+// then the empty ones; items ascending in every bin.
+Bins ReferenceKk(const std::vector<double>& cost, int d) {
+  struct Subset {
+    double sum = 0;
+    int64_t id = -1;
+    std::vector<uint32_t> items;
+  };
+  struct State {
+    std::vector<Subset> subsets;  // d of them
+    int64_t id = 0;
+    double Spread() const {
+      double mn = subsets[0].sum, mx = subsets[0].sum;
+      for (const Subset& s : subsets) {
+        mn = std::min(mn, s.sum);
+        mx = std::max(mx, s.sum);
+      }
+      return mx - mn;
+    }
+    int NonEmpty() const {
+      int c = 0;
+      for (const Subset& s : subsets) c += s.id >= 0;
+      return c;
+    }
+  };
+  const size_t n = cost.size();
+  std::vector<State> pool;  // alive states
+  for (size_t i = 0; i < n; ++i) {
+    State s{std::vector<Subset>(d), static_cast<int64_t>(i)};
+    s.subsets[0] = {std::max(0.0, cost[i]), static_cast<int64_t>(i), {static_cast<uint32_t>(i)}};
+    pool.push_back(std::move(s));
+  }
+  auto pop_first = [&] {  // largest spread, then smallest id (linear scan)
+    size_t best = 0;
+    for (size_t i = 1; i < pool.size(); ++i) {
+      const double si = pool[i].Spread(), sb = pool[best].Spread();
+      if (si > sb || (si == sb && pool[i].id < pool[best].id)) best = i;
+    }
+    State s = std::move(pool[best]);
+    pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(best));
+    return s;
+  };
+  int64_t next_id = static_cast<int64_t>(n);
+  while (pool.size() > 1) {
+    State a = pop_first();
+    State b = pop_first();
+    if (a.NonEmpty() < b.NonEmpty()) std::swap(a, b);
+    std::sort(a.subsets.begin(), a.subsets.end(), [](const Subset& x, const Subset& y) {
+      if ((x.id < 0) != (y.id < 0)) return x.id < 0;
+      return x.sum < y.sum || (x.sum == y.sum && x.id < y.id);
+    });
+    std::sort(b.subsets.begin(), b.subsets.end(), [](const Subset& x, const Subset& y) {
+      if ((x.id < 0) != (y.id < 0)) return y.id < 0;
+      return x.sum > y.sum || (x.sum == y.sum && x.id < y.id);
+    });
+    State m{std::vector<Subset>(d), next_id++};
+    for (int j = 0; j < d; ++j) {
+      Subset& x = a.subsets[j];
+      Subset& y = b.subsets[j];
+      m.subsets[j].sum = x.sum + y.sum;
+      m.subsets[j].id = x.id >= 0 ? x.id : y.id;
+      m.subsets[j].items = x.items;
+      m.subsets[j].items.insert(m.subsets[j].items.end(), y.items.begin(), y.items.end());
+    }
+    pool.push_back(std::move(m));
+  }
+  Bins bins(d);
+  if (pool.empty()) return bins;
+  std::vector<Subset> last = pool[0].subsets;
+  std::sort(last.begin(), last.end(), [](const Subset& x, const Subset& y) {
+    if ((x.id < 0) != (y.id < 0)) return y.id < 0;
+    return x.sum > y.sum || (x.sum == y.sum && x.id < y.id);
+  });
+  for (int j = 0; j < d; ++j) {
+    bins[j] = last[j].items;
+    std::sort(bins[j].begin(), bins[j].end());
+  }
+  return bins;
+}
+
+// The fast Karmarkar-Karp (integer keys for integral costs, (sum, id) keys otherwise) makes exactly the
+// reference's choices: the same bins in the same order, on random sizes, 1..64 bins, many ties and zeros.
+TEST(PostBalanceTest, KkBinsMatchTextbookReference) {
+  Rng rng(41);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int d = 1 + static_cast<int>(rng.Below(64));
+    const int n = static_cast<int>(rng.Below(trial % 10 == 0 ? 1500 : 200));
+    std::vector<int64_t> l(n);
+    const int64_t range = trial % 3 == 0 ? 8 : trial % 3 == 1 ? 1000 : 1000000;  // few values: many ties
+    for (auto& x : l) x = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(range)));
+    if (trial % 7 == 0)
+      for (size_t i = 0; i < l.size(); i += 5) l[i] = 0;
+    const double lambda = trial % 4 == 1 ? 1e-3 : trial % 4 == 3 ? 1.0 / 3 : 0.0;
+    const PostBalanceOptions o{PostBalanceAlgorithm::kKk, lambda, 0};
+    std::vector<double> cost(l.size());
+    for (size_t i = 0; i < l.size(); ++i) cost[i] = ItemCost(l[i], o);
+    EXPECT_EQ(PostBalance(l, d, o), ReferenceKk(cost, d))
+        << "trial " << trial << " n " << n << " d " << d << " lambda " << lambda;
+  }
+}
+
 // Straightforward O(n d) reading of Alg. "3rd": among bins whose sum is < min sum + v, the least sum of
 // squares (ties: smaller sum, then index). PostBalance(quadratic) returns this unless LPT is strictly better.
 Bins NaiveQuadratic(const std::vector<int64_t>& l, int d, double v) {

@@ -109,6 +109,34 @@ void BM_Orchestrate(benchmark::State& state) {
 }
 BENCHMARK(BM_Orchestrate)->Arg(64)->Arg(2560)->Unit(benchmark::kMillisecond);
 
+// `mmtwin balance --dp 1024 --policy post-balance --param algorithm=kk` on 20M samples calls PostBalance 1,220 times
+// on 1,024 ranks x 16 samples (batch_size 16): that many calls here (16 distinct steps, cycled), one iteration =
+// Karmarkar-Karp over 19.99M samples (issue 15; the command's own figures are in reports/benchmarks.md).
+void BM_PostBalance20MSamples(benchmark::State& state, PostBalanceAlgorithm a) {
+  constexpr int kRanks = 1024, kPerRank = 16, kSteps = 1220, kDistinct = 16;
+  std::vector<Workload> steps;
+  for (int s = 0; s < kDistinct; ++s) {
+    Workload w;
+    Rng rng(100 + s);
+    for (int i = 0; i < kRanks * kPerRank; ++i)
+      w.lengths.push_back(std::max<int64_t>(16, std::llround(rng.LogNormal(2048, 0.8))));
+    steps.push_back(std::move(w));
+  }
+  const PostBalanceOptions o{a, 0, 0};
+  for (auto _ : state)
+    for (int s = 0; s < kSteps; ++s) {
+      auto bins = PostBalance(steps[s % kDistinct].lengths, kRanks, o);
+      benchmark::DoNotOptimize(bins.data());
+    }
+  state.counters["samples"] = static_cast<double>(kRanks) * kPerRank * kSteps;
+}
+BENCHMARK_CAPTURE(BM_PostBalance20MSamples, kk, PostBalanceAlgorithm::kKk)
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PostBalance20MSamples, lpt, PostBalanceAlgorithm::kLpt)
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
+
 BENCHMARK_CAPTURE(BM_PostBalance, lpt, PostBalanceAlgorithm::kLpt, 0.0)
     ->Arg(64)
     ->Arg(2560)

@@ -44,13 +44,74 @@ const AlgorithmInfo& Info(PostBalanceAlgorithm a) {
 
 using Bins = std::vector<std::vector<uint32_t>>;
 
-// Order of items by key descending, ties by index ascending. Keys are non-negative doubles; their IEEE bit
-// patterns order like the values, so an LSD radix sort on (~bits) is exact and fast (skips constant digits).
-// If `sorted` is given it receives the keys in that order (clamped at 0), saving random reads later.
-std::vector<uint32_t> OrderDescending(std::span<const double> keys, std::vector<double>* sorted = nullptr) {
+// Buffers of OrderDescending (reusable across calls).
+struct RadixBuffers {
+  std::vector<uint64_t> k, k2;
+  std::vector<uint32_t> k32, k32b;
+  std::vector<uint32_t> idx, idx2;
+  std::vector<size_t> count;
+};
+
+// Order of items by key descending, ties by index ascending, into b.idx. Keys are non-negative doubles; their
+// IEEE bit patterns order like the values, so an LSD radix sort on (~bits) is exact and fast (skips constant
+// digits). If `sorted` is given it receives the keys in that order (clamped at 0), saving random reads later.
+// Keys that are all integers below 2^32 (token costs) sort as 32-bit keys: half the bytes, fewer digits, the
+// same order (both are stable sorts by value descending from index order).
+void OrderDescendingInto(std::span<const double> keys, RadixBuffers& b, std::vector<double>* sorted) {
   const size_t n = keys.size();
-  std::vector<uint64_t> k(n), k2(n);
-  std::vector<uint32_t> idx(n), idx2(n);
+  bool small_ints = true;
+  for (size_t i = 0; i < n; ++i) {
+    const double v = keys[i] > 0 ? keys[i] : 0.0;
+    small_ints &= v == std::floor(v) && v <= 4294967295.0;
+  }
+  constexpr int kBits = 11;
+  constexpr uint64_t kMask = (1u << kBits) - 1;
+  b.count.resize(kMask + 2);
+  auto& count = b.count;
+  if (small_ints) {
+    auto& k = b.k32;
+    auto& k2 = b.k32b;
+    auto& idx = b.idx;
+    auto& idx2 = b.idx2;
+    k.resize(n);
+    k2.resize(n);
+    idx.resize(n);
+    idx2.resize(n);
+    uint32_t all_or = 0, all_and = ~0u;
+    for (size_t i = 0; i < n; ++i) {
+      k[i] = ~static_cast<uint32_t>(keys[i] > 0 ? keys[i] : 0.0);
+      idx[i] = static_cast<uint32_t>(i);
+      all_or |= k[i];
+      all_and &= k[i];
+    }
+    const uint32_t varying = all_or ^ all_and;
+    for (int shift = 0; shift < 32; shift += kBits) {
+      if (((varying >> shift) & kMask) == 0) continue;
+      std::fill(count.begin(), count.end(), 0);
+      for (size_t i = 0; i < n; ++i) ++count[((k[i] >> shift) & kMask) + 1];
+      for (size_t d = 0; d <= kMask; ++d) count[d + 1] += count[d];
+      for (size_t i = 0; i < n; ++i) {
+        const size_t pos = count[(k[i] >> shift) & kMask]++;
+        k2[pos] = k[i];
+        idx2[pos] = idx[i];
+      }
+      k.swap(k2);
+      idx.swap(idx2);
+    }
+    if (sorted) {
+      sorted->resize(n);
+      for (size_t i = 0; i < n; ++i) (*sorted)[i] = static_cast<double>(~k[i]);
+    }
+    return;
+  }
+  auto& k = b.k;
+  auto& k2 = b.k2;
+  auto& idx = b.idx;
+  auto& idx2 = b.idx2;
+  k.resize(n);
+  k2.resize(n);
+  idx.resize(n);
+  idx2.resize(n);
   uint64_t all_or = 0, all_and = ~0ull;
   for (size_t i = 0; i < n; ++i) {
     double v = keys[i] > 0 ? keys[i] : 0.0;  // also maps -0.0 and NaN-free negatives to +0
@@ -62,14 +123,11 @@ std::vector<uint32_t> OrderDescending(std::span<const double> keys, std::vector<
     all_and &= k[i];
   }
   const uint64_t varying = all_or ^ all_and;
-  constexpr int kBits = 11;
-  constexpr uint64_t kMask = (1u << kBits) - 1;
-  std::vector<size_t> count(kMask + 2);
   for (int shift = 0; shift < 64; shift += kBits) {
     if (((varying >> shift) & kMask) == 0) continue;
     std::fill(count.begin(), count.end(), 0);
     for (size_t i = 0; i < n; ++i) ++count[((k[i] >> shift) & kMask) + 1];
-    for (size_t b = 0; b <= kMask; ++b) count[b + 1] += count[b];
+    for (size_t d = 0; d <= kMask; ++d) count[d + 1] += count[d];
     for (size_t i = 0; i < n; ++i) {
       const size_t pos = count[(k[i] >> shift) & kMask]++;
       k2[pos] = k[i];
@@ -85,7 +143,12 @@ std::vector<uint32_t> OrderDescending(std::span<const double> keys, std::vector<
       std::memcpy(&(*sorted)[i], &bits, sizeof bits);
     }
   }
-  return idx;
+}
+
+std::vector<uint32_t> OrderDescending(std::span<const double> keys, std::vector<double>* sorted = nullptr) {
+  RadixBuffers b;
+  OrderDescendingInto(keys, b, sorted);
+  return std::move(b.idx);
 }
 
 std::vector<double> ItemCosts(std::span<const int64_t> lengths, const PostBalanceOptions& o) {
@@ -214,151 +277,360 @@ Bins Lpt(std::span<const double> costs, int d) {
   return bins;
 }
 
+// Subset keys of Karmarkar-Karp, ordered by (sum, id). Integral sums (the usual token costs) pack into one
+// uint64, sum << shift | id (one compare, 8 bytes); other costs use a (sum, id) pair. Both give the same order.
+struct KkIntKeys {
+  using Key = uint64_t;
+  int shift = 0;
+  uint64_t mask = 0;
+  Key Make(double sum, uint32_t id) const { return (static_cast<uint64_t>(sum) << shift) | id; }
+  // s's id with the sum of both.
+  Key Add(Key s, Key e) const { return s + (e & ~mask); }
+  double Sum(Key k) const { return static_cast<double>(k >> shift); }
+  uint32_t Id(Key k) const { return static_cast<uint32_t>(k & mask); }
+  static bool Less(Key a, Key b) { return a < b; }
+  // Sum descending, then id ascending: flipping the id bits turns that into one descending compare.
+  bool Desc(Key a, Key b) const { return (a ^ mask) > (b ^ mask); }
+  Key None() const { return ~uint64_t{0}; }  // above every key (sums are below 2^(63 - shift))
+};
+struct KkPairKeys {
+  struct Key {
+    double sum;
+    uint32_t id;
+  };
+  Key Make(double sum, uint32_t id) const { return {sum, id}; }
+  Key Add(Key s, Key e) const { return {s.sum + e.sum, s.id}; }
+  double Sum(Key k) const { return k.sum; }
+  uint32_t Id(Key k) const { return k.id; }
+  static bool Less(const Key& a, const Key& b) { return a.sum < b.sum || (a.sum == b.sum && a.id < b.id); }
+  // Sum descending, then id ascending.
+  bool Desc(const Key& a, const Key& b) const { return a.sum > b.sum || (a.sum == b.sum && a.id < b.id); }
+  Key None() const { return {std::numeric_limits<double>::infinity(), ~uint32_t{0}}; }  // above every key
+};
+
+// 4-ary min-heap on a vector (Less of the key traits).
+template <class K>
+struct MinHeap4 {
+  using Key = typename K::Key;
+  // Puts x into the root's place (the root is dropped) and restores the heap, n = h.size(). Floyd's variant: the
+  // hole goes down to a leaf along the least children, then x sifts up (new keys are usually large).
+  static void ReplaceTop(Key* h, size_t n, Key x) {
+    size_t i = 0;
+    while (true) {
+      const size_t l = 4 * i + 1;
+      if (l >= n) break;
+      size_t best = l;
+      if (l + 3 < n) {
+        const size_t a = l + static_cast<size_t>(K::Less(h[l + 1], h[l]));
+        const size_t b = l + 2 + static_cast<size_t>(K::Less(h[l + 3], h[l + 2]));
+        best = K::Less(h[b], h[a]) ? b : a;
+      } else {
+        for (size_t c = l + 1; c < n; ++c)
+          if (K::Less(h[c], h[best])) best = c;
+      }
+      h[i] = h[best];
+      i = best;
+    }
+    SiftUp(h, i, x);
+  }
+  static void SiftUp(Key* h, size_t i, Key x) {
+    while (i > 0) {
+      const size_t parent = (i - 1) / 4;
+      if (!K::Less(x, h[parent])) break;
+      h[i] = h[parent];
+      i = parent;
+    }
+    h[i] = x;
+  }
+  static void Push(std::vector<Key>& h, Key x) {
+    h.push_back(x);
+    SiftUp(h.data(), h.size() - 1, x);
+  }
+  static Key Pop(std::vector<Key>& h) {
+    const Key top = h[0];
+    const Key last = h.back();
+    h.pop_back();
+    if (!h.empty()) ReplaceTop(h.data(), h.size(), last);
+    return top;
+  }
+};
+
+// A merged state in the queue of Karmarkar-Karp.
+struct KkQueued {
+  double spread;
+  int64_t id;
+  uint32_t slot;
+};
+struct KkQueueOrder {  // "less" = comes out first: larger spread, then smaller id
+  using Key = KkQueued;
+  static bool Less(const KkQueued& a, const KkQueued& b) {
+    return a.spread > b.spread || (a.spread == b.spread && a.id < b.id);
+  }
+};
+
+// Per-thread buffers of KarmarkarKarp, kept between calls of up to kKkKeepItems items: the policies call it once
+// per step on the same sizes, and fresh large buffers cost page faults (the allocator returns them to the OS).
+struct KkBuffers {
+  RadixBuffers radix;
+  std::vector<double> single_cost;
+  std::vector<uint32_t> parent;
+  std::vector<int> bin_of_root, bin_of;
+  std::vector<uint32_t> leaf_of;  // leaf of a subset id in its full state's winner tree
+};
+constexpr size_t kKkKeepItems = size_t{1} << 16;
+
 // Karmarkar-Karp largest differencing method for d-way partitioning (veRL seqlen_balancing.py semantics).
 //
 // A state is a partial solution: d subsets (sorted); merging two states pairs the largest subset of one with
-// the smallest of the other. The state with the largest spread (max - min subset sum) is merged first.
+// the smallest of the other. The state with the largest spread (max - min subset sum) is merged first (ties:
+// the older state).
 // Implementation for n >> d: a state stores only its non-empty ("explicit") subsets in a min-heap; the others
 // are implicit zeros. Merging iterates over the state with fewer explicit subsets (q) and pops the q smallest
-// of the other, O(q log d), so merging singletons into full states is O(log d), not O(d). Item lists are
-// linked lists.
-Bins KarmarkarKarp(std::span<const double> costs, int d) {
-  const size_t n = costs.size();
+// of the other, O(q log d), so merging singletons into full states is O(log d), not O(d). A state that has all
+// d subsets ("full"; it stays full) moves from its 4-ary heap to a winner tree over d leaves: the subsets of a
+// full state only change in place (each keeps its id, leaf_of[id]), so replacing the least is one replay of a
+// leaf-to-root path whose sibling reads do not depend on the comparisons. Item lists are a union-find over
+// item ids. Subset heaps and trees are reused through a free list (no allocation per merge once warm); the
+// queue of merged states is a small 4-ary heap of (spread, id, slot).
+template <class K>
+Bins KarmarkarKarpWith(const K& keys, std::span<const uint32_t> singles, std::span<const double> single_cost,
+                       int d, KkBuffers& buf) {
+  using Key = typename K::Key;
+  using Heap = MinHeap4<K>;
+  const size_t n = singles.size();
   Bins bins(d);
-  if (n == 0) return bins;
-  if (d == 1) {
-    for (size_t i = 0; i < n; ++i) bins[0].push_back(static_cast<uint32_t>(i));
-    return bins;
-  }
   // Subset ids are item ids: a subset keeps the id of one of its items; when subset e is added to subset s,
   // parent[e] = s (union-find, resolved once at the end).
-  std::vector<uint32_t> parent(n);
+  std::vector<uint32_t>& parent = buf.parent;
+  parent.resize(n);
   for (size_t i = 0; i < n; ++i) parent[i] = static_cast<uint32_t>(i);
 
-  using Entry = std::pair<double, uint32_t>;  // (subset sum, subset id); min-heap with std::greater
   struct State {
-    std::vector<Entry> heap;  // explicit subsets
+    std::vector<Key> heap;  // explicit subsets, while fewer than d
+    std::vector<Key> tree;  // full: winner tree, leaves at [leaves, leaves + d), the root at 1
+    bool full = false;
     double max = 0;
   };
-  // States are ordered by (spread desc, id asc). The n singleton states (id = item, spread = cost) come out
-  // in the order of OrderDescending, so they stay in that array; only merged states (id >= n) use a priority
-  // queue. A popped singleton is not materialized as a State (no allocation) unless two singletons meet.
-  std::vector<double> single_cost;
-  const std::vector<uint32_t> singles = OrderDescending(costs, &single_cost);
-  size_t next_single = 0;
-  std::vector<State> states;  // merged states, id = n + position
-  states.reserve(n);
-  using Key = std::pair<double, int64_t>;  // (spread, -id): max-heap gives larger spread, then smaller id
-  std::priority_queue<Key> pq;
-  auto remaining = [&] { return (singles.size() - next_single) + pq.size(); };
-  // Pops the next state: returns its id (< n: a singleton item, whose cost is then in *single).
-  auto pop = [&](double* single) -> int64_t {
-    const bool take_single =
-        next_single < singles.size() && (pq.empty() || single_cost[next_single] > pq.top().first ||
-                                         (single_cost[next_single] == pq.top().first &&
-                                          static_cast<int64_t>(singles[next_single]) < -pq.top().second));
-    if (take_single) {
-      *single = single_cost[next_single];
-      return singles[next_single++];
-    }
-    const int64_t id = -pq.top().second;
-    pq.pop();
-    return id;
-  };
-  const auto heap_cmp = std::greater<Entry>();
   const size_t k = static_cast<size_t>(d);
-  auto push_state = [&](State&& st) {
-    const double mn = st.heap.size() < k ? 0.0 : st.heap.front().first;
-    const int64_t id = static_cast<int64_t>(n + states.size());
-    pq.push({st.max - mn, -id});
-    states.push_back(std::move(st));
+  size_t leaves = 1;
+  while (leaves < k) leaves <<= 1;
+  const Key kNone = keys.None();
+  std::vector<uint32_t>& leaf_of = buf.leaf_of;
+  leaf_of.resize(n);
+  // Sets a leaf of a winner tree and replays its path to the root.
+  auto tree_set = [&](Key* t, size_t leaf, Key x) {
+    size_t p = leaves + leaf;
+    t[p] = x;
+    while (p > 1) {
+      const Key sib = t[p ^ 1];
+      x = K::Less(sib, x) ? sib : x;
+      p >>= 1;
+      t[p] = x;
+    }
   };
-  std::vector<Entry> b_sorted, popped;
+  // A state whose heap reached d subsets becomes full: its subsets become leaves in heap order.
+  auto make_full = [&](State& st) {
+    st.tree.assign(2 * leaves, kNone);
+    for (size_t i = 0; i < k; ++i) {
+      st.tree[leaves + i] = st.heap[i];
+      leaf_of[keys.Id(st.heap[i])] = static_cast<uint32_t>(i);
+    }
+    for (size_t p = leaves - 1; p >= 1; --p)
+      st.tree[p] = K::Less(st.tree[2 * p + 1], st.tree[2 * p]) ? st.tree[2 * p + 1] : st.tree[2 * p];
+    st.heap.clear();
+    st.full = true;
+  };
+  auto size_of = [&](const State& st) { return st.full ? k : st.heap.size(); };
+  // States are ordered by (spread desc, id asc). The n singleton states (id = item, spread = cost) come out in
+  // the order of OrderDescending, so they stay in that array; only merged states (id >= n, in creation order)
+  // use the queue. A popped singleton is not materialized as a State unless two singletons meet.
+  size_t next_single = 0;
+  std::vector<State> slots;          // merged states alive or free
+  std::vector<uint32_t> free_slots;  // slots whose heap can be reused
+  std::vector<KkQueued> pq;
+  int64_t next_id = static_cast<int64_t>(n);
+  auto remaining = [&] { return (n - next_single) + pq.size(); };
+  // Pops the next state: true for a singleton (item *item, cost *cost), false for a merged state (*slot).
+  auto pop = [&](uint32_t* item, double* cost, uint32_t* slot) -> bool {
+    const bool take_single =
+        next_single < n &&
+        (pq.empty() || single_cost[next_single] > pq[0].spread ||
+         (single_cost[next_single] == pq[0].spread && static_cast<int64_t>(singles[next_single]) < pq[0].id));
+    if (take_single) {
+      *cost = single_cost[next_single];
+      *item = singles[next_single++];
+      return true;
+    }
+    *slot = MinHeap4<KkQueueOrder>::Pop(pq).slot;
+    return false;
+  };
+  auto push_state = [&](uint32_t slot) {
+    const State& st = slots[slot];
+    const double mn = st.full ? keys.Sum(st.tree[1]) : st.heap.size() < k ? 0.0 : keys.Sum(st.heap[0]);
+    MinHeap4<KkQueueOrder>::Push(pq, {st.max - mn, next_id++, slot});
+  };
+  auto new_slot = [&]() -> uint32_t {
+    if (!free_slots.empty()) {
+      const uint32_t s = free_slots.back();
+      free_slots.pop_back();
+      slots[s].heap.clear();
+      slots[s].full = false;
+      return s;
+    }
+    slots.emplace_back();
+    return static_cast<uint32_t>(slots.size() - 1);
+  };
+  // Descending (sum, then id ascending).
+  auto desc = [&](const Key& x, const Key& y) { return keys.Desc(x, y); };
+  std::vector<Key> b_sorted, popped;
   while (remaining() > 1) {
+    uint32_t ia = 0, ib = 0, sa = 0, sb = 0;
     double ca = 0, cb = 0;
-    const int64_t ia = pop(&ca);
-    const int64_t ib = pop(&cb);
-    const bool single_a = ia < static_cast<int64_t>(n), single_b = ib < static_cast<int64_t>(n);
+    const bool single_a = pop(&ia, &ca, &sa);
+    const bool single_b = pop(&ib, &cb, &sb);
     if (single_a && single_b) {  // {x} and {y} (d >= 2): two subsets
-      State st;
-      st.heap = {{ca, static_cast<uint32_t>(ia)}, {cb, static_cast<uint32_t>(ib)}};
-      std::make_heap(st.heap.begin(), st.heap.end(), heap_cmp);
+      const uint32_t s = new_slot();
+      State& st = slots[s];
+      Heap::Push(st.heap, keys.Make(ca, ia));
+      Heap::Push(st.heap, keys.Make(cb, ib));
       st.max = std::max(ca, cb);
-      push_state(std::move(st));
+      if (k == 2) make_full(st);
+      push_state(s);
       continue;
     }
     if (single_a ||
         single_b) {  // a state and a singleton {y}: y joins the smallest subset if the state is full
-      const uint32_t y = static_cast<uint32_t>(single_a ? ia : ib);
-      State a = std::move(states[(single_a ? ib : ia) - static_cast<int64_t>(n)]);
-      Entry e{single_a ? ca : cb, y};
-      if (a.heap.size() >= k) {
-        std::pop_heap(a.heap.begin(), a.heap.end(), heap_cmp);
-        const Entry s = a.heap.back();
-        a.heap.pop_back();
-        parent[y] = s.second;
-        e = {s.first + e.first, s.second};
+      const uint32_t y = single_a ? ia : ib;
+      const uint32_t s = single_a ? sb : sa;
+      State& a = slots[s];
+      Key e = keys.Make(single_a ? ca : cb, y);
+      if (a.full) {
+        const Key top = a.tree[1];
+        parent[y] = keys.Id(top);
+        e = keys.Add(top, e);
+        tree_set(a.tree.data(), leaf_of[keys.Id(top)], e);
+      } else {
+        Heap::Push(a.heap, e);
+        if (a.heap.size() == k) make_full(a);
       }
-      a.max = std::max(a.max, e.first);
-      a.heap.push_back(e);
-      std::push_heap(a.heap.begin(), a.heap.end(), heap_cmp);
-      push_state(std::move(a));
+      a.max = std::max(a.max, keys.Sum(e));
+      push_state(s);
       continue;
     }
-    State a = std::move(states[ia - static_cast<int64_t>(n)]);
-    State b = std::move(states[ib - static_cast<int64_t>(n)]);
-    if (a.heap.size() < b.heap.size()) std::swap(a, b);
+    if (size_of(slots[sa]) < size_of(slots[sb])) std::swap(sa, sb);
+    State& a = slots[sa];
+    State& b = slots[sb];
     // B's explicit subsets, largest first (ties: id ascending).
-    b_sorted = std::move(b.heap);
-    std::sort(b_sorted.begin(), b_sorted.end(), [](const Entry& x, const Entry& y) {
-      return x.first > y.first || (x.first == y.first && x.second < y.second);
-    });
+    if (b.full) {
+      b_sorted.assign(b.tree.begin() + static_cast<std::ptrdiff_t>(leaves),
+                      b.tree.begin() + static_cast<std::ptrdiff_t>(leaves + k));
+    } else {
+      b_sorted.swap(b.heap);
+    }
+    free_slots.push_back(sb);
+    std::sort(b_sorted.begin(), b_sorted.end(), desc);
     const size_t q = b_sorted.size();
+    double mx = a.max;
+    if (a.full) {  // B's j-th largest joins A's j-th smallest; every subset keeps A's id and leaf
+      popped.clear();
+      for (size_t j = 0; j < q; ++j) {
+        const Key s = a.tree[1];
+        popped.push_back(s);
+        tree_set(a.tree.data(), leaf_of[keys.Id(s)], kNone);
+      }
+      for (size_t j = 0; j < q; ++j) {
+        const Key s = popped[j];
+        parent[keys.Id(b_sorted[j])] = keys.Id(s);
+        const Key e = keys.Add(s, b_sorted[j]);
+        mx = std::max(mx, keys.Sum(e));
+        tree_set(a.tree.data(), leaf_of[keys.Id(s)], e);
+      }
+      a.max = mx;
+      push_state(sa);
+      continue;
+    }
     const size_t zeros = k - a.heap.size();
     // j-th largest of B pairs with the j-th smallest of A (implicit zeros first).
     const size_t take = q > zeros ? q - zeros : 0;
     popped.clear();
-    for (size_t j = 0; j < take; ++j) {
-      std::pop_heap(a.heap.begin(), a.heap.end(), heap_cmp);
-      popped.push_back(a.heap.back());
-      a.heap.pop_back();
-    }
-    double mx = a.max;
+    for (size_t j = 0; j < take; ++j) popped.push_back(Heap::Pop(a.heap));
     for (size_t j = 0; j < q; ++j) {
-      Entry e = b_sorted[j];
+      Key e = b_sorted[j];
       if (j >= zeros) {
-        const Entry& s = popped[j - zeros];
-        parent[e.second] = s.second;
-        e = {s.first + e.first, s.second};
+        const Key s = popped[j - zeros];
+        parent[keys.Id(e)] = keys.Id(s);
+        e = keys.Add(s, e);
       }
-      mx = std::max(mx, e.first);
-      a.heap.push_back(e);
-      std::push_heap(a.heap.begin(), a.heap.end(), heap_cmp);
+      mx = std::max(mx, keys.Sum(e));
+      Heap::Push(a.heap, e);
     }
+    if (a.heap.size() == k) make_full(a);
     a.max = mx;
-    push_state(std::move(a));
+    push_state(sa);
   }
+  uint32_t last_item = 0, last_slot = 0;
   double last_cost = 0;
-  const int64_t last = pop(&last_cost);
-  std::vector<Entry> subsets;
-  if (last < static_cast<int64_t>(n))
-    subsets.push_back({last_cost, static_cast<uint32_t>(last)});
+  std::vector<Key> subsets;
+  if (pop(&last_item, &last_cost, &last_slot))
+    subsets.push_back(keys.Make(last_cost, last_item));
+  else if (slots[last_slot].full)
+    subsets.assign(slots[last_slot].tree.begin() + static_cast<std::ptrdiff_t>(leaves),
+                   slots[last_slot].tree.begin() + static_cast<std::ptrdiff_t>(leaves + k));
   else
-    subsets = std::move(states[last - static_cast<int64_t>(n)].heap);
-  std::sort(subsets.begin(), subsets.end(), [](const Entry& x, const Entry& y) {
-    return x.first > y.first || (x.first == y.first && x.second < y.second);
-  });
-  std::vector<int> bin_of_root(n, -1);
-  for (size_t b = 0; b < subsets.size(); ++b) bin_of_root[subsets[b].second] = static_cast<int>(b);
+    subsets = std::move(slots[last_slot].heap);
+  std::sort(subsets.begin(), subsets.end(), desc);
+  std::vector<int>& bin_of_root = buf.bin_of_root;
+  bin_of_root.assign(n, -1);
+  for (size_t b = 0; b < subsets.size(); ++b) bin_of_root[keys.Id(subsets[b])] = static_cast<int>(b);
+  std::vector<uint32_t> count(d, 0);
+  std::vector<int>& bin_of = buf.bin_of;
+  bin_of.resize(n);
   for (size_t i = 0; i < n; ++i) {
     uint32_t r = static_cast<uint32_t>(i);
     while (parent[r] != r) {
       parent[r] = parent[parent[r]];  // path halving
       r = parent[r];
     }
-    bins[bin_of_root[r]].push_back(static_cast<uint32_t>(i));
+    bin_of[i] = bin_of_root[r];
+    ++count[bin_of[i]];
   }
+  for (int b = 0; b < d; ++b) bins[b].reserve(count[b]);
+  for (size_t i = 0; i < n; ++i) bins[bin_of[i]].push_back(static_cast<uint32_t>(i));
   return bins;
+}
+
+Bins KarmarkarKarp(std::span<const double> costs, int d) {
+  const size_t n = costs.size();
+  if (n == 0) return Bins(d);
+  if (d == 1) {
+    Bins bins(1);
+    bins[0].resize(n);
+    for (size_t i = 0; i < n; ++i) bins[0][i] = static_cast<uint32_t>(i);
+    return bins;
+  }
+  thread_local KkBuffers kept;
+  KkBuffers local;
+  KkBuffers& buf = n <= kKkKeepItems ? kept : local;
+  std::vector<double>& single_cost = buf.single_cost;  // clamped at 0, in the order of the items
+  OrderDescendingInto(costs, buf.radix, &single_cost);
+  const std::vector<uint32_t>& singles = buf.radix.idx;
+  // Integral costs whose total fits beside the id bits (and below 2^53, where doubles add exactly): every sum
+  // the algorithm forms is an exact integer, so integer keys make the same comparisons as doubles.
+  int shift = 1;
+  while ((uint64_t{1} << shift) < n) ++shift;
+  double total = 0;
+  bool integral = true;
+  for (double c : single_cost) {
+    total += c;
+    integral = integral && c == std::floor(c);
+  }
+  if (integral && total < std::ldexp(1.0, std::min(53, 63 - shift))) {
+    KkIntKeys keys;
+    keys.shift = shift;
+    keys.mask = (uint64_t{1} << shift) - 1;
+    return KarmarkarKarpWith(keys, singles, single_cost, d, buf);
+  }
+  return KarmarkarKarpWith(KkPairKeys{}, singles, single_cost, d, buf);
 }
 
 // Alg. 2: padded cost count * max. Exact (see the header).

@@ -100,30 +100,48 @@ Result<DataPlan> RunPostBalancePolicy(const DataPolicyContext& ctx, const Params
   double allgather_sum = 0;
   std::vector<int64_t> lengths, bytes;
   std::vector<int> origin;
-  std::vector<uint32_t> sample_of_item;
+  std::vector<uint32_t> sample_of_item, items;
+  std::vector<size_t> rank_start;
+  std::vector<DispatchTransfer> transfers;
+  const bool all_to_all = dispatch == "all-to-all";
   for (DataStep& step : plan.steps) {
     lengths.clear();
     bytes.clear();
     origin.clear();
     sample_of_item.clear();
-    std::vector<std::vector<uint32_t>> before(d);
-    for (int r = 0; r < d; ++r)
+    rank_start.assign(1, 0);
+    for (int r = 0; r < d; ++r) {
       for (uint32_t s : step.ranks[r].samples) {
-        before[r].push_back(static_cast<uint32_t>(lengths.size()));
         lengths.push_back(len[s]);
         bytes.push_back(len[s] * bytes_per_token);
         origin.push_back(r);
         sample_of_item.push_back(s);
       }
+      rank_start.push_back(lengths.size());
+    }
+    // Rank r drew items rank_start[r] .. rank_start[r + 1] - 1 (the mini-batches before balancing).
+    items.resize(lengths.size());
+    for (size_t i = 0; i < items.size(); ++i) items[i] = static_cast<uint32_t>(i);
     auto bins = PostBalance(lengths, d, opts);
     const double lb = CostLowerBound(lengths, d, opts);
-    const double ratio = lb > 0 ? MaxBinCost(lengths, bins, opts) / lb : 1;
+    // One BinCost per bin (MaxBinCost's max, in bin order, and the total).
+    double max_cost = 0, total_cost = 0;
+    for (const auto& b : bins) {
+      const double c = BinCost(lengths, b, opts);
+      max_cost = std::max(max_cost, c);
+      total_cost += c;
+    }
+    double max_before = 0;
+    for (int r = 0; r < d; ++r)
+      max_before = std::max(max_before, BinCost(lengths,
+                                                std::span<const uint32_t>(items).subspan(
+                                                    rank_start[r], rank_start[r + 1] - rank_start[r]),
+                                                opts));
+    const double ratio = lb > 0 ? max_cost / lb : 1;
     ratio_sum += ratio;
     ratio_max = std::max(ratio_max, ratio);
-    double total_cost = 0;
-    for (const auto& b : bins) total_cost += BinCost(lengths, b, opts);
-    if (total_cost > 0) max_over_mean_sum += MaxBinCost(lengths, bins, opts) / (total_cost / d);
-    before_ratio_sum += lb > 0 ? MaxBinCost(lengths, before, opts) / lb : 1;
+    if (total_cost > 0) max_over_mean_sum += max_cost / (total_cost / d);
+    before_ratio_sum += lb > 0 ? max_before / lb : 1;
     Placement identity = PlaceIdentity(bins, origin, bytes, ctx.ranks_per_node);
     Placement placed =
         p.Bool("node_wise") ? PlaceNodeWise(bins, origin, bytes, ctx.ranks_per_node) : identity;
@@ -137,17 +155,19 @@ Result<DataPlan> RunPostBalancePolicy(const DataPolicyContext& ctx, const Params
     for (int64_t b : bytes) total_bytes += b;
     allgather_sum += static_cast<double>(total_bytes) * (d - 1);
     for (int r = 0; r < d; ++r) step.ranks[r].samples.clear();
-    step.dispatch.clear();
+    // The transfers are gathered and aggregated in a reused buffer; the step keeps an exact-size copy.
+    transfers.clear();
     for (size_t b = 0; b < bins.size(); ++b) {
       const int rank = placed.rank_of_bin[b];
       auto& dst = step.ranks[rank].samples;
       for (uint32_t item : bins[b]) {
         dst.push_back(sample_of_item[item]);
-        if (dispatch == "all-to-all") step.dispatch.push_back({origin[item], rank, bytes[item]});
+        if (all_to_all) transfers.push_back({origin[item], rank, bytes[item]});
       }
     }
-    if (dispatch == "all-gather") AllGatherTransfers(origin, bytes, d, &step.dispatch);
-    AggregateTransfers(&step.dispatch);
+    if (dispatch == "all-gather") AllGatherTransfers(origin, bytes, d, &transfers);
+    AggregateTransfers(&transfers);
+    step.dispatch.assign(transfers.begin(), transfers.end());
   }
   const double n = std::max<size_t>(1, plan.steps.size());
   plan.metrics["max_load_over_lower_bound"] = ratio_sum / n;

@@ -7,9 +7,33 @@ namespace mmtwin {
 void AggregateTransfers(std::vector<DispatchTransfer>* transfers) {
   auto& t = *transfers;
   std::erase_if(t, [](const DispatchTransfer& x) { return x.src_rank == x.dst_rank || x.bytes <= 0; });
-  std::sort(t.begin(), t.end(), [](const DispatchTransfer& a, const DispatchTransfer& b) {
-    return a.src_rank != b.src_rank ? a.src_rank < b.src_rank : a.dst_rank < b.dst_rank;
-  });
+  int32_t lo = 0, hi = 0;
+  for (const DispatchTransfer& x : t) {
+    lo = std::min({lo, x.src_rank, x.dst_rank});
+    hi = std::max({hi, x.src_rank, x.dst_rank});
+  }
+  const size_t ranks = static_cast<size_t>(hi) + 1;
+  if (lo >= 0 && t.size() >= 64 && ranks <= 4 * t.size() + 1024) {
+    // Ranks are small non-negative ints: two stable counting-sort passes (by dst, then by src) give the order
+    // by (src, dst) in O(n + ranks). The aggregated list is unique, so it equals the comparison sort's.
+    std::vector<DispatchTransfer> tmp(t.size());
+    std::vector<uint32_t> start(ranks + 1);
+    auto pass = [&](const std::vector<DispatchTransfer>& from, std::vector<DispatchTransfer>& to,
+                    bool by_src) {
+      std::fill(start.begin(), start.end(), 0);
+      for (const DispatchTransfer& x : from)
+        ++start[static_cast<size_t>(by_src ? x.src_rank : x.dst_rank) + 1];
+      for (size_t r = 0; r < ranks; ++r) start[r + 1] += start[r];
+      for (const DispatchTransfer& x : from)
+        to[start[static_cast<size_t>(by_src ? x.src_rank : x.dst_rank)]++] = x;
+    };
+    pass(t, tmp, false);
+    pass(tmp, t, true);
+  } else {
+    std::sort(t.begin(), t.end(), [](const DispatchTransfer& a, const DispatchTransfer& b) {
+      return a.src_rank != b.src_rank ? a.src_rank < b.src_rank : a.dst_rank < b.dst_rank;
+    });
+  }
   size_t out = 0;
   for (size_t i = 0; i < t.size(); ++i) {
     if (out > 0 && t[out - 1].src_rank == t[i].src_rank && t[out - 1].dst_rank == t[i].dst_rank)
