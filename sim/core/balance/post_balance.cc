@@ -52,78 +52,23 @@ struct RadixBuffers {
   std::vector<size_t> count;
 };
 
-// Order of items by key descending, ties by index ascending, into b.idx. Keys are non-negative doubles; their
-// IEEE bit patterns order like the values, so an LSD radix sort on (~bits) is exact and fast (skips constant
-// digits). If `sorted` is given it receives the keys in that order (clamped at 0), saving random reads later.
-// Keys that are all integers below 2^32 (token costs) sort as 32-bit keys: half the bytes, fewer digits, the
-// same order (both are stable sorts by value descending from index order).
-void OrderDescendingInto(std::span<const double> keys, RadixBuffers& b, std::vector<double>* sorted) {
-  const size_t n = keys.size();
-  bool small_ints = true;
-  for (size_t i = 0; i < n; ++i) {
-    const double v = keys[i] > 0 ? keys[i] : 0.0;
-    small_ints &= v == std::floor(v) && v <= 4294967295.0;
-  }
+// LSD radix sort of the n keys k (unsigned, ascending; 11-bit digits, constant digits skipped), carrying idx
+// along; k2, idx2 and count are scratch. Stable, so equal keys keep idx's order.
+template <class Key>
+void RadixAscending(size_t n, std::vector<Key>& k, std::vector<Key>& k2, std::vector<uint32_t>& idx,
+                    std::vector<uint32_t>& idx2, std::vector<size_t>& count) {
   constexpr int kBits = 11;
-  constexpr uint64_t kMask = (1u << kBits) - 1;
-  b.count.resize(kMask + 2);
-  auto& count = b.count;
-  if (small_ints) {
-    auto& k = b.k32;
-    auto& k2 = b.k32b;
-    auto& idx = b.idx;
-    auto& idx2 = b.idx2;
-    k.resize(n);
-    k2.resize(n);
-    idx.resize(n);
-    idx2.resize(n);
-    uint32_t all_or = 0, all_and = ~0u;
-    for (size_t i = 0; i < n; ++i) {
-      k[i] = ~static_cast<uint32_t>(keys[i] > 0 ? keys[i] : 0.0);
-      idx[i] = static_cast<uint32_t>(i);
-      all_or |= k[i];
-      all_and &= k[i];
-    }
-    const uint32_t varying = all_or ^ all_and;
-    for (int shift = 0; shift < 32; shift += kBits) {
-      if (((varying >> shift) & kMask) == 0) continue;
-      std::fill(count.begin(), count.end(), 0);
-      for (size_t i = 0; i < n; ++i) ++count[((k[i] >> shift) & kMask) + 1];
-      for (size_t d = 0; d <= kMask; ++d) count[d + 1] += count[d];
-      for (size_t i = 0; i < n; ++i) {
-        const size_t pos = count[(k[i] >> shift) & kMask]++;
-        k2[pos] = k[i];
-        idx2[pos] = idx[i];
-      }
-      k.swap(k2);
-      idx.swap(idx2);
-    }
-    if (sorted) {
-      sorted->resize(n);
-      for (size_t i = 0; i < n; ++i) (*sorted)[i] = static_cast<double>(~k[i]);
-    }
-    return;
-  }
-  auto& k = b.k;
-  auto& k2 = b.k2;
-  auto& idx = b.idx;
-  auto& idx2 = b.idx2;
-  k.resize(n);
+  constexpr Key kMask = (Key{1} << kBits) - 1;
+  count.resize(static_cast<size_t>(kMask) + 2);
   k2.resize(n);
-  idx.resize(n);
   idx2.resize(n);
-  uint64_t all_or = 0, all_and = ~0ull;
+  Key all_or = 0, all_and = ~Key{0};
   for (size_t i = 0; i < n; ++i) {
-    double v = keys[i] > 0 ? keys[i] : 0.0;  // also maps -0.0 and NaN-free negatives to +0
-    uint64_t bits;
-    std::memcpy(&bits, &v, sizeof bits);
-    k[i] = ~bits;
-    idx[i] = static_cast<uint32_t>(i);
     all_or |= k[i];
     all_and &= k[i];
   }
-  const uint64_t varying = all_or ^ all_and;
-  for (int shift = 0; shift < 64; shift += kBits) {
+  const Key varying = all_or ^ all_and;
+  for (int shift = 0; shift < static_cast<int>(8 * sizeof(Key)); shift += kBits) {
     if (((varying >> shift) & kMask) == 0) continue;
     std::fill(count.begin(), count.end(), 0);
     for (size_t i = 0; i < n; ++i) ++count[((k[i] >> shift) & kMask) + 1];
@@ -136,10 +81,44 @@ void OrderDescendingInto(std::span<const double> keys, RadixBuffers& b, std::vec
     k.swap(k2);
     idx.swap(idx2);
   }
+}
+
+// Order of items by key descending, ties by index ascending, into b.idx. Keys are non-negative doubles; their
+// IEEE bit patterns order like the values, so an LSD radix sort on (~bits) is exact and fast (skips constant
+// digits). If `sorted` is given it receives the keys in that order (clamped at 0), saving random reads later.
+// Keys that are all integers below 2^32 (token costs) sort as 32-bit keys: half the bytes, fewer digits, the
+// same order (both are stable sorts by value descending from index order).
+void OrderDescendingInto(std::span<const double> keys, RadixBuffers& b, std::vector<double>* sorted) {
+  const size_t n = keys.size();
+  bool small_ints = true;
+  for (size_t i = 0; i < n; ++i) {
+    const double v = keys[i] > 0 ? keys[i] : 0.0;
+    small_ints &= v == std::floor(v) && v <= 4294967295.0;
+  }
+  b.idx.resize(n);
+  for (size_t i = 0; i < n; ++i) b.idx[i] = static_cast<uint32_t>(i);
+  if (small_ints) {
+    b.k32.resize(n);
+    for (size_t i = 0; i < n; ++i) b.k32[i] = ~static_cast<uint32_t>(keys[i] > 0 ? keys[i] : 0.0);
+    RadixAscending(n, b.k32, b.k32b, b.idx, b.idx2, b.count);
+    if (sorted) {
+      sorted->resize(n);
+      for (size_t i = 0; i < n; ++i) (*sorted)[i] = static_cast<double>(~b.k32[i]);
+    }
+    return;
+  }
+  b.k.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    double v = keys[i] > 0 ? keys[i] : 0.0;  // also maps -0.0 and NaN-free negatives to +0
+    uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    b.k[i] = ~bits;
+  }
+  RadixAscending(n, b.k, b.k2, b.idx, b.idx2, b.count);
   if (sorted) {
     sorted->resize(n);
     for (size_t i = 0; i < n; ++i) {
-      const uint64_t bits = ~k[i];
+      const uint64_t bits = ~b.k[i];
       std::memcpy(&(*sorted)[i], &bits, sizeof bits);
     }
   }
