@@ -136,6 +136,64 @@ std::vector<double> ItemCosts(std::span<const int64_t> lengths, const PostBalanc
   return c;
 }
 
+// 4-ary min-heap on a vector (Less of the key traits).
+template <class K>
+struct MinHeap4 {
+  using Key = typename K::Key;
+  // Puts x into the root's place (the root is dropped) and restores the heap, n = h.size(). Floyd's variant: the
+  // hole goes down to a leaf along the least children, then x sifts up (new keys are usually large).
+  static void ReplaceTop(Key* h, size_t n, Key x) {
+    size_t i = 0;
+    while (true) {
+      const size_t l = 4 * i + 1;
+      if (l >= n) break;
+      size_t best = l;
+      if (l + 3 < n) {
+        const size_t a = l + static_cast<size_t>(K::Less(h[l + 1], h[l]));
+        const size_t b = l + 2 + static_cast<size_t>(K::Less(h[l + 3], h[l + 2]));
+        best = K::Less(h[b], h[a]) ? b : a;
+      } else {
+        for (size_t c = l + 1; c < n; ++c)
+          if (K::Less(h[c], h[best])) best = c;
+      }
+      h[i] = h[best];
+      i = best;
+    }
+    SiftUp(h, i, x);
+  }
+  static void SiftUp(Key* h, size_t i, Key x) {
+    while (i > 0) {
+      const size_t parent = (i - 1) / 4;
+      if (!K::Less(x, h[parent])) break;
+      h[i] = h[parent];
+      i = parent;
+    }
+    h[i] = x;
+  }
+  static void Push(std::vector<Key>& h, Key x) {
+    h.push_back(x);
+    SiftUp(h.data(), h.size() - 1, x);
+  }
+  static Key Pop(std::vector<Key>& h) {
+    const Key top = h[0];
+    const Key last = h.back();
+    h.pop_back();
+    if (!h.empty()) ReplaceTop(h.data(), h.size(), last);
+    return top;
+  }
+};
+
+// Bin keys (load, bin index), least first.
+struct BinKeys {
+  struct Key {
+    double load;
+    int bin;
+  };
+  static bool Less(const Key& a, const Key& b) {
+    return (a.load < b.load) | ((a.load == b.load) & (a.bin < b.bin));
+  }
+};
+
 // 4-ary min-heap of bins keyed by (load, bin index), entries stored inline (short dependency chains).
 class BinHeap {
  public:
@@ -144,45 +202,13 @@ class BinHeap {
   }
   int Top() const { return heap_[0].bin; }
   double TopLoad() const { return heap_[0].load; }
-  // Sets the top bin's load (only increases) and restores the heap. Floyd's variant: move the hole down to a
-  // leaf along the smallest children, then sift the entry up (usually a few steps: the raised load is large).
+  // Sets the top bin's load (only increases) and restores the heap (MinHeap4::ReplaceTop).
   void IncreaseTop(double new_load) {
-    const Entry x{new_load, heap_[0].bin};
-    const size_t n = heap_.size();
-    size_t i = 0;
-    while (true) {
-      const size_t l = 4 * i + 1;
-      if (l >= n) break;
-      size_t best = l;
-      if (l + 3 < n) {
-        const size_t a = l + static_cast<size_t>(Less(heap_[l + 1], heap_[l]));
-        const size_t b = l + 2 + static_cast<size_t>(Less(heap_[l + 3], heap_[l + 2]));
-        best = Less(heap_[b], heap_[a]) ? b : a;
-      } else {
-        for (size_t c = l + 1; c < n; ++c)
-          if (Less(heap_[c], heap_[best])) best = c;
-      }
-      heap_[i] = heap_[best];
-      i = best;
-    }
-    while (i > 0) {
-      const size_t parent = (i - 1) / 4;
-      if (!Less(x, heap_[parent])) break;
-      heap_[i] = heap_[parent];
-      i = parent;
-    }
-    heap_[i] = x;
+    MinHeap4<BinKeys>::ReplaceTop(heap_.data(), heap_.size(), {new_load, heap_[0].bin});
   }
 
  private:
-  struct Entry {
-    double load;
-    int bin;
-  };
-  static bool Less(const Entry& a, const Entry& b) {
-    return (a.load < b.load) | ((a.load == b.load) & (a.bin < b.bin));
-  }
-  std::vector<Entry> heap_;
+  std::vector<BinKeys::Key> heap_;
 };
 
 // Alg. 1 on per-item costs: descending cost into the least-loaded bin.
@@ -285,53 +311,6 @@ struct KkPairKeys {
   // Sum descending, then id ascending.
   bool Desc(const Key& a, const Key& b) const { return a.sum > b.sum || (a.sum == b.sum && a.id < b.id); }
   Key None() const { return {std::numeric_limits<double>::infinity(), ~uint32_t{0}}; }  // above every key
-};
-
-// 4-ary min-heap on a vector (Less of the key traits).
-template <class K>
-struct MinHeap4 {
-  using Key = typename K::Key;
-  // Puts x into the root's place (the root is dropped) and restores the heap, n = h.size(). Floyd's variant: the
-  // hole goes down to a leaf along the least children, then x sifts up (new keys are usually large).
-  static void ReplaceTop(Key* h, size_t n, Key x) {
-    size_t i = 0;
-    while (true) {
-      const size_t l = 4 * i + 1;
-      if (l >= n) break;
-      size_t best = l;
-      if (l + 3 < n) {
-        const size_t a = l + static_cast<size_t>(K::Less(h[l + 1], h[l]));
-        const size_t b = l + 2 + static_cast<size_t>(K::Less(h[l + 3], h[l + 2]));
-        best = K::Less(h[b], h[a]) ? b : a;
-      } else {
-        for (size_t c = l + 1; c < n; ++c)
-          if (K::Less(h[c], h[best])) best = c;
-      }
-      h[i] = h[best];
-      i = best;
-    }
-    SiftUp(h, i, x);
-  }
-  static void SiftUp(Key* h, size_t i, Key x) {
-    while (i > 0) {
-      const size_t parent = (i - 1) / 4;
-      if (!K::Less(x, h[parent])) break;
-      h[i] = h[parent];
-      i = parent;
-    }
-    h[i] = x;
-  }
-  static void Push(std::vector<Key>& h, Key x) {
-    h.push_back(x);
-    SiftUp(h.data(), h.size() - 1, x);
-  }
-  static Key Pop(std::vector<Key>& h) {
-    const Key top = h[0];
-    const Key last = h.back();
-    h.pop_back();
-    if (!h.empty()) ReplaceTop(h.data(), h.size(), last);
-    return top;
-  }
 };
 
 // A merged state in the queue of Karmarkar-Karp.
