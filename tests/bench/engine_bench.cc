@@ -241,7 +241,7 @@ BENCHMARK_CAPTURE(BM_BmpOverUniform, scale_16384, kScale16k)->Unit(benchmark::kM
 constexpr const char* kScale100k = "scenarios/bench/scale-102400.yaml";
 BENCHMARK_CAPTURE(BM_BmpOverUniform, scale_102400, kScale100k)->Unit(benchmark::kMillisecond)->Iterations(1);
 // SimGrid at 102,400 GPUs (51,200 devices): possible with the pod layout (a flat full zone's route table alone
-// would take 21 GB). Minutes: run it by name.
+// would take 21 GB). More than 15 minutes on the 2-core machine (reports/benchmarks.md): run it by name.
 BENCHMARK_CAPTURE(BM_Scenario, scale_102400_simgrid, kScale100k, true, true)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
