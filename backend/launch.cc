@@ -14,7 +14,7 @@
 #include <sstream>
 #include <thread>
 
-#include "core/driver/planner.h"
+#include "driver/planner.h"
 #include "core/util/interrupt.h"
 
 namespace mmtwin::backend {

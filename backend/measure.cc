@@ -6,7 +6,7 @@
 #include <map>
 #include <sstream>
 
-#include "core/driver/simulate.h"
+#include "driver/simulate.h"
 #include "core/plan/mesh.h"
 #include "core/records/perfetto.h"
 #include "core/records/plan_codec.h"

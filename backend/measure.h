@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/driver/planner.h"
+#include "driver/planner.h"
 #include "core/records/layer_timings.h"
 #include "core/records/records.h"
 

@@ -28,7 +28,7 @@
 #include "backend/measure.h"
 #include "backend/model.h"
 #include "backend/train.h"
-#include "core/driver/planner.h"
+#include "driver/planner.h"
 #include "core/plan/mesh.h"
 #include "core/records/pingpong.h"
 #include "core/records/plan_codec.h"

@@ -12,7 +12,7 @@
 
 #include "core/balance/data_policy.h"
 #include "core/cluster/cluster.h"
-#include "core/driver/planner.h"
+#include "driver/planner.h"
 #include "core/model/model.h"
 #include "core/plan/partition.h"
 #include "core/plan/recompute.h"
@@ -28,7 +28,7 @@ std::vector<PolicyChoice> ChoicesOf(const PolicyRegistry<Fn>& reg) {
   return out;
 }
 
-// "12" from "scenarios/x.yaml:12: parallel.dp: ..." (the first :N: after the file name), 0 when none.
+// "12" from "my.yaml:12: parallel.dp: ..." (the first :N: after the file name), 0 when none.
 int LineOf(const QString& message, const QString& name) {
   const int at = name.isEmpty() ? -1 : message.indexOf(name + ":");
   const QString rest = at >= 0 ? message.mid(at + name.size()) : message;

@@ -17,12 +17,12 @@
 #include <unistd.h>
 
 #include "chart.h"
-#include "core/driver/simulate.h"
+#include "driver/simulate.h"
 #include "core/plan/mesh.h"
 #include "core/scenario/scenario.h"
-#include "core/sweep/results_db.h"
-#include "core/sweep/runner.h"
-#include "core/sweep/sweep.h"
+#include "sweep/results_db.h"
+#include "sweep/runner.h"
+#include "sweep/sweep.h"
 #include "core/util/atomic_dir.h"
 #include "core/util/csv.h"
 #include "report_internal.h"

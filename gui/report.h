@@ -8,8 +8,8 @@
 //   MMTWIN_RETURN_IF_ERROR(GenerateReport(o));   // needs a QApplication (offscreen is fine)
 //
 // What a report runs: the shipped sweeps it names (scenarios/sweeps/*.yaml) through the sweep runner
-// (core/sweep/runner.h) into a results database (SQLite), so a second generation reruns nothing that finished;
-// timelines are one simulated iteration (core/driver/simulate.h). What it writes, as one unit
+// (sweep/runner.h) into a results database (SQLite), so a second generation reruns nothing that finished;
+// timelines are one simulated iteration (driver/simulate.h). What it writes, as one unit
 // (WriteFolderAtomic): README.md (per table one row per figure: the paper's value with its table number,
 // mmtwin's value, mmtwin / paper, and the run it came from as `sweep#run_index`; the exact command, the mmtwin
 // commit, the date) and the PNG plots it links.
@@ -22,7 +22,7 @@
 // policy's wall time and per-phase volumes) are re-planned from the run's stored scenario (PrepareData) and named
 // "sweep#index (plan)" in the run column; max context figures are MaxSequenceSearch results, named
 // "max-seq KEY=VALUE ..." (the scenario overrides searched). `validation` (report_validation.cc) runs every suite
-// of scenarios/validation/ through the driver behind `mmtwin validate` (core/calibrate/validate_suite.h) into
+// of scenarios/validation/ through the driver behind `mmtwin validate` (calibrate/validate_suite.h) into
 // OUT/SUITE, reusing the kept backend runs under OUT/SUITE/runs (or RUNS/SUITE/runs with runs_dir; a run whose plan changed is measured again with
 // mmtwin-train), and writes the index OUT/README.md (a summary table computed from the suites' results) and
 // OUT/iteration.png; the folder keeps its suites' folders, so its files are written one by one, not as a unit.

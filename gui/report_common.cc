@@ -8,8 +8,8 @@
 #include <map>
 
 #include "core/scenario/scenario.h"
-#include "core/sweep/runner.h"
-#include "core/sweep/sweep.h"
+#include "sweep/runner.h"
+#include "sweep/sweep.h"
 #include "git_describe.h"  // generated at build time: MMTWIN_GIT_DESCRIBE
 #include "report_internal.h"
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "chart.h"
-#include "core/sweep/results_db.h"
+#include "sweep/results_db.h"
 #include "core/util/status.h"
 #include "report.h"
 

@@ -4,7 +4,7 @@
 // two-stage vs one-stage sharding (Table 5).
 //
 // Sources: the sweeps scenarios/sweeps/longvila-32gpu.yaml, longvila-64gpu.yaml and longvila-sharding.yaml run
-// through the results database; the max context figures are MaxSequenceSearch (core/driver/max_seq.h, the search
+// through the results database; the max context figures are MaxSequenceSearch (driver/max_seq.h, the search
 // behind `mmtwin plan --max-seq`) on scenarios/longvila/max-context-256.yaml with the GPU count (and ZeRO-3
 // implementation) overridden, named in the run column as "max-seq KEY=VALUE ..." (the overrides, applied in order
 // with ParseScenarioWithOverrides).
@@ -17,9 +17,9 @@
 #include <sstream>
 
 #include "chart.h"
-#include "core/driver/max_seq.h"
+#include "driver/max_seq.h"
 #include "core/scenario/scenario.h"
-#include "core/sweep/results_db.h"
+#include "sweep/results_db.h"
 #include "report_internal.h"
 
 namespace mmtwin::gui::internal {
@@ -199,7 +199,7 @@ Status MaxSeqTable(const LvRuns& r, std::vector<Table>& tables) {
   Table t{
       "Max context by GPU count (Fig. 9 right, §5.1.2)",
       "The longest sequence each method trains without activation checkpointing, in K tokens (1K = 1,024 "
-      "tokens, the search's step): MaxSequenceSearch (core/driver/max_seq.h, what `mmtwin plan "
+      "tokens, the search's step): MaxSequenceSearch (driver/max_seq.h, what `mmtwin plan "
       "scenarios/longvila/max-context-256.yaml --max-seq` prints) on that scenario (2D attention, ZeRO-3 "
       "with no unsharded transients, batch size 1) with the overrides the run column names (`max-seq "
       "KEY=VALUE ...`: 8 GPUs per node); a bisection over the memory model, nothing timed. Each method keeps "
@@ -657,7 +657,7 @@ Status GenerateLongvila(const ReportOptions& o, const std::string& scenarios,
       "LLM backbone without the vision encoder. Nothing was tuned to the paper: every constant is the cost "
       "model's or the cluster preset's (`sim/core/plan/seqpar.h`, `sim/core/plan/pricing.h`, "
       "`sim/core/plan/memory.h`). Runs named `max-seq KEY=VALUE ...` are MaxSequenceSearch "
-      "(`core/driver/max_seq.h`) on `scenarios/" +
+      "(`driver/max_seq.h`) on `scenarios/" +
       std::string(kMaxSeqScenario) +
       "` with those overrides, as `mmtwin plan SCENARIO --max-seq` runs it.\n\n"
       "How SP is modelled (short): the SP ranks of a replica run in lockstep (each attention layer waits for "

@@ -17,9 +17,9 @@
 #include "chart.h"
 #include "core/balance/data_policy.h"
 #include "core/cluster/cluster.h"
-#include "core/driver/planner.h"
+#include "driver/planner.h"
 #include "core/scenario/scenario.h"
-#include "core/sweep/results_db.h"
+#include "sweep/results_db.h"
 #include "core/util/atomic_dir.h"
 #include "report_internal.h"
 

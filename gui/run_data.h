@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/driver/simulate.h"
+#include "driver/simulate.h"
 #include "core/records/records.h"
-#include "core/sweep/results_db.h"
+#include "sweep/results_db.h"
 #include "core/util/status.h"
 
 namespace mmtwin::gui {

@@ -9,7 +9,7 @@
 
 #include <fstream>
 
-#include "core/driver/simulate.h"
+#include "driver/simulate.h"
 
 namespace mmtwin::gui {
 

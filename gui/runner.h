@@ -1,7 +1,7 @@
 // Running a scenario from the GUI without freezing it. Both runners write an ordinary run folder (what
 // `mmtwin simulate -o` writes) and hand back the typed records.
 //
-// AnalyticRunner: Simulate() (core/driver/simulate.h) in this process on a worker thread; progress and the end
+// AnalyticRunner: Simulate() (driver/simulate.h) in this process on a worker thread; progress and the end
 // arrive as queued signals on the thread that owns the runner (the GUI thread), and Cancel() sets the flag
 // Simulate polls, so a cancelled run ends with finished(false, "cancelled") soon after.
 // ProcessRunner: a child `mmtwin simulate SCENARIO --engine ENGINE -o DIR` (QProcess), used for the SimGrid

@@ -20,7 +20,7 @@
 
 #include "chart.h"
 #include "core/plan/mesh.h"
-#include "core/sweep/sweep.h"
+#include "sweep/sweep.h"
 
 namespace mmtwin::gui {
 namespace {

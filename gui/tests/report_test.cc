@@ -32,11 +32,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/driver/max_seq.h"
-#include "core/driver/planner.h"
+#include "driver/max_seq.h"
+#include "driver/planner.h"
 #include "core/records/records_codec.h"
 #include "core/scenario/scenario.h"
-#include "core/sweep/results_db.h"
+#include "sweep/results_db.h"
 #include "report.h"
 
 namespace fs = std::filesystem;

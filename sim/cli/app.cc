@@ -11,7 +11,7 @@
 
 #include "cli/commands.h"
 #include "core/balance/data_policy.h"
-#include "core/driver/driver.h"
+#include "driver/driver.h"
 #include "core/trace/generate.h"
 #include "core/util/text.h"
 

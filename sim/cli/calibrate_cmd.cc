@@ -1,14 +1,14 @@
 // mmtwin calibrate RUNDIR... -o PROFILE [--min-samples N] [--cluster-out FILE [--links RUNDIR]...]: fit the per-layer time and memory
-// model to measured runs (core/calibrate/calibrate.h) and write the profile a scenario's `cost:` or
-// `mmtwin simulate --cost` reads; with --cluster-out also fit the links (core/calibrate/links.h) and write the
+// model to measured runs (calibrate/calibrate.h) and write the profile a scenario's `cost:` or
+// `mmtwin simulate --cost` reads; with --cluster-out also fit the links (calibrate/links.h) and write the
 // runs' cluster with the fitted figures (from the RUNDIRs' ops.csv and the --links folders, such as ping-pong
 // runs). Exit 0, or 2 on bad input.
 #include <ostream>
 #include <string>
 
 #include "cli/commands.h"
-#include "core/calibrate/calibrate.h"
-#include "core/calibrate/links.h"
+#include "calibrate/calibrate.h"
+#include "calibrate/links.h"
 #include "core/util/csv.h"
 
 namespace mmtwin::cli {

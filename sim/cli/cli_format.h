@@ -11,7 +11,7 @@
 
 #include <vector>
 
-#include "core/driver/planner.h"
+#include "driver/planner.h"
 #include "core/records/records.h"
 #include "core/scenario/scenario.h"
 

@@ -1,5 +1,5 @@
 // mmtwin plan: partition, recomputation and memory per pipeline stage for a scenario, without replaying
-// iterations (BuildPlan in core/driver/planner.h). Exit 0 when every stage fits its device memory, 1 when
+// iterations (BuildPlan in driver/planner.h). Exit 0 when every stage fits its device memory, 1 when
 // one does not (the short stages are listed), 2 on bad input.
 #include <cmath>
 #include <cstdio>
@@ -8,8 +8,8 @@
 
 #include "cli/cli_format.h"
 #include "cli/commands.h"
-#include "core/driver/max_seq.h"
-#include "core/driver/planner.h"
+#include "driver/max_seq.h"
+#include "driver/planner.h"
 #include "core/scenario/scenario.h"
 
 namespace mmtwin::cli {

@@ -16,7 +16,7 @@
 
 #include "cli/cli_format.h"
 #include "cli/commands.h"
-#include "core/driver/simulate.h"
+#include "driver/simulate.h"
 #include "core/records/records_codec.h"
 #include "core/scenario/scenario.h"
 #include "core/util/atomic_dir.h"

@@ -22,9 +22,9 @@
 #include "cli/cli_format.h"
 #include "cli/commands.h"
 #include "core/eval/evaluator.h"
-#include "core/sweep/results_db.h"
-#include "core/sweep/runner.h"
-#include "core/sweep/sweep.h"
+#include "sweep/results_db.h"
+#include "sweep/runner.h"
+#include "sweep/sweep.h"
 #include "core/util/csv.h"
 #include "core/util/interrupt.h"
 

@@ -1,18 +1,18 @@
 // mmtwin validate SUITE.yaml -o OUTDIR [--runs DIR] [--train PATH] [--reuse] [--machine TEXT]: measure every
 // scenario of a validation suite with the real backend (mmtwin-train launch, or reuse its run), fit the profile on
 // the calibration runs only, simulate each held-out scenario with the analytic model and with the profile, and
-// write the report (core/calibrate/validate.h): OUTDIR/README.md, validation.csv, scatter.svg, stages.svg,
+// write the report (calibrate/validate.h): OUTDIR/README.md, validation.csv, scatter.svg, stages.svg,
 // profile.csv. Exit 0, 1 when a backend run fails, 2 on bad input.
 #include <ostream>
 #include <string>
 
 #include "cli/commands.h"
-#include "core/calibrate/validate_suite.h"
+#include "calibrate/validate_suite.h"
 #include "core/util/interrupt.h"
 
 namespace mmtwin::cli {
 
-// The suite runs in the library (core/calibrate/validate_suite.h, shared with mmtwin-report validation); this
+// The suite runs in the library (calibrate/validate_suite.h, shared with mmtwin-report validation); this
 // maps its progress to stdout and its failures to exit codes.
 int RunValidate(const ValidateArgs& a, std::ostream& out, std::ostream& err) {
   InstallInterruptHandlers();

@@ -32,7 +32,7 @@
 //   cluster
 //
 //   // or the whole run (what `mmtwin simulate --engine simgrid` does): the driver makes this evaluator by name
-//   // (core/driver/driver.h MakeEvaluator) for Simulate() with scenario.engine = "simgrid".
+//   // (driver/driver.h MakeEvaluator) for Simulate() with scenario.engine = "simgrid".
 #pragma once
 
 #include <cstdint>
@@ -65,7 +65,7 @@ struct SimGridOptions {
   // steps' latencies added as a delay after the ring: without contention the time is unchanged (every hop
   // carries the same bytes at the same pace), the transfers drop from 2(D - 1) to this many per hop, and under
   // contention a hop's share is averaged over its group's steps instead of re-paced at every step
-  // (tests/engine/ring_aggregation_test.cc compares both with contention). 0 = every step its own flow.
+  // (tests/engine/simgrid_engine_test.cc, AggregatedRingStepsKeepTheTime, compares both with contention). 0 = every step its own flow.
   int max_ring_steps = 16;
   // Extra SimGrid settings ("name:value", as --cfg=name:value), applied after the engine's own (for
   // experiments, e.g. "network/model:LV08"); an invalid one ends as an Error.

@@ -22,7 +22,7 @@
 
 #include "cli/cli_runner.h"
 #include "core/cost/cost_model.h"
-#include "core/driver/planner.h"
+#include "driver/planner.h"
 #include "core/plan/mesh.h"
 #include "core/records/layer_timings.h"
 #include "core/records/pingpong.h"

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "backend/measure.h"
-#include "core/driver/planner.h"
+#include "driver/planner.h"
 #include "core/plan/mesh.h"
 #include "core/scenario/scenario.h"
 

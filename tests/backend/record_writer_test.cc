@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "backend/measure.h"
-#include "core/driver/planner.h"
+#include "driver/planner.h"
 #include "core/records/records_codec.h"
 #include "core/scenario/scenario.h"
 #include "core/util/csv.h"

@@ -13,7 +13,7 @@
 #include <xbt/log.h>
 #include <simgrid/s4u.hpp>
 
-#include "core/driver/simulate.h"
+#include "driver/simulate.h"
 #include "core/scenario/scenario.h"
 #include "engine/isolate.h"
 #include "engine/simgrid_engine.h"

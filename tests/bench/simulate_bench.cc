@@ -2,9 +2,9 @@
 // Target: scenarios/omnibal/internvl-6b-20b-epoch-512.yaml (whole epoch of 1,267,819 samples on 512 GPUs) <= 30 s.
 #include <benchmark/benchmark.h>
 
-#include "core/driver/max_seq.h"
-#include "core/driver/planner.h"
-#include "core/driver/simulate.h"
+#include "driver/max_seq.h"
+#include "driver/planner.h"
+#include "driver/simulate.h"
 #include "core/scenario/scenario.h"
 
 namespace mmtwin {

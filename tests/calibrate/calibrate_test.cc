@@ -1,6 +1,6 @@
-// Calibration from measured runs (core/calibrate/calibrate.h): coefficients recovered from synthetic
+// Calibration from measured runs (calibrate/calibrate.h): coefficients recovered from synthetic
 // measurements made with known ones plus noise; every bad input an error naming where it is.
-#include "core/calibrate/calibrate.h"
+#include "calibrate/calibrate.h"
 
 #include <gtest/gtest.h>
 

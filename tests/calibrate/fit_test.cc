@@ -1,6 +1,6 @@
-// Robust non-negative least squares (core/calibrate/fit.h): exact recovery, recovery under noise and outliers,
+// Robust non-negative least squares (calibrate/fit.h): exact recovery, recovery under noise and outliers,
 // the non-negativity constraint against a brute-force search, unidentified columns, errors.
-#include "core/calibrate/fit.h"
+#include "calibrate/fit.h"
 
 #include <gtest/gtest.h>
 

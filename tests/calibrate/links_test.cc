@@ -1,7 +1,7 @@
-// Link calibration (core/calibrate/links.h): sends paired with their receives recover known latency and bandwidth
+// Link calibration (calibrate/links.h): sends paired with their receives recover known latency and bandwidth
 // per link class, receives that began after the send are left out, the DP check keeps the fastest collectives,
 // the cluster file reads back with the fitted figures, and bad input names the file.
-#include "core/calibrate/links.h"
+#include "calibrate/links.h"
 
 #include <gtest/gtest.h>
 

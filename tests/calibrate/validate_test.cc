@@ -1,6 +1,6 @@
-// Validation suites and scoring (core/calibrate/validate.h): suite errors name file:line: key; the memory fit
+// Validation suites and scoring (calibrate/validate.h): suite errors name file:line: key; the memory fit
 // recovers known terms; MAPE and the report's figures follow from the summaries (closed forms).
-#include "core/calibrate/validate.h"
+#include "calibrate/validate.h"
 
 #include <gtest/gtest.h>
 

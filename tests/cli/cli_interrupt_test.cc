@@ -11,7 +11,7 @@
 #include <string>
 
 #include "cli/cli_runner.h"
-#include "core/sweep/results_db.h"
+#include "sweep/results_db.h"
 
 namespace {
 

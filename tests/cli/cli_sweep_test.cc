@@ -14,7 +14,7 @@
 #include <sstream>
 #include <string>
 
-#include "core/sweep/results_db.h"
+#include "sweep/results_db.h"
 #include "core/util/csv.h"
 
 #include "cli/cli_runner.h"

@@ -1,11 +1,11 @@
-// Max context search (core/driver/max_seq.h) against brute force: the answer fits and one step more does not
+// Max context search (driver/max_seq.h) against brute force: the answer fits and one step more does not
 // (checked by planning both lengths directly), a sequence-length sweep axis (trace.sequence_tokens) changes the
 // planned tokens, and Ulysses stops at the heads (8x shorter than 2D at 256 GPUs, LongVILA Figure 9).
-#include "core/driver/max_seq.h"
+#include "driver/max_seq.h"
 
 #include <gtest/gtest.h>
 
-#include "core/driver/planner.h"
+#include "driver/planner.h"
 
 namespace mmtwin {
 namespace {

@@ -1,6 +1,6 @@
-// The public planner (core/driver/planner.h), the plan's JSON codec (core/records/plan_codec.h), the `cost:`
+// The public planner (driver/planner.h), the plan's JSON codec (core/records/plan_codec.h), the `cost:`
 // scenario key with a CoefficientCostModel from a file, cancellation and ValidateScenario.
-#include "core/driver/planner.h"
+#include "driver/planner.h"
 
 #include <atomic>
 #include <filesystem>
@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/driver/simulate.h"
+#include "driver/simulate.h"
 #include "core/records/plan_codec.h"
 #include "core/trace/generate.h"
 #include "core/util/csv.h"

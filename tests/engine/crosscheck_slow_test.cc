@@ -12,7 +12,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/driver/simulate.h"
+#include "driver/simulate.h"
 #include "core/scenario/scenario.h"
 #include "engine/simgrid_engine.h"
 

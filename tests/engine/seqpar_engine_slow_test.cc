@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <fstream>
 
-#include "core/driver/simulate.h"
+#include "driver/simulate.h"
 #include "core/scenario/scenario.h"
 
 namespace mmtwin {

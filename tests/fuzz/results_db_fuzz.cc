@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "core/sweep/results_db.h"
+#include "sweep/results_db.h"
 
 namespace {
 std::string Bytes(const std::string& path) {

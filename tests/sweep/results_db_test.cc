@@ -12,7 +12,7 @@
 #include <sstream>
 #include <string>
 
-#include "core/sweep/results_db.h"
+#include "sweep/results_db.h"
 
 namespace mmtwin {
 namespace {

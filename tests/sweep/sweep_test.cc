@@ -12,9 +12,9 @@
 #include <string>
 
 #include "core/scenario/scenario.h"
-#include "core/sweep/results_db.h"
-#include "core/sweep/runner.h"
-#include "core/sweep/sweep.h"
+#include "sweep/results_db.h"
+#include "sweep/runner.h"
+#include "sweep/sweep.h"
 #include "core/util/csv.h"
 #include "core/util/sanitizers.h"
 

@@ -10,7 +10,7 @@
 #include "core/cluster/cluster.h"
 #include "core/model/model.h"
 #include "core/scenario/scenario.h"
-#include "core/sweep/sweep.h"
+#include "sweep/sweep.h"
 
 namespace mmtwin {
 namespace {

@@ -164,7 +164,7 @@ struct TimeCoefficients {
 // Per layer type (component source, e.g. "internlm2-20b", and layer kind) coefficients; a source of "*"
 // matches any component. FLOPs and bytes come from the analytic model given at construction.
 //
-// CSV format (traces/README-style, '#' comment lines allowed):
+// CSV format (like the trace format of traces/README.md, '#' comment lines allowed):
 //   # mmtwin-cost-coefficients v1
 //   source,layer_kind,fwd_c0_us,fwd_token_us,fwd_pair_us,bwd_c0_us,bwd_token_us,bwd_pair_us
 //   internlm2-20b,transformer,35.0,0.061,1.1e-06,70.0,0.122,2.2e-06

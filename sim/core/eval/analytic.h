@@ -72,7 +72,7 @@ IterationTiming EvaluateAnalytic(const OpGraph& graph);
 // The iteration time T alone, equal bit for bit to EvaluateAnalytic's iteration_time_us (the same sweep in the
 // same order, without the attribution and the replica-alone sweep: about a third of its work). `finish_us` is
 // scratch (one entry per op afterwards; reuse it so repeated calls do not allocate). For callers that compare
-// plans by T only (the bmp partition policy's candidates, core/driver/planner.cc).
+// plans by T only (the bmp partition policy's candidates, driver/planner.cc).
 double AnalyticIterationTimeUs(const OpGraph& graph, std::vector<double>* finish_us);
 
 // The attribution step alone, for evaluators that time the graph themselves (the SimGrid engine): from

@@ -16,7 +16,7 @@
 // simulation read it back instead of re-planning (bmp compares floating-point timings: re-planning on each
 // rank is fragile).
 //
-//   MMTWIN_ASSIGN_OR_RETURN(PlannedRun run, BuildPlan(scenario, {}));   // core/driver/planner.h
+//   MMTWIN_ASSIGN_OR_RETURN(PlannedRun run, BuildPlan(scenario, {}));   // driver/planner.h
 //   for (const PipeOp& op : run.plan.schedule.per_rank[0]) ...   // what pipeline rank 0 computes, in order
 #pragma once
 

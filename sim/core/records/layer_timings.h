@@ -1,5 +1,5 @@
 // Per-layer timings of a measured run (layers.csv in a backend RUNDIR): what calibration fits
-// (core/calibrate/calibrate.h). One row per (iteration, device, micro-batch, layer) the device ran.
+// (calibrate/calibrate.h). One row per (iteration, device, micro-batch, layer) the device ran.
 //
 // layers.csv: a version line `# mmtwin-layers v3`, the header
 //   iteration,device,micro_batch,layer,label,kind,tokens,spans,attention_pairs,fwd_us,bwd_us,recompute_us,

@@ -257,7 +257,7 @@ Status CheckPolicyName(const std::string& kind, const std::string& name) {
 }
 
 // Schedule parameters are checked here (the built-in schedules take none); the other policies' parameters are
-// checked by the planner against the same registries (core/driver/planner.h, ValidateScenario).
+// checked by the planner against the same registries (driver/planner.h, ValidateScenario).
 Status CheckPolicyParams(const std::string& kind, const PolicyRef& p) {
   if (kind == "schedule") return Schedules().Validate(p.name, p.params).status();
   if (kind == "sp") return SpPolicyRegistry().Validate(p.name, p.params).status();

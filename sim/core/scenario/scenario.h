@@ -116,7 +116,7 @@ bool operator==(const TraceSource& a, const TraceSource& b);
 bool operator==(const Scenario& a, const Scenario& b);
 
 // Evaluation engines a scenario (or `mmtwin simulate --engine`) may name: "analytic" and "simgrid" (whether
-// this build has the SimGrid engine is the driver's business: core/driver/driver.h). CheckEngine: "unknown engine 'x'; valid values are: analytic (...)".
+// this build has the SimGrid engine is the driver's business: driver/driver.h). CheckEngine: "unknown engine 'x'; valid values are: analytic (...)".
 const std::vector<std::string>& ScenarioEngines();
 Status CheckEngine(const std::string& engine);
 

@@ -1,5 +1,5 @@
 // How much memory this process may use, so that a plan too large for the machine is refused before its big
-// structures are allocated (core/driver/planner.h, EstimatePlanMemory) instead of growing until the kernel or
+// structures are allocated (driver/planner.h, EstimatePlanMemory) instead of growing until the kernel or
 // std::bad_alloc ends the process.
 //
 //   if (need_bytes > ProcessMemoryLimitBytes()) return Error("... needs " + FormatBytes(need_bytes) + ...);

@@ -1,9 +1,9 @@
-#include "core/driver/max_seq.h"
+#include "driver/max_seq.h"
 
 #include <algorithm>
 
 #include "core/cluster/cluster.h"
-#include "core/driver/planner.h"
+#include "driver/planner.h"
 #include "core/plan/seqpar.h"
 
 namespace mmtwin {

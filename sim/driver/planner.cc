@@ -1,5 +1,5 @@
 // The public planner (planner.h): scenario -> PlannedRun.
-#include "core/driver/planner.h"
+#include "driver/planner.h"
 #include "core/plan/seqpar.h"
 
 #include <algorithm>

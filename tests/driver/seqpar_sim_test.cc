@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/driver/planner.h"
-#include "core/driver/simulate.h"
+#include "driver/planner.h"
+#include "driver/simulate.h"
 #include "core/graph/op_graph.h"
 #include "core/plan/pricing.h"
 #include "core/plan/seqpar.h"

@@ -1,5 +1,5 @@
 // Running a validation suite end to end (validate_suite.h).
-#include "core/calibrate/validate_suite.h"
+#include "calibrate/validate_suite.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "core/driver/planner.h"
-#include "core/driver/simulate.h"
+#include "driver/planner.h"
+#include "driver/simulate.h"
 #include "core/records/plan_codec.h"
 #include "core/records/records_codec.h"
 #include "core/scenario/scenario.h"

@@ -1,5 +1,5 @@
 // SQLite storage of sweep results (see results_db.h): prepared statements, one transaction per write.
-#include "core/sweep/results_db.h"
+#include "sweep/results_db.h"
 
 #include <variant>
 

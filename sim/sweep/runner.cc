@@ -1,7 +1,7 @@
 // Sweep execution: a pool of forked workers (one process per run), results read back over pipes as JSON and
 // written by this process only. A worker ends with _exit() so that it never flushes or closes anything it
 // inherited (stdio buffers, the database connection).
-#include "core/sweep/runner.h"
+#include "sweep/runner.h"
 
 #include <nlohmann/json.hpp>
 
@@ -25,7 +25,7 @@
 #include <optional>
 #include <set>
 
-#include "core/driver/simulate.h"
+#include "driver/simulate.h"
 #include "core/util/csv.h"
 #include "core/util/interrupt.h"
 

@@ -1,12 +1,12 @@
 // Scenario -> plan -> priced op graphs -> evaluated iterations -> run records. See simulate.h.
-#include "core/driver/simulate.h"
+#include "driver/simulate.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
 
-#include "core/driver/planner.h"
+#include "driver/planner.h"
 #include "core/eval/analytic.h"
 #include "core/graph/op_graph.h"
 #include "core/plan/memory.h"

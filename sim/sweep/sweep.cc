@@ -1,6 +1,6 @@
 // Sweep files (yaml-cpp): strict parsing with `file:line: key: reason` errors, and deterministic expansion
 // into runs through the scenario overrides.
-#include "core/sweep/sweep.h"
+#include "sweep/sweep.h"
 
 #include <yaml-cpp/yaml.h>
 

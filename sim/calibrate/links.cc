@@ -1,5 +1,5 @@
 // Link calibration from measured runs (links.h).
-#include "core/calibrate/links.h"
+#include "calibrate/links.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -171,7 +171,7 @@ std::string FormatCalibratedCluster(const ClusterSpec& base, const LinkCalibrati
   for (const std::string& r : links.runs) runs += (runs.empty() ? "" : ", ") + r;
   std::string y;
   y += "# Written by `mmtwin calibrate --cluster-out`: " + base.name +
-       " with the link figures fitted to measured runs (core/calibrate/links.h).\n";
+       " with the link figures fitted to measured runs (calibrate/links.h).\n";
   y += "name: " + base.name + "-calibrated\n";
   y += "description: " + Quote(base.description + " (links calibrated from measured runs)") + "\n";
   y += "reference: " +

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "core/calibrate/fit.h"
+#include "calibrate/fit.h"
 #include "core/cluster/cluster.h"
 #include "core/util/status.h"
 

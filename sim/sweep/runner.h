@@ -16,18 +16,18 @@
 #include <string>
 #include <vector>
 
-#include "core/driver/driver.h"
-#include "core/driver/planner.h"
+#include "driver/driver.h"
+#include "driver/planner.h"
 #include "core/records/records.h"
 #include "core/scenario/scenario.h"
-#include "core/sweep/results_db.h"
-#include "core/sweep/sweep.h"
+#include "sweep/results_db.h"
+#include "sweep/sweep.h"
 #include "core/util/status.h"
 
 namespace mmtwin {
 
 // Evaluates one scenario and returns its summary. This is the single place where a sweep runs a scenario:
-// Simulate() with the driver's evaluator for scenario.engine (core/driver/driver.h; an engine this build
+// Simulate() with the driver's evaluator for scenario.engine (driver/driver.h; an engine this build
 // lacks is an error naming it).
 // `prepared`: the scenario's trace and data plan when already made (PrepareData); may be null.
 Result<RunSummary> RunScenario(const Scenario& scenario, const EngineOptions& engine = {},

@@ -5,7 +5,7 @@
 // layers.csv (core/records/layer_timings.h). For every layer type (component source, layer kind) and pass:
 //   forward:  fwd_us and recompute_us (a recompute is the same forward again)  = c0 + c_token · tokens + c_pair · pairs
 //   backward: bwd_us                                                           = c0 + c_token · tokens + c_pair · pairs
-// fitted with robust non-negative least squares (core/calibrate/fit.h). Rows of layers whose workload is empty
+// fitted with robust non-negative least squares (calibrate/fit.h). Rows of layers whose workload is empty
 // (tokens 0) are left out. Layer types whose attention pairs are all 0 (embedding, projector, head) get no pair
 // term. Memory, from the rows of layers that were not recomputed and whose bytes were counted (act_bytes > 0):
 //   activations stored: act_bytes = c0 + c_token · tokens + c_pair · pairs
@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "core/calibrate/fit.h"
+#include "calibrate/fit.h"
 #include "core/model/model.h"
 #include "core/util/status.h"
 

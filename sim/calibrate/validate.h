@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "core/calibrate/calibrate.h"
-#include "core/calibrate/fit.h"
+#include "calibrate/calibrate.h"
+#include "calibrate/fit.h"
 #include "core/records/records.h"
 #include "core/util/status.h"
 

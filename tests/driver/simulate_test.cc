@@ -1,11 +1,11 @@
 // End-to-end: scenarios built in code through Simulate() and the public planner (BuildPlan).
-#include "core/driver/simulate.h"
+#include "driver/simulate.h"
 
 #include <gtest/gtest.h>
 
 #include <sstream>
 
-#include "core/driver/planner.h"
+#include "driver/planner.h"
 #include "core/eval/analytic.h"
 #include "core/graph/op_graph.h"
 #include "core/records/plan_codec.h"

@@ -1,5 +1,5 @@
 // Robust non-negative least squares (fit.h).
-#include "core/calibrate/fit.h"
+#include "calibrate/fit.h"
 
 #include <Eigen/Dense>
 #include <algorithm>

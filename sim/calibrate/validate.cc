@@ -1,5 +1,5 @@
 // Validation suites, scores and the report (validate.h).
-#include "core/calibrate/validate.h"
+#include "calibrate/validate.h"
 
 #include <yaml-cpp/yaml.h>
 

@@ -21,7 +21,7 @@
 #include <functional>
 #include <string>
 
-#include "core/calibrate/validate.h"
+#include "calibrate/validate.h"
 #include "core/util/status.h"
 
 namespace mmtwin {

@@ -1,4 +1,4 @@
-// Robust non-negative linear least squares, the fit behind `mmtwin calibrate` (core/calibrate/calibrate.h).
+// Robust non-negative linear least squares, the fit behind `mmtwin calibrate` (calibrate/calibrate.h).
 //
 // Model: y_i ≈ sum_j c_j x_ij with every c_j ≥ 0 (a time cannot fall as work grows, and a negative intercept
 // would price small micro-batches below zero). Robust to outliers (a rank descheduled for a moment, a page fault):

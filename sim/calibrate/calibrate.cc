@@ -1,5 +1,5 @@
 // Calibration from measured runs (calibrate.h).
-#include "core/calibrate/calibrate.h"
+#include "calibrate/calibrate.h"
 
 #include <algorithm>
 #include <cstdio>

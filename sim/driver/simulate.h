@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "core/cost/cost_model.h"
-#include "core/driver/driver.h"
-#include "core/driver/planner.h"
+#include "driver/driver.h"
+#include "driver/planner.h"
 #include "core/eval/evaluator.h"
 #include "core/plan/plan.h"
 #include "core/records/records.h"
@@ -42,7 +42,7 @@ struct SimulateOptions {
   std::function<void(double)> progress;
   // Polled while planning and between iterations; when true, Simulate returns the error "cancelled".
   const std::atomic<bool>* cancel = nullptr;
-  // The trace and data plan already prepared (PlanOptions::prepared, core/driver/planner.h); may be null.
+  // The trace and data plan already prepared (PlanOptions::prepared, driver/planner.h); may be null.
   std::shared_ptr<const PreparedData> prepared;
 };
 

@@ -1,5 +1,5 @@
 // Engine registry (driver.h). Built with MMTWIN_HAVE_SIMGRID when the SimGrid engine library is linked.
-#include "core/driver/driver.h"
+#include "driver/driver.h"
 
 #ifdef MMTWIN_HAVE_SIMGRID
 #include "engine/simgrid_engine.h"
