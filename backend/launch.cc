@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `mmtwin-train launch` (launch.h).
 #include "backend/launch.h"
 

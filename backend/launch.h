@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `mmtwin-train launch`: start N local ranks like `torchrun --standalone --nproc-per-node N` (no Torch here).
 //
 // Before any process starts, the scenario is checked (LoadScenario, ValidateScenario, CheckBackendScenario): a

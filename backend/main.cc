@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mmtwin-train: the real backend (backend/README.md). Commands:
 //   mmtwin-train launch --nproc N SCENARIO -o RUNDIR   start N local ranks (like torchrun --standalone)
 //   mmtwin-train launch --nproc N SCENARIO -o RUNDIR --pingpong   time P2P round trips (link calibration)

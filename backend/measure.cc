@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Measured run records (measure.h).
 #include "backend/measure.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Measured run records (no Torch): what rank 0 makes of the ops every rank timed, in the simulator's schema
 // (core/records/records.h) with source "measured", and the per-layer profile (the calibration input).
 //

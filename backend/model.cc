@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The backend's model in LibTorch (model.h).
 #include "backend/model.h"
 

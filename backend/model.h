@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The backend's model in LibTorch (only backend/ includes Torch): one module per layer of Layers(spec), in the
 // same order and of the same kinds, built from the (shrunk) ModelSpec the simulator prices.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One rank of a backend job, and the single-process reference (train.h). The only translation unit besides
 // model.cc that includes LibTorch; c10d (Gloo) carries every transfer between processes.
 #include <ATen/ATen.h>

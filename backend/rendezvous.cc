@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rendezvous from torchrun's or Slurm's environment (train.h).
 #include <cstdlib>
 #include <string>

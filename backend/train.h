@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mmtwin-train: the real backend's entry points (no Torch types here; backend/rank.cc holds the LibTorch code).
 //
 // A job is N processes, one per rank of the plan's device mesh (core/plan/mesh.h: global rank = tp + TP * (dp +

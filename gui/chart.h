@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small chart widget for reports and the GUI: grouped bars or lines over categories, with a title, axis labels
 // (the y label carries the unit), y ticks at round values, category labels on the x axis, a legend, and the value
 // written above each bar. Drawn with QPainter like the other views (no Qt Charts); renders offscreen at any size.

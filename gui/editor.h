@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scenario editor: a form for the knobs that matter and a YAML text tab, kept in sync through the core's own
 // scenario reader (core/scenario/scenario.h), so what the editor accepts is exactly what `mmtwin simulate` accepts.
 //

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Writes OUT (a header defining MMTWIN_GIT_DESCRIBE, the source tree's `git describe --always --dirty`, "" when
 # git or the repository is missing) only when it changes, so mmtwin-report names the commit it was built from.
 # Run at every build: cmake -DSRC=<source dir> -DOUT=<header> -P git_describe.cmake

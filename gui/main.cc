@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mmtwin-gui [SCENARIO | RUNDIR | SWEEP.sqlite]...: the what-if explorer (gui/README.md). Each argument is opened
 // in turn (a second run folder is compared with the first).
 //

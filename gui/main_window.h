@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The what-if explorer's window: tabs Scenario (ScenarioEditor), Summary (SummaryPanel + StageTable), Timeline
 // (GanttView), Memory (MemoryView), Compare (CompareView) and Sweep (SweepView); a toolbar with open / save /
 // save as, run (analytic, in-process) / run with SimGrid (child mmtwin process) / cancel, and pin (the current

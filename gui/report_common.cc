@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers the reports share (report_internal.h).
 #include <chrono>
 #include <cmath>

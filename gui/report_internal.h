@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the reports of gui/report.h share (not a public API: report.cc, report_orchmllm.cc, report_longvila.cc):
 // running a shipped sweep into the results database, finding its rows, the paper-vs-mmtwin tables and the README
 // header, the tables with their plots.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The LongVILA report (`mmtwin-report longvila`): MM-SP (2D attention) against the other sequence-parallel methods
 // by sequence length on 32 H100s (Fig. 9 left) and on 64 H100s with Megatron-LM CP and CP + TP (Table 8), the
 // longest trainable sequence by GPU count (Fig. 9 right), ZeRO-3's unsharded transients (FSDP vs DeepSpeed) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The OrchMLLM report (`mmtwin-report orchmllm`): the ablations of §8.3 on 128 H100s, MFU and throughput from 64
 // to 2,560 GPUs (§8.1, Fig. 8 / 9), the dispatcher's cost at those scales (Table 2) and the inter-node
 // all-to-all volume against identity placement (Fig. 13).

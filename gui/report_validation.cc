@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The validation report (`mmtwin-report validation`): every suite of scenarios/validation/ run through the same
 // driver as `mmtwin validate` (calibrate/validate_suite.h) with its kept runs reused, and the index README
 // over them: a summary table computed from the suites' results and a headline chart.

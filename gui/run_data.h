@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GUI's data layer, free of Qt so that tests and benchmarks can check it directly: a run as the views see it
 // (typed records from a run folder, from Simulate, or from a sweep database row), the Gantt timeline's rows with
 // its hit test and level of detail, the memory-over-time counter of a device, and a sweep's heatmap.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Running a scenario from the GUI without freezing it. Both runners write an ordinary run folder (what
 // `mmtwin simulate -o` writes) and hand back the typed records.
 //

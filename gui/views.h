@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The views of a run and of a sweep, as widgets that take the typed records (core/records/records.h): a run
 // simulated here, read from a run folder (simulated or measured by the backend: one schema) or from a sweep
 // database row shows the same way. Charts are drawn with QPainter (no Qt Charts). Reports can reuse them: each

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates every reproduction report (reports/omnibal, reports/orchmllm, reports/longvila, reports/validation)
 # from a fresh clone: installs the dependencies when missing (apt-get), builds the CLI, the report tool and the
 # backend (a validation scenario whose plan changed is measured again with mmtwin-train), then runs

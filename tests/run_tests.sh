@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The README's test command: installs dependencies (apt-get) when missing, builds, runs every test (fast and slow,
 # including bounded libFuzzer runs of the parsers).
 #   default          one clang build with AddressSanitizer + UndefinedBehaviorSanitizer on every target and the

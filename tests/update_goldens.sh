@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates the goldens of every shipped scenario: for each scenario file under scenarios/ (except sweeps/,
 # validation suites *.suite.yaml, goldens/ themselves and files whose first line is "# no golden: REASON"), `mmtwin simulate` writes summary.json and stages.csv
 # and `mmtwin plan --json` writes plan.json into scenarios/goldens/<path without .yaml>/.

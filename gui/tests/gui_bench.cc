@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GUI's performance targets (issue 11), offscreen (QT_QPA_PLATFORM=offscreen is set when unset):
 //   - default scenario, a knob change in the form to refreshed views (re-parse and validate, analytic run on the
 //     worker thread, run folder written, summary / table / memory / timeline updated and the timeline painted)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GUI's tests (QTest, offscreen, real widgets, real runs): issue 11's acceptance checks 1-3 and the views'
 // oracles. Each test function is its own ctest entry (tests/CMakeLists.txt), run as `gui_test FUNCTION`.
 // Oracles come from outside the widget under test: the `mmtwin` CLI's --json output for the same scenario, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Synthetic op records for the GUI's timeline tests and benchmark: n ops spread round-robin over `devices`
 // devices, on the compute lane (forwards and backwards by turns) with every fifth round on the p2p lane, each
 // lane's ops back to back with gaps; durations 5..101 us. Deterministic.

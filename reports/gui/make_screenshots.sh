@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates the GUI screenshots in this folder (shown by README.md and gui/README.md) from a build with the GUI,
 # offscreen:   bash reports/gui/make_screenshots.sh [BUILD_DIR]     (default: build)
 # editor, yaml, summary, timeline, compare: scenarios/default.yaml (A) against the same with a uniform partition

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Calibration from measured runs (calibrate.h).
 #include "calibrate/calibrate.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Calibration: the per-layer time model (CoefficientCostModel, core/cost/cost_model.h) fitted to measured runs.
 //
 // Input: backend RUNDIRs (mmtwin-train, backend/README.md), each with summary.json (source "measured"),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Robust non-negative least squares (fit.h).
 #include "calibrate/fit.h"
 

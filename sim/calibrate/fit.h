@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Robust non-negative linear least squares, the fit behind `mmtwin calibrate` (calibrate/calibrate.h).
 //
 // Model: y_i ≈ sum_j c_j x_ij with every c_j ≥ 0 (a time cannot fall as work grows, and a negative intercept

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Link calibration from measured runs (links.h).
 #include "calibrate/links.h"
 

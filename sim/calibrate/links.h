@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Link calibration: what measured runs say about the links, and a cluster file with the fitted figures.
 //
 // Input: backend RUNDIRs with ops.csv (or pingpong.csv, below) (every measured op; core/records/records_codec.h) and scenario.yaml (its

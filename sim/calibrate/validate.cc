@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Validation suites, scores and the report (validate.h).
 #include "calibrate/validate.h"
 

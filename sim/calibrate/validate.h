@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Validation: how far the simulator's predictions are from measurements, before and after calibration.
 //
 // A suite (YAML, scenarios/validation/README.md) names calibration scenarios (profiling runs: the fit uses only

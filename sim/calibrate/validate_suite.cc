@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Running a validation suite end to end (validate_suite.h).
 #include "calibrate/validate_suite.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Running a validation suite end to end (the driver behind `mmtwin validate` and `mmtwin-report validation`):
 // measure every scenario of the suite with the real backend (`mmtwin-train launch`, one process per rank) or reuse
 // its kept run, fit the profile (Calibrate) and the memory terms (FitMemory) on the calibration runs only,

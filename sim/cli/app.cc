@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `mmtwin` command tree, declared once with CLI11: subcommands, options, generated help (`mmtwin --help`,
 // `mmtwin SUBCOMMAND --help`), validators that take their valid values from the registries (engines, data
 // policies, generator presets, trace formats). The only translation unit that includes CLI11. Parse errors

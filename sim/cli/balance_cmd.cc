@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mmtwin balance: run one or more data-balance policies over a trace and report OmniBal/OrchMLLM metrics.
 #include <algorithm>
 #include <chrono>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mmtwin calibrate RUNDIR... -o PROFILE [--min-samples N] [--cluster-out FILE [--links RUNDIR]...]: fit the per-layer time and memory
 // model to measured runs (calibrate/calibrate.h) and write the profile a scenario's `cost:` or
 // `mmtwin simulate --cost` reads; with --cluster-out also fit the links (calibrate/links.h) and write the

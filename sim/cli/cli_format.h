@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Text rendering shared by `mmtwin plan`, `simulate`, `compare` and `sweep`: number formats, the scenario
 // header, the per-stage tables and the OOM list, all from the typed records (core/records, the planner's
 // PlanStage). Units: times in the records are microseconds (printed as ms), memory bytes (printed as GiB).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Subcommands of the `mmtwin` CLI. The command tree, options, help and the first checks are declared once with
 // CLI11 in cli/app.cc (the only translation unit that includes CLI11); it fills one of these argument structs
 // and calls the command's Run function, which checks values and runs it. Each returns the process exit code:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mmtwin compare RUN_A RUN_B [--json]: side-by-side summaries of two runs (folders written by
 // `mmtwin simulate -o`, or their summary.json files): A, B, B - A and B / A for the key metrics, then the
 // same per pipeline stage. Exit 0, or 2 on bad input (a missing or unreadable summary).

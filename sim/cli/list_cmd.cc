@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mmtwin models | clusters | policies: what is built in, with one-line descriptions.
 #include <cstdio>
 #include <ostream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mmtwin: digital twin of multimodal LLM training. See README.md; `mmtwin --help` lists the commands (the command
 // tree is declared in cli/app.cc).
 #include <exception>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mmtwin plan: partition, recomputation and memory per pipeline stage for a scenario, without replaying
 // iterations (BuildPlan in driver/planner.h). Exit 0 when every stage fits its device memory, 1 when
 // one does not (the short stages are listed), 2 on bad input.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mmtwin simulate: replay a scenario's iterations with an evaluation engine and write the run records.
 // Outputs (each written atomically): RUNDIR/summary.json, stages.csv, trace.json (Chrome/Perfetto, one
 // iteration) and scenario.yaml (the resolved scenario). Exit 0 ok, 1 the plan does not fit device memory (the

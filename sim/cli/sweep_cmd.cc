@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mmtwin sweep: expand a sweep file (scenarios/README.md, "Sweeps"), run it on worker processes into a SQLite
 // results database (resumable, shardable), print progress and a table of axis values vs key metrics.
 //   mmtwin sweep SWEEP.yaml [--jobs N] [--shard i/N] [--db FILE] [--csv OUT] [--dry-run]

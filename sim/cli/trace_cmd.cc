@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `mmtwin trace import|gen|stats`: convert datasets into traces, synthesize traces, summarize them.
 #include <algorithm>
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mmtwin validate SUITE.yaml -o OUTDIR [--runs DIR] [--train PATH] [--reuse] [--machine TEXT]: measure every
 // scenario of a validation suite with the real backend (mmtwin-train launch, or reuse its run), fit the profile on
 // the calibration runs only, simulate each held-out scenario with the analytic model and with the profile, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Engine registry (driver.h). Built with MMTWIN_HAVE_SIMGRID when the SimGrid engine library is linked.
 #include "driver/driver.h"
 

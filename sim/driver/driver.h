@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The engines a run can be timed with, chosen by name in the library (not by #ifdef in each client): the
 // analytic evaluator (core/eval, always there) and the SimGrid engine (sim/engine, when this build has it).
 // Simulate() makes the scenario's engine through MakeEvaluator unless it is handed one.

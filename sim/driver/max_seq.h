@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Max context search (issue 12): the longest sequence each sequence-parallel method can train on a scenario's
 // GPUs, by bisection over the memory model (BuildPlan with the memory report: model states, activations and
 // buffers per stage, core/plan/memory.h; nothing is timed). `mmtwin plan SCENARIO --max-seq` prints it.

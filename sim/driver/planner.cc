@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The public planner (planner.h): scenario -> PlannedRun.
 #include "driver/planner.h"
 #include "core/plan/seqpar.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The public planner: scenario -> plan, the one place every client (the `mmtwin plan` and `simulate` commands,
 // the sweep runner, the backend, the GUI) turns a scenario into what runs. It resolves the model, the cluster
 // and the trace, runs the data policy, draws the replayed iterations, chooses the partition (the partition

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scenario -> plan -> priced op graphs -> evaluated iterations -> run records. See simulate.h.
 #include "driver/simulate.h"
 

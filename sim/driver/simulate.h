@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Top level of the simulator: scenario -> plan (the public planner, planner.h) -> priced op graphs ->
 // evaluated iterations -> typed run records (core/records).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fork-and-collect; see isolate.h for the protocol.
 #include "engine/isolate.h"
 

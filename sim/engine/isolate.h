@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs a piece of work in a forked child process and brings its result back, so that a library that aborts
 // the process (SimGrid's xbt_die) or keeps global state (SimGrid's singleton engine) cannot harm the caller.
 //

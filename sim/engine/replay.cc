@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The in-process SimGrid replay: platform from the cluster, one activity DAG per OpGraph, Engine::run, times
 // back. See replay.h and sim/engine/README.md.
 #include "engine/replay.h"

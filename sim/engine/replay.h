@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to mmtwin_simgrid: the in-process SimGrid replay of one OpGraph (platform + activities + run), and
 // the platform layout rules it shares with the public API. Includes no SimGrid header; replay.cc does.
 //

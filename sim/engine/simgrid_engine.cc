@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SimGrid evaluator: checks, the isolated replay (isolate.h + replay.h) and the attribution. No SimGrid
 // header here: see simgrid_engine.h.
 #include "engine/simgrid_engine.h"

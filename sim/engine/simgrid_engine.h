@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SimGrid engine: times an iteration's OpGraph (core/graph/op_graph.h) with SimGrid 3.32's discrete-event
 // simulation, so that concurrent transfers share links and DP collectives run as their real ring algorithms.
 // The second Evaluator (core/eval/evaluator.h); name() is "simgrid". This header includes no SimGrid header

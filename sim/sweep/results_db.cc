@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SQLite storage of sweep results (see results_db.h): prepared statements, one transaction per write.
 #include "sweep/results_db.h"
 

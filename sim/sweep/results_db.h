@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The sweep results database (SQLite, WAL mode): one row per run in table `runs`, keyed by run_key, plus one
 // row per sweep in table `sweeps`. In one sweep only its parent process writes; several sweeps may share one file
 // (concurrent writers). Each Put is its own transaction, so an interrupted sweep loses at most the runs in flight.

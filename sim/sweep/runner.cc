@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sweep execution: a pool of forked workers (one process per run), results read back over pipes as JSON and
 // written by this process only. A worker ends with _exit() so that it never flushes or closes anything it
 // inherited (stdio buffers, the database connection).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs a sweep's runs on worker processes and records each result in the results database as soon as it
 // finishes. One forked process per run (at most `jobs` at a time): a run that crashes, aborts or returns an
 // error is recorded with status 'error' and its message, and the sweep goes on. Only this (parent) process

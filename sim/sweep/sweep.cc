@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sweep files (yaml-cpp): strict parsing with `file:line: key: reason` errors, and deterministic expansion
 // into runs through the scenario overrides.
 #include "sweep/sweep.h"

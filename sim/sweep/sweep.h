@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sweep files: a base scenario plus axes (cartesian product or zipped lists) over any scenario key, expanded
 // deterministically into runs, each with a stable run key (scenarios/README.md, "Sweeps").
 //

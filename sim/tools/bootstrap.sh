@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs mmtwin's Debian build dependencies when missing (apt-get), then configures and builds.
 # Used by the README's two commands (scenarios/run_default.sh and tests/run_tests.sh); sourced, not run.
 #   MMTWIN_BUILD_DIR   build folder (default: build)

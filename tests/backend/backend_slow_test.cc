@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real backend (mmtwin-train, MMTWIN_TRAIN): real processes over c10d Gloo, checked against oracles.
 //   - gradients and loss of every layout equal the single-process reference (one autograd graph per
 //     micro-batch through the whole model, no communication, no recompute): max |difference| <= 1e-5 x the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the backend refuses before it starts any process (backend/launch.h CheckBackendScenario): plans it
 // cannot run as the simulator prices them are errors naming the scenario key, never a wrong measurement.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The measured summary (backend/measure.h, no Torch) splits each device's time as the simulator does
 // (core/eval/analytic.h): busy compute, exposed DP communication, idle = the wait for the other DP replicas
 // (iteration end less the replica's last op end), bubble = the rest. Hand-computed on a DP2 x PP2 iteration.

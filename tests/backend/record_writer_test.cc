@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The measured records' writer thread (backend/measure.h, no Torch): every added iteration reaches RUNDIR,
 // the folder always holds a complete prefix, write errors come back as values, the destructor flushes.
 #include <gtest/gtest.h>

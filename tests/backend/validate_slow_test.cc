@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `mmtwin validate` end to end on a tiny suite, as a user runs it: real mmtwin-train jobs (2 processes over
 // Gloo), the fit on the calibration runs only, a report whose figures equal the run records they come from,
 // --reuse measures nothing again and reproduces the report, and bad input exits 2.

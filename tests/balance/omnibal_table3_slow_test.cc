@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Golden check of OmniBal Table 3 on the full 1,267,819-sample InternVL-1.2M trace (seed 1), InternVL-1.5 6B+20B,
 // dp 16: ISF packs without padding and balances ViT and LLM far better than the baselines; bands around the
 // figures recorded in traces/generators.md (paper: random pad 0.31, dist 0.34 / 0.30; ISF AVE-BS 4.6, pad 0,

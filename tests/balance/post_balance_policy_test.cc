@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The post-balance and orchestrator data policies end to end: generated traces, zoo models, plan invariants.
 #include <algorithm>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/balance/post_balance.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real backend's own cost (issue 9, acceptance 5), on scenarios/backend/small.yaml as 2 ranks (DP1 x PP2,
 // 1F1B, 4 micro-batches; 2 ranks for the 2-core CI machine: 4 would oversubscribe it):
 //   BM_BackendIteration/measure:1|0   wall time per measured iteration on rank 0 (records included), with and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Speed of the model/cost layer: token counting and workload building over a micro-batch, and pricing every
 // layer of a model (what the analytic evaluator does per micro-batch and stage).
 #include <benchmark/benchmark.h>

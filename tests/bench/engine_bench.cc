@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SimGrid engine speed. Targets (issue 4): the engine's throughput within 2x of raw SimGrid on this machine
 // (BM_RawSimGrid: a trivial loop of executions and communications, about 220k activities/s on one core), and
 // scenarios/bench/64gpu-32mb.yaml (one 64-GPU iteration, 32 micro-batches) with --engine simgrid <= 1 s.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Speed of the op graph and the analytic evaluator on a realistic iteration: dp 64, pp 8, M 32 (1F1B, and
 // interleaved with vpp 2), TP collectives, recompute on half the chunks, P2P sends, ZeRO-1 gradient buckets
 // of 40 MiB over 2.5 GB per chunk. items/s = ops/s (target: >= 5 M ops/s for the evaluator on one core).

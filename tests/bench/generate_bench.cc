@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Trace generation speed: the full InternVL-1.2M trace (1,267,819 samples) must take <= 3 s on one core; the
 // other presets at their default sizes for comparison.
 #include <benchmark/benchmark.h>

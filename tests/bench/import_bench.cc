@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Importer throughput on generated inputs held in memory. Target: a 1.27M-row CSV (the InternVL-1.2M SFT
 // size) imports in <= 3 s on one core.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ISF over the full InternVL-1.2M trace (1,267,819 samples), 10 iterations, dp 16 (target <= 2 s on one core),
 // and the three baselines for comparison in the same run.
 #include <benchmark/benchmark.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Partition policies on a 125-layer VLM profile with pp = 8 (issue 3 target: BMP with r = 2 <= 2 s, i.e.
 // 5^7 = 78,125 candidates scored plus K = 10 evaluator calls). The evaluator is a cheap stand-in (the 1F1B
 // closed form (M + pp - 1) x slowest stage + P2P time of the cuts) so the figure measures the search itself;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Speed of batch post-balancing and node-wise placement at OrchMLLM's largest scale (2560 ranks x 60 samples,
 // 8 ranks per node = 320 nodes). Lengths are log-normal tokens (median 2048, sigma 0.8); origin rank of a
 // sample = the rank that drew it (60 per rank); bytes = tokens x 4096 hidden x 2 (bf16). Targets: lpt <= 5

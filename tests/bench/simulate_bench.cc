@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // End-to-end simulation of shipped scenarios (scenario load, trace generation, data policy, planning, replay).
 // Target: scenarios/omnibal/internvl-6b-20b-epoch-512.yaml (whole epoch of 1,267,819 samples on 512 GPUs) <= 30 s.
 #include <benchmark/benchmark.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Calibration from measured runs (calibrate/calibrate.h): coefficients recovered from synthetic
 // measurements made with known ones plus noise; every bad input an error naming where it is.
 #include "calibrate/calibrate.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Robust non-negative least squares (calibrate/fit.h): exact recovery, recovery under noise and outliers,
 // the non-negativity constraint against a brute-force search, unidentified columns, errors.
 #include "calibrate/fit.h"

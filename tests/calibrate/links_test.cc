@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Link calibration (calibrate/links.h): sends paired with their receives recover known latency and bandwidth
 // per link class, receives that began after the send are left out, the DP check keeps the fastest collectives,
 // the cluster file reads back with the fitted figures, and bad input names the file.

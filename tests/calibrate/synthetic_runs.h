@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Measured run folders made from known per-layer coefficients, for calibration tests: summary.json (source
 // measured), scenario.yaml (scenarios/backend/small.yaml, resolved) and layers.csv whose times are
 // c0 + c_token · tokens + c_pair · pairs (backward twice the forward's coefficients) times (1 + noise · N(0, 1)),

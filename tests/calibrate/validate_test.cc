@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Validation suites and scoring (calibrate/validate.h): suite errors name file:line: key; the memory fit
 // recovers known terms; MAPE and the report's figures follow from the summaries (closed forms).
 #include "calibrate/validate.h"

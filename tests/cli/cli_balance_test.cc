@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the real `mmtwin balance` binary: exit codes, error messages, JSON keys.
 #include <gtest/gtest.h>
 

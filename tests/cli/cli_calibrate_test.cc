@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `mmtwin calibrate` and `mmtwin simulate --cost` as a user runs them: the profile is written, printed and used;
 // bad input exits 2 with a message naming the run.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Data lookup of an installed mmtwin (core/util/data_dir.h): the binary copied into PREFIX/bin finds the model
 // zoo and cluster presets in PREFIX/share/mmtwin, without the source tree and without MMTWIN_DATA_DIR; the
 // environment variable still wins.

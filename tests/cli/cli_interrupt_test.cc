@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SIGINT / SIGTERM to the real `mmtwin simulate` and `mmtwin sweep` (core/util/interrupt.h): simulate abandons the
 // run, exits 128 + signal and leaves the run folder as it was (absent, or the previous complete run byte for
 // byte); sweep stops its workers, keeps the finished runs, records no error for the killed ones, exits 128 +

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `mmtwin simulate -o DIR` killed (SIGKILL) at moments spread over its run, alternating two scenarios into the same
 // folder: DIR is always either absent or a complete run folder whose summary.json and scenario.yaml belong to the
 // same run (never the new summary next to the old scenario), and the next run cleans the killed runs' staging.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every bad-input error that exits 2 names where to fix it: `file:line: key: reason` (the key's own line), or the
 // CLI option, or the file for file-level problems; and it is short (a few lines, no echo of a huge value). One
 // case per kind of input the probe of issue 14 found unnamed or unlined.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the real `mmtwin` binary (MMTWIN_CLI, set by tests/CMakeLists.txt) for CLI tests: exit code and output.
 #pragma once
 

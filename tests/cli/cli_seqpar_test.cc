@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Issue 12 through the real binary: `mmtwin plan --max-seq` on a shipped LongVILA scenario, a scenario error
 // about sequence parallelism exits 2 naming file:line: field, and `mmtwin policies` lists the SP registry.
 #include <gtest/gtest.h>

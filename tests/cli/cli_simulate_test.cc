@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the real `mmtwin plan` and `mmtwin simulate` binaries: exit codes, error messages, the run folder's
 // files (JSON parses, the resolved scenario loads back), and byte-identical summary.json for the same
 // scenario and seed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the real `mmtwin sweep` and `mmtwin compare` binaries: a small sweep fills its database and prints the
 // table, a sweep stopped midway (MMTWIN_SWEEP_STOP_AFTER) and re-run executes only the missing runs, shards
 // merged give the whole sweep once, CSV export parses, compare prints deltas, bad input exits 2.

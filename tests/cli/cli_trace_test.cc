@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `mmtwin trace import|gen|stats` end to end: runs the built binary on small temporary files and checks exit
 // codes, the one-line summary, written traces and error messages.
 #include <gtest/gtest.h>

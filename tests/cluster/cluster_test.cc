@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cluster presets: every preset loads with the datasheet numbers, node override, rank -> node, errors.
 #include "core/cluster/cluster.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cost model: workloads from samples, analytic costs against hand computations, coefficient tables.
 #include "core/cost/cost_model.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Max context search (driver/max_seq.h) against brute force: the answer fits and one step more does not
 // (checked by planning both lengths directly), a sequence-length sweep axis (trace.sequence_tokens) changes the
 // planned tokens, and Ulysses stops at the heads (8x shorter than 2D at 256 GPUs, LongVILA Figure 9).

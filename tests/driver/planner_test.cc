@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The public planner (driver/planner.h), the plan's JSON codec (core/records/plan_codec.h), the `cost:`
 // scenario key with a CoefficientCostModel from a file, cancellation and ValidateScenario.
 #include "driver/planner.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sequence parallelism end to end (Simulate, the planner, the op graph): SP degree 1 is no SP (the full run
 // records are byte-identical), the op graph carries the Ulysses all-to-all bytes of the closed form, scenario
 // errors name file, line and field, tokens and FLOPs are conserved across the SP ranks, and activations divide.

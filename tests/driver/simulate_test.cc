@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // End-to-end: scenarios built in code through Simulate() and the public planner (BuildPlan).
 #include "driver/simulate.h"
 

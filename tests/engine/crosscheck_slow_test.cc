@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Acceptance (label slow, ~25 s): without contention the SimGrid engine and the analytic evaluator agree
 // within 0.5% on the mean iteration time of every shipped scenario (scenarios/*.yaml,
 // scenarios/omnibal/*.yaml, scenarios/longvila/*.yaml: sequence parallelism). Each scenario replays a couple of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FSDP per-unit all-gathers and reduce-scatters (parallel.zero3_impl fsdp, op_graph.h) in the SimGrid engine:
 // without contention it replays every unit's ring and agrees with the analytic evaluator (pipelines,
 // recompute, a split backward, DP rings across nodes, bucket merging); with shared links it is never faster.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Acceptance 1 (issue 12): with contention off the SimGrid engine (which replays the SP all-to-alls and ring KV
 // transfers on the platform, core/graph/op_graph.h) and the analytic evaluator agree within 0.5%
 // on every sequence-parallel method (one node and across nodes); the shipped scenarios/longvila files are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SimGrid engine on hand-built op graphs: agreement with the analytic evaluator without contention (every
 // schedule, DP degree, ZeRO stage), a contention case where it must be slower, the breakdown identity, the
 // platform rules (PlatformComm == Pricer::Comm), and errors (bad layout, mispriced graph, SimGrid aborts).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A long fuzzing campaign (reports/fuzzing.md records one): every libFuzzer target of the fuzz build for SECONDS
 # each, JOBS targets at a time, at the lowest CPU priority, each on a scratch copy of its committed seed corpus.
 # Prints one line per target: edges (cov), features (ft), executions, CPU seconds, crashes; crash inputs are kept

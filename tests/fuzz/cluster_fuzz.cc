@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the cluster spec parser (ParseCluster, YAML) must return a spec or an Error for any input
 // (yaml-cpp exceptions must not escape), and an accepted spec must be usable: positive sizes, bandwidths and
 // memory, finite latencies, and a world size that does not overflow.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the generic CSV importer (ImportCsvText) with a mapping of every trace field must return a
 // trace or an Error for any input; an accepted trace must validate and survive the trace CSV round trip.
 #include <cstddef>

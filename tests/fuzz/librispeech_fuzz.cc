@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the LibriSpeech manifest importer (ImportLibriSpeechText) must return a trace or an Error
 // for any input, and an accepted trace must validate and survive the trace CSV round trip (FormatTrace ->
 // ParseTrace) with the same samples.

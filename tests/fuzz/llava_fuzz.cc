@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the LLaVA JSON importer (ImportLlavaText) must return a trace or an Error for any input.
 // Accepted traces keep the importer's invariants: tiles = images * tiles_per_image, unique ids, valid
 // subsets.

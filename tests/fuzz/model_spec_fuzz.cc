@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the model spec parser (ParseModel, YAML) must return a spec or an Error for any input;
 // yaml-cpp exceptions must not escape. Component references resolve against the model zoo, so valid specs get
 // deep coverage.

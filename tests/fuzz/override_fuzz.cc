@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: scenario overrides (the sweep axes' and `--set` path). The input is `key=value`: the dotted
 // key and its YAML value are applied to a fixed scenario with ParseScenarioWithOverrides, which must return a
 // scenario or an Error (naming something); an accepted scenario must round-trip through FormatScenario.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the results database opened on arbitrary file contents (corrupt, foreign or truncated SQLite
 // files, text). Open must return a database or an Error; when it refuses, the file must be byte for byte what it
 // was (nothing of the user's is changed); when it accepts, reading, exporting and writing a run must not crash,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the scenario parser (ParseScenario, YAML) must return a scenario or an Error for any
 // input (yaml-cpp exceptions must not escape), and every scenario it accepts must round-trip: parsing
 // FormatScenario(s) gives s back, and formatting that gives the same text.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the sweep parser (ParseSweep, YAML) must return a spec or an Error for any input, and the
 // expansion of an accepted sweep must agree with SweepSize: runs numbered 0..n-1, each either valid (its resolved
 // scenario parses back to itself) or carrying a non-empty error. Large sweeps are sized, not expanded.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the binary trace cache decoder (DecodeTraceCache) must accept or refuse any bytes, never
 // crash or read out of bounds; an accepted cache must hold a trace whose every sample passes the per-sample
 // checks and whose every id and meta can be read and written as CSV. The input's own header stamp (bytes 16-31)

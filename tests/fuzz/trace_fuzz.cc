@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the trace CSV parser (ParseTrace) must return a value or an Error for any input, never
 // crash. Accepted traces must survive a format/parse round trip unchanged.
 #include <cstddef>

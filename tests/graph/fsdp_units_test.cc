@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FSDP per-unit unshard / reshard with prefetch in the op graph (parallel.zero3_impl fsdp, op_graph.h).
 // Oracles: the closed form of a uniform chain of units (first gather exposed, then max(compute, gather) per
 // unit), the iteration of a DP2 chunk timed by hand, unit sizes from the layers' parameters, re-pricing equal to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DP gradient buckets become ready during the chunk's last backward, layer by layer from the chunk's end
 // (op_graph.h), not all at its end. Oracles: BucketReadyPiece by hand, and a DP2 iteration timed by hand.
 #include <gtest/gtest.h>

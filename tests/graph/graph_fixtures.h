@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared helpers of the op-graph, evaluator and engine tests: a parallel layout, per-chunk statics, and a
 // graph built from a named schedule (failures reported through GoogleTest).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A split backward (zero-bubble schedules: B = input gradient, W = weight gradient, PassKind::kBackwardInput /
 // kBackwardWeight) is expressible in the plan and the op graph. Oracle: a hand-written ZB-H1-style order on
 // pp = 2, M = 2, timed by hand.

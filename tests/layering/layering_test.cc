@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Layering (sim/README.md): the folders of sim/, backend/ and gui/ form layers, and an include may only point to
 // the same layer or a lower one; the programs (the CLI, the backend, the GUI, the report generator) are the top
 // layer and include nothing of one another. Third-party frameworks stay in their layer: only sim/engine includes SimGrid, only backend/

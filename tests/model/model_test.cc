@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Model zoo: every spec loads, parameter counts match the published totals, layer lists add up, token counts.
 #include "core/model/model.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The backend's shrunk model (ShrinkModel, core/model/model.h): widths divided, heads (not the head dimension)
 // divided, projectors re-derived from their encoder and the LLM, layer counts per component, errors.
 #include <gtest/gtest.h>

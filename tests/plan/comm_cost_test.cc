@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The communication-cost interface (core/plan/comm_cost.h): the analytic model's closed forms, a measured table
 // that reproduces them exactly when it holds the layout's own links, and a table that changes one kind of
 // collective changing exactly those ops.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The device mesh (core/plan/mesh.h): rank <-> coordinates, devices, groups and nodes against brute force over
 // many shapes, and the op graph naming every transfer's peer with it.
 #include "core/plan/mesh.h"

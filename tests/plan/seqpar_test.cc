@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sequence parallelism's closed forms (core/plan/seqpar.h), each against an oracle: brute-force causal pair
 // counts, the ring's closed-form imbalance, zigzag's balance, the Ulysses all-to-all volume, the registry and
 // the layout's refusals naming the field.

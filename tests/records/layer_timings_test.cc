@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // layers.csv (core/records/layer_timings.h): round trip, and strict errors naming file:line: field.
 #include "core/records/layer_timings.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Goldens of the shipped scenarios: every scenario file under scenarios/ (except sweeps/, goldens/ and the
 // validation suites *.suite.yaml) is run
 // through the real CLI (`mmtwin simulate --json -o DIR`, `mmtwin plan --json`) and its summary.json, stages.csv

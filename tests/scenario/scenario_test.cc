@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scenario files: defaults, round trip through FormatScenario, relative paths, every error path naming
 // file:line and the key, and the shipped scenarios under scenarios/.
 #include "core/scenario/scenario.h"

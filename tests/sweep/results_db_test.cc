@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The results database against other writers and other files: two connections adding the same axis column (the
 // stale schema cache of issue 14), a foreign SQLite file and a non-SQLite file left byte for byte unchanged, an
 // mmtwin file from before the application_id accepted, and two processes writing one new file at once.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sweep files, scenario overrides, the results database and the forked runner (with injected run functions,
 // so these tests never simulate): expansion counts and order, zip/unknown-key errors with file:line, shards
 // partition the runs, merge dedupes, resume redoes only missing runs, crashes are recorded, CSV parses.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Full-size generator checks: exact published counts at the datasets' real sizes.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Importers: LLaVA JSON, LibriSpeech durations, generic CSV; the tokenizer-free text estimates; error
 // messages.
 #include "core/trace/import.h"

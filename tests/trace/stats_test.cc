@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Trace statistics against hand computation and brute force.
 #include "core/trace/stats.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The compact trace storage (SampleIds, Sample) and the binary trace cache beside a CSV.
 //
 // Oracles: for ids, the plain list of strings pushed (every Get equals it; FirstRepeat equals a brute-force

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The trace CSV format's input checks: a repeated sample_id and a repeated header column are errors naming
 // file:line: field (both lines for the id), not silently accepted; importers of foreign CSVs refuse a repeated
 // column only where they read it.

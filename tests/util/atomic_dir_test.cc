@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A folder written as a unit (core/util/atomic_dir.h): created whole, replaced whole keeping a user's other files,
 // unchanged when the write fails, and staging folders of dead processes cleaned up.
 #include "core/util/atomic_dir.h"

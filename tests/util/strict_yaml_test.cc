@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one strict YAML reader (core/util/yaml_error.h LoadStrictYaml): a key given twice in any mapping is an
 // error naming file:line, the key's path and the first occurrence, in every kind of file mmtwin reads: model
 // specs, cluster presets, scenarios and sweeps (yaml-cpp alone keeps one of the two silently).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shared text and statistics helpers (core/util/text.h) against closed forms.
 #include "core/util/text.h"
 

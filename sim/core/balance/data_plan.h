@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The data half of a plan: which samples every DP rank holds at every step (after data policies and
 // post-balancing), and the per-sample sizes those policies looked at.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Data-balance policies: one explicit registry (name, one-line description, typed parameters, run function).
 // Every policy is pure: same trace, model sizes, dp and seed -> same DataPlan.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Data-balance metrics of a DataPlan (OmniBal eq. 1 and 2), computed from model-dependent sample sizes.
 //
 // - pad_ratio: per mini-batch of B samples with LLM lengths t_i, sum(t_max - t_i) / (t_max * B); mean over

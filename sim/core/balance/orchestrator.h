@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // OrchMLLM's multimodal global orchestrator (§6): post-balance every phase of one training iteration (each
 // encoder, then the LLM) and account for the all-to-all traffic that moves the samples.
 //

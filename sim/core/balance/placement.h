@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Node-wise rearrangement (OrchMLLM §5.2.2): which rank each post-balanced bin goes to.
 //
 // The post-balancing objective does not depend on which rank gets which bin, so the bins can be permuted to

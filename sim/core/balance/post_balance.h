@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batch post-balancing (OrchMLLM §5.1 and Appendix A): after every DP rank has drawn its random mini-batch,
 // split the union of the samples into exactly d new mini-batches ("bins") so that the largest per-bin cost is
 // small.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Post-balancing policies (OrchMLLM): random mini-batches drawn per rank, then redistributed across the DP ranks
 // every step by a post-balance algorithm, and placed node-wise to cut inter-node traffic.
 #include <algorithm>

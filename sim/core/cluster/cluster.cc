@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cluster presets from YAML (yaml-cpp; every exception becomes an Error naming file:line and key).
 #include "core/cluster/cluster.h"
 

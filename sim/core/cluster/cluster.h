@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cluster presets: the GPU (peak FLOP/s, memory, HBM bandwidth, achieved matmul efficiency) and the fabric
 // (nodes x GPUs per node, NVLink inside a node, NICs between nodes).
 //

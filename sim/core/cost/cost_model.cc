@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Layer workloads, the analytic cost model and the coefficient table (see cost_model.h for the contract).
 #include "core/cost/cost_model.h"
 #include "core/util/numeric.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cost of one layer for one input: FLOPs, time, parameter and activation bytes (sim/docs/algorithms.md §4).
 //
 // One interface, two sources: AnalyticCostModel (FLOPs / (device peak x efficiency), Korthikanti activation

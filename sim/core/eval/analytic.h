@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The analytic evaluator: times an OpGraph (core/graph/op_graph.h) by longest path, without contention.
 // An op starts at max(finish of its dependencies, finish of the previous op on the same lane of the same
 // device) and runs for its duration_us. The iteration time T is the largest finish (the optimizer step is not

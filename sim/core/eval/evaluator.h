@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The evaluator interface: times one iteration's OpGraph. Two implementations: the analytic evaluator (longest
 // path, no contention; core/eval/analytic.h) and the SimGrid engine (sim/engine/, its own library so the core
 // links no SimGrid). Simulate() takes one through SimulateOptions; the CLI picks it by name (--engine).

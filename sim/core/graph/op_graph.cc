@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/graph/op_graph.h"
 
 #include "core/plan/mesh.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The iteration's op graph: a priced plan (schedule + IterationCosts + per-chunk statics + link speeds) as
 // ops with durations, explicit dependencies and a per-(device, lane) order. The evaluators
 // (core/eval/analytic.h, the SimGrid engine) time it; the Perfetto export draws it.

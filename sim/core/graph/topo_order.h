@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Topological order of a directed graph held as a CSR of out-edges, for the op-graph builder's hot path.
 //
 // TopologicalOrder gives the reverse of a depth-first search's finishing order: vertices are started in index

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Model zoo: YAML parsing (yaml-cpp, every exception turned into an Error naming file:line and key),
 // parameter counting from architecture numbers, and per-sample token counts. Keys are documented in
 // traces/models/README.md.

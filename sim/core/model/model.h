@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Model specs: an ordered, typed list of components (vision encoder, projector, audio encoder, LLM), each with
 // enough architecture to count parameters and price a layer for a given input.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shrunk model of the real backend (model.h: ShrinkModel).
 #include <algorithm>
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Communication costs (comm_cost.h).
 #include "core/plan/comm_cost.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The communication-cost interface: how long one transfer or collective of the op graph takes, by kind, bytes and
 // group. The op graph prices every P2P send, data-dispatch transfer and DP collective through it. Two
 // implementations:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The data-dispatch all-to-all of post-balancing (OrchMLLM): which bytes move from which DP rank to which
 // before a micro-batch's forward. Filled by the post-balance and orchestrator data policies (core/balance),
 // carried by IterationData and IterationCosts (core/plan/plan.h) and charged as dispatch ops by the op graph

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Memory model of a pipeline-parallel plan (sim/docs/algorithms.md §4): per pipeline rank (one GPU of its TP
 // group, the worst DP replica), bytes.
 //

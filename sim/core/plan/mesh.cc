@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The device mesh (mesh.h).
 #include "core/plan/mesh.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The device mesh: how the GPUs of a run are arranged over the parallel dimensions, and the one place that
 // turns coordinates into ranks, op-graph devices, groups and nodes (no other code writes `dp_idx * pp + pp_idx`
 // or its inverse; tests/layering/layering_test.cc greps for it).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pipeline partition policies: cut the flattened layer list (Layers(model): encoders, projector, LLM) into
 // pp * vpp contiguous chunks (sim/docs/algorithms.md §2, OmniBal §4.2). One registry template
 // (core/util/registry.h: name, one-line description, typed parameters, run function) for every policy kind. Every policy is pure: the same

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The plan: the shared core of the simulator and the backend. For every iteration, which samples each DP rank's
 // micro-batches hold (from the data policies), the layer -> chunk partition and chunk -> pipeline-rank mapping,
 // which layers recompute, and the pipeline schedule's op order per rank. Policies only produce plans; evaluators

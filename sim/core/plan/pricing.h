@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pricing: turns a plan's micro-batches into per-chunk costs (ChunkCost) with a cost model, plus the static
 // per-chunk quantities and the link speeds of the device layout. The glue between the plan and the op graph.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Activation recomputation policies (sim/docs/algorithms.md §3, OmniBal §4.3): which layers rerun their
 // forward before the backward instead of keeping their activations. One explicit registry, like the data and partition
 // policies; every policy is pure.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pipeline schedules: the order in which every pipeline rank runs the forwards and backwards of its chunks
 // (core/plan/plan.h: Schedule, PipeOp). One explicit registry (name, one-line description); a schedule is a
 // pure function of (pp, vpp, micro_batches) and is the same for every DP replica.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sequence parallelism (long context; LongVILA §4, sim/docs/algorithms.md §6): the SP policy registry, the SP
 // group's device layout, and the closed-form pieces that price one LLM layer of one micro-batch on one SP rank.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // layers.csv codec (layer_timings.h).
 #include "core/records/layer_timings.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-layer timings of a measured run (layers.csv in a backend RUNDIR): what calibration fits
 // (calibrate/calibrate.h). One row per (iteration, device, micro-batch, layer) the device ran.
 //

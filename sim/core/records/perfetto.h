@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chrome / Perfetto trace JSON of one evaluated iteration (open in https://ui.perfetto.dev or
 // chrome://tracing).
 //

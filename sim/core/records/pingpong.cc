@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pingpong.csv codec (pingpong.h).
 #include "core/records/pingpong.h"
 

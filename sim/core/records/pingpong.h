@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pingpong.csv: point-to-point round trips measured by `mmtwin-train launch --pingpong` (backend/README.md), the
 // link calibration's dedicated input (calibrate/links.h). Rank 0 sends a message of `bytes` to rank `peer`,
 // which sends it straight back; round_trip_us is rank 0's time from the send's post to the echo's arrival.

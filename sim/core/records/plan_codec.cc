@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The plan's JSON codec (plan_codec.h).
 #include "core/records/plan_codec.h"
 

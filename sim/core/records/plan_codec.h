@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The plan's JSON codec: rank 0 plans (BuildPlan) and writes the plan; every other rank, the backend, or a
 // later simulation reads it back and gets an equal Plan (operator==), instead of re-planning (bmp compares
 // floating-point timings, so a re-plan on another machine may choose differently).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Run records built from an evaluated op graph (records.h).
 #include "core/records/records.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Typed run records: what a run (simulated by either engine, or measured by the backend) reports, in one
 // schema. summary.json, stages.csv, the ops table and the sweep database's columns are generated from these
 // structs by one codec (core/records/records_codec.h); `mmtwin compare`, the CLI's printer and `sweep table`

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run records' codec (records_codec.h).
 #include "core/records/records_codec.h"
 

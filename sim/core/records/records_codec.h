@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one codec of the run records (records.h): summary.json, stages.csv, ops.csv and the sweep database's
 // summary columns. No JSON type in this header: JSON travels as text.
 //

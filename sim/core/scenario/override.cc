@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scenario overrides (yaml-cpp): set any scenario key by its dotted name on the scenario's YAML text, then
 // let ParseScenario validate the result. Used by sweeps (one override per axis) and by ApplyOverride.
 #include <yaml-cpp/yaml.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scenario files (yaml-cpp): strict parsing (unknown keys, types, ranges -> `file:line: key: reason`; every
 // yaml-cpp exception becomes an Error), resolution of defaults and relative paths, and the resolved YAML.
 #include "core/scenario/scenario.h"

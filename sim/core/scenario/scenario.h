@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scenario files: one YAML document describing a what-if run (scenarios/README.md documents every key).
 //
 //   name: internvl-6b-20b-omnibal

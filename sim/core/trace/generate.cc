@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Synthetic trace generators. All tunable per-subset parameters sit in the tables at the top of this file;
 // the assumptions behind them and the statistics they reproduce are documented in traces/generators.md.
 #include "core/trace/generate.h"

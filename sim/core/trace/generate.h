@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Synthetic, seeded dataset traces for the named presets (internvl-1.2m, llava-665k, lcs-558k, asr-sqa-mix,
 // long-video, orchmllm-mix).
 //

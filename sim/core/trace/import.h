@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Importers: convert real dataset descriptions into a Trace (core/trace/trace.h). traces/README.md documents
 // each importer, the columns it fills and the tokenizer-free text-token estimates below.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SampleIds (trace.h): a compact column of sample ids, and Trace's sample-adding helpers.
 #include <algorithm>
 #include <charconv>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-modality statistics of a trace: what `mmtwin trace stats` prints, and what generator tests compare
 // against published dataset statistics.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Model-dependent trace statistics (kept apart from stats.cc so that users of ComputeStats do not link the
 // model).
 #include <vector>

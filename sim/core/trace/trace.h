@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The per-sample dataset trace: what every data policy, generator and importer speaks.
 //
 // One row per training sample with its modality sizes. Model-independent: a sample's ViT and LLM token counts

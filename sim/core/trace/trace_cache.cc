@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The binary trace cache beside a trace CSV (trace.h: ReadTrace, WriteTrace).
 //
 // PATH.mmtwin-cache holds a parsed trace, little-endian, with the CSV's size and modification time (ns) it was

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The binary trace cache's decoder (trace_cache.cc), exposed for its fuzzer and tests; ReadTrace (trace.h) is
 // what everything else uses.
 #pragma once

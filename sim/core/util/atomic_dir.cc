@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A folder written as a unit (atomic_dir.h).
 #include "core/util/atomic_dir.h"
 

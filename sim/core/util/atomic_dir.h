@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A folder of files written as a unit: a run folder (summary.json, stages.csv, ops.csv, trace.json,
 // scenario.yaml) is either the complete old one or the complete new one at every moment, whatever kills the
 // process or fails in between.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small, fast CSV reader (RFC 4180 quoting) that keeps line numbers for error messages, and number parsing
 // that reports `file:line: field: reason`.
 //

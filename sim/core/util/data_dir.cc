@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Data folder lookup (data_dir.h).
 #include "core/util/data_dir.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where mmtwin's data files live (the model zoo `models/`, cluster presets `clusters/`, the real derived traces
 // `librispeech/`, `airbench/`), in this order:
 //   1. the MMTWIN_DATA_DIR environment variable, when set and not empty;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SIGINT / SIGTERM as a cancellation flag; see interrupt.h.
 #include "core/util/interrupt.h"
 

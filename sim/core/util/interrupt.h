@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SIGINT / SIGTERM as a cancellation flag, so a long command (simulate, sweep) can finish or abandon its work
 // cleanly instead of dying half-way: the CLI installs the handlers, passes InterruptFlag() as the `cancel` flag of
 // BuildPlan / Simulate / RunSweep, and on return reports the interruption and exits 128 + signal.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The process's memory limit; see memory_limit.h.
 #include "core/util/memory_limit.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How much memory this process may use, so that a plan too large for the machine is refused before its big
 // structures are allocated (driver/planner.h, EstimatePlanMemory) instead of growing until the kernel or
 // std::bad_alloc ends the process.

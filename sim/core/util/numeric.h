@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Byte counts computed in double (activations of huge micro-batches, recompute estimates) converted to int64_t
 // without undefined behaviour: a value past kBytesCeiling (or NaN) becomes kBytesCeiling, which is more than any
 // device holds (cluster memory_bytes <= 1e15), so a stage that large reads as "does not fit", never as a

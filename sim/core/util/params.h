@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Typed policy parameters: every policy declares its parameters (name, type, default, description) as data; user
 // input (`--param k=v`, scenario files) is validated against the declaration before the policy runs.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One registry template for every policy kind (data policies, post-balance algorithms, partition, recompute,
 // schedules): entries with a name, a one-line description, typed parameters (core/util/params.h) and the
 // function that runs them; lookups with an error listing the valid names, and parameter validation that

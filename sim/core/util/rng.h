@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Deterministic, portable random numbers for pure policies and generators.
 //
 // std::mt19937 is portable but std::*_distribution is not (libstdc++ and libc++ differ), so policies use this:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Whether this build runs under AddressSanitizer (GCC defines __SANITIZE_ADDRESS__, clang has
 // __has_feature(address_sanitizer)): ASan reserves terabytes of address space, so address-space limits (ulimit -v)
 // mean nothing to it and tests that rely on them are skipped.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Errors as values: every fallible library call returns Status or Result<T>; library code never exits or aborts.
 //
 // Messages name where the problem is, in the compiler style `file:line: field: reason`, so a user can jump to it.

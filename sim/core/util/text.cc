@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Text and statistics helpers (text.h).
 #include "core/util/text.h"
 

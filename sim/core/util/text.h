@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one copy of small text and statistics helpers the layers share.
 //
 //   Join({"a", "b"})                    -> "a, b"

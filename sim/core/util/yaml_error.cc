@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The strict YAML loader's duplicate-key check (yaml_error.h).
 #include "core/util/yaml_error.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // yaml-cpp errors as mmtwin errors (core-internal: only .cc files of the core include it; yaml-cpp is a
 // private dependency). yaml-cpp throws on syntax errors and bad conversions; the core turns them into
 // `file:line: reason`.
