@@ -127,7 +127,9 @@ void MainWindow::BuildActions() {
   auto* save = file->addAction("&Save", QKeySequence::Save, [this] {
     if (editor_->path().isEmpty()) {
       const QString p = QFileDialog::getSaveFileName(this, "Save scenario", QString(), "Scenarios (*.yaml)");
-      if (!p.isEmpty()) SaveTo(p);
+      if (p.isEmpty()) return;
+      Status st = SaveTo(p);
+      if (!st.ok()) QMessageBox::warning(this, "mmtwin", QString::fromStdString(st.error().message()));
       return;
     }
     Status st = SaveTo(editor_->path());

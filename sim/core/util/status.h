@@ -2,36 +2,71 @@
 // Errors as values: every fallible library call returns Status or Result<T>; library code never exits or aborts.
 //
 // Messages name where the problem is, in the compiler style `file:line: field: reason`, so a user can jump to it.
-// The CLI maps any error to exit code 2.
+// Every error has a kind, so that callers decide by kind and never by message text: a cancellation is a
+// cancellation wherever it happened (it carries no location and Wrap leaves it alone), and the clients show it as
+// one (the CLI: "cancelled", exit 130; the GUI: "cancelled", no error marker).
 //
 //   Result<Trace> r = ReadTrace("ivl.csv");
-//   if (!r) { std::cerr << r.error().message() << "\n"; return 2; }
+//   if (!r) { std::cerr << r.error().message() << "\n"; return r.error().cancelled() ? 130 : 2; }
 //   const Trace& trace = *r;
+//
+// Status and Result are [[nodiscard]]: an ignored error does not compile under -Werror.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <variant>
 
 namespace mmtwin {
 
+enum class ErrorKind : uint8_t {
+  kInvalidInput,  // the user's input (a file, a field, an option) is wrong: the message names where
+  kCancelled,     // the caller's cancel flag (or SIGINT / SIGTERM) ended the work: not a failure of the input
+  kIo,            // reading or writing a file or folder failed (missing, permissions, disk full)
+  kExternal,      // another program or library failed: a child process, SQLite, SimGrid, Torch, c10d
+  kInternal,      // a broken invariant of mmtwin itself: a bug to report
+};
+// "invalid input", "cancelled", "I/O", "external", "internal".
+const char* ErrorKindName(ErrorKind kind);
+
 class Error {
  public:
   Error() = default;
-  explicit Error(std::string message) : message_(std::move(message)) {}
+  // An error of `kind` (invalid input unless told otherwise: most errors are about what the user gave).
+  explicit Error(std::string message, ErrorKind kind = ErrorKind::kInvalidInput)
+      : message_(std::move(message)), kind_(kind) {}
   const std::string& message() const { return message_; }
+  ErrorKind kind() const { return kind_; }
+  bool cancelled() const { return kind_ == ErrorKind::kCancelled; }
 
-  // Builds `file:line: field: reason`; line <= 0 or empty field are left out.
+  // Builds `file:line: field: reason` (invalid input); line <= 0 or empty field are left out.
   static Error At(const std::string& file, long line, const std::string& field, const std::string& reason);
-  // Prefixes context, e.g. Error("bad").Wrap("reading ivl.csv") -> "reading ivl.csv: bad".
-  Error Wrap(const std::string& context) const { return Error(context + ": " + message_); }
+  // The cancellation: message "cancelled", kind kCancelled.
+  static Error Cancelled() { return Error("cancelled", ErrorKind::kCancelled); }
+  static Error Io(std::string message) { return Error(std::move(message), ErrorKind::kIo); }
+  static Error External(std::string message) { return Error(std::move(message), ErrorKind::kExternal); }
+  static Error Internal(std::string message) { return Error(std::move(message), ErrorKind::kInternal); }
+
+  // Prefixes context, keeping the kind, e.g. Error("bad").Wrap("reading ivl.csv") -> "reading ivl.csv: bad". A
+  // cancellation is returned unchanged: it happened to the run, not at a place in the input.
+  Error Wrap(const std::string& context) const {
+    if (cancelled()) return *this;
+    return Error(context + ": " + message_, kind_);
+  }
+  // The same message prefix as Wrap, as a new error of another kind (a cancellation stays one).
+  Error WrapAs(const std::string& context, ErrorKind kind) const {
+    if (cancelled()) return *this;
+    return Error(context + ": " + message_, kind);
+  }
 
  private:
   std::string message_;
+  ErrorKind kind_ = ErrorKind::kInvalidInput;
 };
 
 // Success or an Error.
-class Status {
+class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(Error e) : error_(std::move(e)), ok_(false) {}  // NOLINT: implicit on purpose, `return Error(...)`.
@@ -46,7 +81,7 @@ class Status {
 
 // A value or an Error (like absl::StatusOr / std::expected).
 template <class T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit on purpose.
   Result(Error e) : v_(std::move(e)) {}      // NOLINT
