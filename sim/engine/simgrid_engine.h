@@ -12,8 +12,7 @@
 //    NVSwitch and a NIC port (up and down links, the GPU's share of the node's NICs, nic_latency_us) into a
 //    non-blocking inter-node switch. Link speeds are exactly those of Pricer::Comm() (PlatformComm below);
 //    the op graph must have been priced with them (else Evaluate returns an Error naming both).
-//  - Replay: compute-lane ops are executions (flops = duration_us * host speed: exact durations); P2P sends
-//  are
+//  - Replay: compute-lane ops are executions (flops = duration_us * host speed: exact durations); P2P sends are
 //    communications between the two devices' hosts; DP collectives are rings (all-reduce 2(d-1) steps of
 //    bytes/d to the ring successor; ZeRO reduce-scatter / all-gather (d-1) steps per bucket); barriers are
 //    zero-work joins. Dependencies and per-lane order: each activity starts when its last predecessor
@@ -23,14 +22,12 @@
 //    contention = true (default): links are SHARED (max-min fair sharing between the flows crossing them).
 //  - Every Evaluate() runs SimGrid in a forked child process (a fresh SimGrid engine each time; an xbt_die or
 //    abort in SimGrid becomes an Error carrying SimGrid's last stderr lines, never an abort of the caller).
-//  - Times in microseconds in IterationTiming, as the analytic evaluator (AttributeDevices does the
-//  breakdown).
+//  - Times in microseconds in IterationTiming, as the analytic evaluator (AttributeDevices does the breakdown).
 //
 //   MMTWIN_ASSIGN_OR_RETURN(ClusterSpec cluster, LoadCluster("a100-4x200g", 2));
 //   std::unique_ptr<Evaluator> sg = MakeSimGridEvaluator(cluster, SimGridOptions{.contention = false});
 //   IterationTiming t;
-//   MMTWIN_RETURN_IF_ERROR(sg->Evaluate(graph, &t));   // graph priced with Pricer::Comm() of the same
-//   cluster
+//   MMTWIN_RETURN_IF_ERROR(sg->Evaluate(graph, &t));  // graph priced with Pricer::Comm() of the same cluster
 //
 //   // or the whole run (what `mmtwin simulate --engine simgrid` does): the driver makes this evaluator by name
 //   // (driver/driver.h MakeEvaluator) for Simulate() with scenario.engine = "simgrid".

@@ -4,32 +4,28 @@
 //
 // One iteration: n samples; origin_rank[i] is the DP rank that drew sample i (its raw data and text live
 // there). phases = the encoders (vision, audio, ...) in any order, then the LLM phase LAST.
-//   phases[p].lengths[i]      tokens of sample i in phase p (0 = the sample has no input for that encoder;
-//   such
-//                             samples are left out of the encoder phase). The LLM phase includes every
-//                             sample.
-//   phases[p].bytes[i]        bytes of sample i's input to phase p, held at origin_rank[i]: pixels / mel
-//   frames for
-//                             an encoder; for the LLM the whole interleaved sequence (text + encoder
-//                             outputs).
-//   phases[p].output_bytes[i] encoders only: bytes of the encoder's output for sample i that the LLM consumes
-//                             (empty = none). The LLM phase's text part = bytes - sum of encoder
-//                             output_bytes.
-// Per phase: balance with phases[p].options (PostBalance), place the bins on ranks (node-wise exact
-// placement, or bin i -> rank i), and move the data by all-to-all:
-//   encoder dispatch   input bytes: origin rank -> encoder rank
-//   compose = true     encoder output: encoder rank -> LLM rank directly (Pi_LLM o Pi_enc^-1, one all-to-all
-//   per
-//                      encoder); text part: origin -> LLM rank.                    Forward all-to-alls: 2E
-//                      + 1.
-//   compose = false    encoder output: encoder rank -> origin (reset, one all-to-all per encoder), then
-//                      Pi_LLM on the text and on each encoder's output: origin -> LLM rank.  Forward: 3E + 1.
-//   The backward pass mirrors the encoder->LLM moves (gradients of the encoder outputs): gradient_transfers
-//   (not in the forward totals below).
+//
+// - phases[p].lengths[i]: tokens of sample i in phase p. 0 = the sample has no input for that encoder; such
+//   samples are left out of the encoder phase. The LLM phase includes every sample.
+// - phases[p].bytes[i]: bytes of sample i's input to phase p, held at origin_rank[i]: pixels / mel frames for an
+//   encoder; for the LLM the whole interleaved sequence (text + encoder outputs).
+// - phases[p].output_bytes[i] (encoders only): bytes of the encoder's output for sample i that the LLM consumes
+//   (empty = none). The LLM phase's text part = bytes - sum of the encoders' output_bytes.
+//
+// Per phase: balance with phases[p].options (PostBalance), place the bins on ranks (node-wise exact placement,
+// or bin i -> rank i), and move the data by all-to-all:
+// - encoder dispatch: input bytes, origin rank -> encoder rank.
+// - compose = true: encoder output, encoder rank -> LLM rank directly (Pi_LLM o Pi_enc^-1, one all-to-all per
+//   encoder); the text part, origin -> LLM rank. Forward all-to-alls: 2E + 1.
+// - compose = false: encoder output, encoder rank -> origin (reset, one all-to-all per encoder), then Pi_LLM on
+//   the text and on each encoder's output, origin -> LLM rank. Forward all-to-alls: 3E + 1.
+// - The backward pass mirrors the encoder -> LLM moves (gradients of the encoder outputs): gradient_transfers,
+//   not in the forward totals below.
+//
 // The LLM placement sees every piece where it actually is (text at the origin, encoder outputs at the encoder
 // rank when composing), so node-wise placement minimizes the LLM all-to-all's max per-rank inter-node volume.
-// Strawman (paper eq. 3): all-gather every mini-batch, ring: each rank moves (d-1) x max_r (bytes drawn on
-// r).
+// Strawman (paper eq. 3): all-gather every mini-batch over a ring: each rank moves (d - 1) x max_r (bytes drawn
+// on r).
 //
 // Units: lengths/tokens in tokens, *_bytes in bytes, loads in the phase algorithm's cost units (BinCost:
 // tokens for lpt/kk/quadratic at lambda 0, padded tokens for padded).

@@ -124,11 +124,8 @@ struct SampleTokens {
 };
 SampleTokens TokensFor(const ModelSpec& m, const Sample& s);
 
-}  // namespace mmtwin
-
-// ---- Helpers added with the model zoo (architecture arithmetic shared with the cost model) ----
-namespace mmtwin {
-
+// Architecture arithmetic, shared with the cost model (core/cost/cost_model.h).
+//
 // Parameters of one transformer block (attention, MLP, norms, biases), and the part of them held in weight
 // matrices (q, k, v, o and the MLP matrices): what `2 * tokens * matmul params` FLOP counts use.
 int64_t BlockParams(const TransformerConfig& tf);
@@ -149,11 +146,8 @@ int EncoderOfProjector(const ModelSpec& m, int component);
 const char* LayerKindName(LayerKind k);
 bool ParseLayerKind(const std::string& name, LayerKind& out);
 
-}  // namespace mmtwin
-
-// ---- The shrunk model the real backend runs (sim/core/model/shrink.cc) ----
-namespace mmtwin {
-
+// The shrunk model the real backend runs (shrink.cc).
+//
 // How the backend shrinks a zoo model so that it runs on CPUs: every width divided by `width_divisor` and, per
 // component (by its name in the spec: "vision", "llm", ...), a number of blocks. Heads and KV heads are divided
 // too (at least 1; heads stay a multiple of KV heads), the head dimension is kept: one attention score costs

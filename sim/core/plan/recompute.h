@@ -1,17 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // Activation recomputation policies (sim/docs/algorithms.md §3, OmniBal §4.3): which layers rerun their
-// forward before the backward instead of keeping their activations. One explicit registry, like the data and partition
-// policies; every policy is pure.
+// forward before the backward instead of keeping their activations. One explicit registry, like the data and
+// partition policies; every policy is pure.
 //
 //   RecomputeContext ctx{worst_profile, partition, parallel,
-//                        MaxInFlight(schedule),                                    // core/plan/schedule.h
-//                        RankModelStateBytes(parallel, partition, worst_profile.params),  //
-//                        core/plan/memory.h ProfileBoundaryBytes(worst_profile, partition, parallel), 80ll <<
-//                        30};
+//                        MaxInFlight(schedule),                                           // core/plan/schedule.h
+//                        RankModelStateBytes(parallel, partition, worst_profile.params),  // core/plan/memory.h
+//                        ProfileBoundaryBytes(worst_profile, partition, parallel),
+//                        80ll << 30};
 //   RecomputeReport report;
 //   MMTWIN_ASSIGN_OR_RETURN(RecomputePlan rc, RunRecomputePolicy("adaptive", {}, ctx, &report));
-//   // or RunRecomputePolicy("block:4", {}, ctx): the Megatron policies need only profile, partition,
-//   parallel
+//   // or RunRecomputePolicy("block:4", {}, ctx): the Megatron policies need only profile, partition, parallel
 //
 // Built in (see RecomputePolicies() for parameters):
 //   none      nothing recomputed
@@ -21,8 +20,7 @@
 //             recompute_method=uniform)
 //   block     num_layers = N: the first N transformer layers of each chunk recomputed, the rest not (Megatron
 //             recompute_method=block); N >= the chunk's layers recomputes all of them
-//   adaptive  OmniBal balanced adaptive recomputation: per pipeline rank the fewest recomputed layers that
-//   fit
+//   adaptive  OmniBal balanced adaptive recomputation: per pipeline rank the fewest recomputed layers that fit
 //             device memory, chosen by memory saved per recompute cost (below)
 // The spellings "uniform:N" and "block:N" are accepted as name + num_layers.
 //
