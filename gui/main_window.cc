@@ -72,7 +72,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     progress_->setValue(static_cast<int>(f * 1000));
   });
   connect(runner_, &AnalyticRunner::finished, this,
-          [this](bool ok, const QString& error) { RunDone(ok, error, runner_->TakeResult()); });
+          [this](bool ok, const QString& error, bool cancelled) {
+            RunDone(ok, error, cancelled, runner_->TakeResult());
+          });
   connect(process_, &ProcessRunner::progress, this, [this](double s) {
     if (!child_fraction_) progress_->setRange(0, 0);  // busy until the child reports a fraction
     SetStatus(QString("SimGrid run in a child mmtwin process: %1 s").arg(s, 0, 'f', 1));
@@ -83,7 +85,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     progress_->setValue(static_cast<int>(f * 1000));
   });
   connect(process_, &ProcessRunner::finished, this,
-          [this](bool ok, const QString& error) { RunDone(ok, error, process_->TakeResult()); });
+          [this](bool ok, const QString& error, bool cancelled) {
+            RunDone(ok, error, cancelled, process_->TakeResult());
+          });
   connect(editor_, &ScenarioEditor::validityChanged, this, [this](bool) { UpdateTitle(); });
   connect(editor_, &ScenarioEditor::modifiedChanged, this, [this](bool) { UpdateTitle(); });
   connect(sweep_, &SweepView::runOpened, this, [this](int i) {
@@ -184,7 +188,7 @@ QString MainWindow::RunsDir() {
 
 Status MainWindow::Open(const QString& path) {
   const QFileInfo info(path);
-  if (!info.exists()) return Error(path.toStdString() + ": no such file or folder");
+  if (!info.exists()) return Error::Io(path.toStdString() + ": no such file or folder");
   Status st;
   if (info.isDir()) {
     st = OpenRunDir(path);
@@ -192,7 +196,7 @@ Status MainWindow::Open(const QString& path) {
     st = OpenSweep(path);
   } else {
     std::string text;
-    if (!ReadFile(path, text)) return Error(path.toStdString() + ": cannot read");
+    if (!ReadFile(path, text)) return Error::Io(path.toStdString() + ": cannot read");
     editor_->SetText(QString::fromStdString(text), path);
     tabs_->setCurrentIndex(kScenarioTab);
   }
@@ -222,7 +226,7 @@ Status MainWindow::SaveTo(const QString& path) {
   {
     std::ofstream f(path.toStdString(), std::ios::binary | std::ios::trunc);
     f << editor_->text().toStdString();
-    if (!f) return Error(path.toStdString() + ": cannot write");
+    if (!f) return Error::Io(path.toStdString() + ": cannot write");
   }
   editor_->SetPath(path);
   editor_->SetModified(false);
@@ -274,11 +278,16 @@ void MainWindow::CancelRun() {
   process_->Cancel();
 }
 
-void MainWindow::RunDone(bool ok, const QString& error, RunData run) {
+void MainWindow::RunDone(bool ok, const QString& error, bool cancelled, RunData run) {
   progress_->setVisible(false);
   run_action_->setEnabled(true);
   simgrid_action_->setEnabled(true);
   cancel_action_->setEnabled(false);
+  if (cancelled) {  // not an error: the shown run and the editor's error marker stay as they were
+    SetStatus("Run cancelled; nothing was written");
+    emit runFinished(false, "cancelled");
+    return;
+  }
   if (!ok) {
     last_error_ = error;
     SetStatus("Run failed: " + error);
@@ -346,8 +355,10 @@ void MainWindow::UpdateTitle() {
 
 void MainWindow::SetStatus(const QString& text) { status_->setText(text); }
 
+QString MainWindow::status_text() const { return status_->text(); }
+
 Status MainWindow::SaveScreenshots(const QString& dir, int width, int height) {
-  if (!QDir().mkpath(dir)) return Error(dir.toStdString() + ": cannot create");
+  if (!QDir().mkpath(dir)) return Error::Io(dir.toStdString() + ": cannot create");
   resize(width, height);
   show();
   const std::vector<std::pair<int, QString>> shots = {{kScenarioTab, "editor"}, {kScenarioTab, "yaml"},
@@ -359,7 +370,7 @@ Status MainWindow::SaveScreenshots(const QString& dir, int width, int height) {
     editor_->tabs()->setCurrentIndex(name == "yaml" ? 1 : 0);
     QApplication::processEvents();
     const QString file = QDir(dir).filePath(name + ".png");
-    if (!grab().save(file)) return Error(file.toStdString() + ": cannot write");
+    if (!grab().save(file)) return Error::Io(file.toStdString() + ": cannot write");
   }
   editor_->tabs()->setCurrentIndex(0);
   return Status();

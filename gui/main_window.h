@@ -53,6 +53,7 @@ class MainWindow : public QMainWindow {
   const RunData* current() const { return current_.get(); }
   const RunData* pinned() const { return pinned_.get(); }
   QString last_error() const { return last_error_; }
+  QString status_text() const;  // what the status bar says
   static QString RunsDir();
 
   // Widgets, for tests and screenshots.
@@ -75,7 +76,8 @@ class MainWindow : public QMainWindow {
 
  private:
   void BuildActions();
-  void RunDone(bool ok, const QString& error, RunData run);
+  // The end of a run of either runner: shows it, or says why not (a cancellation as a cancellation).
+  void RunDone(bool ok, const QString& error, bool cancelled, RunData run);
   void AddRecent(const QString& path);
   void UpdateRecentMenu();
   void UpdateTitle();

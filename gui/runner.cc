@@ -67,9 +67,11 @@ bool AnalyticRunner::Start(const Scenario& scenario, const QString& out_dir) {
           running_ = false;
           if (out->ok()) {
             result_ = std::make_unique<RunData>(std::move(**out));
-            emit finished(true, QString());
+            emit finished(true, QString(), false);
+          } else if (out->error().cancelled()) {
+            emit finished(false, "cancelled", true);
           } else {
-            emit finished(false, QString::fromStdString(out->error().message()));
+            emit finished(false, QString::fromStdString(out->error().message()), false);
           }
         },
         Qt::QueuedConnection);
@@ -173,26 +175,29 @@ void ProcessRunner::Done(int exit_code, QProcess::ExitStatus status) {
   const QString err = QString::fromLocal8Bit(stderr_ + partial_ + p->readAllStandardError()).trimmed();
   const bool started = p->error() != QProcess::FailedToStart;
   p->deleteLater();
-  if (cancelled_) {
-    emit finished(false, "cancelled");
+  // Exit 128 + SIGINT / SIGTERM: the child was interrupted and left its run folder as it was (a cancellation,
+  // whoever sent the signal).
+  const bool interrupted = status == QProcess::NormalExit && (exit_code == 130 || exit_code == 143);
+  if (cancelled_ || interrupted) {
+    emit finished(false, "cancelled", true);
     return;
   }
   if (!started) {
-    emit finished(false, "cannot start " + p->program());
+    emit finished(false, "cannot start " + p->program(), false);
     return;
   }
   // Exit 0 ok, 1 OOM (the run folder is still written), else an error.
   if (status != QProcess::NormalExit || (exit_code != 0 && exit_code != 1)) {
-    emit finished(false, err.isEmpty() ? QString("mmtwin simulate exited with %1").arg(exit_code) : err);
+    emit finished(false, err.isEmpty() ? QString("mmtwin simulate exited with %1").arg(exit_code) : err, false);
     return;
   }
   Result<RunData> run = LoadRunDir(out_dir_.toStdString());
   if (!run.ok()) {
-    emit finished(false, QString::fromStdString(run.error().message()));
+    emit finished(false, QString::fromStdString(run.error().message()), false);
     return;
   }
   result_ = std::make_unique<RunData>(std::move(*run));
-  emit finished(true, QString());
+  emit finished(true, QString(), false);
 }
 
 RunData ProcessRunner::TakeResult() {

@@ -4,12 +4,16 @@
 //
 // AnalyticRunner: Simulate() (driver/simulate.h) in this process on a worker thread; progress and the end
 // arrive as queued signals on the thread that owns the runner (the GUI thread), and Cancel() sets the flag
-// Simulate polls, so a cancelled run ends with finished(false, "cancelled") soon after.
+// Simulate polls, so a cancelled run ends with finished(false, "cancelled", true) soon after, whatever it was doing
+// (planning, BMP's candidate timing, the replay): the run's error kind says so (core/util/status.h), never the
+// message.
 // ProcessRunner: a child `mmtwin simulate SCENARIO --engine ENGINE -o DIR` (QProcess), used for the SimGrid
-// engine so that a library that may abort stays outside the GUI; Cancel() terminates the child.
+// engine so that a library that may abort stays outside the GUI; Cancel() terminates the child, which ends the same
+// way (a child the user did not cancel but that was interrupted, exit 130 / 143, counts as cancelled too).
 //
 //   AnalyticRunner runner;
-//   connect(&runner, &AnalyticRunner::finished, [&](bool ok, QString error) { if (ok) Show(runner.TakeResult()); });
+//   connect(&runner, &AnalyticRunner::finished,
+//           [&](bool ok, QString error, bool cancelled) { if (ok) Show(runner.TakeResult()); });
 //   runner.Start(editor.scenario(), "runs/gui-default-1");
 #pragma once
 
@@ -43,7 +47,8 @@ class AnalyticRunner : public QObject {
 
  signals:
   void progress(double fraction);                // 0..1
-  void finished(bool ok, const QString& error);  // error: the core's message, or "cancelled"
+  // ok: the run finished and was written; else `error` is the core's message, or "cancelled" with cancelled true.
+  void finished(bool ok, const QString& error, bool cancelled);
 
  private:
   std::thread thread_;
@@ -73,7 +78,7 @@ class ProcessRunner : public QObject {
  signals:
   void progress(double elapsed_s);  // seconds since the child started (every 250 ms)
   void fraction(double done);       // 0..1, as the child reports it (`mmtwin simulate --progress`)
-  void finished(bool ok, const QString& error);
+  void finished(bool ok, const QString& error, bool cancelled);  // as AnalyticRunner::finished
 
  private:
   void Done(int exit_code, QProcess::ExitStatus status);

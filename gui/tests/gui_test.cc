@@ -433,10 +433,40 @@ class GuiTest : public QObject {
     QVERIFY(done.wait(20000));
     QCOMPARE(done.at(0).at(0).toBool(), false);
     QCOMPARE(done.at(0).at(1).toString(), QString("cancelled"));
+    QCOMPARE(done.at(0).at(2).toBool(), true);  // a cancellation, by kind, wherever it landed
     QVERIFY(!runner.running());
     QVERIFY(!QFileInfo::exists(tmp_.filePath("long-run")));  // nothing written for a cancelled run
     qInfo() << "cancel took" << cancel_clock.elapsed() << "ms; max event-loop gap" << max_gap << "ms over"
             << ticks << "ticks";
+  }
+
+  // The window shows a cancel as a cancel: whatever the run was doing when Cancel came (planning, BMP, the
+  // replay), the status says it was cancelled, no error is recorded and the shown run stays as it was.
+  void windowShowsACancelAsACancel() {
+    std::string text = ReadFile(kDefault);
+    text.replace(text.find("iterations: 8"), 13, "iterations: epoch");
+    text.replace(text.find("samples: 20000"), 14, "samples: 2000000");
+    const QString file = tmp_.filePath("long.yaml");
+    WriteFile(file, text);
+    MainWindow w;
+    QVERIFY(w.Open(kDefault).ok());
+    QVERIFY(w.Run());
+    QVERIFY(WaitRun(w));
+    const std::string shown = SummaryToJson(w.current()->summary);
+    for (int delay_ms : {0, 150, 600}) {
+      QVERIFY(w.Open(file).ok());
+      QSignalSpy spy(&w, &MainWindow::runFinished);
+      QVERIFY(w.Run());
+      QTest::qWait(delay_ms);
+      QVERIFY2(w.running(), "the run ended before it could be cancelled: make it longer");
+      w.CancelRun();
+      QVERIFY(spy.wait(20000));
+      QCOMPARE(spy.at(0).at(0).toBool(), false);
+      QCOMPARE(spy.at(0).at(1).toString(), QString("cancelled"));
+      QCOMPARE(w.status_text(), QString("Run cancelled; nothing was written"));
+      QVERIFY(w.last_error().isEmpty());
+      QCOMPARE(SummaryToJson(w.current()->summary), shown);
+    }
   }
 
   // The worker reports progress and the finished run equals Simulate's.
@@ -665,6 +695,7 @@ class GuiTest : public QObject {
     runner.Cancel();
     QVERIFY(done2.wait(20000));
     QCOMPARE(done2.at(0).at(1).toString(), QString("cancelled"));
+    QCOMPARE(done2.at(0).at(2).toBool(), true);
     QVERIFY(!QFileInfo::exists(tmp_.filePath("simgrid-long") + "/summary.json"));
   }
 

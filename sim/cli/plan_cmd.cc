@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // mmtwin plan: partition, recomputation and memory per pipeline stage for a scenario, without replaying
 // iterations (BuildPlan in driver/planner.h). Exit 0 when every stage fits its device memory, 1 when
-// one does not (the short stages are listed), 2 on bad input.
+// one does not (the short stages are listed), 2 on bad input, 128 + signal after SIGINT (130) or SIGTERM (143)
+// during planning (BMP's candidate timing, adaptive recomputation): nothing is printed but the interruption.
 #include <cmath>
 #include <cstdio>
 #include <ostream>
@@ -12,6 +13,7 @@
 #include "driver/max_seq.h"
 #include "driver/planner.h"
 #include "core/scenario/scenario.h"
+#include "core/util/interrupt.h"
 
 namespace mmtwin::cli {
 
@@ -76,7 +78,14 @@ int RunPlan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
     return 2;
   }
   if (args.max_seq) return RunMaxSeq(args, *scenario, out, err);
-  auto run = BuildPlan(*scenario, {});
+  InstallInterruptHandlers();  // from here on SIGINT / SIGTERM only set the flag, polled by BuildPlan
+  PlanOptions po;
+  po.cancel = InterruptFlag();
+  auto run = BuildPlan(*scenario, po);
+  if (Interrupted() || (!run && run.error().cancelled())) {
+    err << "mmtwin plan: interrupted (" << InterruptSignalName() << ") while planning; nothing was printed\n";
+    return 128 + InterruptSignal();
+  }
   if (!run) {
     err << "mmtwin plan: " << run.error().message() << "\n";
     return 2;

@@ -198,7 +198,7 @@ int RunSimulate(const SimulateArgs& args, std::ostream& out, std::ostream& err) 
   opts.cancel = InterruptFlag();
   Result<SimulationResult> result = Simulate(s, opts);
   bar.Clear();
-  if (Interrupted()) {
+  if (Interrupted() || (!result && result.error().cancelled())) {  // a cancellation is never shown as an error
     err << "mmtwin simulate: interrupted (" << InterruptSignalName() << "); nothing was written, " << dir
         << (std::filesystem::exists(dir) ? " is as it was" : " was not created") << "\n";
     return 128 + InterruptSignal();

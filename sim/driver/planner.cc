@@ -22,7 +22,7 @@ namespace mmtwin {
 namespace {
 
 Status Cancelled(const std::atomic<bool>* cancel) {
-  if (cancel && cancel->load(std::memory_order_relaxed)) return Error("cancelled");
+  if (cancel && cancel->load(std::memory_order_relaxed)) return Error::Cancelled();
   return Status();
 }
 
@@ -69,9 +69,10 @@ Result<int> CheckLayout(const Scenario& s, const ClusterSpec& probe) {
   return s.nodes > 0 ? s.nodes : needed;
 }
 
-// A policy's error (unknown parameter, bad value) at the scenario key that chose the policy.
+// A policy's error (unknown parameter, bad value) at the scenario key that chose the policy, keeping its kind; a
+// cancellation (a policy that polls the cancel flag, BMP's candidate timing) stays a cancellation, without a place.
 Status AtPolicyKey(const Scenario& s, const std::string& kind, const Status& st) {
-  if (st.ok() || st.error().message() == "cancelled") return st;
+  if (st.ok() || st.error().cancelled()) return st;
   const std::string key = "policies." + kind;
   const auto has = [&](const std::string& k) { return s.lines.count(k) > 0; };
   return ScenarioError(s, has(key + ".params") ? key + ".params" : key, st.error().message());

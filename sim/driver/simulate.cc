@@ -7,7 +7,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "driver/planner.h"
 #include "core/eval/analytic.h"
 #include "core/graph/op_graph.h"
 #include "core/plan/memory.h"
@@ -15,6 +14,7 @@
 #include "core/plan/pricing.h"
 #include "core/records/perfetto.h"
 #include "core/util/text.h"
+#include "driver/planner.h"
 
 namespace mmtwin {
 namespace {
@@ -90,7 +90,7 @@ Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOption
   const size_t replayed = plan.iterations.size();
   const int trace_at = std::clamp(options.trace_iteration, 0, static_cast<int>(replayed) - 1);
   for (size_t i = 0; i < replayed; ++i) {
-    if (options.cancel && options.cancel->load(std::memory_order_relaxed)) return Error("cancelled");
+    if (options.cancel && options.cancel->load(std::memory_order_relaxed)) return Error::Cancelled();
     const IterationData& it = plan.iterations[i];
     const IterationCosts costs =
         pricer.PriceIteration(it, run.tokens, run.packing(), plan.partition, plan.recompute);

@@ -26,6 +26,7 @@ constexpr size_t kOutputKeep = 4096;
 struct Header {
   int done = 0;
   int ok = 0;
+  int kind = 0;  // the child's ErrorKind, so that the parent's error has the kind the work's error had
   char message[kMessageBytes] = {};
 };
 
@@ -44,20 +45,21 @@ Status RunIsolated(size_t result_bytes, const std::function<Status(void* result)
                    void* result_out) {
   const size_t total = HeaderBytes() + result_bytes;
   void* mem = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) return Error(std::string("simgrid engine: mmap failed: ") + std::strerror(errno));
+  if (mem == MAP_FAILED)
+    return Error::External(std::string("simgrid engine: mmap failed: ") + std::strerror(errno));
   auto* header = new (mem) Header();
   void* result = static_cast<char*>(mem) + HeaderBytes();
   int fds[2];
   if (pipe(fds) != 0) {
     munmap(mem, total);
-    return Error(std::string("simgrid engine: pipe failed: ") + std::strerror(errno));
+    return Error::External(std::string("simgrid engine: pipe failed: ") + std::strerror(errno));
   }
   const pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
     munmap(mem, total);
-    return Error(std::string("simgrid engine: fork failed: ") + std::strerror(errno));
+    return Error::External(std::string("simgrid engine: fork failed: ") + std::strerror(errno));
   }
   if (pid == 0) {             // child
     RestoreDefaultSignals();  // a Ctrl-C to the process group ends the SimGrid process at once
@@ -69,13 +71,14 @@ Status RunIsolated(size_t result_bytes, const std::function<Status(void* result)
     try {
       s = work(result);
     } catch (const std::exception& e) {
-      s = Error(std::string("simgrid engine: SimGrid raised: ") + e.what());
+      s = Error::External(std::string("simgrid engine: SimGrid raised: ") + e.what());
     } catch (...) {
-      s = Error("simgrid engine: SimGrid raised an unknown exception");
+      s = Error::External("simgrid engine: SimGrid raised an unknown exception");
     }
     if (!s.ok()) {
       const std::string& m = s.error().message();
       std::memcpy(header->message, m.data(), std::min(m.size(), kMessageBytes - 1));
+      header->kind = static_cast<int>(s.error().kind());
     }
     header->ok = s.ok() ? 1 : 0;
     __atomic_store_n(&header->done, 1, __ATOMIC_RELEASE);
@@ -121,25 +124,25 @@ Status RunIsolated(size_t result_bytes, const std::function<Status(void* result)
   }
   Status out;
   if (interrupted || (Interrupted() && WIFSIGNALED(wstatus))) {
-    out = Error("cancelled");
+    out = Error::Cancelled();
   } else if (timed_out) {
-    out = Error("simgrid engine: the SimGrid process ran past the " + std::to_string(timeout_s) +
-                " s limit and was stopped" + Tail(output));
+    out = Error::External("simgrid engine: the SimGrid process ran past the " + std::to_string(timeout_s) +
+                          " s limit and was stopped" + Tail(output));
   } else if (__atomic_load_n(&header->done, __ATOMIC_ACQUIRE) && WIFEXITED(wstatus) &&
              WEXITSTATUS(wstatus) == 0) {
     if (header->ok) {
       if (result_bytes > 0) std::memcpy(result_out, result, result_bytes);
     } else {
       header->message[kMessageBytes - 1] = 0;
-      out = Error(std::string(header->message) + Tail(output));
+      out = Error(std::string(header->message) + Tail(output), static_cast<ErrorKind>(header->kind));
     }
   } else if (WIFSIGNALED(wstatus)) {
     const int sig = WTERMSIG(wstatus);
-    out = Error("simgrid engine: the SimGrid process was killed by signal " + std::to_string(sig) + " (" +
-                strsignal(sig) + ")" + Tail(output));
+    out = Error::External("simgrid engine: the SimGrid process was killed by signal " + std::to_string(sig) +
+                          " (" + strsignal(sig) + ")" + Tail(output));
   } else {
-    out = Error("simgrid engine: the SimGrid process exited with status " +
-                std::to_string(WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1) + Tail(output));
+    out = Error::External("simgrid engine: the SimGrid process exited with status " +
+                          std::to_string(WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1) + Tail(output));
   }
   munmap(mem, total);
   return out;

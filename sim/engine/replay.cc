@@ -73,8 +73,8 @@ class Dag {
     int64_t unfinished = 0;
     for (size_t i = 0; i < n; ++i) unfinished += finish_s_[i] < 0;
     if (unfinished > 0)
-      return Error("simgrid engine: " + std::to_string(unfinished) + " of " + std::to_string(n) +
-                   " activities never ran (a dependency cycle or a lost completion)");
+      return Error::External("simgrid engine: " + std::to_string(unfinished) + " of " + std::to_string(n) +
+                             " activities never ran (a dependency cycle or a lost completion)");
     if (stats) {
       stats->executions = execs_;
       stats->communications = comms_;

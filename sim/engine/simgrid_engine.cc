@@ -47,7 +47,7 @@ Status CheckPlatform(const ClusterSpec& cluster, const OpGraph& g) {
                  " x pp " + std::to_string(pc.pp) + " needs " + std::to_string(pc.world_size()) +
                  " GPUs, cluster '" + cluster.name + "' has " + std::to_string(cluster.world_size()));
   if (g.num_devices != DeviceMesh(pc).num_devices())
-    return Error("simgrid engine: malformed op graph (device count)");
+    return Error::Internal("simgrid engine: malformed op graph (device count)");
   if (g.num_ops() == 0) return Status();
   const CommSpec want = PlatformComm(cluster, pc);
   const CommSpec& got = g.source.comm;

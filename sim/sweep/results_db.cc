@@ -101,7 +101,7 @@ Status ResultsDb::Exec(const std::string& sql) {
 
 Result<std::vector<std::string>> ResultsDb::Columns() {
   Stmt st(db_, "PRAGMA table_info(runs)");
-  if (!st.ok()) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  if (!st.ok()) return Error::External(path_ + ": " + sqlite3_errmsg(db_));
   std::vector<std::string> cols;
   while (sqlite3_step(st.get()) == SQLITE_ROW) cols.push_back(st.ColText(1));
   return cols;
@@ -293,7 +293,7 @@ Status ResultsDb::Put(const RunRecord& r) {
     for (size_t i = 0; i < cols.size(); ++i) sql += i ? ", ?" : "?";
     sql += ")";
     Stmt st(db_, sql);
-    if (!st.ok()) return Error(path_ + ": " + sqlite3_errmsg(db_));
+    if (!st.ok()) return Error::External(path_ + ": " + sqlite3_errmsg(db_));
     int i = 1;
     st.Text(i++, r.run_key);
     st.Text(i++, r.sweep);
@@ -339,7 +339,7 @@ Status ResultsDb::Put(const RunRecord& r) {
     else
       st.Text(i++, SummaryToJson(*r.summary));
     st.TextOrNull(i++, r.scenario_yaml);
-    if (sqlite3_step(st.get()) != SQLITE_DONE) return Error(path_ + ": " + sqlite3_errmsg(db_));
+    if (sqlite3_step(st.get()) != SQLITE_DONE) return Error::External(path_ + ": " + sqlite3_errmsg(db_));
     return Status();
   };
   Status s = body();
@@ -355,7 +355,7 @@ Result<bool> ResultsDb::Merge(const RunRecord& r) {
   bool found = false;
   {
     Stmt st(db_, "SELECT status FROM runs WHERE run_key = ?");
-    if (!st.ok()) return Error(path_ + ": " + sqlite3_errmsg(db_));
+    if (!st.ok()) return Error::External(path_ + ": " + sqlite3_errmsg(db_));
     st.Text(1, r.run_key);
     if (sqlite3_step(st.get()) == SQLITE_ROW) {
       found = true;
@@ -369,36 +369,36 @@ Result<bool> ResultsDb::Merge(const RunRecord& r) {
 
 Status ResultsDb::PutSweep(const SweepInfo& s) {
   Stmt st(db_, "INSERT OR REPLACE INTO sweeps (name, path, axes_json, runs, digest) VALUES (?, ?, ?, ?, ?)");
-  if (!st.ok()) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  if (!st.ok()) return Error::External(path_ + ": " + sqlite3_errmsg(db_));
   st.Text(1, s.name);
   st.Text(2, s.path);
   st.Text(3, s.axes_json);
   sqlite3_bind_int(st.get(), 4, s.runs);
   st.TextOrNull(5, s.digest);
-  if (sqlite3_step(st.get()) != SQLITE_DONE) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  if (sqlite3_step(st.get()) != SQLITE_DONE) return Error::External(path_ + ": " + sqlite3_errmsg(db_));
   return Status();
 }
 
 Result<std::set<std::string>> ResultsDb::OkKeys(const std::string& sweep) {
   Stmt st(db_, sweep.empty() ? "SELECT run_key FROM runs WHERE status = 'ok'"
                              : "SELECT run_key FROM runs WHERE status = 'ok' AND sweep = ?");
-  if (!st.ok()) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  if (!st.ok()) return Error::External(path_ + ": " + sqlite3_errmsg(db_));
   if (!sweep.empty()) st.Text(1, sweep);
   std::set<std::string> keys;
   int rc;
   while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) keys.insert(st.ColText(0));
-  if (rc != SQLITE_DONE) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  if (rc != SQLITE_DONE) return Error::External(path_ + ": " + sqlite3_errmsg(db_));
   return keys;
 }
 
 Result<std::set<int64_t>> ResultsDb::OkIndices(const std::string& sweep) {
   Stmt st(db_, "SELECT run_index FROM runs WHERE status = 'ok' AND sweep = ?");
-  if (!st.ok()) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  if (!st.ok()) return Error::External(path_ + ": " + sqlite3_errmsg(db_));
   st.Text(1, sweep);
   std::set<int64_t> out;
   int rc;
   while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) out.insert(sqlite3_column_int64(st.get(), 0));
-  if (rc != SQLITE_DONE) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  if (rc != SQLITE_DONE) return Error::External(path_ + ": " + sqlite3_errmsg(db_));
   return out;
 }
 
@@ -410,7 +410,7 @@ Result<std::vector<RunRecord>> ResultsDb::Runs(const std::string& sweep) {
   if (!sweep.empty()) sql += " WHERE sweep = ?";
   sql += " ORDER BY sweep, run_index, run_key";
   Stmt st(db_, sql);
-  if (!st.ok()) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  if (!st.ok()) return Error::External(path_ + ": " + sqlite3_errmsg(db_));
   if (!sweep.empty()) st.Text(1, sweep);
   std::vector<RunRecord> out;
   int rc;
@@ -437,13 +437,13 @@ Result<std::vector<RunRecord>> ResultsDb::Runs(const std::string& sweep) {
     r.finished_at = st.ColText(10);
     out.push_back(std::move(r));
   }
-  if (rc != SQLITE_DONE) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  if (rc != SQLITE_DONE) return Error::External(path_ + ": " + sqlite3_errmsg(db_));
   return out;
 }
 
 Result<std::vector<SweepInfo>> ResultsDb::Sweeps() {
   Stmt st(db_, "SELECT name, path, axes_json, runs, digest FROM sweeps ORDER BY name");
-  if (!st.ok()) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  if (!st.ok()) return Error::External(path_ + ": " + sqlite3_errmsg(db_));
   std::vector<SweepInfo> out;
   while (sqlite3_step(st.get()) == SQLITE_ROW)
     out.push_back(
@@ -453,9 +453,9 @@ Result<std::vector<SweepInfo>> ResultsDb::Sweeps() {
 
 Status ResultsDb::Delete(const std::string& run_key) {
   Stmt st(db_, "DELETE FROM runs WHERE run_key = ?");
-  if (!st.ok()) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  if (!st.ok()) return Error::External(path_ + ": " + sqlite3_errmsg(db_));
   st.Text(1, run_key);
-  if (sqlite3_step(st.get()) != SQLITE_DONE) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  if (sqlite3_step(st.get()) != SQLITE_DONE) return Error::External(path_ + ": " + sqlite3_errmsg(db_));
   return Status();
 }
 
@@ -468,7 +468,7 @@ Result<std::string> ResultsDb::ExportCsv() {
   for (size_t i = 0; i < cols.size(); ++i) sql += (i ? ", " : "") + Quote(cols[i]);
   sql += " FROM runs ORDER BY sweep, run_index, run_key";
   Stmt st(db_, sql);
-  if (!st.ok()) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  if (!st.ok()) return Error::External(path_ + ": " + sqlite3_errmsg(db_));
   std::string out;
   for (size_t i = 0; i < cols.size(); ++i) out += (i ? "," : "") + CsvQuote(cols[i]);
   out += "\n";
@@ -492,7 +492,7 @@ Result<std::string> ResultsDb::ExportCsv() {
     }
     out += "\n";
   }
-  if (rc != SQLITE_DONE) return Error(path_ + ": " + sqlite3_errmsg(db_));
+  if (rc != SQLITE_DONE) return Error::External(path_ + ": " + sqlite3_errmsg(db_));
   return out;
 }
 

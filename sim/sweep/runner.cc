@@ -26,9 +26,9 @@
 #include <optional>
 #include <set>
 
-#include "driver/simulate.h"
 #include "core/util/csv.h"
 #include "core/util/interrupt.h"
+#include "driver/simulate.h"
 
 namespace mmtwin {
 namespace {
@@ -298,7 +298,7 @@ Result<SweepOutcome> RunSweepFrom(const SweepSpec& spec, int64_t count, const Ru
       int fds[2];
       if (::pipe(fds) != 0) {
         kill_all();
-        return Error(std::string("sweep: pipe: ") + std::strerror(errno));
+        return Error::External(std::string("sweep: pipe: ") + std::strerror(errno));
       }
       const pid_t parent = ::getpid();
       const pid_t pid = ::fork();
@@ -306,7 +306,7 @@ Result<SweepOutcome> RunSweepFrom(const SweepSpec& spec, int64_t count, const Ru
         ::close(fds[0]);
         ::close(fds[1]);
         kill_all();
-        return Error(std::string("sweep: fork: ") + std::strerror(errno));
+        return Error::External(std::string("sweep: fork: ") + std::strerror(errno));
       }
       if (pid == 0) {
         // Die with the sweep: a killed parent leaves no orphan workers running.
@@ -337,7 +337,7 @@ Result<SweepOutcome> RunSweepFrom(const SweepSpec& spec, int64_t count, const Ru
     if (n < 0) {
       if (errno == EINTR) continue;
       kill_all();
-      return Error(std::string("sweep: poll: ") + std::strerror(errno));
+      return Error::External(std::string("sweep: poll: ") + std::strerror(errno));
     }
     for (const pollfd& p : pfds) {
       if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) continue;

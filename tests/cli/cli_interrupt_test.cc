@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// SIGINT / SIGTERM to the real `mmtwin simulate` and `mmtwin sweep` (core/util/interrupt.h): simulate abandons the
+// SIGINT / SIGTERM to the real `mmtwin plan`, `mmtwin simulate` and `mmtwin sweep` (core/util/interrupt.h): plan
+// stops planning and prints only the interruption; simulate abandons the
 // run, exits 128 + signal and leaves the run folder as it was (absent, or the previous complete run byte for
 // byte); sweep stops its workers, keeps the finished runs, records no error for the killed ones, exits 128 +
 // signal, and the same command resumes without redoing them.
@@ -45,6 +46,19 @@ seed: 1
 engine: simgrid
 )";
 
+// Planning dominated by BMP's candidate timing (radius 6, up to 1,000 candidates timed, none pruned, 64
+// micro-batches on PP 8): ~1.4 s of BMP in a Release build against ~0.1 s for the rest, so a signal after 0.3 s or
+// more lands inside the search.
+const char* kBmp = R"(name: bmp-long
+trace: {preset: internvl-1.2m, samples: 20000, seed: 1}
+model: internvl-1.5-6b-20b
+cluster: {preset: a100-4x200g, nodes: 4}
+parallel: {dp: 2, tp: 2, pp: 8, micro_batches: 64, zero_stage: 1}
+policies: {data: isf, partition: {name: bmp, params: {prune: false, top_k: 1000, radius: 6}}, recompute: adaptive, schedule: 1f1b}
+iterations: 8
+seed: 1
+)";
+
 const char* kShort = R"(name: short
 trace: {preset: internvl-1.2m, samples: 2000, seed: 1}
 model: internvl-1.5-6b-20b
@@ -72,6 +86,7 @@ class CliInterruptTest : public ::testing::Test {
     std::ofstream(dir_ / "long.yaml") << kLong;
     std::ofstream(dir_ / "short.yaml") << kShort;
     std::ofstream(dir_ / "long-simgrid.yaml") << kLongSimgrid;
+    std::ofstream(dir_ / "bmp.yaml") << kBmp;
   }
   void TearDown() override { fs::remove_all(dir_); }
   // `mmtwin ARGS` sent SIGNAL after delay_s (GNU timeout; --preserve-status gives mmtwin's own exit code; a
@@ -92,6 +107,28 @@ TEST_F(CliInterruptTest, SimulateSigintLeavesNoFolder) {
   EXPECT_EQ(r.code, 130) << r.out;
   EXPECT_NE(r.out.find("interrupted (SIGINT)"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir_ / "run"));
+  ExpectNoStaging();
+}
+
+// Ctrl-C while BMP times its candidates (in `plan` and in `simulate`) prints the interruption, never an error at
+// the scenario's policies.partition line (which is what a cancellation inside BMP used to become).
+TEST_F(CliInterruptTest, SigintDuringBmpIsAnInterruptionNotAnError) {
+  for (double delay_s : {0.3, 0.6}) {
+    CliRun plan = Signalled("INT", delay_s, "plan bmp.yaml");
+    EXPECT_EQ(plan.code, 130) << plan.out;
+    EXPECT_NE(plan.out.find("mmtwin plan: interrupted (SIGINT) while planning; nothing was printed"),
+              std::string::npos)
+        << plan.out;
+    EXPECT_EQ(plan.out.find("bmp.yaml:"), std::string::npos) << plan.out;
+    EXPECT_EQ(plan.out.find("partition policy"), std::string::npos) << plan.out;
+
+    CliRun sim = Signalled("INT", delay_s, "simulate bmp.yaml -o run");
+    EXPECT_EQ(sim.code, 130) << sim.out;
+    EXPECT_NE(sim.out.find("mmtwin simulate: interrupted (SIGINT); nothing was written"), std::string::npos)
+        << sim.out;
+    EXPECT_EQ(sim.out.find("bmp.yaml:"), std::string::npos) << sim.out;
+    EXPECT_FALSE(fs::exists(dir_ / "run"));
+  }
   ExpectNoStaging();
 }
 

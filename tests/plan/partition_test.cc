@@ -368,6 +368,25 @@ TEST(BmpTest, EvaluatorErrorPropagates) {
   Result<Partition> r = RunPartitionPolicy("bmp", {}, ctx);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message().find("boom"), std::string::npos);
+  EXPECT_EQ(r.error().kind(), ErrorKind::kInvalidInput);
+}
+
+// A cancellation while BMP times its candidates (the planner's evaluate callback polls the cancel flag) comes back
+// as the cancellation itself, on the first candidate or a later one, never as an error naming the candidate.
+TEST(BmpTest, CancellationInsideTheSearchStaysACancellation) {
+  const LayerProfile prof = VlmProfile(8, 8);
+  for (int cancel_at : {0, 1, 3}) {
+    int calls = 0;
+    PartitionContext ctx{prof, 2, 2, {}, [&](const Partition&) -> Result<double> {
+                           if (calls++ == cancel_at) return Error::Cancelled();
+                           return 100.0 - calls;
+                         }};
+    Result<Partition> r = RunPartitionPolicy("bmp", {{"prune", "false"}}, ctx);
+    ASSERT_FALSE(r.ok()) << cancel_at;
+    EXPECT_TRUE(r.error().cancelled()) << r.error().message();
+    EXPECT_EQ(r.error().message(), "cancelled");
+    EXPECT_EQ(calls, cancel_at + 1);
+  }
 }
 
 TEST(BmpTest, CommWeightPrefersCheapCuts) {

@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 
 Status WriteSynced(const fs::path& path, std::string_view content) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Error(path.string() + ": cannot write: " + std::strerror(errno));
+  if (fd < 0) return Error::Io(path.string() + ": cannot write: " + std::strerror(errno));
   size_t off = 0;
   while (off < content.size()) {
     const ssize_t n = ::write(fd, content.data() + off, content.size() - off);
@@ -28,13 +28,13 @@ Status WriteSynced(const fs::path& path, std::string_view content) {
     if (n <= 0) {
       const int e = errno;
       ::close(fd);
-      return Error(path.string() + ": write failed: " + std::strerror(e));
+      return Error::Io(path.string() + ": write failed: " + std::strerror(e));
     }
     off += static_cast<size_t>(n);
   }
   const bool synced = ::fsync(fd) == 0;
   const int e = errno;
-  if (::close(fd) != 0 || !synced) return Error(path.string() + ": write failed: " + std::strerror(e));
+  if (::close(fd) != 0 || !synced) return Error::Io(path.string() + ": write failed: " + std::strerror(e));
   return Status();
 }
 
@@ -105,7 +105,7 @@ Status WriteFolderAtomic(const std::string& dir,
       return Error(dir + ": '" + file + "' is not a plain file name");
   const fs::path parent = target.parent_path();
   fs::create_directories(parent, ec);
-  if (ec) return Error(parent.string() + ": cannot create the folder: " + ec.message());
+  if (ec) return Error::Io(parent.string() + ": cannot create the folder: " + ec.message());
   // An existing target must be a run folder: empty, or holding the files written here (and plain files only).
   if (fs::exists(target, ec)) {
     if (!fs::is_directory(target, ec)) return Error(dir + ": exists and is not a folder");
@@ -127,7 +127,7 @@ Status WriteFolderAtomic(const std::string& dir,
   const fs::path staging = parent / (name + ".tmp-" + std::to_string(::getpid()));
   fs::remove_all(staging, ec);
   if (!fs::create_directory(staging, ec) || ec)
-    return Error(staging.string() + ": cannot create: " + ec.message());
+    return Error::Io(staging.string() + ": cannot create: " + ec.message());
   auto abandon = [&](Error e) {
     std::error_code ignore;
     fs::remove_all(staging, ignore);
@@ -150,16 +150,16 @@ Status WriteFolderAtomic(const std::string& dir,
       }
       if (lec) return abandon(Error(dir + ": cannot keep '" + f + "' of the old folder: " + lec.message()));
     }
-    if (ec) return abandon(Error(dir + ": cannot read the old folder: " + ec.message()));
+    if (ec) return abandon(Error::Io(dir + ": cannot read the old folder: " + ec.message()));
   }
   SyncFolder(staging);
 
   if (fs::exists(target, ec)) {
     // One atomic step: the target becomes the new folder, the staging path holds the old one.
     if (::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) != 0)
-      return abandon(Error(dir + ": cannot replace the folder: " + std::strerror(errno)));
+      return abandon(Error::Io(dir + ": cannot replace the folder: " + std::strerror(errno)));
   } else if (::rename(staging.c_str(), target.c_str()) != 0) {
-    return abandon(Error(dir + ": cannot create the folder: " + std::strerror(errno)));
+    return abandon(Error::Io(dir + ": cannot create the folder: " + std::strerror(errno)));
   }
   SyncFolder(parent);
   fs::remove_all(staging, ec);  // the old contents (or nothing)

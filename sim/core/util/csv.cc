@@ -20,14 +20,14 @@ Result<std::string> ReadFile(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) return Error(path + ": is a directory, expected a file");
   std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return Error(path + ": cannot open: " + std::strerror(errno));
+  if (!f) return Error::Io(path + ": cannot open: " + std::strerror(errno));
   std::string out;
   char buf[1 << 16];
   size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
   const int read_errno = std::ferror(f) ? errno : 0;
   std::fclose(f);
-  if (read_errno != 0) return Error(path + ": cannot read: " + std::strerror(read_errno));
+  if (read_errno != 0) return Error::Io(path + ": cannot read: " + std::strerror(read_errno));
   return out;
 }
 
@@ -58,7 +58,7 @@ void RemoveStaleTemporaries(const std::string& path) {
 Status WriteFileAtomic(const std::string& path, std::string_view content) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return Error(path + ": cannot write: " + std::strerror(errno));
+  if (!f) return Error::Io(path + ": cannot write: " + std::strerror(errno));
   const bool ok = std::fwrite(content.data(), 1, content.size(), f) == content.size() &&
                   std::fflush(f) == 0 &&
                   ::fsync(::fileno(f)) == 0;  // on disk before it replaces the old file
@@ -66,12 +66,12 @@ Status WriteFileAtomic(const std::string& path, std::string_view content) {
   const bool closed = std::fclose(f) == 0;
   if (!ok || !closed) {
     std::remove(tmp.c_str());
-    return Error(path + ": cannot write: " + std::strerror(write_errno ? write_errno : errno));
+    return Error::Io(path + ": cannot write: " + std::strerror(write_errno ? write_errno : errno));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int rename_errno = errno;
     std::remove(tmp.c_str());
-    return Error(path + ": cannot replace: " + std::strerror(rename_errno));
+    return Error::Io(path + ": cannot replace: " + std::strerror(rename_errno));
   }
   RemoveStaleTemporaries(path);
   return Status();
