@@ -71,9 +71,8 @@ Result<DataPlan> RunRandom(const DataPolicyContext& ctx, const Params& p) {
 //   mega-batch of megabatch_mult steps is sorted by length, descending; each step's dp * b samples are split
 //   into dp chunks by LLaVA's split_to_even_chunks: every sample goes to the chunk with the smallest length
 //   sum, a chunk closing at b samples. Ranks get similar totals; a mini-batch mixes long and short samples.
-// - "consecutive" (default; Hugging Face's LengthGroupedSampler, group_by_length): the sorted mega-batch is
-// cut into
-//   consecutive mini-batches, so mini-batches hold similar sizes (little padding) and, with a large
+// - "consecutive" (default; Hugging Face's LengthGroupedSampler, group_by_length): the sorted mega-batch is cut
+//   into consecutive mini-batches, so mini-batches hold similar sizes (little padding) and, with a large
 //   megabatch_mult, so do the ranks of one step.
 // Only the grouping key is balanced (LLM tokens by default); the other modality follows loosely. Steps are
 // shuffled afterwards (seeded) so an iteration does not see only the longest or the shortest steps.

@@ -42,8 +42,7 @@
 //   value (every cut at the layer with the largest boundary among layers 0..L-2) so the second term is in [0,
 //   1]. comm_weight = 0.1 (default) makes "every cut at the widest activation" cost as much as a 32%
 //   coefficient of variation of chunk times. A term whose denominator is 0 counts 0.
-// - Memory: with a fits_with_full_recompute callback, a candidate it rejects is dropped before it can enter
-// the
+// - Memory: with a fits_with_full_recompute callback, a candidate it rejects is dropped before it can enter the
 //   top K (checked only for candidates that would enter it: about a thousand calls for 78k candidates in
 //   partition_bench, all of them only when nearly everything is rejected).
 // - Evaluation: the anchor (when it fits) is evaluated first, then the top_k candidates in ascending score
