@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// mmtwin-report NAME|all [-o DIR] [--reduced] [--db FILE] [--scenarios DIR] [--runs DIR] [--jobs N]: regenerates a reproduction
-// report (report/report.h; the Qt plotter: gui/report.h). Plots are drawn offscreen (QT_QPA_PLATFORM defaults to offscreen here). Exit codes: 0
-// written; 1 a run or the writing failed; 2 bad input (unknown report, bad option, unwritable folder).
+// mmtwin-report NAME|all [-o DIR] [--reduced] [--db FILE] [--scenarios DIR] [--runs DIR] [--jobs N]: regenerates a
+// reproduction report (report/report.h) with its pictures drawn by the Qt plotter (report.h). Plots are drawn
+// offscreen (QT_QPA_PLATFORM defaults to offscreen here). Exit codes: 0 written; 1 a run or the writing failed; 2 bad
+// input (unknown report, bad option, unwritable folder).
 #include <QApplication>
 
 #include <cstdlib>

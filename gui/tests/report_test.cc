@@ -14,6 +14,7 @@
 // quote.
 // The validation index (`mmtwin-report validation`, the committed kept runs reused): every number of its table
 // against the figures recomputed from each suite's validation.csv and its runs' summaries.
+// A broken paper.yaml or template.md (sim/report/data) exits 1 naming file:line before anything runs.
 #include <QApplication>
 #include <QImage>
 
@@ -1002,4 +1003,34 @@ int main(int argc, char** argv) {
   QApplication app(argc, argv);  // QImage's PNG reader
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
+}
+
+// The reports' data (sim/report/data/NAME: paper.yaml, template.md) is read before anything runs; an error in it
+// names the file, line and field, writes nothing and exits 1. MMTWIN_REPORT_DATA points the real binary at a
+// broken copy.
+TEST(ReportTest, BrokenPaperValuesOrTemplateExitOneNamingFileAndLine) {
+  const fs::path tmp = TempRoot();
+  const fs::path data = tmp / "data";
+  fs::copy(fs::path(MMTWIN_SOURCE_DIR) / "sim/report/data", data, fs::copy_options::recursive);
+  {
+    std::ofstream(data / "omnibal" / "paper.yaml")
+        << "paper: P\ntables:\n  main:\n    ref: Table 2\n    rowz: x\n";
+  }
+  { std::ofstream(data / "orchmllm" / "template.md") << "# T\n\n{{#if full_scale}}\nnever closed\n"; }
+  setenv("MMTWIN_REPORT_DATA", data.c_str(), 1);
+  const Cmd paper = RunReport("omnibal --reduced -o '" + (tmp / "o").string() + "'", tmp);
+  const Cmd tmpl = RunReport("orchmllm --reduced -o '" + (tmp / "r").string() + "'", tmp);
+  unsetenv("MMTWIN_REPORT_DATA");
+  EXPECT_EQ(paper.rc, 1);
+  EXPECT_NE(paper.err.find((data / "omnibal" / "paper.yaml").string() +
+                           ":5: tables.main.rowz: unknown key; valid keys are: ref, rows, source, values"),
+            std::string::npos)
+      << paper.err;
+  EXPECT_EQ(tmpl.rc, 1);
+  EXPECT_NE(tmpl.err.find((data / "orchmllm" / "template.md").string() +
+                          ":3: {{#if full_scale}} without its {{/if}}"),
+            std::string::npos)
+      << tmpl.err;
+  EXPECT_FALSE(fs::exists(tmp / "o"));
+  EXPECT_FALSE(fs::exists(tmp / "r"));
 }

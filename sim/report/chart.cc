@@ -15,7 +15,7 @@ constexpr Rgb kGrid{0xe4, 0xe4, 0xe4};
 constexpr Rgb kDiagonal{0x88, 0x88, 0x88};
 
 // The frame's sizes (px): title band, legend band, tick labels and the y label left of the plot, right margin.
-constexpr double kTitleH = 26, kLegendH = 22, kTickW = 56, kYLabelW = 22, kRight = 16;
+constexpr double kTitleH = 26, kLegendH = 22, kTickW = 56, kYLabelW = 22, kRight = 16, kPointsRight = 32;
 constexpr Font kBase{};
 constexpr Font kTitleFont{1.1, true};
 constexpr Font kSmall{0.85, false};
@@ -36,11 +36,11 @@ Rgb Lighter(Rgb c, double amount) {
 
 // The plot area of bars and lines: below the title and legend, right of the ticks and the y label, above the
 // category labels (and the x label when there is one).
-RectF PlotRect(bool x_label, const Canvas& canvas) {
+RectF PlotRect(bool x_label, const Canvas& canvas, double right = kRight) {
   const double top = kTitleH + kLegendH + 8;
   const double bottom = canvas.Height() - (x_label ? 50 : 30);
   const double left = kYLabelW + kTickW;
-  return {left, top, std::max(10.0, canvas.Width() - left - kRight), std::max(10.0, bottom - top)};
+  return {left, top, std::max(10.0, canvas.Width() - left - right), std::max(10.0, bottom - top)};
 }
 
 void DrawTitle(const ChartSpec& c, Canvas& canvas) {
@@ -191,7 +191,8 @@ void DrawCategoryChart(const ChartSpec& c, Canvas& canvas) {
     DrawLines(c, plot, top, canvas);
 }
 
-// Points: both axes from 0 to one round top (so the y = x line is the diagonal), x ticks below the plot.
+// Points: both axes from 0 to one round top (so the y = x line is the diagonal), x ticks below the plot (the last
+// one centred on the plot's right edge: kPointsRight leaves room for its label).
 void DrawPointChart(const ChartSpec& c, Canvas& canvas) {
   double hi = 0;
   for (const ChartSeries& se : c.series) {
@@ -202,7 +203,7 @@ void DrawPointChart(const ChartSpec& c, Canvas& canvas) {
   }
   const double step = NiceStep(hi > 0 ? hi * 1.05 : 1, 6);
   const double top = hi > 0 ? std::ceil(hi * 1.05 / step) * step : 1;
-  const RectF plot = PlotRect(!c.x_label.empty(), canvas);
+  const RectF plot = PlotRect(!c.x_label.empty(), canvas, kPointsRight);
   auto px = [&](double v) { return plot.x + plot.w * v / top; };
   auto py = [&](double v) { return plot.bottom() - plot.h * v / top; };
   DrawValueAxis(plot, top, c.y_label, canvas);

@@ -168,8 +168,8 @@ TEST(ChartLayout, PointsShareOneScaleAndTheDiagonal) {
   c.series = {{"a", {50, 190}, true, {100, 200}}};
   Recorder r(400, 300);
   DrawChart(c, r);
-  // hi = 200 x 1.05 = 210, step 50, top 250; plot from (78, 56) to (384, 250).
-  const double top = 250, w = 400 - 78 - 16, h = 250 - 56;
+  // hi = 200 x 1.05 = 210, step 50, top 250; plot from (78, 56) to (368, 250) (32 px right for the last tick).
+  const double top = 250, w = 400 - 78 - 32, h = 250 - 56;
   ASSERT_EQ(r.circles.size(), 1u + 2);
   EXPECT_NEAR(r.circles[1].x, 78 + w * 100 / top, 1e-9);
   EXPECT_NEAR(r.circles[1].y, 250 - h * 50 / top, 1e-9);
@@ -177,7 +177,7 @@ TEST(ChartLayout, PointsShareOneScaleAndTheDiagonal) {
   bool diagonal = false;
   for (const auto& [a, b] : r.lines)
     diagonal = diagonal || (std::abs(a.x - 78) < 1e-9 && std::abs(a.y - 250) < 1e-9 &&
-                            std::abs(b.x - 384) < 1e-9 && std::abs(b.y - 56) < 1e-9);
+                            std::abs(b.x - 368) < 1e-9 && std::abs(b.y - 56) < 1e-9);
   EXPECT_TRUE(diagonal);
   for (const char* tick : {"0", "50", "100", "150", "200", "250"}) EXPECT_NE(r.TextOf(tick), nullptr) << tick;
   EXPECT_NE(r.TextOf("predicted = measured"), nullptr);
