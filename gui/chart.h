@@ -1,70 +1,67 @@
 // SPDX-License-Identifier: Apache-2.0
-// A small chart widget for reports and the GUI: grouped bars or lines over categories, with a title, axis labels
-// (the y label carries the unit), y ticks at round values, category labels on the x axis, a legend, and the value
-// written above each bar. Drawn with QPainter like the other views (no Qt Charts); renders offscreen at any size.
+// The reports' charts on Qt: a QPainter canvas for the one chart writer (report/chart.h: the layout, scales,
+// ticks, legend and title are computed there, Qt-free), a widget that shows a chart, and offscreen PNG rendering.
 //
-//   ChartSpec c;
-//   c.title = "GPU-days per epoch, paper vs mmtwin";
-//   c.y_label = "GPU-days";
-//   c.categories = {"baseline", "+data"};
-//   c.series = {{"paper (Table 3)", {61.8, 51.9}}, {"mmtwin", {56.1, 43.3}}};
-//   MMTWIN_ASSIGN_OR_RETURN(std::string png, RenderChartPng(c, 900, 420));
-//
-// Values that are not finite (NaN: no such figure) are left out: no bar, a gap in a line.
+//   report::ChartSpec c = ...;
+//   MMTWIN_ASSIGN_OR_RETURN(std::string png, RenderChartPng(c, 900, 420));   // a QApplication must exist
 #pragma once
 
+#include <QFont>
+#include <QPainter>
 #include <QWidget>
 
 #include <string>
 #include <vector>
 
 #include "core/util/status.h"
+#include "report/chart.h"
 
 namespace mmtwin::gui {
 
-struct ChartSeries {
-  std::string name;            // legend text
-  std::vector<double> values;  // one per category, in the y axis' unit; NaN = none
-  bool show_values = true;     // write each value (ChartSpec::value_decimals) above its bar or point
+// A report::Canvas drawing with `painter` (antialiasing as the painter has it); fonts are `base` scaled.
+class QPainterCanvas final : public report::Canvas {
+ public:
+  QPainterCanvas(QPainter& painter, double width, double height, const QFont& base);
+  double Width() const override { return width_; }
+  double Height() const override { return height_; }
+  void FillRect(const report::RectF& r, report::Rgb fill) override;
+  void Line(report::PointF a, report::PointF b, const report::Stroke& s) override;
+  void Polylines(const std::vector<std::vector<report::PointF>>& lines, const report::Stroke& s) override;
+  void Circle(report::PointF c, double r, const report::Stroke& s, std::optional<report::Rgb> fill) override;
+  void Text(const report::RectF& box, const std::string& text, report::HAlign h, report::VAlign v,
+            const report::Font& f, report::Rgb color) override;
+  void TextUp(report::PointF center, double length, double thickness, const std::string& text,
+              const report::Font& f, report::Rgb color) override;
+  // Exact: QFontMetrics::horizontalAdvance on the painter's device.
+  double TextWidth(const std::string& text, const report::Font& f) override;
+
+ private:
+  QFont FontOf(const report::Font& f) const;
+  void SetPen(const report::Stroke& s);
+
+  QPainter& p_;
+  double width_, height_;
+  QFont base_;
 };
 
-struct ChartSpec {
-  enum class Kind { kBars, kLines };
-  Kind kind = Kind::kBars;
-  std::string title;
-  std::string x_label;  // below the category labels ("" = none)
-  std::string y_label;  // with the unit, e.g. "GPU-days per epoch"
-  std::vector<std::string> categories;
-  std::vector<ChartSeries> series;
-  int value_decimals = 1;  // digits of the value written above each bar (-1 = none)
-};
-
+// A widget showing a chart at its size (antialiased, on white).
 class ChartView : public QWidget {
  public:
   explicit ChartView(QWidget* parent = nullptr);
-  void SetChart(ChartSpec spec);
-  const ChartSpec& chart() const { return spec_; }
-  // The plot area (inside the axes) at the current size.
-  QRectF PlotRect() const;
-  // The y axis' top value (a round number >= every value).
-  double YMax() const;
+  void SetChart(report::ChartSpec spec);
+  const report::ChartSpec& chart() const { return spec_; }
   QSize sizeHint() const override { return {900, 420}; }
 
  protected:
   void paintEvent(QPaintEvent*) override;
 
  private:
-  ChartSpec spec_;
+  report::ChartSpec spec_;
 };
-
-// Axis helpers shared by every chart of the GUI and the reports: a "nice" tick step (1, 2, 5 x 10^k) giving about
-// `target` ticks over `span`, and a tick's label with as many decimals as the step needs.
-double NiceStep(double span, int target);
-QString TickLabel(double v, double step);
 
 // `widget` drawn offscreen at w x h px as PNG bytes (a QApplication must exist). Errors: an empty image.
 Result<std::string> RenderWidgetPng(QWidget& widget, int w, int h);
 // A ChartView of `spec` as PNG bytes.
-Result<std::string> RenderChartPng(const ChartSpec& spec, int w, int h);
+Result<std::string> RenderChartPng(const report::ChartSpec& spec, int w, int h);
 
 }  // namespace mmtwin::gui

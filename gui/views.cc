@@ -19,14 +19,18 @@
 #include <cmath>
 #include <set>
 
-#include "chart.h"
 #include "core/plan/mesh.h"
+#include "report/chart.h"
 #include "sweep/sweep.h"
 
 namespace mmtwin::gui {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// The axes of every chart share the reports' tick rules (report/chart.h).
+using report::NiceStep;
+QString TickLabel(double v, double step) { return QString::fromStdString(report::TickLabel(v, step)); }
 
 QColor Rgb(uint32_t c) { return QColor((c >> 16) & 0xff, (c >> 8) & 0xff, c & 0xff); }
 

@@ -10,7 +10,8 @@
 //   held_out: [gpipe.yaml, recompute-full.yaml, ...]
 // `mmtwin validate` (cli/validate_cmd.cc) measures every scenario with the backend (or reuses its run), fits the
 // profile (Calibrate) and the memory terms (FitMemory) on the calibration runs, simulates each held-out scenario
-// with the analytic model and with the profile, and writes the report built here.
+// with the analytic model and with the profile, and scores it here; the write-up (README.md and its charts) is
+// the report library's (report/validation_suite.h), which this layer does not include.
 //
 // Metrics scored per held-out scenario (relative errors are (predicted - measured) / measured):
 //   iteration time p50, p99 and mean; tokens/s;               relative
@@ -75,14 +76,8 @@ struct ValidationHeadline {
 };
 ValidationHeadline Headline(const ValidationReport& r);
 
-// README.md of the report folder (tables per scenario and stage, MAPE, the calibration fit, what was checked).
-std::string ValidationMarkdown(const ValidationReport& r);
 // validation.csv: one row per held-out scenario, metric and model (analytic / calibrated): measured,
 // predicted, error.
 std::string ValidationCsv(const ValidationReport& r);
-// SVG charts: predicted against measured iteration time per held-out scenario (both models, log-free axes with
-// the y = x line); per-stage busy / bubble bars, measured and calibrated side by side.
-std::string ScatterSvg(const ValidationReport& r);
-std::string StageBarsSvg(const ValidationReport& r);
 
 }  // namespace mmtwin

@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "driver/planner.h"
-#include "driver/simulate.h"
 #include "core/records/plan_codec.h"
 #include "core/records/records_codec.h"
 #include "core/scenario/scenario.h"
 #include "core/util/csv.h"
 #include "core/util/interrupt.h"
+#include "driver/planner.h"
+#include "driver/simulate.h"
 
 namespace mmtwin {
 namespace {
@@ -248,12 +248,8 @@ Result<SuiteValidation> ValidateSuite(const ValidateSuiteOptions& o, ValidateFai
                              (o.machine.empty() ? "" : " --machine " + ShellQuote(o.machine));
   MMTWIN_RETURN_IF_ERROR(Predict(items, profile, report));
 
-  for (const auto& [name, text] :
-       std::vector<std::pair<std::string, std::string>>{{"README.md", ValidationMarkdown(report)},
-                                                        {"validation.csv", ValidationCsv(report)},
-                                                        {"scatter.svg", ScatterSvg(report)},
-                                                        {"stages.svg", StageBarsSvg(report)}})
-    if (Status st = WriteFileAtomic(o.output + "/" + name, text); !st.ok()) return st.error().Wrap("-o");
+  if (Status st = WriteFileAtomic(o.output + "/validation.csv", ValidationCsv(report)); !st.ok())
+    return st.error().Wrap("-o");
   if (failure) *failure = ValidateFailure::kNone;
   return v;
 }

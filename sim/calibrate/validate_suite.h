@@ -2,8 +2,10 @@
 // Running a validation suite end to end (the driver behind `mmtwin validate` and `mmtwin-report validation`):
 // measure every scenario of the suite with the real backend (`mmtwin-train launch`, one process per rank) or reuse
 // its kept run, fit the profile (Calibrate) and the memory terms (FitMemory) on the calibration runs only,
-// simulate every scenario with the analytic model and with the profile, and write the report folder
-// (validate.h: README.md, validation.csv, scatter.svg, stages.svg, and profile.csv; the backend logs under logs/).
+// simulate every scenario with the analytic model and with the profile, and write the results into the report
+// folder (profile.csv and validation.csv, validate.h; the backend logs under logs/). The write-up (README.md,
+// scatter.svg, stages.svg) is the caller's, through the report library (report/validation_suite.h: the CLI's
+// `mmtwin validate` and mmtwin-report write it), which this layer does not include.
 //
 //   ValidateSuiteOptions o;
 //   o.suite = "scenarios/validation/cpu-ws2.suite.yaml";
@@ -12,6 +14,7 @@
 //   o.reuse = true;                                   // kept runs of the same plan are not measured again
 //   MMTWIN_ASSIGN_OR_RETURN(SuiteValidation v, ValidateSuite(o));
 //   double mape = IterationMape(v.report, /*calibrated=*/true);
+//   MMTWIN_RETURN_IF_ERROR(report::WriteValidationReport(v.report, o.output));   // report/validation_suite.h
 //
 // Reuse: a kept run stands in for measuring a scenario again when it is a measured run of the same scenario and,
 // when it kept its plan.json, of the same plan this mmtwin builds for it now (parallel layout, partition,
@@ -50,7 +53,7 @@ struct SuiteValidation {
   int measured = 0, reused = 0;  // scenarios measured now, and reused from kept runs
 };
 
-// Runs the suite and writes the report folder (see above). Errors name the file, scenario or option; `failure`,
+// Runs the suite and writes its results into the report folder (see above). Errors name the file, scenario or option; `failure`,
 // when given, says which kind (kNone on success).
 Result<SuiteValidation> ValidateSuite(const ValidateSuiteOptions& options,
                                       ValidateFailure* failure = nullptr);

@@ -1,20 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 // mmtwin validate SUITE.yaml -o OUTDIR [--runs DIR] [--train PATH] [--reuse] [--machine TEXT]: measure every
 // scenario of a validation suite with the real backend (mmtwin-train launch, or reuse its run), fit the profile on
-// the calibration runs only, simulate each held-out scenario with the analytic model and with the profile, and
-// write the report (calibrate/validate.h): OUTDIR/README.md, validation.csv, scatter.svg, stages.svg,
-// profile.csv. Exit 0, 1 when a backend run fails, 2 on bad input.
+// the calibration runs only, simulate each held-out scenario with the analytic model and with the profile
+// (calibrate/validate_suite.h: OUTDIR/validation.csv, profile.csv), and write the report (report/validation_suite.h:
+// OUTDIR/README.md, scatter.svg, stages.svg). Exit 0, 1 when a backend run fails, 2 on bad input.
 #include <ostream>
 #include <string>
 
-#include "cli/commands.h"
 #include "calibrate/validate_suite.h"
+#include "cli/commands.h"
 #include "core/util/interrupt.h"
+#include "report/validation_suite.h"
 
 namespace mmtwin::cli {
 
-// The suite runs in the library (calibrate/validate_suite.h, shared with mmtwin-report validation); this
-// maps its progress to stdout and its failures to exit codes.
+// The suite runs in the library (calibrate/validate_suite.h, shared with mmtwin-report validation) and is written
+// up by the report library (report/validation_suite.h); this maps its progress to stdout and its failures to exit
+// codes.
 int RunValidate(const ValidateArgs& a, std::ostream& out, std::ostream& err) {
   InstallInterruptHandlers();
   ValidateSuiteOptions o;
@@ -39,6 +41,10 @@ int RunValidate(const ValidateArgs& a, std::ostream& out, std::ostream& err) {
     }
   }
   const ValidationReport& report = v->report;
+  if (const Status st = report::WriteValidationReport(report, a.output); !st.ok()) {
+    err << "mmtwin validate: " << st.error().Wrap("-o").message() << "\n";
+    return 2;
+  }
   out << "iteration time p50, MAPE over " << report.held_out.size() << " held-out scenarios: analytic "
       << 100 * IterationMape(report, false) << "%, calibrated " << 100 * IterationMape(report, true) << "%\n"
       << "wrote " << a.output << "/README.md (and validation.csv, scatter.svg, stages.svg, profile.csv)\n";

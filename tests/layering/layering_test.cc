@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Layering (sim/README.md): the folders of sim/, backend/ and gui/ form layers, and an include may only point to
 // the same layer or a lower one; the programs (the CLI, the backend, the GUI, the report generator) are the top
-// layer and include nothing of one another. Third-party frameworks stay in their layer: only sim/engine includes SimGrid, only backend/
-// includes Torch, only gui/ includes Qt; the core's headers include no nlohmann/json (it reaches every
-// translation unit that includes them and doubles their compile time). Always built (not only with SimGrid).
+// layer and include nothing of one another. Third-party frameworks stay in their layer: only sim/engine includes
+// SimGrid, only backend/ includes Torch, only gui/ includes Qt (so the report library sim/report is Qt-free: gui/
+// holds its Qt plotter); the core's headers include no nlohmann/json (it reaches every translation unit that
+// includes them and doubles their compile time). Always built (not only with SimGrid).
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -22,9 +23,11 @@ namespace fs = std::filesystem;
 // The layers, by folder (repository-relative): an include may only point to the same rank or a lower one. Same
 // rank below the clients: mutual includes allowed (trace <-> model: a trace's tokens depend on the model, the model
 // zoo reads trace sizes). sim/core/ is exactly the core (0..7) and io (10) libraries; the engine and the clients of
-// the core (driver, sweep, calibrate) are folders of sim/ beside it. The programs are the top rank, kClientRank, and
-// a client includes no other client: each names its client, and only folders of the same client may include one
-// another there.
+// the core (driver, sweep, calibrate) are folders of sim/ beside it; the report library (sim/report: the reports,
+// the validation write-ups, the chart writer; Qt-free) sits above sweep and calibrate, below the programs that use
+// it (the CLI's `mmtwin validate`, gui/'s mmtwin-report), so calibrate cannot include it. The programs are the top
+// rank, kClientRank, and a client includes no other client: each names its client, and only folders of the same
+// client may include one another there.
 constexpr int kClientRank = 20;
 struct Layer {
   int rank = 0;
@@ -36,6 +39,7 @@ const std::map<std::string, Layer> kLayers = {
     {"sim/core/balance", {5}},  {"sim/core/graph", {6}},    {"sim/core/eval", {7}},
     {"sim/core/scenario", {10}}, {"sim/core/records", {10}}, {"sim/engine", {11}},
     {"sim/driver", {12}},       {"sim/sweep", {13}},        {"sim/calibrate", {13}},
+    {"sim/report", {14}},
     {"sim/cli", {kClientRank, "mmtwin"}},
     {"backend", {kClientRank, "mmtwin-train"}},
     {"gui", {kClientRank, "mmtwin-gui"}},
@@ -268,6 +272,12 @@ TEST(LayeringTest, TheCheckerSeesViolations) {
   EXPECT_NE(Violation("gui/views.cc", "sim/cli/cli_format.h"), "");
   EXPECT_NE(Violation("backend/measure.cc", "gui/run_data.h"), "");
   EXPECT_EQ(Violation("sim/cli/app.cc", "sim/sweep/runner.h"), "");
+  // The reports: above calibrate (which asks nothing of them), below both programs that write them.
+  EXPECT_NE(Violation("sim/calibrate/validate_suite.cc", "sim/report/validation_suite.h"), "");
+  EXPECT_EQ(Violation("sim/report/validation.cc", "sim/calibrate/validate_suite.h"), "");
+  EXPECT_EQ(Violation("sim/cli/validate_cmd.cc", "sim/report/validation_suite.h"), "");
+  EXPECT_EQ(Violation("gui/report_plotter.cc", "sim/report/plotter.h"), "");
+  EXPECT_NE(Violation("sim/report/report.cc", "gui/report.h"), "");
   EXPECT_EQ(Violation("tests/cli/cli_test.cc", "sim/cli/commands.h"), "");
 }
 

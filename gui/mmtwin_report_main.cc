@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// mmtwin-report NAME|all [-o DIR] [--reduced] [--db FILE] [--scenarios DIR] [--runs DIR] [--jobs N]: regenerates a reproduction
-// report (gui/report.h). Plots are drawn offscreen (QT_QPA_PLATFORM defaults to offscreen here). Exit codes: 0
-// written; 1 a run or the writing failed; 2 bad input (unknown report, bad option, unwritable folder).
+// mmtwin-report NAME|all [-o DIR] [--reduced] [--db FILE] [--scenarios DIR] [--runs DIR] [--jobs N]: regenerates a
+// reproduction report (report/report.h) with its pictures drawn by the Qt plotter (report.h). Plots are drawn
+// offscreen (QT_QPA_PLATFORM defaults to offscreen here). Exit codes: 0 written; 1 a run or the writing failed; 2 bad
+// input (unknown report, bad option, unwritable folder).
 #include <QApplication>
 
 #include <cstdlib>
@@ -10,12 +11,13 @@
 #include <vector>
 
 #include "report.h"
+#include "report/report.h"
 
 namespace {
 
 int Usage(std::ostream& os, int code) {
   std::string names;
-  for (const std::string& n : mmtwin::gui::ReportNames()) names += (names.empty() ? "" : ", ") + n;
+  for (const std::string& n : mmtwin::report::ReportNames()) names += (names.empty() ? "" : ", ") + n;
   os << "usage: mmtwin-report NAME [-o DIR] [--reduced] [--db FILE] [--scenarios DIR] [--runs DIR] [--jobs "
         "N]\n"
         "  NAME             the report: "
@@ -39,7 +41,7 @@ int Usage(std::ostream& os, int code) {
 int main(int argc, char** argv) {
   std::string command = "mmtwin-report";
   for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
-  mmtwin::gui::ReportOptions o;
+  mmtwin::report::ReportOptions o;
   o.command = command;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -91,16 +93,16 @@ int main(int argc, char** argv) {
       std::cerr << "mmtwin-report: all uses one database per report; --db is for one report\n";
       return 2;
     }
-    names = mmtwin::gui::ReportNames();
+    names = mmtwin::report::ReportNames();
   }
   // Every name and output folder is checked before anything runs.
-  std::vector<mmtwin::gui::ReportOptions> jobs;
+  std::vector<mmtwin::report::ReportOptions> jobs;
   for (const std::string& name : names) {
-    mmtwin::gui::ReportOptions one = o;
+    mmtwin::report::ReportOptions one = o;
     one.name = name;
     bool known = false;
     std::string valid;
-    for (const std::string& n : mmtwin::gui::ReportNames()) {
+    for (const std::string& n : mmtwin::report::ReportNames()) {
       known = known || n == name;
       valid += (valid.empty() ? "" : ", ") + n;
     }
@@ -110,7 +112,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (one.out_dir.empty()) one.out_dir = "reports/" + name;
-    if (const mmtwin::Status st = mmtwin::gui::CheckOutputDir(one.out_dir); !st.ok()) {
+    if (const mmtwin::Status st = mmtwin::report::CheckOutputDir(one.out_dir); !st.ok()) {
       std::cerr << "mmtwin-report: " << st.error().message() << "\n";
       return 2;
     }
@@ -119,8 +121,9 @@ int main(int argc, char** argv) {
   }
   if (!std::getenv("QT_QPA_PLATFORM")) setenv("QT_QPA_PLATFORM", "offscreen", 1);
   QApplication app(argc, argv);
-  for (const mmtwin::gui::ReportOptions& one : jobs) {
-    const mmtwin::Status st = mmtwin::gui::GenerateReport(one);
+  mmtwin::gui::QtPlotter plotter;
+  for (const mmtwin::report::ReportOptions& one : jobs) {
+    const mmtwin::Status st = mmtwin::report::GenerateReport(one, plotter);
     if (!st.ok()) {
       std::cerr << "mmtwin-report: " << one.name << ": " << st.error().message() << "\n";
       return 1;
