@@ -24,7 +24,8 @@
 
 namespace mmtwin::backend {
 
-// The measured summary of the iterations so far. `ops` are every measured op (all iterations, start_us relative
+// The measured summary of the iterations so far: what the plan gives (PlannedRunSummary, driver/run_summary.h:
+// header, iteration-time statistics, epoch projection) and the time split, throughput and stages of the ops. `ops` are every measured op (all iterations, start_us relative
 // to each iteration's start), `iteration_us` one entry per measured iteration, `peak_bytes_per_stage` the largest
 // peak of any rank of each pipeline stage. `engine`: "libtorch-gloo" or "libtorch-nccl".
 RunSummary MeasuredSummary(const PlannedRun& run, const std::vector<OpRecord>& ops,

@@ -8,7 +8,10 @@
 //   MMTWIN_ASSIGN_OR_RETURN(SimulationResult r, Simulate(s, o));
 //   WriteFileAtomic(dir + "/summary.json", SummaryToJson(r.summary) + "\n");     // records_codec.h
 //
-// The summary's fields are RunSummary's (core/records/records.h); stages.csv is StagesCsv(r.summary.stages).
+// The summary's fields are RunSummary's (core/records/records.h): what it takes from the plan is
+// PlannedRunSummary's (run_summary.h), shared with measured runs; the replay adds the time split, throughput, MFU,
+// memory verdict and the stages' timings. Steps: replay (price, build or reprice, evaluate each iteration) ->
+// aggregate (sums over iterations, devices and stages) -> summary.
 #pragma once
 
 #include <atomic>
@@ -56,10 +59,5 @@ struct SimulationResult {
 };
 
 Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOptions& options);
-
-// The planned side of a stage's record, shared by simulated and measured runs: stage, layer range and labels,
-// layers, params, recomputed layers, and the planned memory (model state, peak activation, peak, capacity,
-// fits). Timing fields are left zero for the caller.
-StageRecord PlannedStageRecord(const PlanStage& ps);
 
 }  // namespace mmtwin
