@@ -26,7 +26,7 @@ namespace mmtwin {
 std::string PlanToJson(const Plan& plan);
 // Parses and checks (types, sizes consistent with parallel, a known schema version; ValidatePartition,
 // ValidateSchedule); errors name `name` and the field ("plan.json: iterations[3].micro_batches: expected dp = 4
-// ranks").
+// ranks"), or for a syntax error `name` and its line.
 Result<Plan> PlanFromJson(const std::string& text, const std::string& name);
 
 }  // namespace mmtwin

@@ -29,8 +29,8 @@ namespace mmtwin {
 // summary.json text (2-space indent, keys sorted, no final newline).
 std::string SummaryToJson(const RunSummary& s);
 // Parses summary.json text; `name` (the file) is used in messages: "runs/a/summary.json: iteration_time_us.p50:
-// missing". Files written before the schema had `schema_version` / `source` read as version 1, simulated; a
-// newer schema version is an error.
+// missing", "runs/a/summary.json:3: not valid JSON: ..." (a syntax error, with its line). Files written before the
+// schema had `schema_version` / `source` read as version 1, simulated; a newer schema version is an error.
 Result<RunSummary> SummaryFromJson(const std::string& text, const std::string& name);
 // Reads RUNDIR/summary.json (or the file itself when `path` is not a folder).
 Result<RunSummary> LoadSummary(const std::string& path);
