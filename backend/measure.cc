@@ -9,9 +9,7 @@
 
 #include "core/plan/mesh.h"
 #include "core/records/perfetto.h"
-#include "core/records/plan_codec.h"
-#include "core/records/records_codec.h"
-#include "core/util/atomic_dir.h"
+#include "core/records/run_folder.h"
 #include "driver/run_summary.h"
 
 namespace mmtwin::backend {
@@ -191,13 +189,14 @@ Status WriteMeasuredRun(const std::string& rundir, const PlannedRun& run, const 
   std::vector<OpRecord> last_ops;
   for (const OpRecord& o : ops)
     if (o.iteration == last) last_ops.push_back(o);
-  return WriteFolderAtomic(rundir, {{"summary.json", SummaryToJson(summary) + "\n"},
-                                    {"stages.csv", StagesCsv(summary.stages)},
-                                    {"ops.csv", OpsCsv(ops)},
-                                    {"trace.json", PerfettoTrace(last_ops, run.plan.parallel) + "\n"},
-                                    {"layers.csv", LayerTimingsCsv(layers, Layers(run.model))},
-                                    {"plan.json", PlanToJson(run.plan) + "\n"},
-                                    {"scenario.yaml", FormatScenario(run.scenario)}});
+  return RunFolderWriter()
+      .AddSummary(summary)
+      .AddOps(ops)
+      .AddTrace(PerfettoTrace(last_ops, run.plan.parallel) + "\n")
+      .AddLayers(layers, Layers(run.model))
+      .AddPlan(run.plan)
+      .AddScenario(FormatScenario(run.scenario))
+      .Write(rundir);
 }
 
 RecordWriter::RecordWriter(std::string rundir, const PlannedRun& run, int warmup_iterations,

@@ -33,8 +33,8 @@ RunSummary MeasuredSummary(const PlannedRun& run, const std::vector<OpRecord>& o
                            const std::vector<int64_t>& peak_bytes_per_stage, int warmup_iterations,
                            const std::string& engine);
 
-// Writes RUNDIR as a unit (core/util/atomic_dir.h): summary.json, stages.csv, ops.csv (every measured op),
-// trace.json (Perfetto, the last measured iteration), layers.csv, plan.json, scenario.yaml.
+// Writes RUNDIR as a unit (RunFolderWriter, core/records/run_folder.h): the summary and its stages, every measured
+// op, the Perfetto trace of the last measured iteration, the per-layer timings, the plan and the scenario.
 Status WriteMeasuredRun(const std::string& rundir, const PlannedRun& run, const RunSummary& summary,
                         const std::vector<OpRecord>& ops, const std::vector<LayerTiming>& layers);
 

@@ -25,6 +25,7 @@
 
 #include "core/plan/mesh.h"
 #include "core/records/records_codec.h"
+#include "core/records/run_folder.h"
 #include "editor.h"
 #include "synthetic_ops.h"
 #include "main_window.h"

@@ -33,12 +33,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/records/records_codec.h"
+#include "core/records/run_folder.h"
+#include "core/scenario/scenario.h"
 #include "driver/max_seq.h"
 #include "driver/planner.h"
-#include "core/records/records_codec.h"
-#include "core/scenario/scenario.h"
-#include "sweep/results_db.h"
 #include "report.h"
+#include "sweep/results_db.h"
 
 namespace fs = std::filesystem;
 using mmtwin::ResultsDb;

@@ -12,8 +12,7 @@
 
 #include "cli/cli_format.h"
 #include "cli/commands.h"
-#include "core/records/records_codec.h"
-#include "core/util/csv.h"
+#include "core/records/run_folder.h"
 
 namespace mmtwin::cli {
 namespace {
@@ -102,7 +101,7 @@ int RunCompare(const CompareArgs& args, std::ostream& out, std::ostream& err) {
   const std::vector<std::string>& runs = args.runs;
   const bool as_json = args.json;
   if (runs.size() != 2) {
-    err << "mmtwin compare: give two runs (run folders or summary.json files)\n";
+    err << "mmtwin compare: give two runs (run folders or " << RunFileName(RunFile::kSummary) << " files)\n";
     return 2;
   }
   auto a = LoadSummary(runs[0]);

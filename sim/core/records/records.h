@@ -5,7 +5,7 @@
 // read them back through it. A renamed field fails to compile in every reader instead of printing "n/a".
 //
 //   RunSummary s = result.summary;                 // from Simulate (source simulated)
-//   WriteFileAtomic(dir + "/summary.json", SummaryToJson(s) + "\n");
+//   std::string text = SummaryToJson(s);           // a run folder's summary (run_folder.h RunFolderWriter)
 //   MMTWIN_ASSIGN_OR_RETURN(RunSummary back, SummaryFromJson(text, "runs/x/summary.json"));
 //
 // Units are in the names: _us microseconds, _bytes bytes, _ratio a fraction of device time, _s seconds.

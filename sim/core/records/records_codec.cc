@@ -4,7 +4,6 @@
 
 #include <charconv>
 #include <cmath>
-#include <filesystem>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -297,17 +296,6 @@ std::string SummaryToJson(const RunSummary& s) {
 Result<RunSummary> SummaryFromJson(const std::string& text, const std::string& name) {
   MMTWIN_ASSIGN_OR_RETURN(const json j, ParseJsonObject(text, name, "a summary.json"));
   return ReadSummary(j, name);
-}
-
-Result<RunSummary> LoadSummary(const std::string& arg) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  std::string path = arg;
-  if (fs::is_directory(arg, ec)) path = (fs::path(arg) / "summary.json").string();
-  if (!fs::is_regular_file(path, ec))
-    return Error(path + ": no such summary (give a run folder or a summary.json)");
-  MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  return SummaryFromJson(text, path);
 }
 
 std::string StagesCsv(const std::vector<StageRecord>& stages) {
