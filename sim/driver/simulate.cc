@@ -113,7 +113,7 @@ Result<Replay> ReplayIterations(const PlannedRun& run, Evaluator& evaluator, con
   const size_t replayed = plan.iterations.size();
   const int trace_at = std::clamp(options.trace_iteration, 0, static_cast<int>(replayed) - 1);
   for (size_t i = 0; i < replayed; ++i) {
-    if (options.cancel && options.cancel->load(std::memory_order_relaxed)) return Error("cancelled");
+    if (options.cancel && options.cancel->load(std::memory_order_relaxed)) return Error::Cancelled();
     const IterationData& it = plan.iterations[i];
     const IterationCosts costs =
         pricer.PriceIteration(it, run.tokens, run.packing(), plan.partition, plan.recompute);
