@@ -7,115 +7,80 @@
 #include <map>
 #include <sstream>
 
-#include "driver/simulate.h"
 #include "core/plan/mesh.h"
 #include "core/records/perfetto.h"
-#include "core/records/plan_codec.h"
-#include "core/records/records_codec.h"
-#include "core/util/atomic_dir.h"
-#include "core/util/text.h"
+#include "core/records/run_folder.h"
+#include "driver/run_summary.h"
 
 namespace mmtwin::backend {
 
-RunSummary MeasuredSummary(const PlannedRun& run, const std::vector<OpRecord>& ops,
-                           const std::vector<double>& iteration_us,
-                           const std::vector<int64_t>& peak_bytes_per_stage, int warmup_iterations,
-                           const std::string& engine) {
-  const Plan& plan = run.plan;
-  const ParallelConfig& par = plan.parallel;
-  const DeviceMesh mesh(par, run.cluster.gpus_per_node);
-  const int devices = mesh.num_devices();
-  RunSummary s;
-  s.source = RecordSource::kMeasured;
-  s.scenario = run.scenario.name;
-  s.model = run.model.name;
-  s.cluster = {run.cluster.name, run.cluster.nodes, run.cluster.device.name};
-  s.engine = engine;
-  s.parallel = par;
-  auto policy = [](const PolicyRef& r) { return PolicyRecord{r.name, r.params}; };
-  s.data_policy = policy(run.scenario.data);
-  s.partition_policy = policy(run.scenario.partition);
-  s.recompute_policy = policy(run.scenario.recompute);
-  s.schedule_policy = policy(run.scenario.schedule);
-  s.trace_samples = run.trace_samples;
-  s.iterations_in_epoch = plan.iterations_in_epoch;
-  s.iterations_replayed = static_cast<int64_t>(iteration_us.size());
-  (void)warmup_iterations;
-  const DataMetrics& dm = run.data_metrics;
-  s.data = {dm.pad_ratio,       dm.dist_ratio_vit,  dm.dist_ratio_llm,
-            dm.mean_batch_size, dm.samples_skipped, dm.samples_dropped};
-  const PartitionReport& pr = run.partition_report;
-  s.partition = {plan.partition.bounds, pr.var_fwd_us2, pr.sum_comm_bytes, pr.var_params, pr.var_layers};
-  s.recomputed_layers = plan.recompute.Count();
-  if (iteration_us.empty()) return s;
+namespace {
 
-  const double n = static_cast<double>(iteration_us.size());
-  double total = 0;
-  for (double t : iteration_us) total += t;
-  const double mean = total / n;
-  double var = 0;
-  for (double t : iteration_us) var += (t - mean) * (t - mean);
-  var = iteration_us.size() > 1 ? var / (n - 1) : 0;
-  const int64_t epoch_its = plan.iterations_in_epoch;
-  const double fpc = epoch_its > 1 ? std::sqrt(std::max(0.0, (epoch_its - n) / (epoch_its - 1.0))) : 0;
-  const double half = 1.96 * std::sqrt(var / n) * fpc;
-  s.iteration_time_us = {mean,
-                         Percentile(iteration_us, 0.5),
-                         Percentile(iteration_us, 0.99),
-                         *std::min_element(iteration_us.begin(), iteration_us.end()),
-                         *std::max_element(iteration_us.begin(), iteration_us.end()),
-                         mean - half,
-                         mean + half};
-
-  // Per device: busy, bubble, exposed comm, recompute; per stage: forward / backward / recompute per
-  // micro-batch.
-  std::vector<double> busy(devices, 0), bubble(devices, 0), exposed(devices, 0), rc(devices, 0);
+// What the measured ops add up to: per device (busy, exposed comm, recompute, dispatch; then idle and bubble by
+// the simulator's definitions) and per stage (forward / backward / recompute time), and the tokens and samples.
+struct MeasuredTotals {
+  std::vector<double> busy, bubble, exposed, recompute, idle;
   // The data dispatch (and the orchestrator's backward all-to-all) blocks the rank's compute: exposed
   // communication, as the simulator counts a compute wait on the dispatch lane, and reported on its own.
-  std::vector<double> dispatch(devices, 0);
-  std::vector<int64_t> dispatch_mbs(devices, 0);
-  std::vector<double> st_fwd(par.pp, 0), st_bwd(par.pp, 0), st_rc(par.pp, 0);
+  std::vector<double> dispatch;
+  std::vector<int64_t> dispatch_mbs;
+  std::vector<double> stage_fwd, stage_bwd, stage_recompute;
   double tokens = 0, samples = 0;
+};
+
+// Sums the ops' durations by kind into busy, exposed comm, recompute, dispatch and the per-stage passes.
+MeasuredTotals SumOps(const std::vector<OpRecord>& ops, const DeviceMesh& mesh, int pp) {
+  const int devices = mesh.num_devices();
+  MeasuredTotals t;
+  for (auto* v : {&t.busy, &t.bubble, &t.exposed, &t.recompute, &t.idle, &t.dispatch}) v->assign(devices, 0);
+  t.dispatch_mbs.assign(devices, 0);
+  for (auto* v : {&t.stage_fwd, &t.stage_bwd, &t.stage_recompute}) v->assign(pp, 0);
   for (const OpRecord& o : ops) {
     if (o.device < 0 || o.device >= devices) continue;
     const int stage = mesh.PpOfDevice(o.device);
     switch (o.kind) {
       case OpKind::kForward:
-        busy[o.device] += o.duration_us;
-        st_fwd[stage] += o.duration_us;
+        t.busy[o.device] += o.duration_us;
+        t.stage_fwd[stage] += o.duration_us;
         if (o.chunk == 0) {
-          tokens += static_cast<double>(o.tokens);
-          samples += o.spans;
+          t.tokens += static_cast<double>(o.tokens);
+          t.samples += o.spans;
         }
         break;
       case OpKind::kBackward:
       case OpKind::kBackwardWeight:
-        busy[o.device] += o.duration_us;
-        st_bwd[stage] += o.duration_us;
+        t.busy[o.device] += o.duration_us;
+        t.stage_bwd[stage] += o.duration_us;
         break;
       case OpKind::kRecompute:
-        busy[o.device] += o.duration_us;
-        rc[o.device] += o.duration_us;
-        st_rc[stage] += o.duration_us;
+        t.busy[o.device] += o.duration_us;
+        t.recompute[o.device] += o.duration_us;
+        t.stage_recompute[stage] += o.duration_us;
         break;
       case OpKind::kOptimizer:
-        busy[o.device] += o.duration_us;
+        t.busy[o.device] += o.duration_us;
         break;
       case OpKind::kDpWait:
-        exposed[o.device] += o.duration_us;
+        t.exposed[o.device] += o.duration_us;
         break;
       case OpKind::kDispatch:
-        exposed[o.device] += o.duration_us;
-        dispatch[o.device] += o.duration_us;
-        if (o.pass == PassKind::kForward) ++dispatch_mbs[o.device];  // one per micro-batch
+        t.exposed[o.device] += o.duration_us;
+        t.dispatch[o.device] += o.duration_us;
+        if (o.pass == PassKind::kForward) ++t.dispatch_mbs[o.device];  // one per micro-batch
         break;
       default:
         break;
     }
   }
-  // Idle as the simulator defines it (core/eval/analytic.h): a device's wait for the other DP replicas, the
-  // iteration's end less its replica's last op end; bubble is then the rest of the device's time that is
-  // neither busy nor exposed DP communication (P2P waits, sends, warm-up / cool-down and the gaps between ops).
+  return t;
+}
+
+// Idle as the simulator defines it (core/eval/analytic.h): a device's wait for the other DP replicas, the
+// iteration's end less its replica's last op end; bubble is then the rest of the device's time (`total_us`) that
+// is neither busy nor exposed DP communication (P2P waits, sends, warm-up / cool-down and the gaps between ops).
+void AddIdleAndBubble(const std::vector<OpRecord>& ops, const DeviceMesh& mesh, double total_us,
+                      MeasuredTotals& t) {
+  const int devices = mesh.num_devices();
   std::map<int64_t, double> it_end;                       // iteration -> last op end (ops start at 0)
   std::map<std::pair<int64_t, int>, double> replica_end;  // (iteration, dp replica) -> last op end
   for (const OpRecord& o : ops) {
@@ -126,23 +91,28 @@ RunSummary MeasuredSummary(const PlannedRun& run, const std::vector<OpRecord>& o
     double& re = replica_end[{o.iteration, mesh.DpOfDevice(o.device)}];
     re = std::max(re, end);
   }
-  std::vector<double> idle(devices, 0);
   for (int d = 0; d < devices; ++d)
     for (const auto& [it, end] : it_end) {
       auto re = replica_end.find({it, mesh.DpOfDevice(d)});
-      if (re != replica_end.end()) idle[d] += std::max(0.0, end - re->second);
+      if (re != replica_end.end()) t.idle[d] += std::max(0.0, end - re->second);
     }
-  for (int d = 0; d < devices; ++d) bubble[d] = std::max(0.0, total - busy[d] - exposed[d] - idle[d]);
-  const double device_time = total * devices;
+  for (int d = 0; d < devices; ++d)
+    t.bubble[d] = std::max(0.0, total_us - t.busy[d] - t.exposed[d] - t.idle[d]);
+}
+
+// The run's time split (of GPU time), dispatch and throughput.
+void AddMeasuredTotals(const MeasuredTotals& t, double total_us, RunSummary& s) {
+  const int devices = static_cast<int>(t.busy.size());
+  const double device_time = total_us * devices;
   double b = 0, bu = 0, ex = 0, r = 0, dis = 0;
   int64_t dis_mbs = 0;
   for (int d = 0; d < devices; ++d) {
-    b += busy[d];
-    bu += bubble[d];
-    ex += exposed[d];
-    r += rc[d];
-    dis += dispatch[d];
-    dis_mbs += dispatch_mbs[d];
+    b += t.busy[d];
+    bu += t.bubble[d];
+    ex += t.exposed[d];
+    r += t.recompute[d];
+    dis += t.dispatch[d];
+    dis_mbs += t.dispatch_mbs[d];
   }
   s.dispatch_us_mean = dis_mbs > 0 ? dis / static_cast<double>(dis_mbs) : 0.0;
   s.exposed_dispatch_ratio = dis / device_time;
@@ -151,31 +121,34 @@ RunSummary MeasuredSummary(const PlannedRun& run, const std::vector<OpRecord>& o
   s.exposed_comm_ratio = ex / device_time;
   s.idle_ratio = std::max(0.0, 1.0 - s.busy_ratio - s.bubble_ratio - s.exposed_comm_ratio);
   s.recompute_ratio = r / device_time;
-  s.tokens_per_s = tokens / (total * 1e-6);
-  s.samples_per_s = samples / (total * 1e-6);
+  s.tokens_per_s = t.tokens / (total_us * 1e-6);
+  s.samples_per_s = t.samples / (total_us * 1e-6);
   s.mfu = 0;  // no model-FLOP rate is claimed for a measured run (the device it ran on is not the cluster's)
-  s.epoch_time_s = mean * 1e-6 * epoch_its;
-  s.gpu_days = s.epoch_time_s * par.world_size() / 86400.0;
+}
 
-  // Stages: the static side as `mmtwin plan` shows it, the timing and peak memory measured.
-  const double mbs = n * par.dp * par.micro_batches;
+// Stages: the static side as `mmtwin plan` shows it, the timing and peak memory measured.
+void AddMeasuredStages(const PlannedRun& run, const MeasuredTotals& t, const DeviceMesh& mesh,
+                       double iterations, double total_us, const std::vector<int64_t>& peak_bytes_per_stage,
+                       RunSummary& s) {
+  const ParallelConfig& par = run.plan.parallel;
+  const double mbs = iterations * par.dp * par.micro_batches;
   for (const PlanStage& ps : PlanStages(run)) {
     const int st = ps.stage;
     double sb = 0, sbu = 0, sex = 0, sdis = 0;
     int64_t sdis_mbs = 0;
     for (int d = 0; d < par.dp; ++d) {
       const int dev = mesh.Device(d, st);
-      sb += busy[dev];
-      sbu += bubble[dev];
-      sex += exposed[dev];
-      sdis += dispatch[dev];
-      sdis_mbs += dispatch_mbs[dev];
+      sb += t.busy[dev];
+      sbu += t.bubble[dev];
+      sex += t.exposed[dev];
+      sdis += t.dispatch[dev];
+      sdis_mbs += t.dispatch_mbs[dev];
     }
-    const double denom = total * par.dp;
+    const double denom = total_us * par.dp;
     StageRecord rec = PlannedStageRecord(ps);
-    rec.fwd_us_mean = st_fwd[st] / mbs;
-    rec.bwd_us_mean = st_bwd[st] / mbs;
-    rec.recompute_us_mean = st_rc[st] / mbs;
+    rec.fwd_us_mean = t.stage_fwd[st] / mbs;
+    rec.bwd_us_mean = t.stage_bwd[st] / mbs;
+    rec.recompute_us_mean = t.stage_recompute[st] / mbs;
     rec.busy_ratio = sb / denom;
     rec.bubble_ratio = sbu / denom;
     rec.idle_ratio = std::max(0.0, 1.0 - rec.busy_ratio - rec.bubble_ratio - sex / denom);
@@ -187,6 +160,25 @@ RunSummary MeasuredSummary(const PlannedRun& run, const std::vector<OpRecord>& o
     rec.fits = true;
     s.stages.push_back(std::move(rec));
   }
+}
+
+}  // namespace
+
+RunSummary MeasuredSummary(const PlannedRun& run, const std::vector<OpRecord>& ops,
+                           const std::vector<double>& iteration_us,
+                           const std::vector<int64_t>& peak_bytes_per_stage, int warmup_iterations,
+                           const std::string& engine) {
+  (void)warmup_iterations;
+  RunSummary s = PlannedRunSummary(run, RecordSource::kMeasured, engine, iteration_us);
+  if (iteration_us.empty()) return s;
+  double total_us = 0;
+  for (double t : iteration_us) total_us += t;
+  const DeviceMesh mesh(run.plan.parallel, run.cluster.gpus_per_node);
+  MeasuredTotals t = SumOps(ops, mesh, run.plan.parallel.pp);
+  AddIdleAndBubble(ops, mesh, total_us, t);
+  AddMeasuredTotals(t, total_us, s);
+  AddMeasuredStages(run, t, mesh, static_cast<double>(iteration_us.size()), total_us, peak_bytes_per_stage,
+                    s);
   return s;
 }
 
@@ -197,13 +189,14 @@ Status WriteMeasuredRun(const std::string& rundir, const PlannedRun& run, const 
   std::vector<OpRecord> last_ops;
   for (const OpRecord& o : ops)
     if (o.iteration == last) last_ops.push_back(o);
-  return WriteFolderAtomic(rundir, {{"summary.json", SummaryToJson(summary) + "\n"},
-                                    {"stages.csv", StagesCsv(summary.stages)},
-                                    {"ops.csv", OpsCsv(ops)},
-                                    {"trace.json", PerfettoTrace(last_ops, run.plan.parallel) + "\n"},
-                                    {"layers.csv", LayerTimingsCsv(layers, Layers(run.model))},
-                                    {"plan.json", PlanToJson(run.plan) + "\n"},
-                                    {"scenario.yaml", FormatScenario(run.scenario)}});
+  return RunFolderWriter()
+      .AddSummary(summary)
+      .AddOps(ops)
+      .AddTrace(PerfettoTrace(last_ops, run.plan.parallel) + "\n")
+      .AddLayers(layers, Layers(run.model))
+      .AddPlan(run.plan)
+      .AddScenario(FormatScenario(run.scenario))
+      .Write(rundir);
 }
 
 RecordWriter::RecordWriter(std::string rundir, const PlannedRun& run, int warmup_iterations,

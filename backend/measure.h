@@ -24,7 +24,8 @@
 
 namespace mmtwin::backend {
 
-// The measured summary of the iterations so far. `ops` are every measured op (all iterations, start_us relative
+// The measured summary of the iterations so far: what the plan gives (PlannedRunSummary, driver/run_summary.h:
+// header, iteration-time statistics, epoch projection) and the time split, throughput and stages of the ops. `ops` are every measured op (all iterations, start_us relative
 // to each iteration's start), `iteration_us` one entry per measured iteration, `peak_bytes_per_stage` the largest
 // peak of any rank of each pipeline stage. `engine`: "libtorch-gloo" or "libtorch-nccl".
 RunSummary MeasuredSummary(const PlannedRun& run, const std::vector<OpRecord>& ops,
@@ -32,8 +33,8 @@ RunSummary MeasuredSummary(const PlannedRun& run, const std::vector<OpRecord>& o
                            const std::vector<int64_t>& peak_bytes_per_stage, int warmup_iterations,
                            const std::string& engine);
 
-// Writes RUNDIR as a unit (core/util/atomic_dir.h): summary.json, stages.csv, ops.csv (every measured op),
-// trace.json (Perfetto, the last measured iteration), layers.csv, plan.json, scenario.yaml.
+// Writes RUNDIR as a unit (RunFolderWriter, core/records/run_folder.h): the summary and its stages, every measured
+// op, the Perfetto trace of the last measured iteration, the per-layer timings, the plan and the scenario.
 Status WriteMeasuredRun(const std::string& rundir, const PlannedRun& run, const RunSummary& summary,
                         const std::vector<OpRecord>& ops, const std::vector<LayerTiming>& layers);
 

@@ -34,8 +34,8 @@
 #include "core/records/pingpong.h"
 #include "core/records/plan_codec.h"
 #include "core/records/records_codec.h"
+#include "core/records/run_folder.h"
 #include "core/scenario/scenario.h"
-#include "core/util/atomic_dir.h"
 #include "core/util/csv.h"
 
 namespace mmtwin::backend {
@@ -1093,11 +1093,11 @@ void Rank::PingPong() {
   if (rv_.rank != 0) return;
   status_.Set("writing pingpong.csv");
   Scenario s = WithPathsRelativeTo(scenario_, opt_.rundir);
-  if (Status st = WriteFolderAtomic(
-          opt_.rundir, {{"pingpong.csv", PingPongCsv(rows)}, {"scenario.yaml", FormatScenario(s)}});
+  if (Status st = RunFolderWriter().AddPingPong(rows).AddScenario(FormatScenario(s)).Write(opt_.rundir);
       !st.ok())
     throw std::runtime_error(st.error().message());
-  out_ << "wrote " << opt_.rundir << "/pingpong.csv (" << rows.size() << " round trips)\n";
+  out_ << "wrote " << RunFilePath(opt_.rundir, RunFile::kPingPong) << " (" << rows.size()
+       << " round trips)\n";
 }
 
 void Rank::RunIteration(int index, const IterationData& it, bool measured, bool dump) {

@@ -17,6 +17,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/records/run_folder.h"
+
 namespace mmtwin::gui {
 namespace {
 
@@ -118,12 +120,12 @@ void MainWindow::BuildActions() {
   QToolBar* bar = addToolBar("main");
   bar->setMovable(false);
   auto* open = file->addAction("&Open...", QKeySequence::Open, [this] {
+    const QString summary = RunFileName(RunFile::kSummary);
     const QString path = QFileDialog::getOpenFileName(
-        this, "Open a scenario, a run's summary.json or a sweep database", QString(),
-        "Scenarios and runs (*.yaml *.yml summary.json *.sqlite *.db);;All files (*)");
+        this, "Open a scenario, a run's " + summary + " or a sweep database", QString(),
+        "Scenarios and runs (*.yaml *.yml " + summary + " *.sqlite *.db);;All files (*)");
     if (path.isEmpty()) return;
-    const QString target =
-        QFileInfo(path).fileName() == "summary.json" ? QFileInfo(path).absolutePath() : path;
+    const QString target = QString::fromStdString(RunFolderOf(path.toStdString()));
     Status st = Open(target);
     if (!st.ok()) QMessageBox::warning(this, "mmtwin", QString::fromStdString(st.error().message()));
   });
@@ -208,7 +210,8 @@ Status MainWindow::Open(const QString& path) {
 Status MainWindow::OpenRunDir(const QString& dir) {
   MMTWIN_ASSIGN_OR_RETURN(RunData run, LoadRunDir(dir.toStdString()));
   if (!run.scenario_yaml.empty())
-    editor_->SetText(QString::fromStdString(run.scenario_yaml), QDir(dir).filePath("scenario.yaml"));
+    editor_->SetText(QString::fromStdString(run.scenario_yaml),
+                     QString::fromStdString(RunFilePath(run.dir, RunFile::kScenario)));
   // A second run folder: the one shown before becomes A of the comparison.
   if (current_) pinned_ = std::move(current_);
   ShowRun(std::move(run));

@@ -3,28 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "core/plan/mesh.h"
 #include "core/records/records_codec.h"
-#include "core/util/atomic_dir.h"
+#include "core/records/run_folder.h"
 
 namespace mmtwin::gui {
 namespace {
-
-namespace fs = std::filesystem;
-
-bool ReadText(const fs::path& p, std::string& out) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return false;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  return true;
-}
 
 bool ParseNumber(const std::string& s, double& v) {
   if (s.empty()) return false;
@@ -36,26 +22,22 @@ bool ParseNumber(const std::string& s, double& v) {
 }  // namespace
 
 Result<RunData> LoadRunDir(const std::string& dir) {
+  MMTWIN_ASSIGN_OR_RETURN(RunFolder folder, ReadRunFolder(RunFolderOf(dir), {RunFile::kSummary},
+                                                          {RunFile::kOps, RunFile::kScenario}));
   RunData run;
-  MMTWIN_ASSIGN_OR_RETURN(run.summary, LoadSummary(dir));
-  const fs::path folder = fs::is_directory(dir) ? fs::path(dir) : fs::path(dir).parent_path();
-  std::string text;
-  if (ReadText(folder / "ops.csv", text)) {
-    MMTWIN_ASSIGN_OR_RETURN(run.ops, ParseOpsCsv(text, (folder / "ops.csv").string()));
-  }
-  ReadText(folder / "scenario.yaml", run.scenario_yaml);
-  run.dir = folder.string();
+  run.summary = std::move(*folder.summary);
+  if (folder.ops) run.ops = std::move(*folder.ops);
+  if (folder.scenario_yaml) run.scenario_yaml = std::move(*folder.scenario_yaml);
+  run.dir = std::move(folder.dir);
   return run;
 }
 
 Status WriteRunDir(const std::string& dir, const RunData& run) {
-  const std::string summary = SummaryToJson(run.summary) + "\n", stages = StagesCsv(run.summary.stages),
-                    ops = OpsCsv(run.ops);
-  std::vector<std::pair<std::string, std::string_view>> files = {
-      {"summary.json", summary}, {"stages.csv", stages}, {"ops.csv", ops}};
-  if (!run.trace_json.empty()) files.emplace_back("trace.json", run.trace_json);
-  if (!run.scenario_yaml.empty()) files.emplace_back("scenario.yaml", run.scenario_yaml);
-  return WriteFolderAtomic(dir, files);
+  RunFolderWriter w;
+  w.AddSummary(run.summary).AddOps(run.ops);
+  if (!run.trace_json.empty()) w.AddTrace(run.trace_json);
+  if (!run.scenario_yaml.empty()) w.AddScenario(run.scenario_yaml);
+  return w.Write(dir);
 }
 
 RunData RunDataOf(SimulationResult&& r) {

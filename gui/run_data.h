@@ -29,15 +29,16 @@ struct RunData {
   RunSummary summary;
   std::vector<OpRecord> ops;  // one iteration's ops (empty for a sweep row: the database keeps no ops)
   std::string scenario_yaml;  // the resolved scenario ("" when the folder has none)
-  std::string trace_json;     // only for runs simulated here (written to trace.json)
+  std::string trace_json;     // only for runs simulated here (written as the run folder's trace)
   std::string dir;            // the run folder it was read from or written to ("" when only in memory)
 };
 
-// Reads a run folder written by `mmtwin simulate -o`, by the backend or by WriteRunDir: summary.json (required,
-// LoadSummary), ops.csv and scenario.yaml (optional). Errors name the file ("runs/a/ops.csv:12: ...").
+// Reads a run folder (core/records/run_folder.h) written by `mmtwin simulate -o`, by the backend or by
+// WriteRunDir, or the folder of a run's summary file: the summary (required), the ops and the scenario (each
+// optional). Errors name the file ("runs/a/ops.csv:12: ...").
 Result<RunData> LoadRunDir(const std::string& dir);
-// Writes the run folder the CLI writes (summary.json, stages.csv, ops.csv, trace.json, scenario.yaml) as one
-// unit (WriteFolderAtomic); `run.dir` is not used.
+// Writes the run folder the CLI writes (RunFolderWriter: the summary and its stages, the ops, the trace and the
+// scenario when not empty) as one unit; `run.dir` is not used.
 Status WriteRunDir(const std::string& dir, const RunData& run);
 // A finished simulation as a RunData (ops, trace and resolved scenario moved out of `r`).
 RunData RunDataOf(SimulationResult&& r);

@@ -20,6 +20,7 @@
 #include <set>
 
 #include "core/plan/mesh.h"
+#include "core/records/headline_metrics.h"
 #include "report/chart.h"
 #include "sweep/sweep.h"
 
@@ -45,6 +46,34 @@ QTableWidgetItem* NumberItem(const QString& text, double raw) {
 QTableWidgetItem* TextItem(const QString& text) {
   auto* it = new QTableWidgetItem(text);
   it->setFlags(it->flags() & ~Qt::ItemIsEditable);
+  return it;
+}
+
+// A headline metric's value as the tables show it: raw * scale with the metric's decimals.
+template <class Record>
+QString MetricText(const RecordMetric<Record>& m, double raw) {
+  return QString::number(raw * m.scale, 'f', m.decimals);
+}
+
+// A difference B - A (raw in Qt::UserRole), signed, green when it is an improvement by the metric's direction and
+// red when it is worse.
+template <class Record>
+QTableWidgetItem* DeltaItem(const RecordMetric<Record>& m, double delta) {
+  QTableWidgetItem* it = NumberItem((delta > 0 ? "+" : "") + MetricText(m, delta), delta);
+  const bool lower = m.better == Better::kLower, higher = m.better == Better::kHigher;
+  if ((lower && delta < 0) || (higher && delta > 0)) it->setForeground(QColor(0x1e8449));
+  if ((lower && delta > 0) || (higher && delta < 0)) it->setForeground(QColor(0xc0392b));
+  return it;
+}
+
+// A table header for a metric, its tooltip the field, the unit and the direction.
+template <class Record>
+QTableWidgetItem* MetricHeader(const RecordMetric<Record>& m, const QString& text) {
+  auto* it = new QTableWidgetItem(text);
+  QString tip = QString(m.name);
+  if (*m.unit) tip += QString(" (") + m.unit + ")";
+  if (m.better != Better::kNeither) tip += QString(": ") + BetterName(m.better);
+  it->setToolTip(tip);
   return it;
 }
 
@@ -693,24 +722,6 @@ bool GanttView::event(QEvent* e) {
 
 // ---- CompareView ----
 
-const std::vector<CompareView::Metric>& CompareView::Metrics() {
-  using S = const RunSummary&;
-  static const std::vector<Metric> kMetrics = {
-      {"iteration p50 (ms)", 1e-3, [](S s) { return s.iteration_time_us.p50; }},
-      {"iteration p99 (ms)", 1e-3, [](S s) { return s.iteration_time_us.p99; }},
-      {"iteration mean (ms)", 1e-3, [](S s) { return s.iteration_time_us.mean; }},
-      {"busy (%)", 100, [](S s) { return s.busy_ratio; }},
-      {"bubble (%)", 100, [](S s) { return s.bubble_ratio; }},
-      {"idle (%)", 100, [](S s) { return s.idle_ratio; }},
-      {"exposed comm (%)", 100, [](S s) { return s.exposed_comm_ratio; }},
-      {"tokens/s", 1, [](S s) { return s.tokens_per_s; }},
-      {"MFU (%)", 100, [](S s) { return s.mfu; }},
-      {"GPU-days (epoch)", 1, [](S s) { return s.gpu_days; }},
-      {"OOM stages", 1, [](S s) { return static_cast<double>(s.oom_stages.size()); }},
-  };
-  return kMetrics;
-}
-
 CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   title_ = new QLabel("Pin a run (A), change knobs and run again (B); or open two run folders.", this);
@@ -756,20 +767,16 @@ void CompareView::SetRuns(const RunData* a, const RunData* b) {
   title_->setText("<b>A</b>: " + describe(a) + "<br><b>B</b>: " + describe(b));
   title_->setToolTip(
       QString::fromStdString("A: " + (a ? a->dir : std::string()) + "\nB: " + (b ? b->dir : std::string())));
-  const auto& metrics = Metrics();
+  const auto& metrics = HeadlineMetrics();
   summary_->setRowCount(static_cast<int>(metrics.size()));
   for (int i = 0; i < static_cast<int>(metrics.size()); ++i) {
-    const Metric& m = metrics[i];
-    summary_->setVerticalHeaderItem(i, new QTableWidgetItem(m.label));
+    const HeadlineMetric& m = metrics[i];
+    summary_->setVerticalHeaderItem(i, MetricHeader(m, m.label));
     const double va = a ? m.get(a->summary) : 0, vb = b ? m.get(b->summary) : 0;
-    const int prec = m.scale == 1 && std::abs(va) < 10 ? 3 : (m.scale == 1 ? 0 : 2);
-    auto num = [&](double v) { return QString::number(v * m.scale, 'f', prec); };
-    summary_->setItem(i, 0, a ? NumberItem(num(va), va) : TextItem("-"));
-    summary_->setItem(i, 1, b ? NumberItem(num(vb), vb) : TextItem("-"));
+    summary_->setItem(i, 0, a ? NumberItem(MetricText(m, va), va) : TextItem("-"));
+    summary_->setItem(i, 1, b ? NumberItem(MetricText(m, vb), vb) : TextItem("-"));
     if (a && b) {
-      const double d = vb - va;
-      auto* di = NumberItem((d > 0 ? "+" : "") + num(d), d);
-      summary_->setItem(i, 2, di);
+      summary_->setItem(i, 2, DeltaItem(m, vb - va));
       summary_->setItem(i, 3,
                         va != 0 ? NumberItem(QString::number(vb / va, 'f', 3), vb / va) : TextItem("-"));
     } else {
@@ -777,26 +784,24 @@ void CompareView::SetRuns(const RunData* a, const RunData* b) {
       summary_->setItem(i, 3, TextItem("-"));
     }
   }
-  // Per stage: B - A of busy, bubble, idle (points of %), forward ms and peak GiB (stages present in both).
+  // Per stage: B - A of each stage metric (stages present in both).
+  const auto& stage_metrics = StageMetrics();
   stages_->clear();
-  stages_->setColumnCount(6);
-  stages_->setHorizontalHeaderLabels(
-      {"stage", "d busy\n(% pts)", "d bubble\n(% pts)", "d idle\n(% pts)", "d fwd\n(ms)", "d peak\n(GiB)"});
+  stages_->setColumnCount(1 + static_cast<int>(stage_metrics.size()));
+  stages_->setHorizontalHeaderItem(0, new QTableWidgetItem("stage"));
+  for (int k = 0; k < static_cast<int>(stage_metrics.size()); ++k)
+    stages_->setHorizontalHeaderItem(1 + k,
+                                     MetricHeader(stage_metrics[k], QString("d ") + stage_metrics[k].label));
   const size_t n = (a && b) ? std::min(a->summary.stages.size(), b->summary.stages.size()) : 0;
   stages_->setRowCount(static_cast<int>(n));
   for (size_t i = 0; i < n; ++i) {
     const StageRecord &sa = a->summary.stages[i], &sb = b->summary.stages[i];
     const int r = static_cast<int>(i);
-    auto signed_num = [](double v, int prec) { return (v > 0 ? "+" : "") + QString::number(v, 'f', prec); };
     stages_->setItem(r, 0, NumberItem(QString::number(sa.stage), sa.stage));
-    const double db = sb.busy_ratio - sa.busy_ratio, dbu = sb.bubble_ratio - sa.bubble_ratio,
-                 di = sb.idle_ratio - sa.idle_ratio, df = sb.fwd_us_mean - sa.fwd_us_mean,
-                 dp = static_cast<double>(sb.peak_memory_bytes - sa.peak_memory_bytes);
-    stages_->setItem(r, 1, NumberItem(signed_num(100 * db, 1), db));
-    stages_->setItem(r, 2, NumberItem(signed_num(100 * dbu, 1), dbu));
-    stages_->setItem(r, 3, NumberItem(signed_num(100 * di, 1), di));
-    stages_->setItem(r, 4, NumberItem(signed_num(df / 1e3, 1), df));
-    stages_->setItem(r, 5, NumberItem(signed_num(dp / kGiB, 2), dp));
+    for (int k = 0; k < static_cast<int>(stage_metrics.size()); ++k) {
+      const StageMetric& m = stage_metrics[k];
+      stages_->setItem(r, 1 + k, DeltaItem(m, m.get(sb) - m.get(sa)));
+    }
   }
   gantt_a_->SetRun(a);
   gantt_b_->SetRun(b);

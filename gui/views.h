@@ -191,9 +191,11 @@ class GanttView : public QWidget {
   double drag_x_ = 0, drag_t0_ = 0;
 };
 
-// A over B: summary metrics (A, B, B - A, B / A) and per-stage deltas, and both timelines on one time scale
-// (zooming or panning one moves the other). Cells keep the raw numbers in Qt::UserRole (the delta column holds
-// B - A exactly).
+// A over B: the headline metrics (A, B, B - A, B / A; one row per HeadlineMetrics() entry of
+// core/records/headline_metrics.h, as `mmtwin compare` prints them) and per-stage deltas (one column per
+// StageMetrics() entry after the stage), and both timelines on one time scale (zooming or panning one moves the
+// other). Cells keep the raw numbers in Qt::UserRole (the delta columns hold B - A exactly); a delta is green when
+// it is an improvement by the metric's direction, red when it is worse.
 class CompareView : public QWidget {
  public:
   explicit CompareView(QWidget* parent = nullptr);
@@ -203,14 +205,6 @@ class CompareView : public QWidget {
   QTableWidget* stage_table() const { return stages_; }
   GanttView* gantt_a() const { return gantt_a_; }
   GanttView* gantt_b() const { return gantt_b_; }
-
-  // The metrics of the summary table, in row order: label (with unit), display scale, and the field.
-  struct Metric {
-    const char* label;
-    double scale;
-    double (*get)(const RunSummary&);
-  };
-  static const std::vector<Metric>& Metrics();
 
  private:
   QLabel* title_;

@@ -24,12 +24,14 @@
 #include <nlohmann/json.hpp>
 
 #include "core/plan/mesh.h"
+#include "core/records/headline_metrics.h"
 #include "core/records/records_codec.h"
+#include "core/records/run_folder.h"
 #include "editor.h"
-#include "synthetic_ops.h"
 #include "main_window.h"
 #include "run_data.h"
 #include "runner.h"
+#include "synthetic_ops.h"
 #include "views.h"
 
 using nlohmann::json;
@@ -504,20 +506,49 @@ class GuiTest : public QObject {
     QCOMPARE(b.partition_policy.name, std::string("uniform"));
     QVERIFY(a.iteration_time_us.p50 != b.iteration_time_us.p50);
     CompareView* c = w.compare();
-    const auto& metrics = CompareView::Metrics();
+    // The rows are the headline metrics `mmtwin compare` prints (core/records/headline_metrics.h).
+    const auto& metrics = HeadlineMetrics();
     QCOMPARE(c->summary_table()->rowCount(), static_cast<int>(metrics.size()));
     for (int r = 0; r < static_cast<int>(metrics.size()); ++r) {
+      QCOMPARE(c->summary_table()->verticalHeaderItem(r)->text(), QString(metrics[r].label));
       QCOMPARE(Cell(c->summary_table(), r, 0), metrics[r].get(a));
       QCOMPARE(Cell(c->summary_table(), r, 1), metrics[r].get(b));
       QCOMPARE(Cell(c->summary_table(), r, 2), metrics[r].get(b) - metrics[r].get(a));
     }
     QCOMPARE(Cell(c->summary_table(), 0, 2), b.iteration_time_us.p50 - a.iteration_time_us.p50);
+    // A delta is green when it is an improvement by the metric's direction, red when it is worse.
+    const QColor better(0x1e8449), worse(0xc0392b);
+    for (int r = 0; r < static_cast<int>(metrics.size()); ++r) {
+      const double d = metrics[r].get(b) - metrics[r].get(a);
+      const QVariant fg = c->summary_table()->item(r, 2)->data(Qt::ForegroundRole);
+      if (d == 0 || metrics[r].better == Better::kNeither) {
+        QVERIFY2(!fg.isValid(), metrics[r].name);
+      } else {
+        const bool improved = (metrics[r].better == Better::kLower) == (d < 0);
+        QCOMPARE(fg.value<QBrush>().color(), improved ? better : worse);
+      }
+    }
+    const auto& stage_metrics = StageMetrics();
     QCOMPARE(c->stage_table()->rowCount(), static_cast<int>(a.stages.size()));
-    for (int r = 0; r < c->stage_table()->rowCount(); ++r) {
-      QCOMPARE(Cell(c->stage_table(), r, 1), b.stages[r].busy_ratio - a.stages[r].busy_ratio);
-      QCOMPARE(Cell(c->stage_table(), r, 2), b.stages[r].bubble_ratio - a.stages[r].bubble_ratio);
-      QCOMPARE(Cell(c->stage_table(), r, 5),
-               static_cast<double>(b.stages[r].peak_memory_bytes - a.stages[r].peak_memory_bytes));
+    QCOMPARE(c->stage_table()->columnCount(), 1 + static_cast<int>(stage_metrics.size()));
+    for (int r = 0; r < c->stage_table()->rowCount(); ++r)
+      for (int k = 0; k < static_cast<int>(stage_metrics.size()); ++k)
+        QCOMPARE(Cell(c->stage_table(), r, 1 + k),
+                 stage_metrics[k].get(b.stages[r]) - stage_metrics[k].get(a.stages[r]));
+    // The same two run folders through `mmtwin compare`: every A and B cell reads as the CLI prints it.
+    QVERIFY(!w.pinned()->dir.empty() && !w.current()->dir.empty());
+    const QStringList cli = QString::fromUtf8(Cli({"compare", QString::fromStdString(w.pinned()->dir),
+                                                   QString::fromStdString(w.current()->dir)}))
+                                .split('\n');
+    for (int r = 0; r < static_cast<int>(metrics.size()); ++r) {
+      const QString label = metrics[r].label;
+      auto line =
+          std::find_if(cli.begin(), cli.end(), [&](const QString& l) { return l.startsWith(label + " "); });
+      QVERIFY2(line != cli.end(), metrics[r].name);
+      const QStringList cells = line->mid(label.size()).split(' ', Qt::SkipEmptyParts);  // A, B, B - A, B / A
+      QCOMPARE(cells.size(), 4);
+      QCOMPARE(c->summary_table()->item(r, 0)->text(), cells[0]);
+      QCOMPARE(c->summary_table()->item(r, 1)->text(), cells[1]);
     }
     // Aligned timelines: the same window, and a zoom on A moves B.
     c->resize(1200, 900);

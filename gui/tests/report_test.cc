@@ -35,6 +35,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/records/records_codec.h"
+#include "core/records/run_folder.h"
 #include "core/scenario/scenario.h"
 #include "driver/max_seq.h"
 #include "driver/planner.h"

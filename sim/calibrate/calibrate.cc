@@ -10,9 +10,8 @@
 
 #include "core/cost/cost_model.h"
 #include "core/records/layer_timings.h"
-#include "core/records/records_codec.h"
+#include "core/records/run_folder.h"
 #include "core/scenario/scenario.h"
-#include "core/util/csv.h"
 
 namespace mmtwin {
 namespace {
@@ -61,29 +60,33 @@ Result<Calibration> Calibrate(const std::vector<std::string>& rundirs, const Cal
   std::string tp_from;
   for (size_t r = 0; r < rundirs.size(); ++r) {
     const std::string& dir = rundirs[r];
-    MMTWIN_ASSIGN_OR_RETURN(RunSummary summary, LoadSummary(dir));
+    MMTWIN_ASSIGN_OR_RETURN(RunFolder run,
+                            ReadRunFolder(dir, {RunFile::kSummary, RunFile::kScenario}, {RunFile::kLayers}));
+    const RunSummary& summary = *run.summary;
+    const std::string summary_path = RunFilePath(dir, RunFile::kSummary);
+    const std::string scenario_path = RunFilePath(dir, RunFile::kScenario);
     if (summary.source != RecordSource::kMeasured)
-      return Error(dir +
-                   "/summary.json: source: a simulated run; calibration fits measured runs (mmtwin-train)");
-    auto scenario = LoadScenario(dir + "/scenario.yaml");
+      return Error(summary_path + ": source: a simulated run; calibration fits measured runs (mmtwin-train)");
+    auto scenario = ScenarioOf(run);
     if (!scenario) return scenario.error().Wrap(dir);
     auto model = LoadScenarioModel(*scenario);
     if (!model) return model.error().Wrap(dir);
     if (summary.model != model->name)
-      return Error(dir + "/summary.json: model: '" + summary.model + "', but its scenario.yaml gives '" +
-                   model->name + "'");
+      return Error(summary_path + ": model: '" + summary.model + "', but its " +
+                   RunFileName(RunFile::kScenario) + " gives '" + model->name + "'");
     if (r == 0) {
       cal.tp = scenario->parallel.tp;
       tp_from = dir;
     } else if (scenario->parallel.tp != cal.tp) {
-      return Error(dir + "/scenario.yaml: parallel.tp: " + std::to_string(scenario->parallel.tp) + ", but " +
+      return Error(scenario_path + ": parallel.tp: " + std::to_string(scenario->parallel.tp) + ", but " +
                    tp_from + " ran tp " + std::to_string(cal.tp) +
                    "; a profile holds the times of one TP degree (calibrate each tp separately)");
     }
     models.insert(model->name);
-    const std::string path = dir + "/layers.csv";
-    MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-    MMTWIN_ASSIGN_OR_RETURN(std::vector<LayerTiming> rows, ParseLayerTimingsCsv(text, path));
+    const std::string path = RunFilePath(dir, RunFile::kLayers);
+    if (!run.layers)
+      return Error::Io(path + ": missing from the run folder (a run of mmtwin-train keeps it)");
+    const std::vector<LayerTiming>& rows = *run.layers;
     const std::vector<Layer> layers = Layers(*model);
     for (const LayerTiming& t : rows) {
       if (t.layer >= static_cast<int32_t>(layers.size()))

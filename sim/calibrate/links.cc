@@ -4,15 +4,13 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <tuple>
 
 #include "core/plan/mesh.h"
 #include "core/records/pingpong.h"
-#include "core/records/records_codec.h"
+#include "core/records/run_folder.h"
 #include "core/scenario/scenario.h"
-#include "core/util/csv.h"
 
 namespace mmtwin {
 namespace {
@@ -44,20 +42,22 @@ Result<LinkCalibration> CalibrateLinks(const std::vector<std::string>& rundirs, 
   std::map<std::string, Samples> pingpong;  // the same classes from ping-pong runs (preferred when present)
   std::vector<double> dp_bus;
   for (const std::string& dir : rundirs) {
-    auto scenario = LoadScenario(dir + "/scenario.yaml");
+    MMTWIN_ASSIGN_OR_RETURN(RunFolder run, ReadRunFolder(dir, {RunFile::kScenario}, {RunFile::kPingPong}));
+    const std::string scenario_path = RunFilePath(dir, RunFile::kScenario);
+    auto scenario = ScenarioOf(run);
     if (!scenario) return scenario.error().Wrap(dir);
     if (out.cluster.empty()) {
       out.cluster = scenario->cluster;
     } else if (scenario->cluster != out.cluster) {
-      return Error(dir + "/scenario.yaml: cluster: '" + scenario->cluster + "', but " + rundirs.front() +
+      return Error(scenario_path + ": cluster: '" + scenario->cluster + "', but " + rundirs.front() +
                    " ran on '" + out.cluster + "'; links are calibrated for one machine at a time");
     }
     auto cluster = LoadCluster(scenario->cluster, scenario->nodes);
-    if (!cluster) return cluster.error().Wrap(dir + "/scenario.yaml");
-    if (const std::string pp_path = dir + "/pingpong.csv"; std::filesystem::exists(pp_path)) {
+    if (!cluster) return cluster.error().Wrap(scenario_path);
+    if (run.pingpong) {
       // A ping-pong run: each exchange times two transfers of the same message.
-      MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(pp_path));
-      MMTWIN_ASSIGN_OR_RETURN(std::vector<PingPongSample> rows, ParsePingPongCsv(text, pp_path));
+      const std::string pp_path = RunFilePath(dir, RunFile::kPingPong);
+      const std::vector<PingPongSample>& rows = *run.pingpong;
       const DeviceMesh mesh(scenario->parallel, cluster->gpus_per_node);
       for (const PingPongSample& r : rows) {
         if (r.peer >= mesh.world_size())
@@ -71,13 +71,16 @@ Result<LinkCalibration> CalibrateLinks(const std::vector<std::string>& rundirs, 
       out.pingpong_samples += static_cast<int64_t>(rows.size());
       continue;
     }
-    const std::string path = dir + "/ops.csv";
-    auto text = ReadFile(path);
-    if (!text)
-      return Error(path + ": " + text.error().message() +
-                   " (link calibration reads the ops of a run of mmtwin-train, which keeps ops.csv, or the "
-                   "round trips of mmtwin-train launch --pingpong, pingpong.csv)");
-    MMTWIN_ASSIGN_OR_RETURN(std::vector<OpRecord> ops, ParseOpsCsv(*text, path));
+    const std::string path = RunFilePath(dir, RunFile::kOps);
+    auto with_ops = ReadRunFolder(dir, {RunFile::kOps});
+    if (!with_ops)
+      return Error(with_ops.error().message() +
+                       " (link calibration reads the ops of a run of mmtwin-train, which keeps " +
+                       RunFileName(RunFile::kOps) +
+                       ", or the round trips of mmtwin-train launch --pingpong, " +
+                       RunFileName(RunFile::kPingPong) + ")",
+                   with_ops.error().kind());
+    const std::vector<OpRecord>& ops = *with_ops->ops;
     const DeviceMesh mesh(scenario->parallel, cluster->gpus_per_node);
     const int devices = mesh.num_devices();
     std::vector<double> dp_run;

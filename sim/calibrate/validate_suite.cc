@@ -14,6 +14,7 @@
 
 #include "core/records/plan_codec.h"
 #include "core/records/records_codec.h"
+#include "core/records/run_folder.h"
 #include "core/scenario/scenario.h"
 #include "core/util/csv.h"
 #include "core/util/interrupt.h"
@@ -32,42 +33,48 @@ std::string ShellQuote(const std::string& s) {
 }
 
 // A measured run can stand in for measuring `s` again when it measured the same scenario and, when the run kept
-// its plan.json, the same plan this mmtwin builds for it now (a new mmtwin may plan the same scenario
-// differently: another data policy default, another partition). `why` says why not.
+// its plan, the same plan this mmtwin builds for it now (a new mmtwin may plan the same scenario differently:
+// another data policy default, another partition). `why` says why not.
 bool Reusable(const std::string& dir, const Scenario& s, std::string* why) {
-  auto summary = LoadSummary(dir);
-  if (!summary || summary->source != RecordSource::kMeasured) return false;
-  auto ran = LoadScenario(dir + "/scenario.yaml");
+  auto run = ReadRunFolder(dir, {RunFile::kSummary, RunFile::kScenario});
+  if (!run || run->summary->source != RecordSource::kMeasured) return false;
+  auto ran = ScenarioOf(*run);
   if (!ran.ok() || FormatScenario(*ran) != FormatScenario(s)) return false;
-  std::error_code ec;
-  if (!fs::is_regular_file(dir + "/plan.json", ec)) return true;  // older kept runs: the scenario decides
-  auto text = ReadFile(dir + "/plan.json");
-  auto measured = text.ok() ? PlanFromJson(*text, dir + "/plan.json") : Result<Plan>(text.error());
+  auto kept = ReadRunFolder(dir, {}, {RunFile::kPlan});
+  if (kept.ok() && !kept->plan) return true;  // older kept runs: the scenario decides
   auto now = BuildPlan(s, {});
-  if (!measured.ok() || !now.ok() ||
-      !(measured->parallel == now->plan.parallel && measured->partition == now->plan.partition &&
-        measured->recompute == now->plan.recompute && measured->schedule == now->plan.schedule &&
-        measured->iterations == now->plan.iterations)) {
+  if (!kept.ok() || !now.ok()) {
+    *why = "this mmtwin plans the scenario differently from the measured run";
+    return false;
+  }
+  const Plan& measured = *kept->plan;
+  if (!(measured.parallel == now->plan.parallel && measured.partition == now->plan.partition &&
+        measured.recompute == now->plan.recompute && measured.schedule == now->plan.schedule &&
+        measured.iterations == now->plan.iterations)) {
     *why = "this mmtwin plans the scenario differently from the measured run";
     return false;
   }
   return true;
 }
 
+// Rewrites the kept run's scenario with its file paths relative to the folder, and its plan's trace file likewise
+// (the folder as a unit, its other files kept).
 Status MakeRunPortable(const std::string& dir) {
-  MMTWIN_ASSIGN_OR_RETURN(Scenario ran, LoadScenario(dir + "/scenario.yaml"));
-  MMTWIN_RETURN_IF_ERROR(
-      WriteFileAtomic(dir + "/scenario.yaml", FormatScenario(WithPathsRelativeTo(std::move(ran), dir))));
-  std::error_code ec;
-  if (!fs::is_regular_file(dir + "/plan.json", ec)) return Status();
-  MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(dir + "/plan.json"));
-  MMTWIN_ASSIGN_OR_RETURN(Plan plan, PlanFromJson(text, dir + "/plan.json"));
-  if (fs::path(plan.trace.file).is_absolute())
-    plan.trace.file = fs::path(plan.trace.file)
-                          .lexically_normal()
-                          .lexically_relative(fs::absolute(dir, ec))
-                          .generic_string();
-  return WriteFileAtomic(dir + "/plan.json", PlanToJson(plan) + "\n");
+  MMTWIN_ASSIGN_OR_RETURN(RunFolder run, ReadRunFolder(dir, {RunFile::kScenario}, {RunFile::kPlan}));
+  MMTWIN_ASSIGN_OR_RETURN(Scenario ran, ScenarioOf(run));
+  RunFolderWriter portable;
+  portable.AddScenario(FormatScenario(WithPathsRelativeTo(std::move(ran), dir)));
+  if (run.plan) {
+    Plan& plan = *run.plan;
+    std::error_code ec;
+    if (fs::path(plan.trace.file).is_absolute())
+      plan.trace.file = fs::path(plan.trace.file)
+                            .lexically_normal()
+                            .lexically_relative(fs::absolute(dir, ec))
+                            .generic_string();
+    portable.AddPlan(plan);
+  }
+  return portable.Write(dir);
 }
 
 struct Item {

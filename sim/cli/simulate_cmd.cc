@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // mmtwin simulate: replay a scenario's iterations with an evaluation engine and write the run records.
-// Outputs (each written atomically): RUNDIR/summary.json, stages.csv, trace.json (Chrome/Perfetto, one
-// iteration) and scenario.yaml (the resolved scenario). Exit 0 ok, 1 the plan does not fit device memory (the
+// Outputs (the run folder RUNDIR written as a unit, core/records/run_folder.h): summary.json, stages.csv,
+// trace.json (Chrome/Perfetto, one iteration), ops.csv (its ops) and scenario.yaml (the resolved scenario). Exit 0 ok, 1 the plan does not fit device memory (the
 // outputs are still written and the short stages listed), 2 bad input, 128 + signal after SIGINT (130) or SIGTERM
 // (143): the run is abandoned and the run folder left as it was, or, when the signal came while the folder was
 // being written, the folder is completed first.
@@ -17,12 +17,13 @@
 
 #include "cli/cli_format.h"
 #include "cli/commands.h"
-#include "driver/simulate.h"
 #include "core/records/records_codec.h"
+#include "core/records/run_folder.h"
 #include "core/scenario/scenario.h"
-#include "core/util/atomic_dir.h"
 #include "core/util/csv.h"
 #include "core/util/interrupt.h"
+#include "core/util/text.h"
+#include "driver/simulate.h"
 
 namespace mmtwin::cli {
 namespace {
@@ -87,20 +88,17 @@ class ProgressBar {
   std::chrono::steady_clock::time_point start_, last_;
 };
 
-// The run folder as a unit (core/util/atomic_dir.h): a kill or an error at any moment leaves either the old
+// The run folder (core/records/run_folder.h) as a unit: a kill or an error at any moment leaves either the old
 // complete folder or the new complete one, never a mix.
-Status WriteOutputs(const std::string& dir, const Scenario& s, const SimulationResult& r) {
-  const std::string summary = SummaryToJson(r.summary) + "\n", stages = StagesCsv(r.summary.stages),
-                    ops = OpsCsv(r.ops),
-                    scenario = r.resolved_yaml.empty() ? FormatScenario(s) : r.resolved_yaml;
-  return WriteFolderAtomic(dir, {{"summary.json", summary},
-                                 {"stages.csv", stages},
-                                 {"trace.json", r.trace_json},
-                                 {"ops.csv", ops},
-                                 {"scenario.yaml", scenario}});
+RunFolderWriter Outputs(const Scenario& s, const SimulationResult& r) {
+  RunFolderWriter w;
+  w.AddSummary(r.summary).AddTrace(r.trace_json).AddOps(r.ops);
+  w.AddScenario(r.resolved_yaml.empty() ? FormatScenario(s) : r.resolved_yaml);
+  return w;
 }
 
-void WriteSummary(const Scenario& s, const RunSummary& j, const std::string& dir, std::ostream& out) {
+void WriteSummary(const Scenario& s, const RunSummary& j, const std::string& dir,
+                  const std::vector<std::string>& files, std::ostream& out) {
   WriteHeader(s, out);
   out << "engine          " << s.engine << "\n";
   out << "replayed        " << Count(j.iterations_replayed) << " of " << Count(j.iterations_in_epoch)
@@ -140,7 +138,7 @@ void WriteSummary(const Scenario& s, const RunSummary& j, const std::string& dir
   out << "\n";
   WriteSimStages(j.stages, out);
   WriteOom(j.oom_stages, out);
-  out << "\noutputs         " << dir << "/{summary.json, stages.csv, trace.json, ops.csv, scenario.yaml}\n";
+  out << "\noutputs         " << dir << "/{" << Join(files) << "}\n";
 }
 
 }  // namespace
@@ -214,7 +212,8 @@ int RunSimulate(const SimulateArgs& args, std::ostream& out, std::ostream& err) 
         << Count(j.iterations_replayed - 1) << ")\n";
     return 2;
   }
-  if (Status st = WriteOutputs(dir, s, *result); !st.ok()) {
+  const RunFolderWriter outputs = Outputs(s, *result);
+  if (Status st = outputs.Write(dir); !st.ok()) {
     err << "mmtwin simulate: " << st.error().message() << "\n";
     return 2;
   }
@@ -228,7 +227,7 @@ int RunSimulate(const SimulateArgs& args, std::ostream& out, std::ostream& err) 
     out << SummaryToJson(j) << "\n";
     if (oom) WriteOom(j.oom_stages, err);
   } else {
-    WriteSummary(s, j, dir, out);
+    WriteSummary(s, j, dir, outputs.names(), out);
   }
   return oom ? 1 : 0;
 }

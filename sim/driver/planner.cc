@@ -13,10 +13,12 @@
 #include "core/eval/analytic.h"
 #include "core/graph/op_graph.h"
 #include "core/plan/schedule.h"
+#include "core/records/records_json.h"
 #include "core/trace/generate.h"
 #include "core/util/memory_limit.h"
 #include "core/util/rng.h"
 #include "core/util/text.h"
+#include "driver/run_summary.h"
 
 namespace mmtwin {
 namespace {
@@ -647,16 +649,6 @@ Status ValidateScenario(const Scenario& s) {
 
 namespace {
 
-nlohmann::json ParallelJson(const ParallelConfig& p) {
-  return {{"dp", p.dp},
-          {"tp", p.tp},
-          {"pp", p.pp},
-          {"vpp", p.vpp},
-          {"micro_batches", p.micro_batches},
-          {"zero_stage", p.zero_stage},
-          {"world_size", p.world_size()}};
-}
-
 nlohmann::json PolicyJson(const PolicyRef& r) { return {{"name", r.name}, {"params", r.params}}; }
 
 }  // namespace
@@ -691,20 +683,12 @@ std::string PlanReportJson(const PlannedRun& run) {
   bool oom = false;
   for (const PlanStage& st : PlanStages(run)) {
     const StageMemory& m = st.memory;
-    stages.push_back({{"stage", st.stage},
-                      {"first_layer", st.first_layer},
-                      {"last_layer", st.last_layer},
-                      {"layer_labels", {st.first_layer_label, st.last_layer_label}},
-                      {"layers", st.layers},
-                      {"params", st.params},
-                      {"recomputed_layers", st.recomputed_layers},
-                      {"fwd_us_mean", st.fwd_us_mean},
-                      {"model_state_bytes", m.model_state_bytes},
-                      {"peak_activation_bytes", m.peak_activation_bytes},
-                      {"boundary_bytes", m.boundary_bytes},
-                      {"peak_memory_bytes", m.peak_bytes},
-                      {"memory_capacity_bytes", m.capacity_bytes},
-                      {"fits", m.fits}});
+    StageRecord record = PlannedStageRecord(st);
+    record.fwd_us_mean = st.fwd_us_mean;
+    // The keys of summary.json's stages (core/records/records_json.h), and the boundary buffers.
+    nlohmann::json stage = PlannedStageJson(record);
+    stage["boundary_bytes"] = m.boundary_bytes;
+    stages.push_back(std::move(stage));
     if (!m.fits) {
       oom = true;
       oom_stages.push_back({{"stage", m.stage},

@@ -7,7 +7,7 @@
 //
 //   MMTWIN_ASSIGN_OR_RETURN(Scenario s, LoadScenario("scenarios/default.yaml"));
 //   MMTWIN_ASSIGN_OR_RETURN(PlannedRun run, BuildPlan(s, {}));
-//   WriteFileAtomic("plan.json", PlanToJson(run.plan));     // core/records/plan_codec.h: every rank reads it
+//   std::string text = PlanToJson(run.plan);                // core/records/plan_codec.h: every rank reads it
 //   Pricer pricer = run.MakePricer();                        // costs of the plan's micro-batches
 //
 // Steps (each a pure function of the scenario and its seed: the same scenario gives the same plan):

@@ -6,9 +6,12 @@
 //   SimulateOptions o;
 //   o.engine.contention = false;                       // engine options for MakeEvaluator (driver.h)
 //   MMTWIN_ASSIGN_OR_RETURN(SimulationResult r, Simulate(s, o));
-//   WriteFileAtomic(dir + "/summary.json", SummaryToJson(r.summary) + "\n");     // records_codec.h
+//   MMTWIN_RETURN_IF_ERROR(RunFolderWriter().AddSummary(r.summary).AddOps(r.ops).Write(dir));  // run_folder.h
 //
-// The summary's fields are RunSummary's (core/records/records.h); stages.csv is StagesCsv(r.summary.stages).
+// The summary's fields are RunSummary's (core/records/records.h): what it takes from the plan is
+// PlannedRunSummary's (run_summary.h), shared with measured runs; the replay adds the time split, throughput, MFU,
+// memory verdict and the stages' timings. Steps: replay (price, build or reprice, evaluate each iteration) ->
+// aggregate (sums over iterations, devices and stages) -> summary.
 #pragma once
 
 #include <atomic>
@@ -29,8 +32,8 @@
 namespace mmtwin {
 
 struct SimulateOptions {
-  int trace_iteration = 0;    // which replayed iteration to export as trace.json and ops
-  int trace_dp_replicas = 4;  // DP replicas drawn in trace.json (0 = all; large runs make large files)
+  int trace_iteration = 0;    // which replayed iteration to export as the Perfetto trace and ops
+  int trace_dp_replicas = 4;  // DP replicas drawn in the trace (0 = all; large runs make large files)
   // Times the replayed iterations; nullptr = MakeEvaluator(scenario.engine, the run's cluster, engine).
   // Its name() must match scenario.engine.
   Evaluator* evaluator = nullptr;
@@ -48,18 +51,13 @@ struct SimulateOptions {
 };
 
 struct SimulationResult {
-  RunSummary summary;         // summary.json (source simulated)
+  RunSummary summary;         // source simulated
   std::vector<OpRecord> ops;  // every op of the traced iteration (options.trace_iteration), graph order
-  std::string trace_json;     // trace.json (Chrome/Perfetto) of the traced iteration
+  std::string trace_json;     // Chrome / Perfetto trace of the traced iteration (core/records/perfetto.h)
   std::string resolved_yaml;  // the resolved scenario
   Plan plan;                  // the plan (partition, recompute, schedule, replayed iterations' data)
 };
 
 Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOptions& options);
-
-// The planned side of a stage's record, shared by simulated and measured runs: stage, layer range and labels,
-// layers, params, recomputed layers, and the planned memory (model state, peak activation, peak, capacity,
-// fits). Timing fields are left zero for the caller.
-StageRecord PlannedStageRecord(const PlanStage& ps);
 
 }  // namespace mmtwin

@@ -23,14 +23,15 @@
 
 #include "cli/cli_runner.h"
 #include "core/cost/cost_model.h"
-#include "driver/planner.h"
 #include "core/plan/mesh.h"
 #include "core/records/layer_timings.h"
 #include "core/records/pingpong.h"
 #include "core/records/plan_codec.h"
 #include "core/records/records_codec.h"
+#include "core/records/run_folder.h"
 #include "core/scenario/scenario.h"
 #include "core/util/csv.h"
+#include "driver/planner.h"
 
 namespace mmtwin {
 namespace {

@@ -8,9 +8,11 @@
 #include <vector>
 
 #include "backend/measure.h"
-#include "driver/planner.h"
 #include "core/plan/mesh.h"
+#include "core/records/records_codec.h"
 #include "core/scenario/scenario.h"
+#include "driver/planner.h"
+#include "driver/run_summary.h"
 
 namespace mmtwin::backend {
 namespace {
@@ -69,6 +71,34 @@ TEST(MeasuredSummary, BubbleAndIdleFollowTheSimulatorsDefinitions) {
   EXPECT_NEAR(s.stages[1].busy_ratio, 900.0 / 2000, 1e-12);
   EXPECT_NEAR(s.stages[1].bubble_ratio, 1000.0 / 2000, 1e-12);
   EXPECT_NEAR(s.stages[1].idle_ratio, 100.0 / 2000, 1e-12);
+}
+
+// The header, iteration-time statistics and epoch projection of a measured summary are the shared builder's
+// (driver/run_summary.h, the simulator's too): the measurement adds only the time split, throughput and stages.
+TEST(MeasuredSummary, SharesTheSimulatorsSummaryBuilder) {
+  auto scenario = LoadScenario(std::string(MMTWIN_SOURCE_DIR) + "/scenarios/backend/small.yaml");
+  ASSERT_TRUE(scenario.ok()) << scenario.error().message();
+  auto run = BuildPlan(*scenario, {});
+  ASSERT_TRUE(run.ok()) << run.error().message();
+  const std::vector<double> times = {1000, 1250, 900, 1100};
+  const RunSummary s = MeasuredSummary(*run, {}, times, {0, 0}, 1, "libtorch-gloo");
+  const IterationTimeStats want = IterationTimeStatsOf(times, run->plan.iterations_in_epoch);
+  EXPECT_EQ(s.iteration_time_us.mean, want.mean);
+  EXPECT_EQ(s.iteration_time_us.p99, want.p99);
+  EXPECT_EQ(s.iteration_time_us.ci95_low, want.ci95_low);
+  EXPECT_EQ(s.iteration_time_us.ci95_high, want.ci95_high);
+  EXPECT_DOUBLE_EQ(s.epoch_time_s, 1062.5e-6 * static_cast<double>(run->plan.iterations_in_epoch));
+  EXPECT_EQ(s.iterations_replayed, 4);
+  RunSummary header = s;  // without what the measurement adds
+  header.busy_ratio = header.bubble_ratio = header.idle_ratio = header.exposed_comm_ratio = 0;
+  header.recompute_ratio = header.dispatch_us_mean = header.exposed_dispatch_ratio = 0;
+  header.tokens_per_s = header.samples_per_s = header.mfu = 0;
+  header.stages.clear();
+  EXPECT_EQ(SummaryToJson(header),
+            SummaryToJson(PlannedRunSummary(*run, RecordSource::kMeasured, "libtorch-gloo", times)));
+  // No iteration yet: the header alone.
+  EXPECT_EQ(SummaryToJson(MeasuredSummary(*run, {}, {}, {}, 1, "libtorch-gloo")),
+            SummaryToJson(PlannedRunSummary(*run, RecordSource::kMeasured, "libtorch-gloo", {})));
 }
 
 }  // namespace

@@ -11,10 +11,11 @@
 #include <vector>
 
 #include "backend/measure.h"
-#include "driver/planner.h"
 #include "core/records/records_codec.h"
+#include "core/records/run_folder.h"
 #include "core/scenario/scenario.h"
 #include "core/util/csv.h"
+#include "driver/planner.h"
 
 namespace mmtwin::backend {
 namespace {

@@ -10,6 +10,7 @@
 
 #include "cli/cli_runner.h"
 #include "core/records/records_codec.h"
+#include "core/records/run_folder.h"
 #include "core/util/csv.h"
 
 namespace mmtwin {

@@ -8,6 +8,7 @@
 #include "calibrate/synthetic_runs.h"
 #include "cli/cli_runner.h"
 #include "core/records/records_codec.h"
+#include "core/records/run_folder.h"
 
 namespace mmtwin {
 namespace {

@@ -15,8 +15,9 @@
 #include <sstream>
 #include <string>
 
-#include "sweep/results_db.h"
+#include "core/records/headline_metrics.h"
 #include "core/util/csv.h"
+#include "sweep/results_db.h"
 
 #include "cli/cli_runner.h"
 
@@ -24,6 +25,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using mmtwin::HeadlineMetric;
+using mmtwin::HeadlineMetrics;
+using mmtwin::StageMetric;
+using mmtwin::StageMetrics;
 using mmtwin::testing::CliRun;
 using mmtwin::testing::Mmtwin;
 using mmtwin::testing::Shell;
@@ -216,9 +221,21 @@ iterations: 2
   for (const char* s : {"B - A", "B / A", "iteration p50 (ms)", "GPU-days", "bubble ratio", "per stage",
                         "s0 fwd (ms)", "s3 peak mem (GiB)", "data random", "data isf"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  // The rows are the headline metrics (core/records/headline_metrics.h, which the GUI's Compare tab shows too), in
+  // their order, then each stage's.
+  size_t at = 0;
+  for (const HeadlineMetric& m : HeadlineMetrics()) {
+    at = r.out.find("\n" + std::string(m.label) + " ", at);
+    EXPECT_NE(at, std::string::npos) << m.label << "\n" << r.out;
+  }
+  for (const StageMetric& m : StageMetrics())
+    EXPECT_NE(r.out.find("\ns3 " + std::string(m.label) + " "), std::string::npos) << m.label;
   CliRun j = Mmtwin("compare run-a run-b --json");
   ASSERT_EQ(j.code, 0) << j.out;
   const auto json = nlohmann::json::parse(j.out);
+  ASSERT_EQ(json["metrics"].size(), HeadlineMetrics().size());
+  for (const HeadlineMetric& m : HeadlineMetrics()) EXPECT_TRUE(json["metrics"].contains(m.name)) << m.name;
+  for (const StageMetric& m : StageMetrics()) EXPECT_TRUE(json["stages"][0].contains(m.name)) << m.name;
   const auto& days = json["metrics"]["gpu_days"];
   EXPECT_NEAR(days["delta"].get<double>(), days["b"].get<double>() - days["a"].get<double>(), 1e-9);
   EXPECT_NEAR(days["ratio"].get<double>(), days["b"].get<double>() / days["a"].get<double>(), 1e-12);

@@ -18,7 +18,7 @@
 // bwd_work_bytes) are read with bwd_work_bytes = -1 (not measured); v1 files (no memory columns) are refused:
 // re-run the backend.
 //
-//   rows = ParseLayerTimingsCsv(ReadFile(dir + "/layers.csv").value(), dir + "/layers.csv").value();
+//   rows = ParseLayerTimingsCsv(text, "runs/a/layers.csv").value();   // a run folder's: ReadRunFolder (run_folder.h)
 #pragma once
 
 #include <cstdint>

@@ -18,7 +18,7 @@
 //     (drawn when any record is a forward or backward).
 //
 //   std::string trace = PerfettoTrace(OpRecordsOf(graph, timing, costs, iteration), parallel);
-//   WriteFileAtomic(dir + "/trace.json", trace + "\n");
+//   RunFolderWriter().AddTrace(trace + "\n").Write(dir);   // a run folder's trace.json (run_folder.h)
 #pragma once
 
 #include <string>

@@ -6,7 +6,7 @@
 // Format: a version line `# mmtwin-pingpong v1`, the header `peer,bytes,round_trip_us`, one row per timed
 // exchange (warm-up exchanges are not written).
 //
-//   rows = ParsePingPongCsv(ReadFile(dir + "/pingpong.csv").value(), dir + "/pingpong.csv").value();
+//   rows = ParsePingPongCsv(text, "runs/pp/pingpong.csv").value();   // a run folder's: ReadRunFolder (run_folder.h)
 #pragma once
 
 #include <cstdint>

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/plan/schedule.h"
+#include "core/records/records_json.h"
 
 namespace mmtwin {
 namespace {
@@ -161,8 +162,7 @@ std::string PlanToJson(const Plan& p) {
 
 Result<Plan> PlanFromJson(const std::string& text, const std::string& name) {
   const In in{name};
-  const json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Error(name + ": not a plan (JSON object expected)");
+  MMTWIN_ASSIGN_OR_RETURN(const json j, ParseJsonObject(text, name, "a plan"));
   Plan p;
   MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "schema_version", p.schema_version));
   if (p.schema_version != kPlanSchemaVersion)

@@ -3,8 +3,8 @@
 // later simulation reads it back and gets an equal Plan (operator==), instead of re-planning (bmp compares
 // floating-point timings, so a re-plan on another machine may choose differently).
 //
-//   MMTWIN_RETURN_IF_ERROR(WriteFileAtomic("plan.json", PlanToJson(run.plan)));
-//   MMTWIN_ASSIGN_OR_RETURN(Plan plan, PlanFromJson(text, "plan.json"));
+//   std::string text = PlanToJson(run.plan);     // a run folder's plan.json (RunFolderWriter::AddPlan, run_folder.h)
+//   MMTWIN_ASSIGN_OR_RETURN(Plan plan, PlanFromJson(text, RunFilePath(dir, RunFile::kPlan)));
 //
 // Format (schema_version 1; 64-bit digests and seeds as decimal strings, since JSON numbers are doubles to
 // many readers): {schema_version, scenario, model, cluster, nodes, trace {file, preset, samples, seed,
@@ -26,7 +26,7 @@ namespace mmtwin {
 std::string PlanToJson(const Plan& plan);
 // Parses and checks (types, sizes consistent with parallel, a known schema version; ValidatePartition,
 // ValidateSchedule); errors name `name` and the field ("plan.json: iterations[3].micro_batches: expected dp = 4
-// ranks").
+// ranks"), or for a syntax error `name` and its line.
 Result<Plan> PlanFromJson(const std::string& text, const std::string& name);
 
 }  // namespace mmtwin

@@ -2,7 +2,33 @@
 // Run records built from an evaluated op graph (records.h).
 #include "core/records/records.h"
 
+#include <algorithm>
+#include <cmath>
+
+#include "core/util/text.h"
+
 namespace mmtwin {
+
+IterationTimeStats IterationTimeStatsOf(const std::vector<double>& times_us, int64_t iterations_in_epoch) {
+  if (times_us.empty()) return {};
+  const double n = static_cast<double>(times_us.size());
+  double total = 0;
+  for (double t : times_us) total += t;
+  const double mean = total / n;
+  double var = 0;
+  for (double t : times_us) var += (t - mean) * (t - mean);
+  var = times_us.size() > 1 ? var / (n - 1) : 0;
+  const int64_t epoch = iterations_in_epoch;
+  const double fpc = epoch > 1 ? std::sqrt(std::max(0.0, (epoch - n) / (epoch - 1.0))) : 0;
+  const double half = 1.96 * std::sqrt(var / n) * fpc;
+  return {mean,
+          Percentile(times_us, 0.5),
+          Percentile(times_us, 0.99),
+          *std::min_element(times_us.begin(), times_us.end()),
+          *std::max_element(times_us.begin(), times_us.end()),
+          mean - half,
+          mean + half};
+}
 
 std::vector<OpRecord> OpRecordsOf(const OpGraph& graph, const IterationTiming& timing,
                                   const IterationCosts& costs, int64_t iteration) {

@@ -5,7 +5,7 @@
 // read them back through it. A renamed field fails to compile in every reader instead of printing "n/a".
 //
 //   RunSummary s = result.summary;                 // from Simulate (source simulated)
-//   WriteFileAtomic(dir + "/summary.json", SummaryToJson(s) + "\n");
+//   std::string text = SummaryToJson(s);           // a run folder's summary (run_folder.h RunFolderWriter)
 //   MMTWIN_ASSIGN_OR_RETURN(RunSummary back, SummaryFromJson(text, "runs/x/summary.json"));
 //
 // Units are in the names: _us microseconds, _bytes bytes, _ratio a fraction of device time, _s seconds.
@@ -36,6 +36,15 @@ struct IterationTimeStats {  // over the replayed (or measured) iterations, micr
   double mean = 0, p50 = 0, p99 = 0, min = 0, max = 0;
   double ci95_low = 0, ci95_high = 0;  // 95% interval of the epoch mean (finite-population correction)
 };
+
+// The iteration-time statistics of a run, simulated or measured: mean, p50, p99 (Percentile, core/util/text.h:
+// linear interpolation), min and max of `times_us` (one entry per replayed or measured iteration, microseconds),
+// and the 95% interval of the epoch's mean iteration time from this sample of its N = `iterations_in_epoch`
+// iterations (n = times_us.size()):
+//   mean -/+ 1.96 * sqrt(s2 / n) * sqrt(max(0, (N - n) / (N - 1)))
+// with s2 the sample variance (divided by n - 1; 0 for one time) and the finite-population correction 0 when
+// N <= 1 (so the interval is empty when every iteration was replayed). All zero for no times.
+IterationTimeStats IterationTimeStatsOf(const std::vector<double>& times_us, int64_t iterations_in_epoch);
 
 struct PolicyRecord {
   std::string name;

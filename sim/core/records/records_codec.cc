@@ -4,11 +4,11 @@
 
 #include <charconv>
 #include <cmath>
-#include <filesystem>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "core/records/records_json.h"
 #include "core/util/csv.h"
 #include "core/util/text.h"
 
@@ -18,29 +18,6 @@ namespace {
 using nlohmann::json;
 
 json PolicyJson(const PolicyRecord& p) { return {{"name", p.name}, {"params", p.params}}; }
-
-json StageJson(const StageRecord& s) {
-  return {{"stage", s.stage},
-          {"first_layer", s.first_layer},
-          {"last_layer", s.last_layer},
-          {"layer_labels", {s.first_layer_label, s.last_layer_label}},
-          {"layers", s.layers},
-          {"params", s.params},
-          {"recomputed_layers", s.recomputed_layers},
-          {"fwd_us_mean", s.fwd_us_mean},
-          {"bwd_us_mean", s.bwd_us_mean},
-          {"recompute_us_mean", s.recompute_us_mean},
-          {"busy_ratio", s.busy_ratio},
-          {"bubble_ratio", s.bubble_ratio},
-          {"idle_ratio", s.idle_ratio},
-          {"model_state_bytes", s.model_state_bytes},
-          {"peak_activation_bytes", s.peak_activation_bytes},
-          {"peak_memory_bytes", s.peak_memory_bytes},
-          {"memory_capacity_bytes", s.memory_capacity_bytes},
-          {"fits", s.fits},
-          {"dispatch_us_mean", s.dispatch_us_mean},
-          {"exposed_dispatch_ratio", s.exposed_dispatch_ratio}};
-}
 
 // Typed reads of a parsed summary with `name: a.b.c: reason` errors.
 class Reader {
@@ -254,13 +231,7 @@ std::string SummaryToJson(const RunSummary& s) {
   j["cluster"] = {{"preset", s.cluster.preset}, {"nodes", s.cluster.nodes}, {"device", s.cluster.device}};
   j["engine"] = s.engine;
   const ParallelConfig& p = s.parallel;
-  j["parallel"] = {{"dp", p.dp},
-                   {"tp", p.tp},
-                   {"pp", p.pp},
-                   {"vpp", p.vpp},
-                   {"micro_batches", p.micro_batches},
-                   {"zero_stage", p.zero_stage},
-                   {"world_size", p.world_size()}};
+  j["parallel"] = ParallelJson(p);
   if (p.zero3_impl != "simple") j["parallel"]["zero3_impl"] = p.zero3_impl;
   if (p.sp > 1) {  // only with sequence parallelism: summaries without it are unchanged
     j["parallel"]["sp"] = p.sp;
@@ -323,20 +294,8 @@ std::string SummaryToJson(const RunSummary& s) {
 }
 
 Result<RunSummary> SummaryFromJson(const std::string& text, const std::string& name) {
-  const json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Error(name + ": not a summary.json (JSON object expected)");
+  MMTWIN_ASSIGN_OR_RETURN(const json j, ParseJsonObject(text, name, "a summary.json"));
   return ReadSummary(j, name);
-}
-
-Result<RunSummary> LoadSummary(const std::string& arg) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  std::string path = arg;
-  if (fs::is_directory(arg, ec)) path = (fs::path(arg) / "summary.json").string();
-  if (!fs::is_regular_file(path, ec))
-    return Error(path + ": no such summary (give a run folder or a summary.json)");
-  MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  return SummaryFromJson(text, path);
 }
 
 std::string StagesCsv(const std::vector<StageRecord>& stages) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The one codec of the run records (records.h): summary.json, stages.csv, ops.csv and the sweep database's
-// summary columns. No JSON type in this header: JSON travels as text.
+// summary columns. No JSON type in this header: JSON travels as text. The run folder that holds these files is
+// run_folder.h's.
 //
 // summary.json (keys sorted; what `mmtwin simulate -o` writes): schema_version, source, scenario, model,
 // cluster {preset, nodes, device}, engine, parallel {dp, tp, pp, vpp, micro_batches, zero_stage, world_size},
@@ -29,11 +30,10 @@ namespace mmtwin {
 // summary.json text (2-space indent, keys sorted, no final newline).
 std::string SummaryToJson(const RunSummary& s);
 // Parses summary.json text; `name` (the file) is used in messages: "runs/a/summary.json: iteration_time_us.p50:
-// missing". Files written before the schema had `schema_version` / `source` read as version 1, simulated; a
-// newer schema version is an error.
+// missing", "runs/a/summary.json:3: not valid JSON: ..." (a syntax error, with its line). Files written before the
+// schema had `schema_version` / `source` read as version 1, simulated; a newer schema version is an error. A run
+// folder's summary: LoadSummary / ReadRunFolder (run_folder.h).
 Result<RunSummary> SummaryFromJson(const std::string& text, const std::string& name);
-// Reads RUNDIR/summary.json (or the file itself when `path` is not a folder).
-Result<RunSummary> LoadSummary(const std::string& path);
 
 // stages.csv: a header line, then one row per stage (doubles printed with 6 significant digits).
 std::string StagesCsv(const std::vector<StageRecord>& stages);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// A folder of files written as a unit: a run folder (summary.json, stages.csv, ops.csv, trace.json,
-// scenario.yaml) is either the complete old one or the complete new one at every moment, whatever kills the
-// process or fails in between.
+// A folder of files written as a unit: a run folder (core/records/run_folder.h RunFolderWriter writes through
+// this) is either the complete old one or the complete new one at every moment, whatever kills the process or
+// fails in between.
 //
-//   MMTWIN_RETURN_IF_ERROR(WriteFolderAtomic("runs/default", {{"summary.json", text}, {"stages.csv", csv}}));
+//   MMTWIN_RETURN_IF_ERROR(WriteFolderAtomic("runs/default", {{"notes.txt", text}, {"plot.csv", csv}}));
 //
 // How: the files are written and fsync'ed into a staging sibling `NAME.tmp-PID`, which is then swapped with the
 // target in one step (Linux renameat2 RENAME_EXCHANGE; a plain rename when there is no target yet), and the old

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+// The JSON pieces the record codecs share (records_json.h).
+#include "core/records/records_json.h"
+
+#include <algorithm>
+
+namespace mmtwin {
+
+using nlohmann::json;
+
+json ParallelJson(const ParallelConfig& p) {
+  return {{"dp", p.dp},
+          {"tp", p.tp},
+          {"pp", p.pp},
+          {"vpp", p.vpp},
+          {"micro_batches", p.micro_batches},
+          {"zero_stage", p.zero_stage},
+          {"world_size", p.world_size()}};
+}
+
+json PlannedStageJson(const StageRecord& s) {
+  return {{"stage", s.stage},
+          {"first_layer", s.first_layer},
+          {"last_layer", s.last_layer},
+          {"layer_labels", {s.first_layer_label, s.last_layer_label}},
+          {"layers", s.layers},
+          {"params", s.params},
+          {"recomputed_layers", s.recomputed_layers},
+          {"fwd_us_mean", s.fwd_us_mean},
+          {"model_state_bytes", s.model_state_bytes},
+          {"peak_activation_bytes", s.peak_activation_bytes},
+          {"peak_memory_bytes", s.peak_memory_bytes},
+          {"memory_capacity_bytes", s.memory_capacity_bytes},
+          {"fits", s.fits}};
+}
+
+json StageJson(const StageRecord& s) {
+  json j = PlannedStageJson(s);
+  j["bwd_us_mean"] = s.bwd_us_mean;
+  j["recompute_us_mean"] = s.recompute_us_mean;
+  j["busy_ratio"] = s.busy_ratio;
+  j["bubble_ratio"] = s.bubble_ratio;
+  j["idle_ratio"] = s.idle_ratio;
+  j["dispatch_us_mean"] = s.dispatch_us_mean;
+  j["exposed_dispatch_ratio"] = s.exposed_dispatch_ratio;
+  return j;
+}
+
+Result<json> ParseJsonObject(const std::string& text, const std::string& name, const std::string& what) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    // The line of the byte where parsing stopped (e.byte counts from 1 for a parse error).
+    size_t at = 0;
+    if (const auto* pe = dynamic_cast<const json::parse_error*>(&e)) at = std::min(pe->byte, text.size());
+    const long line =
+        1 + static_cast<long>(std::count(text.begin(), text.begin() + (at > 0 ? at - 1 : 0), '\n'));
+    // what(): "[json.exception.parse_error.101] parse error at line 3, column 1: syntax error while ...".
+    std::string why = e.what();
+    if (const size_t col = why.find("column "); col != std::string::npos)
+      if (const size_t colon = why.find(": ", col); colon != std::string::npos) why = why.substr(colon + 2);
+    return Error::At(name, line, "", "not valid JSON: " + why);
+  }
+  if (!j.is_object()) return Error(name + ": not " + what + " (JSON object expected)");
+  return j;
+}
+
+}  // namespace mmtwin
