@@ -2,6 +2,7 @@
 // The measured records' writer thread (backend/measure.h, no Torch): every added iteration reaches RUNDIR,
 // the folder always holds a complete prefix, write errors come back as values, the destructor flushes.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -23,7 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string TmpDir(const std::string& name) {
-  const fs::path d = fs::path(::testing::TempDir()) / ("record_writer_" + name);
+  const fs::path d = fs::path(::testing::TempDir()) / ("record_writer_" + std::to_string(::getpid()) + "_" + name);
   fs::remove_all(d);
   return d.string();
 }

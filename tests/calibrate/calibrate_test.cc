@@ -4,6 +4,7 @@
 #include "calibrate/calibrate.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -19,7 +20,7 @@ using testing::TrueCoefficients;
 using testing::WriteSyntheticRun;
 
 std::string Dir(const std::string& name) {
-  return (fs::path(::testing::TempDir()) / ("calibrate_" + name)).string();
+  return (fs::path(::testing::TempDir()) / ("calibrate_" + std::to_string(::getpid()) + "_" + name)).string();
 }
 
 TEST(Calibrate, RecoversKnownCoefficientsFromNoisyRuns) {

@@ -5,6 +5,7 @@
 #include "calibrate/links.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -22,8 +23,9 @@ namespace fs = std::filesystem;
 using testing::SyntheticRun;
 using testing::WriteSyntheticRun;
 
+// Per process: ctest runs this binary's tests as parallel processes, which share the temporary folder.
 std::string Dir(const std::string& name) {
-  return (fs::path(::testing::TempDir()) / ("links_" + name)).string();
+  return (fs::path(::testing::TempDir()) / ("links_" + std::to_string(::getpid()) + "_" + name)).string();
 }
 
 // True links: intra-node 20 µs + 5 GB/s, inter-node 80 µs + 1 GB/s.

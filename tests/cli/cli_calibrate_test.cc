@@ -2,6 +2,7 @@
 // `mmtwin calibrate` and `mmtwin simulate --cost` as a user runs them: the profile is written, printed and used;
 // bad input exits 2 with a message naming the run.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -17,7 +18,7 @@ namespace fs = std::filesystem;
 using testing::Mmtwin;
 
 std::string Dir(const std::string& name) {
-  return (fs::path(::testing::TempDir()) / ("cli_calibrate_" + name)).string();
+  return (fs::path(::testing::TempDir()) / ("cli_calibrate_" + std::to_string(::getpid()) + "_" + name)).string();
 }
 
 TEST(CliCalibrate, WritesAProfileThatSimulateUses) {
