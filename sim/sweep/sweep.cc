@@ -37,22 +37,6 @@ std::string Block(const YAML::Node& n) {
   return std::string(e.c_str()) + "\n";
 }
 
-Status CheckKeys(const std::string& file, const YAML::Node& map, const std::string& where,
-                 const std::vector<std::string>& allowed) {
-  std::string list;
-  for (size_t i = 0; i < allowed.size(); ++i) list += (i ? ", " : "") + allowed[i];
-  if (!map.IsMap()) return Error::At(file, LineOf(map), where, "expected a mapping with keys " + list);
-  std::set<std::string> seen;
-  for (auto it = map.begin(); it != map.end(); ++it) {
-    const std::string key = it->first.Scalar();
-    const std::string field = where.empty() ? key : where + "." + key;
-    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
-      return Error::At(file, LineOf(it->first), field, "unknown key; valid keys are: " + list);
-    if (!seen.insert(key).second) return Error::At(file, LineOf(it->first), field, "duplicate key");
-  }
-  return Status();
-}
-
 Result<SweepSpec> ParseImpl(const std::string& text, const std::string& file, const std::string& base_dir) {
   SweepSpec spec;
   spec.path = file;
@@ -60,7 +44,7 @@ Result<SweepSpec> ParseImpl(const std::string& text, const std::string& file, co
   if (!root.IsMap())
     return Error::At(file, LineOf(root), "", "a sweep is a mapping with keys base, mode, axes, ...");
   MMTWIN_RETURN_IF_ERROR(
-      CheckKeys(file, root, "", {"name", "description", "base", "mode", "axes", "iterations"}));
+      CheckKeys(root, file, "", {"name", "description", "base", "mode", "axes", "iterations"}));
 
   if (const YAML::Node v = root["name"]) {
     if (!v.IsScalar() || v.Scalar().empty()) return Error::At(file, LineOf(v), "name", "expected a name");
@@ -127,7 +111,7 @@ Result<SweepSpec> ParseImpl(const std::string& text, const std::string& file, co
     for (size_t i = 0; i < axes.size(); ++i) {
       const YAML::Node a = axes[i];
       const std::string where = "axes[" + std::to_string(i) + "]";
-      MMTWIN_RETURN_IF_ERROR(CheckKeys(file, a, where, {"key", "values", "name", "labels"}));
+      MMTWIN_RETURN_IF_ERROR(CheckKeys(a, file, where, {"key", "values", "name", "labels"}));
       SweepAxis axis;
       axis.line = LineOf(a);
       const YAML::Node key = a["key"];
