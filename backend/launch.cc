@@ -119,10 +119,6 @@ int Launch(const LaunchOptions& o, const std::string& self_exe, std::ostream& ou
     err << "mmtwin-train: " << scenario.error().message() << "\n";
     return 2;
   }
-  if (Status st = ValidateScenario(*scenario); !st.ok()) {
-    err << "mmtwin-train: " << st.error().message() << "\n";
-    return 2;
-  }
   if (Status st = CheckBackendScenario(*scenario, o.nproc, "launch: --nproc"); !st.ok()) {
     err << "mmtwin-train " << st.error().message() << "\n";
     return 2;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `mmtwin-train launch`: start N local ranks like `torchrun --standalone --nproc-per-node N` (no Torch here).
 //
-// Before any process starts, the scenario is checked (LoadScenario, ValidateScenario, CheckBackendScenario): a
+// Before any process starts, the scenario is checked (LoadScenario with CheckScenario, CheckBackendScenario): a
 // bad one exits 2 with file:line: field. Then a free port is picked for the c10d TCPStore, N children run
 // `mmtwin-train run` with RANK / WORLD_SIZE / LOCAL_RANK / MASTER_ADDR / MASTER_PORT set, and the launcher
 // watches them: when one exits non-zero or dies by a signal, the others get SIGTERM and, after a grace of

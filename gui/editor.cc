@@ -13,7 +13,6 @@
 
 #include "core/balance/data_policy.h"
 #include "core/cluster/cluster.h"
-#include "driver/planner.h"
 #include "core/model/model.h"
 #include "core/plan/partition.h"
 #include "core/plan/recompute.h"
@@ -331,18 +330,22 @@ void ScenarioEditor::FormEdited(const std::string& dotted_key, const std::string
     return;
   }
   // Prefer the edit in place (comments and layout kept) when the current text parses, the key is written on a
-  // line of its own text, and the result reads exactly as the core's override does.
+  // line of its own text, and the result reads exactly as the core's override does. Parsing alone (ReadScenario):
+  // the comparison holds for a value the checks refuse as well.
   std::string chosen = *edited;
+  Result<Scenario> read = ReadScenario(*edited, Name(), BaseDir());
   if (yaml_value.empty() || yaml_value[0] != '{') {
-    Result<Scenario> now = ParseScenario(current, Name(), BaseDir());
+    Result<Scenario> now = ReadScenario(current, Name(), BaseDir());
     auto line = now.ok() ? now->lines.find(dotted_key) : std::map<std::string, long>::const_iterator();
     if (now.ok() && line != now->lines.end()) {
       const std::string leaf = dotted_key.substr(dotted_key.rfind('.') + 1);
       const std::string in_place = EditLineInPlace(current, line->second, leaf, yaml_value);
       if (!in_place.empty()) {
-        Result<Scenario> a = ParseScenario(in_place, Name(), BaseDir()),
-                         b = ParseScenario(*edited, Name(), BaseDir());
-        if (a.ok() && b.ok() && *a == *b) chosen = in_place;
+        Result<Scenario> a = ReadScenario(in_place, Name(), BaseDir());
+        if (a.ok() && read.ok() && *a == *read) {
+          chosen = in_place;
+          read = std::move(a);  // with the lines of the text shown
+        }
       }
     }
   }
@@ -350,24 +353,25 @@ void ScenarioEditor::FormEdited(const std::string& dotted_key, const std::string
   yaml_->setPlainText(QString::fromStdString(chosen));
   filling_ = false;
   SetModified(true);
-  Reparse();
+  Check(std::move(read));  // the struct just read from the text shown: checked, not printed and parsed again
 }
 
-void ScenarioEditor::Reparse() {
+void ScenarioEditor::Reparse() { Check(ReadScenario(text().toStdString(), Name(), BaseDir())); }
+
+void ScenarioEditor::Check(Result<Scenario> read) {
   reparse_timer_.stop();
   const bool was_valid = valid_;
-  Result<Scenario> parsed = ParseScenario(text().toStdString(), Name(), BaseDir());
-  Status st = parsed.status();
-  if (parsed.ok()) {
-    parsed->path = Name();
-    st = ValidateScenario(*parsed);
+  Status st = read.status();
+  if (read.ok()) {
+    Result<Scenario> checked = CheckAndResolveScenario(std::move(*read));
+    st = checked.status();
+    if (checked.ok()) scenario_ = std::move(*checked);
   }
   if (!st.ok()) {
     valid_ = false;
     SetError(QString::fromStdString(st.error().message()));
   } else {
     valid_ = true;
-    scenario_ = std::move(*parsed);
     SetError(QString());
     FillForm();
     emit scenarioChanged();

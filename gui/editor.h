@@ -3,17 +3,19 @@
 // scenario reader (core/scenario/scenario.h), so what the editor accepts is exactly what `mmtwin simulate` accepts.
 //
 //   ScenarioEditor ed;
-//   ed.SetText(text, "scenarios/default.yaml");   // parses, validates, fills the form
+//   ed.SetText(text, "scenarios/default.yaml");   // parses, checks, fills the form
 //   ed.form().dp->setValue(4);                     // the YAML tab now says dp: 4, scenario().parallel.dp == 4
 //   if (!ed.valid()) show(ed.error());             // "scenarios/default.yaml:11: parallel.dp: ..."
 //
-// Form -> text: a form edit is applied to the text as a dotted-key override, then parsed again. A scalar knob
-// already written on a line of its own is edited in place on that line (comments and layout kept) when the
-// result reads exactly as the core's override (OverrideScenarioYaml) does; other edits (a policy choice, a key
-// not yet written) take the override's text, which is re-emitted YAML without comments. Text -> form: typing in the YAML tab re-parses after a
-// short pause (or at once with Reparse()); when it parses and validates (ParseScenario, then ValidateScenario),
-// the form shows it; otherwise the core's message is shown under both tabs, the line is marked in the text,
-// and valid() is false (the window does not run an invalid scenario).
+// Form -> text: a form edit is applied to the text as a dotted-key override. A scalar knob already written on a
+// line of its own is edited in place on that line (comments and layout kept) when the result reads exactly as the
+// core's override (OverrideScenarioYaml) does; other edits (a policy choice, a key not yet written) take the
+// override's text, which is re-emitted YAML without comments. The struct read from the new text is then checked
+// (CheckScenario) as it is: nothing is printed and parsed again. Text -> form: typing in the YAML tab re-parses
+// after a short pause (or at once with Reparse()); when the text reads and checks (ReadScenario, then
+// CheckAndResolveScenario: what ParseScenario does), the form shows it; otherwise the core's message is shown
+// under both tabs, the line is marked in the text, and valid() is false (the window does not run an invalid
+// scenario).
 #pragma once
 
 #include <QCheckBox>
@@ -60,9 +62,9 @@ class ScenarioEditor : public QWidget {
   bool modified() const { return modified_; }
   void SetModified(bool m);
 
-  // Parses and validates the text now (instead of after the typing pause).
+  // Parses and checks the text now (instead of after the typing pause).
   void Reparse();
-  // Whether the text parses and validates; scenario() is the last text that did.
+  // Whether the text parses and checks; scenario() is the last text that did.
   bool valid() const { return valid_; }
   const Scenario& scenario() const { return scenario_; }
   // The core's message for the text ("x.yaml:11: parallel.dp: must be at least 1") and its line (0 = none).
@@ -92,13 +94,16 @@ class ScenarioEditor : public QWidget {
 
  signals:
   void validityChanged(bool valid);
-  void scenarioChanged();  // after every text that parses and validates
+  void scenarioChanged();  // after every text that parses and checks
   void modifiedChanged(bool modified);
 
  private:
   QWidget* BuildForm();
   void BuildPolicyParams(const std::string& kind);
   void FormEdited(const std::string& dotted_key, const std::string& yaml_value);
+  // Checks a scenario read from the text shown (CheckAndResolveScenario) and shows the result: the form, or the
+  // error under both tabs.
+  void Check(Result<Scenario> read);
   void FillForm();
   void SetError(const QString& message);
   std::string Name() const;     // for messages

@@ -3,13 +3,19 @@
 //   - default scenario, a knob change in the form to refreshed views (re-parse and validate, analytic run on the
 //     worker thread, run folder written, summary / table / memory / timeline updated and the timeline painted)
 //     <= 1 s;
-//   - full-zoom-out repaint of a 100k-op timeline (level of detail) <= 16 ms.
+//   - full-zoom-out repaint of a 100k-op timeline (level of detail) <= 16 ms;
+// and the scenario editor's form edit and re-parse (no target).
 #include <QApplication>
 #include <QEventLoop>
 #include <QImage>
 
 #include <benchmark/benchmark.h>
 
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "editor.h"
 #include "synthetic_ops.h"
 #include "main_window.h"
 #include "run_data.h"
@@ -19,6 +25,13 @@ namespace mmtwin::gui {
 namespace {
 
 std::vector<OpRecord> SyntheticOps(int n) { return testing::SyntheticOps(n, 64); }
+
+std::string ReadDefault() {
+  std::ifstream in(std::string(MMTWIN_SOURCE_DIR) + "/scenarios/default.yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 void BM_TimelineRepaintFullZoomOut(benchmark::State& state) {
   const std::vector<OpRecord> ops = SyntheticOps(static_cast<int>(state.range(0)));
@@ -81,6 +94,37 @@ void BM_KnobChangeToRefreshedViews(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_KnobChangeToRefreshedViews)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The editor alone, offscreen, scenarios/default.yaml: a form edit (dp 2 <-> 1: the override, the in-place edit,
+// the check, the form filled again) and a typed edit's re-parse (ScenarioEditor::Reparse). tests/bench/
+// scenario_bench.cc times the check inside them before and after the round trip was removed, interleaved.
+void BM_EditorFormEdit(benchmark::State& state) {
+  ScenarioEditor ed;
+  ed.SetText(QString::fromStdString(ReadDefault()), QString(MMTWIN_SOURCE_DIR) + "/scenarios/default.yaml");
+  if (!ed.valid()) {
+    state.SkipWithError(qPrintable(ed.error()));
+    return;
+  }
+  int dp = 2;
+  for (auto _ : state) {
+    dp = dp == 2 ? 1 : 2;
+    ed.form().dp->setValue(dp);
+    benchmark::DoNotOptimize(ed.valid());
+  }
+  if (!ed.valid() || ed.scenario().parallel.dp != dp) state.SkipWithError("the form edit did not apply");
+}
+BENCHMARK(BM_EditorFormEdit)->Unit(benchmark::kMicrosecond);
+
+void BM_EditorReparse(benchmark::State& state) {
+  ScenarioEditor ed;
+  ed.SetText(QString::fromStdString(ReadDefault()), QString(MMTWIN_SOURCE_DIR) + "/scenarios/default.yaml");
+  for (auto _ : state) {
+    ed.Reparse();
+    benchmark::DoNotOptimize(ed.valid());
+  }
+  if (!ed.valid()) state.SkipWithError(qPrintable(ed.error()));
+}
+BENCHMARK(BM_EditorReparse)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace mmtwin::gui

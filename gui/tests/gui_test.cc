@@ -182,6 +182,24 @@ class GuiTest : public QObject {
     QVERIFY(!ed->valid());
     QVERIFY2(ed->error().contains("parallel.tp") && ed->error_line() > 0, qPrintable(ed->error()));
     QVERIFY(!w.Run());
+    // The edit is made in place although the checker refuses the value (the in-place text is compared with the
+    // override's by parsing alone): the comments stay, the edited line is marked, and the message is the one
+    // `mmtwin simulate` gives for the same text.
+    const std::string edited = ed->text().toStdString();
+    QVERIFY2(edited.rfind("# The README's main command", 0) == 0, edited.c_str());
+    const size_t tp_at = edited.find("tp: 16,");
+    QVERIFY(tp_at != std::string::npos);
+    const int tp_line = static_cast<int>(std::count(edited.begin(), edited.begin() + tp_at, '\n')) + 1;
+    QCOMPARE(ed->error_line(), tp_line);
+    WriteFile(file, edited);
+    Result<Scenario> cli = LoadScenario(file.toStdString());
+    QVERIFY(!cli.ok());
+    QString cli_message = QString::fromStdString(cli.error().message());
+    cli_message.replace(file, kDefault);
+    QCOMPARE(ed->error(), cli_message);
+    QVERIFY2(ed->error().startsWith(kDefault + ":" + QString::number(tp_line) +
+                                    ": parallel.tp: tensor parallelism stays inside a node: tp 16 > 8"),
+             qPrintable(ed->error()));
     // Fixing it makes it valid again.
     ed->form().tp->setValue(2);
     QVERIFY(ed->valid());

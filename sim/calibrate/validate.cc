@@ -38,11 +38,8 @@ Result<ValidationSuite> ParseSuite(const std::string& text, const std::string& f
   suite.path = file;
   MMTWIN_ASSIGN_OR_RETURN(const YAML::Node root, LoadStrictYaml(text, file));
   if (!root.IsMap()) return Error::At(file, LineOf(root), "", "a validation suite is a mapping");
-  const std::vector<std::string> keys = {"name", "description", "notes", "calibration", "held_out"};
-  for (auto it = root.begin(); it != root.end(); ++it)
-    if (std::find(keys.begin(), keys.end(), it->first.Scalar()) == keys.end())
-      return Error::At(file, LineOf(it->first), it->first.Scalar(),
-                       "unknown key; valid keys are: name, description, notes, calibration, held_out");
+  MMTWIN_RETURN_IF_ERROR(
+      CheckKeys(root, file, "", {"name", "description", "notes", "calibration", "held_out"}));
   suite.name =
       root["name"] && root["name"].IsScalar() ? root["name"].Scalar() : fs::path(file).stem().string();
   if (!IsPlainName(suite.name))

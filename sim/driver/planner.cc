@@ -49,28 +49,6 @@ IterationData IterationOf(const DataPlan& data, int dp, int m, int64_t k) {
   return it;
 }
 
-// The checks of parallel sizes against the cluster; `nodes` = the scenario's, or just enough. Errors name the
-// scenario key (ScenarioError: file:line: key: reason).
-Result<int> CheckLayout(const Scenario& s, const ClusterSpec& probe) {
-  const ParallelConfig& par = s.parallel;
-  if (par.dp < 1 || par.tp < 1 || par.pp < 1 || par.vpp < 1 || par.micro_batches < 1)
-    return ScenarioError(s, "parallel", "parallel sizes must be >= 1");
-  if (par.zero_stage < 0 || par.zero_stage > 3)
-    return ScenarioError(s, "parallel.zero_stage", "must be 0..3");
-  if (par.tp > probe.gpus_per_node)
-    return ScenarioError(s, "parallel.tp",
-                         "tp " + std::to_string(par.tp) + " exceeds the " +
-                             std::to_string(probe.gpus_per_node) + " GPUs of a node in cluster '" +
-                             probe.name + "'");
-  const int needed = (par.world_size() + probe.gpus_per_node - 1) / probe.gpus_per_node;
-  if (s.nodes > 0 && s.nodes < needed)
-    return ScenarioError(s, "cluster.nodes",
-                         "dp*tp*pp = " + std::to_string(par.world_size()) + " GPUs need " +
-                             std::to_string(needed) + " nodes of cluster '" + probe.name +
-                             "', but nodes is " + std::to_string(s.nodes));
-  return s.nodes > 0 ? s.nodes : needed;
-}
-
 // A policy's error (unknown parameter, bad value) at the scenario key that chose the policy, keeping its kind; a
 // cancellation (a policy that polls the cancel flag, BMP's candidate timing) stays a cancellation, without a place.
 Status AtPolicyKey(const Scenario& s, const std::string& kind, const Status& st) {
@@ -329,20 +307,6 @@ CommSpec PlannedRun::Comm() const {
   return c;
 }
 
-Result<std::shared_ptr<const CostModel>> LoadCostModel(const Scenario& scenario, const ModelSpec& model,
-                                                       const ClusterSpec& cluster) {
-  AnalyticOptions options;
-  options.tp = scenario.parallel.tp;
-  options.sequence_parallel = scenario.parallel.tp_sequence_parallel;
-  AnalyticCostModel analytic(cluster.device, options);
-  if (scenario.cost.empty() || scenario.cost == "analytic")
-    return std::shared_ptr<const CostModel>(std::make_shared<AnalyticCostModel>(std::move(analytic)));
-  auto loaded = CoefficientCostModel::Load(scenario.cost, std::move(analytic));
-  if (!loaded) return loaded.error().Wrap("cost");
-  MMTWIN_RETURN_IF_ERROR(loaded->Supports(model));
-  return std::shared_ptr<const CostModel>(std::make_shared<CoefficientCostModel>(std::move(*loaded)));
-}
-
 MemoryEstimate EstimatePlanMemory(const Scenario& s) {
   constexpr double kProcessBytes = 64e6, kBytesPerSample = 200, kBytesPerTraceFileByte = 6.5,
                    kBytesPerDeviceMicroBatch = 12e3;
@@ -466,9 +430,10 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
   PlannedRun run;
   run.scenario = s;
   const ParallelConfig& par = s.parallel;
+  MMTWIN_RETURN_IF_ERROR(CheckScenario(s));  // the one checker: every error names its scenario key
   MMTWIN_ASSIGN_OR_RETURN(run.model, LoadScenarioModel(s));
   MMTWIN_ASSIGN_OR_RETURN(ClusterSpec probe, LoadCluster(s.cluster));
-  MMTWIN_ASSIGN_OR_RETURN(run.scenario.nodes, CheckLayout(s, probe));
+  run.scenario.nodes = ScenarioNodes(s, probe.gpus_per_node);
   MMTWIN_ASSIGN_OR_RETURN(run.cluster, LoadCluster(s.cluster, run.scenario.nodes));
   MMTWIN_RETURN_IF_ERROR(CheckPlanMemory(s));
   MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
@@ -551,7 +516,9 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
   if (options.cost) {
     run.cost = options.cost;
   } else {
-    MMTWIN_ASSIGN_OR_RETURN(run.cost, LoadCostModel(run.scenario, run.model, run.cluster));
+    auto cost = LoadScenarioCostModel(run.scenario, run.model, run.cluster);
+    if (!cost) return ScenarioError(s, "cost", cost.error().message());
+    run.cost = std::move(*cost);
   }
   MMTWIN_ASSIGN_OR_RETURN(
       plan.schedule, BuildSchedule(s.schedule.name, par.pp, par.vpp, par.micro_batches, s.schedule.params));
@@ -599,52 +566,6 @@ Result<std::shared_ptr<const PreparedData>> PrepareData(const Scenario& s, const
   out->tokens = TokensOf(model, *trace);
   out->trace = std::move(trace);
   return std::shared_ptr<const PreparedData>(std::move(out));
-}
-
-Status ValidateScenario(const Scenario& s) {
-  // Everything a scenario file is checked for: the same parser on the scenario's resolved text. Line numbers
-  // would point into generated text, so only the field is named.
-  const std::string name = s.path.empty() ? (s.name.empty() ? "scenario" : s.name) : s.path;
-  auto parsed = ParseScenario(FormatScenario(s), name, ".");
-  if (!parsed) {
-    std::string msg = parsed.error().message();
-    // "name:12: field: reason" -> "name: field: reason"
-    const std::string prefix = name + ":";
-    if (msg.rfind(prefix, 0) == 0) {
-      size_t i = prefix.size();
-      while (i < msg.size() && std::isdigit(static_cast<unsigned char>(msg[i]))) ++i;
-      if (i > prefix.size() && i < msg.size() && msg[i] == ':') msg = prefix + msg.substr(i + 1);
-    }
-    return Error(msg);
-  }
-  MMTWIN_ASSIGN_OR_RETURN(ClusterSpec probe, LoadCluster(s.cluster));
-  auto nodes = CheckLayout(s, probe);
-  if (!nodes) return nodes.error();
-  auto params = [&](const std::string& kind, const PolicyRef& ref,
-                    const std::vector<ParamSpec>& specs) -> Status {
-    auto p = Params::Validate(kind + " policy '" + ref.name + "'", specs, ref.params);
-    if (!p) return ScenarioError(s, "policies." + kind + ".params", p.error().message());
-    return Status();
-  };
-  MMTWIN_ASSIGN_OR_RETURN(const DataPolicyInfo* data, FindDataPolicy(s.data.name));
-  MMTWIN_RETURN_IF_ERROR(params("data", s.data, data->params));
-  MMTWIN_ASSIGN_OR_RETURN(const PartitionPolicyInfo* part, FindPartitionPolicy(s.partition.name));
-  MMTWIN_RETURN_IF_ERROR(params("partition", s.partition, part->params));
-  // "uniform:N" / "block:N": the shorthand for num_layers (RunRecomputePolicy checks the two agree).
-  MMTWIN_ASSIGN_OR_RETURN(const RecomputePolicyInfo* rc,
-                          FindRecomputePolicy(s.recompute.name.substr(0, s.recompute.name.find(':'))));
-  MMTWIN_RETURN_IF_ERROR(params("recompute", s.recompute, rc->params));
-  if (auto sched = BuildSchedule(s.schedule.name, s.parallel.pp, s.parallel.vpp, s.parallel.micro_batches,
-                                 s.schedule.params);
-      !sched)
-    return ScenarioError(s, "policies.schedule", sched.error().message());
-  if (s.cost != "analytic") {
-    MMTWIN_ASSIGN_OR_RETURN(ModelSpec model, LoadScenarioModel(s));
-    MMTWIN_ASSIGN_OR_RETURN(ClusterSpec cluster, LoadCluster(s.cluster, *nodes));
-    auto cost = LoadCostModel(s, model, cluster);
-    if (!cost) return ScenarioError(s, "cost", cost.error().message());
-  }
-  return Status();
 }
 
 namespace {

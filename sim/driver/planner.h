@@ -11,7 +11,7 @@
 //   Pricer pricer = run.MakePricer();                        // costs of the plan's micro-batches
 //
 // Steps (each a pure function of the scenario and its seed: the same scenario gives the same plan):
-//   1. validate the parallel sizes against the cluster, fill in `nodes` (just enough for dp * tp * pp);
+//   1. check the scenario (CheckScenario), fill in `nodes` (just enough for dp * tp * pp * sp: ScenarioNodes);
 //   2. load the trace (file, or generator preset + seed) and compute its sizes and per-sample tokens;
 //   3. run the data policy (core/balance) for the epoch's mini-batch steps; an iteration is M consecutive
 //      steps; replay either the whole epoch or `iterations` distinct iterations drawn with the seed (sorted);
@@ -121,10 +121,11 @@ struct PlannedRun {
   CommSpec Comm() const;
 };
 
-// Errors: the scenario's own (parallel sizes, nodes, tp above a node), unknown model / cluster / trace /
-// policy / parameter (from the registries, naming the scenario), a trace too small for one iteration, more
-// chunks than layers, a cost CSV that does not parse or lacks a layer type of the model, a plan larger than
-// this process's memory (CheckPlanMemory, before anything big is allocated), "cancelled".
+// Errors: CheckScenario's first (core/scenario/scenario.h: every check of the scenario's values, naming the key:
+// parallel sizes, nodes, tp above a node, unknown model / cluster / trace preset / policy / parameter, more
+// chunks than layers, a cost CSV that does not parse or lacks a layer type of the model), a trace too small for
+// one iteration, a policy that fails on the data, a plan larger than this process's memory (CheckPlanMemory,
+// before anything big is allocated), "cancelled".
 Result<PlannedRun> BuildPlan(const Scenario& scenario, const PlanOptions& options);
 
 // Peak memory of planning and simulating a scenario, estimated from the sizes that drive it before anything is
@@ -142,17 +143,6 @@ MemoryEstimate EstimatePlanMemory(const Scenario& scenario);
 // ScenarioError at the driving key (file:line: key: ...) when EstimatePlanMemory exceeds
 // ProcessMemoryLimitBytes() (core/util/memory_limit.h), with both figures and what to reduce.
 Status CheckPlanMemory(const Scenario& scenario);
-
-// The cost model a scenario names: AnalyticCostModel for `cost: analytic`, else the CoefficientCostModel in
-// the CSV file scenario.cost (checked against the model with Supports).
-Result<std::shared_ptr<const CostModel>> LoadCostModel(const Scenario& scenario, const ModelSpec& model,
-                                                       const ClusterSpec& cluster);
-
-// Checks a scenario edited in memory (the GUI, a sweep's overrides) the way LoadScenario checks a file, and
-// resolves what the planner would: model, cluster and node count, layer count against pp * vpp, policy names
-// and parameters against the registries, the engine and the cost file. Errors name the field
-// ("parallel.tp: 16 exceeds the 8 GPUs of a node in cluster 'a100-4x200g'"). Does not read the trace.
-Status ValidateScenario(const Scenario& scenario);
 
 // One pipeline stage of a planned run (needs memory_report): layers, parameters, recompute, mean forward
 // time of a micro-batch (us) and memory.

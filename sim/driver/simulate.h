@@ -38,7 +38,7 @@ struct SimulateOptions {
   // Its name() must match scenario.engine.
   Evaluator* evaluator = nullptr;
   EngineOptions engine;
-  // The per-layer cost model; nullptr = the scenario's `cost:` (planner.h LoadCostModel).
+  // The per-layer cost model; nullptr = the scenario's `cost:` (core/scenario/scenario.h: LoadScenarioCostModel).
   std::shared_ptr<const CostModel> cost;
   // Prices transfers and collectives (core/plan/comm_cost.h); nullptr = the analytic link model of the layout.
   std::shared_ptr<const CommCostModel> comm_cost;

@@ -37,49 +37,9 @@ std::string Block(const YAML::Node& n) {
   return std::string(e.c_str()) + "\n";
 }
 
-Status CheckKeys(const std::string& file, const YAML::Node& map, const std::string& where,
-                 const std::vector<std::string>& allowed) {
-  std::string list;
-  for (size_t i = 0; i < allowed.size(); ++i) list += (i ? ", " : "") + allowed[i];
-  if (!map.IsMap()) return Error::At(file, LineOf(map), where, "expected a mapping with keys " + list);
-  std::set<std::string> seen;
-  for (auto it = map.begin(); it != map.end(); ++it) {
-    const std::string key = it->first.Scalar();
-    const std::string field = where.empty() ? key : where + "." + key;
-    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
-      return Error::At(file, LineOf(it->first), field, "unknown key; valid keys are: " + list);
-    if (!seen.insert(key).second) return Error::At(file, LineOf(it->first), field, "duplicate key");
-  }
-  return Status();
-}
-
-Result<SweepSpec> ParseImpl(const std::string& text, const std::string& file, const std::string& base_dir) {
-  SweepSpec spec;
-  spec.path = file;
-  MMTWIN_ASSIGN_OR_RETURN(const YAML::Node root, LoadStrictYaml(text, file));
-  if (!root.IsMap())
-    return Error::At(file, LineOf(root), "", "a sweep is a mapping with keys base, mode, axes, ...");
-  MMTWIN_RETURN_IF_ERROR(
-      CheckKeys(file, root, "", {"name", "description", "base", "mode", "axes", "iterations"}));
-
-  if (const YAML::Node v = root["name"]) {
-    if (!v.IsScalar() || v.Scalar().empty()) return Error::At(file, LineOf(v), "name", "expected a name");
-    spec.name = v.Scalar();
-    // The name becomes the default database NAME.sqlite: it must not lead elsewhere.
-    if (!IsPlainName(spec.name))
-      return Error::At(
-          file, LineOf(v), "name",
-          "'" + Abbreviate(spec.name) +
-              "' must work as a file name (NAME.sqlite): no '/', '\\', control characters, '.' or '..'");
-  } else {
-    spec.name = fs::path(file).stem().string();
-    if (!IsPlainName(spec.name)) spec.name = "sweep";
-  }
-  if (const YAML::Node v = root["description"]) {
-    if (!v.IsScalar() && !v.IsNull()) return Error::At(file, LineOf(v), "description", "expected text");
-    if (v.IsScalar()) spec.description = v.Scalar();
-  }
-
+// `base:`: a scenario file (relative to the sweep's folder) or an inline scenario mapping, as text.
+Status ParseBase(const YAML::Node& root, const std::string& file, const std::string& base_dir,
+                 SweepSpec& spec) {
   const YAML::Node base = root["base"];
   if (!base)
     return Error::At(file, LineOf(root), "base", "missing (a scenario file or an inline scenario mapping)");
@@ -100,11 +60,109 @@ Result<SweepSpec> ParseImpl(const std::string& text, const std::string& file, co
   } else {
     return Error::At(file, LineOf(base), "base", "expected a scenario file path or a scenario mapping");
   }
-  {
-    const YAML::Node b = YAML::Load(spec.base_text);
-    if (b.IsMap() && !b["name"])
-      spec.base_default_name = base.IsMap() ? spec.name : fs::path(spec.base_name).stem().string();
+  const YAML::Node b = YAML::Load(spec.base_text);
+  if (b.IsMap() && !b["name"])
+    spec.base_default_name = base.IsMap() ? spec.name : fs::path(spec.base_name).stem().string();
+  return Status();
+}
+
+// One entry of `axes:`, the i-th.
+Result<SweepAxis> ParseAxis(const YAML::Node& a, const std::string& file, size_t i) {
+  const std::string where = "axes[" + std::to_string(i) + "]";
+  MMTWIN_RETURN_IF_ERROR(CheckKeys(a, file, where, {"key", "values", "name", "labels"}));
+  SweepAxis axis;
+  axis.line = LineOf(a);
+  const YAML::Node key = a["key"];
+  if (!key || !key.IsScalar() || key.Scalar().empty())
+    return Error::At(file, LineOf(key ? key : a), where + ".key", "missing (a dotted scenario key)");
+  axis.key = key.Scalar();
+  if (Status st = CheckOverrideKey(axis.key); !st.ok())
+    return Error::At(file, LineOf(key), axis.key, st.error().message());
+  const YAML::Node values = a["values"];
+  if (!values || !values.IsSequence() || values.size() == 0)
+    return Error::At(file, LineOf(values ? values : a), where + ".values", "expected a non-empty list");
+  for (size_t k = 0; k < values.size(); ++k) {
+    const YAML::Node val = values[k];
+    if (val.IsNull())
+      return Error::At(file, LineOf(val), where + ".values", "empty value at position " + std::to_string(k));
+    axis.values.push_back(Flow(val));
+    axis.labels.push_back(val.IsScalar() ? val.Scalar() : Flow(val));
   }
+  if (const YAML::Node l = a["labels"]) {
+    if (!l.IsSequence() || l.size() != values.size())
+      return Error::At(file, LineOf(l), where + ".labels",
+                       "expected a list of " + std::to_string(values.size()) + " labels, one per value");
+    for (size_t k = 0; k < l.size(); ++k) {
+      if (!l[k].IsScalar() || l[k].Scalar().empty())
+        return Error::At(file, LineOf(l[k]), where + ".labels", "expected a non-empty label");
+      axis.labels[k] = l[k].Scalar();
+    }
+  }
+  if (const YAML::Node n = a["name"]) {
+    if (!n.IsScalar() || n.Scalar().empty())
+      return Error::At(file, LineOf(n), where + ".name", "expected a column name");
+    axis.name = n.Scalar();
+  }
+  return axis;
+}
+
+// Default axis names (the key's last component, unless two axes would share it), distinct names, and zip's
+// equal lengths.
+Status NameAxes(const std::string& file, SweepSpec& spec) {
+  std::map<std::string, int> count;
+  auto last = [](const std::string& k) {
+    return k.substr(k.rfind('.') == std::string::npos ? 0 : k.rfind('.') + 1);
+  };
+  for (const auto& a : spec.axes) count[a.name.empty() ? last(a.key) : a.name]++;
+  std::set<std::string> names;
+  for (auto& a : spec.axes) {
+    if (a.name.empty()) {
+      a.name = last(a.key);
+      if (count[a.name] > 1) {
+        a.name = a.key;
+        std::replace(a.name.begin(), a.name.end(), '.', '_');
+      }
+    }
+    if (!names.insert(a.name).second)
+      return Error::At(file, a.line, "axes", "two axes are named '" + a.name + "'; give them distinct names");
+  }
+  if (spec.zip)
+    for (const auto& a : spec.axes)
+      if (a.values.size() != spec.axes[0].values.size())
+        return Error::At(file, a.line, a.key,
+                         "mode zip needs every axis to have the same number of values: " +
+                             std::to_string(a.values.size()) + " here, " +
+                             std::to_string(spec.axes[0].values.size()) + " for " + spec.axes[0].key);
+  return Status();
+}
+
+Result<SweepSpec> ParseImpl(const std::string& text, const std::string& file, const std::string& base_dir) {
+  SweepSpec spec;
+  spec.path = file;
+  MMTWIN_ASSIGN_OR_RETURN(const YAML::Node root, LoadStrictYaml(text, file));
+  if (!root.IsMap())
+    return Error::At(file, LineOf(root), "", "a sweep is a mapping with keys base, mode, axes, ...");
+  MMTWIN_RETURN_IF_ERROR(
+      CheckKeys(root, file, "", {"name", "description", "base", "mode", "axes", "iterations"}));
+
+  if (const YAML::Node v = root["name"]) {
+    if (!v.IsScalar() || v.Scalar().empty()) return Error::At(file, LineOf(v), "name", "expected a name");
+    spec.name = v.Scalar();
+    // The name becomes the default database NAME.sqlite: it must not lead elsewhere.
+    if (!IsPlainName(spec.name))
+      return Error::At(
+          file, LineOf(v), "name",
+          "'" + Abbreviate(spec.name) +
+              "' must work as a file name (NAME.sqlite): no '/', '\\', control characters, '.' or '..'");
+  } else {
+    spec.name = fs::path(file).stem().string();
+    if (!IsPlainName(spec.name)) spec.name = "sweep";
+  }
+  if (const YAML::Node v = root["description"]) {
+    if (!v.IsScalar() && !v.IsNull()) return Error::At(file, LineOf(v), "description", "expected text");
+    if (v.IsScalar()) spec.description = v.Scalar();
+  }
+  MMTWIN_RETURN_IF_ERROR(ParseBase(root, file, base_dir, spec));
 
   if (const YAML::Node v = root["mode"]) {
     if (!v.IsScalar() || (v.Scalar() != "cartesian" && v.Scalar() != "zip"))
@@ -125,71 +183,10 @@ Result<SweepSpec> ParseImpl(const std::string& text, const std::string& file, co
     if (!axes.IsSequence() && !axes.IsNull())
       return Error::At(file, LineOf(axes), "axes", "expected a list of {key: ..., values: [...], name: ...}");
     for (size_t i = 0; i < axes.size(); ++i) {
-      const YAML::Node a = axes[i];
-      const std::string where = "axes[" + std::to_string(i) + "]";
-      MMTWIN_RETURN_IF_ERROR(CheckKeys(file, a, where, {"key", "values", "name", "labels"}));
-      SweepAxis axis;
-      axis.line = LineOf(a);
-      const YAML::Node key = a["key"];
-      if (!key || !key.IsScalar() || key.Scalar().empty())
-        return Error::At(file, LineOf(key ? key : a), where + ".key", "missing (a dotted scenario key)");
-      axis.key = key.Scalar();
-      if (Status st = CheckOverrideKey(axis.key); !st.ok())
-        return Error::At(file, LineOf(key), axis.key, st.error().message());
-      const YAML::Node values = a["values"];
-      if (!values || !values.IsSequence() || values.size() == 0)
-        return Error::At(file, LineOf(values ? values : a), where + ".values", "expected a non-empty list");
-      for (size_t k = 0; k < values.size(); ++k) {
-        const YAML::Node val = values[k];
-        if (val.IsNull())
-          return Error::At(file, LineOf(val), where + ".values",
-                           "empty value at position " + std::to_string(k));
-        axis.values.push_back(Flow(val));
-        axis.labels.push_back(val.IsScalar() ? val.Scalar() : Flow(val));
-      }
-      if (const YAML::Node l = a["labels"]) {
-        if (!l.IsSequence() || l.size() != values.size())
-          return Error::At(file, LineOf(l), where + ".labels",
-                           "expected a list of " + std::to_string(values.size()) + " labels, one per value");
-        for (size_t k = 0; k < l.size(); ++k) {
-          if (!l[k].IsScalar() || l[k].Scalar().empty())
-            return Error::At(file, LineOf(l[k]), where + ".labels", "expected a non-empty label");
-          axis.labels[k] = l[k].Scalar();
-        }
-      }
-      if (const YAML::Node n = a["name"]) {
-        if (!n.IsScalar() || n.Scalar().empty())
-          return Error::At(file, LineOf(n), where + ".name", "expected a column name");
-        axis.name = n.Scalar();
-      }
+      MMTWIN_ASSIGN_OR_RETURN(SweepAxis axis, ParseAxis(axes[i], file, i));
       spec.axes.push_back(std::move(axis));
     }
-    // Default names: the key's last component, unless two axes would share it.
-    std::map<std::string, int> count;
-    auto last = [](const std::string& k) {
-      return k.substr(k.rfind('.') == std::string::npos ? 0 : k.rfind('.') + 1);
-    };
-    for (const auto& a : spec.axes) count[a.name.empty() ? last(a.key) : a.name]++;
-    std::set<std::string> names;
-    for (auto& a : spec.axes) {
-      if (a.name.empty()) {
-        a.name = last(a.key);
-        if (count[a.name] > 1) {
-          a.name = a.key;
-          std::replace(a.name.begin(), a.name.end(), '.', '_');
-        }
-      }
-      if (!names.insert(a.name).second)
-        return Error::At(file, a.line, "axes",
-                         "two axes are named '" + a.name + "'; give them distinct names");
-    }
-    if (spec.zip)
-      for (const auto& a : spec.axes)
-        if (a.values.size() != spec.axes[0].values.size())
-          return Error::At(file, a.line, a.key,
-                           "mode zip needs every axis to have the same number of values: " +
-                               std::to_string(a.values.size()) + " here, " +
-                               std::to_string(spec.axes[0].values.size()) + " for " + spec.axes[0].key);
+    MMTWIN_RETURN_IF_ERROR(NameAxes(file, spec));
   }
   if (SweepSize(spec) > kMaxSweepRuns)
     return Error::At(file, LineOf(root["axes"]), "axes",

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The public planner (driver/planner.h), the plan's JSON codec (core/records/plan_codec.h), the `cost:`
-// scenario key with a CoefficientCostModel from a file, cancellation and ValidateScenario.
+// scenario key with a CoefficientCostModel from a file, cancellation and CheckScenario (the planner's checker).
 #include "driver/planner.h"
 
 #include <atomic>
@@ -433,37 +433,43 @@ TEST(PlannerTest, MemoryChecksUseTheUsableDeviceMemory) {
   EXPECT_GE(recomputed_a, recomputed_b);
 }
 
-TEST(PlannerTest, ValidateScenarioNamesFields) {
+TEST(PlannerTest, CheckScenarioNamesFields) {
   Scenario s = Small();
-  EXPECT_TRUE(ValidateScenario(s).ok()) << ValidateScenario(s).error().message();
+  EXPECT_TRUE(CheckScenario(s).ok()) << CheckScenario(s).error().message();
   s.parallel.tp = 16;
-  Status st = ValidateScenario(s);
+  Status st = CheckScenario(s);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message().find("small: parallel.tp: "), std::string::npos) << st.error().message();
   EXPECT_NE(st.error().message().find("tp 16 > 8 GPUs per node"), std::string::npos) << st.error().message();
   s = Small();
   s.partition.params["bogus"] = "7";
-  st = ValidateScenario(s);
+  st = CheckScenario(s);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message().find("small: policies.partition.params"), std::string::npos)
       << st.error().message();
   EXPECT_NE(st.error().message().find("bogus"), std::string::npos) << st.error().message();
   s = Small();
   s.data.name = "nope";
-  st = ValidateScenario(s);
+  st = CheckScenario(s);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message().find("nope"), std::string::npos) << st.error().message();
   s = Small();
   s.parallel.pp = 400;  // more chunks than layers
-  st = ValidateScenario(s);
+  st = CheckScenario(s);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message().find("pipeline chunks"), std::string::npos) << st.error().message();
   // The ':N' shorthand of uniform / block is a valid name (it was refused as an unknown policy).
   s = Small();
   s.recompute.name = "uniform:2";
-  EXPECT_TRUE(ValidateScenario(s).ok()) << ValidateScenario(s).error().message();
+  EXPECT_TRUE(CheckScenario(s).ok()) << CheckScenario(s).error().message();
   s.recompute.name = "nope:2";
-  EXPECT_FALSE(ValidateScenario(s).ok());
+  EXPECT_FALSE(CheckScenario(s).ok());
+  // BuildPlan checks with the same checker, before it reads the trace: the same message.
+  s = Small();
+  s.parallel.tp = 16;
+  auto plan = BuildPlan(s, {});
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.error().message(), CheckScenario(s).error().message());
 }
 
 }  // namespace

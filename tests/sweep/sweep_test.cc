@@ -189,12 +189,22 @@ TEST(SweepSpec, InvalidCombinationsBecomeErrorRunsNotSweepErrors) {
   EXPECT_EQ((*runs)[1].error.rfind("t.yaml [run 1: tp=16]: parallel.tp: ", 0), 0u) << (*runs)[1].error;
   EXPECT_TRUE((*runs)[2].error.empty());
   EXPECT_NE((*runs)[1].key, (*runs)[0].key);
+  // A parameter the policy does not take is found when the run is expanded (CheckScenario), not when it runs.
+  auto params = Parse(Sweep("axes:\n  - {key: policies.partition.params.radius, values: [2]}\n"));
+  ASSERT_TRUE(params.ok()) << params.error().message();
+  auto bad = ExpandSweep(*params);
+  ASSERT_TRUE(bad.ok());
+  ASSERT_EQ(bad->size(), 1u);
+  EXPECT_NE((*bad)[0].error.find("policies.partition.params: partition policy 'uniform': unknown parameter "
+                                 "'radius'"),
+            std::string::npos)
+      << (*bad)[0].error;
 }
 
 TEST(SweepSpec, IterationsLabelsAndNestedKeys) {
   auto spec = Parse(Sweep(R"(iterations: 1
 axes:
-  - key: policies.partition.params.radius
+  - key: policies.data.params.iterations
     name: r
     values: [1, 3]
   - key: policies.recompute
@@ -206,10 +216,11 @@ axes:
   ASSERT_TRUE(runs.ok());
   ASSERT_EQ(runs->size(), 4u);
   const SweepRun& r = (*runs)[3];
+  ASSERT_TRUE(r.error.empty()) << r.error;
   EXPECT_EQ(r.scenario.iterations, 1);
-  // A bare partition name became {name: uniform, params: {radius: 3}}.
-  EXPECT_EQ(r.scenario.partition.name, "uniform");
-  EXPECT_EQ(r.scenario.partition.params.at("radius"), "3");
+  // A bare data policy name became {name: isf, params: {iterations: 3}}.
+  EXPECT_EQ(r.scenario.data.name, "isf");
+  EXPECT_EQ(r.scenario.data.params.at("iterations"), "3");
   EXPECT_EQ(r.scenario.recompute.name, "block");
   EXPECT_EQ(r.scenario.recompute.params.at("num_layers"), "4");
   EXPECT_EQ(r.axes[0].first, "r");

@@ -1,16 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 // The one strict YAML reader (core/util/yaml_error.h LoadStrictYaml): a key given twice in any mapping is an
 // error naming file:line, the key's path and the first occurrence, in every kind of file mmtwin reads: model
-// specs, cluster presets, scenarios and sweeps (yaml-cpp alone keeps one of the two silently).
+// specs, cluster presets, scenarios and sweeps (yaml-cpp alone keeps one of the two silently). And its one
+// unknown-key check (CheckKeys), which every reader uses: the key's line and path and the valid keys.
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "calibrate/validate.h"
 #include "core/cluster/cluster.h"
 #include "core/model/model.h"
 #include "core/scenario/scenario.h"
+#include "core/util/yaml_error.h"
 #include "sweep/sweep.h"
 
 namespace mmtwin {
@@ -64,6 +69,54 @@ TEST(StrictYamlTest, SweepDuplicateKey) {
       "axes:\n  parallel.dp: [1, 2]\n  parallel.dp: [4]\n";
   ExpectError(ParseSweep(text, "sw.yaml", ".").status(),
               "sw.yaml:5: axes.parallel.dp: duplicate key (first at line 4)");
+}
+
+TEST(StrictYamlTest, CheckKeysNamesTheUnknownKeyAndTheValidOnes) {
+  auto root = LoadStrictYaml("a: 1\nb:\n  c: 2\n  bogus: 3\n[x]: 4\n", "k.yaml");
+  ASSERT_TRUE(root.ok()) << root.error().message();
+  EXPECT_TRUE(CheckKeys((*root)["b"], "k.yaml", "b", {"c", "bogus"}).ok());
+  const Status unknown = CheckKeys((*root)["b"], "k.yaml", "b", {"c", "d"});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().message(), "k.yaml:4: b.bogus: unknown key; valid keys are: c, d");
+  // At the root the key is its own path.
+  const Status top = CheckKeys(*root, "k.yaml", "", {"a"});
+  ASSERT_FALSE(top.ok());
+  EXPECT_EQ(top.error().message(), "k.yaml:2: b: unknown key; valid keys are: a");
+  const Status scalar = CheckKeys((*root)["a"], "k.yaml", "a", {"x", "y"});
+  ASSERT_FALSE(scalar.ok());
+  EXPECT_EQ(scalar.error().message(), "k.yaml:1: a: expected a mapping with keys x, y");
+  const Status odd = CheckKeys(*root, "k.yaml", "", {"a", "b"});
+  ASSERT_FALSE(odd.ok());
+  EXPECT_EQ(odd.error().message(), "k.yaml:5: keys must be plain names");
+}
+
+// Every reader's unknown key is CheckKeys' message: the same words, the key's line and path, the valid keys.
+TEST(StrictYamlTest, EveryReaderNamesUnknownKeysWithTheValidList) {
+  const std::string cluster = Slurp(std::string(MMTWIN_SOURCE_DIR) + "/traces/clusters/a100-4x200g.yaml");
+  const long cluster_lines = std::count(cluster.begin(), cluster.end(), '\n');
+  ExpectError(
+      ParseCluster(cluster + "gpus: 8\n", "c.yaml").status(),
+      "c.yaml:" + std::to_string(cluster_lines + 1) +
+          ": gpus: unknown key; valid keys are: name, description, reference, nodes, gpus_per_node, "
+          "device, nvlink_bytes_per_s, nvlink_latency_us, nics_per_node, nic_bytes_per_s, nic_latency_us");
+  ExpectError(
+      ParseModel("name: m\ncomponents:\n  - {name: llm, kind: llm, colour: red}\n", "m.yaml", ".").status(),
+      "m.yaml:3: components[0].colour: unknown key; valid keys are: name, use, ");
+  ExpectError(
+      ParseScenario("trace: {preset: internvl-1.2m}\nmodel: qwen2-1.5b\nbackend: {cores: 2}\n", "s.yaml", ".")
+          .status(),
+      "s.yaml:3: backend.cores: unknown key; valid keys are: width_divisor, layers, warmup_iterations, "
+      "timeout_s, threads");
+  ExpectError(
+      ParseSweep("name: sw\nbase: {model: qwen2-1.5b, trace: {preset: internvl-1.2m}}\nmodes: grid\n",
+                 "sw.yaml", ".")
+          .status(),
+      "sw.yaml:3: modes: unknown key; valid keys are: name, description, base, mode, axes, iterations");
+  const std::filesystem::path suite = std::filesystem::path(::testing::TempDir()) / "keys.suite.yaml";
+  std::ofstream(suite) << "name: k\ncalibration: [a.yaml]\nheld_out: [b.yaml]\nscored: 1\n";
+  ExpectError(LoadValidationSuite(suite.string()).status(),
+              suite.string() +
+                  ":4: scored: unknown key; valid keys are: name, description, notes, calibration, held_out");
 }
 
 }  // namespace

@@ -24,18 +24,6 @@ class Reader {
  public:
   explicit Reader(std::string file) : file_(std::move(file)) {}
 
-  Status Keys(const YAML::Node& map, const std::string& where,
-              const std::vector<std::string>& allowed) const {
-    if (!map.IsMap()) return Error::At(file_, LineOf(map), where, "expected a mapping");
-    for (auto it = map.begin(); it != map.end(); ++it) {
-      const std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
-      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
-        return Error::At(file_, LineOf(it->first), Field(where, key),
-                         "unknown key; valid keys are: " + Join(allowed));
-    }
-    return Status();
-  }
-
   Status String(const YAML::Node& map, const std::string& where, const std::string& key, std::string& out,
                 bool required) const {
     const YAML::Node n = map[key];
@@ -105,10 +93,10 @@ Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) 
   ClusterSpec c;
   try {
     MMTWIN_ASSIGN_OR_RETURN(const YAML::Node root, LoadStrictYaml(text, name));
-    MMTWIN_RETURN_IF_ERROR(
-        r.Keys(root, "",
-               {"name", "description", "reference", "nodes", "gpus_per_node", "device", "nvlink_bytes_per_s",
-                "nvlink_latency_us", "nics_per_node", "nic_bytes_per_s", "nic_latency_us"}));
+    MMTWIN_RETURN_IF_ERROR(CheckKeys(
+        root, name, "",
+        {"name", "description", "reference", "nodes", "gpus_per_node", "device", "nvlink_bytes_per_s",
+         "nvlink_latency_us", "nics_per_node", "nic_bytes_per_s", "nic_latency_us"}));
     MMTWIN_RETURN_IF_ERROR(r.String(root, "", "name", c.name, true));
     MMTWIN_RETURN_IF_ERROR(r.String(root, "", "description", c.description, false));
     int64_t v = 0;
@@ -123,9 +111,9 @@ Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) 
     const YAML::Node dev = root["device"];
     if (!dev.IsDefined()) return Error::At(name, LineOf(root), "device", "missing");
     MMTWIN_RETURN_IF_ERROR(
-        r.Keys(dev, "device",
-               {"name", "peak_flops", "memory_bytes", "hbm_bytes_per_s", "efficiency", "reserved_bytes",
-                "workspace_bytes", "fragmentation", "kernel_overhead_us"}));
+        CheckKeys(dev, name, "device",
+                  {"name", "peak_flops", "memory_bytes", "hbm_bytes_per_s", "efficiency", "reserved_bytes",
+                   "workspace_bytes", "fragmentation", "kernel_overhead_us"}));
     MMTWIN_RETURN_IF_ERROR(r.String(dev, "device", "name", c.device.name, true));
     MMTWIN_RETURN_IF_ERROR(r.Number(dev, "device", "peak_flops", c.device.peak_flops, true));
     MMTWIN_RETURN_IF_ERROR(r.Integer(dev, "device", "memory_bytes", c.device.memory_bytes, true));

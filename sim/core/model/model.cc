@@ -258,24 +258,6 @@ Error ErrAt(const Ctx& ctx, const YAML::Node& n, const std::string& key, const s
   return Error::At(ctx.file, LineOf(n), key, reason);
 }
 
-Status CheckKeys(const Ctx& ctx, const YAML::Node& map, const std::string& where,
-                 const std::vector<std::string>& allowed) {
-  if (!map.IsMap()) return ErrAt(ctx, map, where, "expected a mapping");
-  for (auto it = map.begin(); it != map.end(); ++it) {
-    std::string key;
-    try {
-      key = it->first.as<std::string>();
-    } catch (const YAML::Exception&) {
-      return ErrAt(ctx, it->first, where, "keys must be strings");
-    }
-    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      return ErrAt(ctx, it->first, where.empty() ? key : where + "." + key,
-                   "unknown key; valid keys are: " + Join(allowed));
-    }
-  }
-  return Status();
-}
-
 template <class T>
 const char* TypeName() {
   if constexpr (std::is_same_v<T, bool>) return "a boolean (true/false)";
@@ -306,7 +288,7 @@ Status Get(const Ctx& ctx, const YAML::Node& map, const std::string& where, cons
 
 Status ParseTransformer(const Ctx& ctx, const YAML::Node& n, TransformerConfig& t) {
   const std::string w = "transformer";
-  MMTWIN_RETURN_IF_ERROR(CheckKeys(ctx, n, w,
+  MMTWIN_RETURN_IF_ERROR(CheckKeys(n, ctx.file, w,
                                    {"layers", "hidden", "ffn", "heads", "kv_heads", "head_dim", "mlp", "norm",
                                     "qkv_bias", "out_bias", "qk_norm", "causal"}));
   MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "layers", t.layers));
@@ -345,7 +327,7 @@ Status ParseTransformer(const Ctx& ctx, const YAML::Node& n, TransformerConfig& 
 
 Status ParseInput(const Ctx& ctx, const YAML::Node& n, EncoderInput& in) {
   const std::string w = "input";
-  MMTWIN_RETURN_IF_ERROR(CheckKeys(ctx, n, w,
+  MMTWIN_RETURN_IF_ERROR(CheckKeys(n, ctx.file, w,
                                    {"image_px", "patch_px", "cls_tokens", "tokens_per_second",
                                     "window_seconds", "mel_bins", "llm_tokens_per_unit", "token_merge"}));
   MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "image_px", in.image_px));
@@ -556,7 +538,7 @@ Result<ModelSpec> ParseModelImpl(const std::string& yaml_text, const std::string
   try {
     std::vector<std::string> keys = {"name", "description", "reference", "components"};
     keys.insert(keys.end(), kComponentKeys.begin(), kComponentKeys.end());
-    MMTWIN_RETURN_IF_ERROR(CheckKeys(ctx, root, "", keys));
+    MMTWIN_RETURN_IF_ERROR(CheckKeys(root, ctx.file, "", keys));
     MMTWIN_RETURN_IF_ERROR(Get(ctx, root, "", "name", m.name));
     MMTWIN_RETURN_IF_ERROR(Get(ctx, root, "", "description", m.description));
     std::string reference;
@@ -590,7 +572,7 @@ Result<ModelSpec> ParseModelImpl(const std::string& yaml_text, const std::string
       const std::string where = "components[" + std::to_string(i) + "]";
       std::vector<std::string> ckeys = {"name", "use"};
       ckeys.insert(ckeys.end(), kComponentKeys.begin(), kComponentKeys.end());
-      MMTWIN_RETURN_IF_ERROR(CheckKeys(ctx, cn, where, ckeys));
+      MMTWIN_RETURN_IF_ERROR(CheckKeys(cn, ctx.file, where, ckeys));
       Component c;
       std::string use;
       bool has_use = false;

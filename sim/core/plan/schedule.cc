@@ -130,10 +130,10 @@ const std::vector<std::pair<std::string, std::string>>& ScheduleNames() {
   return names;
 }
 
-Result<Schedule> BuildSchedule(std::string_view name, int pp, int vpp, int micro_batches,
-                               const std::map<std::string, std::string>& params) {
+Status CheckScheduleShape(std::string_view name, int pp, int vpp, int micro_batches,
+                          const std::map<std::string, std::string>& params) {
   MMTWIN_ASSIGN_OR_RETURN(const RegistryEntry<ScheduleFn>* entry, Schedules().Find(name));
-  MMTWIN_ASSIGN_OR_RETURN(const Params p, Schedules().Validate(*entry, params));
+  MMTWIN_RETURN_IF_ERROR(Schedules().Validate(*entry, params));
   const std::string n(name);
   if (pp < 1) return Error("schedule " + n + ": pp must be >= 1, got " + std::to_string(pp));
   if (micro_batches < 1)
@@ -149,6 +149,15 @@ Result<Schedule> BuildSchedule(std::string_view name, int pp, int vpp, int micro
     return Error("schedule " + n + ": vpp must be 1, got " + std::to_string(vpp) +
                  " (virtual stages need interleaved-1f1b)");
   }
+  return Status();
+}
+
+Result<Schedule> BuildSchedule(std::string_view name, int pp, int vpp, int micro_batches,
+                               const std::map<std::string, std::string>& params) {
+  MMTWIN_RETURN_IF_ERROR(CheckScheduleShape(name, pp, vpp, micro_batches, params));
+  MMTWIN_ASSIGN_OR_RETURN(const RegistryEntry<ScheduleFn>* entry, Schedules().Find(name));
+  MMTWIN_ASSIGN_OR_RETURN(const Params p, Schedules().Validate(*entry, params));
+  const std::string n(name);
   Schedule s;
   s.name = n;
   s.pp = pp;

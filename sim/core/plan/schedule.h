@@ -60,6 +60,10 @@ const std::vector<std::pair<std::string, std::string>>& ScheduleNames();
 // for gpipe / 1f1b / zb-h1 / zb-h2, vpp < 2 or M % pp != 0 for interleaved-1f1b.
 Result<Schedule> BuildSchedule(std::string_view name, int pp, int vpp, int micro_batches,
                                const std::map<std::string, std::string>& params = {});
+// BuildSchedule's checks alone, without building it (which takes 2 * pp * vpp * micro_batches ops): the same
+// errors.
+Status CheckScheduleShape(std::string_view name, int pp, int vpp, int micro_batches,
+                          const std::map<std::string, std::string>& params = {});
 
 // Checks the structure: per_rank has pp entries; every op's chunk lies on its rank (chunk % pp == rank) and
 // in [0, pp*vpp), micro-batch in [0, M); every (micro-batch, chunk) has exactly one forward and one backward

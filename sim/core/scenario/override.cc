@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Scenario overrides (yaml-cpp): set any scenario key by its dotted name on the scenario's YAML text, then
-// let ParseScenario validate the result. Used by sweeps (one override per axis) and by ApplyOverride.
+// let ParseScenario check the result. Used by sweeps (one override per axis) and by ApplyOverride.
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 
 #include "core/cluster/cluster.h"
 #include "core/scenario/scenario.h"
+#include "core/scenario/schema.h"
 #include "core/util/text.h"
 #include "core/util/yaml_error.h"
 
@@ -27,18 +28,15 @@ std::vector<std::string> Split(const std::string& key) {
   return parts;
 }
 
-const std::vector<std::string> kTop = {"name",     "description", "trace", "model",  "cluster", "parallel",
-                                       "policies", "iterations",  "seed",  "engine", "cost",    "backend"};
-const std::vector<std::string> kTrace = {"file", "preset", "samples", "seed", "sequence_tokens"};
-const std::vector<std::string> kCluster = {"preset", "nodes"};
-const std::vector<std::string> kParallel = {
-    "dp", "tp",         "pp",      "vpp",       "micro_batches", "zero_stage", "tp_sequence_parallel",
-    "sp", "sp_ulysses", "sp_ring", "zero3_impl"};
-const std::vector<std::string> kModel = {"name", "image_px"};
-const std::vector<std::string> kPolicies = {"data", "partition", "recompute", "schedule", "sp"};
-const std::vector<std::string> kPolicy = {"name", "params"};
-const std::vector<std::string> kBackend = {"width_divisor", "layers", "warmup_iterations", "timeout_s",
-                                           "threads"};
+// The key lists are the parser's (schema.h).
+const std::vector<std::string>& kTop = scenario_schema::kTopKeys;
+const std::vector<std::string>& kTrace = scenario_schema::kTraceKeys;
+const std::vector<std::string>& kCluster = scenario_schema::kClusterKeys;
+const std::vector<std::string>& kParallel = scenario_schema::kParallelKeys;
+const std::vector<std::string>& kModel = scenario_schema::kModelKeys;
+const std::vector<std::string>& kPolicies = scenario_schema::kPolicyKinds;
+const std::vector<std::string>& kPolicy = scenario_schema::kPolicyKeys;
+const std::vector<std::string>& kBackend = scenario_schema::kBackendKeys;
 
 bool In(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Scenario files (yaml-cpp): strict parsing (unknown keys, types, ranges -> `file:line: key: reason`; every
-// yaml-cpp exception becomes an Error), resolution of defaults and relative paths, and the resolved YAML.
+// Scenario files (yaml-cpp): parsing (ReadScenario: unknown keys, types, ranges, shapes -> `file:line: key:
+// reason`; every yaml-cpp exception becomes an Error), resolution of defaults and relative paths, and the resolved
+// YAML. The values are checked on the struct (check.cc: CheckScenario).
 #include "core/scenario/scenario.h"
 
 #include <yaml-cpp/yaml.h>
@@ -8,15 +9,8 @@
 #include <algorithm>
 #include <exception>
 #include <filesystem>
-#include <set>
 
-#include "core/balance/data_policy.h"
-#include "core/cluster/cluster.h"
-#include "core/model/model.h"
-#include "core/plan/partition.h"
-#include "core/plan/recompute.h"
-#include "core/plan/schedule.h"
-#include "core/plan/seqpar.h"
+#include "core/scenario/schema.h"
 #include "core/trace/generate.h"
 #include "core/util/csv.h"
 #include "core/util/text.h"
@@ -26,15 +20,7 @@ namespace mmtwin {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr int64_t kMaxDegree = 1 << 20;    // dp, micro_batches
-constexpr int64_t kMaxSmallDegree = 4096;  // tp, pp, vpp
-constexpr int64_t kMaxWorld = 1 << 24;     // dp * tp * pp GPUs
-constexpr int64_t kMaxIterations = 1000000000;
-constexpr int64_t kMaxTraceSamples = 100000000;  // the generator's limit
-
-// n[key] through the const accessor (never inserts), or an undefined node when n is not a mapping.
-YAML::Node Child(const YAML::Node& n, const char* key) { return n.IsMap() ? n[key] : YAML::Node(); }
+using namespace scenario_schema;  // NOLINT: the key lists and ranges
 
 std::string Field(const std::string& where, const std::string& key) {
   return where.empty() ? key : where + "." + key;
@@ -49,6 +35,7 @@ bool LooksLikePath(const std::string& s) {
   return s.find('/') != std::string::npos || ends(".yaml") || ends(".yml");
 }
 
+// Reads values of the right type into the struct; every error `file:line: field: reason` at the value's line.
 class Parser {
  public:
   Parser(std::string file, std::string base_dir) : file_(std::move(file)), base_dir_(std::move(base_dir)) {}
@@ -57,25 +44,16 @@ class Parser {
     return Error::At(file_, LineOf(n), field, reason);
   }
 
-  // A mapping whose keys are all in `allowed`, each at most once.
+  // A mapping whose keys are all in `allowed` (the one key check, core/util/yaml_error.h).
   Status Keys(const YAML::Node& map, const std::string& where,
               const std::vector<std::string>& allowed) const {
-    if (!map.IsMap()) return At(map, where, "expected a mapping with keys " + Join(allowed));
-    std::set<std::string> seen;
-    for (auto it = map.begin(); it != map.end(); ++it) {
-      if (!it->first.IsScalar()) return At(it->first, where, "keys must be plain names");
-      const std::string key = it->first.Scalar();
-      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
-        return At(it->first, Field(where, key), "unknown key; valid keys are: " + Join(allowed));
-      if (!seen.insert(key).second) return At(it->first, Field(where, key), "duplicate key");
-    }
-    return Status();
+    return CheckKeys(map, file_, where, allowed);
   }
 
-  Result<std::string> Str(const YAML::Node& n, const std::string& field, bool allow_empty = false) const {
-    if (n.IsNull() && allow_empty) return std::string();
+  // A string (possibly empty: whether it may be is CheckScenario's); `~` is "" where allow_null.
+  Result<std::string> Str(const YAML::Node& n, const std::string& field, bool allow_null = false) const {
+    if (n.IsNull() && allow_null) return std::string();
     if (!n.IsScalar()) return At(n, field, "expected a string");
-    if (n.Scalar().empty() && !allow_empty) return At(n, field, "must not be empty");
     if (!ValidUtf8(n.Scalar())) return At(n, field, "not valid UTF-8");
     return n.Scalar();
   }
@@ -84,10 +62,7 @@ class Parser {
     if (!n.IsScalar()) return At(n, field, "expected an integer");
     int64_t v = 0;
     if (!ParseInt64(n.Scalar(), v)) return At(n, field, "'" + Abbreviate(n.Scalar()) + "' is not an integer");
-    if (v < lo || v > hi)
-      return At(
-          n, field,
-          std::to_string(v) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    if (v < lo || v > hi) return At(n, field, OutOfRange(v, lo, hi));
     return v;
   }
 
@@ -105,23 +80,21 @@ class Parser {
       return p;
     }
     if (!n.IsMap()) return At(n, field, "expected a policy name or a mapping {name: ..., params: {...}}");
-    MMTWIN_RETURN_IF_ERROR(Keys(n, field, {"name", "params"}));
+    MMTWIN_RETURN_IF_ERROR(Keys(n, field, kPolicyKeys));
     if (!n["name"]) return At(n, Field(field, "name"), "missing");
     MMTWIN_ASSIGN_OR_RETURN(p.name, Str(n["name"], Field(field, "name")));
-    if (const YAML::Node params = n["params"]) {
-      const std::string where = Field(field, "params");
-      if (params.IsNull()) return p;  // `params:` with nothing after it
-      if (!params.IsMap()) return At(params, where, "expected a mapping of parameter names to values");
-      for (auto it = params.begin(); it != params.end(); ++it) {
-        if (!it->first.IsScalar() || it->first.Scalar().empty())
-          return At(it->first, where, "expected a parameter name");
-        const std::string key = it->first.Scalar();
-        if (p.params.count(key)) return At(it->first, Field(where, key), "duplicate key");
-        if (!ValidUtf8(key)) return At(it->first, where, "parameter name is not valid UTF-8");
-        if (!it->second.IsScalar()) return At(it->second, Field(where, key), "expected a scalar value");
-        if (!ValidUtf8(it->second.Scalar())) return At(it->second, Field(where, key), "not valid UTF-8");
-        p.params[key] = it->second.Scalar();
-      }
+    const YAML::Node params = n["params"];
+    if (!params || params.IsNull()) return p;  // `params:` with nothing after it
+    const std::string where = Field(field, "params");
+    if (!params.IsMap()) return At(params, where, "expected a mapping of parameter names to values");
+    for (auto it = params.begin(); it != params.end(); ++it) {
+      if (!it->first.IsScalar() || it->first.Scalar().empty())
+        return At(it->first, where, "expected a parameter name");
+      const std::string key = it->first.Scalar();
+      if (!ValidUtf8(key)) return At(it->first, where, "parameter name is not valid UTF-8");
+      if (!it->second.IsScalar()) return At(it->second, Field(where, key), "expected a scalar value");
+      if (!ValidUtf8(it->second.Scalar())) return At(it->second, Field(where, key), "not valid UTF-8");
+      p.params[key] = it->second.Scalar();
     }
     return p;
   }
@@ -135,19 +108,26 @@ class Parser {
     return (ec ? p : abs).lexically_normal().string();
   }
 
-  const std::string& file() const { return file_; }
-
  private:
   std::string file_;
   std::string base_dir_;
 };
 
-const std::vector<std::string> kTopKeys = {"name",    "description", "trace",    "model",
-                                           "cluster", "parallel",    "policies", "iterations",
-                                           "seed",    "engine",      "cost",     "backend"};
+Status ParseName(const Parser& r, const YAML::Node& root, const std::string& file, Scenario& s) {
+  if (const YAML::Node v = root["name"]) {
+    MMTWIN_ASSIGN_OR_RETURN(s.name, r.Str(v, "name"));
+  } else {
+    s.name = fs::path(file).stem().string();
+    if (!IsPlainName(s.name)) s.name = "scenario";
+  }
+  if (const YAML::Node v = root["description"]) {
+    MMTWIN_ASSIGN_OR_RETURN(s.description, r.Str(v, "description", /*allow_null=*/true));
+  }
+  return Status();
+}
 
 Status ParseTrace(const Parser& r, const YAML::Node& n, TraceSource& t) {
-  MMTWIN_RETURN_IF_ERROR(r.Keys(n, "trace", {"file", "preset", "samples", "seed", "sequence_tokens"}));
+  MMTWIN_RETURN_IF_ERROR(r.Keys(n, "trace", kTraceKeys));
   const bool has_file = static_cast<bool>(n["file"]), has_preset = static_cast<bool>(n["preset"]);
   const bool has_seq = static_cast<bool>(n["sequence_tokens"]);
   if (static_cast<int>(has_file) + static_cast<int>(has_preset) + static_cast<int>(has_seq) != 1)
@@ -157,7 +137,7 @@ Status ParseTrace(const Parser& r, const YAML::Node& n, TraceSource& t) {
   if (has_seq) {
     if (n["seed"]) return r.At(n["seed"], "trace.seed", "only with preset");
     MMTWIN_ASSIGN_OR_RETURN(t.sequence_tokens,
-                            r.Int(n["sequence_tokens"], "trace.sequence_tokens", 1, 1ll << 31));
+                            r.Int(n["sequence_tokens"], "trace.sequence_tokens", 1, kMaxSequenceTokens));
     t.samples = 1;
     if (n["samples"]) {
       MMTWIN_ASSIGN_OR_RETURN(t.samples, r.Int(n["samples"], "trace.samples", 1, kMaxTraceSamples));
@@ -169,31 +149,60 @@ Status ParseTrace(const Parser& r, const YAML::Node& n, TraceSource& t) {
       if (n[k])
         return r.At(n[k], std::string("trace.") + k, "only with preset (a trace file holds its own samples)");
     MMTWIN_ASSIGN_OR_RETURN(std::string f, r.Str(n["file"], "trace.file"));
+    if (f.empty()) return r.At(n["file"], "trace.file", "must not be empty");
     t.file = r.Resolve(f);
-    std::error_code ec;
-    if (!fs::is_regular_file(t.file, ec))
-      return r.At(n["file"], "trace.file", "no such file '" + t.file + "'");
     return Status();
   }
   MMTWIN_ASSIGN_OR_RETURN(t.preset, r.Str(n["preset"], "trace.preset"));
-  const GeneratorPreset* preset = nullptr;
-  std::vector<std::string> names;
-  for (const GeneratorPreset& p : GeneratorPresets()) {
-    names.push_back(p.name);
-    if (p.name == t.preset) preset = &p;
-  }
-  if (!preset)
-    return r.At(n["preset"], "trace.preset",
-                "unknown trace preset '" + t.preset + "'; valid values are: " + Join(names));
-  t.samples = preset->default_samples;
   if (n["samples"]) {
-    MMTWIN_ASSIGN_OR_RETURN(int64_t v, r.Int(n["samples"], "trace.samples", 0, kMaxTraceSamples));
-    if (v > 0) t.samples = v;  // 0 = the preset's default size
+    MMTWIN_ASSIGN_OR_RETURN(t.samples, r.Int(n["samples"], "trace.samples", 0, kMaxTraceSamples));
   }
+  if (t.samples == 0)  // the preset's default size (an unknown preset is CheckScenario's)
+    for (const GeneratorPreset& p : GeneratorPresets())
+      if (p.name == t.preset) t.samples = p.default_samples;
   if (n["seed"]) {
     MMTWIN_ASSIGN_OR_RETURN(int64_t v, r.Int(n["seed"], "trace.seed", 0, INT64_MAX));
     t.seed = static_cast<uint64_t>(v);
   }
+  return Status();
+}
+
+Status ParseModel(const Parser& r, const YAML::Node& root, Scenario& s) {
+  const YAML::Node model = root["model"];
+  if (!model)
+    return r.At(root, "model", "missing (a model zoo name such as internvl-1.5-6b-20b, or a spec file)");
+  if (model.IsMap()) {
+    // {name: ZOO-NAME-OR-FILE, image_px: N}: the model with its vision encoders fed N-px tiles.
+    MMTWIN_RETURN_IF_ERROR(r.Keys(model, "model", kModelKeys));
+    if (!model["name"]) return r.At(model, "model.name", "missing (a model zoo name or a spec file)");
+    MMTWIN_ASSIGN_OR_RETURN(s.model, r.Str(model["name"], "model.name"));
+    if (const YAML::Node v = model["image_px"]) {
+      MMTWIN_ASSIGN_OR_RETURN(int64_t px, r.Int(v, "model.image_px", 1, kMaxImagePx));
+      s.image_px = static_cast<int>(px);
+    }
+  } else {
+    MMTWIN_ASSIGN_OR_RETURN(s.model, r.Str(model, "model"));
+  }
+  if (LooksLikePath(s.model)) s.model = r.Resolve(s.model);
+  return Status();
+}
+
+Status ParseCluster(const Parser& r, const YAML::Node& n, Scenario& s) {
+  if (n.IsScalar()) {
+    MMTWIN_ASSIGN_OR_RETURN(s.cluster, r.Str(n, "cluster"));
+  } else {
+    if (!n.IsMap())
+      return r.At(n, "cluster", "expected a cluster preset name or a mapping {preset: NAME, nodes: N}");
+    MMTWIN_RETURN_IF_ERROR(r.Keys(n, "cluster", kClusterKeys));
+    if (const YAML::Node v = n["preset"]) {
+      MMTWIN_ASSIGN_OR_RETURN(s.cluster, r.Str(v, "cluster.preset"));
+    }
+    if (const YAML::Node v = n["nodes"]) {
+      MMTWIN_ASSIGN_OR_RETURN(int64_t x, r.Int(v, "cluster.nodes", 0, kMaxWorld));
+      s.nodes = static_cast<int>(x);
+    }
+  }
+  if (LooksLikePath(s.cluster)) s.cluster = r.Resolve(s.cluster);
   return Status();
 }
 
@@ -204,69 +213,23 @@ Status ParseParallel(const Parser& r, const YAML::Node& n, ParallelConfig& p) {
     return r.At(
         n["sequence_parallel"], "parallel.sequence_parallel",
         "renamed to parallel.tp_sequence_parallel (Megatron's sequence parallelism inside a TP group)");
-  MMTWIN_RETURN_IF_ERROR(r.Keys(n, "parallel",
-                                {"dp", "tp", "pp", "vpp", "micro_batches", "zero_stage",
-                                 "tp_sequence_parallel", "sp", "sp_ulysses", "sp_ring", "zero3_impl"}));
-  struct IntField {
-    const char* key;
-    int* out;
-    int64_t lo, hi;
-  };
-  const IntField fields[] = {{"dp", &p.dp, 1, kMaxDegree},
-                             {"tp", &p.tp, 1, kMaxSmallDegree},
-                             {"pp", &p.pp, 1, kMaxSmallDegree},
-                             {"vpp", &p.vpp, 1, kMaxSmallDegree},
-                             {"micro_batches", &p.micro_batches, 1, kMaxDegree},
-                             {"zero_stage", &p.zero_stage, 0, 3},
-                             {"sp", &p.sp, 1, kMaxDegree},
-                             {"sp_ulysses", &p.sp_ulysses, 0, kMaxDegree},
-                             {"sp_ring", &p.sp_ring, 0, kMaxDegree}};
-  for (const IntField& f : fields)
+  MMTWIN_RETURN_IF_ERROR(r.Keys(n, "parallel", kParallelKeys));
+  for (const ParallelInt& f : kParallelInts)
     if (const YAML::Node v = n[f.key]) {
       MMTWIN_ASSIGN_OR_RETURN(int64_t x, r.Int(v, std::string("parallel.") + f.key, f.lo, f.hi));
-      *f.out = static_cast<int>(x);
+      p.*f.field = static_cast<int>(x);
     }
   if (const YAML::Node v = n["tp_sequence_parallel"]) {
     MMTWIN_ASSIGN_OR_RETURN(p.tp_sequence_parallel, r.Bool(v, "parallel.tp_sequence_parallel"));
   }
   if (const YAML::Node v = n["zero3_impl"]) {
     MMTWIN_ASSIGN_OR_RETURN(p.zero3_impl, r.Str(v, "parallel.zero3_impl"));
-    if (p.zero3_impl != "simple" && p.zero3_impl != "fsdp" && p.zero3_impl != "deepspeed")
-      return r.At(
-          v, "parallel.zero3_impl",
-          "unknown ZeRO-3 implementation '" + p.zero3_impl + "'; valid values are: simple, fsdp, deepspeed");
   }
-  const int64_t world = static_cast<int64_t>(p.dp) * p.tp * p.pp * p.sp;
-  if (world > kMaxWorld)
-    return r.At(n, "parallel",
-                std::string(p.sp > 1 ? "dp * tp * pp * sp = " : "dp * tp * pp = ") + std::to_string(world) +
-                    " GPUs is more than " + std::to_string(kMaxWorld));
-  return Status();
-}
-
-Status CheckPolicyName(const std::string& kind, const std::string& name) {
-  if (kind == "data") return FindDataPolicy(name).status();
-  if (kind == "partition") return FindPartitionPolicy(name).status();
-  if (kind == "recompute") return FindRecomputePolicy(name.substr(0, name.find(':'))).status();
-  if (kind == "sp") return SpPolicyRegistry().Find(name).status();
-  std::string valid;
-  for (const auto& [n, description] : ScheduleNames()) {
-    if (n == name) return Status();
-    valid += (valid.empty() ? "" : ", ") + n;
-  }
-  return Error("unknown schedule '" + name + "'; valid values are: " + valid);
-}
-
-// Schedule parameters are checked here (the built-in schedules take none); the other policies' parameters are
-// checked by the planner against the same registries (driver/planner.h, ValidateScenario).
-Status CheckPolicyParams(const std::string& kind, const PolicyRef& p) {
-  if (kind == "schedule") return Schedules().Validate(p.name, p.params).status();
-  if (kind == "sp") return SpPolicyRegistry().Validate(p.name, p.params).status();
   return Status();
 }
 
 Status ParsePolicies(const Parser& r, const YAML::Node& n, Scenario& s) {
-  MMTWIN_RETURN_IF_ERROR(r.Keys(n, "policies", {"data", "partition", "recompute", "schedule", "sp"}));
+  MMTWIN_RETURN_IF_ERROR(r.Keys(n, "policies", kPolicyKinds));
   const std::pair<const char*, PolicyRef*> kinds[] = {{"data", &s.data},
                                                       {"partition", &s.partition},
                                                       {"recompute", &s.recompute},
@@ -274,22 +237,42 @@ Status ParsePolicies(const Parser& r, const YAML::Node& n, Scenario& s) {
                                                       {"sp", &s.sp}};
   for (const auto& [key, out] : kinds)
     if (const YAML::Node v = n[key]) {
-      const std::string field = std::string("policies.") + key;
-      MMTWIN_ASSIGN_OR_RETURN(*out, r.Policy(v, field));
-      // Names (and schedule parameters) are checked here, against the registries, so a typo points at its line.
-      if (Status known = CheckPolicyName(key, out->name); !known.ok())
-        return r.At(v, field, known.error().message());
-      if (Status params = CheckPolicyParams(key, *out); !params.ok())
-        return r.At(v.IsMap() && v["params"] ? v["params"] : v, field + ".params", params.error().message());
+      MMTWIN_ASSIGN_OR_RETURN(*out, r.Policy(v, std::string("policies.") + key));
     }
   return Status();
 }
 
+// iterations, seed, engine, cost.
+Status ParseRun(const Parser& r, const YAML::Node& root, Scenario& s) {
+  if (const YAML::Node v = root["iterations"]) {
+    if (v.IsScalar() && v.Scalar() == "epoch") {
+      s.epoch = true;
+    } else {
+      if (!v.IsScalar()) return r.At(v, "iterations", "expected a positive integer or \"epoch\"");
+      int64_t x = 0;
+      if (!ParseInt64(v.Scalar(), x) || x < 1 || x > kMaxIterations)
+        return r.At(v, "iterations", BadIterations(Abbreviate(v.Scalar())));
+      s.iterations = x;
+    }
+  }
+  if (const YAML::Node v = root["seed"]) {
+    MMTWIN_ASSIGN_OR_RETURN(int64_t x, r.Int(v, "seed", 0, INT64_MAX));
+    s.seed = static_cast<uint64_t>(x);
+  }
+  if (const YAML::Node v = root["engine"]) {
+    MMTWIN_ASSIGN_OR_RETURN(s.engine, r.Str(v, "engine"));
+  }
+  if (const YAML::Node v = root["cost"]) {
+    MMTWIN_ASSIGN_OR_RETURN(s.cost, r.Str(v, "cost"));
+    if (!s.cost.empty() && s.cost != "analytic") s.cost = r.Resolve(s.cost);
+  }
+  return Status();
+}
+
 Status ParseBackend(const Parser& r, const YAML::Node& n, BackendConfig& b) {
-  MMTWIN_RETURN_IF_ERROR(
-      r.Keys(n, "backend", {"width_divisor", "layers", "warmup_iterations", "timeout_s", "threads"}));
+  MMTWIN_RETURN_IF_ERROR(r.Keys(n, "backend", kBackendKeys));
   if (const YAML::Node v = n["width_divisor"]) {
-    MMTWIN_ASSIGN_OR_RETURN(int64_t x, r.Int(v, "backend.width_divisor", 1, 1 << 16));
+    MMTWIN_ASSIGN_OR_RETURN(int64_t x, r.Int(v, "backend.width_divisor", 1, kMaxWidthDivisor));
     b.shrink.width_divisor = static_cast<int>(x);
   }
   if (const YAML::Node v = n["layers"]) {
@@ -297,24 +280,19 @@ Status ParseBackend(const Parser& r, const YAML::Node& n, BackendConfig& b) {
     for (auto it = v.begin(); it != v.end(); ++it) {
       if (!it->first.IsScalar()) return r.At(it->first, "backend.layers", "keys must be component names");
       const std::string key = it->first.Scalar();
-      const std::string field = "backend.layers." + key;
-      if (b.shrink.layers.count(key)) return r.At(it->first, field, "duplicate key");
-      MMTWIN_ASSIGN_OR_RETURN(int64_t x, r.Int(it->second, field, 1, 10000));
+      MMTWIN_ASSIGN_OR_RETURN(int64_t x, r.Int(it->second, "backend.layers." + key, 1, kMaxShrunkLayers));
       b.shrink.layers[key] = static_cast<int>(x);
     }
   }
-  if (const YAML::Node v = n["warmup_iterations"]) {
-    MMTWIN_ASSIGN_OR_RETURN(int64_t x, r.Int(v, "backend.warmup_iterations", 0, 1000));
-    b.warmup_iterations = static_cast<int>(x);
-  }
-  if (const YAML::Node v = n["threads"]) {
-    MMTWIN_ASSIGN_OR_RETURN(int64_t x, r.Int(v, "backend.threads", 1, 1024));
-    b.threads = static_cast<int>(x);
-  }
+  for (const BackendInt& f : kBackendInts)
+    if (const YAML::Node v = n[f.key]) {
+      MMTWIN_ASSIGN_OR_RETURN(int64_t x, r.Int(v, std::string("backend.") + f.key, f.lo, f.hi));
+      b.*f.field = static_cast<int>(x);
+    }
   if (const YAML::Node v = n["timeout_s"]) {
     double x = 0;
-    if (!v.IsScalar() || !ParseDouble(v.Scalar(), x) || !(x >= 1) || !(x <= 86400))
-      return r.At(v, "backend.timeout_s", "expected seconds in [1, 86400]");
+    if (!v.IsScalar() || !ParseDouble(v.Scalar(), x) || !(x >= 1) || !(x <= kMaxTimeoutS))
+      return r.At(v, "backend.timeout_s", kBadTimeout);
     b.timeout_s = x;
   }
   return Status();
@@ -331,7 +309,7 @@ void RecordLines(const YAML::Node& n, const std::string& prefix, std::map<std::s
   }
 }
 
-Result<Scenario> ParseImpl(const std::string& text, const std::string& name, const std::string& base_dir) {
+Result<Scenario> ReadImpl(const std::string& text, const std::string& name, const std::string& base_dir) {
   const Parser r(name, base_dir);
   Scenario s;
   s.path = name;
@@ -339,173 +317,17 @@ Result<Scenario> ParseImpl(const std::string& text, const std::string& name, con
   if (!root.IsMap()) return r.At(root, "", "a scenario is a mapping with keys " + Join(kTopKeys));
   MMTWIN_RETURN_IF_ERROR(r.Keys(root, "", kTopKeys));
   RecordLines(root, "", s.lines);
-
-  if (const YAML::Node v = root["name"]) {
-    MMTWIN_ASSIGN_OR_RETURN(s.name, r.Str(v, "name"));
-    if (!IsPlainName(s.name))
-      return r.At(v, "name",
-                  "'" + Abbreviate(s.name) +
-                      "' must work as a folder name (runs/NAME): no '/', '\\', control "
-                      "characters, '.' or '..'");
-  } else {
-    s.name = fs::path(name).stem().string();
-    if (!IsPlainName(s.name)) s.name = "scenario";
-  }
-  if (const YAML::Node v = root["description"]) {
-    MMTWIN_ASSIGN_OR_RETURN(s.description, r.Str(v, "description", /*allow_empty=*/true));
-  }
-
+  MMTWIN_RETURN_IF_ERROR(ParseName(r, root, name, s));
   const YAML::Node trace = root["trace"];
   if (!trace)
     return r.At(root, "trace", "missing (give {file: TRACE.csv} or {preset: NAME, samples: N, seed: S})");
   MMTWIN_RETURN_IF_ERROR(ParseTrace(r, trace, s.trace));
-
-  const YAML::Node model = root["model"];
-  if (!model)
-    return r.At(root, "model", "missing (a model zoo name such as internvl-1.5-6b-20b, or a spec file)");
-  if (model.IsMap()) {
-    // {name: ZOO-NAME-OR-FILE, image_px: N}: the model with its vision encoders fed N-px tiles.
-    MMTWIN_RETURN_IF_ERROR(r.Keys(model, "model", {"name", "image_px"}));
-    if (!model["name"]) return r.At(model, "model.name", "missing (a model zoo name or a spec file)");
-    MMTWIN_ASSIGN_OR_RETURN(s.model, r.Str(model["name"], "model.name"));
-    if (const YAML::Node v = model["image_px"]) {
-      MMTWIN_ASSIGN_OR_RETURN(int64_t px, r.Int(v, "model.image_px", 1, 1 << 16));
-      s.image_px = static_cast<int>(px);
-    }
-  } else {
-    MMTWIN_ASSIGN_OR_RETURN(s.model, r.Str(model, "model"));
-  }
-  if (LooksLikePath(s.model)) s.model = r.Resolve(s.model);
-
-  const YAML::Node cluster_node = root["cluster"];
-  long nodes_line = LineOf(cluster_node);
-  if (cluster_node) {
-    if (cluster_node.IsScalar()) {
-      MMTWIN_ASSIGN_OR_RETURN(s.cluster, r.Str(cluster_node, "cluster"));
-    } else {
-      if (!cluster_node.IsMap())
-        return r.At(cluster_node, "cluster",
-                    "expected a cluster preset name or a mapping {preset: NAME, nodes: N}");
-      MMTWIN_RETURN_IF_ERROR(r.Keys(cluster_node, "cluster", {"preset", "nodes"}));
-      if (const YAML::Node v = cluster_node["preset"]) {
-        MMTWIN_ASSIGN_OR_RETURN(s.cluster, r.Str(v, "cluster.preset"));
-      }
-      if (const YAML::Node v_nodes = cluster_node["nodes"]) {
-        nodes_line = LineOf(v_nodes);
-        MMTWIN_ASSIGN_OR_RETURN(int64_t v, r.Int(v_nodes, "cluster.nodes", 0, kMaxWorld));
-        s.nodes = static_cast<int>(v);
-      }
-    }
-    if (LooksLikePath(s.cluster)) s.cluster = r.Resolve(s.cluster);
-  }
-
-  const YAML::Node parallel = root["parallel"];
-  if (parallel) MMTWIN_RETURN_IF_ERROR(ParseParallel(r, parallel, s.parallel));
-  const YAML::Node policies = root["policies"];
-  if (policies) MMTWIN_RETURN_IF_ERROR(ParsePolicies(r, policies, s));
-
-  if (const YAML::Node v = root["iterations"]) {
-    if (v.IsScalar() && v.Scalar() == "epoch") {
-      s.epoch = true;
-    } else {
-      if (!v.IsScalar()) return r.At(v, "iterations", "expected a positive integer or \"epoch\"");
-      int64_t x = 0;
-      if (!ParseInt64(v.Scalar(), x) || x < 1 || x > kMaxIterations)
-        return r.At(v, "iterations",
-                    "'" + Abbreviate(v.Scalar()) + "' is not an integer in [1, " +
-                        std::to_string(kMaxIterations) + "] or \"epoch\"");
-      s.iterations = x;
-    }
-  }
-  if (const YAML::Node v = root["seed"]) {
-    MMTWIN_ASSIGN_OR_RETURN(int64_t x, r.Int(v, "seed", 0, INT64_MAX));
-    s.seed = static_cast<uint64_t>(x);
-  }
-  if (const YAML::Node v = root["engine"]) {
-    MMTWIN_ASSIGN_OR_RETURN(s.engine, r.Str(v, "engine"));
-    if (Status st = CheckEngine(s.engine); !st.ok()) return r.At(v, "engine", st.error().message());
-  }
-  if (const YAML::Node v = root["cost"]) {
-    MMTWIN_ASSIGN_OR_RETURN(s.cost, r.Str(v, "cost"));
-    if (s.cost.empty()) return r.At(v, "cost", "expected 'analytic' or a cost-coefficient CSV file");
-    if (s.cost != "analytic") s.cost = r.Resolve(s.cost);
-  }
-
+  MMTWIN_RETURN_IF_ERROR(ParseModel(r, root, s));
+  if (const YAML::Node v = root["cluster"]) MMTWIN_RETURN_IF_ERROR(ParseCluster(r, v, s));
+  if (const YAML::Node v = root["parallel"]) MMTWIN_RETURN_IF_ERROR(ParseParallel(r, v, s.parallel));
+  if (const YAML::Node v = root["policies"]) MMTWIN_RETURN_IF_ERROR(ParsePolicies(r, v, s));
+  MMTWIN_RETURN_IF_ERROR(ParseRun(r, root, s));
   if (const YAML::Node v = root["backend"]) MMTWIN_RETURN_IF_ERROR(ParseBackend(r, v, s.backend));
-
-  // Cross-field checks that need the model zoo and the cluster presets.
-  if (s.parallel.vpp > 1 && s.schedule.name != "interleaved-1f1b")
-    return r.At(
-        Child(parallel, "vpp"), "parallel.vpp",
-        "vpp > 1 needs the interleaved-1f1b schedule (policies.schedule is '" + s.schedule.name + "')");
-  auto model_spec = LoadModel(s.model);
-  if (!model_spec)
-    return r.At(model.IsMap() ? model["name"] : model, model.IsMap() ? "model.name" : "model",
-                model_spec.error().message());
-  if (s.image_px > 0) {
-    model_spec = WithImagePx(*model_spec, s.image_px);
-    if (!model_spec) return r.At(model["image_px"], "model.image_px", model_spec.error().message());
-  }
-  if (s.backend.shrink.active()) {
-    model_spec = ShrinkModel(*model_spec, s.backend.shrink);
-    if (!model_spec) {
-      // "layers.NAME: reason" -> at backend.layers.NAME's key; anything else at `backend`.
-      const std::string msg = model_spec.error().message();
-      const size_t colon = msg.find(": ");
-      const std::string sub = msg.substr(0, colon);
-      const YAML::Node b = root["backend"];
-      if (colon != std::string::npos && sub.rfind("layers.", 0) == 0 && b["layers"])
-        for (auto it = b["layers"].begin(); it != b["layers"].end(); ++it)
-          if ("layers." + it->first.Scalar() == sub)
-            return r.At(it->first, "backend." + sub, msg.substr(colon + 2));
-      return r.At(b, "backend", msg);
-    }
-  }
-  const int layers = static_cast<int>(Layers(*model_spec).size());
-  if (s.parallel.chunks() > layers)
-    return r.At(Child(parallel, s.parallel.vpp > 1 ? "vpp" : "pp"),
-                s.parallel.vpp > 1 ? "parallel.vpp" : "parallel.pp",
-                "pp * vpp = " + std::to_string(s.parallel.chunks()) + " pipeline chunks, but model '" +
-                    model_spec->name + "' has only " + std::to_string(layers) + " layers");
-  auto cluster = LoadCluster(s.cluster);
-  if (!cluster) return r.At(cluster_node ? cluster_node : root, "cluster", cluster.error().message());
-  const int gpn = cluster->gpus_per_node;
-  if (s.parallel.tp > gpn)
-    return r.At(Child(parallel, "tp"), "parallel.tp",
-                "tensor parallelism stays inside a node: tp " + std::to_string(s.parallel.tp) + " > " +
-                    std::to_string(gpn) + " GPUs per node of cluster '" + cluster->name + "'");
-  if (s.parallel.sp > 1 || s.sp.name != "none") {
-    // The SP layout against the model's heads and the node size; "field: reason" at the field's line.
-    const Component* llm = model_spec->Find(ComponentKind::kLlm);
-    auto layout =
-        ResolveSpLayout(s.sp.name, s.sp.params, s.parallel, gpn, llm ? llm->tf : TransformerConfig{});
-    if (!layout) {
-      const std::string msg = layout.error().message();
-      const size_t colon = msg.find(": ");
-      const std::string field = colon == std::string::npos ? "parallel.sp" : msg.substr(0, colon);
-      const std::string reason = colon == std::string::npos ? msg : msg.substr(colon + 2);
-      const YAML::Node policies = root["policies"];
-      YAML::Node at = root;
-      const std::string sub = field.rfind("parallel.", 0) == 0 ? field.substr(9) : "";
-      if (!sub.empty() && Child(parallel, sub.c_str()))
-        at = Child(parallel, sub.c_str());
-      else if (field.rfind("parallel.", 0) == 0 && Child(parallel, "sp"))
-        at = Child(parallel, "sp");
-      else if (field == "policies.sp" && policies && policies["sp"])
-        at = policies["sp"];
-      return r.At(at, field, reason);
-    }
-  }
-  const int64_t world = s.parallel.world_size();
-  if (s.nodes == 0) {
-    s.nodes = static_cast<int>((world + gpn - 1) / gpn);
-  } else if (static_cast<int64_t>(s.nodes) * gpn < world) {
-    return Error::At(
-        r.file(), nodes_line, "cluster.nodes",
-        std::to_string(s.nodes) + " nodes x " + std::to_string(gpn) +
-            " GPUs = " + std::to_string(static_cast<int64_t>(s.nodes) * gpn) + " GPUs, fewer than " +
-            (s.parallel.sp > 1 ? "dp * tp * pp * sp = " : "dp * tp * pp = ") + std::to_string(world));
-  }
   return s;
 }
 
@@ -533,22 +355,15 @@ Status CheckEngine(const std::string& engine) {
   return Error("unknown engine '" + engine + "'; valid values are: " + Join(ScenarioEngines()));
 }
 
-Result<Scenario> ParseScenario(const std::string& yaml_text, const std::string& name,
-                               const std::string& base_dir) {
-  return GuardYaml(name, [&] { return ParseImpl(yaml_text, name, base_dir); });
+Result<Scenario> ReadScenario(const std::string& yaml_text, const std::string& name,
+                              const std::string& base_dir) {
+  return GuardYaml(name, [&] { return ReadImpl(yaml_text, name, base_dir); });
 }
 
-Result<ModelSpec> LoadScenarioModel(const Scenario& s) {
-  auto m = LoadModel(s.model);
-  if (!m) return ScenarioError(s, "model", m.error().message());
-  if (s.image_px > 0) {
-    m = WithImagePx(*m, s.image_px);
-    if (!m) return ScenarioError(s, "model.image_px", m.error().message());
-  }
-  if (!s.backend.shrink.active()) return m;
-  auto shrunk = ShrinkModel(*m, s.backend.shrink);
-  if (!shrunk) return ScenarioError(s, "backend", shrunk.error().message());
-  return shrunk;
+Result<Scenario> ParseScenario(const std::string& yaml_text, const std::string& name,
+                               const std::string& base_dir) {
+  MMTWIN_ASSIGN_OR_RETURN(Scenario s, ReadScenario(yaml_text, name, base_dir));
+  return CheckAndResolveScenario(std::move(s));
 }
 
 Result<Scenario> LoadScenario(const std::string& path) {
@@ -666,7 +481,8 @@ bool operator==(const TraceSource& a, const TraceSource& b) {
 }
 
 Error ScenarioError(const Scenario& s, const std::string& dotted_key, const std::string& reason) {
-  if (s.path.empty()) return Error("scenario " + s.name + ": " + dotted_key + ": " + reason);
+  if (s.path.empty())
+    return Error("scenario" + (s.name.empty() ? "" : " " + s.name) + ": " + dotted_key + ": " + reason);
   std::string k = dotted_key;
   while (!k.empty()) {
     if (auto it = s.lines.find(k); it != s.lines.end())

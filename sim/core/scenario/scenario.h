@@ -19,9 +19,12 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/cluster/cluster.h"
+#include "core/cost/cost_model.h"
 #include "core/model/model.h"
 #include "core/plan/plan.h"
 #include "core/util/status.h"
@@ -83,7 +86,7 @@ struct Scenario {
   std::string cost = "analytic";
   BackendConfig backend;
   // Where each key was written in `path`: dotted key ("trace.samples", "policies.data.params.radius") -> line.
-  // For messages only (ScenarioError); not compared by operator==, not written by FormatScenario.
+  // For messages only (ScenarioError, CheckScenario); not compared by operator==, not written by FormatScenario.
   std::map<std::string, long> lines;
 };
 
@@ -92,15 +95,49 @@ struct Scenario {
 // message names where to fix it.
 Error ScenarioError(const Scenario& s, const std::string& dotted_key, const std::string& reason);
 
-// Parses and validates (types, ranges, unknown or duplicate keys -> `file:line: key: reason`; policy names and
-// schedule parameters against the registries). The other policies' parameters are checked by the planner.
+// Reading a scenario is two steps: parsing (the text into the struct) and checking (the struct's values).
+//
+//   MMTWIN_ASSIGN_OR_RETURN(Scenario s, ReadScenario(text, "x.yaml", "."));   // parse only
+//   s.parallel.tp = 16;                                                       // edited in memory
+//   MMTWIN_RETURN_IF_ERROR(CheckScenario(s));  // "x.yaml:5: parallel.tp: tensor parallelism stays inside..."
+//
+// ReadScenario parses, and nothing else: YAML syntax, unknown or duplicate keys, types, the range of every number
+// and the shapes (trace: exactly one of file, preset and sequence_tokens; a policy is a name or {name, params}),
+// each error `file:line: key: reason`. It records where each key was written (Scenario::lines), fills in the
+// trace preset's default size and makes file paths absolute against `base_dir`. It looks nothing up (policy
+// names, the model, the cluster, files: CheckScenario's), and `nodes` stays as written (0 = automatic).
+Result<Scenario> ReadScenario(const std::string& yaml_text, const std::string& name,
+                              const std::string& base_dir);
+// Every check of a scenario's values, on the struct: a parsed one, one edited in memory (the GUI editor) or one
+// built in code. Names (not empty, `name` a folder name), the trace source (preset known, file present), the
+// ranges ReadScenario also checks, policy names and parameters against the registries (core/balance, core/plan),
+// the engine, the model (zoo or file, model.image_px, backend.layers) and the cluster, and the cross-field rules:
+// vpp > 1 needs interleaved-1f1b, pp * vpp <= the model's layers, tp within a node, the sequence-parallel layout
+// (core/plan/seqpar.h), enough nodes for dp * tp * pp * sp, the schedule's shape (CheckScheduleShape), the cost
+// file against the model. Reads the model, cluster and cost files, not the trace. The first error, naming the
+// field: `file:line: key: reason` at the line Scenario::lines gives (the key's own, else its nearest parent's),
+// `file: key: reason` when the key was not written, "scenario NAME: key: reason" for a struct built in code.
+Status CheckScenario(const Scenario& s);
+// CheckScenario, then an automatic `nodes` (0) resolved (ScenarioNodes): what ParseScenario returns for a text
+// that ReadScenario read into `s`.
+Result<Scenario> CheckAndResolveScenario(Scenario s);
+// `s.nodes`, or, when it is 0 (automatic), just enough nodes of `gpus_per_node` GPUs for dp * tp * pp * sp.
+int ScenarioNodes(const Scenario& s, int gpus_per_node);
+
+// ReadScenario, then CheckAndResolveScenario: a scenario file's text, parsed and checked.
+Result<Scenario> ParseScenario(const std::string& yaml_text, const std::string& name,
+                               const std::string& base_dir);
+// ParseScenario of the file's text (relative paths against the file's folder).
 Result<Scenario> LoadScenario(const std::string& path);
 // The scenario's model: the zoo spec or file, fed `model.image_px` tiles when set (WithImagePx), shrunk by
 // `backend` when it sets a width divisor or layer counts (core/model/model.h: ShrinkModel). Errors name the
 // scenario key.
 Result<ModelSpec> LoadScenarioModel(const Scenario& s);
-Result<Scenario> ParseScenario(const std::string& yaml_text, const std::string& name,
-                               const std::string& base_dir);
+// The cost model a scenario names: AnalyticCostModel for `cost: analytic`, else the CoefficientCostModel in the
+// CSV file s.cost (its analytic part for `cluster`'s device and the layout's tp; checked against `model` with
+// Supports). Errors are the loader's (the planner and CheckScenario name the key).
+Result<std::shared_ptr<const CostModel>> LoadScenarioCostModel(const Scenario& s, const ModelSpec& model,
+                                                               const ClusterSpec& cluster);
 // The fully resolved scenario as YAML (every default filled in), written next to the run's outputs.
 std::string FormatScenario(const Scenario& s);
 // `s` with every absolute file path in it (trace file, model, cluster and cost files) made relative to `base_dir`
@@ -111,7 +148,7 @@ Scenario WithPathsRelativeTo(Scenario s, const std::string& base_dir);
 // ---- Added with the scenario parser (sim/core/scenario/scenario.cc) ----
 
 // Field-wise equality (ParseScenario(FormatScenario(s)) == s for a parsed s). `iterations` is compared only when
-// `epoch` is false (an epoch replay ignores it); `path` is not compared (it records where the text came from).
+// `epoch` is false (an epoch replay ignores it); `path` and `lines` are not compared (where the text came from).
 bool operator==(const PolicyRef& a, const PolicyRef& b);
 bool operator==(const TraceSource& a, const TraceSource& b);
 bool operator==(const Scenario& a, const Scenario& b);
@@ -144,7 +181,7 @@ Status CheckOverrideKey(const std::string& dotted_key);
 // The scenario YAML text with the overrides applied in order (not validated: parse the result).
 Result<std::string> OverrideScenarioYaml(const std::string& yaml_text,
                                          const std::vector<ScenarioOverride>& overrides);
-// Applies every override to the scenario text, then parses and validates once (so keys that must change
+// Applies every override to the scenario text, then parses and checks once (ParseScenario; so keys that must change
 // together, such as parallel.vpp and policies.schedule, can). Errors name `name`.
 Result<Scenario> ParseScenarioWithOverrides(const std::string& yaml_text, const std::string& name,
                                             const std::string& base_dir,

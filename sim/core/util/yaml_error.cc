@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The strict YAML loader's duplicate-key check (yaml_error.h).
+// The strict YAML loader's duplicate-key check and the one unknown-key check (yaml_error.h).
 #include "core/util/yaml_error.h"
 
+#include <algorithm>
 #include <map>
+
+#include "core/util/text.h"
 
 namespace mmtwin {
 
@@ -24,6 +27,20 @@ Status CheckDuplicateKeys(const YAML::Node& node, const std::string& name, const
   } else if (node.IsSequence()) {
     for (size_t i = 0; i < node.size(); ++i)
       MMTWIN_RETURN_IF_ERROR(CheckDuplicateKeys(node[i], name, path + "[" + std::to_string(i) + "]"));
+  }
+  return Status();
+}
+
+Status CheckKeys(const YAML::Node& map, const std::string& name, const std::string& where,
+                 const std::vector<std::string>& allowed) {
+  if (!map.IsMap())
+    return Error::At(name, LineOf(map), where, "expected a mapping with keys " + Join(allowed));
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    if (!it->first.IsScalar()) return Error::At(name, LineOf(it->first), where, "keys must be plain names");
+    const std::string& key = it->first.Scalar();
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
+      return Error::At(name, LineOf(it->first), where.empty() ? key : where + "." + key,
+                       "unknown key; valid keys are: " + Join(allowed));
   }
   return Status();
 }

@@ -12,6 +12,7 @@
 #include <exception>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/util/status.h"
 
@@ -49,6 +50,18 @@ auto GuardYaml(const std::string& name, F&& parse) -> decltype(parse()) {
 //
 //   MMTWIN_ASSIGN_OR_RETURN(YAML::Node root, LoadStrictYaml(text, "cluster.yaml"));
 Status CheckDuplicateKeys(const YAML::Node& node, const std::string& name, const std::string& path = "");
+
+// The one unknown-key check of every YAML reader (scenarios, sweeps, model and cluster specs, validation suites):
+// OK when `map` is a mapping whose keys are all in `allowed`. Errors name the file, the key's line and its dotted
+// path under `where` ("" = the document's root):
+//   `name:line: where.key: unknown key; valid keys are: a, b, c`
+//   `name:line: where: expected a mapping with keys a, b, c`      (not a mapping)
+//   `name:line: where: keys must be plain names`                    (a sequence or mapping as a key)
+// Duplicate keys are LoadStrictYaml's (every reader loads through it).
+//
+//   MMTWIN_RETURN_IF_ERROR(CheckKeys(root["trace"], "s.yaml", "trace", {"file", "preset", "samples", "seed"}));
+Status CheckKeys(const YAML::Node& map, const std::string& name, const std::string& where,
+                 const std::vector<std::string>& allowed);
 
 // YAML files larger than this are refused before parsing: yaml-cpp holds ~55 bytes per byte of text (a 43 MB
 // file took 2.4 GB), and scenarios, sweeps, model and cluster specs are a few kB (data belongs in trace files).
