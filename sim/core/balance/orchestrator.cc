@@ -41,6 +41,231 @@ void AddTraffic(Traffic& sum, const Traffic& t) {
   sum.max_rank_inter_node_bytes += t.max_rank_inter_node_bytes;
 }
 
+Status CheckInputs(std::span<const int> origin_rank, const std::vector<PhaseInput>& phases,
+                   const OrchestratorOptions& o) {
+  const int d = o.dp;
+  if (d < 1) return Error("orchestrator: dp: must be >= 1, got " + std::to_string(d));
+  if (o.ranks_per_node < 1)
+    return Error("orchestrator: ranks_per_node: must be >= 1, got " + std::to_string(o.ranks_per_node));
+  if (phases.empty()) return Error("orchestrator: phases: need at least the LLM phase");
+  const size_t n = origin_rank.size();
+  for (size_t i = 0; i < n; ++i)
+    if (origin_rank[i] < 0 || origin_rank[i] >= d)
+      return Error("orchestrator: origin_rank[" + std::to_string(i) + "]: " + std::to_string(origin_rank[i]) +
+                   " is not a rank in [0, " + std::to_string(d) + ")");
+  for (size_t p = 0; p < phases.size(); ++p)
+    MMTWIN_RETURN_IF_ERROR(ValidatePhase(phases[p], n, p + 1 == phases.size()));
+  return Status();
+}
+
+// One run of Orchestrate on checked inputs: the phases balanced in order (each encoder phase before the LLM,
+// whose pieces come from the encoders' ranks), then the encoder outputs' traffic and the totals.
+class Orchestration {
+ public:
+  Orchestration(std::span<const int> origin_rank, const std::vector<PhaseInput>& phases,
+                const OrchestratorOptions& o)
+      : origin_rank_(origin_rank),
+        phases_(phases),
+        o_(o),
+        d_(o.dp),
+        c_(o.ranks_per_node),
+        n_(origin_rank.size()),
+        encoders_(phases.size() - 1) {}
+
+  OrchestratorResult Run() {
+    result_.phases.resize(phases_.size());
+    for (size_t p = 0; p < phases_.size(); ++p) BalancePhase(p);
+    for (size_t e = 0; e < encoders_; ++e) EncoderOutputs(e);
+    Totals();
+    return std::move(result_);
+  }
+
+ private:
+  // A phase's items (samples with input; every sample for the LLM) and their bins.
+  struct Items {
+    std::vector<uint32_t> sample_of_item;
+    std::vector<int64_t> len;
+    Bins bins;
+    std::vector<int> bin_of_item;
+  };
+
+  bool IsLlm(size_t p) const { return p + 1 == phases_.size(); }
+  // Text part of a sample's LLM input (held at its origin) = LLM bytes - encoder outputs.
+  int64_t TextBytes(uint32_t s) const {
+    int64_t text = phases_.back().bytes[s];
+    for (size_t e = 0; e < encoders_; ++e)
+      if (!phases_[e].output_bytes.empty()) text -= phases_[e].output_bytes[s];
+    return std::max<int64_t>(0, text);
+  }
+  Items BalanceItems(size_t p) const;
+  Placement Place(size_t p, const Items& items) const;
+  void BalancePhase(size_t p);
+  void ReportBalance(size_t p, const Items& items, const std::vector<std::vector<uint32_t>>& rank_items,
+                     const std::vector<int64_t>& rank_tokens, const Bins& before);
+  void EncoderOutputs(size_t e);
+  void Totals();
+
+  const std::span<const int> origin_rank_;
+  const std::vector<PhaseInput>& phases_;
+  const OrchestratorOptions& o_;
+  const int d_, c_;
+  const size_t n_, encoders_;
+  OrchestratorResult result_;
+};
+
+Orchestration::Items Orchestration::BalanceItems(size_t p) const {
+  const PhaseInput& ph = phases_[p];
+  Items x;
+  for (size_t i = 0; i < n_; ++i)
+    if (IsLlm(p) || ph.lengths[i] > 0) {
+      x.sample_of_item.push_back(static_cast<uint32_t>(i));
+      x.len.push_back(ph.lengths[i]);
+    }
+  x.bins = PostBalance(x.len, d_, ph.options);
+  x.bin_of_item.assign(x.len.size(), 0);
+  for (int b = 0; b < d_; ++b)
+    for (uint32_t item : x.bins[b]) x.bin_of_item[item] = b;
+  return x;
+}
+
+// The bins' ranks: from the pieces of data that must reach each bin's rank, where they are before the phase.
+// Items are visited in sample order so the per-sample arrays are read sequentially.
+Placement Orchestration::Place(size_t p, const Items& items) const {
+  const PhaseInput& ph = phases_[p];
+  std::vector<int> piece_src;
+  std::vector<int64_t> piece_bytes;
+  Bins piece_bins(d_);
+  for (size_t item = 0; item < items.len.size(); ++item) {
+    const uint32_t s = items.sample_of_item[item];
+    const int b = items.bin_of_item[item];
+    auto add = [&](int src, int64_t bytes) {
+      piece_bins[b].push_back(static_cast<uint32_t>(piece_src.size()));
+      piece_src.push_back(src);
+      piece_bytes.push_back(bytes);
+    };
+    if (!IsLlm(p)) {
+      add(origin_rank_[s], ph.bytes[s]);
+      continue;
+    }
+    add(origin_rank_[s], TextBytes(s));
+    for (size_t e = 0; e < encoders_; ++e) {
+      if (phases_[e].output_bytes.empty() || phases_[e].output_bytes[s] == 0) continue;
+      const int enc_rank = result_.phases[e].rank_of_sample[s];
+      add(o_.compose && enc_rank >= 0 ? enc_rank : origin_rank_[s], phases_[e].output_bytes[s]);
+    }
+  }
+  return o_.node_wise ? PlaceNodeWise(piece_bins, piece_src, piece_bytes, c_)
+                      : PlaceIdentity(piece_bins, piece_src, piece_bytes, c_);
+}
+
+void Orchestration::BalancePhase(size_t p) {
+  const PhaseInput& ph = phases_[p];
+  const bool is_llm = IsLlm(p);
+  PhaseReport& rep = result_.phases[p];
+  rep.name = ph.name;
+  rep.algorithm = ph.options.algorithm;
+  const Items items = BalanceItems(p);
+  rep.samples = static_cast<int>(items.sample_of_item.size());
+  const Placement place = Place(p, items);
+
+  rep.rank_of_sample.assign(n_, -1);
+  rep.rank_samples.assign(d_, {});
+  std::vector<int64_t> rank_tokens(d_, 0);
+  std::vector<std::vector<uint32_t>> rank_items(d_);
+  for (int b = 0; b < d_; ++b) rank_items[place.rank_of_bin[b]] = items.bins[b];
+  // Dispatch traffic: for the LLM only the text part (encoder outputs are accounted per encoder below).
+  std::vector<Transfer> moves;
+  moves.reserve(items.len.size());
+  std::vector<int64_t> drawn(d_, 0);
+  Bins before(d_);
+  for (size_t item = 0; item < items.len.size(); ++item) {
+    const uint32_t s = items.sample_of_item[item];
+    const int r = place.rank_of_bin[items.bin_of_item[item]];
+    rep.rank_of_sample[s] = r;
+    rep.rank_samples[r].push_back(s);  // ascending, as items are in sample order
+    rank_tokens[r] += items.len[item];
+    before[origin_rank_[s]].push_back(static_cast<uint32_t>(item));
+    rep.input_bytes += ph.bytes[s];
+    drawn[origin_rank_[s]] += ph.bytes[s];
+    moves.push_back({origin_rank_[s], r, is_llm ? TextBytes(s) : ph.bytes[s]});
+  }
+  ReportBalance(p, items, rank_items, rank_tokens, before);
+  rep.dispatch = AccountTraffic(moves, d_, c_);
+  for (const Transfer& t : moves)
+    if (t.src != t.dst && t.bytes > 0) result_.transfers.push_back(t);
+  rep.all_gather_bytes = static_cast<int64_t>(d_ - 1) * *std::max_element(drawn.begin(), drawn.end());
+  rep.all_gather_total_bytes = static_cast<int64_t>(d_) * rep.all_gather_bytes;
+}
+
+// The phase's loads per rank against the lower bound and the load before balancing.
+void Orchestration::ReportBalance(size_t p, const Items& items,
+                                  const std::vector<std::vector<uint32_t>>& rank_items,
+                                  const std::vector<int64_t>& rank_tokens, const Bins& before) {
+  const PostBalanceOptions& options = phases_[p].options;
+  PhaseReport& rep = result_.phases[p];
+  double sum_load = 0;
+  for (int r = 0; r < d_; ++r) {
+    const double load = BinCost(items.len, rank_items[r], options);
+    rep.max_load = std::max(rep.max_load, load);
+    sum_load += load;
+    rep.max_tokens = std::max(rep.max_tokens, rank_tokens[r]);
+  }
+  rep.mean_load = sum_load / d_;
+  rep.lower_bound = CostLowerBound(items.len, d_, options);
+  rep.max_over_lower_bound = rep.lower_bound > 0 ? rep.max_load / rep.lower_bound : 1.0;
+  rep.max_load_before = MaxBinCost(items.len, before, options);
+}
+
+// Encoder e's outputs to the LLM ranks, composed and two-step; the chosen mode's transfers (and their
+// gradients back) go to the result.
+void Orchestration::EncoderOutputs(size_t e) {
+  const PhaseReport& llm = result_.phases.back();
+  PhaseReport& rep = result_.phases[e];
+  if (phases_[e].output_bytes.empty()) return;
+  std::vector<Transfer> direct, reset, forward;
+  for (size_t s = 0; s < n_; ++s) {
+    const int enc_rank = rep.rank_of_sample[s];
+    const int64_t bytes = phases_[e].output_bytes[s];
+    if (enc_rank < 0 || bytes == 0) continue;
+    rep.output_bytes += bytes;
+    direct.push_back({enc_rank, llm.rank_of_sample[s], bytes});
+    reset.push_back({enc_rank, origin_rank_[s], bytes});
+    forward.push_back({origin_rank_[s], llm.rank_of_sample[s], bytes});
+  }
+  rep.composed = AccountTraffic(direct, d_, c_);
+  auto keep = [&](const std::vector<Transfer>& list) {
+    for (const Transfer& t : list)
+      if (t.src != t.dst && t.bytes > 0) {
+        result_.transfers.push_back(t);
+        result_.gradient_transfers.push_back({t.dst, t.src, t.bytes});
+      }
+  };
+  if (o_.compose) {
+    keep(direct);
+  } else {
+    keep(reset);
+    keep(forward);
+  }
+  rep.two_step = AccountTraffic(reset, d_, c_);
+  AddTraffic(rep.two_step, AccountTraffic(forward, d_, c_));
+}
+
+// Totals for the chosen mode.
+void Orchestration::Totals() {
+  Traffic total;
+  for (size_t p = 0; p < phases_.size(); ++p) {
+    const PhaseReport& rep = result_.phases[p];
+    AddTraffic(total, rep.dispatch);
+    if (p < encoders_) AddTraffic(total, o_.compose ? rep.composed : rep.two_step);
+    result_.all_gather_bytes += rep.all_gather_bytes;
+  }
+  const int e = static_cast<int>(encoders_);
+  result_.all_to_all_ops = o_.compose ? 2 * e + 1 : 3 * e + 1;
+  result_.all_to_all_bytes = total.bytes;
+  result_.max_rank_all_to_all_bytes = total.max_rank_bytes;
+  result_.max_rank_inter_node_bytes = total.max_rank_inter_node_bytes;
+}
+
 }  // namespace
 
 Traffic AccountTraffic(std::span<const Transfer> transfers, int d, int ranks_per_node) {
@@ -66,168 +291,8 @@ Traffic AccountTraffic(std::span<const Transfer> transfers, int d, int ranks_per
 
 Result<OrchestratorResult> Orchestrate(std::span<const int> origin_rank,
                                        const std::vector<PhaseInput>& phases, const OrchestratorOptions& o) {
-  const int d = o.dp;
-  const int c = o.ranks_per_node;
-  if (d < 1) return Error("orchestrator: dp: must be >= 1, got " + std::to_string(d));
-  if (c < 1) return Error("orchestrator: ranks_per_node: must be >= 1, got " + std::to_string(c));
-  if (phases.empty()) return Error("orchestrator: phases: need at least the LLM phase");
-  const size_t n = origin_rank.size();
-  for (size_t i = 0; i < n; ++i)
-    if (origin_rank[i] < 0 || origin_rank[i] >= d)
-      return Error("orchestrator: origin_rank[" + std::to_string(i) + "]: " + std::to_string(origin_rank[i]) +
-                   " is not a rank in [0, " + std::to_string(d) + ")");
-  const size_t num_phases = phases.size();
-  const size_t encoders = num_phases - 1;
-  for (size_t p = 0; p < num_phases; ++p)
-    MMTWIN_RETURN_IF_ERROR(ValidatePhase(phases[p], n, p + 1 == num_phases));
-
-  OrchestratorResult result;
-  result.phases.resize(num_phases);
-  for (size_t p = 0; p < num_phases; ++p) {
-    const PhaseInput& ph = phases[p];
-    const bool is_llm = p + 1 == num_phases;
-    PhaseReport& rep = result.phases[p];
-    rep.name = ph.name;
-    rep.algorithm = ph.options.algorithm;
-
-    // Items of this phase: samples with input (every sample for the LLM).
-    std::vector<uint32_t> sample_of_item;
-    std::vector<int64_t> len;
-    for (size_t i = 0; i < n; ++i)
-      if (is_llm || ph.lengths[i] > 0) {
-        sample_of_item.push_back(static_cast<uint32_t>(i));
-        len.push_back(ph.lengths[i]);
-      }
-    rep.samples = static_cast<int>(sample_of_item.size());
-    const Bins bins = PostBalance(len, d, ph.options);
-
-    std::vector<int> bin_of_item(len.size(), 0);
-    for (int b = 0; b < d; ++b)
-      for (uint32_t item : bins[b]) bin_of_item[item] = b;
-    // Below, items are visited in sample order so the per-sample arrays are read sequentially.
-    // Text part of a sample's LLM input (held at its origin) = LLM bytes - encoder outputs.
-    auto text_bytes = [&](uint32_t s) {
-      int64_t text = ph.bytes[s];
-      for (size_t e = 0; e < encoders; ++e)
-        if (!phases[e].output_bytes.empty()) text -= phases[e].output_bytes[s];
-      return std::max<int64_t>(0, text);
-    };
-
-    // Pieces of data that must reach each bin's rank, where they are before the phase.
-    std::vector<int> piece_src;
-    std::vector<int64_t> piece_bytes;
-    Bins piece_bins(d);
-    for (size_t item = 0; item < len.size(); ++item) {
-      const uint32_t s = sample_of_item[item];
-      const int b = bin_of_item[item];
-      auto add = [&](int src, int64_t bytes) {
-        piece_bins[b].push_back(static_cast<uint32_t>(piece_src.size()));
-        piece_src.push_back(src);
-        piece_bytes.push_back(bytes);
-      };
-      if (!is_llm) {
-        add(origin_rank[s], ph.bytes[s]);
-        continue;
-      }
-      add(origin_rank[s], text_bytes(s));
-      for (size_t e = 0; e < encoders; ++e) {
-        if (phases[e].output_bytes.empty() || phases[e].output_bytes[s] == 0) continue;
-        const int enc_rank = result.phases[e].rank_of_sample[s];
-        add(o.compose && enc_rank >= 0 ? enc_rank : origin_rank[s], phases[e].output_bytes[s]);
-      }
-    }
-    const Placement place = o.node_wise ? PlaceNodeWise(piece_bins, piece_src, piece_bytes, c)
-                                        : PlaceIdentity(piece_bins, piece_src, piece_bytes, c);
-
-    rep.rank_of_sample.assign(n, -1);
-    rep.rank_samples.assign(d, {});
-    std::vector<int64_t> rank_tokens(d, 0);
-    std::vector<std::vector<uint32_t>> rank_items(d);
-    for (int b = 0; b < d; ++b) rank_items[place.rank_of_bin[b]] = bins[b];
-    // Dispatch traffic: for the LLM only the text part (encoder outputs are accounted per encoder below).
-    std::vector<Transfer> moves;
-    moves.reserve(len.size());
-    std::vector<int64_t> drawn(d, 0);
-    Bins before(d);
-    for (size_t item = 0; item < len.size(); ++item) {
-      const uint32_t s = sample_of_item[item];
-      const int r = place.rank_of_bin[bin_of_item[item]];
-      rep.rank_of_sample[s] = r;
-      rep.rank_samples[r].push_back(s);  // ascending, as items are in sample order
-      rank_tokens[r] += len[item];
-      before[origin_rank[s]].push_back(static_cast<uint32_t>(item));
-      rep.input_bytes += ph.bytes[s];
-      drawn[origin_rank[s]] += ph.bytes[s];
-      moves.push_back({origin_rank[s], r, is_llm ? text_bytes(s) : ph.bytes[s]});
-    }
-
-    // Balance.
-    double sum_load = 0;
-    for (int r = 0; r < d; ++r) {
-      const double load = BinCost(len, rank_items[r], ph.options);
-      rep.max_load = std::max(rep.max_load, load);
-      sum_load += load;
-      rep.max_tokens = std::max(rep.max_tokens, rank_tokens[r]);
-    }
-    rep.mean_load = sum_load / d;
-    rep.lower_bound = CostLowerBound(len, d, ph.options);
-    rep.max_over_lower_bound = rep.lower_bound > 0 ? rep.max_load / rep.lower_bound : 1.0;
-    rep.max_load_before = MaxBinCost(len, before, ph.options);
-
-    rep.dispatch = AccountTraffic(moves, d, c);
-    for (const Transfer& t : moves)
-      if (t.src != t.dst && t.bytes > 0) result.transfers.push_back(t);
-    rep.all_gather_bytes = static_cast<int64_t>(d - 1) * *std::max_element(drawn.begin(), drawn.end());
-    rep.all_gather_total_bytes = static_cast<int64_t>(d) * rep.all_gather_bytes;
-  }
-
-  // Encoder outputs to the LLM ranks, composed and two-step.
-  const PhaseReport& llm = result.phases.back();
-  for (size_t e = 0; e < encoders; ++e) {
-    PhaseReport& rep = result.phases[e];
-    if (phases[e].output_bytes.empty()) continue;
-    std::vector<Transfer> direct, reset, forward;
-    for (size_t s = 0; s < n; ++s) {
-      const int enc_rank = rep.rank_of_sample[s];
-      const int64_t bytes = phases[e].output_bytes[s];
-      if (enc_rank < 0 || bytes == 0) continue;
-      rep.output_bytes += bytes;
-      direct.push_back({enc_rank, llm.rank_of_sample[s], bytes});
-      reset.push_back({enc_rank, origin_rank[s], bytes});
-      forward.push_back({origin_rank[s], llm.rank_of_sample[s], bytes});
-    }
-    rep.composed = AccountTraffic(direct, d, c);
-    auto keep = [&](const std::vector<Transfer>& list) {
-      for (const Transfer& t : list)
-        if (t.src != t.dst && t.bytes > 0) {
-          result.transfers.push_back(t);
-          result.gradient_transfers.push_back({t.dst, t.src, t.bytes});
-        }
-    };
-    if (o.compose) {
-      keep(direct);
-    } else {
-      keep(reset);
-      keep(forward);
-    }
-    rep.two_step = AccountTraffic(reset, d, c);
-    AddTraffic(rep.two_step, AccountTraffic(forward, d, c));
-  }
-
-  // Totals for the chosen mode.
-  Traffic total;
-  for (size_t p = 0; p < num_phases; ++p) {
-    const PhaseReport& rep = result.phases[p];
-    AddTraffic(total, rep.dispatch);
-    if (p < encoders) AddTraffic(total, o.compose ? rep.composed : rep.two_step);
-    result.all_gather_bytes += rep.all_gather_bytes;
-  }
-  const int e = static_cast<int>(encoders);
-  result.all_to_all_ops = o.compose ? 2 * e + 1 : 3 * e + 1;
-  result.all_to_all_bytes = total.bytes;
-  result.max_rank_all_to_all_bytes = total.max_rank_bytes;
-  result.max_rank_inter_node_bytes = total.max_rank_inter_node_bytes;
-  return result;
+  MMTWIN_RETURN_IF_ERROR(CheckInputs(origin_rank, phases, o));
+  return Orchestration(origin_rank, phases, o).Run();
 }
 
 Result<std::vector<PhaseInput>> PhaseInputsForModel(const ModelSpec& m, std::span<const Sample> samples,

@@ -351,34 +351,28 @@ constexpr size_t kKkKeepItems = size_t{1} << 16;
 // leaf-to-root path whose sibling reads do not depend on the comparisons. Item lists are a union-find over
 // item ids. Subset heaps and trees are reused through a free list (no allocation per merge once warm); the
 // queue of merged states is a small 4-ary heap of (spread, id, slot).
+// KkSolver<K>(keys, singles, single_cost, d, buf).Solve(): `singles` the items in OrderDescending's order,
+// `single_cost` their costs (clamped at 0) in that order; one solver per call.
 template <class K>
-Bins KarmarkarKarpWith(const K& keys, std::span<const uint32_t> singles, std::span<const double> single_cost,
-                       int d, KkBuffers& buf) {
+class KkSolver {
+ public:
+  KkSolver(const K& keys, std::span<const uint32_t> singles, std::span<const double> single_cost, int d,
+           KkBuffers& buf);
+  Bins Solve();
+
+ private:
   using Key = typename K::Key;
   using Heap = MinHeap4<K>;
-  const size_t n = singles.size();
-  Bins bins(d);
-  // Subset ids are item ids: a subset keeps the id of one of its items; when subset e is added to subset s,
-  // parent[e] = s (union-find, resolved once at the end).
-  std::vector<uint32_t>& parent = buf.parent;
-  parent.resize(n);
-  for (size_t i = 0; i < n; ++i) parent[i] = static_cast<uint32_t>(i);
-
   struct State {
     std::vector<Key> heap;  // explicit subsets, while fewer than d
     std::vector<Key> tree;  // full: winner tree, leaves at [leaves, leaves + d), the root at 1
     bool full = false;
     double max = 0;
   };
-  const size_t k = static_cast<size_t>(d);
-  size_t leaves = 1;
-  while (leaves < k) leaves <<= 1;
-  const Key kNone = keys.None();
-  std::vector<uint32_t>& leaf_of = buf.leaf_of;
-  leaf_of.resize(n);
+
   // Sets a leaf of a winner tree and replays its path to the root.
-  auto tree_set = [&](Key* t, size_t leaf, Key x) {
-    size_t p = leaves + leaf;
+  void TreeSet(Key* t, size_t leaf, Key x) const {
+    size_t p = leaves_ + leaf;
     t[p] = x;
     while (p > 1) {
       const Key sib = t[p ^ 1];
@@ -386,176 +380,246 @@ Bins KarmarkarKarpWith(const K& keys, std::span<const uint32_t> singles, std::sp
       p >>= 1;
       t[p] = x;
     }
-  };
-  // A state whose heap reached d subsets becomes full: its subsets become leaves in heap order.
-  auto make_full = [&](State& st) {
-    st.tree.assign(2 * leaves, kNone);
-    for (size_t i = 0; i < k; ++i) {
-      st.tree[leaves + i] = st.heap[i];
-      leaf_of[keys.Id(st.heap[i])] = static_cast<uint32_t>(i);
-    }
-    for (size_t p = leaves - 1; p >= 1; --p)
-      st.tree[p] = K::Less(st.tree[2 * p + 1], st.tree[2 * p]) ? st.tree[2 * p + 1] : st.tree[2 * p];
-    st.heap.clear();
-    st.full = true;
-  };
-  auto size_of = [&](const State& st) { return st.full ? k : st.heap.size(); };
+  }
+  void MakeFull(State& st);
+  size_t SizeOf(const State& st) const { return st.full ? k_ : st.heap.size(); }
+  size_t Remaining() const { return (n_ - next_single_) + pq_.size(); }
+  bool Pop(uint32_t* item, double* cost, uint32_t* slot);
+  void PushState(uint32_t slot);
+  uint32_t NewSlot();
+  // The merges: two singletons; a state and a singleton; two states.
+  void MergeSingles(uint32_t ia, double ca, uint32_t ib, double cb);
+  void MergeSingle(uint32_t slot, uint32_t y, double cost);
+  void MergeStates(uint32_t sa, uint32_t sb);
+  // The last state's subsets, largest first, as bins (the union-find resolved).
+  Bins Assign();
+
+  const K& keys_;
+  const std::span<const uint32_t> singles_;
+  const std::span<const double> single_cost_;
+  const int d_;
+  KkBuffers& buf_;
+  const size_t n_, k_;
+  size_t leaves_ = 1;
+  const Key none_;
+  // Subset ids are item ids: a subset keeps the id of one of its items; when subset e is added to subset s,
+  // parent[e] = s (union-find, resolved once at the end).
+  std::vector<uint32_t>& parent_;
+  std::vector<uint32_t>& leaf_of_;
   // States are ordered by (spread desc, id asc). The n singleton states (id = item, spread = cost) come out in
   // the order of OrderDescending, so they stay in that array; only merged states (id >= n, in creation order)
   // use the queue. A popped singleton is not materialized as a State unless two singletons meet.
-  size_t next_single = 0;
-  std::vector<State> slots;          // merged states alive or free
-  std::vector<uint32_t> free_slots;  // slots whose heap can be reused
-  std::vector<KkQueued> pq;
-  int64_t next_id = static_cast<int64_t>(n);
-  auto remaining = [&] { return (n - next_single) + pq.size(); };
-  // Pops the next state: true for a singleton (item *item, cost *cost), false for a merged state (*slot).
-  auto pop = [&](uint32_t* item, double* cost, uint32_t* slot) -> bool {
-    const bool take_single =
-        next_single < n &&
-        (pq.empty() || single_cost[next_single] > pq[0].spread ||
-         (single_cost[next_single] == pq[0].spread && static_cast<int64_t>(singles[next_single]) < pq[0].id));
-    if (take_single) {
-      *cost = single_cost[next_single];
-      *item = singles[next_single++];
-      return true;
-    }
-    *slot = MinHeap4<KkQueueOrder>::Pop(pq).slot;
-    return false;
-  };
-  auto push_state = [&](uint32_t slot) {
-    const State& st = slots[slot];
-    const double mn = st.full ? keys.Sum(st.tree[1]) : st.heap.size() < k ? 0.0 : keys.Sum(st.heap[0]);
-    MinHeap4<KkQueueOrder>::Push(pq, {st.max - mn, next_id++, slot});
-  };
-  auto new_slot = [&]() -> uint32_t {
-    if (!free_slots.empty()) {
-      const uint32_t s = free_slots.back();
-      free_slots.pop_back();
-      slots[s].heap.clear();
-      slots[s].full = false;
-      return s;
-    }
-    slots.emplace_back();
-    return static_cast<uint32_t>(slots.size() - 1);
-  };
-  // Descending (sum, then id ascending).
-  auto desc = [&](const Key& x, const Key& y) { return keys.Desc(x, y); };
-  std::vector<Key> b_sorted, popped;
-  while (remaining() > 1) {
-    uint32_t ia = 0, ib = 0, sa = 0, sb = 0;
-    double ca = 0, cb = 0;
-    const bool single_a = pop(&ia, &ca, &sa);
-    const bool single_b = pop(&ib, &cb, &sb);
-    if (single_a && single_b) {  // {x} and {y} (d >= 2): two subsets
-      const uint32_t s = new_slot();
-      State& st = slots[s];
-      Heap::Push(st.heap, keys.Make(ca, ia));
-      Heap::Push(st.heap, keys.Make(cb, ib));
-      st.max = std::max(ca, cb);
-      if (k == 2) make_full(st);
-      push_state(s);
-      continue;
-    }
-    if (single_a ||
-        single_b) {  // a state and a singleton {y}: y joins the smallest subset if the state is full
-      const uint32_t y = single_a ? ia : ib;
-      const uint32_t s = single_a ? sb : sa;
-      State& a = slots[s];
-      Key e = keys.Make(single_a ? ca : cb, y);
-      if (a.full) {
-        const Key top = a.tree[1];
-        parent[y] = keys.Id(top);
-        e = keys.Add(top, e);
-        tree_set(a.tree.data(), leaf_of[keys.Id(top)], e);
-      } else {
-        Heap::Push(a.heap, e);
-        if (a.heap.size() == k) make_full(a);
-      }
-      a.max = std::max(a.max, keys.Sum(e));
-      push_state(s);
-      continue;
-    }
-    if (size_of(slots[sa]) < size_of(slots[sb])) std::swap(sa, sb);
-    State& a = slots[sa];
-    State& b = slots[sb];
-    // B's explicit subsets, largest first (ties: id ascending).
-    if (b.full) {
-      b_sorted.assign(b.tree.begin() + static_cast<std::ptrdiff_t>(leaves),
-                      b.tree.begin() + static_cast<std::ptrdiff_t>(leaves + k));
-    } else {
-      b_sorted.swap(b.heap);
-    }
-    free_slots.push_back(sb);
-    std::sort(b_sorted.begin(), b_sorted.end(), desc);
-    const size_t q = b_sorted.size();
-    double mx = a.max;
-    if (a.full) {  // B's j-th largest joins A's j-th smallest; every subset keeps A's id and leaf
-      popped.clear();
-      for (size_t j = 0; j < q; ++j) {
-        const Key s = a.tree[1];
-        popped.push_back(s);
-        tree_set(a.tree.data(), leaf_of[keys.Id(s)], kNone);
-      }
-      for (size_t j = 0; j < q; ++j) {
-        const Key s = popped[j];
-        parent[keys.Id(b_sorted[j])] = keys.Id(s);
-        const Key e = keys.Add(s, b_sorted[j]);
-        mx = std::max(mx, keys.Sum(e));
-        tree_set(a.tree.data(), leaf_of[keys.Id(s)], e);
-      }
-      a.max = mx;
-      push_state(sa);
-      continue;
-    }
-    const size_t zeros = k - a.heap.size();
-    // j-th largest of B pairs with the j-th smallest of A (implicit zeros first).
-    const size_t take = q > zeros ? q - zeros : 0;
-    popped.clear();
-    for (size_t j = 0; j < take; ++j) popped.push_back(Heap::Pop(a.heap));
-    for (size_t j = 0; j < q; ++j) {
-      Key e = b_sorted[j];
-      if (j >= zeros) {
-        const Key s = popped[j - zeros];
-        parent[keys.Id(e)] = keys.Id(s);
-        e = keys.Add(s, e);
-      }
-      mx = std::max(mx, keys.Sum(e));
-      Heap::Push(a.heap, e);
-    }
-    if (a.heap.size() == k) make_full(a);
-    a.max = mx;
-    push_state(sa);
+  size_t next_single_ = 0;
+  std::vector<State> slots_;          // merged states alive or free
+  std::vector<uint32_t> free_slots_;  // slots whose heap can be reused
+  std::vector<KkQueued> pq_;
+  int64_t next_id_;
+  std::vector<Key> b_sorted_, popped_;  // MergeStates' scratch
+};
+
+template <class K>
+KkSolver<K>::KkSolver(const K& keys, std::span<const uint32_t> singles, std::span<const double> single_cost,
+                      int d, KkBuffers& buf)
+    : keys_(keys),
+      singles_(singles),
+      single_cost_(single_cost),
+      d_(d),
+      buf_(buf),
+      n_(singles.size()),
+      k_(static_cast<size_t>(d)),
+      none_(keys.None()),
+      parent_(buf.parent),
+      leaf_of_(buf.leaf_of),
+      next_id_(static_cast<int64_t>(n_)) {
+  parent_.resize(n_);
+  for (size_t i = 0; i < n_; ++i) parent_[i] = static_cast<uint32_t>(i);
+  while (leaves_ < k_) leaves_ <<= 1;
+  leaf_of_.resize(n_);
+}
+
+// A state whose heap reached d subsets becomes full: its subsets become leaves in heap order.
+template <class K>
+void KkSolver<K>::MakeFull(State& st) {
+  st.tree.assign(2 * leaves_, none_);
+  for (size_t i = 0; i < k_; ++i) {
+    st.tree[leaves_ + i] = st.heap[i];
+    leaf_of_[keys_.Id(st.heap[i])] = static_cast<uint32_t>(i);
   }
+  for (size_t p = leaves_ - 1; p >= 1; --p)
+    st.tree[p] = K::Less(st.tree[2 * p + 1], st.tree[2 * p]) ? st.tree[2 * p + 1] : st.tree[2 * p];
+  st.heap.clear();
+  st.full = true;
+}
+
+// Pops the next state: true for a singleton (item *item, cost *cost), false for a merged state (*slot).
+template <class K>
+bool KkSolver<K>::Pop(uint32_t* item, double* cost, uint32_t* slot) {
+  const bool take_single = next_single_ < n_ && (pq_.empty() || single_cost_[next_single_] > pq_[0].spread ||
+                                                 (single_cost_[next_single_] == pq_[0].spread &&
+                                                  static_cast<int64_t>(singles_[next_single_]) < pq_[0].id));
+  if (take_single) {
+    *cost = single_cost_[next_single_];
+    *item = singles_[next_single_++];
+    return true;
+  }
+  *slot = MinHeap4<KkQueueOrder>::Pop(pq_).slot;
+  return false;
+}
+
+template <class K>
+void KkSolver<K>::PushState(uint32_t slot) {
+  const State& st = slots_[slot];
+  const double mn = st.full ? keys_.Sum(st.tree[1]) : st.heap.size() < k_ ? 0.0 : keys_.Sum(st.heap[0]);
+  MinHeap4<KkQueueOrder>::Push(pq_, {st.max - mn, next_id_++, slot});
+}
+
+template <class K>
+uint32_t KkSolver<K>::NewSlot() {
+  if (!free_slots_.empty()) {
+    const uint32_t s = free_slots_.back();
+    free_slots_.pop_back();
+    slots_[s].heap.clear();
+    slots_[s].full = false;
+    return s;
+  }
+  slots_.emplace_back();
+  return static_cast<uint32_t>(slots_.size() - 1);
+}
+
+// {x} and {y} (d >= 2): two subsets.
+template <class K>
+void KkSolver<K>::MergeSingles(uint32_t ia, double ca, uint32_t ib, double cb) {
+  const uint32_t s = NewSlot();
+  State& st = slots_[s];
+  Heap::Push(st.heap, keys_.Make(ca, ia));
+  Heap::Push(st.heap, keys_.Make(cb, ib));
+  st.max = std::max(ca, cb);
+  if (k_ == 2) MakeFull(st);
+  PushState(s);
+}
+
+// A state and a singleton {y}: y joins the smallest subset if the state is full.
+template <class K>
+void KkSolver<K>::MergeSingle(uint32_t slot, uint32_t y, double cost) {
+  State& a = slots_[slot];
+  Key e = keys_.Make(cost, y);
+  if (a.full) {
+    const Key top = a.tree[1];
+    parent_[y] = keys_.Id(top);
+    e = keys_.Add(top, e);
+    TreeSet(a.tree.data(), leaf_of_[keys_.Id(top)], e);
+  } else {
+    Heap::Push(a.heap, e);
+    if (a.heap.size() == k_) MakeFull(a);
+  }
+  a.max = std::max(a.max, keys_.Sum(e));
+  PushState(slot);
+}
+
+// Two states: iterates over the one with fewer explicit subsets (B, q of them), pairing B's j-th largest with
+// A's j-th smallest.
+template <class K>
+void KkSolver<K>::MergeStates(uint32_t sa, uint32_t sb) {
+  if (SizeOf(slots_[sa]) < SizeOf(slots_[sb])) std::swap(sa, sb);
+  State& a = slots_[sa];
+  State& b = slots_[sb];
+  // B's explicit subsets, largest first (ties: id ascending).
+  if (b.full) {
+    b_sorted_.assign(b.tree.begin() + static_cast<std::ptrdiff_t>(leaves_),
+                     b.tree.begin() + static_cast<std::ptrdiff_t>(leaves_ + k_));
+  } else {
+    b_sorted_.swap(b.heap);
+  }
+  free_slots_.push_back(sb);
+  std::sort(b_sorted_.begin(), b_sorted_.end(), [&](const Key& x, const Key& y) { return keys_.Desc(x, y); });
+  const size_t q = b_sorted_.size();
+  double mx = a.max;
+  popped_.clear();
+  if (a.full) {  // B's j-th largest joins A's j-th smallest; every subset keeps A's id and leaf
+    for (size_t j = 0; j < q; ++j) {
+      const Key s = a.tree[1];
+      popped_.push_back(s);
+      TreeSet(a.tree.data(), leaf_of_[keys_.Id(s)], none_);
+    }
+    for (size_t j = 0; j < q; ++j) {
+      const Key s = popped_[j];
+      parent_[keys_.Id(b_sorted_[j])] = keys_.Id(s);
+      const Key e = keys_.Add(s, b_sorted_[j]);
+      mx = std::max(mx, keys_.Sum(e));
+      TreeSet(a.tree.data(), leaf_of_[keys_.Id(s)], e);
+    }
+    a.max = mx;
+    PushState(sa);
+    return;
+  }
+  const size_t zeros = k_ - a.heap.size();
+  // j-th largest of B pairs with the j-th smallest of A (implicit zeros first).
+  const size_t take = q > zeros ? q - zeros : 0;
+  for (size_t j = 0; j < take; ++j) popped_.push_back(Heap::Pop(a.heap));
+  for (size_t j = 0; j < q; ++j) {
+    Key e = b_sorted_[j];
+    if (j >= zeros) {
+      const Key s = popped_[j - zeros];
+      parent_[keys_.Id(e)] = keys_.Id(s);
+      e = keys_.Add(s, e);
+    }
+    mx = std::max(mx, keys_.Sum(e));
+    Heap::Push(a.heap, e);
+  }
+  if (a.heap.size() == k_) MakeFull(a);
+  a.max = mx;
+  PushState(sa);
+}
+
+template <class K>
+Bins KkSolver<K>::Assign() {
   uint32_t last_item = 0, last_slot = 0;
   double last_cost = 0;
   std::vector<Key> subsets;
-  if (pop(&last_item, &last_cost, &last_slot))
-    subsets.push_back(keys.Make(last_cost, last_item));
-  else if (slots[last_slot].full)
-    subsets.assign(slots[last_slot].tree.begin() + static_cast<std::ptrdiff_t>(leaves),
-                   slots[last_slot].tree.begin() + static_cast<std::ptrdiff_t>(leaves + k));
+  if (Pop(&last_item, &last_cost, &last_slot))
+    subsets.push_back(keys_.Make(last_cost, last_item));
+  else if (slots_[last_slot].full)
+    subsets.assign(slots_[last_slot].tree.begin() + static_cast<std::ptrdiff_t>(leaves_),
+                   slots_[last_slot].tree.begin() + static_cast<std::ptrdiff_t>(leaves_ + k_));
   else
-    subsets = std::move(slots[last_slot].heap);
-  std::sort(subsets.begin(), subsets.end(), desc);
-  std::vector<int>& bin_of_root = buf.bin_of_root;
-  bin_of_root.assign(n, -1);
-  for (size_t b = 0; b < subsets.size(); ++b) bin_of_root[keys.Id(subsets[b])] = static_cast<int>(b);
-  std::vector<uint32_t> count(d, 0);
-  std::vector<int>& bin_of = buf.bin_of;
-  bin_of.resize(n);
-  for (size_t i = 0; i < n; ++i) {
+    subsets = std::move(slots_[last_slot].heap);
+  std::sort(subsets.begin(), subsets.end(), [&](const Key& x, const Key& y) { return keys_.Desc(x, y); });
+  std::vector<int>& bin_of_root = buf_.bin_of_root;
+  bin_of_root.assign(n_, -1);
+  for (size_t b = 0; b < subsets.size(); ++b) bin_of_root[keys_.Id(subsets[b])] = static_cast<int>(b);
+  std::vector<uint32_t> count(d_, 0);
+  std::vector<int>& bin_of = buf_.bin_of;
+  bin_of.resize(n_);
+  for (size_t i = 0; i < n_; ++i) {
     uint32_t r = static_cast<uint32_t>(i);
-    while (parent[r] != r) {
-      parent[r] = parent[parent[r]];  // path halving
-      r = parent[r];
+    while (parent_[r] != r) {
+      parent_[r] = parent_[parent_[r]];  // path halving
+      r = parent_[r];
     }
     bin_of[i] = bin_of_root[r];
     ++count[bin_of[i]];
   }
-  for (int b = 0; b < d; ++b) bins[b].reserve(count[b]);
-  for (size_t i = 0; i < n; ++i) bins[bin_of[i]].push_back(static_cast<uint32_t>(i));
+  Bins bins(d_);
+  for (int b = 0; b < d_; ++b) bins[b].reserve(count[b]);
+  for (size_t i = 0; i < n_; ++i) bins[bin_of[i]].push_back(static_cast<uint32_t>(i));
   return bins;
+}
+
+template <class K>
+Bins KkSolver<K>::Solve() {
+  while (Remaining() > 1) {
+    uint32_t ia = 0, ib = 0, sa = 0, sb = 0;
+    double ca = 0, cb = 0;
+    const bool single_a = Pop(&ia, &ca, &sa);
+    const bool single_b = Pop(&ib, &cb, &sb);
+    if (single_a && single_b)
+      MergeSingles(ia, ca, ib, cb);
+    else if (single_a || single_b)  // one call site: the hot path stays inlined in this loop
+      MergeSingle(single_a ? sb : sa, single_a ? ia : ib, single_a ? ca : cb);
+    else
+      MergeStates(sa, sb);
+  }
+  return Assign();
 }
 
 Bins KarmarkarKarp(std::span<const double> costs, int d) {
@@ -587,9 +651,10 @@ Bins KarmarkarKarp(std::span<const double> costs, int d) {
     KkIntKeys keys;
     keys.shift = shift;
     keys.mask = (uint64_t{1} << shift) - 1;
-    return KarmarkarKarpWith(keys, singles, single_cost, d, buf);
+    return KkSolver<KkIntKeys>(keys, singles, single_cost, d, buf).Solve();
   }
-  return KarmarkarKarpWith(KkPairKeys{}, singles, single_cost, d, buf);
+  const KkPairKeys keys;
+  return KkSolver<KkPairKeys>(keys, singles, single_cost, d, buf).Solve();
 }
 
 // Alg. 2: padded cost count * max. Exact (see the header).

@@ -2,6 +2,8 @@
 // The iteration's op graph: a priced plan (schedule + IterationCosts + per-chunk statics + link speeds) as
 // ops with durations, explicit dependencies and a per-(device, lane) order. The evaluators
 // (core/eval/analytic.h, the SimGrid engine) time it; the Perfetto export draws it.
+// Built by op_graph_build.cc, re-priced by op_graph_reprice.cc, one replica timed alone by replica_timing.cc;
+// the pricing rules they share are in op_graph.cc.
 //
 // Devices: one TP group = one device, numbered by the device mesh (core/plan/mesh.h: DeviceMesh::Device). Each
 // device has five lanes that run concurrently; the ops of one lane run one at a time, in the order the schedule

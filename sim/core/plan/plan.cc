@@ -1,14 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/plan/plan.h"
 
-#include <algorithm>
-
 namespace mmtwin {
-
-int Partition::ChunkOfLayer(int layer) const {
-  auto it = std::upper_bound(bounds.begin(), bounds.end(), layer);
-  return static_cast<int>(it - bounds.begin()) - 1;
-}
 
 Status ValidatePartition(const Partition& p, int layers, int chunks) {
   if (p.chunks() != chunks)

@@ -77,7 +77,6 @@ inline ParallelConfig GraphParallel(ParallelConfig p) {
 struct Partition {
   std::vector<int> bounds;
   int chunks() const { return static_cast<int>(bounds.size()) - 1; }
-  int ChunkOfLayer(int layer) const;
   int LayersIn(int chunk) const { return bounds[chunk + 1] - bounds[chunk]; }
   bool operator==(const Partition&) const = default;
 };

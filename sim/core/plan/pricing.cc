@@ -368,77 +368,88 @@ IterationCosts Pricer::PriceIteration(const IterationData& it, const std::vector
   return out;
 }
 
-void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing packing,
-                               const Partition& partition, const RecomputePlan& recompute,
-                               ChunkCost* out) const {
-  const int S = sp_.sp, U = sp_.ulysses, R = sp_.ring, tp = std::max(1, parallel_.tp);
-  const int nc = static_cast<int>(model_.components.size());
-  // Whole micro-batch (for the useful FLOPs) and per-rank workloads.
-  std::vector<LayerWorkload> whole(nc), rank(nc);
-  for (int c = 0; c < nc; ++c) whole[c] = ComponentWorkload(model_, c, mb, Packing::kVarlen);
-  int64_t units = 0, llm_tokens = 0;
+namespace {
+
+// How sequence parallelism shards one micro-batch (pricing.h): stage one spreads the vision units, stage two
+// pads and shards the LLM samples.
+struct SpShards {
+  int64_t llm_tokens = 0;         // the micro-batch's (all ranks)
+  double unit_share = 0;          // the busiest rank's share of the vision units: ceil(units / S) / units
+  std::vector<int64_t> lens;      // the LLM samples' tokens, padded to the layout's units
+  int64_t padded = 0;             // their sum
+  int64_t rank_tokens = 0;        // LLM tokens on the busiest rank
+  double f = 1;                   // one-stage sharding: the busiest rank's LLM tokens over the mean
+  double redistribute_bytes = 0;  // two-stage: the vision embeddings' all-to-all per GPU
+};
+
+SpShards ShardForSp(const ModelSpec& model, const SpLayout& sp, int llm_component, int tp,
+                    const std::vector<SampleTokens>& mb, Packing packing) {
+  const int S = sp.sp;
+  SpShards out;
+  int64_t units = 0;
   for (const SampleTokens& t : mb) {
     units += t.vision_units;
-    llm_tokens += t.llm_tokens;
+    out.llm_tokens += t.llm_tokens;
   }
   // MM-SP stage one: tiles / frames spread evenly, ceil(units / S) on the busiest rank.
-  const double unit_share =
-      units > 0 ? static_cast<double>((units + S - 1) / S) / static_cast<double>(units) : 0;
+  out.unit_share = units > 0 ? static_cast<double>((units + S - 1) / S) / static_cast<double>(units) : 0;
   // Stage two: every LLM sample padded to the layout's units and sharded evenly.
-  std::vector<int64_t> lens;
   int64_t longest = 0;
   for (const SampleTokens& t : mb)
     if (t.llm_tokens > 0) {
-      lens.push_back(t.llm_tokens);
+      out.lens.push_back(t.llm_tokens);
       longest = std::max(longest, t.llm_tokens);
     }
   if (packing == Packing::kPadded)
-    for (int64_t& n : lens) n = longest;
-  const int64_t pad_units = SpPadUnits(sp_);
-  int64_t padded = 0;
-  for (int64_t& n : lens) {
+    for (int64_t& n : out.lens) n = longest;
+  const int64_t pad_units = SpPadUnits(sp);
+  for (int64_t& n : out.lens) {
     n = SpPaddedTokens(n, pad_units);
-    padded += n;
+    out.padded += n;
   }
-  int64_t rank_tokens = padded / S;
+  out.rank_tokens = out.padded / S;
   // One-stage sharding (SpLayout::one_stage): the sequence is cut where the frames are. Frames are dealt
   // round-robin over the S ranks (global frame g on rank g mod S), sample j's text goes to rank j mod S; the
   // busiest rank's LLM tokens n_max against the mean n: its linear work, its ring blocks (attention and KV
   // bytes) and its all-to-all bytes scale by f = n_max / n. Two-stage: the vision embeddings move from the
   // frame layout to the even token shards, an all-to-all of (S - 1) / S of each rank's vision tokens x LLM
   // hidden x 2 bytes (and their gradients back), charged before the LLM.
-  double f = 1;
-  double redistribute_bytes = 0;
-  {
-    const Component* vision = model_.Find(ComponentKind::kVision);
-    const double tpf = vision ? vision->input.llm_tokens_per_unit : 0;
-    double vision_llm = 0;
-    std::vector<double> load(S, 0.0);
-    int64_t g = 0;
-    for (size_t j = 0; j < mb.size(); ++j) {
-      const double vis = std::min(static_cast<double>(mb[j].llm_tokens), mb[j].vision_units * tpf);
-      vision_llm += vis;
-      for (int64_t u = 0; u < mb[j].vision_units; ++u) load[(g++) % S] += tpf;
-      load[j % S] += static_cast<double>(mb[j].llm_tokens) - vis;
-    }
-    const double total = std::accumulate(load.begin(), load.end(), 0.0);
-    if (sp_.one_stage && total > 0) {
-      f = *std::max_element(load.begin(), load.end()) / (total / S);
-      rank_tokens = static_cast<int64_t>(std::ceil(static_cast<double>(llm_tokens) / S * f));
-    } else if (llm_component_ >= 0) {
-      const double h = static_cast<double>(model_.components[llm_component_].tf.hidden);
-      redistribute_bytes = vision_llm / S * h * 2.0 * (S - 1) / S / tp;
-    }
+  const Component* vision = model.Find(ComponentKind::kVision);
+  const double tpf = vision ? vision->input.llm_tokens_per_unit : 0;
+  double vision_llm = 0;
+  std::vector<double> load(S, 0.0);
+  int64_t g = 0;
+  for (size_t j = 0; j < mb.size(); ++j) {
+    const double vis = std::min(static_cast<double>(mb[j].llm_tokens), mb[j].vision_units * tpf);
+    vision_llm += vis;
+    for (int64_t u = 0; u < mb[j].vision_units; ++u) load[(g++) % S] += tpf;
+    load[j % S] += static_cast<double>(mb[j].llm_tokens) - vis;
   }
-  for (int c = 0; c < nc; ++c) {
-    const Component& comp = model_.components[c];
+  const double total = std::accumulate(load.begin(), load.end(), 0.0);
+  if (sp.one_stage && total > 0) {
+    out.f = *std::max_element(load.begin(), load.end()) / (total / S);
+    out.rank_tokens = static_cast<int64_t>(std::ceil(static_cast<double>(out.llm_tokens) / S * out.f));
+  } else if (llm_component >= 0) {
+    const double h = static_cast<double>(model.components[llm_component].tf.hidden);
+    out.redistribute_bytes = vision_llm / S * h * 2.0 * (S - 1) / S / tp;
+  }
+  return out;
+}
+
+// One SP rank's workload of each component: the LLM's sharded tokens (its attention priced per ring step,
+// SpAttentionOf), the vision encoder's and projector's share of the units, an even share of the rest.
+std::vector<LayerWorkload> RankWorkloads(const ModelSpec& model, const std::vector<LayerWorkload>& whole,
+                                         const SpShards& sh, int S) {
+  std::vector<LayerWorkload> rank(whole.size());
+  for (size_t c = 0; c < whole.size(); ++c) {
+    const Component& comp = model.components[c];
     LayerWorkload w = whole[c];
     if (comp.kind == ComponentKind::kLlm) {
-      w.tokens = rank_tokens;
+      w.tokens = sh.rank_tokens;
       w.attn_pairs = 0;  // priced below, per ring step
     } else if (comp.kind == ComponentKind::kVision || comp.kind == ComponentKind::kProjector) {
-      w.tokens = static_cast<int64_t>(std::ceil(static_cast<double>(w.tokens) * unit_share));
-      w.attn_pairs *= unit_share;
+      w.tokens = static_cast<int64_t>(std::ceil(static_cast<double>(w.tokens) * sh.unit_share));
+      w.attn_pairs *= sh.unit_share;
       w.sequences = (w.sequences + S - 1) / S;
     } else {  // audio and the rest: an even share
       w.tokens = (w.tokens + S - 1) / S;
@@ -447,88 +458,134 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing pack
     }
     rank[c] = w;
   }
+  return rank;
+}
+
+// A GPU's link to its SP peers: NVLink inside a node, else its share of the node's NICs.
+void SpLink(const ClusterSpec& cluster, bool in_node, double* bw, double* lat) {
+  const double nic = cluster.nics_per_node > 0
+                         ? cluster.node_nic_bytes_per_s() / std::max(1, cluster.gpus_per_node)
+                         : cluster.nic_bytes_per_s;
+  *bw = in_node ? cluster.nvlink_bytes_per_s : nic;
+  *lat = in_node ? cluster.nvlink_latency_us : cluster.nic_latency_us;
+}
+
+// One LLM block's attention on the busiest SP rank and its SP communication, per layer.
+struct SpAttention {
+  double attn_fwd_us = 0, attn_bwd_us = 0;  // attention compute (into fwd_us / bwd_us)
+  double sp_fwd_us = 0, sp_bwd_us = 0;      // exposed ring transfer + Ulysses all-to-alls
+  int64_t sp_bytes = 0, ring_layer_bytes = 0, a2a_layer_bytes = 0;
+  int64_t ring_buffer_bytes =
+      0;  // in flight in the backward: the KV block and its dKV, each sent and received
+  int32_t a2a_layer_steps = 0;
+};
+
+// The LLM block's attention on this rank, priced per ring step from the cost model's time per square pair
+// (`block`: an LLM transformer layer; `w0`: its rank workload without attention).
+SpAttention SpAttentionOf(const ModelSpec& model, const CostModel& cost, const ClusterSpec& cluster,
+                          const SpLayout& sp, const Layer& block, const LayerWorkload& w0, int tp,
+                          const SpShards& sh) {
+  const int U = sp.ulysses, R = sp.ring;
+  const TransformerConfig& tf = model.components[block.component].tf;
+  SpAttention a;
+  auto steps = RankStepPairs(sp.split, R, sh.lens);
+  for (auto& row : steps)
+    for (double& v : row) v *= sh.f;
+  double ref_pairs = 0;
+  for (const auto& row : steps)
+    for (double v : row) ref_pairs = std::max(ref_pairs, v);
+  ref_pairs = std::max(ref_pairs / U, 1.0);
+  LayerWorkload w1 = w0;
+  w1.attn_pairs = ref_pairs;
+  const LayerCost c0 = cost.Cost(model, block, w0), c1 = cost.Cost(model, block, w1);
+  const double per_pair_fwd = std::max(0.0, c1.fwd_time_us - c0.fwd_time_us) / ref_pairs;
+  const double per_pair_bwd =
+      std::max(0.0, (c1.bwd_time_us - c1.bwd_weight_time_us) - (c0.bwd_time_us - c0.bwd_weight_time_us)) /
+      ref_pairs;
+  double bw = 0, lat = 0;
+  if (R > 1) {
+    SpLink(cluster, sp.ring_in_node, &bw, &lat);
+    const int64_t kv =
+        BytesOf(static_cast<double>(RingStepKvBytes(tf, sh.padded / R, U, tp, sp.replicate_kv)) * sh.f);
+    const double t_fwd = lat + (bw > 0 ? kv / bw * 1e6 : 0);
+    const double t_bwd = lat + (bw > 0 ? 2.0 * kv / bw * 1e6 : 0);
+    std::vector<std::vector<double>> fwd = steps, bwd = steps;
+    for (size_t r = 0; r < steps.size(); ++r)
+      for (size_t s = 0; s < steps[r].size(); ++s) {
+        fwd[r][s] = steps[r][s] / U * per_pair_fwd;
+        bwd[r][s] = steps[r][s] / U * per_pair_bwd;
+      }
+    double ex_f = 0, ex_b = 0;
+    const double pf = RingPassUs(fwd, t_fwd, &ex_f), pb = RingPassUs(bwd, t_bwd, &ex_b);
+    a.attn_fwd_us = pf - ex_f;
+    a.attn_bwd_us = pb - ex_b;
+    a.sp_fwd_us += ex_f;
+    a.sp_bwd_us += ex_b;
+    a.sp_bytes += kv * (R - 1);
+    a.ring_layer_bytes = kv * (R - 1);
+    a.ring_buffer_bytes = 4 * kv;
+  } else {
+    a.attn_fwd_us = steps[0][0] / U * per_pair_fwd;
+    a.attn_bwd_us = steps[0][0] / U * per_pair_bwd;
+  }
+  if (U > 1) {
+    SpLink(cluster, sp.ulysses_in_node, &bw, &lat);
+    const int64_t a2a =
+        UlyssesAllToAllBytes(tf, sh.rank_tokens, U, tp, sp.replicate_kv);  // rank_tokens has f
+    const double t = 4.0 * (U - 1) * lat + (bw > 0 ? a2a / bw * 1e6 : 0);
+    a.sp_fwd_us += t;
+    a.sp_bwd_us += t;
+    a.sp_bytes += a2a;
+    a.a2a_layer_bytes = a2a;
+    a.a2a_layer_steps = 4 * (U - 1);
+  }
+  return a;
+}
+
+// Two-stage sharding's redistribution all-to-all: (S - 1) latencies + bytes / bw over the ring's link.
+double RedistributeUs(const ClusterSpec& cluster, const SpLayout& sp, double bytes) {
+  if (!(bytes > 0)) return 0;
+  double bw = 0, lat = 0;
+  SpLink(cluster, sp.ring_in_node, &bw, &lat);
+  return (sp.sp - 1) * lat + (bw > 0 ? bytes / bw * 1e6 : 0);
+}
+
+// An LLM block's SP communication added to its chunk (the recompute repeats the forward's).
+void AddSpBlock(const SpAttention& a, bool rc, ChunkCost& cc) {
+  cc.sp_fwd_us += a.sp_fwd_us;
+  cc.sp_bwd_us += a.sp_bwd_us + (rc ? a.sp_fwd_us : 0);  // the recompute repeats the forward's
+  cc.sp_bytes = AddBytes(cc.sp_bytes, a.sp_bytes);
+  cc.sp_ring_fwd_bytes = AddBytes(cc.sp_ring_fwd_bytes, a.ring_layer_bytes);
+  cc.sp_ring_bwd_bytes = AddBytes(cc.sp_ring_bwd_bytes, a.ring_layer_bytes * (rc ? 3 : 2));  // KV + dKV
+  cc.sp_a2a_fwd_bytes = AddBytes(cc.sp_a2a_fwd_bytes, a.a2a_layer_bytes);
+  cc.sp_a2a_bwd_bytes = AddBytes(cc.sp_a2a_bwd_bytes, a.a2a_layer_bytes * (rc ? 2 : 1));
+  cc.sp_a2a_fwd_steps += a.a2a_layer_steps;
+  cc.sp_a2a_bwd_steps += a.a2a_layer_steps * (rc ? 2 : 1);
+}
+
+}  // namespace
+
+void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing packing,
+                               const Partition& partition, const RecomputePlan& recompute,
+                               ChunkCost* out) const {
+  const int S = sp_.sp, tp = std::max(1, parallel_.tp);
+  const int nc = static_cast<int>(model_.components.size());
+  const SpShards sh = ShardForSp(model_, sp_, llm_component_, tp, mb, packing);
+  // Whole micro-batch (for the useful FLOPs) and per-rank workloads.
+  std::vector<LayerWorkload> whole(nc);
+  for (int c = 0; c < nc; ++c) whole[c] = ComponentWorkload(model_, c, mb, Packing::kVarlen);
+  const std::vector<LayerWorkload> rank = RankWorkloads(model_, whole, sh, S);
   std::vector<LayerCost> lc, full;
   LayerCostsFor(rank, lc);
   LayerCostsFor(whole, full);
-  // The LLM block's attention on this rank, priced per ring step from the cost model's time per square pair.
-  double attn_fwd_us = 0, attn_bwd_us = 0, sp_fwd_us = 0, sp_bwd_us = 0;
-  int64_t sp_bytes = 0, ring_layer_bytes = 0, a2a_layer_bytes = 0, ring_buffer_bytes = 0;
-  int32_t a2a_layer_steps = 0;
-  if (llm_component_ >= 0 && rank_tokens > 0) {
-    const TransformerConfig& tf = model_.components[llm_component_].tf;
-    auto steps = RankStepPairs(sp_.split, R, lens);
-    for (auto& row : steps)
-      for (double& v : row) v *= f;
-    double ref_pairs = 0;
-    for (const auto& row : steps)
-      for (double v : row) ref_pairs = std::max(ref_pairs, v);
-    ref_pairs = std::max(ref_pairs / U, 1.0);
+  SpAttention attn;
+  if (llm_component_ >= 0 && sh.rank_tokens > 0) {
     Layer block{llm_component_, LayerKind::kTransformer};
     for (const Layer& l : layers_)
       if (l.component == llm_component_ && l.kind == LayerKind::kTransformer) block = l;
-    LayerWorkload w0 = rank[llm_component_], w1 = w0;
-    w1.attn_pairs = ref_pairs;
-    const LayerCost c0 = cost_.Cost(model_, block, w0), c1 = cost_.Cost(model_, block, w1);
-    const double per_pair_fwd = std::max(0.0, c1.fwd_time_us - c0.fwd_time_us) / ref_pairs;
-    const double per_pair_bwd =
-        std::max(0.0, (c1.bwd_time_us - c1.bwd_weight_time_us) - (c0.bwd_time_us - c0.bwd_weight_time_us)) /
-        ref_pairs;
-    const double nic = cluster_.nics_per_node > 0
-                           ? cluster_.node_nic_bytes_per_s() / std::max(1, cluster_.gpus_per_node)
-                           : cluster_.nic_bytes_per_s;
-    auto link = [&](bool in_node, double* bw, double* lat) {
-      *bw = in_node ? cluster_.nvlink_bytes_per_s : nic;
-      *lat = in_node ? cluster_.nvlink_latency_us : cluster_.nic_latency_us;
-    };
-    double bw = 0, lat = 0;
-    if (R > 1) {
-      link(sp_.ring_in_node, &bw, &lat);
-      const int64_t kv =
-          BytesOf(static_cast<double>(RingStepKvBytes(tf, padded / R, U, tp, sp_.replicate_kv)) * f);
-      const double t_fwd = lat + (bw > 0 ? kv / bw * 1e6 : 0);
-      const double t_bwd = lat + (bw > 0 ? 2.0 * kv / bw * 1e6 : 0);
-      std::vector<std::vector<double>> f = steps, b = steps;
-      for (size_t r = 0; r < steps.size(); ++r)
-        for (size_t s = 0; s < steps[r].size(); ++s) {
-          f[r][s] = steps[r][s] / U * per_pair_fwd;
-          b[r][s] = steps[r][s] / U * per_pair_bwd;
-        }
-      double ex_f = 0, ex_b = 0;
-      const double pf = RingPassUs(f, t_fwd, &ex_f), pb = RingPassUs(b, t_bwd, &ex_b);
-      attn_fwd_us = pf - ex_f;
-      attn_bwd_us = pb - ex_b;
-      sp_fwd_us += ex_f;
-      sp_bwd_us += ex_b;
-      sp_bytes += kv * (R - 1);
-      ring_layer_bytes = kv * (R - 1);
-      ring_buffer_bytes =
-          4 * kv;  // in flight in the backward: the KV block and its dKV, each sent and received
-    } else {
-      attn_fwd_us = steps[0][0] / U * per_pair_fwd;
-      attn_bwd_us = steps[0][0] / U * per_pair_bwd;
-    }
-    if (U > 1) {
-      link(sp_.ulysses_in_node, &bw, &lat);
-      const int64_t a2a =
-          UlyssesAllToAllBytes(tf, rank_tokens, U, tp, sp_.replicate_kv);  // rank_tokens has f
-      const double t = 4.0 * (U - 1) * lat + (bw > 0 ? a2a / bw * 1e6 : 0);
-      sp_fwd_us += t;
-      sp_bwd_us += t;
-      sp_bytes += a2a;
-      a2a_layer_bytes = a2a;
-      a2a_layer_steps = 4 * (U - 1);
-    }
+    attn = SpAttentionOf(model_, cost_, cluster_, sp_, block, rank[llm_component_], tp, sh);
   }
-  double redistribute_us = 0;
-  if (redistribute_bytes > 0) {
-    const bool in_node = sp_.ring_in_node;
-    const double bw = in_node ? cluster_.nvlink_bytes_per_s
-                              : (cluster_.nics_per_node > 0
-                                     ? cluster_.node_nic_bytes_per_s() / std::max(1, cluster_.gpus_per_node)
-                                     : cluster_.nic_bytes_per_s);
-    const double lat = in_node ? cluster_.nvlink_latency_us : cluster_.nic_latency_us;
-    redistribute_us = (S - 1) * lat + (bw > 0 ? redistribute_bytes / bw * 1e6 : 0);
-  }
+  const double redistribute_us = RedistributeUs(cluster_, sp_, sh.redistribute_bytes);
   const int chunks = partition.chunks();
   for (int c = 0; c < chunks; ++c) {
     ChunkCost& cc = out[c];
@@ -536,28 +593,17 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing pack
     BackwardTransient transient;
     for (int i = partition.bounds[c]; i < partition.bounds[c + 1]; ++i) {
       LayerCost x = lc[i];
-      if (layers_[i].component == llm_component_ && layers_[i].kind == LayerKind::kEmbedding &&
-          redistribute_us > 0) {
+      const bool llm = layers_[i].component == llm_component_;
+      if (llm && layers_[i].kind == LayerKind::kEmbedding && redistribute_us > 0) {
         cc.sp_fwd_us += redistribute_us;
         cc.sp_bwd_us += redistribute_us;
-        cc.sp_bytes = AddBytes(cc.sp_bytes, BytesOf(redistribute_bytes));
+        cc.sp_bytes = AddBytes(cc.sp_bytes, BytesOf(sh.redistribute_bytes));
       }
-      const bool llm_block =
-          layers_[i].component == llm_component_ && layers_[i].kind == LayerKind::kTransformer;
       const uint8_t flag = i < static_cast<int>(recompute.layers.size()) ? recompute.layers[i] : 0;
-      const bool rc = flag != 0;
-      if (llm_block) {
-        x.fwd_time_us += attn_fwd_us;
-        x.bwd_time_us += attn_bwd_us;
-        cc.sp_fwd_us += sp_fwd_us;
-        cc.sp_bwd_us += sp_bwd_us + (rc ? sp_fwd_us : 0);  // the recompute repeats the forward's
-        cc.sp_bytes = AddBytes(cc.sp_bytes, sp_bytes);
-        cc.sp_ring_fwd_bytes = AddBytes(cc.sp_ring_fwd_bytes, ring_layer_bytes);
-        cc.sp_ring_bwd_bytes = AddBytes(cc.sp_ring_bwd_bytes, ring_layer_bytes * (rc ? 3 : 2));  // KV + dKV
-        cc.sp_a2a_fwd_bytes = AddBytes(cc.sp_a2a_fwd_bytes, a2a_layer_bytes);
-        cc.sp_a2a_bwd_bytes = AddBytes(cc.sp_a2a_bwd_bytes, a2a_layer_bytes * (rc ? 2 : 1));
-        cc.sp_a2a_fwd_steps += a2a_layer_steps;
-        cc.sp_a2a_bwd_steps += a2a_layer_steps * (rc ? 2 : 1);
+      if (llm && layers_[i].kind == LayerKind::kTransformer) {
+        x.fwd_time_us += attn.attn_fwd_us;
+        x.bwd_time_us += attn.attn_bwd_us;
+        AddSpBlock(attn, flag != 0, cc);
       }
       const double tp_us = layers_[i].kind == LayerKind::kTransformer
                                ? TpLayerForwardUs(rank[layers_[i].component].tokens, hidden_of_layer_[i])
@@ -568,10 +614,10 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing pack
     // activations (the forward's two KV blocks are fewer), counted with the backward's transient.
     cc.backward_transient_bytes = transient.Bytes();
     if (cc.sp_ring_fwd_bytes > 0)
-      cc.backward_transient_bytes = AddBytes(cc.backward_transient_bytes, ring_buffer_bytes);
+      cc.backward_transient_bytes = AddBytes(cc.backward_transient_bytes, attn.ring_buffer_bytes);
     const int last = partition.bounds[c + 1] - 1;
     cc.send_bytes = c + 1 < chunks ? lc[last].boundary_bytes / tp : 0;
-    cc.llm_tokens = llm_tokens;
+    cc.llm_tokens = sh.llm_tokens;
   }
 }
 

@@ -89,6 +89,175 @@ Result<std::vector<int64_t>> Ints(const In& in, const json& v, const std::string
   return out;
 }
 
+// The plan's identity: schema version, scenario, model, cluster, trace, seed, epoch, bucket size, packing.
+Status ReadHeader(const In& in, const json& j, Plan& p) {
+  MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "schema_version", p.schema_version));
+  if (p.schema_version != kPlanSchemaVersion)
+    return in.Bad("schema_version", std::to_string(p.schema_version) +
+                                        " is not supported (this mmtwin reads " +
+                                        std::to_string(kPlanSchemaVersion) + ")");
+  MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "scenario", p.scenario));
+  MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "model", p.model));
+  MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "cluster", p.cluster));
+  MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "nodes", p.nodes));
+  MMTWIN_ASSIGN_OR_RETURN(const json* trace, in.Get(j, "", "trace"));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*trace, "trace", "file", p.trace.file));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*trace, "trace", "preset", p.trace.preset));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*trace, "trace", "samples", p.trace.samples));
+  MMTWIN_RETURN_IF_ERROR(in.ReadU64(*trace, "trace", "seed", p.trace.seed));
+  MMTWIN_RETURN_IF_ERROR(in.ReadU64(*trace, "trace", "digest", p.trace.digest));
+  MMTWIN_RETURN_IF_ERROR(in.ReadU64(j, "", "seed", p.seed));
+  MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "iterations_in_epoch", p.iterations_in_epoch));
+  MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "dp_bucket_bytes", p.dp_bucket_bytes));
+  if (p.dp_bucket_bytes <= 0) return in.Bad("dp_bucket_bytes", "must be > 0");
+  return in.Read(j, "", "packed", p.packed);
+}
+
+Status ReadParallel(const In& in, const json& j, ParallelConfig& pc) {
+  MMTWIN_ASSIGN_OR_RETURN(const json* par, in.Get(j, "", "parallel"));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "dp", pc.dp));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "tp", pc.tp));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "pp", pc.pp));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "vpp", pc.vpp));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "micro_batches", pc.micro_batches));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "zero_stage", pc.zero_stage));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "tp_sequence_parallel", pc.tp_sequence_parallel));
+  if (par->contains("zero3_impl"))
+    MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "zero3_impl", pc.zero3_impl));
+  if (par->contains("sp")) {
+    MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "sp", pc.sp));
+    MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "sp_ulysses", pc.sp_ulysses));
+    MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "sp_ring", pc.sp_ring));
+    MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "sp_method", pc.sp_method));
+    MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "sp_one_stage", pc.sp_one_stage));
+    if (pc.sp < 1) return in.Bad("parallel", "sp must be >= 1");
+  }
+  if (pc.dp < 1 || pc.tp < 1 || pc.pp < 1 || pc.vpp < 1 || pc.micro_batches < 1)
+    return in.Bad("parallel", "sizes must be >= 1");
+  return Status();
+}
+
+// The partition's chunk bounds and the recompute flag of every layer.
+Status ReadLayers(const In& in, const json& j, Plan& p) {
+  MMTWIN_ASSIGN_OR_RETURN(const json* bounds, in.Get(j, "", "partition"));
+  MMTWIN_ASSIGN_OR_RETURN(std::vector<int64_t> b, Ints(in, *bounds, "partition"));
+  p.partition.bounds.assign(b.begin(), b.end());
+  if (p.partition.bounds.empty()) return in.Bad("partition", "expected the chunk bounds");
+  if (Status st = ValidatePartition(p.partition, p.partition.bounds.back(), p.parallel.chunks()); !st.ok())
+    return in.Bad("partition", st.error().message());
+  MMTWIN_ASSIGN_OR_RETURN(const json* rc, in.Get(j, "", "recompute"));
+  MMTWIN_ASSIGN_OR_RETURN(std::vector<int64_t> r, Ints(in, *rc, "recompute"));
+  if (static_cast<int>(r.size()) != p.partition.bounds.back())
+    return in.Bad("recompute",
+                  "expected one entry per layer (" + std::to_string(p.partition.bounds.back()) + ")");
+  for (int64_t x : r) {
+    if (x < 0 || x > 2) return in.Bad("recompute", "entries are 0, 1 or 2");
+    p.recompute.layers.push_back(static_cast<uint8_t>(x));
+  }
+  return Status();
+}
+
+Status ReadSchedule(const In& in, const json& j, const ParallelConfig& pc, Schedule& s) {
+  MMTWIN_ASSIGN_OR_RETURN(const json* sched, in.Get(j, "", "schedule"));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*sched, "schedule", "name", s.name));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*sched, "schedule", "pp", s.pp));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*sched, "schedule", "vpp", s.vpp));
+  MMTWIN_RETURN_IF_ERROR(in.Read(*sched, "schedule", "micro_batches", s.micro_batches));
+  MMTWIN_ASSIGN_OR_RETURN(const json* per_rank, in.Get(*sched, "schedule", "per_rank"));
+  if (!per_rank->is_array()) return in.Bad("schedule.per_rank", "expected an array per pipeline rank");
+  for (size_t rank = 0; rank < per_rank->size(); ++rank) {
+    const std::string field = "schedule.per_rank[" + std::to_string(rank) + "]";
+    const json& ops = (*per_rank)[rank];
+    if (!ops.is_array()) return in.Bad(field, "expected an array of [\"F\"|\"B\", micro_batch, chunk]");
+    std::vector<PipeOp> list;
+    for (const json& op : ops) {
+      PassKind kind = PassKind::kForward;
+      if (!op.is_array() || op.size() != 3 || !op[0].is_string() || !op[1].is_number_integer() ||
+          !op[2].is_number_integer() || !PassOfCode(op[0].get<std::string>(), kind))
+        return in.Bad(field, "expected an array of [\"F\"|\"B\"|\"BI\"|\"BW\", micro_batch, chunk]");
+      list.push_back({kind, op[1].get<int32_t>(), op[2].get<int32_t>()});
+    }
+    s.per_rank.push_back(std::move(list));
+  }
+  if (s.pp != pc.pp || s.vpp != pc.vpp || s.micro_batches != pc.micro_batches)
+    return in.Bad("schedule", "pp, vpp and micro_batches must equal the parallel layout's");
+  if (Status st = ValidateSchedule(s); !st.ok()) return in.Bad("schedule", st.error().message());
+  return Status();
+}
+
+// An iteration's sample ids per DP rank and micro-batch (`field`: the iteration's, for errors).
+Status ReadMicroBatches(const In& in, const json& x, const std::string& field, const Plan& p,
+                        IterationData& it) {
+  const ParallelConfig& pc = p.parallel;
+  MMTWIN_ASSIGN_OR_RETURN(const json* mbs, in.Get(x, field, "micro_batches"));
+  if (!mbs->is_array() || static_cast<int>(mbs->size()) != pc.dp)
+    return in.Bad(field + ".micro_batches", "expected dp = " + std::to_string(pc.dp) + " ranks");
+  for (const json& rank : *mbs) {
+    if (!rank.is_array() || static_cast<int>(rank.size()) != pc.micro_batches)
+      return in.Bad(field + ".micro_batches",
+                    "expected micro_batches = " + std::to_string(pc.micro_batches) + " per rank");
+    std::vector<std::vector<uint32_t>> per_mb;
+    for (const json& samples : rank) {
+      MMTWIN_ASSIGN_OR_RETURN(std::vector<int64_t> ids, Ints(in, samples, field + ".micro_batches"));
+      std::vector<uint32_t> out;
+      for (int64_t id : ids) {
+        if (id < 0 || id >= p.trace.samples)
+          return in.Bad(field + ".micro_batches", "sample " + std::to_string(id) +
+                                                      " is outside the trace's " +
+                                                      std::to_string(p.trace.samples) + " samples");
+        out.push_back(static_cast<uint32_t>(id));
+      }
+      per_mb.push_back(std::move(out));
+    }
+    it.micro_batches.push_back(std::move(per_mb));
+  }
+  return Status();
+}
+
+// Dispatch transfer lists (`field`.`key`): at most one per micro-batch, [[src, dst, bytes], ...] each.
+Status ReadTransferLists(const In& in, const json& lists, const std::string& field, const std::string& key,
+                         const ParallelConfig& pc, std::vector<std::vector<DispatchTransfer>>& out) {
+  if (!lists.is_array() || static_cast<int>(lists.size()) > pc.micro_batches)
+    return in.Bad(field + "." + key, "expected at most one transfer list per micro-batch");
+  for (const json& list : lists) {
+    if (!list.is_array()) return in.Bad(field + "." + key, "expected [[src, dst, bytes], ...] lists");
+    std::vector<DispatchTransfer> ts;
+    for (const json& t : list) {
+      if (!t.is_array() || t.size() != 3 || !t[0].is_number_integer() || !t[1].is_number_integer() ||
+          !t[2].is_number_integer())
+        return in.Bad(field + "." + key, "expected [[src, dst, bytes], ...] lists");
+      DispatchTransfer d{t[0].get<int32_t>(), t[1].get<int32_t>(), t[2].get<int64_t>()};
+      if (d.src_rank < 0 || d.src_rank >= pc.dp || d.dst_rank < 0 || d.dst_rank >= pc.dp || d.bytes < 0)
+        return in.Bad(field + "." + key, "ranks must be in [0, dp) and bytes >= 0");
+      ts.push_back(d);
+    }
+    out.push_back(std::move(ts));
+  }
+  return Status();
+}
+
+Status ReadIterations(const In& in, const json& j, Plan& p) {
+  MMTWIN_ASSIGN_OR_RETURN(const json* its, in.Get(j, "", "iterations"));
+  if (!its->is_array()) return in.Bad("iterations", "expected an array");
+  for (size_t k = 0; k < its->size(); ++k) {
+    const std::string field = "iterations[" + std::to_string(k) + "]";
+    const json& x = (*its)[k];
+    IterationData it;
+    MMTWIN_RETURN_IF_ERROR(in.Read(x, field, "epoch_index", it.epoch_index));
+    if (it.epoch_index < 0 || it.epoch_index >= p.iterations_in_epoch)
+      return in.Bad(field + ".epoch_index",
+                    "outside the epoch's " + std::to_string(p.iterations_in_epoch) + " iterations");
+    MMTWIN_RETURN_IF_ERROR(ReadMicroBatches(in, x, field, p, it));
+    MMTWIN_ASSIGN_OR_RETURN(const json* dispatch, in.Get(x, field, "dispatch"));
+    MMTWIN_RETURN_IF_ERROR(ReadTransferLists(in, *dispatch, field, "dispatch", p.parallel, it.dispatch));
+    if (x.contains("dispatch_backward"))
+      MMTWIN_RETURN_IF_ERROR(ReadTransferLists(in, x.at("dispatch_backward"), field, "dispatch_backward",
+                                               p.parallel, it.dispatch_backward));
+    p.iterations.push_back(std::move(it));
+  }
+  return Status();
+}
+
 }  // namespace
 
 std::string PlanToJson(const Plan& p) {
@@ -164,150 +333,11 @@ Result<Plan> PlanFromJson(const std::string& text, const std::string& name) {
   const In in{name};
   MMTWIN_ASSIGN_OR_RETURN(const json j, ParseJsonObject(text, name, "a plan"));
   Plan p;
-  MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "schema_version", p.schema_version));
-  if (p.schema_version != kPlanSchemaVersion)
-    return in.Bad("schema_version", std::to_string(p.schema_version) +
-                                        " is not supported (this mmtwin reads " +
-                                        std::to_string(kPlanSchemaVersion) + ")");
-  MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "scenario", p.scenario));
-  MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "model", p.model));
-  MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "cluster", p.cluster));
-  MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "nodes", p.nodes));
-  MMTWIN_ASSIGN_OR_RETURN(const json* trace, in.Get(j, "", "trace"));
-  MMTWIN_RETURN_IF_ERROR(in.Read(*trace, "trace", "file", p.trace.file));
-  MMTWIN_RETURN_IF_ERROR(in.Read(*trace, "trace", "preset", p.trace.preset));
-  MMTWIN_RETURN_IF_ERROR(in.Read(*trace, "trace", "samples", p.trace.samples));
-  MMTWIN_RETURN_IF_ERROR(in.ReadU64(*trace, "trace", "seed", p.trace.seed));
-  MMTWIN_RETURN_IF_ERROR(in.ReadU64(*trace, "trace", "digest", p.trace.digest));
-  MMTWIN_RETURN_IF_ERROR(in.ReadU64(j, "", "seed", p.seed));
-  MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "iterations_in_epoch", p.iterations_in_epoch));
-  MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "dp_bucket_bytes", p.dp_bucket_bytes));
-  if (p.dp_bucket_bytes <= 0) return in.Bad("dp_bucket_bytes", "must be > 0");
-  MMTWIN_RETURN_IF_ERROR(in.Read(j, "", "packed", p.packed));
-
-  MMTWIN_ASSIGN_OR_RETURN(const json* par, in.Get(j, "", "parallel"));
-  ParallelConfig& pc = p.parallel;
-  MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "dp", pc.dp));
-  MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "tp", pc.tp));
-  MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "pp", pc.pp));
-  MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "vpp", pc.vpp));
-  MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "micro_batches", pc.micro_batches));
-  MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "zero_stage", pc.zero_stage));
-  MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "tp_sequence_parallel", pc.tp_sequence_parallel));
-  if (par->contains("zero3_impl"))
-    MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "zero3_impl", pc.zero3_impl));
-  if (par->contains("sp")) {
-    MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "sp", pc.sp));
-    MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "sp_ulysses", pc.sp_ulysses));
-    MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "sp_ring", pc.sp_ring));
-    MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "sp_method", pc.sp_method));
-    MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "sp_one_stage", pc.sp_one_stage));
-    if (pc.sp < 1) return in.Bad("parallel", "sp must be >= 1");
-  }
-  if (pc.dp < 1 || pc.tp < 1 || pc.pp < 1 || pc.vpp < 1 || pc.micro_batches < 1)
-    return in.Bad("parallel", "sizes must be >= 1");
-
-  MMTWIN_ASSIGN_OR_RETURN(const json* bounds, in.Get(j, "", "partition"));
-  MMTWIN_ASSIGN_OR_RETURN(std::vector<int64_t> b, Ints(in, *bounds, "partition"));
-  p.partition.bounds.assign(b.begin(), b.end());
-  if (p.partition.bounds.empty()) return in.Bad("partition", "expected the chunk bounds");
-  if (Status st = ValidatePartition(p.partition, p.partition.bounds.back(), pc.chunks()); !st.ok())
-    return in.Bad("partition", st.error().message());
-  MMTWIN_ASSIGN_OR_RETURN(const json* rc, in.Get(j, "", "recompute"));
-  MMTWIN_ASSIGN_OR_RETURN(std::vector<int64_t> r, Ints(in, *rc, "recompute"));
-  if (static_cast<int>(r.size()) != p.partition.bounds.back())
-    return in.Bad("recompute",
-                  "expected one entry per layer (" + std::to_string(p.partition.bounds.back()) + ")");
-  for (int64_t x : r) {
-    if (x < 0 || x > 2) return in.Bad("recompute", "entries are 0, 1 or 2");
-    p.recompute.layers.push_back(static_cast<uint8_t>(x));
-  }
-
-  MMTWIN_ASSIGN_OR_RETURN(const json* sched, in.Get(j, "", "schedule"));
-  Schedule& s = p.schedule;
-  MMTWIN_RETURN_IF_ERROR(in.Read(*sched, "schedule", "name", s.name));
-  MMTWIN_RETURN_IF_ERROR(in.Read(*sched, "schedule", "pp", s.pp));
-  MMTWIN_RETURN_IF_ERROR(in.Read(*sched, "schedule", "vpp", s.vpp));
-  MMTWIN_RETURN_IF_ERROR(in.Read(*sched, "schedule", "micro_batches", s.micro_batches));
-  MMTWIN_ASSIGN_OR_RETURN(const json* per_rank, in.Get(*sched, "schedule", "per_rank"));
-  if (!per_rank->is_array()) return in.Bad("schedule.per_rank", "expected an array per pipeline rank");
-  for (size_t rank = 0; rank < per_rank->size(); ++rank) {
-    const std::string field = "schedule.per_rank[" + std::to_string(rank) + "]";
-    const json& ops = (*per_rank)[rank];
-    if (!ops.is_array()) return in.Bad(field, "expected an array of [\"F\"|\"B\", micro_batch, chunk]");
-    std::vector<PipeOp> list;
-    for (const json& op : ops) {
-      PassKind kind = PassKind::kForward;
-      if (!op.is_array() || op.size() != 3 || !op[0].is_string() || !op[1].is_number_integer() ||
-          !op[2].is_number_integer() || !PassOfCode(op[0].get<std::string>(), kind))
-        return in.Bad(field, "expected an array of [\"F\"|\"B\"|\"BI\"|\"BW\", micro_batch, chunk]");
-      list.push_back({kind, op[1].get<int32_t>(), op[2].get<int32_t>()});
-    }
-    s.per_rank.push_back(std::move(list));
-  }
-  if (s.pp != pc.pp || s.vpp != pc.vpp || s.micro_batches != pc.micro_batches)
-    return in.Bad("schedule", "pp, vpp and micro_batches must equal the parallel layout's");
-  if (Status st = ValidateSchedule(s); !st.ok()) return in.Bad("schedule", st.error().message());
-
-  MMTWIN_ASSIGN_OR_RETURN(const json* its, in.Get(j, "", "iterations"));
-  if (!its->is_array()) return in.Bad("iterations", "expected an array");
-  for (size_t k = 0; k < its->size(); ++k) {
-    const std::string field = "iterations[" + std::to_string(k) + "]";
-    const json& x = (*its)[k];
-    IterationData it;
-    MMTWIN_RETURN_IF_ERROR(in.Read(x, field, "epoch_index", it.epoch_index));
-    if (it.epoch_index < 0 || it.epoch_index >= p.iterations_in_epoch)
-      return in.Bad(field + ".epoch_index",
-                    "outside the epoch's " + std::to_string(p.iterations_in_epoch) + " iterations");
-    MMTWIN_ASSIGN_OR_RETURN(const json* mbs, in.Get(x, field, "micro_batches"));
-    if (!mbs->is_array() || static_cast<int>(mbs->size()) != pc.dp)
-      return in.Bad(field + ".micro_batches", "expected dp = " + std::to_string(pc.dp) + " ranks");
-    for (const json& rank : *mbs) {
-      if (!rank.is_array() || static_cast<int>(rank.size()) != pc.micro_batches)
-        return in.Bad(field + ".micro_batches",
-                      "expected micro_batches = " + std::to_string(pc.micro_batches) + " per rank");
-      std::vector<std::vector<uint32_t>> per_mb;
-      for (const json& samples : rank) {
-        MMTWIN_ASSIGN_OR_RETURN(std::vector<int64_t> ids, Ints(in, samples, field + ".micro_batches"));
-        std::vector<uint32_t> out;
-        for (int64_t id : ids) {
-          if (id < 0 || id >= p.trace.samples)
-            return in.Bad(field + ".micro_batches", "sample " + std::to_string(id) +
-                                                        " is outside the trace's " +
-                                                        std::to_string(p.trace.samples) + " samples");
-          out.push_back(static_cast<uint32_t>(id));
-        }
-        per_mb.push_back(std::move(out));
-      }
-      it.micro_batches.push_back(std::move(per_mb));
-    }
-    auto read_lists = [&](const json& lists, const std::string& key,
-                          std::vector<std::vector<DispatchTransfer>>& out) -> Status {
-      if (!lists.is_array() || static_cast<int>(lists.size()) > pc.micro_batches)
-        return in.Bad(field + "." + key, "expected at most one transfer list per micro-batch");
-      for (const json& list : lists) {
-        if (!list.is_array()) return in.Bad(field + "." + key, "expected [[src, dst, bytes], ...] lists");
-        std::vector<DispatchTransfer> ts;
-        for (const json& t : list) {
-          if (!t.is_array() || t.size() != 3 || !t[0].is_number_integer() || !t[1].is_number_integer() ||
-              !t[2].is_number_integer())
-            return in.Bad(field + "." + key, "expected [[src, dst, bytes], ...] lists");
-          DispatchTransfer d{t[0].get<int32_t>(), t[1].get<int32_t>(), t[2].get<int64_t>()};
-          if (d.src_rank < 0 || d.src_rank >= pc.dp || d.dst_rank < 0 || d.dst_rank >= pc.dp || d.bytes < 0)
-            return in.Bad(field + "." + key, "ranks must be in [0, dp) and bytes >= 0");
-          ts.push_back(d);
-        }
-        out.push_back(std::move(ts));
-      }
-      return Status();
-    };
-    MMTWIN_ASSIGN_OR_RETURN(const json* dispatch, in.Get(x, field, "dispatch"));
-    MMTWIN_RETURN_IF_ERROR(read_lists(*dispatch, "dispatch", it.dispatch));
-    if (x.contains("dispatch_backward"))
-      MMTWIN_RETURN_IF_ERROR(
-          read_lists(x.at("dispatch_backward"), "dispatch_backward", it.dispatch_backward));
-    p.iterations.push_back(std::move(it));
-  }
+  MMTWIN_RETURN_IF_ERROR(ReadHeader(in, j, p));
+  MMTWIN_RETURN_IF_ERROR(ReadParallel(in, j, p.parallel));
+  MMTWIN_RETURN_IF_ERROR(ReadLayers(in, j, p));
+  MMTWIN_RETURN_IF_ERROR(ReadSchedule(in, j, p.parallel, p.schedule));
+  MMTWIN_RETURN_IF_ERROR(ReadIterations(in, j, p));
   return p;
 }
 

@@ -133,11 +133,6 @@ void SampleIds::PushNumbered(std::string_view prefix, int width, uint64_t first,
   }
 }
 
-void SampleIds::Reserve(size_t n) {
-  if (mode_ == Mode::kNumbers) numbers_.reserve(n);
-  if (mode_ == Mode::kPool) ends_.reserve(n);
-}
-
 size_t SampleIds::MemoryBytes() const {
   return sizeof *this + prefix_.capacity() + numbers_.capacity() * sizeof(uint64_t) + chars_.capacity() +
          ends_.capacity() * sizeof(uint64_t);

@@ -59,7 +59,6 @@ class SampleIds {
   // Appends `count` ids prefix + (first + k) zero-padded to at least `width` digits (1..18), k = 0..count-1:
   // what the generators write, without formatting each id.
   void PushNumbered(std::string_view prefix, int width, uint64_t first, size_t count);
-  void Reserve(size_t n);
   // Index pairs (first, second) of the repeated id whose second occurrence comes first, or (n, n) when all are
   // unique. O(n) for counting ids, O(n log n) otherwise.
   std::pair<size_t, size_t> FirstRepeat() const;
