@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// mmtwin-train: the real backend's entry points (no Torch types here; backend/rank.cc holds the LibTorch code).
+// mmtwin-train: the real backend's entry points (no Torch types here; backend/rank.cc and the parts it composes
+// hold the LibTorch code, backend/README.md "How a rank is built").
 //
 // A job is N processes, one per rank of the plan's device mesh (core/plan/mesh.h: global rank = tp + TP * (dp +
 // DP * pp)). Rank 0 plans the scenario with the public planner (BuildPlan) and hands the plan (PlanToJson) and

@@ -263,24 +263,10 @@ std::vector<double> RingSteps(const Op& op, int zero_stage, int d, int64_t bucke
   return steps;
 }
 
-}  // namespace
+// ---- Platform ----
 
-Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options, const OpGraph& g,
-                       double* start_us, double* finish_us, SimGridReplayStats* stats) {
-  const auto t0 = std::chrono::steady_clock::now();
-  MMTWIN_RETURN_IF_ERROR(CheckPlatform(cluster, g));
-  const ParallelConfig& pc = g.parallel;
-  const DeviceMesh mesh(pc, cluster.gpus_per_node);
-  const int D = mesh.dp(), n = g.num_ops(), devices = g.num_devices;
-  const int gpn = std::max(cluster.gpus_per_node, 1);
-  const bool dp_in_node = pc.tp * pc.dp <= gpn;
-
-  // ---- Engine and network model ----
-  int argc = 2;
-  char arg0[] = "mmtwin-simgrid";
-  char arg1[] = "--log=root.thresh:warning";
-  char* argv[] = {arg0, arg1, nullptr};
-  sg4::Engine engine(&argc, argv);
+// The engine's network model (sim/engine/README.md "Network model"), once the engine exists.
+void ConfigureNetwork(const SimGridOptions& options) {
   sg4::Engine::set_config("network/model:CM02");
   sg4::Engine::set_config("network/TCP-gamma", 1e30);  // no window bound on fast links
   sg4::Engine::set_config("network/crosstraffic", false);
@@ -288,10 +274,19 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
   sg4::Engine::set_config("network/bandwidth-factor", 1.0);
   sg4::Engine::set_config("network/weight-S", 0.0);
   for (const std::string& c : options.extra_config) sg4::Engine::set_config(c);
+}
 
-  // ---- Which device pairs talk, and over which fabric (true = NVLink) ----
+// Device pair -> whether it talks over NVLink (else the NICs).
+using Routes = std::map<std::pair<int32_t, int32_t>, bool>;
+
+// Which device pairs talk, and over which fabric: every pair once, the first set naming it deciding its fabric
+// (pipeline sends, DP rings, data dispatch, SP).
+Routes TalkingPairs(const ClusterSpec& cluster, const OpGraph& g, const DeviceMesh& mesh) {
+  const ParallelConfig& pc = g.parallel;
+  const int gpn = std::max(cluster.gpus_per_node, 1);
+  const bool dp_in_node = pc.tp * pc.dp <= gpn;
   std::set<std::pair<int32_t, int32_t>> p2p_pairs, ring_pairs, sp_pairs;
-  for (int i = 0; i < n; ++i) {
+  for (int i = 0; i < g.num_ops(); ++i) {
     const Op& op = g.ops[i];
     // The op graph names every transfer's peer (Op::peer): the receiving device of a send, the ring successor
     // of a DP collective.
@@ -306,174 +301,309 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
           sp_pairs.insert({op.device, mesh.SpUlyssesPeer(op.device, g.sp_group, g.sp_ulysses, j)});
     }
   }
-
-  // ---- Platform ----
-  // Every device has its own links (NVLink up/down, NIC up/down; a non-blocking switch per fabric), and a pair
-  // of devices talks over the sender's up and the receiver's down link of one fabric: NVLink iff the op graph
-  // prices the pair in a node. Only the pairs that talk get a route. Two layouts with the same routes:
-  // - hierarchical (default): a star zone whose children are pods of whole nodes, full zones of at most
-  //   options.pod_devices devices with routes for the pairs that talk inside the pod and one from each device
-  //   to the pod's gateway over its NIC up link and back over its NIC down link; a pair in two pods routes
-  //   device -> gateway -> gateway -> device, the star adding no link: the same two NIC links as a flat route.
-  //   Memory grows as devices x pod size instead of devices^2 (SimGrid's full zone keeps an N x N table:
-  //   4.3 GB at 32k devices). The links are created in the star before any pod: SimGrid checks a new link's
-  //   name against every zone below, so creating them in the pods costs zones^2.
-  // - flat (options.pod_devices = 0, or a pair that talks over NVLink across two pods): one full zone.
-  const auto policy =
-      options.contention ? sg4::Link::SharingPolicy::SHARED : sg4::Link::SharingPolicy::FATPIPE;
-  const double nic_share =
-      cluster.nics_per_node > 0 ? cluster.node_nic_bytes_per_s() / gpn : cluster.nic_bytes_per_s;
   auto nvlink_pair = [&](int32_t a, int32_t b, bool ring) {
     return (ring && dp_in_node) || NodeOfDevice(cluster, pc, a) == NodeOfDevice(cluster, pc, b);
   };
-  // Every talking pair once, with its fabric (the first set naming a pair decides, as before: p2p, ring,
-  // dispatch, SP).
-  std::map<std::pair<int32_t, int32_t>, bool> routes;
+  Routes routes;
   for (const auto& ab : p2p_pairs) routes.emplace(ab, nvlink_pair(ab.first, ab.second, false));
   for (const auto& ab : ring_pairs) routes.emplace(ab, nvlink_pair(ab.first, ab.second, true));
   for (const DeviceTransfer& t : g.dispatch_transfers)
     routes.emplace(std::make_pair(t.src_device, t.dst_device),
                    nvlink_pair(t.src_device, t.dst_device, false));
   for (const auto& ab : sp_pairs) routes.emplace(ab, nvlink_pair(ab.first, ab.second, false));
-  // Pods: whole nodes, at most pod_devices devices (one node when a node holds more).
-  const int devices_per_node = std::max(1, gpn / std::max(1, pc.tp));
-  const int nodes_per_pod = std::max(1, static_cast<int>(options.pod_devices) / devices_per_node);
-  auto pod_of = [&](int32_t dev) { return NodeOfDevice(cluster, pc, dev) / nodes_per_pod; };
-  bool hierarchical = options.pod_devices > 0;
-  for (const auto& [ab, nvlink] : routes)
-    if (nvlink && pod_of(ab.first) != pod_of(ab.second)) hierarchical = false;
-  if (stats) stats->hierarchical_platform = hierarchical;
+  return routes;
+}
 
-  sg4::NetZone* zone = hierarchical ? sg4::create_star_zone("mmtwin") : sg4::create_full_zone("mmtwin");
-  std::vector<sg4::Host*> hosts(devices);
-  std::vector<std::array<sg4::Link*, 4>> links(devices);  // nvlink up, nvlink down, nic up, nic down
-  auto make_link = [&](const std::string& name, double bw, double latency_us) {
-    return zone->create_link(name, bw)
+// Builds the platform: every device has its own links (NVLink up/down, NIC up/down; a non-blocking switch per
+// fabric), and a pair of devices talks over the sender's up and the receiver's down link of one fabric:
+// NVLink iff the op graph prices the pair in a node. Only the pairs that talk get a route. Two layouts with the
+// same routes:
+// - hierarchical (default): a star zone whose children are pods of whole nodes, full zones of at most
+//   options.pod_devices devices with routes for the pairs that talk inside the pod and one from each device
+//   to the pod's gateway over its NIC up link and back over its NIC down link; a pair in two pods routes
+//   device -> gateway -> gateway -> device, the star adding no link: the same two NIC links as a flat route.
+//   Memory grows as devices x pod size instead of devices^2 (SimGrid's full zone keeps an N x N table:
+//   4.3 GB at 32k devices). The links are created in the star before any pod: SimGrid checks a new link's
+//   name against every zone below, so creating them in the pods costs zones^2.
+// - flat (options.pod_devices = 0, or a pair that talks over NVLink across two pods): one full zone.
+// Returns the hosts: one per device, then the delay host (zero-contention delays: more cores than activities).
+class PlatformBuilder {
+ public:
+  PlatformBuilder(const ClusterSpec& cluster, const SimGridOptions& options, const OpGraph& g,
+                  const Routes& routes)
+      : cluster_(cluster), options_(options), pc_(g.parallel), devices_(g.num_devices), routes_(routes) {
+    const int gpn = std::max(cluster.gpus_per_node, 1);
+    // Pods: whole nodes, at most pod_devices devices (one node when a node holds more).
+    const int devices_per_node = std::max(1, gpn / std::max(1, pc_.tp));
+    nodes_per_pod_ = std::max(1, static_cast<int>(options.pod_devices) / devices_per_node);
+    hierarchical_ = options.pod_devices > 0;
+    for (const auto& [ab, nvlink] : routes)
+      if (nvlink && PodOf(ab.first) != PodOf(ab.second)) hierarchical_ = false;
+  }
+  bool hierarchical() const { return hierarchical_; }
+
+  Result<std::vector<sg4::Host*>> Build() {
+    zone_ = hierarchical_ ? sg4::create_star_zone("mmtwin") : sg4::create_full_zone("mmtwin");
+    hosts_.assign(devices_, nullptr);
+    MakeLinks();
+    for (const auto& [ab, nvlink] : routes_) MMTWIN_RETURN_IF_ERROR(Missing(ab.first, ab.second, nvlink));
+    if (!hierarchical_) {
+      for (int dev = 0; dev < devices_; ++dev)
+        hosts_[dev] = zone_->create_host("device-" + std::to_string(dev), kHostSpeed)->seal();
+      for (const auto& [ab, nvlink] : routes_) Route(zone_, ab.first, ab.second, nvlink);
+    } else {
+      MakePods();
+    }
+    sg4::Host* delay_host = zone_->create_host("delay", kHostSpeed)->set_core_count(1 << 30)->seal();
+    hosts_.push_back(delay_host);
+    zone_->seal();
+    return std::move(hosts_);
+  }
+
+ private:
+  int PodOf(int32_t dev) const { return NodeOfDevice(cluster_, pc_, dev) / nodes_per_pod_; }
+
+  sg4::Link* MakeLink(const std::string& name, double bw, double latency_us) {
+    const auto policy =
+        options_.contention ? sg4::Link::SharingPolicy::SHARED : sg4::Link::SharingPolicy::FATPIPE;
+    return zone_->create_link(name, bw)
         ->set_latency(latency_us * 1e-6 / 2)
         ->set_sharing_policy(policy)
         ->seal();
-  };
-  for (int dev = 0; dev < devices; ++dev) {
-    const std::string s = std::to_string(dev);
-    if (cluster.nvlink_bytes_per_s > 0) {
-      links[dev][0] = make_link("nvlink-up-" + s, cluster.nvlink_bytes_per_s, cluster.nvlink_latency_us);
-      links[dev][1] = make_link("nvlink-down-" + s, cluster.nvlink_bytes_per_s, cluster.nvlink_latency_us);
-    }
-    if (nic_share > 0) {
-      links[dev][2] = make_link("nic-up-" + s, nic_share, cluster.nic_latency_us);
-      links[dev][3] = make_link("nic-down-" + s, nic_share, cluster.nic_latency_us);
+  }
+
+  void MakeLinks() {
+    const int gpn = std::max(cluster_.gpus_per_node, 1);
+    const double nic_share =
+        cluster_.nics_per_node > 0 ? cluster_.node_nic_bytes_per_s() / gpn : cluster_.nic_bytes_per_s;
+    links_.assign(devices_, {});
+    for (int dev = 0; dev < devices_; ++dev) {
+      const std::string s = std::to_string(dev);
+      if (cluster_.nvlink_bytes_per_s > 0) {
+        links_[dev][0] = MakeLink("nvlink-up-" + s, cluster_.nvlink_bytes_per_s, cluster_.nvlink_latency_us);
+        links_[dev][1] =
+            MakeLink("nvlink-down-" + s, cluster_.nvlink_bytes_per_s, cluster_.nvlink_latency_us);
+      }
+      if (nic_share > 0) {
+        links_[dev][2] = MakeLink("nic-up-" + s, nic_share, cluster_.nic_latency_us);
+        links_[dev][3] = MakeLink("nic-down-" + s, nic_share, cluster_.nic_latency_us);
+      }
     }
   }
-  auto missing = [&](int32_t a, int32_t b, bool nvlink) -> Status {
-    if (links[a][nvlink ? 0 : 2] != nullptr && links[b][nvlink ? 1 : 3] != nullptr) return Status();
-    return Error(std::string("simgrid engine: cluster '") + cluster.name + "' has no " +
+
+  Status Missing(int32_t a, int32_t b, bool nvlink) const {
+    if (links_[a][nvlink ? 0 : 2] != nullptr && links_[b][nvlink ? 1 : 3] != nullptr) return Status();
+    return Error(std::string("simgrid engine: cluster '") + cluster_.name + "' has no " +
                  (nvlink ? "NVLink" : "NIC") + " bandwidth for the transfers from device " +
                  std::to_string(a) + " to device " + std::to_string(b));
-  };
-  for (const auto& [ab, nvlink] : routes) MMTWIN_RETURN_IF_ERROR(missing(ab.first, ab.second, nvlink));
-  auto route = [&](sg4::NetZone* z, int32_t a, int32_t b, bool nvlink) {
-    z->add_route(hosts[a]->get_netpoint(), hosts[b]->get_netpoint(), nullptr, nullptr,
-                 {sg4::LinkInRoute(links[a][nvlink ? 0 : 2]), sg4::LinkInRoute(links[b][nvlink ? 1 : 3])},
+  }
+
+  void Route(sg4::NetZone* z, int32_t a, int32_t b, bool nvlink) {
+    z->add_route(hosts_[a]->get_netpoint(), hosts_[b]->get_netpoint(), nullptr, nullptr,
+                 {sg4::LinkInRoute(links_[a][nvlink ? 0 : 2]), sg4::LinkInRoute(links_[b][nvlink ? 1 : 3])},
                  false);
-  };
-  if (!hierarchical) {
-    for (int dev = 0; dev < devices; ++dev)
-      hosts[dev] = zone->create_host("device-" + std::to_string(dev), kHostSpeed)->seal();
-    for (const auto& [ab, nvlink] : routes) route(zone, ab.first, ab.second, nvlink);
-  } else {
+  }
+
+  void MakePods() {
     std::vector<std::vector<int32_t>> pods;  // the devices of each pod, ascending
-    for (int dev = 0; dev < devices; ++dev) {
-      const size_t pod = static_cast<size_t>(pod_of(dev));
+    for (int dev = 0; dev < devices_; ++dev) {
+      const size_t pod = static_cast<size_t>(PodOf(dev));
       if (pods.size() <= pod) pods.resize(pod + 1);
       pods[pod].push_back(dev);
     }
     std::vector<std::vector<std::pair<std::pair<int32_t, int32_t>, bool>>> inside(pods.size());
-    for (const auto& r : routes)
-      if (pod_of(r.first.first) == pod_of(r.first.second)) inside[pod_of(r.first.first)].push_back(r);
+    for (const auto& r : routes_)
+      if (PodOf(r.first.first) == PodOf(r.first.second)) inside[PodOf(r.first.first)].push_back(r);
     for (size_t pod = 0; pod < pods.size(); ++pod) {
       if (pods[pod].empty()) continue;
       sg4::NetZone* z = sg4::create_full_zone("pod-" + std::to_string(pod));
-      z->set_parent(zone);
+      z->set_parent(zone_);
       simgrid::kernel::routing::NetPoint* gateway =
           z->create_router("pod-" + std::to_string(pod) + "-gateway");
       for (int32_t dev : pods[pod]) {
-        hosts[dev] = z->create_host("device-" + std::to_string(dev), kHostSpeed)->seal();
-        if (links[dev][2] != nullptr)
-          z->add_route(hosts[dev]->get_netpoint(), gateway, nullptr, nullptr,
-                       {sg4::LinkInRoute(links[dev][2])}, false);
-        if (links[dev][3] != nullptr)
-          z->add_route(gateway, hosts[dev]->get_netpoint(), nullptr, nullptr,
-                       {sg4::LinkInRoute(links[dev][3])}, false);
+        hosts_[dev] = z->create_host("device-" + std::to_string(dev), kHostSpeed)->seal();
+        if (links_[dev][2] != nullptr)
+          z->add_route(hosts_[dev]->get_netpoint(), gateway, nullptr, nullptr,
+                       {sg4::LinkInRoute(links_[dev][2])}, false);
+        if (links_[dev][3] != nullptr)
+          z->add_route(gateway, hosts_[dev]->get_netpoint(), nullptr, nullptr,
+                       {sg4::LinkInRoute(links_[dev][3])}, false);
       }
-      for (const auto& [ab, nvlink] : inside[pod]) route(z, ab.first, ab.second, nvlink);
+      for (const auto& [ab, nvlink] : inside[pod]) Route(z, ab.first, ab.second, nvlink);
       z->seal();
-      zone->add_route(z->get_netpoint(), nullptr, gateway, gateway, {}, false);
-      zone->add_route(nullptr, z->get_netpoint(), gateway, gateway, {}, false);
+      zone_->add_route(z->get_netpoint(), nullptr, gateway, gateway, {}, false);
+      zone_->add_route(nullptr, z->get_netpoint(), gateway, gateway, {}, false);
     }
   }
-  // Zero-contention delays (the latencies of merged ring buckets): a host with more cores than activities.
-  sg4::Host* delay_host = zone->create_host("delay", kHostSpeed)->set_core_count(1 << 30)->seal();
-  hosts.push_back(delay_host);
-  zone->seal();
 
-  // ---- Activities: one head (what the op's predecessors gate) and up to two tails (its completion) per op
-  // ----
-  // Bucket merging: past options.max_ring_transfers ring transfers, `merge` consecutive gradient buckets (and
-  // weight all-gather buckets) share one ring of summed bytes; the merged buckets' step latencies are added
-  // as a delay after the ring, so without contention the time is unchanged.
-  const int64_t bucket_bytes = g.source.comm.dp_bucket_bytes;
-  // Ring flows per replica after step aggregation (options.max_ring_steps), summed over the ring ops.
-  auto flows = [&](int64_t steps) {
-    return options.max_ring_steps > 0 ? std::min<int64_t>(steps, options.max_ring_steps) : steps;
-  };
-  int64_t exact_transfers = 0;
-  for (const Op& op : g.ops)
-    if (IsRing(op.kind)) exact_transfers += flows(ExactRingSteps(op, pc.zero_stage, D, bucket_bytes));
-  int merge = 1;
-  if (options.max_ring_transfers > 0 && exact_transfers > options.max_ring_transfers)
-    merge = static_cast<int>(std::min<int64_t>(
-        (exact_transfers + options.max_ring_transfers - 1) / options.max_ring_transfers, 1 << 20));
-  Dag acts;
-  std::vector<int32_t> head(n,
-                            -1);  // -1: an op merged into the previous bucket's ring (no activity of its own)
-  std::vector<std::array<int32_t, 2>> tail(n, {-1, -1});
+  const ClusterSpec& cluster_;
+  const SimGridOptions& options_;
+  const ParallelConfig& pc_;
+  const int devices_;
+  const Routes& routes_;
+  int nodes_per_pod_ = 1;
+  bool hierarchical_ = false;
+  sg4::NetZone* zone_ = nullptr;
+  std::vector<sg4::Host*> hosts_;
+  std::vector<std::array<sg4::Link*, 4>> links_;  // per device: nvlink up, nvlink down, nic up, nic down
+};
+
+// ---- Activities ----
+
+// The activity DAG of a graph, and where each op sits in it: one head (what the op's predecessors gate) and up
+// to two tails (its completion) per op. Built in this order (the activity numbering, the same on every
+// platform): the ops (AddOps), the DP rings (AddRings), the dispatch joins and transfers (AddDispatch), then
+// every op's dependencies and lane order (AddDependencies).
+class ActivityBuilder {
+ public:
   struct Ring {
     std::vector<std::vector<int32_t>> ops;  // per replica: the ops of the merged buckets, in bucket order
     int32_t first = -1;  // activity id of replica 0, step 0; replica r step s = first + r * steps + s
     int steps = 0;
   };
-  std::map<uint64_t, Ring> rings;  // ordered: the same activity numbering on every platform
+
+  ActivityBuilder(const ClusterSpec& cluster, const SimGridOptions& options, const OpGraph& g,
+                  const DeviceMesh& mesh)
+      : cluster_(cluster),
+        options_(options),
+        g_(g),
+        pc_(g.parallel),
+        mesh_(mesh),
+        D_(mesh.dp()),
+        devices_(g.num_devices),
+        dp_in_node_(pc_.tp * pc_.dp <= std::max(cluster.gpus_per_node, 1)),
+        bucket_bytes_(g.source.comm.dp_bucket_bytes),
+        head_(g.num_ops(), -1),  // -1: an op merged into the previous bucket's ring (no activity of its own)
+        tail_(g.num_ops(), {-1, -1}) {
+    merge_ = RingMerge();
+  }
+
+  Status Build() {
+    MMTWIN_RETURN_IF_ERROR(AddOps());
+    MMTWIN_RETURN_IF_ERROR(AddRings());
+    MMTWIN_RETURN_IF_ERROR(AddDispatch());
+    AddDependencies();
+    return Status();
+  }
+  Dag& dag() { return acts_; }
+  int merge() const { return merge_; }
+
+  // Each op's start and finish in microseconds, from the finished DAG; merged buckets share their ring's span
+  // in proportion to their priced durations.
+  void ReadBack(double* start_us, double* finish_us) const;
+
+ private:
+  // Bucket merging: past options.max_ring_transfers ring transfers, `merge` consecutive gradient buckets (and
+  // weight all-gather buckets) share one ring of summed bytes; the merged buckets' step latencies are added
+  // as a delay after the ring, so without contention the time is unchanged.
+  int RingMerge() const {
+    // Ring flows per replica after step aggregation (options.max_ring_steps), summed over the ring ops.
+    auto flows = [&](int64_t steps) {
+      return options_.max_ring_steps > 0 ? std::min<int64_t>(steps, options_.max_ring_steps) : steps;
+    };
+    int64_t exact_transfers = 0;
+    for (const Op& op : g_.ops)
+      if (IsRing(op.kind)) exact_transfers += flows(ExactRingSteps(op, pc_.zero_stage, D_, bucket_bytes_));
+    if (options_.max_ring_transfers > 0 && exact_transfers > options_.max_ring_transfers)
+      return static_cast<int>(std::min<int64_t>(
+          (exact_transfers + options_.max_ring_transfers - 1) / options_.max_ring_transfers, 1 << 20));
+    return 1;
+  }
+
+  Status AddOps();
+  Status AddRings();
+  // The steps of ring `r` (bytes per step, aggregated past options.max_ring_steps) and the ring steps it
+  // stands for (before merging and aggregation).
+  std::vector<double> StepsOf(const Ring& r, int64_t& exact) const;
+  Status AddDispatch();
+  void AddDependencies();
+
+  const ClusterSpec& cluster_;
+  const SimGridOptions& options_;
+  const OpGraph& g_;
+  const ParallelConfig& pc_;
+  const DeviceMesh& mesh_;
+  const int D_, devices_;  // DP replicas; devices (the delay host's index)
+  const bool dp_in_node_;
+  const int64_t bucket_bytes_;
+  int merge_ = 1;
+  Dag acts_;
+  std::vector<int32_t> head_;
+  std::vector<std::array<int32_t, 2>> tail_;
+  std::map<uint64_t, Ring> rings_;  // ordered: the same activity numbering on every platform
   // Dispatch: per slot (micro-batch m's dispatch, or M + m its backward all-to-all), the op of each replica (its
   // head: an instant that releases its sends).
-  std::map<int32_t, std::vector<int32_t>> dispatch_ops;
+  std::map<int32_t, std::vector<int32_t>> dispatch_ops_;
   // Activities that start together with an op (the SP ring's KV transfer with its pass's first compute op).
-  std::map<int32_t, std::vector<int32_t>> co_start;
-  for (int i = 0; i < n; ++i) {
-    const Op& op = g.ops[i];
+  std::map<int32_t, std::vector<int32_t>> co_start_;
+};
+
+Status ActivityBuilder::AddOps() {
+  for (int i = 0; i < g_.num_ops(); ++i) {
+    const Op& op = g_.ops[i];
     if (op.kind == OpKind::kDispatch) {
-      head[i] = acts.Add(Dag::kInstant, -1, -1, 0.0);
-      std::vector<int32_t>& v = dispatch_ops[g.DispatchSlot(op)];
-      if (v.empty()) v.assign(D, -1);
-      v[mesh.DpOfDevice(op.device)] = i;
+      head_[i] = acts_.Add(Dag::kInstant, -1, -1, 0.0);
+      std::vector<int32_t>& v = dispatch_ops_[g_.DispatchSlot(op)];
+      if (v.empty()) v.assign(D_, -1);
+      v[mesh_.DpOfDevice(op.device)] = i;
     } else if (op.kind == OpKind::kBarrier || (op.kind == OpKind::kDpCollective && op.buckets == 0)) {
       // A barrier, or the empty gradient op of a piece that completes no bucket (op_graph.h).
-      head[i] = tail[i][0] = acts.Add(Dag::kInstant, -1, -1, 0.0);
+      head_[i] = tail_[i][0] = acts_.Add(Dag::kInstant, -1, -1, 0.0);
     } else if (op.kind == OpKind::kP2pSendActivation || op.kind == OpKind::kP2pSendGradient) {
-      head[i] = tail[i][0] = acts.Add(Dag::kComm, op.device, op.peer, static_cast<double>(op.bytes));
+      head_[i] = tail_[i][0] = acts_.Add(Dag::kComm, op.device, op.peer, static_cast<double>(op.bytes));
     } else if (IsRing(op.kind)) {
       // A gradient bucket's one dependency is its barrier, whose bucket field is the piece that releases it.
       const int ready =
-          op.kind == OpKind::kDpCollective && !g.Deps(i).empty() ? g.ops[g.Deps(i)[0]].bucket : 0;
-      Ring& r = rings[RingKey(op, merge, ready)];
-      if (r.ops.empty()) r.ops.resize(D);
-      r.ops[mesh.DpOfDevice(op.device)].push_back(i);
+          op.kind == OpKind::kDpCollective && !g_.Deps(i).empty() ? g_.ops[g_.Deps(i)[0]].bucket : 0;
+      Ring& r = rings_[RingKey(op, merge_, ready)];
+      if (r.ops.empty()) r.ops.resize(D_);
+      r.ops[mesh_.DpOfDevice(op.device)].push_back(i);
     } else if (op.kind == OpKind::kSpCollective) {
-      MMTWIN_RETURN_IF_ERROR(AddSpCollective(g, i, cluster, pc, mesh, devices, acts, head, tail, co_start));
+      MMTWIN_RETURN_IF_ERROR(
+          AddSpCollective(g_, i, cluster_, pc_, mesh_, devices_, acts_, head_, tail_, co_start_));
     } else {
-      head[i] = tail[i][0] = acts.Add(Dag::kExec, op.device, -1, g.duration_us[i] * 1e-6 * kHostSpeed);
+      head_[i] = tail_[i][0] = acts_.Add(Dag::kExec, op.device, -1, g_.duration_us[i] * 1e-6 * kHostSpeed);
     }
   }
-  for (auto& [key, r] : rings) {
+  return Status();
+}
+
+std::vector<double> ActivityBuilder::StepsOf(const Ring& r, int64_t& exact) const {
+  const Op& op0 = g_.ops[r.ops[0][0]];
+  std::vector<double> steps;
+  exact = 0;
+  if (op0.kind == OpKind::kDpCollective) {
+    int64_t bytes = 0;
+    for (int32_t i : r.ops[0]) {
+      bytes += g_.ops[i].bytes;
+      exact += ExactRingSteps(g_.ops[i], pc_.zero_stage, D_, bucket_bytes_);
+    }
+    Op merged = op0;
+    merged.bytes = bytes;
+    steps = RingSteps(merged, pc_.zero_stage, D_, bucket_bytes_);
+  } else {
+    exact = ExactRingSteps(op0, pc_.zero_stage, D_, bucket_bytes_);
+    steps = RingSteps(op0, pc_.zero_stage, D_, bucket_bytes_ * merge_);
+  }
+  if (options_.max_ring_steps > 0 && static_cast<int>(steps.size()) > options_.max_ring_steps) {
+    // Aggregated steps: `group` consecutive steps as one flow per hop.
+    const size_t group = (steps.size() + options_.max_ring_steps - 1) / options_.max_ring_steps;
+    std::vector<double> grouped;
+    for (size_t s = 0; s < steps.size(); s += group) {
+      double bytes = 0;
+      for (size_t k = s; k < std::min(steps.size(), s + group); ++k) bytes += steps[k];
+      grouped.push_back(bytes);
+    }
+    steps = std::move(grouped);
+  }
+  return steps;
+}
+
+// One ring per group of DP ops (RingKey): replica d sends to d + 1 mod D at every step; step s of d waits for
+// its own step s - 1 and for step s - 1 of d - 1 (the data it forwards); the latencies of merged or aggregated
+// steps as a delay after the ring, on the delay host.
+Status ActivityBuilder::AddRings() {
+  for (auto& [key, r] : rings_) {
     size_t members = 0;
     int32_t any = -1;
     for (const auto& v : r.ops)
@@ -481,134 +611,148 @@ Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options
         members = v.size();
         any = v[0];
       }
-    for (int d = 0; d < D; ++d)
+    for (int d = 0; d < D_; ++d)
       if (r.ops[d].size() != members)
-        return Error("simgrid engine: DP collective " + g.Describe(any) +
+        return Error("simgrid engine: DP collective " + g_.Describe(any) +
                      " has no counterpart on DP replica " + std::to_string(d));
-    const Op& op0 = g.ops[r.ops[0][0]];
-    std::vector<double> steps;
     int64_t exact = 0;
-    if (op0.kind == OpKind::kDpCollective) {
-      int64_t bytes = 0;
-      for (int32_t i : r.ops[0]) {
-        bytes += g.ops[i].bytes;
-        exact += ExactRingSteps(g.ops[i], pc.zero_stage, D, bucket_bytes);
-      }
-      Op merged = op0;
-      merged.bytes = bytes;
-      steps = RingSteps(merged, pc.zero_stage, D, bucket_bytes);
-    } else {
-      exact = ExactRingSteps(op0, pc.zero_stage, D, bucket_bytes);
-      steps = RingSteps(op0, pc.zero_stage, D, bucket_bytes * merge);
-    }
-    if (options.max_ring_steps > 0 && static_cast<int>(steps.size()) > options.max_ring_steps) {
-      // Aggregated steps: `group` consecutive steps as one flow per hop.
-      const size_t group = (steps.size() + options.max_ring_steps - 1) / options.max_ring_steps;
-      std::vector<double> grouped;
-      for (size_t s = 0; s < steps.size(); s += group) {
-        double bytes = 0;
-        for (size_t k = s; k < std::min(steps.size(), s + group); ++k) bytes += steps[k];
-        grouped.push_back(bytes);
-      }
-      steps = std::move(grouped);
-    }
+    const std::vector<double> steps = StepsOf(r, exact);
     r.steps = static_cast<int>(steps.size());
-    if (r.steps == 0) return Error("simgrid engine: empty DP collective " + g.Describe(r.ops[0][0]));
+    if (r.steps == 0) return Error("simgrid engine: empty DP collective " + g_.Describe(r.ops[0][0]));
     // The slowest hop's latency paces the ring: the merged steps' latencies as a delay.
     double hop_latency_us = 0;
-    for (int d = 0; d < D; ++d) {
-      const int a = g.ops[r.ops[d][0]].device, b = g.ops[r.ops[(d + 1) % D][0]].device;
-      const bool nvlink = dp_in_node || NodeOfDevice(cluster, pc, a) == NodeOfDevice(cluster, pc, b);
-      hop_latency_us = std::max(hop_latency_us, nvlink ? cluster.nvlink_latency_us : cluster.nic_latency_us);
+    for (int d = 0; d < D_; ++d) {
+      const int a = g_.ops[r.ops[d][0]].device, b = g_.ops[r.ops[(d + 1) % D_][0]].device;
+      const bool nvlink = dp_in_node_ || NodeOfDevice(cluster_, pc_, a) == NodeOfDevice(cluster_, pc_, b);
+      hop_latency_us =
+          std::max(hop_latency_us, nvlink ? cluster_.nvlink_latency_us : cluster_.nic_latency_us);
     }
     const double delay_flops = static_cast<double>(exact - r.steps) * hop_latency_us * 1e-6 * kHostSpeed;
-    for (int d = 0; d < D; ++d) {
-      const int dev = g.ops[r.ops[d][0]].device, next = g.ops[r.ops[(d + 1) % D][0]].device;
+    for (int d = 0; d < D_; ++d) {
+      const int dev = g_.ops[r.ops[d][0]].device, next = g_.ops[r.ops[(d + 1) % D_][0]].device;
       for (int s = 0; s < r.steps; ++s) {
-        const int32_t id = acts.Add(Dag::kComm, dev, next, steps[s]);
+        const int32_t id = acts_.Add(Dag::kComm, dev, next, steps[s]);
         if (d == 0 && s == 0) r.first = id;
       }
     }
-    for (int d = 0; d < D; ++d) {
-      const int prev = (d + D - 1) % D;
+    for (int d = 0; d < D_; ++d) {
+      const int prev = (d + D_ - 1) % D_;
       for (int s = 1; s < r.steps; ++s) {
-        acts.Edge(r.first + d * r.steps + s - 1, r.first + d * r.steps + s);     // own previous step
-        acts.Edge(r.first + prev * r.steps + s - 1, r.first + d * r.steps + s);  // data from the predecessor
+        acts_.Edge(r.first + d * r.steps + s - 1, r.first + d * r.steps + s);     // own previous step
+        acts_.Edge(r.first + prev * r.steps + s - 1, r.first + d * r.steps + s);  // data from the predecessor
       }
       std::array<int32_t, 2> end = {r.first + d * r.steps + r.steps - 1,
                                     r.first + prev * r.steps + r.steps - 1};
       if (delay_flops > 0) {
-        const int32_t delay = acts.Add(Dag::kExec, devices, -1, delay_flops);
-        acts.Edge(end[0], delay);
-        acts.Edge(end[1], delay);
+        const int32_t delay = acts_.Add(Dag::kExec, devices_, -1, delay_flops);
+        acts_.Edge(end[0], delay);
+        acts_.Edge(end[1], delay);
         end = {delay, -1};
       }
-      head[r.ops[d][0]] = r.first + d * r.steps;
-      for (int32_t i : r.ops[d]) tail[i] = end;
+      head_[r.ops[d][0]] = r.first + d * r.steps;
+      for (int32_t i : r.ops[d]) tail_[i] = end;
     }
   }
-  // Dispatch all-to-all of micro-batch m: every transfer starts when its sender's op starts; every replica's
-  // op ends at a join of all the micro-batch's transfers (and of every replica's start), so that without
-  // contention it lasts max over the transfers of latency + bytes / bandwidth, as the op graph prices it.
-  for (const auto& [slot, ops] : dispatch_ops) {
-    for (int d = 0; d < D; ++d)
+  return Status();
+}
+
+// Dispatch all-to-all of micro-batch m: every transfer starts when its sender's op starts; every replica's
+// op ends at a join of all the micro-batch's transfers (and of every replica's start), so that without
+// contention it lasts max over the transfers of latency + bytes / bandwidth, as the op graph prices it.
+Status ActivityBuilder::AddDispatch() {
+  for (const auto& [slot, ops] : dispatch_ops_) {
+    for (int d = 0; d < D_; ++d)
       if (ops[d] < 0)
         return Error("simgrid engine: dispatch slot " + std::to_string(slot) + " has no op on DP replica " +
                      std::to_string(d));
-    const int32_t join = acts.Add(Dag::kInstant, -1, -1, 0.0);
-    for (int d = 0; d < D; ++d) {
-      acts.Edge(head[ops[d]], join);
-      tail[ops[d]] = {join, -1};
+    const int32_t join = acts_.Add(Dag::kInstant, -1, -1, 0.0);
+    for (int d = 0; d < D_; ++d) {
+      acts_.Edge(head_[ops[d]], join);
+      tail_[ops[d]] = {join, -1};
     }
-    for (const DeviceTransfer& t : g.DispatchTransfers(slot)) {
-      const int32_t c = acts.Add(Dag::kComm, t.src_device, t.dst_device, static_cast<double>(t.bytes));
-      acts.Edge(head[ops[mesh.DpOfDevice(t.src_device)]], c);
-      acts.Edge(c, join);
+    for (const DeviceTransfer& t : g_.DispatchTransfers(slot)) {
+      const int32_t c = acts_.Add(Dag::kComm, t.src_device, t.dst_device, static_cast<double>(t.bytes));
+      acts_.Edge(head_[ops[mesh_.DpOfDevice(t.src_device)]], c);
+      acts_.Edge(c, join);
     }
   }
-  // Dependencies and lane order.
+  return Status();
+}
+
+// Dependencies and lane order: an op's head waits for the tails of its lane predecessor and of its explicit
+// dependencies (and so do the activities that start with it).
+void ActivityBuilder::AddDependencies() {
   std::vector<int32_t> preds;
-  for (int i = 0; i < n; ++i) {
-    if (head[i] < 0) continue;  // merged into its ring's first op: same barrier, lane order inside the ring
+  for (int i = 0; i < g_.num_ops(); ++i) {
+    if (head_[i] < 0) continue;  // merged into its ring's first op: same barrier, lane order inside the ring
     preds.clear();
     auto add = [&](int32_t j) {
-      for (int32_t a : tail[j])
+      for (int32_t a : tail_[j])
         if (a >= 0) preds.push_back(a);
     };
-    if (g.lane_prev[i] >= 0) add(g.lane_prev[i]);
-    for (int32_t j : g.Deps(i)) add(j);
+    if (g_.lane_prev[i] >= 0) add(g_.lane_prev[i]);
+    for (int32_t j : g_.Deps(i)) add(j);
     std::sort(preds.begin(), preds.end());
     preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
-    for (int32_t a : preds) acts.Edge(a, head[i]);
-    if (auto it = co_start.find(i); it != co_start.end())
+    for (int32_t a : preds) acts_.Edge(a, head_[i]);
+    if (auto it = co_start_.find(i); it != co_start_.end())
       for (int32_t x : it->second)
-        for (int32_t a : preds) acts.Edge(a, x);
+        for (int32_t a : preds) acts_.Edge(a, x);
   }
-  MMTWIN_RETURN_IF_ERROR(acts.Run(hosts, stats));
+}
 
-  // ---- Times back ----
-  for (int i = 0; i < n; ++i) {
-    if (head[i] < 0) continue;
-    start_us[i] = acts.start_s(head[i]) * 1e6;
-    finish_us[i] = acts.finish_s(tail[i][0]) * 1e6;
-    if (tail[i][1] >= 0) finish_us[i] = std::max(finish_us[i], acts.finish_s(tail[i][1]) * 1e6);
+// ---- Times back ----
+
+void ActivityBuilder::ReadBack(double* start_us, double* finish_us) const {
+  for (int i = 0; i < g_.num_ops(); ++i) {
+    if (head_[i] < 0) continue;
+    start_us[i] = acts_.start_s(head_[i]) * 1e6;
+    finish_us[i] = acts_.finish_s(tail_[i][0]) * 1e6;
+    if (tail_[i][1] >= 0) finish_us[i] = std::max(finish_us[i], acts_.finish_s(tail_[i][1]) * 1e6);
   }
-  // Merged buckets share their ring's span in proportion to their priced durations.
-  for (const auto& [key, r] : rings)
+  for (const auto& [key, r] : rings_)
     for (const auto& v : r.ops) {
       if (v.size() < 2) continue;
       const double s0 = start_us[v[0]], f0 = finish_us[v[0]];
       double total = 0, done = 0;
-      for (int32_t i : v) total += g.duration_us[i];
+      for (int32_t i : v) total += g_.duration_us[i];
       for (int32_t i : v) {
         start_us[i] = total > 0 ? s0 + (f0 - s0) * done / total : s0;
-        done += g.duration_us[i];
+        done += g_.duration_us[i];
         finish_us[i] = total > 0 ? s0 + (f0 - s0) * done / total : f0;
       }
       finish_us[v.back()] = f0;
     }
+}
+
+}  // namespace
+
+// Platform -> activities -> Engine::run -> times back.
+Status ReplayInProcess(const ClusterSpec& cluster, const SimGridOptions& options, const OpGraph& g,
+                       double* start_us, double* finish_us, SimGridReplayStats* stats) {
+  const auto t0 = std::chrono::steady_clock::now();
+  MMTWIN_RETURN_IF_ERROR(CheckPlatform(cluster, g));
+  const DeviceMesh mesh(g.parallel, cluster.gpus_per_node);
+
+  int argc = 2;
+  char arg0[] = "mmtwin-simgrid";
+  char arg1[] = "--log=root.thresh:warning";
+  char* argv[] = {arg0, arg1, nullptr};
+  sg4::Engine engine(&argc, argv);
+  ConfigureNetwork(options);
+
+  const Routes routes = TalkingPairs(cluster, g, mesh);
+  PlatformBuilder platform(cluster, options, g, routes);
+  if (stats) stats->hierarchical_platform = platform.hierarchical();
+  MMTWIN_ASSIGN_OR_RETURN(const std::vector<sg4::Host*> hosts, platform.Build());
+
+  ActivityBuilder acts(cluster, options, g, mesh);
+  MMTWIN_RETURN_IF_ERROR(acts.Build());
+  MMTWIN_RETURN_IF_ERROR(acts.dag().Run(hosts, stats));
+
+  acts.ReadBack(start_us, finish_us);
   if (stats) {
-    stats->buckets_per_ring = merge;
+    stats->buckets_per_ring = acts.merge();
     stats->simulate_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   return Status();

@@ -122,273 +122,346 @@ namespace {
 // The runs of a sweep, by index (ExpandRun, or a vector the caller built).
 using RunSource = std::function<SweepRun(int64_t)>;
 
-Result<SweepOutcome> RunSweepFrom(const SweepSpec& spec, int64_t count, const RunSource& source,
-                                  ResultsDb& db, const SweepRunOptions& o) {
+// One invocation of a sweep (RunSweepFrom): this shard's runs in index order, skipped when recorded ok (resume)
+// or duplicate, executed on up to `jobs` forked workers (a run whose scenario is invalid is recorded at once),
+// each result recorded by this process as its worker ends. Cancellation and stop_after kill the workers still
+// running (their runs are not recorded).
+class SweepExecution {
+ public:
+  SweepExecution(const SweepSpec& spec, int64_t count, const RunSource& source, ResultsDb& db,
+                 const SweepRunOptions& o)
+      : spec_(spec),
+        count_(count),
+        source_(source),
+        db_(db),
+        o_(o),
+        share_(!o.run && o.share_prepared),
+        fn_(o.run ? o.run : RunFunction([this](const Scenario& s) { return RunScenario(s, {}, prepared_); })),
+        session_(o.session.empty() ? DefaultSession() : o.session),
+        jobs_(std::max(1, o.jobs)) {}
+
+  Result<SweepOutcome> Run();
+
+ private:
+  // Resume: runs recorded ok under the same sweep digest are skipped by index without expanding them; others
+  // are expanded and skipped when their key is recorded ok (by this or any other sweep). Records the sweep.
+  Status Resume();
+  // The next run of this shard to execute (expanded now), or nullopt when none is left.
+  std::optional<SweepRun> NextRun();
+  // NextRun, after the look-ahead run (which Prepare may have taken) if there is one.
+  std::optional<SweepRun> Pull();
+  Status Record(const SweepRun& run, RunRecord rec);
+  // Starts workers until `jobs` run or no run is left (more_ false then).
+  Status LaunchWorkers();
+  // Shared preparation: the trace and data plan of a group of consecutive runs with one PreparedDataKey (or
+  // PreparedTraceKey), prepared here once for the workers to inherit.
+  void Prepare(const SweepRun& run);
+  Status Fork(std::shared_ptr<const SweepRun> run);
+  // Waits (at most 1 s) for the workers' replies; records the runs of the workers that ended.
+  Status Collect();
+  // The record of a worker that ended with `status`, from its reply.
+  RunRecord RecordOf(const Worker& w, int status) const;
+  void KillAll();
+  bool StopNow() const { return o_.stop_after > 0 && out_.executed >= o_.stop_after; }
+  bool Cancelled() const { return o_.cancel && o_.cancel->load(std::memory_order_relaxed); }
+  // Distinct runs of the shard: exact once every run was looked at, else the runs minus the duplicates so far.
+  SweepOutcome& Finish() {
+    out_.in_shard = static_cast<int>(shard_runs_ - duplicates_);
+    return out_;
+  }
+
+  const SweepSpec& spec_;
+  const int64_t count_;
+  const RunSource& source_;
+  ResultsDb& db_;
+  const SweepRunOptions& o_;
   // The trace and data plan the parent prepared for the runs being launched (consecutive runs with one
   // PreparedDataKey); a forked worker inherits it.
-  std::shared_ptr<const PreparedData> prepared;
-  const bool share = !o.run && o.share_prepared;
-  const RunFunction fn =
-      o.run ? o.run : RunFunction([&prepared](const Scenario& s) { return RunScenario(s, {}, prepared); });
-  const std::string session = o.session.empty() ? DefaultSession() : o.session;
-  const int jobs = std::max(1, o.jobs);
+  std::shared_ptr<const PreparedData> prepared_;
+  const bool share_;
+  const RunFunction fn_;
+  const std::string session_;
+  const int jobs_;
 
-  // Resume: runs recorded ok under the same sweep digest are skipped by index without expanding them; others
-  // are expanded and skipped when their key is recorded ok (by this or any other sweep).
-  const std::string digest = SweepDigest(spec);
-  std::set<int64_t> done_index;
+  std::set<int64_t> done_index_;
+  std::set<std::string> done_;  // keys recorded ok
+  SweepOutcome out_;
+  int64_t shard_runs_ = 0;  // runs of this shard, duplicates included
+  std::set<std::string> seen_;
+  int64_t cursor_ = 0;      // next index to look at
+  int64_t known_skip_ = 0;  // runs found done or duplicate so far
+  int64_t duplicates_ = 0;  // runs whose key an earlier run of this sweep has
+  // One run of look-ahead (Pull() returns it first): whether the next run shares the prepared data.
+  std::optional<SweepRun> lookahead_;
+  Clock::time_point t0_;
+  SweepProgress progress_;
+  std::map<int, Worker> active_;  // by fd
+  bool more_ = true;              // NextRun() may still return a run
+};
+
+Status SweepExecution::Resume() {
+  const std::string digest = SweepDigest(spec_);
   {
-    MMTWIN_ASSIGN_OR_RETURN(std::vector<SweepInfo> sweeps, db.Sweeps());
+    MMTWIN_ASSIGN_OR_RETURN(std::vector<SweepInfo> sweeps, db_.Sweeps());
     for (const SweepInfo& info : sweeps)
-      if (info.name == spec.name && info.digest == digest) {
-        MMTWIN_ASSIGN_OR_RETURN(done_index, db.OkIndices(spec.name));
+      if (info.name == spec_.name && info.digest == digest) {
+        MMTWIN_ASSIGN_OR_RETURN(done_index_, db_.OkIndices(spec_.name));
       }
   }
   std::string axes_json = "[";
-  for (size_t i = 0; i < spec.axes.size(); ++i) axes_json += (i ? ", \"" : "\"") + spec.axes[i].name + "\"";
+  for (size_t i = 0; i < spec_.axes.size(); ++i) axes_json += (i ? ", \"" : "\"") + spec_.axes[i].name + "\"";
   axes_json += "]";
-  MMTWIN_RETURN_IF_ERROR(db.PutSweep({spec.name, spec.path, axes_json, static_cast<int>(count), digest}));
-  MMTWIN_ASSIGN_OR_RETURN(std::set<std::string> done, db.OkKeys());
+  MMTWIN_RETURN_IF_ERROR(db_.PutSweep({spec_.name, spec_.path, axes_json, static_cast<int>(count_), digest}));
+  MMTWIN_ASSIGN_OR_RETURN(done_, db_.OkKeys());
+  for (int64_t i = 0; i < count_; ++i)
+    shard_runs_ += InShard(static_cast<int>(i), o_.shard, o_.shards) ? 1 : 0;
+  return Status();
+}
 
-  SweepOutcome out;
-  int64_t shard_runs = 0;  // runs of this shard, duplicates included
-  for (int64_t i = 0; i < count; ++i) shard_runs += InShard(static_cast<int>(i), o.shard, o.shards) ? 1 : 0;
-  std::set<std::string> seen;
-  int64_t cursor = 0;      // next index to look at
-  int64_t known_skip = 0;  // runs found done or duplicate so far
-  int64_t duplicates = 0;  // runs whose key an earlier run of this sweep has
-  // Distinct runs of the shard: exact once every run was looked at, else the runs minus the duplicates so far.
-  auto finish = [&]() -> SweepOutcome& {
-    out.in_shard = static_cast<int>(shard_runs - duplicates);
-    return out;
-  };
-  // The next run of this shard to execute (expanded now), or nullopt when none is left.
-  auto next_run = [&]() -> std::optional<SweepRun> {
-    for (; cursor < count; ++cursor) {
-      if (!InShard(static_cast<int>(cursor), o.shard, o.shards)) continue;
-      if (done_index.count(cursor)) {
-        ++out.skipped;
-        ++known_skip;
-        continue;
-      }
-      SweepRun r = source(cursor);
-      ++out.expanded;
-      if (!seen.insert(r.key).second) {
-        ++known_skip;
-        ++duplicates;
-        continue;
-      }
-      if (done.count(r.key)) {
-        ++out.skipped;
-        ++known_skip;
-        continue;
-      }
-      ++cursor;
-      return r;
+std::optional<SweepRun> SweepExecution::NextRun() {
+  for (; cursor_ < count_; ++cursor_) {
+    if (!InShard(static_cast<int>(cursor_), o_.shard, o_.shards)) continue;
+    if (done_index_.count(cursor_)) {
+      ++out_.skipped;
+      ++known_skip_;
+      continue;
     }
-    return std::nullopt;
-  };
-
-  // One run of look-ahead (pull() returns it first): whether the next run shares the prepared data.
-  std::optional<SweepRun> lookahead;
-  auto pull = [&]() -> std::optional<SweepRun> {
-    if (lookahead) {
-      std::optional<SweepRun> r = std::move(lookahead);
-      lookahead.reset();
-      return r;
+    SweepRun r = source_(cursor_);
+    ++out_.expanded;
+    if (!seen_.insert(r.key).second) {
+      ++known_skip_;
+      ++duplicates_;
+      continue;
     }
-    return next_run();
-  };
+    if (done_.count(r.key)) {
+      ++out_.skipped;
+      ++known_skip_;
+      continue;
+    }
+    ++cursor_;
+    return r;
+  }
+  return std::nullopt;
+}
 
-  const auto t0 = Clock::now();
-  SweepProgress progress;
+std::optional<SweepRun> SweepExecution::Pull() {
+  if (lookahead_) {
+    std::optional<SweepRun> r = std::move(lookahead_);
+    lookahead_.reset();
+    return r;
+  }
+  return NextRun();
+}
+
+Status SweepExecution::Record(const SweepRun& run, RunRecord rec) {
+  rec.run_key = run.key;
+  rec.sweep = spec_.name;
+  rec.run_index = run.index;
+  rec.axes = run.axes;
+  rec.scenario_yaml = run.resolved_yaml;
+  rec.session = session_;
+  rec.finished_at = UtcNow();
+  MMTWIN_RETURN_IF_ERROR(db_.Put(rec));
+  ++out_.executed;
+  if (rec.status != "ok") ++out_.errors;
   // Runs left to execute, as far as is known: runs found done (or duplicate) further on lower it.
-  auto update_total = [&]() { progress.total = static_cast<int>(shard_runs - known_skip); };
-  update_total();
+  progress_.total = static_cast<int>(shard_runs_ - known_skip_);
+  progress_.done = out_.executed;
+  progress_.errors = out_.errors;
+  progress_.elapsed_seconds = std::chrono::duration<double>(Clock::now() - t0_).count();
+  progress_.eta_seconds = progress_.elapsed_seconds / progress_.done * (progress_.total - progress_.done);
+  progress_.run = &run;
+  progress_.record = &rec;
+  if (o_.progress) o_.progress(progress_);
+  return Status();
+}
 
-  auto record = [&](const SweepRun& run, RunRecord rec) -> Status {
-    rec.run_key = run.key;
-    rec.sweep = spec.name;
-    rec.run_index = run.index;
-    rec.axes = run.axes;
-    rec.scenario_yaml = run.resolved_yaml;
-    rec.session = session;
-    rec.finished_at = UtcNow();
-    MMTWIN_RETURN_IF_ERROR(db.Put(rec));
-    ++out.executed;
-    if (rec.status != "ok") ++out.errors;
-    update_total();
-    progress.done = out.executed;
-    progress.errors = out.errors;
-    progress.elapsed_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    progress.eta_seconds = progress.elapsed_seconds / progress.done * (progress.total - progress.done);
-    progress.run = &run;
-    progress.record = &rec;
-    if (o.progress) o.progress(progress);
-    return Status();
-  };
+void SweepExecution::KillAll() {
+  for (auto& [fd, w] : active_) {
+    ::kill(w.pid, SIGKILL);
+    int st = 0;
+    while (::waitpid(w.pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    ::close(fd);
+  }
+  active_.clear();
+}
 
-  std::map<int, Worker> active;  // by fd
-  auto kill_all = [&]() {
-    for (auto& [fd, w] : active) {
-      ::kill(w.pid, SIGKILL);
-      int st = 0;
-      while (::waitpid(w.pid, &st, 0) < 0 && errno == EINTR) {
-      }
-      ::close(fd);
-    }
-    active.clear();
-  };
-  auto stop_now = [&]() { return o.stop_after > 0 && out.executed >= o.stop_after; };
-  auto cancelled = [&]() { return o.cancel && o.cancel->load(std::memory_order_relaxed); };
-
-  bool more = true;  // next_run() may still return a run
-  while (more || !active.empty()) {
-    if (cancelled()) {
-      kill_all();
-      out.interrupted = true;
-      return finish();
-    }
-    if (stop_now() && (more || !active.empty())) {
-      kill_all();
-      // Stopped with runs left: look ahead once, so "stopped" is not reported when the last run just finished.
-      if (!active.empty() || pull()) out.stopped = true;
-      return finish();
-    }
-    // Launch workers; invalid scenarios are recorded at once.
-    while (more && static_cast<int>(active.size()) < jobs) {
-      std::optional<SweepRun> expanded = pull();
-      if (!expanded) {
-        more = false;
-        break;
-      }
-      auto shared = std::make_shared<const SweepRun>(std::move(*expanded));
-      const SweepRun& run = *shared;
-      if (!run.error.empty()) {
-        RunRecord rec;
-        rec.status = "error";
-        rec.error = run.error;
-        MMTWIN_RETURN_IF_ERROR(record(run, std::move(rec)));
-        if (stop_now()) break;
-        continue;
-      }
-      if (share) {
-        const std::string key = PreparedDataKey(run.scenario);
-        if (!prepared || (prepared->key != key && prepared->trace_key != PreparedTraceKey(run.scenario))) {
-          prepared.reset();  // one at a time in this process
-          // Only a group of consecutive runs is prepared here: a run that shares its key with no neighbour
-          // prepares in its own worker, in parallel with the other workers, instead of serially in the parent.
-          // Sharing the trace alone (the next run differs in its data plan, e.g. the seed) also counts.
-          if (!lookahead) lookahead = next_run();
-          const bool group = lookahead && lookahead->error.empty() &&
-                             (PreparedDataKey(lookahead->scenario) == key ||
-                              PreparedTraceKey(lookahead->scenario) == PreparedTraceKey(run.scenario));
-          if (group) {
-            const auto p0 = Clock::now();
-            auto p = PrepareData(run.scenario, o.cancel);
-            out.prepare_seconds += std::chrono::duration<double>(Clock::now() - p0).count();
-            if (p) {
-              prepared = std::move(*p);
-              ++out.prepared;
-            }  // else: the worker prepares it itself and records the error
-          }
-        }
-        if (prepared) ++out.shared_runs;
-      }
-      int fds[2];
-      if (::pipe(fds) != 0) {
-        kill_all();
-        return Error::External(std::string("sweep: pipe: ") + std::strerror(errno));
-      }
-      const pid_t parent = ::getpid();
-      const pid_t pid = ::fork();
-      if (pid < 0) {
-        ::close(fds[0]);
-        ::close(fds[1]);
-        kill_all();
-        return Error::External(std::string("sweep: fork: ") + std::strerror(errno));
-      }
-      if (pid == 0) {
-        // Die with the sweep: a killed parent leaves no orphan workers running.
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (::getppid() != parent) ::_exit(4);
-        // Its own process group (a terminal's Ctrl-C reaches only the parent, which stops the workers) and the
-        // default signal actions (not the parent's flag-only handlers).
-        ::setpgid(0, 0);
-        RestoreDefaultSignals();
-        ::close(fds[0]);
-        for (const auto& [fd, w] : active) ::close(fd);
-        WorkerMain(fds[1], run, fn);
-      }
-      ::close(fds[1]);
-      ::fcntl(fds[0], F_SETFD, FD_CLOEXEC);
-      Worker w;
-      w.pid = pid;
-      w.fd = fds[0];
-      w.run = shared;
-      w.start = Clock::now();
-      active.emplace(fds[0], std::move(w));
-    }
-    if (active.empty()) continue;
-
-    std::vector<pollfd> pfds;
-    for (const auto& [fd, w] : active) pfds.push_back({fd, POLLIN, 0});
-    const int n = ::poll(pfds.data(), pfds.size(), 1000);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      kill_all();
-      return Error::External(std::string("sweep: poll: ") + std::strerror(errno));
-    }
-    for (const pollfd& p : pfds) {
-      if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      Worker& w = active.at(p.fd);
-      char buf[65536];
-      const ssize_t got = ::read(p.fd, buf, sizeof buf);
-      if (got < 0 && errno == EINTR) continue;
-      if (got > 0) {
-        w.buffer.append(buf, static_cast<size_t>(got));
-        continue;
-      }
-      // EOF (or a read error): the worker is done.
-      ::close(p.fd);
-      int status = 0;
-      while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      RunRecord rec;
-      rec.wall_seconds = std::chrono::duration<double>(Clock::now() - w.start).count();
-      out.run_seconds += rec.wall_seconds;
-      const nlohmann::json reply = nlohmann::json::parse(w.buffer, nullptr, false);
-      const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      Result<RunSummary> summary = Error("no summary");
-      if (clean && reply.is_object() && reply.value("ok", false) && reply.contains("summary_json") &&
-          reply["summary_json"].is_string())
-        summary = SummaryFromJson(reply["summary_json"].get<std::string>(), "run " + w.run->key);
-      if (summary) {
-        rec.status = "ok";
-        rec.summary = std::move(*summary);
-      } else if (clean && reply.is_object() && reply.value("ok", false)) {
-        rec.status = "error";
-        rec.error = "worker reply: " + summary.error().message();
-      } else {
-        rec.status = "error";
-        if (clean && reply.is_object() && reply.contains("error") && reply["error"].is_string())
-          rec.error = reply["error"].get<std::string>();
-        else
-          rec.error = DescribeStatus(status);
-      }
-      const std::shared_ptr<const SweepRun> finished = w.run;
-      const SweepRun& run = *finished;
-      active.erase(p.fd);
-      if (cancelled() && WIFSIGNALED(status)) continue;  // killed by the interruption: not a run error
-      if (Status st = record(run, std::move(rec)); !st.ok()) {
-        kill_all();
-        return st.error();
-      }
-      if (stop_now()) break;
+void SweepExecution::Prepare(const SweepRun& run) {
+  const std::string key = PreparedDataKey(run.scenario);
+  if (!prepared_ || (prepared_->key != key && prepared_->trace_key != PreparedTraceKey(run.scenario))) {
+    prepared_.reset();  // one at a time in this process
+    // Only a group of consecutive runs is prepared here: a run that shares its key with no neighbour
+    // prepares in its own worker, in parallel with the other workers, instead of serially in the parent.
+    // Sharing the trace alone (the next run differs in its data plan, e.g. the seed) also counts.
+    if (!lookahead_) lookahead_ = NextRun();
+    const bool group = lookahead_ && lookahead_->error.empty() &&
+                       (PreparedDataKey(lookahead_->scenario) == key ||
+                        PreparedTraceKey(lookahead_->scenario) == PreparedTraceKey(run.scenario));
+    if (group) {
+      const auto p0 = Clock::now();
+      auto p = PrepareData(run.scenario, o_.cancel);
+      out_.prepare_seconds += std::chrono::duration<double>(Clock::now() - p0).count();
+      if (p) {
+        prepared_ = std::move(*p);
+        ++out_.prepared;
+      }  // else: the worker prepares it itself and records the error
     }
   }
-  out.stopped = false;  // the loop ran out of runs
-  return finish();
+  if (prepared_) ++out_.shared_runs;
+}
+
+Status SweepExecution::Fork(std::shared_ptr<const SweepRun> run) {
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    KillAll();
+    return Error::External(std::string("sweep: pipe: ") + std::strerror(errno));
+  }
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    KillAll();
+    return Error::External(std::string("sweep: fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    // Die with the sweep: a killed parent leaves no orphan workers running.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(4);
+    // Its own process group (a terminal's Ctrl-C reaches only the parent, which stops the workers) and the
+    // default signal actions (not the parent's flag-only handlers).
+    ::setpgid(0, 0);
+    RestoreDefaultSignals();
+    ::close(fds[0]);
+    for (const auto& [fd, w] : active_) ::close(fd);
+    WorkerMain(fds[1], *run, fn_);
+  }
+  ::close(fds[1]);
+  ::fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+  Worker w;
+  w.pid = pid;
+  w.fd = fds[0];
+  w.run = std::move(run);
+  w.start = Clock::now();
+  active_.emplace(fds[0], std::move(w));
+  return Status();
+}
+
+Status SweepExecution::LaunchWorkers() {
+  while (more_ && static_cast<int>(active_.size()) < jobs_) {
+    std::optional<SweepRun> expanded = Pull();
+    if (!expanded) {
+      more_ = false;
+      break;
+    }
+    auto shared = std::make_shared<const SweepRun>(std::move(*expanded));
+    const SweepRun& run = *shared;
+    if (!run.error.empty()) {  // an invalid scenario: recorded at once
+      RunRecord rec;
+      rec.status = "error";
+      rec.error = run.error;
+      MMTWIN_RETURN_IF_ERROR(Record(run, std::move(rec)));
+      if (StopNow()) break;
+      continue;
+    }
+    if (share_) Prepare(run);
+    MMTWIN_RETURN_IF_ERROR(Fork(std::move(shared)));
+  }
+  return Status();
+}
+
+RunRecord SweepExecution::RecordOf(const Worker& w, int status) const {
+  RunRecord rec;
+  rec.wall_seconds = std::chrono::duration<double>(Clock::now() - w.start).count();
+  const nlohmann::json reply = nlohmann::json::parse(w.buffer, nullptr, false);
+  const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  Result<RunSummary> summary = Error("no summary");
+  if (clean && reply.is_object() && reply.value("ok", false) && reply.contains("summary_json") &&
+      reply["summary_json"].is_string())
+    summary = SummaryFromJson(reply["summary_json"].get<std::string>(), "run " + w.run->key);
+  if (summary) {
+    rec.status = "ok";
+    rec.summary = std::move(*summary);
+  } else if (clean && reply.is_object() && reply.value("ok", false)) {
+    rec.status = "error";
+    rec.error = "worker reply: " + summary.error().message();
+  } else {
+    rec.status = "error";
+    if (clean && reply.is_object() && reply.contains("error") && reply["error"].is_string())
+      rec.error = reply["error"].get<std::string>();
+    else
+      rec.error = DescribeStatus(status);
+  }
+  return rec;
+}
+
+Status SweepExecution::Collect() {
+  std::vector<pollfd> pfds;
+  for (const auto& [fd, w] : active_) pfds.push_back({fd, POLLIN, 0});
+  const int n = ::poll(pfds.data(), pfds.size(), 1000);
+  if (n < 0) {
+    if (errno == EINTR) return Status();
+    KillAll();
+    return Error::External(std::string("sweep: poll: ") + std::strerror(errno));
+  }
+  for (const pollfd& p : pfds) {
+    if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    Worker& w = active_.at(p.fd);
+    char buf[65536];
+    const ssize_t got = ::read(p.fd, buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got > 0) {
+      w.buffer.append(buf, static_cast<size_t>(got));
+      continue;
+    }
+    // EOF (or a read error): the worker is done.
+    ::close(p.fd);
+    int status = 0;
+    while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    RunRecord rec = RecordOf(w, status);
+    out_.run_seconds += rec.wall_seconds;
+    const std::shared_ptr<const SweepRun> finished = w.run;
+    const SweepRun& run = *finished;
+    active_.erase(p.fd);
+    if (Cancelled() && WIFSIGNALED(status)) continue;  // killed by the interruption: not a run error
+    if (Status st = Record(run, std::move(rec)); !st.ok()) {
+      KillAll();
+      return st.error();
+    }
+    if (StopNow()) break;
+  }
+  return Status();
+}
+
+Result<SweepOutcome> SweepExecution::Run() {
+  MMTWIN_RETURN_IF_ERROR(Resume());
+  t0_ = Clock::now();
+  progress_.total = static_cast<int>(shard_runs_ - known_skip_);
+  while (more_ || !active_.empty()) {
+    if (Cancelled()) {
+      KillAll();
+      out_.interrupted = true;
+      return Finish();
+    }
+    if (StopNow() && (more_ || !active_.empty())) {
+      KillAll();
+      // Stopped with runs left: look ahead once, so "stopped" is not reported when the last run just finished.
+      if (!active_.empty() || Pull()) out_.stopped = true;
+      return Finish();
+    }
+    MMTWIN_RETURN_IF_ERROR(LaunchWorkers());
+    if (active_.empty()) continue;
+    MMTWIN_RETURN_IF_ERROR(Collect());
+  }
+  out_.stopped = false;  // the loop ran out of runs
+  return Finish();
+}
+
+Result<SweepOutcome> RunSweepFrom(const SweepSpec& spec, int64_t count, const RunSource& source,
+                                  ResultsDb& db, const SweepRunOptions& o) {
+  return SweepExecution(spec, count, source, db, o).Run();
 }
 
 }  // namespace
