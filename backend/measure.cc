@@ -166,9 +166,7 @@ void AddMeasuredStages(const PlannedRun& run, const MeasuredTotals& t, const Dev
 
 RunSummary MeasuredSummary(const PlannedRun& run, const std::vector<OpRecord>& ops,
                            const std::vector<double>& iteration_us,
-                           const std::vector<int64_t>& peak_bytes_per_stage, int warmup_iterations,
-                           const std::string& engine) {
-  (void)warmup_iterations;
+                           const std::vector<int64_t>& peak_bytes_per_stage, const std::string& engine) {
   RunSummary s = PlannedRunSummary(run, RecordSource::kMeasured, engine, iteration_us);
   if (iteration_us.empty()) return s;
   double total_us = 0;
@@ -199,13 +197,8 @@ Status WriteMeasuredRun(const std::string& rundir, const PlannedRun& run, const 
       .Write(rundir);
 }
 
-RecordWriter::RecordWriter(std::string rundir, const PlannedRun& run, int warmup_iterations,
-                           std::string engine)
-    : rundir_(std::move(rundir)),
-      run_(run),
-      warmup_iterations_(warmup_iterations),
-      engine_(std::move(engine)),
-      thread_([this] { Loop(); }) {}
+RecordWriter::RecordWriter(std::string rundir, const PlannedRun& run, std::string engine)
+    : rundir_(std::move(rundir)), run_(run), engine_(std::move(engine)), thread_([this] { Loop(); }) {}
 
 RecordWriter::~RecordWriter() {
   (void)Flush();
@@ -258,8 +251,7 @@ void RecordWriter::Loop() {
       for (size_t s = 0; s < it.peak_bytes_per_stage.size(); ++s)
         peak_bytes_per_stage_[s] = std::max(peak_bytes_per_stage_[s], it.peak_bytes_per_stage[s]);
     }
-    const RunSummary summary =
-        MeasuredSummary(run_, all_ops_, iteration_us_, peak_bytes_per_stage_, warmup_iterations_, engine_);
+    const RunSummary summary = MeasuredSummary(run_, all_ops_, iteration_us_, peak_bytes_per_stage_, engine_);
     Status st = WriteMeasuredRun(rundir_, run_, summary, all_ops_, all_layers_);
     lock.lock();
     busy_ = false;

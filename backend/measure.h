@@ -18,9 +18,9 @@
 #include <thread>
 #include <vector>
 
-#include "driver/planner.h"
 #include "core/records/layer_timings.h"
 #include "core/records/records.h"
+#include "driver/planner.h"
 
 namespace mmtwin::backend {
 
@@ -30,8 +30,7 @@ namespace mmtwin::backend {
 // peak of any rank of each pipeline stage. `engine`: "libtorch-gloo" or "libtorch-nccl".
 RunSummary MeasuredSummary(const PlannedRun& run, const std::vector<OpRecord>& ops,
                            const std::vector<double>& iteration_us,
-                           const std::vector<int64_t>& peak_bytes_per_stage, int warmup_iterations,
-                           const std::string& engine);
+                           const std::vector<int64_t>& peak_bytes_per_stage, const std::string& engine);
 
 // Writes RUNDIR as a unit (RunFolderWriter, core/records/run_folder.h): the summary and its stages, every measured
 // op, the Perfetto trace of the last measured iteration, the per-layer timings, the plan and the scenario.
@@ -54,7 +53,7 @@ struct MeasuredIteration {
 // `run` must outlive the writer. Thread-safe: Add / Flush / writes from any thread.
 class RecordWriter {
  public:
-  RecordWriter(std::string rundir, const PlannedRun& run, int warmup_iterations, std::string engine);
+  RecordWriter(std::string rundir, const PlannedRun& run, std::string engine);
   ~RecordWriter();
   RecordWriter(const RecordWriter&) = delete;
   RecordWriter& operator=(const RecordWriter&) = delete;
@@ -72,7 +71,6 @@ class RecordWriter {
 
   const std::string rundir_;
   const PlannedRun& run_;
-  const int warmup_iterations_;
   const std::string engine_;
   mutable std::mutex mu_;
   std::condition_variable wake_, idle_;

@@ -173,8 +173,7 @@ Status Rank::SharePlan() {
     }
     run_ = std::make_unique<PlannedRun>(std::move(*planned));
     if (opt_.measure && !opt_.pingpong) {
-      writer_ = std::make_unique<RecordWriter>(opt_.rundir, *run_, scenario_.backend.warmup_iterations,
-                                               "libtorch-gloo");
+      writer_ = std::make_unique<RecordWriter>(opt_.rundir, *run_, "libtorch-gloo");
       std::lock_guard<std::mutex> lock(g_writer_mu);
       g_writer = writer_.get();
     }

@@ -187,7 +187,9 @@ void RunsOf(const DbRows& db, const std::string& column, const std::vector<std::
   SplitRunColumn(column, seps, ref_a, ref_b);
   b = nullptr;
   ASSERT_NO_FATAL_FAILURE(LookupRun(db, ref_a, what, a));
-  if (!ref_b.empty()) ASSERT_NO_FATAL_FAILURE(LookupRun(db, ref_b, what, b));
+  if (!ref_b.empty()) {
+    ASSERT_NO_FATAL_FAILURE(LookupRun(db, ref_b, what, b));
+  }
 }
 
 // The ratio column: mmtwin / paper to 2 decimals where the paper gives a plain nonzero number, else n/a.
@@ -592,7 +594,9 @@ TEST(ReportTest, ReducedOrchmllmReportEqualsItsRunRecords) {
     const Ref ra = ParseRef(col), rb = ParseRef(second);
     const RunRecord *pa = nullptr, *b = nullptr;
     ASSERT_NO_FATAL_FAILURE(LookupRun(dbr, ra.run, what, pa));
-    if (!second.empty()) ASSERT_NO_FATAL_FAILURE(LookupRun(dbr, rb.run, what, b));
+    if (!second.empty()) {
+      ASSERT_NO_FATAL_FAILURE(LookupRun(dbr, rb.run, what, b));
+    }
     const RunRecord& a = *pa;
     refs_used.insert(ra.run);
     for (const auto& [axis, label] : OrchExpectedAxes(row, false))

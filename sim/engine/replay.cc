@@ -171,9 +171,7 @@ Status AddSpCollective(const OpGraph& g, int i, const ClusterSpec& cluster, cons
                        std::vector<std::array<int32_t, 2>>& tail,
                        std::map<int32_t, std::vector<int32_t>>& co_start) {
   const Op& op = g.ops[i];
-  const int gpn = std::max(cluster.gpus_per_node, 1);
-  const double nic_share =
-      cluster.nics_per_node > 0 ? cluster.node_nic_bytes_per_s() / gpn : cluster.nic_bytes_per_s;
+  const double nic_share = cluster.gpu_nic_bytes_per_s();
   auto seconds = [&](int a, int b, double bytes) {
     const bool nvlink = NodeOfDevice(cluster, pc, a) == NodeOfDevice(cluster, pc, b);
     const double bw = nvlink ? cluster.nvlink_bytes_per_s : nic_share;
@@ -283,8 +281,7 @@ using Routes = std::map<std::pair<int32_t, int32_t>, bool>;
 // (pipeline sends, DP rings, data dispatch, SP).
 Routes TalkingPairs(const ClusterSpec& cluster, const OpGraph& g, const DeviceMesh& mesh) {
   const ParallelConfig& pc = g.parallel;
-  const int gpn = std::max(cluster.gpus_per_node, 1);
-  const bool dp_in_node = pc.tp * pc.dp <= gpn;
+  const bool dp_in_node = mesh.DpGroupInNode();  // the engine requires gpus_per_node >= 1
   std::set<std::pair<int32_t, int32_t>> p2p_pairs, ring_pairs, sp_pairs;
   for (int i = 0; i < g.num_ops(); ++i) {
     const Op& op = g.ops[i];
@@ -373,9 +370,7 @@ class PlatformBuilder {
   }
 
   void MakeLinks() {
-    const int gpn = std::max(cluster_.gpus_per_node, 1);
-    const double nic_share =
-        cluster_.nics_per_node > 0 ? cluster_.node_nic_bytes_per_s() / gpn : cluster_.nic_bytes_per_s;
+    const double nic_share = cluster_.gpu_nic_bytes_per_s();
     links_.assign(devices_, {});
     for (int dev = 0; dev < devices_; ++dev) {
       const std::string s = std::to_string(dev);
@@ -471,7 +466,7 @@ class ActivityBuilder {
         mesh_(mesh),
         D_(mesh.dp()),
         devices_(g.num_devices),
-        dp_in_node_(pc_.tp * pc_.dp <= std::max(cluster.gpus_per_node, 1)),
+        dp_in_node_(mesh.DpGroupInNode()),
         bucket_bytes_(g.source.comm.dp_bucket_bytes),
         head_(g.num_ops(), -1),  // -1: an op merged into the previous bucket's ring (no activity of its own)
         tail_(g.num_ops(), {-1, -1}) {

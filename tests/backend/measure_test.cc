@@ -50,7 +50,7 @@ TEST(MeasuredSummary, BubbleAndIdleFollowTheSimulatorsDefinitions) {
   ops.back().micro_batch = 1;
   op(1, 1, OpKind::kForward, 400, 500);
   op(1, 1, OpKind::kBackward, 500, 700);
-  const RunSummary s = MeasuredSummary(*run, ops, {1000.0}, {0, 0}, 0, "libtorch-gloo");
+  const RunSummary s = MeasuredSummary(*run, ops, {1000.0}, {0, 0}, "libtorch-gloo");
   // busy: 600, 600, 700, 300; exposed: 0, 0, 150, 0 (100 DP wait + 50 dispatch); idle: 100, 100, 0, 0;
   // bubble = 1000 - the rest.
   EXPECT_NEAR(s.busy_ratio, 2200.0 / 4000, 1e-12);
@@ -81,7 +81,7 @@ TEST(MeasuredSummary, SharesTheSimulatorsSummaryBuilder) {
   auto run = BuildPlan(*scenario, {});
   ASSERT_TRUE(run.ok()) << run.error().message();
   const std::vector<double> times = {1000, 1250, 900, 1100};
-  const RunSummary s = MeasuredSummary(*run, {}, times, {0, 0}, 1, "libtorch-gloo");
+  const RunSummary s = MeasuredSummary(*run, {}, times, {0, 0}, "libtorch-gloo");
   const IterationTimeStats want = IterationTimeStatsOf(times, run->plan.iterations_in_epoch);
   EXPECT_EQ(s.iteration_time_us.mean, want.mean);
   EXPECT_EQ(s.iteration_time_us.p99, want.p99);
@@ -97,7 +97,7 @@ TEST(MeasuredSummary, SharesTheSimulatorsSummaryBuilder) {
   EXPECT_EQ(SummaryToJson(header),
             SummaryToJson(PlannedRunSummary(*run, RecordSource::kMeasured, "libtorch-gloo", times)));
   // No iteration yet: the header alone.
-  EXPECT_EQ(SummaryToJson(MeasuredSummary(*run, {}, {}, {}, 1, "libtorch-gloo")),
+  EXPECT_EQ(SummaryToJson(MeasuredSummary(*run, {}, {}, {}, "libtorch-gloo")),
             SummaryToJson(PlannedRunSummary(*run, RecordSource::kMeasured, "libtorch-gloo", {})));
 }
 

@@ -24,7 +24,8 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string TmpDir(const std::string& name) {
-  const fs::path d = fs::path(::testing::TempDir()) / ("record_writer_" + std::to_string(::getpid()) + "_" + name);
+  const fs::path d =
+      fs::path(::testing::TempDir()) / ("record_writer_" + std::to_string(::getpid()) + "_" + name);
   fs::remove_all(d);
   return d.string();
 }
@@ -90,7 +91,7 @@ TEST(RecordWriter, EveryAddedIterationReachesTheRunFolder) {
   constexpr int kIterations = 40;
   std::vector<double> spans;
   {
-    RecordWriter w(dir, run, 1, "libtorch-gloo");
+    RecordWriter w(dir, run, "libtorch-gloo");
     for (int k = 0; k < kIterations; ++k) {
       ASSERT_TRUE(w.Add(Iteration(k, devices, stages)).ok());
       spans.push_back(2000 + 10 * k);
@@ -143,7 +144,7 @@ TEST(RecordWriter, TheDestructorFlushes) {
   const PlannedRun& run = SmallRun();
   const std::string dir = TmpDir("destructor");
   {
-    RecordWriter w(dir, run, 0, "libtorch-gloo");
+    RecordWriter w(dir, run, "libtorch-gloo");
     for (int k = 0; k < 3; ++k) ASSERT_TRUE(w.Add(Iteration(k, 1, run.plan.parallel.pp)).ok());
   }
   auto summary = LoadSummary(dir + "/summary.json");
@@ -157,7 +158,7 @@ TEST(RecordWriter, WriteErrorsAreValuesNamingTheFolder) {
   fs::create_directories(base);
   std::ofstream(base + "/file") << "not a folder\n";
   const std::string dir = base + "/file/run";  // under a regular file: cannot be created
-  RecordWriter w(dir, run, 0, "libtorch-gloo");
+  RecordWriter w(dir, run, "libtorch-gloo");
   ASSERT_TRUE(w.Add(Iteration(0, 1, run.plan.parallel.pp)).ok());  // nothing written yet: no error known
   const Status st = w.Flush();
   ASSERT_FALSE(st.ok());

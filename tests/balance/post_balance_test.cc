@@ -382,6 +382,7 @@ Bins ReferenceKk(const std::vector<double>& cost, int d) {
   struct State {
     std::vector<Subset> subsets;  // d of them
     int64_t id = 0;
+    double spread = 0;  // Spread(), kept once the state is whole: the linear scan stays O(pool)
     double Spread() const {
       double mn = subsets[0].sum, mx = subsets[0].sum;
       for (const Subset& s : subsets) {
@@ -401,12 +402,13 @@ Bins ReferenceKk(const std::vector<double>& cost, int d) {
   for (size_t i = 0; i < n; ++i) {
     State s{std::vector<Subset>(d), static_cast<int64_t>(i)};
     s.subsets[0] = {std::max(0.0, cost[i]), static_cast<int64_t>(i), {static_cast<uint32_t>(i)}};
+    s.spread = s.Spread();
     pool.push_back(std::move(s));
   }
   auto pop_first = [&] {  // largest spread, then smallest id (linear scan)
     size_t best = 0;
     for (size_t i = 1; i < pool.size(); ++i) {
-      const double si = pool[i].Spread(), sb = pool[best].Spread();
+      const double si = pool[i].spread, sb = pool[best].spread;
       if (si > sb || (si == sb && pool[i].id < pool[best].id)) best = i;
     }
     State s = std::move(pool[best]);
@@ -435,6 +437,7 @@ Bins ReferenceKk(const std::vector<double>& cost, int d) {
       m.subsets[j].items = x.items;
       m.subsets[j].items.insert(m.subsets[j].items.end(), y.items.begin(), y.items.end());
     }
+    m.spread = m.Spread();
     pool.push_back(std::move(m));
   }
   Bins bins(d);

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/plan/mesh.h"
+
 namespace mmtwin {
 namespace {
 
@@ -43,10 +45,18 @@ TEST(ClusterTest, NodeOverrideAndRankMapping) {
   ClusterSpec c = *LoadCluster("h100-8x400g", 16);
   EXPECT_EQ(c.nodes, 16);
   EXPECT_EQ(c.world_size(), 128);
+  // Ranks fill the nodes in order (the device mesh's NodeOfRank), and the layout needs exactly the 16 nodes.
+  ParallelConfig par;
+  par.dp = 16;
+  par.tp = 8;
+  const DeviceMesh mesh(par, c.gpus_per_node);
   for (int r = 0; r < c.world_size(); ++r) {
-    EXPECT_EQ(c.node_of(r), r / 8);
-    EXPECT_LT(c.node_of(r), c.nodes);
+    EXPECT_EQ(mesh.NodeOfRank(r), r / 8);
+    EXPECT_LT(mesh.NodeOfRank(r), c.nodes);
   }
+  EXPECT_EQ(NodesFor(c.world_size(), c.gpus_per_node), 16);
+  // Each GPU's share of its node's NICs.
+  EXPECT_DOUBLE_EQ(c.gpu_nic_bytes_per_s(), c.nics_per_node * c.nic_bytes_per_s / 8);
   EXPECT_FALSE(LoadCluster("h100-8x400g", -1).ok());
 }
 

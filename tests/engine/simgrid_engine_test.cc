@@ -145,7 +145,9 @@ TEST(SimGridEngineTest, AggregatedRingStepsKeepTheTime) {
       IterationTiming d;
       SimGridReplayStats detailed_stats;
       ASSERT_TRUE(EvaluateWithSimGrid(cluster, detailed, g, &d, &detailed_stats).ok());
-      if (contention) EXPECT_GT(d.iteration_time_us, 1.005 * a.iteration_time_us);  // contention is there
+      if (contention) {
+        EXPECT_GT(d.iteration_time_us, 1.005 * a.iteration_time_us);  // contention is there
+      }
       for (const auto& [steps, tolerance] :
            {std::pair{SimGridOptions{}.max_ring_steps, 0.02}, std::pair{4, 0.05}}) {
         const std::string what = "dp " + std::to_string(c.dp) + " zero " + std::to_string(c.zero) +

@@ -206,6 +206,32 @@ TEST(LayeringTest, CoreHeadersIncludeNoJson) {
   EXPECT_GT(headers, 30);
 }
 
+// The node fit lives in the mesh too (NodesFor, FitsInNode, DeviceMesh::DpGroupInNode) and a GPU's NIC share in
+// the cluster (ClusterSpec::gpu_nic_bytes_per_s): no `(world + gpus_per_node - 1) / gpus_per_node`,
+// `tp * dp <= gpus_per_node` or `node_nic_bytes_per_s() / gpn` written out elsewhere in sim/.
+const std::regex kNodeFit(
+    R"re(\w\s*-\s*1\)\s*/\s*[\w.>-]*(gpn|gpus_per_node)\b|\btp\s*\*\s*[\w.>-]*dp\s*<=|node_nic_bytes_per_s\(\)\s*/)re");
+
+TEST(LayeringTest, NodeFitOnlyInTheMesh) {
+  const fs::path sim = fs::path(MMTWIN_SOURCE_DIR) / "sim";
+  for (const fs::path& file : Sources(sim)) {
+    const std::string rel = fs::relative(file, sim).string();
+    if (rel.rfind("core/plan/mesh.", 0) == 0 || rel == "core/cluster/cluster.h") continue;
+    std::istringstream in(Read(file));
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      const std::string code = line.substr(0, line.find("//"));
+      EXPECT_FALSE(std::regex_search(code, kNodeFit))
+          << rel << ":" << n << ": a node fit outside the mesh (use NodesFor / FitsInNode / DpGroupInNode): " << line;
+    }
+  }
+  EXPECT_TRUE(std::regex_search("return (world + gpn - 1) / gpn;", kNodeFit));
+  EXPECT_TRUE(std::regex_search("(s.parallel.world_size() + c->gpus_per_node - 1) / c->gpus_per_node", kNodeFit));
+  EXPECT_TRUE(std::regex_search("const bool in = pc.tp * pc.dp <= gpn;", kNodeFit));
+  EXPECT_TRUE(std::regex_search("c.node_nic_bytes_per_s() / gpn", kNodeFit));
+  EXPECT_FALSE(std::regex_search("const bool in = mesh.DpGroupInNode();", kNodeFit));
+}
+
 // Device arithmetic lives in the device mesh (core/plan/mesh.h) only: no `dp_idx * pp + pp_idx`, `device / pp`
 // or `device % pp` written out anywhere else in sim/.
 const std::regex kDeviceArithmetic(

@@ -120,6 +120,36 @@ TEST(DeviceMeshTest, NodesByBruteForce) {
   EXPECT_EQ(DeviceMesh(Layout(1, 2, 3)).DeviceName(4), "dp 1 / stage 1");
 }
 
+// The node fit, by brute force: the nodes a count of ranks fills (handing them out gpn at a time), whether a
+// group of consecutive ranks fits in one, and whether a stage's whole DP group does (every rank of it on the
+// node of its first rank).
+TEST(DeviceMeshTest, NodeFitByBruteForce) {
+  for (int gpn : {-1, 0, 1, 2, 3, 4, 8}) {
+    for (int64_t ranks = 0; ranks <= 40; ++ranks) {
+      int64_t nodes = 0;
+      for (int64_t r = 0, used = 0; r < ranks; ++r)
+        if (used++ % std::max(1, gpn) == 0) ++nodes;
+      EXPECT_EQ(NodesFor(ranks, gpn), nodes) << ranks << " ranks, " << gpn << " per node";
+      EXPECT_EQ(FitsInNode(ranks, gpn), gpn > 0 && nodes <= 1) << ranks << " ranks, " << gpn << " per node";
+    }
+  }
+  EXPECT_EQ(NodesFor(INT64_MAX, 8), INT64_MAX / 8 + 1);  // no overflow
+  for (int gpn : {1, 2, 4, 8, 16})
+    for (int tp : {1, 2, 4})
+      for (int dp : {1, 2, 3, 4})
+        for (int sp : {1, 2}) {
+          const DeviceMesh mesh(Layout(tp, dp, 2), gpn, sp);
+          bool same_node = true;
+          const int first = mesh.Group(MeshDim::kDp, 0).ranks.front();
+          for (int d = 0; d < dp; ++d)
+            for (int s = 0; s < sp; ++s)
+              for (int t = 0; t < tp; ++t)
+                same_node = same_node && mesh.NodeOfRank(mesh.Rank({t, s, d, 0})) == mesh.NodeOfRank(first);
+          EXPECT_EQ(mesh.DpGroupInNode(), same_node) << "tp " << tp << " sp " << sp << " dp " << dp << " gpn " << gpn;
+        }
+  EXPECT_FALSE(DeviceMesh(Layout(1, 1, 1), 0).DpGroupInNode());  // unknown node size: never "in a node"
+}
+
 // The op graph names each transfer's peer with the mesh: an activation send goes to the device holding the
 // next chunk, a gradient send to the one holding the previous chunk, a DP collective to its ring successor.
 TEST(DeviceMeshTest, OpGraphNamesEveryPeer) {

@@ -306,7 +306,9 @@ TEST(BmpTest, LowerBoundPrunesWithoutChangingTheChoice) {
     ASSERT_EQ(rep.evaluated_pruned.size(), rep.evaluated.size());
     EXPECT_EQ(calls + rep.pruned, all_calls);
     EXPECT_EQ(bound_calls, all_calls - 1);  // every candidate after the first
-    if (trial % 8 == 1) EXPECT_EQ(rep.pruned, 0);
+    if (trial % 8 == 1) {
+      EXPECT_EQ(rep.pruned, 0);
+    }
     double best = std::numeric_limits<double>::infinity();
     for (size_t i = 0; i < rep.evaluated.size(); ++i) {
       EXPECT_EQ(rep.evaluated[i].bounds, all.evaluated[i].bounds);

@@ -260,7 +260,9 @@ TEST(AdaptiveTest, FewestLayersAgainstBruteForce) {
         continue;
       }
       EXPECT_LE(got[rank] + reserve, cap) << "trial " << trial << " rank " << rank;
-      if (best_bound >= 0) EXPECT_LE(count, best_bound) << "trial " << trial << " rank " << rank;
+      if (best_bound >= 0) {
+        EXPECT_LE(count, best_bound) << "trial " << trial << " rank " << rank;
+      }
       for (int l = lo; l < hi; ++l) {  // minimal: no recomputed layer can be dropped
         if (r->layers[l] == 0) continue;
         RecomputePlan less = *r;

@@ -7,7 +7,8 @@
 //
 //   MMTWIN_ASSIGN_OR_RETURN(ClusterSpec c, LoadCluster("h100-8x400g", /*nodes_override=*/16));
 //   int world = c.world_size();            // 128
-//   bool same_node = c.node_of(3) == c.node_of(9);
+//   double nic = c.gpu_nic_bytes_per_s();  // one GPU's share of its node's NICs
+// (Which node a rank or device is on is the device mesh's: core/plan/mesh.h.)
 #pragma once
 
 #include <cstdint>
@@ -54,9 +55,15 @@ struct ClusterSpec {
   double nic_latency_us = 0;
 
   int world_size() const { return nodes * gpus_per_node; }
-  int node_of(int rank) const { return rank / gpus_per_node; }
   // Inter-node bandwidth of one node (all its NICs), bytes/s per direction.
   double node_nic_bytes_per_s() const { return nics_per_node * nic_bytes_per_s; }
+  // One GPU's inter-node bandwidth, bytes/s per direction: its share of the node's NICs (node_nic_bytes_per_s /
+  // gpus_per_node, gpus_per_node below 1 counting as 1) when nics_per_node is given, else nic_bytes_per_s (then
+  // already per GPU).
+  double gpu_nic_bytes_per_s() const {
+    return nics_per_node > 0 ? node_nic_bytes_per_s() / (gpus_per_node > 1 ? gpus_per_node : 1)
+                             : nic_bytes_per_s;
+  }
 };
 
 // Loads a preset by name (traces/clusters/NAME.yaml) or a file by path (contains '/' or ends in .yaml).

@@ -53,7 +53,7 @@ inline double P2pUs(int64_t bytes, const CommCostModel& cost, bool in_node) {
 
 // DP rings stay inside a node when the whole DP group fits in one (the layout's DP link, CommSpec::dp_*).
 inline bool DpInNode(const ParallelConfig& pc, const CommSpec& comm) {
-  return comm.gpus_per_node > 0 && pc.tp * pc.dp <= comm.gpus_per_node;
+  return DeviceMesh(pc, comm.gpus_per_node).DpGroupInNode();
 }
 
 // FSDP (ZeRO-3 with zero3_impl fsdp) on a graph's parallel config: per-unit all-gathers (op_graph.h).

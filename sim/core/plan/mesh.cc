@@ -69,6 +69,14 @@ int DeviceMesh::DpNeighbor(int device, int delta) const {
   return Device(dp, PpOfDevice(device), SpOfDevice(device));
 }
 
+int64_t NodesFor(int64_t ranks, int gpus_per_node) {
+  const int64_t gpn = std::max(1, gpus_per_node);
+  const int64_t r = std::max<int64_t>(0, ranks);
+  return r / gpn + (r % gpn != 0);
+}
+
+bool FitsInNode(int64_t ranks, int gpus_per_node) { return gpus_per_node > 0 && ranks <= gpus_per_node; }
+
 int DeviceMesh::NodeOfRank(int rank) const {
   return gpus_per_node_ > 0 ? rank / gpus_per_node_ : DeviceOfRank(rank);
 }

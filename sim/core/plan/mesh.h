@@ -13,7 +13,8 @@
 // SP = 1 this is dp * PP + pp.
 //
 // Nodes: ranks fill nodes in order, gpus_per_node at a time (node = rank / gpus_per_node); gpus_per_node <= 0
-// means unknown, and then every device counts as its own node.
+// means unknown, and then every device counts as its own node. How many nodes a layout fills and whether a group
+// of consecutive ranks fits in one are written here only (NodesFor, FitsInNode, DeviceMesh::DpGroupInNode).
 //
 //   DeviceMesh mesh(parallel, cluster.gpus_per_node);
 //   const int dev = mesh.Device(dp_idx, pp_idx);
@@ -43,6 +44,13 @@ struct RankGroup {
   MeshDim dim = MeshDim::kTp;
   std::vector<int> ranks;
 };
+
+// Nodes of gpus_per_node GPUs that `ranks` consecutive ranks fill: ceil(ranks / gpus_per_node), without overflow
+// (gpus_per_node below 1 counts as 1, ranks below 0 as 0). E.g. the nodes a scenario needs: NodesFor(world, gpn).
+int64_t NodesFor(int64_t ranks, int gpus_per_node);
+// Whether `ranks` consecutive ranks, starting at a node boundary, fit in one node: gpus_per_node > 0 (known) and
+// ranks <= gpus_per_node.
+bool FitsInNode(int64_t ranks, int gpus_per_node);
 
 class DeviceMesh {
  public:
@@ -88,6 +96,9 @@ class DeviceMesh {
   // Node of a rank / of a device's first GPU (see above for gpus_per_node <= 0).
   int NodeOfRank(int rank) const;
   int NodeOfDevice(int device) const;
+  // Whether a whole DP group (the tp * sp * dp consecutive ranks of one stage) fits in one node, so that DP rings
+  // stay on NVLink: FitsInNode(tp * sp * dp, gpus_per_node). False when gpus_per_node is unknown.
+  bool DpGroupInNode() const { return FitsInNode(static_cast<int64_t>(tp_) * sp_ * dp_, gpus_per_node_); }
 
   // The group along `dim` that holds `rank`; every rank is in exactly one group per dimension.
   RankGroup Group(MeshDim dim, int rank) const;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/plan/pricing.h"
+#include "core/plan/mesh.h"
 #include "core/util/numeric.h"
 
 #include <algorithm>
@@ -463,10 +464,7 @@ std::vector<LayerWorkload> RankWorkloads(const ModelSpec& model, const std::vect
 
 // A GPU's link to its SP peers: NVLink inside a node, else its share of the node's NICs.
 void SpLink(const ClusterSpec& cluster, bool in_node, double* bw, double* lat) {
-  const double nic = cluster.nics_per_node > 0
-                         ? cluster.node_nic_bytes_per_s() / std::max(1, cluster.gpus_per_node)
-                         : cluster.nic_bytes_per_s;
-  *bw = in_node ? cluster.nvlink_bytes_per_s : nic;
+  *bw = in_node ? cluster.nvlink_bytes_per_s : cluster.gpu_nic_bytes_per_s();
   *lat = in_node ? cluster.nvlink_latency_us : cluster.nic_latency_us;
 }
 
@@ -636,16 +634,16 @@ std::vector<ChunkStatic> Pricer::Static(const Partition& partition) const {
 CommSpec LayoutComm(const ClusterSpec& cluster, const ParallelConfig& parallel) {
   CommSpec s;
   const int per_node = std::max(1, cluster.gpus_per_node);
-  const double nic_share =
-      cluster.nics_per_node > 0 ? cluster.node_nic_bytes_per_s() / per_node : cluster.nic_bytes_per_s;
+  const double nic_share = cluster.gpu_nic_bytes_per_s();
   // With sequence parallelism the gradient group is dp x sp (GraphParallel) and pipeline neighbours are
   // tp * sp * dp ranks apart.
-  const int group = parallel.tp * parallel.dp * std::max(1, parallel.sp);
-  const bool dp_in_node = group <= per_node;
+  const DeviceMesh mesh(parallel, per_node, std::max(1, parallel.sp));
+  const int64_t group = static_cast<int64_t>(mesh.tp()) * mesh.sp() * mesh.dp();
+  const bool dp_in_node = mesh.DpGroupInNode();
   s.dp_bytes_per_s = dp_in_node ? cluster.nvlink_bytes_per_s : nic_share;
   s.dp_latency_us = dp_in_node ? cluster.nvlink_latency_us : cluster.nic_latency_us;
   // Pipeline neighbours are tp*dp ranks apart.
-  const bool pp_in_node = group * 2 <= per_node;
+  const bool pp_in_node = FitsInNode(2 * group, per_node);
   s.p2p_bytes_per_s = pp_in_node ? cluster.nvlink_bytes_per_s : nic_share;
   s.p2p_latency_us = pp_in_node ? cluster.nvlink_latency_us : cluster.nic_latency_us;
   s.gpus_per_node = per_node;

@@ -8,6 +8,7 @@
 #include <initializer_list>
 
 #include "core/balance/data_policy.h"
+#include "core/plan/mesh.h"
 #include "core/plan/partition.h"
 #include "core/plan/recompute.h"
 #include "core/plan/schedule.h"
@@ -256,8 +257,7 @@ Status CheckScenario(const Scenario& s) { return CheckImpl(s, nullptr); }
 
 int ScenarioNodes(const Scenario& s, int gpus_per_node) {
   if (s.nodes > 0) return s.nodes;
-  const int64_t gpn = std::max(1, gpus_per_node);
-  return static_cast<int>((World(s.parallel) + gpn - 1) / gpn);
+  return static_cast<int>(NodesFor(World(s.parallel), gpus_per_node));
 }
 
 Result<Scenario> CheckAndResolveScenario(Scenario s) {

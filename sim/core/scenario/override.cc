@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "core/cluster/cluster.h"
+#include "core/plan/mesh.h"
 #include "core/scenario/scenario.h"
 #include "core/scenario/schema.h"
 #include "core/util/text.h"
@@ -148,8 +149,8 @@ Status ApplyOverride(Scenario& s, const std::string& dotted_key, const std::stri
   // Keep an automatic node count automatic: nodes == ceil(world / gpus per node) of the current layout.
   if (dotted_key != "cluster.nodes") {
     if (auto c = LoadCluster(s.cluster); c && c->gpus_per_node > 0) {
-      const int64_t gpn = c->gpus_per_node;
-      if (s.nodes == (s.parallel.world_size() + gpn - 1) / gpn) overrides.push_back({"cluster.nodes", "0"});
+      if (s.nodes == NodesFor(s.parallel.world_size(), c->gpus_per_node))
+        overrides.push_back({"cluster.nodes", "0"});
     }
   }
   overrides.push_back({dotted_key, yaml_value});

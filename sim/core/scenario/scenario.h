@@ -51,7 +51,7 @@ struct TraceSource {
 // that a simulated and a measured run of one scenario describe the same model (LoadScenarioModel).
 struct BackendConfig {
   ModelShrink shrink;         // backend.width_divisor, backend.layers {component: blocks}
-  int warmup_iterations = 1;  // run before the measured ones, not recorded (counted in the summary)
+  int warmup_iterations = 1;  // run before the measured ones; neither recorded nor in the summary
   double timeout_s = 300;     // a collective or receive that waits longer ends the job
   int threads = 1;            // intra-op threads per rank (CPU)
   bool operator==(const BackendConfig&) const = default;
@@ -145,8 +145,6 @@ std::string FormatScenario(const Scenario& s);
 // folders, for sweep run keys and for run folders kept in a repository. Zoo and preset names are left alone.
 Scenario WithPathsRelativeTo(Scenario s, const std::string& base_dir);
 
-// ---- Added with the scenario parser (sim/core/scenario/scenario.cc) ----
-
 // Field-wise equality (ParseScenario(FormatScenario(s)) == s for a parsed s). `iterations` is compared only when
 // `epoch` is false (an epoch replay ignores it); `path` and `lines` are not compared (where the text came from).
 bool operator==(const PolicyRef& a, const PolicyRef& b);
@@ -154,19 +152,17 @@ bool operator==(const TraceSource& a, const TraceSource& b);
 bool operator==(const Scenario& a, const Scenario& b);
 
 // Evaluation engines a scenario (or `mmtwin simulate --engine`) may name: "analytic" and "simgrid" (whether
-// this build has the SimGrid engine is the driver's business: driver/driver.h). CheckEngine: "unknown engine 'x'; valid values are: analytic (...)".
+// this build has the SimGrid engine is the driver's business: driver/driver.h). CheckEngine: "unknown engine 'x';
+// valid values are: analytic (...)".
 const std::vector<std::string>& ScenarioEngines();
 Status CheckEngine(const std::string& engine);
 
-}  // namespace mmtwin
-
-// ---- Overrides (sim/core/scenario/override.cc): sweep axes, any scenario key by its dotted name ----
+// Overrides (override.cc): sweep axes, the GUI's what-ifs; any scenario key by its dotted name.
 //
 //   MMTWIN_RETURN_IF_ERROR(ApplyOverride(s, "policies.partition.params.radius", "3"));
 //   MMTWIN_ASSIGN_OR_RETURN(Scenario t, ParseScenarioWithOverrides(text, "x.yaml", ".",
 //                                                                  {{"parallel.vpp", "2"},
 //                                                                   {"policies.schedule", "interleaved-1f1b"}}));
-namespace mmtwin {
 
 // One override: a dotted scenario key ("policies.data", "parallel.pp", "cluster", "cluster.nodes",
 // "policies.partition.params.radius") and its value as YAML text ("isf", "4", "{name: bmp, params: {radius: 2}}").
