@@ -25,10 +25,6 @@ std::string Fmt(const char* f, double v) {
   return buf;
 }
 
-double Rel(double predicted, double measured) {
-  return measured != 0 ? (predicted - measured) / measured : 0;
-}
-
 const StageRecord* StageOf(const RunSummary& s, size_t i) {
   return i < s.stages.size() ? &s.stages[i] : nullptr;
 }
@@ -79,6 +75,10 @@ Result<ValidationSuite> ParseSuite(const std::string& text, const std::string& f
 
 }  // namespace
 
+double RelativeError(double predicted, double measured) {
+  return measured != 0 ? (predicted - measured) / measured : 0;
+}
+
 Result<ValidationSuite> LoadValidationSuite(const std::string& path) {
   MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   return GuardYaml(path, [&] { return ParseSuite(text, path); });
@@ -120,8 +120,8 @@ double IterationMape(const ValidationReport& r, bool calibrated) {
   if (r.held_out.empty()) return 0;
   double sum = 0;
   for (const ScenarioValidation& v : r.held_out)
-    sum += std::abs(Rel((calibrated ? v.calibrated : v.analytic).iteration_time_us.p50,
-                        v.measured.iteration_time_us.p50));
+    sum += std::abs(RelativeError((calibrated ? v.calibrated : v.analytic).iteration_time_us.p50,
+                                  v.measured.iteration_time_us.p50));
   return sum / static_cast<double>(r.held_out.size());
 }
 
@@ -131,8 +131,8 @@ ValidationHeadline Headline(const ValidationReport& r) {
   h.mape_calibrated = IterationMape(r, true);
   for (const ScenarioValidation& v : r.held_out) {
     const double m = v.measured.iteration_time_us.p50;
-    if (std::abs(Rel(v.calibrated.iteration_time_us.p50, m)) >=
-        std::abs(Rel(v.analytic.iteration_time_us.p50, m)))
+    if (std::abs(RelativeError(v.calibrated.iteration_time_us.p50, m)) >=
+        std::abs(RelativeError(v.analytic.iteration_time_us.p50, m)))
       h.calibrated_beats_analytic = false;
     for (size_t s = 0; s < v.measured.stages.size(); ++s) {
       const StageRecord* c = StageOf(v.calibrated, s);
@@ -141,9 +141,10 @@ ValidationHeadline Headline(const ValidationReport& r) {
       h.worst_bubble =
           std::max(h.worst_bubble, std::abs(c->bubble_ratio - v.measured.stages[s].bubble_ratio));
       if (s < v.calibrated_peak_bytes.size())
-        h.worst_peak_memory = std::max(
-            h.worst_peak_memory, std::abs(Rel(v.calibrated_peak_bytes[s],
-                                              static_cast<double>(v.measured.stages[s].peak_memory_bytes))));
+        h.worst_peak_memory =
+            std::max(h.worst_peak_memory,
+                     std::abs(RelativeError(v.calibrated_peak_bytes[s],
+                                            static_cast<double>(v.measured.stages[s].peak_memory_bytes))));
     }
   }
   return h;
@@ -161,13 +162,13 @@ std::string ValidationCsv(const ValidationReport& r) {
                                    {"calibrated", &v.calibrated}}) {
       const IterationTimeStats& m = v.measured.iteration_time_us;
       row(v.name, "iteration_p50_us", -1, model, m.p50, s->iteration_time_us.p50,
-          Rel(s->iteration_time_us.p50, m.p50));
+          RelativeError(s->iteration_time_us.p50, m.p50));
       row(v.name, "iteration_p99_us", -1, model, m.p99, s->iteration_time_us.p99,
-          Rel(s->iteration_time_us.p99, m.p99));
+          RelativeError(s->iteration_time_us.p99, m.p99));
       row(v.name, "iteration_mean_us", -1, model, m.mean, s->iteration_time_us.mean,
-          Rel(s->iteration_time_us.mean, m.mean));
+          RelativeError(s->iteration_time_us.mean, m.mean));
       row(v.name, "tokens_per_s", -1, model, v.measured.tokens_per_s, s->tokens_per_s,
-          Rel(s->tokens_per_s, v.measured.tokens_per_s));
+          RelativeError(s->tokens_per_s, v.measured.tokens_per_s));
       for (size_t st = 0; st < v.measured.stages.size() && st < s->stages.size(); ++st) {
         const StageRecord& ms = v.measured.stages[st];
         const StageRecord& ps = s->stages[st];
@@ -178,7 +179,7 @@ std::string ValidationCsv(const ValidationReport& r) {
         if (s == &v.calibrated && st < v.calibrated_peak_bytes.size())
           row(v.name, "peak_memory_bytes", static_cast<int>(st), model,
               static_cast<double>(ms.peak_memory_bytes), v.calibrated_peak_bytes[st],
-              Rel(v.calibrated_peak_bytes[st], static_cast<double>(ms.peak_memory_bytes)));
+              RelativeError(v.calibrated_peak_bytes[st], static_cast<double>(ms.peak_memory_bytes)));
       }
     }
   }

@@ -29,6 +29,10 @@
 
 namespace mmtwin {
 
+// The signed relative error every validation figure uses: (predicted - measured) / measured; 0 where nothing
+// was measured (measured == 0).
+double RelativeError(double predicted, double measured);
+
 struct ValidationSuite {
   std::string name, description, path;
   std::string notes;  // optional: what a reader must know to read the figures (shown under the summary)

@@ -18,10 +18,6 @@ std::string Fmt(const char* f, double v) {
   return buf;
 }
 
-double Rel(double predicted, double measured) {
-  return measured != 0 ? (predicted - measured) / measured : 0;
-}
-
 std::string Pct(double rel) { return Fmt("%+.1f%%", 100 * rel); }
 
 std::string Pts(double diff) { return Fmt("%+.1f", 100 * diff); }
@@ -42,13 +38,13 @@ void ScenarioTable(std::string& md, const std::vector<ScenarioValidation>& runs)
     md += "| " + v.name + " | " + std::to_string(p.dp) + "×" + std::to_string(p.tp) + "×" +
           std::to_string(p.pp) + " | " + Fmt("%.1f", m50 / 1e3) + " | " +
           Fmt("%.1f", v.analytic.iteration_time_us.p50 / 1e3) + " (" +
-          Pct(Rel(v.analytic.iteration_time_us.p50, m50)) + ") | " +
+          Pct(RelativeError(v.analytic.iteration_time_us.p50, m50)) + ") | " +
           Fmt("%.1f", v.calibrated.iteration_time_us.p50 / 1e3) + " (" +
-          Pct(Rel(v.calibrated.iteration_time_us.p50, m50)) + ") | " + Fmt("%.1f", m99 / 1e3) + " | " +
-          Fmt("%.1f", v.calibrated.iteration_time_us.p99 / 1e3) + " (" +
-          Pct(Rel(v.calibrated.iteration_time_us.p99, m99)) + ") | " + Fmt("%.0f", v.measured.tokens_per_s) +
-          " | " + Fmt("%.0f", v.calibrated.tokens_per_s) + " (" +
-          Pct(Rel(v.calibrated.tokens_per_s, v.measured.tokens_per_s)) + ") |\n";
+          Pct(RelativeError(v.calibrated.iteration_time_us.p50, m50)) + ") | " + Fmt("%.1f", m99 / 1e3) +
+          " | " + Fmt("%.1f", v.calibrated.iteration_time_us.p99 / 1e3) + " (" +
+          Pct(RelativeError(v.calibrated.iteration_time_us.p99, m99)) + ") | " +
+          Fmt("%.0f", v.measured.tokens_per_s) + " | " + Fmt("%.0f", v.calibrated.tokens_per_s) + " (" +
+          Pct(RelativeError(v.calibrated.tokens_per_s, v.measured.tokens_per_s)) + ") |\n";
   }
 }
 
@@ -69,8 +65,8 @@ void StageTable(std::string& md, const std::vector<ScenarioValidation>& runs) {
             Fmt("%.3f", m.bubble_ratio) + " | " + Fmt("%.3f", c->bubble_ratio) + " (" +
             Pts(c->bubble_ratio - m.bubble_ratio) + ") | " +
             Fmt("%.1f", static_cast<double>(m.peak_memory_bytes) / 1048576.0) + " | " +
-            Fmt("%.1f", peak / 1048576.0) + " (" + Pct(Rel(peak, static_cast<double>(m.peak_memory_bytes))) +
-            ") |\n";
+            Fmt("%.1f", peak / 1048576.0) + " (" +
+            Pct(RelativeError(peak, static_cast<double>(m.peak_memory_bytes))) + ") |\n";
     }
 }
 

@@ -16,6 +16,7 @@
 #include "core/records/plan_codec.h"
 #include "core/trace/generate.h"
 #include "core/util/csv.h"
+#include "scenario/small_scenario.h"
 
 namespace mmtwin {
 namespace {
@@ -23,18 +24,8 @@ namespace {
 namespace fs = std::filesystem;
 
 Scenario Small() {
-  Scenario s;
-  s.name = "small";
-  s.trace.preset = "internvl-1.2m";
-  s.trace.samples = 6000;
+  Scenario s = SmallScenario();
   s.trace.seed = 7;
-  s.model = "internvl-1.5-6b-20b";
-  s.cluster = "a100-4x200g";
-  s.parallel.dp = 2;
-  s.parallel.tp = 2;
-  s.parallel.pp = 4;
-  s.parallel.micro_batches = 8;
-  s.parallel.zero_stage = 1;
   s.data = {"post-balance", {{"batch_size", "4"}, {"dispatch", "all-to-all"}}};  // plans with dispatch lists
   s.partition = {"bmp", {}};
   s.recompute = {"adaptive", {}};

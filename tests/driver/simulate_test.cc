@@ -11,22 +11,13 @@
 #include "core/graph/op_graph.h"
 #include "core/records/plan_codec.h"
 #include "core/records/records_codec.h"
+#include "scenario/small_scenario.h"
 
 namespace mmtwin {
 namespace {
 
 Scenario Small(const std::string& data, const std::string& partition, const std::string& recompute) {
-  Scenario s;
-  s.name = "small";
-  s.trace.preset = "internvl-1.2m";
-  s.trace.samples = 6000;
-  s.model = "internvl-1.5-6b-20b";
-  s.cluster = "a100-4x200g";
-  s.parallel.dp = 2;
-  s.parallel.tp = 2;
-  s.parallel.pp = 4;
-  s.parallel.micro_batches = 8;
-  s.parallel.zero_stage = 1;
+  Scenario s = SmallScenario();
   s.data = {data, {}};
   s.partition = {partition, {}};
   s.recompute = {recompute, {}};

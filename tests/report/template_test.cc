@@ -131,7 +131,7 @@ TEST(Template, AFigureDrawnButNotShownIsAnError) {
 }
 
 // The shipped templates parse, and each shows exactly the figures its report draws (the file names the report
-// writes: gui/tests/report_test.cc checks them on the real reports) and names only tables its paper.yaml defines.
+// writes: gui/tests/mmtwin_report_test.cc checks them on the real reports) and names only tables its paper.yaml defines.
 TEST(Template, ShippedTemplatesShowEveryFigureTheirReportDraws) {
   const std::map<std::string, std::set<std::string>> figures = {
       {"omnibal", {"ablation", "main", "data", "partition", "memory", "datasets", "models", "timeline"}},
