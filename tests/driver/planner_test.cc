@@ -23,15 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Scenario Small() {
-  Scenario s = SmallScenario();
-  s.trace.seed = 7;
-  s.data = {"post-balance", {{"batch_size", "4"}, {"dispatch", "all-to-all"}}};  // plans with dispatch lists
-  s.partition = {"bmp", {}};
-  s.recompute = {"adaptive", {}};
-  s.iterations = 5;
-  return s;
-}
+Scenario Small() { return SmallPlannedScenario(); }
 
 TEST(PlannerTest, PlanIsSelfDescribing) {
   const Scenario s = Small();

@@ -20,16 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// planner_test's scenario: valid, every policy with parameters to check.
-Scenario Small() {
-  Scenario s = SmallScenario();
-  s.trace.seed = 7;
-  s.data = {"post-balance", {{"batch_size", "4"}, {"dispatch", "all-to-all"}}};
-  s.partition = {"bmp", {}};
-  s.recompute = {"adaptive", {}};
-  s.iterations = 5;
-  return s;
-}
+Scenario Small() { return SmallPlannedScenario(); }
 
 struct CodeCase {
   std::string what;

@@ -23,4 +23,16 @@ inline Scenario SmallScenario() {
   return s;
 }
 
+// The planner's and the scenario check's variant: valid, every policy with parameters to check (post-balance with
+// all-to-all dispatch, so plans carry dispatch lists; BMP; adaptive recompute), seed 7, 5 iterations.
+inline Scenario SmallPlannedScenario() {
+  Scenario s = SmallScenario();
+  s.trace.seed = 7;
+  s.data = {"post-balance", {{"batch_size", "4"}, {"dispatch", "all-to-all"}}};
+  s.partition = {"bmp", {}};
+  s.recompute = {"adaptive", {}};
+  s.iterations = 5;
+  return s;
+}
+
 }  // namespace mmtwin
