@@ -52,7 +52,7 @@ Result<LinkCalibration> CalibrateLinks(const std::vector<std::string>& rundirs, 
       return Error(scenario_path + ": cluster: '" + scenario->cluster + "', but " + rundirs.front() +
                    " ran on '" + out.cluster + "'; links are calibrated for one machine at a time");
     }
-    auto cluster = LoadCluster(scenario->cluster, scenario->nodes);
+    auto cluster = LoadScenarioCluster(*scenario, scenario->nodes);
     if (!cluster) return cluster.error().Wrap(scenario_path);
     if (run.pingpong) {
       // A ping-pong run: each exchange times two transfers of the same message.

@@ -460,8 +460,8 @@ Command AddValidate(CLI::App& app, std::ostream& out, std::ostream& err) {
   CLI::App* validate_cmd = app.add_subcommand(
       "validate",
       "measure a validation suite's scenarios with mmtwin-train, calibrate on its calibration scenarios, and "
-      "report "
-      "how far the analytic and calibrated predictions are from the held-out measurements");
+      "report how far the analytic and calibrated predictions are from the held-out measurements; a suite of "
+      "published runs (with `entries:`) is predicted and fitted without a backend");
   validate_cmd->add_option("SUITE", val->suite, "validation suite (scenarios/validation/README.md)")
       ->required();
   validate_cmd->add_option("-o,--output", val->output, "report folder")->required();

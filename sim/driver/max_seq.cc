@@ -46,7 +46,7 @@ Result<std::vector<MaxSeqRow>> MaxSequenceSearch(const Scenario& scenario, const
   if (policies.empty())
     for (const SpPolicyInfo& e : SpPolicyRegistry().entries()) policies.push_back(e.name);
   MMTWIN_ASSIGN_OR_RETURN(ModelSpec model, LoadScenarioModel(scenario));
-  MMTWIN_ASSIGN_OR_RETURN(ClusterSpec cluster, LoadCluster(scenario.cluster));
+  MMTWIN_ASSIGN_OR_RETURN(ClusterSpec cluster, LoadScenarioCluster(scenario));
   const Component* llm = model.Find(ComponentKind::kLlm);
   const TransformerConfig tf = llm ? llm->tf : TransformerConfig{};
   const int G = std::max(1, scenario.parallel.sp) * std::max(1, scenario.parallel.tp);

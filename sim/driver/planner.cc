@@ -432,9 +432,9 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
   const ParallelConfig& par = s.parallel;
   MMTWIN_RETURN_IF_ERROR(CheckScenario(s));  // the one checker: every error names its scenario key
   MMTWIN_ASSIGN_OR_RETURN(run.model, LoadScenarioModel(s));
-  MMTWIN_ASSIGN_OR_RETURN(ClusterSpec probe, LoadCluster(s.cluster));
+  MMTWIN_ASSIGN_OR_RETURN(ClusterSpec probe, LoadScenarioCluster(s));
   run.scenario.nodes = ScenarioNodes(s, probe.gpus_per_node);
-  MMTWIN_ASSIGN_OR_RETURN(run.cluster, LoadCluster(s.cluster, run.scenario.nodes));
+  MMTWIN_ASSIGN_OR_RETURN(run.cluster, LoadScenarioCluster(s, run.scenario.nodes));
   MMTWIN_RETURN_IF_ERROR(CheckPlanMemory(s));
   MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
 
@@ -557,7 +557,7 @@ Result<std::shared_ptr<const PreparedData>> PrepareData(const Scenario& s, const
   auto out = std::make_shared<PreparedData>();
   out->key = PreparedDataKey(s);
   MMTWIN_ASSIGN_OR_RETURN(const ModelSpec model, LoadScenarioModel(s));
-  MMTWIN_ASSIGN_OR_RETURN(const ClusterSpec cluster, LoadCluster(s.cluster));
+  MMTWIN_ASSIGN_OR_RETURN(const ClusterSpec cluster, LoadScenarioCluster(s));
   out->trace_key = PreparedTraceKey(s);
   out->model = model.name;
   auto trace = std::make_shared<Trace>();

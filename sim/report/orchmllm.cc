@@ -88,7 +88,7 @@ Status ReadPhases(const DataPlan& plan, PlanFacts& f) {
 // over 2 s), in ms per step.
 Result<double> TimeDataPolicy(const RunRecord& r, const Scenario& s, const PreparedData& pd, int64_t steps) {
   MMTWIN_ASSIGN_OR_RETURN(ModelSpec model, LoadScenarioModel(s));
-  MMTWIN_ASSIGN_OR_RETURN(ClusterSpec cluster, LoadCluster(s.cluster, s.nodes));
+  MMTWIN_ASSIGN_OR_RETURN(ClusterSpec cluster, LoadScenarioCluster(s, s.nodes));
   const SampleSizes sizes = ComputeSizes(model, *pd.trace);
   const DataPolicyContext ctx{
       pd.trace.get(), &model, &sizes, s.parallel.dp, std::max(1, cluster.gpus_per_node / s.parallel.tp),

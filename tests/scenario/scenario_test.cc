@@ -541,3 +541,40 @@ TEST(ScenarioTest, PathsRelativeToAFolderReadBackTheSame) {
 
 }  // namespace
 }  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+// cluster.device: numeric device keys of the preset replaced, checked as the preset's own, errors naming the
+// scenario key; kept by FormatScenario and settable by an override.
+TEST(ScenarioTest, ClusterDeviceOverridesReplacePresetKeys) {
+  const std::string base = std::string(kMinimal) + "cluster: {preset: a100-4x200g, nodes: 2, device: ";
+  auto s = Parse(base + "{efficiency: 0.25, memory_bytes: 40e9}}\n");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  auto c = LoadScenarioCluster(*s);
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_DOUBLE_EQ(c->device.efficiency, 0.25);
+  EXPECT_EQ(c->device.memory_bytes, 40000000000);
+  EXPECT_EQ(c->device.name, "A100-80GB-SXM4");  // the rest is the preset's
+  EXPECT_DOUBLE_EQ(c->device.peak_flops, 312e12);
+
+  auto again = Parse(FormatScenario(*s));
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(again->device, s->device);
+
+  Scenario t = *s;
+  ASSERT_TRUE(ApplyOverride(t, "cluster.device.efficiency", "0.7").ok());
+  EXPECT_DOUBLE_EQ(t.device.at("efficiency"), 0.7);
+  EXPECT_DOUBLE_EQ(t.device.at("memory_bytes"), 40e9);
+
+  const std::string bad_key = ErrorOf(base + "{speed: 2}}\n");
+  EXPECT_NE(bad_key.find("s.yaml:3: cluster.device.speed: unknown key"), std::string::npos) << bad_key;
+  const std::string bad_value = ErrorOf(base + "{efficiency: 1.5}}\n");
+  EXPECT_NE(bad_value.find("s.yaml:3: cluster.device.efficiency: must be in (0, 1]"), std::string::npos)
+      << bad_value;
+  EXPECT_NE(ErrorOf(base + "{efficiency: fast}}\n").find("cluster.device.efficiency: expected a number"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace mmtwin

@@ -186,7 +186,8 @@ Result<ClusterSpec> ParseCluster(const std::string& yaml_text, const std::string
   return ParseImpl(yaml_text, name);
 }
 
-Result<ClusterSpec> LoadCluster(const std::string& name_or_path, int nodes_override) {
+Result<ClusterSpec> LoadCluster(const std::string& name_or_path, int nodes_override,
+                                const std::map<std::string, double>& device_overrides) {
   const bool is_path = name_or_path.find('/') != std::string::npos ||
                        (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".yaml");
   std::string path = name_or_path;
@@ -197,6 +198,24 @@ Result<ClusterSpec> LoadCluster(const std::string& name_or_path, int nodes_overr
       return Error("unknown cluster '" + name_or_path + "'; valid values are: " + Join(ListClusters()));
   }
   MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  if (!device_overrides.empty()) {
+    // Rewrite the device section and parse the result: every override passes the preset's own checks.
+    try {
+      YAML::Node root = YAML::Load(text);
+      if (!root.IsMap() || !root["device"].IsMap())
+        return Error(path + ": device: missing (needed by the device overrides)");
+      for (const auto& [key, value] : device_overrides) {
+        if (key == "name") return Error("device.name: cannot be overridden (a number is expected)");
+        root["device"][key] = value;
+      }
+      YAML::Emitter e;
+      e.SetDoublePrecision(17);
+      e << root;
+      text = e.c_str();
+    } catch (const YAML::Exception& ex) {
+      return YamlError(path, ex);
+    }
+  }
   // Parsed clusters per (path, text): a sweep parses each cluster file once (an edited file parses again).
   static std::mutex mu;
   static std::map<std::pair<std::string, std::string>, ClusterSpec> cache;
@@ -211,7 +230,8 @@ Result<ClusterSpec> LoadCluster(const std::string& name_or_path, int nodes_overr
     }
   }
   if (!cached) {
-    MMTWIN_ASSIGN_OR_RETURN(c, ParseImpl(text, path));
+    MMTWIN_ASSIGN_OR_RETURN(
+        c, ParseImpl(text, device_overrides.empty() ? path : path + " (with cluster.device overrides)"));
     std::lock_guard<std::mutex> lock(mu);
     if (cache.size() > 256) cache.clear();  // bounded
     cache[{path, text}] = c;

@@ -214,8 +214,8 @@ Status CheckModelAndCluster(const Scenario& s, int* gpus_per_node) {
     return FieldError(s, p.vpp > 1 ? "parallel.vpp" : "parallel.pp",
                       "pp * vpp = " + std::to_string(p.chunks()) + " pipeline chunks, but model '" +
                           model.name + "' has only " + std::to_string(layers) + " layers");
-  auto cluster = LoadCluster(s.cluster);
-  if (!cluster) return FieldError(s, "cluster", cluster.error().message(), {"cluster.preset", "cluster"});
+  auto cluster = LoadScenarioCluster(s);
+  if (!cluster) return cluster.error();
   const int gpn = cluster->gpus_per_node;
   if (gpus_per_node) *gpus_per_node = gpn;
   if (p.tp > gpn)
@@ -284,6 +284,22 @@ Result<ModelSpec> LoadScenarioModel(const Scenario& s) {
   if (sub.rfind("layers.", 0) == 0 && s.backend.shrink.layers.count(sub.substr(7)))
     return FieldError(s, "backend." + sub, msg.substr(colon + 2));
   return FieldError(s, "backend", msg);
+}
+
+Result<ClusterSpec> LoadScenarioCluster(const Scenario& s, int nodes_override) {
+  auto c = LoadCluster(s.cluster, nodes_override, s.device);
+  if (c) return c;
+  const std::string msg = c.error().message();
+  // An override that fails the preset's checks names its scenario key (cluster.device.KEY).
+  const size_t at = msg.find("device.");
+  if (!s.device.empty() && at != std::string::npos) {
+    const std::string rest = msg.substr(at + 7);
+    const std::string key = rest.substr(0, rest.find(':'));
+    if (s.device.count(key) && rest.find(": ") != std::string::npos)
+      return FieldError(s, "cluster.device." + key, rest.substr(rest.find(": ") + 2),
+                        {"cluster.device." + key, "cluster.device"});
+  }
+  return FieldError(s, "cluster", msg, {"cluster.preset", "cluster"});
 }
 
 Result<std::shared_ptr<const CostModel>> LoadScenarioCostModel(const Scenario& s, const ModelSpec& model,

@@ -70,6 +70,7 @@ Status CheckOverrideKey(const std::string& dotted_key) {
   if (top == "trace" || top == "cluster" || top == "parallel") {
     const auto& valid = top == "trace" ? kTrace : top == "cluster" ? kCluster : kParallel;
     if (p.size() == 2 && In(valid, p[1])) return Status();
+    if (top == "cluster" && p.size() == 3 && p[1] == "device") return Status();  // cluster.device.KEY
     return Unknown(dotted_key, top + ".", valid);
   }
   if (top == "model") {  // model.name, model.image_px (a bare `model: NAME` is expanded on the way)

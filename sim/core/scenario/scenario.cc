@@ -201,6 +201,21 @@ Status ParseCluster(const Parser& r, const YAML::Node& n, Scenario& s) {
       MMTWIN_ASSIGN_OR_RETURN(int64_t x, r.Int(v, "cluster.nodes", 0, kMaxWorld));
       s.nodes = static_cast<int>(x);
     }
+    if (const YAML::Node d = n["device"]) {
+      if (!d.IsMap()) return r.At(d, "cluster.device", "expected a mapping {KEY: number} of device keys");
+      s.device.clear();
+      for (const auto& kv : d) {
+        const std::string key = kv.first.Scalar();
+        double x = 0;
+        try {
+          if (!kv.second.IsScalar()) throw YAML::Exception(kv.second.Mark(), "not a scalar");
+          x = kv.second.as<double>();
+        } catch (const YAML::Exception&) {
+          return r.At(kv.second, "cluster.device." + key, "expected a number");
+        }
+        s.device[key] = x;
+      }
+    }
   }
   if (LooksLikePath(s.cluster)) s.cluster = r.Resolve(s.cluster);
   return Status();
@@ -415,7 +430,13 @@ std::string FormatScenario(const Scenario& s) {
     e << s.model;
   }
   e << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap << YAML::Key << "preset" << YAML::Value
-    << s.cluster << YAML::Key << "nodes" << YAML::Value << s.nodes << YAML::EndMap;
+    << s.cluster << YAML::Key << "nodes" << YAML::Value << s.nodes;
+  if (!s.device.empty()) {
+    e << YAML::Key << "device" << YAML::Value << YAML::BeginMap;
+    for (const auto& [key, value] : s.device) e << YAML::Key << key << YAML::Value << value;
+    e << YAML::EndMap;
+  }
+  e << YAML::EndMap;
   const ParallelConfig& p = s.parallel;
   e << YAML::Key << "parallel" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "dp" << YAML::Value << p.dp << YAML::Key << "tp" << YAML::Value << p.tp;
@@ -500,8 +521,8 @@ bool operator==(const Scenario& a, const Scenario& b) {
       p.zero_stage == q.zero_stage && p.tp_sequence_parallel == q.tp_sequence_parallel && p.sp == q.sp &&
       p.sp_ulysses == q.sp_ulysses && p.sp_ring == q.sp_ring && p.zero3_impl == q.zero3_impl;
   return a.name == b.name && a.description == b.description && a.trace == b.trace && a.model == b.model &&
-         a.image_px == b.image_px && a.cluster == b.cluster && a.nodes == b.nodes && same_parallel &&
-         a.data == b.data && a.partition == b.partition && a.recompute == b.recompute &&
+         a.image_px == b.image_px && a.cluster == b.cluster && a.nodes == b.nodes && a.device == b.device &&
+         same_parallel && a.data == b.data && a.partition == b.partition && a.recompute == b.recompute &&
          a.schedule == b.schedule && a.sp == b.sp && a.epoch == b.epoch &&
          (a.epoch || a.iterations == b.iterations) && a.seed == b.seed && a.engine == b.engine &&
          a.cost == b.cost && a.backend == b.backend;

@@ -68,6 +68,9 @@ struct Scenario {
   int image_px = 0;
   std::string cluster = "a100-4x200g";
   int nodes = 0;  // 0 = as many as the parallel layout needs: ceil(dp * tp * pp / gpus_per_node)
+  // `cluster: {preset: ..., device: {KEY: number}}`: numeric keys of the preset's device replaced (a what-if GPU,
+  // or the published-runs fit, calibrate/published.h); checked as the preset's own keys (LoadScenarioCluster).
+  std::map<std::string, double> device;
   ParallelConfig parallel;
   PolicyRef data{"random", {}};
   PolicyRef partition{"uniform", {}};
@@ -133,6 +136,9 @@ Result<Scenario> LoadScenario(const std::string& path);
 // `backend` when it sets a width divisor or layer counts (core/model/model.h: ShrinkModel). Errors name the
 // scenario key.
 Result<ModelSpec> LoadScenarioModel(const Scenario& s);
+// The scenario's cluster: the preset or file `cluster` with `cluster.device` applied, `nodes_override` nodes
+// (> 0) or the preset's. Errors are the loader's, with the key when it is a device override.
+Result<ClusterSpec> LoadScenarioCluster(const Scenario& s, int nodes_override = 0);
 // The cost model a scenario names: AnalyticCostModel for `cost: analytic`, else the CoefficientCostModel in the
 // CSV file s.cost (its analytic part for `cluster`'s device and the layout's tp; checked against `model` with
 // Supports). Errors are the loader's (the planner and CheckScenario name the key).

@@ -19,7 +19,7 @@ inline const std::vector<std::string> kTopKeys = {"name",    "description", "tra
                                                   "seed",    "engine",      "cost",     "backend"};
 inline const std::vector<std::string> kTraceKeys = {"file", "preset", "samples", "seed", "sequence_tokens"};
 inline const std::vector<std::string> kModelKeys = {"name", "image_px"};
-inline const std::vector<std::string> kClusterKeys = {"preset", "nodes"};
+inline const std::vector<std::string> kClusterKeys = {"preset", "nodes", "device"};
 inline const std::vector<std::string> kParallelKeys = {
     "dp", "tp",         "pp",      "vpp",       "micro_batches", "zero_stage", "tp_sequence_parallel",
     "sp", "sp_ulysses", "sp_ring", "zero3_impl"};
