@@ -423,3 +423,33 @@ TEST(AnalyticCostTest, KvHeadsFewerThanTpAreReplicated) {
 
 }  // namespace
 }  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+// Selective recomputation (Korthikanti et al. 2022 §4.2, Table 2): with unfused attention the score activations
+// (5·a·pairs bytes per layer, / tp) are not stored and the backward pays the attention core's forward once more
+// (4·h·pairs, halved when causal, / tp); with flash attention nothing changes.
+TEST(AnalyticCostTest, SelectiveRecomputeDropsTheScoresAndRecomputesTheAttentionCore) {
+  ModelSpec m = Load("internvl-1.5-6b-20b");
+  const std::vector<Layer> layers = Layers(m);
+  const Layer& block = FirstOf(layers, 2, LayerKind::kTransformer);
+  LayerWorkload w{4096, 4096.0 * 4096.0, 1};
+  AnalyticCostModel unfused(H100(), {.tp = 4, .flash_attention = false});
+  AnalyticCostModel selective(H100(), {.tp = 4, .flash_attention = false, .selective_recompute = true});
+  const LayerCost u = unfused.Cost(m, block, w), s = selective.Cost(m, block, w);
+  EXPECT_EQ(u.act_bytes - s.act_bytes, 5LL * 48 * 4096 * 4096 / 4);
+  EXPECT_EQ(s.act_bytes, 34LL * 4096 * 6144 / 4);  // Table 2, TP + SP + selective: 34 sbh / t
+  const double core_us = 4.0 * 6144 * 4096 * 4096 / 2 / 4 / unfused.achieved_flops() * 1e6;
+  EXPECT_NEAR(s.bwd_time_us - u.bwd_time_us, core_us, 1e-6);
+  EXPECT_DOUBLE_EQ(s.fwd_time_us, u.fwd_time_us);
+  EXPECT_DOUBLE_EQ(s.bwd_weight_time_us, u.bwd_weight_time_us);
+  // Flash attention stores no scores and already recomputes them: selective changes nothing.
+  AnalyticCostModel flash(H100(), {.tp = 4}), flash_sel(H100(), {.tp = 4, .selective_recompute = true});
+  const LayerCost f = flash.Cost(m, block, w), fs = flash_sel.Cost(m, block, w);
+  EXPECT_EQ(f.act_bytes, fs.act_bytes);
+  EXPECT_DOUBLE_EQ(f.bwd_time_us, fs.bwd_time_us);
+}
+
+}  // namespace
+}  // namespace mmtwin

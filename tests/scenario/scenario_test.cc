@@ -578,3 +578,38 @@ TEST(ScenarioTest, ClusterDeviceOverridesReplacePresetKeys) {
 
 }  // namespace
 }  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+// model.attention: flash (default) or unfused, kept by FormatScenario; the cost model follows it, and the
+// `selective` recompute policy turns on its selective recomputation.
+TEST(ScenarioTest, ModelAttentionKernelAndSelectiveRecompute) {
+  const std::string text = std::string("trace: {preset: internvl-1.2m, samples: 1000}\n") +
+                           "model: {name: internvl-1.5-6b-20b, attention: unfused}\n" +
+                           "policies: {recompute: selective}\n";
+  auto s = Parse(text);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->attention, "unfused");
+  auto again = Parse(FormatScenario(*s));
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(again->attention, "unfused");
+  EXPECT_EQ(again->recompute.name, "selective");
+  auto model = LoadScenarioModel(*s);
+  ASSERT_TRUE(model.ok());
+  auto cluster = LoadScenarioCluster(*s);
+  ASSERT_TRUE(cluster.ok());
+  auto cost = LoadScenarioCostModel(*s, *model, *cluster);
+  ASSERT_TRUE(cost.ok());
+  const auto* analytic = dynamic_cast<const AnalyticCostModel*>(cost->get());
+  ASSERT_NE(analytic, nullptr);
+  EXPECT_FALSE(analytic->options().flash_attention);
+  EXPECT_TRUE(analytic->options().selective_recompute);
+  EXPECT_NE(ErrorOf(std::string("trace: {preset: internvl-1.2m, samples: 1000}\n") +
+                    "model: {name: internvl-1.5-6b-20b, attention: sdpa}\n")
+                .find("s.yaml:2: model.attention: 'sdpa': expected flash or unfused"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace mmtwin

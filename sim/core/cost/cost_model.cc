@@ -165,6 +165,7 @@ LayerCost AnalyticCostModel::Cost(const ModelSpec& m, const Layer& layer, const 
   double rank_fwd_flops = -1;  // the busiest TP rank's share; -1 = fwd_flops / tp
   double act = 0, act_recompute = 0, boundary = 0;
   double fwd_memory_us = 0;  // memory-bound layers (the LLM embedding lookup)
+  double selective_flops = 0;  // selective recompute: the attention core's forward FLOPs on the busiest rank
   double weight_flops =
       -1;  // forward FLOPs of the weight GEMMs on the busiest TP rank; -1 = all of the rank's
   switch (layer.kind) {
@@ -189,7 +190,12 @@ LayerCost AnalyticCostModel::Cost(const ModelSpec& m, const Layer& layer, const 
       }
       // Korthikanti et al. Table 2 (cost_model.h): without sequence parallelism the LayerNorm inputs and
       // dropout masks (10·s·b·h) are replicated on every TP rank.
-      const double scores = options_.flash_attention ? 0.0 : 5.0 * t.heads * w.attn_pairs;
+      const bool store_scores = !options_.flash_attention && !options_.selective_recompute;
+      const double scores = store_scores ? 5.0 * t.heads * w.attn_pairs : 0.0;
+      // Selective recompute of unfused attention: the busiest rank's attention core forward once more in its
+      // backward (q_rank heads: 1/tp of the heads when tp divides them).
+      if (!options_.flash_attention && options_.selective_recompute)
+        selective_flops = 4.0 * q_rank * hd * w.attn_pairs * (t.causal ? 0.5 : 1.0);
       const bool split = options_.sequence_parallel || tp == 1;
       act = split ? (34.0 * tokens * h + scores) / tp : 10.0 * tokens * h + (24.0 * tokens * h + scores) / tp;
       act_recompute = split ? 2.0 * tokens * h / tp : 2.0 * tokens * h;
@@ -247,6 +253,7 @@ LayerCost AnalyticCostModel::Cost(const ModelSpec& m, const Layer& layer, const 
     cost.fwd_time_us = rank_fwd_flops / achieved_flops() * 1e6 + fwd_memory_us;
     cost.bwd_time_us = 2.0 * rank_fwd_flops / achieved_flops() * 1e6 + 2.0 * fwd_memory_us;
   }
+  cost.bwd_time_us += selective_flops / achieved_flops() * 1e6;
   // W: the weight GEMMs' gradient (their forward FLOPs again); the LLM embedding's scatter-add into its table.
   if (weight_flops < 0) weight_flops = (rank_fwd_flops < 0 ? fwd_flops / tp : rank_fwd_flops);
   cost.bwd_weight_time_us = std::min(cost.bwd_time_us, weight_flops / achieved_flops() * 1e6 + fwd_memory_us);

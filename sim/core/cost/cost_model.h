@@ -105,6 +105,12 @@ struct AnalyticOptions {
   // dropout activations are split over the TP ranks too; without it they are replicated (below).
   bool sequence_parallel = true;
   double efficiency = 0;  // achieved fraction of peak; 0 uses DeviceSpec::efficiency
+  // Megatron's selective recomputation (recompute policy `selective`, Korthikanti et al. 2022 §4.2): the
+  // attention core (QK^T, softmax, its dropout, attention over V) is recomputed in the backward, so without flash
+  // attention its 5·a·pairs score bytes are not stored, and the backward pays the core's forward FLOPs
+  // (4·heads·head_dim·pairs, halved when causal) once more. With flash attention nothing changes: the kernel
+  // never stores the scores and its backward already recomputes them.
+  bool selective_recompute = false;
 };
 
 // FLOPs: 2 * tokens * matmul params + 4 * heads * head_dim * pairs (halved for causal); backward = 2 x

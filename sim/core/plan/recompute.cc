@@ -202,6 +202,12 @@ std::vector<RecomputePolicyInfo>& Registry() {
   static std::vector<RecomputePolicyInfo> r = {
       {"none", "nothing recomputed", {}, &RunNone},
       {"full", "every transformer layer recomputed, its input kept", {}, &RunFull},
+      {"selective",
+       "Megatron recompute_granularity=selective: only the attention core recomputed in the backward (no "
+       "layer "
+       "whole); without flash attention its score activations are not stored (core/cost/cost_model.h)",
+       {},
+       &RunNone},
       {"uniform",
        "Megatron recompute_method=uniform: each chunk's layers in groups of num_layers, only group inputs "
        "kept",

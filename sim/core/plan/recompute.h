@@ -15,6 +15,9 @@
 // Built in (see RecomputePolicies() for parameters):
 //   none      nothing recomputed
 //   full      every transformer layer recomputed (Megatron recompute_granularity=full, uniform, N = 1)
+//   selective Megatron recompute_granularity=selective: no layer recomputed whole; the cost model
+//             (AnalyticOptions::selective_recompute, core/cost/cost_model.h) recomputes the attention core
+//             inside each layer's backward and, without flash attention, stores no score activations
 //   uniform   num_layers = N: each chunk's transformer layers in consecutive groups of N (a group never spans
 //             two components), every layer recomputed, only each group's input kept (Megatron
 //             recompute_method=uniform)

@@ -307,6 +307,8 @@ Result<std::shared_ptr<const CostModel>> LoadScenarioCostModel(const Scenario& s
   AnalyticOptions options;
   options.tp = s.parallel.tp;
   options.sequence_parallel = s.parallel.tp_sequence_parallel;
+  options.flash_attention = s.attention != "unfused";
+  options.selective_recompute = s.recompute.name == "selective";
   AnalyticCostModel analytic(cluster.device, options);
   if (s.cost.empty() || s.cost == "analytic")
     return std::shared_ptr<const CostModel>(std::make_shared<AnalyticCostModel>(std::move(analytic)));

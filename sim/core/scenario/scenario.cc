@@ -180,6 +180,11 @@ Status ParseModel(const Parser& r, const YAML::Node& root, Scenario& s) {
       MMTWIN_ASSIGN_OR_RETURN(int64_t px, r.Int(v, "model.image_px", 1, kMaxImagePx));
       s.image_px = static_cast<int>(px);
     }
+    if (const YAML::Node v = model["attention"]) {
+      MMTWIN_ASSIGN_OR_RETURN(s.attention, r.Str(v, "model.attention"));
+      if (s.attention != "flash" && s.attention != "unfused")
+        return r.At(v, "model.attention", "'" + s.attention + "': expected flash or unfused");
+    }
   } else {
     MMTWIN_ASSIGN_OR_RETURN(s.model, r.Str(model, "model"));
   }
@@ -423,9 +428,11 @@ std::string FormatScenario(const Scenario& s) {
   }
   e << YAML::EndMap;
   e << YAML::Key << "model" << YAML::Value;
-  if (s.image_px > 0) {
-    e << YAML::BeginMap << YAML::Key << "name" << YAML::Value << s.model << YAML::Key << "image_px"
-      << YAML::Value << s.image_px << YAML::EndMap;
+  if (s.image_px > 0 || s.attention != "flash") {
+    e << YAML::BeginMap << YAML::Key << "name" << YAML::Value << s.model;
+    if (s.image_px > 0) e << YAML::Key << "image_px" << YAML::Value << s.image_px;
+    if (s.attention != "flash") e << YAML::Key << "attention" << YAML::Value << s.attention;
+    e << YAML::EndMap;
   } else {
     e << s.model;
   }
@@ -521,11 +528,11 @@ bool operator==(const Scenario& a, const Scenario& b) {
       p.zero_stage == q.zero_stage && p.tp_sequence_parallel == q.tp_sequence_parallel && p.sp == q.sp &&
       p.sp_ulysses == q.sp_ulysses && p.sp_ring == q.sp_ring && p.zero3_impl == q.zero3_impl;
   return a.name == b.name && a.description == b.description && a.trace == b.trace && a.model == b.model &&
-         a.image_px == b.image_px && a.cluster == b.cluster && a.nodes == b.nodes && a.device == b.device &&
-         same_parallel && a.data == b.data && a.partition == b.partition && a.recompute == b.recompute &&
-         a.schedule == b.schedule && a.sp == b.sp && a.epoch == b.epoch &&
-         (a.epoch || a.iterations == b.iterations) && a.seed == b.seed && a.engine == b.engine &&
-         a.cost == b.cost && a.backend == b.backend;
+         a.image_px == b.image_px && a.attention == b.attention && a.cluster == b.cluster &&
+         a.nodes == b.nodes && a.device == b.device && same_parallel && a.data == b.data &&
+         a.partition == b.partition && a.recompute == b.recompute && a.schedule == b.schedule &&
+         a.sp == b.sp && a.epoch == b.epoch && (a.epoch || a.iterations == b.iterations) &&
+         a.seed == b.seed && a.engine == b.engine && a.cost == b.cost && a.backend == b.backend;
 }
 
 }  // namespace mmtwin

@@ -66,6 +66,10 @@ struct Scenario {
   // `model: {name: ..., image_px: N}`: every vision encoder fed N-px tiles (WithImagePx, core/model/model.h:
   // encoder positions and LLM tokens per tile follow); 0 = the spec's own resolution.
   int image_px = 0;
+  // `model: {name: ..., attention: unfused}`: the attention kernel. flash (the default) never stores the score
+  // matrix; unfused (Megatron-LM before flash attention, the 2021-2022 papers' runs) stores softmax input, output
+  // and dropout mask, 5 x heads x span^2 bytes per layer (Korthikanti et al. 2022, Table 2; cost_model.h).
+  std::string attention = "flash";
   std::string cluster = "a100-4x200g";
   int nodes = 0;  // 0 = as many as the parallel layout needs: ceil(dp * tp * pp / gpus_per_node)
   // `cluster: {preset: ..., device: {KEY: number}}`: numeric keys of the preset's device replaced (a what-if GPU,
