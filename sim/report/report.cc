@@ -10,6 +10,7 @@
 
 #include "core/util/atomic_dir.h"
 #include "core/util/csv.h"
+#include "report/changes.h"
 #include "report/common.h"
 
 #ifndef MMTWIN_REPORT_DATA_DIR
@@ -96,6 +97,10 @@ Status GenerateReport(const ReportOptions& options, Plotter& plotter) {
     for (const auto& [name, content] : files)
       MMTWIN_RETURN_IF_ERROR(WriteFileAtomic(options.out_dir + "/" + name, content));
   } else {
+    // Over an earlier generation: how the paper's figures moved (changes.h).
+    if (auto old = ReadFile(options.out_dir + "/README.md"); old.ok())
+      for (auto& [name, content] : files)
+        if (name == "README.md") content = InsertBeforeAfter(content, BeforeAfterSection(*old, content));
     std::vector<std::pair<std::string, std::string_view>> views;
     for (const auto& [name, content] : files) views.emplace_back(name, content);
     MMTWIN_RETURN_IF_ERROR(WriteFolderAtomic(options.out_dir, views));
