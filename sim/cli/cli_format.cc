@@ -110,9 +110,11 @@ void WritePlanStages(const std::vector<PlanStage>& stages, std::ostream& out) {
   }
   out << "(memory in GiB per GPU: model states (weights, gradients, optimizer after TP/PP/ZeRO division), "
          "peak\n"
-         " in-flight activations, peak total, capacity = the device's usable memory (cluster device terms "
-         "reserved,\n workspace, fragmentation); fwd ms = mean forward time of one micro-batch through the "
-         "stage)\n";
+         " in-flight activations, peak total (with the runtime's CUDA context, NCCL buffers and workspaces "
+         "and "
+         "the\n allocator's fragmentation), capacity = the device's memory; fwd ms = mean forward time of "
+         "one "
+         "micro-batch through the stage)\n";
 }
 
 void WriteSimStages(const std::vector<StageRecord>& stages, std::ostream& out) {

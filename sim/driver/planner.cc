@@ -118,7 +118,7 @@ Result<RecomputePlan> PlanRecompute(const PlannedRun& run, const LayerProfile& w
   rc.in_flight = MaxInFlight(run.plan.schedule);
   rc.model_state_bytes = RankModelStateBytes(par, p, worst.params);
   rc.other_bytes = ProfileBoundaryBytes(worst, p, par);
-  rc.capacity_bytes = UsableMemoryBytes(run.cluster.device);
+  rc.capacity_bytes = PlanUsableMemoryBytes(run.cluster.device, par);
   auto plan = RunRecomputePolicy(run.scenario.recompute.name, run.scenario.recompute.params, rc, report);
   if (!plan) return AtPolicyKey(run.scenario, "recompute", plan.error()).error();
   return plan;
@@ -236,7 +236,7 @@ Status PlanModel(PlannedRun& run, const Pricer& pricer, const std::atomic<bool>*
   pc.chunks = par.chunks();
   pc.pp = par.pp;
   const std::vector<int> in_flight = MaxInFlight(run.plan.schedule);
-  const int64_t capacity = UsableMemoryBytes(run.cluster.device);
+  const int64_t capacity = PlanUsableMemoryBytes(run.cluster.device, par);
   pc.fits_with_full_recompute = [&](const Partition& p) {
     return FitsWithFullRecompute(prof.worst, p, par, in_flight, capacity);
   };
@@ -285,9 +285,8 @@ Status MemoryReport(PlannedRun& run, const Pricer& pricer, const std::atomic<boo
     MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
     const IterationCosts costs =
         pricer.PriceIteration(it, run.tokens, run.packing(), run.plan.partition, run.plan.recompute);
-    run.memory =
-        MergeMemory(run.memory, ComputeMemory(par, run.plan.partition, layer_params, run.plan.schedule, costs,
-                                              UsableMemoryBytes(run.cluster.device)));
+    run.memory = MergeMemory(run.memory, ComputeMemory(par, run.plan.partition, layer_params,
+                                                       run.plan.schedule, costs, run.cluster.device));
     for (int d = 0; d < costs.dp; ++d)
       for (int m = 0; m < costs.micro_batches; ++m) {
         for (int c = 0; c < costs.chunks; ++c) fwd[PipeRankOfChunk(c, par.pp)] += costs.At(d, m, c).fwd_us;

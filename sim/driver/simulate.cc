@@ -132,8 +132,8 @@ Result<Replay> ReplayIterations(const PlannedRun& run, Evaluator& evaluator, con
                    " us, not a finite time; check the cluster's bandwidths and latencies (nic_bytes_per_s, "
                    "nic_latency_us, nvlink_bytes_per_s, nvlink_latency_us) and the cost table");
     Accumulate(timing, costs, it, par, r);
-    r.memory = MergeMemory(r.memory, ComputeMemory(par, plan.partition, layer_params, plan.schedule, costs,
-                                                   UsableMemoryBytes(run.cluster.device)));
+    r.memory = MergeMemory(
+        r.memory, ComputeMemory(par, plan.partition, layer_params, plan.schedule, costs, run.cluster.device));
     if (static_cast<int>(i) == trace_at) {
       r.ops = OpRecordsOf(graph, timing, costs, it.epoch_index);
       AddWorkload(r.ops, it, run.tokens, plan.packed, mesh);

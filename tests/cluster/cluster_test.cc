@@ -123,25 +123,32 @@ TEST(ClusterTest, ValuesOutsideTheirRangeAreErrorsNotClampedOrNull) {
   EXPECT_EQ(r.error().message(), "c.yaml:3: gpus_per_node: must be in [1, 1024] (GPUs in one node)");
 }
 
-// Device memory the training process cannot use (issue 8): reserved outside the allocator, workspaces inside it,
-// and the allocator's fragmentation; every memory check uses UsableMemoryBytes.
+// Device memory the training process cannot use (issue 8, issue 27): the CUDA context and other bytes outside the
+// allocator, workspaces inside it, and the allocator's fragmentation floor (core/plan/memory.h counts the NCCL
+// buffers per plan).
 TEST(ClusterTest, UsableMemoryLeavesOutReservedWorkspaceAndFragmentation) {
   DeviceSpec d;
   d.memory_bytes = 80LL << 30;
   EXPECT_EQ(UsableMemoryBytes(d), 80LL << 30);  // no terms: all of it
   d.reserved_bytes = 1LL << 30;
+  d.cuda_context_bytes = 512LL << 20;
   d.workspace_bytes = 32LL << 20;
+  d.cudnn_workspace_bytes = 16LL << 20;
   d.fragmentation = 0.05;
   EXPECT_EQ(UsableMemoryBytes(d),
-            static_cast<int64_t>(static_cast<double>((79LL << 30) - (32LL << 20)) * 0.95));
+            static_cast<int64_t>(static_cast<double>((79LL << 30) - (512LL << 20)) * 0.95 - (48LL << 20)));
   d.reserved_bytes = d.memory_bytes;
   EXPECT_EQ(UsableMemoryBytes(d), 0);
-  // The GPU presets state all three (traces/clusters/README.md gives the sources).
+  // The GPU presets state every term (traces/clusters/README.md gives the sources).
   for (const char* n : {"a100-2x200g", "a100-4x200g", "h100-8x400g"}) {
     ClusterSpec c = *LoadCluster(n);
-    EXPECT_EQ(c.device.reserved_bytes, 1LL << 30) << n;
+    EXPECT_EQ(c.device.reserved_bytes, 0) << n;
+    EXPECT_EQ(c.device.cuda_context_bytes, 512LL << 20) << n;
+    EXPECT_EQ(c.device.nccl_buffsize_bytes, 4LL << 20) << n;  // NCCL_BUFFSIZE's default
+    EXPECT_GT(c.device.nccl_channels, 0) << n;
     EXPECT_GT(c.device.workspace_bytes, 0) << n;
     EXPECT_DOUBLE_EQ(c.device.fragmentation, 0.05) << n;
+    EXPECT_GT(c.device.fragmentation_spread, 0) << n;
   }
   EXPECT_EQ(LoadCluster("h100-8x400g")->device.workspace_bytes, 32LL << 20);
   // Parsing: optional, zero allowed, ranges checked with file:line.
@@ -155,7 +162,8 @@ TEST(ClusterTest, UsableMemoryLeavesOutReservedWorkspaceAndFragmentation) {
   };
   EXPECT_EQ(parse(""), "OK 8000000000");
   EXPECT_EQ(parse("  reserved_bytes: 0\n  workspace_bytes: 0\n  fragmentation: 0\n"), "OK 8000000000");
-  EXPECT_EQ(parse("  reserved_bytes: 1e9\n  workspace_bytes: 1e9\n  fragmentation: 0.5\n"), "OK 3000000000");
+  // (8e9 - 1e9) x 0.5 - 1e9: the workspaces sit inside the allocator, after the fragmentation floor.
+  EXPECT_EQ(parse("  reserved_bytes: 1e9\n  workspace_bytes: 1e9\n  fragmentation: 0.5\n"), "OK 2500000000");
   EXPECT_EQ(parse("  fragmentation: 0.95\n"),
             "c.yaml:12: device.fragmentation: must be in [0, 0.9] (fraction of the allocator's pool)");
   EXPECT_EQ(parse("  reserved_bytes: 9e9\n"),
@@ -164,6 +172,16 @@ TEST(ClusterTest, UsableMemoryLeavesOutReservedWorkspaceAndFragmentation) {
             "c.yaml:13: device.workspace_bytes: must be in [0, 3e+09] (bytes, at most memory_bytes - "
             "reserved_bytes)");
   EXPECT_EQ(parse("  workspace_bytes: -1\n"), "c.yaml:12: device.workspace_bytes: must be >= 0");
+  EXPECT_EQ(parse("  cuda_context_bytes: 1e9\n  cudnn_workspace_bytes: 1e9\n  fragmentation: 0.5\n"),
+            "OK 2500000000");
+  EXPECT_EQ(
+      parse("  nccl_channels: 65\n"),
+      "c.yaml:12: device.nccl_channels: must be in [0, 64] (channels per communicator (NCCL's MAXCHANNELS "
+      "is 32, 64 on recent NCCL))");
+  EXPECT_EQ(
+      parse("  fragmentation_spread: 11\n"),
+      "c.yaml:12: device.fragmentation_spread: must be in [0, 10] (bytes stranded per byte of activation "
+      "spread)");
   EXPECT_EQ(parse("  kernel_overhead_us: 4\n"), "OK 8000000000");
   EXPECT_EQ(parse("  kernel_overhead_us: 2e4\n"),
             "c.yaml:12: device.kernel_overhead_us: must be in [0, 10000] (microseconds)");

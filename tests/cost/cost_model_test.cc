@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace mmtwin {
@@ -367,10 +368,10 @@ TEST(CoefficientCostTest, WorkColumnsPriceTheBackwardWorkingMemoryPerRow) {
   LayerWorkload w{4096, 4096.0 * 4096.0, 1};
   EXPECT_EQ(r->Cost(m, FirstOf(layers, 2, LayerKind::kTransformer), w).bwd_work_bytes,
             500 + 40 * 4096 + 4096 * 4096 / 4);
-  // Empty cells, and the analytic model: no working memory.
-  EXPECT_EQ(r->Cost(m, FirstOf(layers, 0, LayerKind::kTransformer), w).bwd_work_bytes, 0);
-  EXPECT_EQ(AnalyticCostModel(A100()).Cost(m, FirstOf(layers, 2, LayerKind::kTransformer), w).bwd_work_bytes,
-            0);
+  // Empty cells: the analytic model's closed form (AnalyticBackwardWorkBytes).
+  const Layer& vit = FirstOf(layers, 0, LayerKind::kTransformer);
+  EXPECT_EQ(r->Cost(m, vit, w).bwd_work_bytes, AnalyticBackwardWorkBytes(m, vit, w, 1));
+  EXPECT_GT(r->Cost(m, vit, w).bwd_work_bytes, 0);
   ExpectRoundTrip(*r);
   auto err = ParseError;
   EXPECT_EQ(err(head + "x,head,1,2,3,4,5,6,1,,0\n"),
@@ -381,6 +382,37 @@ TEST(CoefficientCostTest, WorkColumnsPriceTheBackwardWorkingMemoryPerRow) {
                 "work_c0_bytes\n")
                 .find("work_token_bytes: missing column: the working-memory columns come all three or none"),
             std::string::npos);
+}
+
+// Backward working memory (cost_model.h AnalyticBackwardWorkBytes): the closed forms per layer kind.
+TEST(AnalyticCostTest, BackwardWorkingMemoryClosedForms) {
+  ModelSpec m = Load("internvl-1.5-6b-20b");
+  const std::vector<Layer> layers = Layers(m);
+  const LayerWorkload w{4096, 4096.0 * 4096.0, 1};
+  AnalyticCostModel tp4(H100(), {.tp = 4});
+  // InternLM2-20B block (SwiGLU, ffn 16384, 48 heads, 8 KV heads of 128): the MLP's gradients of FC1's output
+  // (gate and up) and of FC2's input beat the attention's dQ, dK, dV and fp32 dQ; plus the whole output gradient.
+  const int64_t mlp = 2LL * 4096 * (2 * 16384 + 16384) / 4;
+  const int64_t attn = 2LL * 4096 * (48 + 2 * 8) * 128 / 4 + 4LL * 4096 * 48 * 128 / 4;
+  ASSERT_GT(mlp, attn);
+  EXPECT_EQ(tp4.Cost(m, FirstOf(layers, 2, LayerKind::kTransformer), w).bwd_work_bytes,
+            mlp + 2LL * 4096 * 6144);
+  // The LM head: the fp32 logits' gradient and its bf16 copy, vocabulary-parallel over TP (92553 of InternLM2).
+  const Layer& head = layers.back();
+  ASSERT_EQ(head.kind, LayerKind::kHead);
+  const int64_t vocab = m.components[head.component].vocab;
+  const LayerCost hc = tp4.Cost(m, head, w);
+  EXPECT_EQ(hc.bwd_work_bytes, (4LL + 2LL) * 4096 * vocab / 4);
+  // ... at least the fp32 logits the forward stores for the loss (act_bytes counts them).
+  EXPECT_GE(hc.bwd_work_bytes, 4LL * 4096 * vocab / 4);
+  // Projector (InternVL's MLP: widest Linear), embedding: their output's gradient.
+  const Layer& proj = FirstOf(layers, 1, LayerKind::kProjector);
+  const std::vector<int64_t>& d = m.components[1].projector_dims;
+  int64_t widest = 0;
+  for (size_t i = 0; i + 1 < d.size(); ++i) widest = std::max(widest, d[i] + d[i + 1]);
+  EXPECT_EQ(tp4.Cost(m, proj, LayerWorkload{1000, 0, 0}).bwd_work_bytes, 2LL * 1000 * widest / 4);
+  EXPECT_EQ(tp4.Cost(m, FirstOf(layers, 2, LayerKind::kEmbedding), w).bwd_work_bytes, 2LL * 4096 * 6144 / 4);
+  EXPECT_EQ(tp4.Cost(m, head, LayerWorkload{}).bwd_work_bytes, 0);
 }
 
 TEST(AnalyticCostTest, TpThatDoesNotDivideTheHeadsPricesPaddedHeads) {

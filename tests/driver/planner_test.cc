@@ -380,9 +380,9 @@ TEST(PlannerTest, TpSequenceParallelChangesActivationMemoryOnly) {
   EXPECT_EQ(a->stage_fwd_us_mean, b->stage_fwd_us_mean);
 }
 
-// Every memory check of the plan uses the device's usable bytes (cluster.h UsableMemoryBytes): the stages'
-// capacity is the preset's 80 GiB less its reserved, workspace and fragmentation terms, and adaptive recompute
-// plans against that (at least as many recomputed layers as with all 80 GiB usable).
+// Every memory check of the plan accounts for the runtime (core/plan/memory.h): the stages' capacity is the
+// device's memory and their peak carries the CUDA context, NCCL buffers, workspaces and fragmentation; adaptive
+// recompute plans against PlanUsableMemoryBytes (at least as many recomputed layers as with none of the terms).
 TEST(PlannerTest, MemoryChecksUseTheUsableDeviceMemory) {
   const std::string preset = std::string(MMTWIN_SOURCE_DIR) + "/traces/clusters/a100-4x200g.yaml";
   std::ifstream in(preset);
@@ -392,7 +392,9 @@ TEST(PlannerTest, MemoryChecksUseTheUsableDeviceMemory) {
   std::istringstream lines(text.str());
   for (std::string line; std::getline(lines, line);)
     if (line.find("reserved_bytes") == std::string::npos &&
-        line.find("workspace_bytes") == std::string::npos && line.find("fragmentation") == std::string::npos)
+        line.find("workspace_bytes") == std::string::npos &&
+        line.find("fragmentation") == std::string::npos && line.find("cuda_context") == std::string::npos &&
+        line.find("nccl_") == std::string::npos)
       all_usable += line + "\n";
   const std::string path = ::testing::TempDir() + "/a100-all-usable.yaml";
   std::ofstream(path) << all_usable;
@@ -404,12 +406,21 @@ TEST(PlannerTest, MemoryChecksUseTheUsableDeviceMemory) {
   auto a = BuildPlan(tight, po), b = BuildPlan(loose, po);
   ASSERT_TRUE(a.ok()) << a.error().message();
   ASSERT_TRUE(b.ok()) << b.error().message();
-  const int64_t usable = UsableMemoryBytes(a->cluster.device);
-  EXPECT_LT(usable, 80LL << 30);
-  EXPECT_EQ(UsableMemoryBytes(b->cluster.device), 80LL << 30);
+  EXPECT_LT(PlanUsableMemoryBytes(a->cluster.device, a->plan.parallel), 80LL << 30);
+  EXPECT_EQ(PlanUsableMemoryBytes(b->cluster.device, b->plan.parallel), 80LL << 30);
   ASSERT_FALSE(a->memory.empty());
-  for (const StageMemory& m : a->memory) EXPECT_EQ(m.capacity_bytes, usable);
-  for (const StageMemory& m : b->memory) EXPECT_EQ(m.capacity_bytes, 80LL << 30);
+  for (const StageMemory& m : a->memory) {
+    EXPECT_EQ(m.capacity_bytes, 80LL << 30);
+    EXPECT_EQ(m.cuda_context_bytes, a->cluster.device.cuda_context_bytes);
+    EXPECT_EQ(m.nccl_bytes, NcclBufferBytes(a->cluster.device, a->plan.parallel));
+    EXPECT_GT(m.fragmentation_bytes, 0);
+    EXPECT_EQ(m.peak_bytes, m.allocated_peak_bytes + m.fragmentation_bytes + m.cuda_context_bytes +
+                                m.nccl_bytes + m.other_bytes);
+  }
+  for (const StageMemory& m : b->memory) {
+    EXPECT_EQ(m.capacity_bytes, 80LL << 30);
+    EXPECT_EQ(m.peak_bytes, m.model_state_bytes + m.peak_activation_bytes + m.boundary_bytes);
+  }
   int recomputed_a = 0, recomputed_b = 0;
   for (uint8_t f : a->plan.recompute.layers) recomputed_a += f != 0;
   for (uint8_t f : b->plan.recompute.layers) recomputed_b += f != 0;

@@ -205,7 +205,8 @@ TEST(SeqParSimTest, TwoStageShardingBalancesTokensAndChargesTheRedistribution) {
 namespace mmtwin {
 namespace {
 
-// Ring attention's buffers per rank: the KV block and its dKV, sent and received, in the backward's transient.
+// SP buffers per rank (SpAttentionBufferBytes): the forward's are the chunk's forward transient, the backward's
+// add to its backward transient; Megatron CP's forward keeps every ring step's KV and partial output.
 TEST(SeqParSimTest, RingKvBuffersAreCountedPerRank) {
   auto model = LoadModel("longvila-8b");
   auto cluster = LoadCluster("h100-8x400g", 1);
@@ -218,15 +219,32 @@ TEST(SeqParSimTest, RingKvBuffersAreCountedPerRank) {
   pc.sp = 8;
   pc.sp_method = "zigzag-ring";
   const Partition part{{0, static_cast<int>(Layers(*model).size())}};
-  ChunkCost c;
+  ChunkCost c, cp;
   Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kVarlen, part, RecomputePlan{}, &c);
   const TransformerConfig& tf = model->components.back().tf;
-  EXPECT_EQ(c.backward_transient_bytes, 4 * RingStepKvBytes(tf, 65536 / 8, 1, 1, false));
+  SpLayout ring;
+  ring.method = SpMethod::kZigzagRing;
+  ring.sp = ring.ring = 8;
+  const SpBufferBytes rb = SpAttentionBufferBytes(ring, tf, 65536 / 8, 1);
+  EXPECT_EQ(c.forward_transient_bytes, rb.forward);
   EXPECT_EQ(c.sp_ring_fwd_bytes, 32 * 7 * RingStepKvBytes(tf, 65536 / 8, 1, 1, false));
   EXPECT_EQ(c.sp_ring_bwd_bytes, 2 * c.sp_ring_fwd_bytes);
-  pc.sp_method = "ulysses";  // no ring, no buffers
+  pc.sp_method = "megatron-cp";  // the same zigzag ring: the layers cost the same, only the buffers differ
+  Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kVarlen, part, RecomputePlan{}, &cp);
+  SpLayout mcp = ring;
+  mcp.method = SpMethod::kMegatronCp;
+  const SpBufferBytes mb_ = SpAttentionBufferBytes(mcp, tf, 65536 / 8, 1);
+  EXPECT_EQ(cp.forward_transient_bytes, mb_.forward);
+  EXPECT_GT(cp.forward_transient_bytes, c.forward_transient_bytes);
+  EXPECT_EQ(cp.backward_transient_bytes - c.backward_transient_bytes, mb_.backward - rb.backward);
+  pc.sp_method =
+      "ulysses";  // no ring: the all-to-alls' receive buffers only (4 divides 28 heads, 4 KV heads)
+  pc.sp = 4;
   Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kVarlen, part, RecomputePlan{}, &c);
-  EXPECT_EQ(c.backward_transient_bytes, 0);
+  SpLayout u;
+  u.method = SpMethod::kUlysses;
+  u.sp = u.ulysses = 4;
+  EXPECT_EQ(c.forward_transient_bytes, SpAttentionBufferBytes(u, tf, 65536, 1).forward);
   EXPECT_EQ(c.sp_ring_fwd_bytes, 0);
 }
 

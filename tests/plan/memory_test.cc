@@ -65,6 +65,7 @@ ParallelConfig Par(int dp, int tp, int pp, int m, int zero = 0) {
   p.pp = pp;
   p.micro_batches = m;
   p.zero_stage = zero;
+  p.optimizer_memory = "simple";  // the textbook 16 bytes per parameter (OptimizerBytesFor tests the others)
   return p;
 }
 
@@ -235,8 +236,17 @@ TEST(ComputeMemoryTest, ValidateRejectsMismatches) {
 }
 
 TEST(MergeMemoryTest, ComponentwiseMaxAndPeakOfPeaks) {
-  StageMemory a{0, 100, 50, 10, 160, 170, true, 0};
-  StageMemory b{0, 100, 80, 5, 185, 170, false, 15};
+  StageMemory a, b;
+  a.model_state_bytes = b.model_state_bytes = 100;
+  a.peak_activation_bytes = 50;
+  b.peak_activation_bytes = 80;
+  a.boundary_bytes = 10;
+  b.boundary_bytes = 5;
+  a.peak_bytes = 160;
+  b.peak_bytes = 185;
+  a.capacity_bytes = b.capacity_bytes = 170;
+  b.fits = false;
+  b.short_bytes = 15;
   const auto m = MergeMemory({a}, {b});
   ASSERT_EQ(m.size(), 1u);
   EXPECT_EQ(m[0].peak_activation_bytes, 80);
@@ -259,11 +269,13 @@ TEST(MemoryTest, Zero3TransientBytesByImplementation) {
   EXPECT_EQ(Zero3TransientBytes("simple", 1000, 10000, 1), 0);
   EXPECT_EQ(Zero3TransientBytes("fsdp", 1000, 10000, 1), 3 * 2 * 1000);  // current + prefetched layer + grads
   EXPECT_EQ(Zero3TransientBytes("fsdp", 1001, 10000, 2), 3 * 2 * 501);
-  // DeepSpeed: the buckets (5e8 elements each) capped at the rank's parameters.
+  // DeepSpeed: the prefetch bucket (stage3_prefetch_bucket_size, 5e7 elements in deepspeed/runtime/zero/config.py)
+  // and the reduce bucket (reduce_bucket_size, 5e8), each capped at the rank's parameters.
   EXPECT_EQ(Zero3TransientBytes("deepspeed", 1000, 10000, 1), 2 * (1000 + 10000) + 2 * 10000);
   EXPECT_EQ(Zero3TransientBytes("deepspeed", 200'000'000, 8'000'000'000, 1),
-            2 * (200'000'000 + 500'000'000) + 2 * int64_t{500'000'000});
+            2 * (200'000'000 + 50'000'000) + 2 * int64_t{500'000'000});
   ParallelConfig pc;
+  pc.optimizer_memory = "simple";
   pc.zero_stage = 3;
   pc.dp = 4;
   const Partition part{{0, 2}};
@@ -273,6 +285,166 @@ TEST(MemoryTest, Zero3TransientBytesByImplementation) {
   EXPECT_EQ(RankModelStateBytes(pc, part, layers)[0], simple + 3 * 2 * 300);
   pc.zero_stage = 2;  // only ZeRO-3 holds them
   EXPECT_EQ(RankModelStateBytes(pc, part, layers)[0], ModelStateBytes(pc, 400));
+}
+
+}  // namespace
+}  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+// Optimizer precision (OptimizerBytesFor): bytes per parameter by framework, closed forms from the sources the
+// header names. 1000 parameters, tp 2 -> 500 per GPU, dp 4.
+TEST(OptimizerMemoryTest, BytesPerParameterByFramework) {
+  ParallelConfig p = Par(4, 2, 1, 1, 1);
+  p.optimizer_memory = "megatron";  // Megatron docs: bf16 params, fp32 grads, distributed optimizer 6 + 12/d
+  EXPECT_EQ(ModelStateBytes(p, 1000), 500 * 6 + 500 * 12 / 4);
+  ModelStates s = ModelStatesOf(p, 1000);
+  EXPECT_EQ(s.weights, 1000);
+  EXPECT_EQ(s.grads, 0);
+  EXPECT_EQ(s.main_grads, 2000);  // fp32 main_grad, not sharded by the distributed optimizer
+  EXPECT_EQ(s.optimizer, 1500);
+  p.zero_stage = 0;  // Megatron docs: 18 bytes without the distributed optimizer
+  EXPECT_EQ(ModelStateBytes(p, 1000), 500 * 18);
+  // fp32 gradients add 2 bytes per parameter unsharded over the textbook 16 (ZeRO-1).
+  p.zero_stage = 1;
+  ParallelConfig simple = p;
+  simple.optimizer_memory = "simple";
+  EXPECT_EQ(ModelStateBytes(p, 1000) - ModelStateBytes(simple, 1000), 500 * 2);
+  p.optimizer_memory = "deepspeed";  // BF16_Optimizer: bf16 grads kept + fp32 grads, 8 + 12/d
+  EXPECT_EQ(ModelStateBytes(p, 1000), 500 * 8 + 500 * 12 / 4);
+  p.zero_stage = 2;  // ZeRO-2 partitions both gradients
+  EXPECT_EQ(ModelStateBytes(p, 1000), 500 * 2 + 500 * (2 + 4 + 12) / 4);
+  p.zero_stage = 3;
+  p.optimizer_memory = "fsdp";  // FSDP mixed precision: fp32 sharded params, grads and moments
+  EXPECT_EQ(ModelStateBytes(p, 1000), 500 * 16 / 4);
+  // auto: ZeRO-3's implementation, else Megatron.
+  p.optimizer_memory = "auto";
+  p.zero3_impl = "fsdp";
+  EXPECT_EQ(ResolvedOptimizerMemory(p), "fsdp");
+  p.zero3_impl = "deepspeed";
+  EXPECT_EQ(ResolvedOptimizerMemory(p), "deepspeed");
+  p.zero3_impl = "simple";
+  EXPECT_EQ(ResolvedOptimizerMemory(p), "megatron");
+  p.zero_stage = 1;
+  p.zero3_impl = "fsdp";
+  EXPECT_EQ(ResolvedOptimizerMemory(p), "megatron");
+}
+
+// NCCL buffers: communicators x channels x peers x NCCL_BUFFSIZE.
+TEST(RuntimeMemoryTest, NcclBuffersPerProcessGroup) {
+  DeviceSpec d;
+  d.nccl_channels = 16;
+  d.nccl_buffsize_bytes = 4 << 20;
+  const int64_t per_peer = 16LL * (4 << 20);
+  ParallelConfig p = Par(16, 2, 4, 1, 1);  // tp 2: one peer; dp 16, pp 4: two
+  EXPECT_EQ(NcclBufferBytes(d, p), per_peer * (1 + 2 + 2));
+  p.sp = 8;  // an SP group of 8, and the gradient group spans dp x sp
+  EXPECT_EQ(NcclBufferBytes(d, p), per_peer * (1 + 2 + 2 + 2));
+  EXPECT_EQ(NcclBufferBytes(d, Par(1, 1, 1, 1)), 0);  // one GPU: no communicator
+  d.nccl_channels = 0;
+  EXPECT_EQ(NcclBufferBytes(d, p), 0);
+}
+
+// The allocator term: the floor alone for equal micro-batches, growing with their spread.
+TEST(RuntimeMemoryTest, FragmentationFloorAndSpread) {
+  EXPECT_EQ(FragmentationBytes(950, 0, 0.05, 1.0), 50);  // reserved 1000, 5% not handed out
+  EXPECT_EQ(FragmentationBytes(950, 0, 0.0, 1.0), 0);
+  EXPECT_EQ(FragmentationBytes(950, 200, 0.05, 1.0), 200);
+  EXPECT_EQ(FragmentationBytes(950, 200, 0.05, 0.5), 100);
+  EXPECT_EQ(FragmentationBytes(950, 80, 0.05, 0.5), 50);  // below the floor
+  EXPECT_EQ(FragmentationBytes(950, 400, 0.05, 0.5), 200);
+}
+
+// The walk against a device: the peak is the sum of every term, the capacity the device's memory, and the
+// fragmentation grows with the per-micro-batch spread (the floor alone for equal micro-batches).
+TEST(RuntimeMemoryTest, WalkPeakIncludesEveryTerm) {
+  DeviceSpec d;
+  d.memory_bytes = 1LL << 40;
+  d.cuda_context_bytes = 500;
+  d.nccl_channels = 2;
+  d.nccl_buffsize_bytes = 10;
+  d.workspace_bytes = 30;
+  d.cudnn_workspace_bytes = 7;
+  d.reserved_bytes = 11;
+  d.fragmentation = 0.5;  // floor = allocated
+  d.fragmentation_spread = 5;
+  const int pp = 2, m = 4;
+  const ParallelConfig par = Par(2, 1, pp, m, 1);
+  const std::vector<int64_t> params = {100, 100};
+  IterationCosts costs = Uniform(2, m, pp, 1000, 1000, 40);
+  for (ChunkCost& c : costs.costs) c.backward_transient_bytes = 5;
+  auto mem = ComputeMemory(par, Even(2, pp), params, OneFOneB(pp, m), costs, d);
+  const int64_t nccl = NcclBufferBytes(d, par);
+  EXPECT_EQ(nccl, 2 * 10 * (1 + 1));  // dp 2 and pp 2: one peer each
+  for (const StageMemory& s : mem) {
+    EXPECT_EQ(s.capacity_bytes, d.memory_bytes);
+    EXPECT_EQ(s.workspace_bytes, 37);
+    EXPECT_EQ(s.nccl_bytes, nccl);
+    EXPECT_EQ(s.cuda_context_bytes, 500);
+    EXPECT_EQ(s.other_bytes, 11);
+    EXPECT_EQ(s.model_state_bytes, s.weight_bytes + s.grad_bytes + s.main_grad_bytes + s.optimizer_bytes +
+                                       s.zero3_transient_bytes);
+    EXPECT_EQ(s.allocated_peak_bytes, s.model_state_bytes + s.peak_activation_bytes + s.boundary_bytes + 37);
+    EXPECT_EQ(s.fragmentation_bytes, s.allocated_peak_bytes);  // equal micro-batches: the floor
+    EXPECT_EQ(s.peak_bytes, 2 * s.allocated_peak_bytes + 500 + nccl + 11);
+  }
+  EXPECT_EQ(mem[0].peak_activation_bytes, pp * 1000 + 5);  // 1F1B rank 0 holds pp forwards + the transient
+  // One micro-batch of rank 1 twice as large: spread 1000, x 5 beats the floor.
+  for (int k = 0; k < 2; ++k) {
+    costs.At(k, 1, 1).act_bytes = 2000;
+    costs.At(k, 1, 1).act_bytes_no_recompute = 2000;
+  }
+  mem = ComputeMemory(par, Even(2, pp), params, OneFOneB(pp, m), costs, d);
+  EXPECT_EQ(mem[1].mb_footprint_max_bytes - mem[1].mb_footprint_min_bytes, 1000);
+  EXPECT_EQ(mem[1].fragmentation_bytes, std::max<int64_t>(5000, mem[1].allocated_peak_bytes));
+  // The capacity overload counts no runtime and no fragmentation (as before).
+  const auto bare = ComputeMemory(par, Even(2, pp), params, OneFOneB(pp, m), costs, d.memory_bytes);
+  EXPECT_EQ(bare[1].peak_bytes,
+            bare[1].model_state_bytes + bare[1].peak_activation_bytes + bare[1].boundary_bytes);
+  // MergeMemory keeps the spread over iterations: an iteration of small micro-batches widens it.
+  IterationCosts small = Uniform(2, m, pp, 100, 100, 40);
+  const auto merged = MergeMemory(mem, ComputeMemory(par, Even(2, pp), params, OneFOneB(pp, m), small, d));
+  EXPECT_EQ(merged[1].mb_footprint_min_bytes, 100);
+  EXPECT_EQ(merged[1].fragmentation_bytes, std::max<int64_t>(5 * 1905, merged[1].allocated_peak_bytes));
+  EXPECT_EQ(merged[1].peak_bytes,
+            merged[1].allocated_peak_bytes + merged[1].fragmentation_bytes + 500 + nccl + 11);
+}
+
+// A forward's transient (Megatron CP's per-step buffers) adds to what the forward leaves held.
+TEST(RuntimeMemoryTest, ForwardTransientAddsToHeldActivations) {
+  const int pp = 1, m = 2;
+  IterationCosts costs = Uniform(1, m, 1, 1000, 1000, 0);
+  auto peak = [&] {
+    return ComputeMemory(Par(1, 1, pp, m), Even(1, 1), {0}, GPipe(pp, m), costs, 1 << 30)[0]
+        .peak_activation_bytes;
+  };
+  EXPECT_EQ(peak(), 2000);
+  costs.At(0, 1, 0).forward_transient_bytes = 700;
+  EXPECT_EQ(peak(), 2700);
+  costs.At(0, 0, 0).forward_transient_bytes = 1500;  // during the first forward: 1000 + 1500
+  EXPECT_EQ(peak(), 2700);
+  costs.At(0, 0, 0).forward_transient_bytes = 1800;
+  EXPECT_EQ(peak(), 2800);
+}
+
+// The planners' capacity leaves room for the runtime and the floor: a stage whose model bytes equal it fits.
+TEST(RuntimeMemoryTest, PlanUsableMemoryLeavesTheRuntime) {
+  DeviceSpec d;
+  d.memory_bytes = 80LL << 30;
+  d.cuda_context_bytes = 512LL << 20;
+  d.nccl_channels = 16;
+  d.nccl_buffsize_bytes = 4 << 20;
+  d.workspace_bytes = 8 << 20;
+  d.fragmentation = 0.05;
+  const ParallelConfig par = Par(16, 2, 4, 1, 1);
+  const int64_t usable = PlanUsableMemoryBytes(d, par);
+  const double outside = static_cast<double>(d.memory_bytes - d.cuda_context_bytes - NcclBufferBytes(d, par));
+  EXPECT_EQ(usable, static_cast<int64_t>(outside * 0.95 - (8 << 20)));
+  const int64_t allocated = usable + (8 << 20);
+  EXPECT_LE(
+      allocated + FragmentationBytes(allocated, 0, 0.05, 0) + d.cuda_context_bytes + NcclBufferBytes(d, par),
+      d.memory_bytes);
 }
 
 }  // namespace

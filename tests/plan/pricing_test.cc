@@ -139,8 +139,17 @@ TEST(PricerTest, RecomputeTransientIsOneCheckpointedUnit) {
   const ClusterSpec cluster = *LoadCluster("a100-4x200g");
   ParallelConfig par;
   par.micro_batches = 1;
-  AnalyticCostModel cost(cluster.device, {});
-  Pricer pricer(model, cost, cluster, par);
+  // No backward working memory (a coefficient table whose work columns are 0; the analytic model prices it,
+  // cost_model.h), so the peak is the recompute units' alone.
+  std::string table =
+      "source,layer_kind,fwd_c0_us,fwd_token_us,fwd_pair_us,bwd_c0_us,bwd_token_us,bwd_pair_us,work_c0_bytes,"
+      "work_token_bytes,work_pair_bytes\n";
+  for (const char* kind : {"embedding", "transformer", "projector", "head"})
+    table += std::string("*,") + kind + ",1,0,0,2,0,0,0,0,0\n";
+  Result<CoefficientCostModel> cost =
+      CoefficientCostModel::Parse(table, "zero-work.csv", AnalyticCostModel(cluster.device, {}));
+  ASSERT_TRUE(cost.ok()) << cost.error().message();
+  Pricer pricer(model, *cost, cluster, par);
   Sample s;
   s.text_tokens = 4096;
   const std::vector<SampleTokens> mb = {TokensFor(model, s)};

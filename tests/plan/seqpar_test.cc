@@ -139,6 +139,37 @@ TEST(SeqParTest, UlyssesAllToAllBytesAreTheClosedForm) {
   EXPECT_EQ(RingStepKvBytes(t, 4096, 4, 2, false), 4096 * 2 * 8 * 128 * 2 / 4 / 2);
 }
 
+// SP buffers of one attention layer (SpAttentionBufferBytes): closed forms; Megatron CP's forward keeps every
+// ring step's KV and output, so at a fixed shard it grows with the ring while ring-flash-attention's does not.
+TEST(SeqParTest, AttentionBufferBytesAreTheClosedForms) {
+  const TransformerConfig t = Llama3_8b();  // 32 heads, 8 KV heads of 128
+  const int64_t T = 8192;
+  SpLayout l;
+  l.method = SpMethod::kUlysses;
+  l.sp = l.ulysses = 4;
+  const double a2a = 2.0 * (T / 4) * (32 * 128 + 2 * 8 * 128);
+  EXPECT_EQ(SpAttentionBufferBytes(l, t, T, 1).forward, static_cast<int64_t>(a2a));
+  EXPECT_EQ(SpAttentionBufferBytes(l, t, T, 1).backward, static_cast<int64_t>(a2a));
+  EXPECT_EQ(SpAttentionBufferBytes(l, t, T, 2).forward, static_cast<int64_t>(a2a / 2));
+  const double kv = static_cast<double>(RingStepKvBytes(t, T, 1, 1, false));
+  const double q = 2.0 * T * 32 * 128, lse = 4.0 * T * 32;
+  for (int R : {2, 8, 64}) {
+    SpLayout ring;
+    ring.method = SpMethod::kZigzagRing;
+    ring.sp = ring.ring = R;
+    EXPECT_EQ(SpAttentionBufferBytes(ring, t, T, 1).forward, static_cast<int64_t>(kv + 2 * q + lse)) << R;
+    EXPECT_EQ(SpAttentionBufferBytes(ring, t, T, 1).backward, static_cast<int64_t>(6 * kv + 2 * q)) << R;
+    SpLayout cp = ring;
+    cp.method = SpMethod::kMegatronCp;
+    EXPECT_EQ(SpAttentionBufferBytes(cp, t, T, 1).forward, static_cast<int64_t>((R - 1) * kv + R * (q + lse)))
+        << R;
+    EXPECT_EQ(SpAttentionBufferBytes(cp, t, T, 1).backward, static_cast<int64_t>(4 * kv + q)) << R;
+  }
+  SpLayout none;
+  EXPECT_EQ(SpAttentionBufferBytes(none, t, T, 1).forward, 0);
+  EXPECT_EQ(SpAttentionBufferBytes(l, t, 0, 1).backward, 0);
+}
+
 TEST(SeqParTest, UlyssesRefusesADegreeThatDoesNotDivideTheHeadsNamingTheField) {
   const TransformerConfig t = Llama3_8b();
   auto r = ResolveSpLayout("ulysses", {}, Sp(12), 8, t);

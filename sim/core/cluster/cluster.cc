@@ -113,7 +113,8 @@ Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) 
     MMTWIN_RETURN_IF_ERROR(
         CheckKeys(dev, name, "device",
                   {"name", "peak_flops", "memory_bytes", "hbm_bytes_per_s", "efficiency", "reserved_bytes",
-                   "workspace_bytes", "fragmentation", "kernel_overhead_us"}));
+                   "workspace_bytes", "fragmentation", "kernel_overhead_us", "cuda_context_bytes",
+                   "nccl_buffsize_bytes", "nccl_channels", "cudnn_workspace_bytes", "fragmentation_spread"}));
     MMTWIN_RETURN_IF_ERROR(r.String(dev, "device", "name", c.device.name, true));
     MMTWIN_RETURN_IF_ERROR(r.Number(dev, "device", "peak_flops", c.device.peak_flops, true));
     MMTWIN_RETURN_IF_ERROR(r.Integer(dev, "device", "memory_bytes", c.device.memory_bytes, true));
@@ -145,6 +146,33 @@ Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) 
                                    static_cast<double>(c.device.workspace_bytes), 0,
                                    static_cast<double>(c.device.memory_bytes - c.device.reserved_bytes),
                                    "bytes, at most memory_bytes - reserved_bytes"));
+    MMTWIN_RETURN_IF_ERROR(
+        r.Integer(dev, "device", "cuda_context_bytes", c.device.cuda_context_bytes, false, true));
+    MMTWIN_RETURN_IF_ERROR(
+        r.Integer(dev, "device", "cudnn_workspace_bytes", c.device.cudnn_workspace_bytes, false, true));
+    MMTWIN_RETURN_IF_ERROR(
+        r.Integer(dev, "device", "nccl_buffsize_bytes", c.device.nccl_buffsize_bytes, false, true));
+    v = 0;
+    MMTWIN_RETURN_IF_ERROR(r.Integer(dev, "device", "nccl_channels", v, false, true));
+    MMTWIN_RETURN_IF_ERROR(
+        r.Range(dev, "device", "nccl_channels", static_cast<double>(v), 0, 64,
+                "channels per communicator (NCCL's MAXCHANNELS is 32, 64 on recent NCCL)"));
+    c.device.nccl_channels = static_cast<int>(v);
+    MMTWIN_RETURN_IF_ERROR(r.Range(dev, "device", "nccl_buffsize_bytes",
+                                   static_cast<double>(c.device.nccl_buffsize_bytes), 0, 1LL << 32, "bytes"));
+    MMTWIN_RETURN_IF_ERROR(
+        r.Number(dev, "device", "fragmentation_spread", c.device.fragmentation_spread, false, true));
+    MMTWIN_RETURN_IF_ERROR(r.Range(dev, "device", "fragmentation_spread", c.device.fragmentation_spread, 0,
+                                   10, "bytes stranded per byte of activation spread"));
+    const int64_t outside = c.device.reserved_bytes + c.device.cuda_context_bytes;
+    MMTWIN_RETURN_IF_ERROR(r.Range(dev, "device", "cuda_context_bytes", static_cast<double>(outside), 0,
+                                   static_cast<double>(c.device.memory_bytes),
+                                   "bytes, with reserved_bytes at most memory_bytes"));
+    MMTWIN_RETURN_IF_ERROR(
+        r.Range(dev, "device", "cudnn_workspace_bytes",
+                static_cast<double>(c.device.cudnn_workspace_bytes + c.device.workspace_bytes), 0,
+                static_cast<double>(c.device.memory_bytes - outside),
+                "bytes, with workspace_bytes at most memory_bytes - reserved_bytes - cuda_context_bytes"));
     MMTWIN_RETURN_IF_ERROR(r.Number(root, "", "nvlink_bytes_per_s", c.nvlink_bytes_per_s, true));
     MMTWIN_RETURN_IF_ERROR(
         r.Range(root, "", "nvlink_bytes_per_s", c.nvlink_bytes_per_s, 1e6, 1e14, "bytes/s per direction"));
@@ -244,8 +272,10 @@ Result<ClusterSpec> LoadCluster(const std::string& name_or_path, int nodes_overr
 }
 
 int64_t UsableMemoryBytes(const DeviceSpec& d) {
-  const double left = static_cast<double>(d.memory_bytes - d.reserved_bytes - d.workspace_bytes);
-  return left <= 0 ? 0 : static_cast<int64_t>(left * (1.0 - d.fragmentation));
+  const double outside = static_cast<double>(d.memory_bytes - d.reserved_bytes - d.cuda_context_bytes);
+  const double left =
+      outside * (1.0 - d.fragmentation) - static_cast<double>(d.workspace_bytes + d.cudnn_workspace_bytes);
+  return left <= 0 ? 0 : static_cast<int64_t>(left);
 }
 
 }  // namespace mmtwin

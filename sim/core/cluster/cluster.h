@@ -31,16 +31,27 @@ struct DeviceSpec {
   double efficiency = 0.5;     // achieved fraction of peak for large matmuls (measured MFU is 30-50%)
   // What the training process cannot use for model states, activations and buffers (traces/clusters/README.md
   // gives each preset's value and its source):
-  int64_t reserved_bytes = 0;   // outside the caching allocator: CUDA context, library handles, NCCL buffers
-  int64_t workspace_bytes = 0;  // inside it but not the model's: cuBLAS / framework workspaces
-  double fragmentation = 0;     // fraction of the allocator's pool lost to fragmentation, in [0, 0.9]
+  // Outside PyTorch's caching allocator (core/plan/memory.h RuntimeMemoryOf counts them per plan):
+  int64_t cuda_context_bytes = 0;   // the CUDA context with its loaded kernels (cuBLAS, cuDNN, NCCL, PyTorch)
+  int64_t nccl_buffsize_bytes = 0;  // NCCL_BUFFSIZE: one channel's buffer to one peer (NCCL default 4 MiB)
+  int nccl_channels = 0;            // channels of one NCCL communicator (NCCL_DEBUG=INFO "N coll channels")
+  int64_t reserved_bytes = 0;       // anything else outside the allocator (e.g. other processes' contexts)
+  // Inside the allocator but not the model's:
+  int64_t workspace_bytes = 0;        // cuBLAS workspace (CUBLAS_WORKSPACE_CONFIG)
+  int64_t cudnn_workspace_bytes = 0;  // cuDNN convolution workspace (the encoders' patch / conv front ends)
+  // The allocator's fragmentation (core/plan/memory.h FragmentationBytes): reserved exceeds the allocated peak
+  // by at least fragmentation x reserved (the floor, a fraction in [0, 0.9]) and by fragmentation_spread x
+  // (max - min) of the rank's per-micro-batch activation bytes (a coefficient in [0, 10]).
+  double fragmentation = 0;
+  double fragmentation_spread = 0;
   // Fixed time of one kernel besides its FLOPs (launch, ramp-up and tail), microseconds: does not shrink with
   // tensor parallelism, so small TP shards run below FLOPs / tp (cost_model.h counts the kernels per layer).
   double kernel_overhead_us = 0;
 };
 
-// The bytes a plan's stage may peak at (every memory check's capacity): (memory - reserved - workspace) x
-// (1 - fragmentation), at least 0.
+// The bytes the model's states, activations and buffers may take on a GPU before any plan is known: (memory -
+// cuda_context - reserved) x (1 - fragmentation) - workspace - cudnn_workspace, at least 0. The plan-aware figure,
+// less the NCCL buffers of the plan's process groups, is core/plan/memory.h PlanUsableMemoryBytes.
 int64_t UsableMemoryBytes(const DeviceSpec& d);
 
 struct ClusterSpec {

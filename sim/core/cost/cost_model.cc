@@ -141,6 +141,43 @@ KernelCounts KernelsOf(const ModelSpec& m, const Layer& layer) {
   return {};
 }
 
+int64_t AnalyticBackwardWorkBytes(const ModelSpec& m, const Layer& layer, const LayerWorkload& w, int tp_in) {
+  if (w.tokens <= 0) return 0;
+  const Component& c = m.components.at(layer.component);
+  const double tp = std::max(1, tp_in);
+  const double tokens = static_cast<double>(w.tokens);
+  const double h = static_cast<double>(c.tf.hidden);
+  double work = 0;
+  switch (layer.kind) {
+    case LayerKind::kTransformer: {
+      const TransformerConfig& t = c.tf;
+      const double f = static_cast<double>(t.ffn);
+      const double f_in = t.mlp == MlpKind::kSwiGlu ? 2.0 * f : f;
+      const double d = static_cast<double>(t.head_dim);
+      const double mlp = 2.0 * tokens * (f_in + f) / tp;
+      const double attn =
+          2.0 * tokens * (t.heads + 2.0 * t.kv_heads) * d / tp + 4.0 * tokens * t.heads * d / tp;
+      work = std::max(mlp, attn) + 2.0 * tokens * h;
+      break;
+    }
+    case LayerKind::kHead:
+      work = 6.0 * tokens * static_cast<double>(c.vocab) / tp;
+      break;
+    case LayerKind::kProjector: {
+      const std::vector<int64_t>& dims = c.projector_dims;
+      double widest = 0;
+      for (size_t i = 0; i + 1 < dims.size(); ++i)
+        widest = std::max(widest, static_cast<double>(dims[i]) + static_cast<double>(dims[i + 1]));
+      work = 2.0 * tokens * widest / tp;
+      break;
+    }
+    case LayerKind::kEmbedding:
+      work = 2.0 * tokens * h * (c.kind == ComponentKind::kAudio ? 2.0 : 1.0) / tp;
+      break;
+  }
+  return BytesOf(work);
+}
+
 LayerCost AnalyticCostModel::Cost(const ModelSpec& m, const Layer& layer, const LayerWorkload& w) const {
   LayerCost cost;
   const Component& c = m.components.at(layer.component);
@@ -266,6 +303,7 @@ LayerCost AnalyticCostModel::Cost(const ModelSpec& m, const Layer& layer, const 
   cost.act_bytes = BytesOf(act);
   cost.act_bytes_recompute = BytesOf(act_recompute);
   cost.boundary_bytes = BytesOf(boundary);
+  cost.bwd_work_bytes = AnalyticBackwardWorkBytes(m, layer, w, options_.tp);
   return cost;
 }
 

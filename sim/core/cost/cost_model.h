@@ -82,8 +82,8 @@ struct LayerCost {
   int64_t boundary_bytes = 0;       // activation handed to the next layer (whole, bf16); 0 for the LM head
   // Backward working memory, per GPU: the most the layer's backward allocates above what was live when it
   // started (gradients of its intermediates and of its input, before its saved activations are freed). A
-  // calibrated profile measures it (the backend's counting allocator); the analytic model does not price it
-  // (0): its share of a GPU is left to the cluster's reserve terms (core/cluster/cluster.h).
+  // calibrated profile measures it (the backend's counting allocator); the analytic model prices it by the
+  // closed forms of AnalyticBackwardWorkBytes.
   int64_t bwd_work_bytes = 0;
 };
 
@@ -136,6 +136,22 @@ struct KernelCounts {
   int fwd = 0, bwd = 0, bwd_weight = 0;
 };
 KernelCounts KernelsOf(const ModelSpec& m, const Layer& layer);
+
+// Backward working memory of one layer (LayerCost::bwd_work_bytes of the analytic model), bf16 gradients of 2
+// bytes, per GPU; T = tokens, h = hidden, t = tp, f = ffn, f_in = f (GELU) or 2 f (SwiGLU: gate and up), a / k
+// = query / KV heads, d = head_dim:
+//   transformer block  max(MLP, attention) + 2·T·h: the MLP's backward holds the gradients of FC1's output and
+//                      of FC2's input, 2·T·(f_in + f) / t; the attention's holds dQ, dK, dV, 2·T·(a + 2k)·d / t,
+//                      and flash attention's fp32 dQ accumulator, 4·T·a·d / t; both with the incoming gradient of
+//                      the block's output, 2·T·h (whole: sequence parallelism all-gathers it before the
+//                      row-parallel GEMMs' backward)
+//   LM head            4·T·V / t + 2·T·V / t: the loss's gradient of the fp32 logits (PyTorch's log_softmax
+//                      backward allocates it; Megatron's vocab-parallel cross entropy writes it into its saved
+//                      softmax instead) and its bf16 copy for the head GEMM's backward, both live at the cast
+//   projector          2·T·(d_in + d_out) / t of its widest Linear (the gradients of its output and its input)
+//   embedding          the gradient of its output, 2·T·h / t (vision, LLM; audio twice: conv1's output)
+// 0 when the workload has no tokens.
+int64_t AnalyticBackwardWorkBytes(const ModelSpec& m, const Layer& layer, const LayerWorkload& w, int tp);
 
 class AnalyticCostModel : public CostModel {
  public:

@@ -17,14 +17,58 @@ void Finish(StageMemory& m) {
 
 }  // namespace
 
-int64_t ModelStateBytes(const ParallelConfig& parallel, int64_t params) {
+const std::vector<std::string>& OptimizerMemoryNames() {
+  static const std::vector<std::string> names = {"auto", "simple", "megatron", "deepspeed", "fsdp"};
+  return names;
+}
+
+std::string ResolvedOptimizerMemory(const ParallelConfig& parallel) {
+  const std::string& m = parallel.optimizer_memory;
+  if (m != "auto") return m;
+  if (parallel.zero_stage >= 3 && (parallel.zero3_impl == "fsdp" || parallel.zero3_impl == "deepspeed"))
+    return parallel.zero3_impl;
+  return "megatron";
+}
+
+OptimizerBytes OptimizerBytesFor(const ParallelConfig& parallel) {
+  const std::string m = ResolvedOptimizerMemory(parallel);
+  OptimizerBytes b;  // simple: 2 + 2 + 4 + 8
+  if (m == "megatron") {
+    b.grads = 0;
+    b.main_grads = 4;
+  } else if (m == "deepspeed") {
+    b.main_grads = 4;
+  } else if (m == "fsdp") {
+    b.weights = parallel.zero_stage >= 3 ? 0 : 2;
+    b.grads = 0;
+    b.main_grads = 4;
+  }
+  return b;
+}
+
+int64_t ModelStates::Total() const {
+  return AddBytes(AddBytes(AddBytes(weights, grads), AddBytes(main_grads, optimizer)), zero3_transient);
+}
+
+ModelStates ModelStatesOf(const ParallelConfig& parallel, int64_t params) {
   const int64_t per_gpu = CeilDiv(params, std::max(1, parallel.tp));
   const int64_t dp =
       static_cast<int64_t>(std::max(1, parallel.dp)) * std::max(1, parallel.sp);  // ZeRO over dp x sp
-  const int64_t weights = 2 * per_gpu, grads = 2 * per_gpu, optimizer = 12 * per_gpu;
-  return (parallel.zero_stage >= 3 ? CeilDiv(weights, dp) : weights) +
-         (parallel.zero_stage >= 2 ? CeilDiv(grads, dp) : grads) +
-         (parallel.zero_stage >= 1 ? CeilDiv(optimizer, dp) : optimizer);
+  const OptimizerBytes b = OptimizerBytesFor(parallel);
+  auto shard = [&](int bytes, int from_stage) {
+    const int64_t whole = bytes * per_gpu;
+    return parallel.zero_stage >= from_stage ? CeilDiv(whole, dp) : whole;
+  };
+  ModelStates s;
+  s.weights = shard(b.weights, 3);
+  s.grads = shard(b.grads, 2);
+  s.main_grads = shard(b.main_grads, 2);
+  s.optimizer = shard(b.master + b.moments, 1);
+  return s;
+}
+
+int64_t ModelStateBytes(const ParallelConfig& parallel, int64_t params) {
+  return ModelStatesOf(parallel, params).Total();
 }
 
 int64_t Zero3TransientBytes(const std::string& impl, int64_t largest_layer_params, int64_t rank_params,
@@ -32,8 +76,9 @@ int64_t Zero3TransientBytes(const std::string& impl, int64_t largest_layer_param
   tp = std::max<int64_t>(1, tp);
   if (impl == "fsdp") return 3 * 2 * CeilDiv(largest_layer_params, tp);
   if (impl == "deepspeed") {
-    constexpr int64_t kPrefetchBucket = 500'000'000,
-                      kReduceBucket = 500'000'000;  // elements (DeepSpeed defaults)
+    // deepspeed/runtime/zero/config.py defaults (DeepSpeed 0.9-0.14): stage3_prefetch_bucket_size 5e7,
+    // reduce_bucket_size 5e8 elements.
+    constexpr int64_t kPrefetchBucket = 50'000'000, kReduceBucket = 500'000'000;
     const int64_t gathered = largest_layer_params + std::min(kPrefetchBucket, rank_params);
     return 2 * CeilDiv(gathered, tp) + 2 * CeilDiv(std::min(kReduceBucket, rank_params), tp);
   }
@@ -51,10 +96,11 @@ std::vector<int64_t> RankParams(const ParallelConfig& parallel, const Partition&
   return out;
 }
 
-std::vector<int64_t> RankModelStateBytes(const ParallelConfig& parallel, const Partition& partition,
+std::vector<ModelStates> RankModelStates(const ParallelConfig& parallel, const Partition& partition,
                                          const std::vector<int64_t>& layer_params) {
-  std::vector<int64_t> out = RankParams(parallel, partition, layer_params);
-  for (int64_t& b : out) b = ModelStateBytes(parallel, b);
+  const std::vector<int64_t> params = RankParams(parallel, partition, layer_params);
+  std::vector<ModelStates> out;
+  for (int64_t p : params) out.push_back(ModelStatesOf(parallel, p));
   if (parallel.zero_stage == 3 && parallel.zero3_impl != "simple") {
     const int pp = std::max(1, parallel.pp);
     const int64_t tp = std::max(1, parallel.tp);
@@ -66,9 +112,58 @@ std::vector<int64_t> RankModelStateBytes(const ParallelConfig& parallel, const P
         total[PipeRankOfChunk(c, pp)] += layer_params[l];
       }
     for (int r = 0; r < pp && r < static_cast<int>(out.size()); ++r)
-      out[r] = AddBytes(out[r], Zero3TransientBytes(parallel.zero3_impl, largest[r], total[r], tp));
+      out[r].zero3_transient = Zero3TransientBytes(parallel.zero3_impl, largest[r], total[r], tp);
   }
   return out;
+}
+
+std::vector<int64_t> RankModelStateBytes(const ParallelConfig& parallel, const Partition& partition,
+                                         const std::vector<int64_t>& layer_params) {
+  std::vector<int64_t> out;
+  for (const ModelStates& s : RankModelStates(parallel, partition, layer_params)) out.push_back(s.Total());
+  return out;
+}
+
+int64_t NcclBufferBytes(const DeviceSpec& device, const ParallelConfig& parallel) {
+  const int64_t per_peer = static_cast<int64_t>(std::max(0, device.nccl_channels)) *
+                           std::max<int64_t>(0, device.nccl_buffsize_bytes);
+  const int64_t groups[] = {std::max(1, parallel.tp),
+                            static_cast<int64_t>(std::max(1, parallel.dp)) * std::max(1, parallel.sp),
+                            std::max(1, parallel.pp), std::max(1, parallel.sp)};
+  int64_t total = 0;
+  for (int64_t n : groups)
+    if (n > 1) total = AddBytes(total, per_peer * std::min<int64_t>(2, n - 1));
+  return total;
+}
+
+RuntimeMemory RuntimeMemoryOf(const DeviceSpec& device, const ParallelConfig& parallel) {
+  RuntimeMemory r;
+  r.cuda_context_bytes = std::max<int64_t>(0, device.cuda_context_bytes);
+  r.nccl_bytes = NcclBufferBytes(device, parallel);
+  r.workspace_bytes = AddBytes(std::max<int64_t>(0, device.workspace_bytes),
+                               std::max<int64_t>(0, device.cudnn_workspace_bytes));
+  r.other_bytes = std::max<int64_t>(0, device.reserved_bytes);
+  r.fragmentation_floor = device.fragmentation;
+  r.fragmentation_spread = device.fragmentation_spread;
+  return r;
+}
+
+int64_t FragmentationBytes(int64_t allocated_bytes, int64_t spread_bytes, double floor_fraction,
+                           double spread_coefficient) {
+  const double f = std::clamp(floor_fraction, 0.0, 0.9);
+  const double floor = static_cast<double>(std::max<int64_t>(0, allocated_bytes)) * f / (1.0 - f);
+  const double spread =
+      static_cast<double>(std::max<int64_t>(0, spread_bytes)) * std::max(0.0, spread_coefficient);
+  return BytesOf(std::max(floor, spread));
+}
+
+int64_t PlanUsableMemoryBytes(const DeviceSpec& device, const ParallelConfig& parallel) {
+  const RuntimeMemory r = RuntimeMemoryOf(device, parallel);
+  const double outside =
+      static_cast<double>(device.memory_bytes - r.cuda_context_bytes - r.nccl_bytes - r.other_bytes);
+  const double left =
+      outside * (1.0 - std::clamp(device.fragmentation, 0.0, 0.9)) - static_cast<double>(r.workspace_bytes);
+  return left <= 0 ? 0 : static_cast<int64_t>(left);
 }
 
 Status ValidateMemoryInputs(const ParallelConfig& parallel_in, const Partition& partition,
@@ -93,29 +188,65 @@ Status ValidateMemoryInputs(const ParallelConfig& parallel_in, const Partition& 
   return Status();
 }
 
-std::vector<StageMemory> ComputeMemory(const ParallelConfig& parallel_in, const Partition& partition,
-                                       const std::vector<int64_t>& layer_params, const Schedule& schedule,
-                                       const IterationCosts& costs, int64_t capacity_bytes) {
+namespace {
+
+// Sums the parts of `m` into allocated_peak_bytes, fragmentation_bytes and peak_bytes.
+void Total(StageMemory& m) {
+  m.allocated_peak_bytes = AddBytes(AddBytes(m.model_state_bytes, m.peak_activation_bytes),
+                                    AddBytes(m.boundary_bytes, m.workspace_bytes));
+  m.fragmentation_bytes =
+      FragmentationBytes(m.allocated_peak_bytes, m.mb_footprint_max_bytes - m.mb_footprint_min_bytes,
+                         m.fragmentation_floor, m.fragmentation_spread);
+  m.peak_bytes = AddBytes(AddBytes(m.allocated_peak_bytes, m.fragmentation_bytes),
+                          AddBytes(m.cuda_context_bytes, AddBytes(m.nccl_bytes, m.other_bytes)));
+}
+
+std::vector<StageMemory> Walk(const ParallelConfig& parallel_in, const Partition& partition,
+                              const std::vector<int64_t>& layer_params, const Schedule& schedule,
+                              const IterationCosts& costs, int64_t capacity_bytes,
+                              const RuntimeMemory& runtime) {
   const ParallelConfig parallel = GraphParallel(parallel_in);
   const int pp = std::max(1, parallel.pp);
   const int chunks = costs.chunks;
-  const std::vector<int64_t> states = RankModelStateBytes(parallel, partition, layer_params);
+  const std::vector<ModelStates> states = RankModelStates(parallel, partition, layer_params);
   std::vector<StageMemory> out(pp);
   for (int r = 0; r < pp; ++r) {
     StageMemory& m = out[r];
     m.stage = r;
     m.capacity_bytes = capacity_bytes;
-    m.model_state_bytes = states[r];
+    const ModelStates st = r < static_cast<int>(states.size()) ? states[r] : ModelStates{};
+    m.weight_bytes = st.weights;
+    m.grad_bytes = st.grads;
+    m.main_grad_bytes = st.main_grads;
+    m.optimizer_bytes = st.optimizer;
+    m.zero3_transient_bytes = st.zero3_transient;
+    m.model_state_bytes = st.Total();
+    m.workspace_bytes = runtime.workspace_bytes;
+    m.cuda_context_bytes = runtime.cuda_context_bytes;
+    m.nccl_bytes = runtime.nccl_bytes;
+    m.other_bytes = runtime.other_bytes;
+    m.fragmentation_floor = runtime.fragmentation_floor;
+    m.fragmentation_spread = runtime.fragmentation_spread;
     const std::vector<PipeOp> empty;
     const std::vector<PipeOp>& ops =
         r < static_cast<int>(schedule.per_rank.size()) ? schedule.per_rank[r] : empty;
     int64_t send = 0, recv = 0;
+    int64_t fp_max = 0, fp_min = -1;
     for (int d = 0; d < costs.dp; ++d) {
-      for (int k = 0; k < costs.micro_batches; ++k)
+      for (int k = 0; k < costs.micro_batches; ++k) {
+        // The micro-batch's footprint on this rank: what its forwards leave held plus its largest transient.
+        int64_t held_k = 0, transient_k = 0;
         for (int c = r; c < chunks; c += pp) {
-          send = std::max(send, costs.At(d, k, c).send_bytes);
+          const ChunkCost& cc = costs.At(d, k, c);
+          send = std::max(send, cc.send_bytes);
           if (c > 0) recv = std::max(recv, costs.At(d, k, c - 1).send_bytes);
+          held_k = AddBytes(held_k, cc.act_bytes);
+          transient_k = std::max({transient_k, cc.backward_transient_bytes, cc.forward_transient_bytes});
         }
+        const int64_t fp = AddBytes(held_k, transient_k);
+        fp_max = std::max(fp_max, fp);
+        fp_min = fp_min < 0 ? fp : std::min(fp_min, fp);
+      }
       int64_t held = 0, peak = 0;
       for (const PipeOp& op : ops) {
         if (op.micro_batch < 0 || op.micro_batch >= costs.micro_batches || op.chunk < 0 || op.chunk >= chunks)
@@ -123,7 +254,7 @@ std::vector<StageMemory> ComputeMemory(const ParallelConfig& parallel_in, const 
         const ChunkCost& cc = costs.At(d, op.micro_batch, op.chunk);
         if (op.kind == PassKind::kForward) {
           held = AddBytes(held, cc.act_bytes);
-          peak = std::max(peak, held);
+          peak = std::max(peak, AddBytes(held, cc.forward_transient_bytes));
         } else {
           // The recompute transient of the backward: one checkpointed unit at a time (ChunkCost); the
           // activations are freed when the backward ends (a split backward keeps them through its
@@ -134,11 +265,28 @@ std::vector<StageMemory> ComputeMemory(const ParallelConfig& parallel_in, const 
       }
       m.peak_activation_bytes = std::max(m.peak_activation_bytes, peak);
     }
+    m.mb_footprint_max_bytes = fp_max;
+    m.mb_footprint_min_bytes = std::max<int64_t>(0, fp_min);
     m.boundary_bytes = AddBytes(send, recv);
-    m.peak_bytes = AddBytes(AddBytes(m.model_state_bytes, m.peak_activation_bytes), m.boundary_bytes);
+    Total(m);
     Finish(m);
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<StageMemory> ComputeMemory(const ParallelConfig& parallel, const Partition& partition,
+                                       const std::vector<int64_t>& layer_params, const Schedule& schedule,
+                                       const IterationCosts& costs, int64_t capacity_bytes) {
+  return Walk(parallel, partition, layer_params, schedule, costs, capacity_bytes, RuntimeMemory{});
+}
+
+std::vector<StageMemory> ComputeMemory(const ParallelConfig& parallel, const Partition& partition,
+                                       const std::vector<int64_t>& layer_params, const Schedule& schedule,
+                                       const IterationCosts& costs, const DeviceSpec& device) {
+  return Walk(parallel, partition, layer_params, schedule, costs, device.memory_bytes,
+              RuntimeMemoryOf(device, parallel));
 }
 
 std::vector<StageMemory> MergeMemory(const std::vector<StageMemory>& a, const std::vector<StageMemory>& b) {
@@ -147,10 +295,25 @@ std::vector<StageMemory> MergeMemory(const std::vector<StageMemory>& a, const st
   std::vector<StageMemory> out = a;
   for (size_t r = 0; r < out.size() && r < b.size(); ++r) {
     StageMemory& m = out[r];
-    m.model_state_bytes = std::max(m.model_state_bytes, b[r].model_state_bytes);
-    m.peak_activation_bytes = std::max(m.peak_activation_bytes, b[r].peak_activation_bytes);
-    m.boundary_bytes = std::max(m.boundary_bytes, b[r].boundary_bytes);
-    m.peak_bytes = std::max(m.peak_bytes, b[r].peak_bytes);
+    const StageMemory& o = b[r];
+    for (auto f :
+         {&StageMemory::model_state_bytes, &StageMemory::weight_bytes, &StageMemory::grad_bytes,
+          &StageMemory::main_grad_bytes, &StageMemory::optimizer_bytes, &StageMemory::zero3_transient_bytes,
+          &StageMemory::peak_activation_bytes, &StageMemory::boundary_bytes, &StageMemory::workspace_bytes,
+          &StageMemory::allocated_peak_bytes, &StageMemory::cuda_context_bytes, &StageMemory::nccl_bytes,
+          &StageMemory::other_bytes, &StageMemory::mb_footprint_max_bytes})
+      m.*f = std::max(m.*f, o.*f);
+    m.mb_footprint_min_bytes = std::min(m.mb_footprint_min_bytes, o.mb_footprint_min_bytes);
+    m.fragmentation_floor = std::max(m.fragmentation_floor, o.fragmentation_floor);
+    m.fragmentation_spread = std::max(m.fragmentation_spread, o.fragmentation_spread);
+    m.fragmentation_bytes =
+        FragmentationBytes(m.allocated_peak_bytes, m.mb_footprint_max_bytes - m.mb_footprint_min_bytes,
+                           m.fragmentation_floor, m.fragmentation_spread);
+    // Each iteration's allocated peak is a real simultaneous sum (the sum of merged components may not be).
+    m.peak_bytes =
+        std::max({m.peak_bytes, o.peak_bytes,
+                  AddBytes(AddBytes(m.allocated_peak_bytes, m.fragmentation_bytes),
+                           AddBytes(m.cuda_context_bytes, AddBytes(m.nccl_bytes, m.other_bytes)))});
     m.capacity_bytes = std::min(m.capacity_bytes, b[r].capacity_bytes);
     Finish(m);
   }

@@ -41,6 +41,12 @@ struct ParallelConfig {
   // ZeRO-3's implementation, for its transient unsharded buffers (core/plan/memory.h): "simple" (none counted),
   // "fsdp" (PyTorch FSDP, one flat parameter per layer) or "deepspeed" (DeepSpeed ZeRO-3 buckets).
   std::string zero3_impl = "simple";
+  // Which model-state buffers the framework keeps (core/plan/memory.h OptimizerBytesFor): "simple" (bf16 weights
+  // and grads, fp32 master and Adam moments), "megatron" (Megatron-LM bf16: fp32 main_grad instead of bf16
+  // grads), "deepspeed" (DeepSpeed BF16_Optimizer / ZeRO: bf16 grads and fp32 grads), "fsdp" (PyTorch FSDP
+  // mixed precision: fp32 sharded params and grads) or "auto" (fsdp / deepspeed for ZeRO-3 with that
+  // zero3_impl, else megatron).
+  std::string optimizer_memory = "auto";
   // Megatron sequence parallelism inside the TP group: activations outside attention/MLP also divided by TP.
   // (Sequence / context parallelism across GPUs is the device mesh's sp dimension, core/plan/mesh.h.)
   bool tp_sequence_parallel = true;
@@ -216,6 +222,9 @@ struct ChunkCost {
   // layers' backward working memory, less what the layers already done have freed (0 without recompute and
   // working memory).
   int64_t backward_transient_bytes = 0;
+  // The forward transient: the most the forward adds on top of the activations held after it, e.g. Megatron
+  // CP's per-step KV buffers and partial outputs (core/plan/pricing.cc SpAttentionOf); 0 otherwise.
+  int64_t forward_transient_bytes = 0;
   int64_t send_bytes = 0;  // activation sent to the next chunk (and its gradient back); 0 for the last chunk
   double model_flops = 0;  // forward + backward FLOPs of the real tokens (no padding, no recompute), all TP
                            // ranks: the numerator of MFU

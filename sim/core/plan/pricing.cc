@@ -473,8 +473,7 @@ struct SpAttention {
   double attn_fwd_us = 0, attn_bwd_us = 0;  // attention compute (into fwd_us / bwd_us)
   double sp_fwd_us = 0, sp_bwd_us = 0;      // exposed ring transfer + Ulysses all-to-alls
   int64_t sp_bytes = 0, ring_layer_bytes = 0, a2a_layer_bytes = 0;
-  int64_t ring_buffer_bytes =
-      0;  // in flight in the backward: the KV block and its dKV, each sent and received
+  SpBufferBytes buffers;  // the layer's SP buffers (SpAttentionBufferBytes)
   int32_t a2a_layer_steps = 0;
 };
 
@@ -521,11 +520,11 @@ SpAttention SpAttentionOf(const ModelSpec& model, const CostModel& cost, const C
     a.sp_bwd_us += ex_b;
     a.sp_bytes += kv * (R - 1);
     a.ring_layer_bytes = kv * (R - 1);
-    a.ring_buffer_bytes = 4 * kv;
   } else {
     a.attn_fwd_us = steps[0][0] / U * per_pair_fwd;
     a.attn_bwd_us = steps[0][0] / U * per_pair_bwd;
   }
+  a.buffers = SpAttentionBufferBytes(sp, tf, BytesOf(static_cast<double>(sh.padded / R) * sh.f), tp);
   if (U > 1) {
     SpLink(cluster, sp.ulysses_in_node, &bw, &lat);
     const int64_t a2a =
@@ -589,6 +588,7 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing pack
     ChunkCost& cc = out[c];
     cc = ChunkCost{};
     BackwardTransient transient;
+    bool has_block = false, recomputes_block = false;
     for (int i = partition.bounds[c]; i < partition.bounds[c + 1]; ++i) {
       LayerCost x = lc[i];
       const bool llm = layers_[i].component == llm_component_;
@@ -602,17 +602,24 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing pack
         x.fwd_time_us += attn.attn_fwd_us;
         x.bwd_time_us += attn.attn_bwd_us;
         AddSpBlock(attn, flag != 0, cc);
+        has_block = true;
+        recomputes_block = recomputes_block || flag != 0;
       }
       const double tp_us = layers_[i].kind == LayerKind::kTransformer
                                ? TpLayerForwardUs(rank[layers_[i].component].tokens, hidden_of_layer_[i])
                                : 0.0;
       AddLayer(x, (full[i].fwd_flops + full[i].bwd_flops) / S, flag, tp_us, cc, transient);
     }
-    // Ring attention's communication buffers, one layer at a time: held during the backward on top of the
-    // activations (the forward's two KV blocks are fewer), counted with the backward's transient.
+    // The SP buffers of one attention layer at a time (SpAttentionBufferBytes): the forward's on top of the
+    // activations held after it, the backward's (or a recomputed layer's forward's) with the backward's
+    // transient.
     cc.backward_transient_bytes = transient.Bytes();
-    if (cc.sp_ring_fwd_bytes > 0)
-      cc.backward_transient_bytes = AddBytes(cc.backward_transient_bytes, attn.ring_buffer_bytes);
+    if (has_block) {
+      cc.forward_transient_bytes = attn.buffers.forward;
+      cc.backward_transient_bytes =
+          AddBytes(cc.backward_transient_bytes,
+                   std::max(attn.buffers.backward, recomputes_block ? attn.buffers.forward : int64_t{0}));
+    }
     const int last = partition.bounds[c + 1] - 1;
     cc.send_bytes = c + 1 < chunks ? lc[last].boundary_bytes / tp : 0;
     cc.llm_tokens = sh.llm_tokens;

@@ -252,6 +252,37 @@ int64_t RingStepKvBytes(const TransformerConfig& llm, int64_t tokens_per_ring_ra
   return BytesOf(elems * 2.0 / std::max(1, tp));
 }
 
+SpBufferBytes SpAttentionBufferBytes(const SpLayout& layout, const TransformerConfig& llm,
+                                     int64_t tokens_per_ring_rank, int tp_in) {
+  SpBufferBytes b;
+  if (tokens_per_ring_rank <= 0) return b;
+  const double T = static_cast<double>(tokens_per_ring_rank), U = std::max(1, layout.ulysses),
+               R = std::max(1, layout.ring), tp = std::max(1, tp_in);
+  const double kv_width = static_cast<double>(KvWidth(llm, layout.ulysses, layout.replicate_kv));
+  double fwd = 0, bwd = 0;
+  if (U > 1) {
+    const double a2a = 2.0 * (T / U) * (static_cast<double>(QWidth(llm)) + 2.0 * kv_width) / tp;
+    fwd += a2a;
+    bwd += a2a;
+  }
+  if (R > 1) {
+    const double kv = static_cast<double>(
+        RingStepKvBytes(llm, tokens_per_ring_rank, layout.ulysses, tp_in, layout.replicate_kv));
+    const double q = 2.0 * T * static_cast<double>(QWidth(llm)) / (U * tp);
+    const double l = 4.0 * T * llm.heads / (U * tp);
+    if (layout.method == SpMethod::kMegatronCp || layout.method == SpMethod::kMegatronCpTp) {
+      fwd += (R - 1) * kv + R * (q + l);
+      bwd += 4.0 * kv + q;
+    } else {
+      fwd += kv + 2.0 * q + l;
+      bwd += 6.0 * kv + 2.0 * q;
+    }
+  }
+  b.forward = BytesOf(fwd);
+  b.backward = BytesOf(bwd);
+  return b;
+}
+
 double RingPassUs(const std::vector<std::vector<double>>& step_us, double transfer_us, double* exposed_us) {
   double worst = 0, worst_exposed = 0;
   for (const auto& steps : step_us) {

@@ -107,6 +107,27 @@ int64_t UlyssesAllToAllBytes(const TransformerConfig& llm, int64_t tokens_per_ra
 int64_t RingStepKvBytes(const TransformerConfig& llm, int64_t tokens_per_ring_rank, int ulysses, int tp,
                         bool replicate_kv);
 
+// Communication and accumulation buffers of one attention layer on one GPU, bytes, allocated in its forward /
+// backward and freed when it ends (one layer at a time). T = tokens_per_ring_rank (the ring shard one Ulysses
+// group shares), U = ulysses, t = tp, kv = RingStepKvBytes, q = 2·T·q_width / (U·t) (bf16 output of the rank's
+// heads), l = 4·T·heads / (U·t) (fp32 softmax statistics):
+//   Ulysses (U > 1), both passes: the all-to-alls' receive buffers of Q, K, V (dO, dQ, dK, dV in the
+//     backward), 2·(T / U)·(q_width + 2·kv_width) / t (DeepSpeed-Ulysses' _SeqAllToAll returns a new tensor).
+//   ring / zigzag-ring / 2d's ring (ring-flash-attention, the implementation LongVILA builds on): forward the
+//     next step's K, V in flight (kv) and the fp32 output and statistics accumulators (2·q + l); backward the
+//     KV and dKV blocks sent and received (4·kv, two of each), fp32 dK, dV accumulators (2·kv) and the fp32 dQ
+//     (2·q).
+//   megatron-cp (+tp) (TransformerEngine 1.x AttnFuncWithCPAndKVP2P, which Megatron-Core's CP calls): the
+//     forward allocates a receive buffer for every ring step (p2p_comm_buffers[i + 1] = empty_like(...)) and a
+//     partial output and statistics per step (out_per_step, softmax_lse_per_step), all alive until the forward
+//     ends: (R - 1)·kv + R·(q + l), which grows with the whole sequence, not the shard; backward the double
+//     KV / dKV buffers (4·kv) and dQ (q).
+struct SpBufferBytes {
+  int64_t forward = 0, backward = 0;
+};
+SpBufferBytes SpAttentionBufferBytes(const SpLayout& layout, const TransformerConfig& llm,
+                                     int64_t tokens_per_ring_rank, int tp);
+
 // Time of one ring attention pass of the slowest rank, steps overlapped with their P2P: rank r takes
 //   sum over s < ring-1 of max(step_us[r][s], transfer_us) + step_us[r][ring-1]
 // (ring-flash-attention posts the next KV's send/recv, computes the current block, then waits). Returns the
