@@ -613,3 +613,26 @@ TEST(ScenarioTest, ModelAttentionKernelAndSelectiveRecompute) {
 
 }  // namespace
 }  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+// parallel.optimizer_memory: the framework's model-state layout, checked against OptimizerMemoryNames and kept by
+// FormatScenario.
+TEST(ScenarioTest, OptimizerMemoryLayout) {
+  const std::string head = "trace: {preset: internvl-1.2m, samples: 1000}\nmodel: internvl-1.5-6b-20b\n";
+  auto s = Parse(head + "parallel: {dp: 2, zero_stage: 1, optimizer_memory: deepspeed}\n");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->parallel.optimizer_memory, "deepspeed");
+  auto again = Parse(FormatScenario(*s));
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(again->parallel.optimizer_memory, "deepspeed");
+  EXPECT_EQ(Parse(head).value().parallel.optimizer_memory, "auto");
+  const std::string bad = ErrorOf(head + "parallel: {optimizer_memory: apex}\n");
+  EXPECT_NE(bad.find("parallel.optimizer_memory: unknown optimizer memory layout 'apex'; valid values are: auto"),
+            std::string::npos)
+      << bad;
+}
+
+}  // namespace
+}  // namespace mmtwin

@@ -137,6 +137,8 @@ Result<RunSummary> ReadSummary(const json& j, const std::string& name) {
   MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "zero_stage", s.parallel.zero_stage));
   if (par->contains("zero3_impl"))
     MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "zero3_impl", s.parallel.zero3_impl));
+  if (par->contains("optimizer_memory"))
+    MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "optimizer_memory", s.parallel.optimizer_memory));
   if (par->contains("sp")) {
     MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "sp", s.parallel.sp));
     MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "sp_ulysses", s.parallel.sp_ulysses));
@@ -233,6 +235,7 @@ std::string SummaryToJson(const RunSummary& s) {
   const ParallelConfig& p = s.parallel;
   j["parallel"] = ParallelJson(p);
   if (p.zero3_impl != "simple") j["parallel"]["zero3_impl"] = p.zero3_impl;
+  if (p.optimizer_memory != "auto") j["parallel"]["optimizer_memory"] = p.optimizer_memory;
   if (p.sp > 1) {  // only with sequence parallelism: summaries without it are unchanged
     j["parallel"]["sp"] = p.sp;
     j["parallel"]["sp_ulysses"] = p.sp_ulysses;

@@ -8,6 +8,7 @@
 #include <initializer_list>
 
 #include "core/balance/data_policy.h"
+#include "core/plan/memory.h"
 #include "core/plan/mesh.h"
 #include "core/plan/partition.h"
 #include "core/plan/recompute.h"
@@ -114,6 +115,10 @@ Status CheckParallel(const Scenario& s) {
   const ParallelConfig& p = s.parallel;
   for (const ParallelInt& f : kParallelInts)
     MMTWIN_RETURN_IF_ERROR(Range(s, std::string("parallel.") + f.key, p.*f.field, f.lo, f.hi));
+  if (const auto& names = OptimizerMemoryNames();
+      std::find(names.begin(), names.end(), p.optimizer_memory) == names.end())
+    return FieldError(s, "parallel.optimizer_memory",
+                      "unknown optimizer memory layout '" + p.optimizer_memory + "'; valid values are: " + Join(names));
   if (p.zero3_impl.empty()) return FieldError(s, "parallel.zero3_impl", "must not be empty");
   if (std::find(kZero3Impls.begin(), kZero3Impls.end(), p.zero3_impl) == kZero3Impls.end())
     return FieldError(

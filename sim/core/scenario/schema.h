@@ -22,7 +22,7 @@ inline const std::vector<std::string> kModelKeys = {"name", "image_px", "attenti
 inline const std::vector<std::string> kClusterKeys = {"preset", "nodes", "device"};
 inline const std::vector<std::string> kParallelKeys = {
     "dp", "tp",         "pp",      "vpp",       "micro_batches", "zero_stage", "tp_sequence_parallel",
-    "sp", "sp_ulysses", "sp_ring", "zero3_impl"};
+    "sp", "sp_ulysses", "sp_ring", "zero3_impl", "optimizer_memory"};
 inline const std::vector<std::string> kPolicyKinds = {"data", "partition", "recompute", "schedule", "sp"};
 inline const std::vector<std::string> kPolicyKeys = {"name", "params"};
 inline const std::vector<std::string> kBackendKeys = {"width_divisor", "layers", "warmup_iterations",
