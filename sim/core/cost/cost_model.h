@@ -131,6 +131,40 @@ struct KernelCounts {
 };
 KernelCounts KernelsOf(const ModelSpec& m, const Layer& layer);
 
+// Byte counts of the memory-bound kernels (bf16 = 2 bytes per element), forward / backward, per element of
+// the tensor named; the backward reads what the forward saved and the output gradient and writes the input
+// gradient. Bias adds are fused into the next elementwise kernel (Megatron-LM's bias-GeLU, bias-SwiGLU and
+// bias-dropout-add fusions), so they move no bytes of their own.
+inline constexpr double kBf16Bytes = 2;
+inline constexpr double kNormFwdBytesPerElem = 4;  // read x, write y (LayerNorm / RMSNorm)
+inline constexpr double kNormBwdBytesPerElem = 6;  // read x and dy, write dx
+inline constexpr double kResidualFwdBytesPerElem =
+    7;  // bias-dropout-add: read branch and residual, write the
+        // sum, write the 1-byte dropout mask
+inline constexpr double kResidualBwdBytesPerElem = 5;  // read dy and the mask, write the branch's gradient
+inline constexpr double kRotaryBytesPerElem = 4;       // read and write q and k (either pass)
+inline constexpr double kGeluFwdBytesPerElem = 4;      // per FFN column: read x, write gelu(x)
+inline constexpr double kGeluBwdBytesPerElem = 6;      // read x and dy, write dx
+inline constexpr double kSwiGluFwdBytesPerElem = 6;   // per FFN column: read gate and up, write their product
+inline constexpr double kSwiGluBwdBytesPerElem = 10;  // read gate, up and dy, write dgate and dup
+inline constexpr double kLossFwdBytesPerLogit = 8;   // fp32 logits written, read by the softmax cross-entropy
+inline constexpr double kLossBwdBytesPerLogit = 6;   // their gradient: read in fp32, written in bf16
+inline constexpr double kScoresFwdBytesPerPair = 8;  // unfused attention, per head: scores written, softmax
+                                                     // read + write, read by P V
+// FlashAttention-2's backward does 5 matmuls against the forward's 2 (it recomputes the scores): 2.5x the
+// forward's FLOPs (Dao 2023, section 4.1: the FLOP count of its backward benchmarks).
+inline constexpr double kAttnBwdFlopsRatio = 2.5;
+// Mixed-precision Adam per parameter the rank updates: reads the bf16 gradient (2), fp32 master weight, m and
+// v (12); writes master, m, v (12) and the bf16 weight (2): 28 bytes. Gradient-norm clipping: the norm reads
+// the gradients (2), the scaling reads and writes them (4): 6 bytes. (Megatron-LM's DistributedOptimizer /
+// apex FusedAdam with clip_grad; PyTorch's clip_grad_norm_ and fused AdamW move the same bytes.)
+inline constexpr double kOptimizerBytesPerParam = 34;
+// HBM bytes of the optimizer step (Adam + gradient clipping) for `params` parameters.
+double OptimizerStepBytes(double params);
+// Parameters whose optimizer step one GPU runs: its pipeline stage's `stage_params` over tp, and over dp with
+// ZeRO stage 1 or more (each DP rank updates its shard of the optimizer states).
+double OptimizerParamsPerGpu(double stage_params, int tp, int dp, int zero_stage);
+
 class AnalyticCostModel : public CostModel {
  public:
   AnalyticCostModel(DeviceSpec device, AnalyticOptions options = {});
@@ -139,10 +173,30 @@ class AnalyticCostModel : public CostModel {
   std::string name() const override { return "analytic"; }
   const DeviceSpec& device() const { return device_; }
   const AnalyticOptions& options() const { return options_; }
-  // FLOP/s the model assumes a GPU achieves.
+  // FLOP/s the fixed-efficiency model assumes a GPU achieves (peak x efficiency; the curve model's asymptote
+  // is peak x gemm_peak_fraction instead).
   double achieved_flops() const;
+  // Whether times come from the device's curves (it has one and no options.efficiency forces the fixed one).
+  bool uses_curve() const { return device_.has_compute_curve() && options_.efficiency <= 0; }
+  // The curve model's pieces, microseconds on one GPU (the device's curve parameters; see above):
+  // one GEMM (m x k) . (k x n);
+  double GemmUs(double m, double n, double k) const;
+  // the flash-attention core of `heads` heads of head_dim over spans with sum of span^2 `pairs` and sum of
+  // spans `span_sum` (halved when causal), forward and backward;
+  double AttentionFwdUs(double heads, double head_dim, double pairs, double span_sum, bool causal) const;
+  double AttentionBwdUs(double heads, double head_dim, double pairs, double span_sum, bool causal) const;
+  // `bytes` moved by a memory-bound kernel; the optimizer step of params_per_gpu parameters (0 without a curve:
+  // the fixed-efficiency model has none).
+  double MemoryUs(double bytes) const;
+  double OptimizerStepUs(double params_per_gpu) const;
+  // hbm_bytes_per_s x hbm_peak_fraction (x 1 when the device gives no fraction).
+  double hbm_achieved_bytes_per_s() const;
 
  private:
+  struct CurveTimes {
+    double fwd_us = 0, bwd_us = 0, bwd_weight_us = 0;
+  };
+  CurveTimes CurveTimesOf(const ModelSpec& m, const Layer& layer, const LayerWorkload& w) const;
   DeviceSpec device_;
   AnalyticOptions options_;
 };
