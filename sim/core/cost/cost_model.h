@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Cost of one layer for one input: FLOPs, time, parameter and activation bytes (sim/docs/algorithms.md §4).
 //
-// One interface, two sources: AnalyticCostModel (FLOPs / (device peak x efficiency), Korthikanti activation
+// One interface, two sources: AnalyticCostModel (GEMMs, attention and memory-bound kernels priced by shape on
+// the device's compute curve, or FLOPs / (peak x efficiency) for a device without one; Korthikanti activation
 // sizes) and CoefficientCostModel (time = c0 + c_token * tokens + c_pair * attention pairs per layer type,
 // fitted to measurements by the calibration step; bytes and FLOPs still analytic).
 //
@@ -121,11 +122,31 @@ struct AnalyticOptions {
 // (the 10·tokens·h are the two LayerNorms' inputs and the dropout masks, replicated on every TP rank). The TP
 // collectives cost the same either way: SP replaces each all-reduce by a reduce-scatter plus an all-gather, the
 // same ring bytes.
+// Time with a compute curve (DeviceSpec::has_compute_curve(); the GPU presets), per TP rank, T = tokens, q / kv =
+// the rank's query / KV heads, d = head dim, f = ffn / tp (sim/docs/algorithms.md §4):
+//   GEMM (m x k).(k x n): max(2mnk / (peak x gemm_peak_fraction x S(m) S(n) S(k)), 2(mk + kn + mn) / hbm'), with
+//     S(x) = x / (x + gemm_half_dim) and hbm' = hbm_bytes_per_s x hbm_peak_fraction; its input gradient
+//     (m x n).(n x k) and weight gradient (k x m).(m x n) likewise.
+//   transformer block: QKV (T, (q + 2kv) d, h), output projection (T, h, q d), FC1 (T, f or 2f SwiGLU, h), FC2
+//     (T, h, f); attention core 4 q d (pairs + attn_half_span x T) (1/2 causal) / (peak x attn_fwd_peak_fraction
+//     x d / (d + attn_half_head_dim)) (a span s at s / (s + attn_half_span) of the rate; the sum over spans is
+//     exact), backward 2.5x those FLOPs at attn_bwd_peak_fraction; unfused (flash_attention = false): per head
+//     and span (mean span pairs / T) the batched GEMMs Q K^T and P V over the full square, plus
+//     kScoresFwdBytesPerPair per pair and head (twice in the backward); memory-bound kernels per token at hbm':
+//     two norms and two bias-dropout-add residuals on h (on T / tp tokens with sequence parallelism, on T
+//     without), rotary on (q + kv) d (causal decoders), the q/k norm when present, the activation on f.
+//   projector: Linears alternately column (n / tp) and row (k / tp) parallel, the LayerNorm and GELUs by bytes;
+//   LM head: the final norm, GEMM (T, vocab / tp, h), the fp32 loss by bytes; vision patch embedding / audio
+//     conv: one GEMM (T, h / tp, 3 p^2 or conv_params / h) with a weight gradient only; LLM embedding: the
+//     lookup's bytes as below, at hbm'.
+//   W (bwd_weight_time_us) = the weight-gradient GEMMs (+ the W kernels' overheads).
+// The fixed-efficiency model (a device without a curve, or AnalyticOptions::efficiency > 0) is unchanged:
 // Kernel overheads: each layer also pays DeviceSpec::kernel_overhead_us per kernel it launches on a GPU, the
 // same at any tp (so a small TP shard runs below FLOPs / tp). Kernels per layer, forward / backward / of which
-// weight-gradient GEMMs (KernelCounts): transformer block 12 / 24 / 4 (two norms, QKV, rotary, attention,
-// output projection, residual, FC1, activation, FC2, residual, dropout; the backward twice that; W = the four
-// weight GEMMs), projector 2n / 4n / n for n Linear layers, embedding 1 / 2 / 1, LM head 3 / 6 / 1.
+// weight-gradient GEMMs (KernelCounts), the kernels the curve prices: transformer block 10 + r + n / twice that
+// / 4 (two norms, QKV, attention, output projection, two bias-dropout-add residuals, FC1, activation, FC2;
+// r = 1 rotary for causal decoders, n = 1 q/k norm when present; W = the four weight GEMMs), projector 2n / 4n /
+// n for n Linear layers, embedding 1 / 2 / 1, LM head 3 / 6 / 1.
 struct KernelCounts {
   int fwd = 0, bwd = 0, bwd_weight = 0;
 };
