@@ -138,10 +138,10 @@ struct AnalyticOptions {
 //   projector: Linears alternately column (n / tp) and row (k / tp) parallel, the LayerNorm and GELUs by bytes;
 //   LM head: the final norm, GEMM (T, vocab / tp, h), the fp32 loss by bytes; vision patch embedding / audio
 //     conv: one GEMM (T, h / tp, 3 p^2 or conv_params / h) with a weight gradient only; LLM embedding: the
-//     lookup's bytes as below, at hbm'.
+//     lookup's bytes (2 x T x h x 2 / tp, twice in the backward) at hbm'.
 //   W (bwd_weight_time_us) = the weight-gradient GEMMs (+ the W kernels' overheads).
-// The fixed-efficiency model (a device without a curve, or AnalyticOptions::efficiency > 0) is unchanged:
-// Kernel overheads: each layer also pays DeviceSpec::kernel_overhead_us per kernel it launches on a GPU, the
+// The fixed-efficiency model above (a device without a curve, or AnalyticOptions::efficiency > 0) is unchanged.
+// Kernel overheads (both models): each layer also pays DeviceSpec::kernel_overhead_us per kernel it launches on a GPU, the
 // same at any tp (so a small TP shard runs below FLOPs / tp). Kernels per layer, forward / backward / of which
 // weight-gradient GEMMs (KernelCounts), the kernels the curve prices: transformer block 10 + r + n / twice that
 // / 4 (two norms, QKV, attention, output projection, two bias-dropout-add residuals, FC1, activation, FC2;
