@@ -193,6 +193,15 @@ std::string FormatCalibratedCluster(const ClusterSpec& base, const LinkCalibrati
   y += "  workspace_bytes: " + std::to_string(c.device.workspace_bytes) + "\n";
   y += "  fragmentation: " + Num(c.device.fragmentation) + "\n";
   y += "  kernel_overhead_us: " + Num(c.device.kernel_overhead_us) + "\n";
+  if (c.device.has_compute_curve()) {
+    y += "  gemm_peak_fraction: " + Num(c.device.gemm_peak_fraction) + "\n";
+    y += "  gemm_half_dim: " + Num(c.device.gemm_half_dim) + "\n";
+    y += "  attn_fwd_peak_fraction: " + Num(c.device.attn_fwd_peak_fraction) + "\n";
+    y += "  attn_bwd_peak_fraction: " + Num(c.device.attn_bwd_peak_fraction) + "\n";
+    y += "  attn_half_span: " + Num(c.device.attn_half_span) + "\n";
+    y += "  attn_half_head_dim: " + Num(c.device.attn_half_head_dim) + "\n";
+    y += "  hbm_peak_fraction: " + Num(c.device.hbm_peak_fraction) + "\n";
+  }
   y += "nvlink_bytes_per_s: " + Num(c.nvlink_bytes_per_s) + "\n";
   y += "nvlink_latency_us: " + Num(c.nvlink_latency_us) + "\n";
   y += "nics_per_node: " + std::to_string(c.nics_per_node) + "\n";

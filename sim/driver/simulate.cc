@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/cost/cost_model.h"
 #include "core/eval/analytic.h"
 #include "core/graph/op_graph.h"
 #include "core/plan/memory.h"
@@ -92,6 +93,36 @@ void Accumulate(const IterationTiming& timing, const IterationCosts& costs, cons
     }
 }
 
+// The optimizer step (Adam + gradient clipping, core/cost/cost_model.h) of every pipeline rank, microseconds:
+// the HBM time of the parameters the rank updates (its chunks' parameters over tp, over dp with ZeRO >= 1).
+// Zero for a device without a compute curve (the fixed-efficiency model never priced it).
+std::vector<double> OptimizerStepUsPerStage(const PlannedRun& run, const std::vector<ChunkStatic>& statics) {
+  const ParallelConfig& par = run.plan.parallel;
+  std::vector<double> params(par.pp, 0), us(par.pp, 0);
+  for (size_t c = 0; c < statics.size(); ++c)
+    params[PipeRankOfChunk(static_cast<int>(c), par.pp)] += static_cast<double>(statics[c].params);
+  const AnalyticCostModel cost(run.cluster.device, {.tp = par.tp});
+  for (int r = 0; r < par.pp; ++r)
+    us[r] = cost.OptimizerStepUs(OptimizerParamsPerGpu(params[r], par.tp, par.dp, par.zero_stage));
+  return us;
+}
+
+// Adds the optimizer step to an evaluated iteration. It runs on every device after its DP gradient
+// collectives, and the next iteration's first forward waits for every device's (the data-parallel replicas
+// start together): the op graph does not hold it (op_graph.h), so the iteration ends the slowest stage's step
+// after the graph's end (exact when the devices' DP tails end together, an upper bound otherwise), counted as
+// busy on each device for its own stage's step and idle for the rest, so the time split still sums to T.
+void AddOptimizerStep(const std::vector<double>& stage_us, int pp, IterationTiming& timing) {
+  const double slowest = stage_us.empty() ? 0.0 : *std::max_element(stage_us.begin(), stage_us.end());
+  if (!(slowest > 0)) return;
+  timing.iteration_time_us += slowest;
+  for (size_t d = 0; d < timing.devices.size(); ++d) {
+    const double own = stage_us[static_cast<int>(d) % pp];
+    timing.devices[d].busy_us += own;
+    timing.devices[d].idle_us += slowest - own;
+  }
+}
+
 // Prices, builds (first iteration) or reprices the op graph of, and evaluates every replayed iteration; keeps the
 // traced one's ops and Perfetto trace.
 Result<Replay> ReplayIterations(const PlannedRun& run, Evaluator& evaluator, const SimulateOptions& options) {
@@ -103,6 +134,7 @@ Result<Replay> ReplayIterations(const PlannedRun& run, Evaluator& evaluator, con
   const std::vector<ChunkStatic> statics = pricer.Static(plan.partition);
   const CommSpec comm = run.Comm();
   const DeviceMesh mesh(par, run.cluster.gpus_per_node);
+  const std::vector<double> optimizer_us = OptimizerStepUsPerStage(run, statics);
   Replay r;
   r.devices.resize(mesh.num_devices());
   r.stage_fwd_us.assign(par.pp, 0);
@@ -124,6 +156,7 @@ Result<Replay> ReplayIterations(const PlannedRun& run, Evaluator& evaluator, con
       MMTWIN_RETURN_IF_ERROR(RepriceIterationGraph(&graph, plan.schedule, costs));
     }
     MMTWIN_RETURN_IF_ERROR(evaluator.Evaluate(graph, &timing));
+    AddOptimizerStep(optimizer_us, par.pp, timing);
     // Never record a time that is not a number: name what drives it instead of writing null into the summary.
     if (!std::isfinite(timing.iteration_time_us) || timing.iteration_time_us < 0 ||
         timing.iteration_time_us > 1e15)

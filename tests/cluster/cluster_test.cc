@@ -11,7 +11,8 @@ namespace {
 
 TEST(ClusterTest, PresetsLoadWithDatasheetNumbers) {
   const std::vector<std::string> names = ListClusters();
-  ASSERT_EQ(names, (std::vector<std::string>{"a100-2x200g", "a100-4x200g", "cpu-2vcpu-gloo", "h100-8x400g"}));
+  ASSERT_EQ(names, (std::vector<std::string>{"a100-2x200g", "a100-4x200g", "a100-8x200g", "cpu-2vcpu-gloo",
+                                             "h100-8x400g", "h200-8x400g"}));
   for (const std::string& n : names) {
     if (n.starts_with("cpu-")) continue;  // the backend's CPU machine, below
     Result<ClusterSpec> c = LoadCluster(n);
@@ -20,7 +21,8 @@ TEST(ClusterTest, PresetsLoadWithDatasheetNumbers) {
     EXPECT_EQ(c->gpus_per_node, 8);
     EXPECT_GT(c->device.efficiency, 0);
     EXPECT_LE(c->device.efficiency, 1);
-    EXPECT_EQ(c->device.memory_bytes, 80LL << 30);
+    EXPECT_EQ(c->device.memory_bytes, n.starts_with("h200") ? 141'000'000'000LL : 80LL << 30);
+    EXPECT_TRUE(c->device.has_compute_curve());
   }
   // The CPU machine the validation suite measures: one rank per "device", 4 ranks, 6 GiB each.
   ClusterSpec cpu = *LoadCluster("cpu-2vcpu-gloo");
@@ -71,7 +73,8 @@ TEST(ClusterTest, Errors) {
   ASSERT_FALSE(u.ok());
   EXPECT_EQ(
       u.error().message(),
-      "unknown cluster 'tpu-pod'; valid values are: a100-2x200g, a100-4x200g, cpu-2vcpu-gloo, h100-8x400g");
+      "unknown cluster 'tpu-pod'; valid values are: a100-2x200g, a100-4x200g, a100-8x200g, cpu-2vcpu-gloo, "
+      "h100-8x400g, h200-8x400g");
   const std::string base =
       "name: x\nnodes: 2\ngpus_per_node: 8\ndevice: {name: g, peak_flops: 1e12, memory_bytes: 8e9, "
       "hbm_bytes_per_s: 1e12}\nnvlink_bytes_per_s: 1e11\nnics_per_node: 1\nnic_bytes_per_s: 1e10\n";
@@ -185,6 +188,22 @@ TEST(ClusterTest, UsableMemoryLeavesOutReservedWorkspaceAndFragmentation) {
   EXPECT_EQ(parse("  kernel_overhead_us: 4\n"), "OK 8000000000");
   EXPECT_EQ(parse("  kernel_overhead_us: 2e4\n"),
             "c.yaml:12: device.kernel_overhead_us: must be in [0, 10000] (microseconds)");
+  // The compute curve: four fractions together, half sizes >= 0.
+  const std::string curve =
+      "  gemm_peak_fraction: 0.8\n  attn_fwd_peak_fraction: 0.5\n  attn_bwd_peak_fraction: 0.4\n"
+      "  hbm_peak_fraction: 0.85\n";
+  EXPECT_EQ(parse(curve + "  gemm_half_dim: 100\n  attn_half_span: 0\n"), "OK 8000000000");
+  EXPECT_EQ(parse("  gemm_peak_fraction: 0.8\n"),
+            "c.yaml:8: device.attn_fwd_peak_fraction: missing: a compute curve gives gemm_peak_fraction, "
+            "attn_fwd_peak_fraction, attn_bwd_peak_fraction and hbm_peak_fraction together");
+  EXPECT_EQ(parse(curve + "  gemm_half_dim: -1\n"), "c.yaml:16: device.gemm_half_dim: must be >= 0");
+  EXPECT_EQ(parse("  hbm_peak_fraction: 1.5\n"),
+            "c.yaml:12: device.hbm_peak_fraction: must be in [0, 1] (fraction of the peak)");
+  Result<ClusterSpec> with = ParseCluster(base + curve + "  gemm_half_dim: 100\n", "c.yaml");
+  ASSERT_TRUE(with.ok());
+  EXPECT_TRUE(with->device.has_compute_curve());
+  EXPECT_DOUBLE_EQ(with->device.gemm_half_dim, 100);
+  EXPECT_FALSE(ParseCluster(base, "c.yaml")->device.has_compute_curve());
 }
 
 }  // namespace

@@ -230,8 +230,9 @@ TEST(AnalyticCostTest, KernelOverheadsMakeSmallTpShardsLessEfficient) {
   LayerWorkload w{4096, 4096.0 * 4096.0, 1};
   const LayerCost plain = AnalyticCostModel(H100(), {.tp = 4}).Cost(m, block, w);
   const LayerCost over = AnalyticCostModel(dev, {.tp = 4}).Cost(m, block, w);
-  EXPECT_NEAR(over.fwd_time_us, plain.fwd_time_us + 12 * 4.0, 1e-9);
-  EXPECT_NEAR(over.bwd_time_us, plain.bwd_time_us + 24 * 4.0, 1e-9);
+  EXPECT_EQ(KernelsOf(m, block).fwd, 11);  // InternLM2: a causal decoder (rotary), no q/k norm
+  EXPECT_NEAR(over.fwd_time_us, plain.fwd_time_us + 11 * 4.0, 1e-9);
+  EXPECT_NEAR(over.bwd_time_us, plain.bwd_time_us + 22 * 4.0, 1e-9);
   EXPECT_NEAR(over.bwd_weight_time_us, plain.bwd_weight_time_us + 4 * 4.0, 1e-9);
   EXPECT_EQ(over.fwd_flops, plain.fwd_flops);  // MFU counts the model's FLOPs, not the overhead
   EXPECT_LT(eff(4096), 1.0);
@@ -246,9 +247,173 @@ TEST(AnalyticCostTest, KernelOverheadsMakeSmallTpShardsLessEfficient) {
   const std::vector<Layer> ll = Layers(llava);
   EXPECT_EQ(KernelsOf(llava, FirstOf(ll, 1, LayerKind::kProjector)).fwd, 4);  // two Linear layers
   EXPECT_EQ(KernelsOf(llava, ll.back()).bwd, 6);
-  for (const char* n : {"a100-2x200g", "a100-4x200g", "h100-8x400g"})
+  for (const char* n : {"a100-2x200g", "a100-4x200g", "a100-8x200g", "h100-8x400g", "h200-8x400g"})
     EXPECT_DOUBLE_EQ(LoadCluster(n)->device.kernel_overhead_us, 4) << n;
   EXPECT_EQ(LoadCluster("cpu-2vcpu-gloo")->device.kernel_overhead_us, 0);
+}
+
+// ---- Compute curves (DeviceSpec::gemm_peak_fraction and the rest; cost_model.h) ----
+
+DeviceSpec CurveH100() {
+  DeviceSpec d = H100();
+  d.gemm_peak_fraction = 0.8;
+  d.gemm_half_dim = 100;
+  d.attn_fwd_peak_fraction = 0.5;
+  d.attn_bwd_peak_fraction = 0.4;
+  d.attn_half_span = 128;
+  d.attn_half_head_dim = 16;
+  d.hbm_peak_fraction = 0.85;
+  return d;
+}
+double Sat(double d, double half) { return d / (d + half); }
+
+// A large GEMM runs at peak x gemm_peak_fraction (the saturation tends to 1); a small dimension slows it per
+// FLOP by d / (d + gemm_half_dim); a skinny one is bound by its bytes at the achieved HBM bandwidth.
+TEST(ComputeCurveTest, GemmRateFollowsTheSaturationCurveAndTheRoofline) {
+  const AnalyticCostModel c(CurveH100());
+  const double big = 32768;
+  const double big_us = c.GemmUs(big, big, big);
+  const double rate = 2 * big * big * big / (big_us * 1e-6);
+  EXPECT_NEAR(rate, 989e12 * 0.8 * std::pow(Sat(big, 100), 3), 1e-6 * rate);
+  EXPECT_GT(rate, 0.99 * 989e12 * 0.8);  // the fixed 0.5 of the old model could not pass 50%
+  // m = 64: 64 / 164 of the rate of m = 8192 (n, k = 8192 both), per FLOP, on a device whose HBM keeps the
+  // roofline out of the way (on the H100's it binds: 64 FLOPs per byte are below its ridge, next check).
+  DeviceSpec fast_hbm = CurveH100();
+  fast_hbm.hbm_bytes_per_s = 1e15;
+  const AnalyticCostModel f(fast_hbm);
+  const double small_us = f.GemmUs(64, 8192, 8192), ref_us = f.GemmUs(8192, 8192, 8192);
+  const double per_flop_small = small_us / (2.0 * 64 * 8192 * 8192),
+               per_flop_ref = ref_us / (2.0 * 8192 * 8192 * 8192);
+  EXPECT_NEAR(per_flop_small / per_flop_ref, Sat(8192, 100) / Sat(64, 100), 1e-9);
+  EXPECT_GT(per_flop_small, 2 * per_flop_ref);
+  EXPECT_NEAR(c.GemmUs(64, 8192, 8192), 2.0 * (2 * 64 * 8192 + 8192.0 * 8192) / (3.35e12 * 0.85) * 1e6, 1e-9);
+  // m = 1 (a matrix-vector product): the weight's bytes at the achieved HBM bandwidth.
+  const double bytes = 2.0 * (1 * 8192 + 8192.0 * 8192 + 1 * 8192);
+  EXPECT_NEAR(c.GemmUs(1, 8192, 8192), bytes / (3.35e12 * 0.85) * 1e6, 1e-9);
+}
+
+// The attention core's time per FLOP falls with the span as s / (s + attn_half_span); the backward, which
+// recomputes the scores (2.5x the forward's FLOPs), takes more than twice the forward; causal halves both.
+TEST(ComputeCurveTest, AttentionGrowsWithSpanPerTheCurve) {
+  const AnalyticCostModel c(CurveH100());
+  const double heads = 32, hd = 128;
+  auto fwd = [&](double s) { return c.AttentionFwdUs(heads, hd, s * s, s, false); };
+  const double rate = 989e12 * 0.5 * Sat(hd, 16);
+  EXPECT_NEAR(fwd(4096), 4 * heads * hd * 4096.0 * 4096.0 / (rate * Sat(4096, 128)) * 1e6, 1e-6);
+  // Per pair, span 256 costs (1 + 128/256) / (1 + 128/4096) times span 4096.
+  EXPECT_NEAR((fwd(256) / (256.0 * 256)) / (fwd(4096) / (4096.0 * 4096)), 1.5 / (1 + 128.0 / 4096), 1e-9);
+  // Eight spans of 512 (packed, varlen): the sum over spans, exactly.
+  EXPECT_NEAR(c.AttentionFwdUs(heads, hd, 8 * 512.0 * 512, 8 * 512, false), 8 * fwd(512), 1e-9);
+  EXPECT_NEAR(c.AttentionFwdUs(heads, hd, 4096.0 * 4096, 4096, true), fwd(4096) / 2, 1e-9);
+  const double bwd = c.AttentionBwdUs(heads, hd, 4096.0 * 4096, 4096, false);
+  EXPECT_NEAR(bwd / fwd(4096), 2.5 * 0.5 / 0.4, 1e-9);
+  EXPECT_GT(bwd, 2 * fwd(4096));
+  // Head dim 64 runs slower per FLOP than 128.
+  EXPECT_GT(c.AttentionFwdUs(2 * heads, 64, 4096.0 * 4096, 4096, false), fwd(4096));
+  // In a layer: the LLM block's time grows with the span by exactly the attention core's.
+  ModelSpec m = Load("llama-3-8b");
+  const Layer& block = FirstOf(Layers(m), 0, LayerKind::kTransformer);
+  const LayerCost a = c.Cost(m, block, LayerWorkload{8192, 8192.0 * 8192, 1});
+  const LayerCost b = c.Cost(m, block, LayerWorkload{8192, 8.0 * 1024 * 1024, 8});
+  EXPECT_NEAR(a.fwd_time_us - b.fwd_time_us,
+              c.AttentionFwdUs(32, 128, 8192.0 * 8192, 8192, true) -
+                  c.AttentionFwdUs(32, 128, 8.0 * 1024 * 1024, 8192, true),
+              1e-6);
+}
+
+// Memory-bound kernels take their bytes over the achieved HBM bandwidth: the LLM embedding lookup, and the
+// block's norms, residual adds, rotary and SwiGLU (the block minus its GEMMs and attention core).
+TEST(ComputeCurveTest, MemoryBoundOpsTakeTheirBytesOverTheBandwidth) {
+  const AnalyticCostModel c(CurveH100());
+  const double hbm = 3.35e12 * 0.85;
+  EXPECT_DOUBLE_EQ(c.MemoryUs(1e9), 1e9 / hbm * 1e6);
+  ModelSpec m = Load("llama-3-8b");
+  const std::vector<Layer> layers = Layers(m);
+  const LayerWorkload w{8192, 8192.0 * 8192, 1};
+  const LayerCost emb = c.Cost(m, FirstOf(layers, 0, LayerKind::kEmbedding), w);
+  EXPECT_NEAR(emb.fwd_time_us, 2.0 * 2 * 8192 * 4096 / hbm * 1e6, 1e-9);
+  EXPECT_NEAR(emb.bwd_time_us, 2 * emb.fwd_time_us, 1e-9);
+  // Block, tp 1: (q, kv) = (32, 8) heads of 128, ffn 14336 (SwiGLU). Bytes per token (cost_model.h):
+  // 2 norms x 4h + 2 residuals x 7h, rotary 4 (q + kv) d, SwiGLU 6 ffn.
+  const double h = 4096, T = 8192, qk = (32 + 8) * 128.0, ffn = 14336;
+  const double gemm_us = c.GemmUs(T, (32 + 16) * 128.0, h) + c.GemmUs(T, h, 32 * 128.0) +
+                         c.GemmUs(T, 2 * ffn, h) + c.GemmUs(T, h, ffn);
+  const double attn_us = c.AttentionFwdUs(32, 128, T * T, T, true);
+  const double bytes = T * (2 * 4 * h + 2 * 7 * h + 4 * qk + 6 * ffn);
+  const LayerCost blk = c.Cost(m, FirstOf(layers, 0, LayerKind::kTransformer), w);
+  EXPECT_NEAR(blk.fwd_time_us, gemm_us + attn_us + bytes / hbm * 1e6, 1e-6);
+  const double bwd_bytes = T * (2 * 6 * h + 2 * 5 * h + 4 * qk + 10 * ffn);
+  EXPECT_NEAR(blk.bwd_time_us,
+              2 * gemm_us + c.AttentionBwdUs(32, 128, T * T, T, true) + bwd_bytes / hbm * 1e6, 1e-6);
+  EXPECT_NEAR(blk.bwd_weight_time_us, gemm_us, 1e-6);  // W: the four weight-gradient GEMMs
+}
+
+// The optimizer step (mixed-precision Adam + gradient clipping, 34 bytes per parameter) at the achieved HBM
+// bandwidth, over the parameters the rank updates: ZeRO-1 and above divide them by DP.
+TEST(ComputeCurveTest, OptimizerStepIsItsBytesOverTheBandwidthShardedByZero) {
+  const AnalyticCostModel c(CurveH100());
+  const double params = 20e9 / 8 / 4;  // a 20B model's stage at pp 4, tp 8
+  EXPECT_NEAR(c.OptimizerStepUs(params), 34 * params / (3.35e12 * 0.85) * 1e6, 1e-6);
+  EXPECT_DOUBLE_EQ(OptimizerParamsPerGpu(20e9 / 4, 8, 16, 0), params);
+  EXPECT_DOUBLE_EQ(OptimizerParamsPerGpu(20e9 / 4, 8, 16, 1), params / 16);
+  EXPECT_NEAR(c.OptimizerStepUs(OptimizerParamsPerGpu(20e9 / 4, 8, 16, 2)), c.OptimizerStepUs(params) / 16,
+              1e-9);
+  EXPECT_EQ(AnalyticCostModel(H100()).OptimizerStepUs(params), 0);  // no curve: the old model had none
+}
+
+// TP 8 splits a small model's GEMMs into narrow ones: less efficient per FLOP than TP 1 (with no launch cost
+// at all); the fixed-efficiency model scales perfectly.
+TEST(ComputeCurveTest, Tp8OnASmallModelIsLessEfficientPerFlop) {
+  ModelSpec m = Load("clip-vit-l-14-336");  // hidden 1024, 16 heads
+  const Layer& block = FirstOf(Layers(m), 0, LayerKind::kTransformer);
+  const LayerWorkload w{2048, 2048.0 * 2048, 1};
+  const double t1 = AnalyticCostModel(CurveH100(), {.tp = 1}).Cost(m, block, w).fwd_time_us;
+  const double t8 = AnalyticCostModel(CurveH100(), {.tp = 8}).Cost(m, block, w).fwd_time_us;
+  EXPECT_GT(8 * t8, 1.1 * t1);  // per FLOP: (flops / 8) / t8 < flops / t1
+  const double f1 = AnalyticCostModel(H100(), {.tp = 1}).Cost(m, block, w).fwd_time_us;
+  const double f8 = AnalyticCostModel(H100(), {.tp = 8}).Cost(m, block, w).fwd_time_us;
+  EXPECT_NEAR(8 * f8, f1, 1e-9 * f1);
+}
+
+// A device without a curve (the CPU preset) keeps the old fixed-efficiency times exactly: every FLOP at peak x
+// efficiency, the LLM embedding at the raw HBM bandwidth; options.efficiency forces that model on a curve too.
+TEST(ComputeCurveTest, DeviceWithoutCurveKeepsTheFixedEfficiencyTimes) {
+  ModelSpec m = Load("orchmllm-18b");
+  const std::vector<Sample> samples = {S(2, 300, 12.0), S(1, 800), S(0, 40, 31.0)};
+  const std::vector<LayerWorkload> w = ModelWorkloads(m, samples);
+  Result<ClusterSpec> cpu = LoadCluster("cpu-2vcpu-gloo");
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_FALSE(cpu->device.has_compute_curve());
+  const AnalyticCostModel old(cpu->device, {.tp = 2});
+  DeviceSpec curved = CurveH100();
+  const AnalyticCostModel forced(curved, {.tp = 2, .efficiency = 0.5}), plain(H100(), {.tp = 2});
+  for (const Layer& l : Layers(m)) {
+    SCOPED_TRACE(l.label);
+    const LayerCost x = old.Cost(m, l, w[l.component]);
+    const Component& c = m.components[l.component];
+    if (l.kind == LayerKind::kEmbedding && c.kind == ComponentKind::kLlm) {
+      EXPECT_DOUBLE_EQ(x.fwd_time_us, 2.0 * w[l.component].tokens * c.tf.hidden * 2.0 / 10e9 * 1e6 / 2);
+    } else if (l.kind != LayerKind::kTransformer || (c.tf.heads % 2 == 0 && c.tf.kv_heads % 2 == 0)) {
+      EXPECT_NEAR(x.fwd_time_us, x.fwd_flops / 2 / (83.2e9 * 0.5) * 1e6, 1e-9 * x.fwd_time_us);
+      EXPECT_NEAR(x.bwd_time_us, 2 * x.fwd_time_us, 1e-9 * x.fwd_time_us);
+    }
+    const LayerCost f = forced.Cost(m, l, w[l.component]), p = plain.Cost(m, l, w[l.component]);
+    EXPECT_EQ(f.fwd_time_us, p.fwd_time_us);
+    EXPECT_EQ(f.bwd_time_us, p.bwd_time_us);
+    EXPECT_EQ(f.bwd_weight_time_us, p.bwd_weight_time_us);
+  }
+}
+
+// Every GPU preset has a curve; the presets price a large GEMM above the old cap of 50% of peak.
+TEST(ComputeCurveTest, GpuPresetsHaveCurves) {
+  for (const char* n : {"a100-2x200g", "a100-4x200g", "a100-8x200g", "h100-8x400g", "h200-8x400g"}) {
+    SCOPED_TRACE(n);
+    Result<ClusterSpec> c = LoadCluster(n);
+    ASSERT_TRUE(c.ok());
+    EXPECT_TRUE(c->device.has_compute_curve());
+    const AnalyticCostModel cost(c->device);
+    EXPECT_GT(2.0 * 8192 * 8192 * 8192 / (cost.GemmUs(8192, 8192, 8192) * 1e-6), 0.7 * c->device.peak_flops);
+  }
 }
 
 // ---- Coefficient table ----

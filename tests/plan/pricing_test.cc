@@ -85,7 +85,9 @@ TEST(PricerTest, TensorParallelSplitsComputeAndAddsCollectives) {
   ChunkCost x, y;
   a.PriceMicroBatch(f.mb, Packing::kVarlen, part, none, &x);
   b.PriceMicroBatch(f.mb, Packing::kVarlen, part, none, &y);
-  EXPECT_NEAR(y.fwd_us, x.fwd_us / 4, 0.01 * x.fwd_us);
+  // A quarter of the work, a little less efficiently (narrower GEMMs on the compute curve, the same launches).
+  EXPECT_GT(y.fwd_us, x.fwd_us / 4);
+  EXPECT_LT(y.fwd_us, 1.15 * x.fwd_us / 4);
   EXPECT_GT(y.tp_fwd_us, 0);
   EXPECT_DOUBLE_EQ(y.model_flops, x.model_flops);  // FLOPs are the whole model's
   // Hand check of one LLM block's collectives: 2 x ring all-reduce of tokens*hidden*2 bytes over NVLink.

@@ -89,7 +89,7 @@ const std::vector<CodeCase>& CodeCases() {
        "cluster: must not be empty"},
       {"unknown cluster", [](Scenario& s) { s.cluster = "no-such-cluster"; },
        "small: cluster: unknown cluster 'no-such-cluster'; valid values are: a100-2x200g, a100-4x200g, "
-       "cpu-2vcpu-gloo, h100-8x400g"},
+       "a100-8x200g, cpu-2vcpu-gloo, h100-8x400g, h200-8x400g"},
       {"negative nodes", [](Scenario& s) { s.nodes = -1; },
        "small: cluster.nodes: -1 is out of range [0, 16777216]"},
       {"too few nodes", [](Scenario& s) { s.nodes = 1; },

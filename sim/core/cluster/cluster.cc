@@ -88,6 +88,40 @@ class Reader {
   std::string file_;
 };
 
+// The compute curve (cluster.h): the three fractions in (0, 1], all or none; the half sizes >= 0 (0: no
+// saturation), only with the fractions.
+Status ReadComputeCurve(const Reader& r, const YAML::Node& dev, DeviceSpec& d) {
+  struct Key {
+    const char* name;
+    double* out;
+    bool fraction;
+  };
+  const Key keys[] = {{"gemm_peak_fraction", &d.gemm_peak_fraction, true},
+                      {"attn_fwd_peak_fraction", &d.attn_fwd_peak_fraction, true},
+                      {"attn_bwd_peak_fraction", &d.attn_bwd_peak_fraction, true},
+                      {"hbm_peak_fraction", &d.hbm_peak_fraction, true},
+                      {"gemm_half_dim", &d.gemm_half_dim, false},
+                      {"attn_half_span", &d.attn_half_span, false},
+                      {"attn_half_head_dim", &d.attn_half_head_dim, false}};
+  int given = 0, fractions = 0;
+  for (const Key& k : keys) {
+    MMTWIN_RETURN_IF_ERROR(r.Number(dev, "device", k.name, *k.out, false, !k.fraction));
+    MMTWIN_RETURN_IF_ERROR(k.fraction ? r.Range(dev, "device", k.name, *k.out, 0, 1, "fraction of the peak")
+                                      : r.Range(dev, "device", k.name, *k.out, 0, 1e6, "elements"));
+    if (dev[k.name].IsDefined()) {
+      ++given;
+      fractions += k.fraction;
+    }
+  }
+  if (given == 0 || fractions == 4) return Status();
+  for (const Key& k : keys)
+    if (k.fraction && !dev[k.name].IsDefined())
+      return Error::At(r.file(), LineOf(dev), std::string("device.") + k.name,
+                       "missing: a compute curve gives gemm_peak_fraction, attn_fwd_peak_fraction, "
+                       "attn_bwd_peak_fraction and hbm_peak_fraction together");
+  return Status();
+}
+
 Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) {
   const Reader r(name);
   ClusterSpec c;
@@ -114,7 +148,9 @@ Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) 
         CheckKeys(dev, name, "device",
                   {"name", "peak_flops", "memory_bytes", "hbm_bytes_per_s", "efficiency", "reserved_bytes",
                    "workspace_bytes", "fragmentation", "kernel_overhead_us", "cuda_context_bytes",
-                   "nccl_buffsize_bytes", "nccl_channels", "cudnn_workspace_bytes", "fragmentation_spread"}));
+                   "nccl_buffsize_bytes", "nccl_channels", "cudnn_workspace_bytes", "fragmentation_spread",
+                   "gemm_peak_fraction", "gemm_half_dim", "attn_fwd_peak_fraction", "attn_bwd_peak_fraction",
+                   "attn_half_span", "attn_half_head_dim", "hbm_peak_fraction"}));
     MMTWIN_RETURN_IF_ERROR(r.String(dev, "device", "name", c.device.name, true));
     MMTWIN_RETURN_IF_ERROR(r.Number(dev, "device", "peak_flops", c.device.peak_flops, true));
     MMTWIN_RETURN_IF_ERROR(r.Integer(dev, "device", "memory_bytes", c.device.memory_bytes, true));
@@ -139,6 +175,7 @@ Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) 
         r.Range(dev, "device", "kernel_overhead_us", c.device.kernel_overhead_us, 0, 1e4, "microseconds"));
     MMTWIN_RETURN_IF_ERROR(r.Range(dev, "device", "fragmentation", c.device.fragmentation, 0, 0.9,
                                    "fraction of the allocator's pool"));
+    MMTWIN_RETURN_IF_ERROR(ReadComputeCurve(r, dev, c.device));
     MMTWIN_RETURN_IF_ERROR(
         r.Range(dev, "device", "reserved_bytes", static_cast<double>(c.device.reserved_bytes), 0,
                 static_cast<double>(c.device.memory_bytes), "bytes, at most memory_bytes"));

@@ -28,7 +28,7 @@ struct DeviceSpec {
   double peak_flops = 0;       // dense BF16 tensor-core peak, FLOP/s
   int64_t memory_bytes = 0;    // device memory
   double hbm_bytes_per_s = 0;  // HBM bandwidth
-  double efficiency = 0.5;     // achieved fraction of peak for large matmuls (measured MFU is 30-50%)
+  double efficiency = 0.5;  // achieved fraction of peak for every FLOP when the device has no curve (below)
   // What the training process cannot use for model states, activations and buffers (traces/clusters/README.md
   // gives each preset's value and its source):
   // Outside PyTorch's caching allocator (core/plan/memory.h RuntimeMemoryOf counts them per plan):
@@ -47,6 +47,18 @@ struct DeviceSpec {
   // Fixed time of one kernel besides its FLOPs (launch, ramp-up and tail), microseconds: does not shrink with
   // tensor parallelism, so small TP shards run below FLOPs / tp (cost_model.h counts the kernels per layer).
   double kernel_overhead_us = 0;
+  // Compute curves of the analytic cost model (core/cost/cost_model.h; traces/clusters/README.md gives each
+  // preset's values and their sources). gemm_peak_fraction == 0: no curve, every FLOP at peak x `efficiency`
+  // (the CPU preset). Fit parameters (the lead fits them on published runs through cluster.device.KEY
+  // overrides): all seven.
+  double gemm_peak_fraction = 0;      // large bf16 GEMM rate / peak_flops (MAMF / peak)
+  double gemm_half_dim = 0;           // elements: a GEMM dimension d runs at d / (d + gemm_half_dim) of it
+  double attn_fwd_peak_fraction = 0;  // flash-attention forward rate / peak_flops (long spans, large heads)
+  double attn_bwd_peak_fraction = 0;  // its backward's, counting 2.5x the forward's FLOPs (FlashAttention-2)
+  double attn_half_span = 0;          // positions: a span s runs at s / (s + attn_half_span) of it
+  double attn_half_head_dim = 0;      // elements: head dim d runs at d / (d + attn_half_head_dim) of it
+  double hbm_peak_fraction = 0;       // achievable fraction of hbm_bytes_per_s (memory-bound kernels)
+  bool has_compute_curve() const { return gemm_peak_fraction > 0; }
 };
 
 // The bytes the model's states, activations and buffers may take on a GPU before any plan is known: (memory -

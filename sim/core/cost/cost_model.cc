@@ -124,10 +124,67 @@ double AnalyticCostModel::achieved_flops() const {
   return device_.peak_flops * (eff > 0 ? eff : 0.5);
 }
 
+double AnalyticCostModel::hbm_achieved_bytes_per_s() const {
+  return device_.hbm_bytes_per_s * (device_.hbm_peak_fraction > 0 ? device_.hbm_peak_fraction : 1.0);
+}
+
+namespace {
+// d / (d + half): the saturation curve of one size (1 when half is 0).
+double Saturation(double d, double half) { return half > 0 ? d / (d + half) : 1.0; }
+}  // namespace
+
+double AnalyticCostModel::GemmUs(double m, double n, double k) const {
+  if (!(m > 0 && n > 0 && k > 0)) return 0;
+  const double h = device_.gemm_half_dim;
+  const double rate = device_.peak_flops * device_.gemm_peak_fraction * Saturation(m, h) * Saturation(n, h) *
+                      Saturation(k, h);
+  const double compute_s = 2.0 * m * n * k / rate;
+  const double memory_s = kBf16Bytes * (m * k + k * n + m * n) / hbm_achieved_bytes_per_s();
+  return std::max(compute_s, memory_s) * 1e6;
+}
+
+double AnalyticCostModel::AttentionFwdUs(double heads, double head_dim, double pairs, double span_sum,
+                                         bool causal) const {
+  if (!(pairs > 0) || !(heads > 0)) return 0;
+  const double rate =
+      device_.peak_flops * device_.attn_fwd_peak_fraction * Saturation(head_dim, device_.attn_half_head_dim);
+  return 4.0 * heads * head_dim * (causal ? 0.5 : 1.0) * (pairs + device_.attn_half_span * span_sum) / rate *
+         1e6;
+}
+
+double AnalyticCostModel::AttentionBwdUs(double heads, double head_dim, double pairs, double span_sum,
+                                         bool causal) const {
+  if (!(pairs > 0) || !(heads > 0)) return 0;
+  const double rate =
+      device_.peak_flops * device_.attn_bwd_peak_fraction * Saturation(head_dim, device_.attn_half_head_dim);
+  return kAttnBwdFlopsRatio * 4.0 * heads * head_dim * (causal ? 0.5 : 1.0) *
+         (pairs + device_.attn_half_span * span_sum) / rate * 1e6;
+}
+
+double AnalyticCostModel::MemoryUs(double bytes) const {
+  return bytes > 0 ? bytes / hbm_achieved_bytes_per_s() * 1e6 : 0.0;
+}
+
+double OptimizerStepBytes(double params) { return kOptimizerBytesPerParam * params; }
+
+double OptimizerParamsPerGpu(double stage_params, int tp, int dp, int zero_stage) {
+  return stage_params / std::max(1, tp) / (zero_stage >= 1 ? std::max(1, dp) : 1);
+}
+
+double AnalyticCostModel::OptimizerStepUs(double params_per_gpu) const {
+  if (!device_.has_compute_curve() || !(params_per_gpu > 0)) return 0;
+  return MemoryUs(OptimizerStepBytes(params_per_gpu));
+}
+
 KernelCounts KernelsOf(const ModelSpec& m, const Layer& layer) {
   switch (layer.kind) {
-    case LayerKind::kTransformer:
-      return {12, 24, 4};
+    case LayerKind::kTransformer: {
+      // Two norms, QKV, attention, output projection, two residual adds, FC1, activation, FC2; rotary (causal
+      // LLM decoders) and the q/k norm when present. The backward launches twice as many; W = the four GEMMs.
+      const TransformerConfig& t = m.components.at(layer.component).tf;
+      const int fwd = 10 + (t.causal ? 1 : 0) + (t.qk_norm ? 1 : 0);
+      return {fwd, 2 * fwd, 4};
+    }
     case LayerKind::kProjector: {
       const size_t dims = m.components.at(layer.component).projector_dims.size();
       const int n = dims > 1 ? static_cast<int>(dims - 1) : 0;
@@ -282,7 +339,12 @@ LayerCost AnalyticCostModel::Cost(const ModelSpec& m, const Layer& layer, const 
   }
   cost.fwd_flops = fwd_flops;  // the model's FLOPs (MFU counts these), not the padded ones
   cost.bwd_flops = 2.0 * fwd_flops;
-  if (rank_fwd_flops < 0) {
+  if (uses_curve()) {
+    const CurveTimes t = CurveTimesOf(m, layer, w);
+    cost.fwd_time_us = t.fwd_us;
+    cost.bwd_time_us = t.bwd_us;
+    cost.bwd_weight_time_us = t.bwd_weight_us;
+  } else if (rank_fwd_flops < 0) {
     const double per_gpu = achieved_flops() * tp;  // time = flops / tp / achieved
     cost.fwd_time_us = fwd_flops / per_gpu * 1e6 + fwd_memory_us;
     cost.bwd_time_us = cost.bwd_flops / per_gpu * 1e6 + 2.0 * fwd_memory_us;
@@ -292,9 +354,12 @@ LayerCost AnalyticCostModel::Cost(const ModelSpec& m, const Layer& layer, const 
   }
   cost.bwd_time_us += selective_flops / achieved_flops() * 1e6;
   // W: the weight GEMMs' gradient (their forward FLOPs again); the LLM embedding's scatter-add into its table.
-  if (weight_flops < 0) weight_flops = (rank_fwd_flops < 0 ? fwd_flops / tp : rank_fwd_flops);
-  cost.bwd_weight_time_us = std::min(cost.bwd_time_us, weight_flops / achieved_flops() * 1e6 + fwd_memory_us);
-  if (device_.kernel_overhead_us > 0) {
+  if (!uses_curve()) {
+    if (weight_flops < 0) weight_flops = (rank_fwd_flops < 0 ? fwd_flops / tp : rank_fwd_flops);
+    cost.bwd_weight_time_us =
+        std::min(cost.bwd_time_us, weight_flops / achieved_flops() * 1e6 + fwd_memory_us);
+  }
+  if (!uses_curve() && device_.kernel_overhead_us > 0) {
     const KernelCounts k = KernelsOf(m, layer);
     cost.fwd_time_us += k.fwd * device_.kernel_overhead_us;
     cost.bwd_time_us += k.bwd * device_.kernel_overhead_us;
@@ -305,6 +370,121 @@ LayerCost AnalyticCostModel::Cost(const ModelSpec& m, const Layer& layer, const 
   cost.boundary_bytes = BytesOf(boundary);
   cost.bwd_work_bytes = AnalyticBackwardWorkBytes(m, layer, w, options_.tp);
   return cost;
+}
+
+AnalyticCostModel::CurveTimes AnalyticCostModel::CurveTimesOf(const ModelSpec& m, const Layer& layer,
+                                                              const LayerWorkload& w) const {
+  const Component& c = m.components.at(layer.component);
+  const double tp = options_.tp;
+  const double T = static_cast<double>(w.tokens);
+  const double h = static_cast<double>(c.tf.hidden);
+  // Each GEMM (m x k) . (k x n) on one TP rank: forward, input gradient (m x n) . (n x k) and weight gradient
+  // (k x m) . (m x n); the product saturation is symmetric in m, n, k, so the three differ only if the roofline
+  // floor binds (their bytes are the same too): listed anyway, so that a shape-dependent curve stays correct.
+  CurveTimes t;
+  auto gemm = [&](double gm, double gn, double gk, bool needs_input_grad = true) {
+    t.fwd_us += GemmUs(gm, gn, gk);
+    const double wgrad = GemmUs(gk, gn, gm);
+    t.bwd_us += wgrad + (needs_input_grad ? GemmUs(gm, gk, gn) : 0.0);
+    t.bwd_weight_us += wgrad;
+  };
+  // Memory-bound kernels: bf16 bytes per token, forward and backward (cost_model.h lists them).
+  auto memory = [&](double tokens, double fwd_bytes_per_token, double bwd_bytes_per_token) {
+    t.fwd_us += MemoryUs(tokens * fwd_bytes_per_token);
+    t.bwd_us += MemoryUs(tokens * bwd_bytes_per_token);
+  };
+  switch (layer.kind) {
+    case LayerKind::kTransformer: {
+      const TransformerConfig& tf = c.tf;
+      const double hd = static_cast<double>(tf.head_dim);
+      const double q = std::ceil(static_cast<double>(tf.heads) / tp);
+      const double kv = std::ceil(static_cast<double>(tf.kv_heads) / tp);
+      const double ffn = static_cast<double>(tf.ffn) / tp;
+      gemm(T, (q + 2.0 * kv) * hd, h);                             // QKV (column parallel)
+      gemm(T, h, q * hd);                                          // output projection (row parallel)
+      gemm(T, (tf.mlp == MlpKind::kSwiGlu ? 2.0 : 1.0) * ffn, h);  // FC1 (and the SwiGLU gate, fused)
+      gemm(T, h, ffn);                                             // FC2
+      if (options_.flash_attention) {
+        t.fwd_us += AttentionFwdUs(q, hd, w.attn_pairs, T, tf.causal);
+        t.bwd_us += AttentionBwdUs(q, hd, w.attn_pairs, T, tf.causal);
+      } else if (w.attn_pairs > 0) {
+        // Unfused: per head and span, scores = Q K^T (s x s x d) and out = P V (s x d x s) as batched GEMMs over
+        // the full square (the causal mask does not skip work), the mean span s = pairs / tokens; plus the
+        // scores' traffic: written, read and written by the softmax, read by P V (8 bytes per pair per head),
+        // twice that in the backward.
+        const double s = w.attn_pairs / T;
+        const double batch = q * T / s;
+        t.fwd_us += batch * (GemmUs(s, s, hd) + GemmUs(s, hd, s));
+        t.bwd_us += 2.0 * batch * (GemmUs(s, s, hd) + GemmUs(s, hd, s));
+        memory(q * w.attn_pairs / T, kScoresFwdBytesPerPair, 2.0 * kScoresFwdBytesPerPair);
+      }
+      // Norms, residual adds, dropout masks: on the rank's 1/tp of the tokens with sequence parallelism, all of
+      // them without (replicated). Rotary (causal decoders), q/k norm and the activation: the rank's heads and
+      // FFN columns of every token.
+      const double norm_tokens = (options_.sequence_parallel || tp == 1) ? T / tp : T;
+      memory(norm_tokens, 2 * kNormFwdBytesPerElem * h + 2 * kResidualFwdBytesPerElem * h,
+             2 * kNormBwdBytesPerElem * h + 2 * kResidualBwdBytesPerElem * h);
+      const double qk = (q + kv) * hd;
+      if (tf.causal) memory(T, kRotaryBytesPerElem * qk, kRotaryBytesPerElem * qk);
+      if (tf.qk_norm) memory(T, kNormFwdBytesPerElem * qk, kNormBwdBytesPerElem * qk);
+      if (tf.mlp == MlpKind::kSwiGlu)
+        memory(T, kSwiGluFwdBytesPerElem * ffn, kSwiGluBwdBytesPerElem * ffn);
+      else
+        memory(T, kGeluFwdBytesPerElem * ffn, kGeluBwdBytesPerElem * ffn);
+      break;
+    }
+    case LayerKind::kEmbedding: {
+      // Patch embedding / conv front end: one GEMM whose input (pixels, mel frames) needs no gradient.
+      if (c.kind == ComponentKind::kVision) {
+        const double p = c.input.patch_px;
+        gemm(T, h / tp, 3.0 * p * p, false);
+      } else if (c.kind == ComponentKind::kAudio) {
+        gemm(T, h / tp, static_cast<double>(c.conv_params) / h, false);
+      } else {
+        // Lookup: gather the rows and write them (2 x tokens x h bf16); backward: the scatter-add into the table,
+        // twice that, all of it the weight gradient.
+        memory(T, 2.0 * kBf16Bytes * h / tp, 4.0 * kBf16Bytes * h / tp);
+        t.bwd_weight_us = t.bwd_us;
+      }
+      break;
+    }
+    case LayerKind::kProjector: {
+      // Linears alternately column and row parallel (Megatron's MLP), a LayerNorm on the input when present, a
+      // GELU between Linears.
+      const std::vector<int64_t>& d = c.projector_dims;
+      if (c.projector_norm && !d.empty())
+        memory(T, kNormFwdBytesPerElem * d[0] / tp, kNormBwdBytesPerElem * d[0] / tp);
+      for (size_t i = 0; i + 1 < d.size(); ++i) {
+        const double in = static_cast<double>(d[i]), out = static_cast<double>(d[i + 1]);
+        if (i % 2 == 0)
+          gemm(T, out / tp, in);
+        else
+          gemm(T, out, in / tp);
+        if (i + 2 < d.size())
+          memory(T, kGeluFwdBytesPerElem * (i % 2 == 0 ? out / tp : out),
+                 kGeluBwdBytesPerElem * (i % 2 == 0 ? out / tp : out));
+      }
+      break;
+    }
+    case LayerKind::kHead: {
+      // Final norm, the vocabulary-parallel GEMM, and the loss on fp32 logits: written and read by the softmax
+      // cross-entropy (8 bytes per logit), its gradient read in fp32 and written in bf16 (6 bytes).
+      const double vocab = static_cast<double>(c.vocab) / tp;
+      const double norm_tokens = (options_.sequence_parallel || tp == 1) ? T / tp : T;
+      memory(norm_tokens, kNormFwdBytesPerElem * h, kNormBwdBytesPerElem * h);
+      gemm(T, vocab, h);
+      memory(T, kLossFwdBytesPerLogit * vocab, kLossBwdBytesPerLogit * vocab);
+      break;
+    }
+  }
+  if (device_.kernel_overhead_us > 0) {
+    const KernelCounts k = KernelsOf(m, layer);
+    t.fwd_us += k.fwd * device_.kernel_overhead_us;
+    t.bwd_us += k.bwd * device_.kernel_overhead_us;
+    t.bwd_weight_us += k.bwd_weight * device_.kernel_overhead_us;
+  }
+  t.bwd_weight_us = std::min(t.bwd_weight_us, t.bwd_us);
+  return t;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Cost of one layer for one input: FLOPs, time, parameter and activation bytes (sim/docs/algorithms.md §4).
 //
-// One interface, two sources: AnalyticCostModel (FLOPs / (device peak x efficiency), Korthikanti activation
+// One interface, two sources: AnalyticCostModel (GEMMs, attention and memory-bound kernels priced by shape on
+// the device's compute curve, or FLOPs / (peak x efficiency) for a device without one; Korthikanti activation
 // sizes) and CoefficientCostModel (time = c0 + c_token * tokens + c_pair * attention pairs per layer type,
 // fitted to measurements by the calibration step; bytes and FLOPs still analytic).
 //
@@ -127,11 +128,31 @@ struct AnalyticOptions {
 // (the 10·tokens·h are the two LayerNorms' inputs and the dropout masks, replicated on every TP rank). The TP
 // collectives cost the same either way: SP replaces each all-reduce by a reduce-scatter plus an all-gather, the
 // same ring bytes.
-// Kernel overheads: each layer also pays DeviceSpec::kernel_overhead_us per kernel it launches on a GPU, the
+// Time with a compute curve (DeviceSpec::has_compute_curve(); the GPU presets), per TP rank, T = tokens, q / kv =
+// the rank's query / KV heads, d = head dim, f = ffn / tp (sim/docs/algorithms.md §4):
+//   GEMM (m x k).(k x n): max(2mnk / (peak x gemm_peak_fraction x S(m) S(n) S(k)), 2(mk + kn + mn) / hbm'), with
+//     S(x) = x / (x + gemm_half_dim) and hbm' = hbm_bytes_per_s x hbm_peak_fraction; its input gradient
+//     (m x n).(n x k) and weight gradient (k x m).(m x n) likewise.
+//   transformer block: QKV (T, (q + 2kv) d, h), output projection (T, h, q d), FC1 (T, f or 2f SwiGLU, h), FC2
+//     (T, h, f); attention core 4 q d (pairs + attn_half_span x T) (1/2 causal) / (peak x attn_fwd_peak_fraction
+//     x d / (d + attn_half_head_dim)) (a span s at s / (s + attn_half_span) of the rate; the sum over spans is
+//     exact), backward 2.5x those FLOPs at attn_bwd_peak_fraction; unfused (flash_attention = false): per head
+//     and span (mean span pairs / T) the batched GEMMs Q K^T and P V over the full square, plus
+//     kScoresFwdBytesPerPair per pair and head (twice in the backward); memory-bound kernels per token at hbm':
+//     two norms and two bias-dropout-add residuals on h (on T / tp tokens with sequence parallelism, on T
+//     without), rotary on (q + kv) d (causal decoders), the q/k norm when present, the activation on f.
+//   projector: Linears alternately column (n / tp) and row (k / tp) parallel, the LayerNorm and GELUs by bytes;
+//   LM head: the final norm, GEMM (T, vocab / tp, h), the fp32 loss by bytes; vision patch embedding / audio
+//     conv: one GEMM (T, h / tp, 3 p^2 or conv_params / h) with a weight gradient only; LLM embedding: the
+//     lookup's bytes (2 x T x h x 2 / tp, twice in the backward) at hbm'.
+//   W (bwd_weight_time_us) = the weight-gradient GEMMs (+ the W kernels' overheads).
+// The fixed-efficiency model above (a device without a curve, or AnalyticOptions::efficiency > 0) is unchanged.
+// Kernel overheads (both models): each layer also pays DeviceSpec::kernel_overhead_us per kernel it launches on a GPU, the
 // same at any tp (so a small TP shard runs below FLOPs / tp). Kernels per layer, forward / backward / of which
-// weight-gradient GEMMs (KernelCounts): transformer block 12 / 24 / 4 (two norms, QKV, rotary, attention,
-// output projection, residual, FC1, activation, FC2, residual, dropout; the backward twice that; W = the four
-// weight GEMMs), projector 2n / 4n / n for n Linear layers, embedding 1 / 2 / 1, LM head 3 / 6 / 1.
+// weight-gradient GEMMs (KernelCounts), the kernels the curve prices: transformer block 10 + r + n / twice that
+// / 4 (two norms, QKV, attention, output projection, two bias-dropout-add residuals, FC1, activation, FC2;
+// r = 1 rotary for causal decoders, n = 1 q/k norm when present; W = the four weight GEMMs), projector 2n / 4n /
+// n for n Linear layers, embedding 1 / 2 / 1, LM head 3 / 6 / 1.
 struct KernelCounts {
   int fwd = 0, bwd = 0, bwd_weight = 0;
 };
@@ -152,6 +173,39 @@ KernelCounts KernelsOf(const ModelSpec& m, const Layer& layer);
 //   embedding          the gradient of its output, 2·T·h / t (vision, LLM; audio twice: conv1's output)
 // 0 when the workload has no tokens.
 int64_t AnalyticBackwardWorkBytes(const ModelSpec& m, const Layer& layer, const LayerWorkload& w, int tp);
+// Byte counts of the memory-bound kernels (bf16 = 2 bytes per element), forward / backward, per element of
+// the tensor named; the backward reads what the forward saved and the output gradient and writes the input
+// gradient. Bias adds are fused into the next elementwise kernel (Megatron-LM's bias-GeLU, bias-SwiGLU and
+// bias-dropout-add fusions), so they move no bytes of their own.
+inline constexpr double kBf16Bytes = 2;
+inline constexpr double kNormFwdBytesPerElem = 4;  // read x, write y (LayerNorm / RMSNorm)
+inline constexpr double kNormBwdBytesPerElem = 6;  // read x and dy, write dx
+inline constexpr double kResidualFwdBytesPerElem =
+    7;  // bias-dropout-add: read branch and residual, write the
+        // sum, write the 1-byte dropout mask
+inline constexpr double kResidualBwdBytesPerElem = 5;  // read dy and the mask, write the branch's gradient
+inline constexpr double kRotaryBytesPerElem = 4;       // read and write q and k (either pass)
+inline constexpr double kGeluFwdBytesPerElem = 4;      // per FFN column: read x, write gelu(x)
+inline constexpr double kGeluBwdBytesPerElem = 6;      // read x and dy, write dx
+inline constexpr double kSwiGluFwdBytesPerElem = 6;   // per FFN column: read gate and up, write their product
+inline constexpr double kSwiGluBwdBytesPerElem = 10;  // read gate, up and dy, write dgate and dup
+inline constexpr double kLossFwdBytesPerLogit = 8;   // fp32 logits written, read by the softmax cross-entropy
+inline constexpr double kLossBwdBytesPerLogit = 6;   // their gradient: read in fp32, written in bf16
+inline constexpr double kScoresFwdBytesPerPair = 8;  // unfused attention, per head: scores written, softmax
+                                                     // read + write, read by P V
+// FlashAttention-2's backward does 5 matmuls against the forward's 2 (it recomputes the scores): 2.5x the
+// forward's FLOPs (Dao 2023, section 4.1: the FLOP count of its backward benchmarks).
+inline constexpr double kAttnBwdFlopsRatio = 2.5;
+// Mixed-precision Adam per parameter the rank updates: reads the bf16 gradient (2), fp32 master weight, m and
+// v (12); writes master, m, v (12) and the bf16 weight (2): 28 bytes. Gradient-norm clipping: the norm reads
+// the gradients (2), the scaling reads and writes them (4): 6 bytes. (Megatron-LM's DistributedOptimizer /
+// apex FusedAdam with clip_grad; PyTorch's clip_grad_norm_ and fused AdamW move the same bytes.)
+inline constexpr double kOptimizerBytesPerParam = 34;
+// HBM bytes of the optimizer step (Adam + gradient clipping) for `params` parameters.
+double OptimizerStepBytes(double params);
+// Parameters whose optimizer step one GPU runs: its pipeline stage's `stage_params` over tp, and over dp with
+// ZeRO stage 1 or more (each DP rank updates its shard of the optimizer states).
+double OptimizerParamsPerGpu(double stage_params, int tp, int dp, int zero_stage);
 
 class AnalyticCostModel : public CostModel {
  public:
@@ -161,10 +215,30 @@ class AnalyticCostModel : public CostModel {
   std::string name() const override { return "analytic"; }
   const DeviceSpec& device() const { return device_; }
   const AnalyticOptions& options() const { return options_; }
-  // FLOP/s the model assumes a GPU achieves.
+  // FLOP/s the fixed-efficiency model assumes a GPU achieves (peak x efficiency; the curve model's asymptote
+  // is peak x gemm_peak_fraction instead).
   double achieved_flops() const;
+  // Whether times come from the device's curves (it has one and no options.efficiency forces the fixed one).
+  bool uses_curve() const { return device_.has_compute_curve() && options_.efficiency <= 0; }
+  // The curve model's pieces, microseconds on one GPU (the device's curve parameters; see above):
+  // one GEMM (m x k) . (k x n);
+  double GemmUs(double m, double n, double k) const;
+  // the flash-attention core of `heads` heads of head_dim over spans with sum of span^2 `pairs` and sum of
+  // spans `span_sum` (halved when causal), forward and backward;
+  double AttentionFwdUs(double heads, double head_dim, double pairs, double span_sum, bool causal) const;
+  double AttentionBwdUs(double heads, double head_dim, double pairs, double span_sum, bool causal) const;
+  // `bytes` moved by a memory-bound kernel; the optimizer step of params_per_gpu parameters (0 without a curve:
+  // the fixed-efficiency model has none).
+  double MemoryUs(double bytes) const;
+  double OptimizerStepUs(double params_per_gpu) const;
+  // hbm_bytes_per_s x hbm_peak_fraction (x 1 when the device gives no fraction).
+  double hbm_achieved_bytes_per_s() const;
 
  private:
+  struct CurveTimes {
+    double fwd_us = 0, bwd_us = 0, bwd_weight_us = 0;
+  };
+  CurveTimes CurveTimesOf(const ModelSpec& m, const Layer& layer, const LayerWorkload& w) const;
   DeviceSpec device_;
   AnalyticOptions options_;
 };
