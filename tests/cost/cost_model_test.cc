@@ -650,3 +650,31 @@ TEST(AnalyticCostTest, SelectiveRecomputeDropsTheScoresAndRecomputesTheAttention
 
 }  // namespace
 }  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+// On a device with compute curves, selective recompute of unfused attention adds to the backward exactly the
+// attention core's forward: the forward's time with the layer's attention pairs minus without them.
+TEST(AnalyticCostTest, SelectiveRecomputeOnTheCurveAddsTheCoreForward) {
+  auto cluster = LoadCluster("a100-8x200g");
+  ASSERT_TRUE(cluster.ok()) << cluster.error().message();
+  ModelSpec m = Load("internvl-1.5-6b-20b");
+  const std::vector<Layer> layers = Layers(m);
+  const Layer& block = FirstOf(layers, 2, LayerKind::kTransformer);
+  const LayerWorkload w{8192, 2 * 4096.0 * 4096.0, 2}, no_pairs{8192, 0, 2};
+  AnalyticCostModel unfused(cluster->device, {.tp = 8, .flash_attention = false});
+  AnalyticCostModel sel(cluster->device, {.tp = 8, .flash_attention = false, .selective_recompute = true});
+  const double core_fwd_us = unfused.Cost(m, block, w).fwd_time_us - unfused.Cost(m, block, no_pairs).fwd_time_us;
+  EXPECT_GT(core_fwd_us, 0);
+  EXPECT_NEAR(sel.Cost(m, block, w).bwd_time_us - unfused.Cost(m, block, w).bwd_time_us, core_fwd_us,
+              1e-9 * core_fwd_us);
+  // Twice the pairs at the same tokens (spans twice as long): the core costs well over 1.5x (2x the FLOPs and
+  // score bytes, GEMMs a little more efficient).
+  const LayerWorkload w2{8192, 4 * 4096.0 * 4096.0, 2};
+  EXPECT_GT(unfused.Cost(m, block, w2).fwd_time_us - unfused.Cost(m, block, no_pairs).fwd_time_us,
+            1.5 * core_fwd_us);
+}
+
+}  // namespace
+}  // namespace mmtwin

@@ -352,7 +352,7 @@ LayerCost AnalyticCostModel::Cost(const ModelSpec& m, const Layer& layer, const 
     cost.fwd_time_us = rank_fwd_flops / achieved_flops() * 1e6 + fwd_memory_us;
     cost.bwd_time_us = 2.0 * rank_fwd_flops / achieved_flops() * 1e6 + 2.0 * fwd_memory_us;
   }
-  cost.bwd_time_us += selective_flops / achieved_flops() * 1e6;
+  if (!uses_curve()) cost.bwd_time_us += selective_flops / achieved_flops() * 1e6;  // the curve's own below
   // W: the weight GEMMs' gradient (their forward FLOPs again); the LLM embedding's scatter-add into its table.
   if (!uses_curve()) {
     if (weight_flops < 0) weight_flops = (rank_fwd_flops < 0 ? fwd_flops / tp : rank_fwd_flops);
@@ -414,9 +414,14 @@ AnalyticCostModel::CurveTimes AnalyticCostModel::CurveTimesOf(const ModelSpec& m
         // twice that in the backward.
         const double s = w.attn_pairs / T;
         const double batch = q * T / s;
-        t.fwd_us += batch * (GemmUs(s, s, hd) + GemmUs(s, hd, s));
-        t.bwd_us += 2.0 * batch * (GemmUs(s, s, hd) + GemmUs(s, hd, s));
-        memory(q * w.attn_pairs / T, kScoresFwdBytesPerPair, 2.0 * kScoresFwdBytesPerPair);
+        const double core_fwd_us = batch * (GemmUs(s, s, hd) + GemmUs(s, hd, s));
+        t.fwd_us += core_fwd_us;
+        t.bwd_us += 2.0 * core_fwd_us;
+        t.fwd_us += MemoryUs(q * w.attn_pairs * kScoresFwdBytesPerPair);
+        t.bwd_us += MemoryUs(q * w.attn_pairs * 2.0 * kScoresFwdBytesPerPair);
+        // Selective recompute: the core's forward (GEMMs and score traffic) once more before its backward.
+        if (options_.selective_recompute)
+          t.bwd_us += core_fwd_us + MemoryUs(q * w.attn_pairs * kScoresFwdBytesPerPair);
       }
       // Norms, residual adds, dropout masks: on the rank's 1/tp of the tokens with sequence parallelism, all of
       // them without (replicated). Rotary (causal decoders), q/k norm and the activation: the rank's heads and
