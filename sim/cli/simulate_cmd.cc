@@ -130,6 +130,12 @@ void WriteSummary(const Scenario& s, const RunSummary& j, const std::string& dir
         << Count(static_cast<double>(j.trace_samples));
   out << "\n";
   // OmniBal Table 4's partition columns.
+  // Images without a size under an encoder that keeps smaller images at their size: priced at its cap.
+  if (j.images_at_upper_bound > 0)
+    out << "images          " << Count(static_cast<double>(j.images_at_upper_bound))
+        << (j.image_sizes == ImageSizes::kMixed ? " of the trace's images have" : " images (all) have")
+        << " no size in the trace (image_px): priced at the encoder's resolution cap, an upper bound on "
+           "the ViT's work and activations\n";
   out << "partition       cuts";
   for (int b : j.partition.bounds) out << " " << Count(b);
   out << "; VAR(fwd) " << Fixed(j.partition.var_fwd_us2 / 1e6, 1) << " ms^2, VAR(layers) "

@@ -18,7 +18,8 @@ namespace mmtwin {
 // policies, trace samples, iterations in the epoch and replayed (= iteration_us.size()), the iteration-time
 // statistics with their 95% interval (IterationTimeStatsOf, core/records/records.h), the epoch projection
 // (epoch_time_s = mean iteration time x iterations in the epoch, gpu_days = epoch_time_s x GPUs / 86400), the data
-// policy's and the partition's metrics and the recomputed layers. `iteration_us`: one time per replayed (or
+// policy's and the partition's metrics, the recomputed layers, and how an if_larger vision encoder priced the
+// trace's images (images_at_upper_bound, image_sizes: from SampleTokens over the whole trace). `iteration_us`: one time per replayed (or
 // measured) iteration, microseconds. Left for the caller: the time split, dispatch, throughput, MFU, OOM, stages.
 RunSummary PlannedRunSummary(const PlannedRun& run, RecordSource source, const std::string& engine,
                              const std::vector<double>& iteration_us);

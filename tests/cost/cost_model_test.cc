@@ -54,6 +54,31 @@ TEST(WorkloadTest, VisionTilesAreSeparateSpans) {
   EXPECT_EQ(p.attn_pairs, 0);
 }
 
+// An if_larger encoder (OrchMLLM MLLM-84B, patch 14, cap 896 px, merge 2): every image is a span as long as
+// its size gives; varlen attention pairs are the sum of span^2 per image, never (sum of spans)^2 or the cap's.
+TEST(WorkloadTest, IfLargerImagesAreSpansOfTheirOwnSize) {
+  ModelSpec m = Load("orchmllm-84b");
+  auto image = [](int px, uint32_t images = 1) {
+    Sample s = S(1, 10);
+    s.images = images;
+    s.image_tiles = images;
+    s.image_px = static_cast<uint16_t>(px);
+    return s;
+  };
+  // 300 px -> 22^2 = 484; 1000 px -> the cap 64^2 = 4096; 2 x 140 px -> 10^2 = 100 each; unknown -> 4096.
+  const std::vector<Sample> samples = {image(300), image(1000), image(140, 2), image(0), S(0, 30)};
+  LayerWorkload v = ComponentWorkload(m, 0, samples);
+  EXPECT_EQ(v.tokens, 484 + 4096 + 2 * 100 + 4096);
+  EXPECT_EQ(v.sequences, 5);
+  EXPECT_DOUBLE_EQ(v.attn_pairs, 484.0 * 484 + 4096.0 * 4096 + 2 * 100.0 * 100 + 4096.0 * 4096);
+  // The projector carries each image's merged tokens: ceil(22/2)^2 + 32^2 + 2 x ceil(10/2)^2 + 32^2.
+  LayerWorkload p = ComponentWorkload(m, 1, samples);
+  EXPECT_EQ(p.tokens, 121 + 1024 + 2 * 25 + 1024);
+  // The LLM sees the same image tokens plus text.
+  LayerWorkload l = ComponentWorkload(m, static_cast<int>(m.components.size()) - 1, samples);
+  EXPECT_EQ(l.tokens, p.tokens + 4 * 10 + 30);
+}
+
 TEST(WorkloadTest, LlmVarlenAndPadded) {
   ModelSpec m = Load("internvl-1.5-6b-20b");
   const std::vector<Sample> samples = {S(7, 100), S(1, 50), S(0, 30)};

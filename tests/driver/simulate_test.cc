@@ -4,13 +4,16 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+#include <cstdio>
 #include <sstream>
 
-#include "driver/planner.h"
 #include "core/eval/analytic.h"
 #include "core/graph/op_graph.h"
 #include "core/records/plan_codec.h"
 #include "core/records/records_codec.h"
+#include "core/trace/generate.h"
+#include "driver/planner.h"
 #include "scenario/small_scenario.h"
 
 namespace mmtwin {
@@ -240,6 +243,70 @@ TEST(SimulateTest, DispatchTimeIsReported) {
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->summary.dispatch_us_mean, 0);
   EXPECT_EQ(none->summary.exposed_dispatch_ratio, 0);
+}
+
+// The summary says whether an if_larger encoder (OrchMLLM) knew the images' sizes: the generated orchmllm-mix
+// trace carries them (known, 0 at the upper bound); the same trace without sizes prices every image at the cap
+// (upper_bound, all its images counted) and costs more ViT time; half of them sized is mixed. A tiles model
+// (InternVL) never reports it, and its summary.json has no such key.
+TEST(SimulateTest, SummarySaysWhereImagesWerePricedAtTheUpperBound) {
+  Scenario s;
+  s.name = "images";
+  s.model = "orchmllm-84b";
+  s.cluster = "h100-8x400g";
+  s.parallel.dp = 8;
+  s.parallel.zero_stage = 3;
+  s.data = {"random", {{"batch_size", "4"}}};
+  s.partition = {"uniform", {}};
+  s.recompute = {"full", {}};
+  s.schedule = {"1f1b", {}};
+  s.iterations = 2;
+  Result<Trace> trace = GenerateTrace("orchmllm-mix", 640, 3);
+  ASSERT_TRUE(trace.ok()) << trace.error().message();
+  int64_t images = 0;
+  for (const Sample& x : trace->samples) images += x.images;
+  ASSERT_GT(images, 500);
+  const std::string dir = ::testing::TempDir() + "images_" + std::to_string(::getpid());
+  auto simulate = [&](const Trace& t, const std::string& file) {
+    s.trace = {};
+    s.trace.file = dir + file;
+    EXPECT_TRUE(WriteTrace(t, s.trace.file).ok());
+    Result<SimulationResult> r = Simulate(s, {});
+    std::remove(s.trace.file.c_str());
+    EXPECT_TRUE(r.ok()) << r.error().message();
+    return r.ok() ? r->summary : RunSummary{};
+  };
+  const RunSummary known = simulate(*trace, "known.csv");
+  EXPECT_EQ(known.image_sizes, ImageSizes::kKnown);
+  EXPECT_EQ(known.images_at_upper_bound, 0);
+  Trace unsized = *trace, half = *trace;
+  for (Sample& x : unsized.samples) x.image_px = 0;
+  int64_t zeroed = 0;
+  for (size_t i = 0; i < half.size(); i += 2) {
+    zeroed += half.samples[i].images;
+    half.samples[i].image_px = 0;
+  }
+  const RunSummary bound = simulate(unsized, "unsized.csv");
+  EXPECT_EQ(bound.image_sizes, ImageSizes::kUpperBound);
+  EXPECT_EQ(bound.images_at_upper_bound, images);
+  EXPECT_GT(bound.iteration_time_us.mean, known.iteration_time_us.mean);  // COCO-sized images < 896 px
+  const RunSummary mixed = simulate(half, "half.csv");
+  EXPECT_EQ(mixed.image_sizes, ImageSizes::kMixed);
+  EXPECT_EQ(mixed.images_at_upper_bound, zeroed);
+  // summary.json carries both fields and reads them back.
+  const std::string json = SummaryToJson(mixed);
+  EXPECT_NE(json.find("\"image_sizes\": \"mixed\""), std::string::npos);
+  auto back = SummaryFromJson(json, "s.json");
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back->image_sizes, ImageSizes::kMixed);
+  EXPECT_EQ(back->images_at_upper_bound, zeroed);
+  // A tiles model: nothing to report, no key written.
+  auto ivl = Simulate(Small("isf", "uniform", "none"), {});
+  ASSERT_TRUE(ivl.ok()) << ivl.error().message();
+  EXPECT_EQ(ivl->summary.image_sizes, ImageSizes::kUnused);
+  EXPECT_EQ(SummaryToJson(ivl->summary).find("image_sizes"), std::string::npos);
+  EXPECT_EQ(ImageSizesOf(0, 0), ImageSizes::kUnused);
+  EXPECT_EQ(ImageSizesOf(5, 5), ImageSizes::kUpperBound);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -199,8 +200,10 @@ TEST(TokensForTest, OrchMllmAudio) {
   SampleTokens u = TokensFor(Load("orchmllm-84b"), MakeSample(0, 0, 10.0, 0));
   EXPECT_EQ(u.audio_tokens, 500);
   EXPECT_EQ(u.llm_tokens, 125);
-  // 672 px, rate 4: 48*48 = 2304 patches -> 576 tokens.
-  SampleTokens w = TokensFor(Load("orchmllm-18b"), MakeSample(2, 0, 0, 0));
+  // 672 px, rate 4: 48*48 = 2304 patches -> 576 tokens (two images of unknown size: priced at the bound).
+  Sample two = MakeSample(2, 0, 0, 0);
+  two.images = 2;
+  SampleTokens w = TokensFor(Load("orchmllm-18b"), two);
   EXPECT_EQ(w.vit_tokens, 2 * 2304);
   EXPECT_EQ(w.llm_tokens, 2 * 576);
 }
@@ -213,6 +216,124 @@ TEST(TokensForTest, EncoderAloneAndLlmAlone) {
   EXPECT_EQ(l.llm_tokens, 10);
   EXPECT_EQ(l.vit_tokens, 0);
   EXPECT_EQ(l.vision_units, 0);
+}
+
+Sample Images(uint32_t images, uint32_t tiles, int image_px, uint32_t frames = 0) {
+  Sample s = MakeSample(tiles, frames, 0, 10);
+  s.images = images;
+  s.image_px = static_cast<uint16_t>(image_px);
+  return s;
+}
+
+// resize: if_larger (OrchMLLM): native size up to the cap. MLLM-84B: patch 14, cap 896 px (64 per side), merge 2.
+TEST(ImageResizeTest, IfLargerKeepsSmallerImagesAtTheirSize) {
+  const ModelSpec m = Load("orchmllm-84b");
+  ASSERT_EQ(m.components[0].input.resize, ImageResize::kIfLarger);
+  // 300 px: ceil(300 / 14) = 22 per side -> 484 positions, ceil(22 / 2)^2 = 121 LLM tokens.
+  SampleTokens a = TokensFor(m, Images(1, 1, 300));
+  EXPECT_EQ(a.vit_tokens, 484);
+  EXPECT_EQ(a.vit_span_tokens, 484);
+  EXPECT_EQ(a.vision_llm_tokens, 121);
+  EXPECT_EQ(a.llm_tokens, 10 + 121);
+  EXPECT_DOUBLE_EQ(a.vit_attn_pairs, 484.0 * 484);
+  EXPECT_EQ(a.if_larger_images, 1);
+  EXPECT_EQ(a.unsized_images, 0);
+  // 1000 px is larger than the cap: resized down to 896 px, 64^2 = 4096 positions, 32^2 = 1024 LLM tokens.
+  SampleTokens b = TokensFor(m, Images(1, 1, 1000));
+  EXPECT_EQ(b.vit_tokens, 4096);
+  EXPECT_EQ(b.vision_llm_tokens, 1024);
+  // At a patch boundary and just above: 882 = 63 x 14 -> 63 per side, 883 -> 64, 897 -> the cap's 64.
+  EXPECT_EQ(TokensFor(m, Images(1, 1, 882)).vit_tokens, 63 * 63);
+  EXPECT_EQ(TokensFor(m, Images(1, 1, 883)).vit_tokens, 64 * 64);
+  EXPECT_EQ(TokensFor(m, Images(1, 1, 897)).vit_tokens, 64 * 64);
+  // Unknown size: priced at the cap and counted as an upper bound.
+  SampleTokens u = TokensFor(m, Images(1, 1, 0));
+  EXPECT_EQ(u.vit_tokens, 4096);
+  EXPECT_EQ(u.vision_llm_tokens, 1024);
+  EXPECT_EQ(u.unsized_images, 1);
+  // Images, not tiles: 2 images of 300 px with 5 tiles in the trace are 2 spans of 484; frames stay at the cap.
+  SampleTokens c = TokensFor(m, Images(2, 5, 300, 3));
+  EXPECT_EQ(c.vision_units, 2 + 3);
+  EXPECT_EQ(c.vit_tokens, 2 * 484 + 3 * 4096);
+  EXPECT_DOUBLE_EQ(c.vit_attn_pairs, 2.0 * 484 * 484 + 3.0 * 4096 * 4096);
+  EXPECT_EQ(c.vision_llm_tokens, 2 * 121 + 3 * 1024);
+  EXPECT_EQ(c.if_larger_images, 2);
+  // The closed form over sizes 1..1200 px, brute force per side: n = min(ceil(px / 14), 64).
+  for (int px = 1; px <= 1200; ++px) {
+    int n = 0;
+    while (n * 14 < px) ++n;
+    n = std::min(n, 64);
+    const SampleTokens t = TokensFor(m, Images(1, 1, px));
+    ASSERT_EQ(t.vit_tokens, n * n) << px;
+    ASSERT_EQ(t.vision_llm_tokens, ((n + 1) / 2) * ((n + 1) / 2)) << px;
+  }
+}
+
+TEST(ImageResizeTest, FixedIgnoresTheSizeAndTilesAreUnchanged) {
+  // LLaVA-1.5: every image at 336 px (577 positions, 576 LLM tokens), whatever its size or tiles.
+  const ModelSpec llava = Load("llava-1.5-7b");
+  ASSERT_EQ(llava.components[0].input.resize, ImageResize::kFixed);
+  for (int px : {0, 100, 336, 2000}) {
+    const SampleTokens t = TokensFor(llava, Images(1, 3, px));
+    EXPECT_EQ(t.vision_units, 1) << px;
+    EXPECT_EQ(t.vit_tokens, 577) << px;
+    EXPECT_EQ(t.llm_tokens, 10 + 576) << px;
+    EXPECT_EQ(t.unsized_images, 0) << px;  // no upper bound to report: the size does not matter
+  }
+  // InternVL dynamic tiles: the trace's tiles at 448 px, the size ignored (it already chose the tiles).
+  const ModelSpec ivl = Load("internvl-1.5-6b-20b");
+  ASSERT_EQ(ivl.components[0].input.resize, ImageResize::kTiles);
+  for (int px : {0, 100, 3000}) {
+    const SampleTokens t = TokensFor(ivl, Images(1, 7, px));
+    EXPECT_EQ(t.vit_tokens, 7 * 1025) << px;
+    EXPECT_DOUBLE_EQ(t.vit_attn_pairs, 7.0 * 1025 * 1025) << px;
+    EXPECT_EQ(t.llm_tokens, 10 + 7 * 256) << px;
+  }
+  EXPECT_EQ(Load("llava-1.6-7b").components[0].input.resize, ImageResize::kTiles);
+  EXPECT_EQ(Load("longvila-7b").components[0].input.resize, ImageResize::kFixed);
+  for (const char* name : {"orchmllm-10b", "orchmllm-18b"})
+    EXPECT_EQ(Load(name).components[0].input.resize, ImageResize::kIfLarger) << name;
+}
+
+TEST(ImageResizeTest, KeyErrorsNameFileLineAndKey) {
+  const std::string enc =
+      "name: t\ncomponents:\n  - name: vision\n    kind: vision\n    transformer: {layers: 1, hidden: 64, "
+      "ffn: 128, heads: 2}\n";
+  auto parse = [&](const std::string& input) {
+    return ParseModel(enc + "    input: " + input + "\n  - use: qwen2-1.5b\n", "t.yaml", ModelZooDir());
+  };
+  Result<ModelSpec> bad = parse("{image_px: 224, patch_px: 14, token_merge: 1, resize: native}");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("t.yaml:6: input.resize: unknown resize 'native'; valid values are: "
+                                       "fixed, if_larger, tiles"),
+            std::string::npos)
+      << bad.error().message();
+  Result<ModelSpec> no_merge =
+      parse("{image_px: 224, patch_px: 14, llm_tokens_per_unit: 256, resize: if_larger}");
+  ASSERT_FALSE(no_merge.ok());
+  EXPECT_NE(no_merge.error().message().find("input.resize: if_larger derives"), std::string::npos)
+      << no_merge.error().message();
+  Result<ModelSpec> ok = parse("{image_px: 224, patch_px: 14, token_merge: 2, resize: if_larger}");
+  ASSERT_TRUE(ok.ok()) << ok.error().message();
+  EXPECT_EQ(TokensFor(*ok, Images(1, 1, 100)).vit_tokens, 8 * 8);
+  Result<ModelSpec> audio = ParseModel(
+      "name: t\ncomponents:\n  - use: whisper-large-v3-encoder\n    input: {resize: fixed}\n  - use: "
+      "qwen2-1.5b\n",
+      "t.yaml", ModelZooDir());
+  ASSERT_FALSE(audio.ok());
+  EXPECT_NE(audio.error().message().find("input.resize: applies to vision encoders only"), std::string::npos)
+      << audio.error().message();
+}
+
+TEST(ImageResizeTest, WithTokenMergeRederivesTokensAndTheProjectorInput) {
+  Result<ModelSpec> m = WithTokenMerge(Load("orchmllm-10b"), 2);
+  ASSERT_TRUE(m.ok()) << m.error().message();
+  EXPECT_EQ(m->name, "orchmllm-10b-merge2");
+  EXPECT_EQ(m->components[0].input.llm_tokens_per_unit, 256);              // ceil(32 / 2)^2
+  EXPECT_EQ(m->components[1].projector_dims[0], 4 * 2048);                 // 2x2 positions as channels
+  EXPECT_EQ(TokensFor(*m, Images(1, 1, 300)).vision_llm_tokens, 11 * 11);  // ceil(22 / 2)^2
+  EXPECT_FALSE(WithTokenMerge(Load("qwen2-1.5b"), 2).ok());
+  EXPECT_FALSE(WithTokenMerge(Load("orchmllm-10b"), 0).ok());
 }
 
 // ---- Errors ----
@@ -301,7 +422,9 @@ TEST(ModelZooTest, VisionTokensPerTileAreTheClosedFormOfTheResolution) {
       Result<ModelSpec> o = WithImagePx(m, px);
       ASSERT_TRUE(o.ok()) << o.error().message();
       const int64_t s = px / c.patch, merged = (s + c.merge - 1) / c.merge;
-      const SampleTokens t = TokensFor(*o, MakeSample(3, 0, 0, 100));
+      Sample three = MakeSample(3, 0, 0, 100);
+      three.images = 3;  // 3 images of 1 tile each: the same units under every resize mode
+      const SampleTokens t = TokensFor(*o, three);
       EXPECT_EQ(t.vit_tokens, 3 * (s * s + c.cls)) << c.model << " " << px;
       if (m.components.back().kind == ComponentKind::kLlm) {  // an encoder spec alone has no LLM tokens
         EXPECT_EQ(t.llm_tokens, 100 + 3 * merged * merged) << c.model << " " << px;

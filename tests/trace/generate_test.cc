@@ -165,6 +165,21 @@ TEST_F(InternVlStatsTest, SampleInvariants) {
                                                           [](const Sample& s) { return s.images > 0; })));
 }
 
+// The InternVL generator records the size its tiles were drawn from: DVQA's 448 x 448 charts exactly (no spread),
+// DocVQA's scans around sqrt(1700 x 2200) = 1934 px, and every image sample has a size.
+TEST_F(InternVlStatsTest, ImageSizesAreTheDrawnOnes) {
+  double doc = 0;
+  int64_t docs = 0;
+  for (const Sample& s : trace_->samples) {
+    ASSERT_EQ(s.image_px > 0, s.images > 0);
+    const std::string& sub = trace_->subsets[s.subset];
+    if (sub == "dvqa_train_200k") ASSERT_EQ(s.image_px, 448);
+    if (sub == "docvqa_train_10k") doc += s.image_px, ++docs;
+  }
+  ASSERT_GT(docs, 100);
+  EXPECT_NEAR(doc / docs, 1934 * std::exp(0.15 * 0.15 / 2), 15);  // log-normal scale, sigma 0.15
+}
+
 TEST_F(InternVlStatsTest, SubsetsProportionalAndInterleaved) {
   const Trace& t = *trace_;
   const std::map<std::string, int64_t> full = {{"sharegpt4v_instruct_gpt4-vision_cap100k", 102025},
@@ -284,6 +299,27 @@ TEST(GenerateLlavaTest, LcsIsOneImageAndShortCaption) {
   }
   EXPECT_NEAR(text / 50000, 21.8, 1.5);  // 16 words median, sigma 0.3 -> mean 16.7 words x 1.3
   EXPECT_LT(longest, 80u);
+  // Sizes (assumed: median 400 px, sigma 0.35, 64..1600): mean 400 e^(0.35^2 / 2) = 425.
+  double side = 0;
+  for (const Sample& s : r->samples) side += s.image_px;
+  EXPECT_NEAR(side / 50000, 400 * std::exp(0.35 * 0.35 / 2), 3);
+}
+
+// The same (preset, samples, seed) gives the same sizes, another seed other ones, and every image has one.
+TEST(GenerateLlavaTest, SizesAreSeededAndEveryImageHasOne) {
+  Result<Trace> a = GenerateTrace("llava-665k", 5000, 9), b = GenerateTrace("llava-665k", 5000, 9);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(FormatTrace(*a), FormatTrace(*b));
+  Result<Trace> c = GenerateTrace("llava-665k", 5000, 10);
+  ASSERT_TRUE(c.ok());
+  size_t same = 0;
+  for (size_t i = 0; i < a->size(); ++i) same += a->samples[i].image_px == c->samples[i].image_px;
+  EXPECT_LT(same, a->size() / 2);  // another seed, other sizes
+  size_t sized = 0;
+  for (const Sample& s : a->samples) sized += s.image_px > 0;
+  size_t images = 0;
+  for (const Sample& s : a->samples) images += s.images;
+  EXPECT_EQ(sized, images);
 }
 
 // ---- audio ----
@@ -339,19 +375,26 @@ struct MixSource {
   const char* subset;
   int64_t samples;
   double words_median, words_sigma, words_min;  // LLaVA sources: the generator's word-count model
+  // Image side sqrt(w x h): log-normal median, sigma, clamped to [lo, hi] (traces/generators.md "Image sizes").
+  double side_median, side_sigma, side_lo, side_hi;
 };
+// COCO: 90% of images between 167,500 and 355,840 pixels -> median 494 px, sigma 0.1145, at most 640 px.
+#define COCO 494, 0.1145, 64, 640
+#define VG 600, 0.20, 100, 1280
 const MixSource kMixLlava[] = {
-    {"llava_instruct_158k", 157712, 170, 0.55, 20},
-    {"sharegpt", 40688, 650, 0.90, 10},
-    {"vqav2", 82783, 85, 0.45, 16},
-    {"gqa", 72140, 220, 0.50, 16},
-    {"okvqa", 8998, 18, 0.25, 12},
-    {"ocrvqa", 80000, 85, 0.35, 16},
-    {"a-okvqa", 66160, 35, 0.30, 20},
-    {"textcaps", 21953, 21, 0.25, 12},
-    {"refcoco", 48447, 100, 0.50, 14},
-    {"vg", 86417, 120, 0.50, 14},
+    {"llava_instruct_158k", 157712, 170, 0.55, 20, COCO},
+    {"sharegpt", 40688, 650, 0.90, 10, 0, 0, 0, 0},
+    {"vqav2", 82783, 85, 0.45, 16, COCO},
+    {"gqa", 72140, 220, 0.50, 16, VG},
+    {"okvqa", 8998, 18, 0.25, 12, COCO},
+    {"ocrvqa", 80000, 85, 0.35, 16, 360, 0.30, 64, 1600},
+    {"a-okvqa", 66160, 35, 0.30, 20, COCO},
+    {"textcaps", 21953, 21, 0.25, 12, 870, 0.20, 100, 1600},
+    {"refcoco", 48447, 100, 0.50, 14, COCO},
+    {"vg", 86417, 120, 0.50, 14, VG},
 };
+#undef COCO
+#undef VG
 
 double Phi(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
 
@@ -484,6 +527,45 @@ TEST_F(GenerateOrchMixStatsTest, LlavaTextMatchesTheClosedForm) {
     const double expect = 1.3 * ClampedLogNormalMean(m.words_median, m.words_sigma, m.words_min, 2048 / 1.3);
     EXPECT_NEAR(mean, expect, 0.5 + 4 * se);  // 0.5: rounding to whole tokens
   }
+}
+
+// Image sizes: every image sample has one, each source's mean side is the clamped log-normal's closed form
+// (within rounding + 4 standard errors), text-only and audio samples have none; COCO's published 90% interval of
+// pixel counts (167,500..355,840, i.e. sides 409..597 px) holds for its sources.
+TEST_F(GenerateOrchMixStatsTest, ImageSizesMatchTheirSources) {
+  std::map<std::string, std::vector<double>> sides;
+  for (const Sample& s : trace_->samples) {
+    if (s.images == 0) {
+      ASSERT_EQ(s.image_px, 0);
+      continue;
+    }
+    ASSERT_GT(s.image_px, 0);
+    sides[trace_->subsets[s.subset]].push_back(s.image_px);
+  }
+  std::vector<double> coco;
+  for (const MixSource& m : kMixLlava) {
+    SCOPED_TRACE(m.subset);
+    if (m.side_median == 0) {
+      EXPECT_TRUE(sides[m.subset].empty());
+      continue;
+    }
+    const std::vector<double>& v = sides[m.subset];
+    ASSERT_EQ(static_cast<int64_t>(v.size()), m.samples);
+    double sum = 0, sq = 0;
+    for (double x : v) {
+      sum += x, sq += x * x;
+      ASSERT_GE(x, m.side_lo);
+      ASSERT_LE(x, m.side_hi);
+    }
+    const double mean = sum / v.size();
+    const double se = std::sqrt(std::max(0.0, sq / v.size() - mean * mean) / v.size());
+    EXPECT_NEAR(mean, ClampedLogNormalMean(m.side_median, m.side_sigma, m.side_lo, m.side_hi), 0.5 + 4 * se);
+    if (m.side_hi == 640) coco.insert(coco.end(), v.begin(), v.end());
+  }
+  std::sort(coco.begin(), coco.end());
+  const double p5 = coco[coco.size() * 5 / 100], p95 = coco[coco.size() * 95 / 100];
+  EXPECT_NEAR(p5 * p5, 167500, 0.03 * 167500);
+  EXPECT_NEAR(p95 * p95, 355840, 0.03 * 355840);
 }
 
 TEST(GenerateOrchMixTest, ProportionsAtOtherSizesAndCycling) {

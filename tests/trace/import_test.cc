@@ -408,10 +408,12 @@ TEST(CsvImportTest, MappedColumnsAndDefaults) {
 TEST(CsvImportTest, MappingErrorsListValidNames) {
   Result<Trace> r = ImportCsvText("a,b\n1,2\n", "m.csv", {{"audio", "a"}});
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message(),
-            "m.csv: unknown trace field 'audio' in the column mapping; valid values are: sample_id, subset, "
-            "images, "
-            "image_tiles, video_frames, audio_seconds, text_tokens, meta, video_seconds");
+  EXPECT_EQ(
+      r.error().message(),
+      "m.csv: unknown trace field 'audio' in the column mapping; valid values are: sample_id, subset, "
+      "images, "
+      "image_tiles, video_frames, audio_seconds, text_tokens, meta, video_seconds, image_px, image_width, "
+      "image_height");
   Result<Trace> c = ImportCsvText("a,b\n1,2\n", "m.csv", {{"audio_seconds", "dur"}});
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().message(),

@@ -166,6 +166,14 @@ TEST_F(TraceCacheTest, ACachedReadEqualsTheParsedCsv) {
   EXPECT_EQ(cached->metas, parsed->metas);
   EXPECT_EQ(cached->ids.mode(), SampleIds::Mode::kPool);
   EXPECT_TRUE(ValidateTrace(*cached, "cached").ok());
+  // Image sizes (the generator's) survive the cache, sample by sample.
+  ASSERT_EQ(cached->size(), t.size());
+  size_t sized = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    EXPECT_EQ(cached->samples[i].image_px, t.samples[i].image_px) << i;
+    sized += t.samples[i].image_px != 0;
+  }
+  EXPECT_GT(sized, 300u);
 }
 
 TEST_F(TraceCacheTest, TheCacheIsWhatIsReadWhileTheCsvStampHolds) {
@@ -216,7 +224,7 @@ TEST_F(TraceCacheTest, ADamagedCacheIsIgnoredAndReplaced) {
       bad += "x";  // longer than its counts
     } else {
       // A byte in the sample records (the header holds the stamp): a count or a subset out of range.
-      const size_t at = bad.size() - 1 - rng.Below(400 * 30);
+      const size_t at = bad.size() - 1 - rng.Below(400 * 32);
       bad[at] = static_cast<char>(0xff);
     }
     {

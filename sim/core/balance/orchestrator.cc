@@ -318,12 +318,16 @@ Result<std::vector<PhaseInput>> PhaseInputsForModel(const ModelSpec& m, std::spa
     const Sample& s = samples[i];
     const SampleTokens t = TokensFor(m, s);
     if (vision_c) {
-      const int64_t px = vision_c->input.image_px > 0 ? vision_c->input.image_px : 448;
+      const EncoderInput& in = vision_c->input;
+      const int64_t px = in.image_px > 0 ? in.image_px : 448;
+      const int64_t frames = s.video_frames, images = t.vision_units - frames;
+      // An if_larger encoder's image is fed at its own size: its n^2 patches of patch_px^2 pixels each.
+      const int64_t image_pixels = in.resize == ImageResize::kIfLarger
+                                       ? (t.vit_span_tokens - in.cls_tokens) * in.patch_px * in.patch_px
+                                       : px * px;
       vision.lengths[i] = t.vit_tokens;
-      vision.bytes[i] = t.vision_units * 3 * px * px * 2;
-      const int64_t out_tokens =
-          std::llround(static_cast<double>(t.vision_units) * vision_c->input.llm_tokens_per_unit);
-      vision.output_bytes[i] = t.vit_tokens > 0 ? out_tokens * hidden_bytes : 0;
+      vision.bytes[i] = (images * image_pixels + frames * px * px) * 3 * 2;
+      vision.output_bytes[i] = t.vit_tokens > 0 ? t.vision_llm_tokens * hidden_bytes : 0;
     }
     if (audio_c && t.audio_tokens > 0) {
       const int64_t mel = audio_c->input.mel_bins > 0 ? audio_c->input.mel_bins : 128;

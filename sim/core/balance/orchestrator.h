@@ -128,8 +128,8 @@ Result<OrchestratorResult> Orchestrate(std::span<const int> origin_rank,
 Traffic AccountTraffic(std::span<const Transfer> transfers, int d, int ranks_per_node);
 
 // Builds the phases of a model for trace samples, with TokensFor: vision (if the model has a vision encoder;
-// length = vit_tokens, bytes = (tiles + frames) x 3 x image_px^2 x 2 (bf16 pixels), output = LLM tokens from
-// vision x llm_hidden x 2), audio (if it has an audio encoder; length = audio_tokens, bytes = ceil(seconds x
+// length = vit_tokens, bytes = vision units (tiles or images, + frames) x 3 x image_px^2 x 2 (bf16 pixels; an
+// if_larger encoder's image: its n^2 patches x patch_px^2 pixels), output = vision_llm_tokens x llm_hidden x 2), audio (if it has an audio encoder; length = audio_tokens, bytes = ceil(seconds x
 // 100) frames x mel_bins x 2, output likewise), then llm (length = llm_tokens, bytes = llm_tokens x
 // llm_hidden x 2).
 struct ModelPhaseOptions {

@@ -32,8 +32,7 @@ int64_t SampleTokensFor(const ModelSpec& m, int component, const SampleTokens& t
       const int e = EncoderOfProjector(m, component);
       if (e < 0) return 0;
       const Component& enc = m.components[e];
-      if (enc.kind == ComponentKind::kVision)
-        return std::llround(static_cast<double>(t.vision_units) * enc.input.llm_tokens_per_unit);
+      if (enc.kind == ComponentKind::kVision) return t.vision_llm_tokens;
       if (enc.input.tokens_per_second <= 0) return 0;
       const double ratio = enc.input.llm_tokens_per_unit / enc.input.tokens_per_second;
       return static_cast<int64_t>(std::ceil(static_cast<double>(t.audio_tokens) * ratio - 1e-9));
@@ -59,13 +58,12 @@ LayerWorkload ComponentWorkload(const ModelSpec& m, int component, const std::ve
   if (component < 0 || component >= static_cast<int>(m.components.size())) return w;
   const Component& c = m.components[component];
   if (c.kind == ComponentKind::kVision) {
-    // Tiles attend within themselves: padding never applies.
+    // Tiles, images and frames attend within themselves (sum of span^2 per unit): padding never applies.
     for (const SampleTokens& t : tokens) {
       if (t.vit_tokens == 0) continue;
       w.tokens += t.vit_tokens;
       w.sequences += t.vision_units;
-      w.attn_pairs += static_cast<double>(t.vision_units) * static_cast<double>(t.vit_span_tokens) *
-                      static_cast<double>(t.vit_span_tokens);
+      w.attn_pairs += t.vit_attn_pairs;
     }
     return w;
   }

@@ -54,10 +54,12 @@ struct LayerWorkload {
 enum class Packing { kVarlen, kPadded };
 
 // Workload of component `component` of `m` for a set of samples:
-// - vision encoder: every tile/frame is its own span of vit_span_tokens positions (padding does not apply);
+// - vision encoder: every tile / image / frame is its own span (SampleTokens::vit_attn_pairs: the sum of span^2;
+//   an if_larger encoder's images are as long as their size gives), padding does not apply;
 // - audio encoder: a sample's positions split into windows of window_seconds (one span per window, the last
 //   partial); padded pads every audio sample to the longest;
-// - projector: the LLM-side tokens of the encoder it serves (after downsampling), no attention;
+// - projector: the LLM-side tokens of the encoder it serves (after downsampling; vision: vision_llm_tokens),
+//   no attention;
 // - LLM: llm_tokens per sample, one span per sample (varlen) or padded to the longest.
 // Samples contributing nothing to the component are left out (they add no sequence and no padding).
 LayerWorkload ComponentWorkload(const ModelSpec& m, int component, const std::vector<SampleTokens>& tokens,

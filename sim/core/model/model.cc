@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -32,6 +33,18 @@ const char* ComponentKindName(ComponentKind k) {
       return "projector";
     case ComponentKind::kLlm:
       return "llm";
+  }
+  return "?";
+}
+
+const char* ImageResizeName(ImageResize r) {
+  switch (r) {
+    case ImageResize::kTiles:
+      return "tiles";
+    case ImageResize::kFixed:
+      return "fixed";
+    case ImageResize::kIfLarger:
+      return "if_larger";
   }
   return "?";
 }
@@ -167,6 +180,45 @@ Result<ModelSpec> WithImagePx(const ModelSpec& m, int image_px) {
   return out;
 }
 
+Result<ModelSpec> WithTokenMerge(const ModelSpec& m, int token_merge) {
+  if (token_merge < 1 || token_merge > 64)
+    return Error("token_merge " + std::to_string(token_merge) + " is outside [1, 64]");
+  ModelSpec out = m;
+  bool any = false;
+  for (int ci = 0; ci < static_cast<int>(out.components.size()); ++ci) {
+    Component& c = out.components[ci];
+    if (c.kind != ComponentKind::kVision) continue;
+    any = true;
+    const int old = c.input.token_merge > 0 ? c.input.token_merge : 1;
+    c.input.token_merge = token_merge;
+    c.input.llm_tokens_per_unit = static_cast<double>(MergedTokensPerTile(c.input));
+    // The projector after it takes merge^2 encoder positions as channels (pixel shuffle, 2x2 downsample): its
+    // input width follows when it was written that way (every zoo composite).
+    for (int pi = ci + 1; pi < static_cast<int>(out.components.size()); ++pi) {
+      Component& p = out.components[pi];
+      if (p.kind != ComponentKind::kProjector || EncoderOfProjector(out, pi) != ci) continue;
+      if (!p.projector_dims.empty() && p.projector_dims[0] == int64_t{old} * old * c.tf.hidden)
+        p.projector_dims[0] = int64_t{token_merge} * token_merge * c.tf.hidden;
+    }
+  }
+  if (!any) return Error("model '" + m.name + "' has no vision encoder to merge tokens of");
+  out.name += "-merge" + std::to_string(token_merge);
+  return out;
+}
+
+ImageTokens IfLargerImageTokens(const EncoderInput& in, int side_px) {
+  ImageTokens t;
+  if (in.patch_px <= 0) return t;
+  const int64_t cap = in.image_px / in.patch_px;
+  int64_t n = cap;
+  if (side_px > 0) n = std::min<int64_t>(cap, (int64_t{side_px} + in.patch_px - 1) / in.patch_px);
+  t.positions = n * n + in.cls_tokens;
+  const int64_t merge = std::max(1, in.token_merge);
+  const int64_t merged = (n + merge - 1) / merge;
+  t.llm_tokens = merged * merged;
+  return t;
+}
+
 int64_t PositionsPerUnit(const Component& c) {
   if (c.kind == ComponentKind::kVision) {
     if (c.input.patch_px <= 0) return 0;
@@ -230,10 +282,29 @@ SampleTokens TokensFor(const ModelSpec& m, const Sample& s) {
   const Component* llm = m.Find(ComponentKind::kLlm);
   int64_t llm_tokens = s.text_tokens;
   if (vision) {
-    t.vision_units = int64_t{s.image_tiles} + s.video_frames;
-    t.vit_span_tokens = PositionsPerUnit(*vision);
-    t.vit_tokens = t.vision_units * t.vit_span_tokens;
-    llm_tokens += std::llround(static_cast<double>(t.vision_units) * vision->input.llm_tokens_per_unit);
+    const EncoderInput& in = vision->input;
+    const int64_t frames = s.video_frames;
+    const int64_t unit_span = PositionsPerUnit(*vision);  // a tile or frame at image_px
+    int64_t units = s.image_tiles, span = unit_span;
+    if (in.resize != ImageResize::kTiles) units = s.images;
+    if (in.resize == ImageResize::kIfLarger && units > 0) {
+      const ImageTokens img = IfLargerImageTokens(in, s.image_px);
+      span = img.positions;
+      t.vision_llm_tokens =
+          units * img.llm_tokens + std::llround(static_cast<double>(frames) * in.llm_tokens_per_unit);
+      t.if_larger_images =
+          static_cast<int32_t>(std::min<int64_t>(units, std::numeric_limits<int32_t>::max()));
+      if (s.image_px == 0) t.unsized_images = t.if_larger_images;
+    } else {
+      t.vision_llm_tokens = std::llround(static_cast<double>(units + frames) * in.llm_tokens_per_unit);
+    }
+    t.vision_units = units + frames;
+    t.vit_span_tokens = units > 0 ? span : unit_span;
+    t.vit_tokens = units * span + frames * unit_span;
+    t.vit_attn_pairs =
+        static_cast<double>(units) * static_cast<double>(span) * static_cast<double>(span) +
+        static_cast<double>(frames) * static_cast<double>(unit_span) * static_cast<double>(unit_span);
+    llm_tokens += t.vision_llm_tokens;
   }
   if (audio && s.audio_seconds > 0 && audio->input.tokens_per_second > 0) {
     // The small epsilon keeps exact products (10 s * 50/s) from rounding up through floating-point noise.
@@ -327,9 +398,10 @@ Status ParseTransformer(const Ctx& ctx, const YAML::Node& n, TransformerConfig& 
 
 Status ParseInput(const Ctx& ctx, const YAML::Node& n, EncoderInput& in) {
   const std::string w = "input";
-  MMTWIN_RETURN_IF_ERROR(CheckKeys(n, ctx.file, w,
-                                   {"image_px", "patch_px", "cls_tokens", "tokens_per_second",
-                                    "window_seconds", "mel_bins", "llm_tokens_per_unit", "token_merge"}));
+  MMTWIN_RETURN_IF_ERROR(
+      CheckKeys(n, ctx.file, w,
+                {"image_px", "patch_px", "cls_tokens", "tokens_per_second", "window_seconds", "mel_bins",
+                 "llm_tokens_per_unit", "token_merge", "resize"}));
   MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "image_px", in.image_px));
   MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "patch_px", in.patch_px));
   MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "cls_tokens", in.cls_tokens));
@@ -338,6 +410,20 @@ Status ParseInput(const Ctx& ctx, const YAML::Node& n, EncoderInput& in) {
   MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "mel_bins", in.mel_bins));
   MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "llm_tokens_per_unit", in.llm_tokens_per_unit));
   MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "token_merge", in.token_merge));
+  std::string resize;
+  bool has_resize = false;
+  MMTWIN_RETURN_IF_ERROR(Get(ctx, n, w, "resize", resize, &has_resize));
+  if (has_resize) {
+    bool known = false;
+    for (ImageResize r : {ImageResize::kTiles, ImageResize::kFixed, ImageResize::kIfLarger})
+      if (resize == ImageResizeName(r)) {
+        in.resize = r;
+        known = true;
+      }
+    if (!known)
+      return ErrAt(ctx, n["resize"], w + ".resize",
+                   "unknown resize '" + resize + "'; valid values are: fixed, if_larger, tiles");
+  }
   // A changed tile geometry (e.g. a composite's `input: {image_px: 336}` over a zoo encoder) re-derives the LLM
   // tokens per tile from token_merge unless they are written here too.
   const bool geometry =
@@ -477,8 +563,13 @@ Status FinishComponent(const Ctx& ctx, const YAML::Node& n, const std::string& w
                           "; drop one of them");
         }
       }
+      if (c.input.resize == ImageResize::kIfLarger && c.input.token_merge <= 0)
+        return fail("input.resize",
+                    "if_larger derives each image's LLM tokens from its size, which needs input.token_merge");
       break;
     case ComponentKind::kAudio:
+      if (c.input.resize != ImageResize::kTiles)
+        return fail("input.resize", "applies to vision encoders only");
       if (c.input.tokens_per_second <= 0)
         return fail("input.tokens_per_second", "an audio encoder needs it > 0");
       if (c.conv_params == 0 && c.input.mel_bins > 0)

@@ -42,9 +42,23 @@ struct TransformerConfig {
   bool causal = false;  // LLM decoders; encoders attend bidirectionally
 };
 
+// How a vision encoder turns a sample's images into encoder positions and LLM tokens (the `input.resize` key;
+// traces/models/README.md). Video frames are always fed at image_px.
+//   kTiles    every tile of the trace's image_tiles at image_px (InternVL dynamic tiling, LLaVA-1.6 AnyRes; the
+//             trace's tiles include the thumbnail). The default, and what mmtwin priced before the key existed.
+//   kFixed    every image resized to image_px, whatever its size: `images` units (LLaVA-1.5 at 336 px).
+//   kIfLarger native resolution up to a cap (OrchMLLM's ViTs, Qwen2-VL-style encoders): an image larger than
+//             image_px is resized down to it, a smaller one keeps its size. With n = min(ceil(side / patch_px),
+//             floor(image_px / patch_px)) patches per side, side = the trace's Sample::image_px: positions per
+//             image n^2 + cls_tokens, LLM tokens ceil(n / token_merge)^2 (token_merge required). A sample whose
+//             size is not known (image_px 0) is priced at the cap: an upper bound (SampleTokens::unsized_images).
+enum class ImageResize { kTiles, kFixed, kIfLarger };
+const char* ImageResizeName(ImageResize r);  // "tiles", "fixed", "if_larger"
+
 // How a component consumes a sample.
 struct EncoderInput {
   // Vision: a tile/image of `image_px` pixels with patch `patch_px` gives (image_px/patch_px)^2 patches (+cls).
+  // For ImageResize::kIfLarger image_px is the cap (the upper bound of the resolution).
   int image_px = 0;
   int patch_px = 0;
   int cls_tokens = 0;
@@ -59,6 +73,7 @@ struct EncoderInput {
   // side = floor(image_px / patch_px), derived when not written and checked when written, and re-derived when a
   // composite or a scenario changes image_px. 0 = not given: llm_tokens_per_unit is taken as written.
   int token_merge = 0;
+  ImageResize resize = ImageResize::kTiles;  // vision only
 };
 
 struct Component {
@@ -114,15 +129,31 @@ std::vector<Layer> Layers(const ModelSpec& m);
 int64_t ComponentParams(const ModelSpec& m, int component);
 int64_t TotalParams(const ModelSpec& m);
 
-// Token counts of one sample under a model.
+// Token counts of one sample under a model (the first vision encoder and the first audio encoder of the spec).
+// Vision units are the sample's tiles (resize tiles) or images (fixed, if_larger), plus its video frames; each
+// unit is its own attention span (units attend only within themselves).
 struct SampleTokens {
-  int64_t vit_tokens = 0;       // vision encoder positions: (tiles + frames) * positions per tile
-  int64_t vision_units = 0;     // tiles + frames (ISF's "images")
+  int64_t vit_tokens = 0;       // vision encoder positions: sum over units of the unit's positions
+  int64_t vision_units = 0;     // vision units: tiles or images, + frames (ISF's "images")
   int64_t audio_tokens = 0;     // audio encoder positions
-  int64_t llm_tokens = 0;       // text + downsampled vision + audio tokens
-  int64_t vit_span_tokens = 0;  // attention span of one tile (tiles attend only within themselves)
+  int64_t llm_tokens = 0;       // text + vision_llm_tokens + downsampled audio tokens
+  int64_t vit_span_tokens = 0;  // positions of one image unit (of one frame when the sample has no image)
+  int64_t vision_llm_tokens = 0;  // LLM tokens from the vision encoder (what its projector carries)
+  double vit_attn_pairs = 0;      // sum over the units of span^2 (bidirectional attention within each unit)
+  int32_t if_larger_images = 0;   // images an if_larger encoder priced by their size
+  int32_t unsized_images = 0;     // of those, priced at the cap because the trace has no size (upper bound)
 };
 SampleTokens TokensFor(const ModelSpec& m, const Sample& s);
+
+// One image under an if_larger encoder (ImageResize::kIfLarger): positions n^2 + cls_tokens and LLM tokens
+// ceil(n / token_merge)^2 with n = min(ceil(side_px / patch_px), floor(image_px / patch_px)); side_px 0 (not
+// known) gives the cap's n. E.g. patch 14, cap 896, merge 2: a 300 px image has n = 22, 484 positions, 121 LLM
+// tokens; a 1000 px one is capped at n = 64, 4096 positions, 1024 LLM tokens.
+struct ImageTokens {
+  int64_t positions = 0;
+  int64_t llm_tokens = 0;
+};
+ImageTokens IfLargerImageTokens(const EncoderInput& in, int side_px);
 
 // Architecture arithmetic, shared with the cost model (core/cost/cost_model.h).
 //
@@ -140,6 +171,11 @@ int64_t MergedTokensPerTile(const EncoderInput& in);
 // the position embedding is counted at the new size (interpolated, as InternVL and LLaVA do). The name gets the
 // suffix "-Npx". Errors: no vision encoder; image_px outside [patch_px, 65536]; an encoder without token_merge.
 Result<ModelSpec> WithImagePx(const ModelSpec& m, int image_px);
+// The model with every vision encoder merging `token_merge` positions per side into one LLM token (a scenario's
+// `model: {token_merge: N}`): LLM tokens per tile re-derived as ceil(floor(image_px / patch_px) / N)^2; the
+// projector's input width is not changed (its FLOPs are priced per LLM token). The name gets the suffix
+// "-mergeN". Errors: no vision encoder; N outside [1, 64].
+Result<ModelSpec> WithTokenMerge(const ModelSpec& m, int token_merge);
 // Index of the encoder a projector feeds from (the nearest encoder before it in the list), or -1.
 int EncoderOfProjector(const ModelSpec& m, int component);
 // "embedding", "transformer", "projector", "head"; and the inverse (false for an unknown name).

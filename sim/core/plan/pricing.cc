@@ -415,14 +415,18 @@ SpShards ShardForSp(const ModelSpec& model, const SpLayout& sp, int llm_componen
   // bytes) and its all-to-all bytes scale by f = n_max / n. Two-stage: the vision embeddings move from the
   // frame layout to the even token shards, an all-to-all of (S - 1) / S of each rank's vision tokens x LLM
   // hidden x 2 bytes (and their gradients back), charged before the LLM.
-  const Component* vision = model.Find(ComponentKind::kVision);
-  const double tpf = vision ? vision->input.llm_tokens_per_unit : 0;
+  // Each unit of a sample carries its share of the sample's vision LLM tokens (equal for tiles and frames at
+  // one resolution; an if_larger image carries what its size gives).
   double vision_llm = 0;
   std::vector<double> load(S, 0.0);
   int64_t g = 0;
   for (size_t j = 0; j < mb.size(); ++j) {
-    const double vis = std::min(static_cast<double>(mb[j].llm_tokens), mb[j].vision_units * tpf);
+    const double vis =
+        std::min(static_cast<double>(mb[j].llm_tokens), static_cast<double>(mb[j].vision_llm_tokens));
     vision_llm += vis;
+    const double tpf = mb[j].vision_units > 0 ? static_cast<double>(mb[j].vision_llm_tokens) /
+                                                    static_cast<double>(mb[j].vision_units)
+                                              : 0;
     for (int64_t u = 0; u < mb[j].vision_units; ++u) load[(g++) % S] += tpf;
     load[j % S] += static_cast<double>(mb[j].llm_tokens) - vis;
   }

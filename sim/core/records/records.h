@@ -58,6 +58,14 @@ struct OomStage {
   int64_t memory_capacity_bytes = 0;
 };
 
+// Whether an if_larger vision encoder knew the sizes of the images it priced: kUnused (no if_larger encoder or no
+// image), kKnown (every size known), kUpperBound (none known: every image at the cap), kMixed.
+enum class ImageSizes { kUnused, kKnown, kUpperBound, kMixed };
+const char* ImageSizesName(ImageSizes s);  // "unused", "known", "upper_bound", "mixed"
+bool ParseImageSizes(const std::string& name, ImageSizes& out);
+// From the counts: `priced` images an if_larger encoder saw, `unsized` of them without a size.
+ImageSizes ImageSizesOf(int64_t priced, int64_t unsized);
+
 struct DataSummary {  // of the epoch's data plan (core/balance/metrics.h)
   double pad_ratio = 0, dist_ratio_vit = 0, dist_ratio_llm = 0, mean_batch_size = 0;
   int64_t samples_skipped = 0, samples_dropped = 0;
@@ -117,6 +125,11 @@ struct RunSummary {
   DataSummary data;
   PartitionSummary partition;
   int recomputed_layers = 0;
+  // How the trace's images were priced by an if_larger vision encoder (core/model/model.h ImageResize): the
+  // images it priced at its resolution cap because the trace gives no size (Sample::image_px 0), so the ViT's
+  // work and activations are upper bounds for them; and ImageSizesName of the whole trace.
+  int64_t images_at_upper_bound = 0;
+  ImageSizes image_sizes = ImageSizes::kUnused;
   std::vector<StageRecord> stages;
 };
 

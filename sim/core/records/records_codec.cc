@@ -208,6 +208,13 @@ Result<RunSummary> ReadSummary(const json& j, const std::string& name) {
   MMTWIN_RETURN_IF_ERROR(r.Get(*part, "partition", "var_params", s.partition.var_params));
   MMTWIN_RETURN_IF_ERROR(r.Get(*part, "partition", "var_layers", s.partition.var_layers));
   MMTWIN_RETURN_IF_ERROR(r.Get(j, "", "recomputed_layers", s.recomputed_layers));
+  if (j.contains("image_sizes")) {
+    std::string sizes;
+    MMTWIN_RETURN_IF_ERROR(r.Get(j, "", "image_sizes", sizes));
+    if (!ParseImageSizes(sizes, s.image_sizes))
+      return Error(name + ": image_sizes: '" + sizes + "' is not unused, known, upper_bound or mixed");
+    MMTWIN_RETURN_IF_ERROR(r.Get(j, "", "images_at_upper_bound", s.images_at_upper_bound));
+  }
   MMTWIN_ASSIGN_OR_RETURN(const json* stages, r.At(j, "", "stages"));
   if (!stages->is_array()) return r.Bad("", "stages", "an array");
   for (size_t i = 0; i < stages->size(); ++i) {
@@ -222,6 +229,35 @@ Result<RunSummary> ReadSummary(const json& j, const std::string& name) {
 
 const char* RecordSourceName(RecordSource s) {
   return s == RecordSource::kMeasured ? "measured" : "simulated";
+}
+
+const char* ImageSizesName(ImageSizes s) {
+  switch (s) {
+    case ImageSizes::kUnused:
+      return "unused";
+    case ImageSizes::kKnown:
+      return "known";
+    case ImageSizes::kUpperBound:
+      return "upper_bound";
+    case ImageSizes::kMixed:
+      return "mixed";
+  }
+  return "?";
+}
+
+bool ParseImageSizes(const std::string& name, ImageSizes& out) {
+  for (ImageSizes s : {ImageSizes::kUnused, ImageSizes::kKnown, ImageSizes::kUpperBound, ImageSizes::kMixed})
+    if (name == ImageSizesName(s)) {
+      out = s;
+      return true;
+    }
+  return false;
+}
+
+ImageSizes ImageSizesOf(int64_t priced, int64_t unsized) {
+  if (priced <= 0) return ImageSizes::kUnused;
+  if (unsized <= 0) return ImageSizes::kKnown;
+  return unsized >= priced ? ImageSizes::kUpperBound : ImageSizes::kMixed;
 }
 
 std::string SummaryToJson(const RunSummary& s) {
@@ -290,6 +326,10 @@ std::string SummaryToJson(const RunSummary& s) {
                     {"var_params", s.partition.var_params},
                     {"var_layers", s.partition.var_layers}};
   j["recomputed_layers"] = s.recomputed_layers;
+  if (s.image_sizes != ImageSizes::kUnused) {  // only where an if_larger encoder priced images
+    j["image_sizes"] = ImageSizesName(s.image_sizes);
+    j["images_at_upper_bound"] = s.images_at_upper_bound;
+  }
   json stages = json::array();
   for (const StageRecord& st : s.stages) stages.push_back(StageJson(st));
   j["stages"] = stages;

@@ -154,6 +154,9 @@ std::vector<uint16_t> ShuffledSubsets(const std::vector<int64_t>& counts, Rng& r
 // counting SampleIds column (no bytes per sample).
 constexpr int kIdDigits = 7;
 
+// An image side in Sample::image_px's range (1..65535 px).
+uint16_t SidePx(double side) { return static_cast<uint16_t>(std::clamp(std::round(side), 1.0, 65535.0)); }
+
 uint32_t ClampTokens(double v, double lo, double hi) {
   v = std::round(v);
   if (v < lo) v = lo;
@@ -202,6 +205,8 @@ Trace GenerateInternVl(int64_t n, Rng& rng) {
     const int tiles =
         InternVlTiles(kind.width_px * scale * aspect, kind.height_px * scale / aspect, kIvlMaxTiles);
     smp.images = 1;
+    // The drawn image's size (the aspect factor cancels in the area): no further draw.
+    smp.image_px = SidePx(std::sqrt(kind.width_px * kind.height_px) * scale);
     smp.image_tiles = static_cast<uint32_t>(tiles);
     smp.text_tokens = ClampTokens(rng.LogNormal(spec.text_median_tokens, spec.text_sigma),
                                   spec.text_min_tokens, kIvlMaxSeqTokens - kIvlTileTokens * tiles);
@@ -217,6 +222,22 @@ Trace GenerateInternVl(int64_t n, Rng& rng) {
 constexpr double kTokensPerWord = 1.3;  // English rule of thumb (Llama/Vicuna tokenizer), see generators.md
 constexpr double kLlavaMaxTextTokens = 2048;  // LLaVA-1.5 model_max_length
 
+// The images of a source: side = sqrt(width x height) log-normal (median, log sigma), clamped to [lo, hi] and
+// rounded (Sample::image_px). Where the figures come from: traces/generators.md ("Image sizes").
+struct ImageSides {
+  double median_px, sigma, lo_px, hi_px;
+};
+// COCO (LLaVA-Instruct, VQAv2, OK-VQA, A-OKVQA, RefCOCO): 90% of train images hold 167,500..355,840 pixels,
+// i.e. sides 409..597 px (a published summary of instances_train2014.json, generators.md): median
+// sqrt(409.3 x 596.5) = 494 px, sigma ln(596.5 / 409.3) / (2 x 1.645) = 0.1145; at most 640 px per side.
+constexpr ImageSides kCocoSides = {494, 0.1145, 64, 640};
+// Visual Genome (GQA, VG), OCR-VQA book covers, TextCaps (TextVQA's Open Images), LCS-558K: assumptions.
+constexpr ImageSides kVgSides = {600, 0.20, 100, 1280};
+constexpr ImageSides kOcrVqaSides = {360, 0.30, 64, 1600};
+constexpr ImageSides kTextCapsSides = {870, 0.20, 100, 1600};
+constexpr ImageSides kLcsSides = {400, 0.35, 64, 1600};
+constexpr ImageSides kNoImage = {0, 0, 0, 0};
+
 struct WordSource {
   const char* name;
   int64_t samples;
@@ -224,35 +245,46 @@ struct WordSource {
   double words_median;
   double words_sigma;
   double words_min;
+  ImageSides sides;
 };
 
 // clang-format off
 const WordSource kLlavaSources[] = {
-  {"llava_instruct_158k", 157712, true,  170, 0.55, 20},  // conversation / detail / reasoning (GPT-4 answers)
-  {"sharegpt",             40688, false, 650, 0.90, 10},  // text-only multi-turn chats
-  {"vqav2",                82783, true,   85, 0.45, 16},  // ~5.4 merged QA turns + "single word or phrase" prompt
-  {"gqa",                  72140, true,  220, 0.50, 16},  // ~13 merged QA turns
-  {"okvqa",                 8998, true,   18, 0.25, 12},  // ~1 QA turn
-  {"ocrvqa",               80000, true,   85, 0.35, 16},  // ~5 QA turns on book covers
-  {"a-okvqa",              66160, true,   35, 0.30, 20},  // multiple choice with options and letter prompt
-  {"textcaps",             21953, true,   21, 0.25, 12},  // one-sentence caption prompt + caption
-  {"refcoco",              48447, true,  100, 0.50, 14},  // region description / grounding turns with boxes
-  {"vg",                   86417, true,  120, 0.50, 14},  // region description turns with boxes
+  {"llava_instruct_158k", 157712, true,  170, 0.55, 20, kCocoSides},  // conversation / detail / reasoning
+  {"sharegpt",             40688, false, 650, 0.90, 10, kNoImage},    // text-only multi-turn chats
+  {"vqav2",                82783, true,   85, 0.45, 16, kCocoSides},  // ~5.4 merged QA turns + short-answer prompt
+  {"gqa",                  72140, true,  220, 0.50, 16, kVgSides},    // ~13 merged QA turns
+  {"okvqa",                 8998, true,   18, 0.25, 12, kCocoSides},  // ~1 QA turn
+  {"ocrvqa",               80000, true,   85, 0.35, 16, kOcrVqaSides},  // ~5 QA turns on book covers
+  {"a-okvqa",              66160, true,   35, 0.30, 20, kCocoSides},  // multiple choice with options and letter prompt
+  {"textcaps",             21953, true,   21, 0.25, 12, kTextCapsSides},  // one-sentence caption prompt + caption
+  {"refcoco",              48447, true,  100, 0.50, 14, kCocoSides},  // region description / grounding with boxes
+  {"vg",                   86417, true,  120, 0.50, 14, kVgSides},    // region description turns with boxes
 };
 // LCS-558K: brief-description instruction (~6 words) + BLIP caption (~10 words).
 const WordSource kLcsSources[] = {
-  {"lcs_558k", 558128, true, 16, 0.30, 6},
+  {"lcs_558k", 558128, true, 16, 0.30, 6, kLcsSides},
 };
 // clang-format on
 
-void FillWords(const WordSource& src, Rng& rng, Sample& s) {
+// The image sizes come from their own stream (`sizes`), so the other fields are what they were before traces
+// carried sizes.
+void FillWords(const WordSource& src, Rng& rng, Rng& sizes, Sample& s) {
   s.images = src.image ? 1 : 0;
   s.image_tiles = s.images;
   const double words = std::max(src.words_min, rng.LogNormal(src.words_median, src.words_sigma));
   s.text_tokens = ClampTokens(words * kTokensPerWord, 1, kLlavaMaxTextTokens);
+  if (src.image) {
+    const ImageSides& d = src.sides;
+    s.image_px = SidePx(std::clamp(sizes.LogNormal(d.median_px, d.sigma), d.lo_px, d.hi_px));
+  }
 }
 
+// The stream of a generator's image sizes: Rng::Fork of the generator's stream (which it does not advance).
+constexpr uint64_t kImageSizeStream = 0x1A6E;
+
 Trace GenerateWords(const WordSource* sources, size_t count, const char* prefix, int64_t n, Rng& rng) {
+  Rng sizes = rng.Fork(kImageSizeStream);
   Trace t;
   std::vector<int64_t> counts;
   for (size_t i = 0; i < count; ++i) {
@@ -264,7 +296,7 @@ Trace GenerateWords(const WordSource* sources, size_t count, const char* prefix,
   t.ids.PushNumbered(prefix, kIdDigits, 0, order.size());
   for (size_t k = 0; k < order.size(); ++k) {
     t.samples[k].subset = order[k];
-    FillWords(sources[order[k]], rng, t.samples[k]);
+    FillWords(sources[order[k]], rng, sizes, t.samples[k]);
   }
   return t;
 }
@@ -430,6 +462,7 @@ Result<Trace> GenerateOrchMix(int64_t n, Rng& rng) {
                  std::to_string(a.asr.samples.size()) + " and " + std::to_string(a.qa.samples.size()) +
                  " under " + DataDir());
   Trace t;
+  Rng sizes = rng.Fork(kImageSizeStream);
   std::vector<int64_t> weights;
   for (const WordSource& src : kLlavaSources) {
     t.subsets.push_back(src.name);
@@ -452,7 +485,7 @@ Result<Trace> GenerateOrchMix(int64_t n, Rng& rng) {
       FillSqa(a, qa_items.Next(rng), qa_subset, rng, t, k);
     } else {
       t.samples[k].subset = g;
-      FillWords(kLlavaSources[g], rng, t.samples[k]);
+      FillWords(kLlavaSources[g], rng, sizes, t.samples[k]);
     }
   }
   return t;

@@ -5,7 +5,9 @@
 // Contract: GenerateTrace is pure: same (preset, samples, seed) -> byte-identical trace on every platform (it
 // uses mmtwin::Rng only). Sizes follow the Sample units of core/trace/trace.h: images and image_tiles are
 // counts (tiles include the InternVL thumbnail), video_frames are sampled frames, audio_seconds are seconds,
-// text_tokens are estimated LLM text tokens. The assumptions and the statistics each preset targets are in
+// text_tokens are estimated LLM text tokens, image_px the image's side (sqrt of its area; internvl-1.2m: the size
+// its tiles were drawn from; llava-665k, lcs-558k, orchmllm-mix: drawn per source from an Rng::Fork of the seed's
+// stream, so their other fields do not depend on it). The assumptions and the statistics each preset targets are in
 // traces/generators.md. asr-sqa-mix and orchmllm-mix resample real derived traces read from MMTWIN_DATA_DIR
 // (environment variable, else the compile-time default <repo>/traces); a missing file is an error, not a crash.
 //

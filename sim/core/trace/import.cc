@@ -170,6 +170,31 @@ Status CountAt(const CsvReader& csv, std::string_view f, const char* field, uint
   return csv.ErrorAt(field, "'" + Abbreviate(std::string(f)) + "' is not a non-negative integer");
 }
 
+// Sample::image_px from a mapped image_px column, or image_width and image_height (round(sqrt(w x h))); an
+// empty cell or 0 = not known. Columns < 0 are not mapped.
+Status ImageSizeAt(const CsvReader& csv, const std::vector<std::string_view>& f, int c_px, int c_width,
+                   int c_height, Sample& s) {
+  auto side = [&](int c, const char* field, uint32_t& out) -> Status {
+    out = 0;
+    if (c < 0 || f[c].find_first_not_of(" \t") == std::string_view::npos) return Status();
+    return CountAt(csv, f[c], field, out);
+  };
+  uint32_t px = 0, w = 0, h = 0;
+  MMTWIN_RETURN_IF_ERROR(side(c_px, "image_px", px));
+  MMTWIN_RETURN_IF_ERROR(side(c_width, "image_width", w));
+  MMTWIN_RETURN_IF_ERROR(side(c_height, "image_height", h));
+  if ((w == 0) != (h == 0))
+    return csv.ErrorAt(w == 0 ? "image_width" : "image_height",
+                       "not known while the other side is; give both or neither");
+  const double side_px = c_px >= 0 ? px : std::round(std::sqrt(static_cast<double>(w) * h));
+  const char* field = c_px >= 0 ? "image_px" : "image_width";
+  if (side_px > 65535) return csv.ErrorAt(field, "image side above 65535 px");
+  if (side_px > 0 && s.images == 0)
+    return csv.ErrorAt(field, "an image size for a sample without images (map images too)");
+  s.image_px = static_cast<uint16_t>(side_px);
+  return Status();
+}
+
 Status SecondsAt(const CsvReader& csv, std::string_view f, const char* field, double& out) {
   if (ParseDouble(f, out) && out >= 0) {
     if (out > kMaxAudioSeconds)
@@ -630,9 +655,24 @@ const std::vector<std::string>& TraceFieldNames() {
 
 Result<Trace> ImportCsvText(std::string text, const std::string& name, const CsvMapping& mapping,
                             const VideoSampling& video) {
-  enum Field { kId, kSubset, kImages, kTiles, kFrames, kAudio, kText, kMeta, kVideoSeconds, kFields };
+  enum Field {
+    kId,
+    kSubset,
+    kImages,
+    kTiles,
+    kFrames,
+    kAudio,
+    kText,
+    kMeta,
+    kVideoSeconds,
+    kImagePx,
+    kImageWidth,
+    kImageHeight,
+    kFields
+  };
   std::vector<std::string> names = TraceFieldNames();
-  names.push_back("video_seconds");
+  for (const char* extra : {"video_seconds", "image_px", "image_width", "image_height"})
+    names.push_back(extra);
   if (!(video.fps > 0) || !std::isfinite(video.fps) || video.max_frames < 0)
     return Error(name + ": video sampling needs fps > 0 and max_frames >= 0 (0 = no cap), got fps " +
                  std::to_string(video.fps) + ", max_frames " + std::to_string(video.max_frames));
@@ -657,6 +697,10 @@ Result<Trace> ImportCsvText(std::string text, const std::string& name, const Csv
         "images, image_tiles, video_frames, video_seconds, audio_seconds, text_tokens (--map FIELD=COLUMN)");
   if (!source[kFrames].empty() && !source[kVideoSeconds].empty())
     return Error(name + ": map video_frames or video_seconds, not both (video_seconds becomes video_frames)");
+  if (source[kImageWidth].empty() != source[kImageHeight].empty())
+    return Error(name + ": map image_width and image_height together (they become image_px)");
+  if (!source[kImagePx].empty() && !source[kImageWidth].empty())
+    return Error(name + ": map image_px or image_width and image_height, not both");
   CsvReader csv = CsvReader::FromString(std::move(text), name);
   std::vector<std::string_view> f;
   if (!csv.Next(f)) {
@@ -719,6 +763,7 @@ Result<Trace> ImportCsvText(std::string text, const std::string& name, const Csv
     if (col[kAudio] >= 0)
       MMTWIN_RETURN_IF_ERROR(SecondsAt(csv, f[col[kAudio]], "audio_seconds", s.audio_seconds));
     if (col[kText] >= 0) MMTWIN_RETURN_IF_ERROR(CountAt(csv, f[col[kText]], "text_tokens", s.text_tokens));
+    MMTWIN_RETURN_IF_ERROR(ImageSizeAt(csv, f, col[kImagePx], col[kImageWidth], col[kImageHeight], s));
     t.samples.push_back(s);
     if (col[kMeta] >= 0) t.SetMeta(t.samples.size() - 1, f[col[kMeta]]);
   }

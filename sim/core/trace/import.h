@@ -111,6 +111,10 @@ const std::vector<std::string>& TraceFieldNames();
 // at least one frame for a clip longer than 0 s, at most max_frames (0 = no cap). LongVILA samples a fixed
 // frame budget per video uniformly (e.g. 256 frames at inference, up to 2048 in training): fps x duration capped
 // at max_frames reproduces that for clips longer than max_frames / fps.
+//
+// Image sizes: the mapping may name `image_px` (Sample::image_px), or `image_width` and `image_height` (pixels;
+// image_px = round(sqrt(width x height))). An empty cell or 0 is "not known"; a size on a sample without
+// images is an error.
 struct VideoSampling {
   double fps = 1.0;
   int64_t max_frames = 0;

@@ -6,8 +6,8 @@
 // On disk: a versioned CSV (traces/README.md documents it):
 //
 //   # mmtwin-trace v1
-//   sample_id,subset,images,image_tiles,video_frames,audio_seconds,text_tokens,meta
-//   000000017,dvqa_train_200k,1,1,0,0,58,
+//   sample_id,subset,images,image_tiles,video_frames,audio_seconds,text_tokens,image_px,meta
+//   000000017,dvqa_train_200k,1,1,0,0,58,448,
 //
 //   MMTWIN_ASSIGN_OR_RETURN(Trace t, ReadTrace("ivl.csv"));
 #pragma once
@@ -36,6 +36,10 @@ struct Sample {
   uint32_t text_tokens = 0;   // text tokens (estimated where no tokenizer ran; see traces/README.md)
   uint32_t meta_ref = 0;      // 0 = no meta; else 1 + index into Trace::metas (free-form, carried through)
   uint16_t subset = 0;        // index into Trace::subsets
+  // The images' size: the side of a square of the same area, sqrt(width x height) in pixels, averaged over the
+  // sample's images (before any resize or tiling); 0 = not known (the model then prices every image at its
+  // encoder's resolution, an upper bound for encoders that keep smaller images: EncoderInput::resize).
+  uint16_t image_px = 0;
 };
 static_assert(sizeof(Sample) == 32, "Sample is the unit of trace memory: keep it 32 bytes");
 
@@ -160,10 +164,12 @@ Result<Trace> ParseTrace(std::string text, const std::string& name);
 // Serializes (with the version line) and writes atomically.
 std::string FormatTrace(const Trace& trace);
 Status WriteTrace(const Trace& trace, const std::string& path);
-// Checks invariants a consumer relies on: tiles >= images, finite non-negative audio, unique ids.
+// Checks invariants a consumer relies on: tiles >= images, finite non-negative audio, unique ids, no image size
+// without images.
 Status ValidateTrace(const Trace& trace, const std::string& name);
 // Content digest of a trace: FNV-1a over 64-bit words of every sample's fields (id, subset name, images, tiles,
-// frames, text tokens, audio seconds as IEEE bits, meta) in order, then an avalanche step; portable. Equal traces give equal digests; the plan records
+// frames, text tokens, audio seconds as IEEE bits, image_px when not 0 (so traces without sizes keep the
+// digests they had before the column existed), meta) in order, then an avalanche step; portable. Equal traces give equal digests; the plan records
 // it (TraceIdentity) so a rank or a later run can check it holds the same samples.
 uint64_t TraceDigest(const Trace& trace);
 

@@ -8,7 +8,8 @@
 //   u32 subsets + (u32 length, bytes) each, u64 metas + (u32 length, bytes) each,
 //   ids: u8 mode, u32 prefix length + bytes, i32 width, u64 first, u64 numbers + u64 each,
 //        u64 pool bytes + bytes, u64 ends + u64 each,
-//   samples: 30 bytes each (f64 audio seconds, u32 images, tiles, frames, text tokens, meta ref, u16 subset).
+//   samples: 32 bytes each (f64 audio seconds, u32 images, tiles, frames, text tokens, meta ref, u16 subset,
+//   u16 image_px). Version 2 (version 1 had 30-byte records without image_px; it is ignored and replaced).
 // Written to a temporary file and renamed (never half a cache); the samples stream in 1 MiB blocks, so writing
 // needs no second copy of the trace. Only ReadTrace writes it, from the trace it parsed: WriteTrace's trace
 // can differ from what its CSV reads back as (audio seconds are written to 4 decimals).
@@ -30,8 +31,8 @@ namespace mmtwin {
 namespace {
 
 constexpr char kMagic[8] = {'M', 'M', 'T', 'W', 'T', 'R', 'C', '1'};
-constexpr uint32_t kCacheVersion = 1;
-constexpr size_t kRecordBytes = 30;
+constexpr uint32_t kCacheVersion = 2;
+constexpr size_t kRecordBytes = 32;
 constexpr size_t kBlockBytes = size_t{1} << 20;
 
 bool LittleEndian() {
@@ -181,6 +182,7 @@ bool WriteCache(const Trace& t, const CsvStamp& stamp, const std::string& cache_
       std::memcpy(rec + 20, &s.text_tokens, 4);
       std::memcpy(rec + 24, &s.meta_ref, 4);
       std::memcpy(rec + 28, &s.subset, 2);
+      std::memcpy(rec + 30, &s.image_px, 2);
       w.Bytes(rec, sizeof rec);
     }
     ok = w.Flush() && std::fflush(f.get()) == 0;
@@ -246,9 +248,10 @@ bool DecodeTraceCache(std::FILE* f, uint64_t stream_bytes, uint64_t csv_bytes, i
       std::memcpy(&s.text_tokens, rec + 20, 4);
       std::memcpy(&s.meta_ref, rec + 24, 4);
       std::memcpy(&s.subset, rec + 28, 2);
+      std::memcpy(&s.image_px, rec + 30, 2);
       // The invariants ParseTrace checks, cheaply, so a damaged cache cannot hand out a bad trace.
       if (s.subset >= subsets || s.meta_ref > metas || s.image_tiles < s.images || !(s.audio_seconds >= 0) ||
-          !(s.audio_seconds <= kMaxTraceAudioSeconds))
+          !(s.audio_seconds <= kMaxTraceAudioSeconds) || (s.image_px != 0 && s.images == 0))
         return false;
     }
   }

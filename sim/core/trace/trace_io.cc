@@ -26,6 +26,55 @@ const char* const kColumns[] = {"sample_id",    "subset",        "images",      
                                 "video_frames", "audio_seconds", "text_tokens", "meta"};
 constexpr int kRequired = 7;  // meta is optional
 
+// The optional image-size columns: image_px (the side of a square of the images' area), or image_width and
+// image_height, read into Sample::image_px as round(sqrt(width x height)). An empty cell = not known (0).
+struct SizeColumns {
+  int px = -1, width = -1, height = -1;
+};
+
+Result<SizeColumns> FindSizeColumns(const CsvReader& csv, const CsvHeader& header) {
+  SizeColumns c{header.Find("image_px"), header.Find("image_width"), header.Find("image_height")};
+  if ((c.width >= 0) != (c.height >= 0))
+    return csv.ErrorAt(c.width >= 0 ? "image_height" : "image_width",
+                       "missing column in header: image_width and image_height come together");
+  if (c.px >= 0 && c.width >= 0)
+    return csv.ErrorAt("image_px", "give image_px or image_width and image_height, not both");
+  return c;
+}
+
+Status ParseSide(const CsvReader& csv, std::string_view field, const char* name, int64_t max, int64_t& out) {
+  out = 0;
+  if (field.empty()) return Status();
+  if (!ParseInt64(field, out) || out < 0 || out > max)
+    return csv.ErrorAt(name, "'" + Abbreviate(std::string(field)) + "' is not an integer in [0, " +
+                                 std::to_string(max) + "] pixels (empty or 0 = not known)");
+  return Status();
+}
+
+Status ParseImageSize(const CsvReader& csv, const std::vector<std::string_view>& f, const SizeColumns& c,
+                      Sample& s) {
+  int64_t px = 0;
+  if (c.px >= 0) {
+    MMTWIN_RETURN_IF_ERROR(ParseSide(csv, f[c.px], "image_px", 65535, px));
+  } else if (c.width >= 0) {
+    int64_t w = 0, h = 0;
+    MMTWIN_RETURN_IF_ERROR(ParseSide(csv, f[c.width], "image_width", 1 << 20, w));
+    MMTWIN_RETURN_IF_ERROR(ParseSide(csv, f[c.height], "image_height", 1 << 20, h));
+    if ((w == 0) != (h == 0))
+      return csv.ErrorAt(w == 0 ? "image_width" : "image_height",
+                         "not known while the other side is; give both or neither");
+    px = std::llround(std::sqrt(static_cast<double>(w) * static_cast<double>(h)));
+    if (px > 65535)
+      return csv.ErrorAt("image_width", std::to_string(w) + " x " + std::to_string(h) +
+                                            " px is above the 65535 x 65535 limit");
+  }
+  if (px > 0 && s.images == 0)
+    return csv.ErrorAt(c.px >= 0 ? "image_px" : "image_width",
+                       std::to_string(px) + " px given for a sample without images");
+  s.image_px = static_cast<uint16_t>(px);
+  return Status();
+}
+
 Status ParseCount(const CsvReader& csv, std::string_view field, const char* name, uint32_t& out) {
   int64_t v;
   if (!ParseInt64(field, v) || v < 0 || v > 0xFFFFFFFFll)
@@ -69,8 +118,9 @@ Result<Trace> ParseTrace(std::string text, const std::string& name) {
     if (i < kRequired && col[i] < 0)
       return csv.ErrorAt(kColumns[i],
                          "missing column in header (a trace needs sample_id, subset, images, "
-                         "image_tiles, video_frames, audio_seconds, text_tokens[, meta])");
+                         "image_tiles, video_frames, audio_seconds, text_tokens[, image_px][, meta])");
   }
+  MMTWIN_ASSIGN_OR_RETURN(const SizeColumns size_cols, FindSizeColumns(csv, header));
   const size_t width = header.names().size();
   Trace t;
   std::vector<long> lines;  // each sample's line, for duplicate-id messages
@@ -106,6 +156,7 @@ Result<Trace> ParseTrace(std::string text, const std::string& name) {
     if (s.image_tiles < s.images)
       return csv.ErrorAt("image_tiles", std::to_string(s.image_tiles) + " tiles is fewer than the " +
                                             std::to_string(s.images) + " images");
+    MMTWIN_RETURN_IF_ERROR(ParseImageSize(csv, f, size_cols, s));
     t.Add(s, f[col[0]], col[7] >= 0 ? f[col[7]] : std::string_view());
     lines.push_back(csv.line());
   }
@@ -118,7 +169,11 @@ std::string FormatTrace(const Trace& t) {
   std::string o;
   o.reserve(64 + t.samples.size() * 64);
   o += "# mmtwin-trace v" + std::to_string(kTraceFormatVersion) + "\n";
-  o += "sample_id,subset,images,image_tiles,video_frames,audio_seconds,text_tokens,meta\n";
+  // The image_px column only when some sample has a size: traces without sizes keep their v1 bytes.
+  const bool sizes =
+      std::any_of(t.samples.begin(), t.samples.end(), [](const Sample& s) { return s.image_px != 0; });
+  o += sizes ? "sample_id,subset,images,image_tiles,video_frames,audio_seconds,text_tokens,image_px,meta\n"
+             : "sample_id,subset,images,image_tiles,video_frames,audio_seconds,text_tokens,meta\n";
   char num[96];
   // snprintf returns the untruncated length; never append more than the buffer holds.
   auto put = [&](int n) {
@@ -138,7 +193,10 @@ std::string FormatTrace(const Trace& t) {
     else
       n = std::snprintf(num, sizeof num, "%.4f", s.audio_seconds);
     put(n);
-    n = std::snprintf(num, sizeof num, ",%u,", s.text_tokens);
+    if (sizes)
+      n = std::snprintf(num, sizeof num, ",%u,%u,", s.text_tokens, static_cast<unsigned>(s.image_px));
+    else
+      n = std::snprintf(num, sizeof num, ",%u,", s.text_tokens);
     put(n);
     o += CsvQuote(std::string(t.meta(i)));
     o += '\n';
@@ -162,6 +220,8 @@ Status ValidateTrace(const Trace& t, const std::string& name) {
     if (!(s.audio_seconds >= 0) || !(s.audio_seconds <= kMaxTraceAudioSeconds))
       return Error(name + ": sample " + t.id(i) + ": audio_seconds must be in [0, 1e9]");
     if (s.meta_ref > t.metas.size()) return Error(name + ": sample " + t.id(i) + ": meta index out of range");
+    if (s.image_px != 0 && s.images == 0)
+      return Error(name + ": sample " + t.id(i) + ": image_px given for a sample without images");
   }
   const auto [first, second] = t.ids.FirstRepeat();
   if (second < t.ids.size()) return Error(name + ": duplicate sample_id '" + t.id(second) + "'");
@@ -197,6 +257,7 @@ uint64_t TraceDigest(const Trace& trace) {
     static_assert(sizeof audio_bits == sizeof x.audio_seconds);
     std::memcpy(&audio_bits, &x.audio_seconds, sizeof audio_bits);
     word(audio_bits);
+    if (x.image_px != 0) word(uint64_t{0x1A6E} << 48 | x.image_px);  // tagged: cannot read as a string length
     str(trace.meta(i));
   });
   h ^= h >> 33;
