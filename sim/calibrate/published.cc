@@ -432,6 +432,22 @@ Result<PublishedReport> ValidatePublished(const PublishedOptions& options) {
     MMTWIN_ASSIGN_OR_RETURN(report.results[i].prior, predict(i, {}));
   }
 
+  // The value a device key has for entry i without the fit: the scenario's cluster.device, else the preset's.
+  auto preset_value = [&](size_t i, const std::string& key) -> Result<double> {
+    MMTWIN_ASSIGN_OR_RETURN(const Scenario s, runner.ScenarioOf(suite, i, {}));
+    if (auto it = s.device.find(key); it != s.device.end()) return it->second;
+    MMTWIN_ASSIGN_OR_RETURN(
+        const std::string text,
+        ReadFile(s.cluster.find('/') != std::string::npos ? s.cluster
+                                                          : ClusterPresetDir() + "/" + s.cluster + ".yaml"));
+    try {
+      const YAML::Node dev = YAML::Load(text)["device"];
+      return dev && dev[key] ? dev[key].as<double>() : std::nan("");
+    } catch (const YAML::Exception&) {
+      return std::nan("");
+    }
+  };
+
   // 2. The fit, parameter by parameter, on calibration entries only.
   std::vector<FittedParam> fitted;
   for (size_t k = 0; k < suite.fit.size(); ++k) {
@@ -447,6 +463,7 @@ Result<PublishedReport> ValidatePublished(const PublishedOptions& options) {
       return Error(suite.path + ": fit[" + std::to_string(k) + "] (" + p.key + " on " +
                    (p.device.empty() ? "any device" : p.device) + "): no calibration entry to fit it on");
     for (size_t i : on) f.fitted_on.push_back(suite.entries[i].name);
+    MMTWIN_ASSIGN_OR_RETURN(f.prior, preset_value(on.front(), p.key));
     auto loss = [&](double value) -> Result<double> {
       std::vector<FittedParam> trial = fitted;
       FittedParam t = f;
@@ -487,6 +504,17 @@ Result<PublishedReport> ValidatePublished(const PublishedOptions& options) {
     double prior_loss = 0;
     for (size_t i : on) prior_loss += LossTerm(suite.entries[i], report.results[i].prior, memory_gib[i]);
     f.loss_prior = prior_loss / static_cast<double>(on.size());
+    // A parameter its entries do not depend on (the loss the same over the whole range) is not identifiable from
+    // them: it keeps its preset value rather than an arbitrary point of the range.
+    MMTWIN_ASSIGN_OR_RETURN(const double at_min, loss(p.min));
+    MMTWIN_ASSIGN_OR_RETURN(const double at_max, loss(p.max));
+    const double scale = 1e-9 * (1.0 + f.loss_fitted);
+    if (std::fabs(at_min - f.loss_fitted) < scale && std::fabs(at_max - f.loss_fitted) < scale &&
+        std::isfinite(f.prior)) {
+      f.identifiable = false;
+      f.value = f.prior;
+      f.loss_fitted = f.loss_prior;
+    }
     fitted.push_back(f);
   }
 
@@ -497,24 +525,6 @@ Result<PublishedReport> ValidatePublished(const PublishedOptions& options) {
       continue;
     }
     MMTWIN_ASSIGN_OR_RETURN(report.results[i].fitted, predict(i, fitted));
-  }
-  // The presets' values of the fitted keys, for the report (read through an override-free load of the cluster).
-  for (FittedParam& f : fitted) {
-    for (size_t i = 0; i < n; ++i) {
-      if (!f.param.device.empty() && f.param.device != devices[i]) continue;
-      MMTWIN_ASSIGN_OR_RETURN(const Scenario s, runner.ScenarioOf(suite, i, {}));
-      MMTWIN_ASSIGN_OR_RETURN(const std::string text,
-                              ReadFile(s.cluster.find('/') != std::string::npos
-                                           ? s.cluster
-                                           : ClusterPresetDir() + "/" + s.cluster + ".yaml"));
-      try {
-        const YAML::Node dev = YAML::Load(text)["device"];
-        f.prior = dev && dev[f.param.key] ? dev[f.param.key].as<double>() : std::nan("");
-      } catch (const YAML::Exception&) {
-        f.prior = std::nan("");
-      }
-      break;
-    }
   }
   report.fitted = fitted;
   return report;

@@ -43,7 +43,8 @@
 // calibration entries whose cluster's device is `device` ("" = any) and whose metric is of family `on` (time:
 // the throughput and time metrics; memory: the two memory metrics) by golden-section search in [min, max],
 // minimizing the mean squared log ratio predicted / measured; parameters are fitted one after the other in file
-// order, each with the ones before it applied. Held-out entries never enter a fit, and the report lists every
+// order, each with the ones before it applied; a parameter its entries do not depend on keeps the preset's value
+// (reported as not identifiable). Held-out entries never enter a fit, and the report lists every
 // fitted value with the entries it saw. Every entry is predicted twice: with the presets as they are ("prior")
 // and with the fitted values ("fitted").
 #pragma once
@@ -129,6 +130,8 @@ struct FittedParam {
   double prior = 0;                        // the preset's value (of the first matching entry's cluster)
   double value = 0;                        // fitted
   double loss_prior = 0, loss_fitted = 0;  // mean squared log ratio over the entries it was fitted on
+  // False when its entries do not depend on it (the same loss over [min, max]): it keeps the preset's value.
+  bool identifiable = true;
   std::vector<std::string> fitted_on;      // entry names (calibration only)
 };
 

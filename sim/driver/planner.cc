@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <numeric>
 
 #include <nlohmann/json.hpp>
@@ -62,11 +63,15 @@ Status AtPolicyKey(const Scenario& s, const std::string& kind, const Status& st)
 // balances, OmniBal's "balanced input size") and the element-wise worst case (what memory must survive).
 struct Profiles {
   LayerProfile mean, worst;
+  // Per sampled micro-batch, each layer's activation bytes without recompute (what the allocator's spread term
+  // depends on; SpreadReserveBytes).
+  std::vector<std::vector<int64_t>> micro_batch_act;
 };
 
 Profiles BuildProfiles(const PlannedRun& run, const Pricer& pricer) {
   const std::vector<Layer>& layers = pricer.layers();
   std::vector<LayerCost> lc, sum(layers.size()), worst(layers.size());
+  std::vector<std::vector<int64_t>> micro_batch_act;
   std::vector<SampleTokens> mb;
   int64_t n = 0;
   const size_t max_iterations = std::min<size_t>(run.plan.iterations.size(), 16);
@@ -77,6 +82,8 @@ Profiles BuildProfiles(const PlannedRun& run, const Pricer& pricer) {
         mb.clear();
         for (uint32_t s : samples) mb.push_back(run.tokens[s]);
         pricer.LayerCosts(mb, run.packing(), lc);
+        std::vector<int64_t>& act = micro_batch_act.emplace_back(lc.size());
+        for (size_t l = 0; l < lc.size(); ++l) act[l] = lc[l].act_bytes;
         for (size_t l = 0; l < lc.size(); ++l) {
           sum[l].fwd_time_us += lc[l].fwd_time_us;
           sum[l].bwd_time_us += lc[l].bwd_time_us;
@@ -105,11 +112,37 @@ Profiles BuildProfiles(const PlannedRun& run, const Pricer& pricer) {
     x.bwd_work_bytes = static_cast<int64_t>(x.bwd_work_bytes / k);
     x.boundary_bytes = static_cast<int64_t>(x.boundary_bytes / k);
   }
-  return {MakeLayerProfile(layers, sum), MakeLayerProfile(layers, worst)};
+  return {MakeLayerProfile(layers, sum), MakeLayerProfile(layers, worst), std::move(micro_batch_act)};
+}
+
+// The allocator's spread term (core/plan/memory.h FragmentationBytes: c x (max - min) of a rank's per-micro-batch
+// footprint) is the memory walk's; a profile knows no micro-batches. The planner takes it from the sampled
+// micro-batches instead: per rank, c x (max - min) over them of the activations one micro-batch leaves on the
+// rank's layers without recompute (an upper bound of the walk's spread: recompute only narrows it), and keeps that
+// free, so that a plan the recompute policy makes fit still fits in the walk. Null `profiles`: none (candidate
+// ranking).
+std::vector<int64_t> SpreadReserveBytes(const PlannedRun& run, const Profiles& profiles, const Partition& p) {
+  const ParallelConfig& par = run.plan.parallel;
+  std::vector<int64_t> out(par.pp, 0);
+  const double c = run.cluster.device.fragmentation_spread;
+  if (c <= 0 || profiles.micro_batch_act.empty()) return out;
+  for (int r = 0; r < par.pp; ++r) {
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
+    for (const std::vector<int64_t>& act : profiles.micro_batch_act) {
+      int64_t held = 0;
+      for (int chunk = r; chunk < p.chunks(); chunk += par.pp)
+        for (int l = p.bounds[chunk]; l < p.bounds[chunk + 1] && l < static_cast<int>(act.size()); ++l)
+          held += act[l];
+      lo = std::min(lo, held);
+      hi = std::max(hi, held);
+    }
+    out[r] = static_cast<int64_t>(c * static_cast<double>(hi - lo));
+  }
+  return out;
 }
 
 Result<RecomputePlan> PlanRecompute(const PlannedRun& run, const LayerProfile& worst, const Partition& p,
-                                    RecomputeReport* report) {
+                                    RecomputeReport* report, const Profiles* profiles = nullptr) {
   const ParallelConfig& par = run.plan.parallel;
   RecomputeContext rc;
   rc.profile = worst;
@@ -118,6 +151,11 @@ Result<RecomputePlan> PlanRecompute(const PlannedRun& run, const LayerProfile& w
   rc.in_flight = MaxInFlight(run.plan.schedule);
   rc.model_state_bytes = RankModelStateBytes(par, p, worst.params);
   rc.other_bytes = ProfileBoundaryBytes(worst, p, par);
+  if (profiles) {
+    const std::vector<int64_t> spread = SpreadReserveBytes(run, *profiles, p);
+    rc.other_bytes.resize(std::max(rc.other_bytes.size(), spread.size()), 0);
+    for (size_t r = 0; r < spread.size(); ++r) rc.other_bytes[r] += spread[r];
+  }
   rc.capacity_bytes = PlanUsableMemoryBytes(run.cluster.device, par);
   auto plan = RunRecomputePolicy(run.scenario.recompute.name, run.scenario.recompute.params, rc, report);
   if (!plan) return AtPolicyKey(run.scenario, "recompute", plan.error()).error();
@@ -265,7 +303,7 @@ Status PlanModel(PlannedRun& run, const Pricer& pricer, const std::atomic<bool>*
   run.plan.partition = std::move(*partition);
   MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
   MMTWIN_ASSIGN_OR_RETURN(run.plan.recompute,
-                          PlanRecompute(run, prof.worst, run.plan.partition, &run.recompute_report));
+                          PlanRecompute(run, prof.worst, run.plan.partition, &run.recompute_report, &prof));
   return Status();
 }
 

@@ -159,7 +159,8 @@ std::string PublishedMarkdown(const PublishedReport& r) {
       std::string on;
       for (const std::string& n : f.fitted_on) on += (on.empty() ? "" : ", ") + n;
       md += "| `" + f.param.key + "` | " + (f.param.device.empty() ? "any" : f.param.device) + " | " +
-            FamilyName(f.param.on) + " | " + Fmt("%.4g", f.prior) + " | " + Fmt("%.4g", f.value) + " | " +
+            FamilyName(f.param.on) + " | " + Fmt("%.4g", f.prior) + " | " +
+            (f.identifiable ? Fmt("%.4g", f.value) : "not identifiable: kept") + " | " +
             Fmt("%.4f", f.loss_prior) + " | " + Fmt("%.4f", f.loss_fitted) + " | " + on + " |\n";
     }
   }

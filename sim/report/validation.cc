@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <set>
 
+#include "calibrate/published.h"
 #include "calibrate/validate_suite.h"
 #include "report/common.h"
 #include "report/validation_suite.h"
@@ -163,7 +164,9 @@ Result<std::vector<std::string>> SuiteFiles(const std::string& scenarios) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(scenarios + "/validation", ec)) {
     const std::string f = e.path().filename().string();
-    if (f.size() > 11 && f.substr(f.size() - 11) == ".suite.yaml") files.push_back(e.path().string());
+    // Published-runs suites run no backend and have their own report (`mmtwin validate`, published_suite.h).
+    if (f.size() > 11 && f.substr(f.size() - 11) == ".suite.yaml" && !IsPublishedSuite(e.path().string()))
+      files.push_back(e.path().string());
   }
   if (ec) return Error(scenarios + "/validation: " + ec.message());
   if (files.empty()) return Error(scenarios + "/validation: no *.suite.yaml");

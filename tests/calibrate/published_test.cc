@@ -18,8 +18,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Into a folder of the running test's own (ctest runs the tests of this file in parallel processes).
 std::string Write(const std::string& name, const std::string& text) {
-  const fs::path dir = fs::path(::testing::TempDir()) / "published_test";
+  const fs::path dir = fs::path(::testing::TempDir()) / "published_test" /
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name();
   fs::create_directories(dir);
   std::ofstream(dir / name) << text;
   return (dir / name).string();
@@ -120,14 +122,15 @@ std::string Entries(const std::string& split, const std::vector<double>& measure
   return out;
 }
 
-// Synthetic published figures: the iteration times the simulator predicts at efficiency 0.62 (a GPU the preset's
-// 0.5 underrates), with +-2% noise. The fit, starting from the preset, recovers the efficiency on the calibration
-// entries; a held-out entry with an absurd figure changes nothing.
+// Synthetic published figures: the iteration times the simulator predicts at gemm_peak_fraction 0.62 (a GPU whose
+// GEMMs reach less than the preset's 0.87), with +-2% noise. The fit, starting from the preset, recovers it on the
+// calibration entries; held-out entries with absurd figures change nothing; a key the entries do not depend on
+// keeps its preset value.
 TEST(PublishedFit, RecoversAKnownDeviceParameterFromNoisyFigures) {
   SmallScenario();
-  const std::string truth =
-      Write("truth.suite.yaml", "name: truth\nentries:\n" + Entries("calibration", {1, 1, 1}, "c",
-                                                                    ", cluster.device.efficiency: 0.62"));
+  const std::string truth = Write(
+      "truth.suite.yaml", "name: truth\nentries:\n" + Entries("calibration", {1, 1, 1}, "c",
+                                                              ", cluster.device.gemm_peak_fraction: 0.62"));
   PublishedOptions o;
   o.suite = truth;
   auto t = ValidatePublished(o);
@@ -137,7 +140,7 @@ TEST(PublishedFit, RecoversAKnownDeviceParameterFromNoisyFigures) {
   for (size_t i = 0; i < 3; ++i) measured.push_back(t->results[i].prior * noise[i]);
 
   const std::string fit =
-      "fit:\n  - {key: efficiency, device: A100-80GB-SXM4, min: 0.3, max: 0.9, on: time}\n";
+      "fit:\n  - {key: gemm_peak_fraction, device: A100-80GB-SXM4, min: 0.3, max: 0.95, on: time}\n";
   const std::string path =
       Write("fit.suite.yaml", "name: fit\n" + fit + "entries:\n" + Entries("calibration", measured, "c"));
   o.suite = path;
@@ -145,7 +148,8 @@ TEST(PublishedFit, RecoversAKnownDeviceParameterFromNoisyFigures) {
   ASSERT_TRUE(r.ok()) << r.error().message();
   ASSERT_EQ(r->fitted.size(), 1u);
   EXPECT_NEAR(r->fitted[0].value, 0.62, 0.02);
-  EXPECT_DOUBLE_EQ(r->fitted[0].prior, 0.5);
+  EXPECT_DOUBLE_EQ(r->fitted[0].prior, 0.87);
+  EXPECT_TRUE(r->fitted[0].identifiable);
   EXPECT_LT(r->fitted[0].loss_fitted, r->fitted[0].loss_prior);
   EXPECT_EQ(r->fitted[0].fitted_on, (std::vector<std::string>{"c0", "c1", "c2"}));
   for (const PublishedResult& x : r->results) EXPECT_LT(std::fabs(PublishedError(x, true)), 0.03);
@@ -174,6 +178,17 @@ TEST(PublishedFit, RecoversAKnownDeviceParameterFromNoisyFigures) {
     EXPECT_NE(std::find(header.begin(), header.end(), col), header.end()) << col;
   EXPECT_EQ(rows[4][1], "held_out");
   EXPECT_EQ(rows[1][3], "synthetic, row 0");
+
+  // The fixed `efficiency` is only the fallback of devices without a curve: these entries do not depend on it.
+  const std::string flat = Write(
+      "flat.suite.yaml", "name: flat\nfit:\n  - {key: efficiency, min: 0.3, max: 0.9, on: time}\nentries:\n" +
+                             Entries("calibration", measured, "c"));
+  o.suite = flat;
+  auto f = ValidatePublished(o);
+  ASSERT_TRUE(f.ok()) << f.error().message();
+  EXPECT_FALSE(f->fitted[0].identifiable);
+  EXPECT_DOUBLE_EQ(f->fitted[0].value, 0.5);
+  EXPECT_DOUBLE_EQ(f->results[0].fitted, f->results[0].prior);
 }
 
 TEST(PublishedFigures, MemoryAndFitsAreReadFromTheStages) {

@@ -95,10 +95,11 @@ TEST(RecomputePolicyTest, BlockRecomputesFirstNOfEachChunk) {
 
 TEST(RecomputePolicyTest, ErrorsNameTheProblem) {
   const RecomputeContext ctx = Ctx(SmallVlm(), {0, 6, 12}, 2);
-  Result<RecomputePlan> r = RunRecomputePolicy("selective", {}, ctx);
+  Result<RecomputePlan> r = RunRecomputePolicy("partial", {}, ctx);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message(),
-            "unknown recompute policy 'selective'; valid values are: none, full, uniform, block, adaptive");
+            "unknown recompute policy 'partial'; valid values are: none, full, selective, uniform, block, "
+            "adaptive");
   EXPECT_FALSE(RunRecomputePolicy("uniform:x", {}, ctx).ok());
   EXPECT_FALSE(RunRecomputePolicy("uniform:0", {}, ctx).ok());
   EXPECT_FALSE(RunRecomputePolicy("full:2", {}, ctx).ok());

@@ -155,8 +155,8 @@ const std::vector<CodeCase>& CodeCases() {
        "small: policies.partition: unknown partition policy 'nope'; valid values are: uniform, params, "
        "profile, bmp"},
       {"unknown recompute policy", [](Scenario& s) { s.recompute.name = "nope:2"; },
-       "small: policies.recompute: unknown recompute policy 'nope'; valid values are: none, full, uniform, "
-       "block, adaptive"},
+       "small: policies.recompute: unknown recompute policy 'nope'; valid values are: none, full, selective, "
+       "uniform, block, adaptive"},
       {"unknown schedule", [](Scenario& s) { s.schedule.name = "nope"; },
        "small: policies.schedule: unknown schedule 'nope'; valid values are: gpipe, 1f1b, interleaved-1f1b, "
        "zb-h1, zb-h2"},

@@ -636,3 +636,35 @@ TEST(ScenarioTest, OptimizerMemoryLayout) {
 
 }  // namespace
 }  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+// model.token_merge: every vision encoder merges N x N positions into one LLM token (WithTokenMerge); kept by
+// FormatScenario; an encoder without a token merge is an error naming the key.
+TEST(ScenarioTest, ModelTokenMergeOverridesTheEncoders) {
+  auto s = Parse(std::string("trace: {preset: internvl-1.2m, samples: 1000}\n") +
+                 "model: {name: internvl-1.5-6b-20b, token_merge: 4}\n");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->token_merge, 4);
+  auto again = Parse(FormatScenario(*s));
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(again->token_merge, 4);
+  auto merged = LoadScenarioModel(*s);
+  auto plain = LoadScenarioModel(
+      Parse("trace: {preset: internvl-1.2m, samples: 1000}\nmodel: internvl-1.5-6b-20b\n").value());
+  ASSERT_TRUE(merged.ok() && plain.ok());
+  const Component* v = merged->Find(ComponentKind::kVision);
+  const Component* p = plain->Find(ComponentKind::kVision);
+  ASSERT_TRUE(v && p);
+  // InternViT at 448 px, patch 14: 32 x 32 positions; pixel shuffle 2 gives 256 LLM tokens, a merge of 4 gives 64.
+  EXPECT_DOUBLE_EQ(p->input.llm_tokens_per_unit, 256);
+  EXPECT_DOUBLE_EQ(v->input.llm_tokens_per_unit, 64);
+  EXPECT_NE(ErrorOf(std::string("trace: {preset: internvl-1.2m, samples: 1000}\n") +
+                    "model: {name: internvl-1.5-6b-20b, token_merge: 0}\n")
+                .find("model.token_merge"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace mmtwin

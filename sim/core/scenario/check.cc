@@ -279,6 +279,10 @@ Result<ModelSpec> LoadScenarioModel(const Scenario& s) {
     m = WithImagePx(*m, s.image_px);
     if (!m) return FieldError(s, "model.image_px", m.error().message());
   }
+  if (s.token_merge > 0) {
+    m = WithTokenMerge(*m, s.token_merge);
+    if (!m) return FieldError(s, "model.token_merge", m.error().message());
+  }
   if (!s.backend.shrink.active()) return m;
   auto shrunk = ShrinkModel(*m, s.backend.shrink);
   if (shrunk) return shrunk;

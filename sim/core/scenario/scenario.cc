@@ -180,6 +180,10 @@ Status ParseModel(const Parser& r, const YAML::Node& root, Scenario& s) {
       MMTWIN_ASSIGN_OR_RETURN(int64_t px, r.Int(v, "model.image_px", 1, kMaxImagePx));
       s.image_px = static_cast<int>(px);
     }
+    if (const YAML::Node v = model["token_merge"]) {
+      MMTWIN_ASSIGN_OR_RETURN(int64_t merge, r.Int(v, "model.token_merge", 1, 64));
+      s.token_merge = static_cast<int>(merge);
+    }
     if (const YAML::Node v = model["attention"]) {
       MMTWIN_ASSIGN_OR_RETURN(s.attention, r.Str(v, "model.attention"));
       if (s.attention != "flash" && s.attention != "unfused")
@@ -431,9 +435,10 @@ std::string FormatScenario(const Scenario& s) {
   }
   e << YAML::EndMap;
   e << YAML::Key << "model" << YAML::Value;
-  if (s.image_px > 0 || s.attention != "flash") {
+  if (s.image_px > 0 || s.token_merge > 0 || s.attention != "flash") {
     e << YAML::BeginMap << YAML::Key << "name" << YAML::Value << s.model;
     if (s.image_px > 0) e << YAML::Key << "image_px" << YAML::Value << s.image_px;
+    if (s.token_merge > 0) e << YAML::Key << "token_merge" << YAML::Value << s.token_merge;
     if (s.attention != "flash") e << YAML::Key << "attention" << YAML::Value << s.attention;
     e << YAML::EndMap;
   } else {
@@ -533,11 +538,12 @@ bool operator==(const Scenario& a, const Scenario& b) {
       p.sp_ulysses == q.sp_ulysses && p.sp_ring == q.sp_ring && p.zero3_impl == q.zero3_impl &&
       p.optimizer_memory == q.optimizer_memory;
   return a.name == b.name && a.description == b.description && a.trace == b.trace && a.model == b.model &&
-         a.image_px == b.image_px && a.attention == b.attention && a.cluster == b.cluster &&
-         a.nodes == b.nodes && a.device == b.device && same_parallel && a.data == b.data &&
-         a.partition == b.partition && a.recompute == b.recompute && a.schedule == b.schedule &&
-         a.sp == b.sp && a.epoch == b.epoch && (a.epoch || a.iterations == b.iterations) &&
-         a.seed == b.seed && a.engine == b.engine && a.cost == b.cost && a.backend == b.backend;
+         a.image_px == b.image_px && a.token_merge == b.token_merge && a.attention == b.attention &&
+         a.cluster == b.cluster && a.nodes == b.nodes && a.device == b.device && same_parallel &&
+         a.data == b.data && a.partition == b.partition && a.recompute == b.recompute &&
+         a.schedule == b.schedule && a.sp == b.sp && a.epoch == b.epoch &&
+         (a.epoch || a.iterations == b.iterations) && a.seed == b.seed && a.engine == b.engine &&
+         a.cost == b.cost && a.backend == b.backend;
 }
 
 }  // namespace mmtwin

@@ -66,6 +66,9 @@ struct Scenario {
   // `model: {name: ..., image_px: N}`: every vision encoder fed N-px tiles (WithImagePx, core/model/model.h:
   // encoder positions and LLM tokens per tile follow); 0 = the spec's own resolution.
   int image_px = 0;
+  // `model: {name: ..., token_merge: N}`: every vision encoder merges N x N positions into one LLM token
+  // (WithTokenMerge, core/model/model.h); 0 = the spec's own.
+  int token_merge = 0;
   // `model: {name: ..., attention: unfused}`: the attention kernel. flash (the default) never stores the score
   // matrix; unfused (Megatron-LM before flash attention, the 2021-2022 papers' runs) stores softmax input, output
   // and dropout mask, 5 x heads x span^2 bytes per layer (Korthikanti et al. 2022, Table 2; cost_model.h).
