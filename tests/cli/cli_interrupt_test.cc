@@ -46,16 +46,16 @@ seed: 1
 engine: simgrid
 )";
 
-// Planning dominated by BMP's candidate timing (radius 6, up to 1,000 candidates timed, none pruned, 64
-// micro-batches on PP 8): ~1.4 s of BMP in a Release build against ~0.1 s for the rest, so a signal after 0.3 s or
+// Planning dominated by BMP's candidate timing (radius 8, up to 1,000 candidates timed, none pruned, 256
+// micro-batches on PP 8): ~1.7 s of BMP in a Release build against ~0.2 s for the rest, so a signal after 0.3 s or
 // more lands inside the search.
 const char* kBmp = R"(name: bmp-long
-trace: {preset: internvl-1.2m, samples: 20000, seed: 1}
+trace: {preset: internvl-1.2m, samples: 200000, seed: 1}
 model: internvl-1.5-6b-20b
 cluster: {preset: a100-4x200g, nodes: 4}
-parallel: {dp: 2, tp: 2, pp: 8, micro_batches: 64, zero_stage: 1}
-policies: {data: isf, partition: {name: bmp, params: {prune: false, top_k: 1000, radius: 6}}, recompute: adaptive, schedule: 1f1b}
-iterations: 8
+parallel: {dp: 2, tp: 2, pp: 8, micro_batches: 256, zero_stage: 1}
+policies: {data: isf, partition: {name: bmp, params: {prune: false, top_k: 1000, radius: 8}}, recompute: adaptive, schedule: 1f1b}
+iterations: 32
 seed: 1
 )";
 
