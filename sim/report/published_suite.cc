@@ -178,7 +178,7 @@ ChartSpec PublishedScatter(const PublishedReport& r) {
   ChartSpec c;
   c.kind = ChartSpec::Kind::kPoints;
   c.title = "Predicted (fitted) against published, time and memory entries";
-  c.x_label = "published, log10 of the entry's unit";
+  c.x_label = "published, log10 (s as ms, MFU in %, GiB, TFLOP/s, tokens/s, GPU-days; < 1 drawn at 1)";
   c.y_label = "predicted, log10";
   c.value_decimals = -1;
   c.diagonal_label = "predicted = published";
@@ -187,9 +187,13 @@ ChartSpec PublishedScatter(const PublishedReport& r) {
   for (const PublishedResult& x : r.results) {
     if (x.entry.metric == PublishedMetric::kFits) continue;
     if (!(x.entry.measured > 0) || !(x.fitted > 0)) continue;
+    // Units that keep every figure at 1 or more, so that the axes (from 0) hold every point.
+    const double scale = x.entry.metric == PublishedMetric::kIterationTimeS ? 1e3
+                         : x.entry.metric == PublishedMetric::kMfu          ? 100.0
+                                                                            : 1.0;
     ChartSeries& s = x.entry.held_out ? held : cal;
-    s.xs.push_back(std::log10(x.entry.measured));
-    s.values.push_back(std::log10(x.fitted));
+    s.xs.push_back(std::log10(std::max(1.0, x.entry.measured * scale)));
+    s.values.push_back(std::log10(std::max(1.0, x.fitted * scale)));
     s.show_values = false;
   }
   c.series = {held, cal};

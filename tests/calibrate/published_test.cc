@@ -123,7 +123,7 @@ std::string Entries(const std::string& split, const std::vector<double>& measure
 }
 
 // Synthetic published figures: the iteration times the simulator predicts at gemm_peak_fraction 0.62 (a GPU whose
-// GEMMs reach less than the preset's 0.87), with +-2% noise. The fit, starting from the preset, recovers it on the
+// GEMMs reach less than the preset's), with +-2% noise. The fit, starting from the preset, recovers it on the
 // calibration entries; held-out entries with absurd figures change nothing; a key the entries do not depend on
 // keeps its preset value.
 TEST(PublishedFit, RecoversAKnownDeviceParameterFromNoisyFigures) {
@@ -148,7 +148,7 @@ TEST(PublishedFit, RecoversAKnownDeviceParameterFromNoisyFigures) {
   ASSERT_TRUE(r.ok()) << r.error().message();
   ASSERT_EQ(r->fitted.size(), 1u);
   EXPECT_NEAR(r->fitted[0].value, 0.62, 0.02);
-  EXPECT_DOUBLE_EQ(r->fitted[0].prior, 0.87);
+  EXPECT_DOUBLE_EQ(r->fitted[0].prior, LoadCluster("a100-4x200g").value().device.gemm_peak_fraction);
   EXPECT_TRUE(r->fitted[0].identifiable);
   EXPECT_LT(r->fitted[0].loss_fitted, r->fitted[0].loss_prior);
   EXPECT_EQ(r->fitted[0].fitted_on, (std::vector<std::string>{"c0", "c1", "c2"}));
