@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 
+#include "calibrate/suite_file.h"
 #include "calibrate/validate.h"
 #include "core/util/csv.h"
 #include "core/util/text.h"
@@ -75,16 +76,12 @@ Result<double> NumberAt(const std::string& file, const YAML::Node& n, const std:
 Result<PublishedSuite> Parse(const std::string& text, const std::string& file) {
   PublishedSuite suite;
   suite.path = file;
-  MMTWIN_ASSIGN_OR_RETURN(const YAML::Node root, LoadStrictYaml(text, file));
-  if (!root.IsMap()) return Error::At(file, LineOf(root), "", "a validation suite is a mapping");
-  MMTWIN_RETURN_IF_ERROR(CheckKeys(root, file, "", {"name", "description", "notes", "fit", "entries"}));
-  suite.name =
-      root["name"] && root["name"].IsScalar() ? root["name"].Scalar() : fs::path(file).stem().string();
-  if (!IsPlainName(suite.name))
-    return Error::At(file, LineOf(root["name"]), "name",
-                     "'" + Abbreviate(suite.name) + "' must work as a file name");
-  if (root["description"]) suite.description = root["description"].Scalar();
-  if (root["notes"]) suite.notes = root["notes"].Scalar();
+  MMTWIN_ASSIGN_OR_RETURN(SuiteFileHead head,
+                          ReadSuiteHead(text, file, {"name", "description", "notes", "fit", "entries"}));
+  const YAML::Node root = head.root;
+  suite.name = head.name;
+  suite.description = head.description;
+  suite.notes = head.notes;
   const fs::path dir = fs::path(file).parent_path();
 
   const YAML::Node entries = root["entries"];
@@ -319,7 +316,7 @@ bool IsPublishedSuite(const std::string& path) {
 
 Result<PublishedSuite> LoadPublishedSuite(const std::string& path) {
   MMTWIN_ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
-  MMTWIN_ASSIGN_OR_RETURN(PublishedSuite suite, Parse(text, path));
+  MMTWIN_ASSIGN_OR_RETURN(PublishedSuite suite, GuardYaml(path, [&] { return Parse(text, path); }));
   // Every fitted parameter needs calibration entries to be fitted on (which device they run on is known only once
   // the scenarios load: ValidatePublished checks it again).
   for (size_t i = 0; i < suite.fit.size(); ++i) {

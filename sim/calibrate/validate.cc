@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <set>
 
+#include "calibrate/suite_file.h"
 #include "core/util/csv.h"
 #include "core/util/text.h"
 #include "core/util/yaml_error.h"
@@ -32,17 +33,13 @@ const StageRecord* StageOf(const RunSummary& s, size_t i) {
 Result<ValidationSuite> ParseSuite(const std::string& text, const std::string& file) {
   ValidationSuite suite;
   suite.path = file;
-  MMTWIN_ASSIGN_OR_RETURN(const YAML::Node root, LoadStrictYaml(text, file));
-  if (!root.IsMap()) return Error::At(file, LineOf(root), "", "a validation suite is a mapping");
-  MMTWIN_RETURN_IF_ERROR(
-      CheckKeys(root, file, "", {"name", "description", "notes", "calibration", "held_out"}));
-  suite.name =
-      root["name"] && root["name"].IsScalar() ? root["name"].Scalar() : fs::path(file).stem().string();
-  if (!IsPlainName(suite.name))
-    return Error::At(file, LineOf(root["name"]), "name",
-                     "'" + Abbreviate(suite.name) + "' must work as a file name");
-  if (root["description"]) suite.description = root["description"].Scalar();
-  if (root["notes"]) suite.notes = root["notes"].Scalar();
+  MMTWIN_ASSIGN_OR_RETURN(
+      SuiteFileHead head,
+      ReadSuiteHead(text, file, {"name", "description", "notes", "calibration", "held_out"}));
+  const YAML::Node root = head.root;
+  suite.name = head.name;
+  suite.description = head.description;
+  suite.notes = head.notes;
   const fs::path dir = fs::path(file).parent_path();
   for (const char* key : {"calibration", "held_out"}) {
     const YAML::Node list = root[key];
@@ -74,6 +71,23 @@ Result<ValidationSuite> ParseSuite(const std::string& text, const std::string& f
 }
 
 }  // namespace
+
+Result<SuiteFileHead> ReadSuiteHead(const std::string& text, const std::string& file,
+                                    const std::vector<std::string>& keys) {
+  SuiteFileHead head;
+  MMTWIN_ASSIGN_OR_RETURN(head.root, LoadStrictYaml(text, file));
+  const YAML::Node& root = head.root;
+  if (!root.IsMap()) return Error::At(file, LineOf(root), "", "a validation suite is a mapping");
+  MMTWIN_RETURN_IF_ERROR(CheckKeys(root, file, "", keys));
+  head.name =
+      root["name"] && root["name"].IsScalar() ? root["name"].Scalar() : fs::path(file).stem().string();
+  if (!IsPlainName(head.name))
+    return Error::At(file, LineOf(root["name"]), "name",
+                     "'" + Abbreviate(head.name) + "' must work as a file name");
+  if (root["description"]) head.description = root["description"].Scalar();
+  if (root["notes"]) head.notes = root["notes"].Scalar();
+  return head;
+}
 
 double RelativeError(double predicted, double measured) {
   return measured != 0 ? (predicted - measured) / measured : 0;
