@@ -337,7 +337,8 @@ TEST(ComputeCurveTest, AttentionGrowsWithSpanPerTheCurve) {
   EXPECT_GT(c.AttentionFwdUs(2 * heads, 64, 4096.0 * 4096, 4096, false), fwd(4096));
   // In a layer: the LLM block's time grows with the span by exactly the attention core's.
   ModelSpec m = Load("llama-3-8b");
-  const Layer& block = FirstOf(Layers(m), 0, LayerKind::kTransformer);
+  const std::vector<Layer> layers = Layers(m);  // FirstOf returns a reference into it: keep it alive
+  const Layer& block = FirstOf(layers, 0, LayerKind::kTransformer);
   const LayerCost a = c.Cost(m, block, LayerWorkload{8192, 8192.0 * 8192, 1});
   const LayerCost b = c.Cost(m, block, LayerWorkload{8192, 8.0 * 1024 * 1024, 8});
   EXPECT_NEAR(a.fwd_time_us - b.fwd_time_us,
@@ -390,7 +391,8 @@ TEST(ComputeCurveTest, OptimizerStepIsItsBytesOverTheBandwidthShardedByZero) {
 // at all); the fixed-efficiency model scales perfectly.
 TEST(ComputeCurveTest, Tp8OnASmallModelIsLessEfficientPerFlop) {
   ModelSpec m = Load("clip-vit-l-14-336");  // hidden 1024, 16 heads
-  const Layer& block = FirstOf(Layers(m), 0, LayerKind::kTransformer);
+  const std::vector<Layer> layers = Layers(m);  // FirstOf returns a reference into it: keep it alive
+  const Layer& block = FirstOf(layers, 0, LayerKind::kTransformer);
   const LayerWorkload w{2048, 2048.0 * 2048, 1};
   const double t1 = AnalyticCostModel(CurveH100(), {.tp = 1}).Cost(m, block, w).fwd_time_us;
   const double t8 = AnalyticCostModel(CurveH100(), {.tp = 8}).Cost(m, block, w).fwd_time_us;
