@@ -38,7 +38,7 @@ std::string SamplesText(const Trace& t, const Plan& plan) {
     if (used[i]) {
       const Sample& s = t.samples[i];
       o << i << "," << s.image_tiles << "," << s.video_frames << "," << s.audio_seconds << ","
-        << s.text_tokens << "\n";
+        << s.text_tokens << "," << s.images << "," << s.image_px << "\n";
     }
   return o.str();
 }
@@ -54,16 +54,20 @@ Result<Trace> TraceFromText(const std::string& text) {
   t.ids.PushNumbered("", 1, 0, t.samples.size());  // the plan's sample indices: the backend needs no ids
   while (std::getline(in, line)) {
     std::vector<std::string> f = SplitCsvLine(line);
-    int64_t i = 0, tiles = 0, frames = 0, text_tokens = 0;
+    int64_t i = 0, tiles = 0, frames = 0, text_tokens = 0, images = 0, image_px = 0;
     double audio = 0;
-    if (f.size() != 5 || !ParseInt64(f[0], i) || !ParseInt64(f[1], tiles) || !ParseInt64(f[2], frames) ||
-        !ParseDouble(f[3], audio) || !ParseInt64(f[4], text_tokens) || i < 0 || i >= n)
+    // images and image_px: what `fixed` and `if_larger` encoders count (core/model/model.h TokensFor).
+    if (f.size() != 7 || !ParseInt64(f[0], i) || !ParseInt64(f[1], tiles) || !ParseInt64(f[2], frames) ||
+        !ParseDouble(f[3], audio) || !ParseInt64(f[4], text_tokens) || !ParseInt64(f[5], images) ||
+        !ParseInt64(f[6], image_px) || i < 0 || i >= n || image_px > 65535)
       return Error("plan samples: bad line '" + line + "'");
     Sample& s = t.samples[i];
     s.image_tiles = static_cast<uint32_t>(tiles);
     s.video_frames = static_cast<uint32_t>(frames);
     s.audio_seconds = audio;
     s.text_tokens = static_cast<uint32_t>(text_tokens);
+    s.images = static_cast<uint32_t>(images);
+    s.image_px = static_cast<uint16_t>(image_px);
   }
   return t;
 }
