@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -236,31 +237,6 @@ uint64_t RingKey(const Op& op, int merge, int ready) {
          (static_cast<uint64_t>(static_cast<uint32_t>(op.chunk) & ((1u << 22) - 1)) << 32) | low;
 }
 
-// Ring steps of one DP op as the op graph prices it (see op_graph.h for the algorithms): a weight all-gather
-// of Op::buckets buckets (of dp_bucket_bytes; one FSDP unit: one bucket of its bytes).
-int64_t ExactRingSteps(const Op& op, int zero_stage, int d, int64_t bucket_bytes) {
-  if (op.kind == OpKind::kDpCollective)
-    return int64_t{std::max(1, op.buckets)} * (zero_stage == 3 ? d - 1 : 2 * (d - 1));
-  if (op.buckets <= 1) return d - 1;
-  return (op.bytes + bucket_bytes - 1) / bucket_bytes * (d - 1);
-}
-
-// Bytes each rank sends to its ring successor at every step of one DP op (see op_graph.h for the algorithms).
-std::vector<double> RingSteps(const Op& op, int zero_stage, int d, int64_t bucket_bytes) {
-  std::vector<double> steps;
-  if (op.kind == OpKind::kDpCollective) {
-    const int k = zero_stage == 3 ? d - 1 : 2 * (d - 1);  // reduce-scatter, or all-reduce / RS + AG
-    steps.assign(k, static_cast<double>(op.bytes) / d);
-  } else {  // ZeRO-3 weight all-gather of the chunk (or FSDP unit), bucket after bucket
-    if (op.buckets <= 1) bucket_bytes = std::max<int64_t>(op.bytes, 1);
-    for (int64_t done = 0; done < op.bytes; done += bucket_bytes) {
-      const int64_t b = std::min(bucket_bytes, op.bytes - done);
-      for (int s = 0; s < d - 1; ++s) steps.push_back(static_cast<double>(b) / d);
-    }
-  }
-  return steps;
-}
-
 // ---- Platform ----
 
 // The engine's network model (sim/engine/README.md "Network model"), once the engine exists.
@@ -467,7 +443,8 @@ class ActivityBuilder {
         D_(mesh.dp()),
         devices_(g.num_devices),
         dp_in_node_(mesh.DpGroupInNode()),
-        bucket_bytes_(g.source.comm.dp_bucket_bytes),
+        comm_cost_(g.source.comm_cost ? g.source.comm_cost
+                                      : std::make_shared<const AnalyticCommCost>(g.source.comm)),
         head_(g.num_ops(), -1),  // -1: an op merged into the previous bucket's ring (no activity of its own)
         tail_(g.num_ops(), {-1, -1}) {
     merge_ = RingMerge();
@@ -498,7 +475,7 @@ class ActivityBuilder {
     };
     int64_t exact_transfers = 0;
     for (const Op& op : g_.ops)
-      if (IsRing(op.kind)) exact_transfers += flows(ExactRingSteps(op, pc_.zero_stage, D_, bucket_bytes_));
+      if (IsRing(op.kind)) exact_transfers += flows(OpComm(op).steps);
     if (options_.max_ring_transfers > 0 && exact_transfers > options_.max_ring_transfers)
       return static_cast<int>(std::min<int64_t>(
           (exact_transfers + options_.max_ring_transfers - 1) / options_.max_ring_transfers, 1 << 20));
@@ -507,9 +484,9 @@ class ActivityBuilder {
 
   Status AddOps();
   Status AddRings();
-  // The steps of ring `r` (bytes per step, aggregated past options.max_ring_steps) and the ring steps it
-  // stands for (before merging and aggregation).
-  std::vector<double> StepsOf(const Ring& r, int64_t& exact) const;
+  // A DP op's time as its graph's communication model splits it (CommCostModel::Time): the latency of its
+  // buckets' calls and the sequential steps they take (us = the op's priced duration).
+  CommTime OpComm(const Op& op) const;
   Status AddDispatch();
   void AddDependencies();
 
@@ -520,7 +497,7 @@ class ActivityBuilder {
   const DeviceMesh& mesh_;
   const int D_, devices_;  // DP replicas; devices (the delay host's index)
   const bool dp_in_node_;
-  const int64_t bucket_bytes_;
+  const std::shared_ptr<const CommCostModel> comm_cost_;
   int merge_ = 1;
   Dag acts_;
   std::vector<int32_t> head_;
@@ -563,40 +540,37 @@ Status ActivityBuilder::AddOps() {
   return Status();
 }
 
-std::vector<double> ActivityBuilder::StepsOf(const Ring& r, int64_t& exact) const {
-  const Op& op0 = g_.ops[r.ops[0][0]];
-  std::vector<double> steps;
-  exact = 0;
-  if (op0.kind == OpKind::kDpCollective) {
-    int64_t bytes = 0;
-    for (int32_t i : r.ops[0]) {
-      bytes += g_.ops[i].bytes;
-      exact += ExactRingSteps(g_.ops[i], pc_.zero_stage, D_, bucket_bytes_);
-    }
-    Op merged = op0;
-    merged.bytes = bytes;
-    steps = RingSteps(merged, pc_.zero_stage, D_, bucket_bytes_);
+CommTime ActivityBuilder::OpComm(const Op& op) const {
+  CommTime t;
+  const int64_t buckets = std::max<int64_t>(op.buckets, 1);
+  if (op.kind == OpKind::kDpCollective) {
+    // The op's buckets: calls of about bytes / buckets each (the last bucket is smaller; only the split into
+    // latency and volume uses this, the op keeps its priced duration).
+    const CommKind kind = pc_.zero_stage == 0  ? CommKind::kAllReduce
+                          : pc_.zero_stage < 3 ? CommKind::kReduceScatterAllGather
+                                               : CommKind::kReduceScatter;
+    const CommTime one = comm_cost_->Time({kind, op.bytes / buckets, D_, dp_in_node_});
+    t.latency_us = static_cast<double>(buckets) * one.latency_us;
+    t.steps = buckets * one.steps;
   } else {
-    exact = ExactRingSteps(op0, pc_.zero_stage, D_, bucket_bytes_);
-    steps = RingSteps(op0, pc_.zero_stage, D_, bucket_bytes_ * merge_);
+    const CommTime all = comm_cost_->Time({CommKind::kWeightAllGather, op.bytes, D_, dp_in_node_, buckets});
+    t.latency_us = all.latency_us;
+    t.steps = all.steps;
   }
-  if (options_.max_ring_steps > 0 && static_cast<int>(steps.size()) > options_.max_ring_steps) {
-    // Aggregated steps: `group` consecutive steps as one flow per hop.
-    const size_t group = (steps.size() + options_.max_ring_steps - 1) / options_.max_ring_steps;
-    std::vector<double> grouped;
-    for (size_t s = 0; s < steps.size(); s += group) {
-      double bytes = 0;
-      for (size_t k = s; k < std::min(steps.size(), s + group); ++k) bytes += steps[k];
-      grouped.push_back(bytes);
-    }
-    steps = std::move(grouped);
-  }
-  return steps;
+  t.us = op.duration_us;
+  t.latency_us = std::clamp(t.latency_us, 0.0, t.us);
+  t.volume_us = t.us - t.latency_us;
+  t.steps = std::max<int64_t>(t.steps, 1);
+  return t;
 }
 
 // One ring per group of DP ops (RingKey): replica d sends to d + 1 mod D at every step; step s of d waits for
-// its own step s - 1 and for step s - 1 of d - 1 (the data it forwards); the latencies of merged or aggregated
-// steps as a delay after the ring, on the delay host.
+// its own step s - 1 and for step s - 1 of d - 1 (the data it forwards). The ring replays the time its
+// communication model priced (CommCostModel::Time: NCCL's algorithm choice, or the flat ring): k steps (the
+// model's, at most options.max_ring_steps and at most T / the slowest hop's latency), each hop's transfer sized
+// so that it lasts (T - delay) / k on its link without contention, and the latency the k hops do not already
+// pay as a delay after the ring, on the delay host. Without contention the ring lasts exactly the priced T;
+// with it, rings that share a link slow each other down.
 Status ActivityBuilder::AddRings() {
   for (auto& [key, r] : rings_) {
     size_t members = 0;
@@ -610,23 +584,40 @@ Status ActivityBuilder::AddRings() {
       if (r.ops[d].size() != members)
         return Error("simgrid engine: DP collective " + g_.Describe(any) +
                      " has no counterpart on DP replica " + std::to_string(d));
+    double total_us = 0, latency_us = 0;
     int64_t exact = 0;
-    const std::vector<double> steps = StepsOf(r, exact);
-    r.steps = static_cast<int>(steps.size());
-    if (r.steps == 0) return Error("simgrid engine: empty DP collective " + g_.Describe(r.ops[0][0]));
-    // The slowest hop's latency paces the ring: the merged steps' latencies as a delay.
+    for (int32_t i : r.ops[0]) {
+      const CommTime t = OpComm(g_.ops[i]);
+      total_us += t.us;
+      latency_us += t.latency_us;
+      exact += t.steps;
+    }
+    if (r.ops[0].empty()) return Error("simgrid engine: empty DP collective");
+    // The hops' links and the slowest hop's latency.
     double hop_latency_us = 0;
+    std::vector<char> nvlink(D_);
     for (int d = 0; d < D_; ++d) {
       const int a = g_.ops[r.ops[d][0]].device, b = g_.ops[r.ops[(d + 1) % D_][0]].device;
-      const bool nvlink = dp_in_node_ || NodeOfDevice(cluster_, pc_, a) == NodeOfDevice(cluster_, pc_, b);
+      nvlink[d] = dp_in_node_ || NodeOfDevice(cluster_, pc_, a) == NodeOfDevice(cluster_, pc_, b);
       hop_latency_us =
-          std::max(hop_latency_us, nvlink ? cluster_.nvlink_latency_us : cluster_.nic_latency_us);
+          std::max(hop_latency_us, nvlink[d] ? cluster_.nvlink_latency_us : cluster_.nic_latency_us);
     }
-    const double delay_flops = static_cast<double>(exact - r.steps) * hop_latency_us * 1e-6 * kHostSpeed;
+    int64_t k = exact;
+    if (options_.max_ring_steps > 0) k = std::min<int64_t>(k, options_.max_ring_steps);
+    if (hop_latency_us > 0) k = std::min<int64_t>(k, static_cast<int64_t>(total_us / hop_latency_us));
+    k = std::clamp<int64_t>(k, 1, 1 << 20);
+    r.steps = static_cast<int>(k);
+    const double delay_us = std::max(0.0, latency_us - static_cast<double>(k) * hop_latency_us);
+    const double step_us = (total_us - delay_us) / static_cast<double>(k);
+    const double delay_flops = delay_us * 1e-6 * kHostSpeed;
+    const double nic = cluster_.gpu_nic_bytes_per_s();
     for (int d = 0; d < D_; ++d) {
       const int dev = g_.ops[r.ops[d][0]].device, next = g_.ops[r.ops[(d + 1) % D_][0]].device;
+      const double lat = nvlink[d] ? cluster_.nvlink_latency_us : cluster_.nic_latency_us;
+      const double bw = nvlink[d] ? cluster_.nvlink_bytes_per_s : nic;
+      const double bytes = std::max(0.0, step_us - lat) * 1e-6 * bw;
       for (int s = 0; s < r.steps; ++s) {
-        const int32_t id = acts_.Add(Dag::kComm, dev, next, steps[s]);
+        const int32_t id = acts_.Add(Dag::kComm, dev, next, bytes);
         if (d == 0 && s == 0) r.first = id;
       }
     }

@@ -119,6 +119,48 @@ TEST(SimGridEngineTest, AgreesWithAnalyticWithoutContention) {
   }
 }
 
+// The same agreement with NCCL's collective model (core/plan/collective.h: ring / tree / NVLS by size and group
+// shape, hierarchical bandwidth) and hybrid sharding (ZeRO-3 in shard groups, the replicas' all-reduce): the
+// replay reads the model's split and steps and lasts exactly the priced time without contention.
+TEST(SimGridEngineTest, AgreesWithAnalyticWithNcclCollectivesAndHybridSharding) {
+  struct NcclCase {
+    Case c;
+    int shard_group;
+    bool nvls;
+  };
+  const NcclCase cases[] = {
+      {{"1f1b", 4, 2, 1, 4, 0, 2, 4, 40 << 20}, 0, false},   // all-reduce rings across nodes (tree / ring)
+      {{"1f1b", 8, 1, 1, 2, 0, 1, 8, 64 << 20}, 0, true},    // one node: NVLS all-reduce
+      {{"1f1b", 3, 2, 1, 3, 1, 1, 2, 7 << 20}, 0, false},    // ZeRO-1: reduce-scatter + all-gather
+      {{"1f1b", 8, 2, 1, 4, 3, 1, 2, 9 << 20}, 2, false},    // ZeRO-3 in shard groups of 2 across 4 replicas
+      {{"gpipe", 16, 1, 1, 2, 3, 1, 4, 33 << 20}, 4, true},  // shard group = a node, replicas across nodes
+  };
+  for (const NcclCase& nc : cases) {
+    const Case& c = nc.c;
+    ParallelConfig pc = Pc(c.dp, c.pp, c.vpp, c.m, c.zero, c.tp);
+    pc.zero3_shard_group = nc.shard_group;
+    ClusterSpec cluster = Cluster((pc.world_size() + c.gpn - 1) / c.gpn, c.gpn);
+    cluster.collectives.model = "nccl";
+    cluster.collectives.nvls = nc.nvls;
+    cluster.collectives.pipeline_us = 50;
+    cluster.collectives.pipeline_half_bytes = 4 << 20;
+    CommSpec comm = PlatformComm(cluster, pc);
+    ASSERT_EQ(comm.dp_shard_group, nc.shard_group);
+    comm.dp_bucket_bytes = 4 << 20;
+    const OpGraph g =
+        MustBuild(pc, c.schedule, Random(pc, c.dp * 100 + c.pp), Statics(pc.chunks(), c.grad_bytes), comm);
+    const IterationTiming a = EvaluateAnalytic(g);
+    const IterationTiming s = MustSimGrid(cluster, g, /*contention=*/false);
+    const std::string what = std::string(c.schedule) + " dp " + std::to_string(c.dp) + " zero " +
+                             std::to_string(c.zero) + " shard group " + std::to_string(nc.shard_group);
+    EXPECT_NEAR(s.iteration_time_us, a.iteration_time_us, 1e-6 * a.iteration_time_us) << what;
+    ExpectBreakdown(s);
+    // With contention it can only be slower.
+    const IterationTiming sc = MustSimGrid(cluster, g, /*contention=*/true);
+    EXPECT_GE(sc.iteration_time_us, a.iteration_time_us - 1e-2) << what;  // SimGrid: 1e-9 s
+  }
+}
+
 // Aggregated ring steps (SimGridOptions::max_ring_steps): DP 12 and 16 rings of 22..30 steps run in groups.
 // Without contention the time equals the analytic evaluator's (and the detailed ring's). With contention
 // (interleaved 1F1B, one GPU per node: a chunk's ring runs while the other chunk's sends cross the same NICs;

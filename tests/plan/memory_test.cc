@@ -331,6 +331,18 @@ TEST(OptimizerMemoryTest, BytesPerParameterByFramework) {
   EXPECT_EQ(ResolvedOptimizerMemory(p), "megatron");
 }
 
+// Hybrid sharding: ZeRO-3 states shard over the shard group, not the whole DP group.
+TEST(OptimizerMemoryTest, HybridShardingShardsWithinTheGroup) {
+  ParallelConfig p = Par(8, 1, 1, 1, 3);
+  p.optimizer_memory = "simple";
+  const int64_t all = ModelStateBytes(p, 8000);
+  p.zero3_shard_group = 2;
+  EXPECT_EQ(ModelStateBytes(p, 8000), 8000 * 16 / 2);
+  EXPECT_EQ(all, 8000 * 16 / 8);
+  p.zero3_shard_group = 8;  // one group of all ranks: plain ZeRO-3
+  EXPECT_EQ(ModelStateBytes(p, 8000), all);
+}
+
 // NCCL buffers: communicators x channels x peers x NCCL_BUFFSIZE.
 TEST(RuntimeMemoryTest, NcclBuffersPerProcessGroup) {
   DeviceSpec d;

@@ -634,6 +634,25 @@ TEST(ScenarioTest, OptimizerMemoryLayout) {
       << bad;
 }
 
+// parallel.zero3_shard_group: hybrid sharding, ZeRO-3 only, a divisor of dp x sp; kept by FormatScenario.
+TEST(ScenarioTest, HybridShardGroup) {
+  const std::string head = "trace: {preset: internvl-1.2m, samples: 1000}\nmodel: internvl-1.5-6b-20b\n";
+  auto s = Parse(head + "parallel: {dp: 8, zero_stage: 3, zero3_shard_group: 4}\n");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->parallel.zero3_shard_group, 4);
+  auto again = Parse(FormatScenario(*s));
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(again->parallel.zero3_shard_group, 4);
+  std::string bad = ErrorOf(head + "parallel: {dp: 8, zero_stage: 2, zero3_shard_group: 4}\n");
+  EXPECT_NE(bad.find("parallel.zero3_shard_group: hybrid sharding needs parallel.zero_stage 3"),
+            std::string::npos)
+      << bad;
+  bad = ErrorOf(head + "parallel: {dp: 8, zero_stage: 3, zero3_shard_group: 3}\n");
+  EXPECT_NE(bad.find("parallel.zero3_shard_group: 3 does not divide the ZeRO group dp x sp = 8"),
+            std::string::npos)
+      << bad;
+}
+
 }  // namespace
 }  // namespace mmtwin
 

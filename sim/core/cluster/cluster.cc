@@ -122,6 +122,48 @@ Status ReadComputeCurve(const Reader& r, const YAML::Node& dev, DeviceSpec& d) {
   return Status();
 }
 
+// The optional `collectives:` section (cluster.h CollectiveSpec).
+Status ReadCollectives(const Reader& r, const YAML::Node& root, CollectiveSpec& out) {
+  const YAML::Node n = root["collectives"];
+  if (!n.IsDefined()) return Status();
+  if (!n.IsMap()) return Error::At(r.file(), LineOf(n), "collectives", "expected a mapping");
+  MMTWIN_RETURN_IF_ERROR(
+      CheckKeys(n, r.file(), "collectives",
+                {"model", "nvls", "nvlink_bus_fraction", "nic_bus_fraction", "nvls_bus_fraction",
+                 "pipeline_us", "pipeline_half_bytes", "nvls_pipeline_us", "nvls_pipeline_half_bytes"}));
+  MMTWIN_RETURN_IF_ERROR(r.String(n, "collectives", "model", out.model, false));
+  if (out.model != "ring" && out.model != "nccl")
+    return Error::At(r.file(), LineOf(n["model"]), "collectives.model",
+                     "'" + Abbreviate(out.model) + "' is not one of ring, nccl");
+  if (n["nvls"].IsDefined()) {
+    const YAML::Node b = n["nvls"];
+    const std::string v = b.IsScalar() ? b.Scalar() : "";
+    if (v != "true" && v != "false")
+      return Error::At(r.file(), LineOf(b), "collectives.nvls", "expected true or false");
+    out.nvls = v == "true";
+  }
+  for (auto [key, value] : {std::pair<const char*, double*>{"nvlink_bus_fraction", &out.nvlink_bus_fraction},
+                            {"nic_bus_fraction", &out.nic_bus_fraction},
+                            {"nvls_bus_fraction", &out.nvls_bus_fraction}}) {
+    MMTWIN_RETURN_IF_ERROR(r.Number(n, "collectives", key, *value, false));
+    // NVLS reduces in the switch: its bus bandwidth (nccl-tests' ring-normalised figure) may pass the link's.
+    MMTWIN_RETURN_IF_ERROR(r.Range(n, "collectives", key, *value, 1e-3,
+                                   std::string(key) == "nvls_bus_fraction" ? 4 : 1,
+                                   "fraction of the link's bandwidth"));
+  }
+  for (auto [key, value] : {std::pair<const char*, double*>{"pipeline_us", &out.pipeline_us},
+                            {"nvls_pipeline_us", &out.nvls_pipeline_us}}) {
+    MMTWIN_RETURN_IF_ERROR(r.Number(n, "collectives", key, *value, false, true));
+    MMTWIN_RETURN_IF_ERROR(r.Range(n, "collectives", key, *value, 0, 1e6, "microseconds"));
+  }
+  for (auto [key, value] : {std::pair<const char*, double*>{"pipeline_half_bytes", &out.pipeline_half_bytes},
+                            {"nvls_pipeline_half_bytes", &out.nvls_pipeline_half_bytes}}) {
+    MMTWIN_RETURN_IF_ERROR(r.Number(n, "collectives", key, *value, false, true));
+    MMTWIN_RETURN_IF_ERROR(r.Range(n, "collectives", key, *value, 0, 1e15, "bytes"));
+  }
+  return Status();
+}
+
 Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) {
   const Reader r(name);
   ClusterSpec c;
@@ -130,7 +172,7 @@ Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) 
     MMTWIN_RETURN_IF_ERROR(CheckKeys(
         root, name, "",
         {"name", "description", "reference", "nodes", "gpus_per_node", "device", "nvlink_bytes_per_s",
-         "nvlink_latency_us", "nics_per_node", "nic_bytes_per_s", "nic_latency_us"}));
+         "nvlink_latency_us", "nics_per_node", "nic_bytes_per_s", "nic_latency_us", "collectives"}));
     MMTWIN_RETURN_IF_ERROR(r.String(root, "", "name", c.name, true));
     MMTWIN_RETURN_IF_ERROR(r.String(root, "", "description", c.description, false));
     int64_t v = 0;
@@ -226,6 +268,7 @@ Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) 
         r.Range(root, "", "nic_bytes_per_s", c.nic_bytes_per_s, 1e6, 1e14, "bytes/s per direction"));
     MMTWIN_RETURN_IF_ERROR(r.Number(root, "", "nic_latency_us", c.nic_latency_us, false, true));
     MMTWIN_RETURN_IF_ERROR(r.Range(root, "", "nic_latency_us", c.nic_latency_us, 0, 1e6, "microseconds"));
+    MMTWIN_RETURN_IF_ERROR(ReadCollectives(r, root, c.collectives));
   } catch (const YAML::Exception& e) {
     return YamlError(name, e);
   }

@@ -66,6 +66,32 @@ struct DeviceSpec {
 // less the NCCL buffers of the plan's process groups, is core/plan/memory.h PlanUsableMemoryBytes.
 int64_t UsableMemoryBytes(const DeviceSpec& d);
 
+// How the fabric runs collectives (core/plan/collective.h; traces/clusters/README.md gives each preset's values
+// and their sources). model "ring": every collective a flat ring over the group at the slowest hop's link speed
+// (the CPU / Gloo presets, and mmtwin before issue 28); "nccl": NCCL's algorithms (ring, tree, NVLS) and protocols
+// as its tuning model prices them, chosen by message size and group shape.
+struct CollectiveSpec {
+  std::string model = "ring";  // "ring" | "nccl"
+  // NVLink SHARP: the NVSwitch reduces in the switch (NVSwitch gen 3, H100 / H200 HGX); enables NCCL's NVLS
+  // all-reduce.
+  bool nvls = false;
+  // Large-message bus bandwidth as a fraction of the link: nccl-tests busBw of a ring inside one node /
+  // nvlink_bytes_per_s, across nodes / (the group's NIC bandwidth per node), of NVLS inside a node /
+  // nvlink_bytes_per_s. Defaults: NCCL's own ceiling (1.0) until a preset cites a measurement.
+  double nvlink_bus_fraction = 1.0;
+  double nic_bus_fraction = 1.0;
+  double nvls_bus_fraction = 1.0;
+  // The pipeline's fill and drain beyond NCCL's latency model, per call, saturating with the message: us x bytes /
+  // (bytes + half_bytes); ring and tree (LL128, Simple), and NVLS apart. nccl-tests' curves reach half their peak
+  // bus bandwidth at 16-64 MiB where lat + bytes / bw predicts 1-4 MiB (fitted per preset on nccl-tests points,
+  // scenarios/validation/nccl-tests.csv). 0: none.
+  double pipeline_us = 0;
+  double pipeline_half_bytes = 0;
+  double nvls_pipeline_us = 0;
+  double nvls_pipeline_half_bytes = 0;
+  bool operator==(const CollectiveSpec&) const = default;
+};
+
 struct ClusterSpec {
   std::string name;
   std::string description;
@@ -77,6 +103,7 @@ struct ClusterSpec {
   int nics_per_node = 0;
   double nic_bytes_per_s = 0;  // per NIC, per direction (achievable, e.g. 24 GB/s for HDR 200 Gb/s)
   double nic_latency_us = 0;
+  CollectiveSpec collectives;  // optional `collectives:` section
 
   int world_size() const { return nodes * gpus_per_node; }
   // Inter-node bandwidth of one node (all its NICs), bytes/s per direction.

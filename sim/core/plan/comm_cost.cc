@@ -7,6 +7,7 @@
 #include <sstream>
 #include <vector>
 
+#include "core/plan/collective.h"
 #include "core/util/csv.h"
 #include "core/util/text.h"
 
@@ -67,22 +68,132 @@ bool ParseCommKind(const std::string& name, CommKind& out) {
   return false;
 }
 
-double AnalyticCommCost::Us(const CommCall& c) const {
+namespace {
+
+// The ring shapes' split (RingUs) into latency and volume.
+CommTime RingTime(const CommCall& c, double lat, double bw) {
+  const int d = std::max(c.group, 1);
+  CommTime t;
+  t.us = RingUs(c, lat, bw);
+  const double frac = d > 1 ? static_cast<double>(d - 1) / d : 0.0;
+  const double volume_us = frac * static_cast<double>(c.bytes) / bw * 1e6;
+  switch (c.kind) {
+    case CommKind::kAllReduce:
+    case CommKind::kReduceScatterAllGather:
+      t.volume_us = 2 * volume_us;
+      t.steps = 2 * int64_t{d - 1};
+      break;
+    case CommKind::kWeightAllGather:
+      t.volume_us = volume_us;
+      t.steps = std::max<int64_t>(c.buckets, 1) * (d - 1);
+      break;
+    default:
+      t.volume_us = volume_us;
+      t.steps = d - 1;
+  }
+  t.latency_us = t.us - t.volume_us;
+  t.steps = std::max<int64_t>(t.steps, 1);
+  return t;
+}
+
+// NCCL's choice for a DP collective call (collective.h), its parts summed.
+CommTime NcclTime(const CommCall& c, const CommSpec& comm) {
+  const CollectiveLinks links{comm.nvlink_bytes_per_s, comm.nic_bytes_per_s, comm.collectives};
+  const int d = std::max(c.group, 1);
+  const int per_node = c.ranks_per_node > 0         ? c.ranks_per_node
+                       : c.in_node                  ? d
+                       : comm.dp_ranks_per_node > 0 ? std::min(comm.dp_ranks_per_node, d)
+                                                    : 1;
+  const CollectiveGroup group{d, per_node};
+  CommTime t;
+  auto add = [&](const CollectiveTime& x, double times = 1.0) {
+    t.latency_us += times * x.latency_us;
+    t.volume_us += times * x.volume_us;
+    t.steps += static_cast<int64_t>(times) * x.steps;
+  };
+  t.steps = 0;
+  switch (c.kind) {
+    case CommKind::kAllReduce:
+      add(NcclCollective(CollectiveOp::kAllReduce, c.bytes, group, links));
+      break;
+    case CommKind::kReduceScatterAllGather:
+      add(NcclCollective(CollectiveOp::kReduceScatter, c.bytes, group, links));
+      add(NcclCollective(CollectiveOp::kAllGather, c.bytes, group, links));
+      break;
+    case CommKind::kReduceScatter:
+      add(NcclCollective(CollectiveOp::kReduceScatter, c.bytes, group, links));
+      if (c.replicas > 1) {
+        const int rep_per_node = c.replica_ranks_per_node > 0 ? c.replica_ranks_per_node : 1;
+        add(NcclCollective(CollectiveOp::kAllReduce, c.bytes / d, {c.replicas, rep_per_node}, links));
+      }
+      break;
+    case CommKind::kWeightAllGather: {
+      const int64_t b = std::max<int64_t>(c.buckets, 1);
+      // `b` calls of bytes / b: the latency b times, the volume once.
+      const CollectiveTime one = NcclCollective(CollectiveOp::kAllGather, c.bytes / b, group, links);
+      const CollectiveTime all = NcclCollective(CollectiveOp::kAllGather, c.bytes, group, links);
+      t.latency_us += static_cast<double>(b) * one.latency_us;
+      t.volume_us += all.volume_us;
+      t.steps += b * one.steps;
+      break;
+    }
+    default:
+      break;
+  }
+  t.steps = std::max<int64_t>(t.steps, 1);
+  t.us = t.latency_us + t.volume_us;
+  return t;
+}
+
+}  // namespace
+
+CommTime AnalyticCommCost::Time(const CommCall& c) const {
+  CommTime t;
   switch (c.kind) {
     case CommKind::kP2p:
       // Each hop on its own link when the layout is known (CommSpec::gpus_per_node); else the layout's one
       // pipeline link (p2p_*).
       if (comm_.gpus_per_node > 0 && comm_.nvlink_bytes_per_s > 0 && comm_.nic_bytes_per_s > 0)
-        return c.in_node ? TransferUs(c.bytes, comm_.nvlink_latency_us, comm_.nvlink_bytes_per_s)
+        t.us = c.in_node ? TransferUs(c.bytes, comm_.nvlink_latency_us, comm_.nvlink_bytes_per_s)
                          : TransferUs(c.bytes, comm_.nic_latency_us, comm_.nic_bytes_per_s);
-      return TransferUs(c.bytes, comm_.p2p_latency_us, comm_.p2p_bytes_per_s);
+      else
+        t.us = TransferUs(c.bytes, comm_.p2p_latency_us, comm_.p2p_bytes_per_s);
+      t.volume_us = t.us;
+      return t;
     case CommKind::kDispatch:
-      return c.in_node
+      t.us = c.in_node
                  ? comm_.nvlink_latency_us + static_cast<double>(c.bytes) / comm_.nvlink_bytes_per_s * 1e6
                  : comm_.nic_latency_us + static_cast<double>(c.bytes) / comm_.nic_bytes_per_s * 1e6;
+      t.volume_us = t.us;
+      return t;
     default:
-      return RingUs(c, comm_.dp_latency_us, comm_.dp_bytes_per_s);
+      break;
   }
+  CommCall call = c;
+  // Hybrid sharding (CommSpec::dp_shard_group): ZeRO-3's collectives over the shard group, the gradient
+  // reduce-scatter followed by the replicas' all-reduce of its shard.
+  const int g = comm_.dp_shard_group;
+  if (g > 1 && call.replicas <= 1 && call.group > g && call.group % g == 0 &&
+      (call.kind == CommKind::kReduceScatter || call.kind == CommKind::kWeightAllGather)) {
+    const int members_per_node =
+        comm_.dp_ranks_per_node > 0 ? comm_.dp_ranks_per_node : (call.in_node ? call.group : 1);
+    call.replicas = call.kind == CommKind::kReduceScatter ? call.group / g : 1;
+    call.group = g;
+    call.ranks_per_node = std::min(g, members_per_node);
+    call.replica_ranks_per_node = std::max(1, members_per_node / g);
+  }
+  if (comm_.collectives.model == "nccl" && call.group > 1) return NcclTime(call, comm_);
+  t = RingTime(call, comm_.dp_latency_us, comm_.dp_bytes_per_s);
+  if (call.kind == CommKind::kReduceScatter && call.replicas > 1) {
+    const CommTime ar =
+        RingTime({CommKind::kAllReduce, call.bytes / std::max(call.group, 1), call.replicas, call.in_node},
+                 comm_.dp_latency_us, comm_.dp_bytes_per_s);
+    t.latency_us += ar.latency_us;
+    t.volume_us += ar.volume_us;
+    t.us += ar.us;
+    t.steps += ar.steps;
+  }
+  return t;
 }
 
 const LinkCost* TableCommCost::Find(CommKind kind, bool in_node) const {
@@ -90,12 +201,15 @@ const LinkCost* TableCommCost::Find(CommKind kind, bool in_node) const {
   return it == table_.end() ? nullptr : &it->second;
 }
 
-double TableCommCost::Us(const CommCall& c) const {
+CommTime TableCommCost::Time(const CommCall& c) const {
   const LinkCost* row = Find(c.kind, c.in_node);
-  if (!row) return fallback_.Us(c);
-  if (c.kind == CommKind::kP2p || c.kind == CommKind::kDispatch)
-    return TransferUs(c.bytes, row->latency_us, row->bytes_per_s);
-  return RingUs(c, row->latency_us, row->bytes_per_s);
+  if (!row) return fallback_.Time(c);
+  if (c.kind == CommKind::kP2p || c.kind == CommKind::kDispatch) {
+    CommTime t;
+    t.us = t.volume_us = TransferUs(c.bytes, row->latency_us, row->bytes_per_s);
+    return t;
+  }
+  return RingTime(c, row->latency_us, row->bytes_per_s);
 }
 
 Result<TableCommCost> TableCommCost::Parse(const std::string& text, const std::string& name,

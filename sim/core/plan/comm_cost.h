@@ -3,7 +3,9 @@
 // group. The op graph prices every P2P send, data-dispatch transfer and DP collective through it. Two
 // implementations:
 //   AnalyticCommCost  the link model of the layout (CommSpec from LayoutComm): latency + bytes / bandwidth per
-//                     transfer, ring algorithms for collectives (the formulas in core/graph/op_graph.h);
+//                     transfer; collectives by the cluster's collective model (CommSpec::collectives): "ring",
+//                     flat rings at the DP link's speed (the formulas below), or "nccl", NCCL's algorithms
+//                     and protocols by size and group shape (core/plan/collective.h);
 //   TableCommCost     a measured table (e.g. fitted from the backend's runs): per (kind, link class) a latency and
 //                     a bandwidth, used in the same transfer and ring shapes; kinds or links without a row fall
 //                     back to the analytic model it was built from.
@@ -44,12 +46,29 @@ bool ParseCommKind(const std::string& name, CommKind& out);
 
 // One priced communication: `bytes` per rank (a collective's buffer, a send's payload), the ring's `group` size,
 // whether every link it crosses is inside a node (NVLink) and, for a chunk's weight all-gather, its bucket count.
+// Hybrid sharding (ZeRO-3 within shard groups, replicated across them: parallel.zero3_shard_group): `group` is
+// the shard group and `replicas` > 1 the number of groups; a ZeRO-3 gradient reduce-scatter is then followed by
+// an all-reduce of its 1/group shard across the replicas. ranks_per_node / replica_ranks_per_node: members of
+// the group / of a replica group (members `group` apart) that share a node, for the "nccl" model (0: the whole
+// group if in_node, else CommSpec::dp_ranks_per_node, else 1).
 struct CommCall {
   CommKind kind = CommKind::kP2p;
   int64_t bytes = 0;
   int group = 2;
   bool in_node = true;
   int64_t buckets = 1;
+  int replicas = 1;
+  int ranks_per_node = 0;
+  int replica_ranks_per_node = 0;
+};
+
+// A collective's time split for the SimGrid replay: us = latency_us + volume_us, run as `steps` sequential ring
+// steps (>= 1). A transfer: steps 1.
+struct CommTime {
+  double latency_us = 0;
+  double volume_us = 0;
+  double us = 0;
+  int64_t steps = 1;
 };
 
 class CommCostModel {
@@ -58,6 +77,13 @@ class CommCostModel {
   virtual std::string name() const = 0;
   // Duration in microseconds (>= 0).
   virtual double Us(const CommCall& call) const = 0;
+  // The same split into latency and volume, with the sequential steps it takes (the SimGrid engine's rings);
+  // by default all volume, one step.
+  virtual CommTime Time(const CommCall& call) const {
+    CommTime t;
+    t.us = t.volume_us = Us(call);
+    return t;
+  }
 };
 
 class AnalyticCommCost : public CommCostModel {
@@ -68,7 +94,11 @@ class AnalyticCommCost : public CommCostModel {
   // GPU's NIC share by in_node; rings over the DP link (CommSpec::dp_*), d = group, frac = (d-1)/d:
   //   all_reduce 2 frac b / bw + 2 (d-1) lat; reduce_scatter_all_gather 2 (frac b / bw + (d-1) lat);
   //   reduce_scatter frac b / bw + (d-1) lat; weight_all_gather buckets (d-1) lat + frac b / bw.
-  double Us(const CommCall& call) const override;
+  // With the "nccl" collective model (core/plan/collective.h, NCCL's choice per call): all_reduce one all-reduce;
+  // reduce_scatter_all_gather a reduce-scatter and an all-gather; reduce_scatter a reduce-scatter (+ the
+  // replicas' all-reduce of its shard, bytes / group); weight_all_gather `buckets` all-gathers of bytes / buckets.
+  double Us(const CommCall& call) const override { return Time(call).us; }
+  CommTime Time(const CommCall& call) const override;
   const CommSpec& comm() const { return comm_; }
 
  private:
@@ -89,7 +119,8 @@ class TableCommCost : public CommCostModel {
 
   std::string name() const override { return "table"; }
   // The analytic shapes with the row's latency and bandwidth for (kind, link); the fallback without a row.
-  double Us(const CommCall& call) const override;
+  double Us(const CommCall& call) const override { return Time(call).us; }
+  CommTime Time(const CommCall& call) const override;
   void Set(CommKind kind, bool in_node, LinkCost cost) { table_[{kind, in_node}] = cost; }
   const LinkCost* Find(CommKind kind, bool in_node) const;
   // CSV text in the format above (rows sorted).

@@ -52,8 +52,10 @@ int64_t ModelStates::Total() const {
 
 ModelStates ModelStatesOf(const ParallelConfig& parallel, int64_t params) {
   const int64_t per_gpu = CeilDiv(params, std::max(1, parallel.tp));
-  const int64_t dp =
+  int64_t dp =
       static_cast<int64_t>(std::max(1, parallel.dp)) * std::max(1, parallel.sp);  // ZeRO over dp x sp
+  if (parallel.zero_stage == 3 && parallel.zero3_shard_group > 0 && parallel.zero3_shard_group < dp)
+    dp = parallel.zero3_shard_group;  // hybrid sharding: states sharded within the group
   const OptimizerBytes b = OptimizerBytesFor(parallel);
   auto shard = [&](int bytes, int from_stage) {
     const int64_t whole = bytes * per_gpu;

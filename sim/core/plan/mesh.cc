@@ -133,4 +133,9 @@ int DeviceMesh::SpUlyssesPeer(int device, int sp_group, int ulysses, int delta) 
   return Device(next / sp_, device % pp_, next % sp_);
 }
 
+int DeviceMesh::DpRanksPerNode() const {
+  if (gpus_per_node_ <= 0) return 1;
+  return std::clamp(gpus_per_node_ / tp_, 1, sp_ * dp_);
+}
+
 }  // namespace mmtwin

@@ -99,6 +99,11 @@ class DeviceMesh {
   // Whether a whole DP group (the tp * sp * dp consecutive ranks of one stage) fits in one node, so that DP rings
   // stay on NVLink: FitsInNode(tp * sp * dp, gpus_per_node). False when gpus_per_node is unknown.
   bool DpGroupInNode() const { return FitsInNode(static_cast<int64_t>(tp_) * sp_ * dp_, gpus_per_node_); }
+  // Members of one stage's DP group (its sp * dp replicas, tp ranks apart) that share a node: gpus_per_node / tp,
+  // within [1, sp * dp]; 1 when gpus_per_node is unknown. A group of `size` consecutive members (an HSDP shard
+  // group) has min(size, this) per node; one of members `stride` apart (an HSDP replica group)
+  // max(1, this / stride).
+  int DpRanksPerNode() const;
 
   // The group along `dim` that holds `rank`; every rank is in exactly one group per dimension.
   RankGroup Group(MeshDim dim, int rank) const;

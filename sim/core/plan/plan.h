@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cluster/cluster.h"
 #include "core/plan/dispatch.h"
 #include "core/util/numeric.h"
 #include "core/util/status.h"
@@ -41,6 +42,11 @@ struct ParallelConfig {
   // ZeRO-3's implementation, for its transient unsharded buffers (core/plan/memory.h): "simple" (none counted),
   // "fsdp" (PyTorch FSDP, one flat parameter per layer) or "deepspeed" (DeepSpeed ZeRO-3 buckets).
   std::string zero3_impl = "simple";
+  // Hybrid sharding (PyTorch HSDP / FSDP HYBRID_SHARD, DeepSpeed MiCS): ZeRO-3 shards model states within
+  // groups of this many consecutive DP ranks (of the dp x sp ZeRO group) and replicates them across the groups;
+  // weights are all-gathered and gradients reduce-scattered inside a group, then the gradient shards all-reduced
+  // across the groups. 0 (or dp x sp): one group, plain ZeRO-3.
+  int zero3_shard_group = 0;
   // Which model-state buffers the framework keeps (core/plan/memory.h OptimizerBytesFor): "simple" (bf16 weights
   // and grads, fp32 master and Adam moments), "megatron" (Megatron-LM bf16: fp32 main_grad instead of bf16
   // grads), "deepspeed" (DeepSpeed BF16_Optimizer / ZeRO: bf16 grads and fp32 grads), "fsdp" (PyTorch FSDP
@@ -302,6 +308,14 @@ struct CommSpec {
   double nvlink_latency_us = 0;
   double nic_bytes_per_s = 0;  // per GPU: nics_per_node * nic_bytes_per_s / gpus_per_node
   double nic_latency_us = 0;
+  // How collectives run (cluster.h CollectiveSpec; "ring" keeps the dp_* ring above) and how many members of a
+  // stage's DP group (dp x sp replicas) share a node (DeviceMesh::DpRanksPerNode; 0: unknown, the whole group
+  // when the ring is priced in a node, else 1).
+  CollectiveSpec collectives;
+  int dp_ranks_per_node = 0;
+  // ParallelConfig::zero3_shard_group when it splits the DP group (ZeRO-3 only), else 0: ZeRO-3's weight
+  // all-gathers and gradient reduce-scatters run over it, then an all-reduce across the replicas (comm_cost.h).
+  int dp_shard_group = 0;
 };
 
 }  // namespace mmtwin

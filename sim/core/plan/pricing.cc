@@ -662,6 +662,11 @@ CommSpec LayoutComm(const ClusterSpec& cluster, const ParallelConfig& parallel) 
   s.nvlink_latency_us = cluster.nvlink_latency_us;
   s.nic_bytes_per_s = nic_share;
   s.nic_latency_us = cluster.nic_latency_us;
+  s.collectives = cluster.collectives;
+  s.dp_ranks_per_node = mesh.DpRanksPerNode();
+  if (parallel.zero_stage == 3 && parallel.zero3_shard_group > 0 &&
+      parallel.zero3_shard_group < mesh.dp() * mesh.sp())
+    s.dp_shard_group = parallel.zero3_shard_group;
   return s;
 }
 

@@ -124,6 +124,17 @@ Status CheckParallel(const Scenario& s) {
     return FieldError(
         s, "parallel.zero3_impl",
         "unknown ZeRO-3 implementation '" + p.zero3_impl + "'; valid values are: " + Join(kZero3Impls));
+  if (p.zero3_shard_group != 0) {
+    const int64_t zero_group = static_cast<int64_t>(p.dp) * std::max(1, p.sp);
+    if (p.zero_stage != 3)
+      return FieldError(
+          s, "parallel.zero3_shard_group",
+          "hybrid sharding needs parallel.zero_stage 3 (got " + std::to_string(p.zero_stage) + ")");
+    if (zero_group % p.zero3_shard_group != 0)
+      return FieldError(s, "parallel.zero3_shard_group",
+                        std::to_string(p.zero3_shard_group) +
+                            " does not divide the ZeRO group dp x sp = " + std::to_string(zero_group));
+  }
   const int64_t world = World(p);
   if (world > kMaxWorld)
     return FieldError(

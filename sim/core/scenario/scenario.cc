@@ -461,6 +461,7 @@ std::string FormatScenario(const Scenario& s) {
   e << YAML::Key << "tp_sequence_parallel" << YAML::Value << (p.tp_sequence_parallel ? "true" : "false");
   if (p.zero3_impl != "simple") e << YAML::Key << "zero3_impl" << YAML::Value << p.zero3_impl;
   if (p.optimizer_memory != "auto") e << YAML::Key << "optimizer_memory" << YAML::Value << p.optimizer_memory;
+  if (p.zero3_shard_group != 0) e << YAML::Key << "zero3_shard_group" << YAML::Value << p.zero3_shard_group;
   // Sequence parallelism only when used, so that existing run keys and resolved scenarios stay the same.
   if (p.sp != 1 || p.sp_ulysses != 0 || p.sp_ring != 0) {
     e << YAML::Key << "sp" << YAML::Value << p.sp;
@@ -536,7 +537,7 @@ bool operator==(const Scenario& a, const Scenario& b) {
       p.dp == q.dp && p.tp == q.tp && p.pp == q.pp && p.vpp == q.vpp && p.micro_batches == q.micro_batches &&
       p.zero_stage == q.zero_stage && p.tp_sequence_parallel == q.tp_sequence_parallel && p.sp == q.sp &&
       p.sp_ulysses == q.sp_ulysses && p.sp_ring == q.sp_ring && p.zero3_impl == q.zero3_impl &&
-      p.optimizer_memory == q.optimizer_memory;
+      p.optimizer_memory == q.optimizer_memory && p.zero3_shard_group == q.zero3_shard_group;
   return a.name == b.name && a.description == b.description && a.trace == b.trace && a.model == b.model &&
          a.image_px == b.image_px && a.token_merge == b.token_merge && a.attention == b.attention &&
          a.cluster == b.cluster && a.nodes == b.nodes && a.device == b.device && same_parallel &&

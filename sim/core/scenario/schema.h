@@ -20,9 +20,19 @@ inline const std::vector<std::string> kTopKeys = {"name",    "description", "tra
 inline const std::vector<std::string> kTraceKeys = {"file", "preset", "samples", "seed", "sequence_tokens"};
 inline const std::vector<std::string> kModelKeys = {"name", "image_px", "token_merge", "attention"};
 inline const std::vector<std::string> kClusterKeys = {"preset", "nodes", "device"};
-inline const std::vector<std::string> kParallelKeys = {
-    "dp", "tp",         "pp",      "vpp",       "micro_batches", "zero_stage", "tp_sequence_parallel",
-    "sp", "sp_ulysses", "sp_ring", "zero3_impl", "optimizer_memory"};
+inline const std::vector<std::string> kParallelKeys = {"dp",
+                                                       "tp",
+                                                       "pp",
+                                                       "vpp",
+                                                       "micro_batches",
+                                                       "zero_stage",
+                                                       "tp_sequence_parallel",
+                                                       "sp",
+                                                       "sp_ulysses",
+                                                       "sp_ring",
+                                                       "zero3_impl",
+                                                       "optimizer_memory",
+                                                       "zero3_shard_group"};
 inline const std::vector<std::string> kPolicyKinds = {"data", "partition", "recompute", "schedule", "sp"};
 inline const std::vector<std::string> kPolicyKeys = {"name", "params"};
 inline const std::vector<std::string> kBackendKeys = {"width_divisor", "layers", "warmup_iterations",
@@ -54,7 +64,8 @@ inline constexpr ParallelInt kParallelInts[] = {
     {"zero_stage", &ParallelConfig::zero_stage, 0, 3},
     {"sp", &ParallelConfig::sp, 1, kMaxDegree},
     {"sp_ulysses", &ParallelConfig::sp_ulysses, 0, kMaxDegree},
-    {"sp_ring", &ParallelConfig::sp_ring, 0, kMaxDegree}};
+    {"sp_ring", &ParallelConfig::sp_ring, 0, kMaxDegree},
+    {"zero3_shard_group", &ParallelConfig::zero3_shard_group, 0, kMaxDegree}};
 inline const std::vector<std::string> kZero3Impls = {"simple", "fsdp", "deepspeed"};
 
 // An integer key of `backend` and the field it fills.
