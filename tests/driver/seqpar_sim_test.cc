@@ -199,6 +199,55 @@ TEST(SeqParSimTest, TwoStageShardingBalancesTokensAndChargesTheRedistribution) {
   EXPECT_EQ(one.sp_bytes, 32 * UlyssesAllToAllBytes(tf, 1784, 2, 1, false));
 }
 
+// Both shardings price the same tokens whatever the data policy's packing (issue 28 item 6): the SP group holds
+// the micro-batch as one packed sequence, so a padded plan prices exactly what a packed one does. Before, two-stage
+// padded every sample to the longest (2 x 1784 tokens) while one-stage kept the real 2578, so on this micro-batch
+// two-stage came out slower than one-stage. Here two-stage is 1289 tokens per rank against one-stage's 1784 and
+// wins in both passes.
+TEST(SeqParSimTest, BothShardingsPriceThePackedTokensUnderAPaddedPlan) {
+  auto model = LoadModel("longvila-8b");
+  auto cluster = LoadCluster("h100-8x400g", 1);
+  ASSERT_TRUE(model.ok() && cluster.ok());
+  const AnalyticCostModel cost(cluster->device, {});
+  std::vector<Sample> samples(2);
+  samples[0].video_frames = 4;
+  samples[0].text_tokens = 1000;
+  samples[1].video_frames = 4;
+  samples[1].text_tokens = 10;
+  std::vector<SampleTokens> mb;
+  for (const Sample& x : samples) mb.push_back(TokensFor(*model, x));
+  ParallelConfig pc;
+  pc.sp = 2;
+  pc.sp_method = "2d";
+  const Partition part{{0, static_cast<int>(Layers(*model).size())}};
+  ChunkCost c[2][2];  // [one-stage][padded]
+  for (int one = 0; one < 2; ++one) {
+    pc.sp_one_stage = one == 1;
+    const Pricer pricer(*model, cost, *cluster, pc);
+    pricer.PriceMicroBatch(mb, Packing::kVarlen, part, RecomputePlan{}, &c[one][0]);
+    pricer.PriceMicroBatch(mb, Packing::kPadded, part, RecomputePlan{}, &c[one][1]);
+    EXPECT_EQ(c[one][1].fwd_us, c[one][0].fwd_us) << one;
+    EXPECT_EQ(c[one][1].bwd_us, c[one][0].bwd_us) << one;
+    EXPECT_EQ(c[one][1].sp_bytes, c[one][0].sp_bytes) << one;
+    EXPECT_EQ(c[one][1].model_flops, c[one][0].model_flops) << one;
+  }
+  EXPECT_LT(c[0][1].fwd_us + c[0][1].sp_fwd_us, c[1][1].fwd_us + c[1][1].sp_fwd_us);
+  EXPECT_LT(c[0][1].bwd_us + c[0][1].sp_bwd_us, c[1][1].bwd_us + c[1][1].sp_bwd_us);
+  // The same token count: on a balanced micro-batch (equal texts, f = 1) one-stage's busiest rank holds what
+  // two-stage gives every rank, so the two differ by the redistribution alone.
+  samples[1].text_tokens = 1000;
+  mb = {TokensFor(*model, samples[0]), TokensFor(*model, samples[1])};
+  ChunkCost two, one;
+  pc.sp_one_stage = false;
+  Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kPadded, part, RecomputePlan{}, &two);
+  pc.sp_one_stage = true;
+  Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kPadded, part, RecomputePlan{}, &one);
+  EXPECT_EQ(two.fwd_us, one.fwd_us);
+  EXPECT_EQ(two.bwd_us, one.bwd_us);
+  const int64_t redistribution = static_cast<int64_t>(1568.0 / 2 * 4096 * 2 * 0.5);
+  EXPECT_EQ(two.sp_bytes - one.sp_bytes, redistribution);
+}
+
 }  // namespace
 }  // namespace mmtwin
 

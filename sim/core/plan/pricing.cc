@@ -384,7 +384,7 @@ struct SpShards {
 };
 
 SpShards ShardForSp(const ModelSpec& model, const SpLayout& sp, int llm_component, int tp,
-                    const std::vector<SampleTokens>& mb, Packing packing) {
+                    const std::vector<SampleTokens>& mb) {
   const int S = sp.sp;
   SpShards out;
   int64_t units = 0;
@@ -394,25 +394,23 @@ SpShards ShardForSp(const ModelSpec& model, const SpLayout& sp, int llm_componen
   }
   // MM-SP stage one: tiles / frames spread evenly, ceil(units / S) on the busiest rank.
   out.unit_share = units > 0 ? static_cast<double>((units + S - 1) / S) / static_cast<double>(units) : 0;
-  // Stage two: every LLM sample padded to the layout's units and sharded evenly.
-  int64_t longest = 0;
-  for (const SampleTokens& t : mb)
-    if (t.llm_tokens > 0) {
-      out.lens.push_back(t.llm_tokens);
-      longest = std::max(longest, t.llm_tokens);
-    }
-  if (packing == Packing::kPadded)
-    for (int64_t& n : out.lens) n = longest;
+  // Stage two: every LLM sample padded to the layout's units and sharded evenly. The SP group holds the
+  // micro-batch as one packed sequence (seqpar.h) whatever the data policy's packing: a sample is padded to the
+  // layout's units only, never to the micro-batch's longest sample, under both shardings.
   const int64_t pad_units = SpPadUnits(sp);
-  for (int64_t& n : out.lens) {
-    n = SpPaddedTokens(n, pad_units);
-    out.padded += n;
-  }
+  std::vector<int64_t> sample_len(mb.size(), 0);  // each sample's padded LLM tokens (0: none)
+  for (size_t j = 0; j < mb.size(); ++j)
+    if (mb[j].llm_tokens > 0) {
+      sample_len[j] = SpPaddedTokens(mb[j].llm_tokens, pad_units);
+      out.lens.push_back(sample_len[j]);
+      out.padded += sample_len[j];
+    }
   out.rank_tokens = out.padded / S;
   // One-stage sharding (SpLayout::one_stage): the sequence is cut where the frames are. Frames are dealt
-  // round-robin over the S ranks (global frame g on rank g mod S), sample j's text goes to rank j mod S; the
-  // busiest rank's LLM tokens n_max against the mean n: its linear work, its ring blocks (attention and KV
-  // bytes) and its all-to-all bytes scale by f = n_max / n. Two-stage: the vision embeddings move from the
+  // round-robin over the S ranks (global frame g on rank g mod S), sample j's text (and its padding to the
+  // layout's units) goes to rank j mod S; the busiest rank's LLM tokens n_max against the mean n = padded / S
+  // (the same tokens two-stage shards): its linear work, its ring blocks (attention and KV bytes) and its
+  // all-to-all bytes scale by f = n_max / n. Two-stage: the vision embeddings move from the
   // frame layout to the even token shards, an all-to-all of (S - 1) / S of each rank's vision tokens x LLM
   // hidden x 2 bytes (and their gradients back), charged before the LLM.
   // Each unit of a sample carries its share of the sample's vision LLM tokens (equal for tiles and frames at
@@ -428,12 +426,12 @@ SpShards ShardForSp(const ModelSpec& model, const SpLayout& sp, int llm_componen
                                                     static_cast<double>(mb[j].vision_units)
                                               : 0;
     for (int64_t u = 0; u < mb[j].vision_units; ++u) load[(g++) % S] += tpf;
-    load[j % S] += static_cast<double>(mb[j].llm_tokens) - vis;
+    load[j % S] += static_cast<double>(sample_len[j]) - vis;
   }
   const double total = std::accumulate(load.begin(), load.end(), 0.0);
   if (sp.one_stage && total > 0) {
     out.f = *std::max_element(load.begin(), load.end()) / (total / S);
-    out.rank_tokens = static_cast<int64_t>(std::ceil(static_cast<double>(out.llm_tokens) / S * out.f));
+    out.rank_tokens = static_cast<int64_t>(std::ceil(static_cast<double>(out.padded) / S * out.f));
   } else if (llm_component >= 0) {
     const double h = static_cast<double>(model.components[llm_component].tf.hidden);
     out.redistribute_bytes = vision_llm / S * h * 2.0 * (S - 1) / S / tp;
@@ -566,12 +564,12 @@ void AddSpBlock(const SpAttention& a, bool rc, ChunkCost& cc) {
 
 }  // namespace
 
-void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing packing,
+void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing /*packing*/,
                                const Partition& partition, const RecomputePlan& recompute,
                                ChunkCost* out) const {
   const int S = sp_.sp, tp = std::max(1, parallel_.tp);
   const int nc = static_cast<int>(model_.components.size());
-  const SpShards sh = ShardForSp(model_, sp_, llm_component_, tp, mb, packing);
+  const SpShards sh = ShardForSp(model_, sp_, llm_component_, tp, mb);  // packed whatever `packing`
   // Whole micro-batch (for the useful FLOPs) and per-rank workloads.
   std::vector<LayerWorkload> whole(nc);
   for (int c = 0; c < nc; ++c) whole[c] = ComponentWorkload(model_, c, mb, Packing::kVarlen);

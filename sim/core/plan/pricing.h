@@ -12,7 +12,8 @@
 // Sequence parallelism (parallel.sp > 1, core/plan/seqpar.h): the micro-batch is priced for one SP rank in
 // lockstep with its group. Vision encoders and projectors get ceil(units / S) of the micro-batch's tiles/frames
 // (MM-SP stage one); the LLM's samples are padded with dummy tokens to SpPadUnits and sharded evenly (stage two),
-// tokens_per_rank = padded / S. An LLM block's time is its linear part at tokens_per_rank plus its attention:
+// tokens_per_rank = padded / S. The SP group holds the micro-batch as one packed sequence whatever the plan's
+// packing (a padded data policy pads nothing under SP): one-stage and two-stage sharding price the same tokens. An LLM block's time is its linear part at tokens_per_rank plus its attention:
 //   ring (contiguous / zigzag over R ring ranks, heads / U per rank after the Ulysses all-to-all): per step s of
 //   rank r, compute = RankStepPairs[r][s] / U x the cost model's time per square pair; transfer = latency +
 //   RingStepKvBytes / bw (backward: twice the bytes, KV and dKV); pass time = RingPassUs (slowest rank, steps
