@@ -277,8 +277,10 @@ TEST(SeqParSimTest, RingKvBuffersAreCountedPerRank) {
   const SpBufferBytes rb = SpAttentionBufferBytes(ring, tf, 65536 / 8, 1);
   EXPECT_EQ(c.forward_transient_bytes, rb.forward);
   EXPECT_EQ(c.sp_ring_fwd_bytes, 32 * 7 * RingStepKvBytes(tf, 65536 / 8, 1, 1, false));
-  EXPECT_EQ(c.sp_ring_bwd_bytes, 2 * c.sp_ring_fwd_bytes);
-  pc.sp_method = "megatron-cp";  // the same zigzag ring: the layers cost the same, only the buffers differ
+  // ring-flash-attention's backward: KV on R - 1 steps, dK and dV in fp32 (twice the KV bytes) on all R.
+  const int64_t kv = RingStepKvBytes(tf, 65536 / 8, 1, 1, false);
+  EXPECT_EQ(c.sp_ring_bwd_bytes, 32 * (7 * kv + 8 * 2 * kv));
+  pc.sp_method = "megatron-cp";  // TransformerEngine's P2P ring: bf16 dKV, other buffers
   Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kVarlen, part, RecomputePlan{}, &cp);
   SpLayout mcp = ring;
   mcp.method = SpMethod::kMegatronCp;
@@ -286,6 +288,7 @@ TEST(SeqParSimTest, RingKvBuffersAreCountedPerRank) {
   EXPECT_EQ(cp.forward_transient_bytes, mb_.forward);
   EXPECT_GT(cp.forward_transient_bytes, c.forward_transient_bytes);
   EXPECT_EQ(cp.backward_transient_bytes - c.backward_transient_bytes, mb_.backward - rb.backward);
+  EXPECT_EQ(cp.sp_ring_bwd_bytes, 32 * 2 * 7 * kv);
   pc.sp_method =
       "ulysses";  // no ring: the all-to-alls' receive buffers only (4 divides 28 heads, 4 KV heads)
   pc.sp = 4;
@@ -295,6 +298,57 @@ TEST(SeqParSimTest, RingKvBuffersAreCountedPerRank) {
   u.sp = u.ulysses = 4;
   EXPECT_EQ(c.forward_transient_bytes, SpAttentionBufferBytes(u, tf, 65536, 1).forward);
   EXPECT_EQ(c.sp_ring_fwd_bytes, 0);
+}
+
+}  // namespace
+}  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+// Megatron CP's all-gather variant (TransformerEngine AttnFuncWithCPAndKVAllGather) against the zigzag ring on
+// one node: every layer all-gathers (R - 1) / R of the full KV (K and V: two ring collectives, (R - 1) NVLink
+// latencies each), exposed; the backward gathers again and reduce-scatters dK, dV. The attention pairs are the
+// ring's, in two kernels instead of R steps.
+TEST(SeqParSimTest, MegatronCpAllGatherMovesTheGatheredKvExposed) {
+  auto model = LoadModel("longvila-8b");
+  auto cluster = LoadCluster("h100-8x400g", 1);
+  ASSERT_TRUE(model.ok() && cluster.ok());
+  const AnalyticCostModel cost(cluster->device, {});
+  Sample x;
+  x.text_tokens = 65536;
+  const std::vector<SampleTokens> mb = {TokensFor(*model, x)};
+  ParallelConfig pc;
+  pc.sp = 8;
+  pc.sp_method = "megatron-cp-ag";
+  const Partition part{{0, static_cast<int>(Layers(*model).size())}};
+  ChunkCost ag, zz, cp;
+  Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kVarlen, part, RecomputePlan{}, &ag);
+  const TransformerConfig& tf = model->components.back().tf;
+  const int R = 8;
+  const int64_t kv = RingStepKvBytes(tf, 65536 / R, 1, 1, false);
+  const int64_t full_kv = 65536LL * 2 * tf.kv_heads * tf.head_dim * 2;  // K and V of the whole sequence, bf16
+  EXPECT_EQ(kv * R, full_kv);
+  EXPECT_EQ(ag.sp_ring_fwd_bytes, 32 * (R - 1) * kv);  // (R - 1) / R of the full KV per layer
+  EXPECT_EQ(ag.sp_ring_bwd_bytes, 2 * ag.sp_ring_fwd_bytes);
+  const double ag_us = 2.0 * (R - 1) * cluster->nvlink_latency_us +
+                       static_cast<double>((R - 1) * kv) / cluster->nvlink_bytes_per_s * 1e6;
+  EXPECT_NEAR(ag.sp_fwd_us, 32 * ag_us, 1e-6 * ag.sp_fwd_us);
+  EXPECT_NEAR(ag.sp_bwd_us, 2 * 32 * ag_us, 1e-6 * ag.sp_bwd_us);
+  // The three implementations differ, and inside a node the rings hide their KV while the all-gather cannot.
+  pc.sp_method = "zigzag-ring";
+  Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kVarlen, part, RecomputePlan{}, &zz);
+  pc.sp_method = "megatron-cp";
+  Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kVarlen, part, RecomputePlan{}, &cp);
+  EXPECT_NE(zz.fwd_us, cp.fwd_us);
+  EXPECT_NE(zz.bwd_us + zz.sp_bwd_us, cp.bwd_us + cp.sp_bwd_us);
+  EXPECT_GT(ag.sp_fwd_us, zz.sp_fwd_us);
+  // ring-flash-attention's fp32 update per step costs more than TE's bf16 corrections after the loop.
+  EXPECT_GT(zz.fwd_us, cp.fwd_us);
+  // Its last dK, dV transfer (fp32) is exposed after the loop: at least its latency and bytes per layer.
+  EXPECT_GE(zz.sp_bwd_us,
+            32 * (cluster->nvlink_latency_us + 2.0 * kv / cluster->nvlink_bytes_per_s * 1e6) - 1e-6);
+  EXPECT_EQ(cp.sp_bwd_us, 0);
 }
 
 }  // namespace
