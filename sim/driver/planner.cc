@@ -521,6 +521,7 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
     plan.parallel.sp_ulysses = layout->ulysses;
     plan.parallel.sp_ring = layout->ring;
     plan.parallel.sp_one_stage = layout->one_stage;
+    plan.parallel.sp_params = s.sp.params;
   }
   plan.packed = data.packed;
   plan.iterations_in_epoch = static_cast<int64_t>(data.steps.size()) / par.micro_batches;

@@ -199,6 +199,55 @@ TEST(SeqParSimTest, TwoStageShardingBalancesTokensAndChargesTheRedistribution) {
   EXPECT_EQ(one.sp_bytes, 32 * UlyssesAllToAllBytes(tf, 1784, 2, 1, false));
 }
 
+// Both shardings price the same tokens whatever the data policy's packing (issue 28 item 6): the SP group holds
+// the micro-batch as one packed sequence, so a padded plan prices exactly what a packed one does. Before, two-stage
+// padded every sample to the longest (2 x 1784 tokens) while one-stage kept the real 2578, so on this micro-batch
+// two-stage came out slower than one-stage. Here two-stage is 1289 tokens per rank against one-stage's 1784 and
+// wins in both passes.
+TEST(SeqParSimTest, BothShardingsPriceThePackedTokensUnderAPaddedPlan) {
+  auto model = LoadModel("longvila-8b");
+  auto cluster = LoadCluster("h100-8x400g", 1);
+  ASSERT_TRUE(model.ok() && cluster.ok());
+  const AnalyticCostModel cost(cluster->device, {});
+  std::vector<Sample> samples(2);
+  samples[0].video_frames = 4;
+  samples[0].text_tokens = 1000;
+  samples[1].video_frames = 4;
+  samples[1].text_tokens = 10;
+  std::vector<SampleTokens> mb;
+  for (const Sample& x : samples) mb.push_back(TokensFor(*model, x));
+  ParallelConfig pc;
+  pc.sp = 2;
+  pc.sp_method = "2d";
+  const Partition part{{0, static_cast<int>(Layers(*model).size())}};
+  ChunkCost c[2][2];  // [one-stage][padded]
+  for (int one = 0; one < 2; ++one) {
+    pc.sp_one_stage = one == 1;
+    const Pricer pricer(*model, cost, *cluster, pc);
+    pricer.PriceMicroBatch(mb, Packing::kVarlen, part, RecomputePlan{}, &c[one][0]);
+    pricer.PriceMicroBatch(mb, Packing::kPadded, part, RecomputePlan{}, &c[one][1]);
+    EXPECT_EQ(c[one][1].fwd_us, c[one][0].fwd_us) << one;
+    EXPECT_EQ(c[one][1].bwd_us, c[one][0].bwd_us) << one;
+    EXPECT_EQ(c[one][1].sp_bytes, c[one][0].sp_bytes) << one;
+    EXPECT_EQ(c[one][1].model_flops, c[one][0].model_flops) << one;
+  }
+  EXPECT_LT(c[0][1].fwd_us + c[0][1].sp_fwd_us, c[1][1].fwd_us + c[1][1].sp_fwd_us);
+  EXPECT_LT(c[0][1].bwd_us + c[0][1].sp_bwd_us, c[1][1].bwd_us + c[1][1].sp_bwd_us);
+  // The same token count: on a balanced micro-batch (equal texts, f = 1) one-stage's busiest rank holds what
+  // two-stage gives every rank, so the two differ by the redistribution alone.
+  samples[1].text_tokens = 1000;
+  mb = {TokensFor(*model, samples[0]), TokensFor(*model, samples[1])};
+  ChunkCost two, one;
+  pc.sp_one_stage = false;
+  Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kPadded, part, RecomputePlan{}, &two);
+  pc.sp_one_stage = true;
+  Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kPadded, part, RecomputePlan{}, &one);
+  EXPECT_EQ(two.fwd_us, one.fwd_us);
+  EXPECT_EQ(two.bwd_us, one.bwd_us);
+  const int64_t redistribution = static_cast<int64_t>(1568.0 / 2 * 4096 * 2 * 0.5);
+  EXPECT_EQ(two.sp_bytes - one.sp_bytes, redistribution);
+}
+
 }  // namespace
 }  // namespace mmtwin
 
@@ -228,8 +277,10 @@ TEST(SeqParSimTest, RingKvBuffersAreCountedPerRank) {
   const SpBufferBytes rb = SpAttentionBufferBytes(ring, tf, 65536 / 8, 1);
   EXPECT_EQ(c.forward_transient_bytes, rb.forward);
   EXPECT_EQ(c.sp_ring_fwd_bytes, 32 * 7 * RingStepKvBytes(tf, 65536 / 8, 1, 1, false));
-  EXPECT_EQ(c.sp_ring_bwd_bytes, 2 * c.sp_ring_fwd_bytes);
-  pc.sp_method = "megatron-cp";  // the same zigzag ring: the layers cost the same, only the buffers differ
+  // ring-flash-attention's backward: KV on R - 1 steps, dK and dV in fp32 (twice the KV bytes) on all R.
+  const int64_t kv = RingStepKvBytes(tf, 65536 / 8, 1, 1, false);
+  EXPECT_EQ(c.sp_ring_bwd_bytes, 32 * (7 * kv + 8 * 2 * kv));
+  pc.sp_method = "megatron-cp";  // TransformerEngine's P2P ring: bf16 dKV, other buffers
   Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kVarlen, part, RecomputePlan{}, &cp);
   SpLayout mcp = ring;
   mcp.method = SpMethod::kMegatronCp;
@@ -237,6 +288,7 @@ TEST(SeqParSimTest, RingKvBuffersAreCountedPerRank) {
   EXPECT_EQ(cp.forward_transient_bytes, mb_.forward);
   EXPECT_GT(cp.forward_transient_bytes, c.forward_transient_bytes);
   EXPECT_EQ(cp.backward_transient_bytes - c.backward_transient_bytes, mb_.backward - rb.backward);
+  EXPECT_EQ(cp.sp_ring_bwd_bytes, 32 * 2 * 7 * kv);
   pc.sp_method =
       "ulysses";  // no ring: the all-to-alls' receive buffers only (4 divides 28 heads, 4 KV heads)
   pc.sp = 4;
@@ -246,6 +298,57 @@ TEST(SeqParSimTest, RingKvBuffersAreCountedPerRank) {
   u.sp = u.ulysses = 4;
   EXPECT_EQ(c.forward_transient_bytes, SpAttentionBufferBytes(u, tf, 65536, 1).forward);
   EXPECT_EQ(c.sp_ring_fwd_bytes, 0);
+}
+
+}  // namespace
+}  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+// Megatron CP's all-gather variant (TransformerEngine AttnFuncWithCPAndKVAllGather) against the zigzag ring on
+// one node: every layer all-gathers (R - 1) / R of the full KV (K and V: two ring collectives, (R - 1) NVLink
+// latencies each), exposed; the backward gathers again and reduce-scatters dK, dV. The attention pairs are the
+// ring's, in two kernels instead of R steps.
+TEST(SeqParSimTest, MegatronCpAllGatherMovesTheGatheredKvExposed) {
+  auto model = LoadModel("longvila-8b");
+  auto cluster = LoadCluster("h100-8x400g", 1);
+  ASSERT_TRUE(model.ok() && cluster.ok());
+  const AnalyticCostModel cost(cluster->device, {});
+  Sample x;
+  x.text_tokens = 65536;
+  const std::vector<SampleTokens> mb = {TokensFor(*model, x)};
+  ParallelConfig pc;
+  pc.sp = 8;
+  pc.sp_method = "megatron-cp-ag";
+  const Partition part{{0, static_cast<int>(Layers(*model).size())}};
+  ChunkCost ag, zz, cp;
+  Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kVarlen, part, RecomputePlan{}, &ag);
+  const TransformerConfig& tf = model->components.back().tf;
+  const int R = 8;
+  const int64_t kv = RingStepKvBytes(tf, 65536 / R, 1, 1, false);
+  const int64_t full_kv = 65536LL * 2 * tf.kv_heads * tf.head_dim * 2;  // K and V of the whole sequence, bf16
+  EXPECT_EQ(kv * R, full_kv);
+  EXPECT_EQ(ag.sp_ring_fwd_bytes, 32 * (R - 1) * kv);  // (R - 1) / R of the full KV per layer
+  EXPECT_EQ(ag.sp_ring_bwd_bytes, 2 * ag.sp_ring_fwd_bytes);
+  const double ag_us = 2.0 * (R - 1) * cluster->nvlink_latency_us +
+                       static_cast<double>((R - 1) * kv) / cluster->nvlink_bytes_per_s * 1e6;
+  EXPECT_NEAR(ag.sp_fwd_us, 32 * ag_us, 1e-6 * ag.sp_fwd_us);
+  EXPECT_NEAR(ag.sp_bwd_us, 2 * 32 * ag_us, 1e-6 * ag.sp_bwd_us);
+  // The three implementations differ, and inside a node the rings hide their KV while the all-gather cannot.
+  pc.sp_method = "zigzag-ring";
+  Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kVarlen, part, RecomputePlan{}, &zz);
+  pc.sp_method = "megatron-cp";
+  Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kVarlen, part, RecomputePlan{}, &cp);
+  EXPECT_NE(zz.fwd_us, cp.fwd_us);
+  EXPECT_NE(zz.bwd_us + zz.sp_bwd_us, cp.bwd_us + cp.sp_bwd_us);
+  EXPECT_GT(ag.sp_fwd_us, zz.sp_fwd_us);
+  // ring-flash-attention's fp32 update per step costs more than TE's bf16 corrections after the loop.
+  EXPECT_GT(zz.fwd_us, cp.fwd_us);
+  // Its last dK, dV transfer (fp32) is exposed after the loop: at least its latency and bytes per layer.
+  EXPECT_GE(zz.sp_bwd_us,
+            32 * (cluster->nvlink_latency_us + 2.0 * kv / cluster->nvlink_bytes_per_s * 1e6) - 1e-6);
+  EXPECT_EQ(cp.sp_bwd_us, 0);
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ ParallelConfig Sp(int sp, int tp = 1) {
   return p;
 }
 
-TEST(SeqParTest, RegistryListsTheSevenPoliciesInOrderWithDescriptions) {
+TEST(SeqParTest, RegistryListsTheEightPoliciesInOrderWithDescriptions) {
   std::vector<std::string> names;
   for (const SpPolicyInfo& e : SpPolicyRegistry().entries()) {
     names.push_back(e.name);
@@ -38,7 +38,12 @@ TEST(SeqParTest, RegistryListsTheSevenPoliciesInOrderWithDescriptions) {
     EXPECT_EQ(SpMethodName(e.run), e.name);
   }
   EXPECT_EQ(names, (std::vector<std::string>{"none", "ring", "zigzag-ring", "ulysses", "2d", "megatron-cp",
-                                             "megatron-cp+tp"}));
+                                             "megatron-cp+tp", "megatron-cp-ag"}));
+  // The ring implementations: ring-flash-attention, TransformerEngine P2P, TransformerEngine all-gather.
+  EXPECT_EQ(SpRingImplOf(SpMethod::k2d), SpRingImpl::kRingFlashAttn);
+  EXPECT_EQ(SpRingImplOf(SpMethod::kZigzagRing), SpRingImpl::kRingFlashAttn);
+  EXPECT_EQ(SpRingImplOf(SpMethod::kMegatronCpTp), SpRingImpl::kTeP2p);
+  EXPECT_EQ(SpRingImplOf(SpMethod::kMegatronCpAg), SpRingImpl::kTeAllGather);
   auto bad = SpPolicyRegistry().Find("ringg");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("valid values are: none, ring, zigzag-ring"), std::string::npos);
@@ -106,6 +111,38 @@ TEST(SeqParTest, RingCausalImbalanceIsItsClosedForm) {
         EXPECT_DOUBLE_EQ(steps[r][s], src < r ? 2 * k * k : src == r ? k * k : 0.0);
       }
   }
+}
+
+// The general schedule: per step max(compute, transfer) + serial, then the exposed tail. Two ranks, three
+// steps, transfers 3, 6, 0 us, serial 1 us per step on rank 1, tail 2 us.
+TEST(SeqParTest, RingScheduleIsItsClosedForm) {
+  double exposed = -1;
+  const double t = RingScheduleUs({{5, 1, 2}, {1, 1, 9}}, {{}, {1, 1, 1}}, {3, 6, 0}, 2, &exposed);
+  // rank 0: 5 + 6 + 2 + 2 = 15 (exposed 5 + 2); rank 1: 3 + 1 + 6 + 1 + 9 + 1 + 2 = 23 (exposed 2 + 5 + 2).
+  EXPECT_DOUBLE_EQ(t, 23);
+  EXPECT_DOUBLE_EQ(exposed, 9);
+  // A per-step overhead o on each of R steps whose compute outlasts the transfer adds exactly R x o.
+  const double base = RingScheduleUs({{10, 10, 10, 10}}, {}, {4, 4, 4, 0}, 0, nullptr);
+  EXPECT_DOUBLE_EQ(RingScheduleUs({{10.5, 10.5, 10.5, 10.5}}, {}, {4, 4, 4, 0}, 0, nullptr) - base, 4 * 0.5);
+}
+
+// Rows per step: zigzag rank r of R covers 2k query rows at step 0 and steps s <= r, k after; its KV rows 2k at
+// step 0 and steps s > r, k otherwise; the contiguous ring k against k on steps s <= r, nothing after.
+TEST(SeqParTest, StepRowsAreTheClosedForms) {
+  const int R = 4;
+  const SpStepRows z = RankStepRows(SpSplit::kZigzag, R, {800, 80});  // k = 100 + 10
+  for (int r = 0; r < R; ++r) {
+    double q = 0;
+    for (int s = 0; s < R; ++s) {
+      EXPECT_DOUBLE_EQ(z.q[r][s], s == 0 || s <= r ? 220 : 110) << r << " " << s;
+      EXPECT_DOUBLE_EQ(z.kv[r][s], s == 0 || s > r ? 220 : 110) << r << " " << s;
+      q += z.q[r][s];
+    }
+    EXPECT_DOUBLE_EQ(q, 110.0 * (R + r + 1));  // 2k (r + 1) + k (R - 1 - r)
+  }
+  const SpStepRows c = RankStepRows(SpSplit::kContiguous, R, {400});
+  for (int r = 0; r < R; ++r)
+    for (int s = 0; s < R; ++s) EXPECT_DOUBLE_EQ(c.q[r][s], s <= r ? 100 : 0);
 }
 
 TEST(SeqParTest, RingPassOverlapsEachStepWithItsTransfer) {

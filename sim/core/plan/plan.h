@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,8 @@ struct ParallelConfig {
   int sp_ring = 0;
   std::string sp_method = "none";
   bool sp_one_stage = false;  // policies.sp params sharding: one-stage (core/plan/seqpar.h)
+  // policies.sp params (the policy's typed parameters, core/plan/seqpar.h SpPolicyRegistry), as written.
+  std::map<std::string, std::string> sp_params;
 
   int chunks() const { return pp * vpp; }
   int world_size() const { return dp * tp * pp * sp; }

@@ -58,7 +58,7 @@ Pricer::Pricer(const ModelSpec& model, const CostModel& cost, const ClusterSpec&
   if (parallel.sp > 1 && llm_component_ >= 0) {
     // The planner validated the layout (ResolveSpLayout errors name the scenario field); a failure here
     // leaves SP off.
-    auto l = ResolveSpLayout(parallel.sp_method, {}, parallel, cluster.gpus_per_node,
+    auto l = ResolveSpLayout(parallel.sp_method, parallel.sp_params, parallel, cluster.gpus_per_node,
                              model.components[llm_component_].tf);
     if (l.ok()) sp_ = *l;
   }
@@ -384,7 +384,7 @@ struct SpShards {
 };
 
 SpShards ShardForSp(const ModelSpec& model, const SpLayout& sp, int llm_component, int tp,
-                    const std::vector<SampleTokens>& mb, Packing packing) {
+                    const std::vector<SampleTokens>& mb) {
   const int S = sp.sp;
   SpShards out;
   int64_t units = 0;
@@ -394,25 +394,23 @@ SpShards ShardForSp(const ModelSpec& model, const SpLayout& sp, int llm_componen
   }
   // MM-SP stage one: tiles / frames spread evenly, ceil(units / S) on the busiest rank.
   out.unit_share = units > 0 ? static_cast<double>((units + S - 1) / S) / static_cast<double>(units) : 0;
-  // Stage two: every LLM sample padded to the layout's units and sharded evenly.
-  int64_t longest = 0;
-  for (const SampleTokens& t : mb)
-    if (t.llm_tokens > 0) {
-      out.lens.push_back(t.llm_tokens);
-      longest = std::max(longest, t.llm_tokens);
-    }
-  if (packing == Packing::kPadded)
-    for (int64_t& n : out.lens) n = longest;
+  // Stage two: every LLM sample padded to the layout's units and sharded evenly. The SP group holds the
+  // micro-batch as one packed sequence (seqpar.h) whatever the data policy's packing: a sample is padded to the
+  // layout's units only, never to the micro-batch's longest sample, under both shardings.
   const int64_t pad_units = SpPadUnits(sp);
-  for (int64_t& n : out.lens) {
-    n = SpPaddedTokens(n, pad_units);
-    out.padded += n;
-  }
+  std::vector<int64_t> sample_len(mb.size(), 0);  // each sample's padded LLM tokens (0: none)
+  for (size_t j = 0; j < mb.size(); ++j)
+    if (mb[j].llm_tokens > 0) {
+      sample_len[j] = SpPaddedTokens(mb[j].llm_tokens, pad_units);
+      out.lens.push_back(sample_len[j]);
+      out.padded += sample_len[j];
+    }
   out.rank_tokens = out.padded / S;
   // One-stage sharding (SpLayout::one_stage): the sequence is cut where the frames are. Frames are dealt
-  // round-robin over the S ranks (global frame g on rank g mod S), sample j's text goes to rank j mod S; the
-  // busiest rank's LLM tokens n_max against the mean n: its linear work, its ring blocks (attention and KV
-  // bytes) and its all-to-all bytes scale by f = n_max / n. Two-stage: the vision embeddings move from the
+  // round-robin over the S ranks (global frame g on rank g mod S), sample j's text (and its padding to the
+  // layout's units) goes to rank j mod S; the busiest rank's LLM tokens n_max against the mean n = padded / S
+  // (the same tokens two-stage shards): its linear work, its ring blocks (attention and KV bytes) and its
+  // all-to-all bytes scale by f = n_max / n. Two-stage: the vision embeddings move from the
   // frame layout to the even token shards, an all-to-all of (S - 1) / S of each rank's vision tokens x LLM
   // hidden x 2 bytes (and their gradients back), charged before the LLM.
   // Each unit of a sample carries its share of the sample's vision LLM tokens (equal for tiles and frames at
@@ -428,12 +426,12 @@ SpShards ShardForSp(const ModelSpec& model, const SpLayout& sp, int llm_componen
                                                     static_cast<double>(mb[j].vision_units)
                                               : 0;
     for (int64_t u = 0; u < mb[j].vision_units; ++u) load[(g++) % S] += tpf;
-    load[j % S] += static_cast<double>(mb[j].llm_tokens) - vis;
+    load[j % S] += static_cast<double>(sample_len[j]) - vis;
   }
   const double total = std::accumulate(load.begin(), load.end(), 0.0);
   if (sp.one_stage && total > 0) {
     out.f = *std::max_element(load.begin(), load.end()) / (total / S);
-    out.rank_tokens = static_cast<int64_t>(std::ceil(static_cast<double>(out.llm_tokens) / S * out.f));
+    out.rank_tokens = static_cast<int64_t>(std::ceil(static_cast<double>(out.padded) / S * out.f));
   } else if (llm_component >= 0) {
     const double h = static_cast<double>(model.components[llm_component].tf.hidden);
     out.redistribute_bytes = vision_llm / S * h * 2.0 * (S - 1) / S / tp;
@@ -476,13 +474,15 @@ void SpLink(const ClusterSpec& cluster, bool in_node, double* bw, double* lat) {
 struct SpAttention {
   double attn_fwd_us = 0, attn_bwd_us = 0;  // attention compute (into fwd_us / bwd_us)
   double sp_fwd_us = 0, sp_bwd_us = 0;      // exposed ring transfer + Ulysses all-to-alls
-  int64_t sp_bytes = 0, ring_layer_bytes = 0, a2a_layer_bytes = 0;
+  int64_t sp_bytes = 0, ring_layer_bytes = 0, ring_bwd_layer_bytes = 0, a2a_layer_bytes = 0;
   SpBufferBytes buffers;  // the layer's SP buffers (SpAttentionBufferBytes)
   int32_t a2a_layer_steps = 0;
 };
 
-// The LLM block's attention on this rank, priced per ring step from the cost model's time per square pair
-// (`block`: an LLM transformer layer; `w0`: its rank workload without attention).
+// The LLM block's attention on this rank, priced per ring step and implementation (seqpar.h, "ring
+// implementations"): each step's attention kernel from the cost model's time per square pair and per query row
+// (`block`: an LLM transformer layer; `w0`: its rank workload without attention), plus the implementation's
+// memory-bound kernels and launches, scheduled by RingScheduleUs.
 SpAttention SpAttentionOf(const ModelSpec& model, const CostModel& cost, const ClusterSpec& cluster,
                           const SpLayout& sp, const Layer& block, const LayerWorkload& w0, int tp,
                           const SpShards& sh) {
@@ -490,43 +490,159 @@ SpAttention SpAttentionOf(const ModelSpec& model, const CostModel& cost, const C
   const TransformerConfig& tf = model.components[block.component].tf;
   SpAttention a;
   auto steps = RankStepPairs(sp.split, R, sh.lens);
-  for (auto& row : steps)
-    for (double& v : row) v *= sh.f;
+  SpStepRows rows = RankStepRows(sp.split, R, sh.lens);
+  for (auto* m : {&steps, &rows.q, &rows.kv})
+    for (auto& row : *m)
+      for (double& v : row) v *= sh.f;
   double ref_pairs = 0;
   for (const auto& row : steps)
     for (double v : row) ref_pairs = std::max(ref_pairs, v);
   ref_pairs = std::max(ref_pairs / U, 1.0);
-  LayerWorkload w1 = w0;
+  // The cost model's attention on the rank's w0.tokens query rows: c1 at ref_pairs, c2 at twice that. Per
+  // square pair (c2 - c1) / ref_pairs; what c1 - c0 holds beyond the pairs is the per-query-row term (the
+  // analytic curve's attn_half_span x T), per row of all heads: / T. Both are per GPU with all its heads; a
+  // ring step computes heads / U of them (pairs and rows / U).
+  LayerWorkload w1 = w0, w2 = w0;
   w1.attn_pairs = ref_pairs;
-  const LayerCost c0 = cost.Cost(model, block, w0), c1 = cost.Cost(model, block, w1);
-  const double per_pair_fwd = std::max(0.0, c1.fwd_time_us - c0.fwd_time_us) / ref_pairs;
-  const double per_pair_bwd =
-      std::max(0.0, (c1.bwd_time_us - c1.bwd_weight_time_us) - (c0.bwd_time_us - c0.bwd_weight_time_us)) /
-      ref_pairs;
+  w2.attn_pairs = 2 * ref_pairs;
+  const LayerCost c0 = cost.Cost(model, block, w0), c1 = cost.Cost(model, block, w1),
+                  c2 = cost.Cost(model, block, w2);
+  auto attn_bwd = [](const LayerCost& c) { return c.bwd_time_us - c.bwd_weight_time_us; };
+  const double per_pair_fwd = std::max(0.0, c2.fwd_time_us - c1.fwd_time_us) / ref_pairs;
+  const double per_pair_bwd = std::max(0.0, attn_bwd(c2) - attn_bwd(c1)) / ref_pairs;
+  const double T0 = std::max<double>(1.0, static_cast<double>(w0.tokens));
+  const double per_row_fwd = std::max(0.0, c1.fwd_time_us - c0.fwd_time_us - per_pair_fwd * ref_pairs) / T0;
+  const double per_row_bwd = std::max(0.0, attn_bwd(c1) - attn_bwd(c0) - per_pair_bwd * ref_pairs) / T0;
+  // Memory-bound kernels and launches (the cost model's device figures: hbm x hbm_peak_fraction, the fixed
+  // time per kernel).
+  const DeviceSpec& dev = cluster.device;
+  const double hbm = dev.hbm_bytes_per_s * (dev.hbm_peak_fraction > 0 ? dev.hbm_peak_fraction : 1.0);
+  const double launch_us = dev.kernel_overhead_us;
+  auto mem_us = [&](double bytes, int kernels) {
+    return (hbm > 0 ? bytes / hbm * 1e6 : 0.0) + kernels * launch_us;
+  };
+  // Elements per row on this GPU: the output (and dq) of its heads, the K and V (and dK, dV) of its KV heads.
+  const int kv_heads = tf.kv_heads > 0 ? tf.kv_heads : tf.heads;
+  const double hd =
+      tf.head_dim > 0 ? tf.head_dim : (tf.heads > 0 ? static_cast<double>(tf.hidden) / tf.heads : 0);
+  const double q_elems = tf.heads * hd / (U * std::max(1, tp));
+  const double kv_elems =
+      2.0 * (sp.replicate_kv ? std::max(kv_heads, U) : kv_heads) * hd / (U * std::max(1, tp));
   double bw = 0, lat = 0;
   if (R > 1) {
     SpLink(cluster, sp.ring_in_node, &bw, &lat);
-    const int64_t kv =
-        BytesOf(static_cast<double>(RingStepKvBytes(tf, sh.padded / R, U, tp, sp.replicate_kv)) * sh.f);
-    const double t_fwd = lat + (bw > 0 ? kv / bw * 1e6 : 0);
-    const double t_bwd = lat + (bw > 0 ? 2.0 * kv / bw * 1e6 : 0);
-    std::vector<std::vector<double>> fwd = steps, bwd = steps;
-    for (size_t r = 0; r < steps.size(); ++r)
-      for (size_t s = 0; s < steps[r].size(); ++s) {
-        fwd[r][s] = steps[r][s] / U * per_pair_fwd;
-        bwd[r][s] = steps[r][s] / U * per_pair_bwd;
+    const double kv = static_cast<double>(
+        BytesOf(static_cast<double>(RingStepKvBytes(tf, sh.padded / R, U, tp, sp.replicate_kv)) * sh.f));
+    auto xfer = [&](double bytes) { return bytes > 0 ? lat + (bw > 0 ? bytes / bw * 1e6 : 0) : 0.0; };
+    const SpRingImpl impl = SpRingImplOf(sp.method);
+    std::vector<std::vector<double>> cf(R, std::vector<double>(R, 0.0)), cb = cf, sf = cf, sb = cf;
+    std::vector<double> tf_us(R, 0.0), tb_us(R, 0.0);
+    double tail_b = 0;
+    double ex_f = 0, ex_b = 0, pf = 0, pb = 0;
+    // The step's attention kernel at its block: pairs and query rows over U.
+    auto kernel_f = [&](int r, int s) {
+      return (steps[r][s] * per_pair_fwd + rows.q[r][s] * per_row_fwd) / U;
+    };
+    auto kernel_b = [&](int r, int s) {
+      return (steps[r][s] * per_pair_bwd + rows.q[r][s] * per_row_bwd) / U;
+    };
+    const double T = rows.q[0][0];  // the rank's query rows (step 0 covers them all)
+    if (impl == SpRingImpl::kTeAllGather) {
+      // KV all-gathered once (K and V: two ring collectives), exposed; then the rank's two chunks attend to their
+      // causal prefixes: the same pairs as the ring's steps, T query rows, one extra kernel.
+      const double ag_us = 2.0 * (R - 1) * lat + (bw > 0 ? (R - 1) * kv / bw * 1e6 : 0);
+      double pairs_f = 0, pairs_b = 0;
+      for (int r = 0; r < R; ++r) {
+        double f = 0, g = 0;
+        for (int s = 0; s < R; ++s) {
+          f += steps[r][s] * per_pair_fwd / U;
+          g += steps[r][s] * per_pair_bwd / U;
+        }
+        pairs_f = std::max(pairs_f, f);
+        pairs_b = std::max(pairs_b, g);
       }
-    double ex_f = 0, ex_b = 0;
-    const double pf = RingPassUs(fwd, t_fwd, &ex_f), pb = RingPassUs(bwd, t_bwd, &ex_b);
-    a.attn_fwd_us = pf - ex_f;
-    a.attn_bwd_us = pb - ex_b;
-    a.sp_fwd_us += ex_f;
-    a.sp_bwd_us += ex_b;
-    a.sp_bytes += kv * (R - 1);
-    a.ring_layer_bytes = kv * (R - 1);
+      const double gathered = R * kv / 2.0;  // bf16 elements of the gathered K and V
+      pf = pairs_f + T * per_row_fwd / U + launch_us + mem_us(kBf16CopyBytes * gathered, 2) +
+           mem_us(2.0 * kBf16CopyBytes * T * q_elems, 4);  // q halves made contiguous, outputs merged
+      pb = pairs_b + T * per_row_bwd / U + kFlashBwdKernels * 2 * launch_us - 2 * launch_us +
+           mem_us(kBf16CopyBytes * gathered, 2) + mem_us(kBf16CopyBytes * T * q_elems, 2) +
+           mem_us(kBf16AddBytes * kv_elems * T * (2.0 * R + 1) / 2.0, 4);  // dK, dV over the two prefixes
+      a.attn_fwd_us = pf;
+      a.attn_bwd_us = pb;
+      a.sp_fwd_us += ag_us;
+      a.sp_bwd_us += 2.0 * ag_us;  // all-gather again, reduce-scatter dK, dV
+      a.ring_layer_bytes = BytesOf((R - 1) * kv);
+      a.ring_bwd_layer_bytes = BytesOf(2.0 * (R - 1) * kv);
+    } else {
+      const bool rfa = impl == SpRingImpl::kRingFlashAttn;
+      for (int r = 0; r < R; ++r)
+        for (int s = 0; s < R; ++s) {
+          const bool work = rows.q[r][s] > 0;
+          const double qe = rows.q[r][s] * q_elems, kve = rows.kv[r][s] * kv_elems;
+          // Forward: the step's kernel (step 0's is the layer's own), then its update.
+          cf[r][s] = work ? kernel_f(r, s) + (s > 0 ? launch_us : 0.0) : 0.0;
+          // Backward: the step's kernels and dq's accumulation.
+          cb[r][s] =
+              work ? kernel_b(r, s) + (s > 0 ? kFlashBwdKernels : kFlashBwdKernels - 2) * launch_us : 0.0;
+          if (rfa) {
+            if (work) {
+              if (s == 0) {
+                cf[r][s] += mem_us(kCastBytes * qe, 1);          // out = block_out.to(fp32)
+                cb[r][s] += mem_us(kCastBytes * (qe + kve), 3);  // dq, dk, dv .to(fp32)
+              } else {
+                cf[r][s] += sp.fused_update ? mem_us(kRfaUpdateFusedBytes * qe, 1)
+                                            : mem_us(kRfaUpdateUnfusedBytes * qe, kRfaUpdateUnfusedKernels);
+                if (sp.split == SpSplit::kZigzag && s > r) cf[r][s] += mem_us(kRfaSliceCopyBytes * qe, 2);
+                cb[r][s] += mem_us(kFp32AccumBytes * qe, 1);  // dq += dq_buffer
+                sb[r][s] = mem_us(kFp32AccumBytes * kve, 2);  // dk, dv += after the dKV wait
+              }
+            }
+          } else {  // TransformerEngine P2P
+            if (work) {
+              cb[r][s] += mem_us((s == 0 ? kBf16CopyBytes : kBf16AddBytes) * qe, 1);  // dq copy_ / add_
+              sb[r][s] = mem_us((s == 0 ? kBf16CopyBytes : kBf16AddBytes) * kve, 2);  // dk, dv
+            }
+          }
+        }
+      // Transfers per step. ring-flash-attention: forward KV (bf16) on every step but the last; backward KV on
+      // every step but the last and the previous step's dK, dV in fp32 (2 kv) on every step but the first, the
+      // last step's dK, dV after the loop (exposed). TransformerEngine: KV then KV + dKV in one bf16 buffer, the
+      // last step dKV only; nothing after the loop.
+      for (int s = 0; s < R; ++s) {
+        tf_us[s] = s + 1 < R ? xfer(kv) : 0.0;
+        const double bytes_b = rfa ? (s + 1 < R ? kv : 0.0) + (s > 0 ? 2.0 * kv : 0.0)
+                                   : (s + 1 < R ? kv : 0.0) + (s > 0 ? kv : 0.0);
+        tb_us[s] = xfer(bytes_b);
+      }
+      tail_b = rfa ? xfer(2.0 * kv) : 0.0;
+      // Per-layer work before and after the loop, on every rank.
+      for (int r = 0; r < R; ++r) {
+        const double qe = T * q_elems, kve = rows.kv[r][0] * kv_elems;
+        if (rfa) {
+          sf[r][R - 1] += mem_us(kCastBytes * qe, 1);          // out.to(q.dtype)
+          sb[r][R - 1] += mem_us(kCastBytes * (qe + kve), 3);  // dq, dk, dv .to(q.dtype)
+        } else {
+          sf[r][0] += mem_us(kBf16CopyBytes * kve, 1);  // torch.cat of K and V into the P2P buffer
+          double corr = 0;  // the output corrections after the loop, one fused kernel per step
+          for (int s = 0; s < R; ++s)
+            if (rows.q[r][s] > 0)
+              corr += mem_us((s == 0 ? kBf16CopyBytes : kBf16AddBytes) * rows.q[r][s] * q_elems, 1);
+          sf[r][R - 1] += corr;
+        }
+      }
+      pf = RingScheduleUs(cf, sf, tf_us, 0.0, &ex_f);
+      pb = RingScheduleUs(cb, sb, tb_us, tail_b, &ex_b);
+      a.attn_fwd_us = pf - ex_f;
+      a.attn_bwd_us = pb - ex_b;
+      a.sp_fwd_us += ex_f;
+      a.sp_bwd_us += ex_b;
+      a.ring_layer_bytes = BytesOf((R - 1) * kv);
+      a.ring_bwd_layer_bytes = BytesOf(rfa ? (R - 1) * kv + R * 2.0 * kv : 2.0 * (R - 1) * kv);
+    }
+    a.sp_bytes += a.ring_layer_bytes;
   } else {
-    a.attn_fwd_us = steps[0][0] / U * per_pair_fwd;
-    a.attn_bwd_us = steps[0][0] / U * per_pair_bwd;
+    a.attn_fwd_us = (steps[0][0] * per_pair_fwd + rows.q[0][0] * per_row_fwd) / U;
+    a.attn_bwd_us = (steps[0][0] * per_pair_bwd + rows.q[0][0] * per_row_bwd) / U;
   }
   a.buffers = SpAttentionBufferBytes(sp, tf, BytesOf(static_cast<double>(sh.padded / R) * sh.f), tp);
   if (U > 1) {
@@ -557,7 +673,8 @@ void AddSpBlock(const SpAttention& a, bool rc, ChunkCost& cc) {
   cc.sp_bwd_us += a.sp_bwd_us + (rc ? a.sp_fwd_us : 0);  // the recompute repeats the forward's
   cc.sp_bytes = AddBytes(cc.sp_bytes, a.sp_bytes);
   cc.sp_ring_fwd_bytes = AddBytes(cc.sp_ring_fwd_bytes, a.ring_layer_bytes);
-  cc.sp_ring_bwd_bytes = AddBytes(cc.sp_ring_bwd_bytes, a.ring_layer_bytes * (rc ? 3 : 2));  // KV + dKV
+  cc.sp_ring_bwd_bytes =  // KV + dKV (+ the recompute's KV)
+      AddBytes(cc.sp_ring_bwd_bytes, AddBytes(a.ring_bwd_layer_bytes, rc ? a.ring_layer_bytes : 0));
   cc.sp_a2a_fwd_bytes = AddBytes(cc.sp_a2a_fwd_bytes, a.a2a_layer_bytes);
   cc.sp_a2a_bwd_bytes = AddBytes(cc.sp_a2a_bwd_bytes, a.a2a_layer_bytes * (rc ? 2 : 1));
   cc.sp_a2a_fwd_steps += a.a2a_layer_steps;
@@ -566,12 +683,12 @@ void AddSpBlock(const SpAttention& a, bool rc, ChunkCost& cc) {
 
 }  // namespace
 
-void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing packing,
+void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing /*packing*/,
                                const Partition& partition, const RecomputePlan& recompute,
                                ChunkCost* out) const {
   const int S = sp_.sp, tp = std::max(1, parallel_.tp);
   const int nc = static_cast<int>(model_.components.size());
-  const SpShards sh = ShardForSp(model_, sp_, llm_component_, tp, mb, packing);
+  const SpShards sh = ShardForSp(model_, sp_, llm_component_, tp, mb);  // packed whatever `packing`
   // Whole micro-batch (for the useful FLOPs) and per-rank workloads.
   std::vector<LayerWorkload> whole(nc);
   for (int c = 0; c < nc; ++c) whole[c] = ComponentWorkload(model_, c, mb, Packing::kVarlen);

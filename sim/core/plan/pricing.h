@@ -12,11 +12,16 @@
 // Sequence parallelism (parallel.sp > 1, core/plan/seqpar.h): the micro-batch is priced for one SP rank in
 // lockstep with its group. Vision encoders and projectors get ceil(units / S) of the micro-batch's tiles/frames
 // (MM-SP stage one); the LLM's samples are padded with dummy tokens to SpPadUnits and sharded evenly (stage two),
-// tokens_per_rank = padded / S. An LLM block's time is its linear part at tokens_per_rank plus its attention:
+// tokens_per_rank = padded / S. The SP group holds the micro-batch as one packed sequence whatever the plan's
+// packing (a padded data policy pads nothing under SP): one-stage and two-stage sharding price the same tokens. An LLM block's time is its linear part at tokens_per_rank plus its attention:
 //   ring (contiguous / zigzag over R ring ranks, heads / U per rank after the Ulysses all-to-all): per step s of
-//   rank r, compute = RankStepPairs[r][s] / U x the cost model's time per square pair; transfer = latency +
-//   RingStepKvBytes / bw (backward: twice the bytes, KV and dKV); pass time = RingPassUs (slowest rank, steps
-//   overlapped) -- its compute goes to fwd_us / bwd_us, its exposed transfer to sp_fwd_us / sp_bwd_us;
+//   rank r, the attention kernel = (RankStepPairs[r][s] x the cost model's time per square pair + the step's
+//   query rows (RankStepRows) x its time per query row) / U, plus the implementation's per-step kernels and
+//   launches (seqpar.h "ring implementations": ring-flash-attention, TransformerEngine P2P or all-gather);
+//   transfer = latency + the step's bytes / bw (KV; the backward's dKV in fp32 for ring-flash-attention, bf16
+//   for TransformerEngine); pass time = RingScheduleUs (slowest rank, steps overlapped with their transfers,
+//   the exposed tail) -- its compute goes to fwd_us / bwd_us, its exposed transfer to sp_fwd_us / sp_bwd_us;
+//   megatron-cp-ag: the KV all-gather (and the backward's all-gather and dKV reduce-scatter) exposed;
 //   Ulysses (U > 1): four all-to-alls per pass as pairwise exchanges, 4 (U - 1) latencies +
 //   UlyssesAllToAllBytes / bw, added to sp_fwd_us and sp_bwd_us.
 // bw: NVLink when the sub-group sits in a node (SpLayout::ulysses_in_node / ring_in_node), else the GPU's NIC

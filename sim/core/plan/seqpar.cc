@@ -23,8 +23,22 @@ const char* SpMethodName(SpMethod m) {
       return "megatron-cp";
     case SpMethod::kMegatronCpTp:
       return "megatron-cp+tp";
+    case SpMethod::kMegatronCpAg:
+      return "megatron-cp-ag";
   }
   return "?";
+}
+
+SpRingImpl SpRingImplOf(SpMethod m) {
+  switch (m) {
+    case SpMethod::kMegatronCp:
+    case SpMethod::kMegatronCpTp:
+      return SpRingImpl::kTeP2p;
+    case SpMethod::kMegatronCpAg:
+      return SpRingImpl::kTeAllGather;
+    default:
+      return SpRingImpl::kRingFlashAttn;
+  }
 }
 
 namespace {
@@ -48,16 +62,27 @@ ParamSpec ShardingParam() {
           {"two-stage", "one-stage"}};
 }
 
+ParamSpec UpdateParam() {
+  return {"update",
+          ParamType::kString,
+          "fused",
+          "ring-flash-attention's per-step fp32 output update (_update_out_and_lse, torch.jit.script): fused "
+          "into one kernel (10 bytes per output element) or its 13 element-wise kernels (34 bytes); an "
+          "assumption: whether TorchScript's fuser merges them is not published",
+          {"fused", "unfused"}};
+}
+
 std::vector<SpPolicyInfo> Entries() {
   return {
       {"none", "no sequence parallelism (parallel.sp must be 1)", {}, SpMethod::kNone},
       {"ring",
        "RingAttention: contiguous shards, KV passed around a P2P ring, causal work imbalanced",
-       {ShardingParam()},
+       {ShardingParam(), UpdateParam()},
        SpMethod::kRing},
       {"zigzag-ring",
-       "zigzag ring attention: 2S chunks, rank r holds r and 2S-1-r, causal work balanced",
-       {ShardingParam()},
+       "zigzag ring attention (ring-flash-attention): 2S chunks, rank r holds r and 2S-1-r, causal work "
+       "balanced",
+       {ShardingParam(), UpdateParam()},
        SpMethod::kZigzagRing},
       {"ulysses",
        "DeepSpeed-Ulysses: 4 all-to-alls per layer, degree limited by the (KV) heads",
@@ -65,16 +90,21 @@ std::vector<SpPolicyInfo> Entries() {
        SpMethod::kUlysses},
       {"2d",
        "2D-Attention / USP (LongVILA MM-SP): Ulysses inside a node x zigzag ring across nodes",
-       {KvParam(), ShardingParam()},
+       {KvParam(), ShardingParam(), UpdateParam()},
        SpMethod::k2d},
       {"megatron-cp",
-       "Megatron-LM context parallelism: load-balanced (zigzag) P2P ring over all SP ranks",
+       "Megatron-LM context parallelism (TransformerEngine P2P): load-balanced (zigzag) ring over all SP "
+       "ranks",
        {ShardingParam()},
        SpMethod::kMegatronCp},
       {"megatron-cp+tp",
        "Megatron-LM CP across nodes with tensor parallelism (parallel.tp > 1) inside a node",
        {ShardingParam()},
        SpMethod::kMegatronCpTp},
+      {"megatron-cp-ag",
+       "Megatron-LM CP, cp_comm_type all_gather (TransformerEngine): KV all-gathered per layer, exposed",
+       {ShardingParam()},
+       SpMethod::kMegatronCpAg},
   };
 }
 
@@ -108,6 +138,7 @@ Result<SpLayout> ResolveSpLayout(const std::string& policy, const std::map<std::
   }
   const bool replicate = p->values().count("kv") && p->Str("kv") == "replicate";
   l.one_stage = pc.sp_one_stage || (p->values().count("sharding") && p->Str("sharding") == "one-stage");
+  l.fused_update = !(p->values().count("update") && p->Str("update") == "unfused");
   const int heads = llm.heads, kv = llm.kv_heads > 0 ? llm.kv_heads : llm.heads;
   const int per_node = gpus_per_node > 0 ? gpus_per_node : 1;
   auto ulysses_ok = [&](int u) {
@@ -213,6 +244,26 @@ std::vector<std::vector<double>> RankStepPairs(SpSplit split, int ring,
   return out;
 }
 
+SpStepRows RankStepRows(SpSplit split, int ring, const std::vector<int64_t>& sample_tokens) {
+  const int R = std::max(1, ring);
+  double k = 0;  // sum over samples of the chunk length
+  for (int64_t n : sample_tokens) k += static_cast<double>(n) / (split == SpSplit::kZigzag ? 2 * R : R);
+  SpStepRows out;
+  out.q.assign(R, std::vector<double>(R, 0.0));
+  out.kv = out.q;
+  for (int r = 0; r < R; ++r)
+    for (int s = 0; s < R; ++s) {
+      if (split == SpSplit::kZigzag) {
+        out.q[r][s] = s == 0 || s <= r ? 2 * k : k;
+        out.kv[r][s] = s == 0 || s > r ? 2 * k : k;
+      } else if (s <= r) {
+        out.q[r][s] = k;
+        out.kv[r][s] = k;
+      }
+    }
+  return out;
+}
+
 std::vector<double> RankAttentionPairs(SpSplit split, int ring, const std::vector<int64_t>& sample_tokens) {
   std::vector<std::vector<double>> steps = RankStepPairs(split, ring, sample_tokens);
   std::vector<double> out(steps.size(), 0.0);
@@ -273,6 +324,9 @@ SpBufferBytes SpAttentionBufferBytes(const SpLayout& layout, const TransformerCo
     if (layout.method == SpMethod::kMegatronCp || layout.method == SpMethod::kMegatronCpTp) {
       fwd += (R - 1) * kv + R * (q + l);
       bwd += 4.0 * kv + q;
+    } else if (layout.method == SpMethod::kMegatronCpAg) {
+      fwd += 2.0 * R * kv + 2.0 * q + l;
+      bwd += 4.0 * R * kv + 2.0 * q;
     } else {
       fwd += kv + 2.0 * q + l;
       bwd += 6.0 * kv + 2.0 * q;
@@ -284,24 +338,34 @@ SpBufferBytes SpAttentionBufferBytes(const SpLayout& layout, const TransformerCo
 }
 
 double RingPassUs(const std::vector<std::vector<double>>& step_us, double transfer_us, double* exposed_us) {
-  double worst = 0, worst_exposed = 0;
-  for (const auto& steps : step_us) {
+  const size_t steps = step_us.empty() ? 0 : step_us[0].size();
+  std::vector<double> transfer(steps, transfer_us);
+  if (steps > 0) transfer.back() = 0;  // the last step receives nothing
+  return RingScheduleUs(step_us, {}, transfer, 0.0, exposed_us);
+}
+
+double RingScheduleUs(const std::vector<std::vector<double>>& compute_us,
+                      const std::vector<std::vector<double>>& serial_us,
+                      const std::vector<double>& transfer_us, double tail_transfer_us, double* exposed_us) {
+  double worst = -1, worst_exposed = 0;
+  for (size_t r = 0; r < compute_us.size(); ++r) {
+    const auto& steps = compute_us[r];
     double t = 0, ex = 0;
     for (size_t s = 0; s < steps.size(); ++s) {
-      if (s + 1 < steps.size()) {
-        t += std::max(steps[s], transfer_us);
-        ex += std::max(0.0, transfer_us - steps[s]);
-      } else {
-        t += steps[s];
-      }
+      const double tr = s < transfer_us.size() ? transfer_us[s] : 0.0;
+      t += std::max(steps[s], tr);
+      ex += std::max(0.0, tr - steps[s]);
+      if (r < serial_us.size() && s < serial_us[r].size()) t += serial_us[r][s];
     }
+    t += tail_transfer_us;
+    ex += tail_transfer_us;
     if (t > worst) {
       worst = t;
       worst_exposed = ex;
     }
   }
-  if (exposed_us) *exposed_us = worst_exposed;
-  return worst;
+  if (exposed_us) *exposed_us = std::max(0.0, worst_exposed);
+  return std::max(0.0, worst);
 }
 
 }  // namespace mmtwin

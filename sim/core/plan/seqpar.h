@@ -14,8 +14,40 @@
 //                 they are replicated to S heads: parameter kv, the extra bytes are charged).
 //   2d            2D-Attention / USP (LongVILA's MM-SP): Ulysses of degree U inside a node (NVLink all-to-all)
 //                 x zigzag ring of degree R = S / U across nodes (P2P over the NICs).
-//   megatron-cp   Megatron-LM context parallelism: a zigzag ring over all S ranks (its load-balanced 2S split).
+//   megatron-cp   Megatron-LM context parallelism: a zigzag ring over all S ranks (its load-balanced 2S split),
+//                 TransformerEngine's P2P implementation (cp_comm_type p2p, see "ring implementations").
 //   megatron-cp+tp  the same ring across nodes with tensor parallelism (parallel.tp > 1) inside the node.
+//   megatron-cp-ag  Megatron-LM CP with cp_comm_type all_gather (TransformerEngine AttnFuncWithCPAndKVAllGather,
+//                 Llama 3 §3.3.2): the KV of all S ranks all-gathered once per layer (exposed), then the rank's
+//                 two zigzag chunks attend to their causal KV prefixes; the backward all-gathers again and
+//                 reduce-scatters dK, dV (exposed).
+//
+// Ring implementations (SpRingImplOf), priced per step and rank by SpAttentionOf (core/plan/pricing.cc) from the
+// per-step query / KV rows (RankStepRows) and the schedule RingScheduleUs; every step's attention kernel is
+// priced at its own block (the cost model's per-pair and per-query-row terms: a small block runs below peak),
+// every extra kernel pays DeviceSpec::kernel_overhead_us, memory-bound kernels run at hbm_bytes_per_s x
+// hbm_peak_fraction:
+//   ring-flash-attention (ring, zigzag-ring, 2d's ring; zhuzilin/ring-flash-attention zigzag_ring_flash_attn.py /
+//     ring_flash_attn.py, the implementation LongVILA builds on): forward per step one flash-attention call,
+//     then on the same stream the output and LSE update in fp32 (utils.py _update_out_and_lse; kRfaUpdate*),
+//     zigzag's second-half steps writing their slice back (kRfaSliceCopyBytes); the next KV's send/recv
+//     (batch_isend_irecv) overlaps the step and is waited at its end; the fp32 output cast to bf16 at the end.
+//     Backward: per step the flash-attention backward (kFlashBwdKernels), dq += in fp32 (kFp32AccumBytes), then
+//     dk, dv += in fp32; the KV (bf16) and the previous step's dK, dV (fp32, twice the KV bytes) travel
+//     during the step; the last dK, dV transfer after the loop is exposed (d_kv_comm.wait()); the first step
+//     casts dq, dk, dv to fp32 and the end casts them back (kCastBytes).
+//   TransformerEngine P2P (megatron-cp, megatron-cp+tp; TE 2.x context_parallel.py AttnFuncWithCPAndKVP2P,
+//     non-FP8 bf16 path): K and V concatenated into one buffer (kBf16CopyBytes); steps alternate between two
+//     CUDA streams with the next step's P2P posted when the step starts; the LSE correction runs on the other
+//     stream (hidden); the outputs are corrected once after the loop, one fused kernel per step in bf16
+//     (flash_attn_fwd_out_correction: kBf16AddBytes, the first kBf16CopyBytes). Backward: per step dq add_ in
+//     bf16, then dK, dV add_ in bf16 after the wait; the step sends KV and the accumulated dKV in one bf16
+//     buffer (the first step KV only, the last dKV only); nothing exposed after the loop.
+//   TransformerEngine all-gather (megatron-cp-ag): see the method above; the all-gather and reduce-scatter are
+//     ring collectives of (R - 1) x RingStepKvBytes per GPU, (R - 1) latencies each for K and for V; the
+//     gathered KV reordered by index_select (kBf16CopyBytes per element), q's halves made contiguous and the two
+//     partial outputs copied into one (kBf16CopyBytes each); backward dq copied, dK, dV added over each step's
+//     KV prefix (kBf16AddBytes).
 //
 // Units: tokens, bytes (bf16 = 2 bytes per element), microseconds. "Square pairs" are the cost model's
 // attention unit (core/cost/cost_model.h: LayerWorkload::attn_pairs is span^2 and the model halves it for a
@@ -38,8 +70,17 @@
 
 namespace mmtwin {
 
-enum class SpMethod : uint8_t { kNone, kRing, kZigzagRing, kUlysses, k2d, kMegatronCp, kMegatronCpTp };
-// "none", "ring", "zigzag-ring", "ulysses", "2d", "megatron-cp", "megatron-cp+tp".
+enum class SpMethod : uint8_t {
+  kNone,
+  kRing,
+  kZigzagRing,
+  kUlysses,
+  k2d,
+  kMegatronCp,
+  kMegatronCpTp,
+  kMegatronCpAg
+};
+// "none", "ring", "zigzag-ring", "ulysses", "2d", "megatron-cp", "megatron-cp+tp", "megatron-cp-ag".
 const char* SpMethodName(SpMethod m);
 
 // How the ring part splits every sample: S contiguous shards, or 2S zigzag chunks (rank r: r and 2S-1-r).
@@ -62,8 +103,37 @@ struct SpLayout {
   // then sp); the ring crosses nodes iff tp * sp > gpus_per_node (gpus_per_node <= 0: every GPU its own node).
   bool ulysses_in_node = true;
   bool ring_in_node = true;
+  // ring-flash-attention's per-step output update (policies.sp params update): one fused kernel (true) or the
+  // element-wise ops of _update_out_and_lse one by one.
+  bool fused_update = true;
   bool operator==(const SpLayout&) const = default;
 };
+
+// The implementation whose per-step structure prices a layout's ring (see "ring implementations" above).
+enum class SpRingImpl : uint8_t { kRingFlashAttn, kTeP2p, kTeAllGather };
+SpRingImpl SpRingImplOf(SpMethod m);
+
+// Constants of the ring implementations, HBM bytes per element (bf16 2 bytes, fp32 4) or kernels per call:
+// ring-flash-attention utils.py _update_out_and_lse (commit 0b90df9, torch.jit.script): block_out.to(fp32)
+// 2 + 4, exp(lse - new_lse) * out 4 + 4, exp(block_lse - new_lse) * block_out 4 + 4, their sum 4 + 4 + 4:
+// 34 bytes per output element in 13 element-wise kernels (the LSE's are per head, not per element); fused into
+// one kernel it reads out (4) and block_out (2) and writes out (4): 10.
+inline constexpr double kRfaUpdateUnfusedBytes = 34, kRfaUpdateFusedBytes = 10;
+inline constexpr int kRfaUpdateUnfusedKernels = 13;
+// zigzag_ring_flash_attn.py, steps on the second query half: out[slice_] = slice_out copies the fp32 slice
+// (read 4, write 4) and its LSE: 8 bytes per element, 2 kernels.
+inline constexpr double kRfaSliceCopyBytes = 8;
+// fp32 accumulator += bf16 block (dq += dq_buffer; dk, dv likewise): read 4 + 2, write 4.
+inline constexpr double kFp32AccumBytes = 10;
+// bf16 <-> fp32 cast (.to(torch.float32), .to(q.dtype)): read 2 + write 4 (or 4 + 2).
+inline constexpr double kCastBytes = 6;
+// bf16 add_ in place (TE's dq.add_, dk.add_, out.add_ of the output correction): read 2 + 2, write 2.
+inline constexpr double kBf16AddBytes = 6;
+// bf16 copy (torch.cat, copy_, index_select, .contiguous()): read 2, write 2.
+inline constexpr double kBf16CopyBytes = 4;
+// flash-attention 2 backward launches three kernels per call (flash_api.cpp run_mha_bwd: dot(dO, O), the
+// dq/dk/dv loop, the dq conversion); the cost model counts two per layer (KernelCounts).
+inline constexpr int kFlashBwdKernels = 3;
 
 using SpPolicyFn = SpMethod;
 using SpPolicyInfo = RegistryEntry<SpPolicyFn>;
@@ -96,6 +166,15 @@ std::vector<double> RankAttentionPairs(SpSplit split, int ring, const std::vecto
 std::vector<std::vector<double>> RankStepPairs(SpSplit split, int ring,
                                                const std::vector<int64_t>& sample_tokens);
 
+// Rows each ring step's attention kernel covers: q[r][s] query rows and kv[r][s] KV rows (tokens, summed over
+// the samples; 0 where the step computes nothing). Zigzag (k = n / 2R per sample): step 0 the rank's 2k
+// against its 2k (causal), a step s <= r its 2k queries against the first k of the KV, a step s > r the last
+// k queries against all 2k; contiguous (k = n / R): steps s <= r k against k, steps s > r nothing (causal).
+struct SpStepRows {
+  std::vector<std::vector<double>> q, kv;
+};
+SpStepRows RankStepRows(SpSplit split, int ring, const std::vector<int64_t>& sample_tokens);
+
 // Ulysses all-to-all bytes one GPU sends per attention layer and pass (forward; the backward moves the same
 // bytes back): four all-to-alls of the rank's tokens_per_rank positions, Q and O of width heads * head_dim, K
 // and V of width kv_width = max(kv_heads, U if replicated) * head_dim, each keeping 1/U at home:
@@ -122,6 +201,10 @@ int64_t RingStepKvBytes(const TransformerConfig& llm, int64_t tokens_per_ring_ra
 //     partial output and statistics per step (out_per_step, softmax_lse_per_step), all alive until the forward
 //     ends: (R - 1)·kv + R·(q + l), which grows with the whole sequence, not the shard; backward the double
 //     KV / dKV buffers (4·kv) and dQ (q).
+//   megatron-cp-ag (AttnFuncWithCPAndKVAllGather): forward the gathered K, V and their reordered copy (2·R·kv),
+//     the two partial outputs and the merged one (2·q) and the statistics (l); backward the gathered KV and its
+//     copy (2·R·kv), the full-sequence dK, dV (R·kv) and the per-step dK, dV over the KV prefixes (R·kv), dQ
+//     and its per-step halves (2·q).
 struct SpBufferBytes {
   int64_t forward = 0, backward = 0;
 };
@@ -134,5 +217,13 @@ SpBufferBytes SpAttentionBufferBytes(const SpLayout& layout, const TransformerCo
 // maximum over ranks (the SP group waits for its slowest rank at the next layer) and, in *exposed_us, the part of
 // that rank's time that is transfer beyond its compute.
 double RingPassUs(const std::vector<std::vector<double>>& step_us, double transfer_us, double* exposed_us);
+
+// The general schedule: rank r takes sum over s of max(compute_us[r][s], transfer_us[s]) + serial_us[r][s]
+// (the step's compute overlaps the transfer posted with it; serial work waits for the transfer), then
+// tail_transfer_us exposed after the loop. serial_us may be empty (none). Returns the slowest rank's time and,
+// in *exposed_us, its transfer time beyond its compute plus the tail.
+double RingScheduleUs(const std::vector<std::vector<double>>& compute_us,
+                      const std::vector<std::vector<double>>& serial_us,
+                      const std::vector<double>& transfer_us, double tail_transfer_us, double* exposed_us);
 
 }  // namespace mmtwin

@@ -134,6 +134,14 @@ Status ReadParallel(const In& in, const json& j, ParallelConfig& pc) {
     MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "sp_ring", pc.sp_ring));
     MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "sp_method", pc.sp_method));
     MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "sp_one_stage", pc.sp_one_stage));
+    if (par->contains("sp_params")) {
+      const json& m = par->at("sp_params");
+      if (!m.is_object()) return in.Bad("parallel.sp_params", "expected an object of strings");
+      for (auto it = m.begin(); it != m.end(); ++it) {
+        if (!it.value().is_string()) return in.Bad("parallel.sp_params." + it.key(), "expected a string");
+        pc.sp_params[it.key()] = it.value().get<std::string>();
+      }
+    }
     if (pc.sp < 1) return in.Bad("parallel", "sp must be >= 1");
   }
   if (pc.dp < 1 || pc.tp < 1 || pc.pp < 1 || pc.vpp < 1 || pc.micro_batches < 1)
@@ -297,6 +305,7 @@ std::string PlanToJson(const Plan& p) {
     j["parallel"]["sp_ring"] = par.sp_ring;
     j["parallel"]["sp_method"] = par.sp_method;
     j["parallel"]["sp_one_stage"] = par.sp_one_stage;
+    if (!par.sp_params.empty()) j["parallel"]["sp_params"] = par.sp_params;
   }
   j["partition"] = p.partition.bounds;
   j["recompute"] = p.recompute.layers;

@@ -147,6 +147,14 @@ Result<RunSummary> ReadSummary(const json& j, const std::string& name) {
     MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "sp_ring", s.parallel.sp_ring));
     MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "sp_method", s.parallel.sp_method));
     MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "sp_one_stage", s.parallel.sp_one_stage));
+    if (par->contains("sp_params")) {
+      const json& m = par->at("sp_params");
+      if (!m.is_object()) return r.Bad("parallel", "sp_params", "an object of strings");
+      for (auto it = m.begin(); it != m.end(); ++it) {
+        if (!it.value().is_string()) return r.Bad("parallel.sp_params", it.key(), "a string");
+        s.parallel.sp_params[it.key()] = it.value().get<std::string>();
+      }
+    }
   }
   MMTWIN_ASSIGN_OR_RETURN(const json* policies, r.At(j, "", "policies"));
   MMTWIN_RETURN_IF_ERROR(ReadPolicy(r, *policies, "data", s.data_policy));
@@ -281,6 +289,7 @@ std::string SummaryToJson(const RunSummary& s) {
     j["parallel"]["sp_ring"] = p.sp_ring;
     j["parallel"]["sp_method"] = p.sp_method;
     j["parallel"]["sp_one_stage"] = p.sp_one_stage;
+    if (!p.sp_params.empty()) j["parallel"]["sp_params"] = p.sp_params;
   }
   j["policies"] = {{"data", PolicyJson(s.data_policy)},
                    {"partition", PolicyJson(s.partition_policy)},
