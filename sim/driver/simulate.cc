@@ -7,6 +7,7 @@
 
 #include "core/cost/cost_model.h"
 #include "core/eval/analytic.h"
+#include "core/eval/overlap.h"
 #include "core/graph/op_graph.h"
 #include "core/plan/memory.h"
 #include "core/plan/mesh.h"
@@ -142,6 +143,7 @@ Result<Replay> ReplayIterations(const PlannedRun& run, Evaluator& evaluator, con
   r.stage_recompute_us.assign(par.pp, 0);
   OpGraph graph;
   IterationTiming timing;
+  std::vector<double> unstretched;
   const size_t replayed = plan.iterations.size();
   const int trace_at = std::clamp(options.trace_iteration, 0, static_cast<int>(replayed) - 1);
   for (size_t i = 0; i < replayed; ++i) {
@@ -154,6 +156,13 @@ Result<Replay> ReplayIterations(const PlannedRun& run, Evaluator& evaluator, con
                               BuildIterationGraph(par, plan.schedule, costs, statics, comm, run.comm_cost));
     } else {
       MMTWIN_RETURN_IF_ERROR(RepriceIterationGraph(&graph, plan.schedule, costs));
+    }
+    // Compute slowed by the collectives it overlaps (core/eval/overlap.h), in the durations every engine reads;
+    // the unstretched durations come back after this iteration (repricing starts from them).
+    const double slowdown = run.cluster.device.overlap_slowdown;
+    if (slowdown > 0) {
+      unstretched = graph.duration_us;
+      ApplyOverlapSlowdown(graph, slowdown, &timing);
     }
     MMTWIN_RETURN_IF_ERROR(evaluator.Evaluate(graph, &timing));
     AddOptimizerStep(optimizer_us, par.pp, timing);
@@ -171,6 +180,11 @@ Result<Replay> ReplayIterations(const PlannedRun& run, Evaluator& evaluator, con
       r.ops = OpRecordsOf(graph, timing, costs, it.epoch_index);
       AddWorkload(r.ops, it, run.tokens, plan.packed, mesh);
       r.trace_json = PerfettoTrace(r.ops, par, PerfettoOptions{options.trace_dp_replicas}) + "\n";
+    }
+    if (slowdown > 0) {
+      for (int op = 0; op < graph.num_ops(); ++op)
+        if (graph.ops[op].lane == Lane::kCompute) graph.ops[op].duration_us = unstretched[op];
+      graph.duration_us = unstretched;
     }
     if (options.progress) options.progress(static_cast<double>(i + 1) / replayed);
   }

@@ -186,13 +186,29 @@ Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) 
     c.gpus_per_node = static_cast<int>(v);
     const YAML::Node dev = root["device"];
     if (!dev.IsDefined()) return Error::At(name, LineOf(root), "device", "missing");
-    MMTWIN_RETURN_IF_ERROR(
-        CheckKeys(dev, name, "device",
-                  {"name", "peak_flops", "memory_bytes", "hbm_bytes_per_s", "efficiency", "reserved_bytes",
-                   "workspace_bytes", "fragmentation", "kernel_overhead_us", "cuda_context_bytes",
-                   "nccl_buffsize_bytes", "nccl_channels", "cudnn_workspace_bytes", "fragmentation_spread",
-                   "gemm_peak_fraction", "gemm_half_dim", "attn_fwd_peak_fraction", "attn_bwd_peak_fraction",
-                   "attn_half_span", "attn_half_head_dim", "hbm_peak_fraction"}));
+    MMTWIN_RETURN_IF_ERROR(CheckKeys(dev, name, "device",
+                                     {"name",
+                                      "peak_flops",
+                                      "memory_bytes",
+                                      "hbm_bytes_per_s",
+                                      "efficiency",
+                                      "reserved_bytes",
+                                      "workspace_bytes",
+                                      "fragmentation",
+                                      "kernel_overhead_us",
+                                      "overlap_slowdown",
+                                      "cuda_context_bytes",
+                                      "nccl_buffsize_bytes",
+                                      "nccl_channels",
+                                      "cudnn_workspace_bytes",
+                                      "fragmentation_spread",
+                                      "gemm_peak_fraction",
+                                      "gemm_half_dim",
+                                      "attn_fwd_peak_fraction",
+                                      "attn_bwd_peak_fraction",
+                                      "attn_half_span",
+                                      "attn_half_head_dim",
+                                      "hbm_peak_fraction"}));
     MMTWIN_RETURN_IF_ERROR(r.String(dev, "device", "name", c.device.name, true));
     MMTWIN_RETURN_IF_ERROR(r.Number(dev, "device", "peak_flops", c.device.peak_flops, true));
     MMTWIN_RETURN_IF_ERROR(r.Integer(dev, "device", "memory_bytes", c.device.memory_bytes, true));
@@ -215,6 +231,10 @@ Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) 
         r.Number(dev, "device", "kernel_overhead_us", c.device.kernel_overhead_us, false, true));
     MMTWIN_RETURN_IF_ERROR(
         r.Range(dev, "device", "kernel_overhead_us", c.device.kernel_overhead_us, 0, 1e4, "microseconds"));
+    MMTWIN_RETURN_IF_ERROR(
+        r.Number(dev, "device", "overlap_slowdown", c.device.overlap_slowdown, false, true));
+    MMTWIN_RETURN_IF_ERROR(r.Range(dev, "device", "overlap_slowdown", c.device.overlap_slowdown, 0, 4,
+                                   "compute slowdown while a collective runs"));
     MMTWIN_RETURN_IF_ERROR(r.Range(dev, "device", "fragmentation", c.device.fragmentation, 0, 0.9,
                                    "fraction of the allocator's pool"));
     MMTWIN_RETURN_IF_ERROR(ReadComputeCurve(r, dev, c.device));

@@ -47,6 +47,10 @@ struct DeviceSpec {
   // Fixed time of one kernel besides its FLOPs (launch, ramp-up and tail), microseconds: does not shrink with
   // tensor parallelism, so small TP shards run below FLOPs / tp (cost_model.h counts the kernels per layer).
   double kernel_overhead_us = 0;
+  // Compute slowdown while a DP or dispatch collective runs on the same GPU (its CUDA blocks take SMs and memory
+  // bandwidth): the compute lane progresses at 1 / (1 + overlap_slowdown) then (core/eval/overlap.h). 0: free
+  // overlap.
+  double overlap_slowdown = 0;
   // Compute curves of the analytic cost model (core/cost/cost_model.h; traces/clusters/README.md gives each
   // preset's values and their sources). gemm_peak_fraction == 0: no curve, every FLOP at peak x `efficiency`
   // (the CPU preset). Fit parameters (the lead fits them on published runs through cluster.device.KEY
