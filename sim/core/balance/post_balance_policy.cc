@@ -73,6 +73,9 @@ const char* const kHostUsPerSampleDefault = "0.315";
 const char* const kHostUsPerSampleHelp =
     "dispatcher host time per sample of the step (all ranks), microseconds, on the critical path "
     "before the all-to-all (default fitted on OrchMLLM Table 2, 128-1,024 GPUs)";
+const char* const kKeepOwnHelp =
+    "each rank keeps its own draw up to the balanced target and only the excess moves (bins come "
+    "out heaviest draw first; node-wise placement puts them back near their draws)";
 
 const std::vector<ParamSpec> kPostBalanceParams = {
     {"batch_size", ParamType::kInt, "16", "samples each DP rank draws before balancing", {}, 1, 1 << 20},
@@ -111,6 +114,7 @@ const std::vector<ParamSpec> kPostBalanceParams = {
      "bytes to "
      "every other rank) or none",
      {"all-to-all", "all-gather", "none"}},
+    {"keep_own", ParamType::kBool, "false", kKeepOwnHelp},
     {"host_us_per_sample", ParamType::kDouble, kHostUsPerSampleDefault, kHostUsPerSampleHelp, {}, 0, 1e6},
 };
 
@@ -157,7 +161,8 @@ Result<DataPlan> RunPostBalancePolicy(const DataPolicyContext& ctx, const Params
     // Rank r drew items rank_start[r] .. rank_start[r + 1] - 1 (the mini-batches before balancing).
     items.resize(lengths.size());
     for (size_t i = 0; i < items.size(); ++i) items[i] = static_cast<uint32_t>(i);
-    auto bins = PostBalance(lengths, d, opts);
+    auto bins =
+        p.Bool("keep_own") ? PostBalanceKeepOwn(lengths, origin, d, opts) : PostBalance(lengths, d, opts);
     const double lb = CostLowerBound(lengths, d, opts);
     // One BinCost per bin (MaxBinCost's max, in bin order, and the total).
     double max_cost = 0, total_cost = 0;
@@ -247,6 +252,7 @@ const std::vector<ParamSpec> kOrchestratorParams = {
      "with "
      "the encoder-output gradients' backward all-to-all, or none",
      {"all-to-all", "all-gather", "none"}},
+    {"keep_own", ParamType::kBool, "false", kKeepOwnHelp},
     {"host_us_per_sample", ParamType::kDouble, kHostUsPerSampleDefault, kHostUsPerSampleHelp, {}, 0, 1e6},
 };
 
@@ -258,7 +264,8 @@ Result<DataPlan> RunOrchestratorPolicy(const DataPolicyContext& ctx, const Param
   mo.vision.lambda = p.Double("vision_lambda");
   mo.audio.lambda = p.Double("audio_lambda");
   mo.llm.lambda = p.Double("llm_lambda");
-  const OrchestratorOptions oo{ctx.dp, ctx.ranks_per_node, p.Bool("node_wise"), p.Bool("compose")};
+  const OrchestratorOptions oo{ctx.dp, ctx.ranks_per_node, p.Bool("node_wise"), p.Bool("compose"),
+                               p.Bool("keep_own")};
   const std::string dispatch = p.Str("dispatch");
   DataPlan plan = RandomBatches(ctx, p.Int("batch_size"), 3);
   plan.packed =
