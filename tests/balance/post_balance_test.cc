@@ -318,9 +318,10 @@ TEST(PostBalanceTest, KeepOwnMovesOnlyTheExcess) {
     }
     for (int c : seen) EXPECT_EQ(c, 1) << PostBalanceAlgorithmName(alg);
     EXPECT_GT(stay, l.size() / 2) << PostBalanceAlgorithmName(alg);
-    if (alg == PostBalanceAlgorithm::kLpt || alg == PostBalanceAlgorithm::kKk)
+    if (alg == PostBalanceAlgorithm::kLpt || alg == PostBalanceAlgorithm::kKk) {
       EXPECT_LE(MaxBinCost(l, b, a), MaxBinCost(l, PostBalance(l, 16, a), a) + 2050)
           << PostBalanceAlgorithmName(alg);
+    }
   }
 }
 

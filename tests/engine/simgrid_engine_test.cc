@@ -389,8 +389,9 @@ TEST(SimGridEngineTest, DispatchChainsAndOverheadReplayTheAnalyticPrice) {
   for (int i = 0; i < g.num_ops(); ++i) {
     EXPECT_NEAR(off.start_us[i], a.start_us[i], 1e-3) << g.Describe(i);
     EXPECT_NEAR(off.finish_us[i], a.finish_us[i], 1e-3) << g.Describe(i);
-    if (g.ops[i].kind == OpKind::kDispatch)
+    if (g.ops[i].kind == OpKind::kDispatch) {
       EXPECT_GE(on.finish_us[i] - on.start_us[i], (a.finish_us[i] - a.start_us[i]) * 0.999) << g.Describe(i);
+    }
   }
 }
 
