@@ -35,12 +35,18 @@ IterationData IterationOf(const DataPlan& data, int dp, int m, int64_t k) {
   it.epoch_index = k;
   it.micro_batches.assign(dp, std::vector<std::vector<uint32_t>>(m));
   it.dispatch.assign(m, {});
-  bool backward = false;
+  bool backward = false, overhead = false;
   for (int j = 0; j < m; ++j) {
     const DataStep& step = data.steps[static_cast<size_t>(k * m + j)];
     for (int r = 0; r < dp; ++r) it.micro_batches[r][j] = step.ranks[r].samples;
     it.dispatch[j] = step.dispatch;
     backward = backward || !step.dispatch_backward.empty();
+    overhead = overhead || !step.dispatch_overhead.empty();
+  }
+  if (overhead) {
+    it.dispatch_overhead.assign(m, {});
+    for (int j = 0; j < m; ++j)
+      it.dispatch_overhead[j] = data.steps[static_cast<size_t>(k * m + j)].dispatch_overhead;
   }
   if (backward) {
     it.dispatch_backward.assign(m, {});

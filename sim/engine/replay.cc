@@ -642,23 +642,55 @@ Status ActivityBuilder::AddRings() {
   return Status();
 }
 
-// Dispatch all-to-all of micro-batch m: every transfer starts when its sender's op starts; every replica's
-// op ends at a join of all the micro-batch's transfers (and of every replica's start), so that without
-// contention it lasts max over the transfers of latency + bytes / bandwidth, as the op graph prices it.
+// Dispatch all-to-all of micro-batch m (op_graph.h): once every replica's op has started, the dispatcher's own
+// work (length all-gather, host time: OpGraph::dispatch_overhead_us) as a delay, then the transfers as chains,
+// one transfer after the other per device and link class (NVLink, NIC): the senders' chains, or the receivers'
+// when the op graph's price is set by a receive chain (AllToAllChains); every replica's op ends at a join of
+// all the transfers. Without contention that lasts overhead + the longest chain, as the op graph prices it;
+// with contention the flows that meet on a link share it (a sender chain's flows on the receivers' down links,
+// a receiver chain's on the senders' up links).
 Status ActivityBuilder::AddDispatch() {
+  std::vector<TimedTransfer> timed;
+  std::map<std::pair<int32_t, bool>, int32_t> chain_tail;  // (device, in node) -> its chain's last transfer
   for (const auto& [slot, ops] : dispatch_ops_) {
     for (int d = 0; d < D_; ++d)
       if (ops[d] < 0)
         return Error("simgrid engine: dispatch slot " + std::to_string(slot) + " has no op on DP replica " +
                      std::to_string(d));
     const int32_t join = acts_.Add(Dag::kInstant, -1, -1, 0.0);
+    int32_t go = acts_.Add(Dag::kInstant, -1, -1, 0.0);
     for (int d = 0; d < D_; ++d) {
-      acts_.Edge(head_[ops[d]], join);
+      acts_.Edge(head_[ops[d]], go);
       tail_[ops[d]] = {join, -1};
     }
-    for (const DeviceTransfer& t : g_.DispatchTransfers(slot)) {
+    const double overhead_us = static_cast<size_t>(slot) < g_.dispatch_overhead_us.size()
+                                   ? g_.dispatch_overhead_us[static_cast<size_t>(slot)]
+                                   : 0.0;
+    if (overhead_us > 0) {
+      const int32_t delay = acts_.Add(Dag::kExec, devices_, -1, overhead_us * 1e-6 * kHostSpeed);
+      acts_.Edge(go, delay);
+      go = delay;
+    }
+    acts_.Edge(go, join);
+    const std::span<const DeviceTransfer> transfers = g_.DispatchTransfers(slot);
+    timed.clear();
+    const double nic = cluster_.gpu_nic_bytes_per_s();
+    for (const DeviceTransfer& t : transfers) {
+      const bool nvlink =
+          NodeOfDevice(cluster_, pc_, t.src_device) == NodeOfDevice(cluster_, pc_, t.dst_device);
+      const double bw = nvlink ? cluster_.nvlink_bytes_per_s : nic;
+      const double lat = nvlink ? cluster_.nvlink_latency_us : cluster_.nic_latency_us;
+      timed.push_back({t.src_device, t.dst_device, nvlink, lat + static_cast<double>(t.bytes) / bw * 1e6});
+    }
+    const bool by_receiver = AllToAllChains(timed).receive_bound;
+    chain_tail.clear();
+    for (size_t k = 0; k < transfers.size(); ++k) {
+      const DeviceTransfer& t = transfers[k];
       const int32_t c = acts_.Add(Dag::kComm, t.src_device, t.dst_device, static_cast<double>(t.bytes));
-      acts_.Edge(head_[ops[mesh_.DpOfDevice(t.src_device)]], c);
+      auto [it, fresh] =
+          chain_tail.try_emplace({by_receiver ? t.dst_device : t.src_device, timed[k].in_node}, c);
+      acts_.Edge(fresh ? go : it->second, c);
+      it->second = c;
       acts_.Edge(c, join);
     }
   }

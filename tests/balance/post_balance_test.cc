@@ -265,6 +265,66 @@ TEST(PostBalanceTest, EqualSizeBinsHoldTheSameNumberOfItems) {
   }
 }
 
+// PostBalanceKeepOwn by hand: rank 0 drew four items of 10, ranks 1 and 2 one each; LPT's target is 20, so
+// rank 0 sheds two items (no single one covers its excess of 20: its largest, then one of 10) and they go to the
+// two lightest bins; bins come out heaviest draw first (rank 0's, then 1's and 2's). Balanced draws move nothing.
+TEST(PostBalanceTest, KeepOwnMovesOnlyTheExcess) {
+  const std::vector<int64_t> len = {10, 10, 10, 10, 10, 10};
+  const std::vector<int> origin = {1, 0, 0, 2, 0, 0};
+  const PostBalanceOptions o{PostBalanceAlgorithm::kLpt, 0, 0};
+  const auto bins = PostBalanceKeepOwn(len, origin, 3, o);
+  ASSERT_EQ(bins.size(), 3u);
+  EXPECT_EQ(MaxBinCost(len, bins, o), 20);
+  // Bin 0 keeps two of rank 0's items; bins 1 and 2 hold ranks 1's and 2's item and one of rank 0's each.
+  ASSERT_EQ(bins[0].size(), 2u);
+  for (uint32_t i : bins[0]) EXPECT_EQ(origin[i], 0);
+  EXPECT_NE(std::find(bins[1].begin(), bins[1].end(), 0u), bins[1].end());
+  EXPECT_NE(std::find(bins[2].begin(), bins[2].end(), 3u), bins[2].end());
+  // Balanced draws: every bin is exactly one rank's draw.
+  Rng rng(3);
+  std::vector<int64_t> l2;
+  std::vector<int> o2;
+  for (int r = 0; r < 8; ++r)
+    for (int k = 0; k < 5; ++k) {
+      l2.push_back(100 + k);
+      o2.push_back(r);
+    }
+  for (const auto& b : PostBalanceKeepOwn(l2, o2, 8, o)) {
+    ASSERT_EQ(b.size(), 5u);
+    for (uint32_t i : b) EXPECT_EQ(o2[i], o2[b[0]]);
+  }
+  // Random draws, every algorithm: every item once, d bins, the largest bin at most the plain algorithm's plus
+  // the largest item (additive costs), and most items stay with their rank's bin.
+  for (auto alg : AllPostBalanceAlgorithms()) {
+    const PostBalanceOptions a{alg, alg == PostBalanceAlgorithm::kConv ? 1e-4 : 0, 0};
+    std::vector<int64_t> l;
+    std::vector<int> org;
+    for (int r = 0; r < 16; ++r)
+      for (int k = 0; k < 12; ++k) {
+        l.push_back(50 + static_cast<int64_t>(rng.Below(2000)));
+        org.push_back(r);
+      }
+    const auto b = PostBalanceKeepOwn(l, org, 16, a);
+    ASSERT_EQ(b.size(), 16u);
+    std::vector<int> seen(l.size(), 0);
+    size_t stay = 0;
+    for (const auto& bin : b) {
+      std::vector<int> per_rank(16, 0);
+      for (uint32_t i : bin) {
+        ++seen[i];
+        ++per_rank[org[i]];
+      }
+      stay += static_cast<size_t>(*std::max_element(per_rank.begin(), per_rank.end()));
+    }
+    for (int c : seen) EXPECT_EQ(c, 1) << PostBalanceAlgorithmName(alg);
+    EXPECT_GT(stay, l.size() / 2) << PostBalanceAlgorithmName(alg);
+    if (alg == PostBalanceAlgorithm::kLpt || alg == PostBalanceAlgorithm::kKk) {
+      EXPECT_LE(MaxBinCost(l, b, a), MaxBinCost(l, PostBalance(l, 16, a), a) + 2050)
+          << PostBalanceAlgorithmName(alg);
+    }
+  }
+}
+
 TEST(PostBalanceTest, PaddedBeatsLptOnPaddedObjective) {
   Rng rng(11);
   for (int trial = 0; trial < 20; ++trial) {

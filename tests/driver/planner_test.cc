@@ -119,6 +119,29 @@ TEST(PlannerTest, BmpPruningKeepsThePlan) {
   EXPECT_GT(pruned, 20);
 }
 
+// The dispatcher's own work per micro-batch (issue 28) reaches the plan and survives its JSON: post-balance on
+// 8 ranks drawing 6 samples each, micro-batch by micro-batch: the lengths all-gather is 8 ranks x 6 samples x
+// 1 phase x 8 bytes, the host time 0.315 us (the default) x 48 samples.
+TEST(PlannerTest, DispatchOverheadReachesThePlanAndItsJson) {
+  Scenario s = Small();
+  s.parallel.dp = 8;
+  s.parallel.micro_batches = 2;
+  s.data = {"post-balance", {{"batch_size", "6"}}};
+  auto run = BuildPlan(s, {});
+  ASSERT_TRUE(run.ok()) << run.error().message();
+  ASSERT_FALSE(run->plan.iterations.empty());
+  for (const IterationData& it : run->plan.iterations) {
+    ASSERT_EQ(it.dispatch_overhead.size(), 2u);
+    for (const DispatchOverhead& o : it.dispatch_overhead) {
+      EXPECT_EQ(o.length_gather_bytes, 8 * 6 * 8);
+      EXPECT_NEAR(o.host_us, 0.315 * 48, 1e-9);
+    }
+  }
+  auto back = PlanFromJson(PlanToJson(run->plan), "plan.json");
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back->iterations, run->plan.iterations);
+}
+
 // A sweep's shared preparation (PrepareData) gives the same plan and run as planning from scratch; its key
 // ignores what only the later steps read and tells apart what the trace or data policy read.
 TEST(PlannerTest, DroppingTheTraceKeepsThePlan) {

@@ -690,6 +690,46 @@ TEST(OpGraphTest, DispatchOpsGateTheFirstForward) {
   EXPECT_NE(e.error().message().find("nic_bytes_per_s"), std::string::npos) << e.error().message();
 }
 
+// Incast and NIC sharing (issue 28): a device's transfers on one link run one after the other, sends and
+// receives alike, so the all-to-all lasts the longest per-device chain. Closed forms on dp 4 x pp 1, b bytes per
+// transfer: one device sending to 3 peers on other nodes takes 3 (5 + b / 1e10), not 5 + b / 1e10; three devices
+// sending to one likewise (incast); in-node and cross-node sends run on their own links side by side. The
+// dispatcher's own work (length all-gather over the DP ring, host time) precedes the forward all-to-all only.
+TEST(OpGraphTest, DispatchAllToAllSharesEachDevicesLinks) {
+  const ParallelConfig pc = Pc(4, 1, 1, 2);
+  IterationCosts costs = Random(pc, 4, false, false, true);
+  const int64_t b = 1 << 20;
+  const double nic_us = 5 + b / 1e10 * 1e6, nvlink_us = 2 + b / 1e11 * 1e6;
+  auto duration = [&](const CommSpec& comm, int m) {
+    auto g = Build(pc, "1f1b", costs, Statics(1, 100), comm);
+    EXPECT_TRUE(g.ok()) << g.error().message();
+    if (!g.ok()) return -1.0;
+    const int i = FindOp(*g, OpKind::kDispatch, 0, m);
+    return i < 0 ? -1.0 : g->ops[i].duration_us;
+  };
+  CommSpec apart = DispatchComm();
+  apart.gpus_per_node = 1;  // every replica on its own node
+  costs.dispatch = {{{0, 1, b}, {0, 2, b}, {0, 3, b}}, {{1, 0, b}, {2, 0, b}, {3, 0, b}}};
+  EXPECT_NEAR(duration(apart, 0), 3 * nic_us, 1e-9);  // one sender, three NIC flows
+  EXPECT_NEAR(duration(apart, 1), 3 * nic_us, 1e-9);  // incast: three flows into one NIC
+  // Two GPUs per node: 0 -> 1 over NVLink beside 0 -> 2, 0 -> 3 over its NIC.
+  EXPECT_NEAR(duration(DispatchComm(), 0), std::max(nvlink_us, 2 * nic_us), 1e-9);
+  // A permutation (every device sends once and receives once): one transfer's time.
+  costs.dispatch = {{{0, 1, b}, {1, 2, b}, {2, 3, b}, {3, 0, b}}};
+  EXPECT_NEAR(duration(apart, 0), nic_us, 1e-9);
+  // The dispatcher's own work on micro-batch 0: the all-gather of 4000 bytes over the DP ring of 4 (Comm():
+  // 5 us per step, 1e11 B/s) and 100 us of host time; micro-batch 1 has none.
+  costs.dispatch = {{{0, 1, b}}, {{0, 1, b}}};
+  costs.dispatch_overhead = {{4000, 100}};
+  const double gather_us = 3 * 5 + 0.75 * 4000 / 1e11 * 1e6;
+  EXPECT_NEAR(duration(apart, 0), gather_us + 100 + nic_us, 1e-9);
+  EXPECT_NEAR(duration(apart, 1), nic_us, 1e-9);
+  auto g = Build(pc, "1f1b", costs, Statics(1, 100), apart);
+  ASSERT_TRUE(g.ok());
+  EXPECT_NEAR(g->dispatch_overhead_us[0], gather_us + 100, 1e-9);
+  EXPECT_EQ(g->dispatch_overhead_us[1], 0.0);
+}
+
 // The backward all-to-all (encoder-output gradients going back, IterationCosts::dispatch_backward): one
 // dispatch op with pass backward per replica and micro-batch, on the stage-0 device, after the gradient reaches
 // chunk 0 and before chunk 0's backward. By hand on dp 2 x pp 1 (uniform costs, no DP bytes): forward 10,

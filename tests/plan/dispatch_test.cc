@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -36,6 +37,42 @@ TEST(DispatchTest, AggregateTransfersMatchesMapReference) {
     for (const auto& [pair, bytes] : ref) want.push_back({pair.first, pair.second, bytes});
     AggregateTransfers(&t);
     EXPECT_EQ(t, want) << "trial " << trial << " ranks " << ranks << " n " << n;
+  }
+}
+
+// AllToAllChains against its definition by hand: sends and receives per device and link summed, the longest
+// chain; receive_bound only when a receive chain is strictly the longest.
+TEST(DispatchTest, AllToAllChainsClosedForms) {
+  EXPECT_EQ(AllToAllChains({}).us, 0.0);
+  // One device to k peers across nodes: k transfers' times.
+  std::vector<TimedTransfer> fan_out, fan_in;
+  for (int k = 1; k <= 5; ++k) {
+    fan_out.push_back({0, k, false, 7.0});
+    fan_in.push_back({k, 0, false, 7.0});
+  }
+  EXPECT_EQ(AllToAllChains(fan_out).us, 35.0);
+  EXPECT_FALSE(AllToAllChains(fan_out).receive_bound);
+  EXPECT_EQ(AllToAllChains(fan_in).us, 35.0);
+  EXPECT_TRUE(AllToAllChains(fan_in).receive_bound);
+  // NVLink and NIC chains side by side: the longer, not the sum.
+  const std::vector<TimedTransfer> mixed = {{0, 1, true, 3}, {0, 2, true, 4}, {0, 3, false, 6}};
+  EXPECT_EQ(AllToAllChains(mixed).us, 7.0);
+  // Random lists against a brute-force sum per (device, direction, link).
+  Rng rng(11);
+  for (int trial = 0; trial < 100; ++trial) {
+    std::vector<TimedTransfer> t(rng.Below(50));
+    std::map<std::tuple<int, int, bool>, double> chain;
+    for (auto& x : t) {
+      x = {static_cast<int32_t>(rng.Below(9)), static_cast<int32_t>(rng.Below(9)), rng.Below(2) == 0,
+           static_cast<double>(rng.Below(100))};
+      chain[{x.src, 0, x.in_node}] += x.us;
+      chain[{x.dst, 1, x.in_node}] += x.us;
+    }
+    double send = 0, receive = 0;
+    for (const auto& [key, us] : chain)
+      (std::get<1>(key) ? receive : send) = std::max(std::get<1>(key) ? receive : send, us);
+    EXPECT_EQ(AllToAllChains(t).us, std::max(send, receive)) << trial;
+    EXPECT_EQ(AllToAllChains(t).receive_bound, receive > send) << trial;
   }
 }
 

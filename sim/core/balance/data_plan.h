@@ -44,6 +44,8 @@ struct DataStep {
   // The backward all-to-all (orchestrator): the gradients of the encoder outputs that `dispatch` moved, going
   // back the same way reversed. Aggregated likewise; empty = none (raw inputs need no gradient).
   std::vector<DispatchTransfer> dispatch_backward;
+  // The dispatcher's own work before `dispatch` (length all-gather, host time; core/plan/dispatch.h).
+  DispatchOverhead dispatch_overhead;
 };
 
 struct DataPlan {

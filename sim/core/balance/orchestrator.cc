@@ -121,7 +121,13 @@ Orchestration::Items Orchestration::BalanceItems(size_t p) const {
       x.sample_of_item.push_back(static_cast<uint32_t>(i));
       x.len.push_back(ph.lengths[i]);
     }
-  x.bins = PostBalance(x.len, d_, ph.options);
+  if (o_.keep_own) {
+    std::vector<int> origin(x.len.size());
+    for (size_t item = 0; item < origin.size(); ++item) origin[item] = origin_rank_[x.sample_of_item[item]];
+    x.bins = PostBalanceKeepOwn(x.len, origin, d_, ph.options);
+  } else {
+    x.bins = PostBalance(x.len, d_, ph.options);
+  }
   x.bin_of_item.assign(x.len.size(), 0);
   for (int b = 0; b < d_; ++b)
     for (uint32_t item : x.bins[b]) x.bin_of_item[item] = b;

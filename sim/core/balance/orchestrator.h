@@ -62,6 +62,10 @@ struct OrchestratorOptions {
   int ranks_per_node = 8;  // node(r) = r / ranks_per_node
   bool node_wise = true;   // exact node-wise placement (else bin i -> rank i)
   bool compose = true;     // rearrangement composition for encoder outputs
+  // Every phase keeps each rank's own draw and moves only the excess (PostBalanceKeepOwn; the bins come out
+  // heaviest draw first, so identity placement puts them on other ranks and node-wise placement brings them
+  // back). An encoder's "own draw" is the samples drawn on the rank, the LLM's likewise.
+  bool keep_own = false;
 };
 
 // One piece of data moved from rank src to rank dst.

@@ -1139,4 +1139,115 @@ std::vector<std::vector<uint32_t>> PostBalance(std::span<const int64_t> lengths,
   return {};
 }
 
+Bins PostBalanceKeepOwn(std::span<const int64_t> lengths, std::span<const int> origin, int d,
+                        const PostBalanceOptions& o) {
+  if (d <= 0) return {};
+  const size_t n = lengths.size();
+  const bool additive = o.algorithm == PostBalanceAlgorithm::kLpt ||
+                        o.algorithm == PostBalanceAlgorithm::kKk ||
+                        o.algorithm == PostBalanceAlgorithm::kQuadratic;
+  // The target: the plain algorithm's largest bin.
+  PostBalanceOptions plain_options = o;
+  plain_options.equal_size = false;
+  const double target = MaxBinCost(lengths, PostBalance(lengths, d, plain_options), o);
+  auto length = [&](uint32_t i) { return std::max<int64_t>(0, lengths[i]); };
+  // Every rank's own draw, trimmed to the target.
+  Bins own(d);
+  for (size_t i = 0; i < n; ++i) own[origin[i]].push_back(static_cast<uint32_t>(i));
+  std::vector<double> draw_cost(d, 0);
+  std::vector<uint32_t> pool;
+  for (int r = 0; r < d; ++r) {
+    std::vector<uint32_t>& b = own[r];
+    draw_cost[r] = BinCost(lengths, b, o);
+    if (draw_cost[r] <= target) continue;
+    // Ascending by cost (ties by index).
+    std::sort(b.begin(), b.end(),
+              [&](uint32_t x, uint32_t y) { return length(x) != length(y) ? length(x) < length(y) : x < y; });
+    if (additive) {
+      // The fewest bytes out: the smallest item that covers the excess, else the largest one and repeat.
+      double excess = draw_cost[r] - target;
+      while (excess > 0 && !b.empty()) {
+        auto it = std::lower_bound(b.begin(), b.end(), excess,
+                                   [&](uint32_t x, double e) { return ItemCost(length(x), o) < e; });
+        if (it == b.end()) it = std::prev(b.end());
+        excess -= ItemCost(length(*it), o);
+        pool.push_back(*it);
+        b.erase(it);
+      }
+    } else {
+      // Padded costs fall with the longest item: drop the longest until the rest fits.
+      while (!b.empty() && BinCost(lengths, b, o) > target) {
+        pool.push_back(b.back());
+        b.pop_back();
+      }
+    }
+  }
+  // Bins seeded with the trimmed draws, the heaviest draw first (as LPT takes its items; ties by rank).
+  std::vector<int> order(d);
+  for (int r = 0; r < d; ++r) order[r] = r;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return draw_cost[a] > draw_cost[b]; });
+  Bins bins(d);
+  for (int k = 0; k < d; ++k) bins[k] = std::move(own[order[k]]);
+  // The excess, longest first, each into the bin it raises least (LPT; ties: the lower bin).
+  std::sort(pool.begin(), pool.end(),
+            [&](uint32_t x, uint32_t y) { return length(x) != length(y) ? length(x) > length(y) : x < y; });
+  std::vector<double> count(d), mx(d, 0), sum(d, 0), sq(d, 0);
+  for (int k = 0; k < d; ++k)
+    for (uint32_t i : bins[k]) {
+      const double l = static_cast<double>(length(i));
+      count[k] += 1;
+      mx[k] = std::max(mx[k], l);
+      sum[k] += l;
+      sq[k] += l * l;
+    }
+  auto cost = [&](int k) {
+    switch (o.algorithm) {
+      case PostBalanceAlgorithm::kPadded:
+        return count[k] * mx[k];
+      case PostBalanceAlgorithm::kConv:
+        return sum[k] + o.lambda * count[k] * mx[k] * mx[k];
+      default:
+        return sum[k] + o.lambda * sq[k];
+    }
+  };
+  auto add = [&](int k, uint32_t i) {
+    const double l = static_cast<double>(length(i));
+    bins[k].push_back(i);
+    count[k] += 1;
+    mx[k] = std::max(mx[k], l);
+    sum[k] += l;
+    sq[k] += l * l;
+  };
+  if (additive) {
+    using Entry = std::pair<double, int>;  // (cost, bin): the least on top
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+    for (int k = 0; k < d; ++k) heap.push({cost(k), k});
+    for (uint32_t i : pool) {
+      const int k = heap.top().second;
+      heap.pop();
+      add(k, i);
+      heap.push({cost(k), k});
+    }
+  } else {
+    for (uint32_t i : pool) {
+      const double l = static_cast<double>(length(i));
+      int best = 0;
+      double best_cost = std::numeric_limits<double>::infinity();
+      for (int k = 0; k < d; ++k) {
+        const double c1 = count[k] + 1, m1 = std::max(mx[k], l);
+        const double c =
+            o.algorithm == PostBalanceAlgorithm::kPadded ? c1 * m1 : sum[k] + l + o.lambda * c1 * m1 * m1;
+        if (c < best_cost) {
+          best = k;
+          best_cost = c;
+        }
+      }
+      add(best, i);
+    }
+  }
+  if (o.refine && additive) RefineBySwaps(ItemCosts(lengths, o), bins);
+  for (auto& b : bins) std::sort(b.begin(), b.end());
+  return bins;
+}
+
 }  // namespace mmtwin

@@ -84,6 +84,20 @@ struct PostBalanceOptions {
 std::vector<std::vector<uint32_t>> PostBalance(std::span<const int64_t> lengths, int d,
                                                const PostBalanceOptions& o);
 
+// Post-balancing that keeps each rank's own draw (mmtwin's option, for node-wise placement: issue 28): the bins
+// of PostBalance(lengths, d, o) set the target T = their largest cost; every rank's draw (the items whose
+// origin[i] is that rank) is trimmed to T, and only what is trimmed moves: additive costs (lpt, kk, quadratic)
+// shed the smallest item that covers the excess, else their largest and repeat (few bytes out); padded and conv
+// shed their longest items until the rest costs <= T. The trimmed draws seed the d bins, the heaviest draw
+// first (ties: lower rank), as LPT takes its items, so bin k is not rank k's; the shed items, longest first,
+// each go to the bin whose cost it raises least (ties: the lower bin), then refine as PostBalance (additive
+// costs). equal_size is not applied. The largest bin may end above T (by at most the largest shed item for
+// additive costs). Preconditions: origin.size() == lengths.size(), origin[i] in [0, d).
+//   auto bins = PostBalanceKeepOwn(lengths, origin, 64, o);  // bins[k]: mostly one rank's own draw
+std::vector<std::vector<uint32_t>> PostBalanceKeepOwn(std::span<const int64_t> lengths,
+                                                      std::span<const int> origin, int d,
+                                                      const PostBalanceOptions& o);
+
 // Pairwise local search on additive costs (item i costs costs[i], a bin the sum): repeatedly take the heaviest
 // bin H and, among the lightest bins, the first L with an improving exchange — one item moved from H to L, or an
 // item of H swapped with a cheaper one of L — choosing the exchange that moves the amount closest to half the gap

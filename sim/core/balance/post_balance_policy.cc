@@ -39,7 +39,43 @@ void AllGatherTransfers(const std::vector<int>& origin, const std::vector<int64_
       if (src != dst && drawn[src] > 0) out->push_back({src, dst, drawn[src]});
 }
 
+// One length per sample and balanced phase, as an int64 tensor all-gathered (OrchMLLM §5.2.1: only the lengths
+// l_ij are gathered before balancing).
+constexpr int64_t kLengthBytes = 8;
+
+// The dispatcher's own work of a step (core/plan/dispatch.h): the all-gather of every rank's lengths (torch's
+// all_gather pads each rank's tensor to the largest mini-batch; only when the samples move by all-to-all: the
+// all-gather strawman gathers the samples themselves) and the host time, per sample of the step.
+DispatchOverhead StepOverhead(const DataStep& step, int phases, bool length_gather,
+                              double host_us_per_sample) {
+  size_t largest = 0, samples = 0;
+  for (const MiniBatch& b : step.ranks) {
+    largest = std::max(largest, b.samples.size());
+    samples += b.samples.size();
+  }
+  DispatchOverhead o;
+  if (length_gather)
+    o.length_gather_bytes =
+        static_cast<int64_t>(step.ranks.size()) * static_cast<int64_t>(largest) * phases * kLengthBytes;
+  o.host_us = host_us_per_sample * static_cast<double>(samples);
+  return o;
+}
+
 }  // namespace
+
+// The dispatcher's host time per sample of the step on the critical path, microseconds. No published figure:
+// fitted (least squares through the origin) on OrchMLLM Table 2's 128, 256, 512 and 1,024-GPU overheads (MLLM-10B,
+// mini-batch 60: 18.49, 21.32, 24.64, 31.37 ms) minus mmtwin's forward all-to-all and length all-gather on
+// scenarios/sweeps/orchmllm-scale.yaml's runs (11.63, 12.56, 13.35, 14.37 ms): 0.315 us per sample; the 64 and
+// 2,560-GPU rows are held out (reports/fidelity.md). Table 2 grows linearly with the step's samples
+// (d x 60): an O(n) host step between the length all-gather and the all-to-all.
+const char* const kHostUsPerSampleDefault = "0.315";
+const char* const kHostUsPerSampleHelp =
+    "dispatcher host time per sample of the step (all ranks), microseconds, on the critical path "
+    "before the all-to-all (default fitted on OrchMLLM Table 2, 128-1,024 GPUs)";
+const char* const kKeepOwnHelp =
+    "each rank keeps its own draw up to the balanced target and only the excess moves (bins come "
+    "out heaviest draw first; node-wise placement puts them back near their draws)";
 
 const std::vector<ParamSpec> kPostBalanceParams = {
     {"batch_size", ParamType::kInt, "16", "samples each DP rank draws before balancing", {}, 1, 1 << 20},
@@ -78,6 +114,8 @@ const std::vector<ParamSpec> kPostBalanceParams = {
      "bytes to "
      "every other rank) or none",
      {"all-to-all", "all-gather", "none"}},
+    {"keep_own", ParamType::kBool, "false", kKeepOwnHelp},
+    {"host_us_per_sample", ParamType::kDouble, kHostUsPerSampleDefault, kHostUsPerSampleHelp, {}, 0, 1e6},
 };
 
 Result<DataPlan> RunPostBalancePolicy(const DataPolicyContext& ctx, const Params& p) {
@@ -123,7 +161,8 @@ Result<DataPlan> RunPostBalancePolicy(const DataPolicyContext& ctx, const Params
     // Rank r drew items rank_start[r] .. rank_start[r + 1] - 1 (the mini-batches before balancing).
     items.resize(lengths.size());
     for (size_t i = 0; i < items.size(); ++i) items[i] = static_cast<uint32_t>(i);
-    auto bins = PostBalance(lengths, d, opts);
+    auto bins =
+        p.Bool("keep_own") ? PostBalanceKeepOwn(lengths, origin, d, opts) : PostBalance(lengths, d, opts);
     const double lb = CostLowerBound(lengths, d, opts);
     // One BinCost per bin (MaxBinCost's max, in bin order, and the total).
     double max_cost = 0, total_cost = 0;
@@ -155,6 +194,8 @@ Result<DataPlan> RunPostBalancePolicy(const DataPolicyContext& ctx, const Params
     int64_t total_bytes = 0;
     for (int64_t b : bytes) total_bytes += b;
     allgather_sum += static_cast<double>(total_bytes) * (d - 1);
+    // The dispatcher's own work, from the drawn mini-batches.
+    const DispatchOverhead overhead = StepOverhead(step, 1, all_to_all, p.Double("host_us_per_sample"));
     for (int r = 0; r < d; ++r) step.ranks[r].samples.clear();
     // The transfers are gathered and aggregated in a reused buffer; the step keeps an exact-size copy.
     transfers.clear();
@@ -169,6 +210,7 @@ Result<DataPlan> RunPostBalancePolicy(const DataPolicyContext& ctx, const Params
     if (dispatch == "all-gather") AllGatherTransfers(origin, bytes, d, &transfers);
     AggregateTransfers(&transfers);
     step.dispatch.assign(transfers.begin(), transfers.end());
+    if (dispatch != "none") step.dispatch_overhead = overhead;
   }
   const double n = std::max<size_t>(1, plan.steps.size());
   plan.metrics["max_load_over_lower_bound"] = ratio_sum / n;
@@ -210,6 +252,8 @@ const std::vector<ParamSpec> kOrchestratorParams = {
      "with "
      "the encoder-output gradients' backward all-to-all, or none",
      {"all-to-all", "all-gather", "none"}},
+    {"keep_own", ParamType::kBool, "false", kKeepOwnHelp},
+    {"host_us_per_sample", ParamType::kDouble, kHostUsPerSampleDefault, kHostUsPerSampleHelp, {}, 0, 1e6},
 };
 
 Result<DataPlan> RunOrchestratorPolicy(const DataPolicyContext& ctx, const Params& p) {
@@ -220,7 +264,8 @@ Result<DataPlan> RunOrchestratorPolicy(const DataPolicyContext& ctx, const Param
   mo.vision.lambda = p.Double("vision_lambda");
   mo.audio.lambda = p.Double("audio_lambda");
   mo.llm.lambda = p.Double("llm_lambda");
-  const OrchestratorOptions oo{ctx.dp, ctx.ranks_per_node, p.Bool("node_wise"), p.Bool("compose")};
+  const OrchestratorOptions oo{ctx.dp, ctx.ranks_per_node, p.Bool("node_wise"), p.Bool("compose"),
+                               p.Bool("keep_own")};
   const std::string dispatch = p.Str("dispatch");
   DataPlan plan = RandomBatches(ctx, p.Int("batch_size"), 3);
   plan.packed =
@@ -285,6 +330,9 @@ Result<DataPlan> RunOrchestratorPolicy(const DataPolicyContext& ctx, const Param
       AllGatherTransfers(origin, drawn_bytes, ctx.dp, &step.dispatch);
     }
     AggregateTransfers(&step.dispatch);
+    if (dispatch != "none")
+      step.dispatch_overhead = StepOverhead(step, static_cast<int>(phases.size()), dispatch == "all-to-all",
+                                            p.Double("host_us_per_sample"));
     // The plan records the LLM phase's mini-batches (what the pipeline runs); encoder phases are in the report.
     const PhaseReport& llm = res.phases.back();
     for (int r = 0; r < ctx.dp; ++r) {

@@ -11,6 +11,8 @@
 #include <limits>
 
 #include "core/graph/op_graph_internal.h"
+#include "core/plan/collective.h"
+#include "core/plan/dispatch.h"
 
 namespace mmtwin {
 
@@ -92,6 +94,21 @@ namespace {
 int DispatchNode(const ParallelConfig& pc, const CommSpec& comm, int d) {
   const DeviceMesh mesh(pc, comm.gpus_per_node);
   return comm.gpus_per_node > 0 ? mesh.NodeOfDevice(mesh.Device(d, 0)) : d;
+}
+
+// The all-gather of the sample lengths over the whole DP group (not a ZeRO-3 shard group): NCCL's choice
+// (core/plan/collective.h) with the "nccl" collective model, else the flat ring over the DP link.
+double LengthGatherUs(int64_t bytes, int ranks, bool in_node, const CommSpec& comm) {
+  if (comm.collectives.model == "nccl") {
+    const int per_node = in_node                      ? ranks
+                         : comm.dp_ranks_per_node > 0 ? std::min(comm.dp_ranks_per_node, ranks)
+                                                      : 1;
+    const CollectiveLinks links{comm.nvlink_bytes_per_s, comm.nic_bytes_per_s, comm.collectives};
+    return NcclCollective(CollectiveOp::kAllGather, bytes, {ranks, per_node}, links).us;
+  }
+  if (!(comm.dp_bytes_per_s > 0)) return 0;
+  return (ranks - 1) * comm.dp_latency_us +
+         static_cast<double>(ranks - 1) / ranks * static_cast<double>(bytes) / comm.dp_bytes_per_s * 1e6;
 }
 
 }  // namespace
@@ -190,13 +207,17 @@ void FillDispatch(const ParallelConfig& pc, const IterationCosts& costs, const C
   g->dispatch_begin.clear();
   g->dispatch_transfers.clear();
   g->dispatch_us.clear();
+  g->dispatch_overhead_us.clear();
   bool any = false;
   for (const auto& list : costs.dispatch) any = any || !list.empty();
   for (const auto& list : costs.dispatch_backward) any = any || !list.empty();
   if (!any) return;
   g->dispatch_begin.assign(2 * M + 1, 0);
   g->dispatch_us.assign(2 * M, 0.0);
+  g->dispatch_overhead_us.assign(2 * M, 0.0);
+  const DeviceMesh layout(pc, comm.gpus_per_node);
   std::vector<DispatchTransfer> list;
+  std::vector<TimedTransfer> timed;
   for (int slot = 0; slot < 2 * M; ++slot) {
     g->dispatch_begin[slot] = static_cast<int32_t>(g->dispatch_transfers.size());
     const auto& lists = slot < M ? costs.dispatch : costs.dispatch_backward;
@@ -204,13 +225,21 @@ void FillDispatch(const ParallelConfig& pc, const IterationCosts& costs, const C
     if (m < static_cast<int>(lists.size())) {
       list = lists[m];
       AggregateTransfers(&list);
-      double us = 0;
+      timed.clear();
       for (const DispatchTransfer& t : list) {
         g->dispatch_transfers.push_back({mesh.Device(t.src_rank, 0), mesh.Device(t.dst_rank, 0), t.bytes});
         const bool nvlink = DispatchNode(pc, comm, t.src_rank) == DispatchNode(pc, comm, t.dst_rank);
-        us = std::max(us, cost.Us({CommKind::kDispatch, t.bytes, 2, nvlink}));
+        timed.push_back({t.src_rank, t.dst_rank, nvlink, cost.Us({CommKind::kDispatch, t.bytes, 2, nvlink})});
       }
-      g->dispatch_us[slot] = us;
+      double overhead_us = 0;
+      if (slot < M && !list.empty() && m < static_cast<int>(costs.dispatch_overhead.size())) {
+        const DispatchOverhead& o = costs.dispatch_overhead[m];
+        if (o.length_gather_bytes > 0 && pc.dp > 1)
+          overhead_us += LengthGatherUs(o.length_gather_bytes, pc.dp, layout.DpGroupInNode(), comm);
+        overhead_us += std::max(0.0, o.host_us);
+      }
+      g->dispatch_overhead_us[slot] = overhead_us;
+      g->dispatch_us[slot] = overhead_us + AllToAllChains(timed).us;
     }
   }
   g->dispatch_begin[2 * M] = static_cast<int32_t>(g->dispatch_transfers.size());

@@ -104,10 +104,15 @@
 // lane, in micro-batch order, no other dependency: later micro-batches' dispatch overlaps earlier compute];
 // forward (m, chunk 0) of replica d depends on it. The op's transfers are the all-to-all of micro-batch m
 // (OpGraph::DispatchTransfers(m), DP ranks mapped to stage-0 device indices; op.bytes = what replica d
-// sends). No-contention duration, the same for every replica's op of m: every transfer runs concurrently at
-// full speed,
-//   dispatch_us(m) = max over the transfers t of m of lat(t) + bytes(t) / bw(t) * 1e6,
-// with bw, lat = nvlink_* when src and dst are on the same node (CommSpec::gpus_per_node), else nic_*.
+// sends). No-contention duration, the same for every replica's op of m: the dispatcher's own work
+// (IterationCosts::dispatch_overhead[m], core/plan/dispatch.h: the all-gather of the sample lengths priced by
+// the comm model as one all-gather call over the DP group, CommKind::kWeightAllGather with one bucket, plus the
+// host time), then the all-to-all, whose devices share their links (incast and NIC sharing: AllToAllChains):
+//   dispatch_us(m) = overhead(m) + max over devices v and links k (NVLink, NIC share) of
+//                    max(sum of lat(t) + bytes(t) / bw(t) * 1e6 over v's sends on k, the same over its receives),
+// with bw, lat = nvlink_* when src and dst are on the same node (CommSpec::gpus_per_node), else nic_* (each
+// transfer's time is the comm model's CommKind::kDispatch price). One device sending b bytes to k peers on
+// other nodes takes k (lat + b / nic), not lat + b / nic.
 // Backward all-to-all (IterationCosts::dispatch_backward: the orchestrator's encoder-output gradients going back
 // to the encoder ranks): for every micro-batch m with transfers, one dispatch op with pass backward per replica
 // on its stage-0 device [dispatch lane, at the schedule position of chunk 0's backward of m]; it waits for the
@@ -115,8 +120,11 @@
 // or for pp 1 the forward of m, of each replica: an all-to-all is collective) and chunk 0's backward of m
 // waits for it (on one serial device the makespan is the same as running it between the LLM's
 // and the encoder's backward inside the chunk). Duration as above, from dispatch slot M + m.
-// The SimGrid engine replays the transfers; every replica's op ends when the whole all-to-all has (so that
-// without contention both engines give exactly this duration). Presence: ops of micro-batch m exist iff m had
+// The SimGrid engine replays the overhead as a delay, then the transfers as chains, one transfer after the
+// other per device and link: the senders' chains, or the receivers' when a receive chain is the longest
+// (AllToAllTime::receive_bound); every replica's op ends when the whole all-to-all has, so without contention
+// both engines give exactly this duration, and with it the flows that meet on a link (the receivers' down
+// links of sender chains, the senders' up links of receiver chains) share it. Presence: ops of micro-batch m exist iff m had
 // transfers when the graph was built (re-pricing keeps them, possibly with zero duration).
 //
 // Ops are stored in a topological order (checked with Boost.Graph over dependencies + lane order): every
@@ -230,10 +238,12 @@ struct OpGraph {
   // Dispatch side table (empty when no micro-batch has transfers), 2M slots: slot m = micro-batch m's
   // dispatch, slot M + m = its backward all-to-all; a slot's transfers are
   // dispatch_transfers[dispatch_begin[slot] .. dispatch_begin[slot+1]), sorted by (src, dst); dispatch_us[slot]
-  // its no-contention duration (see above).
+  // its no-contention duration (see above), of which dispatch_overhead_us[slot] is the dispatcher's own work
+  // before the all-to-all (length all-gather and host time; forward slots only).
   std::vector<int32_t> dispatch_begin;
   std::vector<DeviceTransfer> dispatch_transfers;
   std::vector<double> dispatch_us;
+  std::vector<double> dispatch_overhead_us;
 
   int num_ops() const { return static_cast<int>(ops.size()); }
   std::span<const int32_t> Deps(int i) const {

@@ -265,6 +265,7 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
   if (had_dispatch && g.dispatch_begin.empty()) {  // keep the table's shape: ops stay, with zero durations
     g.dispatch_begin.assign(2 * pc.micro_batches + 1, 0);
     g.dispatch_us.assign(2 * pc.micro_batches, 0.0);
+    g.dispatch_overhead_us.assign(2 * pc.micro_batches, 0.0);
   }
   const int n = g.num_ops();
   const DeviceMesh mesh(pc, g.source.comm.gpus_per_node);

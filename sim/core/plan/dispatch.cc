@@ -2,6 +2,7 @@
 #include "core/plan/dispatch.h"
 
 #include <algorithm>
+#include <array>
 
 namespace mmtwin {
 
@@ -43,6 +44,23 @@ void AggregateTransfers(std::vector<DispatchTransfer>* transfers) {
       t[out++] = t[i];
   }
   t.resize(out);
+}
+
+AllToAllTime AllToAllChains(std::span<const TimedTransfer> transfers) {
+  int32_t hi = -1;
+  for (const TimedTransfer& t : transfers) hi = std::max({hi, t.src, t.dst});
+  // Per device: [send in node, send across, receive in node, receive across].
+  std::vector<std::array<double, 4>> load(static_cast<size_t>(hi + 1), {0, 0, 0, 0});
+  for (const TimedTransfer& t : transfers) {
+    load[static_cast<size_t>(t.src)][t.in_node ? 0 : 1] += t.us;
+    load[static_cast<size_t>(t.dst)][t.in_node ? 2 : 3] += t.us;
+  }
+  double send = 0, receive = 0;
+  for (const auto& l : load) {
+    send = std::max({send, l[0], l[1]});
+    receive = std::max({receive, l[2], l[3]});
+  }
+  return {std::max(send, receive), receive > send};
 }
 
 }  // namespace mmtwin

@@ -178,6 +178,9 @@ struct IterationData {
   // The backward all-to-all of micro-batch m: the gradients of the encoder outputs the forward dispatch moved
   // to other ranks, going back (orchestrator; empty or shorter than M = none).
   std::vector<std::vector<DispatchTransfer>> dispatch_backward;
+  // The dispatcher's own work before micro-batch m's forward all-to-all (length all-gather, host time;
+  // core/plan/dispatch.h); empty or shorter than M = none.
+  std::vector<DispatchOverhead> dispatch_overhead;
   bool operator==(const IterationData&) const = default;
 };
 
@@ -267,6 +270,7 @@ struct IterationCosts {
   std::vector<ChunkCost> costs;
   std::vector<std::vector<DispatchTransfer>> dispatch;
   std::vector<std::vector<DispatchTransfer>> dispatch_backward;  // IterationData::dispatch_backward
+  std::vector<DispatchOverhead> dispatch_overhead;               // IterationData::dispatch_overhead
   void Resize(int d, int m, int c) {
     dp = d;
     micro_batches = m;
@@ -274,6 +278,7 @@ struct IterationCosts {
     costs.assign(static_cast<size_t>(d) * m * c, ChunkCost{});
     dispatch.clear();
     dispatch_backward.clear();
+    dispatch_overhead.clear();
   }
   ChunkCost& At(int d, int m, int c) {
     return costs[(static_cast<size_t>(d) * micro_batches + m) * chunks + c];

@@ -203,6 +203,7 @@ IterationTimingCache::IterationTimingCache(const Pricer& pricer, const std::vect
       }
     x.dispatch = it.dispatch;
     x.dispatch_backward = it.dispatch_backward;
+    x.dispatch_overhead = it.dispatch_overhead;
     iterations_.push_back(std::move(x));
   }
 }
@@ -280,6 +281,7 @@ void IterationTimingCache::Times(size_t iteration, const Partition& partition, c
     costs.Resize(x.dp, x.micro_batches, chunks);
   costs.dispatch = x.dispatch;
   costs.dispatch_backward = x.dispatch_backward;
+  costs.dispatch_overhead = x.dispatch_overhead;
   SumChunks(x, partition, recompute, 0, count, [&](size_t j, int c, const ChunkTimes& k) {
     ChunkCost& cc = costs.costs[j * chunks + c];
     cc = ChunkCost{};
@@ -333,6 +335,7 @@ IterationCosts Pricer::PriceIteration(const IterationData& it, const std::vector
   costs.Resize(d, m, partition.chunks());
   costs.dispatch = it.dispatch;
   costs.dispatch_backward = it.dispatch_backward;
+  costs.dispatch_overhead = it.dispatch_overhead;
   std::vector<SampleTokens> mb;
   for (int r = 0; r < d; ++r)
     for (int k = 0; k < m; ++k) {
@@ -366,6 +369,7 @@ IterationCosts Pricer::PriceIteration(const IterationData& it, const std::vector
   };
   out.dispatch = remap(it.dispatch);
   out.dispatch_backward = remap(it.dispatch_backward);
+  out.dispatch_overhead = it.dispatch_overhead;
   return out;
 }
 

@@ -158,6 +158,7 @@ class IterationTimingCache {
     std::vector<int64_t> boundary_bytes;  // [j * NumSlots() + slot]
     std::vector<int64_t> llm_tokens;      // [j]
     std::vector<std::vector<DispatchTransfer>> dispatch, dispatch_backward;
+    std::vector<DispatchOverhead> dispatch_overhead;
   };
   std::vector<Iteration> iterations_;
   // The chunk sums of the micro-batches j = d * M + m in [j_begin, j_end) of iteration x: write(j, c,

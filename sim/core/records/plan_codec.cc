@@ -3,6 +3,7 @@
 #include "core/records/plan_codec.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 
 #include <nlohmann/json.hpp>
@@ -265,6 +266,20 @@ Status ReadIterations(const In& in, const json& j, Plan& p) {
     if (x.contains("dispatch_backward"))
       MMTWIN_RETURN_IF_ERROR(ReadTransferLists(in, x.at("dispatch_backward"), field, "dispatch_backward",
                                                p.parallel, it.dispatch_backward));
+    if (x.contains("dispatch_overhead")) {
+      // [[length_gather_bytes, host_us], ...], one per micro-batch (core/plan/dispatch.h).
+      const json& o = x.at("dispatch_overhead");
+      const std::string key = field + ".dispatch_overhead";
+      if (!o.is_array()) return in.Bad(key, "expected [[length_gather_bytes, host_us], ...]");
+      for (const json& e : o) {
+        if (!e.is_array() || e.size() != 2 || !e[0].is_number_integer() || !e[1].is_number())
+          return in.Bad(key, "expected [[length_gather_bytes, host_us], ...]");
+        DispatchOverhead d{e[0].get<int64_t>(), e[1].get<double>()};
+        if (d.length_gather_bytes < 0 || !(d.host_us >= 0) || !std::isfinite(d.host_us))
+          return in.Bad(key, "length_gather_bytes and host_us must be >= 0");
+        it.dispatch_overhead.push_back(d);
+      }
+    }
     p.iterations.push_back(std::move(it));
   }
   return Status();
@@ -338,6 +353,14 @@ std::string PlanToJson(const Plan& p) {
     bool any = false;
     for (const auto& m : it.dispatch_backward) any = any || !m.empty();
     if (any) x["dispatch_backward"] = lists_json(it.dispatch_backward);
+    // Likewise the dispatcher's own work (length all-gather, host time) per micro-batch.
+    bool overhead = false;
+    for (const DispatchOverhead& o : it.dispatch_overhead) overhead = overhead || !o.empty();
+    if (overhead) {
+      json o = json::array();
+      for (const DispatchOverhead& d : it.dispatch_overhead) o.push_back({d.length_gather_bytes, d.host_us});
+      x["dispatch_overhead"] = std::move(o);
+    }
     its.push_back(std::move(x));
   }
   j["iterations"] = std::move(its);

@@ -11,7 +11,8 @@
 // digest}, seed, iterations_in_epoch, dp_bucket_bytes, packed, parallel {dp, tp, pp, vpp, micro_batches,
 // zero_stage, tp_sequence_parallel}, partition [bounds], recompute [per layer 0/1/2], schedule {name, pp, vpp,
 // micro_batches, per_rank [[[PASS, micro_batch, chunk], ...], ...]}, iterations [{epoch_index, micro_batches
-// [dp][m][sample indices], dispatch [m][[src, dst, bytes], ...]}]}. PASS: "F" forward, "B" whole backward,
+// [dp][m][sample indices], dispatch [m][[src, dst, bytes], ...], and when set dispatch_backward (the same
+// shape) and dispatch_overhead [m][length_gather_bytes, host_us]}]}. PASS: "F" forward, "B" whole backward,
 // "BI" / "BW" the input / weight gradient of a split backward.
 #pragma once
 
