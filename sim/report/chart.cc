@@ -142,6 +142,20 @@ void DrawLines(const ChartSpec& c, const RectF& plot, double top, Canvas& canvas
   auto point = [&](int i, double v) {
     return PointF{plot.x + (i + 0.5) * slot, plot.bottom() - plot.h * v / top};
   };
+  // Value labels placed so far per category (their boxes' tops): a label that would overlap one goes below its
+  // point instead (two series meeting at a category, e.g. a paper point beside mmtwin's).
+  std::vector<std::vector<double>> placed(n);
+  constexpr double kLabelH = 14;
+  auto label_top = [&](int i, const PointF& pt) {
+    double y = pt.y - 20;
+    for (double other : placed[i])
+      if (std::fabs(other - y) < kLabelH) {
+        y = pt.y + 6;
+        break;
+      }
+    placed[i].push_back(y);
+    return y;
+  };
   for (size_t s = 0; s < c.series.size(); ++s) {
     const ChartSeries& se = c.series[s];
     const Rgb color = SeriesColor(s);
@@ -165,7 +179,7 @@ void DrawLines(const ChartSpec& c, const RectF& plot, double top, Canvas& canvas
       const PointF pt = point(i, v);
       canvas.Circle(pt, 3.5, {color, 1}, color);
       if (c.value_decimals >= 0 && se.show_values)
-        canvas.Text({pt.x - 40, pt.y - 20, 80, 14}, FormatFixed(v, c.value_decimals), HAlign::kCenter,
+        canvas.Text({pt.x - 40, label_top(i, pt), 80, kLabelH}, FormatFixed(v, c.value_decimals), HAlign::kCenter,
                     VAlign::kBottom, kSmall, kBlack);
     }
   }

@@ -159,6 +159,30 @@ TEST(ChartLayout, LinesBreakAtMissingValues) {
   EXPECT_EQ(r.TextOf("4.0"), nullptr);  // no values written
 }
 
+TEST(ChartLayout, ValueLabelsOfNearPointsDoNotOverlap) {
+  ChartSpec c;
+  c.kind = ChartSpec::Kind::kLines;
+  c.categories = {"a", "b"};
+  c.series = {{"mmtwin", {10, 40.8}}, {"paper", {kNaN, 41.6}}, {"far", {30, kNaN}}};
+  c.value_decimals = 1;
+  Recorder r(400, 300);
+  DrawChart(c, r);
+  const auto* a = r.TextOf("40.8");
+  const auto* b = r.TextOf("41.6");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  // The second label of category b moved below its point: the boxes no longer overlap.
+  EXPECT_GE(std::fabs(a->box.y - b->box.y), a->box.h);
+  // Labels far apart in one category both stay above their points: the lower value's box lies below the
+  // higher's by the points' distance (more than a label's height here).
+  const auto* x = r.TextOf("10.0");
+  const auto* y = r.TextOf("30.0");
+  ASSERT_NE(x, nullptr);
+  ASSERT_NE(y, nullptr);
+  EXPECT_GT(x->box.y - y->box.y, x->box.h);
+  EXPECT_LT(a->box.y, b->box.y);  // 41.6 (drawn second) went below its point, 40.8 kept its place above
+}
+
 TEST(ChartLayout, PointsShareOneScaleAndTheDiagonal) {
   ChartSpec c;
   c.kind = ChartSpec::Kind::kPoints;
