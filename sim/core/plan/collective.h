@@ -10,29 +10,32 @@
 // instead of NCCL's topology search:
 //   group: n ranks on N nodes, g = n / N of them per node (Megatron order: the members of a DP group on one node
 //          are consecutive, core/plan/mesh.h);
-//   bus bandwidth (bytes/s), large messages, Simple protocol:
-//     one node           ring, tree: nvlink x nvlink_bus_fraction;   NVLS: nvlink x nvls_bus_fraction
-//     N > 1              ring, tree: min(nvlink x nvlink_bus_fraction, g x nic_share x nic_bus_fraction)
-//                        (NCCL's rings cross each node once per channel, one channel per NIC: the group's g
-//                        GPUs on a node drive g NICs; rail-optimised layouts give each GPU its own NIC share);
-//                        NVLS (NVLS_TREE): the same inter-node bound
-//     LL128: x 120/128 (tuning.cc: 120 of every 128 bytes are data); LL: x 1/4 (tuning.cc: 8-byte stores carry
-//     4 bytes, and its ring pace), capped at 1/4 of the link anyway;
-//   algorithm bandwidth: ring all-reduce busBw x n / (2 (n - 1)); ring reduce-scatter / all-gather busBw x
-//     n / (n - 1); tree and NVLS all-reduce busBw / 2 (tuning.cc: ratio .5); the message is the collective's
+//   bus bandwidth (bytes/s), Simple protocol:
+//     ring, tree: nvlink x nvlink_bus_fraction inside one node; across nodes at most g x nic_share x
+//                 nic_bus_fraction (NCCL's rings cross each node once per channel, one channel per NIC: the
+//                 group's g GPUs on a node drive g NICs; a rail-aligned group of one per node its own share);
+//     NVLS:       nvlink x nvls_bus_fraction; NVLS_TREE across nodes at most the NIC bound (twice it on two
+//                 nodes, tuning.cc line 320);
+//   protocols (tuning.cc): ring LL x 1/4 (all-reduce or across nodes, else 1/3) at most llMaxBw (87.7 GB/s on
+//     one node, 39.0 on two, 20.4 on more); ring LL128 x 0.92 (0.7 with one GPU per node); tree x 0.92, LL / 3.8
+//     (at most llMaxBw), LL128 x 120/128, then treeCorrectionFactor by size; NVLS Simple only;
+//   algorithm bandwidth: ring and NVLS all-reduce busBw x n / (2 (n - 1)); ring reduce-scatter / all-gather
+//     busBw x n / (n - 1); tree all-reduce busBw / 2 (tuning.cc lines 376-382); the message is the collective's
 //     buffer per rank (all-reduce: the tensor; reduce-scatter: its input; all-gather: its output), as nccl-tests
 //     counts `size`;
-//   latency (us), with baseLat / hwLat of tuning.cc for (algorithm, protocol) and intra = hwLat[NVLINK],
-//     inter = hwLat[NET]:
-//     ring: baseLat + (steps - inter_steps) intra + inter_steps inter, steps = 2 (n - 1) for all-reduce, n - 1
-//           otherwise; inter_steps = 2 (N - 1) / N - 1 (one hop per node crossing);
+//   latency (us), with baseLat / hwLat of tuning.cc for (algorithm, protocol), intra = hwLat[NVLINK], inter =
+//     hwLat[NET]:
+//     ring: baseLat + (steps - inter_steps) max(intra, net overhead) + inter_steps inter, steps = 2 (n - 1) for
+//           all-reduce, n - 1 otherwise; inter_steps = 2 (N - 1) for all-reduce, N - 1 otherwise (one network
+//           hop per node crossing); the net overhead (1 us, x 3 for Simple) only across nodes;
 //     tree (all-reduce, N > 1): baseLat + 2 ((g - 1) intra + ceil(log2 N) inter);
 //     NVLS (all-reduce, nvls): intra (one node; it replaces the base), NVLS_TREE across nodes: + 2 log2(N) inter;
 //     plus, for LL128 and Simple, the pipeline's fill and drain that NCCL's model leaves out, fitted on nccl-tests
 //     curves: pipeline_us x bytes / (bytes + pipeline_half_bytes) (nvls_pipeline_* for NVLS).
 // Choice: the (algorithm, protocol) of least time among those NCCL enables for the call (tree and NVLS for
-// all-reduce only; tree only across nodes, as NCCL 2.x disables it inside one node by default; LL128 only on
-// NVLink-class GPUs (A100, H100: the presets that use this model)).
+// all-reduce only; tree only across nodes: inside one node NCCL's tree is a chain of the node's GPUs, which mmtwin
+// does not offer (a modelling choice: nccl-tests' one-node curves are the ring's or NVLS's); LL128 on the
+// NVLink-class GPUs of the presets that use this model).
 //
 //   CollectiveGroup g{.ranks = 64, .ranks_per_node = 8};
 //   CollectiveTime t = NcclCollective(CollectiveOp::kAllReduce, 1 << 30, g, links);
