@@ -25,6 +25,8 @@ IterationCosts Random(const ParallelConfig& pc, uint64_t seed) {
   for (auto& k : c.costs) {
     k.fwd_us = rng.Uniform(5, 20);
     k.bwd_us = k.fwd_us * rng.Uniform(1.5, 2.5);
+    k.tp_fwd_us = pc.tp > 1 ? rng.Uniform(0.5, 2) : 0;  // TP collectives on the compute lane: never stretched
+    k.tp_bwd_us = pc.tp > 1 ? rng.Uniform(0.5, 2) : 0;
     k.send_bytes = static_cast<int64_t>(rng.Below(1 << 16));
   }
   return c;
@@ -67,13 +69,13 @@ double BruteOverlap(const OpGraph& g, const IterationTiming& t, int i) {
 TEST(OverlapTest, OverlapIsTheMeasureOfTheUnionOfTheDevicesCollectives) {
   for (int zero : {0, 2, 3})
     for (const char* sched : {"gpipe", "1f1b"}) {
-      const ParallelConfig pc = Pc(2, 2, 1, 4, zero);
+      const ParallelConfig pc = Pc(2, 2, 1, 4, zero, /*tp=*/2);
       const OpGraph g = MustBuild(pc, sched, Random(pc, 7 + zero), Statics(2, 64), SlowDp());
       const IterationTiming t = EvaluateAnalytic(g);
       const std::vector<double> o = CollectiveOverlapUs(g, t);
       double total = 0;
       for (int i = 0; i < g.num_ops(); ++i) {
-        if (g.ops[i].lane != Lane::kCompute) {
+        if (g.ops[i].lane != Lane::kCompute || g.ops[i].kind == OpKind::kTpCollective) {
           EXPECT_EQ(o[i], 0);
           continue;
         }
@@ -85,8 +87,11 @@ TEST(OverlapTest, OverlapIsTheMeasureOfTheUnionOfTheDevicesCollectives) {
 }
 
 TEST(OverlapTest, StretchIsTheFixedPointAndGrowsWithTheSlowdown) {
-  const ParallelConfig pc = Pc(2, 2, 1, 4, 3);
+  const ParallelConfig pc = Pc(2, 2, 1, 4, 3, /*tp=*/2);
   const OpGraph g0 = MustBuild(pc, "1f1b", Random(pc, 3), Statics(2, 64), SlowDp());
+  int tp_ops = 0;
+  for (const Op& op : g0.ops) tp_ops += op.kind == OpKind::kTpCollective;
+  ASSERT_GT(tp_ops, 0);
   const double t0 = EvaluateAnalytic(g0).iteration_time_us;
   double prev = t0;
   for (double s : {0.1, 0.189, 0.5}) {
@@ -98,8 +103,8 @@ TEST(OverlapTest, StretchIsTheFixedPointAndGrowsWithTheSlowdown) {
     const IterationTiming t = EvaluateAnalytic(g);
     const std::vector<double> o = CollectiveOverlapUs(g, t);
     for (int i = 0; i < g.num_ops(); ++i) {
-      if (g.ops[i].lane != Lane::kCompute) {
-        EXPECT_EQ(g.duration_us[i], g0.duration_us[i]);
+      if (g.ops[i].lane != Lane::kCompute || g.ops[i].kind == OpKind::kTpCollective) {
+        EXPECT_EQ(g.duration_us[i], g0.duration_us[i]);  // communication keeps its time
         continue;
       }
       EXPECT_NEAR(g.duration_us[i], g0.duration_us[i] + o[i] * s / (1 + s), 1e-6 * t.iteration_time_us)

@@ -10,6 +10,12 @@ namespace {
 
 bool IsCollectiveLane(Lane l) { return l == Lane::kDp || l == Lane::kDispatch; }
 
+// The compute the slowdown applies to: the passes' kernels, not the TP / SP communication on the compute lane.
+bool IsComputeKind(OpKind k) {
+  return k == OpKind::kForward || k == OpKind::kRecompute || k == OpKind::kBackward ||
+         k == OpKind::kBackwardWeight;
+}
+
 }  // namespace
 
 std::vector<double> CollectiveOverlapUs(const OpGraph& g, const IterationTiming& timing) {
@@ -36,7 +42,8 @@ std::vector<double> CollectiveOverlapUs(const OpGraph& g, const IterationTiming&
   }
   for (int i = 0; i < n; ++i) {
     const Op& op = g.ops[i];
-    if (op.lane != Lane::kCompute || op.device < 0 || op.device >= g.num_devices) continue;
+    if (op.lane != Lane::kCompute || !IsComputeKind(op.kind) || op.device < 0 || op.device >= g.num_devices)
+      continue;
     const auto& v = spans[op.device];
     if (v.empty()) continue;
     const double a = timing.start_us[i], b = timing.finish_us[i];
@@ -63,7 +70,7 @@ double ApplyOverlapSlowdown(OpGraph& g, double slowdown, IterationTiming* scratc
     const std::vector<double> o = CollectiveOverlapUs(g, *scratch);
     added = 0;
     for (int i = 0; i < g.num_ops(); ++i) {
-      if (g.ops[i].lane != Lane::kCompute) continue;
+      if (g.ops[i].lane != Lane::kCompute || !IsComputeKind(g.ops[i].kind)) continue;
       const double d = base[i] + o[i] * factor;
       added += d - base[i];
       g.duration_us[i] = d;

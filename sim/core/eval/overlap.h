@@ -27,13 +27,14 @@
 
 namespace mmtwin {
 
-// Stretches the compute-lane ops of `g` (OpGraph::duration_us and Op::duration_us) by the overlap with their
-// device's DP and dispatch collectives. `slowdown` <= 0, or a graph without such collectives: unchanged.
+// Stretches the compute ops of `g` (forward, recompute, backward, backward-weight; OpGraph::duration_us and
+// Op::duration_us) by the overlap with their device's DP and dispatch collectives; TP and SP collectives on the
+// compute lane keep their durations. `slowdown` <= 0, or a graph without such collectives: unchanged.
 // Returns the compute microseconds added over all devices. `scratch` is reused between calls.
 double ApplyOverlapSlowdown(OpGraph& g, double slowdown, IterationTiming* scratch, int passes = 2);
 
-// The time each op of `g` overlaps collectives of its own device's DP and dispatch lanes under `timing`
-// (0 for every op not on the compute lane), microseconds.
+// The time each compute op of `g` (as above) overlaps collectives of its own device's DP and dispatch lanes under
+// `timing` (0 for every other op), microseconds.
 std::vector<double> CollectiveOverlapUs(const OpGraph& g, const IterationTiming& timing);
 
 }  // namespace mmtwin
