@@ -189,5 +189,20 @@ TEST(DeviceMeshTest, OpGraphNamesEveryPeer) {
   }
 }
 
+// Hybrid sharding's groups per node against brute force on consecutive DP ranks filling nodes.
+TEST(MeshTest, HybridShardRanksPerNodeIsTheBruteForceCount) {
+  for (int per_node : {1, 2, 4, 8})
+    for (int group : {1, 2, 4, 8, 16}) {
+      const int dp = 64;
+      auto node = [&](int r) { return r / per_node; };
+      int shard = 0, replica = 0;
+      for (int r = 0; r < group; ++r) shard += node(r) == node(0);        // shard group 0: ranks 0..group-1
+      for (int r = 0; r < dp; r += group) replica += node(r) == node(0);  // replica group 0: every group-th
+      const HybridGroupsPerNode got = HybridShardRanksPerNode(per_node, group);
+      EXPECT_EQ(got.shard, shard) << per_node << " " << group;
+      EXPECT_EQ(got.replica, replica) << per_node << " " << group;
+    }
+}
+
 }  // namespace
 }  // namespace mmtwin

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/plan/collective.h"
+#include "core/plan/mesh.h"
 #include "core/util/csv.h"
 #include "core/util/text.h"
 
@@ -179,8 +180,9 @@ CommTime AnalyticCommCost::Time(const CommCall& c) const {
         comm_.dp_ranks_per_node > 0 ? comm_.dp_ranks_per_node : (call.in_node ? call.group : 1);
     call.replicas = call.kind == CommKind::kReduceScatter ? call.group / g : 1;
     call.group = g;
-    call.ranks_per_node = std::min(g, members_per_node);
-    call.replica_ranks_per_node = std::max(1, members_per_node / g);
+    const HybridGroupsPerNode per_node = HybridShardRanksPerNode(members_per_node, g);
+    call.ranks_per_node = per_node.shard;
+    call.replica_ranks_per_node = per_node.replica;
   }
   if (comm_.collectives.model == "nccl" && call.group > 1) return NcclTime(call, comm_);
   t = RingTime(call, comm_.dp_latency_us, comm_.dp_bytes_per_s);

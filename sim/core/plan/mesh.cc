@@ -138,4 +138,9 @@ int DeviceMesh::DpRanksPerNode() const {
   return std::clamp(gpus_per_node_ / tp_, 1, sp_ * dp_);
 }
 
+HybridGroupsPerNode HybridShardRanksPerNode(int dp_per_node, int group) {
+  const int m = std::max(1, dp_per_node), g = std::max(1, group);
+  return {std::min(g, m), std::max(1, m / g)};
+}
+
 }  // namespace mmtwin

@@ -51,6 +51,13 @@ int64_t NodesFor(int64_t ranks, int gpus_per_node);
 // Whether `ranks` consecutive ranks, starting at a node boundary, fit in one node: gpus_per_node > 0 (known) and
 // ranks <= gpus_per_node.
 bool FitsInNode(int64_t ranks, int gpus_per_node);
+// Hybrid sharding's groups (ParallelConfig::zero3_shard_group) inside a DP group with `dp_per_node` members per node
+// (DeviceMesh::DpRanksPerNode): a shard group of `group` consecutive members has min(group, dp_per_node) per node,
+// a replica group (members `group` apart) max(1, dp_per_node / group).
+struct HybridGroupsPerNode {
+  int shard = 1, replica = 1;
+};
+HybridGroupsPerNode HybridShardRanksPerNode(int dp_per_node, int group);
 
 class DeviceMesh {
  public:
@@ -100,9 +107,7 @@ class DeviceMesh {
   // stay on NVLink: FitsInNode(tp * sp * dp, gpus_per_node). False when gpus_per_node is unknown.
   bool DpGroupInNode() const { return FitsInNode(static_cast<int64_t>(tp_) * sp_ * dp_, gpus_per_node_); }
   // Members of one stage's DP group (its sp * dp replicas, tp ranks apart) that share a node: gpus_per_node / tp,
-  // within [1, sp * dp]; 1 when gpus_per_node is unknown. A group of `size` consecutive members (an HSDP shard
-  // group) has min(size, this) per node; one of members `stride` apart (an HSDP replica group)
-  // max(1, this / stride).
+  // within [1, sp * dp]; 1 when gpus_per_node is unknown. Its sub-groups: HybridShardRanksPerNode below.
   int DpRanksPerNode() const;
 
   // The group along `dim` that holds `rank`; every rank is in exactly one group per dimension.
