@@ -161,6 +161,29 @@ TEST(SimGridEngineTest, AgreesWithAnalyticWithNcclCollectivesAndHybridSharding) 
   }
 }
 
+// Gradient reduction after the backward (ParallelConfig::overlap_grad_reduce false, Megatron-LM's default): both
+// engines read the same dependencies, so without contention they agree, and the iteration is longer than with
+// the overlapped reduction.
+TEST(SimGridEngineTest, AgreesWithAnalyticWithoutGradientOverlap) {
+  for (int zero : {0, 1}) {
+    ParallelConfig pc = Pc(4, 2, 2, 4, zero);
+    const ClusterSpec cluster = Cluster(pc.world_size() / 2, 2);
+    CommSpec comm = PlatformComm(cluster, pc);
+    comm.dp_bucket_bytes = 4 << 20;
+    const IterationCosts costs = Random(pc, 77 + zero);
+    const std::vector<ChunkStatic> statics = Statics(pc.chunks(), 24 << 20);
+    const IterationTiming overlapped =
+        EvaluateAnalytic(MustBuild(pc, "interleaved-1f1b", costs, statics, comm));
+    pc.overlap_grad_reduce = false;
+    const OpGraph g = MustBuild(pc, "interleaved-1f1b", costs, statics, comm);
+    const IterationTiming a = EvaluateAnalytic(g);
+    const IterationTiming s = MustSimGrid(cluster, g, /*contention=*/false);
+    EXPECT_NEAR(s.iteration_time_us, a.iteration_time_us, 1e-6 * a.iteration_time_us) << "zero " << zero;
+    EXPECT_GT(a.iteration_time_us, overlapped.iteration_time_us) << "zero " << zero;
+    ExpectBreakdown(s);
+  }
+}
+
 // Aggregated ring steps (SimGridOptions::max_ring_steps): DP 12 and 16 rings of 22..30 steps run in groups.
 // Without contention the time equals the analytic evaluator's (and the detailed ring's). With contention
 // (interleaved 1F1B, one GPU per node: a chunk's ring runs while the other chunk's sends cross the same NICs;

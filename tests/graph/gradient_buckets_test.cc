@@ -100,5 +100,39 @@ TEST(GradientBucketsTest, BucketsOverlapTheBackwardThatProducesThem) {
   EXPECT_NEAR(EvaluateAnalytic(z).iteration_time_us, 10 + 80, 1e-9);
 }
 
+// Without overlap (ParallelConfig::overlap_grad_reduce false: Megatron-LM's default) the same buckets wait for
+// the device's last backward: 50 + 4 x 10 = 90 us. With two micro-batches the first one's backward releases
+// nothing: forwards and backwards 2 x (10 + 40) = 100, then the four buckets: 140 us.
+TEST(GradientBucketsTest, WithoutOverlapTheBucketsWaitForTheWholeBackward) {
+  ParallelConfig pc = Pc(/*dp=*/2, /*pp=*/1, /*vpp=*/1, /*m=*/1, /*zero=*/0);
+  pc.overlap_grad_reduce = false;
+  IterationCosts c;
+  c.Resize(2, 1, 1);
+  for (ChunkCost& k : c.costs) {
+    k.fwd_us = 10;
+    k.bwd_us = 40;
+  }
+  CommSpec comm;
+  comm.dp_bytes_per_s = 5e6;
+  comm.dp_latency_us = 0;
+  comm.dp_bucket_bytes = 50;
+  const OpGraph g = MustBuild(pc, "1f1b", c, {Chunk()}, comm);
+  const IterationTiming t = EvaluateAnalytic(g);
+  EXPECT_NEAR(t.iteration_time_us, 90, 1e-9);
+  for (int i = 0; i < g.num_ops(); ++i)
+    if (g.ops[i].kind == OpKind::kDpCollective && g.ops[i].buckets > 0)
+      EXPECT_GE(t.start_us[i], 50 - 1e-9) << g.Describe(i);
+  pc.micro_batches = 2;
+  IterationCosts c2;
+  c2.Resize(2, 2, 1);
+  for (ChunkCost& k : c2.costs) {
+    k.fwd_us = 10;
+    k.bwd_us = 40;
+  }
+  EXPECT_NEAR(EvaluateAnalytic(MustBuild(pc, "1f1b", c2, {Chunk()}, comm)).iteration_time_us, 140, 1e-9);
+  pc.overlap_grad_reduce = true;  // overlapped: the last backward's buckets as above, 100 - 50 + 70 = 120
+  EXPECT_NEAR(EvaluateAnalytic(MustBuild(pc, "1f1b", c2, {Chunk()}, comm)).iteration_time_us, 120, 1e-9);
+}
+
 }  // namespace
 }  // namespace mmtwin

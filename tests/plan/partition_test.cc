@@ -145,13 +145,75 @@ TEST(PartitionPolicyTest, ProfileAndParamsAreExactMinMax) {
   EXPECT_EQ(rp.policy, "profile");
 }
 
+// A model's flattened layers: a vision encoder (embedding + `vit` blocks), a projector, then the LLM (embedding +
+// `llm` blocks + head), each layer with time 1.
+LayerProfile LayeredProfile(int vit, int llm) {
+  std::vector<Layer> layers;
+  layers.push_back({0, LayerKind::kEmbedding, 0, 10, "vision.embed"});
+  for (int i = 0; i < vit; ++i) layers.push_back({0, LayerKind::kTransformer, i, 10, "vision.block"});
+  layers.push_back({1, LayerKind::kProjector, 0, 10, "projector"});
+  layers.push_back({2, LayerKind::kEmbedding, 0, 10, "llm.embed"});
+  for (int i = 0; i < llm; ++i) layers.push_back({2, LayerKind::kTransformer, i, 10, "llm.block"});
+  layers.push_back({2, LayerKind::kHead, 0, 10, "llm.head"});
+  LayerProfile p = MakeProfile(std::vector<double>(layers.size(), 1.0));
+  p.layers = layers;
+  return p;
+}
+
+TEST(PartitionPolicyTest, MegatronSplitsTheLlmBlocksEvenly) {
+  // 3 vision layers + projector + LLM embedding = 5 layers before the LLM's 8 blocks; the head is layer 13.
+  const LayerProfile prof = LayeredProfile(2, 8);
+  PartitionContext ctx{prof, 4, 4, {}, {}};
+  Result<Partition> p = RunPartitionPolicy("megatron", {}, ctx);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(p->bounds, (std::vector<int>{0, 7, 9, 11, 14}));  // 2 blocks each; the encoder on chunk 0
+  // Megatron's first / last stage counts: 1 + 3 + 3 + 1.
+  p = RunPartitionPolicy("megatron", {{"first_blocks", "1"}, {"last_blocks", "1"}}, ctx);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(p->bounds, (std::vector<int>{0, 6, 9, 12, 14}));
+  // Only the first set: 2 + 2 + 2 + 2 (the others take the even share of the rest).
+  p = RunPartitionPolicy("megatron", {{"first_blocks", "2"}}, ctx);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(p->bounds, (std::vector<int>{0, 7, 9, 11, 14}));
+  // The uniform split of the same 14 layers puts 3 or 4 layers anywhere, blocks included.
+  Result<Partition> u = RunPartitionPolicy("uniform", {}, ctx);
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->bounds, (std::vector<int>{0, 3, 7, 10, 14}));
+  // One chunk holds everything.
+  ctx.chunks = ctx.pp = 1;
+  p = RunPartitionPolicy("megatron", {}, ctx);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->bounds, (std::vector<int>{0, 14}));
+}
+
+TEST(PartitionPolicyTest, MegatronRefusesWhatMegatronRefuses) {
+  const LayerProfile prof = LayeredProfile(2, 8);
+  PartitionContext ctx{prof, 3, 3, {}, {}};
+  Result<Partition> p = RunPartitionPolicy("megatron", {}, ctx);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().message().find("8 LLM blocks do not divide evenly into 3 chunks"), std::string::npos)
+      << p.error().message();
+  p = RunPartitionPolicy("megatron", {{"first_blocks", "2"}}, ctx);  // 2 + 3 + 3
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(p->bounds, (std::vector<int>{0, 7, 10, 14}));
+  ctx.chunks = ctx.pp = 4;
+  EXPECT_FALSE(
+      RunPartitionPolicy("megatron", {{"first_blocks", "5"}, {"last_blocks", "3"}}, ctx).ok());  // 0 left
+  LayerProfile bare = prof;
+  bare.layers.clear();
+  ctx.profile = bare;
+  p = RunPartitionPolicy("megatron", {}, ctx);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().message().find("no layer kinds"), std::string::npos);
+}
+
 TEST(PartitionPolicyTest, ErrorsNameTheProblem) {
   const LayerProfile prof = MakeProfile({1, 2, 3, 4});
   PartitionContext ctx{prof, 2, 2, {}, {}};
   Result<Partition> r = RunPartitionPolicy("greedy", {}, ctx);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message(),
-            "unknown partition policy 'greedy'; valid values are: uniform, params, profile, bmp");
+            "unknown partition policy 'greedy'; valid values are: uniform, megatron, params, profile, bmp");
   EXPECT_FALSE(RunPartitionPolicy("bmp", {{"radius", "x"}}, ctx).ok());
   EXPECT_FALSE(RunPartitionPolicy("bmp", {{"bogus", "1"}}, ctx).ok());
   ctx.chunks = 5;
@@ -425,9 +487,11 @@ TEST(BmpTest, SampledWhenSpaceIsHugeAndDeterministic) {
 }
 
 TEST(PartitionPolicyTest, AllPoliciesDeterministicAndValid) {
-  const LayerProfile prof = VlmProfile(45, 48);
+  const LayerProfile vlm = VlmProfile(45, 48),
+                     layered = LayeredProfile(45, 48);  // megatron needs layer kinds
   for (const PartitionPolicyInfo& info : PartitionPolicies())
     for (int chunks : {1, 2, 4, 8}) {
+      const LayerProfile& prof = info.name == "megatron" ? layered : vlm;
       PartitionContext ctx{prof, chunks, chunks == 8 ? 4 : chunks, {}, {}};
       Result<Partition> a = RunPartitionPolicy(info.name, {}, ctx);
       Result<Partition> b = RunPartitionPolicy(info.name, {}, ctx);

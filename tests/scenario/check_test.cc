@@ -152,8 +152,8 @@ const std::vector<CodeCase>& CodeCases() {
        "small: policies.data: unknown data policy 'nope'; valid values are: random, length-group, "
        "device-group, isf, post-balance, orchestrator"},
       {"unknown partition policy", [](Scenario& s) { s.partition.name = "nope"; },
-       "small: policies.partition: unknown partition policy 'nope'; valid values are: uniform, params, "
-       "profile, bmp"},
+       "small: policies.partition: unknown partition policy 'nope'; valid values are: uniform, megatron, "
+       "params, profile, bmp"},
       {"unknown recompute policy", [](Scenario& s) { s.recompute.name = "nope:2"; },
        "small: policies.recompute: unknown recompute policy 'nope'; valid values are: none, full, selective, "
        "uniform, block, adaptive"},

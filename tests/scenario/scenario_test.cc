@@ -634,6 +634,23 @@ TEST(ScenarioTest, OptimizerMemoryLayout) {
       << bad;
 }
 
+// parallel.overlap_grad_reduce: true by default; false is kept by FormatScenario and refused with ZeRO-3.
+TEST(ScenarioTest, OverlapGradReduce) {
+  const std::string head = "trace: {preset: internvl-1.2m, samples: 1000}\nmodel: internvl-1.5-6b-20b\n";
+  EXPECT_TRUE(Parse(head).value().parallel.overlap_grad_reduce);
+  auto s = Parse(head + "parallel: {dp: 8, zero_stage: 1, overlap_grad_reduce: false}\n");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_FALSE(s->parallel.overlap_grad_reduce);
+  auto again = Parse(FormatScenario(*s));
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_FALSE(again->parallel.overlap_grad_reduce);
+  EXPECT_EQ(FormatScenario(Parse(head).value()).find("overlap_grad_reduce"), std::string::npos);
+  const std::string bad = ErrorOf(head + "parallel: {dp: 8, zero_stage: 3, overlap_grad_reduce: false}\n");
+  EXPECT_NE(bad.find("parallel.overlap_grad_reduce: false needs parallel.zero_stage 0, 1 or 2"),
+            std::string::npos)
+      << bad;
+}
+
 // parallel.zero3_shard_group: hybrid sharding, ZeRO-3 only, a divisor of dp x sp; kept by FormatScenario.
 TEST(ScenarioTest, HybridShardGroup) {
   const std::string head = "trace: {preset: internvl-1.2m, samples: 1000}\nmodel: internvl-1.5-6b-20b\n";

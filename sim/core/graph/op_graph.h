@@ -98,6 +98,9 @@
 //   time: the pieces end in order), so that every partition with as many pieces per chunk gives the same graph
 //   shape (RepriceIterationGraph with statics); run records leave such ops out and the SimGrid engine replays
 //   them as instants. With one bucket the chunk's gradients are ready at the end of its last backward.
+//   With ParallelConfig::overlap_grad_reduce false every such barrier waits for the replica device's LAST
+//   compute op of the iteration instead (Megatron-LM's default, DeepSpeed's pipeline engine): the collectives
+//   run after the backward; ZeRO-0..2 only (checked by the scenario).
 //   The optimizer step is not modelled.
 // Dispatch (IterationCosts::dispatch, from the post-balance / orchestrator data policies): for every
 // micro-batch m with transfers, one dispatch op per DP replica d on its stage-0 device (d * pp) [dispatch

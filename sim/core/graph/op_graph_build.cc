@@ -722,8 +722,12 @@ void GraphBuilder::LinkGradientBarriers() {
     const int pieces = NumPiecesOf(c);
     for (size_t x = 0; x < groups_[c].size(); ++x) {
       const int q = groups_[c][x].piece;
-      // What replica d's group waits for: that piece (or its last W / whole backward group).
+      // What replica d's group waits for: that piece (or its last W / whole backward group); without overlap
+      // (ParallelConfig::overlap_grad_reduce false) the device's last compute op of the iteration.
       auto ready_of = [&](int d) {
+        if (!pc_.overlap_grad_reduce)
+          return last_on_lane_[ops_[group_op_[PieceSlot(d, c, static_cast<int>(x))]].device * kNumLanes +
+                               static_cast<int>(Lane::kCompute)];
         return pieces > 1 ? piece_op_[PieceSlot(d, c, q)] : grad_done_[Key(d, last_b_mb_[c], c)];
       };
       Op g{OpKind::kBarrier, Lane::kDp, PassKind::kBackward, -1, -1, c, q, 0.0, 0};

@@ -45,6 +45,62 @@ Result<Partition> RunUniform(const PartitionContext& ctx, const Params&, Partiti
   return UniformPartition(ctx.profile.size(), ctx.chunks);
 }
 
+// Megatron-LM's split (megatron/core/transformer/transformer_block.py, get_num_layers_to_build, core 0.9):
+// the LLM's transformer blocks in equal counts per (virtual) chunk; whatever precedes them (encoders,
+// projector, the LLM's embedding) rides on the first chunk, the final head on the last. `first_blocks` /
+// `last_blocks` (0: the even count) are Megatron's --decoder-first-pipeline-num-layers /
+// --decoder-last-pipeline-num-layers, applied here to the first and last chunk. Megatron asserts that the
+// blocks divide evenly; so does this policy (an error naming the counts).
+Result<Partition> RunMegatron(const PartitionContext& ctx, const Params& params, PartitionReport&) {
+  const auto& layers = ctx.profile.layers;
+  const int L = ctx.profile.size(), C = ctx.chunks;
+  if (layers.empty()) return Error("partition policy 'megatron': the layer profile carries no layer kinds");
+  const int llm = layers.back().component;
+  int b0 = -1, nb = 0;
+  for (int l = 0; l < L; ++l) {
+    if (layers[l].component != llm || layers[l].kind != LayerKind::kTransformer) continue;
+    if (b0 < 0) b0 = l;
+    if (l != b0 + nb)
+      return Error("partition policy 'megatron': the LLM's transformer blocks are not contiguous");
+    ++nb;
+  }
+  if (nb == 0)
+    return Error("partition policy 'megatron': the model's last component has no transformer blocks");
+  const int first = static_cast<int>(params.Int("first_blocks")),
+            last = static_cast<int>(params.Int("last_blocks"));
+  std::vector<int> count(C, 0);
+  if (C == 1) {
+    count[0] = nb;
+  } else {
+    const int ends = (first > 0 ? 1 : 0) + (last > 0 ? 1 : 0);
+    const int rest = nb - first - last, inner = C - ends;
+    if (rest < 0 || (inner == 0 && rest != 0) || (inner > 0 && rest % inner != 0))
+      return Error(
+          "partition policy 'megatron': " + std::to_string(nb) + " LLM blocks" +
+          (ends ? " less first_blocks " + std::to_string(first) + " and last_blocks " + std::to_string(last)
+                : std::string()) +
+          " do not divide evenly into " + std::to_string(inner) +
+          " chunks (pp * vpp); Megatron-LM requires it: set first_blocks / last_blocks or use 'uniform'");
+    const int each = inner > 0 ? rest / inner : 0;
+    for (int c = 0; c < C; ++c) count[c] = each;
+    if (first > 0) count[0] = first;
+    if (last > 0) count[C - 1] = last;
+  }
+  for (int c = 0; c < C; ++c)
+    if (count[c] < 1)
+      return Error("partition policy 'megatron': chunk " + std::to_string(c) + " would hold no LLM block (" +
+                   std::to_string(nb) + " blocks, " + std::to_string(C) + " chunks)");
+  Partition p;
+  p.bounds.push_back(0);
+  int at = b0;
+  for (int c = 0; c + 1 < C; ++c) {
+    at += count[c];
+    p.bounds.push_back(at);
+  }
+  p.bounds.push_back(L);
+  return p;
+}
+
 Result<Partition> RunParams(const PartitionContext& ctx, const Params&, PartitionReport&) {
   return MinMaxPartition(ToDouble(ctx.profile.params), ctx.chunks);
 }
@@ -222,6 +278,27 @@ Result<Partition> RunBmp(const PartitionContext& ctx, const Params& params, Part
 std::vector<PartitionPolicyInfo>& Registry() {
   static std::vector<PartitionPolicyInfo> r = {
       {"uniform", "equal layer counts per chunk, the remainder spread evenly", {}, &RunUniform},
+      {"megatron",
+       "Megatron-LM's split: the LLM's transformer blocks in equal counts per chunk, encoders and embedding "
+       "on the first chunk, the head on the last",
+       {
+           {"first_blocks",
+            ParamType::kInt,
+            "0",
+            "LLM blocks on the first chunk (Megatron's --decoder-first-pipeline-num-layers; 0: the even "
+            "count)",
+            {},
+            0,
+            1e6},
+           {"last_blocks",
+            ParamType::kInt,
+            "0",
+            "LLM blocks on the last chunk (Megatron's --decoder-last-pipeline-num-layers; 0: the even count)",
+            {},
+            0,
+            1e6},
+       },
+       &RunMegatron},
       {"params",
        "exact min-max of per-chunk parameter counts (DeepSpeed partition_method=parameters)",
        {},

@@ -14,6 +14,10 @@
 // Built in (see PartitionPolicies() for parameters):
 //   uniform  equal layer counts: chunk c holds layers [floor(c*L/C), floor((c+1)*L/C)), so the L mod C extra
 //            layers are spread evenly over the chunks (not piled on the first or last ones)
+//   megatron Megatron-LM's split: the LLM's transformer blocks in equal counts per chunk (an error when they do
+//            not divide, as Megatron asserts), everything before them (encoders, projector, embedding) on the
+//            first chunk and the head on the last; first_blocks / last_blocks set the first / last chunk's
+//            count (Megatron's --decoder-first/last-pipeline-num-layers). Needs LayerProfile::layers.
 //   params   exact min-max of per-chunk parameter counts (what DeepSpeed partition_method=parameters aims at)
 //   profile  exact min-max of per-chunk forward time (the "profile-based" baseline of OmniBal Table 4)
 //   bmp      OmniBal balanced model partition: greedy anchor, every cut jittered within +-radius, candidates
@@ -147,9 +151,9 @@ using PartitionPolicyFn = Result<Partition> (*)(const PartitionContext&, const P
 using PartitionPolicyInfo = RegistryEntry<PartitionPolicyFn>;
 const PolicyRegistry<PartitionPolicyFn>& PartitionPolicyRegistry();
 
-// The registry, in a fixed order: uniform, params, profile, bmp.
+// The registry, in a fixed order: uniform, megatron, params, profile, bmp.
 const std::vector<PartitionPolicyInfo>& PartitionPolicies();
-// Error "unknown partition policy 'x'; valid values are: uniform, params, profile, bmp".
+// Error "unknown partition policy 'x'; valid values are: uniform, megatron, params, profile, bmp".
 Result<const PartitionPolicyInfo*> FindPartitionPolicy(std::string_view name);
 // Validates the context (profile, 1 <= chunks <= layers, chunks % pp == 0) and the parameters, runs the
 // policy and checks the result (ValidatePartition). `report` (optional) receives the metrics and bmp's search

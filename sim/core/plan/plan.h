@@ -57,6 +57,12 @@ struct ParallelConfig {
   // Megatron sequence parallelism inside the TP group: activations outside attention/MLP also divided by TP.
   // (Sequence / context parallelism across GPUs is the device mesh's sp dimension, core/plan/mesh.h.)
   bool tp_sequence_parallel = true;
+  // Gradient reduction overlapped with the backward (true: each bucket is reduced as soon as the backward has
+  // produced it, as PyTorch DDP, FSDP, DeepSpeed ZeRO-3 and Megatron-LM with --overlap-grad-reduce do) or after
+  // it (false: the device's DP collectives start once its last backward of the iteration has ended, as
+  // Megatron-LM without --overlap-grad-reduce, its default, and Megatron-DeepSpeed / DeepSpeed ZeRO-1/2 without
+  // overlap_comm). ZeRO-0..2 only.
+  bool overlap_grad_reduce = true;
   // Sequence / context parallelism across GPUs (core/plan/seqpar.h): sp ranks share one sequence; the device
   // mesh's sp dimension (core/plan/mesh.h). sp = sp_ulysses x sp_ring for 2D attention (0 = chosen by the
   // policy); sp_method is the resolved policy (policies.sp; none when sp == 1 and no policy is named).

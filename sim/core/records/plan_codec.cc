@@ -129,6 +129,8 @@ Status ReadParallel(const In& in, const json& j, ParallelConfig& pc) {
     MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "optimizer_memory", pc.optimizer_memory));
   if (par->contains("zero3_shard_group"))
     MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "zero3_shard_group", pc.zero3_shard_group));
+  if (par->contains("overlap_grad_reduce"))
+    MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "overlap_grad_reduce", pc.overlap_grad_reduce));
   if (par->contains("sp")) {
     MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "sp", pc.sp));
     MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "sp_ulysses", pc.sp_ulysses));
@@ -314,6 +316,7 @@ std::string PlanToJson(const Plan& p) {
   if (par.zero3_impl != "simple") j["parallel"]["zero3_impl"] = par.zero3_impl;
   if (par.optimizer_memory != "auto") j["parallel"]["optimizer_memory"] = par.optimizer_memory;
   if (par.zero3_shard_group != 0) j["parallel"]["zero3_shard_group"] = par.zero3_shard_group;
+  if (!par.overlap_grad_reduce) j["parallel"]["overlap_grad_reduce"] = false;
   if (par.sp > 1) {  // written only with sequence parallelism (plans without it read the same as before)
     j["parallel"]["sp"] = par.sp;
     j["parallel"]["sp_ulysses"] = par.sp_ulysses;

@@ -135,6 +135,11 @@ Status CheckParallel(const Scenario& s) {
                         std::to_string(p.zero3_shard_group) +
                             " does not divide the ZeRO group dp x sp = " + std::to_string(zero_group));
   }
+  if (!p.overlap_grad_reduce && p.zero_stage == 3)
+    return FieldError(
+        s, "parallel.overlap_grad_reduce",
+        "false needs parallel.zero_stage 0, 1 or 2 (ZeRO-3 gathers weights during the backward, so "
+        "its gradient reduce-scatters always run inside it)");
   const int64_t world = World(p);
   if (world > kMaxWorld)
     return FieldError(

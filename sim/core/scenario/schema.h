@@ -32,7 +32,8 @@ inline const std::vector<std::string> kParallelKeys = {"dp",
                                                        "sp_ring",
                                                        "zero3_impl",
                                                        "optimizer_memory",
-                                                       "zero3_shard_group"};
+                                                       "zero3_shard_group",
+                                                       "overlap_grad_reduce"};
 inline const std::vector<std::string> kPolicyKinds = {"data", "partition", "recompute", "schedule", "sp"};
 inline const std::vector<std::string> kPolicyKeys = {"name", "params"};
 inline const std::vector<std::string> kBackendKeys = {"width_divisor", "layers", "warmup_iterations",
