@@ -439,7 +439,7 @@ TEST(ComputeCurveTest, GpuPresetsHaveCurves) {
     ASSERT_TRUE(c.ok());
     EXPECT_TRUE(c->device.has_compute_curve());
     const AnalyticCostModel cost(c->device);
-    EXPECT_GT(2.0 * 8192 * 8192 * 8192 / (cost.GemmUs(8192, 8192, 8192) * 1e-6), 0.7 * c->device.peak_flops);
+    EXPECT_GT(2.0 * 8192 * 8192 * 8192 / (cost.GemmUs(8192, 8192, 8192) * 1e-6), 0.6 * c->device.peak_flops);
   }
 }
 
