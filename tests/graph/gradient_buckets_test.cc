@@ -26,6 +26,26 @@ ChunkStatic Chunk() {
   return s;
 }
 
+// DP2 costs of m micro-batches: forward 10 us, backward 40 us each.
+IterationCosts Dp2Costs(int m) {
+  IterationCosts c;
+  c.Resize(2, m, 1);
+  for (ChunkCost& k : c.costs) {
+    k.fwd_us = 10;
+    k.bwd_us = 40;
+  }
+  return c;
+}
+
+// Buckets of 50 bytes at 5e6 B/s without latency: 10 us per bucket all-reduced over DP2.
+CommSpec Comm50() {
+  CommSpec comm;
+  comm.dp_bytes_per_s = 5e6;
+  comm.dp_latency_us = 0;
+  comm.dp_bucket_bytes = 50;
+  return comm;
+}
+
 TEST(GradientBucketsTest, ReadyPieceByHand) {
   const ChunkStatic s = Chunk();
   // 4 pieces of a quarter each: 0.5 ends piece 1, 0.8 falls in piece 3, 1.0 ends piece 3.
@@ -51,16 +71,8 @@ TEST(GradientBucketsTest, ReadyPieceByHand) {
 // iteration ends at 70 us. With all buckets ready at the end of the backward it would end at 50 + 4 x 10 = 90.
 TEST(GradientBucketsTest, BucketsOverlapTheBackwardThatProducesThem) {
   const ParallelConfig pc = Pc(/*dp=*/2, /*pp=*/1, /*vpp=*/1, /*m=*/1, /*zero=*/0);
-  IterationCosts c;
-  c.Resize(2, 1, 1);
-  for (ChunkCost& k : c.costs) {
-    k.fwd_us = 10;
-    k.bwd_us = 40;
-  }
-  CommSpec comm;
-  comm.dp_bytes_per_s = 5e6;
-  comm.dp_latency_us = 0;
-  comm.dp_bucket_bytes = 50;
+  IterationCosts c = Dp2Costs(1);
+  const CommSpec comm = Comm50();
   const OpGraph g = MustBuild(pc, "1f1b", c, {Chunk()}, comm);
   const IterationTiming t = EvaluateAnalytic(g);
   EXPECT_NEAR(t.iteration_time_us, 70, 1e-9);
@@ -106,29 +118,15 @@ TEST(GradientBucketsTest, BucketsOverlapTheBackwardThatProducesThem) {
 TEST(GradientBucketsTest, WithoutOverlapTheBucketsWaitForTheWholeBackward) {
   ParallelConfig pc = Pc(/*dp=*/2, /*pp=*/1, /*vpp=*/1, /*m=*/1, /*zero=*/0);
   pc.overlap_grad_reduce = false;
-  IterationCosts c;
-  c.Resize(2, 1, 1);
-  for (ChunkCost& k : c.costs) {
-    k.fwd_us = 10;
-    k.bwd_us = 40;
-  }
-  CommSpec comm;
-  comm.dp_bytes_per_s = 5e6;
-  comm.dp_latency_us = 0;
-  comm.dp_bucket_bytes = 50;
-  const OpGraph g = MustBuild(pc, "1f1b", c, {Chunk()}, comm);
+  const CommSpec comm = Comm50();
+  const OpGraph g = MustBuild(pc, "1f1b", Dp2Costs(1), {Chunk()}, comm);
   const IterationTiming t = EvaluateAnalytic(g);
   EXPECT_NEAR(t.iteration_time_us, 90, 1e-9);
   for (int i = 0; i < g.num_ops(); ++i)
     if (g.ops[i].kind == OpKind::kDpCollective && g.ops[i].buckets > 0)
       EXPECT_GE(t.start_us[i], 50 - 1e-9) << g.Describe(i);
   pc.micro_batches = 2;
-  IterationCosts c2;
-  c2.Resize(2, 2, 1);
-  for (ChunkCost& k : c2.costs) {
-    k.fwd_us = 10;
-    k.bwd_us = 40;
-  }
+  const IterationCosts c2 = Dp2Costs(2);
   EXPECT_NEAR(EvaluateAnalytic(MustBuild(pc, "1f1b", c2, {Chunk()}, comm)).iteration_time_us, 140, 1e-9);
   pc.overlap_grad_reduce = true;  // overlapped: the last backward's buckets as above, 100 - 50 + 70 = 120
   EXPECT_NEAR(EvaluateAnalytic(MustBuild(pc, "1f1b", c2, {Chunk()}, comm)).iteration_time_us, 120, 1e-9);
