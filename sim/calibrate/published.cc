@@ -305,7 +305,7 @@ const char* FamilyName(MetricFamily f) {
 
 bool IsPublishedSuite(const std::string& path) {
   auto text = ReadFile(path);
-  if (!text) return false;
+  if (!text || !RefuseYamlAliases(*text, path).ok()) return false;  // the strict loader then names the alias
   try {
     const YAML::Node root = YAML::Load(*text);
     return root.IsMap() && root["entries"].IsDefined();
@@ -437,6 +437,7 @@ Result<PublishedReport> ValidatePublished(const PublishedOptions& options) {
         const std::string text,
         ReadFile(s.cluster.find('/') != std::string::npos ? s.cluster
                                                           : ClusterPresetDir() + "/" + s.cluster + ".yaml"));
+    if (!RefuseYamlAliases(text, s.cluster).ok()) return std::nan("");
     try {
       const YAML::Node dev = YAML::Load(text)["device"];
       return dev && dev[key] ? dev[key].as<double>() : std::nan("");

@@ -119,5 +119,41 @@ TEST(StrictYamlTest, EveryReaderNamesUnknownKeysWithTheValidList) {
                   ":4: scored: unknown key; valid keys are: name, description, notes, calibration, held_out");
 }
 
+// Aliases are refused by every reader before any walk of the tree (issue 34): `&a [*a]` is a cycle that crashed
+// the duplicate-key walk (exit 139), and nested aliases ("billion laughs") grew exponentially. Each text below is
+// refused naming the file and the alias's line; the calls return, so a regression crashes or hangs this test.
+TEST(StrictYamlTest, EveryReaderRefusesAliasesWithTheirLine) {
+  std::string laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'j'; ++c)
+    laughs += std::string(1, c) + ": &" + std::string(1, c) + " [*" + std::string(1, c - 1) + ", *" +
+              std::string(1, c - 1) + ", *" + std::string(1, c - 1) + ", *" + std::string(1, c - 1) + "]\n";
+  const std::string cycle = "&a [*a]\n", map_cycle = "name: x\nfoo: &a {b: *a}\n";
+  ExpectError(LoadStrictYaml(cycle, "c.yaml").status(), "c.yaml:1: aliases (*name) are not supported");
+  ExpectError(LoadStrictYaml(laughs, "l.yaml").status(), "l.yaml:2: aliases (*name) are not supported");
+  ExpectError(LoadStrictYaml(map_cycle, "m.yaml").status(), "m.yaml:2: aliases");
+  ExpectError(ParseCluster(cycle, "c.yaml").status(), "c.yaml:1: aliases");
+  ExpectError(ParseModel(map_cycle, "m.yaml", ".").status(), "m.yaml:2: aliases");
+  ExpectError(ParseScenario(laughs, "s.yaml", ".").status(), "s.yaml:2: aliases");
+  ExpectError(ParseScenarioWithOverrides(cycle, "s.yaml", ".", {{"parallel.dp", "2"}}).status(),
+              "s.yaml:1: aliases");
+  ExpectError(ParseSweep(laughs, "sw.yaml", ".").status(), "sw.yaml:2: aliases");
+  // An override value (a sweep axis value or --set) is refused too, naming its key.
+  const std::string ok = "trace: {preset: internvl-1.2m}\nmodel: qwen2-1.5b\n";
+  ASSERT_TRUE(ParseScenario(ok, "s.yaml", ".").ok());
+  ExpectError(ParseScenarioWithOverrides(ok, "s.yaml", ".", {{"parallel", "&p {dp: *p}"}}).status(),
+              "parallel:1: aliases");
+  // A cluster preset file with an alias, loaded with device overrides (rewritten before it is parsed).
+  const std::filesystem::path preset = std::filesystem::path(::testing::TempDir()) / "alias-preset.yaml";
+  std::ofstream(preset) << map_cycle;
+  ExpectError(LoadCluster(preset.string(), 0, {{"peak_flops", 1e15}}).status(),
+              "alias-preset.yaml:2: aliases");
+  ExpectError(LoadCluster(preset.string()).status(), "alias-preset.yaml:2: aliases");
+  const std::filesystem::path suite = std::filesystem::path(::testing::TempDir()) / "alias.suite.yaml";
+  std::ofstream(suite) << laughs;
+  ExpectError(LoadValidationSuite(suite.string()).status(), "alias.suite.yaml:2: aliases");
+  // Anchors without aliases and a '*' inside plain text stay valid.
+  EXPECT_TRUE(LoadStrictYaml("a: &x 1\nb: '*not an alias*'\nc: 2 * 3\n", "ok.yaml").ok());
+}
+
 }  // namespace
 }  // namespace mmtwin

@@ -4,10 +4,61 @@
 
 #include <algorithm>
 #include <map>
+#include <sstream>
+
+#include <yaml-cpp/anchor.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 
 #include "core/util/text.h"
 
 namespace mmtwin {
+
+namespace {
+
+// Records the first alias of the event stream (and stops the scan there: HandleNextDocument is called again only
+// while none was seen).
+class AliasFinder : public YAML::EventHandler {
+ public:
+  bool found = false;
+  YAML::Mark mark;
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override {
+    if (!found) {
+      found = true;
+      mark = m;
+    }
+  }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+  }
+  void OnMapEnd() override {}
+};
+
+}  // namespace
+
+Status RefuseYamlAliases(const std::string& text, const std::string& name) {
+  if (text.find('*') == std::string::npos) return Status();  // no alias can be written without one
+  std::istringstream in(text);
+  AliasFinder finder;
+  try {
+    YAML::Parser parser(in);
+    while (!finder.found && parser.HandleNextDocument(finder)) {
+    }
+  } catch (const YAML::Exception&) {
+    // A syntax error: the loader reports it with its line (an alias before it has been recorded already).
+  }
+  if (!finder.found) return Status();
+  return Error::At(
+      name, finder.mark.is_null() ? 0 : finder.mark.line + 1, "",
+      "aliases (*name) are not supported: mmtwin's YAML files are plain data; write the value out "
+      "where the alias stands");
+}
 
 Status CheckDuplicateKeys(const YAML::Node& node, const std::string& name, const std::string& path) {
   if (node.IsMap()) {

@@ -44,9 +44,17 @@ auto GuardYaml(const std::string& name, F&& parse) -> decltype(parse()) {
   }
 }
 
+// Refuses a YAML text with an alias (`*name`): `name:line: aliases (*x) are not supported ...`. mmtwin's files are
+// plain data; yaml-cpp resolves an alias into a shared node, so `&a [*a]` is a cycle that crashed every walk of the
+// tree, and nested aliases ("billion laughs") expand exponentially. The scan reads yaml-cpp's event stream, which
+// reports each alias once without expanding it, so it takes time linear in the text. Syntax errors are left to
+// the loader (an unparsable text passes here).
+Status RefuseYamlAliases(const std::string& text, const std::string& name);
+
 // The one strict YAML loader of models, clusters, scenarios and sweeps: yaml-cpp keeps one of two equal keys
 // silently, so every mapping anywhere in the document is checked for distinct keys:
-// `name:line: path.to.key: duplicate key (first at line N)`. Syntax errors become `name:line: reason`.
+// `name:line: path.to.key: duplicate key (first at line N)`. Syntax errors become `name:line: reason`; aliases are
+// refused first (RefuseYamlAliases).
 //
 //   MMTWIN_ASSIGN_OR_RETURN(YAML::Node root, LoadStrictYaml(text, "cluster.yaml"));
 Status CheckDuplicateKeys(const YAML::Node& node, const std::string& name, const std::string& path = "");
@@ -73,6 +81,7 @@ inline Result<YAML::Node> LoadStrictYaml(const std::string& text, const std::str
                  std::to_string(kMaxYamlBytes >> 20) +
                  " MiB a YAML file may have (scenarios, sweeps, model and cluster specs are small; samples "
                  "belong in a trace file)");
+  MMTWIN_RETURN_IF_ERROR(RefuseYamlAliases(text, name));
   try {
     YAML::Node root = YAML::Load(text);
     MMTWIN_RETURN_IF_ERROR(CheckDuplicateKeys(root, name));
