@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/util/csv.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -128,6 +131,63 @@ TEST(RngTest, SameSeedSameStreamAndShuffleIsPermutation) {
   }
   EXPECT_NEAR(sum / 100000, 0, 0.02);
   EXPECT_NEAR(sq / 100000, 1, 0.02);
+}
+
+// What a single-file output names is never replaced by a regular file unless it is one (issue 34, item 2): a
+// symbolic link is written through (the target gets the content, the link stays), a FIFO and a device node are
+// written to directly, a link to a folder is refused naming the path.
+TEST(WriteFileAtomicTest, WritesThroughLinksDevicesAndFifos) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / ("write_through_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "folder");
+  const std::string target = (dir / "target.csv").string(), link = (dir / "link.csv").string();
+  std::ofstream(target) << "old";
+  fs::create_symlink(target, link);
+  ASSERT_TRUE(WriteFileAtomic(link, "new\n").ok());
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link)));
+  EXPECT_EQ(ReadFile(target).value(), "new\n");
+  // A link to a file that does not exist yet: the file is created where the link points.
+  const std::string dangling_target = (dir / "later.csv").string(),
+                    dangling = (dir / "dangling.csv").string();
+  fs::create_symlink(dangling_target, dangling);
+  ASSERT_TRUE(WriteFileAtomic(dangling, "x\n").ok());
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dangling)));
+  EXPECT_EQ(ReadFile(dangling_target).value(), "x\n");
+  // A link to a folder: refused, the folder untouched.
+  const std::string folder_link = (dir / "folder-link").string();
+  fs::create_directory_symlink(dir / "folder", folder_link);
+  Status st = WriteFileAtomic(folder_link, "x");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("it is a folder, a file is expected"), std::string::npos)
+      << st.error().message();
+  EXPECT_TRUE(fs::is_directory(dir / "folder"));
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(folder_link)));
+  // A loop of links: refused.
+  fs::create_symlink(dir / "loop-b", dir / "loop-a");
+  fs::create_symlink(dir / "loop-a", dir / "loop-b");
+  st = WriteFileAtomic((dir / "loop-a").string(), "x");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("too many levels of symbolic links"), std::string::npos)
+      << st.error().message();
+  // A FIFO: written through to its reader, still a FIFO afterwards.
+  const std::string fifo = (dir / "pipe").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  ASSERT_TRUE(WriteFileAtomic(fifo, "through\n").ok());
+  char buf[16] = {};
+  EXPECT_EQ(::read(reader, buf, sizeof buf), 8);
+  EXPECT_EQ(std::string(buf, 8), "through\n");
+  ::close(reader);
+  EXPECT_TRUE(fs::is_fifo(fs::status(fifo)));
+  // A device node made here (a null device; needs root, as replacing /dev/null did): written to, not replaced.
+  const std::string dev = (dir / "null").string();
+  if (::mknod(dev.c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) {
+    ASSERT_TRUE(WriteFileAtomic(dev, "gone\n").ok());
+    EXPECT_TRUE(fs::is_character_file(fs::status(dev)));
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -56,6 +56,36 @@ void RemoveStaleTemporaries(const std::string& path) {
 }  // namespace
 
 Status WriteFileAtomic(const std::string& path, std::string_view content) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);  // follows links (and /proc's magic links, /dev/stdout)
+  if (!ec && fs::exists(st)) {
+    if (fs::is_directory(st)) return Error::Io(path + ": cannot write: it is a folder, a file is expected");
+    if (!fs::is_regular_file(st)) {
+      // A device (/dev/null, /dev/stdout), a FIFO: written through, never replaced by a regular file.
+      std::FILE* f = std::fopen(path.c_str(), "wb");
+      if (!f) return Error::Io(path + ": cannot write: " + std::strerror(errno));
+      const bool ok =
+          std::fwrite(content.data(), 1, content.size(), f) == content.size() && std::fflush(f) == 0;
+      const int write_errno = ok ? 0 : errno;
+      if (std::fclose(f) != 0 || !ok)
+        return Error::Io(path + ": cannot write: " + std::strerror(write_errno ? write_errno : errno));
+      return Status();
+    }
+  }
+  if (fs::is_symlink(fs::symlink_status(path, ec))) {
+    // Write through the link: its target file is replaced (atomically) or created, the link stays. Links to
+    // links are followed up to 40 deep (Linux's own limit for a path lookup).
+    fs::path target = path;
+    for (int depth = 0; depth < 40 && fs::is_symlink(fs::symlink_status(target, ec)); ++depth) {
+      const fs::path next = fs::read_symlink(target, ec);
+      if (ec) return Error::Io(path + ": cannot write: cannot read the symbolic link: " + ec.message());
+      target = next.is_absolute() ? next : target.parent_path() / next;
+    }
+    if (fs::is_symlink(fs::symlink_status(target, ec)))
+      return Error::Io(path + ": cannot write: too many levels of symbolic links");
+    return WriteFileAtomic(target.lexically_normal().string(), content);
+  }
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) return Error::Io(path + ": cannot write: " + std::strerror(errno));

@@ -76,7 +76,9 @@ std::string CsvQuote(std::string_view s);
 
 // Writes `content` to `path` atomically (temporary file `path.tmp.PID` in the same folder, fsync'ed, then
 // renamed), so a reader never sees a half-written file and an existing file is replaced only on success.
-// Temporary files of earlier writers that were killed (their PID no longer runs) are removed.
+// Temporary files of earlier writers that were killed (their PID no longer runs) are removed. A symbolic link is
+// written through (its target replaced, the link kept); a device or FIFO (/dev/null, /dev/stdout, a pipe) is
+// written to directly, never replaced; a folder is an error.
 Status WriteFileAtomic(const std::string& path, std::string_view content);
 Result<std::string> ReadFile(const std::string& path);
 
