@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -102,6 +103,61 @@ TEST_F(AtomicDirTest, StagingOfDeadWritersIsRemoved) {
   EXPECT_EQ(Names(root_), (std::set<std::string>{"c", "c.tmp-222", "c.tmp-222.lock"}));
   EXPECT_EQ(Names(root_ / "c"), (std::set<std::string>{"summary.json"}));
   ::close(held);
+}
+
+// Only "NAME.tmp-<digits>" is staging (issue 34, item 3): a user's "NAME.tmp-backup/" next to the run folder
+// survives every write.
+TEST_F(AtomicDirTest, UserFoldersNamedLikeStagingSurvive) {
+  fs::create_directories(root_ / "d.tmp-backup");
+  std::ofstream(root_ / "d.tmp-backup" / "summary.json") << "my copy";
+  fs::create_directories(root_ / "d.tmp-12x");
+  ASSERT_TRUE(WriteFolderAtomic((root_ / "d").string(), {{"summary.json", "x"}}).ok());
+  ASSERT_TRUE(WriteFolderAtomic((root_ / "d").string(), {{"summary.json", "y"}}).ok());
+  EXPECT_EQ(Names(root_), (std::set<std::string>{"d", "d.tmp-backup", "d.tmp-12x"}));
+  EXPECT_EQ(Read(root_ / "d.tmp-backup" / "summary.json"), "my copy");
+  EXPECT_EQ(Read(root_ / "d" / "summary.json"), "y");
+}
+
+// A symbolic link to a run folder is written through (issue 34, item 2): the folder it names gets the new files,
+// the link stays a link. A link to a file is refused.
+TEST_F(AtomicDirTest, ALinkToAFolderIsWrittenThrough) {
+  ASSERT_TRUE(WriteFolderAtomic((root_ / "real").string(), {{"summary.json", "old"}}).ok());
+  fs::create_directory_symlink(root_ / "real", root_ / "link");
+  ASSERT_TRUE(WriteFolderAtomic((root_ / "link").string(), {{"summary.json", "new"}}).ok());
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(root_ / "link")));
+  EXPECT_EQ(Read(root_ / "real" / "summary.json"), "new");
+  std::ofstream(root_ / "file") << "keep";
+  fs::create_symlink(root_ / "file", root_ / "file-link");
+  const Status st = WriteFolderAtomic((root_ / "file-link").string(), {{"summary.json", "x"}});
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("does not lead to a folder"), std::string::npos)
+      << st.error().message();
+  EXPECT_EQ(Read(root_ / "file"), "keep");
+}
+
+// Two processes writing one run folder over and over (issue 34, item 3): every write succeeds, and the folder
+// always holds one writer's complete set of files (the parent folder's lock makes them take turns).
+TEST_F(AtomicDirTest, ConcurrentWritersOfOneFolderBothSucceed) {
+  const std::string run = (root_ / "shared").string();
+  auto write_many = [&](const std::string& who) {
+    for (int i = 0; i < 40; ++i) {
+      const std::string v = who + std::to_string(i);
+      if (!WriteFolderAtomic(run, {{"summary.json", v}, {"stages.csv", v}}).ok()) return false;
+    }
+    return true;
+  };
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) ::_exit(write_many("child") ? 0 : 1);
+  const bool parent_ok = write_many("parent");
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(parent_ok);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(Names(root_ / "shared"), (std::set<std::string>{"summary.json", "stages.csv"}));
+  EXPECT_EQ(Read(root_ / "shared" / "summary.json"),
+            Read(root_ / "shared" / "stages.csv"));            // one writer's set
+  EXPECT_EQ(Names(root_), (std::set<std::string>{"shared"}));  // no staging or lock file left
 }
 
 // Names that would replace more than a run folder are refused before anything is touched: ".", "..", "/", the

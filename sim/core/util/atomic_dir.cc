@@ -46,17 +46,27 @@ void SyncFolder(const fs::path& dir) {
   }
 }
 
-// Staging folders "NAME.tmp-PID" whose writer no longer runs. A writer creates and flocks the sibling lock file
-// "NAME.tmp-PID.lock" before it makes its staging folder, and removes the folder before the lock file; the kernel
-// drops the lock when the process dies, whatever kills it. So a staging folder whose lock file is missing or free
-// is abandoned (PIDs alone would mislead once reused), and so is a free lock file.
+// True for "NAME.tmp-<digits>" (a staging folder's name) and "NAME.tmp-<digits>.lock" (an earlier version's lock
+// file): only these are mmtwin's; a user's "NAME.tmp-backup" is not.
+bool IsStagingName(const std::string& f, const std::string& name) {
+  const std::string prefix = name + ".tmp-";
+  if (f.size() <= prefix.size() || f.compare(0, prefix.size(), prefix) != 0) return false;
+  std::string rest = f.substr(prefix.size());
+  if (rest.size() > 5 && rest.compare(rest.size() - 5, 5, ".lock") == 0) rest.resize(rest.size() - 5);
+  return !rest.empty() && std::all_of(rest.begin(), rest.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Staging folders "NAME.tmp-<digits>" whose writer no longer runs. A writer creates and flocks the sibling lock
+// file "NAME.tmp-PID.lock" before it makes its staging folder, and removes the folder before the lock file; the
+// kernel drops the lock when the process dies, whatever kills it. So a staging folder whose lock file is missing
+// or free is abandoned (PIDs alone would mislead once reused), and so is a free lock file. (Writers also hold the
+// parent folder's lock, ParentLock, so in one parent this meets a live writer only through another path to it.)
 void RemoveStale(const fs::path& parent, const std::string& name) {
   std::error_code ec;
-  const std::string prefix = name + ".tmp-";
   std::vector<fs::path> candidates;
   for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string f = it->path().filename().string();
-    if (f.rfind(prefix, 0) != 0) continue;
+    if (!IsStagingName(f, name)) continue;
     if (f.size() > 5 && f.compare(f.size() - 5, 5, ".lock") == 0)
       candidates.push_back(fs::path(it->path().string().substr(0, it->path().string().size() - 5)));
     else
@@ -79,6 +89,29 @@ void RemoveStale(const fs::path& parent, const std::string& name) {
   }
 }
 
+// An exclusive flock on the parent folder for the whole write: writers of folders in one parent (two `simulate -o
+// SAME`, a sweep's jobs) take turns, so no write swaps in over another's half-done exchange and the stale-staging
+// sweep never meets a live writer. Released by the destructor (or the kernel, when the process dies).
+class ParentLock {
+ public:
+  explicit ParentLock(const fs::path& parent)
+      : fd_(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {}
+  ~ParentLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  ParentLock(const ParentLock&) = delete;
+  ParentLock& operator=(const ParentLock&) = delete;
+  Status Acquire(const std::string& dir) {
+    if (fd_ < 0) return Error::Io(dir + ": cannot open its parent folder: " + std::strerror(errno));
+    while (::flock(fd_, LOCK_EX) != 0)
+      if (errno != EINTR) return Error::Io(dir + ": cannot lock its parent folder: " + std::strerror(errno));
+    return Status();
+  }
+
+ private:
+  int fd_;
+};
+
 }  // namespace
 
 Status WriteFolderAtomic(const std::string& dir,
@@ -90,8 +123,15 @@ Status WriteFolderAtomic(const std::string& dir,
   const std::string last = fs::path(given).filename().string();
   if (given.empty() || last.empty() || last == "." || last == "..")
     return Error(dir + ": not a usable run folder name (give a folder such as runs/NAME)");
-  const fs::path target = fs::absolute(fs::path(given), ec).lexically_normal();
+  fs::path target = fs::absolute(fs::path(given), ec).lexically_normal();
   if (ec) return Error(dir + ": not a usable run folder name");
+  // A symbolic link is written through: the folder it names is replaced, the link stays.
+  if (fs::is_symlink(fs::symlink_status(target, ec))) {
+    const fs::path resolved = fs::canonical(target, ec);
+    if (ec || !fs::is_directory(resolved, ec))
+      return Error(dir + ": is a symbolic link that does not lead to a folder");
+    target = resolved;
+  }
   const std::string name = target.filename().string();
   // Never the working folder or one of its ancestors (replacing it would pull the floor away).
   const fs::path cwd = fs::current_path(ec).lexically_normal();
@@ -106,6 +146,8 @@ Status WriteFolderAtomic(const std::string& dir,
   const fs::path parent = target.parent_path();
   fs::create_directories(parent, ec);
   if (ec) return Error::Io(parent.string() + ": cannot create the folder: " + ec.message());
+  ParentLock lock(parent);
+  MMTWIN_RETURN_IF_ERROR(lock.Acquire(dir));
   // An existing target must be a run folder: empty, or holding the files written here (and plain files only).
   if (fs::exists(target, ec)) {
     if (!fs::is_directory(target, ec)) return Error(dir + ": exists and is not a folder");
@@ -125,6 +167,22 @@ Status WriteFolderAtomic(const std::string& dir,
   RemoveStale(parent, name);
 
   const fs::path staging = parent / (name + ".tmp-" + std::to_string(::getpid()));
+  // This writer's lock file, flocked while its staging folder exists (what RemoveStale checks).
+  const fs::path own_lock = staging.string() + ".lock";
+  const int lock_fd = ::open(own_lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    if (lock_fd >= 0) ::close(lock_fd);
+    return Error::Io(own_lock.string() + ": cannot lock: " + std::strerror(errno));
+  }
+  struct OwnLock {
+    int fd;
+    fs::path path;
+    ~OwnLock() {  // after the staging folder is gone (declared before the lambda below removes it)
+      std::error_code ignore;
+      fs::remove(path, ignore);
+      ::close(fd);
+    }
+  } own{lock_fd, own_lock};
   fs::remove_all(staging, ec);
   if (!fs::create_directory(staging, ec) || ec)
     return Error::Io(staging.string() + ": cannot create: " + ec.message());
@@ -141,7 +199,7 @@ Status WriteFolderAtomic(const std::string& dir,
       const std::string f = it->path().filename().string();
       bool ours = false;
       for (const auto& [file, content] : files) ours = ours || file == f;
-      if (ours || f.rfind(name + ".tmp-", 0) == 0) continue;
+      if (ours || IsStagingName(f, name)) continue;
       std::error_code lec;
       fs::create_hard_link(it->path(), staging / f, lec);
       if (lec) {  // another file system, or a symlink: copy it

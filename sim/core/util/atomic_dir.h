@@ -10,8 +10,11 @@
 // contents, now in the staging path, are removed. Other files of the old folder (a user's notes, a plot) are
 // carried into the new one (hard links, or copies). For safety it replaces only a run folder: an existing target
 // must be empty or hold one of the files written here and no subfolder; ".", "..", the working folder or an
-// ancestor of it are refused. A staging folder left by a writer that no longer runs (its sibling
-// lock file NAME.tmp-PID.lock, flock'ed for the whole write, is free or missing) is removed on the next write.
+// ancestor of it are refused. A symbolic link to a folder is written through (the folder it names is replaced,
+// the link stays). Writers hold an exclusive flock on the parent folder for the whole write, so concurrent
+// writers of one folder (or of siblings) take turns and each ends with a complete folder; under that lock, a
+// staging folder `NAME.tmp-<digits>` left by a killed writer is removed. Other `NAME.tmp-*` names (a user's
+// `NAME.tmp-backup/`) are never touched.
 #pragma once
 
 #include <string>
