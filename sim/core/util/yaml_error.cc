@@ -16,8 +16,7 @@ namespace mmtwin {
 
 namespace {
 
-// Records the first alias of the event stream (and stops the scan there: HandleNextDocument is called again only
-// while none was seen).
+// Records the first alias of the event stream.
 class AliasFinder : public YAML::EventHandler {
  public:
   bool found = false;
@@ -47,9 +46,10 @@ Status RefuseYamlAliases(const std::string& text, const std::string& name) {
   std::istringstream in(text);
   AliasFinder finder;
   try {
+    // The first document only, as YAML::Load reads it (the loaders ignore later ones; and on some malformed
+    // streams yaml-cpp's parser hands out empty documents without end, which a loop over them never left).
     YAML::Parser parser(in);
-    while (!finder.found && parser.HandleNextDocument(finder)) {
-    }
+    parser.HandleNextDocument(finder);
   } catch (const YAML::Exception&) {
     // A syntax error: the loader reports it with its line (an alias before it has been recorded already).
   }
