@@ -305,10 +305,10 @@ const char* FamilyName(MetricFamily f) {
 
 bool IsPublishedSuite(const std::string& path) {
   auto text = ReadFile(path);
-  if (!text || !RefuseYamlAliases(*text, path).ok()) return false;  // the strict loader then names the alias
+  if (!text) return false;
   try {
-    const YAML::Node root = YAML::Load(*text);
-    return root.IsMap() && root["entries"].IsDefined();
+    const Result<YAML::Node> root = LoadStrictYaml(*text, path);  // a bad file is then refused by its reader
+    return root.ok() && root->IsMap() && (*root)["entries"].IsDefined();
   } catch (const YAML::Exception&) {
     return false;
   }
@@ -437,9 +437,10 @@ Result<PublishedReport> ValidatePublished(const PublishedOptions& options) {
         const std::string text,
         ReadFile(s.cluster.find('/') != std::string::npos ? s.cluster
                                                           : ClusterPresetDir() + "/" + s.cluster + ".yaml"));
-    if (!RefuseYamlAliases(text, s.cluster).ok()) return std::nan("");
     try {
-      const YAML::Node dev = YAML::Load(text)["device"];
+      const Result<YAML::Node> root = LoadStrictYaml(text, s.cluster);
+      if (!root.ok()) return std::nan("");
+      const YAML::Node dev = (*root)["device"];
       return dev && dev[key] ? dev[key].as<double>() : std::nan("");
     } catch (const YAML::Exception&) {
       return std::nan("");

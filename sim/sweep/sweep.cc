@@ -60,8 +60,7 @@ Status ParseBase(const YAML::Node& root, const std::string& file, const std::str
   } else {
     return Error::At(file, LineOf(base), "base", "expected a scenario file path or a scenario mapping");
   }
-  MMTWIN_RETURN_IF_ERROR(RefuseYamlAliases(spec.base_text, spec.base_name));
-  const YAML::Node b = YAML::Load(spec.base_text);
+  MMTWIN_ASSIGN_OR_RETURN(const YAML::Node b, LoadStrictYaml(spec.base_text, spec.base_name));
   if (b.IsMap() && !b["name"])
     spec.base_default_name = base.IsMap() ? spec.name : fs::path(spec.base_name).stem().string();
   return Status();

@@ -328,9 +328,8 @@ Result<ClusterSpec> LoadCluster(const std::string& name_or_path, int nodes_overr
   MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   if (!device_overrides.empty()) {
     // Rewrite the device section and parse the result: every override passes the preset's own checks.
-    MMTWIN_RETURN_IF_ERROR(RefuseYamlAliases(text, path));
     try {
-      YAML::Node root = YAML::Load(text);
+      MMTWIN_ASSIGN_OR_RETURN(YAML::Node root, LoadStrictYaml(text, path));
       if (!root.IsMap() || !root["device"].IsMap())
         return Error(path + ": device: missing (needed by the device overrides)");
       for (const auto& [key, value] : device_overrides) {

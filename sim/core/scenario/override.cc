@@ -97,15 +97,13 @@ Status CheckOverrideKey(const std::string& dotted_key) {
 
 Result<std::string> OverrideScenarioYaml(const std::string& yaml_text,
                                          const std::vector<ScenarioOverride>& overrides) {
-  MMTWIN_RETURN_IF_ERROR(RefuseYamlAliases(yaml_text, "scenario"));
   try {
-    YAML::Node root = YAML::Load(yaml_text);
+    MMTWIN_ASSIGN_OR_RETURN(YAML::Node root, LoadStrictYaml(yaml_text, "scenario"));
     if (!root.IsMap()) return Error("a scenario is a mapping of keys to values");
     for (const ScenarioOverride& o : overrides) {
       MMTWIN_RETURN_IF_ERROR(CheckOverrideKey(o.key));
-      MMTWIN_RETURN_IF_ERROR(RefuseYamlAliases(o.yaml_value, o.key));
       const std::vector<std::string> path = Split(o.key);
-      YAML::Node value = YAML::Load(o.yaml_value);
+      MMTWIN_ASSIGN_OR_RETURN(YAML::Node value, LoadStrictYaml(o.yaml_value, o.key));
       YAML::Node cur;
       cur.reset(root);
       for (size_t d = 0; d + 1 < path.size(); ++d) {

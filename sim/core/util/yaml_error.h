@@ -44,7 +44,8 @@ auto GuardYaml(const std::string& name, F&& parse) -> decltype(parse()) {
   }
 }
 
-// Refuses a YAML text with an alias (`*name`): `name:line: aliases (*x) are not supported ...`. mmtwin's files are
+// Refuses a YAML text with an alias (`*name`; LoadStrictYaml's first step, which every YAML text of mmtwin goes
+// through): `name:line: aliases (*x) are not supported ...`. mmtwin's files are
 // plain data; yaml-cpp resolves an alias into a shared node, so `&a [*a]` is a cycle that crashed every walk of the
 // tree, and nested aliases ("billion laughs") expand exponentially. The scan reads yaml-cpp's event stream, which
 // reports each alias once without expanding it, so it takes time linear in the text. Syntax errors are left to
