@@ -49,6 +49,46 @@ TEST(CommCostTest, AnalyticClosedForms) {
   EXPECT_DOUBLE_EQ(a.Us({CommKind::kWeightAllGather, b, 4, true, 5}), 5 * 3 * 7 + vol);
 }
 
+// Gradients reduced in fp32 (parallel.grad_reduce_dtype fp32: CommSpec::grad_reduce_bytes_scale 2): the
+// reducing collectives move twice the bytes, ZeRO-1/2's all-gather of the updated weights and ZeRO-3's weight
+// all-gathers do not; the latency terms are unchanged. Ring closed forms, the NCCL model (a reduce-scatter of
+// 2b plus an all-gather of b), and a measured table row, which scales the same way.
+TEST(CommCostTest, Fp32GradientReductionDoublesOnlyTheReducingBytes) {
+  CommSpec fp32 = Links();
+  fp32.grad_reduce_bytes_scale = 2.0;
+  const AnalyticCommCost a(Links()), f(fp32);
+  const int64_t b = 100'000'000;
+  const double vol = 0.75 * b / 25e9 * 1e6;
+  EXPECT_DOUBLE_EQ(f.Us({CommKind::kAllReduce, b, 4}), 2 * 2 * vol + 2 * 3 * 7);
+  EXPECT_DOUBLE_EQ(f.Us({CommKind::kReduceScatter, b, 4}), 2 * vol + 3 * 7);
+  EXPECT_DOUBLE_EQ(f.Us({CommKind::kReduceScatterAllGather, b, 4}), 2 * vol + vol + 2 * 3 * 7);
+  EXPECT_DOUBLE_EQ(f.Us({CommKind::kWeightAllGather, b, 4, true, 5}),
+                   a.Us({CommKind::kWeightAllGather, b, 4, true, 5}));
+  EXPECT_DOUBLE_EQ(f.Us({CommKind::kP2p, b, 2, false}), a.Us({CommKind::kP2p, b, 2, false}));
+  const CommTime split = f.Time({CommKind::kReduceScatterAllGather, b, 4});
+  EXPECT_EQ(split.steps, 2 * 3);
+  EXPECT_DOUBLE_EQ(split.volume_us, 3 * vol);
+  // NCCL's model: the scaled call is the unscaled model's reduce-scatter of 2b plus its all-gather of b.
+  CommSpec nccl = Links();
+  nccl.collectives.model = "nccl";
+  CommSpec nccl32 = nccl;
+  nccl32.grad_reduce_bytes_scale = 2.0;
+  const AnalyticCommCost n(nccl), n32(nccl32);
+  EXPECT_NEAR(
+      n32.Us({CommKind::kReduceScatterAllGather, b, 16, false}),
+      n.Us({CommKind::kReduceScatter, 2 * b, 16, false}) + n.Us({CommKind::kWeightAllGather, b, 16, false}),
+      1e-6);
+  EXPECT_NEAR(n32.Us({CommKind::kAllReduce, b, 16, false}), n.Us({CommKind::kAllReduce, 2 * b, 16, false}),
+              1e-6);
+  EXPECT_GT(n32.Us({CommKind::kAllReduce, b, 16, false}), n.Us({CommKind::kAllReduce, b, 16, false}));
+  // A table row is scaled like the analytic shapes.
+  auto t = TableCommCost::Parse("kind,link,latency_us,bytes_per_s\nreduce_scatter_all_gather,nvlink,5,1e10\n",
+                                "t.csv", f);
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  const double tvol = 0.75 * b / 1e10 * 1e6;
+  EXPECT_DOUBLE_EQ(t->Us({CommKind::kReduceScatterAllGather, b, 4, true}), 3 * tvol + 2 * 3 * 5);
+}
+
 TEST(CommCostTest, TableParsesFormatsAndNamesErrors) {
   auto t = TableCommCost::Parse(
       "# mmtwin-comm-costs "

@@ -207,6 +207,48 @@ TEST(PartitionPolicyTest, MegatronRefusesWhatMegatronRefuses) {
   EXPECT_NE(p.error().message().find("no layer kinds"), std::string::npos);
 }
 
+TEST(PartitionPolicyTest, MegatronCountsEmbeddingAndLossAsBlocks) {
+  // Llama 3 405B's split (arXiv 2407.21783 sec. 3.3.2: one block less on the first and the last stage, so the
+  // first model chunk holds only the embedding and the last only the output and loss): 6 blocks + embedding +
+  // loss = 8 = one per chunk over pp 2 x vpp 4. Layers: 0..3 vision + projector + LLM embedding, 4..9 blocks,
+  // 10 the head.
+  const LayerProfile prof = LayeredProfile(2, 6);
+  PartitionContext ctx{prof, 8, 2, {}, {}};
+  const std::map<std::string, std::string> both{{"account_for_embedding", "true"},
+                                                {"account_for_loss", "true"}};
+  Result<Partition> p = RunPartitionPolicy("megatron", both, ctx);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(p->bounds, (std::vector<int>{0, 5, 6, 7, 8, 9, 10, 11, 12}));
+  EXPECT_EQ(p->LayersIn(0), 5);  // the encoder and the LLM embedding, no block
+  EXPECT_EQ(p->LayersIn(7), 1);  // the head alone
+  // Only the embedding counted: 6 + 1 = 7 blocks do not divide into 8 chunks; into 7 they do (pp 7, vpp 1):
+  // the first chunk holds no block, every other chunk one, the head rides on the last.
+  EXPECT_FALSE(RunPartitionPolicy("megatron", {{"account_for_embedding", "true"}}, ctx).ok());
+  ctx.chunks = ctx.pp = 7;
+  p = RunPartitionPolicy("megatron", {{"account_for_embedding", "true"}}, ctx);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(p->bounds, (std::vector<int>{0, 5, 6, 7, 8, 9, 10, 12}));
+  // Two blocks per chunk over 4 chunks (6 + 2 = 8): 1 + 2 + 2 + 1 blocks.
+  ctx.chunks = ctx.pp = 4;
+  p = RunPartitionPolicy("megatron", both, ctx);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(p->bounds, (std::vector<int>{0, 6, 8, 10, 12}));
+  // Megatron refuses the combination with first / last counts; so does the policy, by name.
+  p = RunPartitionPolicy("megatron", {{"account_for_loss", "true"}, {"first_blocks", "1"}}, ctx);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().message().find("cannot be combined"), std::string::npos) << p.error().message();
+  // A model whose blocks start at layer 0 has nothing but blocks for the first chunk: an empty chunk is refused.
+  LayerProfile bare = MakeProfile(std::vector<double>(7, 1.0));
+  for (int i = 0; i < 6; ++i) bare.layers.push_back({0, LayerKind::kTransformer, i, 10, "block"});
+  bare.layers.push_back({0, LayerKind::kHead, 0, 10, "head"});
+  ctx.profile = bare;
+  ctx.chunks = ctx.pp = 7;
+  p = RunPartitionPolicy("megatron", {{"account_for_embedding", "true"}}, ctx);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().message().find("chunk 0 would hold no LLM block"), std::string::npos)
+      << p.error().message();
+}
+
 TEST(PartitionPolicyTest, ErrorsNameTheProblem) {
   const LayerProfile prof = MakeProfile({1, 2, 3, 4});
   PartitionContext ctx{prof, 2, 2, {}, {}};

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/plan/pricing.h"
 #include "core/util/csv.h"
 
 namespace mmtwin {
@@ -629,8 +630,9 @@ TEST(ScenarioTest, OptimizerMemoryLayout) {
   EXPECT_EQ(again->parallel.optimizer_memory, "deepspeed");
   EXPECT_EQ(Parse(head).value().parallel.optimizer_memory, "auto");
   const std::string bad = ErrorOf(head + "parallel: {optimizer_memory: apex}\n");
-  EXPECT_NE(bad.find("parallel.optimizer_memory: unknown optimizer memory layout 'apex'; valid values are: auto"),
-            std::string::npos)
+  EXPECT_NE(
+      bad.find("parallel.optimizer_memory: unknown optimizer memory layout 'apex'; valid values are: auto"),
+      std::string::npos)
       << bad;
 }
 
@@ -648,6 +650,34 @@ TEST(ScenarioTest, OverlapGradReduce) {
   const std::string bad = ErrorOf(head + "parallel: {dp: 8, zero_stage: 3, overlap_grad_reduce: false}\n");
   EXPECT_NE(bad.find("parallel.overlap_grad_reduce: false needs parallel.zero_stage 0, 1 or 2"),
             std::string::npos)
+      << bad;
+}
+
+// parallel.grad_reduce_dtype: "param" by default (not written), "fp32" kept by FormatScenario and turned into
+// the layout's gradient byte scale; anything else refused with the valid values.
+TEST(ScenarioTest, GradReduceDtype) {
+  const std::string head = "trace: {preset: internvl-1.2m, samples: 1000}\nmodel: internvl-1.5-6b-20b\n";
+  EXPECT_EQ(Parse(head).value().parallel.grad_reduce_dtype, "param");
+  auto s = Parse(head + "parallel: {dp: 8, zero_stage: 3, grad_reduce_dtype: fp32}\n");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->parallel.grad_reduce_dtype, "fp32");
+  auto again = Parse(FormatScenario(*s));
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(again->parallel.grad_reduce_dtype, "fp32");
+  EXPECT_EQ(FormatScenario(Parse(head).value()).find("grad_reduce_dtype"), std::string::npos);
+  ClusterSpec c;
+  c.gpus_per_node = 8;
+  c.nvlink_bytes_per_s = 450e9;
+  c.nic_bytes_per_s = 48e9;
+  c.nics_per_node = 8;
+  EXPECT_EQ(LayoutComm(c, s->parallel).grad_reduce_bytes_scale, 2.0);
+  EXPECT_EQ(LayoutComm(c, Parse(head).value().parallel).grad_reduce_bytes_scale, 1.0);
+  const std::string bad = ErrorOf(head + "parallel: {grad_reduce_dtype: bf16}\n");
+  EXPECT_NE(
+      bad.find(
+          "parallel.grad_reduce_dtype: unknown gradient reduction dtype 'bf16'; valid values are: param, "
+          "fp32"),
+      std::string::npos)
       << bad;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -146,25 +147,60 @@ CommTime NcclTime(const CommCall& c, const CommSpec& comm) {
   return t;
 }
 
-}  // namespace
+// A gradient collective whose reducing phase moves `scale` bytes per byte of c.bytes (gradients reduced in
+// fp32, CommSpec::grad_reduce_bytes_scale): the all-reduce and the reduce-scatter carry the scaled bytes;
+// ZeRO-1/2's reduce-scatter + all-gather becomes a reduce-scatter of the scaled bytes and an all-gather of the
+// 16-bit weights, each priced by `price` (the same shapes, so scale 1 gives the unsplit call's time). Other
+// kinds, or scale 1: nullopt.
+template <typename Price>
+std::optional<CommTime> ScaledGradReduce(const CommCall& c, double scale, const Price& price) {
+  if (scale == 1.0) return std::nullopt;
+  const auto scaled = [&](int64_t b) {
+    return static_cast<int64_t>(std::llround(static_cast<double>(b) * scale));
+  };
+  switch (c.kind) {
+    case CommKind::kAllReduce:
+    case CommKind::kReduceScatter: {
+      CommCall r = c;
+      r.bytes = scaled(c.bytes);
+      return price(r);
+    }
+    case CommKind::kReduceScatterAllGather: {
+      CommCall rs = c, ag = c;
+      rs.kind = CommKind::kReduceScatter;
+      rs.bytes = scaled(c.bytes);
+      ag.kind = CommKind::kWeightAllGather;
+      ag.buckets = 1;
+      CommTime t = price(rs);
+      const CommTime a = price(ag);
+      t.latency_us += a.latency_us;
+      t.volume_us += a.volume_us;
+      t.us += a.us;
+      t.steps += a.steps;
+      return t;
+    }
+    default:
+      return std::nullopt;
+  }
+}
 
-CommTime AnalyticCommCost::Time(const CommCall& c) const {
+// AnalyticCommCost::Time without the fp32 gradient scale.
+CommTime AnalyticTime(const CommSpec& comm, const CommCall& c) {
   CommTime t;
   switch (c.kind) {
     case CommKind::kP2p:
       // Each hop on its own link when the layout is known (CommSpec::gpus_per_node); else the layout's one
       // pipeline link (p2p_*).
-      if (comm_.gpus_per_node > 0 && comm_.nvlink_bytes_per_s > 0 && comm_.nic_bytes_per_s > 0)
-        t.us = c.in_node ? TransferUs(c.bytes, comm_.nvlink_latency_us, comm_.nvlink_bytes_per_s)
-                         : TransferUs(c.bytes, comm_.nic_latency_us, comm_.nic_bytes_per_s);
+      if (comm.gpus_per_node > 0 && comm.nvlink_bytes_per_s > 0 && comm.nic_bytes_per_s > 0)
+        t.us = c.in_node ? TransferUs(c.bytes, comm.nvlink_latency_us, comm.nvlink_bytes_per_s)
+                         : TransferUs(c.bytes, comm.nic_latency_us, comm.nic_bytes_per_s);
       else
-        t.us = TransferUs(c.bytes, comm_.p2p_latency_us, comm_.p2p_bytes_per_s);
+        t.us = TransferUs(c.bytes, comm.p2p_latency_us, comm.p2p_bytes_per_s);
       t.volume_us = t.us;
       return t;
     case CommKind::kDispatch:
-      t.us = c.in_node
-                 ? comm_.nvlink_latency_us + static_cast<double>(c.bytes) / comm_.nvlink_bytes_per_s * 1e6
-                 : comm_.nic_latency_us + static_cast<double>(c.bytes) / comm_.nic_bytes_per_s * 1e6;
+      t.us = c.in_node ? comm.nvlink_latency_us + static_cast<double>(c.bytes) / comm.nvlink_bytes_per_s * 1e6
+                       : comm.nic_latency_us + static_cast<double>(c.bytes) / comm.nic_bytes_per_s * 1e6;
       t.volume_us = t.us;
       return t;
     default:
@@ -173,29 +209,37 @@ CommTime AnalyticCommCost::Time(const CommCall& c) const {
   CommCall call = c;
   // Hybrid sharding (CommSpec::dp_shard_group): ZeRO-3's collectives over the shard group, the gradient
   // reduce-scatter followed by the replicas' all-reduce of its shard.
-  const int g = comm_.dp_shard_group;
+  const int g = comm.dp_shard_group;
   if (g > 1 && call.replicas <= 1 && call.group > g && call.group % g == 0 &&
       (call.kind == CommKind::kReduceScatter || call.kind == CommKind::kWeightAllGather)) {
     const int members_per_node =
-        comm_.dp_ranks_per_node > 0 ? comm_.dp_ranks_per_node : (call.in_node ? call.group : 1);
+        comm.dp_ranks_per_node > 0 ? comm.dp_ranks_per_node : (call.in_node ? call.group : 1);
     call.replicas = call.kind == CommKind::kReduceScatter ? call.group / g : 1;
     call.group = g;
     const HybridGroupsPerNode per_node = HybridShardRanksPerNode(members_per_node, g);
     call.ranks_per_node = per_node.shard;
     call.replica_ranks_per_node = per_node.replica;
   }
-  if (comm_.collectives.model == "nccl" && call.group > 1) return NcclTime(call, comm_);
-  t = RingTime(call, comm_.dp_latency_us, comm_.dp_bytes_per_s);
+  if (comm.collectives.model == "nccl" && call.group > 1) return NcclTime(call, comm);
+  t = RingTime(call, comm.dp_latency_us, comm.dp_bytes_per_s);
   if (call.kind == CommKind::kReduceScatter && call.replicas > 1) {
     const CommTime ar =
         RingTime({CommKind::kAllReduce, call.bytes / std::max(call.group, 1), call.replicas, call.in_node},
-                 comm_.dp_latency_us, comm_.dp_bytes_per_s);
+                 comm.dp_latency_us, comm.dp_bytes_per_s);
     t.latency_us += ar.latency_us;
     t.volume_us += ar.volume_us;
     t.us += ar.us;
     t.steps += ar.steps;
   }
   return t;
+}
+
+}  // namespace
+
+CommTime AnalyticCommCost::Time(const CommCall& c) const {
+  const auto price = [this](const CommCall& x) { return AnalyticTime(comm_, x); };
+  if (std::optional<CommTime> t = ScaledGradReduce(c, comm_.grad_reduce_bytes_scale, price)) return *t;
+  return price(c);
 }
 
 const LinkCost* TableCommCost::Find(CommKind kind, bool in_node) const {
@@ -211,7 +255,10 @@ CommTime TableCommCost::Time(const CommCall& c) const {
     t.us = t.volume_us = TransferUs(c.bytes, row->latency_us, row->bytes_per_s);
     return t;
   }
-  return RingTime(c, row->latency_us, row->bytes_per_s);
+  const auto price = [row](const CommCall& x) { return RingTime(x, row->latency_us, row->bytes_per_s); };
+  if (std::optional<CommTime> t = ScaledGradReduce(c, fallback_.comm().grad_reduce_bytes_scale, price))
+    return *t;
+  return price(c);
 }
 
 Result<TableCommCost> TableCommCost::Parse(const std::string& text, const std::string& name,

@@ -97,6 +97,9 @@ class AnalyticCommCost : public CommCostModel {
   // With the "nccl" collective model (core/plan/collective.h, NCCL's choice per call): all_reduce one all-reduce;
   // reduce_scatter_all_gather a reduce-scatter and an all-gather; reduce_scatter a reduce-scatter (+ the
   // replicas' all-reduce of its shard, bytes / group); weight_all_gather `buckets` all-gathers of bytes / buckets.
+  // Gradients reduced in fp32 (CommSpec::grad_reduce_bytes_scale 2): all_reduce and reduce_scatter move the
+  // scaled bytes; reduce_scatter_all_gather is a reduce-scatter of the scaled bytes plus an all-gather of
+  // `bytes` (ring: volume (scale + 1) frac b / bw, latency unchanged). TableCommCost scales its rows the same way.
   double Us(const CommCall& call) const override { return Time(call).us; }
   CommTime Time(const CommCall& call) const override;
   const CommSpec& comm() const { return comm_; }

@@ -49,8 +49,11 @@ Result<Partition> RunUniform(const PartitionContext& ctx, const Params&, Partiti
 // the LLM's transformer blocks in equal counts per (virtual) chunk; whatever precedes them (encoders,
 // projector, the LLM's embedding) rides on the first chunk, the final head on the last. `first_blocks` /
 // `last_blocks` (0: the even count) are Megatron's --decoder-first-pipeline-num-layers /
-// --decoder-last-pipeline-num-layers, applied here to the first and last chunk. Megatron asserts that the
-// blocks divide evenly; so does this policy (an error naming the counts).
+// --decoder-last-pipeline-num-layers, applied here to the first and last chunk. `account_for_embedding` /
+// `account_for_loss` are --account-for-embedding/loss-in-pipeline-split (the same function, Megatron-LM
+// d98e8a64): the embedding / loss counts as a block, so the first / last chunk builds one block less and may
+// hold the embedding / head alone. Megatron asserts that the blocks divide evenly; so does this policy (an
+// error naming the counts).
 Result<Partition> RunMegatron(const PartitionContext& ctx, const Params& params, PartitionReport&) {
   const auto& layers = ctx.profile.layers;
   const int L = ctx.profile.size(), C = ctx.chunks;
@@ -68,9 +71,27 @@ Result<Partition> RunMegatron(const PartitionContext& ctx, const Params& params,
     return Error("partition policy 'megatron': the model's last component has no transformer blocks");
   const int first = static_cast<int>(params.Int("first_blocks")),
             last = static_cast<int>(params.Int("last_blocks"));
+  const int emb = params.Bool("account_for_embedding") ? 1 : 0,
+            loss = params.Bool("account_for_loss") ? 1 : 0;
+  if ((emb || loss) && (first > 0 || last > 0))
+    return Error(
+        "partition policy 'megatron': account_for_embedding / account_for_loss cannot be combined with "
+        "first_blocks / last_blocks (Megatron-LM refuses the same combination)");
   std::vector<int> count(C, 0);
   if (C == 1) {
     count[0] = nb;
+  } else if (emb || loss) {
+    // Megatron-LM's --account-for-embedding/loss-in-pipeline-split: the embedding (the loss) counts as one more
+    // block in the split and takes a block's place on the first (last) chunk.
+    const int n = nb + emb + loss;
+    if (n % C != 0)
+      return Error("partition policy 'megatron': " + std::to_string(nb) + " LLM blocks" +
+                   (emb ? " + the embedding" : "") + (loss ? " + the loss" : "") + " = " + std::to_string(n) +
+                   " do not divide evenly into " + std::to_string(C) +
+                   " chunks (pp * vpp); Megatron-LM requires it");
+    for (int c = 0; c < C; ++c) count[c] = n / C;
+    count[0] -= emb;
+    count[C - 1] -= loss;
   } else {
     const int ends = (first > 0 ? 1 : 0) + (last > 0 ? 1 : 0);
     const int rest = nb - first - last, inner = C - ends;
@@ -86,10 +107,14 @@ Result<Partition> RunMegatron(const PartitionContext& ctx, const Params& params,
     if (first > 0) count[0] = first;
     if (last > 0) count[C - 1] = last;
   }
-  for (int c = 0; c < C; ++c)
-    if (count[c] < 1)
+  for (int c = 0; c < C; ++c) {
+    // The first chunk may hold only what precedes the blocks (the embedding), the last only the head, when
+    // account_for_embedding / account_for_loss make room for them; every other chunk needs a block.
+    const bool holds_other = (c == 0 && emb && b0 > 0) || (c == C - 1 && loss && b0 + nb < L);
+    if (count[c] < 1 && !(count[c] == 0 && holds_other))
       return Error("partition policy 'megatron': chunk " + std::to_string(c) + " would hold no LLM block (" +
                    std::to_string(nb) + " blocks, " + std::to_string(C) + " chunks)");
+  }
   Partition p;
   p.bounds.push_back(0);
   int at = b0;
@@ -297,6 +322,23 @@ std::vector<PartitionPolicyInfo>& Registry() {
             {},
             0,
             1e6},
+           {"account_for_embedding",
+            ParamType::kBool,
+            "false",
+            "count the LLM's embedding as one block of the split: the first chunk holds one block less "
+            "(Megatron's --account-for-embedding-in-pipeline-split; Llama 3's first chunk holds only the "
+            "embedding)",
+            {},
+            0,
+            1},
+           {"account_for_loss",
+            ParamType::kBool,
+            "false",
+            "count the head and loss as one block of the split: the last chunk holds one block less "
+            "(Megatron's --account-for-loss-in-pipeline-split)",
+            {},
+            0,
+            1},
        },
        &RunMegatron},
       {"params",

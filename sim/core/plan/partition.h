@@ -17,7 +17,11 @@
 //   megatron Megatron-LM's split: the LLM's transformer blocks in equal counts per chunk (an error when they do
 //            not divide, as Megatron asserts), everything before them (encoders, projector, embedding) on the
 //            first chunk and the head on the last; first_blocks / last_blocks set the first / last chunk's
-//            count (Megatron's --decoder-first/last-pipeline-num-layers). Needs LayerProfile::layers.
+//            count (Megatron's --decoder-first/last-pipeline-num-layers); account_for_embedding /
+//            account_for_loss count the embedding / the head as one block each, so the first / last chunk
+//            holds one block less (Megatron's --account-for-embedding/loss-in-pipeline-split; with one block
+//            per chunk, Llama 3's split: the first chunk only the embedding, the last only the head and loss).
+//            Needs LayerProfile::layers.
 //   params   exact min-max of per-chunk parameter counts (what DeepSpeed partition_method=parameters aims at)
 //   profile  exact min-max of per-chunk forward time (the "profile-based" baseline of OmniBal Table 4)
 //   bmp      OmniBal balanced model partition: greedy anchor, every cut jittered within +-radius, candidates

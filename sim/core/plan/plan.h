@@ -63,6 +63,12 @@ struct ParallelConfig {
   // Megatron-LM without --overlap-grad-reduce, its default, and Megatron-DeepSpeed / DeepSpeed ZeRO-1/2 without
   // overlap_comm). ZeRO-0..2 only.
   bool overlap_grad_reduce = true;
+  // The dtype DP gradients are reduced in: "param" (the weights' 16-bit dtype, 2 bytes per weight) or "fp32"
+  // (4 bytes: PyTorch FSDP2 with torchtitan's default mixed_precision_reduce float32, Megatron-LM with bf16,
+  // which sets accumulate_allreduce_grads_in_fp32). Only the reducing collectives carry it: the all-reduce,
+  // the reduce-scatter (and hybrid sharding's all-reduce of its shard); ZeRO-1/2's all-gather of the updated
+  // weights and ZeRO-3's weight all-gathers stay 16-bit (CommSpec::grad_reduce_bytes_scale).
+  std::string grad_reduce_dtype = "param";
   // Sequence / context parallelism across GPUs (core/plan/seqpar.h): sp ranks share one sequence; the device
   // mesh's sp dimension (core/plan/mesh.h). sp = sp_ulysses x sp_ring for 2D attention (0 = chosen by the
   // policy); sp_method is the resolved policy (policies.sp; none when sp == 1 and no policy is named).
@@ -330,6 +336,9 @@ struct CommSpec {
   // ParallelConfig::zero3_shard_group when it splits the DP group (ZeRO-3 only), else 0: ZeRO-3's weight
   // all-gathers and gradient reduce-scatters run over it, then an all-reduce across the replicas (comm_cost.h).
   int dp_shard_group = 0;
+  // Bytes the reducing phase of a DP gradient collective moves per byte of CommCall::bytes (the 16-bit
+  // gradients): 2 with ParallelConfig::grad_reduce_dtype fp32, else 1 (comm_cost.h).
+  double grad_reduce_bytes_scale = 1.0;
 };
 
 }  // namespace mmtwin

@@ -788,6 +788,7 @@ CommSpec LayoutComm(const ClusterSpec& cluster, const ParallelConfig& parallel) 
   if (parallel.zero_stage == 3 && parallel.zero3_shard_group > 0 &&
       parallel.zero3_shard_group < mesh.dp() * mesh.sp())
     s.dp_shard_group = parallel.zero3_shard_group;
+  if (parallel.grad_reduce_dtype == "fp32") s.grad_reduce_bytes_scale = 2.0;
   return s;
 }
 

@@ -117,8 +117,9 @@ Status CheckParallel(const Scenario& s) {
     MMTWIN_RETURN_IF_ERROR(Range(s, std::string("parallel.") + f.key, p.*f.field, f.lo, f.hi));
   if (const auto& names = OptimizerMemoryNames();
       std::find(names.begin(), names.end(), p.optimizer_memory) == names.end())
-    return FieldError(s, "parallel.optimizer_memory",
-                      "unknown optimizer memory layout '" + p.optimizer_memory + "'; valid values are: " + Join(names));
+    return FieldError(
+        s, "parallel.optimizer_memory",
+        "unknown optimizer memory layout '" + p.optimizer_memory + "'; valid values are: " + Join(names));
   if (p.zero3_impl.empty()) return FieldError(s, "parallel.zero3_impl", "must not be empty");
   if (std::find(kZero3Impls.begin(), kZero3Impls.end(), p.zero3_impl) == kZero3Impls.end())
     return FieldError(
@@ -135,6 +136,11 @@ Status CheckParallel(const Scenario& s) {
                         std::to_string(p.zero3_shard_group) +
                             " does not divide the ZeRO group dp x sp = " + std::to_string(zero_group));
   }
+  if (std::find(kGradReduceDtypes.begin(), kGradReduceDtypes.end(), p.grad_reduce_dtype) ==
+      kGradReduceDtypes.end())
+    return FieldError(s, "parallel.grad_reduce_dtype",
+                      "unknown gradient reduction dtype '" + p.grad_reduce_dtype +
+                          "'; valid values are: " + Join(kGradReduceDtypes));
   if (!p.overlap_grad_reduce && p.zero_stage == 3)
     return FieldError(
         s, "parallel.overlap_grad_reduce",

@@ -33,7 +33,8 @@ inline const std::vector<std::string> kParallelKeys = {"dp",
                                                        "zero3_impl",
                                                        "optimizer_memory",
                                                        "zero3_shard_group",
-                                                       "overlap_grad_reduce"};
+                                                       "overlap_grad_reduce",
+                                                       "grad_reduce_dtype"};
 inline const std::vector<std::string> kPolicyKinds = {"data", "partition", "recompute", "schedule", "sp"};
 inline const std::vector<std::string> kPolicyKeys = {"name", "params"};
 inline const std::vector<std::string> kBackendKeys = {"width_divisor", "layers", "warmup_iterations",
@@ -68,6 +69,7 @@ inline constexpr ParallelInt kParallelInts[] = {
     {"sp_ring", &ParallelConfig::sp_ring, 0, kMaxDegree},
     {"zero3_shard_group", &ParallelConfig::zero3_shard_group, 0, kMaxDegree}};
 inline const std::vector<std::string> kZero3Impls = {"simple", "fsdp", "deepspeed"};
+inline const std::vector<std::string> kGradReduceDtypes = {"param", "fp32"};
 
 // An integer key of `backend` and the field it fills.
 struct BackendInt {
