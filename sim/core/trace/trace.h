@@ -150,11 +150,12 @@ struct Trace {
 
 // Reads a trace CSV. Errors name file, line and field (`ivl.csv:12: image_tiles: not a non-negative integer`).
 // A large CSV (TraceCache) is read through a binary cache beside it, PATH.mmtwin-cache, written on the first
-// read and used while the CSV's size and modification time are unchanged: a re-read costs a copy, not a parse.
+// read and used while the CSV's bytes are those it was made from (its size and content hash; a rewrite with the
+// same size and time is caught) and its own checksum holds: a re-read costs a hash and a copy, not a parse.
 Result<Trace> ReadTrace(const std::string& path);
 // kAuto: through the cache for CSVs of at least kTraceCacheMinBytes; the environment variable
 // MMTWIN_TRACE_CACHE=off turns the cache off, =always uses it for every CSV. A cache that cannot be written (a
-// read-only folder) is skipped without a word; a corrupt or stale one is replaced.
+// read-only folder) is skipped without a word; a damaged or stale one is replaced.
 enum class TraceCache { kAuto, kOff, kAlways };
 inline constexpr uint64_t kTraceCacheMinBytes = uint64_t{16} << 20;
 Result<Trace> ReadTrace(const std::string& path, TraceCache cache);

@@ -1,18 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
 // The binary trace cache beside a trace CSV (trace.h: ReadTrace, WriteTrace).
 //
-// PATH.mmtwin-cache holds a parsed trace, little-endian, with the CSV's size and modification time (ns) it was
-// made from. It is used only while both are unchanged and the file is exactly as long as its counts say; any
-// other cache is ignored and replaced. Layout:
-//   "MMTWTRC1", u32 cache version, u32 trace format version, u64 csv bytes, i64 csv mtime ns, u64 samples,
+// PATH.mmtwin-cache holds a parsed trace, little-endian, keyed by the content of the CSV it was made from: its
+// size and its Hash64 (core/util/hash.h), and checksummed: the Hash64 of every byte after the checksum field.
+// It is used only while the CSV's bytes hash to the key (a rewrite with the same size and modification time is
+// caught: issue 34), the body's checksum holds and the file is exactly as long as its counts say; any other
+// cache is ignored and replaced. Reading through the cache hashes the CSV once (several GB/s) and the body once.
+// Layout:
+//   "MMTWTRC1", u32 cache version, u32 trace format version, u64 csv bytes, u64 csv hash, u64 body checksum
+//   (of everything after it), u64 samples,
 //   u32 subsets + (u32 length, bytes) each, u64 metas + (u32 length, bytes) each,
 //   ids: u8 mode, u32 prefix length + bytes, i32 width, u64 first, u64 numbers + u64 each,
 //        u64 pool bytes + bytes, u64 ends + u64 each,
 //   samples: 32 bytes each (f64 audio seconds, u32 images, tiles, frames, text tokens, meta ref, u16 subset,
-//   u16 image_px). Version 2 (version 1 had 30-byte records without image_px; it is ignored and replaced).
+//   u16 image_px). Version 3 (version 2 was keyed by the CSV's size and modification time, without a checksum;
+//   version 1 had 30-byte records without image_px; both are ignored and replaced).
 // Written to a temporary file and renamed (never half a cache); the samples stream in 1 MiB blocks, so writing
 // needs no second copy of the trace. Only ReadTrace writes it, from the trace it parsed: WriteTrace's trace
 // can differ from what its CSV reads back as (audio seconds are written to 4 decimals).
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,16 +29,19 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "core/trace/trace_cache.h"
 #include "core/util/csv.h"
+#include "core/util/hash.h"
 #include "core/util/memory_limit.h"
 
 namespace mmtwin {
 namespace {
 
 constexpr char kMagic[8] = {'M', 'M', 'T', 'W', 'T', 'R', 'C', '1'};
-constexpr uint32_t kCacheVersion = 2;
+constexpr uint32_t kCacheVersion = 3;
+constexpr long kChecksumOffset = 32;  // magic 8, versions 8, csv bytes 8, csv hash 8
 constexpr size_t kRecordBytes = 32;
 constexpr size_t kBlockBytes = size_t{1} << 20;
 
@@ -85,8 +95,12 @@ class Writer {
   void Bytes(const void* p, size_t n) {
     const char* c = static_cast<const char*>(p);
     buf_.append(c, n);
+    if (hashing_) hash_.Update(c, n);
     if (buf_.size() >= kBlockBytes) Flush();
   }
+  // Every byte written from now on counts in Checksum().
+  void StartChecksum() { hashing_ = true; }
+  uint64_t Checksum() const { return hash_.Digest(); }
   template <class T>
   void Put(T v) {
     Bytes(&v, sizeof v);
@@ -105,6 +119,8 @@ class Writer {
   std::FILE* f_;
   std::string buf_;
   bool ok_ = true;
+  bool hashing_ = false;
+  Hash64 hash_;
 };
 
 // Reads from a stream of known length: no string or array is sized past what is left of it, so a damaged count
@@ -115,8 +131,12 @@ class Reader {
   bool Bytes(void* p, size_t n) {
     ok_ = ok_ && n <= left_ && std::fread(p, 1, n, f_) == n;
     if (ok_) left_ -= n;
+    if (ok_ && hashing_) hash_.Update(p, n);
     return ok_;
   }
+  // Every byte read from now on counts in Checksum().
+  void StartChecksum() { hashing_ = true; }
+  uint64_t Checksum() const { return hash_.Digest(); }
   template <class T>
   bool Get(T& v) {
     return Bytes(&v, sizeof v);
@@ -143,9 +163,17 @@ class Reader {
   std::FILE* f_;
   uint64_t left_;
   bool ok_ = true;
+  bool hashing_ = false;
+  Hash64 hash_;
 };
 
-bool WriteCache(const Trace& t, const CsvStamp& stamp, const std::string& cache_path) {
+// The key a cache is made for: the CSV's size and Hash64.
+struct CsvKey {
+  uint64_t bytes = 0;
+  uint64_t hash = 0;
+};
+
+bool WriteCache(const Trace& t, const CsvKey& key, const std::string& cache_path) {
   const std::string tmp = cache_path + ".tmp." + std::to_string(::getpid());
   bool ok = false;
   {
@@ -155,8 +183,10 @@ bool WriteCache(const Trace& t, const CsvStamp& stamp, const std::string& cache_
     w.Bytes(kMagic, sizeof kMagic);
     w.Put(kCacheVersion);
     w.Put(static_cast<uint32_t>(kTraceFormatVersion));
-    w.Put(stamp.bytes);
-    w.Put(stamp.mtime_ns);
+    w.Put(key.bytes);
+    w.Put(key.hash);
+    w.Put(uint64_t{0});  // the body checksum, written below once known
+    w.StartChecksum();
     w.Put(static_cast<uint64_t>(t.samples.size()));
     w.Put(static_cast<uint32_t>(t.subsets.size()));
     for (const std::string& s : t.subsets) w.Str32(s);
@@ -185,7 +215,9 @@ bool WriteCache(const Trace& t, const CsvStamp& stamp, const std::string& cache_
       std::memcpy(rec + 30, &s.image_px, 2);
       w.Bytes(rec, sizeof rec);
     }
-    ok = w.Flush() && std::fflush(f.get()) == 0;
+    const uint64_t checksum = w.Checksum();
+    ok = w.Flush() && std::fseek(f.get(), kChecksumOffset, SEEK_SET) == 0 &&
+         std::fwrite(&checksum, sizeof checksum, 1, f.get()) == 1 && std::fflush(f.get()) == 0;
     ok = (std::fclose(f.release()) == 0) && ok;
   }
   if (ok) ok = std::rename(tmp.c_str(), cache_path.c_str()) == 0;
@@ -195,18 +227,19 @@ bool WriteCache(const Trace& t, const CsvStamp& stamp, const std::string& cache_
 
 }  // namespace
 
-bool DecodeTraceCache(std::FILE* f, uint64_t stream_bytes, uint64_t csv_bytes, int64_t csv_mtime_ns,
-                      Trace& out) {
-  const CsvStamp stamp{csv_bytes, csv_mtime_ns};
+bool DecodeTraceCache(std::FILE* f, uint64_t stream_bytes, uint64_t csv_bytes, uint64_t csv_hash, Trace& out,
+                      bool check_body) {
   Reader r(f, stream_bytes);
   char magic[8];
   uint32_t version = 0, format = 0;
-  CsvStamp cached;
-  uint64_t n = 0;
+  uint64_t cached_bytes = 0, cached_hash = 0, checksum = 0, n = 0;
   if (!r.Bytes(magic, 8) || std::memcmp(magic, kMagic, 8) != 0 || !r.Get(version) ||
       version != kCacheVersion || !r.Get(format) || format != static_cast<uint32_t>(kTraceFormatVersion) ||
-      !r.Get(cached.bytes) || !r.Get(cached.mtime_ns) || !(cached == stamp) || !r.Get(n))
+      !r.Get(cached_bytes) || cached_bytes != csv_bytes || !r.Get(cached_hash) || cached_hash != csv_hash ||
+      !r.Get(checksum))
     return false;
+  r.StartChecksum();
+  if (!r.Get(n)) return false;
   if (n > stream_bytes / kRecordBytes) return false;
   Trace t;
   uint32_t subsets = 0;
@@ -256,19 +289,62 @@ bool DecodeTraceCache(std::FILE* f, uint64_t stream_bytes, uint64_t csv_bytes, i
     }
   }
   if (std::fgetc(f) != EOF) return false;  // longer than its counts say
+  if (check_body && r.Checksum() != checksum) return false;
   out = std::move(t);
   return true;
 }
 
 namespace {
 
-// The cached trace when the cache exists, matches `stamp` and is whole; false otherwise.
-bool ReadCache(const std::string& cache_path, const CsvStamp& stamp, Trace& out) {
+// The Hash64 of the file at `path` when it holds exactly `bytes` bytes: mapped, so the bytes are hashed in the
+// page cache without a copy (read in 1 MiB blocks where mapping fails).
+bool HashFile(const std::string& path, uint64_t bytes, uint64_t& out) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) != bytes) {
+    ::close(fd);
+    return false;
+  }
+  Hash64 h;
+  bool ok = true;
+  void* map = bytes > 0 ? ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+  if (map != MAP_FAILED) {
+    ::madvise(map, bytes, MADV_SEQUENTIAL);
+    h.Update(map, bytes);
+    ::munmap(map, bytes);
+  } else {
+    std::vector<char> block(kBlockBytes);
+    uint64_t total = 0;
+    for (ssize_t got; (got = ::read(fd, block.data(), block.size())) != 0; total += static_cast<uint64_t>(got)) {
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        ok = false;
+        break;
+      }
+      h.Update(block.data(), static_cast<size_t>(got));
+    }
+    ok = ok && total == bytes;
+  }
+  ::close(fd);
+  if (ok) out = h.Digest();
+  return ok;
+}
+
+// The cached trace when the cache exists, was made from a CSV with these bytes (its size, then its hash: the
+// CSV is hashed only when the cache names its size) and is whole; false otherwise.
+bool ReadCache(const std::string& cache_path, const std::string& csv_path, uint64_t csv_bytes, Trace& out) {
   struct stat st;
   if (::stat(cache_path.c_str(), &st) != 0) return false;
   File f(std::fopen(cache_path.c_str(), "rb"));
   if (!f) return false;
-  return DecodeTraceCache(f.get(), static_cast<uint64_t>(st.st_size), stamp.bytes, stamp.mtime_ns, out);
+  char head[24];
+  uint64_t named_bytes = 0, csv_hash = 0;
+  if (std::fread(head, 1, sizeof head, f.get()) != sizeof head) return false;
+  std::memcpy(&named_bytes, head + 16, 8);
+  if (named_bytes != csv_bytes || !HashFile(csv_path, csv_bytes, csv_hash) || std::fseek(f.get(), 0, SEEK_SET) != 0)
+    return false;
+  return DecodeTraceCache(f.get(), static_cast<uint64_t>(st.st_size), csv_bytes, csv_hash, out);
 }
 
 }  // namespace
@@ -281,13 +357,21 @@ Result<Trace> ReadTrace(const std::string& path, TraceCache cache) {
   const bool use = stamped && WantCache(cache, before.bytes);
   if (use) {
     Trace t;
-    if (ReadCache(TraceCachePath(path), before, t)) return t;
+    if (ReadCache(TraceCachePath(path), path, before.bytes, t)) return t;
   }
   MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  CsvKey key{text.size(), 0};
+  if (use) {
+    Hash64 h;
+    h.Update(text);
+    key.hash = h.Digest();
+  }
   MMTWIN_ASSIGN_OR_RETURN(Trace t, ParseTrace(std::move(text), path));
   CsvStamp after;
-  // Only a CSV that did not change while it was read gets a cache; failing to write one is not an error.
-  if (use && Stamp(path, after) && after == before) WriteCache(t, before, TraceCachePath(path));
+  // Only a CSV that did not change while it was read gets a cache (keyed by the bytes that were parsed);
+  // failing to write one is not an error.
+  if (use && Stamp(path, after) && after == before && key.bytes == before.bytes)
+    WriteCache(t, key, TraceCachePath(path));
   return t;
 }
 
