@@ -2,7 +2,8 @@
 // mmtwin-report NAME|all [-o DIR] [--reduced] [--db FILE] [--scenarios DIR] [--runs DIR] [--jobs N]: regenerates a
 // reproduction report (report/report.h) with its pictures drawn by the Qt plotter (report.h). Plots are drawn
 // offscreen (QT_QPA_PLATFORM defaults to offscreen here). Exit codes: 0 written; 1 a run or the writing failed; 2 bad
-// input (unknown report, bad option, unwritable folder).
+// input, checked before anything runs (unknown report, bad option, unwritable folder, a broken paper.yaml /
+// runs.yaml / template.md, a --runs folder that does not exist: report.h CheckReportInputs).
 #include <QApplication>
 
 #include <cstdlib>
@@ -112,7 +113,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (one.out_dir.empty()) one.out_dir = "reports/" + name;
-    if (const mmtwin::Status st = mmtwin::report::CheckOutputDir(one.out_dir); !st.ok()) {
+    if (const mmtwin::Status st = mmtwin::report::CheckReportInputs(one); !st.ok()) {
       std::cerr << "mmtwin-report: " << st.error().message() << "\n";
       return 2;
     }

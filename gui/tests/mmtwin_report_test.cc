@@ -1002,7 +1002,14 @@ TEST(ReportTest, BadInputExitsTwoWithAMessage) {
   EXPECT_NE(not_dir.err.find("is not a folder"), std::string::npos) << not_dir.err;
   const Cmd bad_jobs = RunReport("omnibal --jobs 0", tmp);
   EXPECT_EQ(bad_jobs.rc, 2);
+  // A mistyped --runs folder (issue 34: it started every backend measurement of the validation report again).
+  const Cmd bad_runs = RunReport(
+      "validation -o '" + (tmp / "v").string() + "' --runs '" + (tmp / "nosuch").string() + "'", tmp);
+  EXPECT_EQ(bad_runs.rc, 2);
+  EXPECT_NE(bad_runs.err.find("--runs " + (tmp / "nosuch").string() + ": no such folder"), std::string::npos)
+      << bad_runs.err;
   EXPECT_FALSE(fs::exists(tmp / "x"));
+  EXPECT_FALSE(fs::exists(tmp / "v"));
 }
 
 }  // namespace
@@ -1015,9 +1022,9 @@ int main(int argc, char** argv) {
 }
 
 // The reports' data (sim/report/data/NAME: paper.yaml, template.md) is read before anything runs; an error in it
-// names the file, line and field, writes nothing and exits 1. MMTWIN_REPORT_DATA points the real binary at a
-// broken copy.
-TEST(ReportTest, BrokenPaperValuesOrTemplateExitOneNamingFileAndLine) {
+// names the file, line and field, writes nothing and exits 2 (bad input, checked before anything runs; issue 34:
+// it exited 1). MMTWIN_REPORT_DATA points the real binary at a broken copy.
+TEST(ReportTest, BrokenPaperValuesOrTemplateExitTwoNamingFileAndLine) {
   const fs::path tmp = TempRoot();
   const fs::path data = tmp / "data";
   fs::copy(fs::path(MMTWIN_SOURCE_DIR) / "sim/report/data", data, fs::copy_options::recursive);
@@ -1030,12 +1037,12 @@ TEST(ReportTest, BrokenPaperValuesOrTemplateExitOneNamingFileAndLine) {
   const Cmd paper = RunReport("omnibal --reduced -o '" + (tmp / "o").string() + "'", tmp);
   const Cmd tmpl = RunReport("orchmllm --reduced -o '" + (tmp / "r").string() + "'", tmp);
   unsetenv("MMTWIN_REPORT_DATA");
-  EXPECT_EQ(paper.rc, 1);
+  EXPECT_EQ(paper.rc, 2);
   EXPECT_NE(paper.err.find((data / "omnibal" / "paper.yaml").string() +
                            ":5: tables.main.rowz: unknown key; valid keys are: ref, rows, source, values"),
             std::string::npos)
       << paper.err;
-  EXPECT_EQ(tmpl.rc, 1);
+  EXPECT_EQ(tmpl.rc, 2);
   EXPECT_NE(tmpl.err.find((data / "orchmllm" / "template.md").string() +
                           ":3: {{#if full_scale}} without its {{/if}}"),
             std::string::npos)

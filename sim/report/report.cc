@@ -72,6 +72,27 @@ std::string DefaultScenariosDir() {
   return MMTWIN_SOURCE_SCENARIOS_DIR;
 }
 
+Status CheckReportInputs(const ReportOptions& options) {
+  bool known = false;
+  std::string valid;
+  for (const std::string& n : ReportNames()) {
+    known = known || n == options.name;
+    valid += (valid.empty() ? "" : ", ") + n;
+  }
+  if (!known) return Error("unknown report '" + options.name + "'; valid reports are: " + valid);
+  MMTWIN_RETURN_IF_ERROR(CheckOutputDir(options.out_dir));
+  MMTWIN_RETURN_IF_ERROR(internal::LoadReportData(options, options.name,
+                                                  options.name == "validation" ? "runs.yaml" : "paper.yaml")
+                             .status());
+  if (!options.runs_dir.empty()) {
+    std::error_code ec;
+    if (!fs::is_directory(options.runs_dir, ec))
+      return Error("--runs " + options.runs_dir +
+                   ": no such folder (it holds SUITE/runs/, the kept backend runs)");
+  }
+  return Status();
+}
+
 Status GenerateReport(const ReportOptions& options, Plotter& plotter) {
   bool known = false;
   std::string valid;

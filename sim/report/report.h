@@ -86,6 +86,12 @@ std::vector<std::string> ReportNames();
 // not load, a run that failed, an unwritable folder.
 Status GenerateReport(const ReportOptions& options, Plotter& plotter);
 
+// What the user gave that can be checked before anything runs: the name, the output folder (CheckOutputDir),
+// the report's data (paper.yaml or runs.yaml and template.md, `file:line: ...`) and a --runs folder, which must
+// exist (a mistyped one would otherwise start every backend measurement again). mmtwin-report exits 2 on these
+// and 1 only when a run or the writing fails.
+Status CheckReportInputs(const ReportOptions& options);
+
 // Whether `dir` can be written as a report folder: it is a folder or does not exist, and its parent is a
 // writable folder. GenerateReport checks it before running anything.
 Status CheckOutputDir(const std::string& dir);
