@@ -390,7 +390,7 @@ TEST(ComputeCurveTest, OptimizerStepIsItsBytesOverTheBandwidthShardedByZero) {
 // TP 8 splits a small model's GEMMs into narrow ones: less efficient per FLOP than TP 1 (with no launch cost
 // at all); the fixed-efficiency model scales perfectly.
 TEST(ComputeCurveTest, Tp8OnASmallModelIsLessEfficientPerFlop) {
-  ModelSpec m = Load("clip-vit-l-14-336");  // hidden 1024, 16 heads
+  ModelSpec m = Load("clip-vit-l-14-336");      // hidden 1024, 16 heads
   const std::vector<Layer> layers = Layers(m);  // FirstOf returns a reference into it: keep it alive
   const Layer& block = FirstOf(layers, 0, LayerKind::kTransformer);
   const LayerWorkload w{2048, 2048.0 * 2048, 1};
@@ -490,14 +490,31 @@ TEST(CoefficientCostTest, Errors) {
     return r.ok() ? std::string("OK") : r.error().message();
   };
   const std::string header =
+      "# mmtwin-cost-coefficients v1\n"
       "source,layer_kind,fwd_c0_us,fwd_token_us,fwd_pair_us,bwd_c0_us,bwd_token_us,bwd_pair_us\n";
   EXPECT_EQ(err(header + "x,transformer,1,2,3,4,5,6\n"), "OK");
   EXPECT_EQ(err(header + "x,mlp,1,2,3,4,5,6\n"),
-            "c.csv:2: layer_kind: unknown layer kind 'mlp'; valid values are: embedding, transformer, "
+            "c.csv:3: layer_kind: unknown layer kind 'mlp'; valid values are: embedding, transformer, "
             "projector, head");
-  EXPECT_EQ(err(header + "x,head,1,2,abc,4,5,6\n"), "c.csv:2: fwd_pair_us: 'abc' is not a finite number");
-  EXPECT_NE(err("source,layer_kind\n").find("fwd_c0_us: missing column"), std::string::npos);
-  EXPECT_NE(err(header + "x,head,1,2\n").find("c.csv:2:"), std::string::npos);
+  EXPECT_EQ(err(header + "x,head,1,2,abc,4,5,6\n"),
+            "c.csv:3: fwd_pair_us: 'abc' is not a finite number >= 0");
+  // Issue 34: what was accepted with exit 0 before. A negative coefficient, a second row for one layer type, a
+  // row that costs nothing, another format version, no version line.
+  EXPECT_EQ(err(header + "x,head,1,-2,0,4,5,6\n"), "c.csv:3: fwd_token_us: '-2' is not a finite number >= 0");
+  EXPECT_EQ(err(header + "x,head,1,2,3,4,5,6\ny,head,1,2,3,4,5,6\nx,head,1,1,1,1,1,1\n"),
+            "c.csv:5: source: a second row for x,head (the first is on line 3)");
+  EXPECT_EQ(err(header + "x,head,0,0,0,0,0,0\n"),
+            "c.csv:3: fwd_c0_us: every time coefficient of the row is 0: the layer would cost nothing");
+  EXPECT_EQ(
+      err("# mmtwin-cost-coefficients v9\n" + header.substr(header.find('\n') + 1) + "x,head,1,2,3,4,5,6\n"),
+      "c.csv:1: cost-coefficient format v9 is not supported (this mmtwin reads v1)");
+  EXPECT_EQ(
+      err(header.substr(header.find('\n') + 1) + "x,head,1,2,3,4,5,6\n"),
+      "c.csv:1: missing the version line '# mmtwin-cost-coefficients v1' above the header (mmtwin calibrate "
+      "writes it)");
+  EXPECT_NE(err("# mmtwin-cost-coefficients v1\nsource,layer_kind\n").find("fwd_c0_us: missing column"),
+            std::string::npos);
+  EXPECT_NE(err(header + "x,head,1,2\n").find("c.csv:3:"), std::string::npos);
 }
 
 // The coefficient table's parse error ("OK" when it parses), and a table reads back to the same text.
@@ -515,6 +532,7 @@ void ExpectRoundTrip(const CoefficientCostModel& table) {
 TEST(CoefficientCostTest, MemoryColumnsPriceActivationsPerRow) {
   ModelSpec m = Load("internvl-1.5-6b-20b");
   const std::string head =
+      "# mmtwin-cost-coefficients v1\n"
       "source,layer_kind,fwd_c0_us,fwd_token_us,fwd_pair_us,bwd_c0_us,bwd_token_us,bwd_pair_us,act_c0_bytes,"
       "act_token_bytes,act_pair_bytes,kept_token_bytes\n";
   Result<CoefficientCostModel> r = CoefficientCostModel::Parse(
@@ -538,10 +556,11 @@ TEST(CoefficientCostTest, MemoryColumnsPriceActivationsPerRow) {
   ExpectRoundTrip(*r);
   auto err = ParseError;
   EXPECT_EQ(err(head + "x,head,1,2,3,4,5,6,1,2,,4\n"),
-            "c.csv:2: act_c0_bytes: a row's memory cells are all four filled or all four empty");
+            "c.csv:3: act_c0_bytes: a row's memory cells are all four filled or all four empty");
   EXPECT_EQ(err(head + "x,head,1,2,3,4,5,6,1,-2,0,4\n"),
-            "c.csv:2: act_token_bytes: '-2' is not a finite number >= 0");
-  EXPECT_NE(err("source,layer_kind,fwd_c0_us,fwd_token_us,fwd_pair_us,bwd_c0_us,bwd_token_us,bwd_pair_us,"
+            "c.csv:3: act_token_bytes: '-2' is not a finite number >= 0");
+  EXPECT_NE(err("# mmtwin-cost-coefficients "
+                "v1\nsource,layer_kind,fwd_c0_us,fwd_token_us,fwd_pair_us,bwd_c0_us,bwd_token_us,bwd_pair_us,"
                 "act_c0_bytes\n")
                 .find("act_token_bytes: missing column: the memory columns come all four or none"),
             std::string::npos);
@@ -550,6 +569,7 @@ TEST(CoefficientCostTest, MemoryColumnsPriceActivationsPerRow) {
 TEST(CoefficientCostTest, WorkColumnsPriceTheBackwardWorkingMemoryPerRow) {
   ModelSpec m = Load("internvl-1.5-6b-20b");
   const std::string head =
+      "# mmtwin-cost-coefficients v1\n"
       "source,layer_kind,fwd_c0_us,fwd_token_us,fwd_pair_us,bwd_c0_us,bwd_token_us,bwd_pair_us,work_c0_bytes,"
       "work_token_bytes,work_pair_bytes\n";
   Result<CoefficientCostModel> r = CoefficientCostModel::Parse(
@@ -567,10 +587,11 @@ TEST(CoefficientCostTest, WorkColumnsPriceTheBackwardWorkingMemoryPerRow) {
   ExpectRoundTrip(*r);
   auto err = ParseError;
   EXPECT_EQ(err(head + "x,head,1,2,3,4,5,6,1,,0\n"),
-            "c.csv:2: work_c0_bytes: a row's working-memory cells are all three filled or all three empty");
+            "c.csv:3: work_c0_bytes: a row's working-memory cells are all three filled or all three empty");
   EXPECT_EQ(err(head + "x,head,1,2,3,4,5,6,1,2,-1\n"),
-            "c.csv:2: work_pair_bytes: '-1' is not a finite number >= 0");
-  EXPECT_NE(err("source,layer_kind,fwd_c0_us,fwd_token_us,fwd_pair_us,bwd_c0_us,bwd_token_us,bwd_pair_us,"
+            "c.csv:3: work_pair_bytes: '-1' is not a finite number >= 0");
+  EXPECT_NE(err("# mmtwin-cost-coefficients "
+                "v1\nsource,layer_kind,fwd_c0_us,fwd_token_us,fwd_pair_us,bwd_c0_us,bwd_token_us,bwd_pair_us,"
                 "work_c0_bytes\n")
                 .find("work_token_bytes: missing column: the working-memory columns come all three or none"),
             std::string::npos);
@@ -692,7 +713,8 @@ TEST(AnalyticCostTest, SelectiveRecomputeOnTheCurveAddsTheCoreForward) {
   const LayerWorkload w{8192, 2 * 4096.0 * 4096.0, 2}, no_pairs{8192, 0, 2};
   AnalyticCostModel unfused(cluster->device, {.tp = 8, .flash_attention = false});
   AnalyticCostModel sel(cluster->device, {.tp = 8, .flash_attention = false, .selective_recompute = true});
-  const double core_fwd_us = unfused.Cost(m, block, w).fwd_time_us - unfused.Cost(m, block, no_pairs).fwd_time_us;
+  const double core_fwd_us =
+      unfused.Cost(m, block, w).fwd_time_us - unfused.Cost(m, block, no_pairs).fwd_time_us;
   EXPECT_GT(core_fwd_us, 0);
   EXPECT_NEAR(sel.Cost(m, block, w).bwd_time_us - unfused.Cost(m, block, w).bwd_time_us, core_fwd_us,
               1e-9 * core_fwd_us);

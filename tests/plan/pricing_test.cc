@@ -144,6 +144,7 @@ TEST(PricerTest, RecomputeTransientIsOneCheckpointedUnit) {
   // No backward working memory (a coefficient table whose work columns are 0; the analytic model prices it,
   // cost_model.h), so the peak is the recompute units' alone.
   std::string table =
+      "# mmtwin-cost-coefficients v1\n"
       "source,layer_kind,fwd_c0_us,fwd_token_us,fwd_pair_us,bwd_c0_us,bwd_token_us,bwd_pair_us,work_c0_bytes,"
       "work_token_bytes,work_pair_bytes\n";
   for (const char* kind : {"embedding", "transformer", "projector", "head"})

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <sstream>
 
@@ -256,7 +257,7 @@ LayerCost AnalyticCostModel::Cost(const ModelSpec& m, const Layer& layer, const 
   double fwd_flops = 0;
   double rank_fwd_flops = -1;  // the busiest TP rank's share; -1 = fwd_flops / tp
   double act = 0, act_recompute = 0, boundary = 0;
-  double fwd_memory_us = 0;  // memory-bound layers (the LLM embedding lookup)
+  double fwd_memory_us = 0;    // memory-bound layers (the LLM embedding lookup)
   double selective_flops = 0;  // selective recompute: the attention core's forward FLOPs on the busiest rank
   double weight_flops =
       -1;  // forward FLOPs of the weight GEMMs on the busiest TP rank; -1 = all of the rank's
@@ -532,6 +533,22 @@ Result<CoefficientCostModel> CoefficientCostModel::Parse(const std::string& csv_
     if (!csv.status().ok()) return csv.status().error();
     return Error::At(name, 0, "", "empty coefficient table (expected a header line)");
   }
+  // The version line mmtwin calibrate writes (Format): required, so that a table of another format or version
+  // is refused rather than read with today's meaning (issue 34).
+  int version = 0;
+  for (const auto& c : csv.comments()) {
+    int v = 0;
+    if (std::sscanf(c.c_str(), " mmtwin-cost-coefficients v%d", &v) == 1) version = v;
+  }
+  if (version == 0)
+    return Error::At(
+        name, 1, "",
+        "missing the version line '# mmtwin-cost-coefficients v1' above the header (mmtwin calibrate "
+        "writes it)");
+  if (version != 1)
+    return Error::At(
+        name, 1, "",
+        "cost-coefficient format v" + std::to_string(version) + " is not supported (this mmtwin reads v1)");
   const CsvHeader header(row);
   MMTWIN_RETURN_IF_ERROR(header.CheckUnique(csv));
   int col[kCoefColumns];
@@ -552,6 +569,7 @@ Result<CoefficientCostModel> CoefficientCostModel::Parse(const std::string& csv_
       if (work[i] < 0)
         return csv.ErrorAt(kWorkHeader[i],
                            "missing column: the working-memory columns come all three or none");
+  std::map<std::pair<std::string, int>, int> first_line;  // (source, kind) -> the line of its row
   while (csv.Next(row)) {
     if (row.size() != header.names().size())
       return csv.ErrorAt("", "expected " + std::to_string(header.names().size()) + " fields, got " +
@@ -562,12 +580,19 @@ Result<CoefficientCostModel> CoefficientCostModel::Parse(const std::string& csv_
     if (!ParseLayerKind(std::string(row[col[1]]), kind))
       return csv.ErrorAt("layer_kind", "unknown layer kind '" + std::string(row[col[1]]) +
                                            "'; valid values are: embedding, transformer, projector, head");
+    if (const auto [it, fresh] =
+            first_line.emplace(std::make_pair(source, static_cast<int>(kind)), csv.line());
+        !fresh)
+      return csv.ErrorAt("source", "a second row for " + source + "," + std::string(row[col[1]]) +
+                                       " (the first is on line " + std::to_string(it->second) + ")");
     double v[6];
     for (int i = 0; i < 6; ++i) {
-      if (!ParseDouble(row[col[2 + i]], v[i]) || !std::isfinite(v[i]))
+      if (!ParseDouble(row[col[2 + i]], v[i]) || !std::isfinite(v[i]) || v[i] < 0)
         return csv.ErrorAt(kCoefHeader[2 + i],
-                           "'" + Abbreviate(std::string(row[col[2 + i]])) + "' is not a finite number");
+                           "'" + Abbreviate(std::string(row[col[2 + i]])) + "' is not a finite number >= 0");
     }
+    if (v[0] == 0 && v[1] == 0 && v[2] == 0 && v[3] == 0 && v[4] == 0 && v[5] == 0)
+      return csv.ErrorAt("fwd_c0_us", "every time coefficient of the row is 0: the layer would cost nothing");
     TimeCoefficients c{v[0], v[1], v[2], v[3], v[4], v[5]};
     if (mem_found) {
       int empty = 0;
