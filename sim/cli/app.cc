@@ -278,12 +278,16 @@ Command AddPlan(CLI::App& app, std::ostream& out, std::ostream& err) {
       "partition, recompute and memory per pipeline stage of a scenario, without replaying iterations");
   plan_cmd->add_option("SCENARIO", plan->scenario, "scenario file (scenarios/README.md)")->required();
   plan_cmd->add_flag("--json", plan->json, "print the plan as JSON");
-  plan_cmd->add_flag("--max-seq", plan->max_seq,
-                     "the longest sequence each sequence-parallel method fits on the scenario's sp x tp GPUs "
-                     "(bisection over the memory model)");
+  CLI::Option* max_seq = plan_cmd->add_flag(
+      "--max-seq", plan->max_seq,
+      "the longest sequence each sequence-parallel method fits on the scenario's sp x tp GPUs "
+      "(bisection over the memory model)");
+  // Both only mean something with --max-seq: without it they are an error, not silently ignored (issue 34).
   plan_cmd->add_option("--step-tokens", plan->step_tokens, "--max-seq: granularity in tokens (default 1024)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
-  plan_cmd->add_option("--sp-policy", plan->sp_policies, "--max-seq: only this SP policy (repeatable)");
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->needs(max_seq);
+  plan_cmd->add_option("--sp-policy", plan->sp_policies, "--max-seq: only this SP policy (repeatable)")
+      ->needs(max_seq);
   plan_cmd->footer(
       "Exit codes: 0 every stage fits its device memory (--max-seq: the search ran), 1 a stage does not, 2 "
       "bad "

@@ -10,10 +10,10 @@
 
 #include "cli/cli_format.h"
 #include "cli/commands.h"
-#include "driver/max_seq.h"
-#include "driver/planner.h"
 #include "core/scenario/scenario.h"
 #include "core/util/interrupt.h"
+#include "driver/max_seq.h"
+#include "driver/planner.h"
 
 namespace mmtwin::cli {
 
@@ -38,7 +38,8 @@ int RunMaxSeq(const PlanArgs& args, const Scenario& scenario, std::ostream& out,
           << ", \"ring\": " << r.ring << ", \"max_tokens\": " << r.max_tokens
           << ", \"peak_bytes\": " << r.peak_bytes << ", \"capacity_bytes\": " << r.capacity_bytes
           << ", \"probes\": " << r.probes << ", \"at_limit\": " << (r.at_limit ? "true" : "false")
-          << ", \"available\": " << (r.unavailable.empty() ? "true" : "false") << "}";
+          << ", \"available\": " << (r.unavailable.empty() ? "true" : "false")
+          << ", \"below_step\": " << (r.unavailable.empty() && r.max_tokens == 0 ? "true" : "false") << "}";
     }
     out << "]\n";
     return 0;
@@ -50,6 +51,7 @@ int RunMaxSeq(const PlanArgs& args, const Scenario& scenario, std::ostream& out,
   std::snprintf(line, sizeof line, "%-16s %5s %4s %5s %8s %14s %12s %9s %7s\n", "policy", "sp", "tp", "dp",
                 "UxR", "max tokens", "tokens/GPU", "peak GiB", "probes");
   out << line;
+  bool below_step = false;
   for (const MaxSeqRow& r : *rows) {
     if (!r.unavailable.empty()) {
       std::snprintf(line, sizeof line, "%-16s %5d %4d %5d  n/a: ", r.policy.c_str(), r.sp, r.tp, r.dp);
@@ -57,6 +59,14 @@ int RunMaxSeq(const PlanArgs& args, const Scenario& scenario, std::ostream& out,
       continue;
     }
     const std::string uxr = std::to_string(r.ulysses) + "x" + std::to_string(r.ring);
+    if (r.max_tokens == 0) {  // not even one step fits: say so, not "0 tokens"
+      below_step = true;
+      const std::string below = "< " + std::to_string(o.step_tokens);
+      std::snprintf(line, sizeof line, "%-16s %5d %4d %5d %8s %14s %12s %9s %7d\n", r.policy.c_str(), r.sp,
+                    r.tp, r.dp, uxr.c_str(), below.c_str(), "-", "-", r.probes);
+      out << line;
+      continue;
+    }
     std::snprintf(line, sizeof line, "%-16s %5d %4d %5d %8s %13lld%s %12lld %9.1f %7d\n", r.policy.c_str(),
                   r.sp, r.tp, r.dp, uxr.c_str(), static_cast<long long>(r.max_tokens), r.at_limit ? "+" : " ",
                   static_cast<long long>(r.max_tokens / std::max(1, r.sp * r.tp)),
@@ -64,6 +74,9 @@ int RunMaxSeq(const PlanArgs& args, const Scenario& scenario, std::ostream& out,
     out << line;
   }
   out << "(+: the search limit fits; peak = the worst stage's planned peak per GPU at the maximum)\n";
+  if (below_step)
+    out << "(< STEP: not even one step of " << o.step_tokens
+        << " tokens fits; a smaller --step-tokens finds the maximum)\n";
   return 0;
 }
 

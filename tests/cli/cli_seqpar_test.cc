@@ -29,6 +29,26 @@ TEST(CliSeqParTest, PlanMaxSeqPrintsEveryMethod) {
   EXPECT_EQ(j.out.find("\"policy\": \"ring\""), std::string::npos) << j.out;
 }
 
+// Issue 34: --step-tokens / --sp-policy without --max-seq were ignored; a step larger than anything that fits
+// printed 0 tokens for every method as if that were the answer.
+TEST(CliSeqParTest, MaxSeqOptionsNeedMaxSeqAndAStepTooLargeSaysSo) {
+  const std::string sc = Src("scenarios/longvila/two-stage-2gpu.yaml");
+  for (const char* opt : {"--step-tokens 4096", "--sp-policy 2d"}) {
+    CliRun r = Mmtwin("plan " + sc + " " + opt);
+    EXPECT_EQ(r.code, 2) << opt << "\n" << r.out;
+    EXPECT_NE(r.out.find(std::string(opt).substr(0, std::string(opt).find(' ')) + " requires --max-seq"),
+              std::string::npos)
+        << r.out;
+  }
+  CliRun big = Mmtwin("plan " + sc + " --max-seq --sp-policy 2d --step-tokens 1073741824");
+  EXPECT_EQ(big.code, 0) << big.out;
+  EXPECT_NE(big.out.find("< 1073741824"), std::string::npos) << big.out;
+  EXPECT_NE(big.out.find("not even one step of 1073741824 tokens fits"), std::string::npos) << big.out;
+  CliRun json = Mmtwin("plan " + sc + " --max-seq --json --sp-policy 2d --step-tokens 1073741824", false);
+  EXPECT_NE(json.out.find("\"max_tokens\": 0, \"peak_bytes\""), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"below_step\": true"), std::string::npos) << json.out;
+}
+
 TEST(CliSeqParTest, ASequenceParallelErrorExits2NamingFileLineAndField) {
   const std::string path = ::testing::TempDir() + "/bad-sp.yaml";
   std::ofstream(path) << "trace: {sequence_tokens: 4096}\nmodel: longvila-8b\ncluster: h100-8x400g\n"
