@@ -96,6 +96,14 @@ TEST(ShrinkModelTest, IdentityAndErrors) {
   bad = ShrinkModel(full, {1, {{"projector", 2}}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("projector"), std::string::npos);
+  // A divisor past the narrowest width (CLIP ViT-L's hidden 1024) would plan a model of no parameters (issue
+  // 34): refused, naming the width; the narrowest width itself still shrinks it to 1.
+  bad = ShrinkModel(full, {1025, {}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(
+      bad.error().message(),
+      "width_divisor: 1025 is larger than vision's hidden width 1024 (it would shrink to 0; at most 1024)");
+  EXPECT_TRUE(ShrinkModel(full, {1024, {}}).ok());
 }
 
 // The `backend:` section: parsed with file:line errors, applied by LoadScenarioModel, written by FormatScenario

@@ -43,6 +43,16 @@ Result<ModelSpec> ShrinkModel(const ModelSpec& m, const ModelShrink& shrink) {
     if (n < 1) return Error("layers." + name + ": " + std::to_string(n) + " is below 1");
   }
   const int64_t d = shrink.width_divisor;
+  // A divisor past a width would clamp it to 1 and plan a model of (almost) no parameters: refused, naming the
+  // narrowest width and the largest divisor it allows (issue 34: 65536 simulated a 0.00B model with exit 0).
+  for (const Component& c : m.components) {
+    if (c.kind == ComponentKind::kProjector) continue;
+    for (const auto& [what, w] : {std::pair<const char*, int64_t>{"hidden", c.tf.hidden}, {"ffn", c.tf.ffn}})
+      if (w > 0 && w / d < 1)
+        return Error("width_divisor: " + std::to_string(d) + " is larger than " + c.name + "'s " + what +
+                     " width " + std::to_string(w) + " (it would shrink to 0; at most " + std::to_string(w) +
+                     ")");
+  }
   auto div = [d](int64_t w) { return std::max<int64_t>(1, w / d); };
   ModelSpec out = m;
   std::string suffix = d > 1 ? "-w" + std::to_string(d) : "";

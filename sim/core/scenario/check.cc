@@ -314,6 +314,7 @@ Result<ModelSpec> LoadScenarioModel(const Scenario& s) {
   const std::string sub = colon == std::string::npos ? "" : msg.substr(0, colon);
   if (sub.rfind("layers.", 0) == 0 && s.backend.shrink.layers.count(sub.substr(7)))
     return FieldError(s, "backend." + sub, msg.substr(colon + 2));
+  if (sub == "width_divisor") return FieldError(s, "backend.width_divisor", msg.substr(colon + 2));
   return FieldError(s, "backend", msg);
 }
 
