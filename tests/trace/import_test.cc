@@ -549,6 +549,18 @@ TEST(CsvImportTest, VideoSecondsBecomeSampledFrames) {
   // video_frames and video_seconds together, bad sampling, and a mapping of no modality are errors.
   EXPECT_FALSE(ImportCsvText(csv, "c.csv", {{"video_frames", "dur_s"}, {"video_seconds", "dur_s"}}).ok());
   EXPECT_FALSE(ImportCsvText(csv, "c.csv", {{"video_seconds", "dur_s"}}, VideoSampling{0, 0}).ok());
+  // 2^32 frames or more (issue 34: it saturated at 4294967295 with exit 0), unless --max-frames caps them.
+  const std::string huge = "clip,dur_s\na,1\nb,1e9\n";
+  auto over = ImportCsvText(huge, "h.csv", {{"sample_id", "clip"}, {"video_seconds", "dur_s"}},
+                            VideoSampling{5.0, 0});
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().message(),
+            "h.csv:3: video_seconds: 1e9 s at 5 fps is more frames than a trace holds (4294967295); set "
+            "--max-frames or a lower --fps");
+  auto capped = ImportCsvText(huge, "h.csv", {{"sample_id", "clip"}, {"video_seconds", "dur_s"}},
+                              VideoSampling{5.0, 64});
+  ASSERT_TRUE(capped.ok()) << capped.error().message();
+  EXPECT_EQ(capped->samples[1].video_frames, 64u);
   auto none = ImportCsvText(csv, "c.csv", {{"sample_id", "clip"}});
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.error().message().find("video_seconds"), std::string::npos);

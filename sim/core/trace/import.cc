@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <exception>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,13 @@ namespace mmtwin {
 // ---------------------------------------------------------------------------------------------
 
 namespace {
+
+// A frame rate as the user wrote it, shortly ("1", "0.5", "29.97").
+std::string FpsText(double fps) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", fps);
+  return b;
+}
 
 bool IsSpace(uint32_t cp) {
   return cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r' || cp == '\v' || cp == '\f' || cp == 0x85 ||
@@ -200,7 +208,7 @@ Status SecondsAt(const CsvReader& csv, std::string_view f, const char* field, do
     if (out > kMaxAudioSeconds)
       return csv.ErrorAt(field, "'" + Abbreviate(std::string(f)) + "' is more than " +
                                     std::to_string(kMaxAudioSeconds) +
-                                    " seconds; expected an audio duration");
+                                    " seconds; expected a clip's duration");
     out += 0.0;  // -0 -> +0
     return Status();
   }
@@ -758,6 +766,13 @@ Result<Trace> ImportCsvText(std::string text, const std::string& name, const Csv
     if (col[kVideoSeconds] >= 0) {
       double seconds = 0;
       MMTWIN_RETURN_IF_ERROR(SecondsAt(csv, f[col[kVideoSeconds]], "video_seconds", seconds));
+      // More frames than a trace's 32-bit count would saturate silently (issue 34): refused, naming the row.
+      const double frames = seconds > 0 ? std::round(seconds * video.fps) : 0;
+      if (frames > 4294967295.0 && (video.max_frames <= 0 || video.max_frames > 4294967295))
+        return csv.ErrorAt("video_seconds", Abbreviate(std::string(f[col[kVideoSeconds]])) + " s at " +
+                                                FpsText(video.fps) +
+                                                " fps is more frames than a trace holds (4294967295); set "
+                                                "--max-frames or a lower --fps");
       s.video_frames = VideoFrames(seconds, video);
     }
     if (col[kAudio] >= 0)
