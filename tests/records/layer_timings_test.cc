@@ -89,6 +89,11 @@ TEST(LayerTimings, ErrorsNameFileLineAndField) {
   EXPECT_NE(err(head + "0,0,0,1,llm.block.0,transformer,10,1,100,-5,10,0,0,0,0\n")
                 .find("run/layers.csv:3: fwd_us: '-5'"),
             std::string::npos);
+  // Issue 34: a finite but absurd time made a layer type's fit NaN downstream; refused at the row.
+  EXPECT_EQ(err(head + "0,0,0,1,llm.block.0,transformer,10,1,100,1e308,10,0,0,0,0\n"),
+            "run/layers.csv:3: fwd_us: '1e308' is more than 1e+12 us; not a measured layer time");
+  EXPECT_EQ(err(head + "0,0,0,1,llm.block.0,transformer,10,1,1e30,5,10,0,0,0,0\n"),
+            "run/layers.csv:3: attention_pairs: '1e30' is more than 1e+19 pairs");
   EXPECT_NE(err(head + "0,0,0,1,x,conv,10,1,100,5,10,0,0,0,0\n")
                 .find("run/layers.csv:3: kind: unknown layer kind 'conv'"),
             std::string::npos);

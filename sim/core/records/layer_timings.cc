@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <iterator>
 #include <sstream>
 
@@ -11,6 +12,13 @@
 
 namespace mmtwin {
 namespace {
+
+constexpr double kMaxLayerUs = 1e12, kMaxPairs = 1e19;  // ParseLayerTimings' bounds
+std::string FormatMax(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
+}
 
 constexpr const char* kHeader =
     "iteration,device,micro_batch,layer,label,kind,tokens,spans,attention_pairs,fwd_us,bwd_us,recompute_us,"
@@ -77,9 +85,15 @@ Result<std::vector<LayerTiming>> ParseLayerTimingsCsv(const std::string& text, c
       dst = v;
       return Status();
     };
-    auto time_field = [&](int i, double& dst) -> Status {
+    // Bounded, so that one absurd value cannot overflow the least-squares fit that reads these (issue 34: a
+    // fwd_us of 1e308 made a layer type's fit NaN): a layer's time at most 1e12 us (11.6 days), attention pairs
+    // at most 1e19 (a 2^31-token sequence has 4.6e18).
+    auto time_field = [&](int i, double& dst, double max) -> Status {
       if (!ParseDouble(row[i], dst) || !std::isfinite(dst) || dst < 0)
         return csv.ErrorAt(kFields[i], "'" + std::string(row[i]) + "' is not a finite number >= 0");
+      if (dst > max)
+        return csv.ErrorAt(kFields[i], "'" + std::string(row[i]) + "' is more than " + FormatMax(max) +
+                                           (i == 8 ? " pairs" : " us; not a measured layer time"));
       return Status();
     };
     int64_t device = 0, mb = 0, layer = 0, spans = 0;
@@ -97,10 +111,10 @@ Result<std::vector<LayerTiming>> ParseLayerTimingsCsv(const std::string& text, c
     MMTWIN_RETURN_IF_ERROR(int_field(6, 0, t.tokens));
     MMTWIN_RETURN_IF_ERROR(int_field(7, 0, spans));
     t.spans = static_cast<int32_t>(spans);
-    MMTWIN_RETURN_IF_ERROR(time_field(8, t.attention_pairs));
-    MMTWIN_RETURN_IF_ERROR(time_field(9, t.fwd_us));
-    MMTWIN_RETURN_IF_ERROR(time_field(10, t.bwd_us));
-    MMTWIN_RETURN_IF_ERROR(time_field(11, t.recompute_us));
+    MMTWIN_RETURN_IF_ERROR(time_field(8, t.attention_pairs, kMaxPairs));
+    MMTWIN_RETURN_IF_ERROR(time_field(9, t.fwd_us, kMaxLayerUs));
+    MMTWIN_RETURN_IF_ERROR(time_field(10, t.bwd_us, kMaxLayerUs));
+    MMTWIN_RETURN_IF_ERROR(time_field(11, t.recompute_us, kMaxLayerUs));
     MMTWIN_RETURN_IF_ERROR(int_field(12, 0, t.act_bytes));
     MMTWIN_RETURN_IF_ERROR(int_field(13, 0, t.out_bytes));
     t.bwd_work_bytes = -1;
