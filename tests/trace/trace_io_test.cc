@@ -53,6 +53,22 @@ TEST(TraceFormatTest, DuplicateHeaderColumnIsAnError) {
             "t.csv:1: text_tokens: the column appears twice in the header (columns 7 and 8)");
 }
 
+// Issue 34: invalid UTF-8 in a trace's text fields was accepted (and then written into JSON and CSV outputs);
+// each field is refused at its line. Valid multi-byte text is kept.
+TEST(TraceFormatTest, TextFieldsMustBeUtf8) {
+  const std::string head =
+      "sample_id,subset,images,image_tiles,video_frames,audio_seconds,text_tokens,meta\n";
+  auto err = [](const std::string& text) {
+    Result<Trace> t = ParseTrace(text, "t.csv");
+    return t.ok() ? std::string("ok") : t.error().message();
+  };
+  EXPECT_EQ(err(head + "a,coco,1,1,0,0,10,\xc3\xa9t\xc3\xa9\n"), "ok");
+  EXPECT_EQ(err(head + "a,coco,1,1,0,0,10,m\nb\xff,coco,1,1,0,0,10,m\n"),
+            "t.csv:3: sample_id: not valid UTF-8");
+  EXPECT_EQ(err(head + "a,co\xc3,1,1,0,0,10,m\n"), "t.csv:2: subset: not valid UTF-8");
+  EXPECT_EQ(err(head + "a,coco,1,1,0,0,10,\xed\xa0\x80\n"), "t.csv:2: meta: not valid UTF-8");  // a surrogate
+}
+
 // The optional image-size column: read, written back byte for byte, kept out of traces without sizes, part of
 // the digest only where set.
 TEST(TraceFormatTest, ImagePxRoundTrips) {

@@ -132,8 +132,12 @@ Result<Trace> ParseTrace(std::string text, const std::string& name) {
                          "expected " + std::to_string(width) + " fields, found " + std::to_string(f.size()));
     Sample s;
     if (f[col[0]].empty()) return csv.ErrorAt("sample_id", "empty");
+    // Text fields must be UTF-8: they are written into JSON and CSV outputs (issue 34).
+    if (!ValidUtf8(f[col[0]])) return csv.ErrorAt("sample_id", "not valid UTF-8");
+    if (col[7] >= 0 && !ValidUtf8(f[col[7]])) return csv.ErrorAt("meta", "not valid UTF-8");
     std::string_view subset = f[col[1]];
     if (t.subsets.empty() || subset != last_subset) {
+      if (!ValidUtf8(subset)) return csv.ErrorAt("subset", "not valid UTF-8");
       last_subset.assign(subset);
       if (t.subsets.size() >= 65535) {
         bool known = false;
