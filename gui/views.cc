@@ -941,7 +941,7 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
 }
 
 Status SweepView::Open(const std::string& db_path) {
-  MMTWIN_ASSIGN_OR_RETURN(std::unique_ptr<ResultsDb> db, ResultsDb::Open(db_path));
+  MMTWIN_ASSIGN_OR_RETURN(std::unique_ptr<ResultsDb> db, ResultsDb::OpenReadOnly(db_path));
   MMTWIN_ASSIGN_OR_RETURN(std::vector<RunRecord> runs, db->Runs());
   runs_ = std::move(runs);
   path_ = QString::fromStdString(db_path);

@@ -23,11 +23,11 @@
 #include "cli/cli_format.h"
 #include "cli/commands.h"
 #include "core/eval/evaluator.h"
+#include "core/util/csv.h"
+#include "core/util/interrupt.h"
 #include "sweep/results_db.h"
 #include "sweep/runner.h"
 #include "sweep/sweep.h"
-#include "core/util/csv.h"
-#include "core/util/interrupt.h"
 
 #include <nlohmann/json.hpp>
 
@@ -287,7 +287,7 @@ int RunSweepMerge(const SweepMergeArgs& a, std::ostream& out, std::ostream& err)
     std::error_code ec;
     if (!std::filesystem::is_regular_file(args[i], ec))
       return Fail(err, "sweep merge: " + args[i] + ": no such database");
-    auto src = ResultsDb::Open(args[i]);
+    auto src = ResultsDb::OpenReadOnly(args[i]);
     if (!src) return Fail(err, "sweep merge: " + src.error().message());
     auto sweeps = (*src)->Sweeps();
     if (!sweeps) return Fail(err, "sweep merge: " + sweeps.error().message());
@@ -317,7 +317,7 @@ int RunSweepExport(const SweepExportArgs& a, std::ostream& out, std::ostream& er
   std::error_code ec;
   if (!std::filesystem::exists(db_path, ec))
     return Fail(err, "sweep export: " + db_path + ": no such database");
-  auto db = ResultsDb::Open(db_path);
+  auto db = ResultsDb::OpenReadOnly(db_path);
   if (!db) return Fail(err, "sweep export: " + db.error().message());
   if (int rc = ExportTo(**db, csv, err); rc != 0) return rc;
   out << "wrote " << csv << "\n";
@@ -330,7 +330,7 @@ int RunSweepTable(const SweepTableArgs& a, std::ostream& out, std::ostream& err)
   std::error_code ec;
   if (db_path.empty() || !std::filesystem::exists(db_path, ec))
     return Fail(err, "sweep table: give an existing database with --db FILE");
-  auto db = ResultsDb::Open(db_path);
+  auto db = ResultsDb::OpenReadOnly(db_path);
   if (!db) return Fail(err, "sweep table: " + db.error().message());
   auto sweeps = (*db)->Sweeps();
   if (!sweeps) return Fail(err, "sweep table: " + sweeps.error().message());

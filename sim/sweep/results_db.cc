@@ -13,6 +13,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 
 #include "core/util/csv.h"
 #include "core/util/text.h"
@@ -253,6 +255,57 @@ Result<std::unique_ptr<ResultsDb>> ResultsDb::Open(const std::string& path) {
     ::usleep(20000);
   }
   return db;
+}
+
+namespace {
+
+// "file:" URI of `path` with `query` (SQLite's URI filenames: '%', '?' and '#' percent-encoded).
+std::string FileUri(const std::string& path, const std::string& query) {
+  std::string u = "file:";
+  for (const char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      char b[4];
+      std::snprintf(b, sizeof b, "%%%02X", static_cast<unsigned char>(c));
+      u += b;
+    } else {
+      u += c;
+    }
+  }
+  return u + "?" + query;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ResultsDb>> ResultsDb::OpenReadOnly(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return Error(path + ": no such results database");
+  // Read-only first; a WAL database in a folder the user cannot write cannot get its -shm file: then read it
+  // as immutable (no locks: a writer running at the same time is not seen, which a read-only user cannot be).
+  for (const char* query : {"mode=ro", "immutable=1"}) {
+    sqlite3* raw = nullptr;
+    const int rc =
+        sqlite3_open_v2(FileUri(path, query).c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+    if (rc != SQLITE_OK) {
+      sqlite3_close(raw);
+      continue;
+    }
+    sqlite3_busy_timeout(raw, 10000);
+    std::unique_ptr<ResultsDb> db(new ResultsDb(raw, path));
+    Result<DbIdentity> id = ReadIdentity(raw, path);
+    if (!id.ok()) {
+      // A WAL database without a -shm file the user may create (SQLITE_READONLY_CANTINIT, SQLITE_CANTOPEN):
+      // read it as immutable.
+      const int code = sqlite3_errcode(raw);
+      if (std::string(query) == "mode=ro" && (code == SQLITE_CANTOPEN || code == SQLITE_READONLY)) continue;
+      return id.error();
+    }
+    MMTWIN_RETURN_IF_ERROR(CheckIdentity(*id, path));
+    if (id->tables.empty()) return Error(path + ": not an mmtwin results database (it has no tables)");
+    MMTWIN_RETURN_IF_ERROR(QuickCheck(raw, path));
+    MMTWIN_RETURN_IF_ERROR(db->RefreshColumns());
+    return db;
+  }
+  return Error(path + ": cannot open the results database for reading");
 }
 
 Status ResultsDb::RefreshColumns() {

@@ -60,6 +60,11 @@ class ResultsDb {
   // kResultsDbApplicationId) is an error and is left byte for byte as it was. Several processes may open and
   // write the same file at once (each write is one IMMEDIATE transaction; SQLite's busy timeout is 10 s).
   static Result<std::unique_ptr<ResultsDb>> Open(const std::string& path);
+  // Opens an existing results database for reading only (sweep table / export, merge's inputs, the GUI): works
+  // on a file or folder the user cannot write, changes nothing (no journal-mode switch, no schema upgrade; a WAL
+  // database whose -shm cannot be created is read as immutable). A missing file, a file that is not an mmtwin
+  // results database or a damaged one is an error. The writing methods fail on it.
+  static Result<std::unique_ptr<ResultsDb>> OpenReadOnly(const std::string& path);
 
   // Inserts or replaces the run's row (one transaction); adds missing axis columns first.
   Status Put(const RunRecord& r);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -119,6 +120,44 @@ TEST_F(CliSweepTest, FillsTheDatabaseAndPrintsTheTable) {
   CliRun t = Mmtwin("sweep table --db small-sweep.sqlite");
   ASSERT_EQ(t.code, 0) << t.out;
   EXPECT_NE(t.out.find("4 of 4 runs"), std::string::npos) << t.out;
+}
+
+// Issue 34: `sweep table` and `sweep export` opened the database for writing, so a database the user cannot
+// write could not be read. The database and its folder are made read-only, and (this test runs as root in CI,
+// which ignores permission bits) the commands run as the unprivileged user `nobody` via setpriv; the file is
+// byte for byte the same afterwards and no journal files appear.
+TEST_F(CliSweepTest, TableAndExportReadADatabaseTheUserCannotWrite) {
+  ASSERT_EQ(Mmtwin("sweep s.yaml --jobs 2 --db r.sqlite").code, 0);
+  const fs::path ro = dir_ / "ro";
+  fs::create_directories(ro);
+  fs::copy_file(dir_ / "r.sqlite", ro / "r.sqlite");
+  const fs::path out = dir_ / "out";
+  fs::create_directories(out);
+  std::ifstream before_in(ro / "r.sqlite", std::ios::binary);
+  const std::string before((std::istreambuf_iterator<char>(before_in)), std::istreambuf_iterator<char>());
+  fs::permissions(ro / "r.sqlite", fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                          fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(out, fs::perms::all);
+  fs::permissions(dir_, fs::perms::others_exec | fs::perms::others_read, fs::perm_options::add);
+  const std::string as = ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+  CliRun t = Shell("cd " + dir_.string() + " && " + as + MMTWIN_CLI + " sweep table --db ro/r.sqlite 2>&1");
+  EXPECT_EQ(t.code, 0) << t.out;
+  EXPECT_NE(t.out.find("4 of 4 runs"), std::string::npos) << t.out;
+  CliRun e = Shell("cd " + dir_.string() + " && " + as + MMTWIN_CLI +
+                   " sweep export --db ro/r.sqlite -o out/r.csv 2>&1");
+  EXPECT_EQ(e.code, 0) << e.out;
+  EXPECT_TRUE(fs::is_regular_file(out / "r.csv"));
+  std::ifstream after_in(ro / "r.sqlite", std::ios::binary);
+  const std::string after((std::istreambuf_iterator<char>(after_in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(after, before);
+  EXPECT_FALSE(fs::exists(ro / "r.sqlite-wal"));
+  EXPECT_FALSE(fs::exists(ro / "r.sqlite-shm"));
+  fs::permissions(ro, fs::perms::owner_all, fs::perm_options::add);  // TearDown removes it
+  // A missing database is an error naming it, not a new empty file.
+  CliRun missing = Mmtwin("sweep export --db nosuch.sqlite -o x.csv");
+  EXPECT_EQ(missing.code, 2) << missing.out;
+  EXPECT_FALSE(fs::exists(dir_ / "nosuch.sqlite"));
 }
 
 TEST_F(CliSweepTest, StoppedMidwayThenRerunRedoesNothingFinished) {
