@@ -140,12 +140,18 @@ TEST_F(CliSweepTest, TableAndExportReadADatabaseTheUserCannotWrite) {
                           fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
   fs::permissions(out, fs::perms::all);
   fs::permissions(dir_, fs::perms::others_exec | fs::perms::others_read, fs::perm_options::add);
+  // A copy of the binary in the test's folder: `nobody` may not be able to reach the build folder (a clone
+  // under /root); mmtwin links only system libraries.
+  fs::copy_file(MMTWIN_CLI, dir_ / "mmtwin-copy");
+  fs::permissions(dir_ / "mmtwin-copy", fs::perms::others_exec | fs::perms::others_read,
+                  fs::perm_options::add);
+  const std::string bin = (dir_ / "mmtwin-copy").string();
   const std::string as = ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
-  CliRun t = Shell("cd " + dir_.string() + " && " + as + MMTWIN_CLI + " sweep table --db ro/r.sqlite 2>&1");
+  CliRun t = Shell("cd " + dir_.string() + " && " + as + bin + " sweep table --db ro/r.sqlite 2>&1");
   EXPECT_EQ(t.code, 0) << t.out;
   EXPECT_NE(t.out.find("4 of 4 runs"), std::string::npos) << t.out;
-  CliRun e = Shell("cd " + dir_.string() + " && " + as + MMTWIN_CLI +
-                   " sweep export --db ro/r.sqlite -o out/r.csv 2>&1");
+  CliRun e =
+      Shell("cd " + dir_.string() + " && " + as + bin + " sweep export --db ro/r.sqlite -o out/r.csv 2>&1");
   EXPECT_EQ(e.code, 0) << e.out;
   EXPECT_TRUE(fs::is_regular_file(out / "r.csv"));
   std::ifstream after_in(ro / "r.sqlite", std::ios::binary);
