@@ -8,10 +8,14 @@
 // Exit codes: 0 every run ok, 1 some run recorded an error, 2 bad input, 128 + signal interrupted (SIGINT 130,
 // SIGTERM 143: the finished runs are kept, the same command resumes), 3 stopped early
 // (MMTWIN_SWEEP_STOP_AFTER=k, a test hook that stops after k runs as if the process had been killed).
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -275,37 +279,66 @@ int RunSweep(const SweepRunArgs& args, std::ostream& out, std::ostream& err) {
   return any_error ? 1 : 0;
 }
 
+// The merge writes into a copy of OUT (OUT.tmp-PID, from OUT when it exists) and renames it over OUT only once
+// every input merged: a failure (a bad input, a full disk, an interrupt) leaves OUT as it was (issue 34).
+// OUT must not be written by a running sweep meanwhile: rows it adds to OUT after the copy would be replaced.
 int RunSweepMerge(const SweepMergeArgs& a, std::ostream& out, std::ostream& err) {
   std::vector<std::string> args = {a.output};
   args.insert(args.end(), a.inputs.begin(), a.inputs.end());
   if (args.size() < 2) return Fail(err, "sweep merge: usage: mmtwin sweep merge OUT.sqlite IN.sqlite...");
-  auto dst = ResultsDb::Open(args[0]);
-  if (!dst) return Fail(err, "sweep merge: " + dst.error().message());
-  int written = 0, total = 0;
+  namespace fs = std::filesystem;
   for (size_t i = 1; i < args.size(); ++i) {
     if (args[i] == args[0]) return Fail(err, "sweep merge: input '" + args[i] + "' is the output");
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(args[i], ec))
-      return Fail(err, "sweep merge: " + args[i] + ": no such database");
-    auto src = ResultsDb::OpenReadOnly(args[i]);
-    if (!src) return Fail(err, "sweep merge: " + src.error().message());
-    auto sweeps = (*src)->Sweeps();
-    if (!sweeps) return Fail(err, "sweep merge: " + sweeps.error().message());
-    for (const auto& s : *sweeps)
-      if (Status st = (*dst)->PutSweep(s); !st.ok()) return Fail(err, "sweep merge: " + st.error().message());
-    auto rows = (*src)->Runs();
-    if (!rows) return Fail(err, "sweep merge: " + rows.error().message());
-    for (const auto& r : *rows) {
-      ++total;
-      auto w = (*dst)->Merge(r);
-      if (!w) return Fail(err, "sweep merge: " + w.error().message());
-      written += *w ? 1 : 0;
-    }
+    if (!fs::is_regular_file(args[i], ec)) return Fail(err, "sweep merge: " + args[i] + ": no such database");
   }
-  auto all = (*dst)->Runs();
+  std::error_code ec;
+  if (fs::exists(args[0], ec) && !fs::is_regular_file(args[0], ec))
+    return Fail(err, "sweep merge: " + args[0] + ": exists and is not a file");
+  const std::string tmp = args[0] + ".tmp-" + std::to_string(::getpid());
+  auto drop_tmp = [&tmp] {
+    std::error_code e;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(tmp + suffix, e);
+  };
+  drop_tmp();
+  if (fs::exists(args[0], ec)) {
+    // An mmtwin database (another program's file is refused unchanged), opened and closed once so that a
+    // write-ahead log left beside it is checkpointed into the file; then copied whole.
+    if (auto check = ResultsDb::Open(args[0]); !check)
+      return Fail(err, "sweep merge: " + check.error().message());
+    if (!fs::copy_file(args[0], tmp, ec))
+      return Fail(err, "sweep merge: " + args[0] + ": cannot copy it to " + tmp + ": " + ec.message());
+  }
+  int written = 0, total = 0;
+  size_t in_all = 0;
+  Status merged = [&]() -> Status {
+    MMTWIN_ASSIGN_OR_RETURN(std::unique_ptr<ResultsDb> dst, ResultsDb::Open(tmp));
+    for (size_t i = 1; i < args.size(); ++i) {
+      if (Interrupted()) return Error(std::string("interrupted (") + InterruptSignalName() + ")");
+      MMTWIN_ASSIGN_OR_RETURN(std::unique_ptr<ResultsDb> src, ResultsDb::OpenReadOnly(args[i]));
+      MMTWIN_ASSIGN_OR_RETURN(std::vector<SweepInfo> sweeps, src->Sweeps());
+      for (const auto& sw : sweeps) MMTWIN_RETURN_IF_ERROR(dst->PutSweep(sw));
+      MMTWIN_ASSIGN_OR_RETURN(std::vector<RunRecord> rows, src->Runs());
+      for (const auto& r : rows) {
+        ++total;
+        MMTWIN_ASSIGN_OR_RETURN(bool w, dst->Merge(r));
+        written += w ? 1 : 0;
+      }
+    }
+    MMTWIN_ASSIGN_OR_RETURN(std::vector<RunRecord> all, dst->Runs());
+    in_all = all.size();
+    return Status();  // dst closes here: its WAL is checkpointed into the file before the rename
+  }();
+  if (merged.ok() && std::rename(tmp.c_str(), args[0].c_str()) != 0)
+    merged = Error(args[0] + ": cannot replace it: " + std::strerror(errno));
+  if (!merged.ok()) {
+    drop_tmp();
+    return Fail(err, "sweep merge: " + merged.error().message() + " (" + args[0] + " is unchanged)");
+  }
+  drop_tmp();  // only the journal files, if any were left
   out << "merged " << total << " rows from " << args.size() - 1 << " databases into " << args[0] << ": "
-      << written << " written, " << total - written << " duplicates kept as they were; "
-      << (all ? all->size() : 0) << " runs in total\n";
+      << written << " written, " << total - written << " duplicates kept as they were; " << in_all
+      << " runs in total\n";
   return 0;
 }
 

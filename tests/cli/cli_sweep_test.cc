@@ -219,6 +219,29 @@ TEST_F(CliSweepTest, ShardsMergeIntoTheWholeSweepOnce) {
   EXPECT_NE(again.out.find("ran 0 of 4 runs"), std::string::npos) << again.out;
 }
 
+// Issue 34: a merge that failed on its second input had already written the first into OUT. Now OUT is replaced
+// only when every input merged: byte for byte unchanged after a failure, no temporary file left.
+TEST_F(CliSweepTest, AFailedMergeLeavesTheOutputAsItWas) {
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(Mmtwin("sweep s.yaml --shard " + std::to_string(i) + "/2").code, 0);
+  ASSERT_EQ(Mmtwin("sweep merge all.sqlite small-sweep.shard-0-of-2.sqlite").code, 0);
+  auto bytes = [&](const std::string& f) {
+    std::ifstream in(P(f), std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string before = bytes("all.sqlite");
+  std::ofstream(dir_ / "not-a-db.sqlite") << "hello, not SQLite\n";
+  CliRun m = Mmtwin("sweep merge all.sqlite small-sweep.shard-1-of-2.sqlite not-a-db.sqlite");
+  EXPECT_EQ(m.code, 2) << m.out;
+  EXPECT_NE(m.out.find("all.sqlite is unchanged"), std::string::npos) << m.out;
+  EXPECT_EQ(bytes("all.sqlite"), before);
+  EXPECT_EQ(Rows("all.sqlite").size(), 2u);  // shard 0 only
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().find("all.sqlite.tmp-"), std::string::npos) << e.path();
+  // The same merge without the bad input completes it.
+  ASSERT_EQ(Mmtwin("sweep merge all.sqlite small-sweep.shard-1-of-2.sqlite").code, 0);
+  EXPECT_EQ(Rows("all.sqlite").size(), 4u);
+}
+
 // A sweep's name becomes its database file: a name that leads elsewhere is refused, and nothing is written.
 TEST_F(CliSweepTest, SweepNameCannotEscapeTheFolder) {
   fs::create_directories(dir_ / "inner");
