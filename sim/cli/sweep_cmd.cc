@@ -302,12 +302,14 @@ int RunSweepMerge(const SweepMergeArgs& a, std::ostream& out, std::ostream& err)
   };
   drop_tmp();
   if (fs::exists(args[0], ec)) {
-    // An mmtwin database (another program's file is refused unchanged), opened and closed once so that a
-    // write-ahead log left beside it is checkpointed into the file; then copied whole.
-    if (auto check = ResultsDb::Open(args[0]); !check)
-      return Fail(err, "sweep merge: " + check.error().message());
-    if (!fs::copy_file(args[0], tmp, ec))
-      return Fail(err, "sweep merge: " + args[0] + ": cannot copy it to " + tmp + ": " + ec.message());
+    // An mmtwin database (another program's file is refused unchanged), copied whole as a reader sees it (a
+    // write-ahead log beside it included) without changing it.
+    auto current = ResultsDb::OpenReadOnly(args[0]);
+    if (!current) return Fail(err, "sweep merge: " + current.error().message());
+    if (Status st = (*current)->BackupTo(tmp); !st.ok()) {
+      drop_tmp();
+      return Fail(err, "sweep merge: " + st.error().message());
+    }
   }
   int written = 0, total = 0;
   size_t in_all = 0;

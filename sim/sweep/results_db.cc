@@ -308,6 +308,22 @@ Result<std::unique_ptr<ResultsDb>> ResultsDb::OpenReadOnly(const std::string& pa
   return Error(path + ": cannot open the results database for reading");
 }
 
+Status ResultsDb::BackupTo(const std::string& path) const {
+  sqlite3* out = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &out, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
+    const std::string m = out ? sqlite3_errmsg(out) : "cannot open";
+    sqlite3_close(out);
+    return Error(path + ": " + m);
+  }
+  sqlite3_backup* b = sqlite3_backup_init(out, "main", db_, "main");
+  int rc = b ? sqlite3_backup_step(b, -1) : SQLITE_ERROR;
+  const int fin = b ? sqlite3_backup_finish(b) : SQLITE_ERROR;
+  const std::string m = sqlite3_errmsg(out);
+  sqlite3_close(out);
+  if (rc != SQLITE_DONE || fin != SQLITE_OK) return Error(path + ": copying " + path_ + " failed: " + m);
+  return Status();
+}
+
 Status ResultsDb::RefreshColumns() {
   MMTWIN_ASSIGN_OR_RETURN(std::vector<std::string> cols, Columns());
   columns_ = std::set<std::string>(cols.begin(), cols.end());

@@ -65,6 +65,9 @@ class ResultsDb {
   // database whose -shm cannot be created is read as immutable). A missing file, a file that is not an mmtwin
   // results database or a damaged one is an error. The writing methods fail on it.
   static Result<std::unique_ptr<ResultsDb>> OpenReadOnly(const std::string& path);
+  // Writes a consistent copy of the whole database (what a reader sees, a write-ahead log included) to a new
+  // file `path` (SQLite's online backup); this database is not changed.
+  Status BackupTo(const std::string& path) const;
 
   // Inserts or replaces the run's row (one transaction); adds missing axis columns first.
   Status Put(const RunRecord& r);
