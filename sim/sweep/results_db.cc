@@ -419,11 +419,19 @@ Status ResultsDb::Put(const RunRecord& r) {
   return Exec("COMMIT");
 }
 
+// A run counts as done when it is recorded ok with a summary that reads as one: an ok row whose summary_json is
+// damaged (not JSON, or no iteration times) is run again (issue 34).
+constexpr const char* kDoneRow =
+    "status = 'ok' AND json_valid(summary_json) AND json_type(summary_json, '$.iteration_time_us') = "
+    "'object'";
+
 Result<bool> ResultsDb::Merge(const RunRecord& r) {
   std::string existing;
   bool found = false;
   {
-    Stmt st(db_, "SELECT status FROM runs WHERE run_key = ?");
+    // An existing ok row whose summary is damaged counts as not done: a good row replaces it.
+    Stmt st(db_, std::string("SELECT CASE WHEN ") + kDoneRow +
+                     " THEN 'ok' ELSE 'redo' END FROM runs WHERE run_key = ?");
     if (!st.ok()) return Error::External(path_ + ": " + sqlite3_errmsg(db_));
     st.Text(1, r.run_key);
     if (sqlite3_step(st.get()) == SQLITE_ROW) {
@@ -449,8 +457,8 @@ Status ResultsDb::PutSweep(const SweepInfo& s) {
 }
 
 Result<std::set<std::string>> ResultsDb::OkKeys(const std::string& sweep) {
-  Stmt st(db_, sweep.empty() ? "SELECT run_key FROM runs WHERE status = 'ok'"
-                             : "SELECT run_key FROM runs WHERE status = 'ok' AND sweep = ?");
+  Stmt st(db_, sweep.empty() ? std::string("SELECT run_key FROM runs WHERE ") + kDoneRow
+                             : std::string("SELECT run_key FROM runs WHERE ") + kDoneRow + " AND sweep = ?");
   if (!st.ok()) return Error::External(path_ + ": " + sqlite3_errmsg(db_));
   if (!sweep.empty()) st.Text(1, sweep);
   std::set<std::string> keys;
@@ -461,7 +469,7 @@ Result<std::set<std::string>> ResultsDb::OkKeys(const std::string& sweep) {
 }
 
 Result<std::set<int64_t>> ResultsDb::OkIndices(const std::string& sweep) {
-  Stmt st(db_, "SELECT run_index FROM runs WHERE status = 'ok' AND sweep = ?");
+  Stmt st(db_, std::string("SELECT run_index FROM runs WHERE ") + kDoneRow + " AND sweep = ?");
   if (!st.ok()) return Error::External(path_ + ": " + sqlite3_errmsg(db_));
   st.Text(1, sweep);
   std::set<int64_t> out;

@@ -73,6 +73,29 @@ TEST_F(ResultsDbFiles, TwoConnectionsAddTheSameAxisColumn) {
   EXPECT_EQ((*rows)[1].axes[0].second, "1");
 }
 
+// Issue 34: an ok row whose summary is garbage counted as done, so a resumed sweep never ran it again. It is not
+// done now (OkKeys, OkIndices), and a good row for the same run replaces it in a merge.
+TEST_F(ResultsDbFiles, AnOkRowWithADamagedSummaryIsNotDone) {
+  {
+    auto db = ResultsDb::Open(P("r.sqlite"));
+    ASSERT_TRUE(db.ok());
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE((*db)->Put(Rec("k" + std::to_string(i), i, "x")).ok());
+    EXPECT_EQ(*(*db)->OkKeys(), (std::set<std::string>{"k0", "k1", "k2"}));
+  }
+  Sql(P("r.sqlite"),
+      "UPDATE runs SET summary_json = 'not json {' WHERE run_key = 'k1';"
+      "UPDATE runs SET summary_json = '{\"gpu_days\": 1}' WHERE run_key = 'k2';");
+  auto db = ResultsDb::Open(P("r.sqlite"));
+  ASSERT_TRUE(db.ok());
+  EXPECT_EQ(*(*db)->OkKeys(), (std::set<std::string>{"k0"}));
+  EXPECT_EQ(*(*db)->OkIndices("s"), (std::set<int64_t>{0}));
+  auto w = (*db)->Merge(Rec("k1", 1, "x"));
+  ASSERT_TRUE(w.ok());
+  EXPECT_TRUE(*w);
+  EXPECT_FALSE(*(*db)->Merge(Rec("k0", 0, "x")));  // a good ok row stays
+  EXPECT_EQ(*(*db)->OkKeys(), (std::set<std::string>{"k0", "k1"}));
+}
+
 TEST_F(ResultsDbFiles, ForeignSqliteFileIsRefusedAndUnchanged) {
   const std::string path = P("customers.sqlite");
   Sql(path, "CREATE TABLE customers (id INTEGER, name TEXT); INSERT INTO customers VALUES (1, 'ada');");
