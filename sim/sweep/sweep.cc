@@ -17,6 +17,7 @@
 #include "core/util/csv.h"
 #include "core/util/text.h"
 #include "core/util/yaml_error.h"
+#include "sweep/results_db.h"
 
 namespace mmtwin {
 namespace {
@@ -125,6 +126,18 @@ Status NameAxes(const std::string& file, SweepSpec& spec) {
     }
     if (!names.insert(a.name).second)
       return Error::At(file, a.line, "axes", "two axes are named '" + a.name + "'; give them distinct names");
+  }
+  // Each axis gets its own results-database column (AxisColumn; SQLite column names ignore case): names that
+  // differ only in characters the column cannot hold, or in case, would share one (issue 34: 'a-b' and 'a_b').
+  std::map<std::string, std::string> column_of;  // lower-cased column -> the axis name that has it
+  for (const auto& a : spec.axes) {
+    std::string col = AxisColumn(a.name);
+    std::transform(col.begin(), col.end(), col.begin(), [](unsigned char c) { return std::tolower(c); });
+    const auto [it, fresh] = column_of.emplace(col, a.name);
+    if (!fresh)
+      return Error::At(file, a.line, "axes",
+                       "axes '" + it->second + "' and '" + a.name + "' would share the database column " +
+                           AxisColumn(a.name) + "; give them names that differ in letters, digits or '_'");
   }
   if (spec.zip)
     for (const auto& a : spec.axes)

@@ -13,11 +13,11 @@
 #include <string>
 
 #include "core/scenario/scenario.h"
+#include "core/util/csv.h"
+#include "core/util/sanitizers.h"
 #include "sweep/results_db.h"
 #include "sweep/runner.h"
 #include "sweep/sweep.h"
-#include "core/util/csv.h"
-#include "core/util/sanitizers.h"
 
 // Under AddressSanitizer a crashing worker must still die by its signal (what the runner records), not by
 // ASan's report and exit 1.
@@ -175,6 +175,28 @@ TEST(SweepSpec, UnknownKeysAreErrorsWithFileAndLine) {
   auto f = Parse("axes: []\n");
   ASSERT_FALSE(f.ok());
   EXPECT_NE(f.error().message().find("base"), std::string::npos);
+}
+
+// Issue 34: axis names 'a-b' and 'a_b' (or 'DP' and 'dp') shared one results-database column, mixing their
+// values. Refused at the second axis, naming both and the column.
+TEST(SweepSpec, AxisNamesThatShareADatabaseColumnAreRefused) {
+  auto a =
+      Parse(Sweep("axes:\n  - {key: parallel.dp, name: a-b, values: [1]}\n"
+                  "  - {key: parallel.micro_batches, name: a_b, values: [2]}\n"));
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.error().message().find(
+                "t.yaml:17: axes: axes 'a-b' and 'a_b' would share the database column axis_a_b"),
+            std::string::npos)
+      << a.error().message();
+  auto b =
+      Parse(Sweep("axes:\n  - {key: parallel.dp, name: DP, values: [1]}\n"
+                  "  - {key: parallel.micro_batches, name: dp, values: [2]}\n"));
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.error().message().find("axes 'DP' and 'dp' would share"), std::string::npos)
+      << b.error().message();
+  EXPECT_TRUE(Parse(Sweep("axes:\n  - {key: parallel.dp, name: a_b, values: [1]}\n"
+                          "  - {key: parallel.micro_batches, name: a_c, values: [2]}\n"))
+                  .ok());
 }
 
 TEST(SweepSpec, InvalidCombinationsBecomeErrorRunsNotSweepErrors) {
