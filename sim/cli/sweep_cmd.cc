@@ -379,9 +379,48 @@ int RunSweepTable(const SweepTableArgs& a, std::ostream& out, std::ostream& err)
     if (names.is_array())
       for (const auto& n : names)
         if (n.is_string()) axis_names.push_back(n.get<std::string>());
-    out << (any ? "\n" : "") << "sweep " << s.name << ": " << rows->size() << " of " << s.runs
-        << " runs recorded\n";
-    WriteTable(axis_names, *rows, out);
+    // Rows an earlier version of the sweep file recorded under the same name are not this sweep's (issue 34:
+    // "42 of 12 runs recorded"). When the sweep file is still there and unchanged (its digest is the one
+    // recorded), its runs are expanded and matched by key, as `mmtwin sweep` prints its table; otherwise rows
+    // with other axes or indices past today's runs are counted apart.
+    std::vector<RunRecord> current;
+    size_t earlier = 0;
+    // The path as recorded (relative to where the sweep ran), else beside the database.
+    auto spec = s.digest.empty() ? Result<SweepSpec>(Error("no digest")) : LoadSweep(s.path);
+    if (!spec && !s.digest.empty() && !std::filesystem::path(s.path).is_absolute())
+      spec = LoadSweep((std::filesystem::path(db_path).parent_path() / s.path).string());
+    if (spec && SweepDigest(*spec) == s.digest && SweepSize(*spec) <= 5000) {
+      std::map<std::string, const RunRecord*> by_key;
+      for (const RunRecord& r : *rows) by_key[r.run_key] = &r;
+      for (int64_t i = 0; i < SweepSize(*spec); ++i) {
+        const SweepRun run = ExpandRun(*spec, i);
+        auto it = by_key.find(run.key);
+        if (it == by_key.end()) continue;
+        RunRecord row = *it->second;
+        row.run_index = run.index;
+        row.axes = run.axes;
+        current.push_back(std::move(row));
+        by_key.erase(it);
+      }
+      earlier = by_key.size();
+    } else {
+      for (RunRecord& r : *rows) {
+        bool same_axes = r.axes.size() == axis_names.size() && r.run_index < s.runs;
+        for (size_t k = 0; same_axes && k < axis_names.size(); ++k)
+          same_axes = r.axes[k].first == axis_names[k];
+        if (same_axes || axis_names.empty())
+          current.push_back(std::move(r));
+        else
+          ++earlier;
+      }
+    }
+    out << (any ? "\n" : "") << "sweep " << s.name << ": " << current.size() << " of " << s.runs
+        << " runs recorded";
+    if (earlier > 0)
+      out << " (" << earlier << " more " << (earlier == 1 ? "row" : "rows")
+          << " from an earlier version of the sweep file, not shown)";
+    out << "\n";
+    WriteTable(axis_names, current, out);
     any = true;
   }
   if (!any)

@@ -219,6 +219,29 @@ TEST_F(CliSweepTest, ShardsMergeIntoTheWholeSweepOnce) {
   EXPECT_NE(again.out.find("ran 0 of 4 runs"), std::string::npos) << again.out;
 }
 
+// Issue 34: the same sweep name with new axes mixed the earlier version's rows into `sweep table` ("42 of 12
+// runs recorded"). The table matches the sweep file's runs by key (the earlier rows counted apart), and, run from
+// elsewhere, where the file cannot be matched, leaves out rows with other axes.
+TEST_F(CliSweepTest, TableCountsOnlyTheCurrentVersionsRuns) {
+  ASSERT_EQ(Mmtwin("sweep s.yaml --db v.sqlite").code, 0);  // data x recompute: 4 runs
+  std::string text = kSweep;
+  text = text.substr(0, text.find("axes:")) +
+         "axes:\n  - {key: policies.recompute, name: recompute, values: [none, full, adaptive]}\n";
+  std::ofstream(dir_ / "s.yaml") << text;
+  ASSERT_EQ(Mmtwin("sweep s.yaml --db v.sqlite").code, 0);
+  CliRun t = Mmtwin("sweep table --db v.sqlite");
+  ASSERT_EQ(t.code, 0) << t.out;
+  EXPECT_NE(t.out.find("sweep small-sweep: 3 of 3 runs recorded (2 more rows from an earlier version of the "
+                       "sweep file, not shown)"),
+            std::string::npos)
+      << t.out;
+  CliRun elsewhere =
+      Shell("cd / && " + std::string(MMTWIN_CLI) + " sweep table --db " + P("v.sqlite") + " 2>&1");
+  ASSERT_EQ(elsewhere.code, 0) << elsewhere.out;
+  EXPECT_EQ(elsewhere.out.find("4 of 3"), std::string::npos) << elsewhere.out;
+  EXPECT_EQ(elsewhere.out.find("5 of 3"), std::string::npos) << elsewhere.out;
+}
+
 // Issue 34: a merge that failed on its second input had already written the first into OUT. Now OUT is replaced
 // only when every input merged: byte for byte unchanged after a failure, no temporary file left.
 TEST_F(CliSweepTest, AFailedMergeLeavesTheOutputAsItWas) {
