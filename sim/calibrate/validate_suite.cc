@@ -5,7 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -139,13 +141,23 @@ Status Measure(const ValidateSuiteOptions& o, const std::vector<Item>& items, co
     }
     const std::string log = logs + "/" + it.scenario.name + ".log";
     const auto t0 = std::chrono::steady_clock::now();
-    const std::string cmd = ShellQuote(train) + " launch --nproc " + std::to_string(world) + " " +
-                            ShellQuote(it.path) + " -o " + ShellQuote(it.rundir) + " > " + ShellQuote(log) +
-                            " 2>&1";
+    // coreutils' timeout is the watchdog (exit 124 when it stopped the run); --foreground is not used, so the
+    // run's whole process group gets the signal.
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%.0f", std::max(1.0, o.run_timeout_s));
+    const std::string cmd = std::string("timeout --kill-after=10 ") + limit + " " + ShellQuote(train) +
+                            " launch --nproc " + std::to_string(world) + " " + ShellQuote(it.path) + " -o " +
+                            ShellQuote(it.rundir) + " > " + ShellQuote(log) + " 2>&1";
     const int status = std::system(cmd.c_str());
     if (Interrupted())
       return Fail(failure, ValidateFailure::kInterrupted,
                   Error("interrupted; finished runs are kept in " + runs + " (--reuse picks them up)"));
+    if (WIFEXITED(status) && (WEXITSTATUS(status) == 124 || WEXITSTATUS(status) == 137)) {
+      say("stopped\n");
+      return Fail(failure, ValidateFailure::kBackend,
+                  Error("the backend run of " + it.path + " did not finish within " + limit +
+                        " s (--run-timeout) and was stopped (log " + log + ")"));
+    }
     if (status != 0) {
       say("failed\n");
       auto text = ReadFile(log);

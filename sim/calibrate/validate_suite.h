@@ -37,6 +37,9 @@ struct ValidateSuiteOptions {
   std::string train;    // the mmtwin-train executable; "" = FindTrain's search
   std::string machine;  // where the runs were measured, free text ("" = "(not given: --machine)")
   bool reuse = false;   // reuse kept runs of the same plan (see above)
+  // A backend run that has not finished after this many seconds is stopped (SIGTERM, then SIGKILL 10 s later)
+  // and the validation fails naming it: a training program that never returns does not hang validate.
+  double run_timeout_s = 3600;
   std::string
       command;  // the command line shown in the README ("" = the equivalent `mmtwin validate` command)
   // The progress text, as a terminal shows it: "[i/n] held-out NAME (R ranks): " then "reusing DIR\n", or the

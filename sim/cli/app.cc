@@ -474,6 +474,10 @@ Command AddValidate(CLI::App& app, std::ostream& out, std::ostream& err) {
                            "the mmtwin-train executable (default: found next to mmtwin or on PATH)");
   validate_cmd->add_flag("--reuse", val->reuse,
                          "reuse a measured run already in the runs folder for the same scenario");
+  validate_cmd
+      ->add_option("--run-timeout", val->run_timeout_s,
+                   "seconds one backend run may take before it is stopped and validate fails (default 3600)")
+      ->check(CLI::Range(1.0, 604800.0));
   validate_cmd->add_option("--machine", val->machine,
                            "where it runs, for the report (e.g. '2 vCPU AMD EPYC, Debian 12')");
   validate_cmd->footer("Exit codes: 0 ok, 1 a backend run failed (its log is quoted), 2 bad input.");

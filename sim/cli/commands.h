@@ -77,6 +77,7 @@ int RunCalibrate(const CalibrateArgs& a, std::ostream& out, std::ostream& err);
 struct ValidateArgs {
   std::string suite, output, runs, train, machine;
   bool reuse = false;
+  double run_timeout_s = 3600;  // --run-timeout: one backend run's wall-clock limit
 };
 int RunValidate(const ValidateArgs& a, std::ostream& out, std::ostream& err);
 

@@ -63,6 +63,7 @@ int RunValidate(const ValidateArgs& a, std::ostream& out, std::ostream& err) {
   o.output = a.output;
   o.runs = a.runs;
   o.train = a.train;
+  o.run_timeout_s = a.run_timeout_s;
   o.machine = a.machine;
   o.reuse = a.reuse;
   o.progress = [&](const std::string& text) { out << text << std::flush; };
