@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/model/model.h"
 #include "core/records/plan_codec.h"
 #include "core/records/records_codec.h"
 #include "core/records/run_folder.h"
@@ -237,11 +238,42 @@ std::string FindTrain(const std::string& given) {
   return "";
 }
 
+// What the fit needs, checked before anything is measured (issue 34: a suite mixing models or TP degrees was
+// measured for an hour, then refused): one TP degree over every scenario (a profile holds one degree's times),
+// and every held-out scenario's layer types (component source, layer kind) among the calibration scenarios'
+// (the profile has no coefficients for others).
+Status CheckFitsOneProfile(const std::vector<Item>& items) {
+  std::set<std::pair<std::string, int>> calibrated;
+  const Item* first = nullptr;
+  for (const Item& it : items) {
+    if (!first) first = &it;
+    if (it.scenario.parallel.tp != first->scenario.parallel.tp)
+      return Error(it.path + ": parallel.tp: " + std::to_string(it.scenario.parallel.tp) + ", but " +
+                   first->path + " has tp " + std::to_string(first->scenario.parallel.tp) +
+                   "; a suite's profile holds the times of one TP degree (split the suite by tp)");
+    MMTWIN_ASSIGN_OR_RETURN(ModelSpec m, LoadScenarioModel(it.scenario));
+    for (const Layer& l : Layers(m)) {
+      const std::pair<std::string, int> type{m.components[l.component].source, static_cast<int>(l.kind)};
+      if (!it.held_out) {
+        calibrated.insert(type);
+      } else if (!calibrated.count(type)) {
+        return Error(
+            it.path + ": model: layer type '" + type.first + "," + LayerKindName(l.kind) + "' (layer " +
+            l.label + " of " + m.name +
+            ") is in no calibration scenario, so the fitted profile cannot price it; add a calibration "
+            "scenario with this model or move this one out of the suite");
+      }
+    }
+  }
+  return Status();
+}
+
 Result<SuiteValidation> ValidateSuite(const ValidateSuiteOptions& o, ValidateFailure* failure) {
   if (failure) *failure = ValidateFailure::kBadInput;
   MMTWIN_ASSIGN_OR_RETURN(ValidationSuite suite, LoadValidationSuite(o.suite));
   const std::string runs = o.runs.empty() ? o.output + "/runs" : o.runs;
   MMTWIN_ASSIGN_OR_RETURN(std::vector<Item> items, LoadItems(suite, runs));
+  MMTWIN_RETURN_IF_ERROR(CheckFitsOneProfile(items));
 
   SuiteValidation v;
   MMTWIN_RETURN_IF_ERROR(Measure(o, items, runs, v, failure));
