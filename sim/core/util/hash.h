@@ -23,6 +23,7 @@ namespace mmtwin {
 class Hash64 {
  public:
   void Update(const void* data, size_t n) {
+    if (n == 0) return;  // data may be null then (an empty vector's data()): memcpy must not see it
     const unsigned char* p = static_cast<const unsigned char*>(data);
     total_ += n;
     if (tail_n_ > 0) {  // finish a stripe begun by an earlier call
