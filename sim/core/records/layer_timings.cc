@@ -9,16 +9,12 @@
 #include <sstream>
 
 #include "core/util/csv.h"
+#include "core/util/text.h"
 
 namespace mmtwin {
 namespace {
 
 constexpr double kMaxLayerUs = 1e12, kMaxPairs = 1e19;  // ParseLayerTimings' bounds
-std::string FormatMax(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%g", v);
-  return b;
-}
 
 constexpr const char* kHeader =
     "iteration,device,micro_batch,layer,label,kind,tokens,spans,attention_pairs,fwd_us,bwd_us,recompute_us,"
@@ -92,7 +88,7 @@ Result<std::vector<LayerTiming>> ParseLayerTimingsCsv(const std::string& text, c
       if (!ParseDouble(row[i], dst) || !std::isfinite(dst) || dst < 0)
         return csv.ErrorAt(kFields[i], "'" + std::string(row[i]) + "' is not a finite number >= 0");
       if (dst > max)
-        return csv.ErrorAt(kFields[i], "'" + std::string(row[i]) + "' is more than " + FormatMax(max) +
+        return csv.ErrorAt(kFields[i], "'" + std::string(row[i]) + "' is more than " + ShortNumber(max) +
                                            (i == 8 ? " pairs" : " us; not a measured layer time"));
       return Status();
     };

@@ -19,13 +19,6 @@ namespace mmtwin {
 
 namespace {
 
-// A frame rate as the user wrote it, shortly ("1", "0.5", "29.97").
-std::string FpsText(double fps) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%g", fps);
-  return b;
-}
-
 bool IsSpace(uint32_t cp) {
   return cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r' || cp == '\v' || cp == '\f' || cp == 0x85 ||
          cp == 0xA0 || cp == 0x3000 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029;
@@ -770,7 +763,7 @@ Result<Trace> ImportCsvText(std::string text, const std::string& name, const Csv
       const double frames = seconds > 0 ? std::round(seconds * video.fps) : 0;
       if (frames > 4294967295.0 && (video.max_frames <= 0 || video.max_frames > 4294967295))
         return csv.ErrorAt("video_seconds", Abbreviate(std::string(f[col[kVideoSeconds]])) + " s at " +
-                                                FpsText(video.fps) +
+                                                ShortNumber(video.fps) +
                                                 " fps is more frames than a trace holds (4294967295); set "
                                                 "--max-frames or a lower --fps");
       s.video_frames = VideoFrames(seconds, video);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace mmtwin {
 
@@ -102,6 +103,12 @@ std::string GroupDigits(int64_t n) {
     out += digits[i];
   }
   return neg ? "-" + out : out;
+}
+
+std::string ShortNumber(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
 }
 
 std::string Abbreviate(std::string_view s, size_t max_chars) {

@@ -33,6 +33,9 @@ bool ValidUtf8(std::string_view s);
 // "..", no '/', '\\' or control characters.
 bool IsPlainName(std::string_view s);
 
+// A number as printf's %g writes it, for messages: 1 -> "1", 0.5 -> "0.5", 1e12 -> "1e+12".
+std::string ShortNumber(double v);
+
 // An integer with thousands separators: 100000000 -> "100,000,000".
 std::string GroupDigits(int64_t n);
 
