@@ -17,10 +17,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -146,6 +148,30 @@ int ExportTo(ResultsDb& db, const std::string& path, std::ostream& err) {
   return 0;
 }
 
+// The sweep's runs with a recorded row, in index order, each with its run index and axes as the sweep file gives
+// them (rows are shared by run key, so a row may carry the axes of the sweep that recorded it first); runs outside
+// `keep` are left out. `unmatched`: rows of `records` no run of the sweep matched (an earlier version's).
+std::vector<RunRecord> RowsOfRuns(const SweepSpec& spec, const std::vector<RunRecord>& records,
+                                  const std::function<bool(int64_t)>& keep, size_t* unmatched = nullptr) {
+  std::map<std::string, const RunRecord*> by_key;
+  for (const RunRecord& r : records) by_key[r.run_key] = &r;
+  std::vector<RunRecord> rows;
+  std::set<std::string> used;
+  for (int64_t i = 0; i < SweepSize(spec); ++i) {
+    if (!keep(i)) continue;
+    const SweepRun run = ExpandRun(spec, i);
+    auto it = by_key.find(run.key);
+    if (it == by_key.end()) continue;
+    RunRecord row = *it->second;
+    row.run_index = run.index;
+    row.axes = run.axes;
+    rows.push_back(std::move(row));
+    used.insert(run.key);
+  }
+  if (unmatched) *unmatched = by_key.size() - used.size();
+  return rows;
+}
+
 }  // namespace
 
 int RunSweep(const SweepRunArgs& args, std::ostream& out, std::ostream& err) {
@@ -241,8 +267,6 @@ int RunSweep(const SweepRunArgs& args, std::ostream& out, std::ostream& err) {
 
   auto records = (*db)->Runs(spec->name);
   if (!records) return Fail(err, "sweep: " + records.error().message());
-  std::map<std::string, const RunRecord*> by_key;
-  for (const auto& r : *records) by_key[r.run_key] = &r;
   // The table: this sweep's runs of this shard, in index order. Up to kTableExpand runs each is expanded again
   // so a row recorded by an earlier version of the sweep file under the same name is not shown as this one's;
   // larger sweeps list the rows recorded for their indices (`mmtwin sweep table` and `export` read the file).
@@ -250,17 +274,9 @@ int RunSweep(const SweepRunArgs& args, std::ostream& out, std::ostream& err) {
   std::vector<RunRecord> rows;
   bool any_error = false;
   if (size <= kTableExpand) {
-    for (int64_t i = 0; i < size; ++i) {
-      if (!InShard(static_cast<int>(i), o.shard, o.shards)) continue;
-      const SweepRun r = ExpandRun(*spec, i);
-      auto it = by_key.find(r.key);
-      if (it == by_key.end()) continue;
-      RunRecord row = *it->second;
-      row.run_index = r.index;
-      row.axes = r.axes;
-      any_error |= row.status != "ok";
-      rows.push_back(std::move(row));
-    }
+    rows = RowsOfRuns(*spec, *records,
+                      [&](int64_t i) { return InShard(static_cast<int>(i), o.shard, o.shards); });
+    for (const RunRecord& r : rows) any_error |= r.status != "ok";
   } else {
     for (const RunRecord& r : *records)
       if (r.run_index < size && InShard(r.run_index, o.shard, o.shards)) {
@@ -390,19 +406,8 @@ int RunSweepTable(const SweepTableArgs& a, std::ostream& out, std::ostream& err)
     if (!spec && !s.digest.empty() && !std::filesystem::path(s.path).is_absolute())
       spec = LoadSweep((std::filesystem::path(db_path).parent_path() / s.path).string());
     if (spec && SweepDigest(*spec) == s.digest && SweepSize(*spec) <= 5000) {
-      std::map<std::string, const RunRecord*> by_key;
-      for (const RunRecord& r : *rows) by_key[r.run_key] = &r;
-      for (int64_t i = 0; i < SweepSize(*spec); ++i) {
-        const SweepRun run = ExpandRun(*spec, i);
-        auto it = by_key.find(run.key);
-        if (it == by_key.end()) continue;
-        RunRecord row = *it->second;
-        row.run_index = run.index;
-        row.axes = run.axes;
-        current.push_back(std::move(row));
-        by_key.erase(it);
-      }
-      earlier = by_key.size();
+      current = RowsOfRuns(
+          *spec, *rows, [](int64_t) { return true; }, &earlier);
     } else {
       for (RunRecord& r : *rows) {
         bool same_axes = r.axes.size() == axis_names.size() && r.run_index < s.runs;

@@ -94,15 +94,8 @@ Status CheckReportInputs(const ReportOptions& options) {
 }
 
 Status GenerateReport(const ReportOptions& options, Plotter& plotter) {
-  bool known = false;
-  std::string valid;
-  for (const std::string& n : ReportNames()) {
-    known = known || n == options.name;
-    valid += (valid.empty() ? "" : ", ") + n;
-  }
-  if (!known) return Error("unknown report '" + options.name + "'; valid reports are: " + valid);
+  MMTWIN_RETURN_IF_ERROR(CheckReportInputs(options));  // before the runs: bad input fails at once
   const std::string scenarios = options.scenarios_dir.empty() ? DefaultScenariosDir() : options.scenarios_dir;
-  MMTWIN_RETURN_IF_ERROR(CheckOutputDir(options.out_dir));  // before the runs: a bad -o fails at once
 
   internal::ReportFiles files;
   if (options.name == "omnibal")
