@@ -531,6 +531,23 @@ TEST(CsvImportTest, DuplicateIdsGetSuffixes) {
 namespace mmtwin {
 namespace {
 
+// Issue 34: the importers refuse invalid UTF-8 in the text fields they copy into a trace (ParseTrace refuses it
+// when the written trace is read back; found by csv_import_fuzz and librispeech_fuzz).
+TEST(CsvImportTest, TextFieldsMustBeUtf8) {
+  const CsvMapping m = {{"sample_id", "id"}, {"subset", "src"}, {"text_tokens", "tok"}, {"meta", "note"}};
+  auto err = [&](const std::string& text) {
+    auto t = ImportCsvText(text, "x.csv", m);
+    return t.ok() ? std::string("ok") : t.error().message();
+  };
+  EXPECT_EQ(err("id,src,tok,note\na,coco,10,\xc3\xa9\n"), "ok");
+  EXPECT_EQ(err("id,src,tok,note\na\xff,coco,10,m\n"), "x.csv:2: sample_id: not valid UTF-8");
+  EXPECT_EQ(err("id,src,tok,note\na,co\xc3,10,m\n"), "x.csv:2: subset: not valid UTF-8");
+  EXPECT_EQ(err("id,src,tok,note\na,coco,10,\xed\xa0\x80\n"), "x.csv:2: meta: not valid UTF-8");
+  auto libri = ImportLibriSpeechText("sample_id,audio_seconds\nok,1.5\nbad\xfe,2\n", "dev-clean.csv");
+  ASSERT_FALSE(libri.ok());
+  EXPECT_EQ(libri.error().message(), "dev-clean.csv:3: sample_id: not valid UTF-8");
+}
+
 // Issue 12: clip durations import directly: video_seconds -> uniform frames at --fps, capped at --max-frames.
 TEST(CsvImportTest, VideoSecondsBecomeSampledFrames) {
   const std::string csv = "clip,dur_s,caption\na,3600,400\nb,45.4,120\nc,0.2,30\nd,0,10\n";

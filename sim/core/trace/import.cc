@@ -610,6 +610,8 @@ Result<Trace> ImportLibriSpeechText(std::string text, const std::string& name) {
                          "expected " + std::to_string(width) + " fields, found " + std::to_string(f.size()));
     Sample s;
     if (f[c_id].empty()) return csv.ErrorAt("sample_id", "empty");
+    if (!ValidUtf8(f[c_id]))
+      return csv.ErrorAt("sample_id", "not valid UTF-8");  // as ParseTrace reads it back
     ids.emplace_back(f[c_id]);
     s.subset = subset;
     double seconds = 0;
@@ -734,6 +736,8 @@ Result<Trace> ImportCsvText(std::string text, const std::string& name, const Csv
     Sample s;
     if (col[kId] >= 0) {
       if (f[col[kId]].empty()) return csv.ErrorAt("sample_id", "empty");
+      // Text fields must be UTF-8, as ParseTrace reads the written trace back (issue 34).
+      if (!ValidUtf8(f[col[kId]])) return csv.ErrorAt("sample_id", "not valid UTF-8");
       ids.emplace_back(f[col[kId]]);
     } else {
       ids.push_back(std::to_string(row));
@@ -741,6 +745,7 @@ Result<Trace> ImportCsvText(std::string text, const std::string& name, const Csv
     if (col[kSubset] >= 0) {
       std::string_view sub = f[col[kSubset]];
       if (sub.empty()) return csv.ErrorAt("subset", "empty");
+      if (!ValidUtf8(sub)) return csv.ErrorAt("subset", "not valid UTF-8");
       if (!subsets.Index(t, sub, s.subset)) return csv.ErrorAt("subset", "more than 65535 distinct subsets");
     } else {
       s.subset = default_subset;
@@ -773,7 +778,10 @@ Result<Trace> ImportCsvText(std::string text, const std::string& name, const Csv
     if (col[kText] >= 0) MMTWIN_RETURN_IF_ERROR(CountAt(csv, f[col[kText]], "text_tokens", s.text_tokens));
     MMTWIN_RETURN_IF_ERROR(ImageSizeAt(csv, f, col[kImagePx], col[kImageWidth], col[kImageHeight], s));
     t.samples.push_back(s);
-    if (col[kMeta] >= 0) t.SetMeta(t.samples.size() - 1, f[col[kMeta]]);
+    if (col[kMeta] >= 0) {
+      if (!ValidUtf8(f[col[kMeta]])) return csv.ErrorAt("meta", "not valid UTF-8");
+      t.SetMeta(t.samples.size() - 1, f[col[kMeta]]);
+    }
   }
   if (!csv.status().ok()) return csv.status().error();
   const bool any = std::any_of(t.samples.begin(), t.samples.end(), [](const Sample& x) {
