@@ -6,19 +6,21 @@
 #include <algorithm>
 #include <utility>
 
+#include "backend/device.h"
+
 namespace mmtwin::backend {
 
 GradientReducer::GradientReducer(const Plan& plan, int dp_peer,
-                                 std::map<int, std::vector<at::Tensor>> chunk_params,
-                                 c10::intrusive_ptr<c10d::ProcessGroupGloo> dp, StatusBoard& status,
-                                 OpRecorder& recorder)
+                                 std::map<int, std::vector<at::Tensor>> chunk_params, CommGroupPtr dp,
+                                 StatusBoard& status, OpRecorder& recorder, Timeline& timeline)
     : plan_(plan),
       zero1_(plan.parallel.zero_stage == 1 && plan.parallel.dp > 1),
       dp_peer_(dp_peer),
       chunk_params_(std::move(chunk_params)),
       dp_(std::move(dp)),
       status_(status),
-      recorder_(recorder) {}
+      recorder_(recorder),
+      timeline_(timeline) {}
 
 void GradientReducer::StartChunk(int chunk) {
   if (plan_.parallel.dp == 1) return;
@@ -37,9 +39,9 @@ void GradientReducer::StartChunk(int chunk) {
     const double t0 = NowUs();
     if (zero1_) {
       const int64_t dp = plan_.parallel.dp, padded = (n + dp - 1) / dp * dp;
-      if (padded > n) flat.push_back(at::zeros({padded - n}, at::TensorOptions().dtype(at::kFloat)));
+      if (padded > n) flat.push_back(at::zeros({padded - n}, FloatOptions()));
       b.flat = at::cat(flat, 0);
-      b.recv = at::empty({padded}, at::TensorOptions().dtype(at::kFloat));
+      b.recv = at::empty({padded}, FloatOptions());
       std::vector<int64_t> equal;  // empty: equal splits
       b.work = dp_->alltoall_base(b.recv, b.flat, equal, equal);
     } else {
@@ -79,7 +81,7 @@ void GradientReducer::Poll() {
 }
 
 void GradientReducer::Finish(bool whole_gradients) {
-  const double t0 = NowUs();
+  const Mark t0 = timeline_.Now();
   status_.SetOp("DP gradient all-reduce");
   for (DpBucket& b : buckets_) {
     try {
@@ -105,7 +107,7 @@ void GradientReducer::Finish(bool whole_gradients) {
   if (zero1_)
     for (DpBucket& b : buckets_) reduced_.push_back(std::move(b));
   buckets_.clear();
-  if (plan_.parallel.dp > 1) recorder_.Record(OpKind::kDpWait, Lane::kDp, -1, 0, t0, NowUs());
+  if (plan_.parallel.dp > 1) recorder_.Record(OpKind::kDpWait, Lane::kDp, -1, 0, t0, timeline_.Now());
 }
 
 void WriteBack(std::vector<at::Tensor>& tensors, const at::Tensor& flat) {
@@ -116,8 +118,8 @@ void WriteBack(std::vector<at::Tensor>& tensors, const at::Tensor& flat) {
   }
 }
 
-at::Tensor GatherShards(c10d::ProcessGroupGloo& group, int dp, const at::Tensor& shard, int chunk,
-                        const std::string& what, const StatusBoard& status) {
+at::Tensor GatherShards(CommGroup& group, int dp, const at::Tensor& shard, int chunk, const std::string& what,
+                        const StatusBoard& status) {
   std::vector<at::Tensor> outs;
   for (int i = 0; i < dp; ++i) outs.push_back(at::empty_like(shard));
   std::vector<std::vector<at::Tensor>> out{outs};

@@ -17,7 +17,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include "backend/comm.h"
 
 #include <cstdint>
 #include <map>
@@ -26,6 +26,7 @@
 
 #include "backend/op_recorder.h"
 #include "backend/rank_support.h"
+#include "backend/timeline.h"
 #include "core/plan/plan.h"
 
 namespace mmtwin::backend {
@@ -48,7 +49,7 @@ class GradientReducer {
   // `chunk_params`: this rank's parameters per chunk, in order; `dp_peer`: the DP ring successor's device (the
   // records' peer). Everything referenced must outlive the reducer.
   GradientReducer(const Plan& plan, int dp_peer, std::map<int, std::vector<at::Tensor>> chunk_params,
-                  c10::intrusive_ptr<c10d::ProcessGroupGloo> dp, StatusBoard& status, OpRecorder& recorder);
+                  CommGroupPtr dp, StatusBoard& status, OpRecorder& recorder, Timeline& timeline);
 
   bool zero1() const { return zero1_; }
   void StartChunk(int chunk);
@@ -65,9 +66,10 @@ class GradientReducer {
   const bool zero1_;
   const int dp_peer_;
   const std::map<int, std::vector<at::Tensor>> chunk_params_;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> dp_;
+  CommGroupPtr dp_;
   StatusBoard& status_;
   OpRecorder& recorder_;
+  Timeline& timeline_;
   std::vector<DpBucket> buckets_;  // started this iteration
   std::vector<DpBucket> reduced_;  // ZeRO-1
 };
@@ -77,7 +79,7 @@ void WriteBack(std::vector<at::Tensor>& tensors, const at::Tensor& flat);
 
 // All-gather of equal shards over the DP group of `dp` ranks: the whole (padded) flat tensor. A peer that fails
 // or times out throws PeerFailure("<iteration>: ZeRO-1 all-gather of the <what> shards of chunk <chunk>: ...").
-at::Tensor GatherShards(c10d::ProcessGroupGloo& group, int dp, const at::Tensor& shard, int chunk,
-                        const std::string& what, const StatusBoard& status);
+at::Tensor GatherShards(CommGroup& group, int dp, const at::Tensor& shard, int chunk, const std::string& what,
+                        const StatusBoard& status);
 
 }  // namespace mmtwin::backend

@@ -15,8 +15,8 @@
 #include <sstream>
 #include <thread>
 
-#include "driver/planner.h"
 #include "core/util/interrupt.h"
+#include "driver/planner.h"
 
 namespace mmtwin::backend {
 

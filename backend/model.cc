@@ -2,7 +2,8 @@
 // The backend's model in LibTorch (model.h).
 #include "backend/model.h"
 
-#include <ATen/CPUGeneratorImpl.h>
+#include "backend/device.h"
+
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <cmath>
@@ -20,11 +21,12 @@ uint64_t Mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 at::Generator Gen(uint64_t seed, uint64_t a, uint64_t b) {
-  return at::make_generator<at::CPUGeneratorImpl>(Mix(Mix(Mix(seed) ^ a) ^ (b * 0x51ed27f3ull)));
+  return MakeGenerator(Mix(Mix(Mix(seed) ^ a) ^ (b * 0x51ed27f3ull)));
 }
 enum Stream : uint64_t { kParams = 1, kPatches = 2, kMel = 3, kText = 4, kLabels = 5 };
 
-const at::TensorOptions kF32 = at::TensorOptions().dtype(at::kFloat);
+// fp32 on the rank's device (device.h).
+at::TensorOptions F32() { return FloatOptions(); }
 
 at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& w) {
   return x * at::rsqrt(x.pow(2).mean({-1}, /*keepdim=*/true) + 1e-6) * w;
@@ -58,13 +60,13 @@ at::Tensor Layer::Keep(const std::string& name, at::Tensor t, int shard_dim, con
 }
 at::Tensor Layer::Param(const std::string& name, at::IntArrayRef shape, at::Generator& gen, double scale,
                         int shard_dim, const TpGroup* tp) {
-  return Keep(name, at::randn(shape, gen, kF32).mul_(scale), shard_dim, tp);
+  return Keep(name, at::randn(shape, gen, F32()).mul_(scale), shard_dim, tp);
 }
 at::Tensor Layer::Ones(const std::string& name, int64_t n) {
-  return Keep(name, at::ones({n}, kF32), -1, nullptr);
+  return Keep(name, at::ones({n}, F32()), -1, nullptr);
 }
 at::Tensor Layer::Zeros(const std::string& name, int64_t n, int shard_dim, const TpGroup* tp) {
-  return Keep(name, at::zeros({n}, kF32), shard_dim, tp);
+  return Keep(name, at::zeros({n}, F32()), shard_dim, tp);
 }
 
 std::vector<at::Tensor> State::Parts() const {
@@ -291,12 +293,12 @@ class Block : public Layer {
         }
         at::Tensor sc = at::matmul(qh, kh.transpose(-1, -2)) * scale;
         if (tf_.causal) {
-          const at::Tensor mask = at::ones({s.len, s.len}, at::TensorOptions().dtype(at::kBool)).triu(1);
+          const at::Tensor mask = at::ones({s.len, s.len}, BoolOptions()).triu(1);
           sc = sc.masked_fill(mask, -std::numeric_limits<float>::infinity());
         }
         pieces.push_back(at::matmul(at::softmax(sc, -1), vh).transpose(0, 1).reshape({s.len, heads * hd}));
       }
-      out = pieces.empty() ? at::zeros({0, heads * hd}, kF32) : at::cat(pieces, 0);
+      out = pieces.empty() ? at::zeros({0, heads * hd}, F32()) : at::cat(pieces, 0);
     }
     return RowParallel(out, wo_, bo_);
   }
@@ -335,15 +337,15 @@ class VisionEmbed : public Layer {
     for (const SampleShape& s : mb.samples) {
       if (s.units == 0) continue;
       at::Generator g = Gen(mb.seed, s.index, kPatches);
-      per_sample.push_back(at::randn({s.units, positions_ - cls_, patch_in_}, g, kF32));
+      per_sample.push_back(at::randn({s.units, positions_ - cls_, patch_in_}, g, F32()));
     }
     const int64_t units = [&] {
       int64_t u = 0;
       for (const SampleShape& s : mb.samples) u += s.units;
       return u;
     }();
-    at::Tensor e =
-        units == 0 ? at::zeros({0, positions_ - cls_, h_}, kF32) : at::linear(at::cat(per_sample, 0), w_, b_);
+    at::Tensor e = units == 0 ? at::zeros({0, positions_ - cls_, h_}, F32())
+                              : at::linear(at::cat(per_sample, 0), w_, b_);
     if (cls_ > 0) e = at::cat({cls_tok_.unsqueeze(0).expand({units, cls_, h_}), e}, 1);
     in.x = (e + pos_.unsqueeze(0)).reshape({units * positions_, h_});
     return in;
@@ -373,16 +375,16 @@ class AudioEmbed : public Layer {
     for (const SampleShape& s : mb.samples) {
       if (s.audio_pos == 0) continue;
       at::Generator g = Gen(mb.seed, s.index, kMel);
-      at::Tensor mel = at::randn({1, mel_, 2 * s.audio_pos}, g, kF32);
-      if (s.audio_pad > 0) mel = at::cat({mel, at::zeros({1, mel_, 2 * s.audio_pad}, kF32)}, 2);  // silence
+      at::Tensor mel = at::randn({1, mel_, 2 * s.audio_pos}, g, F32());
+      if (s.audio_pad > 0) mel = at::cat({mel, at::zeros({1, mel_, 2 * s.audio_pad}, F32())}, 2);  // silence
       const int64_t n = s.audio_pos + s.audio_pad;
       at::Tensor y = at::gelu(at::conv1d(mel, c1_, c1b_, 1, 1));
       y = at::gelu(at::conv1d(y, c2_, c2b_, 2, 1));  // [1, h, n]
       y = y.squeeze(0).transpose(0, 1);              // [n, h]
-      const at::Tensor idx = at::arange(n, at::TensorOptions().dtype(at::kLong)).remainder(window_);
+      const at::Tensor idx = at::arange(n, LongOptions()).remainder(window_);
       pieces.push_back(y + pos_.index_select(0, idx));
     }
-    in.x = pieces.empty() ? at::zeros({0, h_}, kF32) : at::cat(pieces, 0);
+    in.x = pieces.empty() ? at::zeros({0, h_}, F32()) : at::cat(pieces, 0);
     return in;
   }
 
@@ -414,14 +416,14 @@ class LlmEmbed : public Layer {
       }
       if (s.text > 0) {
         at::Generator g = Gen(mb.seed, s.index, kText);
-        const at::Tensor ids = at::randint(vocab_, {s.text}, g, at::TensorOptions().dtype(at::kLong));
+        const at::Tensor ids = at::randint(vocab_, {s.text}, g, LongOptions());
         seq.push_back(at::embedding(w_, ids));
       }
       if (s.pad > 0)  // pad id 0
-        seq.push_back(at::embedding(w_, at::zeros({s.pad}, at::TensorOptions().dtype(at::kLong))));
+        seq.push_back(at::embedding(w_, at::zeros({s.pad}, LongOptions())));
     }
     in.done.clear();
-    in.x = seq.empty() ? at::zeros({0, h_}, kF32) : at::cat(seq, 0);
+    in.x = seq.empty() ? at::zeros({0, h_}, F32()) : at::cat(seq, 0);
     return in;
   }
 
@@ -477,10 +479,10 @@ class Projector : public Layer {
         at::Tensor t = x.narrow(0, at, s.audio_pos);  // the pads (audio_pad rows) end here
         at += s.audio_pos + s.audio_pad;
         const int64_t pad = s.audio_llm * group_ - s.audio_pos;
-        if (pad > 0) t = at::cat({t, at::zeros({pad, enc_hidden_}, kF32)}, 0);
+        if (pad > 0) t = at::cat({t, at::zeros({pad, enc_hidden_}, F32())}, 0);
         pieces.push_back(t.reshape({s.audio_llm, group_ * enc_hidden_}));
       }
-      grouped = pieces.empty() ? at::zeros({0, group_ * enc_hidden_}, kF32) : at::cat(pieces, 0);
+      grouped = pieces.empty() ? at::zeros({0, group_ * enc_hidden_}, F32()) : at::cat(pieces, 0);
     }
     at::Tensor y = has_norm_ ? at::layer_norm(grouped, {in_width_}, norm_.w, norm_.b, 1e-5) : grouped;
     for (size_t i = 0; i < w_.size(); ++i) {
@@ -519,8 +521,8 @@ class Head : public Layer {
     std::vector<at::Tensor> labels;
     for (const SampleShape& s : mb.samples) {
       at::Generator g = Gen(mb.seed, s.index, kLabels);
-      labels.push_back(at::randint(vocab_, {s.llm_tokens}, g, at::TensorOptions().dtype(at::kLong)));
-      if (s.pad > 0) labels.push_back(at::full({s.pad}, kIgnoreLabel, at::TensorOptions().dtype(at::kLong)));
+      labels.push_back(at::randint(vocab_, {s.llm_tokens}, g, LongOptions()));
+      if (s.pad > 0) labels.push_back(at::full({s.pad}, kIgnoreLabel, LongOptions()));
     }
     const at::Tensor target = at::cat(labels, 0);
     in.loss = at::cross_entropy_loss(logits, target, {}, at::Reduction::Sum, kIgnoreLabel) /

@@ -16,9 +16,8 @@ void AdamW(at::Tensor p, const at::Tensor& g, at::Tensor& m, at::Tensor& v, int6
   p.addcdiv_(m / c1, (v / c2).sqrt_().add_(eps), -lr);
 }
 
-Optimizer::Optimizer(std::vector<at::Tensor> params, bool zero1, int dp_rank, int dp,
-                     c10::intrusive_ptr<c10d::ProcessGroupGloo> dp_group, int dp_peer, StatusBoard& status,
-                     OpRecorder& recorder)
+Optimizer::Optimizer(std::vector<at::Tensor> params, bool zero1, int dp_rank, int dp, CommGroupPtr dp_group,
+                     int dp_peer, StatusBoard& status, OpRecorder& recorder, Timeline& timeline)
     : params_(std::move(params)),
       zero1_(zero1),
       dp_rank_(dp_rank),
@@ -26,7 +25,8 @@ Optimizer::Optimizer(std::vector<at::Tensor> params, bool zero1, int dp_rank, in
       dp_group_(std::move(dp_group)),
       dp_peer_(dp_peer),
       status_(status),
-      recorder_(recorder) {
+      recorder_(recorder),
+      timeline_(timeline) {
   if (!zero1_)
     for (const at::Tensor& p : params_) {
       adam_m_.push_back(at::zeros_like(p));
@@ -35,7 +35,7 @@ Optimizer::Optimizer(std::vector<at::Tensor> params, bool zero1, int dp_rank, in
 }
 
 void Optimizer::Step(std::vector<DpBucket>& reduced) {
-  const double t0 = NowUs();
+  const Mark t0 = timeline_.Now();
   at::NoGradGuard no_grad;
   ++step_;
   if (!zero1_) {
@@ -43,7 +43,7 @@ void Optimizer::Step(std::vector<DpBucket>& reduced) {
       at::Tensor p = params_[i];
       if (p.grad().defined()) AdamW(p, p.grad(), adam_m_[i], adam_v_[i], step_);
     }
-    recorder_.Record(OpKind::kOptimizer, Lane::kCompute, -1, 0, t0, NowUs());
+    recorder_.Record(OpKind::kOptimizer, Lane::kCompute, -1, 0, t0, timeline_.Now());
     return;
   }
   status_.SetOp("ZeRO-1 optimizer step");
@@ -60,13 +60,13 @@ void Optimizer::Step(std::vector<DpBucket>& reduced) {
     AdamW(mine, b.shard, mv.first, mv.second, step_);
     updated.emplace_back(&b, mine);
   }
-  recorder_.Record(OpKind::kOptimizer, Lane::kCompute, -1, 0, t0, NowUs());
+  recorder_.Record(OpKind::kOptimizer, Lane::kCompute, -1, 0, t0, timeline_.Now());
   status_.SetOp("ZeRO-1 all-gather of the updated parameters");
   for (auto& [b, mine] : updated) {
-    const double g0 = NowUs();
+    const Mark g0 = timeline_.Now();
     const at::Tensor all = GatherShards(*dp_group_, dp_, mine, b->rec.chunk, "parameter", status_);
     WriteBack(b->params, all);
-    if (OpRecord* r = recorder_.Record(OpKind::kDpAllGather, Lane::kDp, -1, b->rec.chunk, g0, NowUs(),
+    if (OpRecord* r = recorder_.Record(OpKind::kDpAllGather, Lane::kDp, -1, b->rec.chunk, g0, timeline_.Now(),
                                        all.numel() * 4)) {
       r->bucket = b->rec.bucket;
       r->peer = dp_peer_;

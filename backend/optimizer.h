@@ -13,7 +13,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include "backend/comm.h"
 
 #include <cstdint>
 #include <map>
@@ -23,6 +23,7 @@
 #include "backend/grad_reducer.h"
 #include "backend/op_recorder.h"
 #include "backend/rank_support.h"
+#include "backend/timeline.h"
 
 namespace mmtwin::backend {
 
@@ -33,9 +34,8 @@ void AdamW(at::Tensor p, const at::Tensor& g, at::Tensor& m, at::Tensor& v, int6
 class Optimizer {
  public:
   // `params`: this rank's parameters; `dp_rank` of `dp` replicas; `dp_peer` the DP ring successor's device.
-  Optimizer(std::vector<at::Tensor> params, bool zero1, int dp_rank, int dp,
-            c10::intrusive_ptr<c10d::ProcessGroupGloo> dp_group, int dp_peer, StatusBoard& status,
-            OpRecorder& recorder);
+  Optimizer(std::vector<at::Tensor> params, bool zero1, int dp_rank, int dp, CommGroupPtr dp_group,
+            int dp_peer, StatusBoard& status, OpRecorder& recorder, Timeline& timeline);
 
   // ZeRO 0: every parameter's .grad(). ZeRO-1: the shards of `reduced` (GradientReducer::reduced()), which
   // is cleared once the parameters are written back.
@@ -45,10 +45,11 @@ class Optimizer {
   const std::vector<at::Tensor> params_;
   const bool zero1_;
   const int dp_rank_, dp_;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> dp_group_;
+  CommGroupPtr dp_group_;
   const int dp_peer_;
   StatusBoard& status_;
   OpRecorder& recorder_;
+  Timeline& timeline_;
   int64_t step_ = 0;
   std::vector<at::Tensor> adam_m_, adam_v_;  // ZeRO 0: per parameter
   // ZeRO-1: the moments of this rank's shard of each bucket, by (chunk, bucket).

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <string>
 
+#include "backend/device.h"
 #include "backend/torch_runtime.h"
 
 namespace mmtwin::backend {
@@ -53,10 +54,8 @@ std::vector<at::Tensor> BackwardCut(const State& in, const State& out, const std
 }  // namespace
 
 PipelineRunner::PipelineRunner(const Plan& plan, const ModelSpec& model, const DeviceMesh& mesh, int rank,
-                               std::map<int, std::vector<std::unique_ptr<Layer>>>& layers,
-                               c10::intrusive_ptr<c10d::ProcessGroupGloo> pp,
-                               c10::intrusive_ptr<c10d::ProcessGroupGloo> dp, StatusBoard& status,
-                               OpRecorder& recorder)
+                               std::map<int, std::vector<std::unique_ptr<Layer>>>& layers, CommGroupPtr pp,
+                               CommGroupPtr dp, StatusBoard& status, OpRecorder& recorder, Timeline& timeline)
     : plan_(plan),
       model_layers_(Layers(model)),
       mesh_(mesh),
@@ -66,7 +65,8 @@ PipelineRunner::PipelineRunner(const Plan& plan, const ModelSpec& model, const D
       pp_(std::move(pp)),
       dp_(std::move(dp)),
       status_(status),
-      recorder_(recorder) {}
+      recorder_(recorder),
+      timeline_(timeline) {}
 
 // A kept layer alone, or a recomputed group (a 1 followed by 2s) of the chunk's layers.
 std::vector<PipelineRunner::Group> PipelineRunner::GroupsOf(int chunk) const {
@@ -91,7 +91,7 @@ std::vector<PipelineRunner::Group> PipelineRunner::GroupsOf(int chunk) const {
 void PipelineRunner::BeginIteration(const IterationData& it, const std::vector<MicroBatch>& mbs) {
   it_ = &it;
   mbs_ = &mbs;
-  loss_sum_ = 0;
+  losses_.clear();
   backwards_left_.clear();
   for (const PipeOp& op : plan_.schedule.per_rank[coord_.pp])
     if (EndsBackward(op.kind)) ++backwards_left_[op.chunk];
@@ -109,10 +109,10 @@ void PipelineRunner::RunSchedule(const BackwardHook& on_backward) {
 
 void PipelineRunner::SendState(const std::vector<at::Tensor>& parts, bool has_x, int peer_pp, int tag,
                                OpKind kind, int m, int chunk) {
-  const double t0 = NowUs();
+  const Mark t0 = timeline_.Now();
   PendingSend ps;
-  ps.header_t = at::zeros({64}, at::TensorOptions().dtype(at::kLong));
-  auto* h = ps.header_t.data_ptr<int64_t>();
+  at::Tensor header = at::zeros({64}, at::TensorOptions().dtype(at::kLong));
+  auto* h = header.data_ptr<int64_t>();
   h[0] = static_cast<int64_t>(parts.size());
   h[1] = has_x ? 1 : 0;
   std::vector<at::Tensor> flat;
@@ -121,34 +121,36 @@ void PipelineRunner::SendState(const std::vector<at::Tensor>& parts, bool has_x,
     h[3 + 2 * i] = parts[i].dim() > 1 ? parts[i].size(1) : 1;
     flat.push_back(parts[i].detach().reshape({-1}));
   }
-  ps.payload_t = flat.empty() ? at::zeros({0}) : at::cat(flat, 0).contiguous();
+  ps.header_t = header.to(ComputeDevice());  // NCCL sends device tensors only
+  ps.payload_t = flat.empty() ? at::zeros({0}, FloatOptions()) : at::cat(flat, 0).contiguous();
   std::vector<at::Tensor> hv{ps.header_t}, pv{ps.payload_t};
   ps.header = pp_->send(hv, peer_pp, 2 * tag);
   ps.payload = pp_->send(pv, peer_pp, 2 * tag + 1);
   const int64_t bytes = ps.payload_t.numel() * 4;
   sends_.push_back(std::move(ps));
   recorder_.Record(kind, kind == OpKind::kP2pSendActivation ? Lane::kP2pForward : Lane::kP2pBackward, m,
-                   chunk, t0, NowUs(), bytes);
+                   chunk, t0, timeline_.Now(), bytes);
 }
 
 std::vector<at::Tensor> PipelineRunner::RecvState(int peer_pp, int tag, bool& has_x, PassKind pass, int m,
                                                   int chunk) {
-  const double t0 = NowUs();
+  const Mark t0 = timeline_.Now();
   const RankGroup pipe = mesh_.Group(MeshDim::kPp, rank_);
   const std::string what = std::string(pass == PassKind::kForward ? "activation" : "gradient") + " of mb " +
                            std::to_string(m) + " chunk " + std::to_string(chunk) + " from rank " +
                            std::to_string(pipe.ranks[peer_pp]);
   status_.SetOp("waiting for the " + what);
-  at::Tensor header = at::zeros({64}, at::TensorOptions().dtype(at::kLong));
+  at::Tensor header = at::zeros({64}, LongOptions());
   std::vector<at::Tensor> hv{header};
   try {
     pp_->recv(hv, peer_pp, 2 * tag)->wait();
-    const int64_t* h = header.data_ptr<int64_t>();
+    const at::Tensor host = header.cpu();  // the sizes decide the payload's: the schedule waits here anyway
+    const int64_t* h = host.data_ptr<int64_t>();
     const int64_t n = h[0];
     has_x = h[1] != 0;
     int64_t total = 0;
     for (int64_t i = 0; i < n; ++i) total += h[2 + 2 * i] * h[3 + 2 * i];
-    at::Tensor payload = at::empty({total}, at::TensorOptions().dtype(at::kFloat));
+    at::Tensor payload = at::empty({total}, FloatOptions());
     std::vector<at::Tensor> pv{payload};
     pp_->recv(pv, peer_pp, 2 * tag + 1)->wait();
     std::vector<at::Tensor> parts;
@@ -159,7 +161,7 @@ std::vector<at::Tensor> PipelineRunner::RecvState(int peer_pp, int tag, bool& ha
       at += r * c;
     }
     recorder_.Record(OpKind::kP2pRecv, pass == PassKind::kForward ? Lane::kP2pForward : Lane::kP2pBackward, m,
-                     chunk, t0, NowUs(), total * 4, pass);
+                     chunk, t0, timeline_.Now(), total * 4, pass);
     return parts;
   } catch (const std::exception& e) {
     ThrowPeerFailure(status_.iteration() + ": waiting for the " + what, e);
@@ -185,15 +187,15 @@ void PipelineRunner::Dispatch(int m, const std::vector<std::vector<DispatchTrans
   int64_t n_send = 0, n_recv = 0;
   for (int r = 0; r < dp; ++r) n_send += send[r], n_recv += recv[r];
   status_.SetOp(what + " of mb " + std::to_string(m));
-  at::Tensor out = at::empty({n_send}, at::TensorOptions().dtype(at::kFloat)).fill_(static_cast<float>(me));
-  at::Tensor in = at::empty({n_recv}, at::TensorOptions().dtype(at::kFloat));
-  const double t0 = NowUs();
+  at::Tensor out = at::empty({n_send}, FloatOptions()).fill_(static_cast<float>(me));
+  at::Tensor in = at::empty({n_recv}, FloatOptions());
+  const Mark t0 = timeline_.Now();
   try {
     dp_->alltoall_base(in, out, recv, send)->wait();
   } catch (const std::exception& e) {
     ThrowPeerFailure(status_.iteration() + ": " + what + " of mb " + std::to_string(m), e);
   }
-  recorder_.Record(OpKind::kDispatch, Lane::kDispatch, m, 0, t0, NowUs(), n_send * 4, pass);
+  recorder_.Record(OpKind::kDispatch, Lane::kDispatch, m, 0, t0, timeline_.Now(), n_send * 4, pass);
 }
 
 void PipelineRunner::Forward(int m, int chunk) {
@@ -215,16 +217,17 @@ void PipelineRunner::Forward(int m, int chunk) {
     }
     s = State::FromParts(std::move(parts), has_x);
   }
-  const double t0 = NowUs();
+  const Mark t0 = timeline_.Now();
   Held held;
   auto& layers = layers_[chunk];
   const int first = plan_.partition.bounds[chunk];
+  AutocastScope autocast;  // backend.autocast: bf16 (device.h); off again when the chunk's forward ends
   for (const Group& g : GroupsOf(chunk)) {
     Held::Entry e;
     e.group = g;
     e.in = Cut(s);
     const int64_t live0 = LiveBytes();
-    const double g0 = NowUs();
+    const Mark g0 = timeline_.Now();
     if (g.recompute) {
       at::NoGradGuard no_grad;
       State x = e.in;
@@ -234,13 +237,12 @@ void PipelineRunner::Forward(int m, int chunk) {
       e.out = layers[g.first - first]->Forward(e.in, mb);
       s = e.out;
     }
-    e.fwd_us = NowUs() - g0;
+    const Mark g1 = timeline_.Now();
     if (recorder_.measuring())
       for (int l = g.first; l < g.last; ++l) {
         LayerTiming p;
         p.micro_batch = m;
         p.layer = l;
-        p.fwd_us = e.fwd_us / (g.last - g.first);
         if (!g.recompute) {
           // Memory the forward left allocated (what it saved for its backward, and its output), and the
           // output's own bytes (the next layer's input: what a recomputed layer keeps).
@@ -248,14 +250,14 @@ void PipelineRunner::Forward(int m, int chunk) {
           p.out_bytes = s.x.defined() ? static_cast<int64_t>(s.x.nbytes()) : 0;
         }
         Workload(model_layers_[l], mb, p);
-        recorder_.AddLayer(std::move(p));
+        recorder_.AddLayer(std::move(p), g0, g1, g.last - g.first);
       }
     held.entries.push_back(std::move(e));
   }
   held.out = s;
-  const double t1 = NowUs();
-  recorder_.Record(OpKind::kForward, Lane::kCompute, m, chunk, t0, t1);
-  if (s.loss.defined()) loss_sum_ += s.loss.item<double>();
+  recorder_.Record(OpKind::kForward, Lane::kCompute, m, chunk, t0, timeline_.Now());
+  // Kept as a tensor: reading it would make the host wait for the GPU (loss_sum() reads them).
+  if (s.loss.defined()) losses_.push_back(s.loss.detach());
   const bool last = chunk == plan_.parallel.chunks() - 1;
   if (!last) {
     const int next = PipeRankOfChunk(chunk + 1, pp);
@@ -291,45 +293,47 @@ void PipelineRunner::Backward(int m, int chunk, const BackwardHook& on_backward)
   held_.erase({m, chunk});
   auto& layers = layers_[chunk];
   const int first = plan_.partition.bounds[chunk];
-  const double t0 = NowUs();
-  double rc_us = 0;
-  std::map<int, double> layer_bwd, layer_rc;
+  const Mark t0 = timeline_.Now();
+  OpRecorder::Spans rc_spans;
+  std::map<int, OpRecorder::Spans> layer_bwd, layer_rc;
   std::map<int, int64_t> layer_work;  // the backward's working memory per layer (bytes above its start)
   for (int e = static_cast<int>(held.entries.size()) - 1; e >= 0; --e) {
     Held::Entry& en = held.entries[e];
     if (!en.group.recompute) {
-      const double b0 = NowUs();
+      const Mark b0 = timeline_.Now();
       const int64_t live0 = StartWindow();
       grads = BackwardCut(en.in, en.out, grads);
-      layer_bwd[en.group.first] += NowUs() - b0;
+      layer_bwd[en.group.first].emplace_back(b0, timeline_.Now());
       layer_work[en.group.first] = WindowGrowth(live0);
       continue;
     }
     // Recompute the group from its kept input, one cut per layer, then run their backwards.
-    const double r0 = NowUs();
+    const Mark r0 = timeline_.Now();
     std::vector<std::pair<State, State>> cuts;
     State x = en.in;
-    for (int l = en.group.first; l < en.group.last; ++l) {
-      State in = Cut(x);
-      const double l0 = NowUs();
-      State out = layers[l - first]->Forward(in, mb);
-      layer_rc[l] += NowUs() - l0;
-      cuts.emplace_back(in, out);
-      x = out;
+    {
+      AutocastScope autocast;  // the recompute repeats the forward as it ran; the backwards run outside it
+      for (int l = en.group.first; l < en.group.last; ++l) {
+        State in = Cut(x);
+        const Mark l0 = timeline_.Now();
+        State out = layers[l - first]->Forward(in, mb);
+        layer_rc[l].emplace_back(l0, timeline_.Now());
+        cuts.emplace_back(in, out);
+        x = out;
+      }
     }
-    rc_us += NowUs() - r0;
+    rc_spans.emplace_back(r0, timeline_.Now());
     for (int i = static_cast<int>(cuts.size()) - 1; i >= 0; --i) {
-      const double b0 = NowUs();
+      const Mark b0 = timeline_.Now();
       const int64_t live0 = StartWindow();
       grads = BackwardCut(cuts[i].first, cuts[i].second, grads);
-      layer_bwd[en.group.first + i] += NowUs() - b0;
+      layer_bwd[en.group.first + i].emplace_back(b0, timeline_.Now());
       layer_work[en.group.first + i] = WindowGrowth(live0);
     }
   }
-  const double t1 = NowUs();
-  if (rc_us > 0) recorder_.Record(OpKind::kRecompute, Lane::kCompute, m, chunk, t0, t0 + rc_us);
-  recorder_.Record(OpKind::kBackward, Lane::kCompute, m, chunk, t0 + rc_us, t1, 0, PassKind::kBackward);
-  recorder_.SetLayerBackward(m, first, plan_.partition.bounds[chunk + 1], layer_bwd, layer_rc, layer_work);
+  recorder_.RecordBackward(m, chunk, t0, std::move(rc_spans), timeline_.Now());
+  recorder_.SetLayerBackward(m, first, plan_.partition.bounds[chunk + 1], std::move(layer_bwd),
+                             std::move(layer_rc), layer_work);
   if (chunk > 0) {
     const int prev = PipeRankOfChunk(chunk - 1, pp);
     const bool has_x = held.entries.front().in.x.defined();
@@ -352,6 +356,12 @@ void PipelineRunner::FinishSends() {
     }
   }
   sends_.clear();
+}
+
+double PipelineRunner::loss_sum() const {
+  double total = 0;
+  for (const at::Tensor& l : losses_) total += l.item<double>();
+  return total;
 }
 
 }  // namespace mmtwin::backend

@@ -23,7 +23,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include "backend/comm.h"
 
 #include <functional>
 #include <map>
@@ -34,6 +34,7 @@
 #include "backend/model.h"
 #include "backend/op_recorder.h"
 #include "backend/rank_support.h"
+#include "backend/timeline.h"
 #include "core/plan/mesh.h"
 #include "core/plan/plan.h"
 
@@ -48,9 +49,8 @@ class PipelineRunner {
   // rank's pipeline group, `dp` its DP group (the dispatch all-to-alls). Everything referenced must outlive
   // the runner.
   PipelineRunner(const Plan& plan, const ModelSpec& model, const DeviceMesh& mesh, int rank,
-                 std::map<int, std::vector<std::unique_ptr<Layer>>>& layers,
-                 c10::intrusive_ptr<c10d::ProcessGroupGloo> pp, c10::intrusive_ptr<c10d::ProcessGroupGloo> dp,
-                 StatusBoard& status, OpRecorder& recorder);
+                 std::map<int, std::vector<std::unique_ptr<Layer>>>& layers, CommGroupPtr pp, CommGroupPtr dp,
+                 StatusBoard& status, OpRecorder& recorder, Timeline& timeline);
 
   // Before the iteration's start: `it` and this DP rank's micro-batches of it (both must live until
   // RunSchedule returns); resets the loss.
@@ -60,7 +60,7 @@ class PipelineRunner {
   // Waits for the iteration's sends to complete.
   void FinishSends();
   // The sum of the losses of this rank's micro-batches in the iteration (0 but on the last chunk's ranks).
-  double loss_sum() const { return loss_sum_; }
+  double loss_sum() const;  // waits for the GPU
 
  private:
   // What the forward of (micro-batch, chunk) keeps for its backward, per layer group.
@@ -72,7 +72,6 @@ class PipelineRunner {
     struct Entry {
       Group group;
       State in, out;  // out is empty for a recomputed group
-      double fwd_us = 0;
     };
     std::vector<Entry> entries;
     State out;  // the chunk's output (or the loss)
@@ -100,9 +99,10 @@ class PipelineRunner {
   const int rank_;
   const MeshCoord coord_;
   std::map<int, std::vector<std::unique_ptr<Layer>>>& layers_;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> pp_, dp_;
+  CommGroupPtr pp_, dp_;
   StatusBoard& status_;
   OpRecorder& recorder_;
+  Timeline& timeline_;
 
   // Per iteration.
   const IterationData* it_ = nullptr;
@@ -112,7 +112,7 @@ class PipelineRunner {
   std::map<std::pair<int, int>, bool> local_has_x_;
   std::vector<PendingSend> sends_;
   std::map<int, int> backwards_left_;  // chunk -> backwards still to run this iteration
-  double loss_sum_ = 0;
+  std::vector<at::Tensor> losses_;     // the last chunk's losses of the iteration
 };
 
 }  // namespace mmtwin::backend

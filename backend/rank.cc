@@ -6,11 +6,12 @@
 //   optimizer.h      Optimizer        AdamW, or its ZeRO-1 shards and the parameters' all-gather
 //   op_recorder.h    OpRecorder       every op and layer timed into measured records
 // and, on rank 0, gathers every rank's records after each measured iteration for the run folder's writer
-// (measure.h: RecordWriter). Also the clock alignment and the ping-pong link calibration. c10d (Gloo) carries
-// every transfer between processes.
+// (measure.h: RecordWriter). Also the clock alignment and the ping-pong link calibration. c10d carries every
+// transfer between processes (comm.h): Gloo on CPU ranks; on GPU ranks (backend.device: cuda) NCCL carries the
+// DP, pipeline and TP groups and Gloo the world group (control: barriers, clocks; NCCL when Gloo is not built).
+// Times are marks of the rank's timeline (timeline.h: CUDA events on GPU ranks), resolved once per iteration.
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <signal.h>
@@ -24,6 +25,9 @@
 #include <mutex>
 #include <thread>
 
+#include "backend/comm.h"
+#include "backend/cuda_support.h"
+#include "backend/device.h"
 #include "backend/grad_reducer.h"
 #include "backend/measure.h"
 #include "backend/model.h"
@@ -33,6 +37,7 @@
 #include "backend/plan_exchange.h"
 #include "backend/rank_support.h"
 #include "backend/reference.h"
+#include "backend/timeline.h"
 #include "backend/torch_runtime.h"
 #include "backend/train.h"
 #include "core/plan/mesh.h"
@@ -96,6 +101,13 @@ class Rank {
   std::vector<std::pair<std::string, at::Tensor>> Whole(bool values);
   double DumpLoss() const;
   void AlignClocks();
+  // GPU ranks: an all-reduce over the DP group (NCCL) of rank + 1 checked against the sum it must give.
+  void CheckNccl();
+  // Tensors for the world group: on the GPU when NCCL carries it.
+  at::TensorOptions WorldOptions() const {
+    return at::TensorOptions().device(world_kind_ == CommKind::kNccl ? ComputeDevice()
+                                                                     : at::Device(at::kCPU));
+  }
   void PingPong();
   void Publish(int index);
 
@@ -115,7 +127,9 @@ class Rank {
   int device_ = 0;
 
   c10::intrusive_ptr<c10d::Store> store_;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> world_, dp_, pp_, tp_;
+  CommGroupPtr world_, dp_, pp_, tp_;
+  CommKind world_kind_ = CommKind::kGloo;
+  std::unique_ptr<Timeline> timeline_;
   TpGroup tp_group_;  // what the model's tensor-parallel blocks use (model.h)
 
   std::map<int, std::vector<std::unique_ptr<Layer>>> layers_;  // chunk -> its layers
@@ -132,7 +146,8 @@ class Rank {
 
   // Rank 0: the measured records' writer (declared after run_, which it reads: destroyed first).
   std::unique_ptr<RecordWriter> writer_;
-  std::vector<int64_t> stage_peak_;  // the largest peak of any rank per stage so far
+  std::vector<int64_t> stage_peak_;                           // the largest peak of any rank per stage so far
+  int64_t max_peak_bytes_ = 0, max_peak_reserved_bytes_ = 0;  // this rank's, over the measured iterations
   int64_t published_ = 0;
   bool write_error_reported_ = false;
 };
@@ -155,6 +170,18 @@ Status Rank::Setup() {
   mesh_ = std::make_unique<DeviceMesh>(plan_.parallel);
   coord_ = mesh_->Coord(rv_.rank);
   device_ = mesh_->DeviceOfRank(rv_.rank);
+  if (scenario_.backend.device == "cuda") {
+    UseCudaDevice(rv_.local_rank);
+    UseCudaMemory(rv_.local_rank);
+    if (rv_.rank == 0) out_ << "mmtwin-train: rank 0 on " << CudaDescription(rv_.local_rank) << "\n";
+  }
+  timeline_ = std::make_unique<Timeline>(OnCuda() ? CudaIndex() : -1);
+  if (scenario_.backend.autocast == "bf16") {
+    // Activations cross stages as fp32 payloads (pipeline.cc): bf16 ones would come back as fp32 gradients.
+    if (plan_.parallel.pp > 1)
+      return Error("backend.autocast: bf16 runs with pp 1 only (the pipeline's transfers are fp32)");
+    UseAutocastBf16(true);
+  }
   MakeGroups();
   MakeParts();
   return Status();
@@ -173,7 +200,8 @@ Status Rank::SharePlan() {
     }
     run_ = std::make_unique<PlannedRun>(std::move(*planned));
     if (opt_.measure && !opt_.pingpong) {
-      writer_ = std::make_unique<RecordWriter>(opt_.rundir, *run_, "libtorch-gloo");
+      writer_ = std::make_unique<RecordWriter>(
+          opt_.rundir, *run_, scenario_.backend.device == "cuda" ? "libtorch-nccl" : "libtorch-gloo");
       std::lock_guard<std::mutex> lock(g_writer_mu);
       g_writer = writer_.get();
     }
@@ -190,25 +218,27 @@ Status Rank::SharePlan() {
 }
 
 void Rank::MakeGroups() {
-  auto opts = c10d::ProcessGroupGloo::Options::create(
-      std::chrono::milliseconds(static_cast<int64_t>(scenario_.backend.timeout_s * 1000)));
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(scenario_.backend.timeout_s * 1000));
   const bool loopback = rv_.master_addr == "127.0.0.1" || rv_.master_addr == "localhost";
-  opts->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                   : c10d::ProcessGroupGloo::createDefaultDevice());
-  opts->threads = 2;
-  world_ = c10::make_intrusive<c10d::ProcessGroupGloo>(
-      c10::make_intrusive<c10d::PrefixStore>("world", store_), rv_.rank, rv_.world_size, opts);
+  // GPU ranks without NCCL in the build (world size 1 needs no transfer) fall back to Gloo.
+  const CommKind data_kind = OnCuda() && CommBuilt(CommKind::kNccl) ? CommKind::kNccl : CommKind::kGloo;
+  if (OnCuda() && data_kind == CommKind::kGloo && rv_.rank == 0)
+    out_ << "mmtwin-train: this build has no NCCL: Gloo carries the GPU ranks' groups\n";
+  world_kind_ = CommBuilt(CommKind::kGloo) ? CommKind::kGloo : data_kind;
+  world_ = MakeCommGroup(world_kind_, c10::make_intrusive<c10d::PrefixStore>("world", store_), rv_.rank,
+                         rv_.world_size, timeout, loopback);
   auto group = [&](MeshDim dim, const std::string& name) {
     const RankGroup g = mesh_->Group(dim, rv_.rank);
     int me = 0;
     for (size_t i = 0; i < g.ranks.size(); ++i)
       if (g.ranks[i] == rv_.rank) me = static_cast<int>(i);
-    return c10::make_intrusive<c10d::ProcessGroupGloo>(
-        c10::make_intrusive<c10d::PrefixStore>(name + "/" + std::to_string(g.ranks[0]), store_), me,
-        static_cast<int>(g.ranks.size()), opts);
+    return MakeCommGroup(
+        data_kind, c10::make_intrusive<c10d::PrefixStore>(name + "/" + std::to_string(g.ranks[0]), store_),
+        me, static_cast<int>(g.ranks.size()), timeout, loopback);
   };
   dp_ = group(MeshDim::kDp, "dp");
   pp_ = group(MeshDim::kPp, "pp");
+  if (data_kind == CommKind::kNccl) CheckNccl();
   if (plan_.parallel.tp > 1) {
     tp_ = group(MeshDim::kTp, "tp");
     tp_group_.size = plan_.parallel.tp;
@@ -243,13 +273,13 @@ void Rank::MakeParts() {
   const int dp_peer = mesh_->DpNeighbor(device_, 1);
   recorder_ = std::make_unique<OpRecorder>(device_);
   pipeline_ = std::make_unique<PipelineRunner>(plan_, model_, *mesh_, rv_.rank, layers_, pp_, dp_, status_,
-                                               *recorder_);
-  reducer_ =
-      std::make_unique<GradientReducer>(plan_, dp_peer, std::move(chunk_params), dp_, status_, *recorder_);
+                                               *recorder_, *timeline_);
+  reducer_ = std::make_unique<GradientReducer>(plan_, dp_peer, std::move(chunk_params), dp_, status_,
+                                               *recorder_, *timeline_);
   std::vector<at::Tensor> params;
   for (const auto& np : named_) params.push_back(np.second);
   optimizer_ = std::make_unique<Optimizer>(std::move(params), reducer_->zero1(), coord_.dp, plan_.parallel.dp,
-                                           dp_, dp_peer, status_, *recorder_);
+                                           dp_, dp_peer, status_, *recorder_, *timeline_);
 }
 
 // The tests' view of this rank's parameters (values) or gradients: TP-split ones gathered whole over the TP
@@ -281,9 +311,26 @@ std::vector<std::pair<std::string, at::Tensor>> Rank::Whole(bool values) {
 // Every TP rank computes the same loss: only TP rank 0 reports it, so the ranks' losses sum to the reference's.
 double Rank::DumpLoss() const { return coord_.tp == 0 ? pipeline_->loss_sum() : 0.0; }
 
+void Rank::CheckNccl() {
+  const RankGroup g = mesh_->Group(MeshDim::kDp, rv_.rank);
+  const int n = static_cast<int>(g.ranks.size());
+  at::Tensor t = at::full({1024}, static_cast<float>(coord_.dp + 1), FloatOptions());
+  std::vector<at::Tensor> v{t};
+  dp_->allreduce(v)->wait();
+  const double expected = n * (n + 1) / 2.0;
+  const double lo = t.min().item<double>(), hi = t.max().item<double>();
+  if (lo != expected || hi != expected)
+    throw std::runtime_error("NCCL all-reduce check: the DP group of " + std::to_string(n) +
+                             " rank(s) summed to [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                             "], expected " + std::to_string(expected));
+  if (rv_.rank == 0)
+    out_ << "mmtwin-train: NCCL all-reduce check passed (DP group of " << n
+         << " rank(s): 1024 floats summed to " << expected << ")\n";
+}
+
 void Rank::AlignClocks() {
   // Cristian's algorithm against rank 0 over the world group: 8 round trips, the offset of the shortest.
-  at::Tensor t = at::zeros({1}, at::TensorOptions().dtype(at::kDouble));
+  at::Tensor t = at::zeros({1}, WorldOptions().dtype(at::kDouble));
   std::vector<at::Tensor> v{t};
   double offset_us = 0;
   for (int r = 1; r < rv_.world_size; ++r) {
@@ -318,7 +365,7 @@ void Rank::PingPong() {
     int exchange = 0;
     for (int64_t bytes = 4096; bytes <= (int64_t{64} << 20); bytes *= 4) {
       status_.Set("ping-pong with rank " + std::to_string(peer) + ": " + std::to_string(bytes) + " bytes");
-      at::Tensor t = at::zeros({bytes / 4});
+      at::Tensor t = at::zeros({bytes / 4}, WorldOptions());
       std::vector<at::Tensor> v{t};
       for (int k = 0; k < kWarmup + opt_.pingpong_reps; ++k, ++exchange) {
         const int tag = 3000 + 2 * exchange;
@@ -366,6 +413,7 @@ void Rank::RunIteration(int index, const IterationData& it, bool measured, bool 
   ResetPeak();
 
   world_->barrier()->wait();
+  timeline_->Begin();
   pipeline_->RunSchedule([this](int chunk, bool chunk_complete) {
     if (chunk_complete) reducer_->StartChunk(chunk);
     reducer_->Poll();
@@ -378,6 +426,13 @@ void Rank::RunIteration(int index, const IterationData& it, bool measured, bool 
     WriteGrads(opt_.dump_grads + "/grads.rank" + std::to_string(rv_.rank) + ".bin", Whole(false), DumpLoss());
   }
   optimizer_->Step(reducer_->reduced());
+  // Every mark of the iteration becomes a time (GPU ranks: the host waits for the GPU here, once).
+  timeline_->Resolve();
+  recorder_->Resolve([this](Mark m) { return timeline_->Us(m); });
+  if (measured) {
+    max_peak_bytes_ = std::max(max_peak_bytes_, PeakBytes());
+    max_peak_reserved_bytes_ = std::max(max_peak_reserved_bytes_, PeakReservedBytes());
+  }
   if (dump)
     WriteGrads(opt_.dump_grads + "/params.rank" + std::to_string(rv_.rank) + ".bin", Whole(true), DumpLoss(),
                true);
@@ -480,6 +535,9 @@ int Rank::Train(const std::string& who) {
     out_ << "measured " << measured << " iterations in " << std::lround(wall_us / 1000.0) << " ms wall ("
          << (opt_.measure ? "measurement on" : "measurement off") << ", "
          << "wall_us_per_iteration=" << wall_us / measured << ")\n";
+    if (OnCuda())
+      out_ << "rank 0 peak memory of the measured iterations (CUDA caching allocator): allocated "
+           << max_peak_bytes_ << " bytes, reserved " << max_peak_reserved_bytes_ << " bytes\n";
     out_.flush();
   }
   return 0;
@@ -497,12 +555,15 @@ int Rank::Run() {
     status_.Open(rv_.rank);
     status_.Set("setting up");
     AlignClocks();
+    int rc = 0;
     if (opt_.pingpong) {
       PingPong();
       world_->barrier()->wait();
-      return 0;
+    } else {
+      rc = Train(who);
     }
-    return Train(who);
+    for (const CommGroupPtr& g : {dp_, pp_, tp_}) ShutdownCommGroup(g);
+    return rc;
   } catch (const PeerFailure& e) {
     err_ << who << e.what() << "\n";
     return 3;

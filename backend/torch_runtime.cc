@@ -2,9 +2,12 @@
 // Threads, oneDNN and the counting CPU allocator of a backend process (torch_runtime.h).
 #include "backend/torch_runtime.h"
 
+#include "backend/cuda_support.h"
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/CPUAllocator.h>
+#include <torch/csrc/api/include/torch/version.h>
 
 #include <dlfcn.h>
 
@@ -41,7 +44,12 @@ void DeleteCounted(void* ptr) {
 class CountingAllocator final : public c10::Allocator {
  public:
   explicit CountingAllocator(c10::Allocator* inner) : inner_(inner) { g_inner_delete = inner->raw_deleter(); }
+  // LibTorch 2.x: allocate is not const, and an allocator copies its own data (copy_data).
+#if TORCH_VERSION_MAJOR >= 2
+  c10::DataPtr allocate(size_t n) override {
+#else
   c10::DataPtr allocate(size_t n) const override {
+#endif
     c10::DataPtr p = inner_->allocate(n);
     void* data = p.release_context();
     if (data) {
@@ -58,6 +66,11 @@ class CountingAllocator final : public c10::Allocator {
     return {data, data, &DeleteCounted, c10::Device(c10::DeviceType::CPU)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &DeleteCounted; }
+#if TORCH_VERSION_MAJOR >= 2
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+#endif
 
  private:
   c10::Allocator* inner_;
@@ -81,17 +94,64 @@ void InstallCountingAllocator() {
   c10::SetCPUAllocator(alloc, /*priority=*/100);
 }
 
-int64_t LiveBytes() { return g_live_bytes.load(std::memory_order_relaxed); }
-int64_t PeakBytes() { return g_peak_bytes.load(); }
-void ResetPeak() { g_peak_bytes.store(g_live_bytes.load()); }
+namespace {
+// GPU ranks: the device, and the peaks folded in before each reset of the allocator's peak (a window).
+int g_cuda_memory_device = -1;
+int64_t g_cuda_peak_bytes = 0, g_cuda_peak_reserved_bytes = 0;
+
+void FoldCudaPeaks() {
+  const CudaMemory m = CudaMemoryStats(g_cuda_memory_device);
+  g_cuda_peak_bytes = std::max(g_cuda_peak_bytes, m.peak_allocated_bytes);
+  g_cuda_peak_reserved_bytes = std::max(g_cuda_peak_reserved_bytes, m.peak_reserved_bytes);
+}
+}  // namespace
+
+void UseCudaMemory(int device) { g_cuda_memory_device = device; }
+
+int64_t LiveBytes() {
+  if (g_cuda_memory_device >= 0) return CudaMemoryStats(g_cuda_memory_device).allocated_bytes;
+  return g_live_bytes.load(std::memory_order_relaxed);
+}
+
+int64_t PeakBytes() {
+  if (g_cuda_memory_device >= 0) {
+    FoldCudaPeaks();
+    return g_cuda_peak_bytes;
+  }
+  return g_peak_bytes.load();
+}
+
+int64_t PeakReservedBytes() {
+  if (g_cuda_memory_device < 0) return 0;
+  FoldCudaPeaks();
+  return g_cuda_peak_reserved_bytes;
+}
+
+void ResetPeak() {
+  if (g_cuda_memory_device >= 0) {
+    CudaResetPeakMemory(g_cuda_memory_device);
+    const CudaMemory m = CudaMemoryStats(g_cuda_memory_device);
+    g_cuda_peak_bytes = m.allocated_bytes;
+    g_cuda_peak_reserved_bytes = m.reserved_bytes;
+    return;
+  }
+  g_peak_bytes.store(g_live_bytes.load());
+}
 
 int64_t StartWindow() {
+  if (g_cuda_memory_device >= 0) {
+    FoldCudaPeaks();
+    CudaResetPeakMemory(g_cuda_memory_device);
+    return CudaMemoryStats(g_cuda_memory_device).allocated_bytes;
+  }
   const int64_t live = g_live_bytes.load(std::memory_order_relaxed);
   g_window_peak_bytes.store(live, std::memory_order_relaxed);
   return live;
 }
 
 int64_t WindowGrowth(int64_t start) {
+  if (g_cuda_memory_device >= 0)
+    return std::max<int64_t>(0, CudaMemoryStats(g_cuda_memory_device).peak_allocated_bytes - start);
   return std::max<int64_t>(0, g_window_peak_bytes.load(std::memory_order_relaxed) - start);
 }
 

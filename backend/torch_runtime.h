@@ -7,6 +7,8 @@
 // and a window's peak (StartWindow / WindowGrowth: a layer's backward working memory, the most it allocated
 // above what was live when it started). Without a wrappable allocator (no raw deleter) every count stays 0.
 // The counters are atomics: any thread may allocate.
+// GPU ranks (UseCudaMemory): the same functions read the CUDA caching allocator's statistics instead (bytes of
+// live tensors, cuda_support.h), the window by resetting its peak after folding it into PeakBytes().
 #pragma once
 
 #include <cstdint>
@@ -21,6 +23,9 @@ void SetThreads(int n);
 // Idempotent: installs the counting wrapper once per process.
 void InstallCountingAllocator();
 
+// From now on the counts are the CUDA caching allocator's on `device` (a GPU rank).
+void UseCudaMemory(int device);
+
 int64_t LiveBytes();  // bytes of the tensors allocated now
 int64_t PeakBytes();  // the most live bytes since the last ResetPeak()
 void ResetPeak();     // peak := live
@@ -29,5 +34,8 @@ void ResetPeak();     // peak := live
 int64_t StartWindow();
 // The window's peak above `start` (StartWindow's value), at least 0.
 int64_t WindowGrowth(int64_t start);
+
+// GPU ranks: the most the caching allocator reserved since the last ResetPeak() (0 on CPU ranks).
+int64_t PeakReservedBytes();
 
 }  // namespace mmtwin::backend

@@ -328,6 +328,16 @@ Status ParseBackend(const Parser& r, const YAML::Node& n, BackendConfig& b) {
       return r.At(v, "backend.timeout_s", kBadTimeout);
     b.timeout_s = x;
   }
+  if (const YAML::Node v = n["device"]) {
+    MMTWIN_ASSIGN_OR_RETURN(b.device, r.Str(v, "backend.device"));
+    if (std::find(kBackendDevices.begin(), kBackendDevices.end(), b.device) == kBackendDevices.end())
+      return r.At(v, "backend.device", "'" + b.device + "' is not cpu or cuda");
+  }
+  if (const YAML::Node v = n["autocast"]) {
+    MMTWIN_ASSIGN_OR_RETURN(b.autocast, r.Str(v, "backend.autocast"));
+    if (std::find(kBackendAutocasts.begin(), kBackendAutocasts.end(), b.autocast) == kBackendAutocasts.end())
+      return r.At(v, "backend.autocast", "'" + b.autocast + "' is not none or bf16");
+  }
   return Status();
 }
 
@@ -501,7 +511,8 @@ std::string FormatScenario(const Scenario& s) {
   e << YAML::Key << "engine" << YAML::Value << s.engine;
   // Written only when not the default, so that sweep run keys (a hash of this text) stay stable.
   if (s.cost != "analytic") e << YAML::Key << "cost" << YAML::Value << s.cost;
-  if (s.backend != BackendConfig{}) {
+  static const BackendConfig kDefaultBackend;  // a named default: GCC 12 warns (falsely) on a temporary's map
+  if (s.backend != kDefaultBackend) {
     const BackendConfig& b = s.backend;
     e << YAML::Key << "backend" << YAML::Value << YAML::BeginMap;
     e << YAML::Key << "width_divisor" << YAML::Value << b.shrink.width_divisor;
@@ -513,6 +524,8 @@ std::string FormatScenario(const Scenario& s) {
     e << YAML::Key << "warmup_iterations" << YAML::Value << b.warmup_iterations;
     e << YAML::Key << "timeout_s" << YAML::Value << b.timeout_s;
     e << YAML::Key << "threads" << YAML::Value << b.threads;
+    if (b.device != "cpu") e << YAML::Key << "device" << YAML::Value << b.device;
+    if (b.autocast != "none") e << YAML::Key << "autocast" << YAML::Value << b.autocast;
     e << YAML::EndMap;
   }
   e << YAML::EndMap;

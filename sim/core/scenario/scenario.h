@@ -54,6 +54,13 @@ struct BackendConfig {
   int warmup_iterations = 1;  // run before the measured ones; neither recorded nor in the summary
   double timeout_s = 300;     // a collective or receive that waits longer ends the job
   int threads = 1;            // intra-op threads per rank (CPU)
+  // Where each rank computes: "cpu" (Gloo between ranks), or "cuda": the GPU of the rank's LOCAL_RANK, NCCL
+  // between ranks, CUDA events for times and the caching allocator's statistics for memory (a CUDA build of
+  // mmtwin-train, backend/README.md).
+  std::string device = "cpu";
+  // Mixed precision of the forwards: "none" (fp32 throughout) or "bf16" (Torch's autocast: matmuls and
+  // convolutions in bf16, reductions and the loss in fp32; parameters, gradients and AdamW in fp32).
+  std::string autocast = "none";
   bool operator==(const BackendConfig&) const = default;
 };
 

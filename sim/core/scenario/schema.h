@@ -37,8 +37,10 @@ inline const std::vector<std::string> kParallelKeys = {"dp",
                                                        "grad_reduce_dtype"};
 inline const std::vector<std::string> kPolicyKinds = {"data", "partition", "recompute", "schedule", "sp"};
 inline const std::vector<std::string> kPolicyKeys = {"name", "params"};
-inline const std::vector<std::string> kBackendKeys = {"width_divisor", "layers", "warmup_iterations",
-                                                      "timeout_s", "threads"};
+inline const std::vector<std::string> kBackendKeys = {
+    "width_divisor", "layers", "warmup_iterations", "timeout_s", "threads", "device", "autocast"};
+inline const std::vector<std::string> kBackendDevices = {"cpu", "cuda"};
+inline const std::vector<std::string> kBackendAutocasts = {"none", "bf16"};
 
 constexpr int64_t kMaxDegree = 1 << 20;    // dp, micro_batches, sp
 constexpr int64_t kMaxSmallDegree = 4096;  // tp, pp, vpp
