@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# backend/gpu/gather_deps.sh [DIR]: the dependencies of mmtwin-train that a CUDA image lacks, from Debian's
+# packages, unpacked into one folder (default .gpudeps, ignored by git) for a machine with no package registry
+# (backend/gpu/README.md says why this way and not another):
+#   DIR/include          yaml-cpp, nlohmann-json, CLI11 headers
+#   DIR/lib/libyaml-cpp.a  yaml-cpp, static: nothing to find at run time
+#   DIR/gloo/include     Gloo's headers (searched after Torch's own: only for a LibTorch that ships none)
+#   DIR/MANIFEST.txt     the packages and versions, the date, the size
+# Built on the CPU machine (Debian bookworm, glibc 2.36, GCC 12, the new C++ ABI), they link into a program
+# built on a newer glibc and GCC: the old symbol versions are still there. Needs apt-get (the packages are
+# downloaded, not installed); at most 40 MiB; written atomically (DIR.tmp, then renamed).
+set -euo pipefail
+dir=${1:-.gpudeps}
+packages=(libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libgloo-dev)
+tmp="$dir.tmp"
+rm -rf "$tmp"
+mkdir -p "$tmp/debs" "$tmp/root" "$tmp/include" "$tmp/lib" "$tmp/gloo/include"
+(cd "$tmp/debs" && apt-get download "${packages[@]}" >/dev/null 2>&1) || {
+  echo "gather_deps: apt-get download ${packages[*]} failed (run apt-get update first?)" >&2
+  exit 1
+}
+for deb in "$tmp"/debs/*.deb; do dpkg -x "$deb" "$tmp/root"; done
+cp -r "$tmp/root/usr/include/yaml-cpp" "$tmp/root/usr/include/nlohmann" "$tmp/root/usr/include/CLI" "$tmp/include/"
+cp "$tmp/root/usr/lib/x86_64-linux-gnu/libyaml-cpp.a" "$tmp/lib/"
+cp -r "$tmp/root/usr/include/gloo" "$tmp/gloo/include/"
+{
+  echo "# mmtwin-train's dependencies for a machine without apt (backend/gpu/gather_deps.sh)"
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "host: $(. /etc/os-release && echo "$PRETTY_NAME"), $(ldd --version | head -1), $(g++ --version | head -1)"
+  for deb in "$tmp"/debs/*.deb; do dpkg-deb -f "$deb" Package Version | paste -sd' '; done
+} >"$tmp/MANIFEST.txt"
+rm -rf "$tmp/debs" "$tmp/root"
+size_kib=$(du -sk "$tmp" | cut -f1)
+echo "size: ${size_kib} KiB" >>"$tmp/MANIFEST.txt"
+if ((size_kib > 40 * 1024)); then
+  echo "gather_deps: $tmp is ${size_kib} KiB, over the 40 MiB the GPU machine's copy allows" >&2
+  exit 1
+fi
+rm -rf "$dir"
+mv "$tmp" "$dir"
+echo "gather_deps: $dir (${size_kib} KiB): $(grep -c "^Package" "$dir/MANIFEST.txt") packages"
