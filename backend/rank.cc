@@ -14,10 +14,12 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <execinfo.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -73,6 +75,27 @@ void TakeTerminationSignals() {
     }
     ::_exit(128 + sig);
   }).detach();
+}
+
+// A rank that crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) writes its stack to stderr before it dies with
+// the signal, so that a crash on a machine without a debugger (the GPU machine: backend/gpu/README.md) leaves
+// more than "killed by signal 11" in the run's log. backtrace() is called once at install, so that the handler
+// does not load libgcc (malloc) inside the signal.
+void PrintStackOnCrash(int sig) {
+  char head[96];
+  const int n = std::snprintf(head, sizeof head, "mmtwin-train: fatal signal %d; the rank's stack:\n", sig);
+  if (n > 0) (void)!::write(STDERR_FILENO, head, static_cast<size_t>(n));
+  void* frames[64];
+  const int depth = ::backtrace(frames, 64);
+  ::backtrace_symbols_fd(frames, depth, STDERR_FILENO);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+void InstallCrashStacks() {
+  void* warm[2];
+  (void)::backtrace(warm, 2);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::signal(sig, &PrintStackOnCrash);
 }
 
 class Rank {
@@ -579,6 +602,7 @@ int Rank::Run() {
 }  // namespace
 
 int RunRank(const TrainOptions& options, const Rendezvous& rv, std::ostream& out, std::ostream& err) {
+  InstallCrashStacks();
   if (rv.rank == 0 && options.measure) TakeTerminationSignals();
   Rank r(options, rv, out, err);
   return r.Run();
