@@ -150,6 +150,8 @@ if [[ $mode == gpu ]]; then
     build_attempt folder "${common[@]}" "-DMMTWIN_TORCH_DIR=$torch_dir" ||
     build_attempt nogloo "${common[@]}" "-DMMTWIN_TORCH_DIR=$torch_dir" -DMMTWIN_WITH_GLOO=OFF ||
     stop "mmtwin-train did not build (build.log)"
+  # What the dynamic linker searches first (libstdc++ before LibTorch: backend/CMakeLists.txt says why).
+  readelf -d "$train" 2>/dev/null | grep NEEDED | head -4 | sed 's/^/    /'
 else
   cpu_args=()
   [[ -f $deps/MANIFEST.txt ]] && cpu_args=("-DMMTWIN_DEPS_DIR=$deps")
