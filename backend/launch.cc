@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/util/atomic_dir.h"
 #include "core/util/interrupt.h"
 #include "driver/planner.h"
 
@@ -132,8 +133,7 @@ int Launch(const LaunchOptions& o, const std::string& self_exe, std::ostream& ou
   struct Cleanup {
     std::string dir;
     ~Cleanup() {
-      std::error_code ec;
-      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+      if (!dir.empty()) (void)RemoveTree(dir);  // not std::filesystem (core/util/atomic_dir.h says why)
     }
   } cleanup{status_dir};
   std::vector<pid_t> pids(o.nproc, -1);

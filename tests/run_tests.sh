@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The README's test command: installs dependencies (apt-get) when missing, builds, runs every test (fast and slow,
-# including bounded libFuzzer runs of the parsers).
+# including bounded libFuzzer runs of the parsers, and the GPU machine's script on its CPU path).
 #   default          one clang build with AddressSanitizer + UndefinedBehaviorSanitizer on every target and the
 #                    fuzzers' coverage instrumentation ($MMTWIN_BUILD_DIR-fuzz): the whole suite, then the
 #                    bounded fuzz runs, all under the sanitizers (what CI runs); the GUI (qt6-base-dev) is
@@ -14,6 +14,15 @@ source "$(dirname "${BASH_SOURCE[0]}")/../sim/tools/bootstrap.sh"
 mmtwin_install_deps
 label=()
 [ -n "${MMTWIN_TEST_LABEL:-}" ] && label=(-L "$MMTWIN_TEST_LABEL")
+# The GPU machine's one script (backend/gpu/README.md) end to end on the CPU path: the dependencies gathered from
+# Debian's packages, the backend-only build against them, both GPU suites shrunk; exit 1 when a run failed.
+gpu_script_cpu() {
+  if [ -z "${MMTWIN_TEST_LABEL:-}" ] && dpkg -s libtorch-dev >/dev/null 2>&1; then
+    "$MMTWIN_ROOT/backend/gpu/gather_deps.sh" "$MMTWIN_BUILD_DIR-gpudeps"
+    MMTWIN_GPU_DEPS="$MMTWIN_BUILD_DIR-gpudeps" MMTWIN_GPU_BUDGET_S=3000 \
+      "$MMTWIN_ROOT/backend/gpu/run_on_gpu.sh" "$MMTWIN_BUILD_DIR-gpu-cpu" --cpu
+  fi
+}
 if [ "$MMTWIN_FUZZ" = 1 ]; then
   mmtwin_build_fuzzers
   # UBSan findings abort (-fno-sanitize-recover); leaks are reported by LeakSanitizer at each test's exit.
@@ -28,7 +37,9 @@ if [ "$MMTWIN_FUZZ" = 1 ]; then
     mmtwin_build mmtwin mmtwin-train backend_slow_test
     ctest --test-dir "$MMTWIN_BUILD_DIR" --output-on-failure -R '^Backend'
   fi
+  gpu_script_cpu
 else
   mmtwin_build
   ctest --test-dir "$MMTWIN_BUILD_DIR" --output-on-failure -j "$(nproc)" "${label[@]}"
+  gpu_script_cpu
 fi

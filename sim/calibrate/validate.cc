@@ -35,11 +35,15 @@ Result<ValidationSuite> ParseSuite(const std::string& text, const std::string& f
   suite.path = file;
   MMTWIN_ASSIGN_OR_RETURN(
       SuiteFileHead head,
-      ReadSuiteHead(text, file, {"name", "description", "notes", "calibration", "held_out"}));
+      ReadSuiteHead(text, file, {"name", "description", "notes", "machine", "calibration", "held_out"}));
   const YAML::Node root = head.root;
   suite.name = head.name;
   suite.description = head.description;
   suite.notes = head.notes;
+  if (const YAML::Node m = root["machine"]) {
+    if (!m.IsScalar() || m.Scalar().empty()) return Error::At(file, LineOf(m), "machine", "expected text");
+    suite.machine = m.Scalar();
+  }
   const fs::path dir = fs::path(file).parent_path();
   for (const char* key : {"calibration", "held_out"}) {
     const YAML::Node list = root[key];

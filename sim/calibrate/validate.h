@@ -36,6 +36,9 @@ double RelativeError(double predicted, double measured);
 struct ValidationSuite {
   std::string name, description, path;
   std::string notes;  // optional: what a reader must know to read the figures (shown under the summary)
+  // optional: where the suite's kept runs were measured, when not on the machine that regenerates the reports
+  // (the GPU suites, measured on the GPU machine: mmtwin-report validation names this for their reused runs)
+  std::string machine;
   std::vector<std::string> calibration, held_out;  // scenario paths (resolved against the suite's folder)
 };
 Result<ValidationSuite> LoadValidationSuite(const std::string& path);

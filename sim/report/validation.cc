@@ -184,7 +184,7 @@ Result<SuiteResult> RunSuite(const ReportOptions& o, const std::string& file,
   vo.output = o.out_dir + "/" + suite.name;
   vo.runs = (o.runs_dir.empty() ? o.out_dir : o.runs_dir) + "/" + suite.name + "/runs";
   vo.reuse = true;
-  vo.machine = kept_machine;
+  vo.machine = suite.machine.empty() ? kept_machine : suite.machine;
   std::string pending;
   vo.progress = [&](const std::string& text) {
     pending += text;
@@ -200,7 +200,7 @@ Result<SuiteResult> RunSuite(const ReportOptions& o, const std::string& file,
     gethostname(host, sizeof host - 1);
     v.report.machine = std::string("this machine (") + host + ": " + std::to_string(v.measured) +
                        " runs measured again by mmtwin-report); the " + std::to_string(v.reused) +
-                       " kept runs: " + kept_machine;
+                       " kept runs: " + vo.machine;
   }
   MMTWIN_RETURN_IF_ERROR(WriteValidationReport(v.report, vo.output));
   SuiteResult out{suite.name, std::move(v), {}};

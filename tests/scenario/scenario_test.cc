@@ -655,6 +655,31 @@ TEST(ScenarioTest, OverlapGradReduce) {
 
 // parallel.grad_reduce_dtype: "param" by default (not written), "fp32" kept by FormatScenario and turned into
 // the layout's gradient byte scale; anything else refused with the valid values.
+// backend.device and backend.autocast (the backend's GPU path): defaults, round trip, defaults not written,
+// bad values named with their line.
+TEST(ScenarioTest, BackendDeviceAndAutocast) {
+  const std::string head = "trace: {preset: internvl-1.2m, samples: 1000}\nmodel: internvl-1.5-6b-20b\n";
+  const Scenario plain = Parse(head).value();
+  EXPECT_EQ(plain.backend.device, "cpu");
+  EXPECT_EQ(plain.backend.autocast, "none");
+  auto s = Parse(head + "backend: {width_divisor: 1, device: cuda, autocast: bf16}\n");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->backend.device, "cuda");
+  EXPECT_EQ(s->backend.autocast, "bf16");
+  auto again = Parse(FormatScenario(*s));
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(again->backend, s->backend);
+  auto cpu = Parse(head + "backend: {width_divisor: 32}\n");
+  ASSERT_TRUE(cpu.ok());
+  const std::string text = FormatScenario(*cpu);
+  EXPECT_EQ(text.find("device:"), std::string::npos) << text;
+  EXPECT_EQ(text.find("autocast:"), std::string::npos) << text;
+  const std::string bad_device = ErrorOf(head + "backend:\n  device: tpu\n");
+  EXPECT_NE(bad_device.find(":4: backend.device: 'tpu' is not cpu or cuda"), std::string::npos) << bad_device;
+  const std::string bad_cast = ErrorOf(head + "backend:\n  autocast: fp16\n");
+  EXPECT_NE(bad_cast.find(":4: backend.autocast: 'fp16' is not none or bf16"), std::string::npos) << bad_cast;
+}
+
 TEST(ScenarioTest, GradReduceDtype) {
   const std::string head = "trace: {preset: internvl-1.2m, samples: 1000}\nmodel: internvl-1.5-6b-20b\n";
   EXPECT_EQ(Parse(head).value().parallel.grad_reduce_dtype, "param");

@@ -171,5 +171,23 @@ TEST_F(AtomicDirTest, DangerousNamesAreRefused) {
   }
 }
 
+TEST_F(AtomicDirTest, RemoveTreeRemovesNestedFoldersAndNeverFollowsLinks) {
+  // A tree three levels deep, files at each level, and a link to a folder outside it.
+  const fs::path tree = root_ / "tree", outside = root_ / "outside";
+  fs::create_directories(tree / "a" / "b");
+  fs::create_directories(outside);
+  std::ofstream(outside / "keep.txt") << "keep";
+  for (const fs::path& f : {tree / "1.txt", tree / "a" / "2.txt", tree / "a" / "b" / "3.txt"}) std::ofstream(f) << "x";
+  fs::create_directory_symlink(outside, tree / "a" / "link");
+  ASSERT_TRUE(RemoveTree(tree.string()).ok());
+  EXPECT_FALSE(fs::exists(tree));
+  EXPECT_TRUE(fs::exists(outside / "keep.txt"));  // the link went, not what it named
+  // A plain file, and a path that is not there.
+  std::ofstream(root_ / "file.txt") << "x";
+  EXPECT_TRUE(RemoveTree((root_ / "file.txt").string()).ok());
+  EXPECT_FALSE(fs::exists(root_ / "file.txt"));
+  EXPECT_TRUE(RemoveTree((root_ / "missing").string()).ok());
+}
+
 }  // namespace
 }  // namespace mmtwin

@@ -3,6 +3,7 @@
 #include "core/util/atomic_dir.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -61,6 +62,12 @@ bool IsStagingName(const std::string& f, const std::string& name) {
 // kernel drops the lock when the process dies, whatever kills it. So a staging folder whose lock file is missing
 // or free is abandoned (PIDs alone would mislead once reused), and so is a free lock file. (Writers also hold the
 // parent folder's lock, ParentLock, so in one parent this meets a live writer only through another path to it.)
+int RemoveEntry(const char* path, const struct stat*, int type, struct FTW*) {
+  // Depth first (FTW_DEPTH): a folder's entries are gone before the folder.
+  const int rc = type == FTW_DP ? ::rmdir(path) : ::unlink(path);
+  return rc == 0 || errno == ENOENT ? 0 : -1;
+}
+
 void RemoveStale(const fs::path& parent, const std::string& name) {
   std::error_code ec;
   std::vector<fs::path> candidates;
@@ -81,7 +88,7 @@ void RemoveStale(const fs::path& parent, const std::string& name) {
       ::close(fd);
       continue;
     }
-    fs::remove_all(dir, ec);
+    (void)RemoveTree(dir.string());
     if (fd >= 0) {
       fs::remove(lock, ec);
       ::close(fd);
@@ -183,12 +190,11 @@ Status WriteFolderAtomic(const std::string& dir,
       ::close(fd);
     }
   } own{lock_fd, own_lock};
-  fs::remove_all(staging, ec);
+  (void)RemoveTree(staging.string());  // a leftover of this PID's earlier run; create_directory says if it stays
   if (!fs::create_directory(staging, ec) || ec)
     return Error::Io(staging.string() + ": cannot create: " + ec.message());
   auto abandon = [&](Error e) {
-    std::error_code ignore;
-    fs::remove_all(staging, ignore);
+    (void)RemoveTree(staging.string());
     return e;
   };
   for (const auto& [file, content] : files)
@@ -220,7 +226,23 @@ Status WriteFolderAtomic(const std::string& dir,
     return abandon(Error::Io(dir + ": cannot create the folder: " + std::strerror(errno)));
   }
   SyncFolder(parent);
-  fs::remove_all(staging, ec);  // the old contents (or nothing)
+  (void)RemoveTree(staging.string());  // the old contents (or nothing)
+  return Status();
+}
+
+Status RemoveTree(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status();
+    return Error::Io(path + ": cannot remove: " + std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+      return Error::Io(path + ": cannot remove: " + std::strerror(errno));
+    return Status();
+  }
+  if (::nftw(path.c_str(), &RemoveEntry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+    return Error::Io(path + ": cannot remove everything in it: " + std::strerror(errno));
   return Status();
 }
 

@@ -30,4 +30,10 @@ namespace mmtwin {
 Status WriteFolderAtomic(const std::string& dir,
                          const std::vector<std::pair<std::string, std::string_view>>& files);
 
+// Removes `path` and, for a folder, everything in it (symbolic links removed, never followed); a path that is not
+// there is not an error. POSIX nftw, not std::filesystem::remove_all: in a process that loads pip's LibTorch
+// (mmtwin-train on the GPU machine) the std::filesystem functions LibTorch linked statically and exports
+// (pytorch/pytorch#133437) can take the place of libstdc++'s, and remove_all crashed there (backend/gpu/README.md).
+Status RemoveTree(const std::string& path);
+
 }  // namespace mmtwin
