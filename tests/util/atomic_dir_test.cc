@@ -177,7 +177,8 @@ TEST_F(AtomicDirTest, RemoveTreeRemovesNestedFoldersAndNeverFollowsLinks) {
   fs::create_directories(tree / "a" / "b");
   fs::create_directories(outside);
   std::ofstream(outside / "keep.txt") << "keep";
-  for (const fs::path& f : {tree / "1.txt", tree / "a" / "2.txt", tree / "a" / "b" / "3.txt"}) std::ofstream(f) << "x";
+  for (const fs::path& f : {tree / "1.txt", tree / "a" / "2.txt", tree / "a" / "b" / "3.txt"})
+    std::ofstream(f) << "x";
   fs::create_directory_symlink(outside, tree / "a" / "link");
   ASSERT_TRUE(RemoveTree(tree.string()).ok());
   EXPECT_FALSE(fs::exists(tree));

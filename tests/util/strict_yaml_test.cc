@@ -116,7 +116,7 @@ TEST(StrictYamlTest, EveryReaderNamesUnknownKeysWithTheValidList) {
   std::ofstream(suite) << "name: k\ncalibration: [a.yaml]\nheld_out: [b.yaml]\nscored: 1\n";
   ExpectError(LoadValidationSuite(suite.string()).status(),
               suite.string() +
-                  ":4: scored: unknown key; valid keys are: name, description, notes, calibration, held_out");
+                  ":4: scored: unknown key; valid keys are: name, description, notes, machine, calibration, held_out");
 }
 
 // Aliases are refused by every reader before any walk of the tree (issue 34): `&a [*a]` is a cycle that crashed

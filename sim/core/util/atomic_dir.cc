@@ -190,7 +190,8 @@ Status WriteFolderAtomic(const std::string& dir,
       ::close(fd);
     }
   } own{lock_fd, own_lock};
-  (void)RemoveTree(staging.string());  // a leftover of this PID's earlier run; create_directory says if it stays
+  (void)RemoveTree(
+      staging.string());  // a leftover of this PID's earlier run; create_directory says if it stays
   if (!fs::create_directory(staging, ec) || ec)
     return Error::Io(staging.string() + ": cannot create: " + ec.message());
   auto abandon = [&](Error e) {
