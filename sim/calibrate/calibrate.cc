@@ -3,12 +3,14 @@
 #include "calibrate/calibrate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
 #include <utility>
 
 #include "core/cost/cost_model.h"
+#include "core/plan/mesh.h"
 #include "core/records/layer_timings.h"
 #include "core/records/run_folder.h"
 #include "core/scenario/scenario.h"
@@ -57,11 +59,12 @@ Result<Calibration> Calibrate(const std::vector<std::string>& rundirs, const Cal
     Samples fwd, bwd, act, kept, work;
   };
   std::map<std::pair<std::string, int>, Group> groups;  // (source, kind)
+  std::vector<std::pair<double, double>> optimizer;     // (parameters per GPU, measured step us)
   std::string tp_from;
   for (size_t r = 0; r < rundirs.size(); ++r) {
     const std::string& dir = rundirs[r];
-    MMTWIN_ASSIGN_OR_RETURN(RunFolder run,
-                            ReadRunFolder(dir, {RunFile::kSummary, RunFile::kScenario}, {RunFile::kLayers}));
+    MMTWIN_ASSIGN_OR_RETURN(RunFolder run, ReadRunFolder(dir, {RunFile::kSummary, RunFile::kScenario},
+                                                         {RunFile::kLayers, RunFile::kOps}));
     const RunSummary& summary = *run.summary;
     const std::string summary_path = RunFilePath(dir, RunFile::kSummary);
     const std::string scenario_path = RunFilePath(dir, RunFile::kScenario);
@@ -83,6 +86,22 @@ Result<Calibration> Calibrate(const std::vector<std::string>& rundirs, const Cal
                    "; a profile holds the times of one TP degree (calibrate each tp separately)");
     }
     models.insert(model->name);
+    // The optimizer ops, each of its device's pipeline stage.
+    if (run.ops) {
+      const ParallelConfig& par = scenario->parallel;
+      const DeviceMesh mesh(par);
+      for (const OpRecord& o : *run.ops) {
+        if (o.kind != OpKind::kOptimizer || o.duration_us <= 0 || o.device < 0 ||
+            o.device >= mesh.num_devices())
+          continue;
+        const size_t stage = static_cast<size_t>(mesh.PpOfDevice(o.device));
+        if (stage >= summary.stages.size()) continue;
+        const double per_gpu = OptimizerParamsPerGpu(static_cast<double>(summary.stages[stage].params),
+                                                     par.tp, par.dp, par.zero_stage);
+        if (!(per_gpu > 0)) continue;
+        optimizer.emplace_back(per_gpu, o.duration_us);
+      }
+    }
     const std::string path = RunFilePath(dir, RunFile::kLayers);
     if (!run.layers)
       return Error::Io(path + ": missing from the run folder (a run of mmtwin-train keeps it)");
@@ -126,6 +145,15 @@ Result<Calibration> Calibrate(const std::vector<std::string>& rundirs, const Cal
     }
   }
   cal.models.assign(models.begin(), models.end());
+  double params_sum = 0, us_sum = 0;
+  for (const auto& [params, us] : optimizer) params_sum += params, us_sum += us;
+  if (!optimizer.empty() && params_sum > 0 && us_sum > 0) {
+    cal.optimizer_samples = static_cast<int64_t>(optimizer.size());
+    cal.optimizer_param_us = us_sum / params_sum;
+    for (const auto& [params, us] : optimizer)
+      cal.optimizer_rel_spread =
+          std::max(cal.optimizer_rel_spread, std::abs(us / (cal.optimizer_param_us * params) - 1));
+  }
   if (groups.empty())
     return Error("the runs measured no layer with work (every layers.csv row has 0 tokens)");
   for (auto& [key, g] : groups) {
@@ -188,6 +216,7 @@ std::string FormatProfile(const Calibration& c) {
     }
     table.Set(f.source, f.kind, t);
   }
+  if (c.optimizer_samples > 0) table.SetOptimizer(0, c.optimizer_param_us);
   std::string head =
       "# mmtwin calibrate: per-layer times fitted to measured runs (tp " + std::to_string(c.tp) + ")\n";
   for (const std::string& m : c.models) head += "# model: " + m + "\n";
@@ -204,6 +233,10 @@ std::string FormatProfile(const Calibration& c) {
               Fixed(100 * fit.rel_residual_p90, 1) + "% / " + Fixed(100 * fit.rel_residual_max, 1) +
               "%, outliers " + std::to_string(fit.outliers) + "\n";
     }
+  if (c.optimizer_samples > 0)
+    head += "#   optimizer: n " + std::to_string(c.optimizer_samples) + " measured steps, " +
+            Sci(c.optimizer_param_us) + " us per parameter, largest |step / fit - 1| " +
+            Fixed(100 * c.optimizer_rel_spread, 1) + "%\n";
   // CoefficientCostModel::Format starts with its version line; the comments go after it.
   const std::string body = table.Format();
   const size_t eol = body.find('\n');
@@ -226,6 +259,14 @@ std::string FormatCalibrationTable(const Calibration& c) {
                     100 * fit.rel_residual_p90, static_cast<long long>(fit.outliers));
       out += line;
     }
+  if (c.optimizer_samples > 0) {
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "%-35s %-4s %5lld %9s %10s (per parameter updated; largest deviation %.1f%%)\n",
+                  "optimizer step", "step", static_cast<long long>(c.optimizer_samples), "0",
+                  Sci(c.optimizer_param_us).c_str(), 100 * c.optimizer_rel_spread);
+    out += line;
+  }
   bool memory = false;
   for (const LayerTypeFit& f : c.fits) memory = memory || f.has_memory || f.has_work;
   if (!memory) return out;

@@ -12,6 +12,10 @@
 //   activations stored: act_bytes = c0 + c_token · tokens + c_pair · pairs
 //   kept when recomputed (the layer's input = the previous layer's output): out_bytes = c_token · tokens
 // (fitted when at least `min_samples` such rows exist; the profile then prices memory with them too).
+// The optimizer step, from the runs' measured optimizer ops (ops.csv, when the folder has it): microseconds per
+// parameter the GPU updates (its stage's parameters over tp, and over dp with ZeRO >= 1), the ratio of the ops'
+// summed durations to their summed parameters (one model's runs update one parameter count: no intercept can
+// be told apart); the profile's optimizer row, which the simulator uses in place of its HBM estimate.
 //
 // Contract: the runs share one tensor-parallel degree (a coefficient is the time on one rank of a TP group) and
 // every run's model spec agrees on each layer's label and kind with its layers.csv. Errors name the run folder,
@@ -53,7 +57,10 @@ struct Calibration {
   std::vector<std::string> runs;    // the run folders, as given
   std::vector<std::string> models;  // the (derived) model names seen, sorted, unique
   int tp = 1;
-  std::vector<LayerTypeFit> fits;  // sorted by (source, kind)
+  std::vector<LayerTypeFit> fits;   // sorted by (source, kind)
+  int64_t optimizer_samples = 0;    // measured optimizer ops (0: no optimizer row)
+  double optimizer_param_us = 0;    // microseconds per parameter updated on one GPU
+  double optimizer_rel_spread = 0;  // the largest |op / fit - 1| over those ops
 };
 
 Result<Calibration> Calibrate(const std::vector<std::string>& rundirs,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "core/cost/cost_model.h"
 #include "core/eval/analytic.h"
@@ -95,16 +96,21 @@ void Accumulate(const IterationTiming& timing, const IterationCosts& costs, cons
 }
 
 // The optimizer step (Adam + gradient clipping, core/cost/cost_model.h) of every pipeline rank, microseconds:
-// the HBM time of the parameters the rank updates (its chunks' parameters over tp, over dp with ZeRO >= 1).
-// Zero for a device without a compute curve (the fixed-efficiency model never priced it).
+// the HBM time of the parameters the rank updates (its chunks' parameters over tp, over dp with ZeRO >= 1), or
+// the run's cost model's measured step when it has one (a calibrated profile's optimizer row). Zero for a device
+// without a compute curve and no measured step (the fixed-efficiency model never priced it).
 std::vector<double> OptimizerStepUsPerStage(const PlannedRun& run, const std::vector<ChunkStatic>& statics) {
   const ParallelConfig& par = run.plan.parallel;
   std::vector<double> params(par.pp, 0), us(par.pp, 0);
   for (size_t c = 0; c < statics.size(); ++c)
     params[PipeRankOfChunk(static_cast<int>(c), par.pp)] += static_cast<double>(statics[c].params);
   const AnalyticCostModel cost(run.cluster.device, {.tp = par.tp});
-  for (int r = 0; r < par.pp; ++r)
-    us[r] = cost.OptimizerStepUs(OptimizerParamsPerGpu(params[r], par.tp, par.dp, par.zero_stage));
+  for (int r = 0; r < par.pp; ++r) {
+    const double per_gpu = OptimizerParamsPerGpu(params[r], par.tp, par.dp, par.zero_stage);
+    const std::optional<double> measured =
+        run.cost ? run.cost->MeasuredOptimizerStepUs(per_gpu) : std::nullopt;
+    us[r] = measured ? *measured : cost.OptimizerStepUs(per_gpu);
+  }
   return us;
 }
 

@@ -111,6 +111,35 @@ TEST(Calibrate, RecoversKnownCoefficientsFromNoisyRuns) {
   }
 }
 
+// The optimizer step from the runs' measured optimizer ops: microseconds per parameter the GPU updates (at
+// dp 1: every parameter of the stage), into the profile's optimizer row; runs without ops.csv give no row.
+TEST(Calibrate, FitsTheOptimizerStepFromTheMeasuredOps) {
+  SyntheticRun a{Dir("opt_a")}, b{Dir("opt_b")};
+  a.optimizer_param_us = b.optimizer_param_us = 2.5e-5;
+  a.stage_params = 1000000000;
+  b.stage_params = 2000000000;  // another parameter count: one coefficient fits both
+  b.seed = 3;
+  ASSERT_EQ(WriteSyntheticRun(a), "");
+  ASSERT_EQ(WriteSyntheticRun(b), "");
+  auto cal = Calibrate({a.dir, b.dir});
+  ASSERT_TRUE(cal.ok()) << cal.error().message();
+  EXPECT_EQ(cal->optimizer_samples, 2 * a.rows_per_layer);
+  EXPECT_NEAR(cal->optimizer_param_us, 2.5e-5, 0.01 * 2.5e-5);  // 2% noise over 80 steps
+  EXPECT_GT(cal->optimizer_rel_spread, 0);
+  EXPECT_LT(cal->optimizer_rel_spread, 0.1);
+  auto table = CoefficientCostModel::Parse(FormatProfile(*cal), "profile", AnalyticCostModel(DeviceSpec{}));
+  ASSERT_TRUE(table.ok()) << table.error().message();
+  ASSERT_TRUE(table->MeasuredOptimizerStepUs(4e9).has_value());
+  EXPECT_NEAR(*table->MeasuredOptimizerStepUs(4e9), 2.5e-5 * 4e9, 0.01 * 2.5e-5 * 4e9);
+  EXPECT_NE(FormatCalibrationTable(*cal).find("optimizer step"), std::string::npos);
+  SyntheticRun none{Dir("opt_none")};
+  ASSERT_EQ(WriteSyntheticRun(none), "");
+  auto plain = Calibrate({none.dir});
+  ASSERT_TRUE(plain.ok()) << plain.error().message();
+  EXPECT_EQ(plain->optimizer_samples, 0);
+  EXPECT_EQ(FormatProfile(*plain).find("optimizer"), std::string::npos);
+}
+
 TEST(Calibrate, ProfileWithoutALayerTypeIsAnErrorNamingIt) {
   SyntheticRun a{Dir("missing")};
   ASSERT_EQ(WriteSyntheticRun(a), "");

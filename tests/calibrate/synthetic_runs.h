@@ -70,6 +70,10 @@ struct SyntheticRun {
   std::string version_line;                // replaces "# mmtwin-layers v3" when set
   bool no_work = false;                    // write bwd_work_bytes 0 (not counted)
   const ModelSpec* labels_from = nullptr;  // write another model's labels (a layers.csv of another model)
+  // > 0: ops.csv holds rows_per_layer optimizer steps of optimizer_param_us x the stage's parameters (noisy),
+  // and the summary's one stage holds stage_params parameters.
+  double optimizer_param_us = 0;
+  int64_t stage_params = 0;
 };
 
 // Writes the run folder; returns an error message or "".
@@ -83,6 +87,11 @@ inline std::string WriteSyntheticRun(const SyntheticRun& r) {
   s.scenario = r.scenario.name;
   s.model = model->name;
   s.parallel = r.scenario.parallel;
+  if (r.optimizer_param_us > 0) {
+    StageRecord st;
+    st.params = r.stage_params;
+    s.stages.push_back(st);
+  }
   if (!WriteFileAtomic(r.dir + "/summary.json", SummaryToJson(s) + "\n").ok()) return "summary";
   if (!WriteFileAtomic(r.dir + "/scenario.yaml", FormatScenario(r.scenario)).ok()) return "scenario";
   const std::vector<Layer> layers = Layers(*model);
@@ -121,6 +130,20 @@ inline std::string WriteSyntheticRun(const SyntheticRun& r) {
             (1 + r.noise * gauss(rng)));
       rows.push_back(t);
     }
+  if (r.optimizer_param_us > 0) {
+    std::vector<OpRecord> ops;
+    for (int k = 0; k < r.rows_per_layer; ++k) {
+      OpRecord o;
+      o.source = RecordSource::kMeasured;
+      o.iteration = k;
+      o.kind = OpKind::kOptimizer;
+      o.lane = Lane::kCompute;
+      o.device = 0;
+      o.duration_us = r.optimizer_param_us * static_cast<double>(r.stage_params) * (1 + r.noise * gauss(rng));
+      ops.push_back(o);
+    }
+    if (!WriteFileAtomic(r.dir + "/ops.csv", OpsCsv(ops)).ok()) return "ops";
+  }
   std::vector<Layer> named = layers;
   if (r.labels_from) named = Layers(*r.labels_from);
   std::string csv = LayerTimingsCsv(rows, named);

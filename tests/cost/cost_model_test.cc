@@ -495,7 +495,7 @@ TEST(CoefficientCostTest, Errors) {
   EXPECT_EQ(err(header + "x,transformer,1,2,3,4,5,6\n"), "OK");
   EXPECT_EQ(err(header + "x,mlp,1,2,3,4,5,6\n"),
             "c.csv:3: layer_kind: unknown layer kind 'mlp'; valid values are: embedding, transformer, "
-            "projector, head");
+            "projector, head, optimizer");
   EXPECT_EQ(err(header + "x,head,1,2,abc,4,5,6\n"),
             "c.csv:3: fwd_pair_us: 'abc' is not a finite number >= 0");
   // Issue 34: what was accepted with exit 0 before. A negative coefficient, a second row for one layer type, a
@@ -515,6 +515,42 @@ TEST(CoefficientCostTest, Errors) {
   EXPECT_NE(err("# mmtwin-cost-coefficients v1\nsource,layer_kind\n").find("fwd_c0_us: missing column"),
             std::string::npos);
   EXPECT_NE(err(header + "x,head,1,2\n").find("c.csv:3:"), std::string::npos);
+}
+
+// The optimizer row (a measured optimizer step): c0 + c x parameters per GPU, round trip, and its errors.
+TEST(CoefficientCostTest, OptimizerRowPricesTheMeasuredStep) {
+  const std::string header =
+      "# mmtwin-cost-coefficients v1\n"
+      "source,layer_kind,fwd_c0_us,fwd_token_us,fwd_pair_us,bwd_c0_us,bwd_token_us,bwd_pair_us\n";
+  auto parse = [](const std::string& text) {
+    return CoefficientCostModel::Parse(text, "c.csv", AnalyticCostModel(A100()));
+  };
+  auto err = [&](const std::string& text) {
+    auto r = parse(text);
+    return r.ok() ? std::string("OK") : r.error().message();
+  };
+  auto t = parse(header + "x,head,1,2,3,4,5,6\n*,optimizer,40,2e-05,0,0,0,0\n");
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  ASSERT_TRUE(t->MeasuredOptimizerStepUs(1e9).has_value());
+  EXPECT_DOUBLE_EQ(*t->MeasuredOptimizerStepUs(1e9), 40 + 2e-5 * 1e9);
+  EXPECT_FALSE(t->MeasuredOptimizerStepUs(0).has_value());
+  Result<CoefficientCostModel> again = parse(t->Format());
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(again->Format(), t->Format());
+  EXPECT_NE(t->Format().find("\n*,optimizer,40,"), std::string::npos) << t->Format();
+  // Without the row the caller prices the step (nullopt), as the analytic model does.
+  EXPECT_FALSE(parse(header + "x,head,1,2,3,4,5,6\n")->MeasuredOptimizerStepUs(1e9).has_value());
+  EXPECT_FALSE(AnalyticCostModel(A100()).MeasuredOptimizerStepUs(1e9).has_value());
+  EXPECT_EQ(err(header + "x,optimizer,1,2,0,0,0,0\n"),
+            "c.csv:3: source: the optimizer row's source is *, not 'x'");
+  EXPECT_EQ(err(header + "*,optimizer,1,2,0,0,0,0\n*,optimizer,1,2,0,0,0,0\n"),
+            "c.csv:4: layer_kind: a second optimizer row (the first is on line 3)");
+  EXPECT_EQ(err(header + "*,optimizer,1,2,3,0,0,0\n"),
+            "c.csv:3: fwd_pair_us: the optimizer row has fwd_c0_us and fwd_token_us (per parameter) only");
+  EXPECT_EQ(err(header + "*,optimizer,0,0,0,0,0,0\n"),
+            "c.csv:3: fwd_c0_us: the optimizer row's coefficients are both 0: the step would cost nothing");
+  EXPECT_EQ(err(header + "*,optimizer,1,-2,0,0,0,0\n"),
+            "c.csv:3: fwd_token_us: '-2' is not a finite number >= 0");
 }
 
 // The coefficient table's parse error ("OK" when it parses), and a table reads back to the same text.

@@ -12,10 +12,10 @@
 
 #include <gtest/gtest.h>
 
-#include "driver/simulate.h"
 #include "core/records/plan_codec.h"
 #include "core/trace/generate.h"
 #include "core/util/csv.h"
+#include "driver/simulate.h"
 #include "scenario/small_scenario.h"
 
 namespace mmtwin {
@@ -340,6 +340,14 @@ TEST(PlannerTest, CostKeyLoadsCoefficientsFromAFile) {
   EXPECT_DOUBLE_EQ(direct->summary.iteration_time_us.mean, a->summary.iteration_time_us.mean);
   // The resolved scenario keeps the key.
   EXPECT_NE(sim->resolved_yaml.find("cost: " + (dir / "profile.csv").string()), std::string::npos);
+  // A profile with a measured optimizer step (an optimizer row: c0 + c x parameters) replaces the HBM estimate.
+  const double step_c0_us = 40, step_param_us = 2e-5;
+  coeffs.SetOptimizer(step_c0_us, step_param_us);
+  ASSERT_TRUE(coeffs.Save((dir / "profile.csv").string()).ok());
+  auto measured = Simulate(*s, {});
+  ASSERT_TRUE(measured.ok()) << measured.error().message();
+  EXPECT_NEAR(measured->summary.iteration_time_us.mean,
+              4 * layers * (c_f + c_b) + step_c0_us + step_param_us * params, 1e-6);
 }
 
 TEST(PlannerTest, CostFileErrorsNameTheFile) {

@@ -570,16 +570,44 @@ Result<CoefficientCostModel> CoefficientCostModel::Parse(const std::string& csv_
         return csv.ErrorAt(kWorkHeader[i],
                            "missing column: the working-memory columns come all three or none");
   std::map<std::pair<std::string, int>, int> first_line;  // (source, kind) -> the line of its row
+  long optimizer_line = 0;
   while (csv.Next(row)) {
     if (row.size() != header.names().size())
       return csv.ErrorAt("", "expected " + std::to_string(header.names().size()) + " fields, got " +
                                  std::to_string(row.size()));
     const std::string source(row[col[0]]);
     if (source.empty()) return csv.ErrorAt("source", "empty");
+    if (row[col[1]] == "optimizer") {
+      if (source != "*")
+        return csv.ErrorAt("source", "the optimizer row's source is *, not '" + source + "'");
+      if (optimizer_line > 0)
+        return csv.ErrorAt("layer_kind", "a second optimizer row (the first is on line " +
+                                             std::to_string(optimizer_line) + ")");
+      optimizer_line = csv.line();
+      double v[6];
+      for (int i = 0; i < 6; ++i)
+        if (!ParseDouble(row[col[2 + i]], v[i]) || !std::isfinite(v[i]) || v[i] < 0)
+          return csv.ErrorAt(kCoefHeader[2 + i], "'" + Abbreviate(std::string(row[col[2 + i]])) +
+                                                     "' is not a finite number >= 0");
+      if (v[2] != 0 || v[3] != 0 || v[4] != 0 || v[5] != 0)
+        return csv.ErrorAt("fwd_pair_us",
+                           "the optimizer row has fwd_c0_us and fwd_token_us (per parameter) only");
+      if (v[0] == 0 && v[1] == 0)
+        return csv.ErrorAt("fwd_c0_us",
+                           "the optimizer row's coefficients are both 0: the step would cost nothing");
+      for (int i = 0; i < kMemColumns && mem_found; ++i)
+        if (!row[mem[i]].empty()) return csv.ErrorAt(kMemHeader[i], "the optimizer row has no memory cells");
+      for (int i = 0; i < kWorkColumns && work_found; ++i)
+        if (!row[work[i]].empty())
+          return csv.ErrorAt(kWorkHeader[i], "the optimizer row has no memory cells");
+      model.SetOptimizer(v[0], v[1]);
+      continue;
+    }
     LayerKind kind;
     if (!ParseLayerKind(std::string(row[col[1]]), kind))
       return csv.ErrorAt("layer_kind", "unknown layer kind '" + std::string(row[col[1]]) +
-                                           "'; valid values are: embedding, transformer, projector, head");
+                                           "'; valid values are: embedding, transformer, projector, head, "
+                                           "optimizer");
     if (const auto [it, fresh] =
             first_line.emplace(std::make_pair(source, static_cast<int>(kind)), csv.line());
         !fresh)
@@ -670,7 +698,21 @@ std::string CoefficientCostModel::Format() const {
     }
     out += "\n";
   }
+  if (optimizer_) {
+    out += "*,optimizer," + FormatDouble(optimizer_->first) + "," + FormatDouble(optimizer_->second) +
+           ",0,0,0,0";
+    if (memory) out += ",,,,";
+    if (work) out += ",,,";
+    out += "\n";
+  }
   return out;
+}
+
+void CoefficientCostModel::SetOptimizer(double c0_us, double param_us) { optimizer_ = {c0_us, param_us}; }
+
+std::optional<double> CoefficientCostModel::MeasuredOptimizerStepUs(double params_per_gpu) const {
+  if (!optimizer_ || !(params_per_gpu > 0)) return std::nullopt;
+  return optimizer_->first + optimizer_->second * params_per_gpu;
 }
 
 Status CoefficientCostModel::Save(const std::string& path) const { return WriteFileAtomic(path, Format()); }

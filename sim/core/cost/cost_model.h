@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -99,6 +100,12 @@ class CostModel {
   // Call it once before pricing: Cost() on an unsupported layer returns NaN times.
   virtual Status Supports(const ModelSpec& m) const = 0;
   virtual std::string name() const = 0;
+  // The optimizer step of `params_per_gpu` parameters in microseconds, when this model measured it (a
+  // calibrated profile's optimizer row); nullopt: the caller prices it (AnalyticCostModel::OptimizerStepUs).
+  virtual std::optional<double> MeasuredOptimizerStepUs(double params_per_gpu) const {
+    (void)params_per_gpu;
+    return std::nullopt;
+  }
 };
 
 struct AnalyticOptions {
@@ -267,7 +274,10 @@ struct TimeCoefficients {
 //   # mmtwin-cost-coefficients v1
 //   source,layer_kind,fwd_c0_us,fwd_token_us,fwd_pair_us,bwd_c0_us,bwd_token_us,bwd_pair_us
 //   internlm2-20b,transformer,35.0,0.061,1.1e-06,70.0,0.122,2.2e-06
-// layer_kind is one of embedding, transformer, projector, head. Optional columns act_c0_bytes,
+// layer_kind is one of embedding, transformer, projector, head, or `optimizer` (source `*`, at most one row):
+// the optimizer step of the parameters one GPU updates, fwd_c0_us + fwd_token_us x parameters (its other time
+// columns 0 and its memory cells empty; a calibrated profile fits it to the measured optimizer ops, the simulator
+// then uses it in place of the analytic HBM time). Optional columns act_c0_bytes,
 // act_token_bytes, act_pair_bytes, kept_token_bytes (all four, or none) give a row's memory; a row with all four
 // cells empty keeps the analytic bytes. Optional columns work_c0_bytes, work_token_bytes, work_pair_bytes (all
 // three, or none) give the backward's working memory; a row with the three cells empty has none (0).
@@ -281,6 +291,9 @@ class CoefficientCostModel : public CostModel {
   void Set(const std::string& source, LayerKind kind, const TimeCoefficients& c);
   // The coefficients for (source, kind), falling back to ("*", kind); nullptr if neither exists.
   const TimeCoefficients* Find(const std::string& source, LayerKind kind) const;
+  // The optimizer row: c0_us + param_us x parameters per GPU.
+  void SetOptimizer(double c0_us, double param_us);
+  std::optional<double> MeasuredOptimizerStepUs(double params_per_gpu) const override;
   // CSV text in the format above (rows sorted), and an atomic write of it.
   std::string Format() const;
   Status Save(const std::string& path) const;
@@ -292,6 +305,7 @@ class CoefficientCostModel : public CostModel {
  private:
   AnalyticCostModel analytic_;
   std::map<std::pair<std::string, int>, TimeCoefficients> table_;
+  std::optional<std::pair<double, double>> optimizer_;  // (c0_us, param_us)
 };
 
 }  // namespace mmtwin
