@@ -109,8 +109,11 @@ void WriteSummary(const Scenario& s, const RunSummary& j, const std::string& dir
       << " ms, mean " << Fixed(it.mean / 1e3, 1) << " ms (95% CI " << Fixed(it.ci95_low / 1e3, 1) << " .. "
       << Fixed(it.ci95_high / 1e3, 1) << " ms)\n";
   auto pct = [](double r) { return Fixed(100 * r, 1) + "%"; };
-  out << "time split      busy " << pct(j.busy_ratio) << ", bubble " << pct(j.bubble_ratio) << ", idle "
-      << pct(j.idle_ratio) << ", recompute " << pct(j.recompute_ratio) << "  (of GPU time)\n";
+  // The four parts of GPU time (core/eval/analytic.h: busy + bubble + exposed comm + idle = T on every
+  // device); recompute is inside busy, so it is printed as part of it, not beside it.
+  out << "time split      busy " << pct(j.busy_ratio) << " (recompute " << pct(j.recompute_ratio)
+      << " of it), exposed comm " << pct(j.exposed_comm_ratio) << ", bubble " << pct(j.bubble_ratio)
+      << ", idle " << pct(j.idle_ratio) << "  (= 100% of GPU time)\n";
   if (j.dispatch_us_mean > 0)
     out << "data dispatch   " << Fixed(j.dispatch_us_mean / 1e3, 2)
         << " ms per micro-batch's all-to-all (stage 0); compute waited for it "
@@ -202,7 +205,8 @@ int RunSimulate(const SimulateArgs& args, std::ostream& out, std::ostream& err) 
   opts.cancel = InterruptFlag();
   Result<SimulationResult> result = Simulate(s, opts);
   bar.Clear();
-  if (Interrupted() || (!result && result.error().cancelled())) {  // a cancellation is never shown as an error
+  if (Interrupted() ||
+      (!result && result.error().cancelled())) {  // a cancellation is never shown as an error
     err << "mmtwin simulate: interrupted (" << InterruptSignalName() << "); nothing was written, " << dir
         << (std::filesystem::exists(dir) ? " is as it was" : " was not created") << "\n";
     return 128 + InterruptSignal();

@@ -328,6 +328,38 @@ TEST_F(CliSimulateTest, SmallRunsPrintGpuDaysWithThreeSignificantDigits) {
   EXPECT_EQ(text.out.find("-0.0"), std::string::npos) << text.out;
 }
 
+// Issue 33, item 2: the printed time split is busy (recompute inside it), exposed communication, bubble and idle,
+// which add up to 100% of GPU time; it printed recompute beside busy and no exposed communication (a ZeRO-3
+// run's largest non-compute cost summed to 96.6%, a recomputing baseline to 111.4%).
+TEST_F(CliSimulateTest, TheTimeSplitAddsUpToAllGpuTime) {
+  Write("zero3.yaml",
+        "name: zero3\ntrace: {preset: internvl-1.2m, samples: 2000, seed: 3}\nmodel: internvl-1.5-6b-20b\n"
+        "parallel: {dp: 16, tp: 2, pp: 1, micro_batches: 2, zero_stage: 3}\npolicies: {data: isf, recompute: "
+        "full}\niterations: 2\n");
+  for (const std::string& scenario : {P("zero3.yaml"), scenarios_default()}) {
+    const CliRun json = Mmtwin("simulate " + scenario + " -o " + P("split-run") + " --json", false);
+    ASSERT_EQ(json.code, 0) << json.out;
+    const auto j = nlohmann::json::parse(json.out);
+    const CliRun text = Mmtwin("simulate " + scenario + " -o " + P("split-run"));
+    ASSERT_EQ(text.code, 0) << text.out;
+    const size_t at = text.out.find("time split      ");
+    ASSERT_NE(at, std::string::npos) << text.out;
+    const std::string line = text.out.substr(at, text.out.find('\n', at) - at);
+    auto value = [&](const std::string& label) {
+      const size_t p = line.find(label + " ");
+      EXPECT_NE(p, std::string::npos) << label << " in: " << line;
+      return p == std::string::npos ? -1.0 : std::stod(line.substr(p + label.size() + 1));
+    };
+    const double busy = value("busy"), comm = value("exposed comm"), bubble = value("bubble"),
+                 idle = value("idle"), recompute = value("(recompute");
+    EXPECT_NEAR(busy + comm + bubble + idle, 100.0, 0.25) << line;
+    EXPECT_LE(recompute, busy) << line;
+    EXPECT_NEAR(comm, 100 * j.at("exposed_comm_ratio").get<double>(), 0.051) << line;
+    EXPECT_NEAR(recompute, 100 * j.at("recompute_ratio").get<double>(), 0.051) << line;
+    if (scenario == P("zero3.yaml")) EXPECT_GT(comm, 1.0) << line;  // ZeRO-3 at dp 16 exposes communication
+  }
+}
+
 TEST_F(CliSimulateTest, SamplesLeftOutOfTheEpochAreReported) {
   // 2,003 samples in mini-batches of 2 x 4: the data policy drops 3, which the summary used not to say.
   Write("drop.yaml",
