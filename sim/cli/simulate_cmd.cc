@@ -106,8 +106,12 @@ void WriteSummary(const Scenario& s, const RunSummary& j, const std::string& dir
       << "\n";
   const IterationTimeStats& it = j.iteration_time_us;
   out << "iteration time  p50 " << Fixed(it.p50 / 1e3, 1) << " ms, p99 " << Fixed(it.p99 / 1e3, 1)
-      << " ms, mean " << Fixed(it.mean / 1e3, 1) << " ms (95% CI " << Fixed(it.ci95_low / 1e3, 1) << " .. "
-      << Fixed(it.ci95_high / 1e3, 1) << " ms)\n";
+      << " ms, mean " << Fixed(it.mean / 1e3, 1) << " ms";
+  // One replayed iteration has no spread to give an interval from (issue 33: it printed a zero-width one).
+  if (j.iterations_replayed > 1)
+    out << " (95% CI " << Fixed(it.ci95_low / 1e3, 1) << " .. " << Fixed(it.ci95_high / 1e3, 1) << " ms)\n";
+  else
+    out << " (one iteration replayed: no confidence interval; `iterations: N` replays more)\n";
   auto pct = [](double r) { return Fixed(100 * r, 1) + "%"; };
   // The four parts of GPU time (core/eval/analytic.h: busy + bubble + exposed comm + idle = T on every
   // device); recompute is inside busy, so it is printed as part of it, not beside it.

@@ -360,6 +360,25 @@ TEST_F(CliSimulateTest, TheTimeSplitAddsUpToAllGpuTime) {
   }
 }
 
+// Issue 33, item 4: one replayed iteration printed a zero-width 95% interval; it says there is none instead.
+TEST_F(CliSimulateTest, OneIterationPrintsNoConfidenceInterval) {
+  Write("one.yaml",
+        "name: one\ntrace: {preset: internvl-1.2m, samples: 2000, seed: 3}\nmodel: internvl-1.5-6b-20b\n"
+        "parallel: {dp: 8, tp: 4, pp: 1, micro_batches: 4, zero_stage: 1}\npolicies: {recompute: "
+        "full}\niterations: 1\n");
+  const CliRun one = Mmtwin("simulate " + P("one.yaml") + " -o " + P("one-run"));
+  ASSERT_EQ(one.code, 0) << one.out;
+  EXPECT_EQ(one.out.find("95% CI"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("one iteration replayed: no confidence interval"), std::string::npos) << one.out;
+  Write("two.yaml",
+        "name: two\ntrace: {preset: internvl-1.2m, samples: 2000, seed: 3}\nmodel: internvl-1.5-6b-20b\n"
+        "parallel: {dp: 8, tp: 4, pp: 1, micro_batches: 4, zero_stage: 1}\npolicies: {recompute: "
+        "full}\niterations: 2\n");
+  const CliRun two = Mmtwin("simulate " + P("two.yaml") + " -o " + P("two-run"));
+  ASSERT_EQ(two.code, 0) << two.out;
+  EXPECT_NE(two.out.find("95% CI"), std::string::npos) << two.out;
+}
+
 TEST_F(CliSimulateTest, SamplesLeftOutOfTheEpochAreReported) {
   // 2,003 samples in mini-batches of 2 x 4: the data policy drops 3, which the summary used not to say.
   Write("drop.yaml",
