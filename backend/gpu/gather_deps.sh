@@ -9,18 +9,30 @@
 #   DIR/MANIFEST.txt     the packages and versions, the date, the size
 # Built on the CPU machine (Debian bookworm, glibc 2.36, GCC 12, the new C++ ABI), they link into a program
 # built on a newer glibc and GCC: the old symbol versions are still there. Needs apt-get (the packages are
-# downloaded, not installed); at most 40 MiB; written atomically (DIR.tmp, then renamed).
+# downloaded, not installed; apt-get update once when the download fails; with no registry at all, the same
+# files from the installed packages); at most 40 MiB; written atomically (DIR.tmp, then renamed).
 set -euo pipefail
 dir=${1:-.gpudeps}
 packages=(libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libgloo-dev)
 tmp="$dir.tmp"
 rm -rf "$tmp"
 mkdir -p "$tmp/debs" "$tmp/root" "$tmp/include" "$tmp/lib" "$tmp/gloo/include"
-(cd "$tmp/debs" && apt-get download "${packages[@]}" >/dev/null 2>&1) || {
-  echo "gather_deps: apt-get download ${packages[*]} failed (run apt-get update first?)" >&2
+download() { (cd "$tmp/debs" && apt-get download "${packages[@]}" >/dev/null 2>&1); }
+sudo=""
+[ "$(id -u)" = 0 ] || sudo="sudo"
+if download || { $sudo apt-get update -qq >/dev/null 2>&1 && download; }; then
+  for deb in "$tmp"/debs/*.deb; do dpkg -x "$deb" "$tmp/root"; done
+elif dpkg -s "${packages[@]}" >/dev/null 2>&1; then
+  # No package registry here, but the packages are installed: the same files, from the system.
+  for p in "${packages[@]}"; do
+    dpkg -L "$p" | while read -r f; do
+      if [ -f "$f" ]; then mkdir -p "$tmp/root$(dirname "$f")" && cp -a "$f" "$tmp/root$f"; fi
+    done
+  done
+else
+  echo "gather_deps: apt-get download ${packages[*]} failed, and they are not installed" >&2
   exit 1
-}
-for deb in "$tmp"/debs/*.deb; do dpkg -x "$deb" "$tmp/root"; done
+fi
 cp -r "$tmp/root/usr/include/yaml-cpp" "$tmp/root/usr/include/nlohmann" "$tmp/root/usr/include/CLI" "$tmp/include/"
 cp "$tmp/root/usr/lib/x86_64-linux-gnu/libyaml-cpp.a" "$tmp/lib/"
 cp -r "$tmp/root/usr/include/gloo" "$tmp/gloo/include/"
@@ -28,7 +40,11 @@ cp -r "$tmp/root/usr/include/gloo" "$tmp/gloo/include/"
   echo "# mmtwin-train's dependencies for a machine without apt (backend/gpu/gather_deps.sh)"
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "host: $(. /etc/os-release && echo "$PRETTY_NAME"), $(ldd --version | head -1), $(g++ --version | head -1)"
-  for deb in "$tmp"/debs/*.deb; do dpkg-deb -f "$deb" Package Version | paste -sd' '; done
+  if compgen -G "$tmp/debs/*.deb" >/dev/null; then
+    for deb in "$tmp"/debs/*.deb; do dpkg-deb -f "$deb" Package Version | paste -sd' '; done
+  else
+    for p in "${packages[@]}"; do dpkg-query -W -f='Package: ${Package} Version: ${Version} (installed)\n' "$p"; done
+  fi
 } >"$tmp/MANIFEST.txt"
 rm -rf "$tmp/debs" "$tmp/root"
 size_kib=$(du -sk "$tmp" | cut -f1)
