@@ -20,7 +20,7 @@ gpu_script_cpu() {
   if [ -z "${MMTWIN_TEST_LABEL:-}" ] && dpkg -s libtorch-dev >/dev/null 2>&1; then
     "$MMTWIN_ROOT/backend/gpu/gather_deps.sh" "$MMTWIN_BUILD_DIR-gpudeps"
     MMTWIN_GPU_DEPS="$MMTWIN_BUILD_DIR-gpudeps" MMTWIN_GPU_BUDGET_S=3000 \
-      "$MMTWIN_ROOT/backend/gpu/run_on_gpu.sh" "$MMTWIN_BUILD_DIR-gpu-cpu" --cpu
+      "$MMTWIN_ROOT/backend/gpu/run_on_gpu.sh" "$MMTWIN_BUILD_DIR-gpu-out" --cpu
   fi
 }
 if [ "$MMTWIN_FUZZ" = 1 ]; then
