@@ -13,6 +13,7 @@
 
 #include "backend/launch.h"
 #include "backend/train.h"
+#include "core/util/version.h"
 
 namespace {
 
@@ -75,6 +76,12 @@ int main(int argc, char** argv) {
   CLI::App app("mmtwin-train: run a scenario's plan on real processes (LibTorch + c10d) and measure it",
                "mmtwin-train");
   app.require_subcommand(1);
+  app.set_version_flag("--version", mmtwin::VersionLine("mmtwin-train"),
+                       "print the version and the commit it was built from");
+  if (argc == 2 && std::string(argv[1]) == "--version") {  // no subcommand needed
+    std::cout << mmtwin::VersionLine("mmtwin-train") << "\n";
+    return 0;
+  }
   std::string scenario, rundir = "runs/real";
   int nproc = 0;
   RankFlags flags;

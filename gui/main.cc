@@ -10,7 +10,9 @@
 #include <QEventLoop>
 
 #include <cstdio>
+#include <string>
 
+#include "core/util/version.h"
 #include "main_window.h"
 
 namespace {
@@ -36,6 +38,12 @@ bool RunAndWait(mmtwin::gui::MainWindow& w) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before QApplication, which needs a display.
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--version") {
+      std::printf("%s\n", mmtwin::VersionLine("mmtwin-gui").c_str());
+      return 0;
+    }
   QApplication app(argc, argv);
   QApplication::setApplicationName("mmtwin-gui");
   QApplication::setOrganizationName("mmtwin");
@@ -46,7 +54,8 @@ int main(int argc, char** argv) {
     if (args[i] == "--help" || args[i] == "-h") {
       std::printf(
           "usage: mmtwin-gui [SCENARIO.yaml | RUNDIR | SWEEP.sqlite]...\n"
-          "       mmtwin-gui --screenshot DIR [--what-if KEY=VALUE]... [INPUT]...\n");
+          "       mmtwin-gui --screenshot DIR [--what-if KEY=VALUE]... [INPUT]...\n"
+          "       mmtwin-gui --version\n");
       return 0;
     }
     if (args[i] == "--screenshot" || args[i] == "--what-if") {

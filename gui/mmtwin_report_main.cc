@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/util/version.h"
 #include "report.h"
 #include "report/report.h"
 
@@ -21,6 +22,7 @@ int Usage(std::ostream& os, int code) {
   for (const std::string& n : mmtwin::report::ReportNames()) names += (names.empty() ? "" : ", ") + n;
   os << "usage: mmtwin-report NAME [-o DIR] [--reduced] [--db FILE] [--scenarios DIR] [--runs DIR] [--jobs "
         "N]\n"
+        "       mmtwin-report --version\n"
         "  NAME             the report: "
      << names
      << "\n"
@@ -52,6 +54,10 @@ int main(int argc, char** argv) {
       return true;
     };
     if (a == "-h" || a == "--help") return Usage(std::cout, 0);
+    if (a == "--version") {
+      std::cout << mmtwin::VersionLine("mmtwin-report") << "\n";
+      return 0;
+    }
     if (a == "-o" || a == "--out") {
       if (!value(o.out_dir)) return Usage(std::cerr, 2);
     } else if (a == "--db") {

@@ -16,6 +16,7 @@
 #include "core/balance/data_policy.h"
 #include "core/trace/generate.h"
 #include "core/util/text.h"
+#include "core/util/version.h"
 #include "driver/driver.h"
 
 namespace mmtwin::cli {
@@ -551,9 +552,9 @@ int ParseFailed(const CLI::App& app, const CLI::ParseError& e, int argc, const c
     bool known = false;
     for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->check_name(first);
     if (!first.empty() && first[0] != '-' && !known) {
-      err << "mmtwin: unknown command '" << first
-          << "'; valid commands are: trace, balance, plan, simulate, sweep, compare, models, clusters, "
-             "policies\n"
+      std::vector<std::string> names;
+      for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+      err << "mmtwin: unknown command '" << first << "'; valid commands are: " << Join(names) << "\n"
           << "Run 'mmtwin --help' for usage.\n";
       return 2;
     }
@@ -580,6 +581,8 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       kExitCodes);
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every subcommand");
+  app.set_version_flag("--version", VersionLine("mmtwin"),
+                       "print the version and the commit it was built from");
   // Subcommands inherit nothing but the formatter: --help-all is for the top level only.
   const std::vector<Command> commands = {
       AddTrace(app, out, err),
@@ -600,12 +603,20 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
     err << app.help();
     return 2;
   }
+  // `mmtwin --version` needs no command (CLI11 would first ask for one).
+  if (argc == 2 && std::string(argv[1]) == "--version") {
+    out << VersionLine("mmtwin") << "\n";
+    return 0;
+  }
   if (int rc = UnknownSubcommand(argc, argv, app.get_subcommand("trace"), app.get_subcommand("sweep"), err))
     return rc;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     out << HelpOf(NamedCommand(app));
+    return 0;
+  } catch (const CLI::CallForVersion&) {
+    out << VersionLine("mmtwin") << "\n";
     return 0;
   } catch (const CLI::CallForAllHelp&) {
     out << app.help("", CLI::AppFormatMode::All);
