@@ -9,6 +9,8 @@
 #include <set>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "core/cost/cost_model.h"
 #include "core/plan/mesh.h"
 #include "core/records/layer_timings.h"
@@ -241,6 +243,43 @@ std::string FormatProfile(const Calibration& c) {
   const std::string body = table.Format();
   const size_t eol = body.find('\n');
   return body.substr(0, eol + 1) + head + body.substr(eol + 1);
+}
+
+std::string CalibrationJson(const Calibration& c) {
+  nlohmann::json fits = nlohmann::json::array();
+  for (const LayerTypeFit& f : c.fits) {
+    nlohmann::json passes = nlohmann::json::object();
+    for (const auto& [pass, fitp] : PassList(f)) {
+      const LinearFit& fit = *fitp;
+      // The columns in the profile's order: time passes in us, memory passes in bytes; kept has tokens only.
+      const bool time = pass[0] == 'f' || pass[0] == 'b';
+      const std::string unit = time ? "_us" : "_bytes";
+      const std::vector<std::string> names = {"c0" + unit, "token" + unit, "pair" + unit};
+      nlohmann::json coefficients = nlohmann::json::object(), identified = nlohmann::json::object();
+      const size_t first = fit.coefficients.size() == 1 ? 1 : 0;  // kept: token_bytes only
+      for (size_t k = 0; k < fit.coefficients.size() && first + k < names.size(); ++k) {
+        coefficients[names[first + k]] = fit.coefficients[k];
+        identified[names[first + k]] =
+            k < fit.identified.size() ? static_cast<bool>(fit.identified[k]) : true;
+      }
+      passes[pass] = {{"samples", fit.samples},
+                      {"coefficients", coefficients},
+                      {"identified", identified},
+                      {"r2", fit.r2},
+                      {"rel_residual_p50", fit.rel_residual_p50},
+                      {"rel_residual_p90", fit.rel_residual_p90},
+                      {"rel_residual_max", fit.rel_residual_max},
+                      {"outliers", fit.outliers}};
+    }
+    fits.push_back(
+        {{"type", TypeName(f)}, {"source", f.source}, {"kind", LayerKindName(f.kind)}, {"passes", passes}});
+  }
+  nlohmann::json j = {{"runs", c.runs}, {"models", c.models}, {"tp", c.tp}, {"fits", fits}};
+  if (c.optimizer_samples > 0)
+    j["optimizer"] = {{"samples", c.optimizer_samples},
+                      {"param_us", c.optimizer_param_us},
+                      {"rel_spread", c.optimizer_rel_spread}};
+  return j.dump(2);
 }
 
 std::string FormatCalibrationTable(const Calibration& c) {

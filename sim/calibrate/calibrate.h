@@ -71,5 +71,9 @@ Result<Calibration> Calibrate(const std::vector<std::string>& rundirs,
 std::string FormatProfile(const Calibration& c);
 // A human-readable table of the fits (what `mmtwin calibrate` prints).
 std::string FormatCalibrationTable(const Calibration& c);
+// The same fits as one JSON object (`mmtwin calibrate --json`): runs, models, tp, per layer type (source, kind)
+// every fitted pass (fwd, bwd in us; act, kept, work in bytes) with its coefficients by column name, which were
+// identified, samples, R², relative residual percentiles and outliers; the optimizer row when fitted.
+std::string CalibrationJson(const Calibration& c);
 
 }  // namespace mmtwin

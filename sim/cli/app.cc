@@ -141,6 +141,7 @@ Command AddTraceImport(CLI::App* trace, std::ostream& out, std::ostream& err) {
                            ->type_name("N");
   CLI::Option* subset =
       import->add_option("--subset", imp->subset, "llava only: subset name for every sample");
+  import->add_flag("--json", imp->json, "print what was written as JSON");
   import->allow_extras();  // unknown options reach Extras: one message for every command
   return {import, [=, &out, &err]() -> int {
             if (int rc = Extras(import, err)) return rc;
@@ -175,6 +176,7 @@ Command AddTraceGen(CLI::App* trace, std::ostream& out, std::ostream& err) {
   CLI::Option* seed = gen_cmd->add_option("--seed", gen->seed, "generator seed (default 1)")->type_name("S");
   CLI::Option* gen_out = gen_cmd->add_option("-o,--output", gen->output, "output trace CSV");
   gen_cmd->add_flag("--list", gen->list, "list the presets with their sizes and sources");
+  gen_cmd->add_flag("--json", gen->json, "print what was written (with --list: the presets) as JSON");
   gen_cmd->allow_extras();
   return {gen_cmd, [=, &out, &err]() -> int {
             if (int rc = Extras(gen_cmd, err)) return rc;
@@ -377,6 +379,7 @@ Command AddSweepTable(CLI::App* sweep, std::ostream& out, std::ostream& err) {
   CLI::App* table_cmd = sweep->add_subcommand("table", "print the results table of a database");
   table_cmd->add_option("--db", table->db, "results database")->required();
   table_cmd->add_option("--sweep", table->sweep, "only this sweep");
+  table_cmd->add_flag("--json", table->json, "print JSON: per sweep, its rows with every summary column");
   table_cmd->allow_extras();
   return {table_cmd,
           [=, &out, &err] { return Extras(table_cmd, err) ? 2 : RunSweepTable(*table, out, err); }};
@@ -404,6 +407,9 @@ Command AddSweep(CLI::App& app, std::ostream& out, std::ostream& err) {
       "every worker prepares its own trace and data plan (default: consecutive runs with the same "
       "trace, model, dp x tp and data policy share one, prepared once; the results are the same)");
   sweep->add_flag("--dry-run", sw->dry_run, "list the runs (index, key, axis values) without running them");
+  sweep->add_flag(
+      "--json", sw->json,
+      "print the results (or the --dry-run list) as one JSON object; the other lines go to stderr");
   sweep->footer(
       "Runs already recorded with status ok are skipped, so an interrupted sweep re-run redoes nothing "
       "finished; runs recorded as errors are retried.\nExit codes: 0 all runs ok, 1 some run ended with an "
@@ -452,6 +458,7 @@ Command AddCalibrate(CLI::App& app, std::ostream& out, std::ostream& err) {
       "profile keeps them as comments.\nExit codes: 0 ok, 2 bad input (a simulated run, a layers.csv of "
       "another "
       "model, mixed tp, too few samples).");
+  calibrate_cmd->add_flag("--json", cal->json, "print the fits and what was written as JSON");
   calibrate_cmd->allow_extras();
   return {calibrate_cmd, [=, &out, &err]() -> int {
             if (int rc = Extras(calibrate_cmd, err)) return rc;
@@ -481,6 +488,9 @@ Command AddValidate(CLI::App& app, std::ostream& out, std::ostream& err) {
       ->check(CLI::Range(1.0, 604800.0));
   validate_cmd->add_option("--machine", val->machine,
                            "where it runs, for the report (e.g. '2 vCPU AMD EPYC, Debian 12')");
+  validate_cmd->add_flag(
+      "--json", val->json,
+      "print the summary and one row per entry or held-out scenario as JSON (progress on stderr)");
   validate_cmd->footer("Exit codes: 0 ok, 1 a backend run failed (its log is quoted), 2 bad input.");
   validate_cmd->allow_extras();
   return {validate_cmd, [=, &out, &err]() -> int {
@@ -502,13 +512,16 @@ Command AddCompare(CLI::App& app, std::ostream& out, std::ostream& err) {
           }};
 }
 
-// `models`, `clusters`, `policies`: listings without options (extras are refused as usual).
+// `models`, `clusters`, `policies` [--json]: listings (extras are refused as usual).
 Command AddListing(CLI::App& app, const std::string& what, const std::string& description, std::ostream& out,
                    std::ostream& err) {
   CLI::App* list = app.add_subcommand(what, description);
+  auto json = std::make_shared<bool>(false);
+  list->add_flag("--json", *json, "print JSON (numbers as numbers)");
+  list->allow_extras();
   return {list, [=, &out, &err]() -> int {
             if (int rc = Extras(list, err)) return rc;
-            return RunList(what, out, err);
+            return RunList(what, *json, out, err);
           }};
 }
 

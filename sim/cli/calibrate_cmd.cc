@@ -7,9 +7,11 @@
 #include <ostream>
 #include <string>
 
-#include "cli/commands.h"
+#include <nlohmann/json.hpp>
+
 #include "calibrate/calibrate.h"
 #include "calibrate/links.h"
+#include "cli/commands.h"
 #include "core/util/csv.h"
 
 namespace mmtwin::cli {
@@ -56,15 +58,23 @@ int RunCalibrate(const CalibrateArgs& a, std::ostream& out, std::ostream& err) {
     err << "mmtwin calibrate: -o: " << st.error().message() << "\n";
     return 2;
   }
-  out << FormatCalibrationTable(*cal);
-  out << "wrote " << a.output << " (" << cal->fits.size() << " layer types, tp " << cal->tp << ", from "
-      << a.runs.size() << (a.runs.size() == 1 ? " run" : " runs") << ")\n";
+  if (!a.json) {
+    out << FormatCalibrationTable(*cal);
+    out << "wrote " << a.output << " (" << cal->fits.size() << " layer types, tp " << cal->tp << ", from "
+        << a.runs.size() << (a.runs.size() == 1 ? " run" : " runs") << ")\n";
+  }
   if (!a.cluster_out.empty()) {
     if (Status st = WriteFileAtomic(a.cluster_out, cluster_yaml); !st.ok()) {
       err << "mmtwin calibrate: --cluster-out: " << st.error().message() << "\n";
       return 2;
     }
-    out << link_table << "wrote " << a.cluster_out << "\n";
+    if (!a.json) out << link_table << "wrote " << a.cluster_out << "\n";
+  }
+  if (a.json) {
+    nlohmann::json j = nlohmann::json::parse(CalibrationJson(*cal));
+    j["output"] = a.output;
+    if (!a.cluster_out.empty()) j["cluster_out"] = a.cluster_out;
+    out << j.dump(2) << "\n";
   }
   return 0;
 }

@@ -12,9 +12,9 @@
 
 #include <vector>
 
-#include "driver/planner.h"
 #include "core/records/records.h"
 #include "core/scenario/scenario.h"
+#include "driver/planner.h"
 
 namespace mmtwin::cli {
 

@@ -23,10 +23,12 @@ struct TraceImportArgs {
   double fps = 1.0;        // csv: frames per second of a mapped video_seconds column
   int64_t max_frames = 0;  // csv: frame cap per clip (0 = none)
   bool fps_given = false, max_frames_given = false;
+  bool json = false;  // print {"output", "samples", "format", "input"} instead of the "wrote" line
 };
 struct TraceGenArgs {
   std::string preset, samples, seed, output;
   bool list = false, samples_given = false, seed_given = false;
+  bool json = false;  // print {"output", "samples", "preset", "seed"} (with --list: the presets) as JSON
 };
 struct TraceStatsArgs {
   std::string trace, model, bins;
@@ -70,6 +72,7 @@ struct CalibrateArgs {
   std::vector<std::string> link_runs;  // --links: folders used only for the link fit (ping-pong runs)
   std::string output, min_samples, cluster_out;
   bool min_samples_given = false;
+  bool json = false;  // the fits as JSON (CalibrationJson) plus what was written, instead of the tables
 };
 int RunCalibrate(const CalibrateArgs& a, std::ostream& out, std::ostream& err);
 
@@ -78,6 +81,7 @@ struct ValidateArgs {
   std::string suite, output, runs, train, machine;
   bool reuse = false;
   double run_timeout_s = 3600;  // --run-timeout: one backend run's wall-clock limit
+  bool json = false;            // print the figures the report's summary holds as JSON
 };
 int RunValidate(const ValidateArgs& a, std::ostream& out, std::ostream& err);
 
@@ -86,6 +90,7 @@ struct SweepRunArgs {
   std::string sweep, jobs, shard, db, csv;
   bool dry_run = false, jobs_given = false, shard_given = false;
   bool no_share = false;  // --no-share: every worker prepares its own trace and data plan
+  bool json = false;      // --json: one JSON object at the end (the table's rows), nothing else on stdout
 };
 struct SweepMergeArgs {
   std::string output;
@@ -96,6 +101,7 @@ struct SweepExportArgs {
 };
 struct SweepTableArgs {
   std::string db, sweep;
+  bool json = false;
 };
 int RunSweep(const SweepRunArgs& a, std::ostream& out, std::ostream& err);
 int RunSweepMerge(const SweepMergeArgs& a, std::ostream& out, std::ostream& err);
@@ -110,7 +116,7 @@ struct CompareArgs {
 int RunCompare(const CompareArgs& a, std::ostream& out, std::ostream& err);
 
 // mmtwin models | clusters | policies  (sim/cli/list_cmd.cc)
-int RunList(const std::string& what, std::ostream& out, std::ostream& err);
+int RunList(const std::string& what, bool json, std::ostream& out, std::ostream& err);
 
 // The whole CLI (sim/cli/app.cc): parses argv with CLI11 and runs the subcommand.
 int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& err);

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// mmtwin models | clusters | policies: what is built in, with one-line descriptions.
+// mmtwin models | clusters | policies [--json]: what is built in, with one-line descriptions (--json: the same
+// entries as one JSON object, numbers as numbers, each policy's typed parameters as declared).
 #include <cstdio>
 #include <ostream>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "core/balance/data_policy.h"
@@ -15,7 +18,96 @@
 
 namespace mmtwin::cli {
 
-int RunList(const std::string& what, std::ostream& out, std::ostream& err) {
+namespace {
+
+// A policy's declared parameters: name, type, default, description, choices and range where set.
+nlohmann::json ParamsJson(const std::vector<ParamSpec>& specs) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const ParamSpec& p : specs) {
+    nlohmann::json j = {{"name", p.name},
+                        {"type", ParamTypeName(p.type)},
+                        {"default", p.default_value},
+                        {"description", p.description}};
+    if (!p.choices.empty()) j["choices"] = p.choices;
+    if (p.min > -1e300) j["min"] = p.min;
+    if (p.max < 1e300) j["max"] = p.max;
+    a.push_back(j);
+  }
+  return a;
+}
+
+template <typename Entries>
+nlohmann::json EntriesJson(const Entries& entries) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& e : entries)
+    a.push_back({{"name", e.name}, {"description", e.description}, {"params", ParamsJson(e.params)}});
+  return a;
+}
+
+int ListJson(const std::string& what, std::ostream& out, std::ostream& err) {
+  nlohmann::json j;
+  if (what == "policies") {
+    j["data"] = EntriesJson(DataPolicies());
+    j["post_balance_algorithms"] = nlohmann::json::array();
+    for (const auto& a : PostBalanceAlgorithms().entries())
+      j["post_balance_algorithms"].push_back({{"name", a.name}, {"description", a.description}});
+    j["partition"] = EntriesJson(PartitionPolicies());
+    j["recompute"] = EntriesJson(RecomputePolicies());
+    j["schedule"] = nlohmann::json::array();
+    for (const auto& [name, description] : ScheduleNames())
+      j["schedule"].push_back({{"name", name}, {"description", description}});
+    j["sp"] = EntriesJson(SpPolicyRegistry().entries());
+  } else if (what == "models") {
+    j["zoo"] = ModelZooDir();
+    j["models"] = nlohmann::json::array();
+    for (const auto& name : ListModels()) {
+      auto m = LoadModel(name);
+      if (!m) {
+        err << "mmtwin models: " << m.error().message() << "\n";
+        return 2;
+      }
+      nlohmann::json components = nlohmann::json::array();
+      for (const Component& c : m->components) components.push_back(c.name);
+      j["models"].push_back({{"name", name},
+                             {"params", TotalParams(*m)},
+                             {"description", m->description},
+                             {"components", components}});
+    }
+  } else {
+    j["presets"] = ClusterPresetDir();
+    j["clusters"] = nlohmann::json::array();
+    for (const auto& name : ListClusters()) {
+      auto c = LoadCluster(name);
+      if (!c) {
+        err << "mmtwin clusters: " << c.error().message() << "\n";
+        return 2;
+      }
+      j["clusters"].push_back({{"name", name},
+                               {"description", c->description},
+                               {"nodes", c->nodes},
+                               {"gpus_per_node", c->gpus_per_node},
+                               {"device",
+                                {{"name", c->device.name},
+                                 {"peak_flops", c->device.peak_flops},
+                                 {"memory_bytes", c->device.memory_bytes},
+                                 {"hbm_bytes_per_s", c->device.hbm_bytes_per_s}}},
+                               {"nvlink_bytes_per_s", c->nvlink_bytes_per_s},
+                               {"nics_per_node", c->nics_per_node},
+                               {"nic_bytes_per_s", c->nic_bytes_per_s}});
+    }
+  }
+  out << j.dump(2) << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int RunList(const std::string& what, bool json, std::ostream& out, std::ostream& err) {
+  if (what != "policies" && what != "models" && what != "clusters") {
+    err << "mmtwin: unknown listing '" << what << "'; valid values are: models, clusters, policies\n";
+    return 2;
+  }
+  if (json) return ListJson(what, out, err);
   if (what == "policies") {
     out << "data-balance policies (mmtwin balance --policy NAME [--param k=v]...):\n";
     for (const auto& p : DataPolicies()) {

@@ -25,10 +25,12 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <variant>
 
 #include "cli/cli_format.h"
 #include "cli/commands.h"
 #include "core/eval/evaluator.h"
+#include "core/records/records_codec.h"
 #include "core/util/csv.h"
 #include "core/util/interrupt.h"
 #include "sweep/results_db.h"
@@ -52,6 +54,28 @@ std::string Duration(double s) {
   return Fixed(s / 3600, 1) + " h";
 }
 
+// The speed-up baseline of a table: the first run (in run order) that finished and fits its device memory; -1
+// when none does. An out-of-memory run is never the baseline (its figures are those of a run that cannot start).
+int SpeedupBaseline(const std::vector<RunRecord>& rows) {
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].status == "ok" && rows[i].summary && !rows[i].summary->oom &&
+        rows[i].summary->samples_per_s > 0)
+      return static_cast<int>(i);
+  return -1;
+}
+
+// GPU-seconds per trained sample: what a speed-up compares. GPU-days per epoch would compare different amounts of
+// data when the data policies leave out different numbers of samples (or the trace differs between runs).
+double GpuSecondsPerSample(const RunSummary& s) {
+  return s.samples_per_s > 0 ? s.parallel.world_size() / s.samples_per_s : std::nan("");
+}
+
+// The speed-up of `r` over the baseline row: baseline GPU-seconds per sample / r's; NaN when either is missing.
+double Speedup(const std::vector<RunRecord>& rows, int baseline, const RunRecord& r) {
+  if (baseline < 0 || r.status != "ok" || !r.summary) return std::nan("");
+  return GpuSecondsPerSample(*rows[baseline].summary) / GpuSecondsPerSample(*r.summary);
+}
+
 // The results table: one row per run (in run order), axis columns then metrics.
 void WriteTable(const std::vector<std::string>& axis_names, const std::vector<RunRecord>& rows,
                 std::ostream& out) {
@@ -60,12 +84,7 @@ void WriteTable(const std::vector<std::string>& axis_names, const std::vector<Ru
   const std::vector<std::string> metrics = {"p50 ms", "GPU-days", "speed-up", "bubble",
                                             "idle",   "recomp",   "MFU",      "OOM"};
   head.insert(head.end(), metrics.begin(), metrics.end());
-  double first_days = std::nan("");
-  for (const auto& r : rows)
-    if (r.status == "ok") {
-      first_days = r.summary ? r.summary->gpu_days : std::nan("");
-      break;
-    }
+  const int baseline = SpeedupBaseline(rows);
   std::vector<std::vector<std::string>> cells;
   std::vector<std::string> errors;
   for (const auto& r : rows) {
@@ -78,14 +97,14 @@ void WriteTable(const std::vector<std::string>& axis_names, const std::vector<Ru
       errors.push_back("#" + std::to_string(r.run_index) + ": " + r.error);
     } else {
       const RunSummary& s = *r.summary;
-      const double days = s.gpu_days;
       auto pct = [&](double ratio) {
         const double x = 100 * ratio;
         return Fixed(std::fabs(x) < 0.05 ? 0.0 : x, 1) + "%";  // no "-0.0%"
       };
+      const double speedup = Speedup(rows, baseline, r);
       c.push_back(Fixed(s.iteration_time_us.p50 / 1e3, 1));
-      c.push_back(Significant(days));
-      c.push_back(Fixed(first_days / days, 2) + "x");
+      c.push_back(Significant(s.gpu_days));
+      c.push_back(std::isfinite(speedup) && !s.oom ? Fixed(speedup, 2) + "x" : "-");
       c.push_back(pct(s.bubble_ratio));
       c.push_back(pct(s.idle_ratio));
       c.push_back(pct(s.recompute_ratio));
@@ -108,12 +127,42 @@ void WriteTable(const std::vector<std::string>& axis_names, const std::vector<Ru
   line(head);
   for (const auto& c : cells) line(c);
   for (const auto& e : errors) out << "  " << e << "\n";
+  if (baseline >= 0)
+    out << "speed-up: GPU-time per trained sample of run #" << rows[baseline].run_index
+        << " (the first run that fits) over each run's; none for a run that does not fit\n";
+  else if (!rows.empty())
+    out << "speed-up: none (no run fits its device memory)\n";
+}
+
+// The same rows as JSON: index, key, axes (name: value), status, error, speedup (as in the table; null where
+// none), and every summary column (SummaryColumns(), numbers as numbers) under "summary".
+nlohmann::json TableJson(const std::vector<RunRecord>& rows) {
+  const int baseline = SpeedupBaseline(rows);
+  nlohmann::json a = nlohmann::json::array();
+  for (const RunRecord& r : rows) {
+    nlohmann::json j = {{"index", r.run_index}, {"key", r.run_key}, {"status", r.status}};
+    nlohmann::json axes = nlohmann::json::object();
+    for (const auto& [k, v] : r.axes) axes[k] = v;
+    j["axes"] = axes;
+    if (!r.error.empty()) j["error"] = r.error;
+    const double speedup = Speedup(rows, baseline, r);
+    j["speedup"] = std::isfinite(speedup) && !(r.summary && r.summary->oom) ? nlohmann::json(speedup)
+                                                                            : nlohmann::json(nullptr);
+    if (r.summary) {
+      nlohmann::json summary = nlohmann::json::object();
+      for (const SummaryColumn& c : SummaryColumns())
+        std::visit([&](const auto& v) { summary[c.name] = v; }, c.get(*r.summary));
+      j["summary"] = summary;
+    }
+    a.push_back(j);
+  }
+  return a;
 }
 
 struct RunOptions {
   std::string sweep, db, csv;
   int jobs = 1, shard = 0, shards = 1;
-  bool sharded = false, dry_run = false;
+  bool sharded = false, dry_run = false, json = false;
 };
 
 Status Convert(const SweepRunArgs& a, RunOptions& o) {
@@ -121,6 +170,7 @@ Status Convert(const SweepRunArgs& a, RunOptions& o) {
   o.db = a.db;
   o.csv = a.csv;
   o.dry_run = a.dry_run;
+  o.json = a.json;
   if (a.jobs_given) {
     int64_t n = 0;
     if (!ParseInt64(a.jobs, n) || n < 1 || n > 1024)
@@ -187,17 +237,31 @@ int RunSweep(const SweepRunArgs& args, std::ostream& out, std::ostream& err) {
   const int64_t size = SweepSize(*spec);
 
   if (o.dry_run) {
-    out << "sweep " << spec->name << ": " << size << " runs (" << (spec->zip ? "zip" : "cartesian") << ")\n";
+    nlohmann::json runs = nlohmann::json::array();
+    if (!o.json)
+      out << "sweep " << spec->name << ": " << size << " runs (" << (spec->zip ? "zip" : "cartesian")
+          << ")\n";
     for (int64_t i = 0; i < size; ++i) {
       if (Interrupted()) return 128 + InterruptSignal();
       if (!InShard(static_cast<int>(i), o.shard, o.shards)) continue;
       const SweepRun r = ExpandRun(*spec, i);
+      if (o.json) {
+        nlohmann::json axes = nlohmann::json::object();
+        for (const auto& [k, v] : r.axes) axes[k] = v;
+        nlohmann::json j = {{"index", r.index}, {"key", r.key}, {"axes", axes}};
+        if (!r.error.empty()) j["invalid"] = r.error;
+        runs.push_back(j);
+        continue;
+      }
       out << Pad(std::to_string(r.index), 4, true) << "  " << r.key << "  ";
       for (size_t i = 0; i < r.axes.size(); ++i)
         out << (i ? ", " : "") << r.axes[i].first << "=" << r.axes[i].second;
       if (!r.error.empty()) out << "  INVALID: " << r.error;
       out << "\n";
     }
+    if (o.json)
+      out << nlohmann::json{{"sweep", spec->name}, {"size", size}, {"zip", spec->zip}, {"runs", runs}}.dump(2)
+          << "\n";
     return 0;
   }
 
@@ -236,14 +300,16 @@ int RunSweep(const SweepRunArgs& args, std::ostream& out, std::ostream& err) {
     if (p.done < p.total) err << ", ETA " << Duration(p.eta_seconds);
     err << "\n" << std::flush;
   };
-  out << "sweep " << spec->name << ": " << size << " runs (" << (spec->zip ? "zip" : "cartesian");
-  if (o.sharded) out << ", shard " << o.shard << "/" << o.shards;
-  out << "), " << o.jobs << " job" << (o.jobs > 1 ? "s" : "") << ", database " << db_path << "\n"
-      << std::flush;
+  // With --json the text lines go to stderr (progress goes there anyway) and stdout holds only the JSON.
+  std::ostream& text = o.json ? err : out;
+  text << "sweep " << spec->name << ": " << size << " runs (" << (spec->zip ? "zip" : "cartesian");
+  if (o.sharded) text << ", shard " << o.shard << "/" << o.shards;
+  text << "), " << o.jobs << " job" << (o.jobs > 1 ? "s" : "") << ", database " << db_path << "\n"
+       << std::flush;
   auto outcome = RunSweep(*spec, **db, ro);
   if (!outcome) return Fail(err, "sweep: " + outcome.error().message());
-  out << "ran " << outcome->executed << " of " << outcome->in_shard << " runs (" << outcome->skipped
-      << " already done, " << outcome->errors << " errors)\n";
+  text << "ran " << outcome->executed << " of " << outcome->in_shard << " runs (" << outcome->skipped
+       << " already done, " << outcome->errors << " errors)\n";
   if (outcome->executed > 0) {
     char line[256];
     std::snprintf(
@@ -252,7 +318,7 @@ int RunSweep(const SweepRunArgs& args, std::ostream& out, std::ostream& err) {
         outcome->run_seconds / outcome->executed, outcome->prepared,
         outcome->prepared == 1 ? "time" : "times", outcome->shared_runs,
         outcome->shared_runs == 1 ? "run" : "runs", outcome->prepare_seconds);
-    out << line;
+    text << line;
   }
   if (outcome->interrupted) {
     err << "mmtwin sweep: interrupted (" << InterruptSignalName() << ") after " << outcome->executed
@@ -260,8 +326,8 @@ int RunSweep(const SweepRunArgs& args, std::ostream& out, std::ostream& err) {
     return 128 + InterruptSignal();
   }
   if (outcome->stopped) {
-    out << "stopped early after " << outcome->executed
-        << " runs (MMTWIN_SWEEP_STOP_AFTER); run again to finish\n";
+    text << "stopped early after " << outcome->executed
+         << " runs (MMTWIN_SWEEP_STOP_AFTER); run again to finish\n";
     return 3;
   }
 
@@ -286,12 +352,24 @@ int RunSweep(const SweepRunArgs& args, std::ostream& out, std::ostream& err) {
   }
   std::vector<std::string> axis_names;
   for (const auto& a : spec->axes) axis_names.push_back(a.name);
-  out << "\n";
-  WriteTable(axis_names, rows, out);
+  if (!o.json) {
+    out << "\n";
+    WriteTable(axis_names, rows, out);
+  }
   if (!o.csv.empty()) {
     if (int rc = ExportTo(**db, o.csv, err); rc != 0) return rc;
-    out << "csv             " << o.csv << "\n";
+    text << "csv             " << o.csv << "\n";
   }
+  if (o.json)
+    out << nlohmann::json{{"sweep", spec->name},
+                          {"database", db_path},
+                          {"size", size},
+                          {"executed", outcome->executed},
+                          {"skipped", outcome->skipped},
+                          {"errors", outcome->errors},
+                          {"rows", TableJson(rows)}}
+               .dump(2)
+        << "\n";
   return any_error ? 1 : 0;
 }
 
@@ -386,6 +464,7 @@ int RunSweepTable(const SweepTableArgs& a, std::ostream& out, std::ostream& err)
   auto sweeps = (*db)->Sweeps();
   if (!sweeps) return Fail(err, "sweep table: " + sweeps.error().message());
   bool any = false;
+  nlohmann::json json_sweeps = nlohmann::json::array();
   for (const auto& s : *sweeps) {
     if (!sweep.empty() && s.name != sweep) continue;
     auto rows = (*db)->Runs(s.name);
@@ -419,6 +498,15 @@ int RunSweepTable(const SweepTableArgs& a, std::ostream& out, std::ostream& err)
           ++earlier;
       }
     }
+    if (a.json) {
+      json_sweeps.push_back({{"sweep", s.name},
+                             {"size", s.runs},
+                             {"recorded", current.size()},
+                             {"earlier_rows", earlier},
+                             {"rows", TableJson(current)}});
+      any = true;
+      continue;
+    }
     out << (any ? "\n" : "") << "sweep " << s.name << ": " << current.size() << " of " << s.runs
         << " runs recorded";
     if (earlier > 0)
@@ -431,6 +519,7 @@ int RunSweepTable(const SweepTableArgs& a, std::ostream& out, std::ostream& err)
   if (!any)
     return Fail(err, "sweep table: no sweep" + (sweep.empty() ? std::string() : " named '" + sweep + "'") +
                          " in " + db_path);
+  if (a.json) out << nlohmann::json{{"database", db_path}, {"sweeps", json_sweeps}}.dump(2) << "\n";
   return 0;
 }
 

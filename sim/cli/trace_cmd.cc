@@ -33,11 +33,20 @@ int Fail(std::ostream& err, const std::string& sub, const Error& e) {
 
 bool ParsePositive(const std::string& s, int64_t& out) { return ParseInt64(s, out) && out > 0; }
 
-int WriteOut(const std::string& sub, const Trace& t, const std::string& out_path, std::ostream& out,
-             std::ostream& err) {
+// Writes the trace; prints "wrote N samples to OUT", or with `json` {"output", "samples"} plus `about` (what it
+// was made from).
+int WriteOut(const std::string& sub, const Trace& t, const std::string& out_path, bool json,
+             const nlohmann::json& about, std::ostream& out, std::ostream& err) {
   const Status s = WriteTrace(t, out_path);
   if (!s.ok()) return Fail(err, sub, s.error());
-  out << "wrote " << t.size() << " samples to " << out_path << "\n";
+  if (json) {
+    nlohmann::json j = about;
+    j["output"] = out_path;
+    j["samples"] = t.size();
+    out << j.dump(2) << "\n";
+  } else {
+    out << "wrote " << t.size() << " samples to " << out_path << "\n";
+  }
   return 0;
 }
 
@@ -50,6 +59,7 @@ int RunTraceImport(const TraceImportArgs& a, std::ostream& out, std::ostream& er
   const bool has_map = !a.maps.empty();
   const bool has_tiles = a.tiles_given;
   const bool has_subset = a.subset_given;
+  const nlohmann::json about = {{"format", a.format}, {"input", a.input}};
 
   if ((a.fps_given || a.max_frames_given) && *format != "csv")
     return Usage(err, "import: --fps and --max-frames apply to --format csv only");
@@ -65,14 +75,14 @@ int RunTraceImport(const TraceImportArgs& a, std::ostream& out, std::ostream& er
     if (has_subset) opt.subset = a.subset;
     Result<Trace> t = ImportLlava(in, opt);
     if (!t) return Fail(err, "import", t.error());
-    return WriteOut("import", *t, *out_path, out, err);
+    return WriteOut("import", *t, *out_path, a.json, about, out, err);
   }
   if (*format == "librispeech") {
     if (has_map || has_tiles || has_subset)
       return Usage(err, "import: --map, --tiles-per-image and --subset do not apply to --format librispeech");
     Result<Trace> t = ImportLibriSpeech(in);
     if (!t) return Fail(err, "import", t.error());
-    return WriteOut("import", *t, *out_path, out, err);
+    return WriteOut("import", *t, *out_path, a.json, about, out, err);
   }
   if (*format == "csv") {
     if (has_tiles || has_subset)
@@ -86,7 +96,7 @@ int RunTraceImport(const TraceImportArgs& a, std::ostream& out, std::ostream& er
     }
     Result<Trace> t = ImportCsv(in, mapping, VideoSampling{a.fps, a.max_frames});
     if (!t) return Fail(err, "import", t.error());
-    return WriteOut("import", *t, *out_path, out, err);
+    return WriteOut("import", *t, *out_path, a.json, about, out, err);
   }
   return Usage(err, "import: unknown format '" + *format + "'; valid values are: llava, librispeech, csv");
 }
@@ -103,8 +113,14 @@ std::string PresetNames() {
 
 int RunTraceGen(const TraceGenArgs& a, std::ostream& out, std::ostream& err) {
   if (a.list) {
-    for (const GeneratorPreset& g : GeneratorPresets())
-      out << g.name << " (" << g.default_samples << " samples): " << g.description << "\n";
+    nlohmann::json presets = nlohmann::json::array();
+    for (const GeneratorPreset& g : GeneratorPresets()) {
+      if (a.json)
+        presets.push_back({{"name", g.name}, {"samples", g.default_samples}, {"description", g.description}});
+      else
+        out << g.name << " (" << g.default_samples << " samples): " << g.description << "\n";
+    }
+    if (a.json) out << nlohmann::json{{"presets", presets}}.dump(2) << "\n";
     return 0;
   }
   const std::string* preset = &a.preset;
@@ -129,7 +145,7 @@ int RunTraceGen(const TraceGenArgs& a, std::ostream& out, std::ostream& err) {
   }
   Result<Trace> t = GenerateTrace(*preset, samples, seed);
   if (!t) return Fail(err, "gen", t.error());
-  return WriteOut("gen", *t, *out_path, out, err);
+  return WriteOut("gen", *t, *out_path, a.json, {{"preset", *preset}, {"seed", seed}}, out, err);
 }
 
 int RunTraceStats(const TraceStatsArgs& a, std::ostream& out, std::ostream& err) {

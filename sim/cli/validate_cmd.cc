@@ -7,8 +7,11 @@
 // backend: its entries are simulated, its parameters fitted on the calibration entries, and the report
 // (report/published_suite.h: README.md, validation.csv, fitted.csv, scatter.svg) written as one folder. Exit 0, 1
 // when a backend run fails, 2 on bad input.
+#include <cmath>
 #include <ostream>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "calibrate/published.h"
 #include "calibrate/validate_suite.h"
@@ -35,7 +38,9 @@ int RunPublished(const ValidateArgs& a, std::ostream& out, std::ostream& err) {
   PublishedOptions o;
   o.suite = a.suite;
   o.command = "mmtwin validate " + a.suite + " -o " + a.output;
-  o.progress = [&](const std::string& text) { out << text << std::flush; };
+  // With --json the progress goes to stderr and stdout holds only the JSON.
+  std::ostream& text_out = a.json ? err : out;
+  o.progress = [&](const std::string& text) { text_out << text << std::flush; };
   auto r = ValidatePublished(o);
   if (!r) {
     err << "mmtwin validate: " << r.error().message() << "\n";
@@ -46,6 +51,43 @@ int RunPublished(const ValidateArgs& a, std::ostream& out, std::ostream& err) {
     return 2;
   }
   const auto [same, all] = FitsAgreement(*r, true);
+  if (a.json) {
+    // One row per entry as validation.csv has it (numbers as numbers; a fits entry's figures are 1 = fits, 0 =
+    // out of memory), the MAPEs and the fits agreement of the summary, the fitted parameters.
+    auto number = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
+    nlohmann::json entries = nlohmann::json::array();
+    for (const PublishedResult& e : r->results)
+      entries.push_back({{"name", e.entry.name},
+                         {"split", e.entry.held_out ? "held_out" : "calibration"},
+                         {"metric", PublishedMetricName(e.entry.metric)},
+                         {"source", e.entry.source},
+                         {"device", e.device},
+                         {"measured", number(e.entry.measured)},
+                         {"predicted", number(e.fitted)},
+                         {"error", number(PublishedError(e, true))},
+                         {"predicted_prior", number(e.prior)},
+                         {"error_prior", number(PublishedError(e, false))}});
+    nlohmann::json fitted = nlohmann::json::array();
+    for (const FittedParam& f : r->fitted)
+      fitted.push_back({{"key", f.param.key},
+                        {"device", f.param.device},
+                        {"prior", f.prior},
+                        {"value", f.value},
+                        {"identifiable", f.identifiable},
+                        {"fitted_on", f.fitted_on}});
+    out << nlohmann::json{{"suite", a.suite},
+                          {"output", a.output},
+                          {"held_out_mape_prior", PublishedMape(*r, true, false)},
+                          {"held_out_mape_fitted", PublishedMape(*r, true, true)},
+                          {"calibration_mape_fitted", PublishedMape(*r, false, true)},
+                          {"fits_same", same},
+                          {"fits_statements", all},
+                          {"fitted", fitted},
+                          {"entries", entries}}
+               .dump(2)
+        << "\n";
+    return 0;
+  }
   out << "held-out time / throughput MAPE: presets " << 100 * PublishedMape(*r, true, false) << "%, fitted "
       << 100 * PublishedMape(*r, true, true) << "%; fits statements predicted the same way: " << same
       << " of " << all << "\nwrote " << a.output
@@ -66,7 +108,8 @@ int RunValidate(const ValidateArgs& a, std::ostream& out, std::ostream& err) {
   o.run_timeout_s = a.run_timeout_s;
   o.machine = a.machine;
   o.reuse = a.reuse;
-  o.progress = [&](const std::string& text) { out << text << std::flush; };
+  std::ostream& text_out = a.json ? err : out;  // --json: stdout holds only the JSON
+  o.progress = [&](const std::string& text) { text_out << text << std::flush; };
   ValidateFailure failure = ValidateFailure::kNone;
   auto v = ValidateSuite(o, &failure);
   if (!v) {
@@ -84,6 +127,28 @@ int RunValidate(const ValidateArgs& a, std::ostream& out, std::ostream& err) {
   if (const Status st = report::WriteValidationReport(report, a.output); !st.ok()) {
     err << "mmtwin validate: " << st.error().Wrap("-o").message() << "\n";
     return 2;
+  }
+  if (a.json) {
+    const ValidationHeadline h = Headline(report);
+    nlohmann::json held_out = nlohmann::json::array();
+    for (const ScenarioValidation& v : report.held_out)
+      held_out.push_back({{"name", v.name},
+                          {"measured_p50_us", v.measured.iteration_time_us.p50},
+                          {"analytic_p50_us", v.analytic.iteration_time_us.p50},
+                          {"calibrated_p50_us", v.calibrated.iteration_time_us.p50}});
+    out << nlohmann::json{{"suite", a.suite},
+                          {"output", a.output},
+                          {"mape_analytic", h.mape_analytic},
+                          {"mape_calibrated", h.mape_calibrated},
+                          {"worst_busy", h.worst_busy},
+                          {"worst_bubble", h.worst_bubble},
+                          {"worst_peak_memory", h.worst_peak_memory},
+                          {"calibrated_beats_analytic", h.calibrated_beats_analytic},
+                          {"calibration_runs", report.calibration_runs.size()},
+                          {"held_out", held_out}}
+               .dump(2)
+        << "\n";
+    return 0;
   }
   out << "iteration time p50, MAPE over " << report.held_out.size() << " held-out scenarios: analytic "
       << 100 * IterationMape(report, false) << "%, calibrated " << 100 * IterationMape(report, true) << "%\n"

@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -126,6 +128,85 @@ TEST_F(CliSweepTest, FillsTheDatabaseAndPrintsTheTable) {
 // write could not be read. The database and its folder are made read-only, and (this test runs as root in CI,
 // which ignores permission bits) the commands run as the unprivileged user `nobody` via setpriv; the file is
 // byte for byte the same afterwards and no journal files appear.
+// Issue 33, item 4: the first run does not fit (recompute none, ZeRO-1) and the data policies leave out different
+// numbers of samples (random and ISF). The speed-up compares GPU-time per trained sample with the first run that
+// fits; the run that does not fit has none. Issue 33, item 7: `sweep --json` prints only JSON on stdout, and
+// `sweep table --json` the same rows.
+const char* kOomFirstSweep = R"(name: oom-first
+base:
+  trace: {preset: internvl-1.2m, samples: 2000, seed: 3}
+  model: internvl-1.5-6b-20b
+  parallel: {dp: 2, tp: 2, pp: 4, micro_batches: 4, zero_stage: 1}
+  policies: {data: isf, partition: uniform, recompute: full, schedule: 1f1b}
+  iterations: 2
+  seed: 5
+mode: cartesian
+axes:
+  - {key: policies.recompute, name: recompute, values: [none, full]}
+  - {key: policies.data, name: data, values: [random, isf]}
+)";
+
+TEST_F(CliSweepTest, SpeedupIsPerSampleAgainstTheFirstRunThatFitsAndJsonHoldsTheSameRows) {
+  std::ofstream(dir_ / "oom.yaml") << kOomFirstSweep;
+  // stdout only: the JSON must parse by itself.
+  const CliRun run =
+      Shell("cd " + dir_.string() + " && " + MMTWIN_CLI + " sweep oom.yaml --jobs 2 --json 2>/dev/null");
+  ASSERT_EQ(run.code, 0) << run.out;
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j["sweep"], "oom-first");
+  EXPECT_EQ(j["executed"], 4);
+  ASSERT_EQ(j["rows"].size(), 4u);
+
+  // The oracle: GPU-seconds per trained sample from the database's summaries.
+  std::map<int, mmtwin::RunSummary> by_index;
+  for (const auto& r : Rows("oom-first.sqlite")) by_index[r.run_index] = *r.summary;
+  ASSERT_EQ(by_index.size(), 4u);
+  ASSERT_TRUE(by_index[0].oom) << "the test needs a first run that does not fit";
+  ASSERT_FALSE(by_index[1].oom);
+  ASSERT_NE(by_index[0].trace_samples, 0);
+  auto gpu_s_per_sample = [](const mmtwin::RunSummary& s) {
+    return s.parallel.world_size() / s.samples_per_s;
+  };
+  for (const auto& row : j["rows"]) {
+    const int i = row["index"];
+    SCOPED_TRACE(i);
+    EXPECT_EQ(row["summary"]["gpu_days"].get<double>(), by_index[i].gpu_days);
+    if (by_index[i].oom) {
+      EXPECT_TRUE(row["speedup"].is_null());
+    } else {
+      EXPECT_NEAR(row["speedup"].get<double>(), gpu_s_per_sample(by_index[1]) / gpu_s_per_sample(by_index[i]),
+                  1e-12);
+    }
+  }
+  EXPECT_DOUBLE_EQ(j["rows"][1]["speedup"].get<double>(), 1.0);
+  // Per sample, not per epoch: ISF and random leave out different numbers of samples, so the two differ here.
+  const double per_epoch = by_index[1].gpu_days / by_index[2].gpu_days;
+  EXPECT_GT(std::fabs(j["rows"][2]["speedup"].get<double>() / per_epoch - 1), 0.01);
+
+  // The text table of the same database: "-" for the run that does not fit, the baseline named.
+  const CliRun text = Mmtwin("sweep table --db oom-first.sqlite");
+  ASSERT_EQ(text.code, 0) << text.out;
+  std::istringstream lines(text.out);
+  std::string line;
+  std::map<std::string, std::string> row_of;
+  while (std::getline(lines, line))
+    if (!line.empty() && std::isdigit(static_cast<unsigned char>(line[0]))) row_of[line.substr(0, 1)] = line;
+  EXPECT_NE(row_of["0"].find(" - "), std::string::npos) << row_of["0"];
+  EXPECT_NE(row_of["1"].find("1.00x"), std::string::npos) << row_of["1"];
+  EXPECT_NE(text.out.find("GPU-time per trained sample of run #1 (the first run that fits)"),
+            std::string::npos)
+      << text.out;
+
+  // sweep table --json: the same rows.
+  const CliRun table = Shell("cd " + dir_.string() + " && " + MMTWIN_CLI +
+                             " sweep table --db oom-first.sqlite --json 2>/dev/null");
+  ASSERT_EQ(table.code, 0) << table.out;
+  const nlohmann::json t = nlohmann::json::parse(table.out);
+  ASSERT_EQ(t["sweeps"].size(), 1u);
+  EXPECT_EQ(t["sweeps"][0]["rows"], j["rows"]);
+  EXPECT_EQ(t["sweeps"][0]["recorded"], 4);
+}
+
 TEST_F(CliSweepTest, TableAndExportReadADatabaseTheUserCannotWrite) {
   ASSERT_EQ(Mmtwin("sweep s.yaml --jobs 2 --db r.sqlite").code, 0);
   const fs::path ro = dir_ / "ro";
