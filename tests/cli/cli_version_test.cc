@@ -62,7 +62,7 @@ TEST(CliVersion, EveryProgramPrintsItsVersionAndCommit) {
     const std::string commit = m[2].str();
     if (!head.empty()) {
       // `git describe --always --dirty --tags`: the hash itself, or TAG-N-gHASH, then -dirty for local changes.
-      EXPECT_NE(commit.find(head), std::string::npos) << commit << " does not name HEAD " << head;
+      EXPECT_NE(commit.find(head), std::string::npos) << commit << " does not name HEAD " << head << " (built before the last commit? rebuild)";
     } else {
       EXPECT_NE(commit, "") << "no commit";
     }
