@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "core/model/model.h"
+
 namespace mmtwin::cli {
 namespace {
 
@@ -73,6 +75,25 @@ void WriteHeader(const Scenario& s, std::ostream& out) {
   if (p.sp > 1) out << " x sp " << p.sp;
   if (p.vpp > 1) out << " (vpp " << p.vpp << ")";
   out << ", " << p.micro_batches << " micro-batches, ZeRO-" << p.zero_stage << "\n";
+  // A TP degree that does not divide a component's heads is priced, not refused (issue 33, item 11): say how.
+  if (p.tp > 1)
+    if (Result<ModelSpec> m = LoadScenarioModel(s); m.ok())
+      for (const Component& c : m->components) {
+        const TransformerConfig& t = c.tf;
+        if (t.layers == 0 || t.heads <= 0) continue;
+        const int kv = t.kv_heads > 0 ? t.kv_heads : t.heads;
+        if (t.heads % p.tp == 0 && kv % p.tp == 0) continue;
+        const int q_rank = (t.heads + p.tp - 1) / p.tp, kv_rank = (kv + p.tp - 1) / p.tp;
+        out << "tensor parallel tp " << p.tp << " does not divide " << c.name << "'s " << t.heads
+            << " attention heads" << (kv != t.heads ? " (" + std::to_string(kv) + " KV heads)" : "")
+            << ": priced as if padded to " << q_rank * p.tp
+            << (kv != t.heads ? "/" + std::to_string(kv_rank * p.tp) : "") << ", the busiest rank computing "
+            << q_rank << " heads (Megatron-LM itself refuses such a TP degree)\n";
+      }
+  // An SP policy at degree 1 runs as no SP (the sweep over degrees passes through it): said, not hidden.
+  if (s.sp.name != "none" && p.sp <= 1)
+    out << "sequence par.   policies.sp " << s.sp.name
+        << " with parallel.sp 1: no sequence parallelism (set parallel.sp to split sequences)\n";
   out << "policies        data " << PolicyText(s.data) << ", partition " << PolicyText(s.partition)
       << ", recompute " << PolicyText(s.recompute) << ", schedule " << PolicyText(s.schedule);
   if (s.sp.name != "none") out << ", sp " << PolicyText(s.sp);

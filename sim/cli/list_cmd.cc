@@ -107,6 +107,17 @@ int RunList(const std::string& what, bool json, std::ostream& out, std::ostream&
     err << "mmtwin: unknown listing '" << what << "'; valid values are: models, clusters, policies\n";
     return 2;
   }
+  // An empty zoo or preset folder is a wrong MMTWIN_DATA_DIR (or a broken install), not an empty listing.
+  if (what == "models" && ListModels().empty()) {
+    err << "mmtwin models: no model files in " << ModelZooDir()
+        << " (MMTWIN_DATA_DIR, if set, must be the folder holding models/ and clusters/)\n";
+    return 2;
+  }
+  if (what == "clusters" && ListClusters().empty()) {
+    err << "mmtwin clusters: no cluster presets in " << ClusterPresetDir()
+        << " (MMTWIN_DATA_DIR, if set, must be the folder holding models/ and clusters/)\n";
+    return 2;
+  }
   if (json) return ListJson(what, out, err);
   if (what == "policies") {
     out << "data-balance policies (mmtwin balance --policy NAME [--param k=v]...):\n";

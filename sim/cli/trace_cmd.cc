@@ -88,12 +88,19 @@ int RunTraceImport(const TraceImportArgs& a, std::ostream& out, std::ostream& er
     if (has_tiles || has_subset)
       return Usage(err, "import: --tiles-per-image and --subset apply to --format llava only");
     CsvMapping mapping;
+    bool video_seconds = false;
     for (const std::string& v : a.maps) {
       const size_t eq = v.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
         return Usage(err, "import: --map '" + v + "': expected TRACE_FIELD=SOURCE_COLUMN");
       mapping.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+      video_seconds = video_seconds || v.substr(0, eq) == "video_seconds";
     }
+    // --fps / --max-frames turn a video_seconds column into frames: without one they would change nothing.
+    if ((a.fps_given || a.max_frames_given) && !video_seconds)
+      return Usage(err, std::string("import: ") + (a.fps_given ? "--fps" : "--max-frames") +
+                            ": applies to a video_seconds column (--map video_seconds=COLUMN), and none is "
+                            "mapped");
     Result<Trace> t = ImportCsv(in, mapping, VideoSampling{a.fps, a.max_frames});
     if (!t) return Fail(err, "import", t.error());
     return WriteOut("import", *t, *out_path, a.json, about, out, err);

@@ -126,3 +126,79 @@ TEST_F(CliMessagesTest, RepeatableOptionsTakeOneValueEach) {
 }
 
 }  // namespace
+
+// Issue 33, items 10 and 11: what was silently accepted or misreported is refused by name, and what is priced
+// rather than refused (a TP degree that does not divide a ViT's heads) is said.
+TEST_F(CliMessagesTest, SilentlyAcceptedInputIsRefusedOrSaid) {
+  const std::string d = dir_.string() + "/";
+  const std::string llava = R"(name: l
+trace: {preset: long-video, samples: 16, seed: 1}
+model: longvila-8b
+cluster: {preset: h100-8x400g, nodes: 4}
+parallel: {dp: 1, tp: 1, pp: 1, sp: 32, sp_ulysses: 8, sp_ring: 4, micro_batches: 1}
+policies: {data: {name: random, params: {batch_size: 1}}, sp: ulysses}
+iterations: 1
+)";
+  Write("split-not-2d.yaml", llava);
+  Write("no-sp-policy.yaml",
+        Replace(Replace(llava, ", sp: ulysses}", "}"), ", sp_ulysses: 8, sp_ring: 4", ""));
+  Write("2d-without-sp.yaml",
+        Replace(Replace(llava, "sp: 32, sp_ulysses: 8, sp_ring: 4", "sp: 1"), "sp: ulysses", "sp: 2d"));
+  Write("zero3-impl.yaml",
+        Replace(kBase, "micro_batches: 4}", "micro_batches: 4, zero_stage: 1, zero3_impl: fsdp}"));
+  Write("clip.csv", "id,frames,text\na,8,100\nb,16,50\n");
+  // A trace with images but no text tokens at all: grouping by text would leave the order random.
+  Write("textless.csv",
+        "sample_id,subset,images,image_tiles,video_frames,audio_seconds,text_tokens\na,s,1,1,0,0,0\nb,s,2,2,"
+        "0,0,0\nc,s,3,3,0,0,0\nd,s,1,1,0,0,0\n");
+  const std::vector<Case> cases = {
+      {"sp_ulysses with ulysses (item 10)", "simulate " + d + "split-not-2d.yaml -o " + d + "r",
+       d + "split-not-2d.yaml:5: parallel.sp_ulysses: ", "applies to policies.sp 2d only"},
+      {"sp without a policy lists real ones (item 10)", "simulate " + d + "no-sp-policy.yaml -o " + d + "r",
+       d + "no-sp-policy.yaml:5: parallel.sp: ", "one of ring, "},
+      {"zero3_impl below ZeRO-3", "simulate " + d + "zero3-impl.yaml -o " + d + "r",
+       d + "zero3-impl.yaml:5: parallel.zero3_impl: ", "applies to parallel.zero_stage 3 only"},
+      {"--fps without video_seconds",
+       "trace import --format csv " + d + "clip.csv --map text_tokens=text --fps 2 -o " + d + "t.csv",
+       "--fps: ", "none is mapped"},
+      {"length-group on text over a text-less trace",
+       "balance --trace " + d +
+           "textless.csv --model llava-1.5-7b --dp 2 --policy length-group --param batch_size=1",
+       "policy 'length-group': parameter 'key': ", "group by llm or vit instead"},
+  };
+  for (const Case& c : cases) {
+    const CliRun r = Shell(std::string(MMTWIN_CLI) + " " + c.args + " 2>&1");
+    EXPECT_EQ(r.code, 2) << c.name << ": " << r.out.substr(0, 500);
+    std::string cmd = c.args.substr(0, c.args.find(' '));
+    if (cmd == "trace") cmd = c.args.substr(0, c.args.find(' ', 6));  // "trace import"
+    const std::string prefix = "mmtwin " + cmd + ": " + c.where;
+    EXPECT_EQ(r.out.rfind(prefix, 0), 0u)
+        << c.name << ":\n  expected prefix " << prefix << "\n  got " << r.out.substr(0, 500);
+    EXPECT_NE(r.out.find(c.contains), std::string::npos) << c.name << ": " << r.out.substr(0, 500);
+    EXPECT_EQ(r.out.find("one of none"), std::string::npos) << c.name << ": " << r.out;
+  }
+  // An SP policy at degree 1 runs as no SP: said.
+  const CliRun sp1 = Shell(std::string(MMTWIN_CLI) + " plan " + d + "2d-without-sp.yaml 2>&1");
+  EXPECT_NE(sp1.out.find("policies.sp 2d with parallel.sp 1: no sequence parallelism"), std::string::npos)
+      << sp1.out;
+  // An empty zoo (a wrong MMTWIN_DATA_DIR) is an error, not an empty listing with exit 0.
+  for (const char* what : {"models", "clusters"}) {
+    const CliRun r = Shell("MMTWIN_DATA_DIR=" + d + "a-folder " + MMTWIN_CLI + " " + what + " 2>&1");
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find("MMTWIN_DATA_DIR"), std::string::npos) << r.out;
+  }
+  // InternViT-6B's 25 heads at TP 2: priced as padded to 26, and said.
+  const CliRun plan = Shell(std::string(MMTWIN_CLI) + " plan " + MMTWIN_SOURCE_DIR +
+                            "/scenarios/omnibal/internvl-6b-20b-baseline.yaml 2>&1");
+  EXPECT_EQ(plan.code, 0) << plan.out;
+  EXPECT_NE(plan.out.find(
+                "tp 2 does not divide vision's 25 attention heads: priced as if padded to 26, the busiest "
+                "rank computing 13 heads"),
+            std::string::npos)
+      << plan.out;
+  // ... and nothing is said where TP divides every component's heads.
+  Write("divides.yaml",
+        Replace(Replace(kBase, "model: internvl-1.5-6b-20b", "model: vicuna-7b-v1.5"), "pp: 4", "pp: 2"));
+  const CliRun divides = Shell(std::string(MMTWIN_CLI) + " plan " + d + "divides.yaml 2>&1");
+  EXPECT_EQ(divides.out.find("does not divide"), std::string::npos) << divides.out;
+}

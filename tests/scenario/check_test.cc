@@ -191,7 +191,7 @@ const std::vector<CodeCase>& CodeCases() {
          s.parallel.sp = 2;
          s.parallel.tp = 1;
        },
-       "small: parallel.sp: 2 needs a sequence-parallel policy (policies.sp: one of none, ring, zigzag-ring, "
+       "small: parallel.sp: 2 needs a sequence-parallel policy (policies.sp: one of ring, zigzag-ring, "
        "ulysses, 2d, megatron-cp, megatron-cp+tp, megatron-cp-ag)"},
       {"ulysses x ring",
        [](Scenario& s) {

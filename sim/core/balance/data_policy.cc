@@ -7,6 +7,7 @@
 
 #include "core/util/memory_limit.h"
 #include "core/util/rng.h"
+#include "core/util/text.h"
 
 namespace mmtwin {
 namespace {
@@ -27,9 +28,35 @@ const ParamSpec kTextKey{"key",
                          "size used for grouping: text tokens, LLM tokens or ViT tokens",
                          {"text", "llm", "vit"}};
 
-const std::vector<SampleSize>& KeySizes(const DataPolicyContext& ctx, const std::string& key) {
-  if (key == "text" && ctx.sizes->text_tokens.size() == ctx.sizes->size()) return ctx.sizes->text_tokens;
-  return key == "vit" ? ctx.sizes->vit_tokens : ctx.sizes->llm_tokens;
+// The sizes a grouping policy sorts by. A key under which every sample has the same size (0 text tokens in a
+// trace without text, 0 ViT tokens without images) would sort nothing and the policy would run as `random`:
+// an error naming the key and the keys that vary.
+Result<const std::vector<SampleSize>*> KeySizes(const DataPolicyContext& ctx, const std::string& policy,
+                                                const std::string& key) {
+  const std::vector<SampleSize>* v = nullptr;
+  if (key == "text" && ctx.sizes->text_tokens.size() == ctx.sizes->size())
+    v = &ctx.sizes->text_tokens;
+  else
+    v = key == "vit" ? &ctx.sizes->vit_tokens : &ctx.sizes->llm_tokens;
+  auto varies = [](const std::vector<SampleSize>& x) {
+    return !x.empty() && std::any_of(x.begin(), x.end(), [&](SampleSize s) { return s != x.front(); });
+  };
+  if (v->size() > 1 && !varies(*v)) {
+    std::vector<std::string> alternatives;
+    if (ctx.sizes->text_tokens.size() == ctx.sizes->size() && varies(ctx.sizes->text_tokens) && key != "text")
+      alternatives.push_back("text");
+    if (varies(ctx.sizes->llm_tokens) && key != "llm") alternatives.push_back("llm");
+    if (varies(ctx.sizes->vit_tokens) && key != "vit") alternatives.push_back("vit");
+    return Error("policy '" + policy + "': parameter 'key': every sample of the trace has " +
+                 std::to_string(v->front()) + " " +
+                 (key == "vit"    ? "ViT"
+                  : key == "text" ? "text"
+                                  : "LLM") +
+                 " tokens, so grouping by " + key + " would leave the order random" +
+                 (alternatives.empty() ? std::string(" (and no other key varies)")
+                                       : "; group by " + Join(alternatives, " or ") + " instead"));
+  }
+  return v;
 }
 
 std::vector<uint32_t> ShuffledIndices(size_t n, Rng& rng) {
@@ -81,7 +108,9 @@ Result<DataPlan> RunLengthGroup(const DataPolicyContext& ctx, const Params& p) {
   const int64_t b = p.Int("batch_size");
   const int64_t mult = p.Int("megabatch_mult");
   const bool even = p.Str("split") == "even";
-  const auto& len = KeySizes(ctx, p.Str("key"));
+  MMTWIN_ASSIGN_OR_RETURN(const std::vector<SampleSize>* key_sizes,
+                          KeySizes(ctx, "length-group", p.Str("key")));
+  const auto& len = *key_sizes;
   auto order = ShuffledIndices(ctx.trace->size(), rng);
   const size_t step = static_cast<size_t>(ctx.dp) * b;
   const size_t mega = step * mult;
@@ -112,7 +141,9 @@ Result<DataPlan> RunLengthGroup(const DataPolicyContext& ctx, const Params& p) {
 Result<DataPlan> RunDeviceGroup(const DataPolicyContext& ctx, const Params& p) {
   Rng rng = Rng(ctx.seed).Fork(2);
   const int64_t b = p.Int("batch_size");
-  const auto& len = KeySizes(ctx, p.Str("key"));
+  MMTWIN_ASSIGN_OR_RETURN(const std::vector<SampleSize>* key_sizes,
+                          KeySizes(ctx, "device-group", p.Str("key")));
+  const auto& len = *key_sizes;
   auto order = ShuffledIndices(ctx.trace->size(), rng);
   const int d = ctx.dp;
   return Chunked(ctx, order, b, [&](std::vector<uint32_t>& chunk, DataStep& step) {

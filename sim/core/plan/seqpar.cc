@@ -131,9 +131,16 @@ Result<SpLayout> ResolveSpLayout(const std::string& policy, const std::map<std::
   const int S = l.sp;
   if (pc.sp < 1) return Error("parallel.sp: must be >= 1, got " + std::to_string(pc.sp));
   if (l.method == SpMethod::kNone) {
-    if (S != 1)
+    if (S != 1) {
+      std::string methods;
+      for (const SpPolicyInfo& x : reg.entries())
+        if (x.run != SpMethod::kNone) methods += (methods.empty() ? "" : ", ") + x.name;
       return Error("parallel.sp: " + std::to_string(S) +
-                   " needs a sequence-parallel policy (policies.sp: one of " + reg.Names() + ")");
+                   " needs a sequence-parallel policy (policies.sp: one of " + methods + ")");
+    }
+    if (pc.sp_ulysses > 1 || pc.sp_ring > 1)
+      return Error(std::string(pc.sp_ulysses > 1 ? "parallel.sp_ulysses" : "parallel.sp_ring") +
+                   ": applies to policies.sp 2d only (no sequence parallelism here)");
     return l;
   }
   const bool replicate = p->values().count("kv") && p->Str("kv") == "replicate";
@@ -170,6 +177,17 @@ Result<SpLayout> ResolveSpLayout(const std::string& policy, const std::map<std::
       l.ring = S;
       break;
   }
+  // sp_ulysses / sp_ring choose the split of the 2d policy; the other methods have a fixed one (Ulysses over
+  // all S ranks, or a ring of S), which the keys may restate but not change: say so by name (their product
+  // may well equal sp).
+  if (l.method != SpMethod::k2d &&
+      ((pc.sp_ulysses > 0 && pc.sp_ulysses != l.ulysses) || (pc.sp_ring > 0 && pc.sp_ring != l.ring)))
+    return Error(std::string(pc.sp_ulysses > 0 && pc.sp_ulysses != l.ulysses ? "parallel.sp_ulysses"
+                                                                             : "parallel.sp_ring") +
+                 ": applies to policies.sp 2d only (policy " + e.name + " runs " +
+                 (l.method == SpMethod::kUlysses ? "Ulysses over all " + std::to_string(S) + " ranks"
+                                                 : "a ring over all " + std::to_string(S) + " ranks") +
+                 "); remove it, or set policies.sp: 2d");
   if (l.ulysses < 1 || l.ring < 1 || l.ulysses * l.ring != S ||
       (pc.sp_ulysses > 0 && pc.sp_ulysses != l.ulysses) || (pc.sp_ring > 0 && pc.sp_ring != l.ring))
     return Error("parallel.sp: sp_ulysses x sp_ring must equal sp (" + std::to_string(S) + ") for policy " +

@@ -125,6 +125,10 @@ Status CheckParallel(const Scenario& s) {
     return FieldError(
         s, "parallel.zero3_impl",
         "unknown ZeRO-3 implementation '" + p.zero3_impl + "'; valid values are: " + Join(kZero3Impls));
+  if (p.zero3_impl != "simple" && p.zero_stage != 3)
+    return FieldError(s, "parallel.zero3_impl",
+                      "'" + p.zero3_impl + "' applies to parallel.zero_stage 3 only (got " +
+                          std::to_string(p.zero_stage) + "); remove it or set zero_stage: 3");
   if (p.zero3_shard_group != 0) {
     const int64_t zero_group = static_cast<int64_t>(p.dp) * std::max(1, p.sp);
     if (p.zero_stage != 3)
