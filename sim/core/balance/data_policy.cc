@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/balance/data_policy.h"
 
+#include "core/balance/metrics.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -349,39 +351,18 @@ void DealGroups(const DataPolicyContext& ctx, std::vector<std::vector<uint32_t>>
   for (size_t g = steps * ctx.dp; g < groups.size(); ++g) plan.dropped_remainder += groups[g].size();
 }
 
-// Mean per-step DistRatio of a set of groups dealt to `ranks` devices (for the threshold search).
-double GroupDistScore(const SampleSizes& sz, const std::vector<std::vector<uint32_t>>& groups, int ranks) {
-  double score = 0;
-  int steps = 0;
-  for (size_t k = 0; k + ranks <= groups.size(); k += ranks, ++steps) {
-    double vmax = 0, tmax = 0, vsum = 0, tsum = 0;
-    for (int r = 0; r < ranks; ++r) {
-      double vv = 0, tt = 0;
-      for (uint32_t i : groups[k + r]) {
-        vv += static_cast<double>(sz.vit_tokens[i]);
-        tt += static_cast<double>(sz.llm_tokens[i]);
-      }
-      vmax = std::max(vmax, vv);
-      tmax = std::max(tmax, tt);
-      vsum += vv;
-      tsum += tt;
-    }
-    if (vmax > 0) score += 1 - vsum / (vmax * ranks);
-    if (tmax > 0) score += 1 - tsum / (tmax * ranks);
-  }
-  return steps ? score / steps : 1e9;
-}
-
 std::vector<uint32_t> AllIndices(size_t n) {
   std::vector<uint32_t> idx(n);
   std::iota(idx.begin(), idx.end(), 0u);
   return idx;
 }
 
+constexpr size_t kIsfSearchExact = 100000;
+
 // Q_v, Q_t of one sample set: the variant's start point, the given values where positive, then (mmtwin, search)
 // the threshold search.
 Result<IsfThresholds> IsfBounds(const DataPolicyContext& ctx, const Params& p, IsfVariant variant,
-                                const std::vector<uint32_t>& samples) {
+                                const std::vector<uint32_t>& samples, const Rng& run_rng) {
   const SampleSizes& sz = *ctx.sizes;
   IsfThresholds q;
   if (variant == IsfVariant::kOmnibalPublic) {
@@ -398,24 +379,37 @@ Result<IsfThresholds> IsfBounds(const DataPolicyContext& ctx, const Params& p, I
     if (p.Int("q_v") > 0) q.q_v = p.Int("q_v");
   }
   if (p.Bool("search")) {
-    // Threshold search (OmniBal's public code): candidates around the start point, scored on a sample of the
-    // data by ViT + LLM DistRatio over 8 simulated ranks (pad ratio is 0 for packed groups). Skipped samples
-    // count against a candidate.
-    Rng srng = Rng(ctx.seed).Fork(5);
+    // Threshold search (after OmniBal's public code): candidates around the start point (Q_v - 1 .. Q_v + 1,
+    // Q_t - 256 and Q_t), each scored by ViT + LLM DistRatio plus the share of samples left out. Up to
+    // kIsfSearchExact samples a candidate is scored by exactly what the run does with it (the same rounds T,
+    // the same random stream, the groups dealt to the DP ranks), so the chosen one is the best of the
+    // candidates for this run and never worse than the start point (issue 33: the search scored with 3
+    // rounds where the run used 10, and chose thresholds that ran worse than random). Larger sets are scored
+    // on a random 100,000-sample subset the same way (an estimate).
     std::vector<uint32_t> sub = samples;
-    srng.Shuffle(sub);
-    sub.resize(std::min<size_t>(sub.size(), 100000));
+    if (sub.size() > kIsfSearchExact) {
+      Rng srng = Rng(ctx.seed).Fork(5);
+      srng.Shuffle(sub);
+      sub.resize(kIsfSearchExact);
+    }
+    const int rounds = static_cast<int>(p.Int("iterations"));
     IsfThresholds best = q;
     double best_score = 1e18;
     for (int dv = -1; dv <= 1; ++dv) {
       for (int64_t dt : {-256, 0}) {
         IsfThresholds c{q.q_v + dv, q.q_t + dt};
         if (c.q_v < 1 || c.q_t < 1) continue;
-        Rng crng = Rng(ctx.seed).Fork(6);
-        IsfRule rule{c, c.q_v - p.Int("q_v_slack"), c.q_t - p.Int("q_t_slack"), 3, IsfVariant::kMmtwin};
-        IsfResult r = Isf(sz, rule, crng, sub);
-        const double score =
-            GroupDistScore(sz, r.groups, 8) + static_cast<double>(r.skipped.size()) / sub.size();
+        Rng trial = run_rng;
+        IsfRule rule{c, c.q_v - p.Int("q_v_slack"), c.q_t - p.Int("q_t_slack"), rounds, IsfVariant::kMmtwin};
+        IsfResult r = Isf(sz, rule, trial, sub);
+        DataPlan trial_plan;
+        trial_plan.dp = ctx.dp;
+        trial_plan.packed = true;
+        const size_t skipped = r.skipped.size();
+        DealGroups(ctx, std::move(r.groups), trial, trial_plan);
+        const DataMetrics m = ComputeDataMetrics(trial_plan, sz);
+        const double score = m.dist_ratio_vit + m.dist_ratio_llm +
+                             static_cast<double>(skipped + trial_plan.dropped_remainder) / sub.size();
         if (score < best_score - 1e-12) {
           best_score = score;
           best = c;
@@ -463,10 +457,10 @@ Result<DataPlan> RunIsf(const DataPolicyContext& ctx, const Params& p) {
   Rng rng = Rng(ctx.seed).Fork(4);
   for (size_t s = 0; s < sets.size(); ++s) {
     if (sets[s].empty()) continue;
-    MMTWIN_ASSIGN_OR_RETURN(IsfThresholds q, IsfBounds(ctx, p, variant, sets[s]));
-    IsfRule rule{q, q.q_v - p.Int("q_v_slack"), q.q_t - p.Int("q_t_slack"), rounds, variant};
     // One stream for the merged set (the plan of a trace does not depend on how many subsets it has).
     Rng set_rng = sets.size() == 1 ? rng : rng.Fork(s);
+    MMTWIN_ASSIGN_OR_RETURN(IsfThresholds q, IsfBounds(ctx, p, variant, sets[s], set_rng));
+    IsfRule rule{q, q.q_v - p.Int("q_v_slack"), q.q_t - p.Int("q_t_slack"), rounds, variant};
     IsfResult r = Isf(sz, rule, set_rng, std::move(sets[s]));
     groups += static_cast<int64_t>(r.groups.size());
     DealGroups(ctx, std::move(r.groups), set_rng, plan);
@@ -577,7 +571,8 @@ const std::vector<DataPolicyInfo>& Registry() {
         {"per_subset", ParamType::kBool, "false",
          "group each trace subset on its own, every step from one subset (OmniBal's multi_group)"},
         {"search", ParamType::kBool, "false",
-         "search Q_v, Q_t around the start point on a sample of the data (mmtwin variant)"}},
+         "search Q_v, Q_t around the start point, each candidate scored by what the run does with it (mmtwin "
+         "variant; on a 100,000-sample subset of larger traces)"}},
        RunIsf},
       {"post-balance",
        "OrchMLLM batch post-balancing: random mini-batches redistributed across DP ranks (lpt, padded, "
