@@ -173,6 +173,27 @@ Result<Calibration> Calibrate(const std::vector<std::string>& rundirs, const Cal
     if (!bwd) return bwd.error().Wrap("layer type '" + TypeName(f) + "', backward");
     f.fwd = std::move(*fwd);
     f.bwd = std::move(*bwd);
+    // Under-determined fits (issue 33, item 5): one run of one sequence length gives one token count per layer,
+    // and the fit then puts everything into c0 (or c_token) with nothing to tell them apart.
+    std::set<double> token_counts;
+    for (const std::vector<double>& x : g.bwd.x) token_counts.insert(x[1]);
+    if (static_cast<int>(token_counts.size()) < kMinDistinctTokenCounts)
+      cal.warnings.push_back(
+          "layer type '" + TypeName(f) + "': its " + std::to_string(n) + " rows hold " +
+          std::to_string(token_counts.size()) + " distinct token count" +
+          (token_counts.size() == 1 ? "" : "s") + ", so the per-token cost is not determined (fitted " +
+          Sci(f.fwd.coefficients[1]) + " us per token forward); measure at least " +
+          std::to_string(kMinDistinctTokenCounts) +
+          " different token counts per layer type: runs of different sequence lengths, micro-batch sizes or "
+          "data policies");
+    for (const auto& [pass, fit] :
+         {std::pair<const char*, const LinearFit*>{"forward", &f.fwd}, {"backward", &f.bwd}})
+      if (fit->r2 < kMinR2 && static_cast<int>(token_counts.size()) >= kMinDistinctTokenCounts)
+        cal.warnings.push_back("layer type '" + TypeName(f) + "': the " + pass +
+                               " fit explains little (R^2 " + Fixed(fit->r2, 2) + " over " +
+                               std::to_string(fit->samples) +
+                               " rows): noisy timings (a loaded host?) or a layer the linear model does not "
+                               "describe; more measured iterations help against noise");
     if (static_cast<int64_t>(g.act.y.size()) >= options.min_samples) {
       auto act = FitNonNegative(g.act.x, g.act.y);
       if (!act) return act.error().Wrap("layer type '" + TypeName(f) + "', activation bytes");
@@ -274,7 +295,8 @@ std::string CalibrationJson(const Calibration& c) {
     fits.push_back(
         {{"type", TypeName(f)}, {"source", f.source}, {"kind", LayerKindName(f.kind)}, {"passes", passes}});
   }
-  nlohmann::json j = {{"runs", c.runs}, {"models", c.models}, {"tp", c.tp}, {"fits", fits}};
+  nlohmann::json j = {
+      {"runs", c.runs}, {"models", c.models}, {"tp", c.tp}, {"fits", fits}, {"warnings", c.warnings}};
   if (c.optimizer_samples > 0)
     j["optimizer"] = {{"samples", c.optimizer_samples},
                       {"param_us", c.optimizer_param_us},

@@ -61,7 +61,14 @@ struct Calibration {
   int64_t optimizer_samples = 0;    // measured optimizer ops (0: no optimizer row)
   double optimizer_param_us = 0;    // microseconds per parameter updated on one GPU
   double optimizer_rel_spread = 0;  // the largest |op / fit - 1| over those ops
+  // Fits the data cannot support, one line each (layer type, pass, why, what to measure): fewer than
+  // kMinDistinctTokenCounts distinct token counts (the per-token cost is then not separable from the fixed one),
+  // or a time fit that explains little (R² below kMinR2). `mmtwin calibrate` prints them as warnings; the
+  // profile is still written.
+  std::vector<std::string> warnings;
 };
+inline constexpr int kMinDistinctTokenCounts = 3;
+inline constexpr double kMinR2 = 0.8;
 
 Result<Calibration> Calibrate(const std::vector<std::string>& rundirs,
                               const CalibrationOptions& options = {});

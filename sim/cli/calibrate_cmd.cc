@@ -31,6 +31,7 @@ int RunCalibrate(const CalibrateArgs& a, std::ostream& out, std::ostream& err) {
     err << "mmtwin calibrate: " << cal.error().message() << "\n";
     return 2;
   }
+  for (const std::string& w : cal->warnings) err << "mmtwin calibrate: warning: " << w << "\n";
   if (!a.link_runs.empty() && a.cluster_out.empty()) {
     err << "mmtwin calibrate: --links: needs --cluster-out FILE (where the fitted links go)\n";
     return 2;

@@ -74,6 +74,8 @@ struct SyntheticRun {
   // and the summary's one stage holds stage_params parameters.
   double optimizer_param_us = 0;
   int64_t stage_params = 0;
+  // > 0: every row has these tokens (one sequence length: the per-token cost cannot be told from the fixed one).
+  int64_t fixed_tokens = 0;
 };
 
 // Writes the run folder; returns an error message or "".
@@ -107,6 +109,7 @@ inline std::string WriteSyntheticRun(const SyntheticRun& r) {
       t.layer = static_cast<int32_t>(l);
       t.micro_batch = 0;
       t.tokens = tok(rng);
+      if (r.fixed_tokens > 0) t.tokens = r.fixed_tokens;
       t.spans = spans(rng);
       t.attention_pairs = static_cast<double>(t.tokens) * static_cast<double>(t.tokens) / t.spans;
       const TimeCoefficients c = TrueCoefficients(

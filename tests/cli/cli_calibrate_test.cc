@@ -18,7 +18,8 @@ namespace fs = std::filesystem;
 using testing::Mmtwin;
 
 std::string Dir(const std::string& name) {
-  return (fs::path(::testing::TempDir()) / ("cli_calibrate_" + std::to_string(::getpid()) + "_" + name)).string();
+  return (fs::path(::testing::TempDir()) / ("cli_calibrate_" + std::to_string(::getpid()) + "_" + name))
+      .string();
 }
 
 TEST(CliCalibrate, WritesAProfileThatSimulateUses) {
@@ -48,6 +49,31 @@ TEST(CliCalibrate, WritesAProfileThatSimulateUses) {
   auto back = Mmtwin("simulate " + scenario + " --cost analytic -o " + Dir("sim_back"), false);
   ASSERT_EQ(back.code, 0);
   EXPECT_DOUBLE_EQ(LoadSummary(Dir("sim_back"))->iteration_time_us.mean, a->iteration_time_us.mean);
+}
+
+// Issue 33, item 5: a fit the data cannot determine (one run at one sequence length: one token count per layer)
+// is warned about, naming the layer type and what to measure; well-spread token counts give no warning.
+TEST(CliCalibrate, WarnsWhenTheTokenCountsCannotDetermineTheFit) {
+  testing::SyntheticRun one{Dir("one-length")};
+  one.fixed_tokens = 1024;
+  ASSERT_EQ(testing::WriteSyntheticRun(one), "");
+  auto r = Mmtwin("calibrate " + one.dir + " -o " + Dir("one.csv"));
+  ASSERT_EQ(r.code, 0) << r.out;  // still written: a warning, not a refusal
+  EXPECT_NE(r.out.find("mmtwin calibrate: warning: layer type 'vicuna-7b-v1.5,transformer': its "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("1 distinct token count, so the per-token cost is not determined"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("measure at least 3 different token counts per layer type"), std::string::npos)
+      << r.out;
+  auto j = Mmtwin("calibrate " + one.dir + " -o " + Dir("one.csv") + " --json", false);
+  EXPECT_NE(j.out.find("\"warnings\": ["), std::string::npos) << j.out;
+
+  testing::SyntheticRun spread{Dir("spread")};
+  ASSERT_EQ(testing::WriteSyntheticRun(spread), "");
+  auto ok = Mmtwin("calibrate " + spread.dir + " -o " + Dir("spread.csv"));
+  ASSERT_EQ(ok.code, 0) << ok.out;
+  EXPECT_EQ(ok.out.find("warning"), std::string::npos) << ok.out;
 }
 
 TEST(CliCalibrate, BadInputExitsTwo) {
