@@ -71,6 +71,18 @@ std::string CudaDescription(int device) {
          CudaVersionText(driver) + ", runtime " + CudaVersionText(runtime) + ", torch " + TORCH_VERSION;
 }
 
+std::string CudaDeviceName(int device) {
+  cudaDeviceProp p{};
+  Check(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
+  return p.name;
+}
+
+std::string CudaDriverVersion() {
+  int driver = 0;
+  (void)cudaDriverGetVersion(&driver);
+  return driver > 0 ? CudaVersionText(driver) : "";
+}
+
 void CudaSetDevice(int device) { c10::cuda::set_device(static_cast<c10::DeviceIndex>(device)); }
 
 void CudaSynchronize(int device) {
@@ -100,6 +112,8 @@ std::unique_ptr<CudaEventPool> MakeCudaEventPool(int device) { return std::make_
 bool CudaBuilt() { return false; }
 int CudaDeviceCount() { return 0; }
 std::string CudaDescription(int) { return std::string("no CUDA (a CPU build), torch ") + TORCH_VERSION; }
+std::string CudaDeviceName(int) { return ""; }
+std::string CudaDriverVersion() { return ""; }
 void CudaSetDevice(int) { throw std::runtime_error("this mmtwin-train was built without CUDA"); }
 void CudaSynchronize(int) {}
 CudaMemory CudaMemoryStats(int) { return {}; }
@@ -107,5 +121,7 @@ void CudaResetPeakMemory(int) {}
 std::unique_ptr<CudaEventPool> MakeCudaEventPool(int) { return nullptr; }
 
 #endif
+
+std::string TorchVersion() { return TORCH_VERSION; }
 
 }  // namespace mmtwin::backend

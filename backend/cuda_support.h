@@ -18,6 +18,11 @@ bool CudaBuilt();
 int CudaDeviceCount();  // 0 without CUDA (or without a GPU)
 // "NVIDIA H200 (139.8 GiB, compute capability 9.0), driver 580.159.04 (CUDA 13.0), runtime 13.0, torch 2.11.0"
 std::string CudaDescription(int device);
+// The parts a measured run's machine record keeps (core/records/records.h MachineRecord): the device's name
+// ("NVIDIA H200"; "" without CUDA), the driver's CUDA version ("13.0"; ""), and the LibTorch version.
+std::string CudaDeviceName(int device);
+std::string CudaDriverVersion();
+std::string TorchVersion();
 void CudaSetDevice(int device);
 void CudaSynchronize(int device);
 

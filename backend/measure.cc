@@ -2,6 +2,8 @@
 // Measured run records (measure.h).
 #include "backend/measure.h"
 
+#include "backend/machine.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -197,8 +199,13 @@ Status WriteMeasuredRun(const std::string& rundir, const PlannedRun& run, const 
       .Write(rundir);
 }
 
-RecordWriter::RecordWriter(std::string rundir, const PlannedRun& run, std::string engine)
-    : rundir_(std::move(rundir)), run_(run), engine_(std::move(engine)), thread_([this] { Loop(); }) {}
+RecordWriter::RecordWriter(std::string rundir, const PlannedRun& run, std::string engine,
+                           MachineRecord machine)
+    : rundir_(std::move(rundir)),
+      run_(run),
+      engine_(std::move(engine)),
+      machine_(std::move(machine)),
+      thread_([this] { Loop(); }) {}
 
 RecordWriter::~RecordWriter() {
   (void)Flush();
@@ -251,7 +258,9 @@ void RecordWriter::Loop() {
       for (size_t s = 0; s < it.peak_bytes_per_stage.size(); ++s)
         peak_bytes_per_stage_[s] = std::max(peak_bytes_per_stage_[s], it.peak_bytes_per_stage[s]);
     }
-    const RunSummary summary = MeasuredSummary(run_, all_ops_, iteration_us_, peak_bytes_per_stage_, engine_);
+    RunSummary summary = MeasuredSummary(run_, all_ops_, iteration_us_, peak_bytes_per_stage_, engine_);
+    summary.machine = machine_;
+    summary.machine->load_avg_1m_end = LoadAverage1m();
     Status st = WriteMeasuredRun(rundir_, run_, summary, all_ops_, all_layers_);
     lock.lock();
     busy_ = false;

@@ -53,7 +53,9 @@ struct MeasuredIteration {
 // `run` must outlive the writer. Thread-safe: Add / Flush / writes from any thread.
 class RecordWriter {
  public:
-  RecordWriter(std::string rundir, const PlannedRun& run, std::string engine);
+  // `machine`: where the run runs (machine.h), written into every summary with the load of that moment as its
+  // end load.
+  RecordWriter(std::string rundir, const PlannedRun& run, std::string engine, MachineRecord machine = {});
   ~RecordWriter();
   RecordWriter(const RecordWriter&) = delete;
   RecordWriter& operator=(const RecordWriter&) = delete;
@@ -72,6 +74,7 @@ class RecordWriter {
   const std::string rundir_;
   const PlannedRun& run_;
   const std::string engine_;
+  const MachineRecord machine_;
   mutable std::mutex mu_;
   std::condition_variable wake_, idle_;
   std::vector<MeasuredIteration> pending_;

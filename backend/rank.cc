@@ -31,6 +31,7 @@
 #include "backend/cuda_support.h"
 #include "backend/device.h"
 #include "backend/grad_reducer.h"
+#include "backend/machine.h"
 #include "backend/measure.h"
 #include "backend/model.h"
 #include "backend/op_recorder.h"
@@ -223,8 +224,18 @@ Status Rank::SharePlan() {
     }
     run_ = std::make_unique<PlannedRun>(std::move(*planned));
     if (opt_.measure && !opt_.pingpong) {
+      // Where the run runs, apart from the cluster the scenario names (issue 33, item 1).
+      MachineRecord machine = ThisMachine();
+      machine.ranks = rv_.world_size;
+      machine.threads_per_rank = scenario_.backend.threads;
+      machine.torch = TorchVersion();
+      if (scenario_.backend.device == "cuda") {
+        machine.gpu = CudaDeviceName(rv_.local_rank);
+        machine.cuda_driver = CudaDriverVersion();
+      }
       writer_ = std::make_unique<RecordWriter>(
-          opt_.rundir, *run_, scenario_.backend.device == "cuda" ? "libtorch-nccl" : "libtorch-gloo");
+          opt_.rundir, *run_, scenario_.backend.device == "cuda" ? "libtorch-nccl" : "libtorch-gloo",
+          std::move(machine));
       std::lock_guard<std::mutex> lock(g_writer_mu);
       g_writer = writer_.get();
     }

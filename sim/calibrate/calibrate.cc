@@ -72,6 +72,21 @@ Result<Calibration> Calibrate(const std::vector<std::string>& rundirs, const Cal
     const std::string scenario_path = RunFilePath(dir, RunFile::kScenario);
     if (summary.source != RecordSource::kMeasured)
       return Error(summary_path + ": source: a simulated run; calibration fits measured runs (mmtwin-train)");
+    // A loaded host stretches timings (issue 33: +-60% seen on two shared cores): a run whose 1-minute load
+    // average exceeded the host's cores, at its start or its last write, is named.
+    if (summary.machine && summary.machine->cores > 0) {
+      const MachineRecord& m = *summary.machine;
+      // Other work: the load at the start (before the ranks weigh in much), or at the end less the run's
+      // own ranks x threads.
+      const double own = static_cast<double>(std::max(1, m.ranks)) * std::max(1, m.threads_per_rank);
+      const double others = std::max(m.load_avg_1m_start, m.load_avg_1m_end - own);
+      if (others > m.cores)
+        cal.warnings.push_back(dir + ": other work kept the host busy while it ran (load average " +
+                               Fixed(m.load_avg_1m_start, 1) + " at the start, " +
+                               Fixed(m.load_avg_1m_end, 1) + " at the end with its own " + Fixed(own, 0) +
+                               " rank threads, on " + std::to_string(m.cores) +
+                               " cores): its timings may be inflated; measure again on an idle host");
+    }
     auto scenario = ScenarioOf(run);
     if (!scenario) return scenario.error().Wrap(dir);
     auto model = LoadScenarioModel(*scenario);

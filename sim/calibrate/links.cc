@@ -41,14 +41,32 @@ Result<LinkCalibration> CalibrateLinks(const std::vector<std::string>& rundirs, 
   std::map<std::string, Samples> classes;   // "intra-node" / "inter-node": training runs' P2P
   std::map<std::string, Samples> pingpong;  // the same classes from ping-pong runs (preferred when present)
   std::vector<double> dp_bus;
+  // One machine at a time: the machine a measured summary records (issue 33, item 1: host and GPU), else (a
+  // ping-pong run, or one from before machine records) the cluster its scenario names.
+  std::string machine, machine_from;
   for (const std::string& dir : rundirs) {
-    MMTWIN_ASSIGN_OR_RETURN(RunFolder run, ReadRunFolder(dir, {RunFile::kScenario}, {RunFile::kPingPong}));
+    MMTWIN_ASSIGN_OR_RETURN(
+        RunFolder run, ReadRunFolder(dir, {RunFile::kScenario}, {RunFile::kPingPong, RunFile::kSummary}));
     const std::string scenario_path = RunFilePath(dir, RunFile::kScenario);
     auto scenario = ScenarioOf(run);
     if (!scenario) return scenario.error().Wrap(dir);
+    const bool recorded = run.summary && run.summary->machine && !run.summary->machine->host.empty();
+    if (recorded) {
+      const std::string here =
+          run.summary->machine->host +
+          (run.summary->machine->gpu.empty() ? "" : " (" + run.summary->machine->gpu + ")");
+      if (machine.empty()) {
+        machine = here;
+        machine_from = dir;
+      } else if (here != machine) {
+        return Error(RunFilePath(dir, RunFile::kSummary) + ": machine: ran on " + here + ", but " +
+                     machine_from + " ran on " + machine +
+                     "; links are calibrated for one machine at a time");
+      }
+    }
     if (out.cluster.empty()) {
       out.cluster = scenario->cluster;
-    } else if (scenario->cluster != out.cluster) {
+    } else if (scenario->cluster != out.cluster && !recorded) {
       return Error(scenario_path + ": cluster: '" + scenario->cluster + "', but " + rundirs.front() +
                    " ran on '" + out.cluster + "'; links are calibrated for one machine at a time");
     }

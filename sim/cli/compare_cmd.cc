@@ -46,6 +46,49 @@ std::string Policies(const RunSummary& j) {
          j.recompute_policy.name + ", schedule " + j.schedule_policy.name;
 }
 
+// Where a run's figures come from: the cluster a prediction is for, or the machine a measurement ran on
+// (issue 33, item 1: a measured run's cluster is only its scenario's label).
+std::string RanOn(const RunSummary& j) {
+  if (j.source == RecordSource::kSimulated)
+    return "predicted for " + j.cluster.preset + " (" + std::to_string(j.cluster.nodes) + " node" +
+           (j.cluster.nodes == 1 ? "" : "s") + " of " + j.cluster.device + ")";
+  if (!j.machine) return "measured (machine not recorded; the scenario's cluster: " + j.cluster.preset + ")";
+  const MachineRecord& m = *j.machine;
+  std::string s = "measured on " + (m.host.empty() ? std::string("?") : m.host) + ": ";
+  s += m.gpu.empty() ? (m.cpu.empty() ? std::string("CPU") : m.cpu)
+                     : m.gpu + (m.cuda_driver.empty() ? "" : ", CUDA driver " + m.cuda_driver);
+  s += ", " + std::to_string(m.cores) + " cores, " + std::to_string(m.ranks) + " ranks";
+  if (m.threads_per_rank > 0) s += " x " + std::to_string(m.threads_per_rank) + " threads";
+  if (!m.torch.empty()) s += ", torch " + m.torch;
+  if (m.load_avg_1m_start >= 0)
+    s += ", load " + Fixed(m.load_avg_1m_start, 1) + " -> " + Fixed(m.load_avg_1m_end, 1);
+  return s;
+}
+
+// A prediction for GPUs held against a CPU measurement (or the reverse) compares different hardware.
+bool CpuAgainstGpu(const RunSummary& a, const RunSummary& b) {
+  auto cpu_measured = [](const RunSummary& r) {
+    return r.source == RecordSource::kMeasured && (!r.machine || r.machine->gpu.empty());
+  };
+  auto gpu_predicted = [](const RunSummary& r) {
+    return r.source == RecordSource::kSimulated && r.cluster.device.rfind("cpu", 0) != 0;
+  };
+  return (cpu_measured(a) && gpu_predicted(b)) || (cpu_measured(b) && gpu_predicted(a));
+}
+
+json MachineJson(const RunSummary& r) {
+  if (!r.machine) return nullptr;
+  const MachineRecord& m = *r.machine;
+  return {{"host", m.host},
+          {"cpu", m.cpu},
+          {"cores", m.cores},
+          {"ranks", m.ranks},
+          {"gpu", m.gpu},
+          {"torch", m.torch},
+          {"load_avg_1m_start", m.load_avg_1m_start},
+          {"load_avg_1m_end", m.load_avg_1m_end}};
+}
+
 }  // namespace
 
 int RunCompare(const CompareArgs& args, std::ostream& out, std::ostream& err) {
@@ -70,8 +113,17 @@ int RunCompare(const CompareArgs& args, std::ostream& out, std::ostream& err) {
 
   if (as_json) {
     json j;
-    j["a"] = {{"run", runs[0]}, {"scenario", A.scenario}, {"source", RecordSourceName(A.source)}};
-    j["b"] = {{"run", runs[1]}, {"scenario", B.scenario}, {"source", RecordSourceName(B.source)}};
+    j["a"] = {{"run", runs[0]},
+              {"scenario", A.scenario},
+              {"source", RecordSourceName(A.source)},
+              {"ran_on", RanOn(A)},
+              {"machine", MachineJson(A)}};
+    j["b"] = {{"run", runs[1]},
+              {"scenario", B.scenario},
+              {"source", RecordSourceName(B.source)},
+              {"ran_on", RanOn(B)},
+              {"machine", MachineJson(B)}};
+    j["different_hardware"] = CpuAgainstGpu(A, B);
     json m = json::object();
     for (const HeadlineMetric& x : HeadlineMetrics()) m[x.name] = Row(x.get(A), x.get(B));
     j["metrics"] = m;
@@ -88,8 +140,15 @@ int RunCompare(const CompareArgs& args, std::ostream& out, std::ostream& err) {
     return 0;
   }
 
-  out << "A  " << runs[0] << ": " << A.scenario << " (" << Policies(A) << ")\n";
-  out << "B  " << runs[1] << ": " << B.scenario << " (" << Policies(B) << ")\n\n";
+  out << "A  " << runs[0] << ": " << A.scenario << " (" << Policies(A) << ")\n"
+      << "   " << RanOn(A) << "\n";
+  out << "B  " << runs[1] << ": " << B.scenario << " (" << Policies(B) << ")\n"
+      << "   " << RanOn(B) << "\n";
+  if (CpuAgainstGpu(A, B))
+    out << "note: one side is a prediction for GPUs, the other a measurement on CPUs: the times are not "
+           "comparable (simulate for the machine that ran it, e.g. cluster: {preset: cpu-2vcpu-gloo}, or "
+           "calibrate first: mmtwin calibrate RUNDIR -o PROFILE, then simulate --cost PROFILE)\n";
+  out << "\n";
   const size_t w0 = 20, w = 14;
   out << PadR("metric", w0) << PadL("A", w) << PadL("B", w) << PadL("B - A", w) << PadL("B / A", w) << "\n";
   for (const HeadlineMetric& x : HeadlineMetrics()) {

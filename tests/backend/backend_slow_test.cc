@@ -341,6 +341,14 @@ TEST(BackendRecords, OpOrderAndSamplesFollowThePlan) {
   EXPECT_LE(summary->busy_ratio + summary->bubble_ratio + summary->exposed_comm_ratio, 1.0 + 1e-9);
   ASSERT_EQ(summary->stages.size(), 2u);
   for (const StageRecord& st : summary->stages) EXPECT_GT(st.peak_memory_bytes, 0);
+  // Where it ran (issue 33, item 1), apart from the scenario's cluster label: this host, its CPUs, the ranks.
+  ASSERT_TRUE(summary->machine.has_value());
+  EXPECT_GT(summary->machine->cores, 0);
+  EXPECT_EQ(summary->machine->ranks, summary->parallel.world_size());
+  EXPECT_FALSE(summary->machine->torch.empty());
+  EXPECT_FALSE(summary->machine->host.empty());
+  EXPECT_TRUE(summary->machine->gpu.empty());  // a CPU run
+  EXPECT_GE(summary->machine->load_avg_1m_end, 0);
   EXPECT_TRUE(fs::exists(dir + "/real/trace.json"));
   // layers.csv: every layer's workload is the one the simulator prices for that micro-batch (the plan pads:
   // the random policy's micro-batches are padded to their longest sample), the features calibration fits.
@@ -378,6 +386,30 @@ TEST(BackendRecords, OpOrderAndSamplesFollowThePlan) {
 
 // Pads (a padded plan) cost compute but must not change the result: the reference with the plan's padding
 // and the same reference packed give the same gradients and loss.
+// Issue 33, acceptance 2: the README's backend quickstart as written (README.md "Using it", backend/README.md):
+// launch, simulate, compare on the CPU scenario. The prediction is for the machine that ran it, within 0.5-2x of
+// the measurement, and compare names where each side ran.
+TEST(BackendQuickstart, ThePredictionIsForTheMachineThatRanIt) {
+  const std::string dir = Dir("quickstart");
+  const std::string s = std::string(MMTWIN_SOURCE_DIR) + "/scenarios/validation/cpu-ws4/dp2-pp2-mb8.yaml";
+  const CliRun launch = Train("launch --nproc 4 " + s + " -o " + dir + "/real");
+  ASSERT_EQ(launch.code, 0) << launch.out;
+  const CliRun sim = Shell(std::string(MMTWIN_CLI) + " simulate " + s + " -o " + dir + "/sim 2>&1");
+  ASSERT_EQ(sim.code, 0) << sim.out;
+  const CliRun cmp = Shell(std::string(MMTWIN_CLI) + " compare " + dir + "/sim " + dir + "/real 2>&1");
+  ASSERT_EQ(cmp.code, 0) << cmp.out;
+  EXPECT_NE(cmp.out.find("predicted for cpu-2vcpu-gloo"), std::string::npos) << cmp.out;
+  EXPECT_NE(cmp.out.find("measured on "), std::string::npos) << cmp.out;
+  EXPECT_EQ(cmp.out.find("not comparable"), std::string::npos) << cmp.out;
+  auto a = LoadSummary(dir + "/sim");
+  auto b = LoadSummary(dir + "/real");
+  ASSERT_TRUE(a.ok() && b.ok());
+  const double ratio = a->iteration_time_us.p50 / b->iteration_time_us.p50;
+  EXPECT_GT(ratio, 0.5) << cmp.out;
+  EXPECT_LT(ratio, 2.0) << cmp.out;
+  std::printf("predicted / measured iteration p50: %.3f\n", ratio);
+}
+
 TEST(BackendOracle, PaddingDoesNotChangeGradients) {
   const std::string dir = Dir("padding");
   const std::string sc = Scenario(dir, {});

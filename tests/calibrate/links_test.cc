@@ -35,9 +35,17 @@ double TransferUs(bool intra, int64_t bytes) {
 
 // A DP2 x PP4 run on a cluster of 4 devices per node (Megatron order: DP inside PP), so the hop from pipeline
 // stage 1 to 2 crosses nodes and the others do not; the test asks the mesh, as the code does.
-std::string WriteRun(const std::string& dir, uint64_t seed, const std::string& cluster_file) {
+std::string WriteRun(const std::string& dir, uint64_t seed, const std::string& cluster_file,
+                     const std::string& host = "") {
   SyntheticRun run{dir};
   run.seed = seed;
+  if (!host.empty()) {
+    MachineRecord m;
+    m.host = host;
+    m.cores = 2;
+    m.ranks = 8;
+    run.machine = m;
+  }
   run.scenario.cluster = cluster_file;
   run.scenario.nodes = 2;
   run.scenario.parallel.pp = 4;
@@ -254,6 +262,24 @@ TEST(CalibrateLinks, BadInputNamesTheFile) {
   EXPECT_NE(mixed.error().message().find("links are calibrated for one machine at a time"), std::string::npos)
       << mixed.error().message();
   EXPECT_FALSE(CalibrateLinks({}).ok());
+}
+
+// Issue 33, item 1: one machine is the machine the measured runs recorded, not the cluster label their scenarios
+// name: runs of one host under two labels combine, runs of two hosts do not (the message names both).
+TEST(CalibrateLinks, OneMachineIsTheRecordedHostNotTheClusterLabel) {
+  const std::string a = ClusterFile();
+  const std::string b = Dir("same-machine-other-label.yaml");
+  std::filesystem::copy_file(a, b, std::filesystem::copy_options::overwrite_existing);
+  ASSERT_EQ(WriteRun(Dir("host-a-1"), 11, a, "host-a"), "");
+  ASSERT_EQ(WriteRun(Dir("host-a-2"), 12, b, "host-a"), "");
+  ASSERT_EQ(WriteRun(Dir("host-b"), 13, a, "host-b"), "");
+  auto same = CalibrateLinks({Dir("host-a-1"), Dir("host-a-2")});
+  EXPECT_TRUE(same.ok()) << same.error().message();
+  auto two = CalibrateLinks({Dir("host-a-1"), Dir("host-b")});
+  ASSERT_FALSE(two.ok());
+  EXPECT_NE(two.error().message().find("machine: ran on host-b, but " + Dir("host-a-1") + " ran on host-a"),
+            std::string::npos)
+      << two.error().message();
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -76,6 +77,7 @@ struct SyntheticRun {
   int64_t stage_params = 0;
   // > 0: every row has these tokens (one sequence length: the per-token cost cannot be told from the fixed one).
   int64_t fixed_tokens = 0;
+  std::optional<MachineRecord> machine;  // written into the summary when set
 };
 
 // Writes the run folder; returns an error message or "".
@@ -89,6 +91,7 @@ inline std::string WriteSyntheticRun(const SyntheticRun& r) {
   s.scenario = r.scenario.name;
   s.model = model->name;
   s.parallel = r.scenario.parallel;
+  s.machine = r.machine;
   if (r.optimizer_param_us > 0) {
     StageRecord st;
     st.params = r.stage_params;

@@ -76,6 +76,49 @@ TEST(CliCalibrate, WarnsWhenTheTokenCountsCannotDetermineTheFit) {
   EXPECT_EQ(ok.out.find("warning"), std::string::npos) << ok.out;
 }
 
+// Issue 33, items 1 and 5: a run whose host was busy with other work is named; the same run on an idle host is
+// not. `compare` names where each side ran and says when a GPU prediction meets a CPU measurement.
+TEST(CliCalibrate, WarnsAboutALoadedHostAndCompareNamesTheMachines) {
+  MachineRecord idle;
+  idle.host = "ci";
+  idle.cpu = "AMD EPYC";
+  idle.cores = 2;
+  idle.ranks = 4;
+  idle.threads_per_rank = 1;
+  idle.load_avg_1m_start = 0.3;
+  idle.load_avg_1m_end = 4.2;  // its own 4 rank threads
+  MachineRecord busy = idle;
+  busy.load_avg_1m_start = 3.1;  // busy before the ranks started
+  testing::SyntheticRun quiet{Dir("quiet")};
+  quiet.machine = idle;
+  ASSERT_EQ(testing::WriteSyntheticRun(quiet), "");
+  testing::SyntheticRun loaded{Dir("loaded")};
+  loaded.machine = busy;
+  ASSERT_EQ(testing::WriteSyntheticRun(loaded), "");
+  auto q = Mmtwin("calibrate " + quiet.dir + " -o " + Dir("q.csv"));
+  ASSERT_EQ(q.code, 0) << q.out;
+  EXPECT_EQ(q.out.find("warning"), std::string::npos) << q.out;
+  auto l = Mmtwin("calibrate " + loaded.dir + " -o " + Dir("l.csv"));
+  ASSERT_EQ(l.code, 0) << l.out;
+  EXPECT_NE(
+      l.out.find("warning: " + loaded.dir + ": other work kept the host busy while it ran (load average 3.1"),
+      std::string::npos)
+      << l.out;
+
+  // compare: a prediction for the scenario's A100 cluster against this CPU measurement.
+  const std::string scenario = std::string(MMTWIN_SOURCE_DIR) + "/scenarios/backend/small.yaml";
+  ASSERT_EQ(Mmtwin("simulate " + scenario + " -o " + Dir("sim_a100"), false).code, 0);
+  auto c = Mmtwin("compare " + Dir("sim_a100") + " " + quiet.dir);
+  ASSERT_EQ(c.code, 0) << c.out;
+  EXPECT_NE(c.out.find("predicted for a100-4x200g (1 node of A100-80GB-SXM4)"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("measured on ci: AMD EPYC, 2 cores, 4 ranks x 1 threads"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("note: one side is a prediction for GPUs, the other a measurement on CPUs"),
+            std::string::npos)
+      << c.out;
+  auto cj = Mmtwin("compare " + Dir("sim_a100") + " " + quiet.dir + " --json", false);
+  EXPECT_NE(cj.out.find("\"different_hardware\": true"), std::string::npos) << cj.out;
+}
+
 TEST(CliCalibrate, BadInputExitsTwo) {
   testing::SyntheticRun sim{Dir("simulated")};
   sim.simulated = true;

@@ -153,6 +153,41 @@ TEST_F(RunFolderTest, EveryPartRoundTripsAndIsItsCodecsText) {
   EXPECT_EQ(RunFolderOf(RunFilePath(dir, RunFile::kScenario)), RunFilePath(dir, RunFile::kScenario));
 }
 
+// A measured run's machine record round-trips; a summary without one (every simulated run) has no "machine" key,
+// so simulated summaries are byte-identical to before issue 33.
+TEST_F(RunFolderTest, TheMachineRecordRoundTripsAndIsAbsentFromSimulatedRuns) {
+  RunSummary s = Summary();
+  EXPECT_EQ(SummaryToJson(s).find("\"machine\""), std::string::npos);
+  s.source = RecordSource::kMeasured;
+  MachineRecord m;
+  m.host = "node-7";
+  m.cpu = "AMD EPYC 7B13";
+  m.cores = 2;
+  m.threads_per_rank = 1;
+  m.ranks = 4;
+  m.gpu = "NVIDIA H200";
+  m.cuda_driver = "13.0";
+  m.torch = "2.11.0";
+  m.load_avg_1m_start = 0.25;
+  m.load_avg_1m_end = 3.5;
+  s.machine = m;
+  const std::string dir = Dir("machine");
+  std::filesystem::create_directories(dir);
+  Write(RunFilePath(dir, RunFile::kSummary), SummaryToJson(s) + "\n");
+  auto back = LoadSummary(dir);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  ASSERT_TRUE(back->machine.has_value());
+  EXPECT_EQ(back->machine->host, "node-7");
+  EXPECT_EQ(back->machine->cpu, "AMD EPYC 7B13");
+  EXPECT_EQ(back->machine->cores, 2);
+  EXPECT_EQ(back->machine->ranks, 4);
+  EXPECT_EQ(back->machine->gpu, "NVIDIA H200");
+  EXPECT_EQ(back->machine->cuda_driver, "13.0");
+  EXPECT_EQ(back->machine->torch, "2.11.0");
+  EXPECT_DOUBLE_EQ(back->machine->load_avg_1m_end, 3.5);
+  EXPECT_EQ(SummaryToJson(*back), SummaryToJson(s));
+}
+
 TEST_F(RunFolderTest, OptionalPartsMayBeAbsentAndOnlyWhatIsAskedIsRead) {
   const std::string dir = Dir("some");
   ASSERT_TRUE(RunFolderWriter().AddSummary(Summary()).AddScenario("name: x\n").Write(dir).ok());

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,21 @@ struct ClusterRecord {
   std::string device;
 };
 
+// Where a measured run ran (RunSummary::machine), apart from the cluster its scenario names: a CPU run of a
+// scenario whose cluster is an A100 preset ran on the CPU, and comparisons and calibration must know it.
+// Unknown strings are "", unknown numbers 0 (load averages -1).
+struct MachineRecord {
+  std::string host;                                     // hostname
+  std::string cpu;                                      // /proc/cpuinfo "model name"
+  int cores = 0;                                        // logical CPUs (std::thread::hardware_concurrency)
+  int threads_per_rank = 0;                             // intra-op threads of each rank (backend.threads)
+  int ranks = 0;                                        // ranks of the run on this machine (rank 0's host)
+  std::string gpu;                                      // the GPU of rank 0 (CUDA runs), e.g. "NVIDIA H200"
+  std::string cuda_driver;                              // CUDA driver version, e.g. "13.0"
+  std::string torch;                                    // LibTorch version the backend was built with
+  double load_avg_1m_start = -1, load_avg_1m_end = -1;  // getloadavg(3) at the start and the last write
+};
+
 struct RunSummary {
   int schema_version = kRecordsSchemaVersion;
   RecordSource source = RecordSource::kSimulated;
@@ -131,6 +147,8 @@ struct RunSummary {
   int64_t images_at_upper_bound = 0;
   ImageSizes image_sizes = ImageSizes::kUnused;
   std::vector<StageRecord> stages;
+  // Measured runs: where they ran (the cluster above is the scenario's label). Simulated runs: none.
+  std::optional<MachineRecord> machine;
 };
 
 // One op of one iteration as it ran: the op graph's op with its timing and the workload it carried. Written

@@ -236,6 +236,21 @@ Result<RunSummary> ReadSummary(const json& j, const std::string& name) {
     MMTWIN_RETURN_IF_ERROR(ReadStage(r, (*stages)[i], "stages[" + std::to_string(i) + "]", st));
     s.stages.push_back(std::move(st));
   }
+  if (j.contains("machine")) {
+    MMTWIN_ASSIGN_OR_RETURN(const json* mj, r.At(j, "", "machine"));
+    MachineRecord m;
+    MMTWIN_RETURN_IF_ERROR(r.Get(*mj, "machine", "host", m.host));
+    MMTWIN_RETURN_IF_ERROR(r.Get(*mj, "machine", "cpu", m.cpu));
+    MMTWIN_RETURN_IF_ERROR(r.Get(*mj, "machine", "cores", m.cores));
+    MMTWIN_RETURN_IF_ERROR(r.Get(*mj, "machine", "threads_per_rank", m.threads_per_rank));
+    MMTWIN_RETURN_IF_ERROR(r.Get(*mj, "machine", "ranks", m.ranks));
+    MMTWIN_RETURN_IF_ERROR(r.Get(*mj, "machine", "gpu", m.gpu));
+    MMTWIN_RETURN_IF_ERROR(r.Get(*mj, "machine", "cuda_driver", m.cuda_driver));
+    MMTWIN_RETURN_IF_ERROR(r.Get(*mj, "machine", "torch", m.torch));
+    MMTWIN_RETURN_IF_ERROR(r.Get(*mj, "machine", "load_avg_1m_start", m.load_avg_1m_start));
+    MMTWIN_RETURN_IF_ERROR(r.Get(*mj, "machine", "load_avg_1m_end", m.load_avg_1m_end));
+    s.machine = std::move(m);
+  }
   return s;
 }
 
@@ -351,6 +366,19 @@ std::string SummaryToJson(const RunSummary& s) {
   json stages = json::array();
   for (const StageRecord& st : s.stages) stages.push_back(StageJson(st));
   j["stages"] = stages;
+  if (s.machine) {  // measured runs only: simulated summaries are unchanged
+    const MachineRecord& m = *s.machine;
+    j["machine"] = {{"host", m.host},
+                    {"cpu", m.cpu},
+                    {"cores", m.cores},
+                    {"threads_per_rank", m.threads_per_rank},
+                    {"ranks", m.ranks},
+                    {"gpu", m.gpu},
+                    {"cuda_driver", m.cuda_driver},
+                    {"torch", m.torch},
+                    {"load_avg_1m_start", m.load_avg_1m_start},
+                    {"load_avg_1m_end", m.load_avg_1m_end}};
+  }
   return j.dump(2);
 }
 
