@@ -23,6 +23,18 @@ gpu_script_cpu() {
       "$MMTWIN_ROOT/backend/gpu/run_on_gpu.sh" "$MMTWIN_BUILD_DIR-gpu-out" --cpu
   fi
 }
+# torchrun, srun and a Slurm job-array sweep, for real (tests/launch/launch_paths.sh), on the plain build's
+# mmtwin-train and mmtwin; the Slurm daemons it starts run as root.
+launch_paths() {
+  if [ -z "${MMTWIN_TEST_LABEL:-}" ] && dpkg -s libtorch-dev >/dev/null 2>&1; then
+    if [ "$(id -u)" != 0 ]; then
+      echo "launch_paths: skipped: the local Slurm daemons need root" >&2
+      return
+    fi
+    mmtwin_build mmtwin mmtwin-train
+    "$MMTWIN_ROOT/tests/launch/launch_paths.sh" "$MMTWIN_BUILD_DIR" "$MMTWIN_BUILD_DIR-launch"
+  fi
+}
 if [ "$MMTWIN_FUZZ" = 1 ]; then
   mmtwin_build_fuzzers
   # UBSan findings abort (-fno-sanitize-recover); leaks are reported by LeakSanitizer at each test's exit.
@@ -37,9 +49,11 @@ if [ "$MMTWIN_FUZZ" = 1 ]; then
     mmtwin_build mmtwin mmtwin-train backend_slow_test
     ctest --test-dir "$MMTWIN_BUILD_DIR" --output-on-failure -R '^Backend'
   fi
+  launch_paths
   gpu_script_cpu
 else
   mmtwin_build
   ctest --test-dir "$MMTWIN_BUILD_DIR" --output-on-failure -j "$(nproc)" "${label[@]}"
+  launch_paths
   gpu_script_cpu
 fi

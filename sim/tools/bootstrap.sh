@@ -17,7 +17,10 @@ mmtwin_install_deps() {
               # libblas.so.3 is the reference BLAS, ~13x slower on the backend's small scenario).
               libtorch-dev libgloo-dev libopenblas0-pthread
               # The GUI (gui/): Qt6 Widgets and QTest (LGPL; no Qt Charts).
-              qt6-base-dev)
+              qt6-base-dev
+              # The launch paths tested for real (tests/launch/launch_paths.sh): torchrun from Debian's
+              # python3-torch, and a one-machine Slurm (slurmctld, slurmd, munged).
+              python3-torch slurm-wlm munge)
   if [ "${MMTWIN_FUZZ:-0}" = 1 ]; then pkgs+=(clang libclang-rt-14-dev); fi
   local missing=()
   for p in "${pkgs[@]}"; do
