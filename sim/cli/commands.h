@@ -60,6 +60,8 @@ int RunPlan(const PlanArgs& a, std::ostream& out, std::ostream& err);
 // mmtwin simulate SCENARIO ...       (sim/cli/simulate_cmd.cc)
 struct SimulateArgs {
   std::string scenario, engine, rundir, contention = "on", trace_iteration;
+  std::string trace_replicas;  // --trace-replicas: DP replicas trace.json draws (0 = all; default 4)
+  bool trace_replicas_given = false;
   std::string cost;  // --cost: "analytic" or a cost-coefficient CSV (overrides the scenario's `cost:`)
   bool json = false, trace_iteration_given = false;
   bool progress = false;  // --progress: "progress F" lines on stderr (for a parent process such as the GUI)

@@ -33,6 +33,7 @@ struct Options {
   bool contention = true;
   bool json = false;
   int trace_iteration = 0;
+  int trace_replicas = SimulateOptions{}.trace_dp_replicas;
 };
 
 Status Convert(const SimulateArgs& a, Options& o) {
@@ -48,6 +49,13 @@ Status Convert(const SimulateArgs& a, Options& o) {
     if (!ParseInt64(a.trace_iteration, k) || k < 0 || k > 1000000000)
       return Error("simulate: --trace-iteration: '" + a.trace_iteration + "' is not a non-negative integer");
     o.trace_iteration = static_cast<int>(k);
+  }
+  if (a.trace_replicas_given) {
+    int64_t k = 0;
+    if (!ParseInt64(a.trace_replicas, k) || k < 0 || k > 1000000)
+      return Error("simulate: --trace-replicas: '" + a.trace_replicas +
+                   "' is not a non-negative integer (0 draws every replica)");
+    o.trace_replicas = static_cast<int>(k);
   }
   return Status();
 }
@@ -189,6 +197,7 @@ int RunSimulate(const SimulateArgs& args, std::ostream& out, std::ostream& err) 
 
   SimulateOptions opts;
   opts.trace_iteration = o.trace_iteration;
+  opts.trace_dp_replicas = o.trace_replicas;
   opts.engine.contention = o.contention;
   ProgressBar bar;
   // --progress: one line per percent for a parent process, "progress 1.000" last (the bar stays off).

@@ -119,6 +119,36 @@ TEST_F(CliSimulateTest, WritesEveryOutputAndTheyParse) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
 }
 
+// Issue 33, item 7: trace.json draws 4 DP replicas by default; --trace-replicas N draws N (0 = all); ops.csv
+// keeps every device either way. Devices are op-graph devices (one per TP group): pp = 4 per replica here.
+TEST_F(CliSimulateTest, TraceReplicasSetsHowManyReplicasTraceJsonDraws) {
+  std::string eight = kSmall;
+  eight.replace(eight.find("dp: 2, tp: 2, pp: 4"), 19, "dp: 8, tp: 2, pp: 4");
+  Write("dp8.yaml", eight);
+  auto processes = [](const fs::path& run) {
+    const auto trace = nlohmann::json::parse(Slurp(run / "trace.json"));
+    const auto& events = trace.is_object() ? trace["traceEvents"] : trace;
+    int n = 0;
+    for (const auto& e : events) n += e.value("name", "") == "process_name";
+    return n;
+  };
+  for (const auto& [flag, devices] :
+       std::vector<std::pair<std::string, int>>{{"", 4 * 4},
+                                                {" --trace-replicas 2", 2 * 4},
+                                                {" --trace-replicas 0", 8 * 4},
+                                                {" --trace-replicas 100", 8 * 4}}) {
+    const fs::path run = dir_ / ("replicas" + std::to_string(devices) + (flag.empty() ? "d" : ""));
+    CliRun r = Mmtwin("simulate " + P("dp8.yaml") + flag + " -o " + run.string());
+    ASSERT_EQ(r.code, 0) << flag << "\n" << r.out;
+    EXPECT_EQ(processes(run), devices) << flag;
+    EXPECT_NE(Slurp(run / "ops.csv").find(",31,"), std::string::npos) << "ops.csv keeps device 31";
+  }
+  CliRun bad = Mmtwin("simulate " + P("dp8.yaml") + " --trace-replicas many -o " + (dir_ / "bad").string());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("--trace-replicas: 'many' is not a non-negative integer"), std::string::npos)
+      << bad.out;
+}
+
 TEST_F(CliSimulateTest, SameScenarioAndSeedGiveByteIdenticalSummaries) {
   CliRun a = Mmtwin("simulate " + P("small.yaml") + " -o " + P("det-1"));
   CliRun b = Mmtwin("simulate " + P("small.yaml") + " -o " + P("det-2"));

@@ -4,6 +4,8 @@
 // (mmtwin-train without LibTorch, the GUI without Qt) are skipped by name.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <regex>
 #include <string>
 #include <vector>
@@ -62,7 +64,8 @@ TEST(CliVersion, EveryProgramPrintsItsVersionAndCommit) {
     const std::string commit = m[2].str();
     if (!head.empty()) {
       // `git describe --always --dirty --tags`: the hash itself, or TAG-N-gHASH, then -dirty for local changes.
-      EXPECT_NE(commit.find(head), std::string::npos) << commit << " does not name HEAD " << head << " (built before the last commit? rebuild)";
+      EXPECT_NE(commit.find(head), std::string::npos)
+          << commit << " does not name HEAD " << head << " (built before the last commit? rebuild)";
     } else {
       EXPECT_NE(commit, "") << "no commit";
     }
@@ -81,9 +84,42 @@ TEST(CliVersion, TheUnknownCommandMessageListsEveryCommand) {
   const CliRun r = Mmtwin("frobnicate");
   EXPECT_EQ(r.code, 2);
   for (const char* c : {"trace", "balance", "plan", "simulate", "sweep", "calibrate", "validate", "compare",
-                        "models", "clusters", "policies"})
-    EXPECT_NE(r.out.find(std::string(c) + (std::string(c) == "policies" ? "\n" : ",")), std::string::npos)
+                        "models", "clusters", "policies", "completion"})
+    EXPECT_NE(r.out.find(std::string(c) + (std::string(c) == "completion" ? "\n" : ",")), std::string::npos)
         << c << " missing from: " << r.out;
+}
+
+}  // namespace
+}  // namespace mmtwin::testing
+
+namespace mmtwin::testing {
+namespace {
+
+// `mmtwin completion bash` (issue 33, item 7): the script bash sources completes commands, subcommands and each
+// command's options from this binary's command tree.
+std::string Complete(const std::string& script, const std::string& words, int cword) {
+  const std::string cmd = "bash -c 'source " + script + "; COMP_WORDS=(" + words +
+                          "); COMP_CWORD=" + std::to_string(cword) +
+                          "; _mmtwin; echo \"${COMPREPLY[@]}\"' 2>&1";
+  return Shell(cmd).out;
+}
+
+TEST(CliCompletion, BashCompletesCommandsSubcommandsAndOptions) {
+  const std::string script =
+      ::testing::TempDir() + "/mmtwin-completion-" + std::to_string(::getpid()) + ".bash";
+  const CliRun r = Shell(std::string(MMTWIN_CLI) + " completion bash > " + script);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(Shell("bash -n " + script + " 2>&1").code, 0);
+  EXPECT_EQ(Complete(script, "mmtwin sim", 1), "simulate\n");
+  EXPECT_EQ(Complete(script, "mmtwin ca", 1), "calibrate\n");
+  EXPECT_EQ(Complete(script, "mmtwin trace i", 2).rfind("import", 0), 0u);
+  EXPECT_EQ(Complete(script, "mmtwin simulate x.yaml --trace-r", 3), "--trace-replicas\n");
+  EXPECT_EQ(Complete(script, "mmtwin sweep table --j", 3), "--json\n");
+  const std::string top = Complete(script, "mmtwin ''", 1);
+  for (const char* c : {"trace", "balance", "plan", "simulate", "sweep", "calibrate", "validate", "compare",
+                        "models", "clusters", "policies", "--version"})
+    EXPECT_NE(top.find(c), std::string::npos) << c << ": " << top;
+  EXPECT_EQ(Mmtwin("completion zsh").code, 2);
 }
 
 }  // namespace
