@@ -356,6 +356,18 @@ void ScenarioEditor::FormEdited(const std::string& dotted_key, const std::string
   Check(std::move(read));  // the struct just read from the text shown: checked, not printed and parsed again
 }
 
+void ScenarioEditor::CommitPendingEdits() {
+  // Spin boxes track the keyboard off (valueChanged once the number is entered): interpretText() enters it,
+  // emitting valueChanged (and so FormEdited) only when the typed text differs from the value.
+  for (QAbstractSpinBox* spin : findChildren<QAbstractSpinBox*>()) spin->interpretText();
+  for (QLineEdit* edit : findChildren<QLineEdit*>())
+    if (edit->isModified() && !qobject_cast<QAbstractSpinBox*>(edit->parentWidget()) &&
+        !qobject_cast<QComboBox*>(edit->parentWidget())) {
+      edit->setModified(false);
+      emit edit->editingFinished();
+    }
+}
+
 void ScenarioEditor::Reparse() { Check(ReadScenario(text().toStdString(), Name(), BaseDir())); }
 
 void ScenarioEditor::Check(Result<Scenario> read) {

@@ -62,6 +62,9 @@ class ScenarioEditor : public QWidget {
   bool modified() const { return modified_; }
   void SetModified(bool m);
 
+  // Commits what is typed in the form but not yet entered (a number typed into a spin box without Enter, a
+  // line edit still focused): a Run clicked on the toolbar, which takes no focus, must run what the form shows.
+  void CommitPendingEdits();
   // Parses and checks the text now (instead of after the typing pause).
   void Reparse();
   // Whether the text parses and checks; scenario() is the last text that did.

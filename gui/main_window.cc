@@ -73,10 +73,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     progress_->setRange(0, 1000);
     progress_->setValue(static_cast<int>(f * 1000));
   });
-  connect(runner_, &AnalyticRunner::finished, this,
-          [this](bool ok, const QString& error, bool cancelled) {
-            RunDone(ok, error, cancelled, runner_->TakeResult());
-          });
+  connect(runner_, &AnalyticRunner::finished, this, [this](bool ok, const QString& error, bool cancelled) {
+    RunDone(ok, error, cancelled, runner_->TakeResult());
+  });
   connect(process_, &ProcessRunner::progress, this, [this](double s) {
     if (!child_fraction_) progress_->setRange(0, 0);  // busy until the child reports a fraction
     SetStatus(QString("SimGrid run in a child mmtwin process: %1 s").arg(s, 0, 'f', 1));
@@ -86,10 +85,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     progress_->setRange(0, 1000);
     progress_->setValue(static_cast<int>(f * 1000));
   });
-  connect(process_, &ProcessRunner::finished, this,
-          [this](bool ok, const QString& error, bool cancelled) {
-            RunDone(ok, error, cancelled, process_->TakeResult());
-          });
+  connect(process_, &ProcessRunner::finished, this, [this](bool ok, const QString& error, bool cancelled) {
+    RunDone(ok, error, cancelled, process_->TakeResult());
+  });
   connect(editor_, &ScenarioEditor::validityChanged, this, [this](bool) { UpdateTitle(); });
   connect(editor_, &ScenarioEditor::modifiedChanged, this, [this](bool) { UpdateTitle(); });
   connect(sweep_, &SweepView::runOpened, this, [this](int i) {
@@ -242,6 +240,7 @@ bool MainWindow::running() const { return runner_->running() || process_->runnin
 
 bool MainWindow::Run(const QString& engine) {
   if (running()) return false;
+  editor_->CommitPendingEdits();  // a number typed without Enter is run, not reset (issue 33, item 3)
   editor_->Reparse();
   if (!editor_->valid()) {
     last_error_ = editor_->error();

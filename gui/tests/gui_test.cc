@@ -89,6 +89,25 @@ class GuiTest : public QObject {
     qputenv("MMTWIN_GUI_RUNS", tmp_.filePath("runs").toLocal8Bit());
   }
 
+  // Issue 33, item 3: a number typed into a spin box without Enter, then Run from the toolbar (which takes no
+  // focus): the run uses the typed number and the field keeps it.
+  void aNumberTypedWithoutEnterIsWhatRuns() {
+    MainWindow w;
+    QVERIFY(w.Open(kDefault).ok());
+    ScenarioEditor* ed = w.editor();
+    QSpinBox* dp = ed->form().dp;
+    QCOMPARE(dp->value(), 2);
+    dp->selectAll();
+    QTest::keyClicks(dp, "1");
+    QCOMPARE(ed->scenario().parallel.dp, 2);  // not entered yet
+    QVERIFY(w.Run());
+    QString error;
+    QVERIFY2(WaitRun(w, &error), qPrintable(error));
+    QCOMPARE(w.current()->summary.parallel.dp, 1);
+    QCOMPARE(dp->value(), 1);
+    QCOMPARE(ed->scenario().parallel.dp, 1);
+  }
+
   // Acceptance 1: load scenarios/default.yaml, change dp in the form, run; the summary and per-stage table show
   // the new run's figures, equal to `mmtwin simulate --json` for the same scenario; the YAML tab reflects it.
   void dpChangeRunsAndShowsTheCliFigures() {
