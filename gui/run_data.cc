@@ -171,10 +171,14 @@ void TimelineModel::Layout(double t0_us, double t1_us, int width_px, std::vector
       const double end = op.start_us + op.duration_us;
       if (end <= t0_us) continue;  // ended before the window (an earlier, longer op kept k back)
       const double x0 = (op.start_us - t0_us) * px_per_us, x1 = (end - t0_us) * px_per_us;
-      if (x1 - x0 >= 1.0 && std::floor(x0) >= wide_end_col) {
+      // An op that starts inside the column where the previous wide op ended is drawn from the next free
+      // column (issue 33: a backward right after its recompute started mid-pixel and was folded into a
+      // one-pixel aggregate, so the whole op showed as "no compute").
+      const double x0_free = std::max(x0, wide_end_col);
+      if (x1 - x0_free >= 1.0) {
         TimelineItem it;
         it.row = r;
-        it.start_us = op.start_us;
+        it.start_us = x0_free > x0 ? t0_us + x0_free / px_per_us : op.start_us;
         it.end_us = end;
         it.kind = op.kind;
         it.op = idx[k];

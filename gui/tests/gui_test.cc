@@ -89,6 +89,51 @@ class GuiTest : public QObject {
     qputenv("MMTWIN_GUI_RUNS", tmp_.filePath("runs").toLocal8Bit());
   }
 
+  // Issue 33, item 3: with recomputation on, every compute op of device 0 is drawn over its whole span (the
+  // backward right after its recompute started mid-pixel and was folded into a one-pixel aggregate: the
+  // timeline showed idle where ops.csv had the backward). Scenarios/default.yaml with recompute full, laid out
+  // at several widths: the drawn items cover each op but for at most one pixel.
+  void recomputedOpsAreDrawnWhole() {
+    std::string text = ReadFile(kDefault);
+    const size_t at = text.find("recompute: ");
+    QVERIFY(at != std::string::npos);
+    text.replace(at, text.find('\n', at) - at, "recompute: full");
+    const QString file = tmp_.filePath("recompute-full.yaml");
+    WriteFile(file, text);
+    const QString dir = tmp_.filePath("recompute-full-run");
+    Cli({"simulate", file, "-o", dir});
+    MainWindow w;
+    QVERIFY(w.Open(dir).ok());
+    const RunData* run = w.current();
+    QVERIFY(run != nullptr);
+    const TimelineModel m(run->ops, run->summary.parallel);
+    const int row = m.RowOf(0, Lane::kCompute);
+    QVERIFY(row >= 0);
+    int recompute_ops = 0;
+    for (const OpRecord& op : run->ops) recompute_ops += op.device == 0 && op.kind == OpKind::kRecompute;
+    QVERIFY(recompute_ops > 0);
+    for (int width : {700, 1200, 1913}) {
+      std::vector<TimelineItem> items;
+      m.Layout(0, m.end_us(), width, items);
+      const double px_us = m.end_us() / width;
+      for (const OpRecord& op : run->ops) {
+        if (op.device != 0 || op.lane != Lane::kCompute || !(op.duration_us > 2 * px_us)) continue;
+        double covered = 0;
+        for (const TimelineItem& it : items)
+          if (it.row == row)
+            covered += std::max(
+                0.0, std::min(it.end_us, op.start_us + op.duration_us) - std::max(it.start_us, op.start_us));
+        QVERIFY2(covered >= op.duration_us - 1.01 * px_us,
+                 qPrintable(QString("width %1: %2 at %3 us drawn over %4 of %5 us")
+                                .arg(width)
+                                .arg(OpKindName(op.kind))
+                                .arg(op.start_us)
+                                .arg(covered)
+                                .arg(op.duration_us)));
+      }
+    }
+  }
+
   // Issue 33, item 3: a number typed into a spin box without Enter, then Run from the toolbar (which takes no
   // focus): the run uses the typed number and the field keeps it.
   void aNumberTypedWithoutEnterIsWhatRuns() {
