@@ -298,8 +298,15 @@ void MainWindow::RunDone(bool ok, const QString& error, bool cancelled, RunData 
   }
   last_error_.clear();
   const QString dir = QString::fromStdString(run.dir);
+  // The what-if loop (issue 33, item 3): edit, run, and the Compare tab holds the previous run as A and this one
+  // as B, unless a run was pinned (Pin as A), which stays A until the next pin.
+  const bool previous = !user_pinned_ && current_ != nullptr;
+  if (previous) pinned_ = std::move(current_);
   ShowRun(std::move(run));
-  SetStatus("Run written to " + dir);
+  SetStatus("Run written to " + dir +
+            (previous       ? QString("; Compare: A = the previous run, B = this one")
+             : user_pinned_ ? QString("; Compare: A = the pinned run, B = this one")
+                            : QString()));
   emit runFinished(true, QString());
 }
 
@@ -321,8 +328,9 @@ void MainWindow::ShowRun(RunData run) {
 void MainWindow::Pin() {
   if (!current_) return;
   pinned_ = std::make_unique<RunData>(*current_);
+  user_pinned_ = true;
   compare_->SetRuns(pinned_.get(), nullptr);
-  SetStatus("Pinned as A: change knobs and run again to compare.");
+  SetStatus("Pinned as A: change knobs and run again to compare (it stays A until the next pin).");
 }
 
 void MainWindow::AddRecent(const QString& path) {

@@ -45,7 +45,8 @@ class MainWindow : public QMainWindow {
   bool Run(const QString& engine = "analytic");
   void CancelRun();
   bool running() const;
-  // Current run becomes A of the comparison.
+  // Current run becomes A of the comparison and stays A. Without a pin, each finished run makes the run before
+  // it A (edit, run, compare with the previous run).
   void Pin();
   // Shows a run (the window keeps it) in the Summary, Timeline and Memory tabs (and as B of the comparison).
   void ShowRun(RunData run);
@@ -99,6 +100,7 @@ class MainWindow : public QMainWindow {
   QMenu* recent_menu_ = nullptr;
   QAction *run_action_ = nullptr, *simgrid_action_ = nullptr, *cancel_action_ = nullptr;
   std::unique_ptr<RunData> current_, pinned_;
+  bool user_pinned_ = false;  // Pin() chose A; otherwise every finished run makes the previous one A
   QString last_error_;
 };
 

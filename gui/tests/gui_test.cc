@@ -134,6 +134,35 @@ class GuiTest : public QObject {
     }
   }
 
+  // Issue 33, item 3: the what-if loop without a pin: each run is compared with the one before it (A = the
+  // previous run, B = the new one); a pin keeps its run as A.
+  void eachRunIsComparedWithThePreviousOne() {
+    MainWindow w;
+    QVERIFY(w.Open(kDefault).ok());
+    QString error;
+    QVERIFY(w.Run());
+    QVERIFY2(WaitRun(w, &error), qPrintable(error));
+    QVERIFY(w.pinned() == nullptr);
+    w.editor()->form().dp->setValue(1);
+    QVERIFY(w.Run());
+    QVERIFY2(WaitRun(w, &error), qPrintable(error));
+    QVERIFY(w.pinned() != nullptr);
+    QCOMPARE(w.pinned()->summary.parallel.dp, 2);
+    QCOMPARE(w.current()->summary.parallel.dp, 1);
+    QVERIFY(w.status_text().contains("A = the previous run"));
+    // Pinned: A stays the pinned run over later runs.
+    w.Pin();
+    w.editor()->form().micro_batches->setValue(w.editor()->form().micro_batches->value() * 2);
+    QVERIFY(w.Run());
+    QVERIFY2(WaitRun(w, &error), qPrintable(error));
+    QCOMPARE(w.pinned()->summary.parallel.dp, 1);
+    QCOMPARE(w.pinned()->summary.parallel.micro_batches * 2, w.current()->summary.parallel.micro_batches);
+    QVERIFY(w.Run());
+    QVERIFY2(WaitRun(w, &error), qPrintable(error));
+    QCOMPARE(w.pinned()->summary.parallel.micro_batches * 2, w.current()->summary.parallel.micro_batches);
+    QVERIFY(w.status_text().contains("A = the pinned run"));
+  }
+
   // Issue 33, item 3: a number typed into a spin box without Enter, then Run from the toolbar (which takes no
   // focus): the run uses the typed number and the field keeps it.
   void aNumberTypedWithoutEnterIsWhatRuns() {
