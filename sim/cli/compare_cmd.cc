@@ -14,6 +14,7 @@
 #include "cli/cli_format.h"
 #include "cli/commands.h"
 #include "core/records/headline_metrics.h"
+#include "core/records/records_codec.h"
 #include "core/records/run_folder.h"
 
 namespace mmtwin::cli {
@@ -76,17 +77,10 @@ bool CpuAgainstGpu(const RunSummary& a, const RunSummary& b) {
   return (cpu_measured(a) && gpu_predicted(b)) || (cpu_measured(b) && gpu_predicted(a));
 }
 
+// The machine record as summary.json has it (its one codec, core/records/records_codec.h); null for simulated runs.
 json MachineJson(const RunSummary& r) {
   if (!r.machine) return nullptr;
-  const MachineRecord& m = *r.machine;
-  return {{"host", m.host},
-          {"cpu", m.cpu},
-          {"cores", m.cores},
-          {"ranks", m.ranks},
-          {"gpu", m.gpu},
-          {"torch", m.torch},
-          {"load_avg_1m_start", m.load_avg_1m_start},
-          {"load_avg_1m_end", m.load_avg_1m_end}};
+  return json::parse(SummaryToJson(r))["machine"];
 }
 
 }  // namespace
