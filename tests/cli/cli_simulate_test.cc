@@ -392,18 +392,19 @@ TEST_F(CliSimulateTest, TheTimeSplitAddsUpToAllGpuTime) {
 
 // Issue 33, item 4: one replayed iteration printed a zero-width 95% interval; it says there is none instead.
 TEST_F(CliSimulateTest, OneIterationPrintsNoConfidenceInterval) {
-  Write("one.yaml",
-        "name: one\ntrace: {preset: internvl-1.2m, samples: 2000, seed: 3}\nmodel: internvl-1.5-6b-20b\n"
-        "parallel: {dp: 8, tp: 4, pp: 1, micro_batches: 4, zero_stage: 1}\npolicies: {recompute: "
-        "full}\niterations: 1\n");
+  auto scenario = [](const std::string& name, int iterations) {
+    return "name: " + name +
+           "\ntrace: {preset: internvl-1.2m, samples: 2000, seed: 3}\nmodel: internvl-1.5-6b-20b\n"
+           "parallel: {dp: 8, tp: 4, pp: 1, micro_batches: 4, zero_stage: 1}\npolicies: {recompute: full}\n"
+           "iterations: " +
+           std::to_string(iterations) + "\n";
+  };
+  Write("one.yaml", scenario("one", 1));
   const CliRun one = Mmtwin("simulate " + P("one.yaml") + " -o " + P("one-run"));
   ASSERT_EQ(one.code, 0) << one.out;
   EXPECT_EQ(one.out.find("95% CI"), std::string::npos) << one.out;
   EXPECT_NE(one.out.find("one iteration replayed: no confidence interval"), std::string::npos) << one.out;
-  Write("two.yaml",
-        "name: two\ntrace: {preset: internvl-1.2m, samples: 2000, seed: 3}\nmodel: internvl-1.5-6b-20b\n"
-        "parallel: {dp: 8, tp: 4, pp: 1, micro_batches: 4, zero_stage: 1}\npolicies: {recompute: "
-        "full}\niterations: 2\n");
+  Write("two.yaml", scenario("two", 2));
   const CliRun two = Mmtwin("simulate " + P("two.yaml") + " -o " + P("two-run"));
   ASSERT_EQ(two.code, 0) << two.out;
   EXPECT_NE(two.out.find("95% CI"), std::string::npos) << two.out;
