@@ -367,6 +367,7 @@ Command AddSweepMerge(CLI::App* sweep, std::ostream& out, std::ostream& err) {
       "merge", "join shard databases into OUT (dedupe by run key; an ok row wins over an error row)");
   merge_cmd->add_option("OUT", merge->output, "output database")->required();
   merge_cmd->add_option("IN", merge->inputs, "shard databases")->required();
+  merge_cmd->add_flag("--json", merge->json, "print what was merged as JSON");
   merge_cmd->allow_extras();
   return {merge_cmd,
           [=, &out, &err] { return Extras(merge_cmd, err) ? 2 : RunSweepMerge(*merge, out, err); }};

@@ -97,6 +97,7 @@ struct SweepRunArgs {
 struct SweepMergeArgs {
   std::string output;
   std::vector<std::string> inputs;
+  bool json = false;
 };
 struct SweepExportArgs {
   std::string db, output;

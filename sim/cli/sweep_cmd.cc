@@ -432,6 +432,17 @@ int RunSweepMerge(const SweepMergeArgs& a, std::ostream& out, std::ostream& err)
     return Fail(err, "sweep merge: " + merged.error().message() + " (" + args[0] + " is unchanged)");
   }
   drop_tmp();  // only the journal files, if any were left
+  if (a.json) {
+    out << nlohmann::json{{"output", args[0]},
+                          {"inputs", std::vector<std::string>(args.begin() + 1, args.end())},
+                          {"rows_read", total},
+                          {"rows_written", written},
+                          {"duplicates", total - written},
+                          {"runs", in_all}}
+               .dump(2)
+        << "\n";
+    return 0;
+  }
   out << "merged " << total << " rows from " << args.size() - 1 << " databases into " << args[0] << ": "
       << written << " written, " << total - written << " duplicates kept as they were; " << in_all
       << " runs in total\n";

@@ -289,6 +289,14 @@ TEST_F(CliSweepTest, ShardsMergeIntoTheWholeSweepOnce) {
   CliRun m2 = Mmtwin("sweep merge all.sqlite " + shards + " small-sweep.shard-0-of-3.sqlite");
   ASSERT_EQ(m2.code, 0) << m2.out;
   EXPECT_NE(m2.out.find("0 written"), std::string::npos) << m2.out;
+  // --json: the same counts as numbers (issue 33, item 7).
+  CliRun mj =
+      Shell("cd " + dir_.string() + " && " + MMTWIN_CLI + " sweep merge all.sqlite " + shards + " --json");
+  ASSERT_EQ(mj.code, 0) << mj.out;
+  const nlohmann::json merged = nlohmann::json::parse(mj.out);
+  EXPECT_EQ(merged["rows_read"], 4);
+  EXPECT_EQ(merged["rows_written"], 0);
+  EXPECT_EQ(merged["runs"], 4);
   const auto rows = Rows("all.sqlite");
   ASSERT_EQ(rows.size(), 4u);
   std::set<int> indexes;
