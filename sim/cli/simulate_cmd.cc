@@ -151,6 +151,11 @@ void WriteSummary(const Scenario& s, const RunSummary& j, const std::string& dir
         << (j.image_sizes == ImageSizes::kMixed ? " of the trace's images have" : " images (all) have")
         << " no size in the trace (image_px): priced at the encoder's resolution cap, an upper bound on "
            "the ViT's work and activations\n";
+  // Samples longer than the model's context: cut to it, as the recipe does (core/model/model.h max_context).
+  if (j.samples_truncated > 0)
+    out << "context         " << Count(static_cast<double>(j.samples_truncated))
+        << " of the trace's samples are longer than the model's " << Count(static_cast<double>(j.max_context))
+        << "-token context (max_context): cut to it after their image tokens, as LLaVA's training does\n";
   out << "partition       cuts";
   for (int b : j.partition.bounds) out << " " << Count(b);
   out << "; VAR(fwd) " << Fixed(j.partition.var_fwd_us2 / 1e6, 1) << " ms^2, VAR(layers) "

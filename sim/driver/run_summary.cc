@@ -39,7 +39,9 @@ RunSummary PlannedRunSummary(const PlannedRun& run, RecordSource source, const s
   for (const SampleTokens& t : run.tokens) {
     priced += t.if_larger_images;
     unsized += t.unsized_images;
+    s.samples_truncated += t.truncated ? 1 : 0;
   }
+  s.max_context = run.model.max_context;
   s.images_at_upper_bound = unsized;
   s.image_sizes = ImageSizesOf(priced, unsized);
   return s;

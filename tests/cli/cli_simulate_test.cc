@@ -149,6 +149,59 @@ TEST_F(CliSimulateTest, TraceReplicasSetsHowManyReplicasTraceJsonDraws) {
       << bad.out;
 }
 
+// Issue 33, item 4: samples longer than the model's context. A model file with max_context 2048 (LLaVA-1.5's
+// model_max_length) over a trace of four samples of 676, 2,076, 3,576 and 626 LLM tokens (text + 576 image
+// tokens): trace stats flags the two longer ones, simulate cuts them and says so, summary.json counts them; the
+// same model without max_context cuts nothing and its summary has no such key.
+TEST_F(CliSimulateTest, SamplesLongerThanTheModelsContextAreCutAndSaid) {
+  std::ofstream(dir_ / "long.csv")
+      << "sample_id,subset,images,image_tiles,video_frames,audio_seconds,text_tokens\n"
+         "a,s,1,1,0,0,100\nb,s,1,1,0,0,1500\nc,s,1,1,0,0,3000\nd,s,1,1,0,0,50\n";
+  const std::string model =
+      "name: llava-ctx\ndescription: LLaVA-1.5-7B as trained\nmax_context: 2048\n"
+      "components:\n  - use: clip-vit-l-14-336\n    input: {resize: fixed}\n"
+      "  - {name: projector, kind: projector, projector_dims: [1024, 4096, 4096]}\n"
+      "  - use: vicuna-7b-v1.5\n";
+  Write("llava-ctx.yaml", model);
+  std::string uncut = model;
+  uncut.replace(uncut.find("max_context: 2048\n"), 18, "");
+  Write("llava-uncut.yaml", uncut);
+  auto scenario = [](const std::string& name, const std::string& model_file) {
+    return "name: " + name + "\ntrace: {file: long.csv}\nmodel: ./" + model_file +
+           "\ncluster: {preset: a100-4x200g, nodes: 2}\nparallel: {dp: 2, tp: 2, pp: 2, micro_batches: 1, "
+           "zero_stage: 1}\n"
+           "policies: {data: {name: random, params: {batch_size: 1}}}\niterations: 2\n";
+  };
+  Write("ctx.yaml", scenario("ctx", "llava-ctx.yaml"));
+  Write("uncut.yaml", scenario("uncut", "llava-uncut.yaml"));
+
+  const CliRun stats = Mmtwin("trace stats " + P("long.csv") + " --model " + P("llava-ctx.yaml"));
+  ASSERT_EQ(stats.code, 0) << stats.out;
+  EXPECT_NE(stats.out.find("2 samples exceed the model's 2048-token context (max_context)"),
+            std::string::npos)
+      << stats.out;
+  EXPECT_NE(stats.out.find("3576"), std::string::npos) << "stats show the data's own lengths:\n" << stats.out;
+
+  const CliRun cut = Mmtwin("simulate " + P("ctx.yaml") + " -o " + P("ctx-run"));
+  ASSERT_EQ(cut.code, 0) << cut.out;
+  EXPECT_NE(cut.out.find("context         2 of the trace's samples are longer than the model's 2,048-token"),
+            std::string::npos)
+      << cut.out;
+  const auto summary = nlohmann::json::parse(Slurp(dir_ / "ctx-run" / "summary.json"));
+  EXPECT_EQ(summary["samples_truncated"], 2);
+  EXPECT_EQ(summary["max_context"], 2048);
+
+  const CliRun whole = Mmtwin("simulate " + P("uncut.yaml") + " -o " + P("uncut-run"));
+  ASSERT_EQ(whole.code, 0) << whole.out;
+  EXPECT_EQ(whole.out.find("context  "), std::string::npos) << whole.out;
+  const auto uncut_summary = nlohmann::json::parse(Slurp(dir_ / "uncut-run" / "summary.json"));
+  EXPECT_FALSE(uncut_summary.contains("samples_truncated"));
+  // Cut samples cost less: the same iterations, fewer LLM tokens.
+  EXPECT_LT(
+      summary["tokens_per_s"].get<double>() * summary["iteration_time_us"]["mean"].get<double>(),
+      uncut_summary["tokens_per_s"].get<double>() * uncut_summary["iteration_time_us"]["mean"].get<double>());
+}
+
 TEST_F(CliSimulateTest, SameScenarioAndSeedGiveByteIdenticalSummaries) {
   CliRun a = Mmtwin("simulate " + P("small.yaml") + " -o " + P("det-1"));
   CliRun b = Mmtwin("simulate " + P("small.yaml") + " -o " + P("det-2"));

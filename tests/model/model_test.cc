@@ -569,3 +569,50 @@ TEST(ModelErrorsTest, MutatedSpecsNeverCrash) {
 
 }  // namespace
 }  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+// Issue 33, item 4: a spec's max_context cuts a sample's LLM tokens after its image tokens (LLaVA's rule), not
+// its encoder work; a spec without one cuts nothing; a bad value names its line.
+const char* kLlavaWithContext = R"(name: llava-ctx
+description: LLaVA-1.5-7B as trained (model_max_length 2048)
+max_context: 2048
+components:
+  - use: clip-vit-l-14-336
+    input: {resize: fixed}
+  - name: projector
+    kind: projector
+    projector_dims: [1024, 4096, 4096]
+  - use: vicuna-7b-v1.5
+)";
+
+TEST(ModelContextTest, MaxContextCutsLlmTokensAfterTheImageTokens) {
+  auto m = ParseModel(kLlavaWithContext, "ctx.yaml", ".");
+  ASSERT_TRUE(m.ok()) << m.error().message();
+  EXPECT_EQ(m->max_context, 2048);
+  auto plain = LoadModel("llava-1.5-7b");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->max_context, 0);
+  for (int64_t text : {100, 1472, 1473, 3000}) {
+    Sample s;
+    s.images = 1;
+    s.image_tiles = 1;
+    s.text_tokens = static_cast<uint32_t>(text);
+    const SampleTokens cut = TokensFor(*m, s), whole = TokensFor(*plain, s);
+    EXPECT_EQ(whole.llm_tokens, text + 576) << text;  // 576 image tokens per image (LLaVA-1.5)
+    EXPECT_EQ(cut.llm_tokens, std::min<int64_t>(text + 576, 2048)) << text;
+    EXPECT_EQ(cut.truncated, text + 576 > 2048) << text;
+    EXPECT_EQ(cut.vit_tokens, whole.vit_tokens);  // the encoder still sees the image
+    EXPECT_EQ(cut.vit_attn_pairs, whole.vit_attn_pairs);
+  }
+  std::string bad = kLlavaWithContext;
+  bad.replace(bad.find("max_context: 2048"), 17, "max_context: 0");
+  auto b = ParseModel(bad, "bad.yaml", ".");
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.error().message().find("bad.yaml:3: max_context: must be a positive number"), std::string::npos)
+      << b.error().message();
+}
+
+}  // namespace
+}  // namespace mmtwin

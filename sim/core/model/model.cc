@@ -312,6 +312,10 @@ SampleTokens TokensFor(const ModelSpec& m, const Sample& s) {
     const double ratio = audio->input.llm_tokens_per_unit / audio->input.tokens_per_second;
     llm_tokens += static_cast<int64_t>(std::ceil(static_cast<double>(t.audio_tokens) * ratio - 1e-9));
   }
+  if (m.max_context > 0 && llm_tokens > m.max_context) {
+    llm_tokens = m.max_context;
+    t.truncated = true;
+  }
   t.llm_tokens = llm ? llm_tokens : 0;
   return t;
 }
@@ -627,7 +631,7 @@ Result<ModelSpec> ParseModelImpl(const std::string& yaml_text, const std::string
   MMTWIN_ASSIGN_OR_RETURN(YAML::Node root, LoadYaml(yaml_text, name));
   ModelSpec m;
   try {
-    std::vector<std::string> keys = {"name", "description", "reference", "components"};
+    std::vector<std::string> keys = {"name", "description", "reference", "components", "max_context"};
     keys.insert(keys.end(), kComponentKeys.begin(), kComponentKeys.end());
     MMTWIN_RETURN_IF_ERROR(CheckKeys(root, ctx.file, "", keys));
     MMTWIN_RETURN_IF_ERROR(Get(ctx, root, "", "name", m.name));
@@ -635,6 +639,11 @@ Result<ModelSpec> ParseModelImpl(const std::string& yaml_text, const std::string
     std::string reference;
     MMTWIN_RETURN_IF_ERROR(Get(ctx, root, "", "reference", reference));
     if (m.name.empty()) return Error::At(name, LineOf(root), "name", "missing (every spec needs a name)");
+    bool has_context = false;
+    MMTWIN_RETURN_IF_ERROR(Get(ctx, root, "", "max_context", m.max_context, &has_context));
+    if (has_context && (m.max_context < 1 || m.max_context > (int64_t{1} << 40)))
+      return ErrAt(ctx, root["max_context"], "max_context",
+                   "must be a positive number of LLM tokens per sample (the recipe's maximum length)");
     const YAML::Node comps = root["components"];
     if (!comps.IsDefined()) {
       // A one-component spec: the component keys sit at the top level.

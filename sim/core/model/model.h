@@ -95,6 +95,11 @@ struct ModelSpec {
   std::string name;
   std::string description;
   std::vector<Component> components;  // encoders and projectors first, the LLM last
+  // The LLM tokens per sample the training recipe keeps (spec key `max_context`; 0 = no limit). A longer sample
+  // is cut to it after its image and audio tokens are inserted, as LLaVA does (llava/model/llava_arch.py
+  // `prepare_inputs_labels_for_multimodal`: the embeddings cut at `tokenizer_model_max_length`); the encoders
+  // still see every image and frame. TokensFor applies it; the run summary counts the samples cut.
+  int64_t max_context = 0;
 
   const Component* Find(ComponentKind k) const;
   const Component& llm() const;  // the LLM component (a valid spec has exactly one)
@@ -133,15 +138,16 @@ int64_t TotalParams(const ModelSpec& m);
 // Vision units are the sample's tiles (resize tiles) or images (fixed, if_larger), plus its video frames; each
 // unit is its own attention span (units attend only within themselves).
 struct SampleTokens {
-  int64_t vit_tokens = 0;       // vision encoder positions: sum over units of the unit's positions
-  int64_t vision_units = 0;     // vision units: tiles or images, + frames (ISF's "images")
-  int64_t audio_tokens = 0;     // audio encoder positions
-  int64_t llm_tokens = 0;       // text + vision_llm_tokens + downsampled audio tokens
-  int64_t vit_span_tokens = 0;  // positions of one image unit (of one frame when the sample has no image)
+  int64_t vit_tokens = 0;         // vision encoder positions: sum over units of the unit's positions
+  int64_t vision_units = 0;       // vision units: tiles or images, + frames (ISF's "images")
+  int64_t audio_tokens = 0;       // audio encoder positions
+  int64_t llm_tokens = 0;         // text + vision_llm_tokens + downsampled audio tokens
+  int64_t vit_span_tokens = 0;    // positions of one image unit (of one frame when the sample has no image)
   int64_t vision_llm_tokens = 0;  // LLM tokens from the vision encoder (what its projector carries)
   double vit_attn_pairs = 0;      // sum over the units of span^2 (bidirectional attention within each unit)
   int32_t if_larger_images = 0;   // images an if_larger encoder priced by their size
   int32_t unsized_images = 0;     // of those, priced at the cap because the trace has no size (upper bound)
+  bool truncated = false;         // llm_tokens was cut to the model's max_context
 };
 SampleTokens TokensFor(const ModelSpec& m, const Sample& s);
 

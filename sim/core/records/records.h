@@ -146,6 +146,8 @@ struct RunSummary {
   // work and activations are upper bounds for them; and ImageSizesName of the whole trace.
   int64_t images_at_upper_bound = 0;
   ImageSizes image_sizes = ImageSizes::kUnused;
+  // The model's max_context (core/model/model.h; 0 = none) and the trace samples longer than it, cut to it.
+  int64_t max_context = 0, samples_truncated = 0;
   std::vector<StageRecord> stages;
   // Measured runs: where they ran (the cluster above is the scenario's label). Simulated runs: none.
   std::optional<MachineRecord> machine;

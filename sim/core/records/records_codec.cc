@@ -229,6 +229,10 @@ Result<RunSummary> ReadSummary(const json& j, const std::string& name) {
       return Error(name + ": image_sizes: '" + sizes + "' is not unused, known, upper_bound or mixed");
     MMTWIN_RETURN_IF_ERROR(r.Get(j, "", "images_at_upper_bound", s.images_at_upper_bound));
   }
+  if (j.contains("samples_truncated")) {
+    MMTWIN_RETURN_IF_ERROR(r.Get(j, "", "max_context", s.max_context));
+    MMTWIN_RETURN_IF_ERROR(r.Get(j, "", "samples_truncated", s.samples_truncated));
+  }
   MMTWIN_ASSIGN_OR_RETURN(const json* stages, r.At(j, "", "stages"));
   if (!stages->is_array()) return r.Bad("", "stages", "an array");
   for (size_t i = 0; i < stages->size(); ++i) {
@@ -362,6 +366,10 @@ std::string SummaryToJson(const RunSummary& s) {
   if (s.image_sizes != ImageSizes::kUnused) {  // only where an if_larger encoder priced images
     j["image_sizes"] = ImageSizesName(s.image_sizes);
     j["images_at_upper_bound"] = s.images_at_upper_bound;
+  }
+  if (s.samples_truncated > 0) {  // only where the model's context cut samples: other summaries are unchanged
+    j["max_context"] = s.max_context;
+    j["samples_truncated"] = s.samples_truncated;
   }
   json stages = json::array();
   for (const StageRecord& st : s.stages) stages.push_back(StageJson(st));

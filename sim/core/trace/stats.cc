@@ -85,6 +85,13 @@ std::string FormatStatsText(const TraceStats& st) {
                   m.p90, m.p99, m.max);
     o += buf;
   }
+  if (st.over_context > 0) {
+    std::snprintf(
+        buf, sizeof buf,
+        "%lld samples exceed the model's %lld-token context (max_context): simulate cuts them to it\n",
+        static_cast<long long>(st.over_context), static_cast<long long>(st.max_context));
+    o += buf;
+  }
   o += "\n";
   // The name column is as wide as the longest name (at most 60 characters, longer names are cut).
   int width = 6;
@@ -107,6 +114,10 @@ std::string StatsToJson(const TraceStats& st) {
   nlohmann::json j;
   j["samples"] = st.samples;
   if (!st.model.empty()) j["model"] = st.model;
+  if (st.max_context > 0) {
+    j["max_context"] = st.max_context;
+    j["over_context"] = st.over_context;
+  }
   nlohmann::json mods = nlohmann::json::object();
   for (const ModalityStats& m : st.modalities) {
     nlohmann::json x;

@@ -53,6 +53,9 @@ struct TraceStats {
       modalities;                    // images, image_tiles, video_frames, audio_seconds, text_tokens[, model]
   std::vector<SubsetCount> subsets;  // most samples first (ties by name)
   std::string model;                 // name of the model whose token stats were added, or empty
+  // The model's max_context (0 = none) and the samples whose LLM tokens exceed it (llm_tokens above is before the
+  // cut: what the data holds; simulate cuts them, core/model/model.h).
+  int64_t max_context = 0, over_context = 0;
 };
 
 // Statistics of one column of values (any order; taken by value because it is sorted).
