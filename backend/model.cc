@@ -109,7 +109,9 @@ MicroBatch MakeMicroBatch(const ModelSpec& m, const Trace& trace, const std::vec
       sh.audio_llm = (sh.audio_pos + g - 1) / g;
     }
     sh.llm_tokens = t.llm_tokens;
-    sh.text = sh.llm_tokens - sh.vision_llm - sh.audio_llm;
+    // The model's max_context may cut the sample (core/model/model.h), into its encoder tokens too: LlmEmbed
+    // keeps the first llm_tokens rows of [encoder outputs, text].
+    sh.text = std::max<int64_t>(0, sh.llm_tokens - sh.vision_llm - sh.audio_llm);
     mb.llm_tokens += sh.llm_tokens;
     mb.vit_tokens += t.vit_tokens;
     mb.audio_pos += sh.audio_pos;
@@ -409,10 +411,13 @@ class LlmEmbed : public Layer {
     std::vector<int64_t> at(in.done.size(), 0);
     std::vector<at::Tensor> seq;
     for (const SampleShape& s : mb.samples) {
+      int64_t left = s.llm_tokens;  // a sample cut by the model's context keeps its first llm_tokens rows
       for (size_t e = 0; e < in.done.size() && e < encoders_.size(); ++e) {
         const int64_t n = encoders_[e] == ComponentKind::kVision ? s.vision_llm : s.audio_llm;
-        if (n > 0) seq.push_back(in.done[e].narrow(0, at[e], n));
+        const int64_t keep = std::min(n, left);
+        if (keep > 0) seq.push_back(in.done[e].narrow(0, at[e], keep));
         at[e] += n;
+        left -= std::max<int64_t>(0, keep);
       }
       if (s.text > 0) {
         at::Generator g = Gen(mb.seed, s.index, kText);

@@ -43,7 +43,8 @@ struct SampleShape {
   int64_t units = 0;      // vision tiles + frames
   int64_t audio_pos = 0;  // audio encoder positions (after the stride-2 convolution)
   int64_t vision_llm = 0, audio_llm = 0, text = 0;
-  int64_t llm_tokens = 0;  // vision_llm + audio_llm + text = TokensFor(...).llm_tokens
+  int64_t llm_tokens = 0;  // TokensFor(...).llm_tokens: vision_llm + audio_llm + text, unless the model's
+      // max_context cut into the encoder tokens (LlmEmbed keeps the first llm_tokens rows)
   int64_t pad = 0;  // padded plans: pad tokens after the sample, up to the micro-batch's longest (no loss)
   // Padded plans: pad positions after the sample's audio, up to the longest audio of the micro-batch's audio
   // samples (Whisper-style batching; silence frames, attended within the windows, dropped before the

@@ -410,6 +410,19 @@ TEST(BackendQuickstart, ThePredictionIsForTheMachineThatRanIt) {
   std::printf("predicted / measured iteration p50: %.3f\n", ratio);
 }
 
+// Issue 33, item 4: a model whose max_context cuts samples, into their image tokens too (LLaVA-1.5 with a
+// 300-token context, under its 576 image tokens): both the single-process reference and the distributed run take
+// the plan's cut samples (before, both failed: the encoder rows overran the planned length), and they agree.
+TEST(BackendOracle, MaxContextCutsSamplesAsThePlanDoes) {
+  const std::string dir = Dir("ctx_model");
+  std::ofstream(dir + "/llava-300.yaml")
+      << "name: llava-300\ndescription: LLaVA-1.5-7B with a 300-token context\nmax_context: 300\n"
+         "components:\n  - use: clip-vit-l-14-336\n    input: {resize: fixed}\n"
+         "  - {name: projector, kind: projector, projector_dims: [1024, 4096, 4096]}\n"
+         "  - use: vicuna-7b-v1.5\n";
+  ExpectMatches(RunAndCompare("ctx", {{"model", dir + "/llava-300.yaml"}}, 4));
+}
+
 TEST(BackendOracle, PaddingDoesNotChangeGradients) {
   const std::string dir = Dir("padding");
   const std::string sc = Scenario(dir, {});
