@@ -124,30 +124,27 @@ TEST_F(CliSweepTest, FillsTheDatabaseAndPrintsTheTable) {
   EXPECT_NE(t.out.find("4 of 4 runs"), std::string::npos) << t.out;
 }
 
-// Issue 34: `sweep table` and `sweep export` opened the database for writing, so a database the user cannot
-// write could not be read. The database and its folder are made read-only, and (this test runs as root in CI,
-// which ignores permission bits) the commands run as the unprivileged user `nobody` via setpriv; the file is
-// byte for byte the same afterwards and no journal files appear.
 // Issue 33, item 4: the first run does not fit (recompute none, ZeRO-1) and the data policies leave out different
 // numbers of samples (random and ISF). The speed-up compares GPU-time per trained sample with the first run that
 // fits; the run that does not fit has none. Issue 33, item 7: `sweep --json` prints only JSON on stdout, and
 // `sweep table --json` the same rows.
-const char* kOomFirstSweep = R"(name: oom-first
-base:
-  trace: {preset: internvl-1.2m, samples: 2000, seed: 3}
-  model: internvl-1.5-6b-20b
-  parallel: {dp: 2, tp: 2, pp: 4, micro_batches: 4, zero_stage: 1}
-  policies: {data: isf, partition: uniform, recompute: full, schedule: 1f1b}
-  iterations: 2
-  seed: 5
-mode: cartesian
-axes:
-  - {key: policies.recompute, name: recompute, values: [none, full]}
-  - {key: policies.data, name: data, values: [random, isf]}
-)";
+// kSweep with ZeRO-1 and recomputation none first (it does not fit), then full.
+std::string OomFirstSweep() {
+  std::string y = kSweep;
+  auto swap = [&](const std::string& from, const std::string& to) {
+    y.replace(y.find(from), from.size(), to);
+  };
+  swap("name: small-sweep", "name: oom-first");
+  swap(
+      "  - {key: policies.data, name: data, values: [random, isf]}\n"
+      "  - {key: policies.recompute, name: recompute, values: [full, adaptive]}\n",
+      "  - {key: policies.recompute, name: recompute, values: [none, full]}\n"
+      "  - {key: policies.data, name: data, values: [random, isf]}\n");
+  return y;
+}
 
 TEST_F(CliSweepTest, SpeedupIsPerSampleAgainstTheFirstRunThatFitsAndJsonHoldsTheSameRows) {
-  std::ofstream(dir_ / "oom.yaml") << kOomFirstSweep;
+  std::ofstream(dir_ / "oom.yaml") << OomFirstSweep();
   // stdout only: the JSON must parse by itself.
   const CliRun run =
       Shell("cd " + dir_.string() + " && " + MMTWIN_CLI + " sweep oom.yaml --jobs 2 --json 2>/dev/null");
@@ -207,6 +204,10 @@ TEST_F(CliSweepTest, SpeedupIsPerSampleAgainstTheFirstRunThatFitsAndJsonHoldsThe
   EXPECT_EQ(t["sweeps"][0]["recorded"], 4);
 }
 
+// Issue 34: `sweep table` and `sweep export` opened the database for writing, so a database the user cannot
+// write could not be read. The database and its folder are made read-only, and (this test runs as root in CI,
+// which ignores permission bits) the commands run as the unprivileged user `nobody` via setpriv; the file is
+// byte for byte the same afterwards and no journal files appear.
 TEST_F(CliSweepTest, TableAndExportReadADatabaseTheUserCannotWrite) {
   ASSERT_EQ(Mmtwin("sweep s.yaml --jobs 2 --db r.sqlite").code, 0);
   const fs::path ro = dir_ / "ro";
