@@ -91,9 +91,9 @@ Result<PublishedSuite> Parse(const std::string& text, const std::string& file) {
   for (size_t i = 0; i < entries.size(); ++i) {
     const YAML::Node n = entries[i];
     if (!n.IsMap()) return EntryError(file, n, i, "", "expected a mapping");
-    MMTWIN_RETURN_IF_ERROR(CheckKeys(
-        n, file, "entries[" + std::to_string(i) + "]",
-        {"name", "split", "source", "scenario", "override", "metric", "flops", "measured", "stage", "note"}));
+    MMTWIN_RETURN_IF_ERROR(CheckKeys(n, file, "entries[" + std::to_string(i) + "]",
+                                     {"name", "split", "source", "scenario", "override", "metric", "flops",
+                                      "measured", "stage", "note", "mfu_peak_flops"}));
     PublishedEntry e;
     e.line = LineOf(n);
     for (const char* key : {"name", "split", "source", "scenario", "metric", "measured"})
@@ -161,6 +161,14 @@ Result<PublishedSuite> Parse(const std::string& text, const std::string& file) {
         return EntryError(
             file, f, i, "flops",
             "unknown FLOP count '" + e.flops + "'; valid values are: mmtwin, megatron, megatron-model");
+    }
+    if (const YAML::Node m = n["mfu_peak_flops"]) {
+      if (e.metric != PublishedMetric::kMfu)
+        return EntryError(file, m, i, "mfu_peak_flops", "only with metric mfu");
+      MMTWIN_ASSIGN_OR_RETURN(e.mfu_peak_flops,
+                              NumberAt(file, m, "entries[" + std::to_string(i) + "].mfu_peak_flops"));
+      if (!(e.mfu_peak_flops >= 1e9 && e.mfu_peak_flops <= 1e18))
+        return EntryError(file, m, i, "mfu_peak_flops", "expected a device peak in FLOP/s (1e9 to 1e18)");
     }
     if (const YAML::Node s = n["stage"]) {
       if (family != MetricFamily::kMemory)
@@ -362,12 +370,13 @@ Result<double> PredictedFigure(const PublishedEntry& e, const Scenario& scenario
         MMTWIN_ASSIGN_OR_RETURN(const double f, paper_flops());
         return f / (time_s * gpus) / 1e12;
       }
-    case PublishedMetric::kMfu:
-      if (e.flops == "mmtwin") return summary.mfu;
-      {
-        MMTWIN_ASSIGN_OR_RETURN(const double f, paper_flops());
-        return f / (time_s * gpus * peak);
-      }
+    case PublishedMetric::kMfu: {
+      // The source's MFU is relative to the peak it names (mfu_peak_flops), the simulated run's to its device's.
+      const double mfu_peak = e.mfu_peak_flops > 0 ? e.mfu_peak_flops : peak;
+      if (e.flops == "mmtwin") return summary.mfu * peak / mfu_peak;
+      MMTWIN_ASSIGN_OR_RETURN(const double f, paper_flops());
+      return f / (time_s * gpus * mfu_peak);
+    }
     case PublishedMetric::kTokensPerSPerGpu:
       return summary.tokens_per_s / gpus;
     case PublishedMetric::kGpuDays:

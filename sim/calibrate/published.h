@@ -21,12 +21,15 @@
 //       flops: megatron                          # tflops_per_gpu / mfu: how the source counts FLOPs (below)
 //       measured: 137
 //       stage: 0                                 # memory metrics only: the pipeline stage (0-based); else the worst
+//       mfu_peak_flops: 989e12                   # mfu only: the peak the source divides by, when it is not the
+//                                                # scenario's device peak (a part slower than the one it names)
 //       note: ...                                # optional: how the figure was read
 //
 // Metrics, and how the prediction is read from the simulated run summary (core/records/records.h):
 //   iteration_time_s       mean iteration time, seconds
 //   tflops_per_gpu         FLOPs per iteration (by `flops`) / (mean iteration time x GPUs), 1e12 FLOP/s
-//   mfu                    the same FLOPs / (time x GPUs x the device's peak), a fraction (0.416, not 41.6)
+//   mfu                    the same FLOPs / (time x GPUs x the device's peak, or mfu_peak_flops where the entry
+//                          names the peak its source divided by), a fraction (0.416, not 41.6)
 //   tokens_per_s_per_gpu   LLM tokens per second per GPU
 //   gpu_days               GPU-days per epoch (mean iteration time x iterations in the epoch x GPUs)
 //   peak_memory_gib        the stage's planned peak memory per GPU, GiB (stage -1: the worst stage)
@@ -85,6 +88,7 @@ struct PublishedEntry {
   std::string flops = "mmtwin";  // mmtwin | megatron | megatron-model
   double measured = 0;           // fits: 1 or 0
   int stage = -1;                // memory metrics: the stage, -1 = the worst
+  double mfu_peak_flops = 0;     // mfu: the peak (FLOP/s) the source's MFU is relative to; 0 = the device's
   long line = 0;                 // where the entry starts in the suite file
 };
 

@@ -69,6 +69,7 @@ void EntryTable(std::string& md, const PublishedReport& r, bool held_out) {
     std::string metric = PublishedMetricName(e.metric);
     if (e.stage >= 0) metric += " (stage " + std::to_string(e.stage) + ")";
     if (e.flops != "mmtwin") metric += ", " + e.flops + " FLOPs";
+    if (e.mfu_peak_flops > 0) metric += Fmt(", of %g TFLOP/s", e.mfu_peak_flops / 1e12);
     md += "| " + e.name + " | " + metric + " | " + Figure(e.metric, e.measured) + " | " +
           Figure(e.metric, x.fitted) + " | " + ErrorText(x, true) + " | " + Figure(e.metric, x.prior) +
           " | " + ErrorText(x, false) + " | " + x.device + " | " + Escape(e.source) + " |\n";

@@ -85,6 +85,14 @@ TEST(PublishedSuite, ErrorsNameFileLineAndField) {
   EXPECT_NE(LoadError(head + ok + "fit: [{key: efficiency, min: 0.9, max: 0.3}]\n")
                 .find("fit[0].max: must be > min"),
             std::string::npos);
+  EXPECT_NE(LoadError(head + "  - {name: a, split: held_out, source: s, scenario: small.yaml, metric: "
+                             "iteration_time_s, measured: 1, mfu_peak_flops: 989e12}\n")
+                .find("bad.suite.yaml:3: entries[0].mfu_peak_flops: only with metric mfu"),
+            std::string::npos);
+  EXPECT_NE(LoadError(head + "  - {name: a, split: held_out, source: s, scenario: small.yaml, metric: mfu, "
+                             "measured: 0.4, mfu_peak_flops: 989}\n")
+                .find("entries[0].mfu_peak_flops: expected a device peak in FLOP/s"),
+            std::string::npos);
   EXPECT_FALSE(
       IsPublishedSuite(Write("measured.suite.yaml", "name: m\ncalibration: [a.yaml]\nheld_out: [b.yaml]\n")));
   EXPECT_TRUE(IsPublishedSuite(Write("pub.suite.yaml", head + ok)));
@@ -217,6 +225,26 @@ TEST(PublishedFigures, MemoryAndFitsAreReadFromTheStages) {
   EXPECT_EQ(r->results[3].prior, 0.0);  // 2 GB GPUs cannot hold a 7B model's shards
   EXPECT_EQ(FitsAgreement(*r, true), (std::pair<int, int>{1, 2}));
   EXPECT_EQ(PublishedError(r->results[3], true), 1.0);
+}
+
+// A source that divides by a peak other than the simulated device's (torchtitan's lower-TDP H100s, MFU relative to
+// the SXM part's 989 TFLOP/s): the prediction is the same achieved FLOP rate over that peak. The small scenario's
+// A100 has 312 TFLOP/s, so an MFU relative to 624 is half the run's own, for either FLOP count.
+TEST(PublishedFigures, MfuIsRelativeToThePeakTheSourceDividesBy) {
+  SmallScenario();
+  const std::string path =
+      Write("mfu.suite.yaml",
+            "name: mfu\nentries:\n"
+            "  - {name: own, split: held_out, source: s, scenario: small.yaml, metric: mfu, measured: 0.4}\n"
+            "  - {name: other, split: held_out, source: s, scenario: small.yaml, metric: mfu, measured: 0.4, "
+            "mfu_peak_flops: 624e12}\n");
+  PublishedOptions o;
+  o.suite = path;
+  auto r = ValidatePublished(o);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  ASSERT_EQ(r->results.size(), 2u);
+  ASSERT_GT(r->results[0].prior, 0);
+  EXPECT_NEAR(r->results[1].prior, r->results[0].prior / 2, 1e-12);
 }
 
 }  // namespace
