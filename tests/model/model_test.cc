@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <algorithm>
 #include <cmath>
@@ -612,6 +613,42 @@ TEST(ModelContextTest, MaxContextCutsLlmTokensAfterTheImageTokens) {
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.error().message().find("bad.yaml:3: max_context: must be a positive number"), std::string::npos)
       << b.error().message();
+}
+
+// An LLM spec's max_context reaches the composite that uses it (it was dropped before), unless the composite sets
+// its own; an encoder spec has no context to set.
+TEST(ModelContextTest, AnLlmSpecsContextCarriesIntoTheCompositeThatUsesIt) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "model_context_test";
+  std::filesystem::create_directories(dir);
+  auto llm = LoadModel("vicuna-7b-v1.5");
+  ASSERT_TRUE(llm.ok()) << llm.error().message();
+  {
+    std::ifstream in(ModelZooDir() + "/vicuna-7b-v1.5.yaml");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream(dir / "vicuna-ctx.yaml") << text << "\nmax_context: 4096\n";
+  }
+  std::string composite = kLlavaWithContext;
+  composite.replace(composite.find("max_context: 2048\n"), 18, "");
+  composite.replace(composite.find("use: vicuna-7b-v1.5"), 19, "use: vicuna-ctx");
+  auto inherited = ParseModel(composite, "inherit.yaml", dir.string());
+  ASSERT_TRUE(inherited.ok()) << inherited.error().message();
+  EXPECT_EQ(inherited->max_context, 4096);
+  std::string own = kLlavaWithContext;
+  own.replace(own.find("use: vicuna-7b-v1.5"), 19, "use: vicuna-ctx");
+  auto overridden = ParseModel(own, "own.yaml", dir.string());
+  ASSERT_TRUE(overridden.ok()) << overridden.error().message();
+  EXPECT_EQ(overridden->max_context, 2048);
+  {
+    std::ifstream in(ModelZooDir() + "/clip-vit-l-14-336.yaml");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream(dir / "vit-ctx.yaml") << text << "\nmax_context: 4096\n";
+  }
+  auto vit = LoadModel((dir / "vit-ctx.yaml").string());
+  ASSERT_FALSE(vit.ok());
+  EXPECT_NE(vit.error().message().find("max_context: only an llm spec (or a composite model) has a context"),
+            std::string::npos)
+      << vit.error().message();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

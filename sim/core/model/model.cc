@@ -654,6 +654,10 @@ Result<ModelSpec> ParseModelImpl(const std::string& yaml_text, const std::string
       MMTWIN_RETURN_IF_ERROR(ParseComponentFields(ctx, root, "", c));
       c.name = DefaultComponentName(c.kind);
       MMTWIN_RETURN_IF_ERROR(FinishComponent(ctx, root, "", c));
+      if (has_context && c.kind != ComponentKind::kLlm)
+        return ErrAt(ctx, root["max_context"], "max_context",
+                     "only an llm spec (or a composite model) has a context; this spec is a " +
+                         std::string(ComponentKindName(c.kind)));
       m.components.push_back(std::move(c));
       return m;
     }
@@ -696,6 +700,9 @@ Result<ModelSpec> ParseModelImpl(const std::string& yaml_text, const std::string
           return ErrAt(ctx, cn["use"], where + ".use",
                        "'" + Abbreviate(use) + "' is not a one-component spec");
         c = sub->components[0];
+        // The LLM spec's own context carries into the composite unless the composite sets one (the recipe's
+        // length wins over the model's).
+        if (!has_context && sub->max_context > 0) m.max_context = sub->max_context;
       } else if (!cn["kind"].IsDefined()) {
         return ErrAt(ctx, cn, where, "needs `use` (a component spec name) or `kind`");
       } else {

@@ -98,7 +98,8 @@ struct ModelSpec {
   // The LLM tokens per sample the training recipe keeps (spec key `max_context`; 0 = no limit). A longer sample
   // is cut to it after its image and audio tokens are inserted, as LLaVA does (llava/model/llava_arch.py
   // `prepare_inputs_labels_for_multimodal`: the embeddings cut at `tokenizer_model_max_length`); the encoders
-  // still see every image and frame. TokensFor applies it; the run summary counts the samples cut.
+  // still see every image and frame. TokensFor applies it; the run summary counts the samples cut. Set on an llm
+  // spec, it carries into a composite that uses it, unless the composite sets its own; an encoder spec has none.
   int64_t max_context = 0;
 
   const Component* Find(ComponentKind k) const;
