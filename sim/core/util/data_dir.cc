@@ -22,6 +22,13 @@ std::string DataDir() {
     const fs::path installed = exe.parent_path().parent_path() / "share" / "mmtwin";
     if (fs::is_directory(installed / "models", ec)) return installed.string();
   }
+#ifdef MMTWIN_INSTALLED_DATA_DIR
+  // A program linking the installed libraries (not in <prefix>/bin): the source tree while it exists, then the
+  // install prefix's data.
+  if (!fs::is_directory(fs::path(MMTWIN_DATA_DIR) / "models", ec) &&
+      fs::is_directory(fs::path(MMTWIN_INSTALLED_DATA_DIR) / "models", ec))
+    return MMTWIN_INSTALLED_DATA_DIR;
+#endif
   return MMTWIN_DATA_DIR;
 }
 
