@@ -33,7 +33,7 @@ bool ReadFile(const QString& path, std::string& out) {
   return true;
 }
 
-enum Tab { kScenarioTab, kSummaryTab, kTimelineTab, kMemoryTab, kCompareTab, kSweepTab };
+enum Tab { kScenarioTab, kSummaryTab, kTimelineTab, kMemoryTab, kCompareTab, kSweepTab, kHistoryTab };
 
 }  // namespace
 
@@ -56,6 +56,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabs_->addTab(compare_, "Compare");
   sweep_ = new SweepView(this);
   tabs_->addTab(sweep_, "Sweep");
+  history_ = new HistoryView(this);
+  tabs_->addTab(history_, "History");
   setCentralWidget(tabs_);
 
   runner_ = new AnalyticRunner(this);
@@ -88,6 +90,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(process_, &ProcessRunner::finished, this, [this](bool ok, const QString& error, bool cancelled) {
     RunDone(ok, error, cancelled, process_->TakeResult());
   });
+  connect(history_, &HistoryView::showRequested, this, [this](int i) {
+    ShowRun(HistoryRun(i));
+    tabs_->setCurrentIndex(kSummaryTab);
+  });
+  connect(history_, &HistoryView::compareRequested, this, [this](int a, int b) { CompareHistory(a, b); });
   connect(editor_, &ScenarioEditor::validityChanged, this, [this](bool) { UpdateTitle(); });
   connect(editor_, &ScenarioEditor::modifiedChanged, this, [this](bool) { UpdateTitle(); });
   connect(sweep_, &SweepView::runOpened, this, [this](int i) {
@@ -302,6 +309,7 @@ void MainWindow::RunDone(bool ok, const QString& error, bool cancelled, RunData 
   // as B, unless a run was pinned (Pin as A), which stays A until the next pin.
   const bool previous = !user_pinned_ && current_ != nullptr;
   if (previous) pinned_ = std::move(current_);
+  history_->Add(run);
   ShowRun(std::move(run));
   SetStatus("Run written to " + dir +
             (previous       ? QString("; Compare: A = the previous run, B = this one")
@@ -323,6 +331,26 @@ void MainWindow::ShowRun(RunData run) {
   memory_->SetRun(current_.get());
   compare_->SetRuns(pinned_.get(), current_.get());
   UpdateTitle();
+}
+
+RunData MainWindow::HistoryRun(int i) const {
+  const HistoryEntry& e = history_->entry(i);
+  Result<RunData> r = LoadRunDir(e.dir);
+  if (r.ok()) return std::move(*r);
+  RunData run;  // the folder is gone: the figures the history kept, without a timeline
+  run.summary = e.summary;
+  run.scenario_yaml = e.scenario_yaml;
+  run.dir = e.dir;
+  return run;
+}
+
+void MainWindow::CompareHistory(int a, int b) {
+  pinned_ = std::make_unique<RunData>(HistoryRun(a));
+  ShowRun(HistoryRun(b));
+  tabs_->setCurrentIndex(kCompareTab);
+  SetStatus(QString("Compare: A = run %1, B = run %2 of the history")
+                .arg(history_->entry(a).number)
+                .arg(history_->entry(b).number));
 }
 
 void MainWindow::Pin() {
@@ -374,7 +402,7 @@ Status MainWindow::SaveScreenshots(const QString& dir, int width, int height) {
   const std::vector<std::pair<int, QString>> shots = {{kScenarioTab, "editor"}, {kScenarioTab, "yaml"},
                                                       {kSummaryTab, "summary"}, {kTimelineTab, "timeline"},
                                                       {kMemoryTab, "memory"},   {kCompareTab, "compare"},
-                                                      {kSweepTab, "sweep"}};
+                                                      {kSweepTab, "sweep"},     {kHistoryTab, "history"}};
   for (const auto& [tab, name] : shots) {
     tabs_->setCurrentIndex(tab);
     editor_->tabs()->setCurrentIndex(name == "yaml" ? 1 : 0);

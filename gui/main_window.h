@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The what-if explorer's window: tabs Scenario (ScenarioEditor), Summary (SummaryPanel + StageTable), Timeline
-// (GanttView), Memory (MemoryView), Compare (CompareView) and Sweep (SweepView); a toolbar with open / save /
+// (GanttView), Memory (MemoryView), Compare (CompareView), Sweep (SweepView) and History (HistoryView: every run
+// of the session, what changed between them, show or compare any two); a toolbar with open / save /
 // save as, run (analytic, in-process) / run with SimGrid (child mmtwin process) / cancel, and pin (the current
 // run becomes A of the comparison); recent files in QSettings ("mmtwin", "mmtwin-gui").
 //
@@ -66,9 +67,10 @@ class MainWindow : public QMainWindow {
   MemoryView* memory() const { return memory_; }
   CompareView* compare() const { return compare_; }
   SweepView* sweep() const { return sweep_; }
+  HistoryView* history() const { return history_; }
   AnalyticRunner* runner() const { return runner_; }
 
-  // Renders every view to DIR/{editor,yaml,summary,timeline,memory,compare,sweep}.png at width x height (the
+  // Renders every view to DIR/{editor,yaml,summary,timeline,memory,compare,sweep,history}.png at width x height (the
   // window as shown, offscreen with QT_QPA_PLATFORM=offscreen). The runs shown are whatever the window holds.
   Status SaveScreenshots(const QString& dir, int width = 1400, int height = 900);
 
@@ -83,6 +85,10 @@ class MainWindow : public QMainWindow {
   void UpdateRecentMenu();
   void UpdateTitle();
   void SetStatus(const QString& text);
+  // History entry i as a run: its folder reloaded (with its timeline), else the summary the history kept.
+  RunData HistoryRun(int i) const;
+  // A = history entry a, B = entry b (shown), on the Compare tab.
+  void CompareHistory(int a, int b);
 
   QTabWidget* tabs_;
   ScenarioEditor* editor_;
@@ -92,6 +98,7 @@ class MainWindow : public QMainWindow {
   MemoryView* memory_;
   CompareView* compare_;
   SweepView* sweep_;
+  HistoryView* history_;
   AnalyticRunner* runner_;
   ProcessRunner* process_;
   QProgressBar* progress_;

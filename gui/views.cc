@@ -10,7 +10,9 @@
 #include <QMouseEvent>
 #include <QPainter>
 #include <QPainterPath>
+#include <QPushButton>
 #include <QSplitter>
+#include <QTime>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <QWheelEvent>
@@ -21,6 +23,7 @@
 
 #include "core/plan/mesh.h"
 #include "core/records/headline_metrics.h"
+#include "core/scenario/diff.h"
 #include "report/chart.h"
 #include "sweep/sweep.h"
 
@@ -721,6 +724,97 @@ bool GanttView::event(QEvent* e) {
 }
 
 // ---- CompareView ----
+
+HistoryView::HistoryView(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  auto* help = new QLabel(
+      "Every run of this session. Double-click a run to show it; select two and Compare (the older is A).",
+      this);
+  help->setWordWrap(true);
+  layout->addWidget(help);
+  table_ = new QTableWidget(this);
+  QStringList headers = {"#", "finished", "engine", "changed from the run before"};
+  for (const std::string& name : MetricNames())
+    for (const HeadlineMetric& m : HeadlineMetrics())
+      if (name == m.name) headers << m.label;
+  table_->setColumnCount(static_cast<int>(headers.size()));
+  table_->setHorizontalHeaderLabels(headers);
+  table_->verticalHeader()->setVisible(false);
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_->setSelectionMode(QAbstractItemView::MultiSelection);
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_->horizontalHeader()->setSectionResizeMode(3, QHeaderView::Stretch);
+  layout->addWidget(table_, 1);
+  auto* buttons = new QHBoxLayout();
+  auto* show = new QPushButton("Show", this);
+  auto* compare = new QPushButton("Compare (older = A)", this);
+  buttons->addWidget(show);
+  buttons->addWidget(compare);
+  buttons->addStretch(1);
+  layout->addLayout(buttons);
+  QObject::connect(table_, &QTableWidget::cellDoubleClicked, this,
+                   [this](int row, int) { emit showRequested(row); });
+  QObject::connect(show, &QPushButton::clicked, this, [this] {
+    if (table_->currentRow() >= 0) emit showRequested(table_->currentRow());
+  });
+  QObject::connect(compare, &QPushButton::clicked, this, [this] { CompareSelected(); });
+}
+
+const std::vector<std::string>& HistoryView::MetricNames() {
+  static const std::vector<std::string> kNames = {"iteration_time_us/p50", "gpu_days", "tokens_per_s", "mfu",
+                                                  "oom"};
+  return kNames;
+}
+
+void HistoryView::Add(const RunData& run) {
+  HistoryEntry e;
+  e.number = entries_.empty() ? 1 : entries_.back().number + 1;
+  e.finished = QTime::currentTime().toString("HH:mm:ss");
+  e.summary = run.summary;
+  e.scenario_yaml = run.scenario_yaml;
+  e.dir = run.dir;
+  if (entries_.empty()) {
+    e.changes = "first run";
+  } else {
+    auto changes = ScenarioChanges(entries_.back().scenario_yaml, run.scenario_yaml);
+    e.changes = changes.ok() ? QString::fromStdString(FormatChanges(*changes, 4))
+                             : QString::fromStdString("(not compared: " + changes.error().message() + ")");
+  }
+  if (static_cast<int>(entries_.size()) == kMaxEntries) {
+    entries_.erase(entries_.begin());
+    table_->removeRow(0);
+  }
+  entries_.push_back(std::move(e));
+  AddRow(entries_.back());
+}
+
+void HistoryView::AddRow(const HistoryEntry& e) {
+  const int r = table_->rowCount();
+  table_->insertRow(r);
+  table_->setItem(r, 0, NumberItem(QString::number(e.number), e.number));
+  table_->setItem(r, 1, TextItem(e.finished));
+  table_->setItem(r, 2, TextItem(QString::fromStdString(e.summary.engine)));
+  QTableWidgetItem* changes = TextItem(e.changes);
+  changes->setToolTip(QString::fromStdString(e.dir));
+  table_->setItem(r, 3, changes);
+  int col = 4;
+  for (const std::string& name : MetricNames())
+    for (const HeadlineMetric& m : HeadlineMetrics())
+      if (name == m.name) {
+        const double v = m.get(e.summary);
+        table_->setItem(r, col++, NumberItem(MetricText(m, v), v));
+      }
+  table_->scrollToBottom();
+}
+
+bool HistoryView::CompareSelected() {
+  std::vector<int> rows;
+  for (const QModelIndex& i : table_->selectionModel()->selectedRows()) rows.push_back(i.row());
+  if (rows.size() != 2) return false;
+  std::sort(rows.begin(), rows.end());
+  emit compareRequested(rows[0], rows[1]);
+  return true;
+}
 
 CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);

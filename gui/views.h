@@ -214,6 +214,46 @@ class CompareView : public QWidget {
   GanttView* gantt_b_;
 };
 
+// The runs of this session, oldest first (issue 33, item 3: the what-if loop's history): per run its number, the
+// time it finished, engine, what changed in its scenario from the run before it (core/scenario/diff.h) and a few
+// headline metrics (core/records/headline_metrics.h, the Compare tab's labels and formats). Double-clicking a row
+// (or "Show") emits showRequested; selecting two rows and "Compare" emits compareRequested with the older as A.
+// An entry keeps the summary, the resolved scenario and the run folder, not the ops: the window reloads the
+// folder to show a run.
+struct HistoryEntry {
+  int number = 0;    // 1, 2, ... in the order the runs finished
+  QString finished;  // "HH:mm:ss"
+  RunSummary summary;
+  std::string scenario_yaml;
+  std::string dir;  // the run folder the window wrote
+  QString changes;  // FormatChanges against the previous entry ("first run" for the first)
+};
+
+class HistoryView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit HistoryView(QWidget* parent = nullptr);
+  // Appends a finished run (its scenario compared with the previous entry's). At most kMaxEntries are kept.
+  void Add(const RunData& run);
+  static constexpr int kMaxEntries = 100;
+  int size() const { return static_cast<int>(entries_.size()); }
+  const HistoryEntry& entry(int i) const { return entries_.at(i); }
+  QTableWidget* table() const { return table_; }
+  // The headline metrics shown, by their HeadlineMetric names.
+  static const std::vector<std::string>& MetricNames();
+  // Emits compareRequested for the two selected rows (older first); false unless exactly two are selected.
+  bool CompareSelected();
+
+ signals:
+  void showRequested(int entry);
+  void compareRequested(int a, int b);
+
+ private:
+  void AddRow(const HistoryEntry& e);
+  QTableWidget* table_;
+  std::vector<HistoryEntry> entries_;
+};
+
 // A heatmap of one metric over two sweep axes: cells coloured from low (light) to high (dark), the value written
 // in each cell, axis labels, and failed runs crossed out. Clicking a cell emits runClicked with its run index.
 class HeatmapView : public QWidget {

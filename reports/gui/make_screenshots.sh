@@ -3,7 +3,7 @@
 # Regenerates the GUI screenshots in this folder (shown by README.md and gui/README.md) from a build with the GUI,
 # offscreen:   bash reports/gui/make_screenshots.sh [BUILD_DIR]     (default: build)
 # editor, yaml, summary, timeline, compare: scenarios/default.yaml (A) against the same with a uniform partition
-# (B); sweep: the heatmap of reports/gui/sweep.yaml; memory: default.yaml with GPipe, no recompute and 4
+# (B), also the two runs of history; sweep: the heatmap of reports/gui/sweep.yaml; memory: default.yaml with GPipe, no recompute and 4
 # micro-batches, whose stage 2 does not fit (75.0 GiB usable); yaml-error: default.yaml with dp 0, as the editor
 # shows the core's message.
 set -euo pipefail
