@@ -98,6 +98,10 @@ std::string UtcNow();
 // `files`.
 Status GenerateOmnibal(const ReportOptions& o, const std::string& scenarios, Plotter& plotter,
                        ReportFiles& files);
+// The OrchMLLM report's scaling chart (scaling.png): the MLLM-10B lines from `scale` (rows "64" ... "2560") and
+// the 2,560-GPU MLLM-84B points of `full`, paper and mmtwin, mmtwin's legend entry naming its gap to the paper
+// in MFU points (issue 33, item 8).
+ChartSpec OrchmllmScalingChart(const ReportTable& full, const ReportTable& scale);
 Status GenerateOrchmllm(const ReportOptions& o, const std::string& scenarios, Plotter& plotter,
                         ReportFiles& files);
 Status GenerateLongvila(const ReportOptions& o, const std::string& scenarios, Plotter& plotter,

@@ -254,31 +254,37 @@ Result<OrchTables> FillTables(const Paper& paper, const OrchRuns& r, const Repor
   return t;
 }
 
+}  // namespace
+
+ChartSpec OrchmllmScalingChart(const ReportTable& full, const ReportTable& scale) {
+  ChartSpec c;
+  c.kind = ChartSpec::Kind::kLines;
+  c.title = "OrchMLLM on 64 to 2,560 H100s: MFU (%), mmtwin, with the paper's 2,560-GPU MLLM-84B point";
+  c.y_label = "MFU (%)";
+  c.x_label = "GPUs (H100, 8 per node)";
+  c.categories = kScaleGpus;
+  std::vector<double> orch, rnd, p84(kScaleGpus.size(), kNaN), m84(kScaleGpus.size(), kNaN);
+  for (const std::string& g : kScaleGpus) {
+    orch.push_back(Cell(scale, g, "MFU (%), OrchMLLM"));
+    rnd.push_back(Cell(scale, g, "MFU (%), w/o balance"));
+  }
+  p84.back() = Cell(full, "MLLM-84B", "MFU (%), OrchMLLM", true);
+  m84.back() = Cell(full, "MLLM-84B", "MFU (%), OrchMLLM");
+  // The 10B lines' values would overlap the 84B points' at 2,560 GPUs (the table has them); the 84B points
+  // carry theirs, and mmtwin's legend entry says how far it is from the paper's.
+  const double gap = m84.back() - p84.back();
+  c.series = {{"mmtwin MLLM-10B, OrchMLLM", orch, false},
+              {"mmtwin MLLM-10B, w/o balance", rnd, false},
+              {"paper MLLM-84B (§8.1)", p84},
+              {"mmtwin MLLM-84B (" + std::string(gap >= 0 ? "+" : "") + FormatFixed(gap, 1) + " pts)", m84}};
+  return c;
+}
+
+namespace {
+
 // MFU by GPU count (the scaling lines with the 2,560-GPU MLLM-84B points) and the ablations' MFU.
 Status ScalingAndAblationCharts(const OrchTables& t, Plotter& plotter, ReportFiles& files, Bindings& b) {
-  {
-    ChartSpec c;
-    c.kind = ChartSpec::Kind::kLines;
-    c.title = "OrchMLLM on 64 to 2,560 H100s: MFU (%), mmtwin, with the paper's 2,560-GPU MLLM-84B point";
-    c.y_label = "MFU (%)";
-    c.x_label = "GPUs (H100, 8 per node)";
-    c.categories = kScaleGpus;
-    std::vector<double> orch, rnd, p84(kScaleGpus.size(), kNaN), m84(kScaleGpus.size(), kNaN);
-    for (const std::string& g : kScaleGpus) {
-      orch.push_back(Cell(t.scale, g, "MFU (%), OrchMLLM"));
-      rnd.push_back(Cell(t.scale, g, "MFU (%), w/o balance"));
-    }
-    p84.back() = Cell(t.full, "MLLM-84B", "MFU (%), OrchMLLM", true);
-    m84.back() = Cell(t.full, "MLLM-84B", "MFU (%), OrchMLLM");
-    // The 10B lines' values would overlap the 84B points' at 2,560 GPUs (the table has them); the 84B points
-    // carry theirs, and mmtwin's legend entry says how far it is from the paper's.
-    const double gap = m84.back() - p84.back();
-    c.series = {{"mmtwin MLLM-10B, OrchMLLM", orch, false},
-                {"mmtwin MLLM-10B, w/o balance", rnd, false},
-                {"paper MLLM-84B (§8.1)", p84},
-                {"mmtwin MLLM-84B (" + std::string(gap >= 0 ? "+" : "") + FormatFixed(gap, 1) + " pts)", m84}};
-    MMTWIN_RETURN_IF_ERROR(AddChart(plotter, "scaling", c, files, b));
-  }
+  MMTWIN_RETURN_IF_ERROR(AddChart(plotter, "scaling", OrchmllmScalingChart(t.full, t.scale), files, b));
   {
     ChartSpec c;
     c.title = "OrchMLLM ablations on 128 H100s (mmtwin): MFU (%) per variant";
