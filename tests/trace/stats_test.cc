@@ -190,10 +190,13 @@ TEST(StatsTest, ModelTokensMatchTokensFor) {
   EXPECT_EQ(st.modalities[5].name, "vit_tokens");
   EXPECT_EQ(st.modalities[6].name, "llm_tokens");
   EXPECT_EQ(st.model, m->name);
+  // The llm_tokens column is the data's own lengths, before the model's context cuts them (LLaVA-1.5: 2,048).
+  ModelSpec uncut = *m;
+  uncut.max_context = 0;
   double vit = 0, llm = 0;
   for (const Sample& s : t.samples) {
     vit += static_cast<double>(TokensFor(*m, s).vit_tokens);
-    llm += static_cast<double>(TokensFor(*m, s).llm_tokens);
+    llm += static_cast<double>(TokensFor(uncut, s).llm_tokens);
   }
   EXPECT_DOUBLE_EQ(st.modalities[5].sum, vit);
   EXPECT_DOUBLE_EQ(st.modalities[6].sum, llm);
