@@ -508,6 +508,35 @@ Command AddValidate(CLI::App& app, std::ostream& out, std::ostream& err) {
           }};
 }
 
+Command AddTune(CLI::App& app, std::ostream& out, std::ostream& err) {
+  auto t = std::make_shared<TuneArgs>();
+  CLI::App* tune = app.add_subcommand(
+      "tune",
+      "search a space of layouts and policies for this dataset, model and cluster: valid candidates only, "
+      "a memory lower bound rules out what cannot fit, the rest simulated on worker processes and ranked");
+  tune->add_option("SPACE", t->space, "tune space (scenarios/README.md \"Tuning\")")->required();
+  tune->add_option("-o,--output", t->output, "result folder (default runs/tune/NAME)");
+  tune->add_option("--db", t->db, "results database (default OUTPUT.sqlite; a re-run resumes)");
+  CLI::Option* jobs = tune->add_option("-j,--jobs", t->jobs, "worker processes (default 1)")->type_name("N");
+  CLI::Option* shard = tune->add_option("--shard", t->shard, "evaluate only shard i of N (i/N), as sweeps do")
+                           ->type_name("i/N");
+  CLI::Option* top = tune->add_option("--top", t->top, "configurations listed (default 10)")->type_name("K");
+  tune->add_flag("--no-prune", t->no_prune, "evaluate every valid candidate (no memory lower bound)");
+  tune->add_flag("--dry-run", t->dry_run, "list the candidates to evaluate, run nothing");
+  tune->add_flag("--json", t->json, "print JSON (counts and the ranked configurations)");
+  tune->footer(
+      "Exit codes: 0 ok, 1 no candidate fits (the message says which constraint ruled them out), 2 bad "
+      "input, 128+signal interrupted (recorded runs stay; a re-run resumes).");
+  tune->allow_extras();
+  return {tune, [=, &out, &err]() -> int {
+            if (int rc = Extras(tune, err)) return rc;
+            t->jobs_given = jobs->count() > 0;
+            t->shard_given = shard->count() > 0;
+            t->top_given = top->count() > 0;
+            return RunTune(*t, out, err);
+          }};
+}
+
 Command AddCompare(CLI::App& app, std::ostream& out, std::ostream& err) {
   auto cmp = std::make_shared<CompareArgs>();
   CLI::App* compare_cmd = app.add_subcommand(
@@ -671,6 +700,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       AddPlan(app, out, err),
       AddSimulate(app, out, err),
       AddSweep(app, out, err),
+      AddTune(app, out, err),
       AddCalibrate(app, out, err),
       AddValidate(app, out, err),
       AddCompare(app, out, err),

@@ -149,14 +149,16 @@ Status NameAxes(const std::string& file, SweepSpec& spec) {
   return Status();
 }
 
-Result<SweepSpec> ParseImpl(const std::string& text, const std::string& file, const std::string& base_dir) {
+Result<SweepSpec> ParseImpl(const std::string& text, const std::string& file, const std::string& base_dir,
+                            const std::vector<std::string>& extra_keys) {
   SweepSpec spec;
   spec.path = file;
   MMTWIN_ASSIGN_OR_RETURN(const YAML::Node root, LoadStrictYaml(text, file));
   if (!root.IsMap())
     return Error::At(file, LineOf(root), "", "a sweep is a mapping with keys base, mode, axes, ...");
-  MMTWIN_RETURN_IF_ERROR(
-      CheckKeys(root, file, "", {"name", "description", "base", "mode", "axes", "iterations"}));
+  std::vector<std::string> keys = {"name", "description", "base", "mode", "axes", "iterations"};
+  keys.insert(keys.end(), extra_keys.begin(), extra_keys.end());
+  MMTWIN_RETURN_IF_ERROR(CheckKeys(root, file, "", keys));
 
   if (const YAML::Node v = root["name"]) {
     if (!v.IsScalar() || v.Scalar().empty()) return Error::At(file, LineOf(v), "name", "expected a name");
@@ -225,8 +227,8 @@ std::string Hex(uint64_t h) {
 }  // namespace
 
 Result<SweepSpec> ParseSweep(const std::string& yaml_text, const std::string& name,
-                             const std::string& base_dir) {
-  return GuardYaml(name, [&] { return ParseImpl(yaml_text, name, base_dir); });
+                             const std::string& base_dir, const std::vector<std::string>& extra_keys) {
+  return GuardYaml(name, [&] { return ParseImpl(yaml_text, name, base_dir, extra_keys); });
 }
 
 Result<SweepSpec> LoadSweep(const std::string& path) {

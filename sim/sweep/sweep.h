@@ -64,9 +64,10 @@ struct SweepRun {
 };
 
 Result<SweepSpec> LoadSweep(const std::string& path);
-// `name` is used in messages (`name:line: key: reason`); `base_dir` resolves a base file path.
+// `name` is used in messages (`name:line: key: reason`); `base_dir` resolves a base file path. `extra_keys`: top-level
+// keys a file built on the sweep format adds (a tune space, sim/tune/tune.h), accepted here and read by its caller.
 Result<SweepSpec> ParseSweep(const std::string& yaml_text, const std::string& name,
-                             const std::string& base_dir);
+                             const std::string& base_dir, const std::vector<std::string>& extra_keys = {});
 // Number of runs: product of the axes' lengths (cartesian) or their common length (zip); 1 without axes.
 int64_t SweepSize(const SweepSpec& spec);
 // Run `index` (0 <= index < SweepSize) alone, exactly as ExpandSweep(spec)[index]: the sweep runner expands runs

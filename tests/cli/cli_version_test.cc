@@ -83,8 +83,8 @@ TEST(CliVersion, HelpListsTheVersionFlag) {
 TEST(CliVersion, TheUnknownCommandMessageListsEveryCommand) {
   const CliRun r = Mmtwin("frobnicate");
   EXPECT_EQ(r.code, 2);
-  for (const char* c : {"trace", "balance", "plan", "simulate", "sweep", "calibrate", "validate", "compare",
-                        "models", "clusters", "policies", "completion"})
+  for (const char* c : {"trace", "balance", "plan", "simulate", "sweep", "tune", "calibrate", "validate",
+                        "compare", "models", "clusters", "policies", "completion"})
     EXPECT_NE(r.out.find(std::string(c) + (std::string(c) == "completion" ? "\n" : ",")), std::string::npos)
         << c << " missing from: " << r.out;
 }
@@ -116,8 +116,8 @@ TEST(CliCompletion, BashCompletesCommandsSubcommandsAndOptions) {
   EXPECT_EQ(Complete(script, "mmtwin simulate x.yaml --trace-r", 3), "--trace-replicas\n");
   EXPECT_EQ(Complete(script, "mmtwin sweep table --j", 3), "--json\n");
   const std::string top = Complete(script, "mmtwin ''", 1);
-  for (const char* c : {"trace", "balance", "plan", "simulate", "sweep", "calibrate", "validate", "compare",
-                        "models", "clusters", "policies", "--version"})
+  for (const char* c : {"trace", "balance", "plan", "simulate", "sweep", "tune", "calibrate", "validate",
+                        "compare", "models", "clusters", "policies", "--version"})
     EXPECT_NE(top.find(c), std::string::npos) << c << ": " << top;
   EXPECT_EQ(Mmtwin("completion zsh").code, 2);
 }

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: Apache-2.0
+// `mmtwin tune SPACE.yaml [-o DIR] [--db FILE] [-j N] [--shard i/N] [--top K] [--no-prune] [--dry-run] [--json]`
+// (sim/tune/tune.h): enumerates the space's candidates (rejected ones counted by reason), rules out the ones
+// whose memory lower bound exceeds the limit, evaluates the rest as one sweep on worker processes into SQLite
+// (resumable: a re-run redoes nothing; shardable like sweeps), ranks them and writes DIR/{ranked.csv, pareto.csv,
+// README.md} as a unit (core/util/atomic_dir.h). The database defaults to DIR.sqlite beside the folder.
+// Exit codes: 0 ok, 1 no candidate fits (the message names the constraint that ruled them out), 2 bad input,
+// 128+signal interrupted (the runs recorded so far stay).
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "cli/cli_format.h"
+#include "cli/commands.h"
+#include "core/util/atomic_dir.h"
+#include "core/util/csv.h"
+#include "core/util/interrupt.h"
+#include "sweep/runner.h"
+#include "tune/tune.h"
+
+namespace mmtwin::cli {
+namespace {
+
+std::string Pad(const std::string& s, size_t w, bool right = false) {
+  if (s.size() >= w) return s;
+  return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
+}
+
+int Fail(std::ostream& err, const std::string& msg) {
+  err << "mmtwin tune: " << msg << "\n";
+  return 2;
+}
+
+std::string Label(const TuneSpace& space, const TuneCandidate& c) {
+  std::string s = "gpus=" + std::to_string(c.gpus) + ", dp=" + std::to_string(c.dp);
+  for (size_t a = 0; a < space.sweep.axes.size(); ++a)
+    s += ", " + space.sweep.axes[a].name + "=" + c.labels[a];
+  return s;
+}
+
+std::string ObjectiveText(const TuneSpace& space, double v) {
+  switch (space.objective) {
+    case TuneObjective::kGpuDays:
+      return Significant(v) + " GPU-days";
+    case TuneObjective::kTokensPerS:
+      return Fixed(v, 0) + " tokens/s";
+    case TuneObjective::kIterationTime:
+      return Fixed(v, 1) + " ms";
+  }
+  return "?";
+}
+
+std::string RowsCsv(const TuneSpace& space, const std::vector<TuneRow>& rows) {
+  std::string csv = "rank,gpus,dp";
+  for (const SweepAxis& a : space.sweep.axes) csv += "," + CsvQuote(a.name);
+  csv +=
+      ",objective,gpu_days,tokens_per_s,iteration_p50_ms,mfu,peak_memory_gib,bubble_ratio,idle_ratio,"
+      "exposed_comm_ratio,recompute_ratio,run_key\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const TuneRow& r = rows[i];
+    const RunSummary& s = r.summary;
+    csv += std::to_string(i + 1) + "," + std::to_string(r.candidate->gpus) + "," +
+           std::to_string(r.candidate->dp);
+    for (const std::string& l : r.candidate->labels) csv += "," + CsvQuote(l);
+    char buf[512];
+    std::snprintf(buf, sizeof buf, ",%.9g,%.9g,%.9g,%.9g,%.6g,%.4f,%.6g,%.6g,%.6g,%.6g,", r.objective,
+                  s.gpu_days, s.tokens_per_s, s.iteration_time_us.p50 / 1e3, s.mfu,
+                  static_cast<double>(r.peak_memory_bytes) / (1 << 30), s.bubble_ratio, s.idle_ratio,
+                  s.exposed_comm_ratio, s.recompute_ratio);
+    csv += buf + r.candidate->run_key + "\n";
+  }
+  return csv;
+}
+
+}  // namespace
+
+int RunTune(const TuneArgs& a, std::ostream& out, std::ostream& err) {
+  InstallInterruptHandlers();
+  int jobs = 1, shard = 0, shards = 1, top = 10;
+  if (a.jobs_given) {
+    int64_t n = 0;
+    if (!ParseInt64(a.jobs, n) || n < 1 || n > 1024)
+      return Fail(err, "--jobs: '" + a.jobs + "' is not in [1, 1024]");
+    jobs = static_cast<int>(n);
+  }
+  if (a.top_given) {
+    int64_t n = 0;
+    if (!ParseInt64(a.top, n) || n < 1 || n > 100000)
+      return Fail(err, "--top: '" + a.top + "' is not in [1, 100000]");
+    top = static_cast<int>(n);
+  }
+  if (a.shard_given)
+    if (Status st = ParseShard(a.shard, shard, shards); !st.ok())
+      return Fail(err, "--shard: " + st.error().message());
+  auto space = LoadTuneSpace(a.space);
+  if (!space) return Fail(err, space.error().message());
+  auto e = EnumerateTune(*space, !a.no_prune);
+  if (!e) return Fail(err, e.error().message());
+  const std::string dir = a.output.empty() ? "runs/tune/" + space->sweep.name : a.output;
+  const std::string db_path = a.db.empty() ? dir + ".sqlite" : a.db;
+  std::ostream& text = a.json ? err : out;
+
+  int64_t rejected = 0;
+  for (const auto& [reason, n] : e->rejected) rejected += n;
+  text << "tune " << space->sweep.name << ": " << e->combinations << " combinations: " << rejected
+       << " rejected, " << e->pruned.size() << " ruled out by the memory bound, " << e->evaluate.size()
+       << " to evaluate (objective " << TuneObjectiveName(space->objective) << ")\n";
+  for (const auto& [reason, n] : e->rejected) text << "  rejected " << n << ": " << reason << "\n";
+  if (!e->pruned.empty()) {
+    const TuneCandidate* least = &e->pruned.front();
+    for (const TuneCandidate& c : e->pruned)
+      if (c.memory_bound_bytes < least->memory_bound_bytes) least = &c;
+    text << "  ruled out " << e->pruned.size()
+         << ": model states and CUDA context alone exceed the limit (least: "
+         << GiB(static_cast<double>(least->memory_bound_bytes)) << " GiB > "
+         << GiB(static_cast<double>(least->memory_limit_bytes)) << " GiB for " << Label(*space, *least)
+         << ")\n";
+  }
+  if (a.dry_run) {
+    for (const TuneCandidate& c : e->evaluate)
+      text << "  " << c.run_key << "  " << Label(*space, c) << "  (memory bound "
+           << GiB(static_cast<double>(c.memory_bound_bytes)) << " GiB)\n";
+    return 0;
+  }
+  if (e->evaluate.empty()) {
+    err << "mmtwin tune: no candidate to evaluate: "
+        << (e->pruned.empty() ? std::string("every combination was rejected (reasons above)")
+                              : "every valid layout needs more memory than the limit (device memory x (1 - "
+                                "constraints.memory_headroom)); add GPUs, raise tp or pp, or a ZeRO stage")
+        << "\n";
+    return 1;
+  }
+
+  auto db = ResultsDb::Open(db_path);
+  if (!db) return Fail(err, db.error().message());
+  const SweepSpec sweep = EvaluationSweep(*space, *e);
+  SweepRunOptions ro;
+  ro.jobs = jobs;
+  ro.shard = shard;
+  ro.shards = shards;
+  ro.cancel = InterruptFlag();
+  ro.progress = [&err](const SweepProgress& p) {
+    std::string axes;
+    for (const auto& [k, v] : p.run->axes)
+      if (k != "nodes") axes += (axes.empty() ? "" : ", ") + k + "=" + v;
+    err << "[" << p.done << "/" << p.total << "] " << axes << ": ";
+    if (p.record->status == "ok" && p.record->summary)
+      err << "p50 " << Fixed(p.record->summary->iteration_time_us.p50 / 1e3, 1) << " ms, "
+          << Significant(p.record->summary->gpu_days) << " GPU-days"
+          << (p.record->summary->oom ? ", OOM" : "");
+    else
+      err << "error: " << p.record->error.substr(0, 160);
+    err << "\n" << std::flush;
+  };
+  auto outcome = RunSweep(sweep, **db, ro);
+  if (!outcome) return Fail(err, outcome.error().message());
+  if (outcome->interrupted) {
+    err << "mmtwin tune: interrupted; the runs recorded in " << db_path << " stay, a re-run resumes\n";
+    return 128 + InterruptSignal();
+  }
+  auto records = (*db)->Runs(sweep.name);
+  if (!records) return Fail(err, records.error().message());
+  const TuneResult r = RankTune(*space, *e, *records);
+  text << "evaluated " << outcome->executed << " (" << outcome->skipped << " already in " << db_path << ", "
+       << outcome->errors << " errors); " << r.ranked.size() << " fit, " << r.infeasible.size()
+       << " out of memory or over the headroom"
+       << (r.missing ? ", " + std::to_string(r.missing) + " not recorded" : "") << "\n";
+
+  std::string md = "# Tune: " + space->sweep.name + "\n\n" + space->sweep.description + "\n\nSpace: `" +
+                   a.space + "`, objective " + TuneObjectiveName(space->objective) + ", memory headroom " +
+                   Fixed(100 * space->memory_headroom, 0) + "%. " + std::to_string(e->combinations) +
+                   " combinations: " + std::to_string(rejected) + " rejected, " +
+                   std::to_string(e->pruned.size()) + " ruled out by the memory lower bound, " +
+                   std::to_string(e->evaluate.size()) + " evaluated, " + std::to_string(r.ranked.size()) +
+                   " fit.\n\n";
+  for (const auto& [reason, n] : e->rejected) md += "- rejected " + std::to_string(n) + ": " + reason + "\n";
+  md += "\n| rank | configuration | objective | peak memory (GiB) |\n|---:|---|---:|---:|\n";
+  for (size_t i = 0; i < r.ranked.size() && i < static_cast<size_t>(top); ++i)
+    md += "| " + std::to_string(i + 1) + " | " + Label(*space, *r.ranked[i].candidate) + " | " +
+          ObjectiveText(*space, r.ranked[i].objective) + " | " +
+          GiB(static_cast<double>(r.ranked[i].peak_memory_bytes)) + " |\n";
+  md += "\nPareto front (objective against peak memory): ";
+  for (size_t i = 0; i < r.pareto.size(); ++i)
+    md += (i ? "; " : "") + Label(*space, *r.pareto[i].candidate) + " (" +
+          ObjectiveText(*space, r.pareto[i].objective) + ", " +
+          GiB(static_cast<double>(r.pareto[i].peak_memory_bytes)) + " GiB)";
+  md += "\n\n" + (r.why.empty() ? std::string() : r.why + "\n");
+
+  if (!a.json) {
+    if (r.ranked.empty()) {
+      out << "no evaluated candidate fits: every one ran out of memory or over the headroom\n";
+    } else {
+      out << "best " << std::min<size_t>(r.ranked.size(), top) << ":\n";
+      for (size_t i = 0; i < r.ranked.size() && i < static_cast<size_t>(top); ++i)
+        out << Pad(std::to_string(i + 1), 4, true) << "  " << ObjectiveText(*space, r.ranked[i].objective)
+            << "  peak " << GiB(static_cast<double>(r.ranked[i].peak_memory_bytes)) << " GiB  "
+            << Label(*space, *r.ranked[i].candidate) << "\n";
+      out << "Pareto front (objective, peak memory): " << r.pareto.size() << " configurations\n";
+      if (!r.why.empty()) out << r.why << "\n";
+    }
+  }
+  const std::string ranked_csv = RowsCsv(*space, r.ranked), pareto_csv = RowsCsv(*space, r.pareto);
+  if (Status st =
+          WriteFolderAtomic(dir, {{"ranked.csv", ranked_csv}, {"pareto.csv", pareto_csv}, {"README.md", md}});
+      !st.ok())
+    return Fail(err, st.error().message());
+  text << "wrote " << dir << "/{ranked.csv, pareto.csv, README.md}; runs in " << db_path << "\n";
+  if (a.json) {
+    nlohmann::json j = {{"space", a.space},
+                        {"objective", TuneObjectiveName(space->objective)},
+                        {"combinations", e->combinations},
+                        {"rejected", e->rejected},
+                        {"pruned", e->pruned.size()},
+                        {"evaluated", e->evaluate.size()},
+                        {"fit", r.ranked.size()},
+                        {"output", dir},
+                        {"db", db_path}};
+    nlohmann::json ranked = nlohmann::json::array();
+    for (size_t i = 0; i < r.ranked.size() && i < static_cast<size_t>(top); ++i) {
+      nlohmann::json axes = nlohmann::json::object();
+      for (size_t k = 0; k < space->sweep.axes.size(); ++k)
+        axes[space->sweep.axes[k].name] = r.ranked[i].candidate->labels[k];
+      ranked.push_back({{"rank", i + 1},
+                        {"gpus", r.ranked[i].candidate->gpus},
+                        {"dp", r.ranked[i].candidate->dp},
+                        {"axes", axes},
+                        {"objective", r.ranked[i].objective},
+                        {"peak_memory_bytes", r.ranked[i].peak_memory_bytes}});
+    }
+    j["ranked"] = ranked;
+    out << j.dump(2) << "\n";
+  }
+  return r.ranked.empty() ? 1 : 0;
+}
+
+}  // namespace mmtwin::cli

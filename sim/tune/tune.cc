@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: Apache-2.0
+// Data-aware configuration search (tune.h).
+#include "tune/tune.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include "core/cluster/cluster.h"
+#include "core/model/model.h"
+#include "core/plan/memory.h"
+#include "core/scenario/scenario.h"
+#include "core/util/csv.h"
+#include "core/util/text.h"
+#include "core/util/yaml_error.h"
+
+namespace mmtwin {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The largest world a tune space may ask for (core/scenario's own limit is checked per candidate).
+constexpr int64_t kMaxTuneGpus = int64_t{1} << 20;
+// Candidates one space may enumerate: a bigger space is an error naming its size.
+constexpr int64_t kMaxTuneCombinations = 1'000'000;
+
+// "file:12: parallel.tp: 3 does not divide 8" -> "parallel.tp: N does not divide N": the reason without the
+// place it was found and with its numbers generalized, so equal reasons count together.
+std::string Reason(const std::string& message, const std::string& where) {
+  std::string m = message;
+  if (m.rfind(where, 0) == 0) {
+    size_t p = where.size();
+    if (p < m.size() && m[p] == ':') ++p;
+    while (p < m.size() && std::isdigit(static_cast<unsigned char>(m[p]))) ++p;
+    if (p < m.size() && m[p] == ':') ++p;
+    while (p < m.size() && m[p] == ' ') ++p;
+    m = m.substr(p);
+  }
+  std::string out;
+  for (size_t i = 0; i < m.size();) {
+    if (std::isdigit(static_cast<unsigned char>(m[i]))) {
+      while (i < m.size() && (std::isdigit(static_cast<unsigned char>(m[i])) || m[i] == '.')) ++i;
+      out += 'N';
+    } else {
+      out += m[i++];
+    }
+  }
+  return out;
+}
+
+// The axis value of `key` for a candidate, else the base's value.
+int64_t LayoutValue(const TuneSpace& space, const std::vector<size_t>& pick, const std::string& key,
+                    int64_t base_value) {
+  for (size_t a = 0; a < space.sweep.axes.size(); ++a)
+    if (space.sweep.axes[a].key == key) {
+      int64_t v = 0;
+      return ParseInt64(space.sweep.axes[a].values[pick[a]], v) ? v : -1;
+    }
+  return base_value;
+}
+
+}  // namespace
+
+const char* TuneObjectiveName(TuneObjective o) {
+  switch (o) {
+    case TuneObjective::kGpuDays:
+      return "gpu_days";
+    case TuneObjective::kTokensPerS:
+      return "tokens_per_s";
+    case TuneObjective::kIterationTime:
+      return "iteration_time";
+  }
+  return "?";
+}
+
+bool TuneBetter(TuneObjective o, double a, double b) {
+  return o == TuneObjective::kTokensPerS ? a > b : a < b;
+}
+
+Result<TuneSpace> ParseTuneSpace(const std::string& yaml_text, const std::string& name,
+                                 const std::string& base_dir) {
+  TuneSpace space;
+  MMTWIN_ASSIGN_OR_RETURN(space.sweep,
+                          ParseSweep(yaml_text, name, base_dir, {"gpus", "constraints", "objective"}));
+  MMTWIN_ASSIGN_OR_RETURN(const YAML::Node root, LoadStrictYaml(yaml_text, name));
+  if (space.sweep.zip)
+    return Error::At(name, LineOf(root["mode"]), "mode",
+                     "a tune space combines every axis (cartesian); leave mode out");
+  for (const SweepAxis& a : space.sweep.axes)
+    if (a.key == "parallel.dp" || a.key == "cluster.nodes" || a.key == "cluster")
+      return Error::At(name, a.line, "axes",
+                       a.key +
+                           " is derived by the search (dp = gpus / (tp x pp x sp), nodes as needed); "
+                           "give gpus instead");
+  const YAML::Node g = root["gpus"];
+  if (!g) return Error::At(name, LineOf(root), "gpus", "missing: the GPU counts to try, e.g. gpus: [16, 32]");
+  std::vector<YAML::Node> items;
+  if (g.IsScalar()) {
+    items.push_back(g);
+  } else if (g.IsSequence() && g.size() > 0) {
+    for (size_t i = 0; i < g.size(); ++i) items.push_back(g[i]);
+  } else {
+    return Error::At(name, LineOf(g), "gpus", "expected a GPU count or a non-empty list of them");
+  }
+  for (const YAML::Node& n : items) {
+    int64_t v = 0;
+    if (!n.IsScalar() || !ParseInt64(n.Scalar(), v) || v < 1 || v > kMaxTuneGpus)
+      return Error::At(name, LineOf(n), "gpus",
+                       "'" + (n.IsScalar() ? Abbreviate(n.Scalar()) : std::string("?")) +
+                           "' is not a GPU count (1 to " + std::to_string(kMaxTuneGpus) + ")");
+    space.gpus.push_back(v);
+  }
+  std::sort(space.gpus.begin(), space.gpus.end());
+  space.gpus.erase(std::unique(space.gpus.begin(), space.gpus.end()), space.gpus.end());
+  if (const YAML::Node c = root["constraints"]) {
+    MMTWIN_RETURN_IF_ERROR(CheckKeys(c, name, "constraints", {"memory_headroom"}));
+    if (const YAML::Node h = c["memory_headroom"]) {
+      double v = 0;
+      if (!h.IsScalar() || !ParseDouble(h.Scalar(), v) || !(v >= 0 && v <= 0.9))
+        return Error::At(name, LineOf(h), "constraints.memory_headroom",
+                         "expected the fraction of each GPU's memory to keep free, 0 to 0.9");
+      space.memory_headroom = v;
+    }
+  }
+  if (const YAML::Node o = root["objective"]) {
+    const std::string v = o.IsScalar() ? o.Scalar() : "";
+    if (v == "gpu_days")
+      space.objective = TuneObjective::kGpuDays;
+    else if (v == "tokens_per_s")
+      space.objective = TuneObjective::kTokensPerS;
+    else if (v == "iteration_time")
+      space.objective = TuneObjective::kIterationTime;
+    else
+      return Error::At(name, LineOf(o), "objective",
+                       "unknown objective '" + Abbreviate(v) +
+                           "'; valid values are: gpu_days, tokens_per_s, iteration_time");
+  }
+  const int64_t per_gpus = SweepSize(space.sweep);
+  if (per_gpus > kMaxTuneCombinations / static_cast<int64_t>(space.gpus.size()))
+    return Error::At(name, LineOf(root["axes"]), "axes",
+                     "the space has more than " + std::to_string(kMaxTuneCombinations) +
+                         " combinations; narrow an axis or split the space");
+  return space;
+}
+
+Result<TuneSpace> LoadTuneSpace(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return Error(path + ": tune space not found");
+  MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  const std::string dir = fs::path(path).parent_path().string();
+  return ParseTuneSpace(text, path, dir.empty() ? "." : dir);
+}
+
+Result<int64_t> MemoryLowerBoundBytes(const Scenario& scenario) {
+  MMTWIN_ASSIGN_OR_RETURN(const ModelSpec model, LoadScenarioModel(scenario));
+  MMTWIN_ASSIGN_OR_RETURN(const ClusterSpec cluster, LoadScenarioCluster(scenario));
+  int64_t params = 0;
+  for (const Layer& l : Layers(model)) params += l.params;
+  const int64_t pp = std::max(1, scenario.parallel.pp);
+  const int64_t heaviest_at_least = (params + pp - 1) / pp;
+  return ModelStateBytes(scenario.parallel, heaviest_at_least) + cluster.device.cuda_context_bytes;
+}
+
+Result<TuneEnumeration> EnumerateTune(const TuneSpace& space, bool prune) {
+  TuneEnumeration e;
+  const SweepSpec& sw = space.sweep;
+  MMTWIN_ASSIGN_OR_RETURN(const Scenario base, ParseScenario(sw.base_text, sw.base_name, sw.base_dir));
+  const int64_t per_gpus = SweepSize(sw);
+  e.combinations = per_gpus * static_cast<int64_t>(space.gpus.size());
+  // One zip sweep per candidate would re-read the base each time; instead each candidate is one run of a
+  // one-run zip sweep over the same base (ExpandRun validates it exactly as the evaluation will).
+  for (const int64_t gpus : space.gpus) {
+    for (int64_t i = 0; i < per_gpus; ++i) {
+      std::vector<size_t> pick(sw.axes.size(), 0);
+      int64_t rest = i;
+      for (size_t a = sw.axes.size(); a-- > 0;) {
+        const int64_t len = static_cast<int64_t>(sw.axes[a].values.size());
+        pick[a] = static_cast<size_t>(rest % len);
+        rest /= len;
+      }
+      TuneCandidate c;
+      c.gpus = gpus;
+      for (size_t a = 0; a < sw.axes.size(); ++a) {
+        c.values.push_back(sw.axes[a].values[pick[a]]);
+        c.labels.push_back(sw.axes[a].labels[pick[a]]);
+      }
+      const int64_t tp = LayoutValue(space, pick, "parallel.tp", base.parallel.tp);
+      const int64_t pp = LayoutValue(space, pick, "parallel.pp", base.parallel.pp);
+      const int64_t sp = LayoutValue(space, pick, "parallel.sp", base.parallel.sp);
+      if (tp < 1 || pp < 1 || sp < 1) {
+        ++e.rejected["parallel.tp, pp or sp: not a positive whole number"];
+        continue;
+      }
+      if (gpus % (tp * pp * sp) != 0) {
+        ++e.rejected["gpus not divisible by tp x pp x sp"];
+        continue;
+      }
+      c.dp = gpus / (tp * pp * sp);
+      SweepSpec one = sw;
+      one.zip = true;
+      for (size_t a = 0; a < one.axes.size(); ++a) {
+        one.axes[a].values = {c.values[a]};
+        one.axes[a].labels = {c.labels[a]};
+      }
+      one.axes.push_back({"parallel.dp", "dp", {std::to_string(c.dp)}, {std::to_string(c.dp)}, 0});
+      one.axes.push_back({"cluster.nodes", "nodes", {"0"}, {"0"}, 0});
+      const SweepRun run = ExpandRun(one, 0);
+      if (!run.error.empty()) {
+        const std::string where = (sw.path.empty() ? sw.base_name : sw.path) + " [run 0";
+        std::string reason = run.error;
+        const size_t close = reason.find("]: ");
+        if (reason.rfind(where, 0) == 0 && close != std::string::npos) reason = reason.substr(close + 3);
+        ++e.rejected[Reason(reason, "")];
+        continue;
+      }
+      c.run_key = run.key;
+      MMTWIN_ASSIGN_OR_RETURN(const ClusterSpec cluster, LoadScenarioCluster(run.scenario));
+      // What a framework refuses although mmtwin can price it (a note there): Megatron-LM asserts that tp
+      // divides the LLM's attention heads (and KV heads), and a TP group that straddles nodes runs its
+      // collectives on the NICs, which no recipe does.
+      MMTWIN_ASSIGN_OR_RETURN(const ModelSpec model, LoadScenarioModel(run.scenario));
+      if (const Component* llm = model.Find(ComponentKind::kLlm);
+          llm && (llm->tf.heads % tp != 0 || (llm->tf.kv_heads > 0 && llm->tf.kv_heads % tp != 0))) {
+        ++e.rejected["tp does not divide the LLM's attention (or KV) heads (Megatron-LM requires it)"];
+        continue;
+      }
+      if (cluster.gpus_per_node % tp != 0) {
+        ++e.rejected["tp does not divide the GPUs per node (a TP group would straddle nodes)"];
+        continue;
+      }
+      MMTWIN_ASSIGN_OR_RETURN(c.memory_bound_bytes, MemoryLowerBoundBytes(run.scenario));
+      c.memory_limit_bytes = static_cast<int64_t>(static_cast<double>(cluster.device.memory_bytes) *
+                                                  (1 - space.memory_headroom));
+      if (prune && c.memory_bound_bytes > c.memory_limit_bytes)
+        e.pruned.push_back(std::move(c));
+      else
+        e.evaluate.push_back(std::move(c));
+    }
+  }
+  return e;
+}
+
+SweepSpec EvaluationSweep(const TuneSpace& space, const TuneEnumeration& e) {
+  SweepSpec s = space.sweep;
+  s.zip = true;
+  for (size_t a = 0; a < s.axes.size(); ++a) {
+    s.axes[a].values.clear();
+    s.axes[a].labels.clear();
+    for (const TuneCandidate& c : e.evaluate) {
+      s.axes[a].values.push_back(c.values[a]);
+      s.axes[a].labels.push_back(c.labels[a]);
+    }
+  }
+  SweepAxis dp{"parallel.dp", "dp", {}, {}, 0}, nodes{"cluster.nodes", "nodes", {}, {}, 0};
+  for (const TuneCandidate& c : e.evaluate) {
+    dp.values.push_back(std::to_string(c.dp));
+    dp.labels.push_back(std::to_string(c.dp));
+    nodes.values.push_back("0");
+    nodes.labels.push_back("0");
+  }
+  s.axes.push_back(std::move(dp));
+  s.axes.push_back(std::move(nodes));
+  return s;
+}
+
+TuneResult RankTune(const TuneSpace& space, const TuneEnumeration& e, const std::vector<RunRecord>& records) {
+  std::map<std::string, const RunRecord*> by_key;
+  for (const RunRecord& r : records)
+    if (r.status == "ok" && r.summary) by_key[r.run_key] = &r;
+  TuneResult out;
+  std::vector<TuneRow> fitting;
+  for (const TuneCandidate& c : e.evaluate) {
+    auto it = by_key.find(c.run_key);
+    if (it == by_key.end()) {
+      ++out.missing;
+      continue;
+    }
+    TuneRow row;
+    row.candidate = &c;
+    row.summary = *it->second->summary;
+    const RunSummary& s = row.summary;
+    switch (space.objective) {
+      case TuneObjective::kGpuDays:
+        row.objective = s.gpu_days;
+        break;
+      case TuneObjective::kTokensPerS:
+        row.objective = s.tokens_per_s;
+        break;
+      case TuneObjective::kIterationTime:
+        row.objective = s.iteration_time_us.mean / 1e3;
+        break;
+    }
+    row.fits = !s.oom;
+    for (const StageRecord& st : s.stages) {
+      row.peak_memory_bytes = std::max(row.peak_memory_bytes, st.peak_memory_bytes);
+      if (st.peak_memory_bytes > c.memory_limit_bytes) row.fits = false;
+    }
+    (row.fits ? fitting : out.infeasible).push_back(std::move(row));
+  }
+  // Best first; ties by fewer GPUs, then enumeration order (stable).
+  std::stable_sort(fitting.begin(), fitting.end(), [&](const TuneRow& a, const TuneRow& b) {
+    if (TuneBetter(space.objective, a.objective, b.objective)) return true;
+    if (TuneBetter(space.objective, b.objective, a.objective)) return false;
+    return a.candidate->gpus < b.candidate->gpus;
+  });
+  out.ranked = fitting;
+  // Pareto front over (objective, peak memory): ascending memory, keep a row when it beats every row with less.
+  std::vector<TuneRow> by_memory = fitting;
+  std::stable_sort(by_memory.begin(), by_memory.end(), [&](const TuneRow& a, const TuneRow& b) {
+    if (a.peak_memory_bytes != b.peak_memory_bytes) return a.peak_memory_bytes < b.peak_memory_bytes;
+    return TuneBetter(space.objective, a.objective, b.objective);
+  });
+  for (const TuneRow& r : by_memory)
+    if (out.pareto.empty() || TuneBetter(space.objective, r.objective, out.pareto.back().objective))
+      out.pareto.push_back(r);
+  // The runner-up: the best configuration strictly worse than the best (those that tie with it are counted).
+  size_t up = 1, ties = 0;
+  while (up < out.ranked.size() &&
+         !TuneBetter(space.objective, out.ranked[0].objective, out.ranked[up].objective)) {
+    ++ties;
+    ++up;
+  }
+  if (up < out.ranked.size()) {
+    const RunSummary &a = out.ranked[0].summary, &b = out.ranked[up].summary;
+    char buf[512];
+    std::snprintf(
+        buf, sizeof buf,
+        "best vs runner-up (rank %zu): busy %.1f%% vs %.1f%% (recompute %.1f%% vs %.1f%%), bubble %.1f%% vs "
+        "%.1f%%, "
+        "idle %.1f%% vs %.1f%%, exposed comm %.1f%% vs %.1f%% of GPU time; peak memory %.1f vs %.1f GiB",
+        up + 1, 100 * a.busy_ratio, 100 * b.busy_ratio, 100 * a.recompute_ratio, 100 * b.recompute_ratio,
+        100 * a.bubble_ratio, 100 * b.bubble_ratio, 100 * a.idle_ratio, 100 * b.idle_ratio,
+        100 * a.exposed_comm_ratio, 100 * b.exposed_comm_ratio,
+        static_cast<double>(out.ranked[0].peak_memory_bytes) / (1 << 30),
+        static_cast<double>(out.ranked[up].peak_memory_bytes) / (1 << 30));
+    out.runner_up = static_cast<int>(up);
+    out.why = buf;
+    if (ties > 0) out.why += " (" + std::to_string(ties) + " more tie with the best)";
+  }
+  return out;
+}
+
+}  // namespace mmtwin

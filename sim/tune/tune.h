@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+// Data-aware configuration search (`mmtwin tune`, issue 30): which parallel layout and policies, for this dataset,
+// model and cluster. A tune space is a sweep file (sweep/sweep.h: name, description, base, iterations, axes; the
+// axes always combined, cartesian) plus what a search needs:
+//
+//   name: default-16gpu
+//   base: ../default.yaml
+//   gpus: [16]                       # GPU counts to try; each candidate's dp = gpus / (tp x pp x sp)
+//   axes:
+//     - {key: parallel.tp, values: [1, 2, 4, 8]}
+//     - {key: parallel.pp, values: [1, 2, 4]}
+//     - {key: policies.recompute, values: [none, adaptive, full]}
+//   constraints: {memory_headroom: 0.05}   # keep 5% of every GPU's memory free (default 0)
+//   objective: gpu_days              # gpu_days (default) | tokens_per_s | iteration_time
+//
+// The search: every combination of gpus and axis values is a candidate; those whose dp is not a whole number,
+// whose scenario does not validate, or whose tp does not divide the LLM's heads or the GPUs per node (what
+// Megatron-LM refuses and no recipe runs, although mmtwin prices it) are rejected with the reason (counted by
+// reason, not errors); a proven memory
+// lower bound (MemoryLowerBoundBytes) rules out the ones that cannot fit before they are planned; the rest are
+// evaluated as one sweep (RunSweep: worker processes, SQLite, resumable, shardable) and ranked. Pure: the same
+// space gives the same candidates, bounds and, through the simulator, the same ranking.
+//
+//   MMTWIN_ASSIGN_OR_RETURN(TuneSpace space, LoadTuneSpace("scenarios/tune/default-16gpu.yaml"));
+//   MMTWIN_ASSIGN_OR_RETURN(TuneEnumeration e, EnumerateTune(space, /*prune=*/true));
+//   SweepSpec runs = EvaluationSweep(space, e);            // RunSweep(runs, db, options)
+//   MMTWIN_ASSIGN_OR_RETURN(auto records, db->Runs(runs.name));
+//   TuneResult r = RankTune(space, e, records);            // ranked, Pareto front, best and runner-up
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/records/records.h"
+#include "core/util/status.h"
+#include "sweep/results_db.h"
+#include "sweep/sweep.h"
+
+namespace mmtwin {
+
+enum class TuneObjective { kGpuDays, kTokensPerS, kIterationTime };
+const char* TuneObjectiveName(TuneObjective o);
+
+struct TuneSpace {
+  SweepSpec sweep;             // base, axes (cartesian), iterations; name and description
+  std::vector<int64_t> gpus;   // world sizes tried, ascending, distinct
+  double memory_headroom = 0;  // fraction of each GPU's memory that must stay free, [0, 0.9]
+  TuneObjective objective = TuneObjective::kGpuDays;
+};
+
+// Errors name `file:line: field` (the sweep format's own, plus gpus, constraints, objective); a space with an
+// axis on parallel.dp (derived) or mode zip is refused.
+Result<TuneSpace> LoadTuneSpace(const std::string& path);
+Result<TuneSpace> ParseTuneSpace(const std::string& yaml_text, const std::string& name,
+                                 const std::string& base_dir);
+
+struct TuneCandidate {
+  int64_t gpus = 0;
+  int64_t dp = 0;
+  std::vector<std::string> values;  // one per axis of the space, as YAML text
+  std::vector<std::string> labels;  // one per axis, as tables show them
+  std::string run_key;              // its run key in the results database (sweep/sweep.h PortableRunKey)
+  int64_t memory_bound_bytes = 0;   // MemoryLowerBoundBytes
+  int64_t memory_limit_bytes = 0;   // device memory x (1 - headroom)
+};
+
+struct TuneEnumeration {
+  int64_t combinations = 0;                 // gpus x the axes' product
+  std::vector<TuneCandidate> evaluate;      // valid and not ruled out: to be simulated, in enumeration order
+  std::vector<TuneCandidate> pruned;        // valid, ruled out by the memory bound
+  std::map<std::string, int64_t> rejected;  // reason -> candidates (not a whole dp; the scenario checker's
+                                            // message with numbers written N)
+};
+
+// A lower bound on the worst pipeline stage's planned peak memory (core/plan/memory.h), bytes: the model states
+// of ceil(P / pp) parameters (P = the model's layer parameters: some rank holds at least that many) under the
+// scenario's tp, dp x sp, ZeRO stage and optimizer precision, plus the CUDA context every GPU holds. The planned
+// peak adds activations, buffers, transients and the rest of the runtime, never less.
+Result<int64_t> MemoryLowerBoundBytes(const Scenario& scenario);
+
+// Every candidate of the space: rejected with its reason, pruned (prune = true and its bound above its limit), or
+// kept for evaluation. Errors only for a base scenario that does not load.
+Result<TuneEnumeration> EnumerateTune(const TuneSpace& space, bool prune);
+
+// The sweep that evaluates e.evaluate: the space's base, zip axes (each tuned key, then parallel.dp and
+// cluster.nodes = 0, automatic), run i = candidate i. Its name is the space's.
+SweepSpec EvaluationSweep(const TuneSpace& space, const TuneEnumeration& e);
+
+struct TuneRow {
+  const TuneCandidate* candidate = nullptr;
+  RunSummary summary;
+  double objective = 0;           // in the objective's unit (GPU-days, tokens/s, ms)
+  int64_t peak_memory_bytes = 0;  // the worst stage's planned peak
+  bool fits = false;              // no OOM and every stage within the memory limit
+};
+
+struct TuneResult {
+  std::vector<TuneRow> ranked;      // fitting runs, best first (ties: fewer GPUs, then enumeration order)
+  std::vector<TuneRow> pareto;      // fitting runs no other beats on both the objective and peak memory, by
+                                    // ascending peak memory
+  std::vector<TuneRow> infeasible;  // evaluated but out of memory or over the headroom
+  int64_t missing = 0;              // candidates without an ok record (errors, or another shard's)
+  // The runner-up: the first ranked row strictly worse than the best (rows that tie with it are not one); -1
+  // when there is none. `why`: what separates the two, their time split and peak memory ("" without one).
+  int runner_up = -1;
+  std::string why;
+};
+
+// Ranks the evaluated candidates from their records (matched by run key).
+TuneResult RankTune(const TuneSpace& space, const TuneEnumeration& e, const std::vector<RunRecord>& records);
+
+// Whether `a` is better than `b` on the objective (strictly).
+bool TuneBetter(TuneObjective o, double a, double b);
+
+}  // namespace mmtwin

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+// `mmtwin tune` (sim/cli/tune_cmd.cc): a small space end to end (JSON that parses, the ranked configurations
+// and counts, the result folder and its database), a re-run that resumes without running anything, a space
+// where nothing can fit (exit 1, naming the memory constraint), and a bad space (exit 2 at file:line: field).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_runner.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using mmtwin::testing::Mmtwin;
+using mmtwin::testing::Shell;
+
+fs::path Dir(const std::string& memory_bytes) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "cli_tune_test" /
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "base.yaml") << "name: base\n"
+                                      "trace: {preset: llava-665k, samples: 256, seed: 1}\n"
+                                      "model: llava-1.5-7b\n"
+                                      "cluster: {preset: a100-4x200g, device: {memory_bytes: "
+                                   << memory_bytes
+                                   << "}}\n"
+                                      "parallel: {dp: 1, tp: 1, pp: 1, micro_batches: 4}\n"
+                                      "policies: {data: {name: random, params: {batch_size: 4}}}\n"
+                                      "iterations: 1\nseed: 1\n";
+  std::ofstream(dir / "space.yaml") << "name: small\nbase: base.yaml\ngpus: [4, 8]\naxes:\n"
+                                       "  - {key: parallel.tp, values: [1, 2, 4]}\n"
+                                       "  - {key: parallel.pp, values: [1, 2]}\n"
+                                       "constraints: {memory_headroom: 0.05}\n";
+  return dir;
+}
+
+TEST(CliTuneTest, ASmallSpaceRanksResumesAndWritesItsFolder) {
+  const fs::path dir = Dir("40e9");
+  const std::string args =
+      (dir / "space.yaml").string() + " -o " + (dir / "out").string() + " --jobs 2 --json";
+  const auto r = Mmtwin("tune " + args, /*with_stderr=*/false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["combinations"], 12);
+  EXPECT_EQ(j["objective"], "gpu_days");
+  const int pruned = j["pruned"], evaluated = j["evaluated"], fit = j["fit"];
+  EXPECT_GT(pruned, 0);  // tp 1 x pp 1: 7B of model states alone is more than 40 GB
+  EXPECT_GT(fit, 0);
+  EXPECT_LE(fit, evaluated);
+  ASSERT_FALSE(j["ranked"].empty());
+  EXPECT_EQ(j["ranked"][0]["rank"], 1);
+  for (size_t i = 1; i < j["ranked"].size(); ++i)
+    EXPECT_LE(j["ranked"][i - 1]["objective"].get<double>(), j["ranked"][i]["objective"].get<double>());
+  for (const char* f : {"ranked.csv", "pareto.csv", "README.md"})
+    EXPECT_TRUE(fs::is_regular_file(dir / "out" / f)) << f;
+  EXPECT_TRUE(fs::is_regular_file(dir / "out.sqlite"));
+  // Again: every run is in the database, nothing is simulated, the ranking is the same.
+  const auto again = Shell(std::string(MMTWIN_CLI) + " tune " + args + " 2>" + (dir / "err.txt").string());
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_EQ(nlohmann::json::parse(again.out)["ranked"], j["ranked"]);
+  std::ifstream in(dir / "err.txt");
+  const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(err.find("evaluated 0 (" + std::to_string(evaluated) + " already in"), std::string::npos) << err;
+}
+
+TEST(CliTuneTest, NothingFitsSaysWhichConstraint) {
+  const fs::path dir = Dir("4e9");
+  const auto r = Mmtwin("tune " + (dir / "space.yaml").string() + " -o " + (dir / "out").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("every valid layout needs more memory than the limit"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+}
+
+TEST(CliTuneTest, BadSpaceIsExit2AtItsLine) {
+  const fs::path dir = Dir("40e9");
+  std::ofstream(dir / "bad.yaml") << "name: bad\nbase: base.yaml\ngpus: [8]\nobjective: fastest\n";
+  const auto r = Mmtwin("tune " + (dir / "bad.yaml").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("bad.yaml:4: objective: unknown objective 'fastest'"), std::string::npos) << r.out;
+}
+
+}  // namespace
