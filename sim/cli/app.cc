@@ -521,6 +521,10 @@ Command AddTune(CLI::App& app, std::ostream& out, std::ostream& err) {
   CLI::Option* shard = tune->add_option("--shard", t->shard, "evaluate only shard i of N (i/N), as sweeps do")
                            ->type_name("i/N");
   CLI::Option* top = tune->add_option("--top", t->top, "configurations listed (default 10)")->type_name("K");
+  CLI::Option* recheck =
+      tune->add_option("--recheck", t->recheck,
+                       "re-run the best K with the SimGrid engine (shared links, real rings) and show both")
+          ->type_name("K");
   tune->add_flag("--no-prune", t->no_prune, "evaluate every valid candidate (no memory lower bound)");
   tune->add_flag("--dry-run", t->dry_run, "list the candidates to evaluate, run nothing");
   tune->add_flag("--json", t->json, "print JSON (counts and the ranked configurations)");
@@ -533,6 +537,7 @@ Command AddTune(CLI::App& app, std::ostream& out, std::ostream& err) {
             t->jobs_given = jobs->count() > 0;
             t->shard_given = shard->count() > 0;
             t->top_given = top->count() > 0;
+            t->recheck_given = recheck->count() > 0;
             return RunTune(*t, out, err);
           }};
 }

@@ -70,8 +70,8 @@ int RunSimulate(const SimulateArgs& a, std::ostream& out, std::ostream& err);
 
 // mmtwin tune SPACE.yaml ...          (sim/cli/tune_cmd.cc; sim/tune/tune.h)
 struct TuneArgs {
-  std::string space, output, db, jobs, shard, top;
-  bool jobs_given = false, shard_given = false, top_given = false;
+  std::string space, output, db, jobs, shard, top, recheck;
+  bool jobs_given = false, shard_given = false, top_given = false, recheck_given = false;
   bool no_prune = false;  // --no-prune: evaluate every valid candidate (the memory bound rules nothing out)
   bool dry_run = false;   // list the candidates to evaluate, run nothing
   bool json = false;      // one JSON object on stdout (counts and the ranked top K), text on stderr

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// `mmtwin tune SPACE.yaml [-o DIR] [--db FILE] [-j N] [--shard i/N] [--top K] [--no-prune] [--dry-run] [--json]`
+// `mmtwin tune SPACE.yaml [-o DIR] [--db FILE] [-j N] [--shard i/N] [--top K] [--recheck K] [--no-prune]
+// [--dry-run] [--json]`
 // (sim/tune/tune.h): enumerates the space's candidates (rejected ones counted by reason), rules out the ones
 // whose memory lower bound exceeds the limit, evaluates the rest as one sweep on worker processes into SQLite
 // (resumable: a re-run redoes nothing; shardable like sweeps), ranks them and writes DIR/{ranked.csv, pareto.csv,
-// README.md} as a unit (core/util/atomic_dir.h). The database defaults to DIR.sqlite beside the folder.
+// README.md} as a unit (core/util/atomic_dir.h). The database defaults to DIR.sqlite beside the folder. --recheck K
+// re-runs the best K with the SimGrid engine (a second sweep NAME-simgrid in the same database) and shows both.
 // Exit codes: 0 ok, 1 no candidate fits (the message names the constraint that ruled them out), 2 bad input,
 // 128+signal interrupted (the runs recorded so far stay).
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include "core/util/atomic_dir.h"
 #include "core/util/csv.h"
 #include "core/util/interrupt.h"
+#include "driver/driver.h"
 #include "sweep/runner.h"
 #include "tune/tune.h"
 
@@ -76,7 +79,7 @@ std::string RowsCsv(const TuneSpace& space, const std::vector<TuneRow>& rows) {
 
 int RunTune(const TuneArgs& a, std::ostream& out, std::ostream& err) {
   InstallInterruptHandlers();
-  int jobs = 1, shard = 0, shards = 1, top = 10;
+  int jobs = 1, shard = 0, shards = 1, top = 10, recheck = 0;
   if (a.jobs_given) {
     int64_t n = 0;
     if (!ParseInt64(a.jobs, n) || n < 1 || n > 1024)
@@ -88,6 +91,15 @@ int RunTune(const TuneArgs& a, std::ostream& out, std::ostream& err) {
     if (!ParseInt64(a.top, n) || n < 1 || n > 100000)
       return Fail(err, "--top: '" + a.top + "' is not in [1, 100000]");
     top = static_cast<int>(n);
+  }
+  if (a.recheck_given) {
+    int64_t n = 0;
+    if (!ParseInt64(a.recheck, n) || n < 1 || n > 1000)
+      return Fail(err, "--recheck: '" + a.recheck + "' is not in [1, 1000]");
+    recheck = static_cast<int>(n);
+    bool built = false;
+    for (const EngineInfo& info : Engines()) built = built || (info.name == "simgrid" && info.available);
+    if (!built) return Fail(err, "--recheck: this mmtwin was built without the SimGrid engine");
   }
   if (a.shard_given)
     if (Status st = ParseShard(a.shard, shard, shards); !st.ok())
@@ -166,6 +178,30 @@ int RunTune(const TuneArgs& a, std::ostream& out, std::ostream& err) {
        << " out of memory or over the headroom"
        << (r.missing ? ", " + std::to_string(r.missing) + " not recorded" : "") << "\n";
 
+  // The re-check: the best K again with SimGrid, as a second sweep in the same database (resumable too).
+  std::vector<double> rechecked;
+  if (recheck > 0 && !r.ranked.empty()) {
+    const std::vector<TuneRow> best(r.ranked.begin(),
+                                    r.ranked.begin() + std::min<size_t>(r.ranked.size(), recheck));
+    const SweepSpec rs = RecheckSweep(*space, best, "simgrid");
+    text << "re-checking the best " << best.size() << " with the SimGrid engine\n";
+    auto again = RunSweep(rs, **db, ro);
+    if (!again) return Fail(err, again.error().message());
+    if (again->interrupted) {
+      err << "mmtwin tune: interrupted; the runs recorded in " << db_path << " stay, a re-run resumes\n";
+      return 128 + InterruptSignal();
+    }
+    auto rs_records = (*db)->Runs(rs.name);
+    if (!rs_records) return Fail(err, rs_records.error().message());
+    rechecked = RecheckObjectives(*space, rs, *rs_records);
+  }
+  auto rechecked_text = [&](size_t i) -> std::string {
+    if (i >= rechecked.size()) return "";
+    const double v = rechecked[i], base = r.ranked[i].objective;
+    return "simgrid " + ObjectiveText(*space, v) + " (" + (v >= base ? "+" : "") +
+           Fixed(100 * (v / base - 1), 1) + "%)";
+  };
+
   std::string md = "# Tune: " + space->sweep.name + "\n\n" + space->sweep.description + "\n\nSpace: `" +
                    a.space + "`, objective " + TuneObjectiveName(space->objective) + ", memory headroom " +
                    Fixed(100 * space->memory_headroom, 0) + "%. " + std::to_string(e->combinations) +
@@ -174,11 +210,11 @@ int RunTune(const TuneArgs& a, std::ostream& out, std::ostream& err) {
                    std::to_string(e->evaluate.size()) + " evaluated, " + std::to_string(r.ranked.size()) +
                    " fit.\n\n";
   for (const auto& [reason, n] : e->rejected) md += "- rejected " + std::to_string(n) + ": " + reason + "\n";
-  md += "\n| rank | configuration | objective | peak memory (GiB) |\n|---:|---|---:|---:|\n";
+  md += "\n| rank | configuration | objective | peak memory (GiB) | re-checked |\n|---:|---|---:|---:|---|\n";
   for (size_t i = 0; i < r.ranked.size() && i < static_cast<size_t>(top); ++i)
     md += "| " + std::to_string(i + 1) + " | " + Label(*space, *r.ranked[i].candidate) + " | " +
           ObjectiveText(*space, r.ranked[i].objective) + " | " +
-          GiB(static_cast<double>(r.ranked[i].peak_memory_bytes)) + " |\n";
+          GiB(static_cast<double>(r.ranked[i].peak_memory_bytes)) + " | " + rechecked_text(i) + " |\n";
   md += "\nPareto front (objective against peak memory): ";
   for (size_t i = 0; i < r.pareto.size(); ++i)
     md += (i ? "; " : "") + Label(*space, *r.pareto[i].candidate) + " (" +
@@ -194,7 +230,8 @@ int RunTune(const TuneArgs& a, std::ostream& out, std::ostream& err) {
       for (size_t i = 0; i < r.ranked.size() && i < static_cast<size_t>(top); ++i)
         out << Pad(std::to_string(i + 1), 4, true) << "  " << ObjectiveText(*space, r.ranked[i].objective)
             << "  peak " << GiB(static_cast<double>(r.ranked[i].peak_memory_bytes)) << " GiB  "
-            << Label(*space, *r.ranked[i].candidate) << "\n";
+            << Label(*space, *r.ranked[i].candidate)
+            << (i < rechecked.size() ? "  [" + rechecked_text(i) + "]" : std::string()) << "\n";
       out << "Pareto front (objective, peak memory): " << r.pareto.size() << " configurations\n";
       if (!r.why.empty()) out << r.why << "\n";
     }
@@ -226,6 +263,7 @@ int RunTune(const TuneArgs& a, std::ostream& out, std::ostream& err) {
                         {"axes", axes},
                         {"objective", r.ranked[i].objective},
                         {"peak_memory_bytes", r.ranked[i].peak_memory_bytes}});
+      if (i < rechecked.size()) ranked.back()["objective_simgrid"] = rechecked[i];
     }
     j["ranked"] = ranked;
     out << j.dump(2) << "\n";

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <set>
 
 #include "core/cluster/cluster.h"
@@ -267,6 +268,47 @@ SweepSpec EvaluationSweep(const TuneSpace& space, const TuneEnumeration& e) {
   return s;
 }
 
+double TuneObjectiveOf(TuneObjective o, const RunSummary& s) {
+  switch (o) {
+    case TuneObjective::kGpuDays:
+      return s.gpu_days;
+    case TuneObjective::kTokensPerS:
+      return s.tokens_per_s;
+    case TuneObjective::kIterationTime:
+      return s.iteration_time_us.mean / 1e3;
+  }
+  return 0;
+}
+
+SweepSpec RecheckSweep(const TuneSpace& space, const std::vector<TuneRow>& rows, const std::string& engine) {
+  TuneEnumeration e;
+  for (const TuneRow& r : rows) e.evaluate.push_back(*r.candidate);
+  SweepSpec s = EvaluationSweep(space, e);
+  s.name += "-" + engine;
+  SweepAxis axis{"engine", "engine", {}, {}, 0};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    axis.values.push_back(engine);
+    axis.labels.push_back(engine);
+  }
+  s.axes.push_back(std::move(axis));
+  return s;
+}
+
+std::vector<double> RecheckObjectives(const TuneSpace& space, const SweepSpec& recheck,
+                                      const std::vector<RunRecord>& records) {
+  std::map<std::string, const RunRecord*> by_key;
+  for (const RunRecord& r : records)
+    if (r.status == "ok" && r.summary) by_key[r.run_key] = &r;
+  std::vector<double> out;
+  for (int64_t i = 0; i < SweepSize(recheck); ++i) {
+    const SweepRun run = ExpandRun(recheck, i);
+    auto it = by_key.find(run.key);
+    out.push_back(it == by_key.end() ? std::numeric_limits<double>::quiet_NaN()
+                                     : TuneObjectiveOf(space.objective, *it->second->summary));
+  }
+  return out;
+}
+
 TuneResult RankTune(const TuneSpace& space, const TuneEnumeration& e, const std::vector<RunRecord>& records) {
   std::map<std::string, const RunRecord*> by_key;
   for (const RunRecord& r : records)
@@ -283,17 +325,7 @@ TuneResult RankTune(const TuneSpace& space, const TuneEnumeration& e, const std:
     row.candidate = &c;
     row.summary = *it->second->summary;
     const RunSummary& s = row.summary;
-    switch (space.objective) {
-      case TuneObjective::kGpuDays:
-        row.objective = s.gpu_days;
-        break;
-      case TuneObjective::kTokensPerS:
-        row.objective = s.tokens_per_s;
-        break;
-      case TuneObjective::kIterationTime:
-        row.objective = s.iteration_time_us.mean / 1e3;
-        break;
-    }
+    row.objective = TuneObjectiveOf(space.objective, s);
     row.fits = !s.oom;
     for (const StageRecord& st : s.stages) {
       row.peak_memory_bytes = std::max(row.peak_memory_bytes, st.peak_memory_bytes);

@@ -111,6 +111,16 @@ struct TuneResult {
 // Ranks the evaluated candidates from their records (matched by run key).
 TuneResult RankTune(const TuneSpace& space, const TuneEnumeration& e, const std::vector<RunRecord>& records);
 
+// The re-check of the best configurations with another engine (`mmtwin tune --recheck K`: SimGrid's shared links
+// and real rings, where the analytic engine prices each transfer alone): a zip sweep named NAME-ENGINE over the
+// candidates of `rows` with `engine` set, run like the evaluation. RecheckObjectives reads back, per row, the
+// objective it gave (NaN where no ok record is found).
+SweepSpec RecheckSweep(const TuneSpace& space, const std::vector<TuneRow>& rows, const std::string& engine);
+std::vector<double> RecheckObjectives(const TuneSpace& space, const SweepSpec& recheck,
+                                      const std::vector<RunRecord>& records);
+// The objective of a run summary, in the objective's unit.
+double TuneObjectiveOf(TuneObjective o, const RunSummary& s);
+
 // Whether `a` is better than `b` on the objective (strictly).
 bool TuneBetter(TuneObjective o, double a, double b);
 
