@@ -4,7 +4,7 @@
 // (sim/tune/tune.h): enumerates the space's candidates (rejected ones counted by reason), rules out the ones
 // whose memory lower bound exceeds the limit, evaluates the rest as one sweep on worker processes into SQLite
 // (resumable: a re-run redoes nothing; shardable like sweeps), ranks them and writes DIR/{ranked.csv, pareto.csv,
-// README.md} as a unit (core/util/atomic_dir.h). The database defaults to DIR.sqlite beside the folder. --recheck K
+// pareto.svg, README.md} as a unit (core/util/atomic_dir.h). The database defaults to DIR.sqlite beside the folder. --recheck K
 // re-runs the best K with the SimGrid engine (a second sweep NAME-simgrid in the same database) and shows both.
 // Exit codes: 0 ok, 1 no candidate fits (the message names the constraint that ruled them out), 2 bad input,
 // 128+signal interrupted (the runs recorded so far stay).
@@ -18,6 +18,7 @@
 #include "core/util/csv.h"
 #include "core/util/interrupt.h"
 #include "driver/driver.h"
+#include "report/plotter.h"
 #include "sweep/runner.h"
 #include "tune/tune.h"
 
@@ -202,7 +203,8 @@ int RunTune(const TuneArgs& a, std::ostream& out, std::ostream& err) {
            Fixed(100 * (v / base - 1), 1) + "%)";
   };
 
-  std::string md = "# Tune: " + space->sweep.name + "\n\n" + space->sweep.description + "\n\nSpace: `" +
+  std::string md = "# Tune: " + space->sweep.name + "\n\n" +
+                   (space->sweep.description.empty() ? "" : space->sweep.description + "\n\n") + "Space: `" +
                    a.space + "`, objective " + TuneObjectiveName(space->objective) + ", memory headroom " +
                    Fixed(100 * space->memory_headroom, 0) + "%. " + std::to_string(e->combinations) +
                    " combinations: " + std::to_string(rejected) + " rejected, " +
@@ -236,12 +238,40 @@ int RunTune(const TuneArgs& a, std::ostream& out, std::ostream& err) {
       if (!r.why.empty()) out << r.why << "\n";
     }
   }
+  // The front as a picture: every fitting configuration and the front, objective against peak memory (the one
+  // chart writer of the reports, report/chart.h, on two scales of its own).
+  report::ChartSpec chart;
+  chart.kind = report::ChartSpec::Kind::kPoints;
+  chart.same_scale = false;
+  chart.title =
+      "Tune " + space->sweep.name + ": " + TuneObjectiveName(space->objective) + " against peak memory";
+  chart.x_label = "peak memory per GPU, worst stage (GiB)";
+  chart.y_label = space->objective == TuneObjective::kGpuDays      ? "GPU-days per epoch"
+                  : space->objective == TuneObjective::kTokensPerS ? "tokens/s"
+                                                                   : "iteration time (ms)";
+  chart.value_decimals = -1;
+  report::ChartSeries all{"every configuration that fits (" + std::to_string(r.ranked.size()) + ")"};
+  report::ChartSeries front{"Pareto front (" + std::to_string(r.pareto.size()) + ")"};
+  for (const TuneRow& x : r.ranked) {
+    all.xs.push_back(static_cast<double>(x.peak_memory_bytes) / (1 << 30));
+    all.values.push_back(x.objective);
+  }
+  for (const TuneRow& x : r.pareto) {
+    front.xs.push_back(static_cast<double>(x.peak_memory_bytes) / (1 << 30));
+    front.values.push_back(x.objective);
+  }
+  chart.series = {all, front};
+  report::SvgPlotter plotter;
+  auto svg = plotter.Chart(chart, 720, 480);
+  if (!svg) return Fail(err, svg.error().message());
+  md += "\n![" + std::string(TuneObjectiveName(space->objective)) + " against peak memory](pareto.svg)\n";
   const std::string ranked_csv = RowsCsv(*space, r.ranked), pareto_csv = RowsCsv(*space, r.pareto);
-  if (Status st =
-          WriteFolderAtomic(dir, {{"ranked.csv", ranked_csv}, {"pareto.csv", pareto_csv}, {"README.md", md}});
+  if (Status st = WriteFolderAtomic(
+          dir,
+          {{"ranked.csv", ranked_csv}, {"pareto.csv", pareto_csv}, {"pareto.svg", *svg}, {"README.md", md}});
       !st.ok())
     return Fail(err, st.error().message());
-  text << "wrote " << dir << "/{ranked.csv, pareto.csv, README.md}; runs in " << db_path << "\n";
+  text << "wrote " << dir << "/{ranked.csv, pareto.csv, pareto.svg, README.md}; runs in " << db_path << "\n";
   if (a.json) {
     nlohmann::json j = {{"space", a.space},
                         {"objective", TuneObjectiveName(space->objective)},

@@ -91,7 +91,7 @@ std::vector<LegendEntry> SeriesLegend(const ChartSpec& c) {
     if (c.kind == ChartSpec::Kind::kPoints) sw = LegendEntry::Swatch::kDot;
     out.push_back({c.series[i].name, SeriesColor(i), sw});
   }
-  if (c.kind == ChartSpec::Kind::kPoints && !c.diagonal_label.empty())
+  if (c.kind == ChartSpec::Kind::kPoints && !c.diagonal_label.empty() && c.same_scale)
     out.push_back({c.diagonal_label, kDiagonal, LegendEntry::Swatch::kDashed});
   return out;
 }
@@ -205,22 +205,26 @@ void DrawCategoryChart(const ChartSpec& c, Canvas& canvas) {
     DrawLines(c, plot, top, canvas);
 }
 
-// Points: both axes from 0 to one round top (so the y = x line is the diagonal), x ticks below the plot (the last
-// one centred on the plot's right edge: kPointsRight leaves room for its label).
+// Points: both axes from 0 to one round top (so the y = x line is the diagonal), or each to its own (same_scale
+// false), x ticks below the plot (the last one centred on the plot's right edge: kPointsRight leaves room for its
+// label).
 void DrawPointChart(const ChartSpec& c, Canvas& canvas) {
-  double hi = 0;
+  double hi_y = 0, hi_x = 0;
   for (const ChartSeries& se : c.series) {
     for (double v : se.values)
-      if (std::isfinite(v)) hi = std::max(hi, v);
+      if (std::isfinite(v)) hi_y = std::max(hi_y, v);
     for (double v : se.xs)
-      if (std::isfinite(v)) hi = std::max(hi, v);
+      if (std::isfinite(v)) hi_x = std::max(hi_x, v);
   }
-  const double step = NiceStep(hi > 0 ? hi * 1.05 : 1, 6);
-  const double top = hi > 0 ? std::ceil(hi * 1.05 / step) * step : 1;
+  if (c.same_scale) hi_x = hi_y = std::max(hi_x, hi_y);
+  const double step = NiceStep(hi_x > 0 ? hi_x * 1.05 : 1, 6);
+  const double top = hi_x > 0 ? std::ceil(hi_x * 1.05 / step) * step : 1;
+  const double step_y = NiceStep(hi_y > 0 ? hi_y * 1.05 : 1, 6);
+  const double top_y = hi_y > 0 ? std::ceil(hi_y * 1.05 / step_y) * step_y : 1;
   const RectF plot = PlotRect(!c.x_label.empty(), canvas, kPointsRight);
   auto px = [&](double v) { return plot.x + plot.w * v / top; };
-  auto py = [&](double v) { return plot.bottom() - plot.h * v / top; };
-  DrawValueAxis(plot, top, c.y_label, canvas);
+  auto py = [&](double v) { return plot.bottom() - plot.h * v / top_y; };
+  DrawValueAxis(plot, top_y, c.y_label, canvas);
   for (double v = step; v <= top + step * 1e-6; v += step)
     canvas.Line({px(v), plot.y}, {px(v), plot.bottom()}, {kGrid});
   for (double v = 0; v <= top + step * 1e-6; v += step) {
@@ -232,7 +236,8 @@ void DrawPointChart(const ChartSpec& c, Canvas& canvas) {
   if (!c.x_label.empty())
     canvas.Text({plot.x, plot.bottom() + 24, plot.w, 18}, c.x_label, HAlign::kCenter, VAlign::kTop, kBase,
                 kBlack);
-  if (!c.diagonal_label.empty()) canvas.Line({px(0), py(0)}, {px(top), py(top)}, {kDiagonal, 1.5, true});
+  if (!c.diagonal_label.empty() && c.same_scale)
+    canvas.Line({px(0), py(0)}, {px(top), py(top)}, {kDiagonal, 1.5, true});
   for (size_t s = 0; s < c.series.size(); ++s) {
     const ChartSeries& se = c.series[s];
     for (size_t i = 0; i < se.values.size() && i < se.xs.size(); ++i) {

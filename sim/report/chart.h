@@ -104,6 +104,9 @@ struct ChartSpec {
   int value_decimals = 1;  // digits of the value written above each bar or point (-1 = none)
   // kPoints: the legend entry of the dashed y = x line ("" = no line).
   std::string diagonal_label;
+  // kPoints: true (default) = both axes from 0 to one round top (predicted against measured); false = each axis
+  // from 0 to its own (two quantities, e.g. GPU-days against peak memory; no diagonal).
+  bool same_scale = true;
   // kStackedBars: the bars of each category, top to bottom (e.g. "measured", "predicted"); a series' values are
   // category-major (values[c * stacks.size() + k]), fractions of the bar's full length (0..1). Stacks after the
   // first are drawn lighter.

@@ -54,7 +54,7 @@ TEST(CliTuneTest, ASmallSpaceRanksResumesAndWritesItsFolder) {
   EXPECT_EQ(j["ranked"][0]["rank"], 1);
   for (size_t i = 1; i < j["ranked"].size(); ++i)
     EXPECT_LE(j["ranked"][i - 1]["objective"].get<double>(), j["ranked"][i]["objective"].get<double>());
-  for (const char* f : {"ranked.csv", "pareto.csv", "README.md"})
+  for (const char* f : {"ranked.csv", "pareto.csv", "pareto.svg", "README.md"})
     EXPECT_TRUE(fs::is_regular_file(dir / "out" / f)) << f;
   EXPECT_TRUE(fs::is_regular_file(dir / "out.sqlite"));
   // Again: every run is in the database, nothing is simulated, the ranking is the same.

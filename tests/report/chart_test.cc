@@ -207,6 +207,32 @@ TEST(ChartLayout, PointsShareOneScaleAndTheDiagonal) {
   EXPECT_NE(r.TextOf("predicted = measured"), nullptr);
 }
 
+// Two quantities (same_scale false): x from 0 to its own round top, y to its own; no diagonal.
+TEST(ChartLayout, PointsOnTwoScales) {
+  ChartSpec c;
+  c.kind = ChartSpec::Kind::kPoints;
+  c.same_scale = false;
+  c.x_label = "peak memory (GiB)";
+  c.diagonal_label = "not drawn";
+  c.value_decimals = -1;
+  c.series = {{"a", {0.3, 0.2}, true, {40, 75}}};
+  Recorder r(400, 300);
+  DrawChart(c, r);
+  // x: hi 75 x 1.05 = 78.75, step 20 (NiceStep for 6 ticks), top 80; y: hi 0.3 x 1.05 = 0.315, step 0.1, top 0.4.
+  const double top_x = 80, top_y = 0.4, w = 400 - 78 - 32, h = 250 - 56;
+  ASSERT_EQ(r.circles.size(), 1u + 2);  // the series' legend swatch, then its points
+  EXPECT_NEAR(r.circles[1].x, 78 + w * 40 / top_x, 1e-9);
+  EXPECT_NEAR(r.circles[1].y, 250 - h * 0.3 / top_y, 1e-9);
+  EXPECT_NEAR(r.circles[2].x, 78 + w * 75 / top_x, 1e-9);
+  EXPECT_NEAR(r.circles[2].y, 250 - h * 0.2 / top_y, 1e-9);
+  EXPECT_EQ(r.TextOf("not drawn"), nullptr);  // nor its legend entry
+  for (const auto& [a, b] : r.lines)
+    EXPECT_FALSE(std::abs(a.x - 78) < 1e-9 && std::abs(a.y - 250) < 1e-9 && std::abs(b.x - 368) < 1e-9 &&
+                 std::abs(b.y - 56) < 1e-9);
+  for (const char* tick : {"0", "20", "40", "60", "80", "0.1", "0.4"})
+    EXPECT_NE(r.TextOf(tick), nullptr) << tick;
+}
+
 TEST(ChartLayout, StackedBarsSplitTheirLengthByFraction) {
   ChartSpec c;
   c.kind = ChartSpec::Kind::kStackedBars;
