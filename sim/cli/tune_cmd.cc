@@ -165,17 +165,26 @@ int RunTune(const TuneArgs& a, std::ostream& out, std::ostream& err) {
       err << "error: " << p.record->error.substr(0, 160);
     err << "\n" << std::flush;
   };
-  auto outcome = RunSweep(sweep, **db, ro);
-  if (!outcome) return Fail(err, outcome.error().message());
-  if (outcome->interrupted) {
-    err << "mmtwin tune: interrupted; the runs recorded in " << db_path << " stay, a re-run resumes\n";
-    return 128 + InterruptSignal();
-  }
-  auto records = (*db)->Runs(sweep.name);
-  if (!records) return Fail(err, records.error().message());
-  const TuneResult r = RankTune(*space, *e, *records);
-  text << "evaluated " << outcome->executed << " (" << outcome->skipped << " already in " << db_path << ", "
-       << outcome->errors << " errors); " << r.ranked.size() << " fit, " << r.infeasible.size()
+  // Runs a sweep into the database and reads its records back; rc != 0 is the exit code (error, interrupted).
+  SweepOutcome outcome;
+  auto run = [&](const SweepSpec& s, std::vector<RunRecord>& records) -> int {
+    auto o = RunSweep(s, **db, ro);
+    if (!o) return Fail(err, o.error().message());
+    if (o->interrupted) {
+      err << "mmtwin tune: interrupted; the runs recorded in " << db_path << " stay, a re-run resumes\n";
+      return 128 + InterruptSignal();
+    }
+    outcome = *o;
+    auto rows = (*db)->Runs(s.name);
+    if (!rows) return Fail(err, rows.error().message());
+    records = std::move(*rows);
+    return 0;
+  };
+  std::vector<RunRecord> records;
+  if (int rc = run(sweep, records)) return rc;
+  const TuneResult r = RankTune(*space, *e, records);
+  text << "evaluated " << outcome.executed << " (" << outcome.skipped << " already in " << db_path << ", "
+       << outcome.errors << " errors); " << r.ranked.size() << " fit, " << r.infeasible.size()
        << " out of memory or over the headroom"
        << (r.missing ? ", " + std::to_string(r.missing) + " not recorded" : "") << "\n";
 
@@ -186,15 +195,9 @@ int RunTune(const TuneArgs& a, std::ostream& out, std::ostream& err) {
                                     r.ranked.begin() + std::min<size_t>(r.ranked.size(), recheck));
     const SweepSpec rs = RecheckSweep(*space, best, "simgrid");
     text << "re-checking the best " << best.size() << " with the SimGrid engine\n";
-    auto again = RunSweep(rs, **db, ro);
-    if (!again) return Fail(err, again.error().message());
-    if (again->interrupted) {
-      err << "mmtwin tune: interrupted; the runs recorded in " << db_path << " stay, a re-run resumes\n";
-      return 128 + InterruptSignal();
-    }
-    auto rs_records = (*db)->Runs(rs.name);
-    if (!rs_records) return Fail(err, rs_records.error().message());
-    rechecked = RecheckObjectives(*space, rs, *rs_records);
+    std::vector<RunRecord> rs_records;
+    if (int rc = run(rs, rs_records)) return rc;
+    rechecked = RecheckObjectives(*space, rs, rs_records);
   }
   auto rechecked_text = [&](size_t i) -> std::string {
     if (i >= rechecked.size()) return "";

@@ -72,8 +72,8 @@ TEST(TuneSpaceTest, ErrorsNameFileLineAndField) {
 }
 
 // gpus 8 and 12 x tp {1, 2, 3} x pp {1, 2}: 12 combinations. Not a whole dp: 8 / 3 and 8 / 6 (12 divides by all
-// of 1, 2, 3, 2, 4, 6): 2 rejections. tp 3 at 12 GPUs divides neither Vicuna-7B's 32 heads nor a 4-GPU node:
-// rejected by the heads rule (2 more); 8 candidates are left.
+// of 1, 2, 3, 2, 4, 6): 2 rejections. tp 3 at 12 GPUs does not divide Vicuna-7B's 32 heads:
+// rejected by the heads rule (2 more; a100-4x200g has 8 GPUs per node); 8 candidates are left.
 TEST(TuneEnumerationTest, CandidatesAndRejectionsByHand) {
   auto space = Space(Dir(),
                      "gpus: [12, 8]\naxes:\n  - {key: parallel.tp, values: [1, 2, 3]}\n"
