@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Regenerates the goldens of every shipped scenario: for each scenario file under scenarios/ (except sweeps/,
+# Regenerates the goldens of every shipped scenario: for each scenario file under scenarios/ (except sweeps/, tune/,
 # validation suites *.suite.yaml, goldens/ themselves and files whose first line is "# no golden: REASON"), `mmtwin simulate` writes summary.json and stages.csv
 # and `mmtwin plan --json` writes plan.json into scenarios/goldens/<path without .yaml>/.
 # tests/scenario/golden_slow_test.cc compares fresh runs with these files byte for byte, so any change to a
@@ -32,4 +32,4 @@ while IFS= read -r f; do
     exit "$code"
   fi
   echo "golden: scenarios/goldens/$rel/{summary.json,stages.csv,plan.json}"
-done < <(find scenarios -name '*.yaml' -not -name '*.suite.yaml' -not -path 'scenarios/sweeps/*' -not -path 'scenarios/goldens/*' | sort)
+done < <(find scenarios -name '*.yaml' -not -name '*.suite.yaml' -not -path 'scenarios/sweeps/*' -not -path 'scenarios/tune/*' -not -path 'scenarios/goldens/*' | sort)

@@ -81,8 +81,8 @@ void WriteHeader(const Scenario& s, std::ostream& out) {
       for (const Component& c : m->components) {
         const TransformerConfig& t = c.tf;
         if (t.layers == 0 || t.heads <= 0) continue;
+        if (TpDividesHeads(t, p.tp)) continue;
         const int kv = t.kv_heads > 0 ? t.kv_heads : t.heads;
-        if (t.heads % p.tp == 0 && kv % p.tp == 0) continue;
         const int q_rank = (t.heads + p.tp - 1) / p.tp, kv_rank = (kv + p.tp - 1) / p.tp;
         out << "tensor parallel tp " << p.tp << " does not divide " << c.name << "'s " << t.heads
             << " attention heads" << (kv != t.heads ? " (" + std::to_string(kv) + " KV heads)" : "")

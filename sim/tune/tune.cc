@@ -225,7 +225,7 @@ Result<TuneEnumeration> EnumerateTune(const TuneSpace& space, bool prune) {
       // collectives on the NICs, which no recipe does.
       MMTWIN_ASSIGN_OR_RETURN(const ModelSpec model, LoadScenarioModel(run.scenario));
       if (const Component* llm = model.Find(ComponentKind::kLlm);
-          llm && (llm->tf.heads % tp != 0 || (llm->tf.kv_heads > 0 && llm->tf.kv_heads % tp != 0))) {
+          llm && !TpDividesHeads(llm->tf, static_cast<int>(tp))) {
         ++e.rejected["tp does not divide the LLM's attention (or KV) heads (Megatron-LM requires it)"];
         continue;
       }

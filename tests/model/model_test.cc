@@ -661,3 +661,27 @@ TEST(ModelContextTest, AnLlmSpecsContextCarriesIntoTheCompositeThatUsesIt) {
 
 }  // namespace
 }  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+// Megatron-LM's rule, one place (core/model/model.h): tp divides the heads and the KV heads (GQA's KV heads may
+// be fewer); tp 1 always; a stack without attention has nothing to divide.
+TEST(ModelTpTest, TpDividesHeadsAndKvHeads) {
+  TransformerConfig t;
+  t.heads = 48;
+  t.kv_heads = 8;  // InternLM2-20B
+  EXPECT_TRUE(TpDividesHeads(t, 1));
+  EXPECT_TRUE(TpDividesHeads(t, 8));
+  EXPECT_FALSE(TpDividesHeads(t, 16));  // 48 heads divide, 8 KV heads do not
+  EXPECT_FALSE(TpDividesHeads(t, 3));   // 8 KV heads
+  t.kv_heads = 0;                       // MHA: KV heads = heads
+  EXPECT_TRUE(TpDividesHeads(t, 3));
+  t.heads = 25;  // InternViT-6B
+  EXPECT_FALSE(TpDividesHeads(t, 2));
+  t.heads = 0;
+  EXPECT_TRUE(TpDividesHeads(t, 4));
+}
+
+}  // namespace
+}  // namespace mmtwin

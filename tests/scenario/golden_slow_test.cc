@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Goldens of the shipped scenarios: every scenario file under scenarios/ (except sweeps/, goldens/ and the
+// Goldens of the shipped scenarios: every scenario file under scenarios/ (except sweeps/, tune/, goldens/ and the
 // validation suites *.suite.yaml) is run
 // through the real CLI (`mmtwin simulate --json -o DIR`, `mmtwin plan --json`) and its summary.json, stages.csv
 // and plan JSON must equal, byte for byte, the files checked in under scenarios/goldens/<path without .yaml>/.
@@ -48,7 +48,7 @@ std::vector<fs::path> ShippedScenarios() {
   for (const auto& e : fs::recursive_directory_iterator(root)) {
     const std::string rel = fs::relative(e.path(), root).string();
     if (!e.is_regular_file() || e.path().extension() != ".yaml") continue;
-    if (rel.rfind("sweeps/", 0) == 0 || rel.rfind("goldens/", 0) == 0) continue;
+    if (rel.rfind("sweeps/", 0) == 0 || rel.rfind("tune/", 0) == 0 || rel.rfind("goldens/", 0) == 0) continue;
     if (rel.size() > 11 && rel.compare(rel.size() - 11, 11, ".suite.yaml") == 0)
       continue;  // validation suites
     // A scenario whose first line is "# no golden: REASON" (the 100k-GPU scale benchmark: ~45 s and 2.4 GB a

@@ -266,6 +266,12 @@ int64_t ComponentParams(const ModelSpec& m, int component) {
   return p;
 }
 
+bool TpDividesHeads(const TransformerConfig& t, int tp) {
+  if (tp <= 1 || t.heads <= 0) return true;
+  const int kv = t.kv_heads > 0 ? t.kv_heads : t.heads;
+  return t.heads % tp == 0 && kv % tp == 0;
+}
+
 int64_t TotalParams(const ModelSpec& m) {
   int64_t p = 0;
   for (int i = 0; i < static_cast<int>(m.components.size()); ++i) p += ComponentParams(m, i);

@@ -134,6 +134,9 @@ std::string ModelZooDir();
 std::vector<Layer> Layers(const ModelSpec& m);
 int64_t ComponentParams(const ModelSpec& m, int component);
 int64_t TotalParams(const ModelSpec& m);
+// Whether tensor parallelism of degree `tp` divides the stack's attention heads and KV heads (kv_heads 0 = heads),
+// as Megatron-LM asserts; mmtwin prices a TP degree that does not as padded heads (core/cost) and says so.
+bool TpDividesHeads(const TransformerConfig& t, int tp);
 
 // Token counts of one sample under a model (the first vision encoder and the first audio encoder of the spec).
 // Vision units are the sample's tiles (resize tiles) or images (fixed, if_larger), plus its video frames; each
