@@ -29,18 +29,9 @@ constexpr int64_t kMaxTuneGpus = int64_t{1} << 20;
 // Candidates one space may enumerate: a bigger space is an error naming its size.
 constexpr int64_t kMaxTuneCombinations = 1'000'000;
 
-// "file:12: parallel.tp: 3 does not divide 8" -> "parallel.tp: N does not divide N": the reason without the
-// place it was found and with its numbers generalized, so equal reasons count together.
-std::string Reason(const std::string& message, const std::string& where) {
-  std::string m = message;
-  if (m.rfind(where, 0) == 0) {
-    size_t p = where.size();
-    if (p < m.size() && m[p] == ':') ++p;
-    while (p < m.size() && std::isdigit(static_cast<unsigned char>(m[p]))) ++p;
-    if (p < m.size() && m[p] == ':') ++p;
-    while (p < m.size() && m[p] == ' ') ++p;
-    m = m.substr(p);
-  }
+// "parallel.tp: 3 does not divide 8" -> "parallel.tp: N does not divide N": the checker's reason (ExpandRun's
+// message after its "[run ...]: " prefix) with its numbers generalized, so equal reasons count together.
+std::string Reason(const std::string& m) {
   std::string out;
   for (size_t i = 0; i < m.size();) {
     if (std::isdigit(static_cast<unsigned char>(m[i]))) {
@@ -215,7 +206,7 @@ Result<TuneEnumeration> EnumerateTune(const TuneSpace& space, bool prune) {
         std::string reason = run.error;
         const size_t close = reason.find("]: ");
         if (reason.rfind(where, 0) == 0 && close != std::string::npos) reason = reason.substr(close + 3);
-        ++e.rejected[Reason(reason, "")];
+        ++e.rejected[Reason(reason)];
         continue;
       }
       c.run_key = run.key;

@@ -100,6 +100,21 @@ TEST(TuneEnumerationTest, CandidatesAndRejectionsByHand) {
   }
 }
 
+// A value the scenario checker refuses is a rejection with the checker's reason (its numbers written N), not an
+// error of the search.
+TEST(TuneEnumerationTest, TheCheckersRefusalsAreReasons) {
+  auto space = Space(Dir(), "gpus: 8\naxes:\n  - {key: parallel.zero_stage, values: [1, 7]}\n");
+  ASSERT_TRUE(space.ok()) << space.error().message();
+  auto e = EnumerateTune(*space, false);
+  ASSERT_TRUE(e.ok()) << e.error().message();
+  EXPECT_EQ(e->evaluate.size(), 1u);
+  ASSERT_EQ(e->rejected.size(), 1u);
+  const auto& [reason, n] = *e->rejected.begin();
+  EXPECT_EQ(n, 1);
+  EXPECT_EQ(reason.rfind("parallel.zero_stage: ", 0), 0u) << reason;
+  EXPECT_EQ(reason.find_first_of("0123456789"), std::string::npos) << reason;
+}
+
 // Every valid candidate simulated: its worst stage's peak is at least its bound; the pruned ones all run out of
 // memory; and ranking the pruned enumeration gives the exhaustive one's best and Pareto front.
 TEST(TuneBoundTest, TheBoundIsBelowEveryPeakAndPruningLosesNothing) {
