@@ -37,6 +37,7 @@ int Fail(std::ostream& err, const std::string& msg) {
 
 std::string Label(const TuneSpace& space, const TuneCandidate& c) {
   std::string s = "gpus=" + std::to_string(c.gpus) + ", dp=" + std::to_string(c.dp);
+  if (c.micro_batches > 0) s += ", micro_batches=" + std::to_string(c.micro_batches);
   for (size_t a = 0; a < space.sweep.axes.size(); ++a)
     s += ", " + space.sweep.axes[a].name + "=" + c.labels[a];
   return s;
@@ -55,7 +56,8 @@ std::string ObjectiveText(const TuneSpace& space, double v) {
 }
 
 std::string RowsCsv(const TuneSpace& space, const std::vector<TuneRow>& rows) {
-  std::string csv = "rank,gpus,dp";
+  const bool derived_mb = space.micro_batches_per_step > 0;
+  std::string csv = derived_mb ? "rank,gpus,dp,micro_batches" : "rank,gpus,dp";
   for (const SweepAxis& a : space.sweep.axes) csv += "," + CsvQuote(a.name);
   csv +=
       ",objective,gpu_days,tokens_per_s,iteration_p50_ms,mfu,peak_memory_gib,bubble_ratio,idle_ratio,"
@@ -65,6 +67,7 @@ std::string RowsCsv(const TuneSpace& space, const std::vector<TuneRow>& rows) {
     const RunSummary& s = r.summary;
     csv += std::to_string(i + 1) + "," + std::to_string(r.candidate->gpus) + "," +
            std::to_string(r.candidate->dp);
+    if (derived_mb) csv += "," + std::to_string(r.candidate->micro_batches);
     for (const std::string& l : r.candidate->labels) csv += "," + CsvQuote(l);
     char buf[512];
     std::snprintf(buf, sizeof buf, ",%.9g,%.9g,%.9g,%.9g,%.6g,%.4f,%.6g,%.6g,%.6g,%.6g,", r.objective,

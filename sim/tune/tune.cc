@@ -109,7 +109,21 @@ Result<TuneSpace> ParseTuneSpace(const std::string& yaml_text, const std::string
   std::sort(space.gpus.begin(), space.gpus.end());
   space.gpus.erase(std::unique(space.gpus.begin(), space.gpus.end()), space.gpus.end());
   if (const YAML::Node c = root["constraints"]) {
-    MMTWIN_RETURN_IF_ERROR(CheckKeys(c, name, "constraints", {"memory_headroom"}));
+    MMTWIN_RETURN_IF_ERROR(CheckKeys(c, name, "constraints", {"memory_headroom", "micro_batches_per_step"}));
+    if (const YAML::Node m = c["micro_batches_per_step"]) {
+      int64_t v = 0;
+      if (!m.IsScalar() || !ParseInt64(m.Scalar(), v) || v < 1 || v > (int64_t{1} << 24))
+        return Error::At(name, LineOf(m), "constraints.micro_batches_per_step",
+                         "expected the micro-batches of one step over all DP ranks (dp x micro_batches), a "
+                         "positive whole number");
+      for (const SweepAxis& a : space.sweep.axes)
+        if (a.key == "parallel.micro_batches")
+          return Error::At(
+              name, a.line, "axes",
+              "parallel.micro_batches is derived when constraints.micro_batches_per_step keeps the "
+              "global batch (micro_batches = it / dp); drop the axis or the constraint");
+      space.micro_batches_per_step = v;
+    }
     if (const YAML::Node h = c["memory_headroom"]) {
       double v = 0;
       if (!h.IsScalar() || !ParseDouble(h.Scalar(), v) || !(v >= 0 && v <= 0.9))
@@ -192,6 +206,14 @@ Result<TuneEnumeration> EnumerateTune(const TuneSpace& space, bool prune) {
         continue;
       }
       c.dp = gpus / (tp * pp * sp);
+      if (space.micro_batches_per_step > 0) {
+        if (space.micro_batches_per_step % c.dp != 0) {
+          ++e.rejected
+                ["constraints.micro_batches_per_step not divisible by dp (the global batch cannot be kept)"];
+          continue;
+        }
+        c.micro_batches = space.micro_batches_per_step / c.dp;
+      }
       SweepSpec one = sw;
       one.zip = true;
       for (size_t a = 0; a < one.axes.size(); ++a) {
@@ -200,6 +222,12 @@ Result<TuneEnumeration> EnumerateTune(const TuneSpace& space, bool prune) {
       }
       one.axes.push_back({"parallel.dp", "dp", {std::to_string(c.dp)}, {std::to_string(c.dp)}, 0});
       one.axes.push_back({"cluster.nodes", "nodes", {"0"}, {"0"}, 0});
+      if (c.micro_batches > 0)
+        one.axes.push_back({"parallel.micro_batches",
+                            "micro_batches",
+                            {std::to_string(c.micro_batches)},
+                            {std::to_string(c.micro_batches)},
+                            0});
       const SweepRun run = ExpandRun(one, 0);
       if (!run.error.empty()) {
         const std::string where = (sw.path.empty() ? sw.base_name : sw.path) + " [run 0";
@@ -256,6 +284,14 @@ SweepSpec EvaluationSweep(const TuneSpace& space, const TuneEnumeration& e) {
   }
   s.axes.push_back(std::move(dp));
   s.axes.push_back(std::move(nodes));
+  if (space.micro_batches_per_step > 0) {  // as EnumerateTune added it, in the same place
+    SweepAxis mb{"parallel.micro_batches", "micro_batches", {}, {}, 0};
+    for (const TuneCandidate& c : e.evaluate) {
+      mb.values.push_back(std::to_string(c.micro_batches));
+      mb.labels.push_back(std::to_string(c.micro_batches));
+    }
+    s.axes.push_back(std::move(mb));
+  }
   return s;
 }
 

@@ -10,7 +10,9 @@
 //     - {key: parallel.tp, values: [1, 2, 4, 8]}
 //     - {key: parallel.pp, values: [1, 2, 4]}
 //     - {key: policies.recompute, values: [none, adaptive, full]}
-//   constraints: {memory_headroom: 0.05}   # keep 5% of every GPU's memory free (default 0)
+//   constraints: {memory_headroom: 0.05}   # keep 5% of every GPU's memory free (default 0); and optionally
+//                                          # micro_batches_per_step: 128, the global batch kept: each candidate
+//                                          # gets micro_batches = 128 / dp (no micro_batches axis then)
 //   objective: gpu_days              # gpu_days (default) | tokens_per_s | iteration_time
 //
 // The search: every combination of gpus and axis values is a candidate; those whose dp is not a whole number,
@@ -47,6 +49,9 @@ struct TuneSpace {
   SweepSpec sweep;             // base, axes (cartesian), iterations; name and description
   std::vector<int64_t> gpus;   // world sizes tried, ascending, distinct
   double memory_headroom = 0;  // fraction of each GPU's memory that must stay free, [0, 0.9]
+  // dp x micro_batches of every candidate (the global batch kept, as the data policy's micro-batch is one size);
+  // 0 = micro_batches from the base or an axis, so the global batch varies with dp.
+  int64_t micro_batches_per_step = 0;
   TuneObjective objective = TuneObjective::kGpuDays;
 };
 
@@ -59,6 +64,7 @@ Result<TuneSpace> ParseTuneSpace(const std::string& yaml_text, const std::string
 struct TuneCandidate {
   int64_t gpus = 0;
   int64_t dp = 0;
+  int64_t micro_batches = 0;        // derived from constraints.micro_batches_per_step; 0 = the axis or base's
   std::vector<std::string> values;  // one per axis of the space, as YAML text
   std::vector<std::string> labels;  // one per axis, as tables show them
   std::string run_key;              // its run key in the results database (sweep/sweep.h PortableRunKey)
@@ -84,8 +90,8 @@ Result<int64_t> MemoryLowerBoundBytes(const Scenario& scenario);
 // kept for evaluation. Errors only for a base scenario that does not load.
 Result<TuneEnumeration> EnumerateTune(const TuneSpace& space, bool prune);
 
-// The sweep that evaluates e.evaluate: the space's base, zip axes (each tuned key, then parallel.dp and
-// cluster.nodes = 0, automatic), run i = candidate i. Its name is the space's.
+// The sweep that evaluates e.evaluate: the space's base, zip axes (each tuned key, then parallel.dp, cluster.nodes
+// = 0, automatic, and parallel.micro_batches when derived), run i = candidate i. Its name is the space's.
 SweepSpec EvaluationSweep(const TuneSpace& space, const TuneEnumeration& e);
 
 struct TuneRow {

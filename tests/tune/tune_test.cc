@@ -115,6 +115,43 @@ TEST(TuneEnumerationTest, TheCheckersRefusalsAreReasons) {
   EXPECT_EQ(reason.find_first_of("0123456789"), std::string::npos) << reason;
 }
 
+// constraints.micro_batches_per_step keeps the global batch: micro_batches = 16 / dp for each candidate (gpus 8:
+// tp 1, 2, 4 -> dp 8, 4, 2 -> 2, 4, 8 micro-batches), a dp that does not divide it is a rejection (gpus 8 with
+// tp 1 and a step of 4: dp 8), and a micro_batches axis with the constraint is an error.
+TEST(TuneEnumerationTest, MicroBatchesPerStepKeepsTheGlobalBatch) {
+  const fs::path dir = Dir();
+  auto space = Space(dir,
+                     "gpus: 8\nconstraints: {micro_batches_per_step: 16}\naxes:\n"
+                     "  - {key: parallel.tp, values: [1, 2, 4]}\n");
+  ASSERT_TRUE(space.ok()) << space.error().message();
+  auto e = EnumerateTune(*space, false);
+  ASSERT_TRUE(e.ok()) << e.error().message();
+  ASSERT_EQ(e->evaluate.size(), 3u);
+  for (const TuneCandidate& c : e->evaluate) EXPECT_EQ(c.dp * c.micro_batches, 16) << c.dp;
+  const SweepSpec sweep = EvaluationSweep(*space, *e);
+  for (int64_t i = 0; i < 3; ++i) {
+    const SweepRun run = ExpandRun(sweep, i);
+    ASSERT_TRUE(run.error.empty()) << run.error;
+    EXPECT_EQ(run.key, e->evaluate[i].run_key);
+    EXPECT_EQ(run.scenario.parallel.dp * run.scenario.parallel.micro_batches, 16);
+  }
+  auto four = Space(dir,
+                    "gpus: 8\nconstraints: {micro_batches_per_step: 4}\naxes:\n"
+                    "  - {key: parallel.tp, values: [1, 2, 4]}\n");
+  ASSERT_TRUE(four.ok());
+  auto e4 = EnumerateTune(*four, false);
+  ASSERT_TRUE(e4.ok());
+  EXPECT_EQ(e4->evaluate.size(), 2u);
+  EXPECT_EQ(
+      e4->rejected.at("constraints.micro_batches_per_step not divisible by dp (the global batch cannot be "
+                      "kept)"),
+      1);
+  EXPECT_NE(SpaceError("gpus: 8\nconstraints: {micro_batches_per_step: 16}\naxes:\n"
+                       "  - {key: parallel.micro_batches, values: [2, 4]}\n")
+                .find("space.yaml:6: axes: parallel.micro_batches is derived"),
+            std::string::npos);
+}
+
 // Every valid candidate simulated: its worst stage's peak is at least its bound; the pruned ones all run out of
 // memory; and ranking the pruned enumeration gives the exhaustive one's best and Pareto front.
 TEST(TuneBoundTest, TheBoundIsBelowEveryPeakAndPruningLosesNothing) {
