@@ -42,6 +42,11 @@ std::string Significant(double x, int digits) {
 
 std::string GiB(double bytes) { return std::isnan(bytes) ? "n/a" : Fixed(bytes / (1024.0 * 1024 * 1024), 1); }
 
+std::string Pad(const std::string& s, size_t w, bool right) {
+  if (s.size() >= w) return s;
+  return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
+}
+
 std::string Count(double x) {
   if (std::isnan(x)) return "n/a";
   const std::string digits = fmt::format("{:.0f}", std::fabs(x));

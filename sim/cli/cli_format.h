@@ -24,6 +24,8 @@ std::string Fixed(double x, int prec);
 std::string Significant(double x, int digits = 3);
 std::string GiB(double bytes);
 std::string Count(double x);
+// `s` padded with spaces to `w` characters, on the right (left-aligned) or, with `right`, on the left.
+std::string Pad(const std::string& s, size_t w, bool right = false);
 // A policy as written in a scenario: "isf" or "random(batch_size=4)".
 std::string PolicyText(const PolicyRef& p);
 

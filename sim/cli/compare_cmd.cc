@@ -34,12 +34,8 @@ std::string Cell(double x, int prec, bool sign = false) {
   return s;
 }
 
-std::string PadL(const std::string& s, size_t w) {
-  return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
-}
-std::string PadR(const std::string& s, size_t w) {
-  return s.size() >= w ? s : s + std::string(w - s.size(), ' ');
-}
+std::string PadL(const std::string& s, size_t w) { return Pad(s, w, true); }
+std::string PadR(const std::string& s, size_t w) { return Pad(s, w); }
 
 std::string Policies(const RunSummary& j) {
   return std::string(RecordSourceName(j.source)) + " by " + (j.engine.empty() ? "?" : j.engine) + "; data " +

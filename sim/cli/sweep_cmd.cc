@@ -42,11 +42,6 @@
 namespace mmtwin::cli {
 namespace {
 
-std::string Pad(const std::string& s, size_t w, bool right = false) {
-  if (s.size() >= w) return s;
-  return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
-}
-
 std::string Duration(double s) {
   if (!std::isfinite(s)) return "?";
   if (s < 90) return Fixed(s, 0) + " s";

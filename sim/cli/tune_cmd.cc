@@ -25,11 +25,6 @@
 namespace mmtwin::cli {
 namespace {
 
-std::string Pad(const std::string& s, size_t w, bool right = false) {
-  if (s.size() >= w) return s;
-  return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
-}
-
 int Fail(std::ostream& err, const std::string& msg) {
   err << "mmtwin tune: " << msg << "\n";
   return 2;
