@@ -49,6 +49,10 @@ Status CheckBackendScenario(const Scenario& s, int world_size, const std::string
                                "only with tp 1");
   }
   if (p.zero_stage > 1) return ScenarioError(s, "parallel.zero_stage", "the backend runs ZeRO stage 0 or 1");
+  if (!s.frozen.empty())
+    return ScenarioError(s, "model.frozen",
+                         "the backend trains every component; frozen components are simulated only (mmtwin "
+                         "simulate)");
   if (p.sp > 1)
     return ScenarioError(s, "parallel.sp",
                          "the backend does not run sequence parallelism (sp " + std::to_string(p.sp) +

@@ -155,7 +155,7 @@ Result<RecomputePlan> PlanRecompute(const PlannedRun& run, const LayerProfile& w
   rc.partition = p;
   rc.parallel = par;
   rc.in_flight = MaxInFlight(run.plan.schedule);
-  rc.model_state_bytes = RankModelStateBytes(par, p, worst.params);
+  rc.model_state_bytes = RankModelStateBytes(par, p, worst.params, FrozenLayerParams(worst.layers));
   rc.other_bytes = ProfileBoundaryBytes(worst, p, par);
   if (profiles) {
     const std::vector<int64_t> spread = SpreadReserveBytes(run, *profiles, p);
@@ -322,6 +322,7 @@ std::vector<int64_t> LayerParams(const std::vector<Layer>& layers) {
 Status MemoryReport(PlannedRun& run, const Pricer& pricer, const std::atomic<bool>* cancel) {
   const ParallelConfig& par = run.plan.parallel;
   const std::vector<int64_t> layer_params = LayerParams(pricer.layers());
+  const std::vector<int64_t> frozen_params = FrozenLayerParams(pricer.layers());
   std::vector<double> fwd(par.pp, 0);
   int64_t mbs = 0;
   run.memory.clear();
@@ -329,8 +330,9 @@ Status MemoryReport(PlannedRun& run, const Pricer& pricer, const std::atomic<boo
     MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
     const IterationCosts costs =
         pricer.PriceIteration(it, run.tokens, run.packing(), run.plan.partition, run.plan.recompute);
-    run.memory = MergeMemory(run.memory, ComputeMemory(par, run.plan.partition, layer_params,
-                                                       run.plan.schedule, costs, run.cluster.device));
+    run.memory =
+        MergeMemory(run.memory, ComputeMemory(par, run.plan.partition, layer_params, run.plan.schedule, costs,
+                                              run.cluster.device, frozen_params));
     for (int d = 0; d < costs.dp; ++d)
       for (int m = 0; m < costs.micro_batches; ++m) {
         for (int c = 0; c < costs.chunks; ++c) fwd[PipeRankOfChunk(c, par.pp)] += costs.At(d, m, c).fwd_us;

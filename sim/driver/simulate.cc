@@ -103,7 +103,8 @@ std::vector<double> OptimizerStepUsPerStage(const PlannedRun& run, const std::ve
   const ParallelConfig& par = run.plan.parallel;
   std::vector<double> params(par.pp, 0), us(par.pp, 0);
   for (size_t c = 0; c < statics.size(); ++c)
-    params[PipeRankOfChunk(static_cast<int>(c), par.pp)] += static_cast<double>(statics[c].params);
+    params[PipeRankOfChunk(static_cast<int>(c), par.pp)] += static_cast<double>(
+        statics[c].params - statics[c].frozen_params);  // the optimizer steps trained ones
   const AnalyticCostModel cost(run.cluster.device, {.tp = par.tp});
   for (int r = 0; r < par.pp; ++r) {
     const double per_gpu = OptimizerParamsPerGpu(params[r], par.tp, par.dp, par.zero_stage);
@@ -138,6 +139,7 @@ Result<Replay> ReplayIterations(const PlannedRun& run, Evaluator& evaluator, con
   const Pricer pricer = run.MakePricer();
   std::vector<int64_t> layer_params;
   for (const Layer& l : pricer.layers()) layer_params.push_back(l.params);
+  const std::vector<int64_t> frozen_params = FrozenLayerParams(pricer.layers());
   const std::vector<ChunkStatic> statics = pricer.Static(plan.partition);
   const CommSpec comm = run.Comm();
   const DeviceMesh mesh(par, run.cluster.gpus_per_node);
@@ -180,8 +182,8 @@ Result<Replay> ReplayIterations(const PlannedRun& run, Evaluator& evaluator, con
                    " us, not a finite time; check the cluster's bandwidths and latencies (nic_bytes_per_s, "
                    "nic_latency_us, nvlink_bytes_per_s, nvlink_latency_us) and the cost table");
     Accumulate(timing, costs, it, par, r);
-    r.memory = MergeMemory(
-        r.memory, ComputeMemory(par, plan.partition, layer_params, plan.schedule, costs, run.cluster.device));
+    r.memory = MergeMemory(r.memory, ComputeMemory(par, plan.partition, layer_params, plan.schedule, costs,
+                                                   run.cluster.device, frozen_params));
     if (static_cast<int>(i) == trace_at) {
       r.ops = OpRecordsOf(graph, timing, costs, it.epoch_index);
       AddWorkload(r.ops, it, run.tokens, plan.packed, mesh);

@@ -164,11 +164,17 @@ Result<TuneSpace> LoadTuneSpace(const std::string& path) {
 Result<int64_t> MemoryLowerBoundBytes(const Scenario& scenario) {
   MMTWIN_ASSIGN_OR_RETURN(const ModelSpec model, LoadScenarioModel(scenario));
   MMTWIN_ASSIGN_OR_RETURN(const ClusterSpec cluster, LoadScenarioCluster(scenario));
-  int64_t params = 0;
-  for (const Layer& l : Layers(model)) params += l.params;
+  int64_t params = 0, frozen = 0;
+  for (const Layer& l : Layers(model)) {
+    params += l.params;
+    if (l.frozen) frozen += l.params;
+  }
   const int64_t pp = std::max(1, scenario.parallel.pp);
   const int64_t heaviest_at_least = (params + pp - 1) / pp;
-  return ModelStateBytes(scenario.parallel, heaviest_at_least) + cluster.device.cuda_context_bytes;
+  // A frozen parameter costs at most a trained one's bytes: the bound lets the heaviest rank hold as many of
+  // them as there are.
+  return ModelStateBytes(scenario.parallel, heaviest_at_least, std::min(frozen, heaviest_at_least)) +
+         cluster.device.cuda_context_bytes;
 }
 
 Result<TuneEnumeration> EnumerateTune(const TuneSpace& space, bool prune) {

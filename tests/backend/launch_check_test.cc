@@ -40,5 +40,16 @@ TEST(BackendCheck, SplitBackwardSchedulesAreRefused) {
   EXPECT_TRUE(CheckBackendScenario(s, s.parallel.world_size(), "test").ok());
 }
 
+// Frozen components are simulated only: the backend trains every parameter, so it would measure a full backward
+// where the simulator prices the input gradient alone.
+TEST(BackendCheck, FrozenComponentsAreRefused) {
+  Scenario s = Small();
+  s.frozen = {"vision"};
+  const Status st = CheckBackendScenario(s, s.parallel.world_size(), "test");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("model.frozen: the backend trains every component"), std::string::npos)
+      << st.error().message();
+}
+
 }  // namespace
 }  // namespace mmtwin::backend

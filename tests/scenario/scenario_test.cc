@@ -760,3 +760,40 @@ TEST(ScenarioTest, ModelTokenMergeOverridesTheEncoders) {
 
 }  // namespace
 }  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+// model.frozen: a list of component names (or one name), kept by FormatScenario; unknown names, a wrong type and
+// everything frozen are errors naming the key and its line.
+TEST(ScenarioTest, ModelFrozenListsTheComponentsThatDoNotTrain) {
+  const std::string head = "trace: {preset: llava-665k, samples: 1000}\n";
+  auto s = Parse(head + "model: {name: llava-1.5-7b, frozen: [vision, llm]}\n");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->frozen, (std::vector<std::string>{"vision", "llm"}));
+  auto again = Parse(FormatScenario(*s));
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(again->frozen, s->frozen);
+  auto m = LoadScenarioModel(*s);
+  ASSERT_TRUE(m.ok()) << m.error().message();
+  EXPECT_TRUE(m->components.front().frozen);
+  EXPECT_FALSE(m->components[1].frozen);  // the projector trains
+  EXPECT_TRUE(m->components.back().frozen);
+  auto one = Parse(head + "model: {name: llava-1.5-7b, frozen: vision}\n");
+  ASSERT_TRUE(one.ok()) << one.error().message();
+  EXPECT_EQ(one->frozen, (std::vector<std::string>{"vision"}));
+
+  std::string bad = ErrorOf(head + "model: {name: llava-1.5-7b, frozen: [vit]}\n");
+  EXPECT_NE(
+      bad.find(":2: model.frozen: model 'llava-1.5-7b' has no component 'vit'; its components are: vision, "
+               "projector, llm"),
+      std::string::npos)
+      << bad;
+  bad = ErrorOf(head + "model: {name: llava-1.5-7b, frozen: {vision: true}}\n");
+  EXPECT_NE(bad.find("model.frozen: expected a list of component names"), std::string::npos) << bad;
+  bad = ErrorOf(head + "model: {name: llava-1.5-7b, frozen: [vision, projector, llm]}\n");
+  EXPECT_NE(bad.find("model.frozen: every component of 'llava-1.5-7b' is frozen"), std::string::npos) << bad;
+}
+
+}  // namespace
+}  // namespace mmtwin

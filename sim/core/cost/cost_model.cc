@@ -234,7 +234,33 @@ int64_t AnalyticBackwardWorkBytes(const ModelSpec& m, const Layer& layer, const 
   return BytesOf(work);
 }
 
+void ApplyBackward(LayerBackward backward, LayerCost& c) {
+  switch (backward) {
+    case LayerBackward::kFull:
+      return;
+    case LayerBackward::kInputOnly:
+      c.bwd_time_us = std::max(0.0, c.bwd_time_us - c.bwd_weight_time_us);
+      c.bwd_flops = std::max(0.0, c.bwd_flops - c.bwd_weight_flops);
+      c.bwd_weight_time_us = 0;
+      c.bwd_weight_flops = 0;
+      return;
+    case LayerBackward::kNone:
+      c.bwd_time_us = c.bwd_weight_time_us = 0;
+      c.bwd_flops = c.bwd_weight_flops = 0;
+      c.act_bytes = c.act_bytes_recompute = 0;
+      c.bwd_work_bytes = 0;
+      return;
+  }
+}
+
 LayerCost AnalyticCostModel::Cost(const ModelSpec& m, const Layer& layer, const LayerWorkload& w) const {
+  LayerCost cost = FullBackwardCost(m, layer, w);
+  ApplyBackward(layer.backward, cost);
+  return cost;
+}
+
+LayerCost AnalyticCostModel::FullBackwardCost(const ModelSpec& m, const Layer& layer,
+                                              const LayerWorkload& w) const {
   LayerCost cost;
   const Component& c = m.components.at(layer.component);
   const double tp = options_.tp;
@@ -338,6 +364,11 @@ LayerCost AnalyticCostModel::Cost(const ModelSpec& m, const Layer& layer, const 
   }
   cost.fwd_flops = fwd_flops;  // the model's FLOPs (MFU counts these), not the padded ones
   cost.bwd_flops = 2.0 * fwd_flops;
+  // Weight gradients: every weight GEMM's forward FLOPs again (a block's attention core has no weights; the
+  // LLM embedding's lookup has no FLOPs).
+  cost.bwd_weight_flops = layer.kind == LayerKind::kTransformer
+                              ? 2.0 * tokens * static_cast<double>(BlockMatmulParams(c.tf))
+                              : fwd_flops;
   if (uses_curve()) {
     const CurveTimes t = CurveTimesOf(m, layer, w);
     cost.fwd_time_us = t.fwd_us;
@@ -718,8 +749,14 @@ std::optional<double> CoefficientCostModel::MeasuredOptimizerStepUs(double param
 Status CoefficientCostModel::Save(const std::string& path) const { return WriteFileAtomic(path, Format()); }
 
 LayerCost CoefficientCostModel::Cost(const ModelSpec& m, const Layer& layer, const LayerWorkload& w) const {
-  LayerCost cost = analytic_.Cost(m, layer, w);
-  if (w.tokens <= 0) return cost;
+  // The coefficients price a full backward (the backend measures no frozen components); the layer's backward
+  // mode applies after them.
+  LayerCost cost = analytic_.FullBackwardCost(m, layer, w);
+  const LayerBackward backward = layer.backward;
+  if (w.tokens <= 0) {
+    ApplyBackward(backward, cost);
+    return cost;
+  }
   const TimeCoefficients* c = Find(m.components.at(layer.component).source, layer.kind);
   if (!c) {
     cost.fwd_time_us = cost.bwd_time_us = std::numeric_limits<double>::quiet_NaN();
@@ -740,6 +777,7 @@ LayerCost CoefficientCostModel::Cost(const ModelSpec& m, const Layer& layer, con
   if (c->has_work)
     cost.bwd_work_bytes =
         BytesOf(c->work_c0_bytes + c->work_token_bytes * tokens + c->work_pair_bytes * w.attn_pairs);
+  ApplyBackward(backward, cost);
   return cost;
 }
 

@@ -80,6 +80,8 @@ struct LayerCost {
   // layer's weights (wgrad FLOPs = their forward FLOPs), none of the attention core (no weights); the input
   // gradient (B) is the rest. The LLM embedding's W is its gradient scatter (the lookup's memory time).
   double bwd_weight_time_us = 0;
+  double bwd_weight_flops =
+      0;  // of bwd_flops, the weight gradients' (whole layer: the weight GEMMs' forward)
   int64_t param_bytes = 0;          // bf16 weights per GPU (params * 2 / tp)
   int64_t act_bytes = 0;            // stored for backward without recomputation, per GPU
   int64_t act_bytes_recompute = 0;  // stored with full recomputation (the layer input), per GPU
@@ -90,6 +92,14 @@ struct LayerCost {
   // closed forms of AnalyticBackwardWorkBytes.
   int64_t bwd_work_bytes = 0;
 };
+
+// A layer's cost as its backward mode makes it (Layer::backward, model.h; both cost models apply it, so every client
+// prices frozen components alike): kFull leaves `c` as it is; kInputOnly removes the weight gradient
+// (bwd_time_us -= bwd_weight_time_us, bwd_flops -= bwd_weight_flops, both W fields 0), keeping the stored
+// activations (an upper bound: a frozen Linear needs no saved input for its input gradient, but its norms and
+// activation functions still do); kNone zeroes the backward's times, FLOPs, working memory and the stored
+// activations (with and without recompute). Forward, parameter and boundary fields are never changed.
+void ApplyBackward(LayerBackward backward, LayerCost& c);
 
 class CostModel {
  public:
@@ -219,7 +229,10 @@ double OptimizerParamsPerGpu(double stage_params, int tp, int dp, int zero_stage
 class AnalyticCostModel : public CostModel {
  public:
   AnalyticCostModel(DeviceSpec device, AnalyticOptions options = {});
+  // FullBackwardCost with the layer's backward mode applied (ApplyBackward(layer.backward, ...)).
   LayerCost Cost(const ModelSpec& m, const Layer& layer, const LayerWorkload& w) const override;
+  // The layer as if it trained (a full backward whatever Component::frozen says).
+  LayerCost FullBackwardCost(const ModelSpec& m, const Layer& layer, const LayerWorkload& w) const;
   Status Supports(const ModelSpec&) const override { return Status(); }
   std::string name() const override { return "analytic"; }
   const DeviceSpec& device() const { return device_; }

@@ -255,32 +255,49 @@ int64_t DispatchSentBytes(const OpGraph& g, int slot, int dev) {
 }
 
 std::vector<FsdpUnit> FsdpUnits(const ChunkStatic& s) {
-  std::vector<int64_t> layers;
-  for (int64_t p : s.layer_params)
-    if (p > 0) layers.push_back(p);
-  if (layers.empty()) return {FsdpUnit{s.grad_bytes_per_gpu, 1.0}};
-  const size_t per = (layers.size() + kMaxFsdpUnits - 1) / kMaxFsdpUnits;
-  std::vector<int64_t> params;
-  for (size_t i = 0; i < layers.size(); i += per) {
-    int64_t sum = 0;
-    for (size_t j = i; j < std::min(layers.size(), i + per); ++j) sum += layers[j];
-    params.push_back(sum);
+  std::vector<int64_t> layers, trained_layers;
+  for (size_t i = 0; i < s.layer_params.size(); ++i) {
+    const int64_t p = s.layer_params[i];
+    if (p <= 0) continue;
+    layers.push_back(p);
+    trained_layers.push_back(p - (i < s.layer_frozen_params.size() ? s.layer_frozen_params[i] : 0));
   }
-  int64_t total = 0;
-  for (int64_t p : params) total += p;
+  if (layers.empty()) return {FsdpUnit{s.weight_bytes_per_gpu(), s.grad_bytes_per_gpu, 1.0}};
+  const size_t per = (layers.size() + kMaxFsdpUnits - 1) / kMaxFsdpUnits;
+  std::vector<int64_t> params, trained;
+  for (size_t i = 0; i < layers.size(); i += per) {
+    int64_t sum = 0, sum_trained = 0;
+    for (size_t j = i; j < std::min(layers.size(), i + per); ++j) {
+      sum += layers[j];
+      sum_trained += trained_layers[j];
+    }
+    params.push_back(sum);
+    trained.push_back(sum_trained);
+  }
+  int64_t total = 0, total_trained = 0;
+  for (size_t u = 0; u < params.size(); ++u) {
+    total += params[u];
+    total_trained += trained[u];
+  }
   std::vector<FsdpUnit> units(params.size());
   // Bytes by cumulative share (rounded down at each boundary), so that the units' bytes sum to the chunk's.
-  int64_t done = 0, prev_bytes = 0;
-  for (size_t u = 0; u < params.size(); ++u) {
-    done += params[u];
-    const int64_t end_bytes =
-        u + 1 == params.size()
-            ? s.grad_bytes_per_gpu
-            : static_cast<int64_t>(static_cast<long double>(s.grad_bytes_per_gpu) * done / total);
-    units[u].bytes = end_bytes - prev_bytes;
+  const auto split = [&](const std::vector<int64_t>& of, int64_t whole_params, int64_t whole_bytes,
+                         int64_t FsdpUnit::*field) {
+    int64_t done = 0, prev_bytes = 0;
+    for (size_t u = 0; u < of.size(); ++u) {
+      done += of[u];
+      const int64_t end_bytes =
+          u + 1 == of.size() || whole_params <= 0
+              ? (whole_params <= 0 ? 0 : whole_bytes)
+              : static_cast<int64_t>(static_cast<long double>(whole_bytes) * done / whole_params);
+      units[u].*field = end_bytes - prev_bytes;
+      prev_bytes = end_bytes;
+    }
+  };
+  split(params, total, s.weight_bytes_per_gpu(), &FsdpUnit::bytes);
+  split(trained, total_trained, s.grad_bytes_per_gpu, &FsdpUnit::grad_bytes);
+  for (size_t u = 0; u < params.size(); ++u)
     units[u].share = static_cast<double>(params[u]) / static_cast<double>(total);
-    prev_bytes = end_bytes;
-  }
   return units;
 }
 
@@ -329,7 +346,7 @@ std::vector<BucketGroup> FsdpBucketGroups(const ChunkStatic& s, int D, bool dp_i
   const int U = static_cast<int>(units.size());
   groups.resize(U);
   for (int q = 0; q < U; ++q) {
-    const int64_t bytes = units[U - 1 - q].bytes;
+    const int64_t bytes = units[U - 1 - q].grad_bytes;
     groups[q] = {q, q, bytes > 0 ? 1 : 0, bytes,
                  bytes > 0 ? cost_model.Us({CommKind::kReduceScatter, bytes, D, dp_in_node}) : 0.0};
   }
@@ -344,14 +361,18 @@ int BucketReadyPiece(const ChunkStatic& s, int64_t bucket_bytes, int64_t bucket,
   // Gradient bytes the bucket needs, counted from the chunk's last layer (the backward's order).
   const double need = std::min(total, static_cast<double>(bucket + 1) * static_cast<double>(bucket_bytes));
   double f = need / total;  // without per-layer sizes: bytes appear evenly over the backward
-  if (!s.layer_params.empty() && s.params > 0) {
+  const int64_t trained = s.params - s.frozen_params;
+  if (!s.layer_params.empty() && trained > 0) {
     f = 1.0;
-    double done = 0;
+    double done = 0, done_trained = 0;
     for (size_t i = s.layer_params.size(); i-- > 0;) {
+      // The backward's pieces go by parameter share (frozen layers' time passes too); the gradient bytes by the
+      // trained parameters only.
       done += static_cast<double>(s.layer_params[i]);
-      const double share = done / static_cast<double>(s.params);
-      if (share * total >= need * (1 - 1e-12)) {
-        f = share;
+      done_trained += static_cast<double>(s.layer_params[i]) -
+                      static_cast<double>(i < s.layer_frozen_params.size() ? s.layer_frozen_params[i] : 0);
+      if (done_trained / static_cast<double>(trained) * total >= need * (1 - 1e-12)) {
+        f = done / static_cast<double>(s.params);
         break;
       }
     }

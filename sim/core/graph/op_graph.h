@@ -55,9 +55,10 @@
 //   ZeRO-0    all-reduce per bucket: 2(d-1)/d * b / bw + 2(d-1) * lat
 //   ZeRO-1/2  reduce-scatter + all-gather per bucket (same volume): 2 * ((d-1)/d * b / bw + (d-1) * lat)
 //   ZeRO-3    reduce-scatter per bucket: (d-1)/d * b / bw + (d-1) * lat; plus one weight all-gather op (kind
-//             dp_all_gather, Op::buckets = n_buckets) of the chunk's bf16 weights (the same bytes as its bf16
-//             gradients) before its first forward and one before its first backward: n_buckets * (d-1) * lat +
-//             (d-1)/d * B / bw each, queued on the dp lane at the schedule position of that forward/backward,
+//             dp_all_gather, Op::buckets = n_buckets of W) of the chunk's bf16 weights W =
+//             ChunkStatic::weight_bytes_per_gpu() (its gradient bytes B plus its frozen parameters' weights, which
+//             have no gradient) before its first forward and one before its first backward: n_buckets * (d-1) *
+//             lat + (d-1)/d * W / bw each (also for a chunk of frozen layers without a backward: an upper bound), queued on the dp lane at the schedule position of that forward/backward,
 //             with no other dependency (prefetch). This is parallel.zero3_impl simple and deepspeed (DeepSpeed's
 //             per-module fetch with its prefetch bucket is counted in memory only, core/plan/memory.h).
 //   ZeRO-3 with zero3_impl fsdp (PyTorch FSDP, FULL_SHARD: one FlatParameter per wrapped unit, unsharded just
@@ -79,7 +80,7 @@
 //             (across passes). An all-gather is a collective: one barrier per (stage, micro-batch, chunk, pass,
 //             unit) waits for every replica's lane predecessor and (j-2)-th unit computation, and the replicas'
 //             gathers start after it (the replica-alone timing: after its own). Gradients: in the chunk's last whole backward, one reduce-scatter of the unit's
-//             gradient bytes after each unit (dp_collective, bucket = q, Op::buckets = 1, (d-1)/d * b_u / bw +
+//             gradient bytes (its trained parameters'; none for a frozen unit) after each unit (dp_collective, bucket = q, Op::buckets = 1, (d-1)/d * b_u / bw +
 //             (d-1) * lat) [dp lane, after the next unit's gather], behind a barrier over the replicas as the
 //             buckets below; dp_bucket_bytes does not apply. With a split backward the chunk's last W releases
 //             them. For a uniform chain of U units with per-unit compute c and gather time a, a forward on an

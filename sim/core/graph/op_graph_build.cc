@@ -47,7 +47,8 @@ Status CheckInputs(const ParallelConfig& pc, const Schedule& s, const IterationC
     bool any = false;
     for (const ChunkStatic& st : statics) {
       if (st.grad_bytes_per_gpu < 0) return Error("op graph: grad_bytes_per_gpu must be >= 0");
-      any = any || st.grad_bytes_per_gpu > 0;
+      if (st.frozen_bytes_per_gpu < 0) return Error("op graph: frozen_bytes_per_gpu must be >= 0");
+      any = any || st.grad_bytes_per_gpu > 0 || (pc.zero_stage == 3 && st.frozen_bytes_per_gpu > 0);
     }
     if (any && !(comm.dp_bytes_per_s > 0)) return Error("op graph: CommSpec.dp_bytes_per_s must be > 0");
     if (any && comm.dp_bucket_bytes <= 0) return Error("op graph: CommSpec.dp_bucket_bytes must be > 0");
@@ -337,7 +338,9 @@ int32_t GraphBuilder::AddSp(Op& op, int32_t k, int dev, double us, int64_t bytes
 
 // ZeRO-3: all-gather a chunk's weights before its first forward and its first backward (-1 when not needed).
 int32_t GraphBuilder::WeightAllGather(int32_t dev, int c, PassKind pass) {
-  if (statics_[c].grad_bytes_per_gpu <= 0) return -1;
+  const int64_t bytes = statics_[c].weight_bytes_per_gpu();
+  if (bytes <= 0) return -1;
+  const int64_t buckets = has_dp_ ? NumWeightBuckets(statics_[c], comm_) : 0;
   Op g{OpKind::kDpAllGather,
        Lane::kDp,
        pass,
@@ -345,10 +348,9 @@ int32_t GraphBuilder::WeightAllGather(int32_t dev, int c, PassKind pass) {
        -1,
        c,
        0,
-       cost_model_.Us(
-           {CommKind::kWeightAllGather, statics_[c].grad_bytes_per_gpu, D_, dp_in_node_, NumBucketsOf(c)}),
-       statics_[c].grad_bytes_per_gpu};
-  g.buckets = static_cast<int32_t>(NumBucketsOf(c));
+       cost_model_.Us({CommKind::kWeightAllGather, bytes, D_, dp_in_node_, buckets}),
+       bytes};
+  g.buckets = static_cast<int32_t>(buckets);
   g.peer = mesh_.DpNeighbor(dev, +1);
   return NewOp(g, -1);
 }

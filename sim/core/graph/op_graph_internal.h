@@ -65,7 +65,9 @@ inline bool IsFsdp(const ParallelConfig& pc) {
 // consecutive layers grouped when there are more than kMaxFsdpUnits of them (Op::pieces is 8 bits).
 inline constexpr int kMaxFsdpUnits = 128;
 struct FsdpUnit {
-  int64_t bytes = 0;  // bf16 weights (= gradients) per GPU: the unit's share of grad_bytes_per_gpu
+  int64_t bytes = 0;  // bf16 weights per GPU (all-gathered): its share of weight_bytes_per_gpu()
+  int64_t grad_bytes =
+      0;              // bf16 gradients per GPU (reduce-scattered): its trained share of grad_bytes_per_gpu
   double share = 1;   // its parameters' share of the chunk's: its share of every pass's compute time
 };
 std::vector<FsdpUnit> FsdpUnits(const ChunkStatic& s);
@@ -89,6 +91,11 @@ inline constexpr int kMaxPieces = 16;
 inline int64_t NumBuckets(const ChunkStatic& s, const CommSpec& comm) {
   return s.grad_bytes_per_gpu > 0 ? (s.grad_bytes_per_gpu + comm.dp_bucket_bytes - 1) / comm.dp_bucket_bytes
                                   : 0;
+}
+// ZeRO-3's weight all-gather of a chunk in dp_bucket_bytes buckets: its trained and frozen weights.
+inline int64_t NumWeightBuckets(const ChunkStatic& s, const CommSpec& comm) {
+  const int64_t b = s.weight_bytes_per_gpu();
+  return b > 0 ? (b + comm.dp_bucket_bytes - 1) / comm.dp_bucket_bytes : 0;
 }
 // Pieces of the chunk's last backward: one per bucket up to kMaxPieces (1 without gradients).
 inline int NumPieces(int64_t buckets) {

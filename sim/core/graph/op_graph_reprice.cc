@@ -113,10 +113,15 @@ bool StaticsFitInPlace(const OpGraph& g, const std::vector<ChunkStatic>& statics
   groups->assign(C, {});
   for (int c = 0; c < C; ++c) {
     const ChunkStatic& st = statics[c];
-    if (st.grad_bytes_per_gpu < 0) {
-      *error = "op graph: grad_bytes_per_gpu must be >= 0";
+    if (st.grad_bytes_per_gpu < 0 || st.frozen_bytes_per_gpu < 0) {
+      *error = st.grad_bytes_per_gpu < 0 ? "op graph: grad_bytes_per_gpu must be >= 0"
+                                         : "op graph: frozen_bytes_per_gpu must be >= 0";
       return false;
     }
+    // ZeRO-3's weight all-gathers exist iff the chunk has weights: the same in both.
+    if (pc.zero_stage == 3 &&
+        (st.weight_bytes_per_gpu() > 0) != (g.source.statics[c].weight_bytes_per_gpu() > 0))
+      return false;
     (*groups)[c] = ChunkBucketGroups(st, pc.zero_stage, D, dp_in_node, g.source.comm, *g.source.comm_cost);
     const std::vector<BucketGroup> old = ChunkBucketGroups(g.source.statics[c], pc.zero_stage, D, dp_in_node,
                                                            g.source.comm, *g.source.comm_cost);
@@ -177,10 +182,11 @@ void ApplyStatics(OpGraph& g, const std::vector<ChunkStatic>& statics,
       op.duration_us = g.duration_us[i] = bg.duration_us;
     } else if (op.kind == OpKind::kDpAllGather) {
       const ChunkStatic& st = statics[op.chunk];
-      op.bytes = st.grad_bytes_per_gpu;
-      op.buckets = static_cast<int32_t>(NumBuckets(st, g.source.comm));
-      op.duration_us = g.duration_us[i] = g.source.comm_cost->Us(
-          {CommKind::kWeightAllGather, st.grad_bytes_per_gpu, D, dp_in_node, NumBuckets(st, g.source.comm)});
+      op.bytes = st.weight_bytes_per_gpu();
+      op.buckets = static_cast<int32_t>(NumWeightBuckets(st, g.source.comm));
+      op.duration_us = g.duration_us[i] =
+          g.source.comm_cost->Us({CommKind::kWeightAllGather, st.weight_bytes_per_gpu(), D, dp_in_node,
+                                  NumWeightBuckets(st, g.source.comm)});
     }
   }
 }

@@ -96,8 +96,8 @@ std::optional<double> ReplicaAloneTimeUs(OpGraph* graph, int replica, std::span<
         dur = groups[op.chunk][g.ops[g.Deps(i)[0]].bucket].duration_us;
       } else if (op.kind == OpKind::kDpAllGather) {
         const ChunkStatic& st = statics[op.chunk];
-        dur = comm_cost.Us({CommKind::kWeightAllGather, st.grad_bytes_per_gpu, D, dp_in_node,
-                            NumBuckets(st, g.source.comm)});
+        dur = comm_cost.Us({CommKind::kWeightAllGather, st.weight_bytes_per_gpu(), D, dp_in_node,
+                            NumWeightBuckets(st, g.source.comm)});
       }
     }
     double s = lp[i] >= 0 ? finish[lp[i]] : 0.0;

@@ -243,7 +243,8 @@ std::vector<Layer> Layers(const ModelSpec& m) {
   for (int ci = 0; ci < static_cast<int>(m.components.size()); ++ci) {
     const Component& c = m.components[ci];
     auto add = [&](LayerKind kind, int index, int64_t params, const std::string& suffix) {
-      out.push_back(Layer{ci, kind, index, params, c.name + "." + suffix});
+      out.push_back(Layer{ci, kind, index, params, c.name + "." + suffix, c.frozen});
+      out.back().backward = BackwardOf(m, out.back());
     };
     if (c.kind == ComponentKind::kProjector) {
       add(LayerKind::kProjector, 0, ProjectorParams(c), "mlp");
@@ -270,6 +271,73 @@ bool TpDividesHeads(const TransformerConfig& t, int tp) {
   if (tp <= 1 || t.heads <= 0) return true;
   const int kv = t.kv_heads > 0 ? t.kv_heads : t.heads;
   return t.heads % tp == 0 && kv % tp == 0;
+}
+
+const char* LayerBackwardName(LayerBackward b) {
+  switch (b) {
+    case LayerBackward::kFull:
+      return "full";
+    case LayerBackward::kInputOnly:
+      return "input_only";
+    case LayerBackward::kNone:
+      return "none";
+  }
+  return "?";
+}
+
+LayerBackward BackwardOf(const ModelSpec& m, const Layer& layer) {
+  const Component& c = m.components.at(layer.component);
+  if (!c.frozen) return LayerBackward::kFull;
+  // Upstream components (whole: a component is frozen or trained as a unit, so its own earlier layers train
+  // iff it does, and it is frozen here).
+  bool upstream_trains = false;
+  if (c.kind == ComponentKind::kProjector) {
+    const int e = EncoderOfProjector(m, layer.component);
+    upstream_trains = e >= 0 && !m.components[e].frozen;
+  } else if (c.kind == ComponentKind::kLlm && layer.kind != LayerKind::kEmbedding) {
+    for (const Component& o : m.components)
+      if (&o != &c && !o.frozen) upstream_trains = true;
+  }
+  return upstream_trains ? LayerBackward::kInputOnly : LayerBackward::kNone;
+}
+
+Result<ModelSpec> WithFrozen(const ModelSpec& m, const std::vector<std::string>& components) {
+  ModelSpec out = m;
+  std::string valid;
+  for (const Component& c : m.components) valid += (valid.empty() ? "" : ", ") + c.name;
+  for (size_t i = 0; i < components.size(); ++i) {
+    const std::string& name = components[i];
+    for (size_t j = 0; j < i; ++j)
+      if (components[j] == name) return Error("component '" + name + "' is listed twice");
+    bool found = false;
+    for (Component& c : out.components)
+      if (c.name == name) {
+        c.frozen = true;
+        found = true;
+      }
+    if (!found)
+      return Error("model '" + m.name + "' has no component '" + name + "'; its components are: " + valid);
+  }
+  bool trains = false;
+  for (const Component& c : out.components) trains = trains || !c.frozen;
+  if (!trains) return Error("every component of '" + m.name + "' is frozen: nothing would train");
+  for (const Component& c : out.components)
+    if (c.frozen && !components.empty()) out.name += "-frozen-" + c.name;
+  return out;
+}
+
+int64_t FrozenParams(const ModelSpec& m) {
+  int64_t p = 0;
+  for (int i = 0; i < static_cast<int>(m.components.size()); ++i)
+    if (m.components[i].frozen) p += ComponentParams(m, i);
+  return p;
+}
+
+std::vector<int64_t> FrozenLayerParams(const std::vector<Layer>& layers) {
+  std::vector<int64_t> out;
+  out.reserve(layers.size());
+  for (const Layer& l : layers) out.push_back(l.frozen ? l.params : 0);
+  return out;
 }
 
 int64_t TotalParams(const ModelSpec& m) {

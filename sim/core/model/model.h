@@ -89,6 +89,10 @@ struct Component {
   std::vector<int64_t> projector_dims;
   bool projector_norm = false;
   int64_t conv_params = 0;  // front-end convolutions (Whisper) counted as parameters only
+  // Frozen in training (a scenario's `model: {frozen: [NAME, ...]}`, WithFrozen): its parameters get no
+  // gradients, no optimizer states and no gradient communication; its backward computes at most the input
+  // gradient (BackwardOf).
+  bool frozen = false;
 };
 
 struct ModelSpec {
@@ -109,13 +113,38 @@ struct ModelSpec {
 // Kind of one layer in the flattened, ordered layer list used by partitioning and the cost model.
 enum class LayerKind { kEmbedding, kTransformer, kProjector, kHead };
 
+// What a layer's backward computes, by what trains (Component::frozen) along the data flow: an encoder's layers
+// feed its later layers, a projector's its encoder's, the LLM's blocks and head take the LLM embedding and every
+// encoder and projector (through the merged sequence), the LLM embedding takes token ids (nothing).
+//   kFull       a trained layer: input gradient (B) and weight gradient (W);
+//   kInputOnly  a frozen layer that something upstream of it trains: the input gradient only (no W: its
+//               weight-gradient GEMMs, their FLOPs and, in a split backward, the W op are gone);
+//   kNone       a frozen layer with nothing trained upstream: no backward at all, and it stores no activations
+//               for one (PyTorch records no graph when no input and no parameter requires a gradient).
+// Without frozen components every layer is kFull.
+enum class LayerBackward { kFull, kInputOnly, kNone };
+
 struct Layer {
   int component = 0;  // index into ModelSpec::components
   LayerKind kind = LayerKind::kTransformer;
   int index = 0;  // index within its component (block number)
   int64_t params = 0;
   std::string label;  // e.g. "vision.block.12", "llm.embed"
+  bool frozen = false;  // its component is frozen (Component::frozen): params get no gradient
+  LayerBackward backward = LayerBackward::kFull;  // BackwardOf, set by Layers()
 };
+
+const char* LayerBackwardName(LayerBackward b);  // "full", "input_only", "none"
+// The rule above for a layer of `m` (its component and kind; Layers() stores it in Layer::backward).
+LayerBackward BackwardOf(const ModelSpec& m, const Layer& layer);
+// The model with the named components frozen (a scenario's `model: {frozen: [...]}`): Component::frozen set,
+// the name suffixed "-frozen-NAME" per component (in the spec's order). Errors: an unknown component name
+// (listing the valid ones), a name given twice, every component frozen (nothing would train).
+Result<ModelSpec> WithFrozen(const ModelSpec& m, const std::vector<std::string>& components);
+// Parameters of the model's frozen components (0 without any).
+int64_t FrozenParams(const ModelSpec& m);
+// Per layer of `layers`, its parameters when it is frozen, else 0 (the memory model's `layer_frozen_params`).
+std::vector<int64_t> FrozenLayerParams(const std::vector<Layer>& layers);
 
 // Loads a spec by name from the model zoo (traces/models/NAME.yaml) or by path (anything containing '/' or
 // ending in .yaml). An unknown name is an error listing the valid ones.

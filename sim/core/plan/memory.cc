@@ -50,27 +50,35 @@ int64_t ModelStates::Total() const {
   return AddBytes(AddBytes(AddBytes(weights, grads), AddBytes(main_grads, optimizer)), zero3_transient);
 }
 
-ModelStates ModelStatesOf(const ParallelConfig& parallel, int64_t params) {
-  const int64_t per_gpu = CeilDiv(params, std::max(1, parallel.tp));
+ModelStates ModelStatesOf(const ParallelConfig& parallel, int64_t params, int64_t frozen_params) {
+  frozen_params = std::clamp<int64_t>(frozen_params, 0, std::max<int64_t>(params, 0));
+  const int64_t tp = std::max(1, parallel.tp);
   int64_t dp =
       static_cast<int64_t>(std::max(1, parallel.dp)) * std::max(1, parallel.sp);  // ZeRO over dp x sp
   if (parallel.zero_stage == 3 && parallel.zero3_shard_group > 0 && parallel.zero3_shard_group < dp)
     dp = parallel.zero3_shard_group;  // hybrid sharding: states sharded within the group
   const OptimizerBytes b = OptimizerBytesFor(parallel);
-  auto shard = [&](int bytes, int from_stage) {
+  auto shard = [&](int bytes, int64_t per_gpu, int from_stage) {
     const int64_t whole = bytes * per_gpu;
     return parallel.zero_stage >= from_stage ? CeilDiv(whole, dp) : whole;
   };
+  const int64_t trained = CeilDiv(params - frozen_params, tp);
   ModelStates s;
-  s.weights = shard(b.weights, 3);
-  s.grads = shard(b.grads, 2);
-  s.main_grads = shard(b.main_grads, 2);
-  s.optimizer = shard(b.master + b.moments, 1);
+  s.weights = shard(b.weights, trained, 3);
+  s.grads = shard(b.grads, trained, 2);
+  s.main_grads = shard(b.main_grads, trained, 2);
+  s.optimizer = shard(b.master + b.moments, trained, 1);
+  if (frozen_params > 0) {
+    // Frozen parameters: their weights only, as the framework keeps them (memory.h).
+    const int64_t frozen = CeilDiv(frozen_params, tp);
+    s.weights = AddBytes(s.weights, shard(b.weights, frozen, 3));
+    if (ResolvedOptimizerMemory(parallel) == "fsdp") s.weights = AddBytes(s.weights, shard(4, frozen, 1));
+  }
   return s;
 }
 
-int64_t ModelStateBytes(const ParallelConfig& parallel, int64_t params) {
-  return ModelStatesOf(parallel, params).Total();
+int64_t ModelStateBytes(const ParallelConfig& parallel, int64_t params, int64_t frozen_params) {
+  return ModelStatesOf(parallel, params, frozen_params).Total();
 }
 
 int64_t Zero3TransientBytes(const std::string& impl, int64_t largest_layer_params, int64_t rank_params,
@@ -99,10 +107,14 @@ std::vector<int64_t> RankParams(const ParallelConfig& parallel, const Partition&
 }
 
 std::vector<ModelStates> RankModelStates(const ParallelConfig& parallel, const Partition& partition,
-                                         const std::vector<int64_t>& layer_params) {
+                                         const std::vector<int64_t>& layer_params,
+                                         const std::vector<int64_t>& layer_frozen_params) {
   const std::vector<int64_t> params = RankParams(parallel, partition, layer_params);
+  const std::vector<int64_t> frozen = layer_frozen_params.empty()
+                                          ? std::vector<int64_t>(params.size(), 0)
+                                          : RankParams(parallel, partition, layer_frozen_params);
   std::vector<ModelStates> out;
-  for (int64_t p : params) out.push_back(ModelStatesOf(parallel, p));
+  for (size_t r = 0; r < params.size(); ++r) out.push_back(ModelStatesOf(parallel, params[r], frozen[r]));
   if (parallel.zero_stage == 3 && parallel.zero3_impl != "simple") {
     const int pp = std::max(1, parallel.pp);
     const int64_t tp = std::max(1, parallel.tp);
@@ -120,9 +132,11 @@ std::vector<ModelStates> RankModelStates(const ParallelConfig& parallel, const P
 }
 
 std::vector<int64_t> RankModelStateBytes(const ParallelConfig& parallel, const Partition& partition,
-                                         const std::vector<int64_t>& layer_params) {
+                                         const std::vector<int64_t>& layer_params,
+                                         const std::vector<int64_t>& layer_frozen_params) {
   std::vector<int64_t> out;
-  for (const ModelStates& s : RankModelStates(parallel, partition, layer_params)) out.push_back(s.Total());
+  for (const ModelStates& s : RankModelStates(parallel, partition, layer_params, layer_frozen_params))
+    out.push_back(s.Total());
   return out;
 }
 
@@ -206,11 +220,12 @@ void Total(StageMemory& m) {
 std::vector<StageMemory> Walk(const ParallelConfig& parallel_in, const Partition& partition,
                               const std::vector<int64_t>& layer_params, const Schedule& schedule,
                               const IterationCosts& costs, int64_t capacity_bytes,
-                              const RuntimeMemory& runtime) {
+                              const RuntimeMemory& runtime, const std::vector<int64_t>& layer_frozen_params) {
   const ParallelConfig parallel = GraphParallel(parallel_in);
   const int pp = std::max(1, parallel.pp);
   const int chunks = costs.chunks;
-  const std::vector<ModelStates> states = RankModelStates(parallel, partition, layer_params);
+  const std::vector<ModelStates> states =
+      RankModelStates(parallel, partition, layer_params, layer_frozen_params);
   std::vector<StageMemory> out(pp);
   for (int r = 0; r < pp; ++r) {
     StageMemory& m = out[r];
@@ -280,15 +295,18 @@ std::vector<StageMemory> Walk(const ParallelConfig& parallel_in, const Partition
 
 std::vector<StageMemory> ComputeMemory(const ParallelConfig& parallel, const Partition& partition,
                                        const std::vector<int64_t>& layer_params, const Schedule& schedule,
-                                       const IterationCosts& costs, int64_t capacity_bytes) {
-  return Walk(parallel, partition, layer_params, schedule, costs, capacity_bytes, RuntimeMemory{});
+                                       const IterationCosts& costs, int64_t capacity_bytes,
+                                       const std::vector<int64_t>& layer_frozen_params) {
+  return Walk(parallel, partition, layer_params, schedule, costs, capacity_bytes, RuntimeMemory{},
+              layer_frozen_params);
 }
 
 std::vector<StageMemory> ComputeMemory(const ParallelConfig& parallel, const Partition& partition,
                                        const std::vector<int64_t>& layer_params, const Schedule& schedule,
-                                       const IterationCosts& costs, const DeviceSpec& device) {
+                                       const IterationCosts& costs, const DeviceSpec& device,
+                                       const std::vector<int64_t>& layer_frozen_params) {
   return Walk(parallel, partition, layer_params, schedule, costs, device.memory_bytes,
-              RuntimeMemoryOf(device, parallel));
+              RuntimeMemoryOf(device, parallel), layer_frozen_params);
 }
 
 std::vector<StageMemory> MergeMemory(const std::vector<StageMemory>& a, const std::vector<StageMemory>& b) {

@@ -155,24 +155,35 @@ struct ModelStates {
   int64_t Total() const;
 };
 // The model states of `params` parameters (whole, all TP ranks) under `parallel` (tp, dp x sp, zero_stage,
-// optimizer_memory), without the ZeRO-3 transient.
-ModelStates ModelStatesOf(const ParallelConfig& parallel, int64_t params);
+// optimizer_memory), without the ZeRO-3 transient. `frozen_params` of them (clamped to [0, params]) belong to
+// frozen components (Component::frozen, core/model/model.h): they have no gradients, no fp32 gradient buffer
+// and no optimizer states (Megatron-LM builds main parameters and Adam states for parameters that require a
+// gradient only, megatron/core/optimizer: _get_param_groups; DeepSpeed and torch.optim likewise skip them), only
+// their weights, sharded as the trained weights are: `weights` bytes (bf16, from ZeRO-3), plus under fsdp the
+// sharded fp32 FlatParameter that holds them (4 bytes from ZeRO-1: FSDP flattens frozen parameters with the
+// others, use_orig_params=True, and keeps the flat parameter in fp32 under MixedPrecision).
+ModelStates ModelStatesOf(const ParallelConfig& parallel, int64_t params, int64_t frozen_params = 0);
 
 // Model-state bytes per GPU for `params` parameters (whole, all TP ranks) under `parallel` (tp, dp,
-// zero_stage).
-int64_t ModelStateBytes(const ParallelConfig& parallel, int64_t params);
+// zero_stage), `frozen_params` of them frozen (ModelStatesOf).
+int64_t ModelStateBytes(const ParallelConfig& parallel, int64_t params, int64_t frozen_params = 0);
 // ZeRO-3's transient unsharded bytes per GPU for implementation `impl` ("simple", "fsdp", "deepspeed"; above).
 int64_t Zero3TransientBytes(const std::string& impl, int64_t largest_layer_params, int64_t rank_params,
                             int64_t tp);
 // Parameters on each pipeline rank (its chunks c with c % pp == r), from per-layer parameter counts.
 std::vector<int64_t> RankParams(const ParallelConfig& parallel, const Partition& partition,
                                 const std::vector<int64_t>& layer_params);
-// ModelStateBytes of every pipeline rank, plus the ZeRO-3 transient of parallel.zero3_impl.
+// ModelStateBytes of every pipeline rank, plus the ZeRO-3 transient of parallel.zero3_impl (its gathered
+// weights include frozen ones; its gradient buckets are counted as if every parameter trained, an upper bound).
+// `layer_frozen_params`: per layer, the parameters of a frozen layer (FrozenLayerParams, core/model/model.h),
+// else 0; empty = nothing frozen.
 std::vector<int64_t> RankModelStateBytes(const ParallelConfig& parallel, const Partition& partition,
-                                         const std::vector<int64_t>& layer_params);
+                                         const std::vector<int64_t>& layer_params,
+                                         const std::vector<int64_t>& layer_frozen_params = {});
 // The same by buffer.
 std::vector<ModelStates> RankModelStates(const ParallelConfig& parallel, const Partition& partition,
-                                         const std::vector<int64_t>& layer_params);
+                                         const std::vector<int64_t>& layer_params,
+                                         const std::vector<int64_t>& layer_frozen_params = {});
 
 // The runtime's bytes per GPU (above), the same on every rank of a plan.
 struct RuntimeMemory {
@@ -203,15 +214,18 @@ Status ValidateMemoryInputs(const ParallelConfig& parallel, const Partition& par
 
 // One StageMemory per pipeline rank (size pp), max over DP replicas. Precondition: ValidateMemoryInputs is OK
 // (ops out of range are skipped, so bad input never reads out of bounds, but the answer is then meaningless).
-// This overload counts no runtime and no fragmentation, against `capacity_bytes`.
+// This overload counts no runtime and no fragmentation, against `capacity_bytes`. `layer_frozen_params` as for
+// RankModelStates.
 std::vector<StageMemory> ComputeMemory(const ParallelConfig& parallel, const Partition& partition,
                                        const std::vector<int64_t>& layer_params, const Schedule& schedule,
-                                       const IterationCosts& costs, int64_t capacity_bytes);
+                                       const IterationCosts& costs, int64_t capacity_bytes,
+                                       const std::vector<int64_t>& layer_frozen_params = {});
 // The full model: the runtime of `device` for `parallel` (RuntimeMemoryOf), the fragmentation, against
 // device.memory_bytes.
 std::vector<StageMemory> ComputeMemory(const ParallelConfig& parallel, const Partition& partition,
                                        const std::vector<int64_t>& layer_params, const Schedule& schedule,
-                                       const IterationCosts& costs, const DeviceSpec& device);
+                                       const IterationCosts& costs, const DeviceSpec& device,
+                                       const std::vector<int64_t>& layer_frozen_params = {});
 
 // Worst case of two per-iteration results (same ranks): each component is the max of the two, the allocated peak
 // the max of the two (each iteration's is a real simultaneous sum, the sum of merged components may not be), the

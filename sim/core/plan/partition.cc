@@ -130,8 +130,19 @@ Result<Partition> RunParams(const PartitionContext& ctx, const Params&, Partitio
   return MinMaxPartition(ToDouble(ctx.profile.params), ctx.chunks);
 }
 
-Result<Partition> RunProfile(const PartitionContext& ctx, const Params&, PartitionReport&) {
-  return MinMaxPartition(ctx.profile.fwd_us, ctx.chunks);
+// The per-layer time a time-balancing policy balances (its `balance` parameter; partition.h).
+std::vector<double> BalancedTimes(const LayerProfile& profile, const std::string& balance) {
+  bool training = balance == "training";
+  if (balance == "auto")
+    for (const Layer& l : profile.layers) training = training || l.backward != LayerBackward::kFull;
+  if (!training) return profile.fwd_us;
+  std::vector<double> t(profile.fwd_us.size());
+  for (size_t l = 0; l < t.size(); ++l) t[l] = profile.fwd_us[l] + profile.bwd_us[l];
+  return t;
+}
+
+Result<Partition> RunProfile(const PartitionContext& ctx, const Params& params, PartitionReport&) {
+  return MinMaxPartition(BalancedTimes(ctx.profile, params.Str("balance")), ctx.chunks);
 }
 
 // Scores BMP candidates incrementally from prefix sums (the mean chunk time is fixed: total / chunks).
@@ -141,9 +152,9 @@ struct BmpScorer {
   int layers = 0, chunks = 1;
   double mean = 0, comm_norm = 0, comm_weight = 0;
 
-  BmpScorer(const LayerProfile& profile, int c, double w)
+  BmpScorer(const LayerProfile& profile, const std::vector<double>& times, int c, double w)
       : layers(profile.size()), chunks(c), comm_weight(w) {
-    prefix = Prefix(profile.fwd_us);
+    prefix = Prefix(times);
     boundary = profile.boundary_bytes;
     mean = prefix.back() / chunks;
     int64_t max_b = 0;
@@ -185,9 +196,10 @@ Result<Partition> RunBmp(const PartitionContext& ctx, const Params& params, Part
   const size_t top_k = static_cast<size_t>(params.Int("top_k"));
   const double comm_weight = params.Double("comm_weight");
   const int64_t max_candidates = params.Int("max_candidates");
-  const BmpScorer scorer(ctx.profile, chunks, comm_weight);
+  const std::vector<double> times = BalancedTimes(ctx.profile, params.Str("balance"));
+  const BmpScorer scorer(ctx.profile, times, chunks, comm_weight);
 
-  const Partition anchor = GreedyAnchorPartition(ctx.profile.fwd_us, chunks);
+  const Partition anchor = GreedyAnchorPartition(times, chunks);
   report.anchor = anchor;
   const std::vector<int> anchor_cuts(anchor.bounds.begin() + 1, anchor.bounds.end() - 1);
   const int ncuts = chunks - 1;
@@ -300,6 +312,15 @@ Result<Partition> RunBmp(const PartitionContext& ctx, const Params& params, Part
   return FromCuts(order[best].second, layers);
 }
 
+const ParamSpec kBalanceParam{
+    "balance",
+    ParamType::kString,
+    "auto",
+    "per-layer time balanced: forward (OmniBal's FWD(l)), training (forward + backward: what a stage spends "
+    "per micro-batch), auto (training when a component is frozen, its backward no longer a multiple of its "
+    "forward; else forward)",
+    {"auto", "forward", "training"}};
+
 std::vector<PartitionPolicyInfo>& Registry() {
   static std::vector<PartitionPolicyInfo> r = {
       {"uniform", "equal layer counts per chunk, the remainder spread evenly", {}, &RunUniform},
@@ -345,7 +366,10 @@ std::vector<PartitionPolicyInfo>& Registry() {
        "exact min-max of per-chunk parameter counts (DeepSpeed partition_method=parameters)",
        {},
        &RunParams},
-      {"profile", "exact min-max of per-chunk forward time (profile-based)", {}, &RunProfile},
+      {"profile",
+       "exact min-max of per-chunk forward time (profile-based; forward + backward with frozen components)",
+       {kBalanceParam},
+       &RunProfile},
       {"bmp",
        "OmniBal balanced model partition: greedy anchor, cuts jittered within +-radius, ranked by "
        "VAR(fwd)+SUM(comm), top K timed by the evaluator",
@@ -389,6 +413,7 @@ std::vector<PartitionPolicyInfo>& Registry() {
             "skip timing a candidate whose lower bound (its slowest DP replicas timed alone) is no better "
             "than "
             "the fastest so far: the same choice for less work"},
+           kBalanceParam,
        },
        &RunBmp},
   };
@@ -543,7 +568,7 @@ Partition GreedyAnchorPartition(const std::vector<double>& fwd_us, int chunks) {
 }
 
 double BmpScore(const LayerProfile& profile, const Partition& p, double comm_weight) {
-  const BmpScorer s(profile, p.chunks(), comm_weight);
+  const BmpScorer s(profile, BalancedTimes(profile, "auto"), p.chunks(), comm_weight);
   return s.Score(std::vector<int>(p.bounds.begin() + 1, p.bounds.end() - 1));
 }
 

@@ -24,6 +24,12 @@
 //            Needs LayerProfile::layers.
 //   params   exact min-max of per-chunk parameter counts (what DeepSpeed partition_method=parameters aims at)
 //   profile  exact min-max of per-chunk forward time (the "profile-based" baseline of OmniBal Table 4)
+// The time-balancing policies (profile, bmp) balance per-layer forward time as OmniBal profiles it (FWD(l_i),
+// §4.2), which stands for the whole step while every layer's backward is about twice its forward. With frozen
+// components (core/model/model.h LayerBackward) it is not: a frozen encoder with nothing trained before it has
+// no backward at all. Their `balance` parameter: forward, training (forward + backward per layer) or auto
+// (default: training when some layer's backward is not kFull, else forward, so that OmniBal's runs are
+// unchanged). In bmp the choice replaces "fwd" in the anchor and the score below.
 //   bmp      OmniBal balanced model partition: greedy anchor, every cut jittered within +-radius, candidates
 //            ranked by a normalized VAR(fwd) + SUM(comm) score, the top K (plus the anchor) timed by the
 //            evaluator, the fastest kept

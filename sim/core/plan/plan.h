@@ -303,10 +303,18 @@ struct IterationCosts {
 // Static, per-chunk quantities (independent of the data).
 struct ChunkStatic {
   int64_t params = 0;              // parameters in the chunk (whole, all TP ranks)
-  int64_t grad_bytes_per_gpu = 0;  // bf16 gradients synchronized over DP per GPU (params * 2 / tp)
+  int64_t grad_bytes_per_gpu = 0;  // bf16 gradients synchronized over DP per GPU ((params - frozen) * 2 / tp)
   // Parameters of each layer of the chunk, in forward order (empty: unknown, spread evenly): when a DP gradient
   // bucket is complete during the backward (op_graph.h).
   std::vector<int64_t> layer_params;
+  // Frozen parameters (Component::frozen, core/model/model.h): how many of `params`, their bf16 weights per GPU
+  // (ZeRO-3 all-gathers them with the trained ones; they have no gradient to reduce), and per layer of
+  // layer_params (empty: none frozen).
+  int64_t frozen_params = 0;
+  int64_t frozen_bytes_per_gpu = 0;
+  std::vector<int64_t> layer_frozen_params;
+  // The bf16 weights ZeRO-3 all-gathers per GPU: the trained ones' (= grad_bytes_per_gpu) and the frozen ones'.
+  int64_t weight_bytes_per_gpu() const { return grad_bytes_per_gpu + frozen_bytes_per_gpu; }
   bool operator==(const ChunkStatic&) const = default;
 };
 

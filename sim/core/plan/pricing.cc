@@ -11,13 +11,20 @@
 namespace mmtwin {
 namespace {
 
+// TP collectives of a layer's backward per forward's: 2 when it is recomputed (the rerun forward's and the
+// backward's), 1 otherwise, 0 without a backward (Layer::backward kNone; such a layer is never recomputed).
+double TpBackwardFactor(uint8_t recompute_flag, LayerBackward backward) {
+  if (backward == LayerBackward::kNone) return 0.0;
+  return recompute_flag != 0 ? 2.0 : 1.0;
+}
+
 // Adds layer `x` to its chunk: times, model FLOPs (`model_flops`, of the real tokens), stored activations under
 // the recompute flag (1: recomputed from its kept input; 2: inside a checkpointed group, nothing kept;
-// recompute.h), the backward transient, and `tp_us` of TP collectives per forward (twice in the backward when
-// the layer is recomputed).
-void AddLayer(const LayerCost& x, double model_flops, uint8_t flag, double tp_us, ChunkCost& cc,
-              BackwardTransient& transient) {
-  const bool rc = flag != 0;
+// recompute.h), the backward transient, and `tp_us` of TP collectives per forward (TpBackwardFactor times that
+// in the backward).
+void AddLayer(const LayerCost& x, double model_flops, uint8_t flag, double tp_us, LayerBackward backward,
+              ChunkCost& cc, BackwardTransient& transient) {
+  const bool rc = flag != 0 && backward != LayerBackward::kNone;
   cc.fwd_us += x.fwd_time_us;
   cc.bwd_us += x.bwd_time_us;
   cc.bwd_weight_us += x.bwd_weight_time_us;
@@ -26,7 +33,7 @@ void AddLayer(const LayerCost& x, double model_flops, uint8_t flag, double tp_us
   cc.act_bytes = AddBytes(cc.act_bytes, flag == 0 ? x.act_bytes : flag == 1 ? x.act_bytes_recompute : 0);
   transient.Add(flag, x.act_bytes, x.act_bytes_recompute, x.bwd_work_bytes);
   cc.tp_fwd_us += tp_us;
-  cc.tp_bwd_us += tp_us * (rc ? 2 : 1);
+  cc.tp_bwd_us += tp_us * TpBackwardFactor(flag, backward);
   if (rc) cc.recompute_us += x.fwd_time_us;
 }
 
@@ -135,7 +142,7 @@ void Pricer::PriceMicroBatch(const std::vector<SampleTokens>& mb, Packing packin
       const double tp_us = layers_[i].kind == LayerKind::kTransformer
                                ? TpLayerForwardUs(work[layers_[i].component].tokens, hidden_of_layer_[i])
                                : 0.0;
-      AddLayer(x, flops[i].fwd_flops + flops[i].bwd_flops, flag, tp_us, cc, transient);
+      AddLayer(x, flops[i].fwd_flops + flops[i].bwd_flops, flag, tp_us, layers_[i].backward, cc, transient);
     }
     cc.backward_transient_bytes = transient.Bytes();
     const int last = partition.bounds[c + 1] - 1;
@@ -236,21 +243,19 @@ void IterationTimingCache::SumChunks(const Iteration& x, const Partition& partit
              rec[kBlock] = {};
       for (int i = partition.bounds[c]; i < partition.bounds[c + 1]; ++i) {
         const double* t = block + pricer_.SlotOfLayer(i) * 4 * kBlock;
-        const bool rc = static_cast<size_t>(i) < nrc && recompute.layers[i] != 0;
+        const LayerBackward backward = pricer_.layers()[i].backward;
+        const uint8_t flag = static_cast<size_t>(i) < nrc ? recompute.layers[i] : 0;
+        const bool rc = flag != 0 && backward != LayerBackward::kNone;
+        const double tp_factor = TpBackwardFactor(flag, backward);
         for (int l = 0; l < kBlock; ++l) {
           fwd[l] += t[l];
           bwd[l] += t[kBlock + l];
           bwd_w[l] += t[2 * kBlock + l];
           tp_f[l] += t[3 * kBlock + l];
+          tp_b[l] += t[3 * kBlock + l] * tp_factor;
         }
-        if (rc) {
-          for (int l = 0; l < kBlock; ++l) {
-            tp_b[l] += t[3 * kBlock + l] * 2;
-            rec[l] += t[l];
-          }
-        } else {
-          for (int l = 0; l < kBlock; ++l) tp_b[l] += t[3 * kBlock + l] * 1;
-        }
+        if (rc)
+          for (int l = 0; l < kBlock; ++l) rec[l] += t[l];
       }
       const int last = partition.bounds[c + 1] - 1;
       for (size_t l = first_lane; l < lanes; ++l) {
@@ -733,7 +738,8 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing /*pa
       const double tp_us = layers_[i].kind == LayerKind::kTransformer
                                ? TpLayerForwardUs(rank[layers_[i].component].tokens, hidden_of_layer_[i])
                                : 0.0;
-      AddLayer(x, (full[i].fwd_flops + full[i].bwd_flops) / S, flag, tp_us, cc, transient);
+      AddLayer(x, (full[i].fwd_flops + full[i].bwd_flops) / S, flag, tp_us, layers_[i].backward, cc,
+               transient);
     }
     // The SP buffers of one attention layer at a time (SpAttentionBufferBytes): the forward's on top of the
     // activations held after it, the backward's (or a recomputed layer's forward's) with the backward's
@@ -754,11 +760,17 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing /*pa
 std::vector<ChunkStatic> Pricer::Static(const Partition& partition) const {
   std::vector<ChunkStatic> out(partition.chunks());
   for (int c = 0; c < partition.chunks(); ++c) {
+    bool any_frozen = false;
+    for (int i = partition.bounds[c]; i < partition.bounds[c + 1]; ++i) any_frozen |= layers_[i].frozen;
     for (int i = partition.bounds[c]; i < partition.bounds[c + 1]; ++i) {
       out[c].params += layers_[i].params;
       out[c].layer_params.push_back(layers_[i].params);
+      if (layers_[i].frozen) out[c].frozen_params += layers_[i].params;
+      if (any_frozen) out[c].layer_frozen_params.push_back(layers_[i].frozen ? layers_[i].params : 0);
     }
-    out[c].grad_bytes_per_gpu = out[c].params * 2 / std::max(1, parallel_.tp);
+    const int tp = std::max(1, parallel_.tp);
+    out[c].grad_bytes_per_gpu = (out[c].params - out[c].frozen_params) * 2 / tp;
+    out[c].frozen_bytes_per_gpu = out[c].frozen_params * 2 / tp;
   }
   return out;
 }

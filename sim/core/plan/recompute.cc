@@ -12,7 +12,8 @@ namespace mmtwin {
 namespace {
 
 bool Recomputable(const LayerProfile& p, int l) {
-  return p.layers.empty() || p.layers[l].kind == LayerKind::kTransformer;
+  return p.layers.empty() ||
+         (p.layers[l].kind == LayerKind::kTransformer && p.layers[l].backward != LayerBackward::kNone);
 }
 
 RecomputePlan Empty(const RecomputeContext& ctx) {
@@ -324,7 +325,8 @@ bool FitsWithFullRecompute(const LayerProfile& profile, const Partition& partiti
   ctx.partition = partition;
   ctx.parallel = parallel;
   ctx.in_flight = in_flight;
-  ctx.model_state_bytes = RankModelStateBytes(parallel, partition, profile.params);
+  ctx.model_state_bytes =
+      RankModelStateBytes(parallel, partition, profile.params, FrozenLayerParams(profile.layers));
   ctx.other_bytes = ProfileBoundaryBytes(profile, partition, parallel);
   ctx.capacity_bytes = capacity_bytes;
   Result<RecomputePlan> full = RunFull(ctx, Params());

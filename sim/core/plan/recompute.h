@@ -27,7 +27,8 @@
 //             device memory, chosen by memory saved per recompute cost (below)
 // The spellings "uniform:N" and "block:N" are accepted as name + num_layers.
 //
-// Recomputable layers: transformer blocks only (LayerKind::kTransformer; the layers Megatron checkpoints).
+// Recomputable layers: transformer blocks only (LayerKind::kTransformer; the layers Megatron checkpoints) that
+// have a backward (Layer::backward not kNone: a frozen encoder with nothing trained before it stores nothing).
 // Embeddings, projectors and the LM head are never recomputed. When profile.layers is empty every layer
 // counts as a transformer block (tests, synthetic profiles).
 //

@@ -309,6 +309,10 @@ Result<ModelSpec> LoadScenarioModel(const Scenario& s) {
     m = WithTokenMerge(*m, s.token_merge);
     if (!m) return FieldError(s, "model.token_merge", m.error().message());
   }
+  if (!s.frozen.empty()) {
+    m = WithFrozen(*m, s.frozen);
+    if (!m) return FieldError(s, "model.frozen", m.error().message());
+  }
   if (!s.backend.shrink.active()) return m;
   auto shrunk = ShrinkModel(*m, s.backend.shrink);
   if (shrunk) return shrunk;

@@ -80,6 +80,10 @@ struct Scenario {
   // matrix; unfused (Megatron-LM before flash attention, the 2021-2022 papers' runs) stores softmax input, output
   // and dropout mask, 5 x heads x span^2 bytes per layer (Korthikanti et al. 2022, Table 2; cost_model.h).
   std::string attention = "flash";
+  // `model: {name: ..., frozen: [vision, ...]}`: components trained frozen (WithFrozen, core/model/model.h: no
+  // gradients, optimizer states or gradient communication for them, and at most the input gradient in their
+  // backward); empty = every component trains.
+  std::vector<std::string> frozen;
   std::string cluster = "a100-4x200g";
   int nodes = 0;  // 0 = as many as the parallel layout needs: ceil(dp * tp * pp / gpus_per_node)
   // `cluster: {preset: ..., device: {KEY: number}}`: numeric keys of the preset's device replaced (a what-if GPU,
