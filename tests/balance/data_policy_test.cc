@@ -116,6 +116,32 @@ TEST(DataPolicyTest, LengthGroupSortsWithinAStep) {
     }
 }
 
+// LLaVA's group_by_modality_length: a step holds samples with images or text-only samples, never both, but for
+// the one mega-batch of the two remainders; without `modality` most steps mix them (10% of the fixture's samples
+// have no tile). Every sample still placed once.
+TEST(DataPolicyTest, LengthGroupModalityKeepsImageAndTextOnlyStepsApart) {
+  Fixture f(4000);
+  auto mixed_steps = [&](bool modality) {
+    auto p = RunDataPolicy(
+        "length-group",
+        {{"split", "even"}, {"megabatch_mult", "1"}, {"modality", modality ? "true" : "false"}}, f.Ctx(8));
+    EXPECT_TRUE(p.ok()) << p.error().message();
+    EXPECT_TRUE(CheckPlan(*p, f.trace.size()).ok());
+    int mixed = 0, text_only = 0;
+    for (auto& s : p->steps) {
+      int with = 0, without = 0;
+      for (auto& m : s.ranks)
+        for (auto i : m.samples) (f.sizes.vit_tokens[i] > 0 ? with : without)++;
+      mixed += with > 0 && without > 0;
+      text_only += with == 0;
+    }
+    EXPECT_EQ(text_only > 0, modality);
+    return mixed;
+  };
+  EXPECT_LE(mixed_steps(true), 1);
+  EXPECT_GT(mixed_steps(false), 60);  // of 125 steps
+}
+
 TEST(DataPolicyTest, LengthGroupEvenSplitBalancesRankTotals) {
   // LLaVA's split_to_even_chunks: each chunk gets b samples; totals differ by at most the largest sample.
   Fixture f(4000);

@@ -103,7 +103,9 @@ Result<DataPlan> RunRandom(const DataPolicyContext& ctx, const Params& p) {
 // - "consecutive" (default; Hugging Face's LengthGroupedSampler, group_by_length): the sorted mega-batch is cut
 //   into consecutive mini-batches, so mini-batches hold similar sizes (little padding) and, with a large
 //   megabatch_mult, so do the ranks of one step.
-// Only the grouping key is balanced (LLM tokens by default); the other modality follows loosely. Steps are
+// Only the grouping key is balanced (LLM tokens by default); the other modality follows loosely, unless
+// `modality` (LLaVA's group_by_modality_length) keeps samples with vision input and text-only samples in separate
+// mega-batches (each step then one modality, but for one mixed mega-batch of the two remainders). Steps are
 // shuffled afterwards (seeded) so an iteration does not see only the longest or the shortest steps.
 Result<DataPlan> RunLengthGroup(const DataPolicyContext& ctx, const Params& p) {
   Rng rng = Rng(ctx.seed).Fork(1);
@@ -116,10 +118,32 @@ Result<DataPlan> RunLengthGroup(const DataPolicyContext& ctx, const Params& p) {
   auto order = ShuffledIndices(ctx.trace->size(), rng);
   const size_t step = static_cast<size_t>(ctx.dp) * b;
   const size_t mega = step * mult;
-  for (size_t a = 0; a < order.size(); a += mega) {
-    const size_t e = std::min(order.size(), a + mega);
-    std::stable_sort(order.begin() + a, order.begin() + e,
-                     [&](uint32_t x, uint32_t y) { return len[x] > len[y]; });
+  const auto sort_megabatches = [&](std::vector<uint32_t>& v) {
+    for (size_t a = 0; a < v.size(); a += mega) {
+      const size_t e = std::min(v.size(), a + mega);
+      std::stable_sort(v.begin() + a, v.begin() + e, [&](uint32_t x, uint32_t y) { return len[x] > len[y]; });
+    }
+  };
+  if (p.Bool("modality")) {
+    // LLaVA's group_by_modality_length (llava/train/llava_trainer.py get_modality_length_grouped_indices): the
+    // samples with images or video (ViT tokens) and those without are grouped apart, each in its own sorted
+    // mega-batches; the two trailing partial mega-batches form one mixed mega-batch at the end.
+    const std::vector<SampleSize>& vit = ctx.sizes->vit_tokens;
+    std::vector<uint32_t> mm, lang;
+    for (uint32_t s : order) (s < vit.size() && vit[s] > 0 ? mm : lang).push_back(s);
+    std::vector<uint32_t> tail;
+    order.clear();
+    for (std::vector<uint32_t>* v : {&mm, &lang}) {
+      const size_t whole = v->size() / mega * mega;
+      tail.insert(tail.end(), v->begin() + static_cast<std::ptrdiff_t>(whole), v->end());
+      v->resize(whole);
+      sort_megabatches(*v);
+      order.insert(order.end(), v->begin(), v->end());
+    }
+    sort_megabatches(tail);
+    order.insert(order.end(), tail.begin(), tail.end());
+  } else {
+    sort_megabatches(order);
   }
   std::vector<int64_t> sums;
   DataPlan plan = Chunked(ctx, order, b, [&](std::vector<uint32_t>& chunk, DataStep& st) {
@@ -508,7 +532,9 @@ const std::vector<DataPolicyInfo>& Registry() {
          ParamType::kString,
          "consecutive",
          "how a step is split over ranks (HF consecutive mini-batches, or LLaVA even chunks)",
-         {"consecutive", "even"}}},
+         {"consecutive", "even"}},
+        {"modality", ParamType::kBool, "false",
+         "group samples with and without images apart (LLaVA's group_by_modality_length)"}},
        RunLengthGroup},
       {"device-group",
        "sizes matched across the DP ranks of a step (snake deal of a sorted mega-batch), not within",
