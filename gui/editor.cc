@@ -211,8 +211,11 @@ QWidget* ScenarioEditor::BuildForm() {
   });
   connect(f.name, &QLineEdit::editingFinished, this,
           [this] { FormEdited("name", Quoted(form_.name->text().toStdString())); });
-  connect(f.model, &QComboBox::currentTextChanged, this,
-          [this](const QString& t) { FormEdited("model", Quoted(t.toStdString())); });
+  // A model written as a mapping ({name: ..., frozen: [...], image_px: ...}) keeps its other keys: only its name
+  // changes.
+  connect(f.model, &QComboBox::currentTextChanged, this, [this](const QString& t) {
+    FormEdited(scenario_.lines.count("model.name") ? "model.name" : "model", Quoted(t.toStdString()));
+  });
   connect(f.cluster, &QComboBox::currentTextChanged, this,
           [this](const QString& t) { FormEdited("cluster.preset", Quoted(t.toStdString())); });
   connect(f.engine, &QComboBox::currentTextChanged, this,

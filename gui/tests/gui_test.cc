@@ -347,6 +347,19 @@ class GuiTest : public QObject {
     QVERIFY(!ed->error_label()->isVisibleTo(ed));
   }
 
+  // Choosing another model in the form keeps the keys of a model written as a mapping (model.frozen here).
+  void modelChoiceKeepsFrozenComponents() {
+    const QString file = kSource + "/scenarios/llava/llava-1.5-13b-finetune.yaml";
+    ScenarioEditor a;
+    a.SetText(QString::fromStdString(ReadFile(file)), file);
+    QVERIFY2(a.valid(), qPrintable(a.error()));
+    QCOMPARE(a.scenario().frozen, std::vector<std::string>{"vision"});
+    a.form().model->setCurrentText("llava-1.5-7b");
+    QVERIFY2(a.valid(), qPrintable(a.error()));
+    QCOMPARE(a.scenario().model, std::string("llava-1.5-7b"));
+    QCOMPARE(a.scenario().frozen, std::vector<std::string>{"vision"});
+  }
+
   // Form -> YAML -> form is the identity, and every knob reaches the scenario.
   void formYamlFormRoundTrip() {
     ScenarioEditor a;
