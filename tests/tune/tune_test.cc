@@ -195,6 +195,24 @@ TEST(TuneBoundTest, TheBoundIsBelowEveryPeakAndPruningLosesNothing) {
   EXPECT_EQ(b.missing, 0);
 }
 
+// Frozen parameters keep only their weights: the bound lets the heaviest rank hold them (LLaVA-1.5-7B stage 1,
+// only the 21M-parameter projector trained: counting all 7B as trained would put the bound above the real peak).
+TEST(TuneBoundTest, FrozenComponentsKeepTheBoundBelowThePeak) {
+  auto s = LoadScenario(std::string(MMTWIN_SOURCE_DIR) + "/scenarios/llava/llava-1.5-7b-pretrain.yaml");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  s->iterations = 2;
+  auto bound = MemoryLowerBoundBytes(*s);
+  ASSERT_TRUE(bound.ok()) << bound.error().message();
+  auto summary = RunScenario(*s);
+  ASSERT_TRUE(summary.ok()) << summary.error().message();
+  EXPECT_LE(*bound, summary->stages.at(0).peak_memory_bytes);
+  Scenario trained = *s;
+  trained.frozen.clear();
+  auto trained_bound = MemoryLowerBoundBytes(trained);
+  ASSERT_TRUE(trained_bound.ok());
+  EXPECT_GT(*trained_bound, summary->stages.at(0).peak_memory_bytes);  // what the bound was without frozen
+}
+
 // Five synthetic results (GPU-days, peak GiB): A (1.0, 60), B (0.8, 70), C (0.9, 50), D (0.8, 75: ties B, more
 // memory), E (0.7, 80, over a 76 GiB limit). Ranked: B, D, C, A (E does not fit); Pareto by memory: C (0.9, 50),
 // B (0.8, 70); A is beaten by C on both.
