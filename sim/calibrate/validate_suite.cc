@@ -50,10 +50,7 @@ bool Reusable(const std::string& dir, const Scenario& s, std::string* why) {
     *why = "this mmtwin plans the scenario differently from the measured run";
     return false;
   }
-  const Plan& measured = *kept->plan;
-  if (!(measured.parallel == now->plan.parallel && measured.partition == now->plan.partition &&
-        measured.recompute == now->plan.recompute && measured.schedule == now->plan.schedule &&
-        measured.iterations == now->plan.iterations)) {
+  if (!SameRunPlan(*kept->plan, now->plan)) {
     *why = "this mmtwin plans the scenario differently from the measured run";
     return false;
   }

@@ -555,6 +555,30 @@ Command AddCompare(CLI::App& app, std::ostream& out, std::ostream& err) {
           }};
 }
 
+Command AddReplay(CLI::App& app, std::ostream& out, std::ostream& err) {
+  auto r = std::make_shared<ReplayArgs>();
+  CLI::App* replay = app.add_subcommand("replay",
+                                        "replay a run folder's recorded timeline (simulated, or measured by "
+                                        "mmtwin-train) through the dependency "
+                                        "model, and attribute its step time: what balanced data, balanced "
+                                        "stages and no slow device would give");
+  replay->add_option("RUN", r->run, "run folder (scenario.yaml and ops.csv)")->required();
+  replay->add_option("-o,--output", r->output,
+                     "write the ideal timeline (all three what-ifs) as a run folder");
+  replay->add_option("--predict", r->predict,
+                     "a scenario of the same job (same layout, other policies): its step predicted from this "
+                     "run's speed per stage and mmtwin's relative costs");
+  replay->add_flag("--measured-comm", r->measured_comm,
+                   "a measured run's communication ops keep their recorded durations (they include waiting)");
+  replay->add_flag("--json", r->json, "print JSON");
+  replay->footer("sim/whatif/whatif.h: how records become durations and what each what-if changes.");
+  replay->allow_extras();
+  return {replay, [=, &out, &err]() -> int {
+            if (int rc = Extras(replay, err)) return rc;
+            return RunReplay(*r, out, err);
+          }};
+}
+
 // `models`, `clusters`, `policies` [--json]: listings (extras are refused as usual).
 Command AddListing(CLI::App& app, const std::string& what, const std::string& description, std::ostream& out,
                    std::ostream& err) {
@@ -691,7 +715,9 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
                   "  plan SCENARIO [--json] [--max-seq [--step-tokens N] [--sp-policy P]...]\n"
                   "  simulate SCENARIO [--engine E] [-o RUNDIR] [--json] [--progress] [--trace-iteration K]\n"
                   "  sweep SWEEP.yaml [--jobs N] [--shard i/N] | sweep merge | sweep export | sweep table\n"
+                  "  tune SPACE.yaml [-o DIR] [--jobs N] [--top K] [--recheck K]\n"
                   "  compare RUN_A RUN_B [--json]\n"
+                  "  replay RUN [-o DIR] [--predict SCENARIO] [--json]\n"
                   "  models | clusters | policies\n") +
       kExitCodes);
   app.require_subcommand(1);
@@ -709,6 +735,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       AddCalibrate(app, out, err),
       AddValidate(app, out, err),
       AddCompare(app, out, err),
+      AddReplay(app, out, err),
       AddListing(app, "models", "list the model zoo with parameter counts", out, err),
       AddListing(app, "clusters", "list the cluster presets", out, err),
       AddListing(app, "policies", "list every policy registry with its parameters", out, err),

@@ -128,6 +128,16 @@ struct CompareArgs {
 };
 int RunCompare(const CompareArgs& a, std::ostream& out, std::ostream& err);
 
+// mmtwin replay RUN [-o DIR] [--predict SCENARIO] [--json] [--measured-comm]  (sim/cli/replay_cmd.cc)
+struct ReplayArgs {
+  std::string run;
+  std::string output;   // the ideal timeline's run folder ("" = none)
+  std::string predict;  // a scenario of the same job to predict from the run ("" = none)
+  bool json = false;
+  bool measured_comm = false;
+};
+int RunReplay(const ReplayArgs& a, std::ostream& out, std::ostream& err);
+
 // mmtwin models | clusters | policies  (sim/cli/list_cmd.cc)
 int RunList(const std::string& what, bool json, std::ostream& out, std::ostream& err);
 

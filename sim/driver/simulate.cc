@@ -115,6 +115,8 @@ std::vector<double> OptimizerStepUsPerStage(const PlannedRun& run, const std::ve
   return us;
 }
 
+}  // namespace
+
 // Adds the optimizer step to an evaluated iteration. It runs on every device after its DP gradient
 // collectives, and the next iteration's first forward waits for every device's (the data-parallel replicas
 // start together): the op graph does not hold it (op_graph.h), so the iteration ends the slowest stage's step
@@ -130,6 +132,8 @@ void AddOptimizerStep(const std::vector<double>& stage_us, int pp, IterationTimi
     timing.devices[d].idle_us += slowest - own;
   }
 }
+
+namespace {
 
 // Prices, builds (first iteration) or reprices the op graph of, and evaluates every replayed iteration; keeps the
 // traced one's ops and Perfetto trace.
@@ -270,6 +274,22 @@ void AddReplayStages(PlannedRun& run, const Replay& r, RunSummary& s) {
 }
 
 }  // namespace
+
+Result<PlanIterationGraph> BuildPlanIterationGraph(const PlannedRun& run, size_t plan_iteration) {
+  const Plan& plan = run.plan;
+  if (plan_iteration >= plan.iterations.size())
+    return Error("plan iteration " + std::to_string(plan_iteration) + " out of range (the plan replays " +
+                 std::to_string(plan.iterations.size()) + ")");
+  const Pricer pricer = run.MakePricer();
+  const std::vector<ChunkStatic> statics = pricer.Static(plan.partition);
+  PlanIterationGraph out;
+  out.costs = pricer.PriceIteration(plan.iterations[plan_iteration], run.tokens, run.packing(),
+                                    plan.partition, plan.recompute);
+  MMTWIN_ASSIGN_OR_RETURN(out.graph, BuildIterationGraph(plan.parallel, plan.schedule, out.costs, statics,
+                                                         run.Comm(), run.comm_cost));
+  out.optimizer_us = OptimizerStepUsPerStage(run, statics);
+  return out;
+}
 
 Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOptions& options) {
   if (options.evaluator && scenario.engine != options.evaluator->name())

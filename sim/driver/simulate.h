@@ -21,13 +21,15 @@
 #include <vector>
 
 #include "core/cost/cost_model.h"
-#include "driver/driver.h"
-#include "driver/planner.h"
+#include "core/eval/analytic.h"
 #include "core/eval/evaluator.h"
+#include "core/graph/op_graph.h"
 #include "core/plan/plan.h"
 #include "core/records/records.h"
 #include "core/scenario/scenario.h"
 #include "core/util/status.h"
+#include "driver/driver.h"
+#include "driver/planner.h"
 
 namespace mmtwin {
 
@@ -59,5 +61,20 @@ struct SimulationResult {
 };
 
 Result<SimulationResult> Simulate(const Scenario& scenario, const SimulateOptions& options);
+
+// One iteration of a plan as Simulate builds it, for re-evaluation with other durations (`mmtwin replay`,
+// sim/whatif/whatif.h): its costs, its op graph with the modelled durations (before the overlap slowdown, which
+// only the simulated durations carry), and each pipeline stage's optimizer step, which Simulate adds after the
+// graph (AddOptimizerStep).
+struct PlanIterationGraph {
+  IterationCosts costs;
+  OpGraph graph;
+  std::vector<double> optimizer_us;  // per pipeline stage
+};
+// Errors: `plan_iteration` outside run.plan.iterations; the graph's (BuildIterationGraph).
+Result<PlanIterationGraph> BuildPlanIterationGraph(const PlannedRun& run, size_t plan_iteration);
+// Adds the slowest stage's optimizer step (`stage_us`, per pipeline stage) to an evaluated iteration: the
+// iteration time grows by it, each device counts its own stage's step busy and the rest idle.
+void AddOptimizerStep(const std::vector<double>& stage_us, int pp, IterationTiming& timing);
 
 }  // namespace mmtwin

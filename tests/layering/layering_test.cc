@@ -51,6 +51,7 @@ const std::map<std::string, Layer> kLayers = {
     {"sim/calibrate", {13}},
     {"sim/report", {14}},
     {"sim/tune", {14}},
+    {"sim/whatif", {13}},
     {"sim/cli", {kClientRank, "mmtwin"}},
     {"backend", {kClientRank, "mmtwin-train"}},
     {"gui", {kClientRank, "mmtwin-gui"}},

@@ -54,9 +54,13 @@ TEST(FrozenModelTest, BackwardFollowsTheDataFlow) {
   }
   // A frozen projector behind a trained encoder passes the gradient on; without one (both frozen) it has none.
   for (const Layer& l : Layers(Frozen("internvl-1.5-6b-20b", {"projector"})))
-    if (l.kind == LayerKind::kProjector) EXPECT_EQ(l.backward, LayerBackward::kInputOnly);
+    if (l.kind == LayerKind::kProjector) {
+      EXPECT_EQ(l.backward, LayerBackward::kInputOnly);
+    }
   for (const Layer& l : Layers(Frozen("internvl-1.5-6b-20b", {"vision", "projector"})))
-    if (l.kind == LayerKind::kProjector) EXPECT_EQ(l.backward, LayerBackward::kNone);
+    if (l.kind == LayerKind::kProjector) {
+      EXPECT_EQ(l.backward, LayerBackward::kNone);
+    }
   // Nothing frozen: every layer trains.
   for (const Layer& l : Layers(*LoadModel("internvl-1.5-6b-20b")))
     EXPECT_EQ(l.backward, LayerBackward::kFull);
@@ -189,7 +193,9 @@ TEST(FrozenPricingTest, OneStageLosesTheFrozenLayersTermsExactly) {
     EXPECT_NEAR(b.bwd_us, a.bwd_us - vision_bwd, 1e-9 * a.bwd_us);
     // A frozen vision tower is never recomputed: nothing of it is kept for a backward.
     EXPECT_NEAR(b.recompute_us, flag ? a.recompute_us - vision_fwd : 0.0, 1e-9 * a.fwd_us);
-    if (!flag) EXPECT_EQ(b.act_bytes, a.act_bytes - vision_act);
+    if (!flag) {
+      EXPECT_EQ(b.act_bytes, a.act_bytes - vision_act);
+    }
     EXPECT_LT(b.tp_bwd_us, a.tp_bwd_us);  // no backward TP collectives in the vision tower
   }
   const ChunkStatic sf = frozen.Static(one)[0], sa = full.Static(one)[0];

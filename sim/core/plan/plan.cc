@@ -15,6 +15,11 @@ Status ValidatePartition(const Partition& p, int layers, int chunks) {
   return Status();
 }
 
+bool SameRunPlan(const Plan& a, const Plan& b) {
+  return a.parallel == b.parallel && a.partition == b.partition && a.recompute == b.recompute &&
+         a.schedule == b.schedule && a.iterations == b.iterations;
+}
+
 int RecomputePlan::Count() const {
   int n = 0;
   for (uint8_t b : layers) n += b != 0;

@@ -226,6 +226,10 @@ struct Plan {
   bool packed = true;  // micro-batches are packed (varlen) or padded to the longest sample
   bool operator==(const Plan&) const = default;
 };
+// Whether two plans run the same work: the same layout, partition, recompute, schedule and replayed iterations
+// (their samples, dispatch lists); names, the trace's path and the other identity fields may differ. A measured
+// run stands for its scenario's plan (validation reuse, `mmtwin replay`) only when this holds.
+bool SameRunPlan(const Plan& a, const Plan& b);
 
 // ---- Priced plan: what the op graph and the evaluators consume ----
 

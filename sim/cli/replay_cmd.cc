@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+// mmtwin replay RUN [-o DIR] [--json] [--measured-comm]: a run folder's recorded timeline (ops.csv, simulated or
+// measured by mmtwin-train) replayed through mmtwin's dependency model, and the what-ifs that attribute its step
+// time to data imbalance, partition imbalance and slow devices (sim/whatif/whatif.h). Exit 0, or 2 on bad input
+// (the message names the file and line).
+#include <cmath>
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_format.h"
+#include "cli/commands.h"
+#include "core/records/perfetto.h"
+#include "core/records/records_codec.h"
+#include "core/records/run_folder.h"
+#include "whatif/whatif.h"
+
+namespace mmtwin::cli {
+namespace {
+
+using nlohmann::json;
+
+json IterationJson(const ReplayIteration& it) {
+  json j = {
+      {"recorded_us", it.recorded_us},   {"replayed_us", it.replayed_us},     {"data_us", it.data_us},
+      {"partition_us", it.partition_us}, {"stragglers_us", it.stragglers_us}, {"ideal_us", it.ideal_us},
+      {"matched_ops", it.matched},       {"unmatched_ops", it.unmatched},     {"wait_records", it.waits}};
+  if (it.iteration >= 0) j["iteration"] = it.iteration;
+  return j;
+}
+
+std::string Ms(double us) { return Fixed(us / 1e3, 1); }
+
+std::string Share(double part, double whole) {
+  return whole > 0 ? Fixed(100.0 * part / whole, 1) + "%" : std::string("n/a");
+}
+
+}  // namespace
+
+int RunReplay(const ReplayArgs& a, std::ostream& out, std::ostream& err) {
+  ReplayOptions options;
+  options.measured_comm = a.measured_comm;
+  Scenario predict;
+  if (!a.predict.empty()) {
+    auto s = LoadScenario(a.predict);
+    if (!s) {
+      err << "mmtwin replay: " << s.error().message() << "\n";
+      return 2;
+    }
+    predict = *s;
+    options.predict = &predict;
+  }
+  auto r = ReplayRunFolder(RunFolderOf(a.run), options);
+  if (!r) {
+    err << "mmtwin replay: " << r.error().message() << "\n";
+    return 2;
+  }
+  const ReplayReport& rep = *r;
+  if (!a.output.empty()) {
+    const Status st = RunFolderWriter()
+                          .AddOps(rep.ideal_ops)
+                          .AddTrace(PerfettoTrace(rep.ideal_ops, rep.parallel, PerfettoOptions{4}) + "\n")
+                          .Write(a.output);
+    if (!st.ok()) {
+      err << "mmtwin replay: " << st.error().message() << "\n";
+      return 2;
+    }
+  }
+  const ReplayIteration& m = rep.mean;
+  if (a.json) {
+    json j = {{"run", rep.run_dir}, {"source", RecordSourceName(rep.source)}, {"mean", IterationJson(m)}};
+    j["iterations"] = json::array();
+    for (const ReplayIteration& it : rep.iterations) j["iterations"].push_back(IterationJson(it));
+    if (!a.output.empty()) j["ideal_timeline"] = a.output;
+    if (options.predict)
+      j["predicted"] = {{"scenario", rep.predicted_scenario},
+                        {"step_us", rep.predicted_mean_us},
+                        {"iterations_us", rep.predicted_us}};
+    out << j.dump(2) << "\n";
+    return 0;
+  }
+  out << "replay of " << rep.run_dir << " (" << RecordSourceName(rep.source) << ", " << rep.iterations.size()
+      << " iteration" << (rep.iterations.size() == 1 ? "" : "s") << "): times in ms per step\n\n";
+  const std::vector<std::string> head = {"iteration", "recorded",  "replayed",   "error",
+                                         "data",      "partition", "stragglers", "ideal"};
+  std::vector<std::vector<std::string>> rows;
+  auto row = [&](const std::string& name, const ReplayIteration& it) {
+    const double e = it.recorded_us > 0 ? 100.0 * (it.replayed_us / it.recorded_us - 1) : NAN;
+    rows.push_back({name, Ms(it.recorded_us), Ms(it.replayed_us),
+                    std::isfinite(e) ? (e >= 0 ? "+" : "") + Fixed(e, 1) + "%" : "n/a", Ms(it.data_us),
+                    Ms(it.partition_us), Ms(it.stragglers_us), Ms(it.ideal_us)});
+  };
+  for (const ReplayIteration& it : rep.iterations) row(std::to_string(it.iteration), it);
+  if (rep.iterations.size() > 1) row("mean", m);
+  std::vector<size_t> w(head.size());
+  for (size_t c = 0; c < head.size(); ++c) {
+    w[c] = head[c].size();
+    for (const auto& x : rows) w[c] = std::max(w[c], x[c].size());
+  }
+  for (size_t c = 0; c < head.size(); ++c) out << (c ? "  " : "") << Pad(head[c], w[c], c > 0);
+  out << "\n";
+  for (const auto& x : rows) {
+    for (size_t c = 0; c < head.size(); ++c) out << (c ? "  " : "") << Pad(x[c], w[c], c > 0);
+    out << "\n";
+  }
+  out << "\nwhat each costs this job (replayed - what-if, share of the replayed step):\n";
+  out << "  data imbalance       " << Ms(m.replayed_us - m.data_us) << " ms ("
+      << Share(m.replayed_us - m.data_us, m.replayed_us) << ")\n";
+  out << "  partition imbalance  " << Ms(m.replayed_us - m.partition_us) << " ms ("
+      << Share(m.replayed_us - m.partition_us, m.replayed_us) << ")\n";
+  out << "  slow devices         " << Ms(m.replayed_us - m.stragglers_us) << " ms ("
+      << Share(m.replayed_us - m.stragglers_us, m.replayed_us) << ")\n";
+  out << "  all three            " << Ms(m.replayed_us - m.ideal_us) << " ms ("
+      << Share(m.replayed_us - m.ideal_us, m.replayed_us) << ")\n";
+  out << "ops: " << m.matched << " given recorded durations, " << m.unmatched
+      << " without a record (modelled), " << m.waits << " wait records not replayed\n";
+  if (!a.output.empty())
+    out << "ideal timeline (first iteration): " << a.output << "/{ops.csv, trace.json}\n";
+  if (options.predict)
+    out << "predicted " << rep.predicted_scenario << ": " << Ms(rep.predicted_mean_us)
+        << " ms per step (mean of " << rep.predicted_us.size()
+        << " iterations; this run's speed per stage, mmtwin's relative costs)\n";
+  return 0;
+}
+
+}  // namespace mmtwin::cli

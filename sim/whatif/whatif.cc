@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: Apache-2.0
+// What-if on a recorded run (whatif.h).
+#include "whatif/whatif.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <tuple>
+
+#include "core/eval/analytic.h"
+#include "core/graph/op_graph.h"
+#include "core/plan/mesh.h"
+#include "core/records/run_folder.h"
+#include "driver/planner.h"
+#include "driver/simulate.h"
+
+namespace mmtwin {
+namespace {
+
+bool IsCompute(OpKind k) {
+  return k == OpKind::kForward || k == OpKind::kBackward || k == OpKind::kRecompute ||
+         k == OpKind::kBackwardWeight;
+}
+
+bool IsWait(OpKind k) { return k == OpKind::kP2pRecv || k == OpKind::kDpWait; }
+
+// The group an op or a record belongs to (whatif.h): kind, device, micro-batch, chunk, and the pass where one
+// chunk has an op of the kind per pass.
+using GroupKey = std::tuple<int, int32_t, int32_t, int32_t, int>;
+GroupKey KeyOf(OpKind kind, int32_t device, int32_t micro_batch, int32_t chunk, PassKind pass) {
+  const bool by_pass =
+      kind == OpKind::kTpCollective || kind == OpKind::kSpCollective || kind == OpKind::kDpAllGather;
+  return {static_cast<int>(kind), device, micro_batch, chunk, by_pass ? static_cast<int>(pass) : 0};
+}
+
+// The ops.csv line of record k (a comment line and the header come first).
+std::string RecordAt(const std::string& ops_path, size_t k) { return ops_path + ":" + std::to_string(k + 3); }
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The step of `graph` with `durations` (one per op): the analytic time plus the optimizer step.
+double StepUs(OpGraph& graph, const std::vector<double>& durations, const std::vector<double>& optimizer_us,
+              int pp, IterationTiming& timing) {
+  graph.duration_us = durations;
+  for (int i = 0; i < graph.num_ops(); ++i) graph.ops[i].duration_us = durations[i];
+  EvaluateAnalytic(graph, &timing);
+  AddOptimizerStep(optimizer_us, pp, timing);
+  return timing.iteration_time_us;
+}
+
+// A compute pass: the compute ops of one (device, micro-batch, chunk, kind), one op or the pieces a pass is
+// split into (gradient-bucket readiness, FSDP units); the what-ifs change whole passes and scale their pieces.
+struct Pass {
+  std::vector<int> ops;
+  int stage = 0, replica = 0;
+  int32_t device = 0, micro_batch = 0, chunk = 0;
+  int kind = 0;
+};
+
+std::vector<Pass> ComputePasses(const OpGraph& g, const DeviceMesh& mesh) {
+  std::map<std::tuple<int32_t, int32_t, int32_t, int>, size_t> at;
+  std::vector<Pass> out;
+  for (int i = 0; i < g.num_ops(); ++i) {
+    const Op& op = g.ops[i];
+    if (!IsCompute(op.kind) || op.device < 0) continue;
+    const auto key = std::make_tuple(op.device, op.micro_batch, op.chunk, static_cast<int>(op.kind));
+    auto it = at.find(key);
+    if (it == at.end()) {
+      it = at.emplace(key, out.size()).first;
+      Pass p;
+      p.stage = mesh.PpOfDevice(op.device);
+      p.replica = mesh.DpOfDevice(op.device);
+      p.device = op.device;
+      p.micro_batch = op.micro_batch;
+      p.chunk = op.chunk;
+      p.kind = static_cast<int>(op.kind);
+      out.push_back(p);
+    }
+    out[it->second].ops.push_back(i);
+  }
+  return out;
+}
+
+double Total(const Pass& p, const std::vector<double>& d) {
+  double t = 0;
+  for (int i : p.ops) t += d[i];
+  return t;
+}
+
+// `d` with every pass scaled to its new total (a pass of total 0 stays 0).
+std::vector<double> Scaled(const std::vector<Pass>& passes, const std::vector<double>& totals,
+                           std::vector<double> d) {
+  for (size_t k = 0; k < passes.size(); ++k) {
+    const double old = Total(passes[k], d);
+    if (old > 0)
+      for (int i : passes[k].ops) d[i] *= totals[k] / old;
+  }
+  return d;
+}
+
+// What-ifs (whatif.h), each returning new durations from `d`.
+std::vector<double> DataWhatIf(const std::vector<Pass>& passes, const std::vector<double>& d) {
+  std::map<std::tuple<int, int32_t, int>, std::pair<double, int>> mean;  // (stage, chunk, kind)
+  for (const Pass& p : passes) {
+    auto& m = mean[{p.stage, p.chunk, p.kind}];
+    m.first += Total(p, d);
+    ++m.second;
+  }
+  std::vector<double> totals;
+  for (const Pass& p : passes) {
+    const auto& m = mean[{p.stage, p.chunk, p.kind}];
+    totals.push_back(m.first / m.second);
+  }
+  return Scaled(passes, totals, d);
+}
+
+std::vector<double> PartitionWhatIf(const std::vector<Pass>& passes, int pp, const std::vector<double>& d) {
+  std::map<std::tuple<int, int32_t, int>, std::vector<double>>
+      sums;  // (replica, micro-batch, kind) -> stages
+  for (const Pass& p : passes) {
+    auto& s = sums[{p.replica, p.micro_batch, p.kind}];
+    s.resize(pp, 0.0);
+    s[p.stage] += Total(p, d);
+  }
+  std::vector<double> totals;
+  for (const Pass& p : passes) {
+    const std::vector<double>& s = sums[{p.replica, p.micro_batch, p.kind}];
+    const double target = std::accumulate(s.begin(), s.end(), 0.0) / pp;
+    const double own = Total(p, d);
+    totals.push_back(s[p.stage] > 0 ? own * target / s[p.stage] : own);
+  }
+  return Scaled(passes, totals, d);
+}
+
+std::vector<double> StragglersWhatIf(const std::vector<Pass>& passes, const std::vector<double>& d) {
+  // The typical total of each (stage, chunk, kind, micro-batch) over the DP replicas.
+  std::map<std::tuple<int, int32_t, int, int32_t>, std::vector<double>> by_pass;
+  for (const Pass& p : passes) by_pass[{p.stage, p.chunk, p.kind, p.micro_batch}].push_back(Total(p, d));
+  std::map<std::tuple<int, int32_t, int, int32_t>, double> typical;
+  for (auto& [k, v] : by_pass) typical[k] = Median(v);
+  std::map<int32_t, std::vector<double>> ratios;  // device -> total / typical
+  for (const Pass& p : passes) {
+    const double t = typical[{p.stage, p.chunk, p.kind, p.micro_batch}], own = Total(p, d);
+    if (t > 0 && own > 0) ratios[p.device].push_back(own / t);
+  }
+  std::map<int32_t, double> slowdown;
+  for (auto& [dev, v] : ratios) slowdown[dev] = Median(v);
+  std::vector<double> totals;
+  for (const Pass& p : passes) {
+    auto it = slowdown.find(p.device);
+    const double own = Total(p, d);
+    totals.push_back(it != slowdown.end() && it->second > 0 ? own / it->second : own);
+  }
+  return Scaled(passes, totals, d);
+}
+
+}  // namespace
+
+Result<ReplayReport> ReplayRunFolder(const std::string& dir, const ReplayOptions& options) {
+  MMTWIN_ASSIGN_OR_RETURN(RunFolder folder,
+                          ReadRunFolder(dir, {RunFile::kScenario, RunFile::kOps}, {RunFile::kPlan}));
+  const std::string ops_path = RunFilePath(dir, RunFile::kOps);
+  const std::vector<OpRecord>& records = *folder.ops;
+  if (records.empty()) return Error(ops_path + ": no ops to replay");
+  MMTWIN_ASSIGN_OR_RETURN(Scenario scenario, ScenarioOf(folder));
+  PlanOptions plan_options;  // the replay needs the plan's iterations and tokens only
+  plan_options.memory_report = false;
+  plan_options.keep_trace = false;
+  MMTWIN_ASSIGN_OR_RETURN(PlannedRun run, BuildPlan(scenario, plan_options));
+  if (folder.plan && !SameRunPlan(*folder.plan, run.plan))
+    return Error(
+        RunFilePath(dir, RunFile::kPlan) +
+        ": the run was recorded under another plan than its scenario.yaml gives today (the partition, "
+        "recompute, schedule or replayed iterations differ): replay needs the plan it ran");
+  const ParallelConfig& par = run.plan.parallel;
+  const DeviceMesh mesh(par, run.cluster.gpus_per_node, std::max(1, par.sp));
+  const int devices = mesh.num_devices();
+
+  ReplayReport report;
+  report.run_dir = dir;
+  report.parallel = par;
+  report.source = records.front().source;
+  const bool measured = report.source == RecordSource::kMeasured;
+
+  // The iterations of the records, in order of first appearance, each with its records.
+  std::vector<int64_t> order;
+  std::map<int64_t, std::vector<size_t>> by_iteration;
+  for (size_t k = 0; k < records.size(); ++k) {
+    const OpRecord& r = records[k];
+    if (r.device >= devices)
+      return Error(RecordAt(ops_path, k) + ": device: " + std::to_string(r.device) +
+                   " is outside the layout's " + std::to_string(devices) +
+                   " devices (scenario.yaml's parallel)");
+    if (r.micro_batch >= par.micro_batches)
+      return Error(RecordAt(ops_path, k) + ": micro_batch: " + std::to_string(r.micro_batch) +
+                   " is outside the layout's " + std::to_string(par.micro_batches) + " micro-batches");
+    if (r.chunk >= par.chunks())
+      return Error(RecordAt(ops_path, k) + ": chunk: " + std::to_string(r.chunk) + " is outside the plan's " +
+                   std::to_string(par.chunks()) + " chunks");
+    if (!by_iteration.count(r.iteration)) order.push_back(r.iteration);
+    by_iteration[r.iteration].push_back(k);
+  }
+  std::map<int64_t, size_t> plan_index;
+  std::string replayed_list;
+  for (size_t i = 0; i < run.plan.iterations.size(); ++i) {
+    plan_index[run.plan.iterations[i].epoch_index] = i;
+    replayed_list += (i ? ", " : "") + std::to_string(run.plan.iterations[i].epoch_index);
+  }
+
+  // ReplayOptions::predict: recorded and modelled compute per (stage, chunk, kind), and per kind; the recorded
+  // optimizer step per stage (mean over the iterations).
+  std::map<std::tuple<int, int32_t, int>, std::pair<double, double>> pass_ratio;
+  std::map<int, std::pair<double, double>> kind_ratio;
+  std::vector<double> recorded_optimizer(par.pp, 0.0);
+  bool optimizer_recorded = false;
+
+  for (int64_t iteration : order) {
+    const std::vector<size_t>& recs = by_iteration[iteration];
+    auto at = plan_index.find(iteration);
+    if (at == plan_index.end())
+      return Error(RecordAt(ops_path, recs.front()) + ": iteration: " + std::to_string(iteration) +
+                   " is not one of the plan's replayed iterations (" + replayed_list + ")");
+    MMTWIN_ASSIGN_OR_RETURN(PlanIterationGraph pg, BuildPlanIterationGraph(run, at->second));
+    OpGraph& g = pg.graph;
+    const std::vector<double> modelled = g.duration_us;
+    std::vector<double> d = modelled;
+    ReplayIteration out;
+    out.iteration = iteration;
+
+    // Group the graph's ops and the records; records by start time within a group.
+    std::map<GroupKey, std::vector<int>> ops_of;
+    for (int i = 0; i < g.num_ops(); ++i) {
+      const Op& op = g.ops[i];
+      if (op.device < 0 || op.kind == OpKind::kBarrier) continue;
+      ops_of[KeyOf(op.kind, op.device, op.micro_batch, op.chunk, op.pass)].push_back(i);
+    }
+    std::map<GroupKey, std::vector<size_t>> recs_of;
+    double first_start = INFINITY, last_end = -INFINITY;
+    std::vector<double> optimizer_us;  // per device, recorded
+    for (size_t k : recs) {
+      const OpRecord& r = records[k];
+      first_start = std::min(first_start, r.start_us);
+      last_end = std::max(last_end, r.start_us + r.duration_us);
+      if (IsWait(r.kind)) {
+        ++out.waits;
+        continue;
+      }
+      if (r.kind == OpKind::kOptimizer) {
+        optimizer_us.resize(devices, 0.0);
+        optimizer_us[r.device] += r.duration_us;
+        continue;
+      }
+      recs_of[KeyOf(r.kind, r.device, r.micro_batch, r.chunk, r.pass)].push_back(k);
+    }
+    for (auto& [key, ks] : recs_of)
+      std::stable_sort(ks.begin(), ks.end(),
+                       [&](size_t a, size_t b) { return records[a].start_us < records[b].start_us; });
+    for (const auto& [key, ops] : ops_of) {
+      const OpKind kind = static_cast<OpKind>(std::get<0>(key));
+      const bool take = IsCompute(kind) || !measured || options.measured_comm;
+      auto rit = recs_of.find(key);
+      if (rit == recs_of.end()) {
+        for (int i : ops) out.unmatched += modelled[i] > 0;
+        continue;
+      }
+      const std::vector<size_t>& ks = rit->second;
+      out.matched += static_cast<int64_t>(ops.size());
+      if (!take) continue;
+      if (ks.size() == ops.size()) {
+        for (size_t j = 0; j < ops.size(); ++j) d[ops[j]] = std::max(0.0, records[ks[j]].duration_us);
+        continue;
+      }
+      double total = 0, model_total = 0;
+      for (size_t k : ks) total += std::max(0.0, records[k].duration_us);
+      for (int i : ops) model_total += modelled[i];
+      for (int i : ops)
+        d[i] = model_total > 0 ? total * modelled[i] / model_total : total / static_cast<double>(ops.size());
+    }
+    // The optimizer step after the graph: per stage the slowest of its devices' recorded steps (a simulated
+    // run records none: the model's).
+    std::vector<double> optimizer = pg.optimizer_us;
+    if (!optimizer_us.empty()) {
+      optimizer.assign(par.pp, 0.0);
+      for (int dev = 0; dev < devices; ++dev)
+        optimizer[mesh.PpOfDevice(dev)] = std::max(optimizer[mesh.PpOfDevice(dev)], optimizer_us[dev]);
+    }
+    out.recorded_us =
+        (last_end - first_start) + (optimizer_us.empty() && !pg.optimizer_us.empty()
+                                        ? *std::max_element(pg.optimizer_us.begin(), pg.optimizer_us.end())
+                                        : 0.0);
+
+    IterationTiming timing;
+    const std::vector<Pass> passes = ComputePasses(g, mesh);
+    for (const Pass& p : passes) {
+      auto& r = pass_ratio[{p.stage, p.chunk, p.kind}];
+      auto& k = kind_ratio[p.kind];
+      r.first += Total(p, d);
+      r.second += Total(p, modelled);
+      k.first += Total(p, d);
+      k.second += Total(p, modelled);
+    }
+    if (!optimizer_us.empty()) {
+      optimizer_recorded = true;
+      for (int r = 0; r < par.pp; ++r)
+        recorded_optimizer[r] += optimizer[r] / static_cast<double>(order.size());
+    }
+    out.replayed_us = StepUs(g, d, optimizer, par.pp, timing);
+    out.data_us = StepUs(g, DataWhatIf(passes, d), optimizer, par.pp, timing);
+    out.partition_us = StepUs(g, PartitionWhatIf(passes, par.pp, d), optimizer, par.pp, timing);
+    out.stragglers_us = StepUs(g, StragglersWhatIf(passes, d), optimizer, par.pp, timing);
+    const std::vector<double> ideal =
+        PartitionWhatIf(passes, par.pp, DataWhatIf(passes, StragglersWhatIf(passes, d)));
+    out.ideal_us = StepUs(g, ideal, optimizer, par.pp, timing);
+    if (report.ideal_ops.empty()) report.ideal_ops = OpRecordsOf(g, timing, pg.costs, iteration);
+    report.iterations.push_back(out);
+  }
+  ReplayIteration& m = report.mean;
+  const double n = static_cast<double>(report.iterations.size());
+  for (const ReplayIteration& it : report.iterations) {
+    m.recorded_us += it.recorded_us / n;
+    m.replayed_us += it.replayed_us / n;
+    m.data_us += it.data_us / n;
+    m.partition_us += it.partition_us / n;
+    m.stragglers_us += it.stragglers_us / n;
+    m.ideal_us += it.ideal_us / n;
+    m.matched += it.matched;
+    m.unmatched += it.unmatched;
+    m.waits += it.waits;
+  }
+  m.iteration = -1;
+  if (options.predict) {
+    const Scenario& other = *options.predict;
+    MMTWIN_ASSIGN_OR_RETURN(PlannedRun run_b, BuildPlan(other, plan_options));
+    if (!(run_b.plan.parallel == par))
+      return Error(
+          (other.path.empty() ? other.name : other.path) +
+          ": parallel: the predicted scenario must keep the run's layout (dp, tp, pp, vpp, micro-batches, "
+          "ZeRO): the run's speed is known per pipeline stage and chunk");
+    report.predicted_scenario = other.name;
+    const auto ratio = [&](const Pass& p) {
+      auto it = pass_ratio.find({p.stage, p.chunk, p.kind});
+      if (it != pass_ratio.end() && it->second.second > 0) return it->second.first / it->second.second;
+      auto k = kind_ratio.find(p.kind);
+      return k != kind_ratio.end() && k->second.second > 0 ? k->second.first / k->second.second : 1.0;
+    };
+    for (size_t i = 0; i < run_b.plan.iterations.size(); ++i) {
+      MMTWIN_ASSIGN_OR_RETURN(PlanIterationGraph pg, BuildPlanIterationGraph(run_b, i));
+      const std::vector<double> modelled = pg.graph.duration_us;
+      const std::vector<Pass> passes = ComputePasses(pg.graph, mesh);
+      std::vector<double> totals;
+      for (const Pass& p : passes) totals.push_back(Total(p, modelled) * ratio(p));
+      IterationTiming timing;
+      const double t = StepUs(pg.graph, Scaled(passes, totals, modelled),
+                              optimizer_recorded ? recorded_optimizer : pg.optimizer_us, par.pp, timing);
+      report.predicted_us.push_back(t);
+      report.predicted_mean_us += t / static_cast<double>(run_b.plan.iterations.size());
+    }
+  }
+  return report;
+}
+
+}  // namespace mmtwin

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+// `mmtwin replay` end to end: a kept measured run's table and attribution, its JSON, the ideal timeline written as
+// a run folder, --predict, and bad input exiting 2 with the file named.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/cli_runner.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using mmtwin::testing::CliRun;
+using mmtwin::testing::Mmtwin;
+
+const std::string kRuns = std::string(MMTWIN_SOURCE_DIR) + "/reports/validation/cpu-audio/runs/";
+
+TEST(CliReplayTest, TableJsonIdealTimelineAndPrediction) {
+  const fs::path out = fs::path(::testing::TempDir()) / ("cli_replay_" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  CliRun r = Mmtwin("replay " + kRuns + "dp2-b2 -o " + out.string() + " --predict " + kRuns +
+                    "post-balance/scenario.yaml");
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* line : {"iteration  recorded  replayed  error", "data imbalance", "partition imbalance",
+                           "slow devices", "predicted post-balance:", "ideal timeline (first iteration)"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+  EXPECT_TRUE(fs::exists(out / "ops.csv"));
+  EXPECT_TRUE(fs::exists(out / "trace.json"));
+  r = Mmtwin("replay " + kRuns + "dp2-b2 --json", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["source"], "measured");
+  EXPECT_EQ(j["iterations"].size(), 10u);
+  const double recorded = j["mean"]["recorded_us"], replayed = j["mean"]["replayed_us"];
+  EXPECT_NEAR(replayed / recorded, 1.0, 0.03);
+  EXPECT_LE(j["mean"]["ideal_us"].get<double>(), replayed);
+  fs::remove_all(out);
+}
+
+TEST(CliReplayTest, BadInputExitsTwoNamingTheFile) {
+  CliRun r = Mmtwin("replay /no/such/run");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("mmtwin replay: /no/such/run"), std::string::npos) << r.out;
+  r = Mmtwin("replay " + kRuns + "dp2-b2 --predict /no/such.yaml");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("/no/such.yaml"), std::string::npos) << r.out;
+}
+
+}  // namespace
