@@ -190,9 +190,9 @@ TEST_F(WhatIfTest, AMeasuredRunPredictsAnotherPolicysMeasuredStep) {
 // Issue 32's acceptance 2 with the exact pair: random batches of 8 per rank (reports/whatif/runs/random-b8, measured
 // for it) against the same job post-balanced (the audio suite's kept run). The data what-if of the random run, its
 // own durations balanced, is within 5% of the balanced run's measured step; --predict, which prices the balanced
-// plan's micro-batches with mmtwin's costs scaled by the run's speed, is not (reports/whatif/README.md: the CPU cost
-// model prices the random run's padding at +72% where the backend pays +4%): asserted as it stands, so that a fix
-// shows.
+// plan's micro-batches with mmtwin's costs scaled by the run's speed, is not (reports/whatif/README.md: the balanced
+// run computed every layer 1.4-1.9x slower per token, its dispatch sharing the two cores): asserted as it stands,
+// so that a fix shows.
 TEST_F(WhatIfTest, TheRandomRunsDataWhatIfIsThePostBalancedRunsStep) {
   auto target = LoadScenario(Source("scenarios/validation/cpu-audio/post-balance.yaml"));
   ASSERT_TRUE(target.ok()) << target.error().message();
