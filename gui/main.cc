@@ -2,6 +2,7 @@
 // mmtwin-gui [SCENARIO | RUNDIR | SWEEP.sqlite]...: the what-if explorer (gui/README.md). Each argument is opened
 // in turn (a second run folder is compared with the first).
 //
+// mmtwin-gui --replay RUNDIR: the run folder's replay in the Replay tab (`mmtwin replay`; File > Replay a run folder).
 // mmtwin-gui --screenshot DIR [--what-if KEY=VALUE]... [INPUT]...: renders every view to DIR/*.png and exits (use
 // QT_QPA_PLATFORM=offscreen without a display). When a scenario is open it is run first; with --what-if that run
 // is pinned, the dotted scenario keys are changed (e.g. policies.partition=uniform) and it runs again, so the
@@ -48,20 +49,22 @@ int main(int argc, char** argv) {
   QApplication::setApplicationName("mmtwin-gui");
   QApplication::setOrganizationName("mmtwin");
   QString screenshot_dir;
-  QStringList inputs, what_ifs;
+  QStringList inputs, what_ifs, replays;
   const QStringList args = QApplication::arguments();
   for (int i = 1; i < args.size(); ++i) {
     if (args[i] == "--help" || args[i] == "-h") {
       std::printf(
           "usage: mmtwin-gui [SCENARIO.yaml | RUNDIR | SWEEP.sqlite]...\n"
-          "       mmtwin-gui --screenshot DIR [--what-if KEY=VALUE]... [INPUT]...\n"
+          "       mmtwin-gui --screenshot DIR [--what-if KEY=VALUE]... [--replay RUNDIR] [INPUT]...\n"
           "       mmtwin-gui --version\n");
       return 0;
     }
-    if (args[i] == "--screenshot" || args[i] == "--what-if") {
+    if (args[i] == "--screenshot" || args[i] == "--what-if" || args[i] == "--replay") {
       if (i + 1 >= args.size()) return Fail(args[i] + " needs a value");
       if (args[i] == "--screenshot")
         screenshot_dir = args[i + 1];
+      else if (args[i] == "--replay")
+        replays << args[i + 1];
       else
         what_ifs << args[i + 1];
       ++i;
@@ -70,6 +73,10 @@ int main(int argc, char** argv) {
     inputs << args[i];
   }
   mmtwin::gui::MainWindow w;
+  for (const QString& dir : replays) {
+    mmtwin::Status st = w.OpenReplay(dir);
+    if (!st.ok()) return Fail(QString::fromStdString(st.error().message()));
+  }
   for (const QString& in : inputs) {
     mmtwin::Status st = w.Open(in);
     if (!st.ok()) return Fail(QString::fromStdString(st.error().message()));

@@ -33,7 +33,16 @@ bool ReadFile(const QString& path, std::string& out) {
   return true;
 }
 
-enum Tab { kScenarioTab, kSummaryTab, kTimelineTab, kMemoryTab, kCompareTab, kSweepTab, kHistoryTab };
+enum Tab {
+  kScenarioTab,
+  kSummaryTab,
+  kTimelineTab,
+  kMemoryTab,
+  kCompareTab,
+  kSweepTab,
+  kHistoryTab,
+  kReplayTab
+};
 
 }  // namespace
 
@@ -58,6 +67,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabs_->addTab(sweep_, "Sweep");
   history_ = new HistoryView(this);
   tabs_->addTab(history_, "History");
+  replay_ = new ReplayView(this);
+  tabs_->addTab(replay_, "Replay");
   setCentralWidget(tabs_);
 
   runner_ = new AnalyticRunner(this);
@@ -154,6 +165,13 @@ void MainWindow::BuildActions() {
     if (!st.ok()) QMessageBox::warning(this, "mmtwin", QString::fromStdString(st.error().message()));
   });
   file->addSeparator();
+  file->addAction("&Replay a run folder...", [this] {
+    const QString dir =
+        QFileDialog::getExistingDirectory(this, "Replay a run folder (scenario.yaml and ops.csv)");
+    if (dir.isEmpty()) return;
+    const Status st = OpenReplay(dir);
+    if (!st.ok()) QMessageBox::warning(this, "mmtwin", QString::fromStdString(st.error().message()));
+  });
   file->addAction("&Quit", QKeySequence::Quit, this, &QWidget::close);
   bar->addAction(open);
   bar->addAction(save);
@@ -221,6 +239,13 @@ Status MainWindow::OpenRunDir(const QString& dir) {
   if (current_) pinned_ = std::move(current_);
   ShowRun(std::move(run));
   tabs_->setCurrentIndex(pinned_ ? kCompareTab : kSummaryTab);
+  return Status();
+}
+
+Status MainWindow::OpenReplay(const QString& dir) {
+  MMTWIN_RETURN_IF_ERROR(replay_->Open(dir.toStdString()));
+  tabs_->setCurrentIndex(kReplayTab);
+  SetStatus("Replayed " + dir);
   return Status();
 }
 
@@ -399,10 +424,10 @@ Status MainWindow::SaveScreenshots(const QString& dir, int width, int height) {
   if (!QDir().mkpath(dir)) return Error::Io(dir.toStdString() + ": cannot create");
   resize(width, height);
   show();
-  const std::vector<std::pair<int, QString>> shots = {{kScenarioTab, "editor"}, {kScenarioTab, "yaml"},
-                                                      {kSummaryTab, "summary"}, {kTimelineTab, "timeline"},
-                                                      {kMemoryTab, "memory"},   {kCompareTab, "compare"},
-                                                      {kSweepTab, "sweep"},     {kHistoryTab, "history"}};
+  const std::vector<std::pair<int, QString>> shots = {
+      {kScenarioTab, "editor"},   {kScenarioTab, "yaml"},   {kSummaryTab, "summary"},
+      {kTimelineTab, "timeline"}, {kMemoryTab, "memory"},   {kCompareTab, "compare"},
+      {kSweepTab, "sweep"},       {kHistoryTab, "history"}, {kReplayTab, "replay"}};
   for (const auto& [tab, name] : shots) {
     tabs_->setCurrentIndex(tab);
     editor_->tabs()->setCurrentIndex(name == "yaml" ? 1 : 0);

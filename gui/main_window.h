@@ -39,6 +39,8 @@ class MainWindow : public QMainWindow {
   Status Open(const QString& path);
   Status OpenRunDir(const QString& dir);
   Status OpenSweep(const QString& db);
+  // Replays a run folder (`mmtwin replay`) into the Replay tab and shows it.
+  Status OpenReplay(const QString& dir);
   Status SaveTo(const QString& path);
 
   // Runs the editor's scenario: analytic in-process, or engine "simgrid" as a child process. False when the
@@ -68,6 +70,7 @@ class MainWindow : public QMainWindow {
   CompareView* compare() const { return compare_; }
   SweepView* sweep() const { return sweep_; }
   HistoryView* history() const { return history_; }
+  ReplayView* replay() const { return replay_; }
   AnalyticRunner* runner() const { return runner_; }
 
   // Renders every view to DIR/{editor,yaml,summary,timeline,memory,compare,sweep,history}.png at width x height (the
@@ -99,6 +102,7 @@ class MainWindow : public QMainWindow {
   CompareView* compare_;
   SweepView* sweep_;
   HistoryView* history_;
+  ReplayView* replay_;
   AnalyticRunner* runner_;
   ProcessRunner* process_;
   QProgressBar* progress_;

@@ -369,4 +369,31 @@ Result<Heatmap> BuildHeatmap(const std::vector<RunRecord>& runs, const std::stri
   return h;
 }
 
+Heatmap ReplayHeatmap(const ReplayReport& report) {
+  Heatmap h;
+  h.metric = "slowdown";
+  h.x_axis = "iteration";
+  h.y_axis = "device";
+  const ParallelConfig& par = report.parallel;
+  const int pp = std::max(1, par.pp), sp = std::max(1, par.sp);
+  for (const ReplayIteration& it : report.iterations) h.x_values.push_back(std::to_string(it.iteration));
+  for (int d = 0; d < report.devices; ++d) {
+    const int stage = d % pp, replica = d / pp / sp, sp_rank = (d / pp) % sp;
+    h.y_values.push_back("dp " + std::to_string(replica) + " pp " + std::to_string(stage) +
+                         (sp > 1 ? " sp " + std::to_string(sp_rank) : ""));
+  }
+  bool first = true;
+  for (int x = 0; x < static_cast<int>(report.iterations.size()); ++x) {
+    const std::vector<double>& s = report.iterations[x].device_slowdown;
+    for (int y = 0; y < static_cast<int>(s.size()); ++y) {
+      if (!(s[y] > 0)) continue;
+      h.cells.push_back({x, y, s[y], -1, true});
+      h.min = first ? s[y] : std::min(h.min, s[y]);
+      h.max = first ? s[y] : std::max(h.max, s[y]);
+      first = false;
+    }
+  }
+  return h;
+}
+
 }  // namespace mmtwin::gui

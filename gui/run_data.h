@@ -17,10 +17,11 @@
 #include <utility>
 #include <vector>
 
-#include "driver/simulate.h"
 #include "core/records/records.h"
-#include "sweep/results_db.h"
 #include "core/util/status.h"
+#include "driver/simulate.h"
+#include "sweep/results_db.h"
+#include "whatif/whatif.h"
 
 namespace mmtwin::gui {
 
@@ -144,5 +145,10 @@ struct Heatmap {
 Result<Heatmap> BuildHeatmap(const std::vector<RunRecord>& runs, const std::string& metric,
                              const std::string& x_axis, const std::string& y_axis,
                              const std::map<std::string, std::string>& filters);
+
+// The slowdown of every op-graph device (rows, "dp D pp R") at every replayed step (columns, the iteration), as
+// `mmtwin replay` judges it (ReplayIteration::device_slowdown: 1 = its replicas' typical speed); cells of devices
+// without compute are left out. No cell names a run (run -1).
+Heatmap ReplayHeatmap(const ReplayReport& report);
 
 }  // namespace mmtwin::gui

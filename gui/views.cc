@@ -950,11 +950,14 @@ void HeatmapView::paintEvent(QPaintEvent*) {
   QFont bold = font();
   bold.setBold(true);
   p.setFont(bold);
+  const bool opens_runs =
+      std::any_of(h.cells.begin(), h.cells.end(), [](const HeatmapCell& c) { return c.run >= 0; });
   p.drawText(QRectF(8, 4, width() - 16, 20), Qt::AlignLeft,
-             h.metric.empty() ? QString("Open a sweep database (SQLite)")
-                              : QString::fromStdString(h.metric + " by " + h.x_axis +
-                                                       (h.y_axis.empty() ? "" : " and " + h.y_axis) +
-                                                       "  (click a cell to open its run)"));
+             h.metric.empty()
+                 ? QString("Open a sweep database (SQLite)")
+                 : QString::fromStdString(h.metric + " by " + h.x_axis +
+                                          (h.y_axis.empty() ? "" : " and " + h.y_axis) +
+                                          (opens_runs ? "  (click a cell to open its run)" : "")));
   p.setFont(font());
   if (h.x_values.empty()) return;
   const double range = h.max > h.min ? h.max - h.min : 1;
@@ -1003,6 +1006,68 @@ void HeatmapView::paintEvent(QPaintEvent*) {
 void HeatmapView::mousePressEvent(QMouseEvent* e) {
   const int i = CellAt(e->position());
   if (i >= 0) emit runClicked(heatmap_.cells[i].run);
+}
+
+// ---- ReplayView ----
+
+ReplayView::ReplayView(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  path_ = new QLabel(
+      "Replay a run folder (File > Replay a run folder...): its recorded timeline through the "
+      "dependency model, and what balanced data, balanced stages and no slow device would give.",
+      this);
+  path_->setWordWrap(true);
+  layout->addWidget(path_);
+  table_ = new QTableWidget(this);
+  const QStringList headers = {"iteration", "recorded ms",  "replayed ms",   "error",
+                               "data ms",   "partition ms", "stragglers ms", "ideal ms"};
+  table_->setColumnCount(static_cast<int>(headers.size()));
+  table_->setHorizontalHeaderLabels(headers);
+  table_->verticalHeader()->setVisible(false);
+  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  layout->addWidget(table_, 1);
+  attribution_ = new QLabel(this);
+  attribution_->setWordWrap(true);
+  layout->addWidget(attribution_);
+  heatmap_ = new HeatmapView(this);
+  layout->addWidget(heatmap_, 2);
+}
+
+Status ReplayView::Open(const std::string& dir) {
+  MMTWIN_ASSIGN_OR_RETURN(ReplayReport r, ReplayRunFolder(dir, {}));
+  report_ = std::move(r);
+  path_->setText(QString::fromStdString(report_.run_dir + " (" + RecordSourceName(report_.source) + ")"));
+  auto ms = [](double us) { return QString::number(us / 1e3, 'f', 1); };
+  std::vector<ReplayIteration> rows = report_.iterations;
+  if (rows.size() > 1) rows.push_back(report_.mean);
+  table_->setRowCount(static_cast<int>(rows.size()));
+  for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
+    const ReplayIteration& it = rows[i];
+    const double e = it.recorded_us > 0 ? 100.0 * (it.replayed_us / it.recorded_us - 1) : 0.0;
+    const QStringList cells = {it.iteration >= 0 ? QString::number(it.iteration) : QString("mean"),
+                               ms(it.recorded_us),
+                               ms(it.replayed_us),
+                               QString("%1%2%").arg(e >= 0 ? "+" : "").arg(e, 0, 'f', 1),
+                               ms(it.data_us),
+                               ms(it.partition_us),
+                               ms(it.stragglers_us),
+                               ms(it.ideal_us)};
+    for (int c = 0; c < static_cast<int>(cells.size()); ++c)
+      table_->setItem(i, c, new QTableWidgetItem(cells[c]));
+  }
+  const ReplayIteration& m = report_.mean;
+  auto share = [&](double whatif) {
+    return QString("%1 ms (%2%)")
+        .arg((m.replayed_us - whatif) / 1e3, 0, 'f', 1)
+        .arg(m.replayed_us > 0 ? 100.0 * (m.replayed_us - whatif) / m.replayed_us : 0.0, 0, 'f', 1);
+  };
+  attribution_->setText("What each costs this job (replayed - what-if): data imbalance " + share(m.data_us) +
+                        ", partition imbalance " + share(m.partition_us) + ", slow devices " +
+                        share(m.stragglers_us) + ", all three " + share(m.ideal_us) +
+                        ". Below: each device's slowdown against its replicas, by step.");
+  heatmap_->SetHeatmap(ReplayHeatmap(report_));
+  return Status();
 }
 
 // ---- SweepView ----

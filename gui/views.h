@@ -279,6 +279,28 @@ class HeatmapView : public QWidget {
   Heatmap heatmap_;
 };
 
+// `mmtwin replay` of a run folder (sim/whatif/whatif.h): per replayed step the recorded and replayed time and the
+// what-ifs (balanced data, balanced stages, no slow device, all three), what each costs the job, and the heatmap of
+// each device's slowdown by step (ReplayHeatmap).
+class ReplayView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit ReplayView(QWidget* parent = nullptr);
+  // Replays the run folder `dir`; errors leave the view as it was.
+  Status Open(const std::string& dir);
+  const ReplayReport& report() const { return report_; }
+  QTableWidget* table() const { return table_; }
+  HeatmapView* heatmap() const { return heatmap_; }
+  QLabel* attribution() const { return attribution_; }
+
+ private:
+  ReplayReport report_;
+  QLabel* path_;
+  QTableWidget* table_;
+  QLabel* attribution_;
+  HeatmapView* heatmap_;
+};
+
 // A sweep database: metric, x axis, y axis and one filter per other axis, above the heatmap. runOpened(index)
 // asks the window to open runs()[index].
 class SweepView : public QWidget {

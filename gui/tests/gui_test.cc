@@ -167,6 +167,34 @@ class GuiTest : public QObject {
   // order, each with what changed from the run before (the resolved scenarios' keys) and its figures as the
   // Compare tab writes them; comparing runs 1 and 3 puts them as A and B; showing run 1 reloads its folder with its
   // timeline.
+  // File > Replay a run folder: a kept measured run (DP 2, 10 iterations) in the Replay tab: one row per step and
+  // the mean, the replay within 3% of the record in every row, the attribution, and the slowdown heatmap of its two
+  // devices by step, around 1.
+  void theReplayTabShowsTheStepsTheAttributionAndTheSlowdownHeatmap() {
+    MainWindow w;
+    const QString run = kSource + "/reports/validation/cpu-audio/runs/dp2-b2";
+    const Status st = w.OpenReplay(run);
+    QVERIFY2(st.ok(), st.ok() ? "" : st.error().message().c_str());
+    ReplayView* r = w.replay();
+    QCOMPARE(r->table()->rowCount(), 11);
+    QCOMPARE(r->table()->item(10, 0)->text(), QString("mean"));
+    for (int row = 0; row < 11; ++row) {
+      const double recorded = r->table()->item(row, 1)->text().toDouble();
+      const double replayed = r->table()->item(row, 2)->text().toDouble();
+      QVERIFY2(std::abs(replayed / recorded - 1) < 0.03, qPrintable(r->table()->item(row, 3)->text()));
+    }
+    QVERIFY(r->attribution()->text().contains("data imbalance"));
+    const Heatmap& h = r->heatmap()->heatmap();
+    QCOMPARE(static_cast<int>(h.x_values.size()), 10);
+    QCOMPARE(h.y_values, (std::vector<std::string>{"dp 0 pp 0", "dp 1 pp 0"}));
+    QCOMPARE(static_cast<int>(h.cells.size()), 20);
+    QVERIFY(h.min > 0.5 && h.max < 2.0);
+    QVERIFY(!r->heatmap()->CellRect(0, 0).isEmpty());
+    // A folder that is not a run: an error, the tab as it was.
+    QVERIFY(!w.OpenReplay(kSource + "/scenarios").ok());
+    QCOMPARE(r->table()->rowCount(), 11);
+  }
+
   void theHistoryListsEachRunWithWhatChangedAndComparesAnyTwo() {
     MainWindow w;
     QVERIFY(w.Open(kDefault).ok());

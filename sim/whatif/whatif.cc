@@ -138,7 +138,8 @@ std::vector<double> PartitionWhatIf(const std::vector<Pass>& passes, int pp, con
   return Scaled(passes, totals, d);
 }
 
-std::vector<double> StragglersWhatIf(const std::vector<Pass>& passes, const std::vector<double>& d) {
+std::vector<double> StragglersWhatIf(const std::vector<Pass>& passes, const std::vector<double>& d,
+                                     std::vector<double>* device_slowdown = nullptr) {
   // The typical total of each (stage, chunk, kind, micro-batch) over the DP replicas.
   std::map<std::tuple<int, int32_t, int, int32_t>, std::vector<double>> by_pass;
   for (const Pass& p : passes) by_pass[{p.stage, p.chunk, p.kind, p.micro_batch}].push_back(Total(p, d));
@@ -151,6 +152,9 @@ std::vector<double> StragglersWhatIf(const std::vector<Pass>& passes, const std:
   }
   std::map<int32_t, double> slowdown;
   for (auto& [dev, v] : ratios) slowdown[dev] = Median(v);
+  if (device_slowdown)
+    for (const auto& [dev, s] : slowdown)
+      if (dev >= 0 && dev < static_cast<int32_t>(device_slowdown->size())) (*device_slowdown)[dev] = s;
   std::vector<double> totals;
   for (const Pass& p : passes) {
     auto it = slowdown.find(p.device);
@@ -185,6 +189,7 @@ Result<ReplayReport> ReplayRunFolder(const std::string& dir, const ReplayOptions
   ReplayReport report;
   report.run_dir = dir;
   report.parallel = par;
+  report.devices = devices;
   report.source = records.front().source;
   const bool measured = report.source == RecordSource::kMeasured;
 
@@ -313,7 +318,9 @@ Result<ReplayReport> ReplayRunFolder(const std::string& dir, const ReplayOptions
     out.replayed_us = StepUs(g, d, optimizer, par.pp, timing);
     out.data_us = StepUs(g, DataWhatIf(passes, d), optimizer, par.pp, timing);
     out.partition_us = StepUs(g, PartitionWhatIf(passes, par.pp, d), optimizer, par.pp, timing);
-    out.stragglers_us = StepUs(g, StragglersWhatIf(passes, d), optimizer, par.pp, timing);
+    out.device_slowdown.assign(devices, 0.0);
+    out.stragglers_us =
+        StepUs(g, StragglersWhatIf(passes, d, &out.device_slowdown), optimizer, par.pp, timing);
     const std::vector<double> ideal =
         PartitionWhatIf(passes, par.pp, DataWhatIf(passes, StragglersWhatIf(passes, d)));
     out.ideal_us = StepUs(g, ideal, optimizer, par.pp, timing);

@@ -71,6 +71,9 @@ struct ReplayIteration {
   int64_t matched = 0;    // graph ops given recorded durations
   int64_t unmatched = 0;  // graph ops of non-zero modelled duration without a record (modelled duration kept)
   int64_t waits = 0;      // records of waiting (p2p_recv, dp_wait), not replayed
+  // Per op-graph device (DeviceMesh::Device), its slowdown s of the stragglers what-if (1 = typical; 0 = no
+  // compute to judge): the heatmap of slowdown by rank and step.
+  std::vector<double> device_slowdown;
 };
 
 struct ReplayReport {
@@ -84,6 +87,7 @@ struct ReplayReport {
   std::vector<OpRecord> ideal_ops;
   // ReplayOptions::predict: its scenario's name and the predicted step of each of its plan's iterations, and
   // their mean (empty / 0 without).
+  int devices = 0;  // op-graph devices (DP replicas x pipeline stages x SP ranks)
   std::string predicted_scenario;
   std::vector<double> predicted_us;
   double predicted_mean_us = 0;
