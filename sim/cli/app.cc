@@ -579,6 +579,29 @@ Command AddReplay(CLI::App& app, std::ostream& out, std::ostream& err) {
           }};
 }
 
+Command AddImportTimeline(CLI::App& app, std::ostream& out, std::ostream& err) {
+  auto a = std::make_shared<ImportTimelineArgs>();
+  CLI::App* imp = app.add_subcommand("import-timeline",
+                                     "a job's op timeline (Chrome / Perfetto trace-event JSON: mmtwin's "
+                                     "trace.json, or a framework's timers) as a "
+                                     "measured run folder for `mmtwin replay`");
+  imp->add_option("TIMELINE", a->timeline, "trace-event JSON")->required();
+  imp->add_option("--scenario", a->scenario, "the job's scenario (its layout and plan)")->required();
+  imp->add_option("-o,--output", a->output, "run folder to write")->required();
+  imp->add_option("--map", a->maps, "event NAME (or PREFIX*) to an op kind or ignore: NAME=KIND; repeatable");
+  imp->add_option("--map-file", a->map_file, "a YAML mapping of event names to op kinds");
+  imp->add_option("--iteration", a->iteration,
+                  "the epoch iteration of events without an iteration argument (default: the plan's first "
+                  "replayed one)");
+  imp->footer(
+      "sim/whatif/timeline_import.h: devices, kinds (Megatron-LM's timer names by default), micro-batches.");
+  imp->allow_extras();
+  return {imp, [=, &out, &err]() -> int {
+            if (int rc = Extras(imp, err)) return rc;
+            return RunImportTimeline(*a, out, err);
+          }};
+}
+
 // `models`, `clusters`, `policies` [--json]: listings (extras are refused as usual).
 Command AddListing(CLI::App& app, const std::string& what, const std::string& description, std::ostream& out,
                    std::ostream& err) {
@@ -718,6 +741,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
                   "  tune SPACE.yaml [-o DIR] [--jobs N] [--top K] [--recheck K]\n"
                   "  compare RUN_A RUN_B [--json]\n"
                   "  replay RUN [-o DIR] [--predict SCENARIO] [--json]\n"
+                  "  import-timeline TRACE.json --scenario S -o RUNDIR [--map NAME=KIND]...\n"
                   "  models | clusters | policies\n") +
       kExitCodes);
   app.require_subcommand(1);
@@ -736,6 +760,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       AddValidate(app, out, err),
       AddCompare(app, out, err),
       AddReplay(app, out, err),
+      AddImportTimeline(app, out, err),
       AddListing(app, "models", "list the model zoo with parameter counts", out, err),
       AddListing(app, "clusters", "list the cluster presets", out, err),
       AddListing(app, "policies", "list every policy registry with its parameters", out, err),

@@ -138,6 +138,14 @@ struct ReplayArgs {
 };
 int RunReplay(const ReplayArgs& a, std::ostream& out, std::ostream& err);
 
+// mmtwin import-timeline TRACE.json --scenario S -o RUNDIR [--map NAME=KIND]... [--map-file F] [--iteration N]
+struct ImportTimelineArgs {
+  std::string timeline, scenario, output, map_file;
+  std::vector<std::string> maps;
+  int64_t iteration = -1;  // -1 = the plan's first replayed iteration
+};
+int RunImportTimeline(const ImportTimelineArgs& a, std::ostream& out, std::ostream& err);
+
 // mmtwin models | clusters | policies  (sim/cli/list_cmd.cc)
 int RunList(const std::string& what, bool json, std::ostream& out, std::ostream& err);
 

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+// mmtwin import-timeline TRACE.json --scenario S -o RUNDIR [--map NAME=KIND]... [--map-file F] [--iteration N]: a
+// Chrome / Perfetto trace-event timeline as a measured run folder for replay (sim/whatif/timeline_import.h).
 // mmtwin replay RUN [-o DIR] [--json] [--measured-comm]: a run folder's recorded timeline (ops.csv, simulated or
 // measured by mmtwin-train) replayed through mmtwin's dependency model, and the what-ifs that attribute its step
 // time to data imbalance, partition imbalance and slow devices (sim/whatif/whatif.h). Exit 0, or 2 on bad input
@@ -14,6 +16,9 @@
 #include "core/records/perfetto.h"
 #include "core/records/records_codec.h"
 #include "core/records/run_folder.h"
+#include "core/util/csv.h"
+#include "driver/planner.h"
+#include "whatif/timeline_import.h"
 #include "whatif/whatif.h"
 
 namespace mmtwin::cli {
@@ -121,6 +126,53 @@ int RunReplay(const ReplayArgs& a, std::ostream& out, std::ostream& err) {
     out << "predicted " << rep.predicted_scenario << ": " << Ms(rep.predicted_mean_us)
         << " ms per step (mean of " << rep.predicted_us.size()
         << " iterations; this run's speed per stage, mmtwin's relative costs)\n";
+  return 0;
+}
+
+}  // namespace mmtwin::cli
+
+namespace mmtwin::cli {
+
+int RunImportTimeline(const ImportTimelineArgs& a, std::ostream& out, std::ostream& err) {
+  auto fail = [&](const std::string& m) {
+    err << "mmtwin import-timeline: " << m << "\n";
+    return 2;
+  };
+  auto scenario = LoadScenario(a.scenario);
+  if (!scenario) return fail(scenario.error().message());
+  ImportOptions options;
+  if (!a.map_file.empty()) {
+    auto m = LoadTimelineMapping(a.map_file);
+    if (!m) return fail(m.error().message());
+    options.mapping = *m;
+  }
+  for (const std::string& kv : a.maps) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return fail("--map: '" + kv + "': expected NAME=KIND (or NAME=ignore; NAME may end in *)");
+    options.mapping[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  PlanOptions plan_options;
+  plan_options.memory_report = false;
+  plan_options.keep_trace = false;
+  auto run = BuildPlan(*scenario, plan_options);
+  if (!run) return fail(run.error().message());
+  options.iteration = a.iteration >= 0 ? a.iteration : run->plan.iterations.front().epoch_index;
+  auto text = ReadFile(a.timeline);
+  if (!text) return fail(text.error().message());
+  auto imported = ImportTimeline(*text, a.timeline, run->plan.parallel, options);
+  if (!imported) return fail(imported.error().message());
+  const Status st = RunFolderWriter()
+                        .AddOps(imported->ops)
+                        .AddScenario(FormatScenario(*scenario))
+                        .AddPlan(run->plan)
+                        .Write(a.output);
+  if (!st.ok()) return fail(st.error().message());
+  int64_t ignored = 0;
+  for (const auto& [n, c] : imported->ignored) ignored += c;
+  out << "imported " << imported->ops.size() << " ops of " << imported->events << " events (" << ignored
+      << " ignored by the mapping) into " << a.output << "/{ops.csv, scenario.yaml, plan.json}; "
+      << "replay it with: mmtwin replay " << a.output << "\n";
   return 0;
 }
 

@@ -40,6 +40,32 @@ TEST(CliReplayTest, TableJsonIdealTimelineAndPrediction) {
   fs::remove_all(out);
 }
 
+// simulate -> trace.json -> import-timeline -> replay: the simulated step again.
+TEST(CliReplayTest, ATraceImportsAndReplays) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("cli_import_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string scenario = std::string(MMTWIN_SOURCE_DIR) + "/scenarios/default.yaml";
+  CliRun r =
+      Mmtwin("simulate " + scenario + " -o " + (dir / "run").string() + " --trace-replicas 0 --json", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = Mmtwin("import-timeline " + (dir / "run" / "trace.json").string() + " --scenario " + scenario + " -o " +
+             (dir / "imported").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("replay it with: mmtwin replay"), std::string::npos) << r.out;
+  CliRun a = Mmtwin("replay " + (dir / "run").string() + " --json", false);
+  CliRun b = Mmtwin("replay " + (dir / "imported").string() + " --json", false);
+  ASSERT_EQ(a.code, 0) << a.out;
+  ASSERT_EQ(b.code, 0) << b.out;
+  const double ra = nlohmann::json::parse(a.out)["mean"]["replayed_us"];
+  const double rb = nlohmann::json::parse(b.out)["mean"]["replayed_us"];
+  EXPECT_NEAR(rb, ra, 1e-6 * ra);
+  r = Mmtwin("import-timeline " + (dir / "run" / "trace.json").string() + " --scenario " + scenario + " -o " +
+             (dir / "x").string() + " --map oops");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("--map: 'oops': expected NAME=KIND"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
 TEST(CliReplayTest, BadInputExitsTwoNamingTheFile) {
   CliRun r = Mmtwin("replay /no/such/run");
   EXPECT_EQ(r.code, 2);

@@ -4,6 +4,7 @@
 // doctored to have exactly that (a slow device, unequal stages); a measured run predicts another policy's
 // measured step; bad timelines are errors naming the file and line.
 #include "whatif/whatif.h"
+#include "whatif/timeline_import.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -205,6 +206,93 @@ TEST_F(WhatIfTest, TheRandomRunsDataWhatIfIsThePostBalancedRunsStep) {
   const double measured = balanced->iteration_time_us.mean;
   EXPECT_NEAR(r->mean.data_us / measured, 1.0, 0.05);
   EXPECT_LT(r->predicted_mean_us / measured, 0.7);
+}
+
+// A simulated run's trace.json (every replica drawn) imported as a timeline replays to the run's step, as its
+// ops.csv does (trace times are rounded to the nanosecond).
+TEST_F(WhatIfTest, ATraceJsonImportsAndReplaysToTheRunsStep) {
+  Scenario s = Shipped("scenarios/default.yaml", 4000);
+  s.iterations = 1;
+  SimulateOptions o;
+  o.trace_dp_replicas = 0;
+  auto r = Simulate(s, o);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  ImportOptions io;
+  io.iteration = r->plan.iterations.front().epoch_index;
+  auto imported = ImportTimeline(r->trace_json, "trace.json", r->plan.parallel, io);
+  ASSERT_TRUE(imported.ok()) << imported.error().message();
+  int64_t positive = 0;
+  for (const OpRecord& op : r->ops) positive += op.duration_us > 0;
+  EXPECT_EQ(static_cast<int64_t>(imported->ops.size()), positive);  // traces leave out zero-length ops
+  ASSERT_TRUE(RunFolderWriter()
+                  .AddOps(imported->ops)
+                  .AddScenario(r->resolved_yaml)
+                  .AddPlan(r->plan)
+                  .Write(Dir("imported"))
+                  .ok());
+  auto replay = ReplayRunFolder(Dir("imported"), {});
+  ASSERT_TRUE(replay.ok()) << replay.error().message();
+  EXPECT_NEAR(replay->iterations[0].replayed_us, r->summary.iteration_time_us.mean,
+              1e-6 * r->summary.iteration_time_us.mean);
+}
+
+// Framework timer names (Megatron-LM's by default): kinds mapped, micro-batches by order, processes by "rank N";
+// user entries win and may end in '*'; ignored timers counted; unknown names, overlaps and devices outside the
+// layout are errors naming the event.
+TEST_F(WhatIfTest, TimerNamesMapMicroBatchesFollowAndBadEventsAreErrors) {
+  ParallelConfig par;
+  par.dp = 1;
+  par.pp = 2;
+  par.micro_batches = 2;
+  const std::string ev = R"([
+    {"ph": "M", "name": "process_name", "pid": 10, "args": {"name": "rank 0"}},
+    {"ph": "M", "name": "process_name", "pid": 11, "args": {"name": "rank 1"}},
+    {"ph": "X", "name": "forward-compute", "pid": 10, "tid": 1, "ts": 0, "dur": 10},
+    {"ph": "X", "name": "forward-send", "pid": 10, "tid": 2, "ts": 10, "dur": 1},
+    {"ph": "X", "name": "forward-compute", "pid": 10, "tid": 1, "ts": 10, "dur": 10},
+    {"ph": "X", "name": "forward-backward", "pid": 10, "tid": 3, "ts": 0, "dur": 60},
+    {"ph": "X", "name": "my-fwd", "pid": 11, "tid": 1, "ts": 11, "dur": 10},
+    {"ph": "X", "name": "backward-compute", "pid": 11, "tid": 1, "ts": 21, "dur": 20, "args": {"micro_batch": 0}}
+  ])";
+  ImportOptions o;
+  o.mapping["my-*"] = "forward";
+  auto t = ImportTimeline(ev, "t.json", par, o);
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  ASSERT_EQ(t->ops.size(), 5u);
+  EXPECT_EQ(t->ignored.at("forward-backward"), 1);
+  std::vector<std::tuple<int, int, int>> got;  // (kind, device, micro-batch)
+  for (const OpRecord& op : t->ops) got.push_back({static_cast<int>(op.kind), op.device, op.micro_batch});
+  const std::vector<std::tuple<int, int, int>> want = {{static_cast<int>(OpKind::kForward), 0, 0},
+                                                       {static_cast<int>(OpKind::kP2pSendActivation), 0, 0},
+                                                       {static_cast<int>(OpKind::kForward), 0, 1},
+                                                       {static_cast<int>(OpKind::kForward), 1, 0},
+                                                       {static_cast<int>(OpKind::kBackward), 1, 0}};
+  EXPECT_EQ(got, want);
+  auto err = [&](const std::string& text) {
+    auto r = ImportTimeline(text, "t.json", par, {});
+    return r.ok() ? std::string("ok") : r.error().message();
+  };
+  EXPECT_NE(err(R"([{"ph": "X", "name": "mystery", "pid": 1, "ts": 0, "dur": 1},
+                     {"ph": "X", "name": "mystery", "pid": 1, "ts": 1, "dur": 1}])")
+                .find("t.json: event names that map to no op kind: 'mystery' x2"),
+            std::string::npos);
+  EXPECT_NE(
+      err(R"([{"ph": "X", "name": "forward-compute", "pid": 1, "tid": 1, "ts": 0, "dur": 5},
+                     {"ph": "X", "name": "backward-compute", "pid": 1, "tid": 1, "ts": 4, "dur": 5}])")
+          .find("t.json: event 1 ('backward-compute', pid 1, tid 1): overlaps event 0 ('forward-compute'"),
+      std::string::npos)
+      << err(R"([{"ph": "X", "name": "forward-compute", "pid": 1, "tid": 1, "ts": 0, "dur": 5},
+                   {"ph": "X", "name": "backward-compute", "pid": 1, "tid": 1, "ts": 4, "dur": 5}])");
+  EXPECT_NE(
+      err(R"([{"ph": "X", "name": "forward-compute", "pid": 9, "ts": 0, "dur": 5}])")
+          .find("t.json: event 0 ('forward-compute', pid 9): device 8 is outside the layout's 2 devices"),
+      std::string::npos);
+  EXPECT_NE(err("{").find("t.json: not valid JSON"), std::string::npos);
+  std::ofstream(dir_ / "map.yaml") << "forward-compute: forward\nmy-step: sideways\n";
+  auto m = LoadTimelineMapping(Dir("map.yaml"));
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().message().find("map.yaml:2: my-step: 'sideways' is not an op kind"), std::string::npos)
+      << m.error().message();
 }
 
 TEST_F(WhatIfTest, BadTimelinesAreErrorsNamingFileAndLine) {

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+// A job's op timeline in Chrome / Perfetto trace-event JSON (`mmtwin import-timeline`, issue 32) as measured op
+// records, ready for `mmtwin replay` (whatif.h): the trace an mmtwin run writes (trace.json), a backend's, or one
+// written by a training framework's timers, with the layout given by the job's scenario.
+//
+// The trace: {"traceEvents": [...]} or a bare array; complete events ("ph": "X", ts and dur in microseconds) are
+// ops, metadata ("M") name processes; other phases are ignored. Per event:
+//   - device: the process named "dp D / stage S" (mmtwin's traces; DeviceMesh::Device(D, S)), else the one named
+//     "rank N" or "device N" (an op-graph device: one TP group), else pid - 1 (mmtwin's convention);
+//   - kind: the event's `cat` when it is an op kind name (core/graph/op_graph.h OpKindName: mmtwin's traces),
+//     else its name through the mapping: the options' entries first, then the defaults below; a name maps by
+//     exact match or, for entries ending in '*', by prefix. "ignore" drops the event (counted). A name that
+//     maps to nothing is an error listing every such name with its count: nothing is dropped silently.
+//       default (Megatron-LM's timer names)   forward-compute forward, backward-compute backward,
+//         forward-recompute recompute, forward-send p2p_send_activation, backward-send p2p_send_gradient,
+//         forward-recv / backward-recv p2p_recv, grads-reduce-scatter / grads-all-reduce dp_collective,
+//         params-all-gather dp_all_gather, optimizer optimizer, and ignore for the timers that enclose others
+//         (forward-backward, batch-generator, optimizer-* parts, train-step*);
+//   - micro-batch and chunk: args micro_batch (or microbatch, mb) and chunk (or model_chunk); a compute or send
+//     event without a micro-batch takes its place in order among the device's events of that kind and chunk
+//     (the k-th forward is micro-batch k: true of 1F1B and GPipe; interleaved schedules need the args);
+//   - pass (TP and SP collectives, ZeRO-3 gathers): args pass ("forward" / "backward"), else "bwd" or
+//     "backward" in the name means the backward;
+//   - iteration: args iteration (or step), else ImportOptions::iteration.
+// Checked: events on one (process, thread) must not overlap (an error naming both events); a device outside
+// the layout is an error naming the event.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/plan/plan.h"
+#include "core/records/records.h"
+#include "core/util/status.h"
+
+namespace mmtwin {
+
+struct ImportOptions {
+  std::map<std::string, std::string> mapping;  // event name (or PREFIX*) -> op kind name or "ignore"
+  int64_t iteration = 0;                       // for events without an iteration argument
+};
+
+struct ImportedTimeline {
+  std::vector<OpRecord> ops;               // source measured, lanes by kind
+  std::map<std::string, int64_t> ignored;  // event name -> events mapped to "ignore"
+  int64_t events = 0;                      // complete events read
+};
+
+// Parses `json_text` (named `name` in messages: "NAME: event 12 ('F3.c1', pid 5, tid 1): ...") against the
+// layout `parallel` (dp, pp, sp; the devices are its op-graph devices).
+Result<ImportedTimeline> ImportTimeline(const std::string& json_text, const std::string& name,
+                                        const ParallelConfig& parallel, const ImportOptions& options);
+
+// The mapping file (YAML, a flat mapping of names to kinds): errors name file, line and the entry.
+Result<std::map<std::string, std::string>> LoadTimelineMapping(const std::string& path);
+
+}  // namespace mmtwin
