@@ -15,11 +15,13 @@
 #include <gtest/gtest.h>
 
 #include "cli/cli_runner.h"
+#include "scenario/shipped_scenarios.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using mmtwin::testing::Shell;
+using mmtwin::testing::ShippedScenarios;
 
 std::string ReadFile(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -40,27 +42,6 @@ std::string FirstDifference(const std::string& want, const std::string& got) {
       return "line " + std::to_string(line) + ": expected '" + (ha ? la : "<end>") + "', got '" +
              (hb ? lb : "<end>") + "'";
   }
-}
-
-std::vector<fs::path> ShippedScenarios() {
-  const fs::path root = fs::path(MMTWIN_SOURCE_DIR) / "scenarios";
-  std::vector<fs::path> out;
-  for (const auto& e : fs::recursive_directory_iterator(root)) {
-    const std::string rel = fs::relative(e.path(), root).string();
-    if (!e.is_regular_file() || e.path().extension() != ".yaml") continue;
-    if (rel.rfind("sweeps/", 0) == 0 || rel.rfind("tune/", 0) == 0 || rel.rfind("goldens/", 0) == 0) continue;
-    if (rel.size() > 11 && rel.compare(rel.size() - 11, 11, ".suite.yaml") == 0)
-      continue;  // validation suites
-    // A scenario whose first line is "# no golden: REASON" (the 100k-GPU scale benchmark: ~45 s and 2.4 GB a
-    // run, far longer under the sanitizers) has none; tests/update_goldens.sh skips it too.
-    std::ifstream in(e.path());
-    std::string first;
-    std::getline(in, first);
-    if (first.rfind("# no golden:", 0) == 0) continue;
-    out.push_back(e.path());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 class GoldenTest : public ::testing::TestWithParam<fs::path> {};
