@@ -3,6 +3,8 @@
 #include "whatif/timeline_import.h"
 
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <cstdio>
 #include <regex>
 #include <tuple>
@@ -99,6 +101,19 @@ const json* Arg(const json& e, std::initializer_list<const char*> keys) {
   return nullptr;
 }
 
+// The string at `key` of an object, "" when absent or not a string (events are any JSON: never throw).
+std::string Str(const json& o, const char* key) {
+  if (!o.is_object()) return "";
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// A process-name number: its value up to 1e6 (a larger one is no device of any layout: 1e6).
+int SmallInt(const std::string& digits) {
+  if (digits.size() > 7) return 1000000;
+  return std::stoi(digits);
+}
+
 std::string Describe(const std::string& name, size_t index, const json& e) {
   std::string s = name + ": event " + std::to_string(index);
   if (e.contains("name") && e["name"].is_string())
@@ -114,8 +129,10 @@ std::string Describe(const std::string& name, size_t index, const json& e) {
 
 }  // namespace
 
-Result<ImportedTimeline> ImportTimeline(const std::string& json_text, const std::string& name,
-                                        const ParallelConfig& parallel, const ImportOptions& options) {
+namespace {
+
+Result<ImportedTimeline> Import(const std::string& json_text, const std::string& name,
+                                const ParallelConfig& parallel, const ImportOptions& options) {
   json root;
   try {
     root = json::parse(json_text);
@@ -139,14 +156,14 @@ Result<ImportedTimeline> ImportTimeline(const std::string& json_text, const std:
   std::map<int64_t, int> device_of_pid;
   static const std::regex kDpStage(R"(dp (\d+) / stage (\d+))"), kRank(R"((?:rank|device) (\d+))");
   for (const json& e : *events) {
-    if (!e.is_object() || e.value("ph", "") != "M" || e.value("name", "") != "process_name") continue;
+    if (!e.is_object() || Str(e, "ph") != "M" || Str(e, "name") != "process_name") continue;
     if (!e.contains("pid") || !e["pid"].is_number_integer()) continue;
-    const std::string pname = e.contains("args") ? e["args"].value("name", "") : "";
+    const std::string pname = e.contains("args") ? Str(e["args"], "name") : "";
     std::smatch m;
     if (std::regex_search(pname, m, kDpStage))
-      device_of_pid[e["pid"].get<int64_t>()] = mesh.Device(std::stoi(m[1]), std::stoi(m[2]));
+      device_of_pid[e["pid"].get<int64_t>()] = mesh.Device(SmallInt(m[1]), SmallInt(m[2]));
     else if (std::regex_search(pname, m, kRank))
-      device_of_pid[e["pid"].get<int64_t>()] = std::stoi(m[1]);
+      device_of_pid[e["pid"].get<int64_t>()] = SmallInt(m[1]);
   }
 
   ImportedTimeline out;
@@ -159,13 +176,13 @@ Result<ImportedTimeline> ImportTimeline(const std::string& json_text, const std:
   std::map<std::tuple<int, int, int32_t, int64_t>, int32_t> next_mb;  // (device, kind, chunk, iteration)
   for (size_t i = 0; i < events->size(); ++i) {
     const json& e = (*events)[i];
-    if (!e.is_object() || e.value("ph", "") != "X") continue;
+    if (!e.is_object() || Str(e, "ph") != "X") continue;
     ++out.events;
     if (!e.contains("ts") || !e["ts"].is_number() || !e.contains("dur") || !e["dur"].is_number())
       return Error(Describe(name, i, e) + ": ts and dur must be numbers (microseconds)");
     if (!e.contains("pid") || !e["pid"].is_number_integer())
       return Error(Describe(name, i, e) + ": pid: missing (the process is the device)");
-    const std::string ename = e.value("name", "");
+    const std::string ename = Str(e, "name");
     OpKind kind;
     const std::string cat = e.contains("cat") && e["cat"].is_string() ? e["cat"].get<std::string>() : "";
     if (!KindByName(cat, kind)) {
@@ -193,32 +210,42 @@ Result<ImportedTimeline> ImportTimeline(const std::string& json_text, const std:
     r.device = device;
     r.start_us = e["ts"].get<double>();
     r.duration_us = e["dur"].get<double>();
-    if (r.duration_us < 0) return Error(Describe(name, i, e) + ": dur is negative");
+    if (!(r.duration_us >= 0 && r.duration_us <= 1e15) || !(std::abs(r.start_us) <= 1e18))
+      return Error(Describe(name, i, e) + ": ts and dur must be finite, dur >= 0 and at most 1e15 us");
     const json* it_arg = Arg(e, {"iteration", "step"});
+    if (it_arg && it_arg->get<int64_t>() < 0)
+      return Error(Describe(name, i, e) + ": args.iteration " + it_arg->dump() + " is negative");
     r.iteration = it_arg ? it_arg->get<int64_t>() : options.iteration;
     const json* chunk = Arg(e, {"chunk", "model_chunk"});
+    if (chunk && (chunk->get<int64_t>() < 0 || chunk->get<int64_t>() >= parallel.chunks()))
+      return Error(Describe(name, i, e) + ": args.chunk " + chunk->dump() + " is outside the layout's " +
+                   std::to_string(parallel.chunks()) + " chunks");
     r.chunk = chunk ? chunk->get<int32_t>() : 0;
     const bool per_micro_batch = kind == OpKind::kForward || kind == OpKind::kBackward ||
                                  kind == OpKind::kRecompute || kind == OpKind::kBackwardWeight ||
                                  kind == OpKind::kP2pSendActivation || kind == OpKind::kP2pSendGradient ||
                                  kind == OpKind::kTpCollective || kind == OpKind::kSpCollective ||
                                  kind == OpKind::kDispatch || kind == OpKind::kP2pRecv;
-    if (const json* mb = Arg(e, {"micro_batch", "microbatch", "mb"}))
+    if (const json* mb = Arg(e, {"micro_batch", "microbatch", "mb"})) {
+      if (mb->get<int64_t>() < -1 || mb->get<int64_t>() >= parallel.micro_batches)
+        return Error(Describe(name, i, e) + ": args.micro_batch " + mb->dump() + " is outside the layout's " +
+                     std::to_string(parallel.micro_batches) + " micro-batches");
       r.micro_batch = mb->get<int32_t>();
-    else if (per_micro_batch)
+    } else if (per_micro_batch)
       r.micro_batch = next_mb[{device, static_cast<int>(kind), r.chunk, r.iteration}]++;
     else
       r.micro_batch = -1;
     std::string pass;
-    if (auto a = e.find("args"); a != e.end() && a->is_object()) pass = a->value("pass", "");
+    if (auto a = e.find("args"); a != e.end()) pass = Str(*a, "pass");
     const bool backward =
         pass == "backward" || (pass.empty() && (ename.find("bwd") != std::string::npos ||
                                                 ename.find("backward") != std::string::npos));
     r.pass = kind == OpKind::kBackward || kind == OpKind::kRecompute ? PassKind::kBackward
              : backward                                              ? PassKind::kBackward
                                                                      : PassKind::kForward;
-    if (const json* b = Arg(e, {"bytes"})) r.bytes = b->get<int64_t>();
-    if (const json* b = Arg(e, {"bucket"})) r.bucket = b->get<int32_t>();
+    if (const json* b = Arg(e, {"bytes"})) r.bytes = std::max<int64_t>(0, b->get<int64_t>());
+    if (const json* b = Arg(e, {"bucket"}))
+      r.bucket = static_cast<int32_t>(std::clamp<int64_t>(b->get<int64_t>(), 0, INT32_MAX));
     spans[{pid, tid}].push_back({r.start_us, r.start_us + r.duration_us, i});
     out.ops.push_back(r);
   }
@@ -241,6 +268,17 @@ Result<ImportedTimeline> ImportTimeline(const std::string& json_text, const std:
     return std::tie(a.iteration, a.start_us) < std::tie(b.iteration, b.start_us);
   });
   return out;
+}
+
+}  // namespace
+
+Result<ImportedTimeline> ImportTimeline(const std::string& json_text, const std::string& name,
+                                        const ParallelConfig& parallel, const ImportOptions& options) {
+  try {
+    return Import(json_text, name, parallel, options);
+  } catch (const std::exception& e) {  // a JSON value of an unexpected type the checks above did not catch
+    return Error(name + ": not a timeline this reader understands: " + e.what());
+  }
 }
 
 Result<std::map<std::string, std::string>> LoadTimelineMapping(const std::string& path) {
