@@ -288,6 +288,14 @@ TEST_F(WhatIfTest, TimerNamesMapMicroBatchesFollowAndBadEventsAreErrors) {
           .find("t.json: event 0 ('forward-compute', pid 9): device 8 is outside the layout's 2 devices"),
       std::string::npos);
   EXPECT_NE(err("{").find("t.json: not valid JSON"), std::string::npos);
+  EXPECT_NE(
+      err(R"([{"ph": "X", "name": "forward-compute", "pid": 1, "ts": 0, "dur": 5, "args": {"micro_batch": 7}}])")
+          .find("args.micro_batch 7 is outside the layout's 2 micro-batches"),
+      std::string::npos);
+  // Any JSON shape, never a crash: a number where a string belongs reads as absent.
+  EXPECT_EQ(
+      err(R"([{"ph": 4, "name": 5}, {"ph": "X", "name": "forward-compute", "pid": 1, "ts": 0, "dur": 5}])"),
+      "ok");
   std::ofstream(dir_ / "map.yaml") << "forward-compute: forward\nmy-step: sideways\n";
   auto m = LoadTimelineMapping(Dir("map.yaml"));
   ASSERT_FALSE(m.ok());
