@@ -191,7 +191,7 @@ TEST_F(WhatIfTest, AMeasuredRunPredictsAnotherPolicysMeasuredStep) {
 // Issue 32's acceptance 2 with the exact pair, recorded as it stands: random batches of 8 per rank
 // (reports/whatif/runs/random-b8, measured for it) against the same job post-balanced (the audio suite's kept run).
 // The data what-if of the random run is within 5% of the balanced run's measured step and --predict is 30%+ low;
-// reports/whatif/README.md explains both (the balanced run computed every layer 1.4-1.9x slower per token, its
+// reports/whatif/README.md explains both (the balanced run computed every layer 1.3-1.9x slower per token, its
 // dispatch sharing the two cores, and the data what-if's agreement is partly a coincidence). A change to either
 // figure shows here.
 TEST_F(WhatIfTest, TheRandomRunsDataWhatIfIsThePostBalancedRunsStep) {
