@@ -43,14 +43,7 @@ const std::vector<std::pair<std::string, std::string>>& DefaultMapping() {
   return m;
 }
 
-bool KindByName(const std::string& name, OpKind& out) {
-  for (int k = 0; k <= static_cast<int>(kLastOpKind); ++k)
-    if (name == OpKindName(static_cast<OpKind>(k))) {
-      out = static_cast<OpKind>(k);
-      return true;
-    }
-  return false;
-}
+bool KindByName(const std::string& name, OpKind& out) { return ParseOpKind(name, out); }
 
 // The kind name an event name maps to ("" = none): exact entries first, then the longest matching prefix entry.
 std::string Mapped(const std::string& name, const std::vector<std::pair<std::string, std::string>>& entries) {

@@ -16,6 +16,15 @@
 
 namespace mmtwin {
 
+bool ParseOpKind(const std::string& name, OpKind& out) {
+  for (int k = 0; k <= static_cast<int>(kLastOpKind); ++k)
+    if (name == OpKindName(static_cast<OpKind>(k))) {
+      out = static_cast<OpKind>(k);
+      return true;
+    }
+  return false;
+}
+
 const char* OpKindName(OpKind k) {
   switch (k) {
     case OpKind::kForward:

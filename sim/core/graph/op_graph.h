@@ -183,6 +183,8 @@ inline constexpr int kNumLanes = 5;
 // "dp_collective", "dp_all_gather", "barrier", "dispatch", "backward_weight", "p2p_recv", "dp_wait", "optimizer",
 // "sp_collective".
 const char* OpKindName(OpKind k);
+// The kind an OpKindName names; false for any other text (ops.csv and imported timelines read kinds with it).
+bool ParseOpKind(const std::string& name, OpKind& out);
 // "compute", "p2p_fwd", "p2p_bwd", "dp", "dispatch".
 const char* LaneName(Lane l);
 

@@ -486,14 +486,7 @@ Result<std::vector<OpRecord>> ParseOpsCsv(const std::string& text, const std::st
   std::string line;
   int line_no = 0;
   bool header = false;
-  auto kind_of = [](const std::string& s, OpKind& k) {
-    for (int i = 0; i <= static_cast<int>(kLastOpKind); ++i)
-      if (s == OpKindName(static_cast<OpKind>(i))) {
-        k = static_cast<OpKind>(i);
-        return true;
-      }
-    return false;
-  };
+  auto kind_of = [](const std::string& s, OpKind& k) { return ParseOpKind(s, k); };
   auto lane_of = [](const std::string& s, Lane& l) {
     for (int i = 0; i < kNumLanes; ++i)
       if (s == LaneName(static_cast<Lane>(i))) {
