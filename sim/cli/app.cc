@@ -602,6 +602,29 @@ Command AddImportTimeline(CLI::App& app, std::ostream& out, std::ostream& err) {
           }};
 }
 
+Command AddKernels(CLI::App& app, std::ostream& out, std::ostream& err) {
+  auto a = std::make_shared<KernelsArgs>();
+  CLI::App* k =
+      app.add_subcommand("kernels",
+                         "a GPU's measured kernel table (backend/gpu/kernel_sweep.py) against a cluster "
+                         "preset's compute curves; --fit fits them on its calibration half");
+  k->add_option("TABLE", a->table, "kernel table (CSV)")->required();
+  k->add_option("--cluster", a->cluster, "cluster preset or file whose device curves are checked")
+      ->required();
+  k->add_flag("--fit", a->fit,
+              "fit the eight curve parameters on the calibration rows and score them on the held-out rows");
+  k->add_option(
+      "-o,--output", a->output,
+      "report folder, written as a unit: README.md, kernels.csv (per row), fitted.yaml (with --fit)");
+  k->add_flag("--json", a->json, "print JSON");
+  k->footer("sim/calibrate/kernels.h: the table's columns, the split and the fit.");
+  k->allow_extras();
+  return {k, [=, &out, &err]() -> int {
+            if (int rc = Extras(k, err)) return rc;
+            return RunKernels(*a, out, err);
+          }};
+}
+
 // `models`, `clusters`, `policies` [--json]: listings (extras are refused as usual).
 Command AddListing(CLI::App& app, const std::string& what, const std::string& description, std::ostream& out,
                    std::ostream& err) {
@@ -742,6 +765,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
                   "  compare RUN_A RUN_B [--json]\n"
                   "  replay RUN [-o DIR] [--predict SCENARIO] [--json]\n"
                   "  import-timeline TRACE.json --scenario S -o RUNDIR [--map NAME=KIND]...\n"
+                  "  kernels TABLE.csv --cluster C [--fit] [-o DIR] [--json]\n"
                   "  models | clusters | policies\n") +
       kExitCodes);
   app.require_subcommand(1);
@@ -761,6 +785,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       AddCompare(app, out, err),
       AddReplay(app, out, err),
       AddImportTimeline(app, out, err),
+      AddKernels(app, out, err),
       AddListing(app, "models", "list the model zoo with parameter counts", out, err),
       AddListing(app, "clusters", "list the cluster presets", out, err),
       AddListing(app, "policies", "list every policy registry with its parameters", out, err),

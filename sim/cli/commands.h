@@ -138,6 +138,15 @@ struct ReplayArgs {
 };
 int RunReplay(const ReplayArgs& a, std::ostream& out, std::ostream& err);
 
+// mmtwin kernels TABLE.csv --cluster C [--fit] [-o DIR] [--json]     (sim/cli/kernels_cmd.cc)
+struct KernelsArgs {
+  std::string table;    // a kernel table (backend/gpu/kernel_sweep.py)
+  std::string cluster;  // the preset (or cluster file) whose device curves are checked
+  std::string output;   // report folder ("" = none)
+  bool fit = false, json = false;
+};
+int RunKernels(const KernelsArgs& a, std::ostream& out, std::ostream& err);
+
 // mmtwin import-timeline TRACE.json --scenario S -o RUNDIR [--map NAME=KIND]... [--map-file F] [--iteration N]
 struct ImportTimelineArgs {
   std::string timeline, scenario, output, map_file;
