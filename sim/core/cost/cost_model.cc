@@ -147,7 +147,7 @@ double AnalyticCostModel::AttentionFwdUs(double heads, double head_dim, double p
   if (!(pairs > 0) || !(heads > 0)) return 0;
   const double rate =
       device_.peak_flops * device_.attn_fwd_peak_fraction * Saturation(head_dim, device_.attn_half_head_dim);
-  return 4.0 * heads * head_dim * (causal ? 0.5 : 1.0) * (pairs + device_.attn_half_span * span_sum) / rate *
+  return 4.0 * heads * head_dim * ((causal ? 0.5 : 1.0) * pairs + device_.attn_half_span * span_sum) / rate *
          1e6;
 }
 
@@ -156,8 +156,8 @@ double AnalyticCostModel::AttentionBwdUs(double heads, double head_dim, double p
   if (!(pairs > 0) || !(heads > 0)) return 0;
   const double rate =
       device_.peak_flops * device_.attn_bwd_peak_fraction * Saturation(head_dim, device_.attn_half_head_dim);
-  return kAttnBwdFlopsRatio * 4.0 * heads * head_dim * (causal ? 0.5 : 1.0) *
-         (pairs + device_.attn_half_span * span_sum) / rate * 1e6;
+  return kAttnBwdFlopsRatio * 4.0 * heads * head_dim *
+         ((causal ? 0.5 : 1.0) * pairs + device_.attn_half_span * span_sum) / rate * 1e6;
 }
 
 double AnalyticCostModel::MemoryUs(double bytes) const {

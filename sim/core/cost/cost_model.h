@@ -153,7 +153,7 @@ struct AnalyticOptions {
 //     S(x) = x / (x + gemm_half_dim) and hbm' = hbm_bytes_per_s x hbm_peak_fraction; its input gradient
 //     (m x n).(n x k) and weight gradient (k x m).(m x n) likewise.
 //   transformer block: QKV (T, (q + 2kv) d, h), output projection (T, h, q d), FC1 (T, f or 2f SwiGLU, h), FC2
-//     (T, h, f); attention core 4 q d (pairs + attn_half_span x T) (1/2 causal) / (peak x attn_fwd_peak_fraction
+//     (T, h, f); attention core 4 q d (pairs (1/2 causal) + attn_half_span x T) / (peak x attn_fwd_peak_fraction
 //     x d / (d + attn_half_head_dim)) (a span s at s / (s + attn_half_span) of the rate; the sum over spans is
 //     exact), backward 2.5x those FLOPs at attn_bwd_peak_fraction; unfused (flash_attention = false): per head
 //     and span (mean span pairs / T) the batched GEMMs Q K^T and P V over the full square, plus
@@ -246,7 +246,8 @@ class AnalyticCostModel : public CostModel {
   // one GEMM (m x k) . (k x n);
   double GemmUs(double m, double n, double k) const;
   // the flash-attention core of `heads` heads of head_dim over spans with sum of span^2 `pairs` and sum of
-  // spans `span_sum` (halved when causal), forward and backward;
+  // spans `span_sum` (pairs halved when causal: the span term, each query tile's fixed cost, is not), forward
+  // and backward;
   double AttentionFwdUs(double heads, double head_dim, double pairs, double span_sum, bool causal) const;
   double AttentionBwdUs(double heads, double head_dim, double pairs, double span_sum, bool causal) const;
   // `bytes` moved by a memory-bound kernel; the optimizer step of params_per_gpu parameters (0 without a curve:
