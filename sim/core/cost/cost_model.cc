@@ -683,8 +683,10 @@ Result<CoefficientCostModel> CoefficientCostModel::Parse(const std::string& csv_
       }
     }
     model.Set(source, kind, c);
+    model.row_lines_[{source, static_cast<int>(kind)}] = csv.line();
   }
   if (!csv.status().ok()) return csv.status().error();
+  model.table_name_ = name;
   return model;
 }
 
@@ -785,9 +787,20 @@ Status CoefficientCostModel::Supports(const ModelSpec& m) const {
   for (const Layer& l : Layers(m)) {
     const std::string& source = m.components[l.component].source;
     if (!Find(source, l.kind)) {
-      return Error("no cost coefficients for layer type '" + source + "," + LayerKindName(l.kind) +
-                   "' (layer " + l.label + " of " + m.name + "); add a row with source '" + source +
-                   "' or '*'");
+      const std::string missing = "no cost coefficients for layer type '" + source + "," +
+                                  LayerKindName(l.kind) + "' (layer " + l.label + " of " + m.name +
+                                  "); add a row with source '" + source + "' or '*'";
+      // A row of the table that prices no layer of the model is the likely typo: name it where it is.
+      for (const auto& [key, line] : row_lines_) {
+        bool used = key.first == "*";
+        for (const Layer& k : Layers(m))
+          used = used || (m.components[k.component].source == key.first && static_cast<int>(k.kind) == key.second);
+        if (!used && !table_name_.empty())
+          return Error::At(table_name_, line, "source",
+                           "'" + key.first + "," + LayerKindName(static_cast<LayerKind>(key.second)) +
+                               "' prices no layer of " + m.name + " (a typo?), and " + missing);
+      }
+      return Error(missing);
     }
   }
   return Status();

@@ -320,6 +320,9 @@ class CoefficientCostModel : public CostModel {
   AnalyticCostModel analytic_;
   std::map<std::pair<std::string, int>, TimeCoefficients> table_;
   std::optional<std::pair<double, double>> optimizer_;  // (c0_us, param_us)
+  // Where each row was read (Parse): Supports names a row that prices no layer of the model.
+  std::string table_name_;
+  std::map<std::pair<std::string, int>, long> row_lines_;
 };
 
 }  // namespace mmtwin
