@@ -47,6 +47,22 @@ std::string Pad(const std::string& s, size_t w, bool right) {
   return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
 }
 
+void WriteTextTable(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows,
+                    std::ostream& out, size_t right_from) {
+  std::vector<size_t> w(head.size());
+  for (size_t c = 0; c < head.size(); ++c) {
+    w[c] = head[c].size();
+    for (const auto& r : rows) w[c] = std::max(w[c], c < r.size() ? r[c].size() : 0);
+  }
+  auto line = [&](const std::vector<std::string>& r) {
+    for (size_t c = 0; c < head.size(); ++c)
+      out << (c ? "  " : "") << Pad(c < r.size() ? r[c] : "", w[c], c >= right_from);
+    out << "\n";
+  };
+  line(head);
+  for (const auto& r : rows) line(r);
+}
+
 std::string Count(double x) {
   if (std::isnan(x)) return "n/a";
   const std::string digits = fmt::format("{:.0f}", std::fabs(x));

@@ -26,6 +26,10 @@ std::string GiB(double bytes);
 std::string Count(double x);
 // `s` padded with spaces to `w` characters, on the right (left-aligned) or, with `right`, on the left.
 std::string Pad(const std::string& s, size_t w, bool right = false);
+// A plain-text table: each column as wide as its widest cell, two spaces apart; columns from `right_from` on
+// right-aligned (numbers), the ones before it left-aligned (names).
+void WriteTextTable(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows,
+                    std::ostream& out, size_t right_from = 1);
 // A policy as written in a scenario: "isf" or "random(batch_size=4)".
 std::string PolicyText(const PolicyRef& p);
 

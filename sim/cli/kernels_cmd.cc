@@ -60,21 +60,6 @@ std::vector<std::string> ErrorHead(bool fit) {
   return h;
 }
 
-void TextTable(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows,
-               std::ostream& out) {
-  std::vector<size_t> w(head.size());
-  for (size_t c = 0; c < head.size(); ++c) {
-    w[c] = head[c].size();
-    for (const auto& r : rows) w[c] = std::max(w[c], r[c].size());
-  }
-  for (size_t c = 0; c < head.size(); ++c) out << (c ? "  " : "") << Pad(head[c], w[c], c > 1);
-  out << "\n";
-  for (const auto& r : rows) {
-    for (size_t c = 0; c < head.size(); ++c) out << (c ? "  " : "") << Pad(r[c], w[c], c > 1);
-    out << "\n";
-  }
-}
-
 void MarkdownTable(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows,
                    std::ostream& out) {
   out << "|";
@@ -231,7 +216,7 @@ int RunKernels(const KernelsArgs& a, std::ostream& out, std::ostream& err) {
   }
   out << "kernels: " << a.table << " (" << table->rows.size() << " rows, " << priced << " bf16 priced, "
       << calibration << " of them calibration) against " << cluster->name << " (" << preset.name << ")\n\n";
-  TextTable(head, rows, out);
+  WriteTextTable(head, rows, out, 2);
   if (a.fit) {
     out << "\nfitted on the " << calibration << " calibration rows (held-out rows never seen):\n";
     for (const KernelFitParam& p : KernelFitBounds())

@@ -98,17 +98,7 @@ int RunReplay(const ReplayArgs& a, std::ostream& out, std::ostream& err) {
   };
   for (const ReplayIteration& it : rep.iterations) row(std::to_string(it.iteration), it);
   if (rep.iterations.size() > 1) row("mean", m);
-  std::vector<size_t> w(head.size());
-  for (size_t c = 0; c < head.size(); ++c) {
-    w[c] = head[c].size();
-    for (const auto& x : rows) w[c] = std::max(w[c], x[c].size());
-  }
-  for (size_t c = 0; c < head.size(); ++c) out << (c ? "  " : "") << Pad(head[c], w[c], c > 0);
-  out << "\n";
-  for (const auto& x : rows) {
-    for (size_t c = 0; c < head.size(); ++c) out << (c ? "  " : "") << Pad(x[c], w[c], c > 0);
-    out << "\n";
-  }
+  WriteTextTable(head, rows, out);
   out << "\nwhat each costs this job (replayed - what-if, share of the replayed step):\n";
   out << "  data imbalance       " << Ms(m.replayed_us - m.data_us) << " ms ("
       << Share(m.replayed_us - m.data_us, m.replayed_us) << ")\n";
