@@ -445,7 +445,7 @@ Status PlanData(const Scenario& s, const ModelSpec& model, const ClusterSpec& cl
   {
     const SampleSizes sizes = ComputeSizes(model, trace);
     const int ranks_per_node = std::max(1, cluster.gpus_per_node / par.tp);
-    DataPolicyContext ctx{&trace, &model, &sizes, par.dp, ranks_per_node, s.seed};
+    DataPolicyContext ctx{&trace, &model, &sizes, par.dp, ranks_per_node, s.seed, par.pp, par.micro_batches};
     auto data_plan = RunDataPolicy(s.data.name, s.data.params, ctx);
     if (!data_plan) return AtPolicyKey(s, "data", data_plan.error()).error();
     data = std::move(*data_plan);
@@ -579,7 +579,10 @@ std::string PreparedDataKey(const Scenario& s) {
   Scenario k = s;
   k.name = k.description = k.path = "";
   k.nodes = 0;
-  k.parallel.pp = k.parallel.vpp = 1;
+  // A policy that shapes micro-batches for the pipeline (dynapipe) keeps pp and micro_batches in the key.
+  const bool pipeline = DataPolicyUsesPipeline(s.data.name);
+  if (!pipeline) k.parallel.pp = 1;
+  k.parallel.vpp = 1;
   k.parallel.zero_stage = 0;
   k.parallel.tp_sequence_parallel = true;
   k.partition = PolicyRef{"uniform", {}};
@@ -588,7 +591,8 @@ std::string PreparedDataKey(const Scenario& s) {
   k.engine = k.cost = "analytic";
   k.iterations = 8;  // the replayed iterations are drawn from the epoch plan after it
   k.epoch = false;
-  k.parallel.micro_batches = 1;  // the data policy makes mini-batch steps; iterations group them later
+  if (!pipeline)
+    k.parallel.micro_batches = 1;  // the data policy makes mini-batch steps; iterations group them
   k.lines.clear();
   return FormatScenario(k);
 }

@@ -217,6 +217,13 @@ TEST(PlannerTest, PreparedDataGivesTheSamePlan) {
   later.parallel.micro_batches = 4;
   later.iterations = 3;
   EXPECT_EQ(PreparedDataKey(later), PreparedDataKey(s));
+  // ... but a policy that shapes micro-batches for the pipeline (dynapipe) keys on pp and micro_batches.
+  Scenario dyn = s, dyn_pp = s, dyn_m = s;
+  dyn.data = dyn_pp.data = dyn_m.data = {"dynapipe", {}};
+  dyn_pp.parallel.pp = s.parallel.pp * 2;
+  dyn_m.parallel.micro_batches = s.parallel.micro_batches + 1;
+  EXPECT_NE(PreparedDataKey(dyn_pp), PreparedDataKey(dyn));
+  EXPECT_NE(PreparedDataKey(dyn_m), PreparedDataKey(dyn));
   for (auto change : std::vector<std::function<void(Scenario&)>>{
            [](Scenario& x) { x.trace.seed = 8; },
            [](Scenario& x) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/balance/data_policy.h"
 
+#include "core/balance/dynapipe.h"
+
 #include "core/balance/metrics.h"
 
 #include <algorithm>
@@ -609,6 +611,11 @@ const std::vector<DataPolicyInfo>& Registry() {
        "OrchMLLM multimodal global orchestrator: per-phase balancing for each encoder and the LLM, composed "
        "rearrangements, one all-to-all per phase",
        kOrchestratorParams, RunOrchestratorPolicy},
+      {"dynapipe",
+       "DynaPipe's micro-batching: each iteration's samples sorted and cut by dynamic programming into "
+       "padded "
+       "micro-batches minimising (pp - 1) x the slowest + their sum, dealt to DP ranks by Karmarkar-Karp",
+       kDynapipeParams, RunDynapipePolicy},
   };
   return kPolicies;
 }
@@ -694,6 +701,8 @@ const std::vector<DataPolicyInfo>& DataPolicies() { return DataPolicyRegistry().
 Result<const DataPolicyInfo*> FindDataPolicy(std::string_view name) {
   return DataPolicyRegistry().Find(name);
 }
+
+bool DataPolicyUsesPipeline(std::string_view name) { return name == "dynapipe"; }
 
 Result<DataPlan> RunDataPolicy(std::string_view name, const std::map<std::string, std::string>& params,
                                const DataPolicyContext& ctx) {

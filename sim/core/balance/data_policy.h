@@ -13,6 +13,9 @@
 //                 variant mmtwin (default) or omnibal-public (the published code's rounds, start point and quirks)
 //   post-balance  OrchMLLM batch post-balancing of random mini-batches across DP ranks, node-wise placement
 //   orchestrator  OrchMLLM multimodal global orchestrator: per-phase (encoders, LLM) post-balancing
+//   dynapipe      DynaPipe's micro-batching: each iteration's samples sorted and split by dynamic programming into
+//                 padded micro-batches minimising (pp - 1) max + sum of their costs, dealt by Karmarkar-Karp
+//                 (core/balance/dynapipe.h); depends on pp and micro_batches (DataPolicyUsesPipeline)
 #pragma once
 
 #include <cstdint>
@@ -34,6 +37,10 @@ struct DataPolicyContext {
   int dp = 1;
   int ranks_per_node = 8;  // for node-wise placement and inter-node traffic
   uint64_t seed = 1;
+  // The pipeline the mini-batches feed, for policies that shape micro-batches for it (dynapipe): pipeline
+  // stages, and micro-batches per DP rank per iteration (consecutive groups of this many steps form an iteration).
+  int pp = 1;
+  int micro_batches = 1;
 };
 
 using DataPolicyFn = Result<DataPlan> (*)(const DataPolicyContext&, const Params&);
@@ -45,6 +52,9 @@ const PolicyRegistry<DataPolicyFn>& DataPolicyRegistry();
 const std::vector<DataPolicyInfo>& DataPolicies();
 // Error "unknown data policy 'x'; valid values are: random, ..." for an unknown name.
 Result<const DataPolicyInfo*> FindDataPolicy(std::string_view name);
+// Whether the policy's plan depends on the context's pp and micro_batches (the planner's data-plan cache keys on
+// them then): dynapipe.
+bool DataPolicyUsesPipeline(std::string_view name);
 // Validates parameters and runs the policy; the plan carries the resolved parameters.
 Result<DataPlan> RunDataPolicy(std::string_view name, const std::map<std::string, std::string>& params,
                                const DataPolicyContext& ctx);
