@@ -42,7 +42,7 @@ struct CapResult {
 };
 
 // The least sum over exactly k consecutive parts of `sorted`, each of cost <= cap and padded tokens <= max_tokens.
-CapResult SplitUnderCap(const Coster& cost, int k, int64_t max_tokens, double cap) {
+CapResult SplitUnderCap(const Coster& cost, int k, int64_t max_tokens, size_t max_samples, double cap) {
   const std::vector<DynapipeItem>& sorted = cost.sorted;
   const size_t n = sorted.size();
   std::vector<double> f((static_cast<size_t>(k) + 1) * (n + 1), kInf);
@@ -57,7 +57,8 @@ CapResult SplitUnderCap(const Coster& cost, int k, int64_t max_tokens, double ca
       for (size_t i = j; i-- > static_cast<size_t>(kk - 1);) {
         const double t = cost(i, j);
         // Costs and padded tokens only grow as the part reaches back to longer items: stop at the first too large.
-        if (t > cap || (max_tokens > 0 && static_cast<int64_t>(j - i) * sorted[i].llm_tokens > max_tokens))
+        if (t > cap || j - i > max_samples ||
+            (max_tokens > 0 && static_cast<int64_t>(j - i) * sorted[i].llm_tokens > max_tokens))
           break;
         const double v = f[at(kk - 1, i)] + t;
         if (v < best) {
@@ -115,7 +116,7 @@ double DynapipeCost(const std::vector<DynapipeItem>& sorted, size_t i, size_t j,
 }
 
 Result<DynapipeSplit> SplitDynapipe(const std::vector<DynapipeItem>& sorted, int k, int pp,
-                                    const DynapipeCosts& c, int64_t max_tokens) {
+                                    const DynapipeCosts& c, int64_t max_tokens, size_t max_samples) {
   const size_t n = sorted.size();
   if (k < 1 || static_cast<size_t>(k) > n)
     return Error("dynapipe: " + std::to_string(n) + " samples cannot make " + std::to_string(k) +
@@ -129,7 +130,11 @@ Result<DynapipeSplit> SplitDynapipe(const std::vector<DynapipeItem>& sorted, int
     if (sorted[s].llm_tokens > sorted[s - 1].llm_tokens)
       return Error("dynapipe: the samples are not sorted by length (internal)");
   const Coster cost(sorted, c);
-  const size_t longest = n - static_cast<size_t>(k) + 1;  // the most items one part can hold
+  // The most items one part can hold: the others need one each, and at most max_samples (0 = no limit).
+  const size_t longest = std::min(n - static_cast<size_t>(k) + 1, max_samples > 0 ? max_samples : n);
+  if (longest * static_cast<size_t>(k) < n)
+    return Error("dynapipe: " + std::to_string(n) + " samples do not fit " + std::to_string(k) +
+                 " micro-batches of at most " + std::to_string(longest) + " samples (max_samples)");
   // The part costs in [a, b], sorted and distinct; false (and out incomplete) past `limit` of them.
   auto candidates_in = [&](double a, double b, size_t limit, std::vector<double>& out) {
     out.clear();
@@ -150,7 +155,7 @@ Result<DynapipeSplit> SplitDynapipe(const std::vector<DynapipeItem>& sorted, int
   best.objective = kInf;
   double sum_min = 0;  // the least sum of any split (no cap): every objective is >= (pp - 1) max + sum_min
   auto evaluate = [&](double cap) {
-    const CapResult r = SplitUnderCap(cost, k, max_tokens, cap);
+    const CapResult r = SplitUnderCap(cost, k, max_tokens, longest, cap);
     if (!r.feasible) return;
     const double obj = (pp - 1) * r.max + r.sum;
     if (obj < best.objective) {
@@ -178,11 +183,11 @@ Result<DynapipeSplit> SplitDynapipe(const std::vector<DynapipeItem>& sorted, int
         evaluate(cap);  // exact: every cap that could improve is tried
       }
     } else {
-      // A geometric grid of 24 caps, then around the best one: every candidate when few, else a finer grid.
+      // A geometric grid of 13 caps, then around the best one: every candidate when few, else a finer grid.
       double a = lo, b = upper();
-      for (int level = 0; level < 3 && b > a; ++level) {
+      for (int level = 0; level < 2 && b > a; ++level) {
         std::vector<double> grid;
-        const int points = 24;
+        const int points = 12;
         for (int g = 0; g <= points; ++g)
           grid.push_back(a * std::pow(b / a, static_cast<double>(g) / points));
         size_t arg = 0;
@@ -196,7 +201,7 @@ Result<DynapipeSplit> SplitDynapipe(const std::vector<DynapipeItem>& sorted, int
         }
         a = grid[arg > 0 ? arg - 1 : 0];
         b = std::min(upper(), grid[std::min(grid.size() - 1, arg + 1)]);
-        if (candidates_in(a, b, 256, caps)) {
+        if (candidates_in(a, b, 32, caps)) {
           for (double cap : caps) evaluate(cap);
           break;
         }
@@ -224,6 +229,13 @@ const std::vector<ParamSpec> kDynapipeParams = {
      {},
      1,
      1 << 20},
+    {"max_samples",
+     ParamType::kInt,
+     "0",
+     "samples per micro-batch at most (the split's width); 0 = 4 x batch_size",
+     {},
+     0,
+     1 << 20},
     {"max_tokens",
      ParamType::kInt,
      "0",
@@ -249,6 +261,7 @@ Result<DataPlan> RunDynapipePolicy(const DataPolicyContext& ctx, const Params& p
   const int dp = ctx.dp, m = std::max(1, ctx.micro_batches), pp = std::max(1, ctx.pp);
   const int64_t b = p.Int("batch_size");
   const int64_t max_tokens = p.Int("max_tokens");
+  const size_t max_samples = static_cast<size_t>(p.Int("max_samples") > 0 ? p.Int("max_samples") : 4 * b);
   const DynapipeCosts costs = DynapipeCosts::Of(*ctx.model, p.Double("overhead_tokens"));
   const std::string order = p.Str("order");
   const SampleSizes& sz = *ctx.sizes;
@@ -273,7 +286,8 @@ Result<DataPlan> RunDynapipePolicy(const DataPolicyContext& ctx, const Params& p
     items.clear();
     for (uint32_t s : chunk)
       items.push_back({sz.llm_tokens[s], static_cast<int64_t>(sz.vit_tokens[s]) + sz.audio_tokens[s]});
-    MMTWIN_ASSIGN_OR_RETURN(const DynapipeSplit split, SplitDynapipe(items, dp * m, pp, costs, max_tokens));
+    MMTWIN_ASSIGN_OR_RETURN(const DynapipeSplit split,
+                            SplitDynapipe(items, dp * m, pp, costs, max_tokens, max_samples));
     // Karmarkar-Karp with equal counts: micro_batches parts per rank, the ranks' summed costs balanced.
     std::vector<int64_t> weights;
     for (double t : split.costs)

@@ -19,8 +19,11 @@
 //   (parts, prefix), O(K n w) for parts of at most w samples under C. Without a cap it gives the least sum S (pp 1's
 //   answer); with pp > 1 only caps C with (pp - 1) C + S below the best objective so far can improve, so the caps
 //   tried are the parts' costs in [max(costliest sample, S / K), that bound]: all of them when there are at most
-//   `kDynapipeExactCaps` (exact), else a geometric grid of 25 caps and, around the best, every candidate when at
-//   most 256, else a finer grid (three levels) — exact in the tests' sizes, a search beyond.
+//   `kDynapipeExactCaps` (exact), else a geometric grid of 13 caps and, around the best, every candidate when at
+//   most 32, else a finer grid (two levels) — exact in the tests' sizes, a search beyond (about 9 ms for an
+//   iteration of 512 samples into 128 micro-batches: reports/benchmarks.md).
+// - A micro-batch holds at most `max_samples` samples (default 4 x batch_size): the DP's width, which bounds its
+//   cost (O(K n w)); the paper bounds micro-batches by memory only (`max_tokens`).
 // - Order within a rank (`order`): light-ends (Hydraulis, Li et al. 2024: the lightest micro-batches at both ends
 //   of the 1F1B order, shrinking warm-up and cool-down), or as dealt (heaviest first).
 #pragma once
@@ -32,7 +35,7 @@
 
 namespace mmtwin {
 
-inline constexpr int kDynapipeExactCaps = 4096;
+inline constexpr int kDynapipeExactCaps = 64;
 
 // The relative cost model of one micro-batch (see above).
 struct DynapipeCosts {
@@ -60,9 +63,10 @@ struct DynapipeSplit {
 double DynapipeCost(const std::vector<DynapipeItem>& sorted, size_t i, size_t j, const DynapipeCosts& c);
 
 // The best split of `sorted` (llm_tokens descending) into exactly k consecutive parts, none above max_tokens padded
-// LLM tokens (0 = no cap). Error when k is not in [1, n] or no split meets the cap.
+// LLM tokens (0 = no cap) or max_samples samples (0 = no limit). Error when k is not in [1, n] or no split meets
+// the caps.
 Result<DynapipeSplit> SplitDynapipe(const std::vector<DynapipeItem>& sorted, int k, int pp,
-                                    const DynapipeCosts& c, int64_t max_tokens);
+                                    const DynapipeCosts& c, int64_t max_tokens, size_t max_samples = 0);
 
 // The registry entry's run function and parameters (data_policy.cc lists it).
 Result<DataPlan> RunDynapipePolicy(const DataPolicyContext& ctx, const Params& p);
