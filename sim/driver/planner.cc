@@ -86,7 +86,7 @@ Profiles BuildProfiles(const PlannedRun& run, const Pricer& pricer) {
     for (const auto& rank : it.micro_batches)
       for (const auto& samples : rank) {
         mb.clear();
-        for (uint32_t s : samples) mb.push_back(run.tokens[s]);
+        for (uint32_t s : samples) mb.push_back((*run.tokens)[s]);
         pricer.LayerCosts(mb, run.packing(), lc);
         std::vector<int64_t>& act = micro_batch_act.emplace_back(lc.size());
         for (size_t l = 0; l < lc.size(); ++l) act[l] = lc[l].act_bytes;
@@ -228,7 +228,7 @@ Result<double> QuickTime(const PlannedRun& run, const Pricer& pricer,
     if (timing_cache)
       timing_cache->Times(i, p, rc, &costs);
     else
-      costs = pricer.PriceIteration(run.plan.iterations[i], run.tokens, run.packing(), p, rc);
+      costs = pricer.PriceIteration(run.plan.iterations[i], *run.tokens, run.packing(), p, rc);
     if (graph.num_ops() == 0) {
       MMTWIN_ASSIGN_OR_RETURN(graph, BuildIterationGraph(run.plan.parallel, run.plan.schedule, costs, statics,
                                                          comm, run.comm_cost));
@@ -292,7 +292,7 @@ Status PlanModel(PlannedRun& run, const Pricer& pricer, const std::atomic<bool>*
     if (!timing_cache && IterationTimingCache::Supported(pricer)) {
       const size_t n = std::min<size_t>(run.plan.iterations.size(), 4);
       const std::vector<IterationData> timed(run.plan.iterations.begin(), run.plan.iterations.begin() + n);
-      timing_cache = std::make_unique<IterationTimingCache>(pricer, timed, run.tokens, run.packing());
+      timing_cache = std::make_unique<IterationTimingCache>(pricer, timed, *run.tokens, run.packing());
     }
     return QuickTime(run, pricer, timing_cache.get(), prof.worst, p, candidate, cancel);
   };
@@ -329,7 +329,7 @@ Status MemoryReport(PlannedRun& run, const Pricer& pricer, const std::atomic<boo
   for (const IterationData& it : run.plan.iterations) {
     MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
     const IterationCosts costs =
-        pricer.PriceIteration(it, run.tokens, run.packing(), run.plan.partition, run.plan.recompute);
+        pricer.PriceIteration(it, *run.tokens, run.packing(), run.plan.partition, run.plan.recompute);
     run.memory =
         MergeMemory(run.memory, ComputeMemory(par, run.plan.partition, layer_params, run.plan.schedule, costs,
                                               run.cluster.device, frozen_params));
@@ -435,15 +435,17 @@ Status LoadScenarioTrace(const Scenario& s, const std::atomic<bool>* cancel, Tra
 }
 
 // BuildPlan's step 3: the data policy's epoch plan and its metrics. The per-sample sizes live only for the data
-// policy and its metrics.
+// policy and its metrics. `tokens`: the samples' tokens when already made (shared), else null.
 Status PlanData(const Scenario& s, const ModelSpec& model, const ClusterSpec& cluster,
-                const std::atomic<bool>* cancel, const Trace& trace, DataPlan& data, DataMetrics& metrics) {
+                const std::atomic<bool>* cancel, const Trace& trace, DataPlan& data, DataMetrics& metrics,
+                const std::vector<SampleTokens>* tokens = nullptr) {
   const ParallelConfig& par = s.parallel;
   // Data policy: the epoch's mini-batch steps.
-  // The per-sample sizes live only for the data policy and its metrics, and the per-sample tokens are computed
-  // after them: the two tables are never held at once (40 bytes per sample less at the peak).
+  // The per-sample sizes live only for the data policy and its metrics, and (when not shared already) the
+  // per-sample tokens are computed after them: the two tables are then never held at once (40 bytes per sample
+  // less at the peak).
   {
-    const SampleSizes sizes = ComputeSizes(model, trace);
+    const SampleSizes sizes = tokens ? ComputeSizes(*tokens, trace) : ComputeSizes(model, trace);
     const int ranks_per_node = std::max(1, cluster.gpus_per_node / par.tp);
     DataPolicyContext ctx{&trace, &model, &sizes, par.dp, ranks_per_node, s.seed, par.pp, par.micro_batches};
     auto data_plan = RunDataPolicy(s.data.name, s.data.params, ctx);
@@ -461,10 +463,24 @@ Status TraceAndData(const Scenario& s, const ModelSpec& model, const ClusterSpec
   return PlanData(s, model, cluster, cancel, trace, data, metrics);
 }
 
-std::vector<SampleTokens> TokensOf(const ModelSpec& model, const Trace& trace) {
-  std::vector<SampleTokens> tokens;
-  tokens.reserve(trace.size());
-  for (const Sample& x : trace.samples) tokens.push_back(TokensFor(model, x));
+}  // namespace
+
+TokenCounts TokenCounts::Of(const std::vector<SampleTokens>& tokens) {
+  TokenCounts c;
+  for (const SampleTokens& t : tokens) {
+    c.if_larger_images += t.if_larger_images;
+    c.unsized_images += t.unsized_images;
+    c.truncated_samples += t.truncated ? 1 : 0;
+  }
+  return c;
+}
+
+namespace {
+
+std::shared_ptr<const std::vector<SampleTokens>> TokensOf(const ModelSpec& model, const Trace& trace) {
+  auto tokens = std::make_shared<std::vector<SampleTokens>>();
+  tokens->reserve(trace.size());
+  for (const Sample& x : trace.samples) tokens->push_back(TokensFor(model, x));
   return tokens;
 }
 
@@ -484,25 +500,32 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
   MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
 
   // The trace and the data policy's epoch plan (steps 2-3), or what PrepareData made of them.
+  // `data` is the run's own epoch plan, or the prepared one read in place (`epoch` points at either).
   DataPlan data;
+  const DataPlan* epoch = &data;
   const PreparedData* prep = options.prepared.get();
   if (prep && prep->key == PreparedDataKey(s)) {
     run.trace = prep->trace;
     run.tokens = prep->tokens;
+    run.token_counts = prep->token_counts;
     run.plan.trace = prep->identity;
-    data = prep->data;
+    epoch = &prep->data;
     run.data_metrics = prep->data_metrics;
   } else if (prep && prep->trace_key == PreparedTraceKey(s)) {  // the same trace, another data plan
     run.trace = prep->trace;
     run.plan.trace = prep->identity;
-    MMTWIN_RETURN_IF_ERROR(PlanData(s, run.model, run.cluster, cancel, *run.trace, data, run.data_metrics));
-    run.tokens = prep->model == run.model.name ? prep->tokens : TokensOf(run.model, *run.trace);
+    const bool same_model = prep->model == run.model.name;
+    MMTWIN_RETURN_IF_ERROR(PlanData(s, run.model, run.cluster, cancel, *run.trace, data, run.data_metrics,
+                                    same_model ? prep->tokens.get() : nullptr));
+    run.tokens = same_model ? prep->tokens : TokensOf(run.model, *run.trace);
+    run.token_counts = same_model ? prep->token_counts : TokenCounts::Of(*run.tokens);
   } else {
     auto trace = std::make_shared<Trace>();
     MMTWIN_RETURN_IF_ERROR(
         TraceAndData(s, run.model, run.cluster, cancel, *trace, run.plan.trace, data, run.data_metrics));
     run.trace = std::move(trace);
     run.tokens = TokensOf(run.model, *run.trace);
+    run.token_counts = TokenCounts::Of(*run.tokens);
   }
   MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
 
@@ -531,12 +554,12 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
     plan.parallel.sp_one_stage = layout->one_stage;
     plan.parallel.sp_params = s.sp.params;
   }
-  plan.packed = data.packed;
-  plan.iterations_in_epoch = static_cast<int64_t>(data.steps.size()) / par.micro_batches;
+  plan.packed = epoch->packed;
+  plan.iterations_in_epoch = static_cast<int64_t>(epoch->steps.size()) / par.micro_batches;
   if (plan.iterations_in_epoch < 1)
     return ScenarioError(
         s, "parallel.micro_batches",
-        "the trace yields " + std::to_string(data.steps.size()) + " mini-batch steps for dp " +
+        "the trace yields " + std::to_string(epoch->steps.size()) + " mini-batch steps for dp " +
             std::to_string(par.dp) + ", fewer than the " + std::to_string(par.micro_batches) +
             " micro-batches of one iteration (a larger trace.samples or fewer micro-batches)");
   std::vector<int64_t> replay;
@@ -553,7 +576,7 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
     std::sort(replay.begin(), replay.end());
   }
   plan.iterations.reserve(replay.size());
-  for (int64_t k : replay) plan.iterations.push_back(IterationOf(data, par.dp, par.micro_batches, k));
+  for (int64_t k : replay) plan.iterations.push_back(IterationOf(*epoch, par.dp, par.micro_batches, k));
   data = DataPlan();  // the epoch's other steps are not needed any more
   run.trace_samples = static_cast<int64_t>(run.trace->size());
   if (!options.keep_trace) run.trace.reset();
@@ -603,17 +626,34 @@ std::string PreparedTraceKey(const Scenario& s) {
          "\nseed=" + std::to_string(t.seed) + "\nsequence_tokens=" + std::to_string(t.sequence_tokens);
 }
 
-Result<std::shared_ptr<const PreparedData>> PrepareData(const Scenario& s, const std::atomic<bool>* cancel) {
+Result<std::shared_ptr<const PreparedData>> PrepareData(const Scenario& s, const std::atomic<bool>* cancel,
+                                                        const PreparedData* reuse) {
   auto out = std::make_shared<PreparedData>();
   out->key = PreparedDataKey(s);
   MMTWIN_ASSIGN_OR_RETURN(const ModelSpec model, LoadScenarioModel(s));
   MMTWIN_ASSIGN_OR_RETURN(const ClusterSpec cluster, LoadScenarioCluster(s));
   out->trace_key = PreparedTraceKey(s);
   out->model = model.name;
+  if (reuse && reuse->trace_key == out->trace_key) {  // the trace (and tokens) of another preparation
+    out->trace = reuse->trace;
+    out->identity = reuse->identity;
+    if (reuse->model == model.name) {
+      out->tokens = reuse->tokens;
+      out->token_counts = reuse->token_counts;
+    }
+    MMTWIN_RETURN_IF_ERROR(
+        PlanData(s, model, cluster, cancel, *out->trace, out->data, out->data_metrics, out->tokens.get()));
+    if (!out->tokens) {
+      out->tokens = TokensOf(model, *out->trace);
+      out->token_counts = TokenCounts::Of(*out->tokens);
+    }
+    return std::shared_ptr<const PreparedData>(std::move(out));
+  }
   auto trace = std::make_shared<Trace>();
   MMTWIN_RETURN_IF_ERROR(
       TraceAndData(s, model, cluster, cancel, *trace, out->identity, out->data, out->data_metrics));
   out->tokens = TokensOf(model, *trace);
+  out->token_counts = TokenCounts::Of(*out->tokens);
   out->trace = std::move(trace);
   return std::shared_ptr<const PreparedData>(std::move(out));
 }

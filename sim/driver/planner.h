@@ -45,6 +45,14 @@
 
 namespace mmtwin {
 
+// Totals over every trace sample's tokens that the run summary reports (counted once per token table).
+struct TokenCounts {
+  int64_t if_larger_images = 0;   // images an if_larger encoder priced by their size
+  int64_t unsized_images = 0;     // of those, priced at the cap (the trace has no size)
+  int64_t truncated_samples = 0;  // samples cut to the model's max_context
+  static TokenCounts Of(const std::vector<SampleTokens>& tokens);
+};
+
 // What BuildPlan's steps 2-3 make of a scenario: the trace, its identity, the data policy's epoch plan and its
 // metrics. Every scenario with the same PreparedDataKey gets the same, so a sweep prepares it once in its parent
 // process (PrepareData) and its forked workers share it (PlanOptions::prepared).
@@ -53,7 +61,9 @@ struct PreparedData {
   std::string trace_key;  // its PreparedTraceKey: scenarios with only this in common share the trace
   std::string model;      // the model the tokens are for (ModelSpec::name)
   std::shared_ptr<const Trace> trace;  // never null; shared read-only with every PlannedRun built from it
-  std::vector<SampleTokens> tokens;    // per trace sample (TokensFor of the scenario's model)
+  // Per trace sample (TokensFor of the scenario's model); never null; shared read-only like the trace.
+  std::shared_ptr<const std::vector<SampleTokens>> tokens;
+  TokenCounts token_counts;  // TokenCounts::Of(*tokens)
   TraceIdentity identity;
   DataPlan data;
   DataMetrics data_metrics;
@@ -66,9 +76,12 @@ std::string PreparedDataKey(const Scenario& s);
 // (step 2). A scenario whose PreparedDataKey differs but whose PreparedTraceKey matches reuses the prepared trace
 // (and its tokens when the model is the same) and runs its own data policy.
 std::string PreparedTraceKey(const Scenario& s);
-// Steps 2-3 alone. Errors as BuildPlan's for those steps.
+// Steps 2-3 alone. Errors as BuildPlan's for those steps. `reuse`: an earlier preparation whose trace (and
+// tokens, for the same model) serve when its PreparedTraceKey is the scenario's (only the data policy runs);
+// the result is the same as without it.
 Result<std::shared_ptr<const PreparedData>> PrepareData(const Scenario& s,
-                                                        const std::atomic<bool>* cancel = nullptr);
+                                                        const std::atomic<bool>* cancel = nullptr,
+                                                        const PreparedData* reuse = nullptr);
 
 struct PlanOptions {
   // The per-layer cost model; nullptr = the scenario's `cost:` (the analytic model, or a CoefficientCostModel
@@ -100,10 +113,13 @@ struct PlannedRun {
   // The trace, read-only and never null after BuildPlan unless PlanOptions::keep_trace was false; shared with
   // PreparedData (a sweep's workers do not copy it).
   std::shared_ptr<const Trace> trace;
-  std::vector<SampleTokens> tokens;  // per trace sample (TokensFor)
-  int64_t trace_samples = 0;         // the trace's size (also when it was dropped)
-  DataMetrics data_metrics;          // of the whole epoch's data plan
-  Plan plan;                         // self-describing; iterations = the replayed ones, ascending
+  // Per trace sample (TokensFor); never null after BuildPlan; shared read-only with the PreparedData it came
+  // from (a sweep's runs do not copy the epoch's tokens).
+  std::shared_ptr<const std::vector<SampleTokens>> tokens;
+  TokenCounts token_counts;   // TokenCounts::Of(*tokens)
+  int64_t trace_samples = 0;  // the trace's size (also when it was dropped)
+  DataMetrics data_metrics;   // of the whole epoch's data plan
+  Plan plan;                  // self-describing; iterations = the replayed ones, ascending
   PartitionReport partition_report;
   RecomputeReport recompute_report;
   std::shared_ptr<const CostModel> cost;

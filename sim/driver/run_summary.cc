@@ -35,12 +35,8 @@ RunSummary PlannedRunSummary(const PlannedRun& run, RecordSource source, const s
   const PartitionReport& pr = run.partition_report;
   s.partition = {plan.partition.bounds, pr.var_fwd_us2, pr.sum_comm_bytes, pr.var_params, pr.var_layers};
   s.recomputed_layers = plan.recompute.Count();
-  int64_t priced = 0, unsized = 0;
-  for (const SampleTokens& t : run.tokens) {
-    priced += t.if_larger_images;
-    unsized += t.unsized_images;
-    s.samples_truncated += t.truncated ? 1 : 0;
-  }
+  const int64_t priced = run.token_counts.if_larger_images, unsized = run.token_counts.unsized_images;
+  s.samples_truncated += run.token_counts.truncated_samples;
   s.max_context = run.model.max_context;
   s.images_at_upper_bound = unsized;
   s.image_sizes = ImageSizesOf(priced, unsized);

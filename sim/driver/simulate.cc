@@ -162,7 +162,7 @@ Result<Replay> ReplayIterations(const PlannedRun& run, Evaluator& evaluator, con
     if (options.cancel && options.cancel->load(std::memory_order_relaxed)) return Error::Cancelled();
     const IterationData& it = plan.iterations[i];
     const IterationCosts costs =
-        pricer.PriceIteration(it, run.tokens, run.packing(), plan.partition, plan.recompute);
+        pricer.PriceIteration(it, *run.tokens, run.packing(), plan.partition, plan.recompute);
     if (i == 0) {
       MMTWIN_ASSIGN_OR_RETURN(graph,
                               BuildIterationGraph(par, plan.schedule, costs, statics, comm, run.comm_cost));
@@ -190,7 +190,7 @@ Result<Replay> ReplayIterations(const PlannedRun& run, Evaluator& evaluator, con
                                                    run.cluster.device, frozen_params));
     if (static_cast<int>(i) == trace_at) {
       r.ops = OpRecordsOf(graph, timing, costs, it.epoch_index);
-      AddWorkload(r.ops, it, run.tokens, plan.packed, mesh);
+      AddWorkload(r.ops, it, *run.tokens, plan.packed, mesh);
       r.trace_json = PerfettoTrace(r.ops, par, PerfettoOptions{options.trace_dp_replicas}) + "\n";
     }
     if (slowdown > 0) {
@@ -283,7 +283,7 @@ Result<PlanIterationGraph> BuildPlanIterationGraph(const PlannedRun& run, size_t
   const Pricer pricer = run.MakePricer();
   const std::vector<ChunkStatic> statics = pricer.Static(plan.partition);
   PlanIterationGraph out;
-  out.costs = pricer.PriceIteration(plan.iterations[plan_iteration], run.tokens, run.packing(),
+  out.costs = pricer.PriceIteration(plan.iterations[plan_iteration], *run.tokens, run.packing(),
                                     plan.partition, plan.recompute);
   MMTWIN_ASSIGN_OR_RETURN(out.graph, BuildIterationGraph(plan.parallel, plan.schedule, out.costs, statics,
                                                          run.Comm(), run.comm_cost));

@@ -289,23 +289,30 @@ void SweepExecution::KillAll() {
 
 void SweepExecution::Prepare(const SweepRun& run) {
   const std::string key = PreparedDataKey(run.scenario);
-  if (!prepared_ || (prepared_->key != key && prepared_->trace_key != PreparedTraceKey(run.scenario))) {
-    prepared_.reset();  // one at a time in this process
+  const std::string trace_key = PreparedTraceKey(run.scenario);
+  const bool same_trace = prepared_ && prepared_->trace_key == trace_key;
+  if (!prepared_ || prepared_->key != key) {
     // Only a group of consecutive runs is prepared here: a run that shares its key with no neighbour
     // prepares in its own worker, in parallel with the other workers, instead of serially in the parent.
-    // Sharing the trace alone (the next run differs in its data plan, e.g. the seed) also counts.
+    // Sharing the trace alone (the next run differs in its data plan, e.g. the seed) also counts; a
+    // preparation of the same trace is kept for that, and reused (its trace and tokens) when the next runs
+    // share a new data plan.
     if (!lookahead_) lookahead_ = NextRun();
-    const bool group = lookahead_ && lookahead_->error.empty() &&
-                       (PreparedDataKey(lookahead_->scenario) == key ||
-                        PreparedTraceKey(lookahead_->scenario) == PreparedTraceKey(run.scenario));
-    if (group) {
+    const bool next_ok = lookahead_ && lookahead_->error.empty();
+    const bool data_group = next_ok && PreparedDataKey(lookahead_->scenario) == key;
+    const bool trace_group = next_ok && PreparedTraceKey(lookahead_->scenario) == trace_key;
+    if (data_group || (trace_group && !same_trace)) {
+      std::shared_ptr<const PreparedData> reuse = same_trace ? prepared_ : nullptr;
+      prepared_.reset();  // one at a time in this process (besides the one whose trace is reused)
       const auto p0 = Clock::now();
-      auto p = PrepareData(run.scenario, o_.cancel);
+      auto p = PrepareData(run.scenario, o_.cancel, reuse.get());
       out_.prepare_seconds += std::chrono::duration<double>(Clock::now() - p0).count();
       if (p) {
         prepared_ = std::move(*p);
         ++out_.prepared;
       }  // else: the worker prepares it itself and records the error
+    } else if (!same_trace) {
+      prepared_.reset();
     }
   }
   if (prepared_) ++out_.shared_runs;

@@ -326,7 +326,7 @@ TEST(BackendRecords, OpOrderAndSamplesFollowThePlan) {
         EXPECT_EQ(mine[i].kind == OpKind::kForward, want[i].kind == PassKind::kForward);
         const std::vector<uint32_t>& samples = it.micro_batches[mesh.DpOfDevice(dev)][mine[i].micro_batch];
         int64_t tokens = 0;
-        for (uint32_t k : samples) tokens += planned->tokens[k].llm_tokens;
+        for (uint32_t k : samples) tokens += (*planned->tokens)[k].llm_tokens;
         EXPECT_EQ(mine[i].tokens, tokens);
         EXPECT_EQ(mine[i].spans, static_cast<int32_t>(samples.size()));
       }
@@ -366,7 +366,7 @@ TEST(BackendRecords, OpOrderAndSamplesFollowThePlan) {
     ASSERT_NE(it, nullptr);
     std::vector<SampleTokens> mb;
     for (uint32_t k : it->micro_batches[mesh.DpOfDevice(r.device)][r.micro_batch])
-      mb.push_back(planned->tokens[k]);
+      mb.push_back((*planned->tokens)[k]);
     const int comp = layers[r.layer].component;
     const LayerWorkload want = ComponentWorkload(*model, comp, mb, Packing::kPadded);
     EXPECT_EQ(r.tokens, want.tokens) << r.label;

@@ -577,5 +577,26 @@ TEST(CheckPlanTest, DetectsDuplicatesAndLosses) {
   EXPECT_TRUE(CheckPlan(p, 3).ok());
 }
 
+// The sizes from a token table already made (a sweep's shared tokens) equal the sizes priced sample by sample,
+// also for a model that caps images (if_larger) and cuts long samples (max_context).
+TEST(SampleSizesTest, FromTheTokenTableEqualFromTheModel) {
+  for (const auto& [preset, model_name] : std::vector<std::pair<std::string, std::string>>{
+           {"lcs-558k", "llava-1.5-7b"}, {"orchmllm-mix", "orchmllm-10b"}}) {
+    auto trace = GenerateTrace(preset, 3000, 1);
+    ASSERT_TRUE(trace.ok()) << trace.error().message();
+    auto model = LoadModel(model_name);
+    ASSERT_TRUE(model.ok()) << model_name;
+    std::vector<SampleTokens> tokens;
+    for (const Sample& s : trace->samples) tokens.push_back(TokensFor(*model, s));
+    const SampleSizes a = ComputeSizes(*model, *trace), b = ComputeSizes(tokens, *trace);
+    EXPECT_EQ(a.vision_units, b.vision_units) << preset;
+    EXPECT_EQ(a.vit_tokens, b.vit_tokens) << preset;
+    EXPECT_EQ(a.audio_tokens, b.audio_tokens) << preset;
+    EXPECT_EQ(a.llm_tokens, b.llm_tokens) << preset;
+    EXPECT_EQ(a.text_tokens, b.text_tokens) << preset;
+    EXPECT_EQ(b.size(), trace->size());
+  }
+}
+
 }  // namespace
 }  // namespace mmtwin

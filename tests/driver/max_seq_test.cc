@@ -84,7 +84,7 @@ TEST(MaxSeqTest, SequenceTokensIsASweepAxis) {
   EXPECT_EQ(s.trace.sequence_tokens, 65536);
   auto run = BuildPlan(s, {});
   ASSERT_TRUE(run.ok()) << run.error().message();
-  EXPECT_EQ(run->tokens[0].llm_tokens, 65536);
+  EXPECT_EQ((*run->tokens)[0].llm_tokens, 65536);
   EXPECT_FALSE(ApplyOverride(s, "trace.sequence_tokens", "0").ok());
 }
 

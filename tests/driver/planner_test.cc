@@ -181,8 +181,13 @@ TEST(PlannerTest, APreparedTraceAloneGivesTheSamePlan) {
     ASSERT_TRUE(a.ok() && b.ok());
     EXPECT_EQ(PlanToJson(a->plan), PlanToJson(b->plan));
     EXPECT_EQ(b->trace.get(), (*prepared)->trace.get());  // shared, not copied
-    ASSERT_EQ(a->tokens.size(), b->tokens.size());
-    for (size_t i = 0; i < a->tokens.size(); ++i) ASSERT_EQ(a->tokens[i].llm_tokens, b->tokens[i].llm_tokens);
+    // The tokens too, for the same model (a sweep's runs do not copy the epoch's table).
+    EXPECT_EQ(b->tokens.get() == (*prepared)->tokens.get(), x.model == s.model);
+    EXPECT_EQ(b->token_counts.truncated_samples, a->token_counts.truncated_samples);
+    EXPECT_EQ(b->token_counts.if_larger_images, a->token_counts.if_larger_images);
+    ASSERT_EQ(a->tokens->size(), b->tokens->size());
+    for (size_t i = 0; i < a->tokens->size(); ++i)
+      ASSERT_EQ((*a->tokens)[i].llm_tokens, (*b->tokens)[i].llm_tokens);
     EXPECT_EQ(a->data_metrics.pad_ratio, b->data_metrics.pad_ratio);
   }
   Scenario other = s;
@@ -191,6 +196,38 @@ TEST(PlannerTest, APreparedTraceAloneGivesTheSamePlan) {
   auto c = BuildPlan(other, with);
   ASSERT_TRUE(c.ok());
   EXPECT_NE(c->trace.get(), (*prepared)->trace.get());
+}
+
+// PrepareData reusing another preparation of the same trace (a sweep's next group of runs with a new data
+// plan) makes the same data plan as preparing from scratch, on the shared trace and tokens; a preparation of
+// another trace is not reused.
+TEST(PlannerTest, PrepareDataReusesTheTraceAndTokensOfAnotherPlan) {
+  const Scenario s = Small();
+  auto first = PrepareData(s);
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  Scenario x = s;
+  x.data = {"isf", {}};
+  ASSERT_NE(PreparedDataKey(x), PreparedDataKey(s));
+  auto scratch = PrepareData(x), reused = PrepareData(x, nullptr, first->get());
+  ASSERT_TRUE(scratch.ok() && reused.ok());
+  const PreparedData &a = **scratch, &b = **reused;
+  EXPECT_EQ(b.key, a.key);
+  EXPECT_EQ(b.trace.get(), (*first)->trace.get());
+  EXPECT_EQ(b.tokens.get(), (*first)->tokens.get());
+  EXPECT_NE(a.trace.get(), (*first)->trace.get());
+  ASSERT_EQ(a.data.steps.size(), b.data.steps.size());
+  for (size_t k = 0; k < a.data.steps.size(); ++k)
+    for (size_t r = 0; r < a.data.steps[k].ranks.size(); ++r)
+      ASSERT_EQ(a.data.steps[k].ranks[r].samples, b.data.steps[k].ranks[r].samples) << k << " " << r;
+  EXPECT_EQ(a.data_metrics.pad_ratio, b.data_metrics.pad_ratio);
+  EXPECT_EQ(a.data_metrics.dist_ratio_llm, b.data_metrics.dist_ratio_llm);
+  EXPECT_EQ(a.identity.digest, b.identity.digest);
+  Scenario other = x;
+  other.trace.seed = 8;
+  auto fresh = PrepareData(other, nullptr, first->get());
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_NE((*fresh)->trace.get(), (*first)->trace.get());
+  EXPECT_NE((*fresh)->identity.digest, (*first)->identity.digest);
 }
 
 TEST(PlannerTest, PreparedDataGivesTheSamePlan) {

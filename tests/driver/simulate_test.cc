@@ -192,7 +192,7 @@ TEST(SimulateTest, OrchestratorChargesTheBackwardAllToAll) {
   ASSERT_TRUE(run.ok());
   const Pricer pricer = run->MakePricer();
   IterationCosts with =
-      pricer.PriceIteration(it, run->tokens, run->packing(), r->plan.partition, r->plan.recompute);
+      pricer.PriceIteration(it, *run->tokens, run->packing(), r->plan.partition, r->plan.recompute);
   IterationCosts without = with;
   without.dispatch_backward.clear();
   const std::vector<ChunkStatic> statics = pricer.Static(r->plan.partition);

@@ -577,6 +577,39 @@ TEST_F(RunnerTest, RunsSharingOnlyTheTracePrepareItOnceAndLoneRunsPrepareInTheir
   EXPECT_EQ(r->shared_runs, 0);
 }
 
+// Groups of consecutive runs with one data plan each, all on one trace (as `mmtwin tune` orders its
+// candidates): the parent prepares each group's data plan once, reusing the trace and tokens of the group
+// before, so no worker plans its own; the results equal unshared runs. (Before, a group whose trace matched
+// the previous preparation ran its data policy in every worker.)
+TEST_F(RunnerTest, EachGroupOfRunsSharingADataPlanIsPreparedOnceOnTheSameTrace) {
+  auto spec =
+      Parse(Sweep("mode: zip\naxes:\n  - {key: seed, values: [1, 1, 2, 2, 3, 3]}\n"
+                  "  - {key: parallel.micro_batches, values: [1, 2, 1, 2, 1, 2]}\n"));
+  ASSERT_TRUE(spec.ok()) << spec.error().message();
+  auto runs = ExpandSweep(*spec);
+  ASSERT_TRUE(runs.ok());
+  std::map<bool, std::vector<double>> p50;
+  for (bool share : {true, false}) {
+    auto db = ResultsDb::Open(dir_ / (share ? "groups-shared.sqlite" : "groups-own.sqlite"));
+    ASSERT_TRUE(db.ok());
+    SweepRunOptions o;
+    o.jobs = 2;
+    o.share_prepared = share;
+    auto r = RunSweep(*spec, *runs, **db, o);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->executed, 6);
+    EXPECT_EQ(r->prepared, share ? 3 : 0);
+    EXPECT_EQ(r->shared_runs, share ? 6 : 0);
+    auto rows = (*db)->Runs();
+    ASSERT_EQ(rows->size(), 6u);
+    for (const auto& row : *rows) {
+      ASSERT_EQ(row.status, "ok") << row.error;
+      p50[share].push_back(row.summary->iteration_time_us.p50);
+    }
+  }
+  EXPECT_EQ(p50[true], p50[false]);
+}
+
 TEST_F(RunnerTest, StoppedMidwayThenResumedRunsOnlyTheMissingRuns) {
   auto db = ResultsDb::Open(dir_ / "r.sqlite");
   ASSERT_TRUE(db.ok());

@@ -13,25 +13,38 @@ SampleSize Held(int64_t v) {
   return static_cast<SampleSize>(std::clamp<int64_t>(v, 0, std::numeric_limits<SampleSize>::max()));
 }
 
-}  // namespace
-
-SampleSizes ComputeSizes(const ModelSpec& model, const Trace& trace) {
+// Reserved and advised before the first touch: policies and metrics read these at random (huge pages: fewer
+// TLB misses on a 20M-sample trace).
+SampleSizes Reserved(size_t n) {
   SampleSizes s;
-  const size_t n = trace.samples.size();
-  // Reserved and advised before the first touch: policies and metrics read these at random (huge pages: fewer
-  // TLB misses on a 20M-sample trace).
   for (auto* v : {&s.vision_units, &s.vit_tokens, &s.audio_tokens, &s.llm_tokens, &s.text_tokens}) {
     v->reserve(n);
     AdviseHugePages(v->data(), n * sizeof(SampleSize));
   }
-  for (size_t i = 0; i < n; ++i) {
-    const SampleTokens t = TokensFor(model, trace.samples[i]);
-    s.vision_units.push_back(Held(t.vision_units));
-    s.vit_tokens.push_back(Held(t.vit_tokens));
-    s.audio_tokens.push_back(Held(t.audio_tokens));
-    s.llm_tokens.push_back(Held(t.llm_tokens));
-    s.text_tokens.push_back(Held(trace.samples[i].text_tokens));
-  }
+  return s;
+}
+
+void Append(SampleSizes& s, const SampleTokens& t, const Sample& x) {
+  s.vision_units.push_back(Held(t.vision_units));
+  s.vit_tokens.push_back(Held(t.vit_tokens));
+  s.audio_tokens.push_back(Held(t.audio_tokens));
+  s.llm_tokens.push_back(Held(t.llm_tokens));
+  s.text_tokens.push_back(Held(x.text_tokens));
+}
+
+}  // namespace
+
+SampleSizes ComputeSizes(const ModelSpec& model, const Trace& trace) {
+  const size_t n = trace.samples.size();
+  SampleSizes s = Reserved(n);
+  for (size_t i = 0; i < n; ++i) Append(s, TokensFor(model, trace.samples[i]), trace.samples[i]);
+  return s;
+}
+
+SampleSizes ComputeSizes(const std::vector<SampleTokens>& tokens, const Trace& trace) {
+  const size_t n = std::min(tokens.size(), trace.samples.size());
+  SampleSizes s = Reserved(n);
+  for (size_t i = 0; i < n; ++i) Append(s, tokens[i], trace.samples[i]);
   return s;
 }
 

@@ -31,6 +31,9 @@ struct SampleSizes {
   size_t size() const { return llm_tokens.size(); }
 };
 SampleSizes ComputeSizes(const ModelSpec& model, const Trace& trace);
+// The same from the samples' tokens when they are at hand (tokens[i] = TokensFor(model, trace.samples[i]);
+// equal sizes, without pricing every sample again). Requires tokens.size() == trace.size().
+SampleSizes ComputeSizes(const std::vector<SampleTokens>& tokens, const Trace& trace);
 
 struct MiniBatch {
   std::vector<uint32_t> samples;  // indices into the trace
