@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <numeric>
 #include <set>
 
 #include "core/cluster/cluster.h"
@@ -18,6 +19,7 @@
 #include "core/util/csv.h"
 #include "core/util/text.h"
 #include "core/util/yaml_error.h"
+#include "driver/planner.h"
 
 namespace mmtwin {
 namespace {
@@ -185,7 +187,10 @@ Result<TuneEnumeration> EnumerateTune(const TuneSpace& space, bool prune) {
   e.combinations = per_gpus * static_cast<int64_t>(space.gpus.size());
   // One zip sweep per candidate would re-read the base each time; instead each candidate is one run of a
   // one-run zip sweep over the same base (ExpandRun validates it exactly as the evaluation will).
-  for (const int64_t gpus : space.gpus) {
+  std::map<std::string, size_t> group;  // PreparedDataKey -> its group number
+  std::vector<size_t> group_of;         // per e.evaluate entry
+  for (size_t g = 0; g < space.gpus.size(); ++g) {
+    const int64_t gpus = space.gpus[g];
     for (int64_t i = 0; i < per_gpus; ++i) {
       std::vector<size_t> pick(sw.axes.size(), 0);
       int64_t rest = i;
@@ -195,6 +200,7 @@ Result<TuneEnumeration> EnumerateTune(const TuneSpace& space, bool prune) {
         rest /= len;
       }
       TuneCandidate c;
+      c.index = static_cast<int64_t>(g) * per_gpus + i;
       c.gpus = gpus;
       for (size_t a = 0; a < sw.axes.size(); ++a) {
         c.values.push_back(sw.axes[a].values[pick[a]]);
@@ -244,6 +250,7 @@ Result<TuneEnumeration> EnumerateTune(const TuneSpace& space, bool prune) {
         continue;
       }
       c.run_key = run.key;
+      const std::string data_key = PreparedDataKey(run.scenario);
       MMTWIN_ASSIGN_OR_RETURN(const ClusterSpec cluster, LoadScenarioCluster(run.scenario));
       // What a framework refuses although mmtwin can price it (a note there): Megatron-LM asserts that tp
       // divides the LLM's attention heads (and KV heads), and a TP group that straddles nodes runs its
@@ -261,12 +268,22 @@ Result<TuneEnumeration> EnumerateTune(const TuneSpace& space, bool prune) {
       MMTWIN_ASSIGN_OR_RETURN(c.memory_bound_bytes, MemoryLowerBoundBytes(run.scenario));
       c.memory_limit_bytes = static_cast<int64_t>(static_cast<double>(cluster.device.memory_bytes) *
                                                   (1 - space.memory_headroom));
-      if (prune && c.memory_bound_bytes > c.memory_limit_bytes)
+      if (prune && c.memory_bound_bytes > c.memory_limit_bytes) {
         e.pruned.push_back(std::move(c));
-      else
+      } else {
+        group_of.push_back(group.try_emplace(data_key, group.size()).first->second);
         e.evaluate.push_back(std::move(c));
+      }
     }
   }
+  // Evaluation order: by data-plan group (numbered in order of first appearance), enumeration order within.
+  std::vector<size_t> order(e.evaluate.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return group_of[a] < group_of[b]; });
+  std::vector<TuneCandidate> grouped;
+  grouped.reserve(order.size());
+  for (size_t k : order) grouped.push_back(std::move(e.evaluate[k]));
+  e.evaluate = std::move(grouped);
   return e;
 }
 
@@ -370,7 +387,8 @@ TuneResult RankTune(const TuneSpace& space, const TuneEnumeration& e, const std:
   std::stable_sort(fitting.begin(), fitting.end(), [&](const TuneRow& a, const TuneRow& b) {
     if (TuneBetter(space.objective, a.objective, b.objective)) return true;
     if (TuneBetter(space.objective, b.objective, a.objective)) return false;
-    return a.candidate->gpus < b.candidate->gpus;
+    if (a.candidate->gpus != b.candidate->gpus) return a.candidate->gpus < b.candidate->gpus;
+    return a.candidate->index < b.candidate->index;
   });
   out.ranked = fitting;
   // Pareto front over (objective, peak memory): ascending memory, keep a row when it beats every row with less.

@@ -62,6 +62,7 @@ Result<TuneSpace> ParseTuneSpace(const std::string& yaml_text, const std::string
                                  const std::string& base_dir);
 
 struct TuneCandidate {
+  int64_t index = 0;  // its place in the enumeration (gpus, then the axes, last axis fastest)
   int64_t gpus = 0;
   int64_t dp = 0;
   int64_t micro_batches = 0;        // derived from constraints.micro_batches_per_step; 0 = the axis or base's
@@ -73,8 +74,11 @@ struct TuneCandidate {
 };
 
 struct TuneEnumeration {
-  int64_t combinations = 0;                 // gpus x the axes' product
-  std::vector<TuneCandidate> evaluate;      // valid and not ruled out: to be simulated, in enumeration order
+  int64_t combinations = 0;  // gpus x the axes' product
+  // Valid and not ruled out: to be simulated, in evaluation order: the candidates that share a data plan
+  // (driver/planner.h PreparedDataKey: the same dp, data policy, ...) consecutive, so that a sweep prepares each
+  // plan once; enumeration order within a group and between the groups' first members.
+  std::vector<TuneCandidate> evaluate;
   std::vector<TuneCandidate> pruned;        // valid, ruled out by the memory bound
   std::map<std::string, int64_t> rejected;  // reason -> candidates (not a whole dp; the scenario checker's
                                             // message with numbers written N)
@@ -103,7 +107,7 @@ struct TuneRow {
 };
 
 struct TuneResult {
-  std::vector<TuneRow> ranked;      // fitting runs, best first (ties: fewer GPUs, then enumeration order)
+  std::vector<TuneRow> ranked;      // fitting runs, best first (ties: fewer GPUs, then TuneCandidate::index)
   std::vector<TuneRow> pareto;      // fitting runs no other beats on both the objective and peak memory, by
                                     // ascending peak memory
   std::vector<TuneRow> infeasible;  // evaluated but out of memory or over the headroom

@@ -225,6 +225,7 @@ TEST(TuneRankTest, RankingAndParetoFrontByHand) {
   std::vector<RunRecord> records;
   for (int i = 0; i < 5; ++i) {
     TuneCandidate c;
+    c.index = i;
     c.gpus = 8;
     c.run_key = std::string(1, static_cast<char>('A' + i));
     c.memory_limit_bytes = static_cast<int64_t>(80.0 * (1 << 30) * 0.95);
@@ -249,6 +250,48 @@ TEST(TuneRankTest, RankingAndParetoFrontByHand) {
   EXPECT_EQ(r.infeasible[0].candidate->run_key, "E");
   EXPECT_EQ(r.runner_up, 2);  // D ties B; C is the first strictly worse
   EXPECT_NE(r.why.find("(1 more tie with the best)"), std::string::npos) << r.why;
+  // Ties go by enumeration index, not by the evaluation order: the same candidates evaluated in reverse.
+  std::reverse(e.evaluate.begin(), e.evaluate.end());
+  std::string reversed;
+  for (const TuneRow& x : RankTune(*space, e, records).ranked) reversed += x.candidate->run_key;
+  EXPECT_EQ(reversed, "BDCA");
+}
+
+// The evaluation order groups the candidates that share a data plan (PreparedDataKey: here dp, set by tp, and
+// the data policy, the innermost axes but one), enumeration order within a group, so a sweep prepares each
+// plan once; every candidate is still there once, run i of the evaluation sweep is candidate i, and the index
+// is the enumeration position.
+TEST(TuneEnumerationTest, CandidatesSharingADataPlanAreEvaluatedTogether) {
+  auto space = Space(Dir(),
+                     "gpus: 8\naxes:\n  - {key: parallel.tp, values: [1, 2]}\n"
+                     "  - {key: policies.data, values: [random, isf]}\n"
+                     "  - {key: policies.schedule, values: [1f1b, gpipe]}\n");
+  ASSERT_TRUE(space.ok()) << space.error().message();
+  auto e = EnumerateTune(*space, false);
+  ASSERT_TRUE(e.ok()) << e.error().message();
+  ASSERT_EQ(e->evaluate.size(), 8u);
+  std::vector<int64_t> index;
+  for (const TuneCandidate& c : e->evaluate) index.push_back(c.index);
+  // Enumeration: tp 1 {random 1f1b, random gpipe, isf 1f1b, isf gpipe}, tp 2 {...}: already grouped.
+  EXPECT_EQ(index, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  // With the schedule outside the data policy the enumeration alternates the plans; the evaluation does not.
+  auto swapped = Space(Dir(),
+                       "gpus: 8\naxes:\n  - {key: parallel.tp, values: [1, 2]}\n"
+                       "  - {key: policies.schedule, values: [1f1b, gpipe]}\n"
+                       "  - {key: policies.data, values: [random, isf]}\n");
+  ASSERT_TRUE(swapped.ok()) << swapped.error().message();
+  auto f = EnumerateTune(*swapped, false);
+  ASSERT_TRUE(f.ok()) << f.error().message();
+  index.clear();
+  for (const TuneCandidate& c : f->evaluate) index.push_back(c.index);
+  EXPECT_EQ(index, (std::vector<int64_t>{0, 2, 1, 3, 4, 6, 5, 7}));
+  const SweepSpec sweep = EvaluationSweep(*swapped, *f);
+  for (size_t i = 0; i < f->evaluate.size(); ++i) {
+    const SweepRun run = ExpandRun(sweep, static_cast<int64_t>(i));
+    ASSERT_TRUE(run.error.empty()) << run.error;
+    EXPECT_EQ(run.key, f->evaluate[i].run_key);
+    EXPECT_EQ(run.scenario.data.name, f->evaluate[i].values[2]);
+  }
 }
 
 }  // namespace
