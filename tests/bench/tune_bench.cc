@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // What `mmtwin tune` (sim/tune/tune.h) costs before and per simulation, on one core:
-//   BM_EnumerateOmnibalSpace: the candidates of a 5,760-combination space over OmniBal's 6B+20B recipe on 128 A100s
-//     (tp x pp x micro-batches x ZeRO stage x recompute x partition x data x schedule): each candidate's scenario
-//     checked and its memory lower bound computed, nothing planned or simulated;
+//   BM_EnumerateOmnibalSpace: the candidates of scenarios/tune/omnibal-6b-20b-5760.yaml, 5,760 combinations over
+//     OmniBal's 6B+20B recipe on 128 A100s (tp x pp x micro-batches x ZeRO stage x recompute x partition x data x
+//     schedule): each candidate's scenario checked and its memory lower bound computed, nothing planned or
+//     simulated;
 //   BM_TuneDefault16: scenarios/tune/default-16gpu.yaml end to end in this process (enumeration, then each of the 90
 //     candidates left simulated with the sweep's RunScenario, then ranked), as `mmtwin tune --jobs 1` does minus
 //     the worker processes and the database.
@@ -17,25 +18,8 @@
 namespace mmtwin {
 namespace {
 
-const char kOmnibalSpace[] = R"(name: omnibal-5760
-base: omnibal/internvl-6b-20b-baseline.yaml
-iterations: 2
-gpus: [128]
-axes:
-  - {key: parallel.tp, values: [1, 2, 4, 8]}
-  - {key: parallel.pp, values: [1, 2, 4, 8]}
-  - {key: parallel.micro_batches, values: [4, 8, 16, 32, 64], name: mb}
-  - {key: parallel.zero_stage, values: [1, 2]}
-  - {key: policies.recompute, values: [none, adaptive, full]}
-  - {key: policies.partition, values: [params, bmp]}
-  - {key: policies.data, values: [random, length-group, isf]}
-  - {key: policies.schedule, values: [1f1b, gpipe]}
-constraints: {memory_headroom: 0.05}
-)";
-
 void BM_EnumerateOmnibalSpace(benchmark::State& state) {
-  auto space =
-      ParseTuneSpace(kOmnibalSpace, "omnibal-5760.yaml", std::string(MMTWIN_SOURCE_DIR) + "/scenarios");
+  auto space = LoadTuneSpace(std::string(MMTWIN_SOURCE_DIR) + "/scenarios/tune/omnibal-6b-20b-5760.yaml");
   if (!space.ok()) {
     state.SkipWithError(space.error().message().c_str());
     return;
