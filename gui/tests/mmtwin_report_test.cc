@@ -924,6 +924,72 @@ std::string Join(const std::set<std::string>& s) {
   return out;
 }
 
+// The reduced tune report (four tune spaces, 122 candidates; about a second): every setting's "tuner's best" is
+// the least GPU-days among the space's records that fit (recomputed here from the database: no OOM, every stage's
+// planned peak within 95% of its memory), the paper's layout is no better than it wherever it fits, the verdict
+// says so, and a second generation simulates nothing again.
+TEST(ReportTest, ReducedTuneReportEqualsItsRunRecords) {
+  const fs::path tmp = TempRoot();
+  const fs::path out = tmp / "tune";
+  const fs::path db = tmp / "tune.sqlite";
+  const Cmd first = RunReport("tune --reduced -o '" + out.string() + "' --db '" + db.string() + "'", tmp);
+  ASSERT_EQ(first.rc, 0) << first.err;
+  const std::string md = ReadFile(out / "README.md");
+  ASSERT_FALSE(md.empty());
+  EXPECT_NE(md.find("mmtwin-report tune --reduced"), std::string::npos);
+  EXPECT_NE(md.find("Wherever the paper's layout fits, the tuner's best is predicted no slower"),
+            std::string::npos);
+  CheckPngs(out, md, {"best-vs-paper.png", "pareto.png"});
+
+  DbRows dbr;
+  ASSERT_NO_FATAL_FAILURE(LoadDbRows(db, dbr));
+  std::map<std::string, double> least;  // sweep -> least GPU-days among the runs that fit
+  for (const RunRecord& r : dbr.runs) {
+    ASSERT_EQ(r.status, "ok") << r.sweep << "#" << r.run_index << ": " << r.error;
+    EXPECT_NE(r.sweep.find("-reduced"), std::string::npos) << r.sweep;
+    // At most the reduced count (a 4-sequence LongVILA epoch at dp 4 has one iteration).
+    EXPECT_LE(r.summary->iterations_replayed, mmtwin::report::kReducedIterations) << r.sweep;
+    EXPECT_GE(r.summary->iterations_replayed, 1) << r.sweep;
+    bool fits = !r.summary->oom;
+    for (const mmtwin::StageRecord& st : r.summary->stages)
+      fits = fits && st.peak_memory_bytes <= static_cast<int64_t>(0.95 * st.memory_capacity_bytes);
+    if (!fits) continue;
+    auto [it, added] = least.try_emplace(r.sweep, r.summary->gpu_days);
+    if (!added) it->second = std::min(it->second, r.summary->gpu_days);
+  }
+  EXPECT_EQ(least.size(), 4u);
+  int tables = 0;
+  const std::vector<Row> rows = ParseTables(md, tables);
+  EXPECT_EQ(tables, 1);
+  EXPECT_EQ(rows.size(), 4u * 5u);
+  std::map<std::string, std::map<std::string, std::string>> cell;  // setting -> figure -> mmtwin
+  std::map<std::string, std::string> sweep_of;                     // setting -> its sweep (run column)
+  for (const Row& r : rows) {
+    cell[r.cells[0]][r.cells[1]] = r.cells[3];
+    if (r.cells[1] == "GPU-days, the tuner's best")
+      sweep_of[r.cells[0]] = r.cells[5].substr(0, r.cells[5].find(' '));
+  }
+  ASSERT_EQ(sweep_of.size(), 4u);
+  for (const auto& [setting, sweep] : sweep_of) {
+    ASSERT_TRUE(least.count(sweep)) << sweep;
+    const double best = std::stod(cell[setting]["GPU-days, the tuner's best"]);
+    const double paper = std::stod(cell[setting]["GPU-days, the paper's layout"]);
+    EXPECT_NEAR(best, least[sweep], 5e-5 + 1e-4 * least[sweep]) << setting;
+    const bool paper_fits =
+        md.find("| " + setting + " | GPU-days, the paper's layout") != std::string::npos &&
+        md.find(sweep + " (rank none") == std::string::npos;
+    if (paper_fits) {
+      EXPECT_LE(best, paper + 5e-5) << setting;
+    }
+  }
+  // A second generation reuses every run.
+  const Cmd second = RunReport("tune --reduced -o '" + out.string() + "' --db '" + db.string() + "'", tmp);
+  ASSERT_EQ(second.rc, 0) << second.err;
+  DbRows again;
+  ASSERT_NO_FATAL_FAILURE(LoadDbRows(db, again));
+  EXPECT_EQ(again.runs.size(), dbr.runs.size());
+}
+
 TEST(ReportTest, ValidationIndexEqualsItsSuitesResults) {
   const fs::path tmp = TempRoot();
   const fs::path out = tmp / "validation";
@@ -989,7 +1055,7 @@ TEST(ReportTest, BadInputExitsTwoWithAMessage) {
   const Cmd unknown = RunReport("nosuch -o '" + (tmp / "x").string() + "'", tmp);
   EXPECT_EQ(unknown.rc, 2);
   EXPECT_NE(
-      unknown.err.find("unknown report 'nosuch'; valid reports are: omnibal, orchmllm, longvila, validation"),
+      unknown.err.find("unknown report 'nosuch'; valid reports are: omnibal, orchmllm, longvila, tune, validation"),
       std::string::npos)
       << unknown.err;
   const Cmd no_parent = RunReport("omnibal --reduced -o '" + (tmp / "missing" / "out").string() + "'", tmp);

@@ -106,6 +106,8 @@ Status GenerateOrchmllm(const ReportOptions& o, const std::string& scenarios, Pl
                         ReportFiles& files);
 Status GenerateLongvila(const ReportOptions& o, const std::string& scenarios, Plotter& plotter,
                         ReportFiles& files);
+// The tune report: each seed setting's tune space (scenarios/tune/) searched, the paper's layout beside the best.
+Status GenerateTune(const ReportOptions& o, const std::string& scenarios, Plotter& plotter, ReportFiles& files);
 // The validation index: runs every suite into o.out_dir/SUITE itself (the suite folders and their kept runs
 // stay, each with its report), and appends the index README.md and its chart.
 Status GenerateValidation(const ReportOptions& o, const std::string& scenarios, Plotter& plotter,

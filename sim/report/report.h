@@ -28,7 +28,10 @@
 // two-stage sharding). Figures the run records do not carry (the data policy's wall time and per-phase volumes)
 // are re-planned from the run's stored scenario (PrepareData) and named "sweep#index (plan)" in the run column;
 // max context figures are MaxSequenceSearch results, named "max-seq KEY=VALUE ..." (the scenario overrides
-// searched). `validation` runs every suite of scenarios/validation/ through the driver behind `mmtwin validate`
+// searched). `tune` searches each seed paper's setting with the tuner (scenarios/tune/SPACE.yaml, tune/tune.h,
+// its evaluation sweep named as the space) and sets the paper's layout (paper.yaml facts: its candidate's axis
+// values) beside the best, with what separates them and the search's simulation time. `validation` runs every
+// suite of scenarios/validation/ through the driver behind `mmtwin validate`
 // (calibrate/validate_suite.h) into OUT/SUITE, reusing the kept backend runs under OUT/SUITE/runs (or
 // RUNS/SUITE/runs with runs_dir; a run whose plan changed is measured again with mmtwin-train), writes each
 // suite's report (validation_suite.h) and the index OUT/README.md (a summary table computed from the suites'
@@ -77,7 +80,7 @@ struct ReportOptions {
   std::function<void(const std::string&)> progress;  // one line at a time (may be empty)
 };
 
-// The reports this build can generate: {"omnibal", "orchmllm", "longvila", "validation"}.
+// The reports this build can generate: {"omnibal", "orchmllm", "longvila", "tune", "validation"}.
 std::vector<std::string> ReportNames();
 
 // Runs (or reuses) the report's sweeps and writes its folder, its pictures drawn by `plotter` (omnibal's

@@ -137,6 +137,7 @@ TEST(Template, ShippedTemplatesShowEveryFigureTheirReportDraws) {
       {"omnibal", {"ablation", "main", "data", "partition", "memory", "datasets", "models", "timeline"}},
       {"orchmllm", {"scaling", "ablation", "a2a", "overhead"}},
       {"longvila", {"sp32", "sp64", "max-context", "sharding"}},
+      {"tune", {"best-vs-paper", "pareto"}},
       {"validation", {"iteration"}}};
   const std::string data = fs::path(MMTWIN_SOURCE_DIR) / "sim/report/data";
   for (const auto& [report, want] : figures) {
