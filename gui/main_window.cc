@@ -41,7 +41,8 @@ enum Tab {
   kCompareTab,
   kSweepTab,
   kHistoryTab,
-  kReplayTab
+  kReplayTab,
+  kTuneTab
 };
 
 }  // namespace
@@ -69,6 +70,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabs_->addTab(history_, "History");
   replay_ = new ReplayView(this);
   tabs_->addTab(replay_, "Replay");
+  tune_ = new TuneView(this);
+  tabs_->addTab(tune_, "Tune");
   setCentralWidget(tabs_);
 
   runner_ = new AnalyticRunner(this);
@@ -110,22 +113,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(editor_, &ScenarioEditor::modifiedChanged, this, [this](bool) { UpdateTitle(); });
   connect(sweep_, &SweepView::runOpened, this, [this](int i) {
     const RunRecord& r = sweep_->runs().at(i);
-    if (!r.summary) {
-      SetStatus(QString::fromStdString("run " + std::to_string(r.run_index) + " failed: " + r.error));
-      return;
-    }
-    RunData run;
-    run.summary = *r.summary;
-    run.scenario_yaml = r.scenario_yaml;
-    // The resolved scenario goes to the editor, named in the sweep's base folder (where its relative paths
-    // resolve), so "run" replays it with its timeline.
-    const QString base = QString::fromStdString(sweep_->BaseDirOf(r.sweep));
-    editor_->SetText(
-        QString::fromStdString(r.scenario_yaml),
-        QDir(base).filePath(QString("%1-run-%2.yaml").arg(QString::fromStdString(r.sweep)).arg(r.run_index)));
-    ShowRun(std::move(run));
-    tabs_->setCurrentIndex(kSummaryTab);
+    OpenRecord(r, QString::fromStdString(sweep_->BaseDirOf(r.sweep)));
   });
+  connect(tune_, &TuneView::runOpened, this, &MainWindow::OpenRecord);
   resize(1400, 900);
   UpdateTitle();
   SetStatus("Open a scenario, a run folder or a sweep database; F5 runs the scenario.");
@@ -215,10 +205,21 @@ Status MainWindow::Open(const QString& path) {
   const QFileInfo info(path);
   if (!info.exists()) return Error::Io(path.toStdString() + ": no such file or folder");
   Status st;
-  if (info.isDir()) {
+  const bool tune_dir = info.isDir() && QFileInfo::exists(QDir(path).filePath("ranked.csv")) &&
+                        QFileInfo::exists(QDir(path).filePath("pareto.csv"));
+  if (tune_dir) {  // `mmtwin tune`'s output folder: its database is DIR.sqlite beside it (the default)
+    const QString db = QDir::cleanPath(info.absoluteFilePath()) + ".sqlite";
+    st = QFileInfo::exists(db)
+             ? OpenTune(db)
+             : Status(Error::Io(db.toStdString() +
+                                ": no such file (a tune folder's database, unless --db named "
+                                "another: open that one)"));
+  } else if (info.isDir()) {
     st = OpenRunDir(path);
   } else if (path.endsWith(".sqlite") || path.endsWith(".db")) {
-    st = OpenSweep(path);
+    // A tune search's database opens in the Tune tab, any other in the Sweep tab.
+    st = OpenTune(path);
+    if (!st.ok()) st = OpenSweep(path);
   } else {
     std::string text;
     if (!ReadFile(path, text)) return Error::Io(path.toStdString() + ": cannot read");
@@ -246,6 +247,29 @@ Status MainWindow::OpenReplay(const QString& dir) {
   MMTWIN_RETURN_IF_ERROR(replay_->Open(dir.toStdString()));
   tabs_->setCurrentIndex(kReplayTab);
   SetStatus("Replayed " + dir);
+  return Status();
+}
+
+void MainWindow::OpenRecord(const RunRecord& r, const QString& base) {
+  if (!r.summary) {
+    SetStatus(QString::fromStdString("run " + std::to_string(r.run_index) + " failed: " + r.error));
+    return;
+  }
+  RunData run;
+  run.summary = *r.summary;
+  run.scenario_yaml = r.scenario_yaml;
+  // The resolved scenario goes to the editor, named in the base folder (where its relative paths resolve), so
+  // "run" replays it with its timeline.
+  editor_->SetText(
+      QString::fromStdString(r.scenario_yaml),
+      QDir(base).filePath(QString("%1-run-%2.yaml").arg(QString::fromStdString(r.sweep)).arg(r.run_index)));
+  ShowRun(std::move(run));
+  tabs_->setCurrentIndex(kSummaryTab);
+}
+
+Status MainWindow::OpenTune(const QString& db) {
+  MMTWIN_RETURN_IF_ERROR(tune_->Open(db.toStdString()));
+  tabs_->setCurrentIndex(kTuneTab);
   return Status();
 }
 
@@ -424,10 +448,11 @@ Status MainWindow::SaveScreenshots(const QString& dir, int width, int height) {
   if (!QDir().mkpath(dir)) return Error::Io(dir.toStdString() + ": cannot create");
   resize(width, height);
   show();
-  const std::vector<std::pair<int, QString>> shots = {
-      {kScenarioTab, "editor"},   {kScenarioTab, "yaml"},   {kSummaryTab, "summary"},
-      {kTimelineTab, "timeline"}, {kMemoryTab, "memory"},   {kCompareTab, "compare"},
-      {kSweepTab, "sweep"},       {kHistoryTab, "history"}, {kReplayTab, "replay"}};
+  const std::vector<std::pair<int, QString>> shots = {{kScenarioTab, "editor"}, {kScenarioTab, "yaml"},
+                                                      {kSummaryTab, "summary"}, {kTimelineTab, "timeline"},
+                                                      {kMemoryTab, "memory"},   {kCompareTab, "compare"},
+                                                      {kSweepTab, "sweep"},     {kHistoryTab, "history"},
+                                                      {kReplayTab, "replay"},   {kTuneTab, "tune"}};
   for (const auto& [tab, name] : shots) {
     tabs_->setCurrentIndex(tab);
     editor_->tabs()->setCurrentIndex(name == "yaml" ? 1 : 0);

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The what-if explorer's window: tabs Scenario (ScenarioEditor), Summary (SummaryPanel + StageTable), Timeline
-// (GanttView), Memory (MemoryView), Compare (CompareView), Sweep (SweepView) and History (HistoryView: every run
-// of the session, what changed between them, show or compare any two); a toolbar with open / save /
+// (GanttView), Memory (MemoryView), Compare (CompareView), Sweep (SweepView), History (HistoryView: every run
+// of the session, what changed between them, show or compare any two), Replay (ReplayView) and Tune (TuneView:
+// a `mmtwin tune` search's Pareto scatter and ranking, a click opens that run); a toolbar with open / save /
 // save as, run (analytic, in-process) / run with SimGrid (child mmtwin process) / cancel, and pin (the current
 // run becomes A of the comparison); recent files in QSettings ("mmtwin", "mmtwin-gui").
 //
 //   MainWindow w;
-//   w.Open("scenarios/default.yaml");   // a scenario, a run folder (simulated or measured) or a sweep .sqlite
+//   w.Open("scenarios/default.yaml");   // a scenario, a run folder (simulated or measured), a sweep .sqlite, or
+//                                       // a tune search (its .sqlite or `mmtwin tune`'s output folder)
 //   w.show();
 //
 // Runs are written as ordinary run folders under RunsDir() ($MMTWIN_GUI_RUNS, else the QSettings key
@@ -34,11 +36,17 @@ class MainWindow : public QMainWindow {
  public:
   explicit MainWindow(QWidget* parent = nullptr);
 
-  // Opens a scenario file (into the editor), a run folder (its views) or a sweep database (the Sweep tab),
-  // chosen by what `path` is; adds it to the recent files. A second run folder while one is shown is compared.
+  // Opens a scenario file (into the editor), a run folder (its views), a tune search (the Tune tab: a database
+  // holding a sweep recorded from a tune space, or `mmtwin tune`'s output folder, whose DIR.sqlite is read) or a
+  // sweep database (the Sweep tab), chosen by what `path` is; adds it to the recent files. A second run folder
+  // while one is shown is compared.
   Status Open(const QString& path);
   Status OpenRunDir(const QString& dir);
   Status OpenSweep(const QString& db);
+  Status OpenTune(const QString& db);
+  // Shows a database row's run (its summary; its resolved scenario in the editor, named in `base_dir`, where its
+  // relative paths resolve, ready to run again for its timeline): what a click in the Sweep or Tune tab does.
+  void OpenRecord(const RunRecord& r, const QString& base_dir);
   // Replays a run folder (`mmtwin replay`) into the Replay tab and shows it.
   Status OpenReplay(const QString& dir);
   Status SaveTo(const QString& path);
@@ -71,9 +79,10 @@ class MainWindow : public QMainWindow {
   SweepView* sweep() const { return sweep_; }
   HistoryView* history() const { return history_; }
   ReplayView* replay() const { return replay_; }
+  TuneView* tune() const { return tune_; }
   AnalyticRunner* runner() const { return runner_; }
 
-  // Renders every view to DIR/{editor,yaml,summary,timeline,memory,compare,sweep,history}.png at width x height (the
+  // Renders every view to DIR/{editor,yaml,summary,timeline,memory,compare,sweep,history,replay,tune}.png at width x height (the
   // window as shown, offscreen with QT_QPA_PLATFORM=offscreen). The runs shown are whatever the window holds.
   Status SaveScreenshots(const QString& dir, int width = 1400, int height = 900);
 
@@ -103,6 +112,7 @@ class MainWindow : public QMainWindow {
   SweepView* sweep_;
   HistoryView* history_;
   ReplayView* replay_;
+  TuneView* tune_;
   AnalyticRunner* runner_;
   ProcessRunner* process_;
   QProgressBar* progress_;

@@ -1210,4 +1210,274 @@ void SweepView::Rebuild() {
   heatmap_->SetHeatmap(std::move(*h));
 }
 
+// ---- Tune ----
+
+TuneScatter::TuneScatter(QWidget* parent) : QWidget(parent) {
+  setMinimumSize(320, 240);
+  setMouseTracking(true);
+}
+
+void TuneScatter::SetPoints(std::vector<Point> points, QString y_label) {
+  points_ = std::move(points);
+  y_label_ = std::move(y_label);
+  double x_max = 0, y_max = 0;
+  for (const Point& q : points_) {
+    x_max = std::max(x_max, q.peak_gib);
+    y_max = std::max(y_max, q.objective);
+  }
+  const double xs = NiceStep(x_max, 6), ys = NiceStep(y_max, 6);
+  x_top_ = std::max(xs, std::ceil(x_max / xs) * xs);
+  y_top_ = std::max(ys, std::ceil(y_max / ys) * ys);
+  update();
+}
+
+QRectF TuneScatter::PlotRect() const { return QRectF(70, 30, width() - 90, height() - 80); }
+
+QPointF TuneScatter::PointPos(int i) const {
+  const QRectF r = PlotRect();
+  const Point& q = points_.at(static_cast<size_t>(i));
+  return {r.left() + r.width() * q.peak_gib / x_top_, r.bottom() - r.height() * q.objective / y_top_};
+}
+
+int TuneScatter::PointAt(const QPointF& pos) const {
+  int best = -1;
+  double best_d2 = 8.0 * 8.0;
+  for (int i = 0; i < static_cast<int>(points_.size()); ++i) {
+    const QPointF d = PointPos(i) - pos;
+    const double d2 = d.x() * d.x() + d.y() * d.y();
+    if (d2 < best_d2 || (best < 0 && d2 <= best_d2)) {  // ties (points drawn on one another): the better rank
+      best_d2 = d2;
+      best = i;
+    }
+  }
+  return best;
+}
+
+void TuneScatter::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.setRenderHint(QPainter::Antialiasing);
+  p.fillRect(rect(), Qt::white);
+  QFont bold = font();
+  bold.setBold(true);
+  p.setFont(bold);
+  p.drawText(QRectF(8, 4, width() - 16, 20), Qt::AlignLeft,
+             points_.empty()
+                 ? QString("Open a tune search's database (mmtwin tune ... --db FILE, or DIR.sqlite)")
+                 : QString("%1 against peak memory: %2 configurations that fit, the Pareto front "
+                           "joined, the best ringed (click a point to open its run)")
+                       .arg(y_label_)
+                       .arg(points_.size()));
+  p.setFont(font());
+  if (points_.empty()) return;
+  const QRectF r = PlotRect();
+  const double xs = NiceStep(x_top_, 6), ys = NiceStep(y_top_, 6);
+  p.setPen(QColor(0xe0, 0xe0, 0xe0));
+  for (double x = 0; x <= x_top_ + 1e-9; x += xs) {
+    const double px = r.left() + r.width() * x / x_top_;
+    p.drawLine(QPointF(px, r.top()), QPointF(px, r.bottom()));
+  }
+  for (double y = 0; y <= y_top_ + 1e-9; y += ys) {
+    const double py = r.bottom() - r.height() * y / y_top_;
+    p.drawLine(QPointF(r.left(), py), QPointF(r.right(), py));
+  }
+  p.setPen(Qt::black);
+  p.drawLine(r.bottomLeft(), r.bottomRight());
+  p.drawLine(r.bottomLeft(), r.topLeft());
+  for (double x = 0; x <= x_top_ + 1e-9; x += xs) {
+    const double px = r.left() + r.width() * x / x_top_;
+    p.drawText(QRectF(px - 30, r.bottom() + 4, 60, 16), Qt::AlignCenter, TickLabel(x, xs));
+  }
+  for (double y = 0; y <= y_top_ + 1e-9; y += ys) {
+    const double py = r.bottom() - r.height() * y / y_top_;
+    p.drawText(QRectF(0, py - 8, r.left() - 6, 16), Qt::AlignRight | Qt::AlignVCenter, TickLabel(y, ys));
+  }
+  p.drawText(QRectF(r.left(), r.bottom() + 22, r.width(), 18), Qt::AlignCenter,
+             "peak memory per GPU, worst stage (GiB)");
+  p.save();
+  p.translate(14, r.center().y());
+  p.rotate(-90);
+  p.drawText(QRectF(-r.height() / 2, -10, r.height(), 20), Qt::AlignCenter, y_label_);
+  p.restore();
+  const report::Rgb c0 = report::SeriesColor(0), c1 = report::SeriesColor(1);
+  const QColor all(c0.r, c0.g, c0.b), front(c1.r, c1.g, c1.b);
+  std::vector<QPointF> line;
+  for (int i = 0; i < static_cast<int>(points_.size()); ++i)
+    if (points_[i].pareto) line.push_back(PointPos(i));
+  std::sort(line.begin(), line.end(), [](const QPointF& a, const QPointF& b) { return a.x() < b.x(); });
+  p.setPen(QPen(front, 1.5));
+  if (line.size() >= 2) p.drawPolyline(line.data(), static_cast<int>(line.size()));
+  for (int i = 0; i < static_cast<int>(points_.size()); ++i) {
+    const QPointF c = PointPos(i);
+    const bool on = points_[i].pareto;
+    p.setPen(QPen(on ? front.darker(130) : all.darker(120), 1));
+    p.setBrush(on ? front : all);
+    p.drawEllipse(c, on ? 4.5 : 3.0, on ? 4.5 : 3.0);
+    if (points_[i].best) {
+      p.setBrush(Qt::NoBrush);
+      p.setPen(QPen(QColor(0xd6, 0x27, 0x28), 2));
+      p.drawEllipse(c, 8.0, 8.0);
+    }
+  }
+  // Legend.
+  p.setPen(Qt::black);
+  const double lx = r.right() - 230, ly = r.top() + 6;
+  p.setBrush(all);
+  p.drawEllipse(QPointF(lx, ly + 6), 3.0, 3.0);
+  p.drawText(QRectF(lx + 10, ly - 2, 220, 16), Qt::AlignLeft | Qt::AlignVCenter, "a configuration that fits");
+  p.setBrush(front);
+  p.drawEllipse(QPointF(lx, ly + 24), 4.5, 4.5);
+  p.drawText(QRectF(lx + 10, ly + 16, 220, 16), Qt::AlignLeft | Qt::AlignVCenter, "on the Pareto front");
+  p.setBrush(Qt::NoBrush);
+  p.setPen(QPen(QColor(0xd6, 0x27, 0x28), 2));
+  p.drawEllipse(QPointF(lx, ly + 42), 6.0, 6.0);
+  p.setPen(Qt::black);
+  p.drawText(QRectF(lx + 10, ly + 34, 220, 16), Qt::AlignLeft | Qt::AlignVCenter, "the best");
+}
+
+void TuneScatter::mousePressEvent(QMouseEvent* e) {
+  const int i = PointAt(e->position());
+  if (i >= 0) emit pointClicked(i);
+}
+
+bool TuneScatter::event(QEvent* e) {
+  if (e->type() == QEvent::ToolTip) {
+    auto* help = static_cast<QHelpEvent*>(e);
+    const int i = PointAt(help->pos());
+    if (i >= 0)
+      QToolTip::showText(help->globalPos(), points_[static_cast<size_t>(i)].label, this);
+    else
+      QToolTip::hideText();
+    return true;
+  }
+  return QWidget::event(e);
+}
+
+namespace {
+
+// A configuration as `mmtwin tune` labels it: "gpus=16, dp=2, tp=4, pp=2, recompute=adaptive".
+QString TuneLabel(const TuneSpace& space, const TuneCandidate& c) {
+  std::string s = "gpus=" + std::to_string(c.gpus) + ", dp=" + std::to_string(c.dp);
+  if (c.micro_batches > 0) s += ", micro_batches=" + std::to_string(c.micro_batches);
+  for (size_t a = 0; a < space.sweep.axes.size() && a < c.labels.size(); ++a)
+    s += ", " + space.sweep.axes[a].name + "=" + c.labels[a];
+  return QString::fromStdString(s);
+}
+
+QString ObjectiveText(TuneObjective o, double v) {
+  switch (o) {
+    case TuneObjective::kGpuDays:
+      return QString::number(v, 'g', 4) + " GPU-days";
+    case TuneObjective::kTokensPerS:
+      return QString::number(v, 'f', 0) + " tokens/s";
+    case TuneObjective::kIterationTime:
+      return QString::number(v, 'f', 1) + " ms";
+  }
+  return {};
+}
+
+}  // namespace
+
+TuneView::TuneView(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  status_ = new QLabel(
+      "Open a tune search's database: File > Open (DIR.sqlite beside `mmtwin tune`'s folder, or "
+      "the folder itself).",
+      this);
+  status_->setWordWrap(true);
+  layout->addWidget(status_);
+  auto* split = new QSplitter(Qt::Vertical, this);
+  scatter_ = new TuneScatter(split);
+  table_ = new QTableWidget(split);
+  table_->setColumnCount(5);
+  table_->setHorizontalHeaderLabels(
+      {"rank", "configuration", "objective", "peak memory", "bubble / exposed comm"});
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_->horizontalHeader()->setSectionResizeMode(1, QHeaderView::Stretch);
+  table_->setWordWrap(false);
+  table_->verticalHeader()->setVisible(false);
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  split->addWidget(scatter_);
+  split->addWidget(table_);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+  layout->addWidget(split, 1);
+  QObject::connect(scatter_, &TuneScatter::pointClicked, this,
+                   [this](int i) { OpenRanked(point_row_.at(static_cast<size_t>(i))); });
+  QObject::connect(table_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) { OpenRanked(row); });
+}
+
+Status TuneView::Open(const std::string& db_path) {
+  MMTWIN_ASSIGN_OR_RETURN(std::unique_ptr<ResultsDb> db, ResultsDb::OpenReadOnly(db_path));
+  MMTWIN_ASSIGN_OR_RETURN(std::vector<SweepInfo> sweeps, db->Sweeps());
+  for (const SweepInfo& info : sweeps) {
+    Result<TuneSpace> space = LoadTuneSpace(info.path);
+    if (!space.ok() || space->sweep.name != info.name) continue;  // a plain sweep, or a space that moved
+    MMTWIN_ASSIGN_OR_RETURN(TuneEnumeration e, EnumerateTune(*space, /*prune=*/true));
+    MMTWIN_ASSIGN_OR_RETURN(std::vector<RunRecord> records, db->Runs(info.name));
+    space_ = std::move(*space);
+    enumeration_ = std::move(e);
+    result_ = RankTune(space_, enumeration_, records);
+    by_key_.clear();
+    for (RunRecord& r : records) by_key_[r.run_key] = std::move(r);
+    std::set<const TuneCandidate*> front;
+    for (const TuneRow& r : result_.pareto) front.insert(r.candidate);
+    std::vector<TuneScatter::Point> points;
+    point_row_.clear();
+    for (size_t i = 0; i < result_.ranked.size(); ++i) {
+      const TuneRow& r = result_.ranked[i];
+      TuneScatter::Point q;
+      q.peak_gib = static_cast<double>(r.peak_memory_bytes) / kGiB;
+      q.objective = r.objective;
+      q.pareto = front.count(r.candidate) > 0;
+      q.best = i == 0;
+      q.label = QString("rank %1: %2\n%3, peak %4")
+                    .arg(i + 1)
+                    .arg(TuneLabel(space_, *r.candidate))
+                    .arg(ObjectiveText(space_.objective, r.objective))
+                    .arg(FormatGiB(r.peak_memory_bytes));
+      points.push_back(std::move(q));
+      point_row_.push_back(static_cast<int>(i));
+    }
+    scatter_->SetPoints(std::move(points), QString::fromStdString(TuneObjectiveName(space_.objective)));
+    table_->setRowCount(static_cast<int>(result_.ranked.size()));
+    for (size_t i = 0; i < result_.ranked.size(); ++i) {
+      const TuneRow& r = result_.ranked[i];
+      const int row = static_cast<int>(i);
+      table_->setItem(row, 0, NumberItem(QString::number(i + 1), static_cast<double>(i + 1)));
+      table_->setItem(row, 1, TextItem(TuneLabel(space_, *r.candidate)));
+      table_->setItem(row, 2, NumberItem(ObjectiveText(space_.objective, r.objective), r.objective));
+      table_->setItem(row, 3,
+                      NumberItem(FormatGiB(r.peak_memory_bytes), static_cast<double>(r.peak_memory_bytes)));
+      table_->setItem(row, 4,
+                      TextItem(FormatPercent(r.summary.bubble_ratio) + " / " +
+                               FormatPercent(r.summary.exposed_comm_ratio)));
+    }
+    status_->setText(
+        QString("%1: space %2 (%3): %4 combinations, %5 evaluated, %6 fit, %7 on the Pareto front%8. %9")
+            .arg(QString::fromStdString(db_path))
+            .arg(QString::fromStdString(space_.sweep.name))
+            .arg(QString::fromStdString(info.path))
+            .arg(enumeration_.combinations)
+            .arg(enumeration_.evaluate.size())
+            .arg(result_.ranked.size())
+            .arg(result_.pareto.size())
+            .arg(result_.missing ? QString(", %1 not recorded").arg(result_.missing) : QString())
+            .arg(QString::fromStdString(result_.why)));
+    return Status();
+  }
+  return Error(db_path +
+               ": no tune search in it (no sweep recorded from a tune space that still loads; a "
+               "plain sweep opens in the Sweep tab)");
+}
+
+const RunRecord* TuneView::RankedRecord(int i) const {
+  if (i < 0 || i >= static_cast<int>(result_.ranked.size())) return nullptr;
+  auto it = by_key_.find(result_.ranked[static_cast<size_t>(i)].candidate->run_key);
+  return it == by_key_.end() ? nullptr : &it->second;
+}
+
+void TuneView::OpenRanked(int i) {
+  if (const RunRecord* r = RankedRecord(i)) emit runOpened(*r, QString::fromStdString(space_.sweep.base_dir));
+}
+
 }  // namespace mmtwin::gui

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "run_data.h"
+#include "tune/tune.h"
 
 namespace mmtwin::gui {
 
@@ -332,6 +333,73 @@ class SweepView : public QWidget {
   std::map<std::string, QComboBox*> filter_boxes_;
   QLabel* status_;
   HeatmapView* heatmap_;
+};
+
+// A tune search's configurations that fit as points (x: the worst stage's peak memory in GiB, y: the objective),
+// the Pareto front joined and the best ringed; clicking a point emits pointClicked with its index (the nearest
+// point within 8 px). Axes from 0 to a round top with ticks (report/chart.h's NiceStep and TickLabel).
+class TuneScatter : public QWidget {
+  Q_OBJECT
+ public:
+  struct Point {
+    double peak_gib = 0, objective = 0;
+    bool pareto = false, best = false;
+    QString label;  // the tooltip: configuration and figures
+  };
+  explicit TuneScatter(QWidget* parent = nullptr);
+  void SetPoints(std::vector<Point> points, QString y_label);
+  const std::vector<Point>& points() const { return points_; }
+  // Where point i is drawn, and the point under a position (-1 when none within 8 px).
+  QPointF PointPos(int i) const;
+  int PointAt(const QPointF& pos) const;
+  QSize sizeHint() const override { return {640, 420}; }
+
+ signals:
+  void pointClicked(int index);
+
+ protected:
+  void paintEvent(QPaintEvent*) override;
+  void mousePressEvent(QMouseEvent*) override;
+  bool event(QEvent*) override;  // tooltips
+
+ private:
+  QRectF PlotRect() const;
+  std::vector<Point> points_;
+  QString y_label_;
+  double x_top_ = 1, y_top_ = 1;
+};
+
+// `mmtwin tune`'s results database (tune/tune.h): the evaluation sweep whose recorded file is a tune space,
+// enumerated and ranked again as `mmtwin tune` ranks it (EnumerateTune, RankTune: the same public code), shown as
+// the Pareto scatter (every configuration that fits, the front joined) above the ranked table. Clicking a point or
+// double-clicking a row emits runOpened with that run's record (its resolved scenario and summary) and the folder
+// its relative paths resolve in (the space's base folder).
+class TuneView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit TuneView(QWidget* parent = nullptr);
+  // Errors (the view unchanged): the database does not open, or no sweep in it was recorded from a tune space
+  // that still loads.
+  Status Open(const std::string& db_path);
+  const TuneResult& result() const { return result_; }
+  TuneScatter* scatter() const { return scatter_; }
+  QTableWidget* table() const { return table_; }
+  // The record of ranked row i (nullptr when none).
+  const RunRecord* RankedRecord(int i) const;
+
+ signals:
+  void runOpened(const mmtwin::RunRecord& record, const QString& base_dir);
+
+ private:
+  void OpenRanked(int i);
+  TuneSpace space_;
+  TuneEnumeration enumeration_;  // result_'s rows point into it
+  TuneResult result_;
+  std::map<std::string, RunRecord> by_key_;
+  std::vector<int> point_row_;  // scatter point -> ranked row
+  QLabel* status_;
+  TuneScatter* scatter_;
+  QTableWidget* table_;
 };
 
 }  // namespace mmtwin::gui

@@ -852,6 +852,63 @@ class GuiTest : public QObject {
     QCOMPARE(QFileInfo(w.editor()->path()).absolutePath(), QFileInfo(kDefault).absolutePath());
   }
 
+  // Tune: `mmtwin tune`'s output folder opens in the Tune tab (its DIR.sqlite), ranked as the CLI ranked it
+  // (ranked.csv: the same configurations in the same order with the same objectives), one scatter point per
+  // configuration that fits, exactly pareto.csv's rows marked as the front; a click on the best point opens that
+  // run (its summary, its resolved scenario in the editor). The database alone opens the same way; a plain sweep's
+  // still opens in the Sweep tab (heatmapCellsEqualDatabaseRows).
+  void theTuneTabShowsTheSearchAndAClickOpensARun() {
+    const QString dir = tmp_.filePath("tune-out");
+    Cli({"tune", kSource + "/scenarios/tune/default-16gpu.yaml", "-o", dir, "--jobs", "2"});
+    auto csv_rows = [](const QString& file) {
+      std::vector<std::vector<std::string>> rows;
+      std::istringstream in(ReadFile(file));
+      std::string line;
+      while (std::getline(in, line)) {
+        std::vector<std::string> cells;
+        std::stringstream ls(line);
+        std::string c;
+        while (std::getline(ls, c, ',')) cells.push_back(c);
+        rows.push_back(cells);
+      }
+      return rows;
+    };
+    const auto ranked = csv_rows(dir + "/ranked.csv"), pareto = csv_rows(dir + "/pareto.csv");
+    QVERIFY(ranked.size() > 2);
+    const auto& header = ranked.front();
+    const size_t key_col = std::find(header.begin(), header.end(), "run_key") - header.begin();
+    const size_t obj_col = std::find(header.begin(), header.end(), "objective") - header.begin();
+    QVERIFY(key_col < header.size() && obj_col < header.size());
+    for (const QString& path : {dir, dir + ".sqlite"}) {
+      MainWindow w;
+      QVERIFY(w.Open(path).ok());
+      TuneView* v = w.tune();
+      const TuneResult& r = v->result();
+      QCOMPARE(r.ranked.size(), ranked.size() - 1);
+      for (size_t i = 0; i < r.ranked.size(); ++i) {
+        QCOMPARE(r.ranked[i].candidate->run_key, ranked[i + 1][key_col]);
+        QVERIFY(std::fabs(r.ranked[i].objective - std::stod(ranked[i + 1][obj_col])) <=
+                1e-6 * std::fabs(r.ranked[i].objective));
+      }
+      QCOMPARE(v->scatter()->points().size(), r.ranked.size());
+      std::set<std::string> front_keys, marked;
+      for (size_t i = 1; i < pareto.size(); ++i) front_keys.insert(pareto[i][key_col]);
+      for (size_t i = 0; i < v->scatter()->points().size(); ++i)
+        if (v->scatter()->points()[i].pareto) marked.insert(r.ranked[i].candidate->run_key);
+      QCOMPARE(marked, front_keys);
+      QCOMPARE(v->table()->rowCount(), static_cast<int>(r.ranked.size()));
+      // Click the best point.
+      v->scatter()->resize(800, 500);
+      QVERIFY(v->scatter()->points()[0].best);
+      QCOMPARE(v->scatter()->PointAt(v->scatter()->PointPos(0)), 0);
+      QTest::mouseClick(v->scatter(), Qt::LeftButton, Qt::NoModifier, v->scatter()->PointPos(0).toPoint());
+      QVERIFY(w.current() != nullptr);
+      QCOMPARE(w.current()->summary.gpu_days, r.ranked[0].objective);
+      QVERIFY(w.editor()->valid());
+      QCOMPARE(w.editor()->scenario().parallel.dp, static_cast<int>(r.ranked[0].candidate->dp));
+    }
+  }
+
   // Memory view: bars per stage; an OOM stage is outlined in red (and the summary says OOM).
   void memoryViewMarksOom() {
     std::string text = ReadFile(kDefault);
