@@ -533,33 +533,42 @@ TEST_F(RunnerTest, SharedPreparationGivesTheSameResults) {
   EXPECT_EQ(p50[true], p50[false]);
 }
 
-TEST_F(RunnerTest, RunsSharingOnlyTheTracePrepareItOnceAndLoneRunsPrepareInTheirWorkers) {
-  // A seed axis: every run has its own data plan but the same trace. The parent prepares once and the workers
-  // plan their own data on the shared trace; the results equal unshared runs.
-  auto spec = Parse(Sweep("mode: zip\naxes:\n  - {key: seed, values: [1, 2, 3, 4]}\n"));
+// Runs `sweep` twice, with the parent's shared preparation and with each run preparing its own (files
+// NAME-shared.sqlite, NAME-own.sqlite): every run ok, the shared one prepared `prepared` times and shared with
+// every run, and both give the same p50s.
+void ExpectSharedEqualsOwn(const TempDir& dir, const std::string& name, const std::string& sweep,
+                           int prepared) {
+  auto spec = Parse(sweep);
   ASSERT_TRUE(spec.ok()) << spec.error().message();
   auto runs = ExpandSweep(*spec);
   ASSERT_TRUE(runs.ok());
+  const int n = static_cast<int>(runs->size());
   std::map<bool, std::vector<double>> p50;
   for (bool share : {true, false}) {
-    auto db = ResultsDb::Open(dir_ / (share ? "seed-shared.sqlite" : "seed-own.sqlite"));
+    auto db = ResultsDb::Open(dir / (name + (share ? "-shared.sqlite" : "-own.sqlite")));
     ASSERT_TRUE(db.ok());
     SweepRunOptions o;
     o.jobs = 2;
     o.share_prepared = share;
     auto r = RunSweep(*spec, *runs, **db, o);
     ASSERT_TRUE(r.ok()) << r.error().message();
-    EXPECT_EQ(r->executed, 4);
-    EXPECT_EQ(r->prepared, share ? 1 : 0);
-    EXPECT_EQ(r->shared_runs, share ? 4 : 0);
+    EXPECT_EQ(r->executed, n);
+    EXPECT_EQ(r->prepared, share ? prepared : 0);
+    EXPECT_EQ(r->shared_runs, share ? n : 0);
     auto rows = (*db)->Runs();
-    ASSERT_EQ(rows->size(), 4u);
+    ASSERT_EQ(static_cast<int>(rows->size()), n);
     for (const auto& row : *rows) {
       ASSERT_EQ(row.status, "ok") << row.error;
       p50[share].push_back(row.summary->iteration_time_us.p50);
     }
   }
   EXPECT_EQ(p50[true], p50[false]);
+}
+
+TEST_F(RunnerTest, RunsSharingOnlyTheTracePrepareItOnceAndLoneRunsPrepareInTheirWorkers) {
+  // A seed axis: every run has its own data plan but the same trace. The parent prepares once and the workers
+  // plan their own data on the shared trace; the results equal unshared runs.
+  ExpectSharedEqualsOwn(dir_, "seed", Sweep("mode: zip\naxes:\n  - {key: seed, values: [1, 2, 3, 4]}\n"), 1);
   // Trace seeds: no two runs share anything, so the parent prepares nothing (each worker prepares its own,
   // in parallel) instead of preparing serially for one run at a time.
   auto lone = Parse(Sweep("mode: zip\naxes:\n  - {key: trace.seed, values: [1, 2, 3]}\n"));
@@ -582,32 +591,10 @@ TEST_F(RunnerTest, RunsSharingOnlyTheTracePrepareItOnceAndLoneRunsPrepareInTheir
 // before, so no worker plans its own; the results equal unshared runs. (Before, a group whose trace matched
 // the previous preparation ran its data policy in every worker.)
 TEST_F(RunnerTest, EachGroupOfRunsSharingADataPlanIsPreparedOnceOnTheSameTrace) {
-  auto spec =
-      Parse(Sweep("mode: zip\naxes:\n  - {key: seed, values: [1, 1, 2, 2, 3, 3]}\n"
-                  "  - {key: parallel.micro_batches, values: [1, 2, 1, 2, 1, 2]}\n"));
-  ASSERT_TRUE(spec.ok()) << spec.error().message();
-  auto runs = ExpandSweep(*spec);
-  ASSERT_TRUE(runs.ok());
-  std::map<bool, std::vector<double>> p50;
-  for (bool share : {true, false}) {
-    auto db = ResultsDb::Open(dir_ / (share ? "groups-shared.sqlite" : "groups-own.sqlite"));
-    ASSERT_TRUE(db.ok());
-    SweepRunOptions o;
-    o.jobs = 2;
-    o.share_prepared = share;
-    auto r = RunSweep(*spec, *runs, **db, o);
-    ASSERT_TRUE(r.ok()) << r.error().message();
-    EXPECT_EQ(r->executed, 6);
-    EXPECT_EQ(r->prepared, share ? 3 : 0);
-    EXPECT_EQ(r->shared_runs, share ? 6 : 0);
-    auto rows = (*db)->Runs();
-    ASSERT_EQ(rows->size(), 6u);
-    for (const auto& row : *rows) {
-      ASSERT_EQ(row.status, "ok") << row.error;
-      p50[share].push_back(row.summary->iteration_time_us.p50);
-    }
-  }
-  EXPECT_EQ(p50[true], p50[false]);
+  ExpectSharedEqualsOwn(dir_, "groups",
+                        Sweep("mode: zip\naxes:\n  - {key: seed, values: [1, 1, 2, 2, 3, 3]}\n"
+                              "  - {key: parallel.micro_batches, values: [1, 2, 1, 2, 1, 2]}\n"),
+                        3);
 }
 
 TEST_F(RunnerTest, StoppedMidwayThenResumedRunsOnlyTheMissingRuns) {
