@@ -1354,15 +1354,6 @@ bool TuneScatter::event(QEvent* e) {
 
 namespace {
 
-// A configuration as `mmtwin tune` labels it: "gpus=16, dp=2, tp=4, pp=2, recompute=adaptive".
-QString TuneLabel(const TuneSpace& space, const TuneCandidate& c) {
-  std::string s = "gpus=" + std::to_string(c.gpus) + ", dp=" + std::to_string(c.dp);
-  if (c.micro_batches > 0) s += ", micro_batches=" + std::to_string(c.micro_batches);
-  for (size_t a = 0; a < space.sweep.axes.size() && a < c.labels.size(); ++a)
-    s += ", " + space.sweep.axes[a].name + "=" + c.labels[a];
-  return QString::fromStdString(s);
-}
-
 QString ObjectiveText(TuneObjective o, double v) {
   switch (o) {
     case TuneObjective::kGpuDays:
@@ -1432,7 +1423,7 @@ Status TuneView::Open(const std::string& db_path) {
       q.best = i == 0;
       q.label = QString("rank %1: %2\n%3, peak %4")
                     .arg(i + 1)
-                    .arg(TuneLabel(space_, *r.candidate))
+                    .arg(QString::fromStdString(TuneCandidateLabel(space_, *r.candidate)))
                     .arg(ObjectiveText(space_.objective, r.objective))
                     .arg(FormatGiB(r.peak_memory_bytes));
       points.push_back(std::move(q));
@@ -1444,7 +1435,7 @@ Status TuneView::Open(const std::string& db_path) {
       const TuneRow& r = result_.ranked[i];
       const int row = static_cast<int>(i);
       table_->setItem(row, 0, NumberItem(QString::number(i + 1), static_cast<double>(i + 1)));
-      table_->setItem(row, 1, TextItem(TuneLabel(space_, *r.candidate)));
+      table_->setItem(row, 1, TextItem(QString::fromStdString(TuneCandidateLabel(space_, *r.candidate))));
       table_->setItem(row, 2, NumberItem(ObjectiveText(space_.objective, r.objective), r.objective));
       table_->setItem(row, 3,
                       NumberItem(FormatGiB(r.peak_memory_bytes), static_cast<double>(r.peak_memory_bytes)));

@@ -30,14 +30,6 @@ int Fail(std::ostream& err, const std::string& msg) {
   return 2;
 }
 
-std::string Label(const TuneSpace& space, const TuneCandidate& c) {
-  std::string s = "gpus=" + std::to_string(c.gpus) + ", dp=" + std::to_string(c.dp);
-  if (c.micro_batches > 0) s += ", micro_batches=" + std::to_string(c.micro_batches);
-  for (size_t a = 0; a < space.sweep.axes.size(); ++a)
-    s += ", " + space.sweep.axes[a].name + "=" + c.labels[a];
-  return s;
-}
-
 std::string ObjectiveText(const TuneSpace& space, double v) {
   switch (space.objective) {
     case TuneObjective::kGpuDays:
@@ -124,12 +116,12 @@ int RunTune(const TuneArgs& a, std::ostream& out, std::ostream& err) {
     text << "  ruled out " << e->pruned.size()
          << ": model states and CUDA context alone exceed the limit (least: "
          << GiB(static_cast<double>(least->memory_bound_bytes)) << " GiB > "
-         << GiB(static_cast<double>(least->memory_limit_bytes)) << " GiB for " << Label(*space, *least)
-         << ")\n";
+         << GiB(static_cast<double>(least->memory_limit_bytes)) << " GiB for "
+         << TuneCandidateLabel(*space, *least) << ")\n";
   }
   if (a.dry_run) {
     for (const TuneCandidate& c : e->evaluate)
-      text << "  " << c.run_key << "  " << Label(*space, c) << "  (memory bound "
+      text << "  " << c.run_key << "  " << TuneCandidateLabel(*space, c) << "  (memory bound "
            << GiB(static_cast<double>(c.memory_bound_bytes)) << " GiB)\n";
     return 0;
   }
@@ -215,12 +207,12 @@ int RunTune(const TuneArgs& a, std::ostream& out, std::ostream& err) {
   for (const auto& [reason, n] : e->rejected) md += "- rejected " + std::to_string(n) + ": " + reason + "\n";
   md += "\n| rank | configuration | objective | peak memory (GiB) | re-checked |\n|---:|---|---:|---:|---|\n";
   for (size_t i = 0; i < r.ranked.size() && i < static_cast<size_t>(top); ++i)
-    md += "| " + std::to_string(i + 1) + " | " + Label(*space, *r.ranked[i].candidate) + " | " +
+    md += "| " + std::to_string(i + 1) + " | " + TuneCandidateLabel(*space, *r.ranked[i].candidate) + " | " +
           ObjectiveText(*space, r.ranked[i].objective) + " | " +
           GiB(static_cast<double>(r.ranked[i].peak_memory_bytes)) + " | " + rechecked_text(i) + " |\n";
   md += "\nPareto front (objective against peak memory): ";
   for (size_t i = 0; i < r.pareto.size(); ++i)
-    md += (i ? "; " : "") + Label(*space, *r.pareto[i].candidate) + " (" +
+    md += (i ? "; " : "") + TuneCandidateLabel(*space, *r.pareto[i].candidate) + " (" +
           ObjectiveText(*space, r.pareto[i].objective) + ", " +
           GiB(static_cast<double>(r.pareto[i].peak_memory_bytes)) + " GiB)";
   md += "\n\n" + (r.why.empty() ? std::string() : r.why + "\n");
@@ -233,7 +225,7 @@ int RunTune(const TuneArgs& a, std::ostream& out, std::ostream& err) {
       for (size_t i = 0; i < r.ranked.size() && i < static_cast<size_t>(top); ++i)
         out << Pad(std::to_string(i + 1), 4, true) << "  " << ObjectiveText(*space, r.ranked[i].objective)
             << "  peak " << GiB(static_cast<double>(r.ranked[i].peak_memory_bytes)) << " GiB  "
-            << Label(*space, *r.ranked[i].candidate)
+            << TuneCandidateLabel(*space, *r.ranked[i].candidate)
             << (i < rechecked.size() ? "  [" + rechecked_text(i) + "]" : std::string()) << "\n";
       out << "Pareto front (objective, peak memory): " << r.pareto.size() << " configurations\n";
       if (!r.why.empty()) out << r.why << "\n";

@@ -32,19 +32,11 @@ const std::vector<Setting>& Settings() {
   return s;
 }
 
-// The candidate's axis values as `mmtwin tune` prints them: "tp=2, pp=4, recompute=adaptive".
-std::string AxisLabel(const TuneSpace& space, const TuneCandidate& c) {
-  std::string s;
-  for (size_t a = 0; a < space.sweep.axes.size(); ++a)
-    s += (a ? ", " : "") + space.sweep.axes[a].name + "=" + c.labels[a];
-  return s;
-}
-
 std::string Layout(const TuneSpace& space, const TuneCandidate& c) {
   std::string s = "dp " + std::to_string(c.dp);
   if (c.micro_batches > 0)
     s += ", " + std::to_string(c.micro_batches) + (c.micro_batches == 1 ? " micro-batch" : " micro-batches");
-  return s + ", " + AxisLabel(space, c);
+  return s + ", " + TuneAxesLabel(space, c);
 }
 
 // A reduced report's space: named NAME-reduced, kReducedIterations on at most kReducedSamples samples of a
@@ -122,12 +114,12 @@ Status GenerateTune(const ReportOptions& o, const std::string& scenarios, Plotte
     if (fact == data.paper.facts.end())
       return Error(data.paper.file + ": facts." + x.setting->space + ": missing (the paper's layout)");
     for (size_t k = 0; k < x.r.ranked.size() && !x.paper; ++k)
-      if (AxisLabel(x.space, *x.r.ranked[k].candidate) == fact->second) {
+      if (TuneAxesLabel(x.space, *x.r.ranked[k].candidate) == fact->second) {
         x.paper = &x.r.ranked[k];
         x.paper_rank = static_cast<int>(k) + 1;
       }
     for (const TuneRow& row : x.r.infeasible)
-      if (!x.paper && AxisLabel(x.space, *row.candidate) == fact->second) x.paper = &row;
+      if (!x.paper && TuneAxesLabel(x.space, *row.candidate) == fact->second) x.paper = &row;
     if (!x.paper)
       return Error(data.paper.file + ": facts." + x.setting->space + ": '" + fact->second +
                    "' is no evaluated candidate of " + file +

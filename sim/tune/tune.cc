@@ -318,6 +318,20 @@ SweepSpec EvaluationSweep(const TuneSpace& space, const TuneEnumeration& e) {
   return s;
 }
 
+std::string TuneAxesLabel(const TuneSpace& space, const TuneCandidate& c) {
+  std::string s;
+  for (size_t a = 0; a < space.sweep.axes.size() && a < c.labels.size(); ++a)
+    s += (a ? ", " : "") + space.sweep.axes[a].name + "=" + c.labels[a];
+  return s;
+}
+
+std::string TuneCandidateLabel(const TuneSpace& space, const TuneCandidate& c) {
+  std::string s = "gpus=" + std::to_string(c.gpus) + ", dp=" + std::to_string(c.dp);
+  if (c.micro_batches > 0) s += ", micro_batches=" + std::to_string(c.micro_batches);
+  const std::string axes = TuneAxesLabel(space, c);
+  return axes.empty() ? s : s + ", " + axes;
+}
+
 double TuneObjectiveOf(TuneObjective o, const RunSummary& s) {
   switch (o) {
     case TuneObjective::kGpuDays:

@@ -128,6 +128,13 @@ TuneResult RankTune(const TuneSpace& space, const TuneEnumeration& e, const std:
 SweepSpec RecheckSweep(const TuneSpace& space, const std::vector<TuneRow>& rows, const std::string& engine);
 std::vector<double> RecheckObjectives(const TuneSpace& space, const SweepSpec& recheck,
                                       const std::vector<RunRecord>& records);
+// How a candidate is written in tables, plots and messages (the CLI, the tune report, the GUI):
+// TuneCandidateLabel "gpus=16, dp=2, micro_batches=8, tp=4, pp=2, recompute=adaptive" (micro_batches only when
+// derived from constraints.micro_batches_per_step), TuneAxesLabel its axis values alone ("tp=4, pp=2,
+// recompute=adaptive"), each axis by its name and the value's label.
+std::string TuneCandidateLabel(const TuneSpace& space, const TuneCandidate& c);
+std::string TuneAxesLabel(const TuneSpace& space, const TuneCandidate& c);
+
 // The objective of a run summary, in the objective's unit.
 double TuneObjectiveOf(TuneObjective o, const RunSummary& s);
 

@@ -146,6 +146,9 @@ TEST(TuneEnumerationTest, MicroBatchesPerStepKeepsTheGlobalBatch) {
   ASSERT_TRUE(e.ok()) << e.error().message();
   ASSERT_EQ(e->evaluate.size(), 3u);
   for (const TuneCandidate& c : e->evaluate) EXPECT_EQ(c.dp * c.micro_batches, 16) << c.dp;
+  // How every client writes a candidate (TuneCandidateLabel, TuneAxesLabel).
+  EXPECT_EQ(TuneCandidateLabel(*space, e->evaluate[0]), "gpus=8, dp=8, micro_batches=2, tp=1");
+  EXPECT_EQ(TuneAxesLabel(*space, e->evaluate[1]), "tp=2");
   const SweepSpec sweep = EvaluationSweep(*space, *e);
   for (int64_t i = 0; i < 3; ++i) {
     const SweepRun run = ExpandRun(sweep, i);
