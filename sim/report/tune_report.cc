@@ -19,8 +19,8 @@ namespace {
 
 struct Setting {
   std::string row;  // the table's row label (paper.yaml tables.main.values)
-  std::string
-      space;  // scenarios/tune/SPACE.yaml; paper.yaml facts.SPACE holds the paper's layout as labelled
+  // scenarios/tune/SPACE.yaml; paper.yaml facts.SPACE holds the paper's layout as labelled.
+  std::string space;
   std::string chart;  // the chart's category label (short)
 };
 const std::vector<Setting>& Settings() {
