@@ -30,6 +30,7 @@
 #include "cli/cli_format.h"
 #include "cli/commands.h"
 #include "core/eval/evaluator.h"
+#include "core/records/headline_metrics.h"
 #include "core/records/records_codec.h"
 #include "core/util/csv.h"
 #include "core/util/interrupt.h"
@@ -57,12 +58,6 @@ int SpeedupBaseline(const std::vector<RunRecord>& rows) {
         rows[i].summary->samples_per_s > 0)
       return static_cast<int>(i);
   return -1;
-}
-
-// GPU-seconds per trained sample: what a speed-up compares. GPU-days per epoch would compare different amounts of
-// data when the data policies leave out different numbers of samples (or the trace differs between runs).
-double GpuSecondsPerSample(const RunSummary& s) {
-  return s.samples_per_s > 0 ? s.parallel.world_size() / s.samples_per_s : std::nan("");
 }
 
 // The speed-up of `r` over the baseline row: baseline GPU-seconds per sample / r's; NaN when either is missing.

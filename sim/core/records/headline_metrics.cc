@@ -2,6 +2,8 @@
 // The headline metrics (headline_metrics.h).
 #include "core/records/headline_metrics.h"
 
+#include <cmath>
+
 namespace mmtwin {
 
 const std::vector<HeadlineMetric>& HeadlineMetrics() {
@@ -65,6 +67,10 @@ const char* BetterName(Better b) {
       break;
   }
   return "";
+}
+
+double GpuSecondsPerSample(const RunSummary& s) {
+  return s.samples_per_s > 0 ? s.parallel.world_size() / s.samples_per_s : std::nan("");
 }
 
 }  // namespace mmtwin

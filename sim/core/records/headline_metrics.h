@@ -38,6 +38,11 @@ const std::vector<HeadlineMetric>& HeadlineMetrics();
 // Per stage: layers, forward / backward / recompute ms per micro-batch, busy / bubble / idle ratios, peak memory.
 const std::vector<StageMetric>& StageMetrics();
 
+// GPU-seconds per trained sample (world size / samples per second; NaN without throughput): what a speed-up between
+// two runs compares (`mmtwin sweep`'s speed-up column, `mmtwin-report policies`). GPU-days per epoch would compare
+// different amounts of data where data policies leave out different numbers of samples or the traces differ.
+double GpuSecondsPerSample(const RunSummary& s);
+
 // "lower is better", "higher is better" or "" (kNeither).
 const char* BetterName(Better b);
 
