@@ -179,8 +179,8 @@ void DrawLines(const ChartSpec& c, const RectF& plot, double top, Canvas& canvas
       const PointF pt = point(i, v);
       canvas.Circle(pt, 3.5, {color, 1}, color);
       if (c.value_decimals >= 0 && se.show_values)
-        canvas.Text({pt.x - 40, label_top(i, pt), 80, kLabelH}, FormatFixed(v, c.value_decimals), HAlign::kCenter,
-                    VAlign::kBottom, kSmall, kBlack);
+        canvas.Text({pt.x - 40, label_top(i, pt), 80, kLabelH}, FormatFixed(v, c.value_decimals),
+                    HAlign::kCenter, VAlign::kBottom, kSmall, kBlack);
     }
   }
 }
@@ -293,6 +293,53 @@ void DrawStackedChart(const ChartSpec& c, Canvas& canvas) {
   }
 }
 
+// Horizontal grouped bars: category labels right-aligned left of the plot, the value axis below it from 0 to a
+// round top, each category's series stacked top to bottom in its band; values right of their bars where the bars
+// are tall enough to hold them.
+void DrawHorizontalBars(const ChartSpec& c, Canvas& canvas) {
+  double label_w = 0;
+  for (const std::string& cat : c.categories) label_w = std::max(label_w, canvas.TextWidth(cat, kBase));
+  const double left = std::min(canvas.Width() / 2, label_w + 16);
+  const double top_y = kTitleH + kLegendH + 8;
+  const double bottom = canvas.Height() - (c.x_label.empty() ? 30 : 50);
+  const RectF plot{left, top_y, std::max(10.0, canvas.Width() - left - 48), std::max(10.0, bottom - top_y)};
+  const double top = std::max(ValueAxisTop(c), std::isfinite(c.reference) ? c.reference : 0.0);
+  auto x_of = [&](double v) { return plot.x + plot.w * v / top; };
+  const double step = NiceStep(top, 6);
+  for (double v = 0; v <= top + step * 1e-6; v += step) {
+    const double x = x_of(v);
+    canvas.Line({x, plot.y}, {x, plot.bottom()}, {v == 0 ? kBlack : kGrid});
+    canvas.Line({x, plot.bottom()}, {x, plot.bottom() + 4}, {kBlack});
+    canvas.Text({x - 40, plot.bottom() + 4, 80, 18}, TickLabel(v, step), HAlign::kCenter, VAlign::kTop, kBase,
+                kBlack);
+  }
+  canvas.Line({plot.x, plot.bottom()}, {plot.right(), plot.bottom()}, {kBlack});
+  if (!c.x_label.empty())
+    canvas.Text({plot.x, plot.bottom() + 24, plot.w, 18}, c.x_label, HAlign::kCenter, VAlign::kTop, kBase,
+                kBlack);
+  const size_t n = c.categories.size(), ns = std::max<size_t>(1, c.series.size());
+  if (n == 0) return;
+  const double slot = plot.h / static_cast<double>(n);
+  const double bar_h = std::min(14.0, slot * 0.8 / static_cast<double>(ns));
+  for (size_t i = 0; i < n; ++i) {
+    const double y0 = plot.y + slot * static_cast<double>(i) + (slot - bar_h * static_cast<double>(ns)) / 2;
+    canvas.Text({0, plot.y + slot * static_cast<double>(i), left - 8, slot}, c.categories[i], HAlign::kRight,
+                VAlign::kCenter, kBase, kBlack);
+    for (size_t s = 0; s < c.series.size(); ++s) {
+      const ChartSeries& se = c.series[s];
+      const double v = i < se.values.size() ? se.values[i] : std::nan("");
+      if (!std::isfinite(v) || v <= 0) continue;
+      const RectF bar{plot.x, y0 + bar_h * static_cast<double>(s), x_of(v) - plot.x, bar_h - 1};
+      canvas.FillRect(bar, SeriesColor(s));
+      if (c.value_decimals >= 0 && se.show_values && bar_h >= 9)
+        canvas.Text({bar.right() + 3, bar.y - 2, 44, bar.h + 4}, FormatFixed(v, c.value_decimals),
+                    HAlign::kLeft, VAlign::kCenter, kSmall, kBlack);
+    }
+  }
+  if (std::isfinite(c.reference))
+    canvas.Line({x_of(c.reference), plot.y}, {x_of(c.reference), plot.bottom()}, {kDiagonal, 1.5, true});
+}
+
 }  // namespace
 
 Rgb SeriesColor(size_t i) {
@@ -322,6 +369,9 @@ void DrawChart(const ChartSpec& c, Canvas& canvas) {
       break;
     case ChartSpec::Kind::kStackedBars:
       DrawStackedChart(c, canvas);
+      break;
+    case ChartSpec::Kind::kHBars:
+      DrawHorizontalBars(c, canvas);
       break;
   }
 }

@@ -15,11 +15,13 @@
 //
 // Kinds: grouped bars or lines over categories (values not finite are left out: no bar, a gap in a line);
 // points on two value axes of one scale with the y = x line (predicted against measured); horizontal stacked bars
-// of fractions, one bar per category and stack. Coordinates are in px, y downwards; fonts are relative to the
-// canvas's base font (about 12 px).
+// of fractions, one bar per category and stack; horizontal grouped bars (many categories with long labels, e.g.
+// a league table's policies, with an optional reference line). Coordinates are in px, y downwards; fonts are
+// relative to the canvas's base font (about 12 px).
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -94,6 +96,8 @@ struct ChartSpec {
     kLines,        // a line per series over categories
     kPoints,       // (xs[i], values[i]) per series on one scale for both axes, with the y = x line
     kStackedBars,  // horizontal: per category one bar per stack, the series' fractions stacked left to right
+    kHBars,        // horizontal grouped bars: categories top to bottom (long labels, many categories), values
+                   // along x from 0; the series side by side in each category's band
   };
   Kind kind = Kind::kBars;
   std::string title;
@@ -111,6 +115,8 @@ struct ChartSpec {
   // category-major (values[c * stacks.size() + k]), fractions of the bar's full length (0..1). Stacks after the
   // first are drawn lighter.
   std::vector<std::string> stacks;
+  // kHBars: a dashed vertical line at this value (e.g. 1 for a speed-up over a baseline); NaN = none.
+  double reference = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Series colours (Tableau 10): the paper's series first in every report, so it is always the same blue.

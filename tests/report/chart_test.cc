@@ -256,6 +256,38 @@ TEST(ChartLayout, StackedBarsSplitTheirLengthByFraction) {
   EXPECT_EQ(r.TextOf("x s0")->h, HAlign::kRight);
 }
 
+TEST(ChartLayout, HorizontalBarsRunFromTheAxisToTheirValue) {
+  ChartSpec c;
+  c.kind = ChartSpec::Kind::kHBars;
+  c.categories = {"data/isf", "sp/2d (OOM)"};
+  c.series = {{"128", {1.5, kNaN}}, {"1024", {3.0, 0.5}}};
+  c.reference = 1;
+  c.value_decimals = 2;
+  Recorder r(400, 300);
+  DrawChart(c, r);
+  // Labels 7 px per character: left = 11 x 7 + 16 = 93; plot width 400 - 93 - 48 = 259, top 4 (ValueAxisTop).
+  const double left = 93, w = 259, top = ValueAxisTop(c);
+  EXPECT_DOUBLE_EQ(top, 4.0);
+  const std::vector<Recorder::Rect> s0 = r.FilledWith(SeriesColor(0)), s1 = r.FilledWith(SeriesColor(1));
+  ASSERT_EQ(s0.size(), 2u);  // the swatch and one bar: the missing value draws none
+  ASSERT_EQ(s1.size(), 3u);
+  EXPECT_NEAR(s0[1].r.x, left, 1e-9);
+  EXPECT_NEAR(s0[1].r.w, w * 1.5 / top, 1e-9);
+  EXPECT_NEAR(s1[1].r.w, w * 3.0 / top, 1e-9);
+  EXPECT_NEAR(s1[2].r.w, w * 0.5 / top, 1e-9);
+  // The two series of a category one under the other, the second category below the first.
+  EXPECT_NEAR(s1[1].r.y, s0[1].r.y + s0[1].r.h + 1, 1e-9);
+  EXPECT_GT(s1[2].r.y, s1[1].r.y + s1[1].r.h);
+  // The reference line at 1 from the plot's top to its bottom, category labels right-aligned left of the plot.
+  bool reference = false;
+  for (const auto& [a, b] : r.lines)
+    reference = reference || (std::fabs(a.x - (left + w / top)) < 1e-9 && a.x == b.x && b.y - a.y > 100);
+  EXPECT_TRUE(reference);
+  ASSERT_NE(r.TextOf("sp/2d (OOM)"), nullptr);
+  EXPECT_EQ(r.TextOf("sp/2d (OOM)")->h, HAlign::kRight);
+  EXPECT_NE(r.TextOf("3.00"), nullptr);  // the value right of its bar
+}
+
 TEST(SvgCanvas, WritesOneElementPerCall) {
   SvgCanvas s(100, 50);
   s.FillRect({1, 2, 3, 4}, SeriesColor(0));
