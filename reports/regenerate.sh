@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Regenerates every reproduction report (reports/omnibal, reports/orchmllm, reports/longvila, reports/tune, reports/validation)
+# Regenerates every reproduction report (reports/omnibal, reports/orchmllm, reports/longvila, reports/tune, reports/policies,
+# reports/validation)
 # from a fresh clone: installs the dependencies when missing (apt-get), builds the CLI, the report tool and the
 # backend (a validation scenario whose plan changed is measured again with mmtwin-train), then runs
 # `mmtwin-report all`. Extra arguments go to mmtwin-report (e.g. --jobs 2, or a report name instead of all).

@@ -41,6 +41,7 @@
 #include "core/scenario/scenario.h"
 #include "driver/max_seq.h"
 #include "driver/planner.h"
+#include "report/paper.h"
 #include "report/report.h"
 #include "sweep/results_db.h"
 
@@ -990,6 +991,92 @@ TEST(ReportTest, ReducedTuneReportEqualsItsRunRecords) {
   EXPECT_EQ(again.runs.size(), dbr.runs.size());
 }
 
+// The reduced policies league table (eight league sweeps and two published settings; about 20 s): per workload and
+// scale, the summary's best policy is the fastest fitting run of its sweep in the database (least world size /
+// samples per second, OOM runs excluded, ties by run order), its speed-up is that run's over the sweep's first run,
+// and the seeds' best is the fastest fitting run whose label the report's data calls a seed paper's; every league
+// row of the README is a run of the database; a second generation simulates nothing again.
+TEST(ReportTest, ReducedPoliciesReportEqualsItsRunRecords) {
+  const fs::path tmp = TempRoot();
+  const fs::path out = tmp / "policies";
+  const fs::path db = tmp / "policies.sqlite";
+  const Cmd first = RunReport("policies --reduced -o '" + out.string() + "' --db '" + db.string() + "'", tmp);
+  ASSERT_EQ(first.rc, 0) << first.err;
+  const std::string md = ReadFile(out / "README.md");
+  ASSERT_FALSE(md.empty());
+  EXPECT_NE(md.find("mmtwin-report policies --reduced"), std::string::npos);
+  CheckPngs(out, md, {"image.png", "audio.png", "video.png", "text.png", "split.png"});
+
+  DbRows dbr;
+  ASSERT_NO_FATAL_FAILURE(LoadDbRows(db, dbr));
+  // Per league sweep, its runs in run order.
+  std::map<std::string, std::vector<const RunRecord*>> sweeps;
+  for (const RunRecord& r : dbr.runs) {
+    ASSERT_EQ(r.status, "ok") << r.sweep << "#" << r.run_index << ": " << r.error;
+    if (r.sweep.rfind("policies-paper-", 0) != 0) sweeps[r.sweep].push_back(&r);
+  }
+  ASSERT_EQ(sweeps.size(), 8u);
+  const auto label_of = [](const RunRecord& r) {
+    for (const auto& [name, value] : r.axes)
+      if (name == "policy") return value;
+    return std::string();
+  };
+  const auto per_sample = [](const RunRecord& r) {
+    return r.summary->parallel.world_size() / r.summary->samples_per_s;
+  };
+  // Which labels are a seed paper's: the report's data says.
+  auto paper =
+      mmtwin::report::LoadPaper(std::string(MMTWIN_SOURCE_DIR) + "/sim/report/data/policies/paper.yaml");
+  ASSERT_TRUE(paper.ok()) << paper.error().message();
+  const auto is_seed = [&](const std::string& label) {
+    auto fact = paper->Fact("origin " + label);
+    return fact.ok() && fact->rfind("seed;", 0) == 0;
+  };
+  const std::map<std::string, std::string> titles = {{"image", "image-heavy (InternVL-1.5 6B+20B)"},
+                                                     {"audio", "image + audio (OrchMLLM MLLM-10B)"},
+                                                     {"video", "long video (LongVILA-8B)"},
+                                                     {"text", "text-dominated (LLaVA-1.5-13B)"}};
+  for (auto& [sweep, runs] : sweeps) {
+    std::sort(runs.begin(), runs.end(),
+              [](const RunRecord* a, const RunRecord* b) { return a->run_index < b->run_index; });
+    const RunRecord* best = nullptr;
+    const RunRecord* seed = nullptr;
+    for (const RunRecord* r : runs) {
+      if (r->summary->oom) continue;
+      if (!best || per_sample(*r) < per_sample(*best)) best = r;
+      if (is_seed(label_of(*r)) && (!seed || per_sample(*r) < per_sample(*seed))) seed = r;
+    }
+    ASSERT_NE(best, nullptr) << sweep;
+    // "policies-WORKLOAD-GPUS-reduced": the summary row of that workload and scale.
+    const std::string rest = sweep.substr(std::string("policies-").size());
+    const std::string workload = rest.substr(0, rest.find('-'));
+    const std::string gpus = rest.substr(rest.find('-') + 1, rest.find("-reduced") - rest.find('-') - 1);
+    ASSERT_TRUE(titles.count(workload)) << sweep;
+    const std::string row_start = "| " + titles.at(workload) + " | " + gpus + " | ";
+    const size_t at = md.find(row_start);
+    ASSERT_NE(at, std::string::npos) << row_start;
+    const std::string row = md.substr(at, md.find('\n', at) - at);
+    EXPECT_NE(row.find("| `" + label_of(*best) + "` ("), std::string::npos) << sweep << ": " << row;
+    char speedup[32];
+    std::snprintf(speedup, sizeof speedup, "%.2f×", per_sample(*runs.front()) / per_sample(*best));
+    EXPECT_NE(row.find(speedup), std::string::npos) << sweep << ": " << row << " wants " << speedup;
+    if (seed) {
+      EXPECT_NE(row.find("| `" + label_of(*seed) + "` (seed paper)"), std::string::npos) << row;
+    }
+    // Every run of the sweep is a row of its league table.
+    for (const RunRecord* r : runs)
+      EXPECT_NE(md.find("| " + r->sweep + "#" + std::to_string(r->run_index) + " |"), std::string::npos)
+          << r->sweep << "#" << r->run_index;
+  }
+  // A second generation reuses every run.
+  const Cmd second =
+      RunReport("policies --reduced -o '" + out.string() + "' --db '" + db.string() + "'", tmp);
+  ASSERT_EQ(second.rc, 0) << second.err;
+  DbRows again;
+  ASSERT_NO_FATAL_FAILURE(LoadDbRows(db, again));
+  EXPECT_EQ(again.runs.size(), dbr.runs.size());
+}
+
 TEST(ReportTest, ValidationIndexEqualsItsSuitesResults) {
   const fs::path tmp = TempRoot();
   const fs::path out = tmp / "validation";
@@ -1054,9 +1141,9 @@ TEST(ReportTest, BadInputExitsTwoWithAMessage) {
   const fs::path tmp = TempRoot();
   const Cmd unknown = RunReport("nosuch -o '" + (tmp / "x").string() + "'", tmp);
   EXPECT_EQ(unknown.rc, 2);
-  EXPECT_NE(
-      unknown.err.find("unknown report 'nosuch'; valid reports are: omnibal, orchmllm, longvila, tune, validation"),
-      std::string::npos)
+  EXPECT_NE(unknown.err.find("unknown report 'nosuch'; valid reports are: omnibal, orchmllm, longvila, tune, "
+                             "policies, validation"),
+            std::string::npos)
       << unknown.err;
   const Cmd no_parent = RunReport("omnibal --reduced -o '" + (tmp / "missing" / "out").string() + "'", tmp);
   EXPECT_EQ(no_parent.rc, 2);

@@ -108,6 +108,9 @@ Status GenerateLongvila(const ReportOptions& o, const std::string& scenarios, Pl
                         ReportFiles& files);
 // The tune report: each seed setting's tune space (scenarios/tune/) searched, the paper's layout beside the best.
 Status GenerateTune(const ReportOptions& o, const std::string& scenarios, Plotter& plotter, ReportFiles& files);
+// The policies league table (policies_report.cc): every policy on shared workloads at two scales, ranked.
+Status GeneratePolicies(const ReportOptions& o, const std::string& scenarios, Plotter& plotter,
+                        ReportFiles& files);
 // The validation index: runs every suite into o.out_dir/SUITE itself (the suite folders and their kept runs
 // stay, each with its report), and appends the index README.md and its chart.
 Status GenerateValidation(const ReportOptions& o, const std::string& scenarios, Plotter& plotter,

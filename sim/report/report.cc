@@ -37,7 +37,7 @@ std::string Installed(const std::string& sub) {
 
 }  // namespace
 
-std::vector<std::string> ReportNames() { return {"omnibal", "orchmllm", "longvila", "tune", "validation"}; }
+std::vector<std::string> ReportNames() { return {"omnibal", "orchmllm", "longvila", "tune", "policies", "validation"}; }
 
 Status CheckOutputDir(const std::string& dir) {
   if (dir.empty()) return Error("no output folder given");
@@ -106,6 +106,8 @@ Status GenerateReport(const ReportOptions& options, Plotter& plotter) {
     MMTWIN_RETURN_IF_ERROR(internal::GenerateLongvila(options, scenarios, plotter, files));
   else if (options.name == "tune")
     MMTWIN_RETURN_IF_ERROR(internal::GenerateTune(options, scenarios, plotter, files));
+  else if (options.name == "policies")
+    MMTWIN_RETURN_IF_ERROR(internal::GeneratePolicies(options, scenarios, plotter, files));
   else
     MMTWIN_RETURN_IF_ERROR(internal::GenerateValidation(options, scenarios, plotter, files));
   if (options.name == "validation") {

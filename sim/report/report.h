@@ -30,7 +30,10 @@
 // max context figures are MaxSequenceSearch results, named "max-seq KEY=VALUE ..." (the scenario overrides
 // searched). `tune` searches each seed paper's setting with the tuner (scenarios/tune/SPACE.yaml, tune/tune.h,
 // its evaluation sweep named as the space) and sets the paper's layout (paper.yaml facts: its candidate's axis
-// values) beside the best, with what separates them and the search's simulation time. `validation` runs every
+// values) beside the best, with what separates them and the search's simulation time. `policies` ranks every
+// policy on four shared workloads at 128 and 1,024 GPUs (scenarios/sweeps/policies-*.yaml; league.h), names the
+// best per workload and its margin over the seed papers' best, and sets the newer policies' published gains beside
+// mmtwin's prediction of the same settings. `validation` runs every
 // suite of scenarios/validation/ through the driver behind `mmtwin validate`
 // (calibrate/validate_suite.h) into OUT/SUITE, reusing the kept backend runs under OUT/SUITE/runs (or
 // RUNS/SUITE/runs with runs_dir; a run whose plan changed is measured again with mmtwin-train), writes each
@@ -80,7 +83,7 @@ struct ReportOptions {
   std::function<void(const std::string&)> progress;  // one line at a time (may be empty)
 };
 
-// The reports this build can generate: {"omnibal", "orchmllm", "longvila", "tune", "validation"}.
+// The reports this build can generate: {"omnibal", "orchmllm", "longvila", "tune", "policies", "validation"}.
 std::vector<std::string> ReportNames();
 
 // Runs (or reuses) the report's sweeps and writes its folder, its pictures drawn by `plotter` (omnibal's

@@ -138,6 +138,7 @@ TEST(Template, ShippedTemplatesShowEveryFigureTheirReportDraws) {
       {"orchmllm", {"scaling", "ablation", "a2a", "overhead"}},
       {"longvila", {"sp32", "sp64", "max-context", "sharding"}},
       {"tune", {"best-vs-paper", "pareto"}},
+      {"policies", {"image", "audio", "video", "text", "split"}},
       {"validation", {"iteration"}}};
   const std::string data = fs::path(MMTWIN_SOURCE_DIR) / "sim/report/data";
   for (const auto& [report, want] : figures) {
