@@ -991,7 +991,7 @@ TEST(ReportTest, ReducedTuneReportEqualsItsRunRecords) {
   EXPECT_EQ(again.runs.size(), dbr.runs.size());
 }
 
-// The reduced policies league table (eight league sweeps and two published settings; about 20 s): per workload and
+// The reduced policies league table (eight league sweeps and two published settings; about 3 s): per workload and
 // scale, the summary's best policy is the fastest fitting run of its sweep in the database (least world size /
 // samples per second, OOM runs excluded, ties by run order), its speed-up is that run's over the sweep's first run,
 // and the seeds' best is the fastest fitting run whose label the report's data calls a seed paper's; every league
