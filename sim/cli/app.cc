@@ -602,6 +602,47 @@ Command AddImportTimeline(CLI::App& app, std::ostream& out, std::ostream& err) {
           }};
 }
 
+Command AddExportChakra(CLI::App& app, std::ostream& out, std::ostream& err) {
+  auto a = std::make_shared<ExportChakraArgs>();
+  CLI::App* c =
+      app.add_subcommand("export-chakra",
+                         "one replayed iteration of a scenario as Chakra execution traces (one per rank, "
+                         "MLCommons Chakra's format, as ASTRA-sim reads it), read back and replayed");
+  c->add_option("SCENARIO", a->scenario, "scenario file")->required();
+  c->add_option("-o,--output", a->output, "folder to write (PREFIX.RANK.et and comm_group.json, as a unit)")
+      ->required();
+  c->add_option("--iteration", a->iteration, "which replayed iteration (0-based, default 0)");
+  c->add_option("--prefix", a->prefix, "file name prefix (default mmtwin)");
+  c->add_flag("--json", a->json, "print JSON");
+  c->footer("sim/interop/chakra.h: ranks, nodes, process groups and what each op becomes.");
+  c->allow_extras();
+  return {c, [=, &out, &err]() -> int {
+            if (int rc = Extras(c, err)) return rc;
+            return RunExportChakra(*a, out, err);
+          }};
+}
+
+Command AddReplayChakra(CLI::App& app, std::ostream& out, std::ostream& err) {
+  auto a = std::make_shared<ReplayChakraArgs>();
+  CLI::App* c =
+      app.add_subcommand("replay-chakra",
+                         "replay Chakra execution traces (the node kinds mmtwin writes) with Chakra's "
+                         "semantics: the step time and each rank's end");
+  c->add_option("DIR", a->dir, "folder with PREFIX.RANK.et and comm_group.json")->required();
+  c->add_option("--prefix", a->prefix, "file name prefix (default mmtwin)");
+  c->add_flag(
+      "--whole-micros", a->whole_micros,
+      "use duration_micros (whole microseconds, as another Chakra consumer would) instead of the exact "
+      "mmtwin_duration_us");
+  c->add_flag("--json", a->json, "print JSON");
+  c->footer("sim/interop/chakra.h: the replay's rules.");
+  c->allow_extras();
+  return {c, [=, &out, &err]() -> int {
+            if (int rc = Extras(c, err)) return rc;
+            return RunReplayChakra(*a, out, err);
+          }};
+}
+
 Command AddKernels(CLI::App& app, std::ostream& out, std::ostream& err) {
   auto a = std::make_shared<KernelsArgs>();
   CLI::App* k =
@@ -765,6 +806,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
                   "  compare RUN_A RUN_B [--json]\n"
                   "  replay RUN [-o DIR] [--predict SCENARIO] [--json]\n"
                   "  import-timeline TRACE.json --scenario S -o RUNDIR [--map NAME=KIND]...\n"
+                  "  export-chakra SCENARIO -o DIR [--iteration K] | replay-chakra DIR\n"
                   "  kernels TABLE.csv --cluster C [--fit] [-o DIR] [--json]\n"
                   "  models | clusters | policies\n") +
       kExitCodes);
@@ -785,6 +827,8 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       AddCompare(app, out, err),
       AddReplay(app, out, err),
       AddImportTimeline(app, out, err),
+      AddExportChakra(app, out, err),
+      AddReplayChakra(app, out, err),
       AddKernels(app, out, err),
       AddListing(app, "models", "list the model zoo with parameter counts", out, err),
       AddListing(app, "clusters", "list the cluster presets", out, err),

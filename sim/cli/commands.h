@@ -138,6 +138,19 @@ struct ReplayArgs {
 };
 int RunReplay(const ReplayArgs& a, std::ostream& out, std::ostream& err);
 
+// mmtwin export-chakra / replay-chakra    (sim/cli/chakra_cmd.cc)
+struct ExportChakraArgs {
+  std::string scenario, output, prefix = "mmtwin";
+  int iteration = 0;  // the replayed iteration (0-based)
+  bool json = false;
+};
+struct ReplayChakraArgs {
+  std::string dir, prefix = "mmtwin";
+  bool whole_micros = false, json = false;
+};
+int RunExportChakra(const ExportChakraArgs& a, std::ostream& out, std::ostream& err);
+int RunReplayChakra(const ReplayChakraArgs& a, std::ostream& out, std::ostream& err);
+
 // mmtwin kernels TABLE.csv --cluster C [--fit] [-o DIR] [--json]     (sim/cli/kernels_cmd.cc)
 struct KernelsArgs {
   std::string table;    // a kernel table (backend/gpu/kernel_sweep.py)

@@ -13,6 +13,8 @@ mmtwin_install_deps() {
   local pkgs=(cmake ninja-build g++ libgtest-dev libbenchmark-dev nlohmann-json3-dev libyaml-cpp-dev
               libboost-graph-dev libeigen3-dev libsqlite3-dev libsimgrid-dev pkg-config libcli11-dev
               libfmt-dev
+              # Chakra execution traces (sim/interop): protobuf's code generator and library.
+              protobuf-compiler libprotobuf-dev
               # The real backend (backend/): LibTorch with c10d Gloo, and OpenBLAS behind it (Debian's default
               # libblas.so.3 is the reference BLAS, ~13x slower on the backend's small scenario).
               libtorch-dev libgloo-dev libopenblas0-pthread

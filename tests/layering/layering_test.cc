@@ -52,6 +52,7 @@ const std::map<std::string, Layer> kLayers = {
     {"sim/report", {14}},
     {"sim/tune", {14}},
     {"sim/whatif", {13}},
+    {"sim/interop", {13}},
     {"sim/cli", {kClientRank, "mmtwin"}},
     {"backend", {kClientRank, "mmtwin-train"}},
     {"gui", {kClientRank, "mmtwin-gui"}},
