@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace mmtwin::report {
 namespace {
@@ -251,33 +254,56 @@ void DrawPointChart(const ChartSpec& c, Canvas& canvas) {
   }
 }
 
-// Horizontal stacked bars: category labels right-aligned left of the plot, ticks at 0, 25, ..., 100% below it.
-void DrawStackedChart(const ChartSpec& c, Canvas& canvas) {
+// Horizontal charts (stacked and grouped bars): categories top to bottom, their labels right-aligned left of the
+// plot, the value axis along the bottom. The plot area, `right` px from the canvas's right edge.
+RectF HorizontalPlot(const ChartSpec& c, Canvas& canvas, double right) {
   double label_w = 0;
   for (const std::string& cat : c.categories) label_w = std::max(label_w, canvas.TextWidth(cat, kBase));
   const double left = std::min(canvas.Width() / 2, label_w + 16);
   const double top = kTitleH + kLegendH + 8;
   const double bottom = canvas.Height() - (c.x_label.empty() ? 30 : 50);
-  const RectF plot{left, top, std::max(10.0, canvas.Width() - left - 24), std::max(10.0, bottom - top)};
-  for (int i = 0; i <= 4; ++i) {
-    const double x = plot.x + plot.w * i / 4;
-    canvas.Line({x, plot.y}, {x, plot.bottom()}, {i == 0 ? kBlack : kGrid});
+  return {left, top, std::max(10.0, canvas.Width() - left - right), std::max(10.0, bottom - top)};
+}
+
+// A horizontal chart's value axis: at each tick (x in px, its label) a grid line (black at the plot's left edge),
+// a tick mark and the label below; the axis line and the x label.
+void DrawHorizontalValueAxis(const ChartSpec& c, const RectF& plot,
+                             const std::vector<std::pair<double, std::string>>& ticks, Canvas& canvas) {
+  for (const auto& [x, label] : ticks) {
+    canvas.Line({x, plot.y}, {x, plot.bottom()}, {x == plot.x ? kBlack : kGrid});
     canvas.Line({x, plot.bottom()}, {x, plot.bottom() + 4}, {kBlack});
-    canvas.Text({x - 40, plot.bottom() + 4, 80, 18}, FormatFixed(25.0 * i, 0) + "%", HAlign::kCenter,
-                VAlign::kTop, kBase, kBlack);
+    canvas.Text({x - 40, plot.bottom() + 4, 80, 18}, label, HAlign::kCenter, VAlign::kTop, kBase, kBlack);
   }
   canvas.Line({plot.x, plot.bottom()}, {plot.right(), plot.bottom()}, {kBlack});
   if (!c.x_label.empty())
     canvas.Text({plot.x, plot.bottom() + 24, plot.w, 18}, c.x_label, HAlign::kCenter, VAlign::kTop, kBase,
                 kBlack);
-  const size_t n = c.categories.size(), ns = std::max<size_t>(1, c.stacks.size());
+}
+
+// Each category's band of a horizontal chart: its label, then draw(i, y0, bar_h) for its `bars` bars of height
+// bar_h centred in the band (the first at y0).
+template <class Draw>
+void ForEachBand(const ChartSpec& c, const RectF& plot, size_t bars, Canvas& canvas, const Draw& draw) {
+  const size_t n = c.categories.size();
   if (n == 0) return;
   const double slot = plot.h / static_cast<double>(n);
-  const double bar_h = std::min(14.0, slot * 0.8 / static_cast<double>(ns));
+  const double bar_h = std::min(14.0, slot * 0.8 / static_cast<double>(bars));
   for (size_t i = 0; i < n; ++i) {
-    const double y0 = plot.y + slot * static_cast<double>(i) + (slot - bar_h * static_cast<double>(ns)) / 2;
-    canvas.Text({0, plot.y + slot * static_cast<double>(i), left - 8, slot}, c.categories[i], HAlign::kRight,
-                VAlign::kCenter, kBase, kBlack);
+    const double y0 = plot.y + slot * static_cast<double>(i) + (slot - bar_h * static_cast<double>(bars)) / 2;
+    canvas.Text({0, plot.y + slot * static_cast<double>(i), plot.x - 8, slot}, c.categories[i],
+                HAlign::kRight, VAlign::kCenter, kBase, kBlack);
+    draw(i, y0, bar_h);
+  }
+}
+
+// Horizontal stacked bars: ticks at 0, 25, ..., 100%.
+void DrawStackedChart(const ChartSpec& c, Canvas& canvas) {
+  const RectF plot = HorizontalPlot(c, canvas, 24);
+  std::vector<std::pair<double, std::string>> ticks;
+  for (int i = 0; i <= 4; ++i) ticks.emplace_back(plot.x + plot.w * i / 4, FormatFixed(25.0 * i, 0) + "%");
+  DrawHorizontalValueAxis(c, plot, ticks, canvas);
+  const size_t ns = std::max<size_t>(1, c.stacks.size());
+  ForEachBand(c, plot, ns, canvas, [&](size_t i, double y0, double bar_h) {
     for (size_t k = 0; k < ns; ++k) {
       double x = plot.x;
       for (size_t s = 0; s < c.series.size(); ++s) {
@@ -290,41 +316,20 @@ void DrawStackedChart(const ChartSpec& c, Canvas& canvas) {
         x += w;
       }
     }
-  }
+  });
 }
 
-// Horizontal grouped bars: category labels right-aligned left of the plot, the value axis below it from 0 to a
-// round top, each category's series stacked top to bottom in its band; values right of their bars where the bars
-// are tall enough to hold them.
+// Horizontal grouped bars: the value axis from 0 to a round top (at least the reference), each category's series
+// one under the other in its band; values right of their bars where the bars are tall enough to hold them.
 void DrawHorizontalBars(const ChartSpec& c, Canvas& canvas) {
-  double label_w = 0;
-  for (const std::string& cat : c.categories) label_w = std::max(label_w, canvas.TextWidth(cat, kBase));
-  const double left = std::min(canvas.Width() / 2, label_w + 16);
-  const double top_y = kTitleH + kLegendH + 8;
-  const double bottom = canvas.Height() - (c.x_label.empty() ? 30 : 50);
-  const RectF plot{left, top_y, std::max(10.0, canvas.Width() - left - 48), std::max(10.0, bottom - top_y)};
+  const RectF plot = HorizontalPlot(c, canvas, 48);
   const double top = std::max(ValueAxisTop(c), std::isfinite(c.reference) ? c.reference : 0.0);
   auto x_of = [&](double v) { return plot.x + plot.w * v / top; };
   const double step = NiceStep(top, 6);
-  for (double v = 0; v <= top + step * 1e-6; v += step) {
-    const double x = x_of(v);
-    canvas.Line({x, plot.y}, {x, plot.bottom()}, {v == 0 ? kBlack : kGrid});
-    canvas.Line({x, plot.bottom()}, {x, plot.bottom() + 4}, {kBlack});
-    canvas.Text({x - 40, plot.bottom() + 4, 80, 18}, TickLabel(v, step), HAlign::kCenter, VAlign::kTop, kBase,
-                kBlack);
-  }
-  canvas.Line({plot.x, plot.bottom()}, {plot.right(), plot.bottom()}, {kBlack});
-  if (!c.x_label.empty())
-    canvas.Text({plot.x, plot.bottom() + 24, plot.w, 18}, c.x_label, HAlign::kCenter, VAlign::kTop, kBase,
-                kBlack);
-  const size_t n = c.categories.size(), ns = std::max<size_t>(1, c.series.size());
-  if (n == 0) return;
-  const double slot = plot.h / static_cast<double>(n);
-  const double bar_h = std::min(14.0, slot * 0.8 / static_cast<double>(ns));
-  for (size_t i = 0; i < n; ++i) {
-    const double y0 = plot.y + slot * static_cast<double>(i) + (slot - bar_h * static_cast<double>(ns)) / 2;
-    canvas.Text({0, plot.y + slot * static_cast<double>(i), left - 8, slot}, c.categories[i], HAlign::kRight,
-                VAlign::kCenter, kBase, kBlack);
+  std::vector<std::pair<double, std::string>> ticks;
+  for (double v = 0; v <= top + step * 1e-6; v += step) ticks.emplace_back(x_of(v), TickLabel(v, step));
+  DrawHorizontalValueAxis(c, plot, ticks, canvas);
+  ForEachBand(c, plot, std::max<size_t>(1, c.series.size()), canvas, [&](size_t i, double y0, double bar_h) {
     for (size_t s = 0; s < c.series.size(); ++s) {
       const ChartSeries& se = c.series[s];
       const double v = i < se.values.size() ? se.values[i] : std::nan("");
@@ -335,7 +340,7 @@ void DrawHorizontalBars(const ChartSpec& c, Canvas& canvas) {
         canvas.Text({bar.right() + 3, bar.y - 2, 44, bar.h + 4}, FormatFixed(v, c.value_decimals),
                     HAlign::kLeft, VAlign::kCenter, kSmall, kBlack);
     }
-  }
+  });
   if (std::isfinite(c.reference))
     canvas.Line({x_of(c.reference), plot.y}, {x_of(c.reference), plot.bottom()}, {kDiagonal, 1.5, true});
 }
