@@ -18,6 +18,7 @@
 
 #include "core/balance/data_policy.h"
 #include "core/cluster/cluster.h"
+#include "core/records/headline_metrics.h"
 #include "core/scenario/scenario.h"
 #include "driver/planner.h"
 #include "report/common.h"
@@ -48,11 +49,7 @@ constexpr Variant kVariants[] = {{"orch", "OrchMLLM"},
                                  {"orch-gather", "all-gather dispatch"},
                                  {"random", "w/o balance"}};
 
-double PeakGiB(const RunSummary& s) {
-  int64_t peak = 0;
-  for (const StageRecord& st : s.stages) peak = std::max(peak, st.peak_memory_bytes);
-  return peak / kGiB;
-}
+double PeakGiB(const RunSummary& s) { return static_cast<double>(PeakMemoryBytes(s)) / kGiB; }
 
 int Gpus(const RunSummary& s) { return s.parallel.dp * s.parallel.tp * s.parallel.pp * s.parallel.sp; }
 

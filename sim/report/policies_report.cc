@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/records/headline_metrics.h"
 #include "report/common.h"
 #include "report/league.h"
 
@@ -39,11 +40,7 @@ struct Ranked {
   League league;
 };
 
-double PeakGiB(const RunSummary& s) {
-  int64_t peak = 0;
-  for (const StageRecord& st : s.stages) peak = std::max(peak, st.peak_memory_bytes);
-  return static_cast<double>(peak) / kGiB;
-}
+double PeakGiB(const RunSummary& s) { return static_cast<double>(PeakMemoryBytes(s)) / kGiB; }
 
 std::string Pct(double fraction) { return Fixed(100 * fraction, 1) + "%"; }
 

@@ -2,6 +2,7 @@
 // The headline metrics (headline_metrics.h).
 #include "core/records/headline_metrics.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace mmtwin {
@@ -71,6 +72,12 @@ const char* BetterName(Better b) {
 
 double GpuSecondsPerSample(const RunSummary& s) {
   return s.samples_per_s > 0 ? s.parallel.world_size() / s.samples_per_s : std::nan("");
+}
+
+int64_t PeakMemoryBytes(const RunSummary& s) {
+  int64_t peak = 0;
+  for (const StageRecord& st : s.stages) peak = std::max(peak, st.peak_memory_bytes);
+  return peak;
 }
 
 }  // namespace mmtwin

@@ -42,6 +42,8 @@ const std::vector<StageMetric>& StageMetrics();
 // two runs compares (`mmtwin sweep`'s speed-up column, `mmtwin-report policies`). GPU-days per epoch would compare
 // different amounts of data where data policies leave out different numbers of samples or the traces differ.
 double GpuSecondsPerSample(const RunSummary& s);
+// The worst pipeline stage's planned peak memory, bytes (0 without stages).
+int64_t PeakMemoryBytes(const RunSummary& s);
 
 // "lower is better", "higher is better" or "" (kNeither).
 const char* BetterName(Better b);
