@@ -124,7 +124,8 @@ Result<ChakraTrace> ChakraFromGraph(const OpGraph& g, const std::string& source)
     }
   };
   int32_t next_tag = 0;
-  std::vector<int32_t> send_tag(n_ops, -1);  // the tag of a p2p send op
+  std::vector<int32_t> send_tag(n_ops, -1);              // the tag of a p2p send op
+  std::map<std::pair<int32_t, int>, uint64_t> received;  // (remote op, rank) -> its receive node
   for (size_t i = 0; i < n_ops; ++i) {
     const Op& op = g.ops[i];
     if (op.kind == OpKind::kBarrier) continue;
@@ -144,6 +145,12 @@ Result<ChakraTrace> ChakraFromGraph(const OpGraph& g, const std::string& source)
       if (!pg.empty()) {
         const std::vector<int>& members = t.groups[pg];
         if (std::binary_search(members.begin(), members.end(), o.device)) continue;
+      }
+      // One receive per (remote op, rank): a send is received once, whichever ops of the rank wait for it.
+      auto seen = received.find({x, rank});
+      if (seen != received.end()) {
+        local.push_back(seen->second);
+        continue;
       }
       ChakraNode recv;
       recv.type = ChakraNodeType::kRecv;
@@ -166,7 +173,9 @@ Result<ChakraTrace> ChakraFromGraph(const OpGraph& g, const std::string& source)
         recv.kind = "sync";
         recv.comm_tag = send.comm_tag;
       }
-      local.push_back(static_cast<uint64_t>(add_node(rank, recv)));
+      const auto id = static_cast<uint64_t>(add_node(rank, recv));
+      received[{x, rank}] = id;
+      local.push_back(id);
     }
     ChakraNode n;
     n.name = NodeName(op);

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 
 #include "cli/cli_runner.h"
@@ -108,8 +109,9 @@ TEST(ChakraTest, ShardedLayoutsReplayToTheAnalyticTimeExactly) {
 
 // Every op but the barriers is one node on its own rank; every p2p send has exactly one receive on its peer with the
 // same tag and size; every collective names a group that holds its rank, and the members issue as many on it.
-TEST(ChakraTest, NodesSendsAndGroupsFollowTheGraph) {
-  const OpGraph g = GraphOf("default.yaml");
+void CheckNodesSendsAndGroups(const std::string& scenario) {
+  SCOPED_TRACE(scenario);
+  const OpGraph g = GraphOf(scenario);
   auto t = ChakraFromGraph(g, "default");
   ASSERT_TRUE(t.ok());
   int64_t ops = 0, sends = 0;
@@ -153,6 +155,61 @@ TEST(ChakraTest, NodesSendsAndGroupsFollowTheGraph) {
     for (int m : members) counts.insert(per_member[{pg, m}]);
     EXPECT_EQ(counts.size(), 1u) << "group " << pg;
   }
+}
+
+TEST(ChakraTest, NodesSendsAndGroupsFollowTheGraph) {
+  CheckNodesSendsAndGroups("default.yaml");                                          // 1F1B, DP 2 x PP 4
+  CheckNodesSendsAndGroups("validation/published/korthikanti-175b-selective.yaml");  // interleaved, vpp 3
+  CheckNodesSendsAndGroups("schedules/internvl-6b-20b-zb-h1.yaml");                  // split backward
+}
+
+// A send two ops of the receiving rank wait for is received once (a Chakra consumer matches one receive per send),
+// and a dependency on another rank's compute becomes a zero-byte message; the replay is the analytic time.
+TEST(ChakraTest, ASendIsReceivedOnceAndOtherRemoteDependenciesAreMessages) {
+  OpGraph g;
+  g.parallel.pp = 2;
+  g.num_devices = 2;
+  auto add = [&](OpKind kind, int device, double us, std::vector<int32_t> deps, int32_t lane_prev) {
+    Op op;
+    op.kind = kind;
+    op.device = device;
+    op.duration_us = us;
+    op.micro_batch = 0;
+    if (kind == OpKind::kP2pSendActivation) {
+      op.lane = Lane::kP2pForward;
+      op.peer = 1;
+      op.bytes = 100;
+    }
+    g.dep_begin.push_back(static_cast<int32_t>(g.deps.size()));
+    g.deps.insert(g.deps.end(), deps.begin(), deps.end());
+    g.lane_prev.push_back(lane_prev);
+    g.duration_us.push_back(us);
+    g.ops.push_back(op);
+  };
+  add(OpKind::kForward, 0, 10, {}, -1);            // 0
+  add(OpKind::kP2pSendActivation, 0, 2, {0}, -1);  // 1
+  add(OpKind::kForward, 1, 5, {1}, -1);            // 2: waits for the send
+  add(OpKind::kBackward, 1, 7, {1, 2}, 2);         // 3: waits for it too
+  add(OpKind::kBackward, 0, 4, {0, 3}, 0);         // 4: waits for rank 1's backward: a message
+  g.dep_begin.push_back(static_cast<int32_t>(g.deps.size()));
+  g.local_deps = g.deps;
+  auto t = ChakraFromGraph(g, "hand");
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  int recvs1 = 0, sends1 = 0, recvs0 = 0;
+  for (const ChakraNode& n : t->ranks[1].nodes) {
+    recvs1 += n.type == ChakraNodeType::kRecv;
+    sends1 += n.type == ChakraNodeType::kSend;
+  }
+  for (const ChakraNode& n : t->ranks[0].nodes) recvs0 += n.type == ChakraNodeType::kRecv;
+  EXPECT_EQ(recvs1, 1);  // one receive for two waiting ops
+  EXPECT_EQ(sends1, 1);  // the zero-byte message to rank 0
+  EXPECT_EQ(recvs0, 1);
+  auto r = ReplayChakra(*t);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  std::vector<double> scratch;
+  EXPECT_DOUBLE_EQ(r->step_us, AnalyticIterationTimeUs(g, &scratch));
+  EXPECT_DOUBLE_EQ(r->step_us, 10 + 2 + 5 + 7 + 4);
+  EXPECT_EQ(r->messages, 2);
 }
 
 // Read a varint from `s` at `i` (the protobuf wire format, by hand).
