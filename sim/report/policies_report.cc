@@ -117,14 +117,14 @@ Status GeneratePolicies(const ReportOptions& o, const std::string& scenarios, Pl
                                ? "Reduced: " + std::to_string(kReducedIterations) +
                                      " sampled iterations per run on " + std::to_string(kReducedSamples) +
                                      "-sample traces."
-                               : "Each sweep's header says how many steps its trace holds and how many are "
-                                 "replayed.");
+                               : "Every step of each sweep's trace is replayed (`iterations: epoch`; each "
+                                 "sweep's header says how many steps it holds).");
 
   // The summary: per workload and scale, the best and the seeds' best.
   std::string summary =
       "| workload | GPUs | baseline GPU-days | best policy | its speed-up | seeds' best | its speed-up | "
-      "best over "
-      "the seeds' best |\n|---|---:|---:|---|---:|---|---:|---:|\n";
+      "best "
+      "over the seeds' best |\n|---|---:|---:|---|---:|---|---:|---:|\n";
   std::string verdicts;
   for (size_t w = 0; w < kNumWorkloads; ++w)
     for (size_t k = 0; k < kNumScales; ++k) {
