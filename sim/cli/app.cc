@@ -622,6 +622,23 @@ Command AddExportChakra(CLI::App& app, std::ostream& out, std::ostream& err) {
           }};
 }
 
+Command AddImportChakra(CLI::App& app, std::ostream& out, std::ostream& err) {
+  auto a = std::make_shared<ImportChakraArgs>();
+  CLI::App* c = app.add_subcommand("import-chakra",
+                                   "Chakra execution traces mmtwin wrote, back as a measured run folder for "
+                                   "`mmtwin replay` (their op records, timed by the Chakra replay)");
+  c->add_option("DIR", a->dir, "folder with PREFIX.RANK.et and comm_group.json")->required();
+  c->add_option("--scenario", a->scenario, "the job's scenario (its layout and plan)")->required();
+  c->add_option("-o,--output", a->output, "run folder to write")->required();
+  c->add_option("--prefix", a->prefix, "file name prefix (default mmtwin)");
+  c->footer("sim/interop/chakra.h: ChakraOpRecords.");
+  c->allow_extras();
+  return {c, [=, &out, &err]() -> int {
+            if (int rc = Extras(c, err)) return rc;
+            return RunImportChakra(*a, out, err);
+          }};
+}
+
 Command AddReplayChakra(CLI::App& app, std::ostream& out, std::ostream& err) {
   auto a = std::make_shared<ReplayChakraArgs>();
   CLI::App* c =
@@ -796,19 +813,21 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   CLI::App app(kDescription, "mmtwin");
   app.formatter(MakeFormatter());
   app.footer(
-      std::string("commands in short (each has --help):\n"
-                  "  trace import --format F IN -o OUT | trace gen --preset NAME -o OUT | trace stats TRACE\n"
-                  "  balance --trace T --model M --dp D --policy P [--param k=v]... | balance --compare ...\n"
-                  "  plan SCENARIO [--json] [--max-seq [--step-tokens N] [--sp-policy P]...]\n"
-                  "  simulate SCENARIO [--engine E] [-o RUNDIR] [--json] [--progress] [--trace-iteration K]\n"
-                  "  sweep SWEEP.yaml [--jobs N] [--shard i/N] | sweep merge | sweep export | sweep table\n"
-                  "  tune SPACE.yaml [-o DIR] [--jobs N] [--top K] [--recheck K]\n"
-                  "  compare RUN_A RUN_B [--json]\n"
-                  "  replay RUN [-o DIR] [--predict SCENARIO] [--json]\n"
-                  "  import-timeline TRACE.json --scenario S -o RUNDIR [--map NAME=KIND]...\n"
-                  "  export-chakra SCENARIO -o DIR [--iteration K] | replay-chakra DIR\n"
-                  "  kernels TABLE.csv --cluster C [--fit] [-o DIR] [--json]\n"
-                  "  models | clusters | policies\n") +
+      std::string(
+          "commands in short (each has --help):\n"
+          "  trace import --format F IN -o OUT | trace gen --preset NAME -o OUT | trace stats TRACE\n"
+          "  balance --trace T --model M --dp D --policy P [--param k=v]... | balance --compare ...\n"
+          "  plan SCENARIO [--json] [--max-seq [--step-tokens N] [--sp-policy P]...]\n"
+          "  simulate SCENARIO [--engine E] [-o RUNDIR] [--json] [--progress] [--trace-iteration K]\n"
+          "  sweep SWEEP.yaml [--jobs N] [--shard i/N] | sweep merge | sweep export | sweep table\n"
+          "  tune SPACE.yaml [-o DIR] [--jobs N] [--top K] [--recheck K]\n"
+          "  compare RUN_A RUN_B [--json]\n"
+          "  replay RUN [-o DIR] [--predict SCENARIO] [--json]\n"
+          "  import-timeline TRACE.json --scenario S -o RUNDIR [--map NAME=KIND]...\n"
+          "  export-chakra SCENARIO -o DIR [--iteration K] | import-chakra DIR --scenario S -o RUNDIR | "
+          "replay-chakra DIR\n"
+          "  kernels TABLE.csv --cluster C [--fit] [-o DIR] [--json]\n"
+          "  models | clusters | policies\n") +
       kExitCodes);
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every subcommand");
@@ -828,6 +847,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       AddReplay(app, out, err),
       AddImportTimeline(app, out, err),
       AddExportChakra(app, out, err),
+      AddImportChakra(app, out, err),
       AddReplayChakra(app, out, err),
       AddKernels(app, out, err),
       AddListing(app, "models", "list the model zoo with parameter counts", out, err),

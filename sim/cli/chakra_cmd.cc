@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // mmtwin export-chakra SCENARIO -o DIR [--iteration K] [--prefix P] [--json]: one replayed iteration's op graph as
 // Chakra execution traces (sim/interop/chakra.h), read back and replayed to check them.
+// mmtwin import-chakra DIR --scenario S -o RUNDIR [--prefix P]: a trace mmtwin wrote, back as a measured run folder
+// (ops.csv, scenario.yaml, plan.json) for `mmtwin replay`.
 // mmtwin replay-chakra DIR [--prefix P] [--whole-micros] [--json]: a Chakra trace of the node kinds mmtwin writes
 // replayed with Chakra's semantics: the step time and each rank's end. Exit 0, or 2 on bad input (the message names
 // the file and node).
@@ -13,6 +15,8 @@
 #include "cli/cli_format.h"
 #include "cli/commands.h"
 #include "core/eval/analytic.h"
+#include "core/eval/overlap.h"
+#include "core/records/run_folder.h"
 #include "driver/planner.h"
 #include "driver/simulate.h"
 #include "interop/chakra.h"
@@ -38,12 +42,18 @@ int RunExportChakra(const ExportChakraArgs& a, std::ostream& out, std::ostream& 
                 std::to_string(n - 1) + ")");
   auto pg = BuildPlanIterationGraph(*run, static_cast<size_t>(a.iteration));
   if (!pg) return fail(pg.error().message());
+  // The durations Simulate evaluates: compute stretched by the collectives it overlaps (core/eval/overlap.h).
+  if (const double slowdown = run->cluster.device.overlap_slowdown; slowdown > 0) {
+    IterationTiming scratch;
+    ApplyOverlapSlowdown(pg->graph, slowdown, &scratch);
+  }
   const std::string source =
       "mmtwin scenario " + scenario->name + ", replayed iteration " + std::to_string(a.iteration) +
       " (epoch iteration " +
       std::to_string(run->plan.iterations[static_cast<size_t>(a.iteration)].epoch_index) + ")";
   auto trace = ChakraFromGraph(pg->graph, source);
   if (!trace) return fail(trace.error().message());
+  trace->iteration = run->plan.iterations[static_cast<size_t>(a.iteration)].epoch_index;
   if (Status st = WriteChakra(*trace, a.output, a.prefix); !st.ok()) return fail(st.error().message());
   // The check: the files read back and replayed, against the analytic evaluator on the same graph.
   auto back = ReadChakra(a.output, a.prefix);
@@ -74,7 +84,44 @@ int RunExportChakra(const ExportChakraArgs& a, std::ostream& out, std::ostream& 
   out << "read back and replayed: " << Fixed(replay->step_us / 1e3, 3) << " ms (" << replay->collectives
       << " collectives, " << replay->messages
       << " messages); mmtwin's op graph: " << Fixed(analytic_us / 1e3, 3)
-      << " ms (without the optimizer step, which the trace leaves out)\n";
+      << " ms (compute stretched by the collectives it overlaps, as simulate times it; without the optimizer "
+      << "step, which the trace leaves out)\n";
+  return 0;
+}
+
+int RunImportChakra(const ImportChakraArgs& a, std::ostream& out, std::ostream& err) {
+  auto fail = [&](const std::string& m) {
+    err << "mmtwin import-chakra: " << m << "\n";
+    return 2;
+  };
+  auto trace = ReadChakra(a.dir, a.prefix);
+  if (!trace) return fail(trace.error().message());
+  auto scenario = LoadScenario(a.scenario);
+  if (!scenario) return fail(scenario.error().message());
+  PlanOptions plan_options;
+  plan_options.memory_report = false;
+  plan_options.keep_trace = false;
+  auto run = BuildPlan(*scenario, plan_options);
+  if (!run) return fail(run.error().message());
+  const int dp_sp = run->plan.parallel.dp * run->plan.parallel.sp;
+  const int devices = dp_sp * run->plan.parallel.pp;
+  if (static_cast<int>(trace->ranks.size()) != devices)
+    return fail(a.dir + ": " + std::to_string(trace->ranks.size()) +
+                " ranks, but the scenario's layout has " + std::to_string(devices) +
+                " op-graph devices (dp x sp x pp; one per TP group)");
+  const int64_t iteration =
+      trace->iteration >= 0 ? trace->iteration : run->plan.iterations.front().epoch_index;
+  auto ops = ChakraOpRecords(*trace, iteration);
+  if (!ops) return fail(ops.error().message());
+  const Status st = RunFolderWriter()
+                        .AddOps(*ops)
+                        .AddScenario(FormatScenario(*scenario))
+                        .AddPlan(run->plan)
+                        .Write(a.output);
+  if (!st.ok()) return fail(st.error().message());
+  out << "imported " << ops->size() << " ops of " << trace->ranks.size() << " ranks (epoch iteration "
+      << iteration << ") into " << a.output
+      << "/{ops.csv, scenario.yaml, plan.json}; replay it with: mmtwin replay " << a.output << "\n";
   return 0;
 }
 

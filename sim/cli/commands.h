@@ -148,7 +148,11 @@ struct ReplayChakraArgs {
   std::string dir, prefix = "mmtwin";
   bool whole_micros = false, json = false;
 };
+struct ImportChakraArgs {
+  std::string dir, scenario, output, prefix = "mmtwin";
+};
 int RunExportChakra(const ExportChakraArgs& a, std::ostream& out, std::ostream& err);
+int RunImportChakra(const ImportChakraArgs& a, std::ostream& out, std::ostream& err);
 int RunReplayChakra(const ReplayChakraArgs& a, std::ostream& out, std::ostream& err);
 
 // mmtwin kernels TABLE.csv --cluster C [--fit] [-o DIR] [--json]     (sim/cli/kernels_cmd.cc)

@@ -182,6 +182,10 @@ Result<ChakraTrace> ChakraFromGraph(const OpGraph& g, const std::string& source)
     n.kind = OpKindName(op.kind);
     n.micro_batch = op.micro_batch;
     n.chunk = op.chunk;
+    n.lane = static_cast<int32_t>(op.lane);
+    n.pass = static_cast<int32_t>(op.pass);
+    n.bucket = op.bucket;
+    n.peer = op.peer;
     n.duration_us = op.duration_us;
     n.duration_micros = Micros(op.duration_us);
     std::sort(local.begin(), local.end());
@@ -349,10 +353,43 @@ Result<ChakraReplay> ReplayChakra(const ChakraTrace& t, bool whole_micros) {
                      " never starts (a cycle, or a collective a member never reaches)");
   }
   out.rank_end_us.assign(n_ranks, 0);
+  out.start_us.resize(n_ranks);
+  for (size_t r = 0; r < n_ranks; ++r) out.start_us[r].resize(t.ranks[r].nodes.size());
   for (size_t x = 0; x < n; ++x) {
     out.rank_end_us[rank_of[x]] = std::max(out.rank_end_us[rank_of[x]], end[x]);
     out.step_us = std::max(out.step_us, end[x]);
+    out.start_us[rank_of[x]][static_cast<size_t>(node[x]->id)] = end[x] - duration(x);
   }
+  return out;
+}
+
+Result<std::vector<OpRecord>> ChakraOpRecords(const ChakraTrace& t, int64_t iteration) {
+  MMTWIN_ASSIGN_OR_RETURN(ChakraReplay r, ReplayChakra(t));
+  std::vector<OpRecord> out;
+  for (size_t rank = 0; rank < t.ranks.size(); ++rank)
+    for (const ChakraNode& n : t.ranks[rank].nodes) {
+      if (n.kind == "p2p_recv" || n.kind == "sync") continue;
+      OpRecord o;
+      if (!ParseOpKind(n.kind, o.kind) || o.kind == OpKind::kBarrier)
+        return Error("rank " + std::to_string(rank) + " node " + std::to_string(n.id) + " (" + n.name +
+                     "): mmtwin_kind '" + n.kind +
+                     "' is no op kind mmtwin writes (a trace of another tool?)");
+      o.source = RecordSource::kMeasured;
+      o.iteration = iteration;
+      o.lane = static_cast<Lane>(n.lane);
+      o.device = static_cast<int32_t>(rank);
+      o.peer = n.peer;
+      o.micro_batch = n.micro_batch;
+      o.chunk = n.chunk;
+      o.start_us = r.start_us[rank][static_cast<size_t>(n.id)];
+      o.duration_us = n.duration_us;
+      o.pass = static_cast<PassKind>(n.pass);
+      o.bucket = n.bucket;
+      o.bytes = n.comm_size;
+      out.push_back(o);
+    }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const OpRecord& a, const OpRecord& b) { return a.start_us < b.start_us; });
   return out;
 }
 

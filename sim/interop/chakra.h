@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Chakra execution traces (MLCommons Chakra: the format Chakra's feeder and ASTRA-sim read; issue 32 item 4): one
-// iteration's op graph (core/graph/op_graph.h, as Simulate builds it) as one trace per rank, such traces read back,
-// and a replay of them with Chakra's semantics that gives the step time.
+// iteration's op graph (core/graph/op_graph.h, as Simulate builds and times it: `mmtwin export-chakra` applies the
+// overlap slowdown first) as one trace per rank, such traces read back, a replay of them with Chakra's semantics that
+// gives the step time, and their op records for a run folder (`mmtwin import-chakra`, then `mmtwin replay`).
 //
 // Ranks. One per op-graph device, i.e. one tensor-parallel group (DeviceMesh::Device = (replica, stage), rank =
 // replica * pp + stage): mmtwin prices a TP group's collectives inside its compute passes, so a rank stands for
@@ -52,6 +53,7 @@
 #include <vector>
 
 #include "core/graph/op_graph.h"
+#include "core/records/records.h"
 #include "core/util/status.h"
 
 namespace mmtwin {
@@ -76,8 +78,13 @@ struct ChakraNode {
   int64_t comm_size = 0;
   int32_t comm_src = -1, comm_dst = -1, comm_tag = -1;
   std::string pg_name;
-  std::string kind;  // mmtwin_kind: the op kind (OpKindName), "sync" for a dependency's zero-byte pair
+  std::string
+      kind;  // mmtwin_kind: the op kind (OpKindName), "p2p_recv" for a receive, "sync" for a dependency's
+             // zero-byte pair
+  // mmtwin_micro_batch, mmtwin_chunk, and mmtwin_lane / mmtwin_pass / mmtwin_bucket / mmtwin_peer (the Op's lane,
+  // pass, bucket and peer as their enum values): what the op records need to come back (ChakraOpRecords).
   int32_t micro_batch = -1, chunk = 0;
+  int32_t lane = 0, pass = 0, bucket = 0, peer = -1;
 };
 
 struct ChakraRank {
@@ -88,7 +95,8 @@ struct ChakraTrace {
   std::vector<ChakraRank> ranks;
   std::map<std::string, std::vector<int>> groups;  // pg_name -> its ranks (comm_group.json)
   int pp = 1;
-  std::string source;  // what the trace is of (GlobalMetadata attribute mmtwin_source)
+  std::string source;      // what the trace is of (GlobalMetadata attribute mmtwin_source)
+  int64_t iteration = -1;  // the epoch iteration it is (mmtwin_iteration); -1 = not known
 };
 
 // The graph as per-rank traces (see above). Errors: a graph whose collectives' groups cannot be found (a peer
@@ -105,6 +113,7 @@ Result<ChakraTrace> ReadChakra(const std::string& dir, const std::string& prefix
 struct ChakraReplay {
   double step_us = 0;                                // the latest node end over all ranks
   std::vector<double> rank_end_us;                   // per rank
+  std::vector<std::vector<double>> start_us;         // per rank, per node
   int64_t nodes = 0, collectives = 0, messages = 0;  // collective instances; send/recv pairs
 };
 // Replays the traces (see above), on mmtwin_duration_us (the exact durations) or, with `whole_micros`, on
@@ -112,6 +121,12 @@ struct ChakraReplay {
 // collective whose group's members issue different numbers of collectives on it, a group not in `groups`, a
 // dependency cycle or deadlock (naming a node that never started).
 Result<ChakraReplay> ReplayChakra(const ChakraTrace& trace, bool whole_micros = false);
+
+// A trace mmtwin wrote, back as the op records of one iteration (source measured, `iteration` their epoch index):
+// one per node that stands for an op (not the receives and zero-byte messages the export adds), its start from
+// ReplayChakra; what `mmtwin import-chakra` writes as a run folder's ops.csv for `mmtwin replay`. Errors: a node
+// without a known mmtwin_kind (naming it: a trace another tool wrote has none), ReplayChakra's.
+Result<std::vector<OpRecord>> ChakraOpRecords(const ChakraTrace& trace, int64_t iteration);
 
 // Whether this build can read and write Chakra traces (protobuf found at configure time).
 bool ChakraAvailable();

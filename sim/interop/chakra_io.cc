@@ -73,6 +73,7 @@ Status WriteChakra(const ChakraTrace& t, const std::string& dir, const std::stri
     AddInt64(meta.mutable_attr(), "mmtwin_ranks", static_cast<int64_t>(t.ranks.size()));
     AddInt64(meta.mutable_attr(), "mmtwin_pp", t.pp);
     AddString(meta.mutable_attr(), "mmtwin_source", t.source);
+    AddInt64(meta.mutable_attr(), "mmtwin_iteration", t.iteration);
     Frame(meta, out);
     pb::Node node;
     for (const ChakraNode& n : t.ranks[r].nodes) {
@@ -93,6 +94,10 @@ Status WriteChakra(const ChakraTrace& t, const std::string& dir, const std::stri
       AddString(attrs, "mmtwin_kind", n.kind);
       AddInt32(attrs, "mmtwin_micro_batch", n.micro_batch);
       AddInt32(attrs, "mmtwin_chunk", n.chunk);
+      AddInt32(attrs, "mmtwin_lane", n.lane);
+      AddInt32(attrs, "mmtwin_pass", n.pass);
+      AddInt32(attrs, "mmtwin_bucket", n.bucket);
+      AddInt32(attrs, "mmtwin_peer", n.peer);
       if (n.type == ChakraNodeType::kColl) {
         AddInt64(attrs, "comm_type", n.comm_type);
         AddInt64(attrs, "comm_size", n.comm_size);
@@ -143,6 +148,7 @@ Result<ChakraTrace> ReadChakra(const std::string& dir, const std::string& prefix
     for (const pb::AttributeProto& a : meta.attr()) {
       if (a.name() == "mmtwin_pp") t.pp = static_cast<int>(a.int64_val());
       if (a.name() == "mmtwin_source") t.source = a.string_val();
+      if (a.name() == "mmtwin_iteration") t.iteration = a.int64_val();
     }
     ChakraRank rank;
     pb::Node node;
@@ -184,6 +190,14 @@ Result<ChakraTrace> ReadChakra(const std::string& dir, const std::string& prefix
           n.micro_batch = a.int32_val();
         else if (k == "mmtwin_chunk")
           n.chunk = a.int32_val();
+        else if (k == "mmtwin_lane")
+          n.lane = a.int32_val();
+        else if (k == "mmtwin_pass")
+          n.pass = a.int32_val();
+        else if (k == "mmtwin_bucket")
+          n.bucket = a.int32_val();
+        else if (k == "mmtwin_peer")
+          n.peer = a.int32_val();
         else if (k == "comm_type")
           n.comm_type = static_cast<int>(a.int64_val());
         else if (k == "comm_size")

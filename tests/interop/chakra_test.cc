@@ -15,6 +15,8 @@
 #include <set>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/cli_runner.h"
 #include "core/eval/analytic.h"
 #include "core/util/csv.h"
@@ -372,6 +374,49 @@ TEST(ChakraTest, BadFilesAreErrorsNamingTheFile) {
   std::ofstream(dir / "g" / "comm_group.json") << "{\"1\": [0, 5]}";
   EXPECT_EQ(ReadChakra((dir / "g").string(), "mmtwin").error().message(),
             (dir / "g" / "comm_group.json").string() + ": 1: 5 is not a rank of the trace (0..1)");
+}
+
+// export-chakra, then import-chakra: the run folder replays (mmtwin replay) exactly as `mmtwin simulate`'s run folder
+// of the same scenario does, what-ifs included (the export carries Simulate's durations, overlap slowdown included).
+TEST(ChakraTest, ExportedTracesImportAsARunThatReplaysLikeTheSimulatedOne) {
+  if (!ChakraAvailable()) GTEST_SKIP() << "built without protobuf";
+  const fs::path dir = TempDir("import");
+  for (const std::string s : {"default.yaml", "validation/published/korthikanti-175b-selective.yaml"}) {
+    SCOPED_TRACE(s);
+    const std::string scenario = std::string(MMTWIN_SOURCE_DIR) + "/scenarios/" + s;
+    const std::string stem = fs::path(s).stem().string();
+    const std::string traces = (dir / (stem + "-chakra")).string(),
+                      imported = (dir / (stem + "-run")).string(),
+                      simulated = (dir / (stem + "-sim")).string();
+    ASSERT_EQ(testing::Mmtwin("export-chakra '" + scenario + "' -o '" + traces + "'").code, 0);
+    auto imp =
+        testing::Mmtwin("import-chakra '" + traces + "' --scenario '" + scenario + "' -o '" + imported + "'");
+    ASSERT_EQ(imp.code, 0) << imp.out;
+    ASSERT_EQ(testing::Mmtwin("simulate '" + scenario + "' -o '" + simulated + "'", false).code, 0);
+    auto a = testing::Mmtwin("replay '" + imported + "' --json", false);
+    auto b = testing::Mmtwin("replay '" + simulated + "' --json", false);
+    ASSERT_EQ(a.code, 0) << a.out;
+    ASSERT_EQ(b.code, 0) << b.out;
+    const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+    EXPECT_EQ(ja["source"], "measured");
+    const auto& ia = ja["iterations"][0];
+    // The simulated folder replays every sampled iteration; the trace is its first.
+    const auto& ib = jb["iterations"][0];
+    EXPECT_EQ(ia["iteration"], ib["iteration"]);
+    EXPECT_EQ(ia["unmatched_ops"], 0);
+    for (const char* k : {"replayed_us", "data_us", "partition_us", "stragglers_us", "ideal_us"})
+      EXPECT_NEAR(ia[k].get<double>(), ib[k].get<double>(), 1e-6 * ib[k].get<double>()) << k;
+    EXPECT_NEAR(ia["recorded_us"].get<double>(), ia["replayed_us"].get<double>(),
+                1e-9 * ia["replayed_us"].get<double>());
+  }
+  // A trace for another layout is refused.
+  const std::string traces = (dir / "default-chakra").string();
+  auto wrong =
+      testing::Mmtwin("import-chakra '" + traces + "' --scenario '" + std::string(MMTWIN_SOURCE_DIR) +
+                      "/scenarios/longvila/mmsp-32gpu.yaml' -o '" + (dir / "x").string() + "'");
+  EXPECT_EQ(wrong.code, 2);
+  EXPECT_NE(wrong.out.find("8 ranks, but the scenario's layout has 32 op-graph devices"), std::string::npos)
+      << wrong.out;
 }
 
 TEST(ChakraTest, CliExportsAndReplays) {
