@@ -165,6 +165,26 @@ Status GeneratePolicies(const ReportOptions& o, const std::string& scenarios, Pl
     }
   summary.pop_back();  // the template ends the table's line
   b.SetValue("summary", summary);
+  // The long videos' idle time, at the baseline and grouped by the whole input length (the template's prose).
+  {
+    size_t video = 0;
+    while (video < kNumWorkloads && std::string(kWorkloads[video].key) != "video") ++video;
+    std::string base, grouped;
+    for (size_t k = 0; k < kNumScales && video < kNumWorkloads; ++k) {
+      const League& l = ranked[video][k].league;
+      const LeagueEntry* g = nullptr;
+      for (const LeagueEntry& e : l.entries)
+        if (e.label == "data/length-group-llm") g = &e;
+      if (!g)
+        return Error(ranked[video][k].rows.name +
+                     ": no run labelled data/length-group-llm (the prose needs it)");
+      const std::string sep = k == 0 ? "" : k + 1 == kNumScales ? " and " : ", ";
+      base += sep + Pct(l.entries[l.baseline].run->summary->idle_ratio) + " at " + kScales[k].label;
+      grouped += sep + Pct(g->run->summary->idle_ratio) + " at " + kScales[k].label;
+    }
+    b.SetValue("video_idle_base", base);
+    b.SetValue("video_idle_grouped", grouped);
+  }
   b.SetValue("verdicts", verdicts);
 
   for (size_t w = 0; w < kNumWorkloads; ++w) {
