@@ -213,21 +213,14 @@ Result<ImportedTimeline> Import(const std::string& json_text, const std::string&
     if (chunk && (chunk->get<int64_t>() < 0 || chunk->get<int64_t>() >= parallel.chunks()))
       return Error(Describe(name, i, e) + ": args.chunk " + chunk->dump() + " is outside the layout's " +
                    std::to_string(parallel.chunks()) + " chunks");
-    r.chunk = chunk ? chunk->get<int32_t>() : 0;
+    // Without the argument, the device's own stage: its only chunk without interleaving (chunk c runs on
+    // pipeline rank c % pp), its first with it.
+    r.chunk = chunk ? chunk->get<int32_t>() : mesh.PpOfDevice(device);
     const bool per_micro_batch = kind == OpKind::kForward || kind == OpKind::kBackward ||
                                  kind == OpKind::kRecompute || kind == OpKind::kBackwardWeight ||
                                  kind == OpKind::kP2pSendActivation || kind == OpKind::kP2pSendGradient ||
                                  kind == OpKind::kTpCollective || kind == OpKind::kSpCollective ||
                                  kind == OpKind::kDispatch || kind == OpKind::kP2pRecv;
-    if (const json* mb = Arg(e, {"micro_batch", "microbatch", "mb"})) {
-      if (mb->get<int64_t>() < -1 || mb->get<int64_t>() >= parallel.micro_batches)
-        return Error(Describe(name, i, e) + ": args.micro_batch " + mb->dump() + " is outside the layout's " +
-                     std::to_string(parallel.micro_batches) + " micro-batches");
-      r.micro_batch = mb->get<int32_t>();
-    } else if (per_micro_batch)
-      r.micro_batch = next_mb[{device, static_cast<int>(kind), r.chunk, r.iteration}]++;
-    else
-      r.micro_batch = -1;
     std::string pass;
     if (auto a = e.find("args"); a != e.end()) pass = Str(*a, "pass");
     const bool backward =
@@ -236,6 +229,16 @@ Result<ImportedTimeline> Import(const std::string& json_text, const std::string&
     r.pass = kind == OpKind::kBackward || kind == OpKind::kRecompute ? PassKind::kBackward
              : backward                                              ? PassKind::kBackward
                                                                      : PassKind::kForward;
+    if (const json* mb = Arg(e, {"micro_batch", "microbatch", "mb"})) {
+      if (mb->get<int64_t>() < -1 || mb->get<int64_t>() >= parallel.micro_batches)
+        return Error(Describe(name, i, e) + ": args.micro_batch " + mb->dump() + " is outside the layout's " +
+                     std::to_string(parallel.micro_batches) + " micro-batches");
+      r.micro_batch = mb->get<int32_t>();
+    } else if (per_micro_batch)  // in order per pass: a TP or SP collective runs once in each
+      r.micro_batch = next_mb[{device, static_cast<int>(kind) * 2 + (r.pass == PassKind::kForward ? 0 : 1),
+                               r.chunk, r.iteration}]++;
+    else
+      r.micro_batch = -1;
     if (const json* b = Arg(e, {"bytes"})) r.bytes = std::max<int64_t>(0, b->get<int64_t>());
     if (const json* b = Arg(e, {"bucket"}))
       r.bucket = static_cast<int32_t>(std::clamp<int64_t>(b->get<int64_t>(), 0, INT32_MAX));

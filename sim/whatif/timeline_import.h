@@ -16,9 +16,10 @@
 //         forward-recv / backward-recv p2p_recv, grads-reduce-scatter / grads-all-reduce dp_collective,
 //         params-all-gather dp_all_gather, optimizer optimizer, and ignore for the timers that enclose others
 //         (forward-backward, batch-generator, optimizer-* parts, train-step*);
-//   - micro-batch and chunk: args micro_batch (or microbatch, mb) and chunk (or model_chunk); a compute or send
-//     event without a micro-batch takes its place in order among the device's events of that kind and chunk
-//     (the k-th forward is micro-batch k: true of 1F1B and GPipe; interleaved schedules need the args);
+//   - micro-batch and chunk: args micro_batch (or microbatch, mb) and chunk (or model_chunk); without a chunk,
+//     the device's pipeline stage (its one chunk without interleaving); a compute, send, TP or SP event without
+//     a micro-batch takes its place in order among the device's events of that kind, pass and chunk (the k-th
+//     forward is micro-batch k: true of 1F1B and GPipe; interleaved schedules need the args);
 //   - pass (TP and SP collectives, ZeRO-3 gathers): args pass ("forward" / "backward"), else "bwd" or
 //     "backward" in the name means the backward;
 //   - iteration: args iteration (or step), else ImportOptions::iteration.

@@ -268,6 +268,7 @@ TEST_F(WhatIfTest, TimerNamesMapMicroBatchesFollowAndBadEventsAreErrors) {
                                                        {static_cast<int>(OpKind::kForward), 1, 0},
                                                        {static_cast<int>(OpKind::kBackward), 1, 0}};
   EXPECT_EQ(got, want);
+  for (const OpRecord& op : t->ops) EXPECT_EQ(op.chunk, op.device);  // without args: the device's stage
   auto err = [&](const std::string& text) {
     auto r = ImportTimeline(text, "t.json", par, {});
     return r.ok() ? std::string("ok") : r.error().message();
