@@ -583,9 +583,12 @@ Command AddImportTimeline(CLI::App& app, std::ostream& out, std::ostream& err) {
   auto a = std::make_shared<ImportTimelineArgs>();
   CLI::App* imp = app.add_subcommand("import-timeline",
                                      "a job's op timeline (Chrome / Perfetto trace-event JSON: mmtwin's "
-                                     "trace.json, or a framework's timers) as a "
+                                     "trace.json, a framework's timers, or PyTorch profiler traces, one per "
+                                     "rank, kernels aggregated by their annotations) as a "
                                      "measured run folder for `mmtwin replay`");
-  imp->add_option("TIMELINE", a->timeline, "trace-event JSON")->required();
+  imp->add_option("TIMELINE", a->timelines,
+                  "trace-event JSON, or the ranks' PyTorch profiler traces (.json or .json.gz)")
+      ->required();
   imp->add_option("--scenario", a->scenario, "the job's scenario (its layout and plan)")->required();
   imp->add_option("-o,--output", a->output, "run folder to write")->required();
   imp->add_option("--map", a->maps, "event NAME (or PREFIX*) to an op kind or ignore: NAME=KIND; repeatable");
@@ -594,7 +597,8 @@ Command AddImportTimeline(CLI::App& app, std::ostream& out, std::ostream& err) {
                   "the epoch iteration of events without an iteration argument (default: the plan's first "
                   "replayed one)");
   imp->footer(
-      "sim/whatif/timeline_import.h: devices, kinds (Megatron-LM's timer names by default), micro-batches.");
+      "sim/whatif/timeline_import.h: devices, kinds (Megatron-LM's timer names and the PyTorch profiler's by "
+      "default), micro-batches; sim/whatif/kineto_import.h: PyTorch profiler traces.");
   imp->allow_extras();
   return {imp, [=, &out, &err]() -> int {
             if (int rc = Extras(imp, err)) return rc;
@@ -823,7 +827,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
           "  tune SPACE.yaml [-o DIR] [--jobs N] [--top K] [--recheck K]\n"
           "  compare RUN_A RUN_B [--json]\n"
           "  replay RUN [-o DIR] [--predict SCENARIO] [--json]\n"
-          "  import-timeline TRACE.json --scenario S -o RUNDIR [--map NAME=KIND]...\n"
+          "  import-timeline TRACE.json... --scenario S -o RUNDIR [--map NAME=KIND]...\n"
           "  export-chakra SCENARIO -o DIR [--iteration K] | import-chakra DIR --scenario S -o RUNDIR | "
           "replay-chakra DIR\n"
           "  kernels TABLE.csv --cluster C [--fit] [-o DIR] [--json]\n"

@@ -166,7 +166,8 @@ int RunKernels(const KernelsArgs& a, std::ostream& out, std::ostream& err);
 
 // mmtwin import-timeline TRACE.json --scenario S -o RUNDIR [--map NAME=KIND]... [--map-file F] [--iteration N]
 struct ImportTimelineArgs {
-  std::string timeline, scenario, output, map_file;
+  std::vector<std::string> timelines;  // one trace-event JSON, or one PyTorch profiler trace per rank
+  std::string scenario, output, map_file;
   std::vector<std::string> maps;
   int64_t iteration = -1;  // -1 = the plan's first replayed iteration
 };

@@ -18,6 +18,7 @@
 #include "core/records/run_folder.h"
 #include "core/util/csv.h"
 #include "driver/planner.h"
+#include "whatif/kineto_import.h"
 #include "whatif/timeline_import.h"
 #include "whatif/whatif.h"
 
@@ -148,9 +149,26 @@ int RunImportTimeline(const ImportTimelineArgs& a, std::ostream& out, std::ostre
   auto run = BuildPlan(*scenario, plan_options);
   if (!run) return fail(run.error().message());
   options.iteration = a.iteration >= 0 ? a.iteration : run->plan.iterations.front().epoch_index;
-  auto text = ReadFile(a.timeline);
-  if (!text) return fail(text.error().message());
-  auto imported = ImportTimeline(*text, a.timeline, run->plan.parallel, options);
+  // One plain timeline, or PyTorch profiler traces (one per rank).
+  std::vector<KinetoTrace> traces;
+  bool kineto = false;
+  for (const std::string& path : a.timelines) {
+    auto text = ReadTimelineFile(path);
+    if (!text) return fail(text.error().message());
+    const bool k = LooksLikeKineto(*text);
+    if (!traces.empty() && k != kineto)
+      return fail(path + ": " + (k ? "a PyTorch profiler trace" : "not a PyTorch profiler trace") + " beside " +
+                  traces.front().name + ", which " + (kineto ? "is one" : "is not"));
+    kineto = k;
+    traces.push_back({path, std::move(*text)});
+  }
+  if (!kineto && traces.size() > 1)
+    return fail("TIMELINE: " + std::to_string(traces.size()) +
+                " files given; only PyTorch profiler traces come one per rank (a trace-event timeline is one file)");
+  if (kineto && a.iteration < 0)
+    for (const auto& it : run->plan.iterations) options.step_iterations.push_back(it.epoch_index);
+  auto imported = kineto ? ImportKineto(traces, run->plan.parallel, options)
+                         : ImportTimeline(traces.front().text, traces.front().name, run->plan.parallel, options);
   if (!imported) return fail(imported.error().message());
   const Status st = RunFolderWriter()
                         .AddOps(imported->ops)
@@ -160,6 +178,18 @@ int RunImportTimeline(const ImportTimelineArgs& a, std::ostream& out, std::ostre
   if (!st.ok()) return fail(st.error().message());
   int64_t ignored = 0;
   for (const auto& [n, c] : imported->ignored) ignored += c;
+  if (kineto) {
+    out << "PyTorch profiler: " << traces.size() << " trace" << (traces.size() == 1 ? "" : "s") << ", "
+        << imported->steps << " profiler step" << (imported->steps == 1 ? "" : "s") << ", "
+        << imported->attributed_activities << " of " << imported->gpu_activities
+        << " GPU activities in ops (GPU busy " << Fixed(imported->gpu_busy_us / 1000, 1)
+        << " ms; the ops span " << Fixed(imported->op_span_us / 1000, 1) << " ms, launch gaps included)";
+    if (imported->devices_without_trace > 0)
+      out << "; " << imported->devices_without_trace
+          << " device(s) of the layout without a trace keep modelled durations";
+    out << "\n";
+    for (const auto& [n, c] : imported->ignored) out << "  ignored: " << n << " x" << c << "\n";
+  }
   out << "imported " << imported->ops.size() << " ops of " << imported->events << " events (" << ignored
       << " ignored by the mapping) into " << a.output << "/{ops.csv, scenario.yaml, plan.json}; "
       << "replay it with: mmtwin replay " << a.output << "\n";

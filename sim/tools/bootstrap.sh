@@ -15,6 +15,8 @@ mmtwin_install_deps() {
               libfmt-dev
               # Chakra execution traces (sim/interop): protobuf's code generator and library.
               protobuf-compiler libprotobuf-dev
+              # Gzip-compressed timelines (sim/whatif: torch.profiler's .json.gz traces).
+              zlib1g-dev
               # The real backend (backend/): LibTorch with c10d Gloo, and OpenBLAS behind it (Debian's default
               # libblas.so.3 is the reference BLAS, ~13x slower on the backend's small scenario).
               libtorch-dev libgloo-dev libopenblas0-pthread

@@ -2,6 +2,8 @@
 // Chrome / Perfetto trace-event JSON as op records (timeline_import.h).
 #include "whatif/timeline_import.h"
 
+#include "whatif/timeline_events.h"
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -10,6 +12,9 @@
 #include <tuple>
 
 #include <yaml-cpp/yaml.h>
+#ifdef MMTWIN_HAVE_ZLIB
+#include <zlib.h>
+#endif
 #include <nlohmann/json.hpp>
 
 #include "core/graph/op_graph.h"
@@ -39,14 +44,32 @@ const std::vector<std::pair<std::string, std::string>>& DefaultMapping() {
       {"batch-generator", "ignore"},
       {"optimizer-*", "ignore"},
       {"train-step*", "ignore"},
+      // PyTorch profiler (Kineto) traces (kineto_import.h): the record_function ranges of the training loop as
+      // Holistic Trace Analysis's sample traces name them, c10d's collectives as the profiler records them
+      // ("nccl:" + the collective; "gloo:" on CPU), torch.optim's step and zero_grad hooks
+      // ("Optimizer.step#SGD.step").
+      {"## forward ##", "forward"},
+      {"## backward ##", "backward"},
+      {"## optimizer ##", "optimizer"},
+      {"Optimizer.step#*", "optimizer"},
+      {"Optimizer.zero_grad#*", "ignore"},
+      {"nccl:all_reduce", "dp_collective"},
+      {"nccl:reduce_scatter", "dp_collective"},
+      {"nccl:_reduce_scatter_base", "dp_collective"},
+      {"nccl:all_gather", "dp_all_gather"},
+      {"nccl:_all_gather_base", "dp_all_gather"},
+      {"nccl:broadcast", "ignore"},
+      {"gloo:all_reduce", "dp_collective"},
+      {"gloo:broadcast", "ignore"},
   };
   return m;
 }
 
 bool KindByName(const std::string& name, OpKind& out) { return ParseOpKind(name, out); }
 
-// The kind name an event name maps to ("" = none): exact entries first, then the longest matching prefix entry.
-std::string Mapped(const std::string& name, const std::vector<std::pair<std::string, std::string>>& entries) {
+}  // namespace
+
+std::string MappedKind(const std::string& name, const std::vector<std::pair<std::string, std::string>>& entries) {
   std::string best;
   size_t best_len = 0;
   for (const auto& [key, kind] : entries) {
@@ -61,6 +84,15 @@ std::string Mapped(const std::string& name, const std::vector<std::pair<std::str
   }
   return best;
 }
+
+std::vector<std::pair<std::string, std::string>> TimelineMappingEntries(const ImportOptions& options) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (const auto& [k, v] : options.mapping) entries.push_back({k, v});
+  for (const auto& e : DefaultMapping()) entries.push_back(e);
+  return entries;
+}
+
+namespace {
 
 Lane LaneOf(OpKind k, const std::string& name) {
   switch (k) {
@@ -139,11 +171,17 @@ Result<ImportedTimeline> Import(const std::string& json_text, const std::string&
     events = &*it;
   }
   if (!events->is_array()) return Error(name + ": expected a trace object or an array of events");
+  return ImportTraceEvents(*events, name, parallel, options);
+}
+
+}  // namespace
+
+Result<ImportedTimeline> ImportTraceEvents(const nlohmann::json& events_array, const std::string& name,
+                                           const ParallelConfig& parallel, const ImportOptions& options) {
+  const json* events = &events_array;
   const DeviceMesh mesh(parallel, 0, std::max(1, parallel.sp));
   const int devices = mesh.num_devices();
-  std::vector<std::pair<std::string, std::string>> entries;
-  for (const auto& [k, v] : options.mapping) entries.push_back({k, v});
-  for (const auto& e : DefaultMapping()) entries.push_back(e);
+  const std::vector<std::pair<std::string, std::string>> entries = TimelineMappingEntries(options);
 
   // Process names first (metadata may follow the events).
   std::map<int64_t, int> device_of_pid;
@@ -179,7 +217,7 @@ Result<ImportedTimeline> Import(const std::string& json_text, const std::string&
     OpKind kind;
     const std::string cat = e.contains("cat") && e["cat"].is_string() ? e["cat"].get<std::string>() : "";
     if (!KindByName(cat, kind)) {
-      const std::string mapped = Mapped(ename, entries);
+      const std::string mapped = MappedKind(ename, entries);
       if (mapped == "ignore") {
         ++out.ignored[ename];
         continue;
@@ -266,8 +304,6 @@ Result<ImportedTimeline> Import(const std::string& json_text, const std::string&
   return out;
 }
 
-}  // namespace
-
 Result<ImportedTimeline> ImportTimeline(const std::string& json_text, const std::string& name,
                                         const ParallelConfig& parallel, const ImportOptions& options) {
   try {
@@ -275,6 +311,45 @@ Result<ImportedTimeline> ImportTimeline(const std::string& json_text, const std:
   } catch (const std::exception& e) {  // a JSON value of an unexpected type the checks above did not catch
     return Error(name + ": not a timeline this reader understands: " + e.what());
   }
+}
+
+Result<std::string> ReadTimelineFile(const std::string& path) {
+  MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  if (text.size() < 2 || static_cast<unsigned char>(text[0]) != 0x1f || static_cast<unsigned char>(text[1]) != 0x8b)
+    return text;
+#ifdef MMTWIN_HAVE_ZLIB
+  constexpr uint64_t kMaxBytes = uint64_t{4} << 30;
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 32) != Z_OK) return Error(path + ": cannot start zlib");  // gzip header, auto
+  std::string out;
+  z.next_in = reinterpret_cast<Bytef*>(text.data());
+  z.avail_in = static_cast<uInt>(std::min<size_t>(text.size(), UINT_MAX));
+  char buf[1 << 16];
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof buf;
+    rc = inflate(&z, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) {
+      inflateEnd(&z);
+      return Error(path + ": not a readable gzip file (" + (z.msg ? z.msg : "inflate failed") + ")");
+    }
+    out.append(buf, sizeof buf - z.avail_out);
+    if (out.size() > kMaxBytes) {
+      inflateEnd(&z);
+      return Error(path + ": inflates to more than 4 GiB; unpack it first if that is right");
+    }
+    if (rc == Z_OK && z.avail_in == 0 && z.avail_out != 0) {
+      inflateEnd(&z);
+      return Error(path + ": the gzip stream ends early (a truncated file?)");
+    }
+  }
+  inflateEnd(&z);
+  return out;
+#else
+  return Error(path + ": gzip-compressed, and this mmtwin was built without zlib (Debian: zlib1g-dev); gunzip it "
+                      "first");
+#endif
 }
 
 Result<std::map<std::string, std::string>> LoadTimelineMapping(const std::string& path) {

@@ -66,6 +66,29 @@ TEST(CliReplayTest, ATraceImportsAndReplays) {
   fs::remove_all(dir);
 }
 
+// A PyTorch profiler trace (Holistic Trace Analysis's 2-GPU DDP sample, rank 0, gzip-compressed) imports with
+// the layout of its job, says what it aggregated and replays; plain and profiler traces do not mix.
+TEST(CliReplayTest, APyTorchProfilerTraceImportsAndReplays) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("cli_kineto_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string data = std::string(MMTWIN_SOURCE_DIR) + "/tests/whatif/data/";
+  const std::string trace = data + "hta-ddp-2gpu-rank0.json.gz", scenario = data + "hta-ddp-2gpu.yaml";
+  CliRun r = Mmtwin("import-timeline " + trace + " --scenario " + scenario + " -o " + (dir / "run").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* line : {"PyTorch profiler: 1 trace, 3 profiler steps, 3768 of 3774 GPU activities in ops",
+                           "1 device(s) of the layout without a trace keep modelled durations",
+                           "ignored: nccl:broadcast x6", "imported 24 ops"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+  r = Mmtwin("replay " + (dir / "run").string() + " --json", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["iterations"].size(), 3u);
+  r = Mmtwin("import-timeline " + trace + " " + data + "hta-ddp-2gpu.yaml --scenario " + scenario + " -o " +
+             (dir / "x").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("not a PyTorch profiler trace beside"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
 TEST(CliReplayTest, BadInputExitsTwoNamingTheFile) {
   CliRun r = Mmtwin("replay /no/such/run");
   EXPECT_EQ(r.code, 2);
