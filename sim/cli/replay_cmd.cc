@@ -157,18 +157,20 @@ int RunImportTimeline(const ImportTimelineArgs& a, std::ostream& out, std::ostre
     if (!text) return fail(text.error().message());
     const bool k = LooksLikeKineto(*text);
     if (!traces.empty() && k != kineto)
-      return fail(path + ": " + (k ? "a PyTorch profiler trace" : "not a PyTorch profiler trace") + " beside " +
-                  traces.front().name + ", which " + (kineto ? "is one" : "is not"));
+      return fail(path + ": " + (k ? "a PyTorch profiler trace" : "not a PyTorch profiler trace") +
+                  " beside " + traces.front().name + ", which " + (kineto ? "is one" : "is not"));
     kineto = k;
     traces.push_back({path, std::move(*text)});
   }
   if (!kineto && traces.size() > 1)
-    return fail("TIMELINE: " + std::to_string(traces.size()) +
-                " files given; only PyTorch profiler traces come one per rank (a trace-event timeline is one file)");
+    return fail(
+        "TIMELINE: " + std::to_string(traces.size()) +
+        " files given; only PyTorch profiler traces come one per rank (a trace-event timeline is one file)");
   if (kineto && a.iteration < 0)
     for (const auto& it : run->plan.iterations) options.step_iterations.push_back(it.epoch_index);
-  auto imported = kineto ? ImportKineto(traces, run->plan.parallel, options)
-                         : ImportTimeline(traces.front().text, traces.front().name, run->plan.parallel, options);
+  auto imported = kineto
+                      ? ImportKineto(traces, run->plan.parallel, options)
+                      : ImportTimeline(traces.front().text, traces.front().name, run->plan.parallel, options);
   if (!imported) return fail(imported.error().message());
   const Status st = RunFolderWriter()
                         .AddOps(imported->ops)

@@ -69,7 +69,8 @@ bool KindByName(const std::string& name, OpKind& out) { return ParseOpKind(name,
 
 }  // namespace
 
-std::string MappedKind(const std::string& name, const std::vector<std::pair<std::string, std::string>>& entries) {
+std::string MappedKind(const std::string& name,
+                       const std::vector<std::pair<std::string, std::string>>& entries) {
   std::string best;
   size_t best_len = 0;
   for (const auto& [key, kind] : entries) {
@@ -315,7 +316,8 @@ Result<ImportedTimeline> ImportTimeline(const std::string& json_text, const std:
 
 Result<std::string> ReadTimelineFile(const std::string& path) {
   MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  if (text.size() < 2 || static_cast<unsigned char>(text[0]) != 0x1f || static_cast<unsigned char>(text[1]) != 0x8b)
+  if (text.size() < 2 || static_cast<unsigned char>(text[0]) != 0x1f ||
+      static_cast<unsigned char>(text[1]) != 0x8b)
     return text;
 #ifdef MMTWIN_HAVE_ZLIB
   constexpr uint64_t kMaxBytes = uint64_t{4} << 30;
@@ -347,8 +349,9 @@ Result<std::string> ReadTimelineFile(const std::string& path) {
   inflateEnd(&z);
   return out;
 #else
-  return Error(path + ": gzip-compressed, and this mmtwin was built without zlib (Debian: zlib1g-dev); gunzip it "
-                      "first");
+  return Error(path +
+               ": gzip-compressed, and this mmtwin was built without zlib (Debian: zlib1g-dev); gunzip it "
+               "first");
 #endif
 }
 
