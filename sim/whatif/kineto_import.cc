@@ -89,13 +89,23 @@ struct ThreadAnnotations {
       stack.push_back(static_cast<int32_t>(i));
     }
   }
-  // The innermost annotation containing t whose kind satisfies `want` (nullptr = none).
+  // The innermost annotation containing t whose kind satisfies `want` (nullptr = none); a mapped one is widened to
+  // the outermost of the ranges of its kind directly around it ("## optimizer ##" around "Optimizer.step#..."
+  // is one optimizer op).
   template <typename Want>
   const Annotation* Innermost(double t, Want want) const {
     auto it = std::upper_bound(a.begin(), a.end(), t, [](double x, const Annotation& y) { return x < y.ts; });
     for (int32_t k = static_cast<int32_t>(it - a.begin()) - 1; k >= 0; k = parent[k])
-      if (a[k].end >= t && want(a[k])) return &a[k];
+      if (a[k].end >= t && want(a[k])) {
+        while (a[k].kind != "" && a[k].kind != "ignore" && parent[k] >= 0 && a[parent[k]].kind == a[k].kind)
+          k = parent[k];
+        return &a[k];
+      }
     return nullptr;
+  }
+  // Whether annotation k sits directly inside a range of its own kind (the op is that range).
+  bool InsideItsKind(size_t k) const {
+    return a[k].kind != "ignore" && parent[k] >= 0 && a[parent[k]].kind == a[k].kind;
   }
 };
 
@@ -266,8 +276,9 @@ Status ConvertTrace(const json& root, const std::string& name, int device,
   if (activities.empty()) {  // a CPU-only trace: the mapped annotations are the ops
     for (const auto& [pid, threads] : annotations)
       for (const auto& [tid, th] : threads)
-        for (const Annotation& a : th.a) {
-          if (a.kind.empty()) continue;
+        for (size_t k = 0; k < th.a.size(); ++k) {
+          const Annotation& a = th.a[k];
+          if (a.kind.empty() || th.InsideItsKind(k)) continue;
           if (a.kind == "ignore") {
             ++summary->ignored[a.name];
             continue;

@@ -27,6 +27,8 @@
 //     ignore drops it (counted under the annotation's name). An activity under no mapped annotation is an error
 //     that lists the innermost annotations of all such activities with their counts and GPU time
 //     ("(no annotation)" when none): map them (--map NAME=KIND or NAME=ignore; ProfilerStep#* covers the rest).
+//   - ranges of one kind directly inside each other are one op, the outermost ("## optimizer ##" around
+//     "Optimizer.step#SGD.step").
 //   - ops: one per mapped annotation instance with activities, from its first activity's start to its last's
 //     end on the GPU (launch gaps included: the time the op holds its stream); a trace without GPU activities
 //     (CPU only) gives one op per mapped annotation, its own span.

@@ -236,7 +236,9 @@ constexpr const char* kOneRank = R"({"schemaVersion": 1, "distributedInfo": {"ra
   {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": 50.5, "dur": 0.1, "args": {"correlation": 5}},
   {"ph": "X", "cat": "user_annotation", "name": "Optimizer.zero_grad#SGD.zero_grad", "pid": 1, "tid": 1, "ts": 91, "dur": 1},
   {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemsetAsync", "pid": 1, "tid": 1, "ts": 91.5, "dur": 0.1, "args": {"correlation": 6}},
+  {"ph": "X", "cat": "user_annotation", "name": "## optimizer ##", "pid": 1, "tid": 1, "ts": 92.8, "dur": 7},
   {"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#SGD.step", "pid": 1, "tid": 1, "ts": 93, "dur": 6},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 99.5, "dur": 0.1, "args": {"correlation": 8}},
   {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 94, "dur": 0.1, "args": {"correlation": 7}},
   {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10, "dur": 5, "args": {"correlation": 1}},
   {"ph": "X", "cat": "kernel", "name": "relu", "pid": 0, "tid": 7, "ts": 18, "dur": 12, "args": {"correlation": 2}},
@@ -245,7 +247,8 @@ constexpr const char* kOneRank = R"({"schemaVersion": 1, "distributedInfo": {"ra
   {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce", "pid": 0, "tid": 20, "ts": 61, "dur": 9, "args": {"correlation": 5}},
   {"ph": "X", "cat": "gpu_memset", "name": "Memset", "pid": 0, "tid": 7, "ts": 92, "dur": 0.5, "args": {"correlation": 6}},
   {"ph": "X", "cat": "kernel", "name": "sgd", "pid": 0, "tid": 7, "ts": 95, "dur": 2, "args": {"correlation": 7}},
-  {"ph": "X", "cat": "kernel", "name": "orphan", "pid": 0, "tid": 7, "ts": 98, "dur": 1, "args": {"correlation": 99}}
+  {"ph": "X", "cat": "kernel", "name": "orphan", "pid": 0, "tid": 7, "ts": 98, "dur": 1, "args": {"correlation": 99}},
+  {"ph": "X", "cat": "kernel", "name": "clip", "pid": 0, "tid": 7, "ts": 99.6, "dur": 0.4, "args": {"correlation": 8}}
 ]})";
 
 ParallelConfig OneGpu() {
@@ -265,12 +268,12 @@ TEST_F(KinetoImportTest, KernelsBelongToTheInnermostMappedAnnotationAroundTheirL
       {OpKind::kForward, 10, 20, 42},      // gemm and relu, the gap between them included
       {OpKind::kBackward, 50, 10, 42},     // launched on the autograd thread inside "## backward ##"
       {OpKind::kDpCollective, 61, 9, 42},  // its own range on that thread, not the backward
-      {OpKind::kOptimizer, 95, 2, 42}};
+      {OpKind::kOptimizer, 95, 5, 42}};    // the step's kernel and one under "## optimizer ##" outside it
   EXPECT_EQ(got, want);
-  EXPECT_EQ(t->gpu_activities, 8);
-  EXPECT_EQ(t->attributed_activities, 5);
-  EXPECT_DOUBLE_EQ(t->gpu_busy_us, 5 + 12 + 1 + 10 + 9 + 0.5 + 2 + 1);
-  EXPECT_DOUBLE_EQ(t->op_span_us, 20 + 10 + 9 + 2);
+  EXPECT_EQ(t->gpu_activities, 9);
+  EXPECT_EQ(t->attributed_activities, 6);
+  EXPECT_DOUBLE_EQ(t->gpu_busy_us, 5 + 12 + 1 + 10 + 9 + 0.5 + 2 + 1 + 0.4);
+  EXPECT_DOUBLE_EQ(t->op_span_us, 20 + 10 + 9 + 5);
   EXPECT_EQ(t->ignored.at("nccl:broadcast"), 1);
   EXPECT_EQ(t->ignored.at("Optimizer.zero_grad#SGD.zero_grad"), 1);
   EXPECT_EQ(t->ignored.at("(no launch record)"), 1);
@@ -303,30 +306,36 @@ TEST_F(KinetoImportTest, KernelsBelongToTheInnermostMappedAnnotationAroundTheirL
 
 TEST_F(KinetoImportTest, WorkUnderNoMappedAnnotationIsAnErrorListingTheRanges) {
   std::string text = kOneRank;
-  // The optimizer step under a range of the user's own instead of Optimizer.step#.
+  // The optimizer step under ranges of the user's own instead of Optimizer.step# and "## optimizer ##".
   text.replace(text.find("Optimizer.step#SGD.step"), 23, "my_update");
+  text.replace(text.find(R"(## optimizer ##", "pid": 1, "tid": 1)"), 15, "outer_block");
   auto t = ImportKineto({{"r0.json", text}}, OneGpu(), {});
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.error().message().find("GPU work under no mapped annotation, by the innermost range around its "
                                      "launch: 'my_update' x1 (0.002 ms)"),
             std::string::npos)
       << t.error().message();
+  EXPECT_NE(t.error().message().find("'outer_block' x1 (0.000 ms)"), std::string::npos)
+      << t.error().message();
   ImportOptions o;
   o.mapping["my_update"] = "optimizer";
+  o.mapping["outer_block"] = "ignore";
   auto ok = ImportKineto({{"r0.json", text}}, OneGpu(), o);
   ASSERT_TRUE(ok.ok()) << ok.error().message();
   EXPECT_EQ(ok->ops.back().kind, OpKind::kOptimizer);
   // Outside every range: "(no annotation)"; ProfilerStep#*=ignore drops it, counted.
   text = kOneRank;
-  const std::string step_range = R"("cat": "user_annotation", "name": "Optimizer.step#SGD.step")";
-  text.replace(text.find(step_range), step_range.size(), R"("cat": "cpu_op", "name": "aten::foo")");
+  for (const std::string range : {"Optimizer.step#SGD.step", "## optimizer ##"}) {
+    const std::string from = R"("cat": "user_annotation", "name": ")" + range + R"(", "pid": 1, "tid": 1)";
+    text.replace(text.find(from), from.size(), R"("cat": "cpu_op", "name": "aten::foo", "pid": 1, "tid": 1)");
+  }
   auto bare = ImportKineto({{"r0.json", text}}, OneGpu(), {});
   ASSERT_FALSE(bare.ok());
-  EXPECT_NE(bare.error().message().find("'(no annotation)' x1"), std::string::npos) << bare.error().message();
+  EXPECT_NE(bare.error().message().find("'(no annotation)' x2"), std::string::npos) << bare.error().message();
   o.mapping = {{"ProfilerStep#*", "ignore"}};
   auto dropped = ImportKineto({{"r0.json", text}}, OneGpu(), o);
   ASSERT_TRUE(dropped.ok()) << dropped.error().message();
-  EXPECT_EQ(dropped->ignored.at("ProfilerStep#3"), 1);
+  EXPECT_EQ(dropped->ignored.at("ProfilerStep#3"), 2);
 }
 
 TEST_F(KinetoImportTest, ACpuOnlyTraceGivesTheAnnotationsAsOps) {
@@ -335,14 +344,19 @@ TEST_F(KinetoImportTest, ACpuOnlyTraceGivesTheAnnotationsAsOps) {
     {"ph": "X", "cat": "user_annotation", "name": "## backward ##", "pid": 1, "tid": 1, "ts": 10, "dur": 20},
     {"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "pid": 1, "tid": 2, "ts": 25, "dur": 6},
     {"ph": "X", "cat": "user_annotation", "name": "gloo:broadcast", "pid": 1, "tid": 1, "ts": 31, "dur": 1},
+    {"ph": "X", "cat": "user_annotation", "name": "## optimizer ##", "pid": 1, "tid": 1, "ts": 33, "dur": 5},
+    {"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#SGD.step", "pid": 1, "tid": 1, "ts": 34, "dur": 3},
     {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]})";
   auto t = ImportKineto({{"cpu.json", cpu}}, OneGpu(), {});
   ASSERT_TRUE(t.ok()) << t.error().message();
-  ASSERT_EQ(t->ops.size(), 3u);
+  ASSERT_EQ(t->ops.size(), 4u);
   EXPECT_EQ(t->ops[0].kind, OpKind::kForward);
   EXPECT_EQ(t->ops[1].kind, OpKind::kBackward);
   EXPECT_DOUBLE_EQ(t->ops[1].duration_us, 20);
   EXPECT_EQ(t->ops[2].kind, OpKind::kDpCollective);
+  EXPECT_EQ(t->ops[3].kind,
+            OpKind::kOptimizer);  // the optimizer step inside "## optimizer ##": one op, the outer
+  EXPECT_DOUBLE_EQ(t->ops[3].duration_us, 5);
   EXPECT_EQ(t->ignored.at("gloo:broadcast"), 1);
   EXPECT_EQ(t->gpu_activities, 0);
 }
