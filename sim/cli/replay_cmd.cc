@@ -28,10 +28,10 @@ namespace {
 using nlohmann::json;
 
 json IterationJson(const ReplayIteration& it) {
-  json j = {
-      {"recorded_us", it.recorded_us},   {"replayed_us", it.replayed_us},     {"data_us", it.data_us},
-      {"partition_us", it.partition_us}, {"stragglers_us", it.stragglers_us}, {"ideal_us", it.ideal_us},
-      {"matched_ops", it.matched},       {"unmatched_ops", it.unmatched},     {"wait_records", it.waits}};
+  json j = {{"recorded_us", it.recorded_us},   {"replayed_us", it.replayed_us},     {"data_us", it.data_us},
+            {"partition_us", it.partition_us}, {"stragglers_us", it.stragglers_us}, {"ideal_us", it.ideal_us},
+            {"matched_ops", it.matched},       {"unmatched_ops", it.unmatched},     {"filled_ops", it.filled},
+            {"wait_records", it.waits}};
   if (it.iteration >= 0) j["iteration"] = it.iteration;
   return j;
 }
@@ -109,8 +109,9 @@ int RunReplay(const ReplayArgs& a, std::ostream& out, std::ostream& err) {
       << Share(m.replayed_us - m.stragglers_us, m.replayed_us) << ")\n";
   out << "  all three            " << Ms(m.replayed_us - m.ideal_us) << " ms ("
       << Share(m.replayed_us - m.ideal_us, m.replayed_us) << ")\n";
-  out << "ops: " << m.matched << " given recorded durations, " << m.unmatched
-      << " without a record (modelled), " << m.waits << " wait records not replayed\n";
+  out << "ops: " << m.matched << " given recorded durations, ";
+  if (m.filled > 0) out << m.filled << " of devices without records given their stage's recorded mean, ";
+  out << m.unmatched << " without a record (modelled), " << m.waits << " wait records not replayed\n";
   if (!a.output.empty())
     out << "ideal timeline (first iteration): " << a.output << "/{ops.csv, trace.json}\n";
   if (options.predict)
@@ -188,7 +189,7 @@ int RunImportTimeline(const ImportTimelineArgs& a, std::ostream& out, std::ostre
         << " ms; the ops span " << Fixed(imported->op_span_us / 1000, 1) << " ms, launch gaps included)";
     if (imported->devices_without_trace > 0)
       out << "; " << imported->devices_without_trace
-          << " device(s) of the layout without a trace keep modelled durations";
+          << " device(s) of the layout without a trace (replayed with their stage's recorded mean)";
     out << "\n";
     for (const auto& [n, c] : imported->ignored) out << "  ignored: " << n << " x" << c << "\n";
   }

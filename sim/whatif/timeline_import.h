@@ -56,7 +56,8 @@ struct ImportedTimeline {
   int64_t events = 0;                      // complete events read
   // PyTorch profiler traces only (kineto_import.h), else 0: GPU activities (kernels, copies, sets) read and
   // attributed to ops, their summed time and the ops' summed spans (first kernel start to last kernel end), the
-  // profiler steps, and the devices of the layout that had no trace (their ops keep modelled durations).
+  // profiler steps, and the devices of the layout that had no trace (`mmtwin replay` gives their compute the recorded
+  // mean of their stage, ReplayOptions::fill_unrecorded_devices).
   int64_t gpu_activities = 0, attributed_activities = 0;
   double gpu_busy_us = 0, op_span_us = 0;
   int64_t steps = 0, devices_without_trace = 0;

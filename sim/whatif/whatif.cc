@@ -266,12 +266,16 @@ Result<ReplayReport> ReplayRunFolder(const std::string& dir, const ReplayOptions
     for (auto& [key, ks] : recs_of)
       std::stable_sort(ks.begin(), ks.end(),
                        [&](size_t a, size_t b) { return records[a].start_us < records[b].start_us; });
+    std::vector<char> has_records(devices, 0);
+    for (size_t k : recs)
+      if (records[k].device >= 0) has_records[records[k].device] = 1;
+    std::vector<std::pair<GroupKey, const std::vector<int>*>> unrecorded;  // graph ops no record matched
     for (const auto& [key, ops] : ops_of) {
       const OpKind kind = static_cast<OpKind>(std::get<0>(key));
       const bool take = IsCompute(kind) || !measured || options.measured_comm;
       auto rit = recs_of.find(key);
       if (rit == recs_of.end()) {
-        for (int i : ops) out.unmatched += modelled[i] > 0;
+        unrecorded.push_back({key, &ops});
         continue;
       }
       const std::vector<size_t>& ks = rit->second;
@@ -286,6 +290,32 @@ Result<ReplayReport> ReplayRunFolder(const std::string& dir, const ReplayOptions
       for (int i : ops) model_total += modelled[i];
       for (int i : ops)
         d[i] = model_total > 0 ? total * modelled[i] / model_total : total / static_cast<double>(ops.size());
+    }
+    // A device without any record (a job profiled on some ranks only): its compute ops take the mean of the same
+    // ops on the recorded devices of its stage (ReplayOptions::fill_unrecorded_devices); else, and for every
+    // other op without a record, the modelled duration stays.
+    for (const auto& [key, ops] : unrecorded) {
+      const int32_t dev = std::get<1>(key);
+      std::vector<double> sum(ops->size(), 0.0);
+      int donors = 0;
+      if (options.fill_unrecorded_devices && IsCompute(static_cast<OpKind>(std::get<0>(key))) &&
+          !has_records[dev])
+        for (int other = 0; other < devices; ++other) {
+          if (!has_records[other] || mesh.PpOfDevice(other) != mesh.PpOfDevice(dev) ||
+              mesh.SpOfDevice(other) != mesh.SpOfDevice(dev))
+            continue;
+          const GroupKey twin{std::get<0>(key), other, std::get<2>(key), std::get<3>(key), std::get<4>(key)};
+          auto og = ops_of.find(twin);
+          if (!recs_of.count(twin) || og == ops_of.end() || og->second.size() != ops->size()) continue;
+          ++donors;
+          for (size_t j = 0; j < ops->size(); ++j) sum[j] += d[og->second[j]];
+        }
+      if (donors == 0) {
+        for (int i : *ops) out.unmatched += modelled[i] > 0;
+        continue;
+      }
+      for (size_t j = 0; j < ops->size(); ++j) d[(*ops)[j]] = sum[j] / donors;
+      out.filled += static_cast<int64_t>(ops->size());
     }
     // The optimizer step after the graph: per stage the slowest of its devices' recorded steps (a simulated
     // run records none: the model's).
@@ -338,6 +368,7 @@ Result<ReplayReport> ReplayRunFolder(const std::string& dir, const ReplayOptions
     m.ideal_us += it.ideal_us / n;
     m.matched += it.matched;
     m.unmatched += it.unmatched;
+    m.filled += it.filled;
     m.waits += it.waits;
   }
   m.iteration = -1;

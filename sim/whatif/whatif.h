@@ -18,7 +18,9 @@
 //   - records the graph has no op for are not replayed: p2p_recv and dp_wait (waiting) are counted; the
 //     optimizer steps follow the graph as Simulate adds them (the slowest device's recorded step; a simulated
 //     run records none: the model's);
-//   - a graph op without a record keeps its modelled duration (counted in `unmatched`).
+//   - a device with no record at all (some ranks profiled) takes, op by op, the mean of its stage's recorded
+//     devices for its compute (counted in `filled`; ReplayOptions::fill_unrecorded_devices);
+//   - any other graph op without a record keeps its modelled duration (counted in `unmatched`).
 // The replayed step (the graph's analytic time plus the optimizer step) against the recorded step (the span of
 // the iteration's records, plus the model's optimizer step for a simulated run, whose records do not hold it)
 // validates the dependency model on the job itself: a simulated run replays to its own step time exactly.
@@ -52,6 +54,11 @@ namespace mmtwin {
 
 struct ReplayOptions {
   bool measured_comm = false;  // a measured run's communication ops take their recorded durations too
+  // A device with no record in an iteration (a job profiled on some ranks only: `mmtwin import-timeline` of some
+  // ranks' traces) takes, for each compute op, the mean of the same op (kind, micro-batch, chunk, pass) on the
+  // recorded devices of its stage; false: its modelled durations (another model's speed, when the scenario only
+  // stands for the job's layout).
+  bool fill_unrecorded_devices = true;
   // Predict another scenario of the same job (the same parallel layout; another data, partition, recompute or
   // schedule policy) from this run: its plan's op graphs with mmtwin's modelled durations, every compute pass
   // scaled by this run's recorded / modelled ratio of the same (stage, chunk, kind) (of the kind over all
@@ -70,6 +77,7 @@ struct ReplayIteration {
   double ideal_us = 0;
   int64_t matched = 0;    // graph ops given recorded durations
   int64_t unmatched = 0;  // graph ops of non-zero modelled duration without a record (modelled duration kept)
+  int64_t filled = 0;     // compute ops of devices without any record, given their stage's recorded mean
   int64_t waits = 0;      // records of waiting (p2p_recv, dp_wait), not replayed
   // Per op-graph device (DeviceMesh::Device), its slowdown s of the stragglers what-if (1 = typical; 0 = no
   // compute to judge): the heatmap of slowdown by rank and step.

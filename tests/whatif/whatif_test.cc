@@ -12,7 +12,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <tuple>
 
 #include "core/records/records_codec.h"
 #include "core/records/run_folder.h"
@@ -125,6 +127,58 @@ TEST_F(WhatIfTest, StragglersWhatIfUndoesASlowDevice) {
   EXPECT_NEAR(b.stragglers_us, a.stragglers_us, 0.005 * a.replayed_us);
   // Without a slow device the what-if changes the step by data variation across replicas only: within 5%.
   EXPECT_NEAR(a.stragglers_us / a.replayed_us, 1.0, 0.05);
+}
+
+// Some ranks profiled: a device without records takes its stage's recorded mean, op by op. Oracle: a run whose
+// heavier replica repeats the lighter one's compute exactly replays to the same step as the run with only the
+// lighter replica's records; without filling, the heavier replica keeps its modelled durations and the step is
+// longer.
+TEST_F(WhatIfTest, DevicesWithoutRecordsTakeTheirStagesRecordedMean) {
+  Scenario s = Shipped("scenarios/default.yaml", 4000);
+  s.parallel.tp = 1;  // DP 2 x PP 4: replica r is devices 4r..4r+3
+  std::vector<OpRecord> ops;
+  SimulateInto(s, "run", &ops);
+  auto compute = [](const OpRecord& op) {
+    return op.kind == OpKind::kForward || op.kind == OpKind::kBackward || op.kind == OpKind::kRecompute ||
+           op.kind == OpKind::kBackwardWeight;
+  };
+  double work[2] = {0, 0};
+  for (const OpRecord& op : ops)
+    if (op.device >= 0 && compute(op)) work[op.device / 4] += op.duration_us;
+  const int keep = work[0] <= work[1] ? 0 : 1, drop = 1 - keep;
+  // The kept replica's compute records per (kind, stage, micro-batch, chunk, pass), in graph order (a chunk's
+  // last backward is several pieces, the same on both replicas); the other's k-th record of a group takes the
+  // k-th.
+  using Key = std::tuple<int, int, int32_t, int32_t, int>;
+  std::map<Key, std::vector<double>> kept;
+  std::map<Key, size_t> next;
+  auto key = [](const OpRecord& op) {
+    return Key{static_cast<int>(op.kind), op.device % 4, op.micro_batch, op.chunk, static_cast<int>(op.pass)};
+  };
+  for (const OpRecord& op : ops)
+    if (op.device >= 0 && op.device / 4 == keep && compute(op)) kept[key(op)].push_back(op.duration_us);
+  std::vector<OpRecord> copied, partial;
+  for (OpRecord op : ops) {
+    if (op.device >= 0 && op.device / 4 == drop && compute(op))
+      op.duration_us = kept.at(key(op)).at(next[key(op)]++);
+    copied.push_back(op);
+    if (op.device < 0 || op.device / 4 == keep) partial.push_back(op);
+  }
+  ASSERT_TRUE(RunFolderWriter().AddOps(copied).Write(Dir("run")).ok());
+  auto full = ReplayRunFolder(Dir("run"), {});
+  ASSERT_TRUE(full.ok()) << full.error().message();
+  ASSERT_TRUE(RunFolderWriter().AddOps(partial).Write(Dir("run")).ok());
+  auto filled = ReplayRunFolder(Dir("run"), {});
+  ASSERT_TRUE(filled.ok()) << filled.error().message();
+  EXPECT_GT(filled->iterations[0].filled, 0);
+  EXPECT_NEAR(filled->iterations[0].replayed_us, full->iterations[0].replayed_us,
+              1e-9 * full->iterations[0].replayed_us);
+  ReplayOptions off;
+  off.fill_unrecorded_devices = false;
+  auto modelled = ReplayRunFolder(Dir("run"), off);
+  ASSERT_TRUE(modelled.ok()) << modelled.error().message();
+  EXPECT_EQ(modelled->iterations[0].filled, 0);
+  EXPECT_GT(modelled->iterations[0].replayed_us, full->iterations[0].replayed_us * 1.001);
 }
 
 // Equal micro-batches (fixed-length text) on a partition whose stages differ: the data what-if changes nothing;
