@@ -116,7 +116,6 @@ struct Step {
 struct OpAcc {
   int64_t iteration = 0;
   double first = std::numeric_limits<double>::infinity(), last = -std::numeric_limits<double>::infinity();
-  double busy = 0;
   int64_t activities = 0;
   const Annotation* annotation = nullptr;
 };
@@ -251,7 +250,6 @@ Status ConvertTrace(const json& root, const std::string& name, int device,
     acc.iteration = iteration;
     acc.first = std::min(acc.first, ts);
     acc.last = std::max(acc.last, ts + dur);
-    acc.busy += dur;
     ++acc.activities;
   }
 
@@ -295,7 +293,9 @@ Status ConvertTrace(const json& root, const std::string& name, int device,
   }
   std::vector<const OpAcc*> sorted;
   for (const auto& [a, acc] : ops) sorted.push_back(&acc);
-  std::sort(sorted.begin(), sorted.end(), [](const OpAcc* x, const OpAcc* y) { return x->first < y->first; });
+  std::sort(sorted.begin(), sorted.end(), [](const OpAcc* x, const OpAcc* y) {
+    return x->first < y->first || (x->first == y->first && x->annotation->index < y->annotation->index);
+  });
   for (const OpAcc* acc : sorted) {
     emit(*acc->annotation, acc->iteration, acc->first, acc->last - acc->first);
     summary->attributed_activities += acc->activities;
