@@ -175,6 +175,12 @@ Status ConvertTrace(const json& root, const std::string& name, int device,
     for (auto& [tid, t] : threads) t.Finish();
   std::sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.ts < b.ts; });
   summary->steps = std::max<int64_t>(summary->steps, static_cast<int64_t>(steps.size()));
+  if (!options.step_iterations.empty() && steps.size() > options.step_iterations.size())
+    return Error(
+        name + ": " + std::to_string(steps.size()) + " profiler steps, and the scenario replays " +
+        std::to_string(options.step_iterations.size()) +
+        " iterations: the k-th step is the k-th replayed iteration (set the scenario's iterations to " +
+        std::to_string(steps.size()) + ")");
   auto iteration_of = [&](double t, int64_t* it) {
     if (steps.empty()) {
       *it = options.iteration;

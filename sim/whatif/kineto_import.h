@@ -11,7 +11,8 @@
 //
 // Aggregation, per trace:
 //   - steps: complete events named ProfilerStep#N; the k-th in time order is the epoch iteration
-//     ImportOptions::step_iterations[k] (else iteration + k). Work launched outside every step is dropped and
+//     ImportOptions::step_iterations[k] (else iteration + k; more steps than step_iterations is an error naming
+//     the trace). Work launched outside every step is dropped and
 //     counted ("(outside a profiler step)") when the trace has steps.
 //   - GPU activities: complete events of cat kernel, gpu_memcpy, gpu_memset, each with args.correlation; its
 //     launch is the cuda_runtime / cuda_driver event with the same correlation (its ts on the launching thread).

@@ -174,6 +174,19 @@ TEST_F(KinetoImportTest, KernelsBelongToTheInnermostMappedAnnotationAroundTheirL
   EXPECT_EQ(t->ignored.at("(no launch record)"), 1);
   EXPECT_EQ(t->steps, 1);
 
+  // More profiler steps than replayed iterations: an error that says what to set.
+  std::string two_steps = kOneRank;
+  two_steps.replace(
+      two_steps.find("\"traceEvents\": ["), 16,
+      R"("traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#4", "pid": 1, "tid": 1, "ts": 200, "dur": 10},)");
+  ImportOptions one_iteration;
+  one_iteration.step_iterations = {42};
+  auto more = ImportKineto({{"r0.json", two_steps}}, OneGpu(), one_iteration);
+  ASSERT_FALSE(more.ok());
+  EXPECT_NE(more.error().message().find("r0.json: 2 profiler steps, and the scenario replays 1 iterations"),
+            std::string::npos)
+      << more.error().message();
+
   // Without step_iterations the k-th step is iteration + k.
   o.step_iterations.clear();
   o.iteration = 7;
