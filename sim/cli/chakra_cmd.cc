@@ -14,9 +14,9 @@
 
 #include "cli/cli_format.h"
 #include "cli/commands.h"
+#include "cli/imported_run.h"
 #include "core/eval/analytic.h"
 #include "core/eval/overlap.h"
-#include "core/records/run_folder.h"
 #include "driver/planner.h"
 #include "driver/simulate.h"
 #include "interop/chakra.h"
@@ -31,10 +31,7 @@ int RunExportChakra(const ExportChakraArgs& a, std::ostream& out, std::ostream& 
   if (!ChakraAvailable()) return fail(WriteChakra({}, a.output, a.prefix).error().message());
   auto scenario = LoadScenario(a.scenario);
   if (!scenario) return fail(scenario.error().message());
-  PlanOptions plan_options;
-  plan_options.memory_report = false;
-  plan_options.keep_trace = false;
-  auto run = BuildPlan(*scenario, plan_options);
+  auto run = PlanForReplay(*scenario);
   if (!run) return fail(run.error().message());
   const size_t n = run->plan.iterations.size();
   if (a.iteration < 0 || static_cast<size_t>(a.iteration) >= n)
@@ -98,10 +95,7 @@ int RunImportChakra(const ImportChakraArgs& a, std::ostream& out, std::ostream& 
   if (!trace) return fail(trace.error().message());
   auto scenario = LoadScenario(a.scenario);
   if (!scenario) return fail(scenario.error().message());
-  PlanOptions plan_options;
-  plan_options.memory_report = false;
-  plan_options.keep_trace = false;
-  auto run = BuildPlan(*scenario, plan_options);
+  auto run = PlanForReplay(*scenario);
   if (!run) return fail(run.error().message());
   const int dp_sp = run->plan.parallel.dp * run->plan.parallel.sp;
   const int devices = dp_sp * run->plan.parallel.pp;
@@ -113,15 +107,12 @@ int RunImportChakra(const ImportChakraArgs& a, std::ostream& out, std::ostream& 
       trace->iteration >= 0 ? trace->iteration : run->plan.iterations.front().epoch_index;
   auto ops = ChakraOpRecords(*trace, iteration);
   if (!ops) return fail(ops.error().message());
-  const Status st = RunFolderWriter()
-                        .AddOps(*ops)
-                        .AddScenario(FormatScenario(*scenario))
-                        .AddPlan(run->plan)
-                        .Write(a.output);
+  const Status st =
+      WriteImportedRun(*ops, *scenario, run->plan, a.output,
+                       std::to_string(ops->size()) + " ops of " + std::to_string(trace->ranks.size()) +
+                           " ranks (epoch iteration " + std::to_string(iteration) + ")",
+                       out);
   if (!st.ok()) return fail(st.error().message());
-  out << "imported " << ops->size() << " ops of " << trace->ranks.size() << " ranks (epoch iteration "
-      << iteration << ") into " << a.output
-      << "/{ops.csv, scenario.yaml, plan.json}; replay it with: mmtwin replay " << a.output << "\n";
   return 0;
 }
 

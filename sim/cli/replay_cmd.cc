@@ -13,6 +13,7 @@
 
 #include "cli/cli_format.h"
 #include "cli/commands.h"
+#include "cli/imported_run.h"
 #include "core/records/perfetto.h"
 #include "core/records/records_codec.h"
 #include "core/records/run_folder.h"
@@ -144,10 +145,7 @@ int RunImportTimeline(const ImportTimelineArgs& a, std::ostream& out, std::ostre
       return fail("--map: '" + kv + "': expected NAME=KIND (or NAME=ignore; NAME may end in *)");
     options.mapping[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  PlanOptions plan_options;
-  plan_options.memory_report = false;
-  plan_options.keep_trace = false;
-  auto run = BuildPlan(*scenario, plan_options);
+  auto run = PlanForReplay(*scenario);
   if (!run) return fail(run.error().message());
   options.iteration = a.iteration >= 0 ? a.iteration : run->plan.iterations.front().epoch_index;
   // One plain timeline, or PyTorch profiler traces (one per rank).
@@ -173,12 +171,6 @@ int RunImportTimeline(const ImportTimelineArgs& a, std::ostream& out, std::ostre
                       ? ImportKineto(traces, run->plan.parallel, options)
                       : ImportTimeline(traces.front().text, traces.front().name, run->plan.parallel, options);
   if (!imported) return fail(imported.error().message());
-  const Status st = RunFolderWriter()
-                        .AddOps(imported->ops)
-                        .AddScenario(FormatScenario(*scenario))
-                        .AddPlan(run->plan)
-                        .Write(a.output);
-  if (!st.ok()) return fail(st.error().message());
   int64_t ignored = 0;
   for (const auto& [n, c] : imported->ignored) ignored += c;
   if (kineto) {
@@ -193,9 +185,12 @@ int RunImportTimeline(const ImportTimelineArgs& a, std::ostream& out, std::ostre
     out << "\n";
     for (const auto& [n, c] : imported->ignored) out << "  ignored: " << n << " x" << c << "\n";
   }
-  out << "imported " << imported->ops.size() << " ops of " << imported->events << " events (" << ignored
-      << " ignored by the mapping) into " << a.output << "/{ops.csv, scenario.yaml, plan.json}; "
-      << "replay it with: mmtwin replay " << a.output << "\n";
+  const Status st =
+      WriteImportedRun(imported->ops, *scenario, run->plan, a.output,
+                       std::to_string(imported->ops.size()) + " ops of " + std::to_string(imported->events) +
+                           " events (" + std::to_string(ignored) + " ignored by the mapping)",
+                       out);
+  if (!st.ok()) return fail(st.error().message());
   return 0;
 }
 
