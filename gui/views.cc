@@ -1449,10 +1449,13 @@ Status TuneView::Open(const std::string& db_path) {
             .arg(QString::fromStdString(space_.sweep.name))
             .arg(QString::fromStdString(info.path))
             .arg(enumeration_.combinations)
-            .arg(enumeration_.evaluate.size())
+            .arg(static_cast<int64_t>(enumeration_.evaluate.size()) - result_.missing)
             .arg(result_.ranked.size())
             .arg(result_.pareto.size())
-            .arg(result_.missing ? QString(", %1 not recorded").arg(result_.missing) : QString())
+            .arg(result_.missing ? QString(", %1 not in the database (skipped by the time bound, another "
+                                           "shard's, or not run)")
+                                       .arg(result_.missing)
+                                 : QString())
             .arg(QString::fromStdString(result_.why)));
     return Status();
   }

@@ -3,11 +3,13 @@
 // [--dry-run] [--json]`
 // (sim/tune/tune.h): enumerates the space's candidates (rejected ones counted by reason), rules out the ones
 // whose memory lower bound exceeds the limit, evaluates the rest as one sweep on worker processes into SQLite
-// (resumable: a re-run redoes nothing; shardable like sweeps), ranks them and writes DIR/{ranked.csv, pareto.csv,
-// pareto.svg, README.md} as a unit (core/util/atomic_dir.h). The database defaults to DIR.sqlite beside the folder. --recheck K
+// (resumable: a re-run redoes nothing; shardable like sweeps), in waves that skip what the time lower bound proves
+// cannot beat the runs evaluated (EvaluateTune; --no-prune: neither bound), ranks them and writes
+// DIR/{ranked.csv, pareto.csv, pareto.svg, README.md, skipped.csv} as a unit (core/util/atomic_dir.h). The database defaults to DIR.sqlite beside the folder. --recheck K
 // re-runs the best K with the SimGrid engine (a second sweep NAME-simgrid in the same database) and shows both.
 // Exit codes: 0 ok, 1 no candidate fits (the message names the constraint that ruled them out), 2 bad input,
 // 128+signal interrupted (the runs recorded so far stay).
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -48,7 +50,7 @@ std::string RowsCsv(const TuneSpace& space, const std::vector<TuneRow>& rows) {
   for (const SweepAxis& a : space.sweep.axes) csv += "," + CsvQuote(a.name);
   csv +=
       ",objective,gpu_days,tokens_per_s,iteration_p50_ms,mfu,peak_memory_gib,bubble_ratio,idle_ratio,"
-      "exposed_comm_ratio,recompute_ratio,run_key\n";
+      "exposed_comm_ratio,recompute_ratio,time_bound,run_key\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const TuneRow& r = rows[i];
     const RunSummary& s = r.summary;
@@ -61,7 +63,30 @@ std::string RowsCsv(const TuneSpace& space, const std::vector<TuneRow>& rows) {
                   s.gpu_days, s.tokens_per_s, s.iteration_time_us.p50 / 1e3, s.mfu,
                   static_cast<double>(r.peak_memory_bytes) / (1 << 30), s.bubble_ratio, s.idle_ratio,
                   s.exposed_comm_ratio, s.recompute_ratio);
-    csv += buf + r.candidate->run_key + "\n";
+    csv += buf;
+    if (std::isfinite(r.candidate->time_bound)) {  // blank: not bounded (--no-prune, SP layouts)
+      std::snprintf(buf, sizeof buf, "%.9g", r.candidate->time_bound);
+      csv += buf;
+    }
+    csv += "," + r.candidate->run_key + "\n";
+  }
+  return csv;
+}
+
+// The candidates the time bound skipped, in skip order, with the bound that ruled each out.
+std::string SkippedCsv(const TuneSpace& space, const std::vector<TuneCandidate>& skipped) {
+  const bool derived_mb = space.micro_batches_per_step > 0;
+  std::string csv = derived_mb ? "gpus,dp,micro_batches" : "gpus,dp";
+  for (const SweepAxis& a : space.sweep.axes) csv += "," + CsvQuote(a.name);
+  csv += std::string(",") + TuneObjectiveName(space.objective) + "_bound,memory_bound_gib,run_key\n";
+  for (const TuneCandidate& c : skipped) {
+    csv += std::to_string(c.gpus) + "," + std::to_string(c.dp);
+    if (derived_mb) csv += "," + std::to_string(c.micro_batches);
+    for (const std::string& l : c.labels) csv += "," + CsvQuote(l);
+    char buf[96];
+    std::snprintf(buf, sizeof buf, ",%.9g,%.6g,", c.time_bound,
+                  static_cast<double>(c.memory_bound_bytes) / (1 << 30));
+    csv += buf + c.run_key + "\n";
   }
   return csv;
 }
@@ -136,7 +161,6 @@ int RunTune(const TuneArgs& a, std::ostream& out, std::ostream& err) {
 
   auto db = ResultsDb::Open(db_path);
   if (!db) return Fail(err, db.error().message());
-  const SweepSpec sweep = EvaluationSweep(*space, *e);
   SweepRunOptions ro;
   ro.jobs = jobs;
   ro.shard = shard;
@@ -170,9 +194,29 @@ int RunTune(const TuneArgs& a, std::ostream& out, std::ostream& err) {
     records = std::move(*rows);
     return 0;
   };
-  std::vector<RunRecord> records;
-  if (int rc = run(sweep, records)) return rc;
+  // The evaluation: with pruning, in waves that skip the candidates whose time bound cannot beat the runs
+  // already evaluated (tune.h EvaluateTune); the best max(--top, --recheck) rows and the front stay exact.
+  TuneEvaluateOptions eo;
+  eo.sweep = ro;
+  eo.time_prune = !a.no_prune;
+  eo.keep = std::max({top, recheck, 2});
+  if (eo.time_prune)
+    text << "bounding every candidate's " << TuneObjectiveName(space->objective)
+         << " from its data plan (one preparation per data plan)\n";
+  auto ev = EvaluateTune(*space, *e, **db, eo);
+  if (!ev) return Fail(err, ev.error().message());
+  if (ev->interrupted) {
+    err << "mmtwin tune: interrupted; the runs recorded in " << db_path << " stay, a re-run resumes\n";
+    return 128 + InterruptSignal();
+  }
+  const std::vector<RunRecord> records = std::move(ev->records);
+  outcome = ev->outcome;
   const TuneResult r = RankTune(*space, *e, records);
+  if (eo.time_prune)
+    text << "time bound: " << ev->bounded << " of " << e->evaluate.size() + e->time_pruned.size()
+         << " candidates bounded (" << ev->prepared << " data plans, " << Fixed(ev->bound_seconds, 1)
+         << " s); " << e->time_pruned.size() << " skipped as unable to beat the runs evaluated, in "
+         << ev->waves << " waves\n";
   text << "evaluated " << outcome.executed << " (" << outcome.skipped << " already in " << db_path << ", "
        << outcome.errors << " errors); " << r.ranked.size() << " fit, " << r.infeasible.size()
        << " out of memory or over the headroom"
@@ -196,14 +240,17 @@ int RunTune(const TuneArgs& a, std::ostream& out, std::ostream& err) {
            Fixed(100 * (v / base - 1), 1) + "%)";
   };
 
-  std::string md = "# Tune: " + space->sweep.name + "\n\n" +
-                   (space->sweep.description.empty() ? "" : space->sweep.description + "\n\n") + "Space: `" +
-                   a.space + "`, objective " + TuneObjectiveName(space->objective) + ", memory headroom " +
-                   Fixed(100 * space->memory_headroom, 0) + "%. " + std::to_string(e->combinations) +
-                   " combinations: " + std::to_string(rejected) + " rejected, " +
-                   std::to_string(e->pruned.size()) + " ruled out by the memory lower bound, " +
-                   std::to_string(e->evaluate.size()) + " evaluated, " + std::to_string(r.ranked.size()) +
-                   " fit.\n\n";
+  std::string md =
+      "# Tune: " + space->sweep.name + "\n\n" +
+      (space->sweep.description.empty() ? "" : space->sweep.description + "\n\n") + "Space: `" + a.space +
+      "`, objective " + TuneObjectiveName(space->objective) + ", memory headroom " +
+      Fixed(100 * space->memory_headroom, 0) + "%. " + std::to_string(e->combinations) +
+      " combinations: " + std::to_string(rejected) + " rejected, " + std::to_string(e->pruned.size()) +
+      " ruled out by the memory lower bound, " +
+      (a.no_prune
+           ? std::string()
+           : std::to_string(e->time_pruned.size()) + " skipped by the time lower bound (skipped.csv), ") +
+      std::to_string(e->evaluate.size()) + " evaluated, " + std::to_string(r.ranked.size()) + " fit.\n\n";
   for (const auto& [reason, n] : e->rejected) md += "- rejected " + std::to_string(n) + ": " + reason + "\n";
   md += "\n| rank | configuration | objective | peak memory (GiB) | re-checked |\n|---:|---|---:|---:|---|\n";
   for (size_t i = 0; i < r.ranked.size() && i < static_cast<size_t>(top); ++i)
@@ -258,19 +305,30 @@ int RunTune(const TuneArgs& a, std::ostream& out, std::ostream& err) {
   auto svg = plotter.Chart(chart, 720, 480);
   if (!svg) return Fail(err, svg.error().message());
   md += "\n![" + std::string(TuneObjectiveName(space->objective)) + " against peak memory](pareto.svg)\n";
+  if (!a.no_prune)
+    md +=
+        "\nThe time lower bound (driver/time_bound.h) skipped the configurations that cannot beat the best " +
+        std::to_string(eo.keep) +
+        " evaluated ones nor enter the Pareto front: the best, the runner-up, the first " +
+        std::to_string(eo.keep) +
+        " rows and the front are those of an exhaustive search; ranked.csv holds the evaluated ones. " +
+        std::to_string(ev->bounded) + " of " + std::to_string(e->evaluate.size() + e->time_pruned.size()) +
+        " candidates were bounded.\n";
   const std::string ranked_csv = RowsCsv(*space, r.ranked), pareto_csv = RowsCsv(*space, r.pareto);
-  if (Status st = WriteFolderAtomic(
-          dir,
-          {{"ranked.csv", ranked_csv}, {"pareto.csv", pareto_csv}, {"pareto.svg", *svg}, {"README.md", md}});
-      !st.ok())
-    return Fail(err, st.error().message());
-  text << "wrote " << dir << "/{ranked.csv, pareto.csv, pareto.svg, README.md}; runs in " << db_path << "\n";
+  const std::string skipped_csv = a.no_prune ? "" : SkippedCsv(*space, e->time_pruned);
+  std::vector<std::pair<std::string, std::string_view>> files = {
+      {"ranked.csv", ranked_csv}, {"pareto.csv", pareto_csv}, {"pareto.svg", *svg}, {"README.md", md}};
+  if (!a.no_prune) files.emplace_back("skipped.csv", skipped_csv);
+  if (Status st = WriteFolderAtomic(dir, files); !st.ok()) return Fail(err, st.error().message());
+  text << "wrote " << dir << "/{ranked.csv, pareto.csv, pareto.svg, README.md"
+       << (a.no_prune ? "" : ", skipped.csv") << "}; runs in " << db_path << "\n";
   if (a.json) {
     nlohmann::json j = {{"space", a.space},
                         {"objective", TuneObjectiveName(space->objective)},
                         {"combinations", e->combinations},
                         {"rejected", e->rejected},
                         {"pruned", e->pruned.size()},
+                        {"time_pruned", e->time_pruned.size()},
                         {"evaluated", e->evaluate.size()},
                         {"fit", r.ranked.size()},
                         {"output", dir},

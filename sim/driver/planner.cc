@@ -29,33 +29,6 @@ Status Cancelled(const std::atomic<bool>* cancel) {
   return Status();
 }
 
-// Iteration k of the epoch: data steps k * M .. k * M + M - 1.
-IterationData IterationOf(const DataPlan& data, int dp, int m, int64_t k) {
-  IterationData it;
-  it.epoch_index = k;
-  it.micro_batches.assign(dp, std::vector<std::vector<uint32_t>>(m));
-  it.dispatch.assign(m, {});
-  bool backward = false, overhead = false;
-  for (int j = 0; j < m; ++j) {
-    const DataStep& step = data.steps[static_cast<size_t>(k * m + j)];
-    for (int r = 0; r < dp; ++r) it.micro_batches[r][j] = step.ranks[r].samples;
-    it.dispatch[j] = step.dispatch;
-    backward = backward || !step.dispatch_backward.empty();
-    overhead = overhead || !step.dispatch_overhead.empty();
-  }
-  if (overhead) {
-    it.dispatch_overhead.assign(m, {});
-    for (int j = 0; j < m; ++j)
-      it.dispatch_overhead[j] = data.steps[static_cast<size_t>(k * m + j)].dispatch_overhead;
-  }
-  if (backward) {
-    it.dispatch_backward.assign(m, {});
-    for (int j = 0; j < m; ++j)
-      it.dispatch_backward[j] = data.steps[static_cast<size_t>(k * m + j)].dispatch_backward;
-  }
-  return it;
-}
-
 // A policy's error (unknown parameter, bad value) at the scenario key that chose the policy, keeping its kind; a
 // cancellation (a policy that polls the cancel flag, BMP's candidate timing) stays a cancellation, without a place.
 Status AtPolicyKey(const Scenario& s, const std::string& kind, const Status& st) {
@@ -486,6 +459,49 @@ std::shared_ptr<const std::vector<SampleTokens>> TokensOf(const ModelSpec& model
 
 }  // namespace
 
+IterationData EpochIteration(const DataPlan& data, int dp, int m, int64_t k) {
+  IterationData it;
+  it.epoch_index = k;
+  it.micro_batches.assign(dp, std::vector<std::vector<uint32_t>>(m));
+  it.dispatch.assign(m, {});
+  bool backward = false, overhead = false;
+  for (int j = 0; j < m; ++j) {
+    const DataStep& step = data.steps[static_cast<size_t>(k * m + j)];
+    for (int r = 0; r < dp; ++r) it.micro_batches[r][j] = step.ranks[r].samples;
+    it.dispatch[j] = step.dispatch;
+    backward = backward || !step.dispatch_backward.empty();
+    overhead = overhead || !step.dispatch_overhead.empty();
+  }
+  if (overhead) {
+    it.dispatch_overhead.assign(m, {});
+    for (int j = 0; j < m; ++j)
+      it.dispatch_overhead[j] = data.steps[static_cast<size_t>(k * m + j)].dispatch_overhead;
+  }
+  if (backward) {
+    it.dispatch_backward.assign(m, {});
+    for (int j = 0; j < m; ++j)
+      it.dispatch_backward[j] = data.steps[static_cast<size_t>(k * m + j)].dispatch_backward;
+  }
+  return it;
+}
+
+std::vector<int64_t> ReplayedIterations(const Scenario& s, int64_t iterations_in_epoch) {
+  std::vector<int64_t> replay;
+  if (s.epoch || s.iterations >= iterations_in_epoch) {
+    replay.resize(std::max<int64_t>(0, iterations_in_epoch));
+    std::iota(replay.begin(), replay.end(), 0);
+  } else {
+    // A seeded sample of distinct iterations (partial Fisher-Yates), ascending.
+    std::vector<int64_t> all(iterations_in_epoch);
+    std::iota(all.begin(), all.end(), 0);
+    Rng rng = Rng(s.seed).Fork(101);
+    for (int64_t i = 0; i < s.iterations; ++i) std::swap(all[i], all[i + rng.Below(all.size() - i)]);
+    replay.assign(all.begin(), all.begin() + s.iterations);
+    std::sort(replay.begin(), replay.end());
+  }
+  return replay;
+}
+
 Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
   const std::atomic<bool>* cancel = options.cancel;
   PlannedRun run;
@@ -562,21 +578,9 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
         "the trace yields " + std::to_string(epoch->steps.size()) + " mini-batch steps for dp " +
             std::to_string(par.dp) + ", fewer than the " + std::to_string(par.micro_batches) +
             " micro-batches of one iteration (a larger trace.samples or fewer micro-batches)");
-  std::vector<int64_t> replay;
-  if (s.epoch || s.iterations >= plan.iterations_in_epoch) {
-    replay.resize(plan.iterations_in_epoch);
-    std::iota(replay.begin(), replay.end(), 0);
-  } else {
-    // A seeded sample of distinct iterations (partial Fisher-Yates), ascending.
-    std::vector<int64_t> all(plan.iterations_in_epoch);
-    std::iota(all.begin(), all.end(), 0);
-    Rng rng = Rng(s.seed).Fork(101);
-    for (int64_t i = 0; i < s.iterations; ++i) std::swap(all[i], all[i + rng.Below(all.size() - i)]);
-    replay.assign(all.begin(), all.begin() + s.iterations);
-    std::sort(replay.begin(), replay.end());
-  }
+  const std::vector<int64_t> replay = ReplayedIterations(s, plan.iterations_in_epoch);
   plan.iterations.reserve(replay.size());
-  for (int64_t k : replay) plan.iterations.push_back(IterationOf(*epoch, par.dp, par.micro_batches, k));
+  for (int64_t k : replay) plan.iterations.push_back(EpochIteration(*epoch, par.dp, par.micro_batches, k));
   data = DataPlan();  // the epoch's other steps are not needed any more
   run.trace_samples = static_cast<int64_t>(run.trace->size());
   if (!options.keep_trace) run.trace.reset();

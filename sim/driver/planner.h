@@ -83,6 +83,14 @@ Result<std::shared_ptr<const PreparedData>> PrepareData(const Scenario& s,
                                                         const std::atomic<bool>* cancel = nullptr,
                                                         const PreparedData* reuse = nullptr);
 
+// Iteration k of an epoch plan for dp DP ranks and m micro-batches: data steps k * m .. k * m + m - 1 (with
+// their dispatch transfers). k must be below data.steps.size() / m.
+IterationData EpochIteration(const DataPlan& data, int dp, int m, int64_t k);
+// Which iterations of an epoch of `iterations_in_epoch` a scenario replays (BuildPlan's step 3), ascending:
+// all of them (`epoch`, or `iterations` at least the epoch's), else `iterations` distinct ones drawn with the
+// scenario's seed.
+std::vector<int64_t> ReplayedIterations(const Scenario& s, int64_t iterations_in_epoch);
+
 struct PlanOptions {
   // The per-layer cost model; nullptr = the scenario's `cost:` (the analytic model, or a CoefficientCostModel
   // loaded from its CSV). Shared: the PlannedRun keeps it alive.

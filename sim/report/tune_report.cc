@@ -99,9 +99,13 @@ Status GenerateTune(const ReportOptions& o, const std::string& scenarios, Plotte
     };
     if (o.progress)
       o.progress("tune " + file + " (" + std::to_string(x.e.evaluate.size()) + " candidates to evaluate)");
-    MMTWIN_ASSIGN_OR_RETURN(SweepOutcome outcome, RunSweep(sweep, *db, ro));
-    if (outcome.interrupted) return Error("interrupted");
-    MMTWIN_ASSIGN_OR_RETURN(std::vector<RunRecord> records, db->Runs(sweep.name));
+    // Exhaustive (no time bound): the paper's layout and its rank among every configuration that fits.
+    TuneEvaluateOptions eo;
+    eo.sweep = ro;
+    eo.time_prune = false;
+    MMTWIN_ASSIGN_OR_RETURN(TuneEvaluation ev, EvaluateTune(x.space, x.e, *db, eo));
+    if (ev.interrupted) return Error("interrupted");
+    const std::vector<RunRecord>& records = ev.records;
     x.r = RankTune(x.space, x.e, records);
     if (x.r.missing > 0)
       return Error(file + ": " + std::to_string(x.r.missing) + " candidates have no finished run");

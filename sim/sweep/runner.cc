@@ -163,6 +163,10 @@ class SweepExecution {
   RunRecord RecordOf(const Worker& w, int status) const;
   void KillAll();
   bool StopNow() const { return o_.stop_after > 0 && out_.executed >= o_.stop_after; }
+  // In this shard and accepted by SweepRunOptions::include.
+  bool Included(int64_t i) const {
+    return InShard(static_cast<int>(i), o_.shard, o_.shards) && (!o_.include || o_.include(i));
+  }
   bool Cancelled() const { return o_.cancel && o_.cancel->load(std::memory_order_relaxed); }
   // Distinct runs of the shard: exact once every run was looked at, else the runs minus the duplicates so far.
   SweepOutcome& Finish() {
@@ -213,14 +217,13 @@ Status SweepExecution::Resume() {
   axes_json += "]";
   MMTWIN_RETURN_IF_ERROR(db_.PutSweep({spec_.name, spec_.path, axes_json, static_cast<int>(count_), digest}));
   MMTWIN_ASSIGN_OR_RETURN(done_, db_.OkKeys());
-  for (int64_t i = 0; i < count_; ++i)
-    shard_runs_ += InShard(static_cast<int>(i), o_.shard, o_.shards) ? 1 : 0;
+  for (int64_t i = 0; i < count_; ++i) shard_runs_ += Included(i) ? 1 : 0;
   return Status();
 }
 
 std::optional<SweepRun> SweepExecution::NextRun() {
   for (; cursor_ < count_; ++cursor_) {
-    if (!InShard(static_cast<int>(cursor_), o_.shard, o_.shards)) continue;
+    if (!Included(cursor_)) continue;
     if (done_index_.count(cursor_)) {
       ++out_.skipped;
       ++known_skip_;
@@ -290,6 +293,7 @@ void SweepExecution::KillAll() {
 void SweepExecution::Prepare(const SweepRun& run) {
   const std::string key = PreparedDataKey(run.scenario);
   const std::string trace_key = PreparedTraceKey(run.scenario);
+  if (o_.prepared && o_.prepared->key == key && prepared_ != o_.prepared) prepared_ = o_.prepared;
   const bool same_trace = prepared_ && prepared_->trace_key == trace_key;
   if (!prepared_ || prepared_->key != key) {
     // Only a group of consecutive runs is prepared here: a run that shares its key with no neighbour

@@ -58,6 +58,13 @@ struct SweepRunOptions {
   bool share_prepared = true;
   int shard = 0;
   int shards = 1;
+  // Only the runs whose index it accepts (with the shard's): the others are left out of this invocation as if
+  // they belonged to another shard (not expanded, run, recorded or counted). Empty = every run. `mmtwin tune`
+  // runs one sweep in waves this way, so that the run indices (and resume by index) stay the sweep's.
+  std::function<bool(int64_t index)> include;
+  // A preparation the caller already made (PrepareData): the parent uses it, instead of preparing again, for
+  // the runs whose PreparedDataKey is its key (with share_prepared and the default run function).
+  std::shared_ptr<const PreparedData> prepared;
   RunFunction run;      // empty = RunScenario (tests inject others)
   std::string session;  // stored with each record; empty = host:pid:start time
   // Stop after this many runs finished in this invocation (killing the workers still running), as if the

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -20,6 +22,7 @@
 #include "core/util/text.h"
 #include "core/util/yaml_error.h"
 #include "driver/planner.h"
+#include "driver/time_bound.h"
 
 namespace mmtwin {
 namespace {
@@ -271,7 +274,8 @@ Result<TuneEnumeration> EnumerateTune(const TuneSpace& space, bool prune) {
       if (prune && c.memory_bound_bytes > c.memory_limit_bytes) {
         e.pruned.push_back(std::move(c));
       } else {
-        group_of.push_back(group.try_emplace(data_key, group.size()).first->second);
+        c.data_group = static_cast<int64_t>(group.try_emplace(data_key, group.size()).first->second);
+        group_of.push_back(static_cast<size_t>(c.data_group));
         e.evaluate.push_back(std::move(c));
       }
     }
@@ -373,6 +377,235 @@ std::vector<double> RecheckObjectives(const TuneSpace& space, const SweepSpec& r
   return out;
 }
 
+namespace {
+
+// A candidate's row from its run's summary: objective, worst stage's peak, and whether it fits.
+TuneRow RowOf(const TuneSpace& space, const TuneCandidate& c, const RunSummary& summary) {
+  TuneRow row;
+  row.candidate = &c;
+  row.summary = summary;
+  row.objective = TuneObjectiveOf(space.objective, summary);
+  row.fits = !summary.oom;
+  for (const StageRecord& st : summary.stages) {
+    row.peak_memory_bytes = std::max(row.peak_memory_bytes, st.peak_memory_bytes);
+    if (st.peak_memory_bytes > c.memory_limit_bytes) row.fits = false;
+  }
+  return row;
+}
+
+// A time bound in the objective's unit (TuneCandidate::time_bound); NaN without one.
+double ObjectiveBound(TuneObjective o, const TimeBound& b, int64_t gpus) {
+  if (!b.bounded || !(b.iteration_us > 0)) return std::numeric_limits<double>::quiet_NaN();
+  switch (o) {
+    case TuneObjective::kGpuDays:  // as RunSummary: epoch_time_s * world / 86400
+      return b.iteration_us * 1e-6 * static_cast<double>(b.iterations_in_epoch) * static_cast<double>(gpus) /
+             86400.0;
+    case TuneObjective::kTokensPerS:
+      return b.tokens / (static_cast<double>(b.replayed) * b.iteration_us * 1e-6);
+    case TuneObjective::kIterationTime:
+      return b.iteration_us / 1e3;
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+// The fitting runs evaluated so far, for the skip test: objectives best first, and per prefix the least peak.
+class Incumbents {
+ public:
+  explicit Incumbents(TuneObjective o) : o_(o) {}
+  void Add(double objective, int64_t peak_bytes) {
+    rows_.emplace_back(objective, peak_bytes);
+    dirty_ = true;
+  }
+  // Whether a candidate with this bound and memory bound cannot change the best `keep` rows, the runner-up or
+  // the Pareto front (EvaluateTune).
+  bool Skips(double bound, int64_t memory_bound_bytes, int keep) {
+    if (!std::isfinite(bound)) return false;
+    if (dirty_) Sort();
+    // Rows strictly better than the bound: a prefix of the sorted rows.
+    size_t n = 0, lo = 0, hi = rows_.size();
+    while (lo < hi) {
+      const size_t mid = (lo + hi) / 2;
+      if (TuneBetter(o_, rows_[mid].first, bound))
+        lo = n = mid + 1;
+      else
+        hi = mid;
+    }
+    if (n < static_cast<size_t>(std::max(2, keep))) return false;
+    if (rows_[0].first == rows_[n - 1].first) return false;  // all tied with the best: the runner-up is open
+    return least_peak_[n - 1] < memory_bound_bytes;
+  }
+
+ private:
+  void Sort() {
+    std::stable_sort(rows_.begin(), rows_.end(),
+                     [&](const auto& a, const auto& b) { return TuneBetter(o_, a.first, b.first); });
+    least_peak_.resize(rows_.size());
+    for (size_t i = 0; i < rows_.size(); ++i)
+      least_peak_[i] = i ? std::min(least_peak_[i - 1], rows_[i].second) : rows_[i].second;
+    dirty_ = false;
+  }
+  TuneObjective o_;
+  std::vector<std::pair<double, int64_t>> rows_;
+  std::vector<int64_t> least_peak_;
+  bool dirty_ = false;
+};
+
+void AddOutcome(SweepOutcome& sum, const SweepOutcome& o) {
+  sum.in_shard = o.in_shard;
+  sum.expanded += o.expanded;
+  sum.skipped += o.skipped;
+  sum.executed += o.executed;
+  sum.errors += o.errors;
+  sum.stopped = o.stopped;
+  sum.interrupted = o.interrupted;
+  sum.prepared += o.prepared;
+  sum.prepare_seconds += o.prepare_seconds;
+  sum.shared_runs += o.shared_runs;
+  sum.run_seconds += o.run_seconds;
+}
+
+}  // namespace
+
+Result<TuneEvaluation> EvaluateTune(const TuneSpace& space, TuneEnumeration& e, ResultsDb& db,
+                                    const TuneEvaluateOptions& o) {
+  TuneEvaluation out;
+  const SweepSpec spec = EvaluationSweep(space, e);
+  const SweepRunOptions& so = o.sweep;
+  if (!o.time_prune) {
+    MMTWIN_ASSIGN_OR_RETURN(out.outcome, RunSweep(spec, db, so));
+    out.waves = 1;
+    out.interrupted = out.outcome.interrupted;
+    MMTWIN_ASSIGN_OR_RETURN(out.records, db.Runs(spec.name));
+    return out;
+  }
+  const size_t n = e.evaluate.size();
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  // 1. Bounds: each data group's plan prepared once (on the trace of the one before), every member bounded.
+  std::map<int64_t, std::vector<size_t>> groups;  // data_group -> members, enumeration order
+  for (size_t i = 0; i < n; ++i)
+    if (InShard(static_cast<int>(i), so.shard, so.shards)) groups[e.evaluate[i].data_group].push_back(i);
+  std::shared_ptr<const PreparedData> last;
+  for (auto& [g, members] : groups) {
+    if (so.cancel && so.cancel->load()) {
+      out.interrupted = true;
+      return out;
+    }
+    std::vector<SweepRun> runs;
+    for (size_t i : members) runs.push_back(ExpandRun(spec, static_cast<int64_t>(i)));
+    if (!runs[0].error.empty()) continue;  // the evaluation records the error
+    auto prepared = PrepareData(runs[0].scenario, so.cancel, last.get());
+    if (!prepared) continue;  // likewise: no bound
+    ++out.prepared;
+    last = *prepared;
+    TimeBoundCache cache;
+    for (size_t k = 0; k < members.size(); ++k) {
+      if (!runs[k].error.empty()) continue;
+      auto b = IterationTimeLowerBound(runs[k].scenario, **prepared, &cache);
+      if (!b) continue;
+      TuneCandidate& c = e.evaluate[members[k]];
+      c.time_bound = ObjectiveBound(space.objective, *b, c.gpus);
+      if (std::isfinite(c.time_bound)) ++out.bounded;
+    }
+  }
+  last.reset();
+  out.bound_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  // 2. Order: groups by their best bound, members best bound first (no bound last; ties in enumeration order).
+  auto before = [&](double a, double b) {
+    if (!std::isfinite(b)) return std::isfinite(a);
+    return std::isfinite(a) && TuneBetter(space.objective, a, b);
+  };
+  std::vector<std::vector<size_t>> order;
+  for (auto& [g, members] : groups) {
+    std::stable_sort(members.begin(), members.end(), [&](size_t a, size_t b) {
+      return before(e.evaluate[a].time_bound, e.evaluate[b].time_bound);
+    });
+    order.push_back(members);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+    return before(e.evaluate[a[0]].time_bound, e.evaluate[b[0]].time_bound);
+  });
+  // 3. Waves. The runs already in the database count from the start.
+  std::map<std::string, size_t> by_key;
+  for (size_t i = 0; i < n; ++i) by_key[e.evaluate[i].run_key] = i;
+  Incumbents incumbents(space.objective);
+  std::vector<char> skipped(n, 0);
+  auto take = [&](size_t i, const RunSummary& summary) {
+    const TuneRow row = RowOf(space, e.evaluate[i], summary);
+    if (row.fits) incumbents.Add(row.objective, row.peak_memory_bytes);
+  };
+  {
+    MMTWIN_ASSIGN_OR_RETURN(const std::vector<RunRecord> known, db.Runs(spec.name));
+    for (const RunRecord& r : known)
+      if (auto it = by_key.find(r.run_key); it != by_key.end() && r.status == "ok" && r.summary)
+        take(it->second, *r.summary);
+  }
+  int64_t undecided = 0;
+  for (const auto& members : order) undecided += static_cast<int64_t>(members.size());
+  int done = 0, errors = 0;
+  const auto w0 = Clock::now();
+  for (const std::vector<size_t>& members : order) {
+    std::shared_ptr<const PreparedData> prepared;  // the group's, made at its first wave
+    for (size_t next = 0; next < members.size();) {
+      std::set<int64_t> wave;
+      for (; next < members.size() && wave.size() < static_cast<size_t>(TuneWaveSize(so.jobs)); ++next) {
+        const size_t i = members[next];
+        --undecided;
+        if (incumbents.Skips(e.evaluate[i].time_bound, e.evaluate[i].memory_bound_bytes, o.keep))
+          skipped[i] = 1;
+        else
+          wave.insert(static_cast<int64_t>(i));
+      }
+      if (wave.empty()) continue;
+      if (!prepared) {
+        const SweepRun first = ExpandRun(spec, *wave.begin());
+        if (first.error.empty())
+          if (auto p = PrepareData(first.scenario, so.cancel); p) prepared = *p;
+      }
+      SweepRunOptions wo = so;
+      if (so.stop_after > 0) wo.stop_after = std::max(1, so.stop_after - done);  // counted over the waves
+      wo.include = [&wave](int64_t i) { return wave.count(i) > 0; };
+      wo.prepared = prepared;
+      const int done_before = done;
+      const int64_t left_after = undecided;
+      wo.progress = [&](const SweepProgress& p) {
+        ++done;
+        if (p.record->status != "ok") ++errors;
+        if (auto it = by_key.find(p.run->key);
+            it != by_key.end() && p.record->status == "ok" && p.record->summary)
+          take(it->second, *p.record->summary);
+        if (!so.progress) return;
+        SweepProgress q = p;
+        q.done = done;
+        q.errors = errors;
+        q.total = static_cast<int>(done_before + p.total + left_after);
+        q.elapsed_seconds = std::chrono::duration<double>(Clock::now() - w0).count();
+        q.eta_seconds = q.elapsed_seconds / q.done * (q.total - q.done);
+        so.progress(q);
+      };
+      MMTWIN_ASSIGN_OR_RETURN(const SweepOutcome w, RunSweep(spec, db, wo));
+      AddOutcome(out.outcome, w);
+      ++out.waves;
+      if (w.interrupted || w.stopped) {
+        out.interrupted = w.interrupted;
+        MMTWIN_ASSIGN_OR_RETURN(out.records, db.Runs(spec.name));
+        return out;
+      }
+    }
+  }
+  // The skipped candidates leave e.evaluate (in their skip order: by group, best bound first).
+  for (const auto& members : order)
+    for (size_t i : members)
+      if (skipped[i]) e.time_pruned.push_back(e.evaluate[i]);
+  std::vector<TuneCandidate> kept;
+  kept.reserve(n);
+  for (size_t i = 0; i < n; ++i)
+    if (!skipped[i]) kept.push_back(std::move(e.evaluate[i]));
+  e.evaluate = std::move(kept);
+  MMTWIN_ASSIGN_OR_RETURN(out.records, db.Runs(spec.name));
+  return out;
+}
+
 TuneResult RankTune(const TuneSpace& space, const TuneEnumeration& e, const std::vector<RunRecord>& records) {
   std::map<std::string, const RunRecord*> by_key;
   for (const RunRecord& r : records)
@@ -385,16 +618,7 @@ TuneResult RankTune(const TuneSpace& space, const TuneEnumeration& e, const std:
       ++out.missing;
       continue;
     }
-    TuneRow row;
-    row.candidate = &c;
-    row.summary = *it->second->summary;
-    const RunSummary& s = row.summary;
-    row.objective = TuneObjectiveOf(space.objective, s);
-    row.fits = !s.oom;
-    for (const StageRecord& st : s.stages) {
-      row.peak_memory_bytes = std::max(row.peak_memory_bytes, st.peak_memory_bytes);
-      if (st.peak_memory_bytes > c.memory_limit_bytes) row.fits = false;
-    }
+    TuneRow row = RowOf(space, c, *it->second->summary);
     (row.fits ? fitting : out.infeasible).push_back(std::move(row));
   }
   // Best first; ties by fewer GPUs, then enumeration order (stable).

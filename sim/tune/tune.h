@@ -20,17 +20,20 @@
 // Megatron-LM refuses and no recipe runs, although mmtwin prices it) are rejected with the reason (counted by
 // reason, not errors); a proven memory
 // lower bound (MemoryLowerBoundBytes) rules out the ones that cannot fit before they are planned; the rest are
-// evaluated as one sweep (RunSweep: worker processes, SQLite, resumable, shardable) and ranked. Pure: the same
-// space gives the same candidates, bounds and, through the simulator, the same ranking.
+// evaluated as one sweep (RunSweep: worker processes, SQLite, resumable, shardable), in waves that skip the
+// candidates whose time lower bound (driver/time_bound.h, from each data plan's per-layer costs) cannot beat the
+// runs already evaluated (EvaluateTune), and ranked. Pure: the same space gives the same candidates, bounds and,
+// through the simulator, the same ranking.
 //
 //   MMTWIN_ASSIGN_OR_RETURN(TuneSpace space, LoadTuneSpace("scenarios/tune/default-16gpu.yaml"));
 //   MMTWIN_ASSIGN_OR_RETURN(TuneEnumeration e, EnumerateTune(space, /*prune=*/true));
-//   SweepSpec runs = EvaluationSweep(space, e);            // RunSweep(runs, db, options)
-//   MMTWIN_ASSIGN_OR_RETURN(auto records, db->Runs(runs.name));
-//   TuneResult r = RankTune(space, e, records);            // ranked, Pareto front, best and runner-up
+//   MMTWIN_ASSIGN_OR_RETURN(TuneEvaluation ev, EvaluateTune(space, e, *db, {}));  // e.time_pruned: skipped
+//   TuneResult r = RankTune(space, e, ev.records);          // ranked, Pareto front, best and runner-up
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -38,6 +41,7 @@
 #include "core/records/records.h"
 #include "core/util/status.h"
 #include "sweep/results_db.h"
+#include "sweep/runner.h"
 #include "sweep/sweep.h"
 
 namespace mmtwin {
@@ -71,6 +75,10 @@ struct TuneCandidate {
   std::string run_key;              // its run key in the results database (sweep/sweep.h PortableRunKey)
   int64_t memory_bound_bytes = 0;   // MemoryLowerBoundBytes
   int64_t memory_limit_bytes = 0;   // device memory x (1 - headroom)
+  // EvaluateTune's time bound in the objective's unit (driver/time_bound.h): no better than the candidate's
+  // simulated objective (a lower bound on GPU-days or iteration time, an upper one on tokens/s); NaN = none.
+  double time_bound = std::numeric_limits<double>::quiet_NaN();
+  int64_t data_group = 0;  // candidates with one PreparedDataKey share it (numbered in order of appearance)
 };
 
 struct TuneEnumeration {
@@ -80,6 +88,8 @@ struct TuneEnumeration {
   // plan once; enumeration order within a group and between the groups' first members.
   std::vector<TuneCandidate> evaluate;
   std::vector<TuneCandidate> pruned;        // valid, ruled out by the memory bound
+  // Valid and skipped by EvaluateTune: their time bound cannot beat what was evaluated (below); in skip order.
+  std::vector<TuneCandidate> time_pruned;
   std::map<std::string, int64_t> rejected;  // reason -> candidates (not a whole dp; the scenario checker's
                                             // message with numbers written N)
 };
@@ -97,6 +107,38 @@ Result<TuneEnumeration> EnumerateTune(const TuneSpace& space, bool prune);
 // The sweep that evaluates e.evaluate: the space's base, zip axes (each tuned key, then parallel.dp, cluster.nodes
 // = 0, automatic, and parallel.micro_batches when derived), run i = candidate i. Its name is the space's.
 SweepSpec EvaluationSweep(const TuneSpace& space, const TuneEnumeration& e);
+
+// Evaluates e.evaluate into `db` as the sweep EvaluationSweep(space, e) (run i = candidate i, resumable and
+// shardable like any sweep), and returns the sweep's records. With `time_prune` it first prepares each data plan
+// once and bounds every candidate's objective (IterationTimeLowerBound, driver/time_bound.h), then evaluates the
+// data groups best bound first, each best bound first, in waves of TuneWaveSize runs; before every wave it skips
+// (moves from e.evaluate to e.time_pruned) each candidate that cannot change what RankTune shows, as proven by the
+// runs evaluated so far (this invocation's and the database's):
+//   - `keep` fitting runs beat its bound strictly, not all tied (so the best `keep` rows, the runner-up among
+//     them, are exact), and
+//   - one fitting run beats its bound and peaks below its memory bound (so it is not on the Pareto front, and
+//     nothing it would hide from the front is on it).
+// The best, the Pareto front and the top `keep` rows are then those of an exhaustive evaluation; the other rows
+// of the ranking are the evaluated ones. The order is fixed and a wave holds TuneWaveSize(jobs) runs: up to
+// 16 jobs, the same space and database skip the same candidates whatever --jobs is.
+struct TuneEvaluateOptions {
+  SweepRunOptions sweep;  // jobs, shard, cancel; its progress counts over all waves (done, total left)
+  bool time_prune = true;
+  int keep = 10;  // at least 2
+};
+struct TuneEvaluation {
+  SweepOutcome outcome;  // summed over the waves (in_shard, expanded: the last wave's)
+  std::vector<RunRecord> records;
+  int64_t bounded = 0;  // candidates with a time bound
+  int waves = 0;
+  int prepared = 0;          // data plans prepared for the bounds
+  double bound_seconds = 0;  // wall time of preparing them and bounding
+  bool interrupted = false;
+};
+// Runs per wave: 32, or 2 x jobs with more than 16 jobs (so that the workers stay busy).
+inline int TuneWaveSize(int jobs) { return jobs > 16 ? 2 * jobs : 32; }
+Result<TuneEvaluation> EvaluateTune(const TuneSpace& space, TuneEnumeration& e, ResultsDb& db,
+                                    const TuneEvaluateOptions& options);
 
 struct TuneRow {
   const TuneCandidate* candidate = nullptr;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli/cli_runner.h"
 
@@ -54,9 +55,38 @@ TEST(CliTuneTest, ASmallSpaceRanksResumesAndWritesItsFolder) {
   EXPECT_EQ(j["ranked"][0]["rank"], 1);
   for (size_t i = 1; i < j["ranked"].size(); ++i)
     EXPECT_LE(j["ranked"][i - 1]["objective"].get<double>(), j["ranked"][i]["objective"].get<double>());
-  for (const char* f : {"ranked.csv", "pareto.csv", "pareto.svg", "README.md"})
+  for (const char* f : {"ranked.csv", "pareto.csv", "pareto.svg", "README.md", "skipped.csv"})
     EXPECT_TRUE(fs::is_regular_file(dir / "out" / f)) << f;
   EXPECT_TRUE(fs::is_regular_file(dir / "out.sqlite"));
+  // The time bound: every evaluated candidate has one, at most its objective (ranked.csv's time_bound column);
+  // the 8 candidates here are fewer than the 10 rows kept exact, so none is skipped.
+  EXPECT_EQ(j["time_pruned"], 0);
+  {
+    std::ifstream csv(dir / "out" / "ranked.csv");
+    std::string header, line;
+    std::getline(csv, header);
+    ASSERT_NE(header.find(",objective,"), std::string::npos);
+    ASSERT_NE(header.find(",time_bound,run_key"), std::string::npos) << header;
+    int rows = 0;
+    while (std::getline(csv, line)) {
+      std::vector<std::string> f;
+      std::stringstream ss(line);
+      for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+      ASSERT_GE(f.size(), 3u);
+      const double bound = std::stod(f[f.size() - 2]);
+      size_t obj_col = 0;
+      {
+        std::stringstream hs(header);
+        size_t k = 0;
+        for (std::string x; std::getline(hs, x, ','); ++k)
+          if (x == "objective") obj_col = k;
+      }
+      EXPECT_GT(bound, 0) << line;
+      EXPECT_LE(bound, std::stod(f.at(obj_col))) << line;
+      ++rows;
+    }
+    EXPECT_EQ(rows, fit);
+  }
   // Again: every run is in the database, nothing is simulated, the ranking is the same.
   const auto again = Shell(std::string(MMTWIN_CLI) + " tune " + args + " 2>" + (dir / "err.txt").string());
   ASSERT_EQ(again.code, 0) << again.out;

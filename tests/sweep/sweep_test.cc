@@ -682,6 +682,54 @@ TEST_F(RunnerTest, ShardsTogetherCoverTheSweepOnce) {
   EXPECT_EQ(seen, (std::multiset<int>{0, 1, 2, 3, 4, 5}));
 }
 
+// SweepRunOptions::include runs a sweep in waves (as `mmtwin tune` does): each wave runs only its indices, the
+// records keep the sweep's indices, a wave run again redoes nothing, and the waves together run every run once.
+// A caller's preparation with the runs' data key is used instead of preparing again.
+TEST_F(RunnerTest, WavesRunOnlyTheirIndicesAndACallersPreparationIsUsed) {
+  auto db = ResultsDb::Open(dir_ / "w.sqlite");
+  ASSERT_TRUE(db.ok());
+  SweepRunOptions o;
+  o.run = Fake;
+  o.jobs = 2;
+  std::set<int64_t> wave = {4, 1};
+  o.include = [&](int64_t i) { return wave.count(i) > 0; };
+  int total = -1;
+  o.progress = [&](const SweepProgress& p) { total = p.total; };
+  auto r = RunSweep(spec_, runs_, **db, o);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->executed, 2);
+  EXPECT_EQ(r->in_shard, 2);
+  EXPECT_EQ(total, 2);
+  std::set<int64_t> indices;
+  for (const auto& row : *(*db)->Runs()) indices.insert(row.run_index);
+  EXPECT_EQ(indices, (std::set<int64_t>{1, 4}));
+  r = RunSweep(spec_, runs_, **db, o);  // the same wave again
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->executed, 0);
+  EXPECT_EQ(r->skipped, 2);
+  wave = {0, 1, 2, 3, 4, 5};
+  r = RunSweep(spec_, runs_, **db, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->executed, 4);
+  EXPECT_EQ(r->skipped, 2);
+  for (const auto& row : *(*db)->Runs()) EXPECT_DOUBLE_EQ(row.summary->gpu_days, row.run_index + 1.0);
+
+  // The default run function with a preparation made by the caller: nothing prepared by the runner.
+  auto shared = ResultsDb::Open(dir_ / "p.sqlite");
+  ASSERT_TRUE(shared.ok());
+  auto prepared = PrepareData(runs_[0].scenario);
+  ASSERT_TRUE(prepared.ok()) << prepared.error().message();
+  SweepRunOptions d;
+  d.jobs = 2;
+  d.prepared = *prepared;
+  auto q = RunSweep(spec_, runs_, **shared, d);
+  ASSERT_TRUE(q.ok()) << q.error().message();
+  EXPECT_EQ(q->executed, 6);
+  EXPECT_EQ(q->errors, 0);
+  EXPECT_EQ(q->prepared, 0);
+  EXPECT_EQ(q->shared_runs, 6);
+}
+
 TEST(LazySweep, ExpandRunIsExpandSweepAtThatIndex) {
   auto spec = Parse(
       Sweep("axes:\n  - {key: parallel.micro_batches, values: [1, 3]}\n"

@@ -8,8 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "core/util/csv.h"
@@ -313,6 +315,74 @@ TEST(TuneEnumerationTest, CandidatesSharingADataPlanAreEvaluatedTogether) {
     EXPECT_EQ(run.key, f->evaluate[i].run_key);
     EXPECT_EQ(run.scenario.data.name, f->evaluate[i].values[2]);
   }
+}
+
+// Acceptance 1 of issue 30 with the time bound on: a space of 288 combinations searched by EvaluateTune (waves,
+// skipping what cannot beat the runs evaluated) against every candidate simulated. Every bound is valid (no
+// better than the candidate's simulated objective), some candidates are skipped, and the best, the runner-up,
+// the first `keep` rows and the Pareto front are the exhaustive search's.
+TEST(TuneBoundTest, TheTimeBoundIsValidAndSkippingLosesNothing) {
+  auto space = Space(Dir(),
+                     "gpus: [4, 8]\naxes:\n  - {key: parallel.tp, values: [1, 2, 4]}\n"
+                     "  - {key: parallel.pp, values: [1, 2, 4]}\n"
+                     "  - {key: parallel.micro_batches, values: [2, 4]}\n"
+                     "  - {key: parallel.zero_stage, values: [1, 2]}\n"
+                     "  - {key: policies.schedule, values: [1f1b, gpipe]}\n"
+                     "  - {key: policies.data, values: [random, isf]}\n");
+  ASSERT_TRUE(space.ok()) << space.error().message();
+  auto e = EnumerateTune(*space, true);
+  ASSERT_TRUE(e.ok()) << e.error().message();
+  EXPECT_EQ(e->combinations, 288);
+  const TuneEnumeration all = *e;
+  // Exhaustive: every candidate simulated in this process.
+  const SweepSpec sweep = EvaluationSweep(*space, all);
+  std::vector<RunRecord> exhaustive;
+  std::map<std::string, double> objective;
+  for (size_t i = 0; i < all.evaluate.size(); ++i) {
+    const SweepRun run = ExpandRun(sweep, static_cast<int64_t>(i));
+    ASSERT_TRUE(run.error.empty()) << run.error;
+    auto summary = RunScenario(run.scenario);
+    ASSERT_TRUE(summary.ok()) << summary.error().message();
+    objective[run.key] = TuneObjectiveOf(space->objective, *summary);
+    RunRecord r;
+    r.run_key = run.key;
+    r.summary = *summary;
+    exhaustive.push_back(std::move(r));
+  }
+  const TuneResult a = RankTune(*space, all, exhaustive);
+  // The search, in a fresh database of its own.
+  for (const char* f : {"t.sqlite", "t.sqlite-wal", "t.sqlite-shm"}) fs::remove(Dir() / f);
+  auto db = ResultsDb::Open((Dir() / "t.sqlite").string());
+  ASSERT_TRUE(db.ok()) << db.error().message();
+  TuneEvaluateOptions o;
+  o.sweep.jobs = 2;
+  o.keep = 3;
+  auto ev = EvaluateTune(*space, *e, **db, o);
+  ASSERT_TRUE(ev.ok()) << ev.error().message();
+  EXPECT_FALSE(ev->interrupted);
+  EXPECT_EQ(ev->bounded, static_cast<int64_t>(all.evaluate.size()));
+  EXPECT_EQ(e->evaluate.size() + e->time_pruned.size(), all.evaluate.size());
+  EXPECT_FALSE(e->time_pruned.empty());
+  EXPECT_EQ(ev->outcome.executed, static_cast<int>(e->evaluate.size()));
+  for (const TuneCandidate& c : e->evaluate) {
+    ASSERT_TRUE(std::isfinite(c.time_bound)) << c.run_key;
+    EXPECT_LE(c.time_bound, objective.at(c.run_key)) << c.run_key;
+  }
+  for (const TuneCandidate& c : e->time_pruned) EXPECT_LE(c.time_bound, objective.at(c.run_key)) << c.run_key;
+  const TuneResult b = RankTune(*space, *e, ev->records);
+  EXPECT_EQ(b.missing, 0);
+  ASSERT_GE(a.ranked.size(), 3u);
+  ASSERT_GE(b.ranked.size(), 3u);
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_EQ(a.ranked[i].candidate->run_key, b.ranked[i].candidate->run_key) << i;
+  ASSERT_GE(a.runner_up, 0);
+  ASSERT_EQ(a.runner_up, b.runner_up);
+  EXPECT_EQ(a.why, b.why);
+  ASSERT_EQ(a.pareto.size(), b.pareto.size());
+  for (size_t i = 0; i < a.pareto.size(); ++i)
+    EXPECT_EQ(a.pareto[i].candidate->run_key, b.pareto[i].candidate->run_key) << i;
+  std::printf("%zu candidates: %zu evaluated, %zu skipped by the time bound, %d waves\n", all.evaluate.size(),
+              e->evaluate.size(), e->time_pruned.size(), ev->waves);
 }
 
 }  // namespace
