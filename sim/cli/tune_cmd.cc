@@ -220,7 +220,11 @@ int RunTune(const TuneArgs& a, std::ostream& out, std::ostream& err) {
   text << "evaluated " << outcome.executed << " (" << outcome.skipped << " already in " << db_path << ", "
        << outcome.errors << " errors); " << r.ranked.size() << " fit, " << r.infeasible.size()
        << " out of memory or over the headroom"
-       << (r.missing ? ", " + std::to_string(r.missing) + " not recorded" : "") << "\n";
+       << (r.missing ? ", " + std::to_string(r.missing) +
+                           " not in the database (another shard's: not run yet, or skipped by that shard's "
+                           "time bound)"
+                     : "")
+       << "\n";
 
   // The re-check: the best K again with SimGrid, as a second sweep in the same database (resumable too).
   std::vector<double> rechecked;
