@@ -701,7 +701,9 @@ TEST_F(RunnerTest, WavesRunOnlyTheirIndicesAndACallersPreparationIsUsed) {
   EXPECT_EQ(r->in_shard, 2);
   EXPECT_EQ(total, 2);
   std::set<int64_t> indices;
-  for (const auto& row : *(*db)->Runs()) indices.insert(row.run_index);
+  auto first = (*db)->Runs();
+  ASSERT_TRUE(first.ok());
+  for (const auto& row : *first) indices.insert(row.run_index);
   EXPECT_EQ(indices, (std::set<int64_t>{1, 4}));
   r = RunSweep(spec_, runs_, **db, o);  // the same wave again
   ASSERT_TRUE(r.ok());
@@ -712,7 +714,9 @@ TEST_F(RunnerTest, WavesRunOnlyTheirIndicesAndACallersPreparationIsUsed) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->executed, 4);
   EXPECT_EQ(r->skipped, 2);
-  for (const auto& row : *(*db)->Runs()) EXPECT_DOUBLE_EQ(row.summary->gpu_days, row.run_index + 1.0);
+  auto all = (*db)->Runs();
+  ASSERT_TRUE(all.ok());
+  for (const auto& row : *all) EXPECT_DOUBLE_EQ(row.summary->gpu_days, row.run_index + 1.0);
 
   // The default run function with a preparation made by the caller: nothing prepared by the runner.
   auto shared = ResultsDb::Open(dir_ / "p.sqlite");
