@@ -98,6 +98,31 @@ TEST(WorkloadTest, LlmVarlenAndPadded) {
   EXPECT_EQ(all[2].tokens, v.tokens);
 }
 
+// Bidirectional vision spans (ModelSpec::bidirectional_vision): each sample's v vision tokens at its start
+// attend to each other, adding v (v - 1) square pairs to the LLM's n^2 (varlen and padded alike); the encoders,
+// the tokens and a text-only sample are unchanged; a sample cut at max_context keeps only the span's part inside
+// it; and the analytic cost of an LLM block grows with the pairs.
+TEST(WorkloadTest, BidirectionalVisionSpansAddTheirUpperTriangle) {
+  ModelSpec m = Load("internvl-1.5-6b-20b");
+  ModelSpec bi = m;
+  bi.bidirectional_vision = true;
+  const std::vector<Sample> samples = {S(7, 100), S(1, 50), S(0, 30)};
+  const double a = 100 + 7 * 256, b = 50 + 256, c = 30, va = 7 * 256, vb = 256;
+  const LayerWorkload causal = ComponentWorkload(m, 2, samples), bidir = ComponentWorkload(bi, 2, samples);
+  EXPECT_EQ(bidir.tokens, causal.tokens);
+  EXPECT_DOUBLE_EQ(bidir.attn_pairs, a * a + b * b + c * c + va * (va - 1) + vb * (vb - 1));
+  const LayerWorkload padded = ComponentWorkload(bi, 2, samples, Packing::kPadded);
+  EXPECT_DOUBLE_EQ(padded.attn_pairs, 3.0 * a * a + va * (va - 1) + vb * (vb - 1));
+  EXPECT_DOUBLE_EQ(ComponentWorkload(bi, 0, samples).attn_pairs, ComponentWorkload(m, 0, samples).attn_pairs);
+  // Truncation: max_context 1,000 keeps 1,000 of the 7-tile sample's 1,892 tokens, all of them vision.
+  ModelSpec cut = bi;
+  cut.max_context = 1000;
+  EXPECT_DOUBLE_EQ(ComponentWorkload(cut, 2, {S(7, 100)}).attn_pairs, 1000.0 * 1000 + 1000.0 * 999);
+  const Layer& block = FirstOf(Layers(m), 2, LayerKind::kTransformer);
+  const AnalyticCostModel cost(A100(), {});
+  EXPECT_GT(cost.Cost(bi, block, bidir).fwd_time_us, cost.Cost(m, block, causal).fwd_time_us);
+}
+
 TEST(WorkloadTest, AudioWindowsAndProjectors) {
   ModelSpec m = Load("orchmllm-10b");  // vision, vision_projector, audio, audio_projector, llm
   ASSERT_EQ(m.components.size(), 5u);

@@ -33,7 +33,8 @@ double MeanUs(const Scenario& s, const std::string& engine, bool contention = fa
 }
 
 TEST(SeqParEngineTest, EnginesAgreeWithoutContentionOnEverySpMethod) {
-  for (const char* policy : {"ring", "zigzag-ring", "ulysses", "2d", "megatron-cp", "megatron-cp+tp"})
+  for (const char* policy : {"ring", "zigzag-ring", "ulysses", "2d", "megatron-cp", "megatron-cp+tp",
+                             "megatron-cp-ag", "cornstarch-cp"})
     for (int nodes : {1, 2}) {
       Scenario s;
       s.name = std::string(policy) + "-" + std::to_string(nodes);

@@ -30,7 +30,7 @@ ParallelConfig Sp(int sp, int tp = 1) {
   return p;
 }
 
-TEST(SeqParTest, RegistryListsTheEightPoliciesInOrderWithDescriptions) {
+TEST(SeqParTest, RegistryListsTheNinePoliciesInOrderWithDescriptions) {
   std::vector<std::string> names;
   for (const SpPolicyInfo& e : SpPolicyRegistry().entries()) {
     names.push_back(e.name);
@@ -38,12 +38,13 @@ TEST(SeqParTest, RegistryListsTheEightPoliciesInOrderWithDescriptions) {
     EXPECT_EQ(SpMethodName(e.run), e.name);
   }
   EXPECT_EQ(names, (std::vector<std::string>{"none", "ring", "zigzag-ring", "ulysses", "2d", "megatron-cp",
-                                             "megatron-cp+tp", "megatron-cp-ag"}));
+                                             "megatron-cp+tp", "megatron-cp-ag", "cornstarch-cp"}));
   // The ring implementations: ring-flash-attention, TransformerEngine P2P, TransformerEngine all-gather.
   EXPECT_EQ(SpRingImplOf(SpMethod::k2d), SpRingImpl::kRingFlashAttn);
   EXPECT_EQ(SpRingImplOf(SpMethod::kZigzagRing), SpRingImpl::kRingFlashAttn);
   EXPECT_EQ(SpRingImplOf(SpMethod::kMegatronCpTp), SpRingImpl::kTeP2p);
   EXPECT_EQ(SpRingImplOf(SpMethod::kMegatronCpAg), SpRingImpl::kTeAllGather);
+  EXPECT_EQ(SpRingImplOf(SpMethod::kCornstarchCp), SpRingImpl::kCornstarchAllGather);
   auto bad = SpPolicyRegistry().Find("ringg");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("valid values are: none, ring, zigzag-ring"), std::string::npos);
@@ -53,18 +54,23 @@ TEST(SeqParTest, RegistryListsTheEightPoliciesInOrderWithDescriptions) {
 }
 
 // Brute force in the cost model's units: a query token i and a key token j of the same sample count 2 when
-// j < i, 1 when j == i (so that a sample sums to n^2, as the unsharded LayerWorkload does).
-std::vector<double> BruteForcePairs(SpSplit split, int R, const std::vector<int64_t>& lens) {
+// j < i, 1 when j == i (so that a sample sums to n^2, as the unsharded LayerWorkload does); with a
+// bidirectional vision span of v tokens at the sample's start, also 2 when i < j < v.
+std::vector<double> BruteForcePairs(SpSplit split, int R, const std::vector<int64_t>& lens,
+                                    const std::vector<int64_t>& spans = {}) {
   std::vector<double> out(R, 0.0);
-  for (int64_t n : lens) {
+  for (size_t x = 0; x < lens.size(); ++x) {
+    const int64_t n = lens[x], v = x < spans.size() ? spans[x] : 0;
     const int parts = split == SpSplit::kZigzag ? 2 * R : R;
     const int64_t k = n / parts;
     auto owner = [&](int64_t pos) {
       const int chunk = static_cast<int>(pos / k);
       return split == SpSplit::kZigzag && chunk >= R ? 2 * R - 1 - chunk : chunk;
     };
-    for (int64_t i = 0; i < n; ++i)
+    for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = 0; j <= i; ++j) out[owner(i)] += j < i ? 2 : 1;
+      for (int64_t j = i + 1; j < v; ++j) out[owner(i)] += 2;
+    }
   }
   return out;
 }
@@ -84,6 +90,122 @@ TEST(SeqParTest, RankPairsEqualBruteForceOnPackedVariableLengthSamples) {
       for (int64_t n : lens) square += static_cast<double>(n) * n;
       EXPECT_DOUBLE_EQ(total, square);  // the same attention work as without SP
     }
+}
+
+// Bidirectional vision spans (ModelSpec::bidirectional_vision): every rank's pairs equal the brute force over
+// the mask, and a sample sums to n^2 + v (v - 1), the unsharded workload's (core/cost ComponentWorkload).
+TEST(SeqParTest, RankPairsWithVisionSpansEqualBruteForce) {
+  for (SpSplit split : {SpSplit::kContiguous, SpSplit::kZigzag})
+    for (int R : {1, 2, 3, 4}) {
+      const int64_t units = split == SpSplit::kZigzag ? 2 * R : R;
+      const std::vector<int64_t> lens = {SpPaddedTokens(13, units), SpPaddedTokens(40, units),
+                                         SpPaddedTokens(7, units), SpPaddedTokens(30, units)};
+      const std::vector<int64_t> spans = {5, 33, 0, 30};  // inside, across chunks, none, the whole sample
+      const std::vector<double> got = RankAttentionPairs(split, R, lens, spans);
+      const std::vector<double> want = BruteForcePairs(split, R, lens, spans);
+      for (int r = 0; r < R; ++r) EXPECT_DOUBLE_EQ(got[r], want[r]) << "R " << R << " rank " << r;
+      double total = 0, expected = 0;
+      for (double v : got) total += v;
+      for (size_t x = 0; x < lens.size(); ++x)
+        expected += static_cast<double>(lens[x]) * lens[x] + static_cast<double>(spans[x]) * (spans[x] - 1);
+      EXPECT_DOUBLE_EQ(total, expected);
+    }
+}
+
+// SpanExtraCells against counting, on every range pair of a 12-token sample and every span.
+TEST(SeqParTest, SpanExtraCellsIsTheCount) {
+  const int64_t n = 12;
+  for (int64_t v = 0; v <= n; ++v)
+    for (int64_t a = 0; a <= n; ++a)
+      for (int64_t b = a; b <= n; ++b)
+        for (int64_t c = 0; c <= n; ++c)
+          for (int64_t d = c; d <= n; d += 3) {
+            int64_t count = 0;
+            for (int64_t q = a; q < b; ++q)
+              for (int64_t k = c; k < d; ++k) count += q < k && k < v;
+            ASSERT_EQ(SpanExtraCells(a, b, c, d, v), count)
+                << a << " " << b << " " << c << " " << d << " " << v;
+          }
+}
+
+// Cornstarch's makespan split: blocks weighted by their masked pairs, LPT to the least loaded rank. The ranks'
+// pairs sum to the samples' n^2 + v (v - 1); each rank's pairs and tokens are those of the blocks LPT gives it,
+// recomputed here from a per-token brute force; and no rank is above (4/3 - 1/(3R)) of the optimum's bound
+// max(total / R, largest block) (Graham's LPT bound).
+TEST(SeqParTest, MakespanSplitIsLptOverMaskedBlocks) {
+  const std::vector<int64_t> lens = {300, 70, 513, 64, 1000};
+  const std::vector<int64_t> spans = {256, 0, 500, 64, 0};
+  for (int R : {1, 2, 3, 4, 8})
+    for (int64_t B : {1, 16, 128}) {
+      const SpMakespan m = MakespanSplit(R, B, lens, spans);
+      // Per-token pairs over the packed sequence, then blocks, then LPT by hand.
+      std::vector<double> token_pairs;
+      for (size_t x = 0; x < lens.size(); ++x)
+        for (int64_t p = 0; p < lens[x]; ++p)
+          token_pairs.push_back(p < spans[x] ? 2.0 * spans[x] - 1 : 2.0 * p + 1);
+      const int64_t total_tokens = static_cast<int64_t>(token_pairs.size());
+      const int64_t blocks = (total_tokens + B - 1) / B;
+      std::vector<double> work(blocks, 0.0);
+      std::vector<int64_t> size(blocks, 0);
+      for (int64_t t = 0; t < total_tokens; ++t) {
+        work[t / B] += token_pairs[t];
+        ++size[t / B];
+      }
+      std::vector<int64_t> order(blocks);
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return work[x] > work[y]; });
+      std::vector<double> load(R, 0.0);
+      std::vector<int64_t> tokens(R, 0);
+      for (int64_t blk : order) {
+        int best = 0;
+        for (int r = 1; r < R; ++r)
+          if (load[r] < load[best]) best = r;
+        load[best] += work[blk];
+        tokens[best] += size[blk];
+      }
+      ASSERT_EQ(m.pairs.size(), static_cast<size_t>(R));
+      for (int r = 0; r < R; ++r) {
+        EXPECT_DOUBLE_EQ(m.pairs[r], load[r]) << "R " << R << " B " << B << " rank " << r;
+        EXPECT_EQ(m.tokens[r], tokens[r]) << "R " << R << " B " << B << " rank " << r;
+      }
+      double sum = 0, expected = 0;
+      for (double v : m.pairs) sum += v;
+      for (size_t x = 0; x < lens.size(); ++x)
+        expected += static_cast<double>(lens[x]) * lens[x] + static_cast<double>(spans[x]) * (spans[x] - 1);
+      EXPECT_DOUBLE_EQ(sum, expected);
+      const double bound = std::max(expected / R, *std::max_element(work.begin(), work.end()));
+      EXPECT_LE(*std::max_element(m.pairs.begin(), m.pairs.end()),
+                (4.0 / 3 - 1.0 / (3 * R)) * bound * (1 + 1e-12));
+    }
+}
+
+// Where the zigzag split loses its balance and the makespan split keeps it: one 8,192-token sample whose first
+// 4,096 tokens are a bidirectional image span, over 8 ranks. Zigzag's rank 0 holds the span's first chunk, whose
+// queries attend to the whole span: well above the mean. The makespan split (128-token blocks) is within 1% of
+// the mean.
+TEST(SeqParTest, BidirectionalSpansUnbalanceZigzagButNotTheMakespanSplit) {
+  const int R = 8;
+  const std::vector<int64_t> lens = {8192}, spans = {4096};
+  const std::vector<double> zz = RankAttentionPairs(SpSplit::kZigzag, R, lens, spans);
+  const SpMakespan ms = MakespanSplit(R, 128, lens, spans);
+  const double mean = (8192.0 * 8192 + 4096.0 * 4095) / R;
+  const double zz_max = *std::max_element(zz.begin(), zz.end());
+  const double ms_max = *std::max_element(ms.pairs.begin(), ms.pairs.end());
+  EXPECT_NEAR(zz_max / mean, 1.175, 1e-3);  // rank 0: chunks 0 and 15, 1.175 by brute force over the tokens
+  EXPECT_LT(ms_max / mean, 1.01);
+  // Without the span, zigzag is exact and the makespan split within 1% too.
+  const std::vector<double> causal = RankAttentionPairs(SpSplit::kZigzag, R, lens);
+  for (double v : causal) EXPECT_DOUBLE_EQ(v, 8192.0 * 8192 / R);
+  const SpMakespan ms_causal = MakespanSplit(R, 128, lens);
+  EXPECT_LT(*std::max_element(ms_causal.pairs.begin(), ms_causal.pairs.end()) / (8192.0 * 8192 / R), 1.01);
+}
+
+// Cornstarch's pipelined gather: the closed form, and its limits (one group: gather then compute; gathers
+// much faster than compute: only the first gather exposed).
+TEST(SeqParTest, PipelinedGatherIsItsClosedForm) {
+  EXPECT_DOUBLE_EQ(PipelinedGatherUs(1, 3, 5, 0), 8);
+  EXPECT_DOUBLE_EQ(PipelinedGatherUs(4, 1, 5, 0), 1 + 3 * 5 + 5);
+  EXPECT_DOUBLE_EQ(PipelinedGatherUs(4, 7, 5, 1), 7 + 3 * 7 + 6);
 }
 
 TEST(SeqParTest, ZigzagGivesEveryRankTheSameAttentionWorkOnAUniformSequence) {

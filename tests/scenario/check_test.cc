@@ -192,7 +192,7 @@ const std::vector<CodeCase>& CodeCases() {
          s.parallel.tp = 1;
        },
        "small: parallel.sp: 2 needs a sequence-parallel policy (policies.sp: one of ring, zigzag-ring, "
-       "ulysses, 2d, megatron-cp, megatron-cp+tp, megatron-cp-ag)"},
+       "ulysses, 2d, megatron-cp, megatron-cp+tp, megatron-cp-ag, cornstarch-cp)"},
       {"ulysses x ring",
        [](Scenario& s) {
          s.parallel.sp = 4;

@@ -613,6 +613,28 @@ TEST(ScenarioTest, ModelAttentionKernelAndSelectiveRecompute) {
             std::string::npos);
 }
 
+// model.image_attention: bidirectional reaches the model (ModelSpec::bidirectional_vision), survives
+// FormatScenario, and a bad value names file:line: field.
+TEST(ScenarioTest, ImageAttentionReachesTheModel) {
+  const std::string head = "trace: {preset: internvl-1.2m, samples: 1000}\n";
+  auto s = Parse(head + "model: {name: internvl-1.5-6b-20b, image_attention: bidirectional}\n");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->image_attention, "bidirectional");
+  auto again = Parse(FormatScenario(*s));
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(again->image_attention, "bidirectional");
+  auto model = LoadScenarioModel(*s);
+  ASSERT_TRUE(model.ok());
+  EXPECT_TRUE(model->bidirectional_vision);
+  auto plain = Parse(head + "model: internvl-1.5-6b-20b\n");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(LoadScenarioModel(*plain)->bidirectional_vision);
+  EXPECT_EQ(FormatScenario(*plain).find("image_attention"), std::string::npos);
+  EXPECT_NE(ErrorOf(head + "model: {name: internvl-1.5-6b-20b, image_attention: full}\n")
+                .find("s.yaml:2: model.image_attention: 'full': expected causal or bidirectional"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace mmtwin
 

@@ -819,7 +819,7 @@ TEST(ShippedSweeps, ParseAndExpandWithoutInvalidRuns) {
     }
     EXPECT_EQ(keys.size(), runs->size()) << e.path() << ": two runs resolve to the same scenario";
   }
-  EXPECT_EQ(files, 23);  // every file in scenarios/sweeps
+  EXPECT_EQ(files, 24);  // every file in scenarios/sweeps
 }
 
 // omnibal-main (mmtwin-report's Table 2 runs) is the four OmniBal scenario files as one sweep: each run equals its

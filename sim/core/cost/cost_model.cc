@@ -74,6 +74,7 @@ LayerWorkload ComponentWorkload(const ModelSpec& m, int component, const std::ve
   }
   const int64_t window = c.kind == ComponentKind::kAudio ? PositionsPerUnit(c) : 0;
   int64_t longest = 0, count = 0;
+  double bidirectional = 0;  // the vision spans' extra pairs (ModelSpec::bidirectional_vision)
   for (const SampleTokens& t : tokens) {
     const int64_t n = SampleTokensFor(m, component, t);
     if (n == 0) continue;
@@ -82,12 +83,17 @@ LayerWorkload ComponentWorkload(const ModelSpec& m, int component, const std::ve
     w.tokens += n;
     w.sequences += WindowCount(n, window);
     w.attn_pairs += WindowPairs(n, window);
+    if (c.kind == ComponentKind::kLlm && m.bidirectional_vision) {
+      const double v = static_cast<double>(VisionSpanTokens(t));
+      bidirectional += v * (v - 1);
+    }
   }
   if (packing == Packing::kPadded && count > 0) {
     w.tokens = count * longest;
     w.sequences = count * WindowCount(longest, window);
     w.attn_pairs = static_cast<double>(count) * WindowPairs(longest, window);
   }
+  w.attn_pairs += bidirectional;
   return w;
 }
 

@@ -105,6 +105,13 @@ struct ModelSpec {
   // still see every image and frame. TokensFor applies it; the run summary counts the samples cut. Set on an llm
   // spec, it carries into a composite that uses it, unless the composite sets its own; an encoder spec has none.
   int64_t max_context = 0;
+  // How the LLM attends within a sample's vision tokens (a scenario's `model: {image_attention: ...}`):
+  // false = causal like the text (LLaVA, InternVL, Qwen2-VL); true = every vision token of a sample attends to
+  // all of the sample's vision tokens, which sit at its start (one bidirectional span, v = vision_llm_tokens
+  // capped at llm_tokens), the text after them causal (Gemma 3, PaliGemma's prefix; Cornstarch's multimodal
+  // masks). The LLM's attention then covers n^2 + v (v - 1) square pairs per sample instead of n^2
+  // (ComponentWorkload, core/cost/cost_model.h), and sequence parallelism splits that work (core/plan/seqpar.h).
+  bool bidirectional_vision = false;
 
   const Component* Find(ComponentKind k) const;
   const Component& llm() const;  // the LLM component (a valid spec has exactly one)
@@ -183,6 +190,11 @@ struct SampleTokens {
   bool truncated = false;         // llm_tokens was cut to the model's max_context
 };
 SampleTokens TokensFor(const ModelSpec& m, const Sample& s);
+// The LLM tokens of a sample's bidirectional vision span (ModelSpec::bidirectional_vision): its vision tokens,
+// at most its LLM tokens (a truncated sample keeps the span's start).
+inline int64_t VisionSpanTokens(const SampleTokens& t) {
+  return t.vision_llm_tokens < t.llm_tokens ? t.vision_llm_tokens : t.llm_tokens;
+}
 
 // One image under an if_larger encoder (ImageResize::kIfLarger): positions n^2 + cls_tokens and LLM tokens
 // ceil(n / token_merge)^2 with n = min(ceil(side_px / patch_px), floor(image_px / patch_px)); side_px 0 (not

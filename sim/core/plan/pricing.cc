@@ -386,6 +386,8 @@ struct SpShards {
   int64_t llm_tokens = 0;         // the micro-batch's (all ranks)
   double unit_share = 0;          // the busiest rank's share of the vision units: ceil(units / S) / units
   std::vector<int64_t> lens;      // the LLM samples' tokens, padded to the layout's units
+  std::vector<int64_t> spans;     // per sample of `lens`, its bidirectional vision span (empty: causal)
+  SpMakespan makespan;            // cornstarch-cp: the blocks' split (SpSplit::kMakespan)
   int64_t padded = 0;             // their sum
   int64_t rank_tokens = 0;        // LLM tokens on the busiest rank
   double f = 1;                   // one-stage sharding: the busiest rank's LLM tokens over the mean
@@ -412,9 +414,15 @@ SpShards ShardForSp(const ModelSpec& model, const SpLayout& sp, int llm_componen
     if (mb[j].llm_tokens > 0) {
       sample_len[j] = SpPaddedTokens(mb[j].llm_tokens, pad_units);
       out.lens.push_back(sample_len[j]);
+      if (model.bidirectional_vision) out.spans.push_back(VisionSpanTokens(mb[j]));
       out.padded += sample_len[j];
     }
   out.rank_tokens = out.padded / S;
+  if (sp.split == SpSplit::kMakespan) {  // the busiest rank by tokens (its linear work and activations)
+    out.makespan = MakespanSplit(sp.ring, sp.block_tokens, out.lens, out.spans);
+    out.rank_tokens = *std::max_element(out.makespan.tokens.begin(), out.makespan.tokens.end());
+    return out;  // two-stage only (ResolveSpLayout)
+  }
   // One-stage sharding (SpLayout::one_stage): the sequence is cut where the frames are. Frames are dealt
   // round-robin over the S ranks (global frame g on rank g mod S), sample j's text (and its padding to the
   // layout's units) goes to rank j mod S; the busiest rank's LLM tokens n_max against the mean n = padded / S
@@ -498,8 +506,21 @@ SpAttention SpAttentionOf(const ModelSpec& model, const CostModel& cost, const C
   const int U = sp.ulysses, R = sp.ring;
   const TransformerConfig& tf = model.components[block.component].tf;
   SpAttention a;
-  auto steps = RankStepPairs(sp.split, R, sh.lens);
-  SpStepRows rows = RankStepRows(sp.split, R, sh.lens);
+  const bool makespan = sp.split == SpSplit::kMakespan;
+  std::vector<std::vector<double>> steps;
+  SpStepRows rows;
+  if (makespan) {  // no ring steps: a rank's blocks against the gathered KV, in column 0
+    steps.assign(R, std::vector<double>(R, 0.0));
+    rows.q = rows.kv = steps;
+    for (int r = 0; r < R; ++r) {
+      steps[r][0] = sh.makespan.pairs[r];
+      rows.q[r][0] = static_cast<double>(sh.makespan.tokens[r]);
+      rows.kv[r][0] = static_cast<double>(sh.padded);
+    }
+  } else {
+    steps = RankStepPairs(sp.split, R, sh.lens, sh.spans);
+    rows = RankStepRows(sp.split, R, sh.lens);
+  }
   for (auto* m : {&steps, &rows.q, &rows.kv})
     for (auto& row : *m)
       for (double& v : row) v *= sh.f;
@@ -556,7 +577,36 @@ SpAttention SpAttentionOf(const ModelSpec& model, const CostModel& cost, const C
       return (steps[r][s] * per_pair_bwd + rows.q[r][s] * per_row_bwd) / U;
     };
     const double T = rows.q[0][0];  // the rank's query rows (step 0 covers them all)
-    if (impl == SpRingImpl::kTeAllGather) {
+    if (impl == SpRingImpl::kCornstarchAllGather) {
+      // The busiest rank's attention (its blocks against the whole gathered KV), in G head groups; each
+      // group's K and V (repeated to every query head) all-gathered on a side stream, pipelined with the
+      // groups' attention (PipelinedGatherUs); the backward gathers again and reduce-scatters each group's dK,
+      // dV on the compute stream, exposed.
+      const int G = std::max(1, tf.heads / std::max(1, tp) / std::max(1, sp.heads_stride));
+      double att_f = 0, att_b = 0, T_max = 0;
+      for (int r = 0; r < R; ++r) {
+        att_f = std::max(att_f, steps[r][0] * per_pair_fwd + rows.q[r][0] * per_row_fwd);
+        att_b = std::max(att_b, steps[r][0] * per_pair_bwd + rows.q[r][0] * per_row_bwd);
+        T_max = std::max(T_max, rows.q[r][0]);
+      }
+      const double q_all = tf.heads * hd / std::max(1, tp);      // elements per row of Q (and of K, V
+      const double kv_rank = 2.0 * sh.padded / R * q_all * 2.0;  // repeated): one rank's K, V bytes
+      const double gather_us = 2.0 * (R - 1) * lat + (bw > 0 ? (R - 1) * kv_rank / G / bw * 1e6 : 0);
+      // Per group: q, k, v made contiguous and the output kept (bf16 copies); one kernel each.
+      const double copy_f = mem_us(kBf16CopyBytes * T_max * q_all * 3.0 / G, 3);
+      const double copy_b = mem_us(kBf16CopyBytes * T_max * q_all * 4.0 / G, 4) +
+                            mem_us(kBf16CopyBytes / 2 * R * kv_rank / 2.0 / G, 1);  // the zeroed full dK, dV
+      const double group_f = att_f / G + launch_us + copy_f;
+      const double group_b = att_b / G + kFlashBwdKernels * launch_us + copy_b;
+      const double fwd_us = PipelinedGatherUs(G, gather_us, group_f, 0.0);
+      const double bwd_us = PipelinedGatherUs(G, gather_us, group_b, gather_us);  // + the reduce-scatter
+      a.attn_fwd_us = G * group_f - launch_us;  // the layer's own kernel launch is the cost model's
+      a.attn_bwd_us = G * group_b - 2 * launch_us;
+      a.sp_fwd_us += fwd_us - G * group_f;
+      a.sp_bwd_us += bwd_us - G * group_b;
+      a.ring_layer_bytes = BytesOf((R - 1) * kv_rank);
+      a.ring_bwd_layer_bytes = BytesOf(2.0 * (R - 1) * kv_rank);
+    } else if (impl == SpRingImpl::kTeAllGather) {
       // KV all-gathered once (K and V: two ring collectives), exposed; then the rank's two chunks attend to their
       // causal prefixes: the same pairs as the ring's steps, T query rows, one extra kernel.
       const double ag_us = 2.0 * (R - 1) * lat + (bw > 0 ? (R - 1) * kv / bw * 1e6 : 0);
@@ -653,7 +703,8 @@ SpAttention SpAttentionOf(const ModelSpec& model, const CostModel& cost, const C
     a.attn_fwd_us = (steps[0][0] * per_pair_fwd + rows.q[0][0] * per_row_fwd) / U;
     a.attn_bwd_us = (steps[0][0] * per_pair_bwd + rows.q[0][0] * per_row_bwd) / U;
   }
-  a.buffers = SpAttentionBufferBytes(sp, tf, BytesOf(static_cast<double>(sh.padded / R) * sh.f), tp);
+  a.buffers = SpAttentionBufferBytes(
+      sp, tf, makespan ? sh.rank_tokens : BytesOf(static_cast<double>(sh.padded / R) * sh.f), tp);
   if (U > 1) {
     SpLink(cluster, sp.ulysses_in_node, &bw, &lat);
     const int64_t a2a =

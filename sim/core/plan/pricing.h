@@ -22,6 +22,9 @@
 //   for TransformerEngine); pass time = RingScheduleUs (slowest rank, steps overlapped with their transfers,
 //   the exposed tail) -- its compute goes to fwd_us / bwd_us, its exposed transfer to sp_fwd_us / sp_bwd_us;
 //   megatron-cp-ag: the KV all-gather (and the backward's all-gather and dKV reduce-scatter) exposed;
+//   cornstarch-cp: the busiest rank of the makespan split (MakespanSplit: its tokens for the linear work, its
+//   pairs for the attention), the KV gathers pipelined with the head groups' attention (PipelinedGatherUs), the
+//   backward's reduce-scatters exposed;
 //   Ulysses (U > 1): four all-to-alls per pass as pairwise exchanges, 4 (U - 1) latencies +
 //   UlyssesAllToAllBytes / bw, added to sp_fwd_us and sp_bwd_us.
 // bw: NVLink when the sub-group sits in a node (SpLayout::ulysses_in_node / ring_in_node), else the GPU's NIC

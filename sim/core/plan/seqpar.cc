@@ -25,6 +25,8 @@ const char* SpMethodName(SpMethod m) {
       return "megatron-cp+tp";
     case SpMethod::kMegatronCpAg:
       return "megatron-cp-ag";
+    case SpMethod::kCornstarchCp:
+      return "cornstarch-cp";
   }
   return "?";
 }
@@ -36,6 +38,8 @@ SpRingImpl SpRingImplOf(SpMethod m) {
       return SpRingImpl::kTeP2p;
     case SpMethod::kMegatronCpAg:
       return SpRingImpl::kTeAllGather;
+    case SpMethod::kCornstarchCp:
+      return SpRingImpl::kCornstarchAllGather;
     default:
       return SpRingImpl::kRingFlashAttn;
   }
@@ -105,6 +109,23 @@ std::vector<SpPolicyInfo> Entries() {
        "Megatron-LM CP, cp_comm_type all_gather (TransformerEngine): KV all-gathered per layer, exposed",
        {ShardingParam()},
        SpMethod::kMegatronCpAg},
+      {"cornstarch-cp",
+       "Cornstarch mask-aware CP: token blocks weighted by the KV cells they attend (bidirectional vision "
+       "spans counted) and dealt to ranks by LPT; KV all-gathered per head group, pipelined with the "
+       "attention",
+       {{"block_tokens",
+         ParamType::kInt,
+         "128",
+         "tokens per block of the makespan split (Cornstarch MakespanMinContextParallelSplitter block_size)",
+         {}},
+        {"heads_stride",
+         ParamType::kInt,
+         "1",
+         "query heads per pipelined KV all-gather (ContextParallelBitfieldAttention heads_stride); must "
+         "divide "
+         "the heads per GPU",
+         {}}},
+       SpMethod::kCornstarchCp},
   };
 }
 
@@ -209,7 +230,24 @@ Result<SpLayout> ResolveSpLayout(const std::string& policy, const std::map<std::
       l.replicate_kv = true;
     }
   }
-  l.split = l.method == SpMethod::kRing ? SpSplit::kContiguous : SpSplit::kZigzag;
+  l.split = l.method == SpMethod::kRing           ? SpSplit::kContiguous
+            : l.method == SpMethod::kCornstarchCp ? SpSplit::kMakespan
+                                                  : SpSplit::kZigzag;
+  if (l.method == SpMethod::kCornstarchCp) {
+    const int64_t block = p->Int("block_tokens"), stride = p->Int("heads_stride");
+    if (block < 1 || block > (int64_t{1} << 20))
+      return Error("policies.sp: block_tokens " + std::to_string(block) + " is not in [1, 1048576]");
+    const int heads_per_gpu = heads / std::max(1, pc.tp);
+    if (stride < 1 || heads_per_gpu % stride != 0)
+      return Error("policies.sp: heads_stride " + std::to_string(stride) + " does not divide the " +
+                   std::to_string(heads_per_gpu) + " query heads per GPU (model llm heads / parallel.tp)");
+    if (l.one_stage)
+      return Error(
+          "parallel.sp_one_stage: cornstarch-cp cuts the sequence into its own makespan blocks; "
+          "one-stage sharding does not apply");
+    l.block_tokens = static_cast<int>(block);
+    l.heads_stride = static_cast<int>(stride);
+  }
   l.ulysses_in_node = pc.tp * l.ulysses <= per_node;
   l.ring_in_node = pc.tp * S <= per_node;
   return l;
@@ -221,6 +259,7 @@ int64_t SpPaddedTokens(int64_t n, int64_t units) {
 }
 
 int64_t SpPadUnits(const SpLayout& l) {
+  if (l.split == SpSplit::kMakespan) return 1;
   return static_cast<int64_t>(l.ring) * (l.split == SpSplit::kZigzag && l.ring > 1 ? 2 : 1) * l.ulysses;
 }
 
@@ -231,8 +270,25 @@ inline double BlockUnits(int i, int j) { return i > j ? 2.0 : i == j ? 1.0 : 0.0
 
 }  // namespace
 
+int64_t SpanExtraCells(int64_t a, int64_t b, int64_t c, int64_t d, int64_t v) {
+  const int64_t qe = std::min(b, v), de = std::min(d, v);  // queries and keys inside the span
+  if (a >= qe || c >= de) return 0;
+  int64_t cells = 0;
+  // Queries below c (q + 1 <= c): every key of [c, de).
+  const int64_t below = std::max<int64_t>(0, std::min(qe, c) - a);
+  cells += below * (de - c);
+  // Queries q >= c: the keys (q, de), de - 1 - q of them, while q < de - 1.
+  const int64_t lo = std::max(a, c), hi = std::min(qe, de - 1);
+  if (hi > lo) {
+    const int64_t m = hi - lo, first = de - 1 - lo, last = de - hi;
+    cells += m * (first + last) / 2;
+  }
+  return cells;
+}
+
 std::vector<std::vector<double>> RankStepPairs(SpSplit split, int ring,
-                                               const std::vector<int64_t>& sample_tokens) {
+                                               const std::vector<int64_t>& sample_tokens,
+                                               const std::vector<int64_t>& vision_spans) {
   const int R = std::max(1, ring);
   const int parts = split == SpSplit::kZigzag ? 2 * R : R;
   double k2 = 0;  // sum over samples of k^2, k = the sample's chunk length
@@ -257,9 +313,69 @@ std::vector<std::vector<double>> RankStepPairs(SpSplit split, int ring,
       for (int a = 0; a < nq; ++a)
         for (int b = 0; b < nkv; ++b) u += BlockUnits(q[a], kv[b]);
       out[r][s] = u * k2;
+      // Bidirectional vision spans: the cells above the diagonal inside each sample's span, 2 pairs each.
+      for (size_t j = 0; j < vision_spans.size() && j < sample_tokens.size(); ++j) {
+        const int64_t v = vision_spans[j], n = sample_tokens[j];
+        if (v <= 1 || n <= 0) continue;
+        const int64_t k = n / parts;  // n is padded to a multiple of parts
+        for (int a = 0; a < nq; ++a)
+          for (int b = 0; b < nkv; ++b)
+            out[r][s] += 2.0 * static_cast<double>(
+                                   SpanExtraCells(q[a] * k, (q[a] + 1) * k, kv[b] * k, (kv[b] + 1) * k, v));
+      }
     }
   }
   return out;
+}
+
+SpMakespan MakespanSplit(int ring, int64_t block_tokens, const std::vector<int64_t>& sample_tokens,
+                         const std::vector<int64_t>& vision_spans) {
+  const int R = std::max(1, ring);
+  const int64_t B = std::max<int64_t>(1, block_tokens);
+  // Square pairs of positions [a, b) of a sample with span v: 2 v - 1 each inside the span, 2 p + 1 after it.
+  auto pairs = [](int64_t a, int64_t b, int64_t v) {
+    double w = 0;
+    const int64_t in_end = std::min(b, v);
+    if (in_end > a) w += static_cast<double>(in_end - a) * static_cast<double>(2 * v - 1);
+    const int64_t lo = std::max(a, v);
+    if (b > lo) w += static_cast<double>(b - lo) * static_cast<double>(b + lo);  // sum of 2p + 1 over [lo, b)
+    return w;
+  };
+  int64_t total = 0;
+  for (int64_t n : sample_tokens) total += std::max<int64_t>(0, n);
+  const int64_t blocks = (total + B - 1) / B;
+  std::vector<double> work(blocks, 0.0);
+  std::vector<int64_t> size(blocks, 0);
+  int64_t start = 0;  // the sample's first position in the packed sequence
+  for (size_t j = 0; j < sample_tokens.size(); ++j) {
+    const int64_t n = std::max<int64_t>(0, sample_tokens[j]);
+    const int64_t v = j < vision_spans.size() ? std::min(vision_spans[j], n) : 0;
+    for (int64_t p = 0; p < n;) {  // the sample's part in each block it touches
+      const int64_t blk = (start + p) / B;
+      const int64_t end = std::min(n, (blk + 1) * B - start);
+      work[blk] += pairs(p, end, v);
+      size[blk] += end - p;
+      p = end;
+    }
+    start += n;
+  }
+  std::vector<int64_t> order(blocks);
+  for (int64_t i = 0; i < blocks; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return work[x] > work[y]; });
+  SpMakespan out;
+  out.pairs.assign(R, 0.0);
+  out.tokens.assign(R, 0);
+  for (int64_t blk : order) {
+    const int r = static_cast<int>(std::min_element(out.pairs.begin(), out.pairs.end()) - out.pairs.begin());
+    out.pairs[r] += work[blk];
+    out.tokens[r] += size[blk];
+  }
+  return out;
+}
+
+double PipelinedGatherUs(int groups, double gather_us, double compute_us, double serial_us) {
+  const int g = std::max(1, groups);
+  return gather_us + (g - 1) * std::max(gather_us, compute_us + serial_us) + compute_us + serial_us;
 }
 
 SpStepRows RankStepRows(SpSplit split, int ring, const std::vector<int64_t>& sample_tokens) {
@@ -282,8 +398,9 @@ SpStepRows RankStepRows(SpSplit split, int ring, const std::vector<int64_t>& sam
   return out;
 }
 
-std::vector<double> RankAttentionPairs(SpSplit split, int ring, const std::vector<int64_t>& sample_tokens) {
-  std::vector<std::vector<double>> steps = RankStepPairs(split, ring, sample_tokens);
+std::vector<double> RankAttentionPairs(SpSplit split, int ring, const std::vector<int64_t>& sample_tokens,
+                                       const std::vector<int64_t>& vision_spans) {
+  std::vector<std::vector<double>> steps = RankStepPairs(split, ring, sample_tokens, vision_spans);
   std::vector<double> out(steps.size(), 0.0);
   for (size_t r = 0; r < steps.size(); ++r)
     for (double v : steps[r]) out[r] += v;
@@ -345,6 +462,12 @@ SpBufferBytes SpAttentionBufferBytes(const SpLayout& layout, const TransformerCo
     } else if (layout.method == SpMethod::kMegatronCpAg) {
       fwd += 2.0 * R * kv + 2.0 * q + l;
       bwd += 4.0 * R * kv + 2.0 * q;
+    } else if (layout.method == SpMethod::kCornstarchCp) {
+      const double kv_rep = 2.0 * q;  // K and V repeated to every query head (repeat_kv), bf16
+      const double groups =
+          std::max(1.0, static_cast<double>(llm.heads) / tp / std::max(1, layout.heads_stride));
+      fwd += R * kv_rep + 2.0 * q + l;
+      bwd += R * kv_rep + R * kv_rep / groups + 2.0 * (q + kv_rep);
     } else {
       fwd += kv + 2.0 * q + l;
       bwd += 6.0 * kv + 2.0 * q;

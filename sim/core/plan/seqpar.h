@@ -21,6 +21,14 @@
 //                 Llama 3 §3.3.2): the KV of all S ranks all-gathered once per layer (exposed), then the rank's
 //                 two zigzag chunks attend to their causal KV prefixes; the backward all-gathers again and
 //                 reduce-scatters dK, dV (exposed).
+//   cornstarch-cp Cornstarch's mask-aware context parallelism (cornstarch-org/Cornstarch: the makespan-minimizing
+//                 splitter and ContextParallelBitfieldAttention): the micro-batch's packed sequence cut into
+//                 blocks of block_tokens, each block weighted by the KV cells its queries attend under the
+//                 multimodal mask (causal text, bidirectional vision spans: ModelSpec::bidirectional_vision),
+//                 blocks assigned heaviest first to the least loaded rank (LPT; MakespanSplit). The KV (repeated
+//                 to every query head, repeat_kv) all-gathered per group of heads_stride heads on a side stream,
+//                 the attention of group g waiting for its gather only (pipelined); the backward gathers
+//                 again and reduce-scatters each group's dK, dV on the compute stream (exposed).
 //
 // Ring implementations (SpRingImplOf), priced per step and rank by SpAttentionOf (core/plan/pricing.cc) from the
 // per-step query / KV rows (RankStepRows) and the schedule RingScheduleUs; every step's attention kernel is
@@ -78,13 +86,17 @@ enum class SpMethod : uint8_t {
   k2d,
   kMegatronCp,
   kMegatronCpTp,
-  kMegatronCpAg
+  kMegatronCpAg,
+  kCornstarchCp
 };
-// "none", "ring", "zigzag-ring", "ulysses", "2d", "megatron-cp", "megatron-cp+tp", "megatron-cp-ag".
+// "none", "ring", "zigzag-ring", "ulysses", "2d", "megatron-cp", "megatron-cp+tp", "megatron-cp-ag",
+// "cornstarch-cp".
 const char* SpMethodName(SpMethod m);
 
-// How the ring part splits every sample: S contiguous shards, or 2S zigzag chunks (rank r: r and 2S-1-r).
-enum class SpSplit : uint8_t { kContiguous, kZigzag };
+// How the ring part splits the micro-batch: every sample in S contiguous shards, or in 2S zigzag chunks (rank r:
+// r and 2S-1-r); or (kMakespan, cornstarch-cp) the packed sequence in blocks assigned by LPT on their masked
+// work (MakespanSplit).
+enum class SpSplit : uint8_t { kContiguous, kZigzag, kMakespan };
 
 // The resolved SP layout of a plan. sp = ulysses * ring.
 struct SpLayout {
@@ -106,11 +118,15 @@ struct SpLayout {
   // ring-flash-attention's per-step output update (policies.sp params update): one fused kernel (true) or the
   // element-wise ops of _update_out_and_lse one by one.
   bool fused_update = true;
+  // cornstarch-cp (policies.sp params): tokens per block of the makespan split, and query heads per pipelined
+  // KV all-gather (Cornstarch's block_size 128 and heads_stride 1).
+  int block_tokens = 128;
+  int heads_stride = 1;
   bool operator==(const SpLayout&) const = default;
 };
 
 // The implementation whose per-step structure prices a layout's ring (see "ring implementations" above).
-enum class SpRingImpl : uint8_t { kRingFlashAttn, kTeP2p, kTeAllGather };
+enum class SpRingImpl : uint8_t { kRingFlashAttn, kTeP2p, kTeAllGather, kCornstarchAllGather };
 SpRingImpl SpRingImplOf(SpMethod m);
 
 // Constants of the ring implementations, HBM bytes per element (bf16 2 bytes, fp32 4) or kernels per call:
@@ -154,17 +170,42 @@ Result<SpLayout> ResolveSpLayout(const std::string& policy, const std::map<std::
 // contiguous ring, 2S for zigzag, U for Ulysses alone): ceil(n / units) * units. The padded tokens' labels are
 // ignored, but they are computed.
 int64_t SpPaddedTokens(int64_t n, int64_t units);
-// Padding units of a layout: ring * (2 for zigzag, else 1) * ulysses.
+// Padding units of a layout: ring * (2 for zigzag, else 1) * ulysses; 1 for the makespan split (blocks cross
+// the samples of the packed sequence: nothing is padded).
 int64_t SpPadUnits(const SpLayout& l);
 
 // Square pairs (see above) each of the `ring` ranks computes per attention layer for a packed micro-batch
 // whose samples have `sample_tokens` (already padded) tokens, each sample split on its own (varlen: attention
 // never crosses samples). Closed forms for one sample of n tokens, k = n / ring (contiguous) or n / (2 ring)
-// (zigzag): contiguous rank r: (2r + 1) k^2; zigzag every rank: 4 ring k^2 = n^2 / ring.
-std::vector<double> RankAttentionPairs(SpSplit split, int ring, const std::vector<int64_t>& sample_tokens);
+// (zigzag): contiguous rank r: (2r + 1) k^2; zigzag every rank: 4 ring k^2 = n^2 / ring. `vision_spans`
+// (empty, or one per sample): the tokens of each sample's bidirectional vision span at its start
+// (ModelSpec::bidirectional_vision); a query chunk then also attends to the span's later tokens in a KV chunk,
+// 2 pairs per extra cell (SpanExtraCells), so that a sample's pairs sum to n^2 + v (v - 1) over the ranks.
+// The split is kContiguous or kZigzag (kMakespan: MakespanSplit).
+std::vector<double> RankAttentionPairs(SpSplit split, int ring, const std::vector<int64_t>& sample_tokens,
+                                       const std::vector<int64_t>& vision_spans = {});
 // The same per ring step: out[r][s] = square pairs of rank r at step s (KV from rank (r - s) mod ring).
 std::vector<std::vector<double>> RankStepPairs(SpSplit split, int ring,
-                                               const std::vector<int64_t>& sample_tokens);
+                                               const std::vector<int64_t>& sample_tokens,
+                                               const std::vector<int64_t>& vision_spans = {});
+
+// KV cells that queries [a, b) attend in keys [c, d) beyond the causal ones, for a sample whose first v tokens
+// attend to each other bidirectionally: #{(q, k) : a <= q < b, c <= k < d, q < k < v}. Positions are the
+// sample's own.
+int64_t SpanExtraCells(int64_t a, int64_t b, int64_t c, int64_t d, int64_t v);
+
+// Cornstarch's makespan split (cornstarch-cp): the packed sequence (the samples of `sample_tokens` one after the
+// other) cut into blocks of `block_tokens` (the last shorter); a block's work is its tokens' square pairs, a
+// token at position p of a sample with span v taking 2 v - 1 if p < v (the whole span), else 2 p + 1 (its causal
+// prefix), so a sample sums to n^2 + v (v - 1) as RankAttentionPairs; blocks in descending work (ties: the
+// earlier block first) each go to the rank with the least work so far (ties: the lower rank). Per rank its
+// square pairs and its tokens.
+struct SpMakespan {
+  std::vector<double> pairs;
+  std::vector<int64_t> tokens;
+};
+SpMakespan MakespanSplit(int ring, int64_t block_tokens, const std::vector<int64_t>& sample_tokens,
+                         const std::vector<int64_t>& vision_spans = {});
 
 // Rows each ring step's attention kernel covers: q[r][s] query rows and kv[r][s] KV rows (tokens, summed over
 // the samples; 0 where the step computes nothing). Zigzag (k = n / 2R per sample): step 0 the rank's 2k
@@ -205,11 +246,22 @@ int64_t RingStepKvBytes(const TransformerConfig& llm, int64_t tokens_per_ring_ra
 //     the two partial outputs and the merged one (2·q) and the statistics (l); backward the gathered KV and its
 //     copy (2·R·kv), the full-sequence dK, dV (R·kv) and the per-step dK, dV over the KV prefixes (R·kv), dQ
 //     and its per-step halves (2·q).
+//   cornstarch-cp (ContextParallelBitfieldAttention; kv with the KV repeated to every query head): forward the
+//     gathered K, V of every head group, allocated up front (R·kv), the per-group outputs and their
+//     concatenation (2·q) and statistics (l); backward the gathered K, V again (R·kv), one group's
+//     full-sequence dK, dV at a time (R·kv / groups), the per-group dq, dK, dV and their clones (2·(q + kv)).
 struct SpBufferBytes {
   int64_t forward = 0, backward = 0;
 };
 SpBufferBytes SpAttentionBufferBytes(const SpLayout& layout, const TransformerConfig& llm,
                                      int64_t tokens_per_ring_rank, int tp);
+
+// cornstarch-cp's pipelined all-gather: `groups` equal head groups, each gathered in gather_us (on a side
+// stream, one after the other, all issued at once) and then computed in compute_us, with serial_us after each
+// computation on the compute stream (the backward's reduce-scatter). The pass takes
+//   gather_us + (groups - 1) max(gather_us, compute_us + serial_us) + compute_us + serial_us
+// (the first gather exposed, then whichever of the gathers and the computations is slower).
+double PipelinedGatherUs(int groups, double gather_us, double compute_us, double serial_us);
 
 // Time of one ring attention pass of the slowest rank, steps overlapped with their P2P: rank r takes
 //   sum over s < ring-1 of max(step_us[r][s], transfer_us) + step_us[r][ring-1]

@@ -313,6 +313,7 @@ Result<ModelSpec> LoadScenarioModel(const Scenario& s) {
     m = WithFrozen(*m, s.frozen);
     if (!m) return FieldError(s, "model.frozen", m.error().message());
   }
+  if (s.image_attention == "bidirectional") m->bidirectional_vision = true;
   if (!s.backend.shrink.active()) return m;
   auto shrunk = ShrinkModel(*m, s.backend.shrink);
   if (shrunk) return shrunk;

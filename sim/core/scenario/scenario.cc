@@ -198,6 +198,12 @@ Status ParseModel(const Parser& r, const YAML::Node& root, Scenario& s) {
         return r.At(v, "model.frozen", "expected a list of component names (e.g. [vision])");
       }
     }
+    if (const YAML::Node v = model["image_attention"]) {
+      MMTWIN_ASSIGN_OR_RETURN(s.image_attention, r.Str(v, "model.image_attention"));
+      if (s.image_attention != "causal" && s.image_attention != "bidirectional")
+        return r.At(v, "model.image_attention",
+                    "'" + s.image_attention + "': expected causal or bidirectional");
+    }
     if (const YAML::Node v = model["attention"]) {
       MMTWIN_ASSIGN_OR_RETURN(s.attention, r.Str(v, "model.attention"));
       if (s.attention != "flash" && s.attention != "unfused")
@@ -465,11 +471,14 @@ std::string FormatScenario(const Scenario& s) {
   }
   e << YAML::EndMap;
   e << YAML::Key << "model" << YAML::Value;
-  if (s.image_px > 0 || s.token_merge > 0 || s.attention != "flash" || !s.frozen.empty()) {
+  if (s.image_px > 0 || s.token_merge > 0 || s.attention != "flash" || s.image_attention != "causal" ||
+      !s.frozen.empty()) {
     e << YAML::BeginMap << YAML::Key << "name" << YAML::Value << s.model;
     if (s.image_px > 0) e << YAML::Key << "image_px" << YAML::Value << s.image_px;
     if (s.token_merge > 0) e << YAML::Key << "token_merge" << YAML::Value << s.token_merge;
     if (s.attention != "flash") e << YAML::Key << "attention" << YAML::Value << s.attention;
+    if (s.image_attention != "causal")
+      e << YAML::Key << "image_attention" << YAML::Value << s.image_attention;
     if (!s.frozen.empty()) e << YAML::Key << "frozen" << YAML::Value << YAML::Flow << s.frozen;
     e << YAML::EndMap;
   } else {
@@ -578,11 +587,11 @@ bool operator==(const Scenario& a, const Scenario& b) {
       p.overlap_grad_reduce == q.overlap_grad_reduce && p.grad_reduce_dtype == q.grad_reduce_dtype;
   return a.name == b.name && a.description == b.description && a.trace == b.trace && a.model == b.model &&
          a.image_px == b.image_px && a.token_merge == b.token_merge && a.attention == b.attention &&
-         a.frozen == b.frozen && a.cluster == b.cluster && a.nodes == b.nodes && a.device == b.device &&
-         same_parallel && a.data == b.data && a.partition == b.partition && a.recompute == b.recompute &&
-         a.schedule == b.schedule && a.sp == b.sp && a.epoch == b.epoch &&
-         (a.epoch || a.iterations == b.iterations) && a.seed == b.seed && a.engine == b.engine &&
-         a.cost == b.cost && a.backend == b.backend;
+         a.image_attention == b.image_attention && a.frozen == b.frozen && a.cluster == b.cluster &&
+         a.nodes == b.nodes && a.device == b.device && same_parallel && a.data == b.data &&
+         a.partition == b.partition && a.recompute == b.recompute && a.schedule == b.schedule &&
+         a.sp == b.sp && a.epoch == b.epoch && (a.epoch || a.iterations == b.iterations) &&
+         a.seed == b.seed && a.engine == b.engine && a.cost == b.cost && a.backend == b.backend;
 }
 
 }  // namespace mmtwin

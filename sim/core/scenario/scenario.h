@@ -80,6 +80,9 @@ struct Scenario {
   // matrix; unfused (Megatron-LM before flash attention, the 2021-2022 papers' runs) stores softmax input, output
   // and dropout mask, 5 x heads x span^2 bytes per layer (Korthikanti et al. 2022, Table 2; cost_model.h).
   std::string attention = "flash";
+  // `model: {name: ..., image_attention: bidirectional}`: the LLM attends bidirectionally within each sample's
+  // vision tokens (ModelSpec::bidirectional_vision); causal (the default) like the text.
+  std::string image_attention = "causal";
   // `model: {name: ..., frozen: [vision, ...]}`: components trained frozen (WithFrozen, core/model/model.h: no
   // gradients, optimizer states or gradient communication for them, and at most the input gradient in their
   // backward); empty = every component trains.
