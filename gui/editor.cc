@@ -17,6 +17,7 @@
 #include "core/plan/partition.h"
 #include "core/plan/recompute.h"
 #include "core/plan/schedule.h"
+#include "core/plan/seqpar.h"
 
 namespace mmtwin::gui {
 namespace {
@@ -57,7 +58,7 @@ std::string Quoted(const std::string& s) {
 }  // namespace
 
 const std::vector<std::string>& PolicyKinds() {
-  static const std::vector<std::string> kKinds = {"data", "partition", "recompute", "schedule"};
+  static const std::vector<std::string> kKinds = {"data", "partition", "recompute", "schedule", "sp"};
   return kKinds;
 }
 
@@ -65,11 +66,13 @@ const std::vector<PolicyChoice>& PolicyChoices(const std::string& kind) {
   static const std::vector<PolicyChoice> data = ChoicesOf(DataPolicyRegistry()),
                                          partition = ChoicesOf(PartitionPolicyRegistry()),
                                          recompute = ChoicesOf(RecomputePolicyRegistry()),
-                                         schedule = ChoicesOf(Schedules()), none;
+                                         schedule = ChoicesOf(Schedules()),
+                                         sp = ChoicesOf(SpPolicyRegistry()), none;
   if (kind == "data") return data;
   if (kind == "partition") return partition;
   if (kind == "recompute") return recompute;
   if (kind == "schedule") return schedule;
+  if (kind == "sp") return sp;
   return none;
 }
 
@@ -141,12 +144,14 @@ QWidget* ScenarioEditor::BuildForm() {
   f.vpp = Spin(par, 1, 1024);
   f.micro_batches = Spin(par, 1, 1 << 20);
   f.zero_stage = Spin(par, 0, 3);
+  f.sp = Spin(par, 1, 1 << 20);
   pf->addRow("dp (data-parallel replicas)", f.dp);
   pf->addRow("tp (tensor parallel, inside a node)", f.tp);
   pf->addRow("pp (pipeline stages)", f.pp);
   pf->addRow("vpp (chunks per stage; interleaved-1f1b)", f.vpp);
   pf->addRow("micro-batches per iteration", f.micro_batches);
   pf->addRow("ZeRO stage", f.zero_stage);
+  pf->addRow("sp (sequence / context parallel; sp policy)", f.sp);
   left->addWidget(par);
 
   auto* run = new QGroupBox("Replay", page);
@@ -198,6 +203,7 @@ QWidget* ScenarioEditor::BuildForm() {
   spin_key(f.tp, "parallel.tp");
   spin_key(f.pp, "parallel.pp");
   spin_key(f.vpp, "parallel.vpp");
+  spin_key(f.sp, "parallel.sp");
   spin_key(f.micro_batches, "parallel.micro_batches");
   spin_key(f.zero_stage, "parallel.zero_stage");
   spin_key(f.nodes, "cluster.nodes");
@@ -425,6 +431,7 @@ void ScenarioEditor::FillForm() {
   f.tp->setValue(s.parallel.tp);
   f.pp->setValue(s.parallel.pp);
   f.vpp->setValue(s.parallel.vpp);
+  f.sp->setValue(s.parallel.sp);
   f.micro_batches->setValue(s.parallel.micro_batches);
   f.zero_stage->setValue(s.parallel.zero_stage);
   f.iterations->setValue(static_cast<int>(std::min<int64_t>(s.iterations, 1 << 30)));
@@ -436,6 +443,7 @@ void ScenarioEditor::FillForm() {
     const PolicyRef& ref = kind == "data"        ? s.data
                            : kind == "partition" ? s.partition
                            : kind == "recompute" ? s.recompute
+                           : kind == "sp"        ? s.sp
                                                  : s.schedule;
     QComboBox* combo = f.policy[kind];
     if (combo->currentText().toStdString() != ref.name || f.params[kind].empty()) {

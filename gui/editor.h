@@ -44,7 +44,7 @@ struct PolicyChoice {
   std::string description;
   std::vector<ParamSpec> params;
 };
-// kind: "data", "partition", "recompute" or "schedule" (the scenario's policies.<kind> key).
+// kind: "data", "partition", "recompute", "schedule" or "sp" (the scenario's policies.<kind> key).
 const std::vector<PolicyChoice>& PolicyChoices(const std::string& kind);
 const std::vector<std::string>& PolicyKinds();
 
@@ -80,7 +80,7 @@ class ScenarioEditor : public QWidget {
     QComboBox* model;
     QComboBox* cluster;
     QSpinBox* nodes;  // 0 = automatic
-    QSpinBox *dp, *tp, *pp, *vpp, *micro_batches, *zero_stage;
+    QSpinBox *dp, *tp, *pp, *vpp, *micro_batches, *zero_stage, *sp;
     QSpinBox* iterations;
     QCheckBox* epoch;
     QSpinBox* seed;

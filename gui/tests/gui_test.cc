@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/plan/mesh.h"
+#include "core/plan/seqpar.h"
 #include "core/records/headline_metrics.h"
 #include "core/records/records_codec.h"
 #include "core/records/run_folder.h"
@@ -422,6 +423,27 @@ class GuiTest : public QObject {
     QCOMPARE(s.schedule.name, std::string("gpipe"));
     QCOMPARE(s.data.name, std::string("random"));
     QCOMPARE(s.data.params.at("batch_size"), std::string("3"));
+    // Sequence parallelism from the form: the degree and the policy (every SP registry entry is offered, the
+    // issue-31 additions among them, with their typed parameters).
+    {
+      ScenarioEditor c;
+      c.SetText(a.text(), kDefault);
+      const auto& h = c.form();
+      QComboBox* sp = h.policy.at("sp");
+      QCOMPARE(sp->count(), static_cast<int>(SpPolicyRegistry().entries().size()));
+      QVERIFY(sp->findText("cornstarch-cp") >= 0);
+      h.pp->setValue(1);
+      h.sp->setValue(2);
+      sp->setCurrentText("cornstarch-cp");
+      QVERIFY(h.params.at("sp").count("block_tokens") && h.params.at("sp").count("heads_stride"));
+      QLineEdit* block = h.params.at("sp").at("block_tokens");
+      block->setText("256");
+      emit block->editingFinished();
+      QVERIFY2(c.valid(), qPrintable(c.error()));
+      QCOMPARE(c.scenario().parallel.sp, 2);
+      QCOMPARE(c.scenario().sp.name, std::string("cornstarch-cp"));
+      QCOMPARE(c.scenario().sp.params.at("block_tokens"), std::string("256"));
+    }
 
     ScenarioEditor b;
     b.SetText(a.text(), kDefault);
@@ -432,6 +454,7 @@ class GuiTest : public QObject {
                                                                     {f.tp, g.tp},
                                                                     {f.pp, g.pp},
                                                                     {f.vpp, g.vpp},
+                                                                    {f.sp, g.sp},
                                                                     {f.micro_batches, g.micro_batches},
                                                                     {f.zero_stage, g.zero_stage},
                                                                     {f.nodes, g.nodes},
