@@ -21,8 +21,10 @@
 //                 Llama 3 §3.3.2): the KV of all S ranks all-gathered once per layer (exposed), then the rank's
 //                 two zigzag chunks attend to their causal KV prefixes; the backward all-gathers again and
 //                 reduce-scatters dK, dV (exposed).
-//   cornstarch-cp Cornstarch's mask-aware context parallelism (cornstarch-org/Cornstarch: the makespan-minimizing
-//                 splitter and ContextParallelBitfieldAttention): the micro-batch's packed sequence cut into
+//   cornstarch-cp Cornstarch's mask-aware context parallelism (cornstarch-org/Cornstarch:
+//                 MakespanMinContextParallelSplitter in cornstarch/distributed/context_parallel/splitters.py,
+//                 ContextParallelBitfieldAttention in
+//                 cornstarch/shardformer/layers/context_parallel_bitfield_attention.py): the packed sequence cut into
 //                 blocks of block_tokens, each block weighted by the KV cells its queries attend under the
 //                 multimodal mask (causal text, bidirectional vision spans: ModelSpec::bidirectional_vision),
 //                 blocks assigned heaviest first to the least loaded rank (LPT; MakespanSplit). The KV (repeated
@@ -198,8 +200,9 @@ int64_t SpanExtraCells(int64_t a, int64_t b, int64_t c, int64_t d, int64_t v);
 // other) cut into blocks of `block_tokens` (the last shorter); a block's work is its tokens' square pairs, a
 // token at position p of a sample with span v taking 2 v - 1 if p < v (the whole span), else 2 p + 1 (its causal
 // prefix), so a sample sums to n^2 + v (v - 1) as RankAttentionPairs; blocks in descending work (ties: the
-// earlier block first) each go to the rank with the least work so far (ties: the lower rank). Per rank its
-// square pairs and its tokens.
+// earlier block first, a choice: Cornstarch's reversed numpy argsort takes the later) each go to the rank with
+// the least work so far (ties: the lower rank, as its heap of (load, rank)). Per rank its square pairs and its
+// tokens.
 struct SpMakespan {
   std::vector<double> pairs;
   std::vector<int64_t> tokens;
