@@ -412,6 +412,12 @@ TEST(SeqParSimTest, CornstarchCpGathersTheRepeatedKvPerHeadGroupPipelined) {
   EXPECT_GT(zz_extra, 0);
   EXPECT_GT(cs_extra, 0);
   EXPECT_GT(zz_extra, 1.2 * cs_extra);
+  // MM-SP's two-stage redistribution of the vision embeddings applies to cornstarch-cp too: its SP bytes are the
+  // layers' KV gathers plus (S - 1) / S of the rank's share of the vision tokens x hidden x 2 bytes.
+  const double vision = static_cast<double>(vmb[0].vision_llm_tokens), h = tf.hidden;
+  const double redistribute = vision / R * h * 2.0 * (R - 1) / R;
+  const double kv_video = 2.0 * (static_cast<double>(vmb[0].llm_tokens) / R) * tf.heads * tf.head_dim * 2;
+  EXPECT_NEAR(static_cast<double>(cs_bidir.sp_bytes), layers * (R - 1) * kv_video + redistribute, 64.0);
 }
 
 }  // namespace

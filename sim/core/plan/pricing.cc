@@ -421,8 +421,7 @@ SpShards ShardForSp(const ModelSpec& model, const SpLayout& sp, int llm_componen
   if (sp.split == SpSplit::kMakespan) {  // the busiest rank by tokens (its linear work and activations)
     out.makespan = MakespanSplit(sp.ring, sp.block_tokens, out.lens, out.spans);
     out.rank_tokens = *std::max_element(out.makespan.tokens.begin(), out.makespan.tokens.end());
-    return out;  // two-stage only (ResolveSpLayout)
-  }
+  }  // (two-stage only, ResolveSpLayout: the vision embeddings' redistribution below applies)
   // One-stage sharding (SpLayout::one_stage): the sequence is cut where the frames are. Frames are dealt
   // round-robin over the S ranks (global frame g on rank g mod S), sample j's text (and its padding to the
   // layout's units) goes to rank j mod S; the busiest rank's LLM tokens n_max against the mean n = padded / S
