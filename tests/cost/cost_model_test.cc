@@ -118,7 +118,8 @@ TEST(WorkloadTest, BidirectionalVisionSpansAddTheirUpperTriangle) {
   ModelSpec cut = bi;
   cut.max_context = 1000;
   EXPECT_DOUBLE_EQ(ComponentWorkload(cut, 2, {S(7, 100)}).attn_pairs, 1000.0 * 1000 + 1000.0 * 999);
-  const Layer& block = FirstOf(Layers(m), 2, LayerKind::kTransformer);
+  const std::vector<Layer> layers = Layers(m);
+  const Layer& block = FirstOf(layers, 2, LayerKind::kTransformer);
   const AnalyticCostModel cost(A100(), {});
   EXPECT_GT(cost.Cost(bi, block, bidir).fwd_time_us, cost.Cost(m, block, causal).fwd_time_us);
 }
