@@ -119,7 +119,11 @@ Result<SweepRows> RunReportSweep(const std::string& file, const ReportOptions& o
       return Error(file + ": run " + std::to_string(i) + " (" + LabelsOf(run.axes) + ") did not finish" +
                    (it != by_key.end() ? ": " + it->second.error : std::string()));
     RunRecord r = it->second;
-    r.axes = run.axes;  // this sweep's axis names and labels (the row may be another sweep's)
+    // This sweep's axis names and labels, name and index (the row may be another sweep's, or recorded when the
+    // file listed its runs in another order): RunRef names the run where the reader finds it, in this file.
+    r.axes = run.axes;
+    r.sweep = spec.name;
+    r.run_index = i;
     out.rows.push_back(std::move(r));
   }
   return out;
