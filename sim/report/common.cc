@@ -119,11 +119,11 @@ Result<SweepRows> RunReportSweep(const std::string& file, const ReportOptions& o
       return Error(file + ": run " + std::to_string(i) + " (" + LabelsOf(run.axes) + ") did not finish" +
                    (it != by_key.end() ? ": " + it->second.error : std::string()));
     RunRecord r = it->second;
-    // This sweep's axis names and labels, name and index (the row may be another sweep's, or recorded when the
-    // file listed its runs in another order): RunRef names the run where the reader finds it, in this file.
+    // This sweep's axis names and labels (the row may be another sweep's). A row of this sweep takes its place
+    // in the file as it is now: the database keeps the index it was recorded at, which an older order of the
+    // file (a label inserted before it) makes stale. A row another sweep recorded keeps that sweep's reference.
     r.axes = run.axes;
-    r.sweep = spec.name;
-    r.run_index = i;
+    if (r.sweep == spec.name) r.run_index = i;
     out.rows.push_back(std::move(r));
   }
   return out;
