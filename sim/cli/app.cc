@@ -281,6 +281,9 @@ Command AddPlan(CLI::App& app, std::ostream& out, std::ostream& err) {
       "partition, recompute and memory per pipeline stage of a scenario, without replaying iterations");
   plan_cmd->add_option("SCENARIO", plan->scenario, "scenario file (scenarios/README.md)")->required();
   plan_cmd->add_flag("--json", plan->json, "print the plan as JSON");
+  plan_cmd->add_flag("--memory", plan->memory,
+                     "also print every term of each stage's peak memory (weights, gradients, optimizer, "
+                     "activations, fragmentation, CUDA context, NCCL, ...); --json always holds them");
   CLI::Option* max_seq = plan_cmd->add_flag(
       "--max-seq", plan->max_seq,
       "the longest sequence each sequence-parallel method fits on the scenario's sp x tp GPUs "
@@ -291,6 +294,7 @@ Command AddPlan(CLI::App& app, std::ostream& out, std::ostream& err) {
       ->needs(max_seq);
   plan_cmd->add_option("--sp-policy", plan->sp_policies, "--max-seq: only this SP policy (repeatable)")
       ->needs(max_seq);
+  plan_cmd->get_option("--memory")->excludes(max_seq);
   plan_cmd->footer(
       "Exit codes: 0 every stage fits its device memory (--max-seq: the search ran), 1 a stage does not, 2 "
       "bad "

@@ -159,6 +159,32 @@ void WritePlanStages(const std::vector<PlanStage>& stages, std::ostream& out) {
          "micro-batch through the stage)\n";
 }
 
+void WritePlanMemory(const std::vector<PlanStage>& stages, std::ostream& out) {
+  if (stages.empty()) return;
+  constexpr const char* kRow =
+      "{:<5} {:>8} {:>7} {:>7} {:>8} {:>6} {:>8} {:>8} {:>6} {:>9} {:>6} {:>8} {:>6} {:>6} {:>8} {:>8}\n";
+  out << fmt::format(kRow, "stage", "weights", "grads", "main_g", "optimzr", "zero3", "act", "boundary",
+                     "wkspc", "allocated", "frag", "context", "nccl", "other", "peak", "capacity");
+  out << std::string(5 + 8 + 7 + 7 + 8 + 6 + 8 + 8 + 6 + 9 + 6 + 8 + 6 + 6 + 8 + 8 + 15, '-') << "\n";
+  const auto g = [](int64_t b) { return GiB(static_cast<double>(b)); };
+  for (const PlanStage& st : stages) {
+    const StageMemory& m = st.memory;
+    out << fmt::format(kRow, Count(st.stage), g(m.weight_bytes), g(m.grad_bytes), g(m.main_grad_bytes),
+                       g(m.optimizer_bytes), g(m.zero3_transient_bytes), g(m.peak_activation_bytes),
+                       g(m.boundary_bytes), g(m.workspace_bytes), g(m.allocated_peak_bytes),
+                       g(m.fragmentation_bytes), g(m.cuda_context_bytes), g(m.nccl_bytes), g(m.other_bytes),
+                       g(m.peak_bytes), g(m.capacity_bytes));
+  }
+  out << "(GiB per GPU, every term of the peak (core/plan/memory.h): weights + grads + main_g (fp32 gradient "
+         "buffer)\n + optimizer (master weights, moments) + zero3 (ZeRO-3 gathers in flight) = model states; "
+         "+ "
+         "act (in-flight\n activations and the largest transient) + boundary (P2P buffers) + wkspc (cuBLAS, "
+         "cuDNN) "
+         "= allocated;\n + frag (the caching allocator's reserved bytes above it) + context (CUDA context "
+         "and "
+         "libraries) + nccl\n (communicator buffers) + other (device.reserved_bytes) = peak)\n";
+}
+
 void WriteSimStages(const std::vector<StageRecord>& stages, std::ostream& out) {
   if (stages.empty()) {
     out << "(no stages)\n";

@@ -37,6 +37,10 @@ std::string PolicyText(const PolicyRef& p);
 void WriteHeader(const Scenario& s, std::ostream& out);
 // The per-stage table of `mmtwin plan`.
 void WritePlanStages(const std::vector<PlanStage>& stages, std::ostream& out);
+// `mmtwin plan --memory`: every term of each stage's planned peak in GiB (weights, gradients, fp32 main
+// gradients, optimizer, ZeRO-3 transients, activations, boundary buffers, workspaces, allocated, fragmentation,
+// CUDA context, NCCL, other, peak, capacity), and a legend saying how they sum.
+void WritePlanMemory(const std::vector<PlanStage>& stages, std::ostream& out);
 // The per-stage table of `mmtwin simulate` (summary.json's stages).
 void WriteSimStages(const std::vector<StageRecord>& stages, std::ostream& out);
 // "OOM: stage 2 is short by 3.4 GiB ..." lines, one per stage that does not fit.

@@ -51,6 +51,7 @@ int RunBalance(const BalanceArgs& a, std::ostream& out, std::ostream& err);
 struct PlanArgs {
   std::string scenario;
   bool json = false;
+  bool memory = false;                   // --memory: every term of each stage's peak (WritePlanMemory)
   bool max_seq = false;                  // --max-seq: longest sequence per SP method (driver/max_seq.h)
   int64_t step_tokens = 1024;            // --step-tokens: its granularity
   std::vector<std::string> sp_policies;  // --sp-policy (repeatable): only these methods

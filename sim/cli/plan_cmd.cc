@@ -117,6 +117,10 @@ int RunPlan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
   out << "layers          " << Count(static_cast<double>(Layers(run->model).size())) << "\n";
   out << "\n";
   WritePlanStages(stages, out);
+  if (args.memory) {
+    out << "\n";
+    WritePlanMemory(stages, out);
+  }
   WriteOom(oom_stages, out);
   return oom ? 1 : 0;
 }

@@ -185,7 +185,11 @@ std::vector<PlanStage> PlanStages(const PlannedRun& run);
 // `mmtwin plan --json`: keys scenario, model, cluster {preset, nodes}, parallel, policies, layers,
 // partition_bounds, stages [{stage, first_layer, last_layer, layer_labels (first and last), layers, params,
 // recomputed_layers, fwd_us_mean, model_state_bytes, peak_activation_bytes, boundary_bytes,
-// peak_memory_bytes, memory_capacity_bytes, fits}], oom_stages, oom. Needs a run built with memory_report.
+// peak_memory_bytes, memory_capacity_bytes, fits, memory {every term of the peak: weight, grad, main_grad,
+// optimizer, zero3_transient (summing to model_state), peak_activation, boundary, workspace (with the states:
+// allocated_peak), fragmentation, cuda_context, nccl, other (with allocated_peak: peak), microbatch_footprint_
+// min / max (the fragmentation term's input), capacity; all _bytes}}], oom_stages, oom. Needs a run built with
+// memory_report.
 std::string PlanReportJson(const PlannedRun& run);
 
 }  // namespace mmtwin

@@ -272,6 +272,49 @@ TEST_F(CliSimulateTest, PlanPrintsStagesAndJson) {
   }
 }
 
+// `plan --json` holds every term of each stage's peak, and they add up: the five model-state buffers to
+// model_state_bytes, the states, activations, boundary buffers and workspaces to the allocated peak, and that,
+// the fragmentation and the runtime terms to peak_memory_bytes (the number the stage table and the OOM check
+// use). `--memory` prints the same terms.
+TEST_F(CliSimulateTest, PlanMemoryBreakdownSumsToThePeak) {
+  CliRun j = Mmtwin("plan " + P("small.yaml") + " --json", /*with_stderr=*/false);
+  ASSERT_EQ(j.code, 0) << j.out;
+  const auto plan = nlohmann::json::parse(j.out);
+  ASSERT_FALSE(plan["stages"].empty());
+  for (const auto& st : plan["stages"]) {
+    const auto& m = st.at("memory");
+    const auto b = [&](const char* k) { return m.at(k).get<int64_t>(); };
+    EXPECT_EQ(b("weight_bytes") + b("grad_bytes") + b("main_grad_bytes") + b("optimizer_bytes") +
+                  b("zero3_transient_bytes"),
+              b("model_state_bytes"));
+    EXPECT_EQ(b("model_state_bytes"), st.at("model_state_bytes").get<int64_t>());
+    EXPECT_EQ(
+        b("model_state_bytes") + b("peak_activation_bytes") + b("boundary_bytes") + b("workspace_bytes"),
+        b("allocated_peak_bytes"));
+    EXPECT_EQ(b("allocated_peak_bytes") + b("fragmentation_bytes") + b("cuda_context_bytes") +
+                  b("nccl_bytes") + b("other_bytes"),
+              b("peak_bytes"));
+    EXPECT_EQ(b("peak_bytes"), st.at("peak_memory_bytes").get<int64_t>());
+    EXPECT_GT(b("weight_bytes"), 0);
+    EXPECT_GT(b("cuda_context_bytes"), 0);  // the preset's CUDA context
+    EXPECT_LE(b("microbatch_footprint_min_bytes"), b("microbatch_footprint_max_bytes"));
+  }
+  CliRun t = Mmtwin("plan " + P("small.yaml") + " --memory");
+  ASSERT_EQ(t.code, 0) << t.out;
+  for (const char* s : {"weights", "optimzr", "allocated", "frag", "context", "nccl", "= peak)"})
+    EXPECT_NE(t.out.find(s), std::string::npos) << s << "\n" << t.out;
+  // Stage 0's printed peak (GiB, one decimal) is the JSON's.
+  const size_t row = t.out.find("\n0 ", t.out.find("allocated"));
+  ASSERT_NE(row, std::string::npos) << t.out;
+  std::istringstream cells(t.out.substr(row + 1, t.out.find('\n', row + 1) - row - 1));
+  std::vector<double> v;
+  std::string cell;
+  while (cells >> cell) v.push_back(std::stod(cell));
+  ASSERT_EQ(v.size(), 16u) << t.out;
+  EXPECT_NEAR(v[14], plan["stages"][0]["memory"]["peak_bytes"].get<double>() / (1ll << 30), 0.051);
+  EXPECT_EQ(Mmtwin("plan " + P("small.yaml") + " --memory --max-seq").code, 2);
+}
+
 TEST_F(CliSimulateTest, OomStillWritesOutputsAndExitsOne) {
   CliRun r = Mmtwin("simulate " + P("oom.yaml") + " -o " + P("oom-run"));
   EXPECT_EQ(r.code, 1) << r.out;
