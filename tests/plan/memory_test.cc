@@ -4,8 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
+#include "core/cluster/cluster.h"
 #include "core/plan/schedule.h"
 
 namespace mmtwin {
@@ -457,6 +462,98 @@ TEST(RuntimeMemoryTest, PlanUsableMemoryLeavesTheRuntime) {
   EXPECT_LE(
       allocated + FragmentationBytes(allocated, 0, 0.05, 0) + d.cuda_context_bytes + NcclBufferBytes(d, par),
       d.memory_bytes);
+}
+
+}  // namespace
+}  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+// ---- The allocator's fragmentation against a measured table ----
+
+// traces/clusters/profiles/h200-allocator-fragmentation.csv (backend/gpu/memory_probe.py on an H200): Llama-3-8B
+// blocks trained on micro-batches of growing size spread; per run the allocated and reserved peaks and the
+// per-micro-batch footprint's extremes, as memory.h defines them. The H200 preset's two constants (assumptions
+// before the table existed: none was fitted on it) predict each run's reserved peak from its allocated peak and
+// its footprint spread; the errors are those reports/fidelity.md states.
+struct ProbeRun {
+  std::string name, alloc_conf;
+  int64_t allocated = 0, reserved = 0, footprint_min = 0, footprint_max = 0;
+};
+
+std::vector<ProbeRun> ReadProbe() {
+  std::ifstream in(std::string(MMTWIN_SOURCE_DIR) +
+                   "/traces/clusters/profiles/h200-allocator-fragmentation.csv");
+  std::vector<ProbeRun> runs;
+  std::vector<std::string> header;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    std::string cell;
+    while (std::getline(ss, cell, ',')) f.push_back(cell);
+    if (header.empty()) {
+      header = f;
+      continue;
+    }
+    const auto col = [&](const std::string& k) -> std::string {
+      const auto it = std::find(header.begin(), header.end(), k);
+      return it == header.end() || static_cast<size_t>(it - header.begin()) >= f.size()
+                 ? ""
+                 : f[it - header.begin()];
+    };
+    runs.push_back({col("run"), col("alloc_conf"), std::stoll(col("allocated_peak_bytes")),
+                    std::stoll(col("reserved_peak_bytes")), std::stoll(col("footprint_min_bytes")),
+                    std::stoll(col("footprint_max_bytes"))});
+  }
+  return runs;
+}
+
+double ReservedError(const ProbeRun& r, double floor, double spread) {
+  const int64_t predicted =
+      r.allocated + FragmentationBytes(r.allocated, r.footprint_max - r.footprint_min, floor, spread);
+  return static_cast<double>(predicted) / static_cast<double>(r.reserved) - 1.0;
+}
+
+TEST(FragmentationProbeTest, ThePresetPredictsTheMeasuredReservedPeaks) {
+  const std::vector<ProbeRun> runs = ReadProbe();
+  ASSERT_EQ(runs.size(), 18u);
+  auto h200 = LoadCluster("h200-8x400g");
+  ASSERT_TRUE(h200.ok()) << h200.error().message();
+  const double f = h200->device.fragmentation, c = h200->device.fragmentation_spread;
+  double model = 0, none = 0;
+  int n = 0;
+  for (const ProbeRun& r : runs) {
+    if (!r.alloc_conf.empty()) continue;  // the expandable-segments runs: below
+    ++n;
+    model += std::abs(ReservedError(r, f, c));
+    none += std::abs(ReservedError(r, 0, 0));
+    // Equal micro-batches: the floor alone, within 5% of the reserved peak.
+    if (r.footprint_max == r.footprint_min) EXPECT_LT(std::abs(ReservedError(r, f, c)), 0.05) << r.name;
+  }
+  ASSERT_EQ(n, 15);
+  model /= n;
+  none /= n;
+  // Measured: 18.0% with the preset's terms, 22.9% without any (per run -33% .. +61%: the order in which sizes
+  // arrive matters, which one spread figure cannot see; reports/fidelity.md).
+  EXPECT_LT(model, 0.19);
+  EXPECT_LT(model, none - 0.04);
+}
+
+// With PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True the allocator maps pages into one growing segment: the
+// measured excess is 1.0-1.7% of the reserved peak whatever the spread, which a floor of 1.5% and no spread term
+// (traces/clusters/README.md's override for such jobs) reproduce within 1%; the default constants would not.
+TEST(FragmentationProbeTest, ExpandableSegmentsLeaveTheFloorOnly) {
+  int n = 0;
+  for (const ProbeRun& r : ReadProbe()) {
+    if (r.alloc_conf != "expandable_segments:True") continue;
+    ++n;
+    EXPECT_LT(std::abs(ReservedError(r, 0.015, 0)), 0.01) << r.name;
+    if (r.footprint_max > r.footprint_min * 2) EXPECT_GT(ReservedError(r, 0.05, 1.0), 0.2) << r.name;
+  }
+  EXPECT_EQ(n, 3);
 }
 
 }  // namespace
