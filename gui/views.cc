@@ -272,6 +272,17 @@ QColor MemoryChart::OutlineColor(int stage) const {
   return stages_[stage].fits ? QColor(0x44, 0x44, 0x44) : QColor(0xd6, 0x27, 0x28);
 }
 
+std::vector<MemorySegment> MemoryChart::Segments(const StageRecord& s) {
+  const int64_t named =
+      s.model_state_bytes + s.peak_activation_bytes + s.fragmentation_bytes + s.runtime_bytes;
+  return {
+      {"model states", s.model_state_bytes, QColor(0x4e, 0x79, 0xa7)},
+      {"peak activations", s.peak_activation_bytes, QColor(0xf2, 0x8e, 0x2b)},
+      {"buffers, workspaces", std::max<int64_t>(0, s.peak_memory_bytes - named), QColor(0xba, 0xb0, 0xac)},
+      {"fragmentation", s.fragmentation_bytes, QColor(0xb0, 0x7a, 0xa1)},
+      {"CUDA context, NCCL", s.runtime_bytes, QColor(0x76, 0xb7, 0xb2)}};
+}
+
 void MemoryChart::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.setRenderHint(QPainter::Antialiasing, false);
@@ -285,10 +296,7 @@ void MemoryChart::paintEvent(QPaintEvent*) {
   p.setFont(font());
   // Legend.
   double lx = 8;
-  const QColor states(0x4e, 0x79, 0xa7), act(0xf2, 0x8e, 0x2b), other(0xba, 0xb0, 0xac);
-  DrawLegendSwatch(p, lx, 38, states, "model states");
-  DrawLegendSwatch(p, lx, 38, act, "peak activations");
-  DrawLegendSwatch(p, lx, 38, other, "boundary buffers");
+  for (const MemorySegment& seg : Segments(StageRecord{})) DrawLegendSwatch(p, lx, 38, seg.color, seg.label);
   p.setPen(QPen(QColor(0xd6, 0x27, 0x28), 2, Qt::DashLine));
   p.drawLine(QPointF(lx, 34), QPointF(lx + 18, 34));
   p.setPen(Qt::black);
@@ -325,14 +333,11 @@ void MemoryChart::paintEvent(QPaintEvent*) {
     const QRectF bar = BarRect(i);
     auto seg_h = [&](double bytes) { return g.plot.height() * bytes / g.max_bytes; };
     double y = g.plot.bottom();
-    const double hs = seg_h(static_cast<double>(s.model_state_bytes));
-    const double ha = seg_h(static_cast<double>(s.peak_activation_bytes));
-    const double ho = std::max(0.0, bar.height() - hs - ha);
-    p.fillRect(QRectF(bar.left(), y - hs, bar.width(), hs), states);
-    y -= hs;
-    p.fillRect(QRectF(bar.left(), y - ha, bar.width(), ha), act);
-    y -= ha;
-    p.fillRect(QRectF(bar.left(), y - ho, bar.width(), ho), other);
+    for (const MemorySegment& seg : Segments(s)) {
+      const double h = seg_h(static_cast<double>(seg.bytes));
+      p.fillRect(QRectF(bar.left(), y - h, bar.width(), h), seg.color);
+      y -= h;
+    }
     p.setPen(QPen(OutlineColor(i), s.fits ? 1 : 2.5));
     p.drawRect(bar);
     // Capacity of this stage's GPUs.

@@ -73,11 +73,23 @@ class StageTable : public QTableWidget {
   };
 };
 
-// Memory per stage: stacked bars (model states, peak activations, the rest of the peak: boundary buffers) in GiB
-// with the device capacity as a dashed line; a stage that does not fit is outlined and labelled in red.
+// One coloured part of a stage's memory bar, bottom to top.
+struct MemorySegment {
+  QString label;
+  int64_t bytes = 0;
+  QColor color;
+};
+
+// Memory per stage: stacked bars in GiB (MemoryChart::Segments: model states, peak activations, buffers and
+// workspaces, the allocator's fragmentation, the runtime outside the allocator) with the device capacity as a
+// dashed line; a stage that does not fit is outlined and labelled in red.
 class MemoryChart : public QWidget {
  public:
   explicit MemoryChart(QWidget* parent = nullptr);
+  // The parts of a stage's peak_memory_bytes, bottom to top; they sum to it. Buffers and workspaces are what
+  // the record does not name (boundary buffers, cuBLAS / cuDNN workspaces; in a measured run, all but the
+  // states and activations).
+  static std::vector<MemorySegment> Segments(const StageRecord& s);
   void SetStages(const std::vector<StageRecord>& stages);
   // Where stage i's bar is drawn (widget coordinates, after a layout at the current size); empty when none.
   QRectF BarRect(int stage) const;

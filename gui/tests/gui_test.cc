@@ -955,6 +955,35 @@ class GuiTest : public QObject {
       any_oom = any_oom || !st.fits;
       any_fits = any_fits || st.fits;
     }
+    // Each bar's parts sum to its peak, name the simulated fragmentation and runtime, and are drawn in their
+    // colours: the middle of each part at least 4 px high has its colour in the grabbed chart.
+    const QImage image = view.chart()->grab().toImage();
+    int parts_seen = 0;
+    for (int i = 0; i < static_cast<int>(run.summary.stages.size()); ++i) {
+      const StageRecord& st = run.summary.stages[i];
+      QVERIFY(st.fragmentation_bytes > 0);
+      QVERIFY(st.runtime_bytes > 0);  // the preset's CUDA context at least
+      const std::vector<MemorySegment> parts = MemoryChart::Segments(st);
+      QCOMPARE(static_cast<int>(parts.size()), 5);
+      int64_t sum = 0;
+      for (const MemorySegment& seg : parts) sum += seg.bytes;
+      QCOMPARE(sum, st.peak_memory_bytes);
+      QCOMPARE(parts[3].bytes, st.fragmentation_bytes);
+      QCOMPARE(parts[4].bytes, st.runtime_bytes);
+      const QRectF bar = view.chart()->BarRect(i);
+      double y = bar.bottom();
+      for (const MemorySegment& seg : parts) {
+        const double h =
+            bar.height() * static_cast<double>(seg.bytes) / static_cast<double>(st.peak_memory_bytes);
+        if (h >= 4) {
+          const QPoint mid(static_cast<int>(bar.center().x()), static_cast<int>(y - h / 2));
+          QCOMPARE(image.pixelColor(mid), seg.color);
+          ++parts_seen;
+        }
+        y -= h;
+      }
+    }
+    QVERIFY(parts_seen >= 3 * static_cast<int>(run.summary.stages.size()));
     // Bar heights are proportional to the peaks.
     const double h0 = view.chart()->BarRect(0).height(), h1 = view.chart()->BarRect(1).height();
     QVERIFY(std::abs(h0 / h1 - static_cast<double>(run.summary.stages[0].peak_memory_bytes) /

@@ -57,6 +57,8 @@ StageRecord PlannedStageRecord(const PlanStage& ps) {
   st.peak_activation_bytes = ps.memory.peak_activation_bytes;
   st.peak_memory_bytes = ps.memory.peak_bytes;
   st.memory_capacity_bytes = ps.memory.capacity_bytes;
+  st.fragmentation_bytes = ps.memory.fragmentation_bytes;
+  st.runtime_bytes = ps.memory.cuda_context_bytes + ps.memory.nccl_bytes + ps.memory.other_bytes;
   st.fits = ps.memory.fits;
   return st;
 }

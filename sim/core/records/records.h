@@ -90,6 +90,11 @@ struct StageRecord {
   double fwd_us_mean = 0, bwd_us_mean = 0, recompute_us_mean = 0;  // per micro-batch
   double busy_ratio = 0, bubble_ratio = 0, idle_ratio = 0;
   int64_t model_state_bytes = 0, peak_activation_bytes = 0, peak_memory_bytes = 0, memory_capacity_bytes = 0;
+  // Two more terms of peak_memory_bytes (core/plan/memory.h; simulated runs, 0 in measured ones and in records
+  // written before them): the caching allocator's reserved bytes above the allocated peak, and the runtime
+  // outside the allocator (CUDA context, NCCL buffers, device.reserved_bytes). The rest of the peak beyond
+  // model states, activations and these two is the pipeline's boundary buffers and the library workspaces.
+  int64_t fragmentation_bytes = 0, runtime_bytes = 0;
   bool fits = true;
   // The data-dispatch all-to-all (post-balance / orchestrator; stage 0 only, 0 elsewhere or without one): mean
   // time per micro-batch of its all-to-all and, for the orchestrator, its backward all-to-all on this stage's

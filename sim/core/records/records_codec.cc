@@ -96,6 +96,8 @@ Status ReadStage(const Reader& r, const json& j, const std::string& path, StageR
   MMTWIN_RETURN_IF_ERROR(r.Get(j, path, "peak_memory_bytes", s.peak_memory_bytes));
   MMTWIN_RETURN_IF_ERROR(r.Get(j, path, "memory_capacity_bytes", s.memory_capacity_bytes));
   MMTWIN_RETURN_IF_ERROR(r.Get(j, path, "fits", s.fits));
+  MMTWIN_RETURN_IF_ERROR(r.GetOptional(j, path, "fragmentation_bytes", s.fragmentation_bytes));
+  MMTWIN_RETURN_IF_ERROR(r.GetOptional(j, path, "runtime_bytes", s.runtime_bytes));
   MMTWIN_RETURN_IF_ERROR(r.GetOptional(j, path, "dispatch_us_mean", s.dispatch_us_mean));
   MMTWIN_RETURN_IF_ERROR(r.GetOptional(j, path, "exposed_dispatch_ratio", s.exposed_dispatch_ratio));
   return Status();

@@ -31,6 +31,8 @@ json PlannedStageJson(const StageRecord& s) {
           {"peak_activation_bytes", s.peak_activation_bytes},
           {"peak_memory_bytes", s.peak_memory_bytes},
           {"memory_capacity_bytes", s.memory_capacity_bytes},
+          {"fragmentation_bytes", s.fragmentation_bytes},
+          {"runtime_bytes", s.runtime_bytes},
           {"fits", s.fits}};
 }
 

@@ -19,7 +19,7 @@ namespace mmtwin {
 
 // The planned side of a stage: stage, first_layer, last_layer, layer_labels [first, last], layers, params,
 // recomputed_layers, fwd_us_mean, model_state_bytes, peak_activation_bytes, peak_memory_bytes,
-// memory_capacity_bytes, fits.
+// memory_capacity_bytes, fragmentation_bytes, runtime_bytes, fits.
 nlohmann::json PlannedStageJson(const StageRecord& s);
 // A stage of summary.json: PlannedStageJson and bwd_us_mean, recompute_us_mean, busy_ratio, bubble_ratio,
 // idle_ratio, dispatch_us_mean, exposed_dispatch_ratio.
