@@ -19,6 +19,11 @@ fragmentation.csv: the caching allocator's reserved bytes against its allocated 
     reserved peak is what nvidia-smi shows a job (what the papers' "memory left" reads). A few runs repeat with
     PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (a fresh process: the setting is read at start).
 
+--trace: instead, record the caching allocator's events (torch.cuda.memory._record_memory_history) of a few of
+    the runs above and write each as trace-RUN.csv.gz (seq, action, addr, size: alloc / free_completed of blocks,
+    segment_alloc / segment_free of cudaMalloc'd segments), with the run's row in fragmentation-traced.csv: ground
+    truth for a model of the allocator itself.
+
 --smoke: the same code paths on the CPU with tiny widths (the CUDA statistics read as 0), to check the script.
 """
 import argparse
@@ -263,6 +268,35 @@ RUNS = [  # (distribution, in-flight micro-batches)
     ("sorted-lognormal1.0", 4),
 ]
 EXPANDABLE = [("equal", 4), ("lognormal1.0", 4), ("bimodal", 4)]
+TRACED = [("equal", 4), ("uniform0.25", 1), ("uniform0.75", 4), ("lognormal1.0", 1), ("lognormal0.5", 4),
+          ("bimodal", 4)]
+
+
+def write_trace(path, start, snapshot):
+    """The allocator's events of device 0 as CSV (gzip): seq, action, addr, size. First the state when the
+    recording started (`start`, a snapshot: action initial_segment per segment, then initial_active_block /
+    initial_inactive_block per block in address order), then the recorded events."""
+    import gzip
+    traces = snapshot.get("device_traces", [[]])
+    events = traces[0] if traces else []
+    tmp = path + ".tmp"
+    with gzip.open(tmp, "wt", newline="") as f:
+        f.write("seq,action,addr,size\n")
+        seq = 0
+        for seg in sorted(start.get("segments", []), key=lambda g: g["address"]):
+            f.write(f"{seq},initial_segment,{seg['address']},{seg['total_size']}\n")
+            seq += 1
+            addr = seg["address"]
+            for b in seg.get("blocks", []):
+                state = "initial_active_block" if b.get("state", "").startswith("active") else "initial_inactive_block"
+                f.write(f"{seq},{state},{addr},{b['size']}\n")
+                addr += b["size"]
+                seq += 1
+        for e in events:
+            f.write(f"{seq},{e.get('action')},{e.get('addr', 0)},{e.get('size', 0)}\n")
+            seq += 1
+    os.replace(tmp, path)
+    return len(events)
 
 
 def main():
@@ -271,6 +305,7 @@ def main():
     ap.add_argument("--budget-s", type=float, default=240.0)
     ap.add_argument("--smoke", action="store_true", help="the CPU, tiny widths: checks the script")
     ap.add_argument("--only", help="internal: run these 'dist:in_flight' pairs (comma separated), print rows")
+    ap.add_argument("--trace", action="store_true", help="record the allocator's events of a few runs")
     args = ap.parse_args()
     cuda = not args.smoke
     if cuda and not torch.cuda.is_available():
@@ -283,12 +318,12 @@ def main():
     t0 = time.time()
     os.makedirs(args.outdir, exist_ok=True)
 
-    ctx = [] if (not cuda or args.only) else context_rows(dev)
+    ctx = [] if (not cuda or args.only or args.trace) else context_rows(dev)
     blocks = [Block(args.hidden, heads, kv, ffn, torch.bfloat16, dev) for _ in range(layers)]
     for b in blocks:  # the gradients exist from the start, as after a training step
         for p in b.parameters():
             p.grad = torch.zeros_like(p)
-    runs = RUNS
+    runs = TRACED if args.trace else RUNS
     if args.only:
         runs = [(d, int(k)) for d, k in (p.split(":") for p in args.only.split(","))]
     rows = []
@@ -300,11 +335,26 @@ def main():
         gc.collect()
         if cuda:
             torch.cuda.empty_cache()
+        name = f"{dist}-k{k}"
+        seed = 1000 + (RUNS.index((dist, k)) if args.trace else i)  # a traced run draws the sizes of its RUNS row
         try:
-            rows.append(fragmentation_run(args, dev, blocks, f"{dist}-k{k}", dist, k, seed=1000 + i))
+            if args.trace and cuda:
+                torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python",
+                                                         max_entries=2_000_000)
+                start = torch.cuda.memory._snapshot()
+            rows.append(fragmentation_run(args, dev, blocks, name, dist, k, seed=seed))
+            if args.trace and cuda:
+                n = write_trace(os.path.join(args.outdir, f"trace-{name}.csv.gz"), start,
+                                torch.cuda.memory._snapshot())
+                torch.cuda.memory._record_memory_history(enabled=None)
+                print(f"memory_probe: {name}: {n} allocator events", flush=True)
         except RuntimeError as e:
             print(f"memory_probe: {dist} k={k} failed: {str(e).splitlines()[0]}", file=sys.stderr)
     if args.only:
+        return 0
+    if args.trace:
+        write_csv(os.path.join(args.outdir, "fragmentation-traced.csv"), FRAG_HEADER, rows,
+                  [f"traced runs of backend/gpu/memory_probe.py --trace, commit {os.environ.get('MMTWIN_COMMIT', '?')}"])
         return 0
     # The expandable-segments runs in a fresh process (the allocator reads its configuration at start).
     left = args.budget_s - (time.time() - t0)
