@@ -185,6 +185,9 @@ TEST(ClusterTest, UsableMemoryLeavesOutReservedWorkspaceAndFragmentation) {
       parse("  fragmentation_spread: 11\n"),
       "c.yaml:12: device.fragmentation_spread: must be in [0, 10] (bytes stranded per byte of activation "
       "spread)");
+  EXPECT_EQ(parse("  allocator_model: replay\n"), "OK 8000000000");
+  EXPECT_EQ(parse("  allocator_model: exact\n"),
+            "c.yaml:12: device.allocator_model: 'exact' is not one of spread, replay");
   EXPECT_EQ(parse("  kernel_overhead_us: 4\n"), "OK 8000000000");
   EXPECT_EQ(parse("  kernel_overhead_us: 2e4\n"),
             "c.yaml:12: device.kernel_overhead_us: must be in [0, 10000] (microseconds)");

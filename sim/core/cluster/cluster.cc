@@ -202,6 +202,7 @@ Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) 
                                       "nccl_channels",
                                       "cudnn_workspace_bytes",
                                       "fragmentation_spread",
+                                      "allocator_model",
                                       "gemm_peak_fraction",
                                       "gemm_half_dim",
                                       "attn_fwd_peak_fraction",
@@ -263,6 +264,10 @@ Result<ClusterSpec> ParseImpl(const std::string& text, const std::string& name) 
         r.Number(dev, "device", "fragmentation_spread", c.device.fragmentation_spread, false, true));
     MMTWIN_RETURN_IF_ERROR(r.Range(dev, "device", "fragmentation_spread", c.device.fragmentation_spread, 0,
                                    10, "bytes stranded per byte of activation spread"));
+    MMTWIN_RETURN_IF_ERROR(r.String(dev, "device", "allocator_model", c.device.allocator_model, false));
+    if (c.device.allocator_model != "spread" && c.device.allocator_model != "replay")
+      return Error::At(r.file(), LineOf(dev["allocator_model"]), "device.allocator_model",
+                       "'" + Abbreviate(c.device.allocator_model) + "' is not one of spread, replay");
     const int64_t outside = c.device.reserved_bytes + c.device.cuda_context_bytes;
     MMTWIN_RETURN_IF_ERROR(r.Range(dev, "device", "cuda_context_bytes", static_cast<double>(outside), 0,
                                    static_cast<double>(c.device.memory_bytes),

@@ -44,6 +44,10 @@ struct DeviceSpec {
   // (max - min) of the rank's per-micro-batch activation bytes (a coefficient in [0, 10]).
   double fragmentation = 0;
   double fragmentation_spread = 0;
+  // How the walk estimates the excess above the floor (core/plan/memory.h): "spread" (fragmentation_spread x
+  // the footprint spread) or "replay" (each stage's allocations and frees replayed through a model of PyTorch's
+  // caching allocator, core/plan/caching_allocator.h; fragmentation_spread then unused).
+  std::string allocator_model = "spread";
   // Fixed time of one kernel besides its FLOPs (launch, ramp-up and tail), microseconds: does not shrink with
   // tensor parallelism, so small TP shards run below FLOPs / tp (cost_model.h counts the kernels per layer).
   double kernel_overhead_us = 0;

@@ -3,7 +3,12 @@
 #include "core/util/numeric.h"
 
 #include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
 #include <string>
+
+#include "core/plan/caching_allocator.h"
 
 namespace mmtwin {
 namespace {
@@ -161,7 +166,72 @@ RuntimeMemory RuntimeMemoryOf(const DeviceSpec& device, const ParallelConfig& pa
   r.other_bytes = std::max<int64_t>(0, device.reserved_bytes);
   r.fragmentation_floor = device.fragmentation;
   r.fragmentation_spread = device.fragmentation_spread;
+  r.replay_allocator = device.allocator_model == "replay";
   return r;
+}
+
+std::vector<double> TransformerTensorShares(const TransformerConfig& tf) {
+  if (tf.layers <= 0 || tf.hidden <= 0) return {1, 1, 1, 1, 1, 1, 0.5, 1, 1, 4, 4, 0.5};
+  const double h = static_cast<double>(tf.hidden);
+  const double d = static_cast<double>(tf.head_dim > 0 ? tf.head_dim : tf.hidden / std::max(1, tf.heads));
+  const double q = static_cast<double>(std::max(1, tf.heads));
+  const double kv = static_cast<double>(tf.kv_heads > 0 ? tf.kv_heads : tf.heads);
+  const double f = static_cast<double>(tf.ffn > 0 ? tf.ffn : 4 * tf.hidden);
+  const bool gated = tf.mlp != MlpKind::kGelu;
+  std::vector<double> s = {h, h, (q + 2 * kv) * d, q * d, h, h, h, gated ? 2 * f : f, f};
+  if (gated) s.push_back(f);
+  s.push_back(h);
+  return s;
+}
+
+int64_t ReplayActivationExcessBytes(const std::vector<PipeOp>& ops, const IterationCosts& costs, int replica,
+                                    const Partition& partition, const std::vector<double>& shares_in) {
+  const std::vector<double> shares =
+      shares_in.empty() ? TransformerTensorShares(TransformerConfig{}) : shares_in;
+  const double total = std::accumulate(shares.begin(), shares.end(), 0.0);
+  if (total <= 0 || replica < 0 || replica >= costs.dp) return 0;
+  CachingAllocatorModel a;
+  // Per (micro-batch, chunk) in flight: the addresses of its layers' tensors, layer by layer.
+  std::map<std::pair<int, int>, std::vector<std::vector<int64_t>>> held;
+  const auto bytes = [](double b) { return static_cast<int64_t>(std::llround(std::max(0.0, b))); };
+  for (const PipeOp& op : ops) {
+    if (op.micro_batch < 0 || op.micro_batch >= costs.micro_batches || op.chunk < 0 || op.chunk >= costs.chunks)
+      continue;
+    const ChunkCost& cc = costs.At(replica, op.micro_batch, op.chunk);
+    const int layers = op.chunk < partition.chunks() ? std::max(1, partition.LayersIn(op.chunk)) : 1;
+    const double per_layer = static_cast<double>(std::max<int64_t>(0, cc.act_bytes)) / layers;
+    const std::pair<int, int> key{op.micro_batch, op.chunk};
+    if (op.kind == PassKind::kForward) {
+      auto& tensors = held[key];
+      tensors.assign(layers, {});
+      if (per_layer > 0)
+        for (int l = 0; l < layers; ++l)
+          for (double s : shares) tensors[l].push_back(a.Allocate(bytes(per_layer * s / total)));
+      if (cc.forward_transient_bytes > 0) (void)a.Free(a.Allocate(cc.forward_transient_bytes));
+      continue;
+    }
+    auto it = held.find(key);
+    if (StartsBackward(op.kind) && cc.backward_transient_bytes > 0)
+      (void)a.Free(a.Allocate(cc.backward_transient_bytes));
+    if (!EndsBackward(op.kind) || it == held.end()) continue;
+    // Autograd's order per layer, last first: the gradient of the layer's largest intermediate, its input
+    // gradient, then the temporary, the output gradient and the layer's saved tensors are released.
+    const double largest = *std::max_element(shares.begin(), shares.end());
+    int64_t grad = per_layer > 0 ? a.Allocate(bytes(per_layer * shares.front() / total)) : -1;
+    for (int l = layers - 1; l >= 0; --l) {
+      if (per_layer > 0) {
+        const int64_t temp = a.Allocate(bytes(per_layer * largest / total));
+        const int64_t next = a.Allocate(bytes(per_layer * shares.front() / total));
+        (void)a.Free(temp);
+        (void)a.Free(grad);
+        grad = next;
+      }
+      for (int64_t t : it->second[l]) (void)a.Free(t);
+    }
+    if (grad >= 0) (void)a.Free(grad);
+    held.erase(it);
+  }
+  return std::max<int64_t>(0, a.peak_reserved_bytes() - a.peak_allocated_bytes());
 }
 
 int64_t FragmentationBytes(int64_t allocated_bytes, int64_t spread_bytes, double floor_fraction,
@@ -207,12 +277,19 @@ Status ValidateMemoryInputs(const ParallelConfig& parallel_in, const Partition& 
 namespace {
 
 // Sums the parts of `m` into allocated_peak_bytes, fragmentation_bytes and peak_bytes.
+// The floor, and above it the replayed excess (device.allocator_model replay) or the spread term.
+int64_t StageFragmentationBytes(const StageMemory& m) {
+  if (m.replay_excess_bytes < 0)
+    return FragmentationBytes(m.allocated_peak_bytes, m.mb_footprint_max_bytes - m.mb_footprint_min_bytes,
+                              m.fragmentation_floor, m.fragmentation_spread);
+  return std::max(FragmentationBytes(m.allocated_peak_bytes, 0, m.fragmentation_floor, 0),
+                  m.replay_excess_bytes);
+}
+
 void Total(StageMemory& m) {
   m.allocated_peak_bytes = AddBytes(AddBytes(m.model_state_bytes, m.peak_activation_bytes),
                                     AddBytes(m.boundary_bytes, m.workspace_bytes));
-  m.fragmentation_bytes =
-      FragmentationBytes(m.allocated_peak_bytes, m.mb_footprint_max_bytes - m.mb_footprint_min_bytes,
-                         m.fragmentation_floor, m.fragmentation_spread);
+  m.fragmentation_bytes = StageFragmentationBytes(m);
   m.peak_bytes = AddBytes(AddBytes(m.allocated_peak_bytes, m.fragmentation_bytes),
                           AddBytes(m.cuda_context_bytes, AddBytes(m.nccl_bytes, m.other_bytes)));
 }
@@ -249,6 +326,8 @@ std::vector<StageMemory> Walk(const ParallelConfig& parallel_in, const Partition
         r < static_cast<int>(schedule.per_rank.size()) ? schedule.per_rank[r] : empty;
     int64_t send = 0, recv = 0;
     int64_t fp_max = 0, fp_min = -1;
+    int64_t replay_peak = -1;
+    int replay_replica = -1;
     for (int d = 0; d < costs.dp; ++d) {
       for (int k = 0; k < costs.micro_batches; ++k) {
         // The micro-batch's footprint on this rank: what its forwards leave held plus its largest transient.
@@ -280,8 +359,16 @@ std::vector<StageMemory> Walk(const ParallelConfig& parallel_in, const Partition
           if (EndsBackward(op.kind)) held -= cc.act_bytes;
         }
       }
+      if (peak > replay_peak || replay_replica < 0) {
+        replay_peak = peak;
+        replay_replica = d;
+      }
       m.peak_activation_bytes = std::max(m.peak_activation_bytes, peak);
     }
+    // The replica whose activations peak highest sets the stage's peak: its allocator is the one replayed.
+    if (runtime.replay_allocator && replay_replica >= 0)
+      m.replay_excess_bytes =
+          ReplayActivationExcessBytes(ops, costs, replay_replica, partition, {});
     m.mb_footprint_max_bytes = fp_max;
     m.mb_footprint_min_bytes = std::max<int64_t>(0, fp_min);
     m.boundary_bytes = AddBytes(send, recv);
@@ -326,9 +413,8 @@ std::vector<StageMemory> MergeMemory(const std::vector<StageMemory>& a, const st
     m.mb_footprint_min_bytes = std::min(m.mb_footprint_min_bytes, o.mb_footprint_min_bytes);
     m.fragmentation_floor = std::max(m.fragmentation_floor, o.fragmentation_floor);
     m.fragmentation_spread = std::max(m.fragmentation_spread, o.fragmentation_spread);
-    m.fragmentation_bytes =
-        FragmentationBytes(m.allocated_peak_bytes, m.mb_footprint_max_bytes - m.mb_footprint_min_bytes,
-                           m.fragmentation_floor, m.fragmentation_spread);
+    m.replay_excess_bytes = std::max(m.replay_excess_bytes, o.replay_excess_bytes);
+    m.fragmentation_bytes = StageFragmentationBytes(m);
     // Each iteration's allocated peak is a real simultaneous sum (the sum of merged components may not be).
     m.peak_bytes =
         std::max({m.peak_bytes, o.peak_bytes,
