@@ -2,12 +2,12 @@
 #include "calibrate/allocator_trace.h"
 
 #include <algorithm>
-#include <sstream>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "core/plan/caching_allocator.h"
+#include "core/util/csv.h"
 
 namespace mmtwin {
 
@@ -33,43 +33,31 @@ Result<AllocatorReplay> ReplayAllocatorTrace(const std::string& csv_text, const 
     return Status();
   };
   int64_t traced_reserved = 0;
-  std::istringstream in(csv_text);
-  std::string line;
-  int line_no = 0;
+  CsvReader csv = CsvReader::FromString(csv_text, name);
+  std::vector<std::string_view> f;
   bool header = false, started = false;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    const std::string at = name + ":" + std::to_string(line_no), where = at + ": ";
+  while (csv.Next(f)) {
     if (!header) {
-      if (line != "seq,action,addr,size") return Error(where + "expected the header seq,action,addr,size");
+      if (f.size() != 4 || f[0] != "seq" || f[1] != "action" || f[2] != "addr" || f[3] != "size")
+        return csv.ErrorAt("", "expected the header seq,action,addr,size");
       header = true;
       continue;
     }
-    std::vector<std::string> f;
-    std::stringstream ss(line);
-    std::string cell;
-    while (std::getline(ss, cell, ',')) f.push_back(cell);
-    if (f.size() != 4) return Error(where + "expected 4 fields, found " + std::to_string(f.size()));
+    const std::string at = name + ":" + std::to_string(csv.line());
+    if (f.size() != 4) return csv.ErrorAt("", "expected 4 fields, found " + std::to_string(f.size()));
     int64_t addr = 0, size = 0;
-    try {
-      addr = std::stoll(f[2]);
-      size = std::stoll(f[3]);
-    } catch (const std::exception&) {
-      return Error(where + "addr and size must be integers");
-    }
-    if (size < 0) return Error(where + "size: negative");
-    const std::string& action = f[1];
+    if (!ParseInt64(f[2], addr)) return csv.ErrorAt("addr", "not an integer");
+    if (!ParseInt64(f[3], size) || size < 0) return csv.ErrorAt("size", "not an integer >= 0");
+    const std::string action(f[1]);
     if (action == "initial_segment") {
-      if (started) return Error(where + "initial_segment after the recorded events began");
+      if (started) return csv.ErrorAt("action", "initial_segment after the recorded events began");
       if (Status st = flush(); !st) return st.error().Wrap(at);
       in_segment = true;
       pending.bytes = size;
       out.traced_start_reserved_bytes += size;
       traced_reserved += size;
     } else if (action == "initial_active_block" || action == "initial_inactive_block") {
-      if (!in_segment) return Error(where + action + " outside an initial_segment");
+      if (!in_segment) return csv.ErrorAt("action", action + " outside an initial_segment");
       pending.blocks.push_back({size, action == "initial_active_block"});
       pending.trace_addresses.push_back(addr);
     } else {
@@ -84,7 +72,7 @@ Result<AllocatorReplay> ReplayAllocatorTrace(const std::string& csv_text, const 
         ++out.events;
       } else if (action == "free_completed") {
         const auto it = address_of.find(addr);
-        if (it == address_of.end()) return Error(where + "free_completed of a block never allocated");
+        if (it == address_of.end()) return csv.ErrorAt("addr", "free_completed of a block never allocated");
         if (Status st = model.Free(it->second); !st) return st.error().Wrap(at);
         address_of.erase(it);
         ++out.events;
@@ -95,10 +83,11 @@ Result<AllocatorReplay> ReplayAllocatorTrace(const std::string& csv_text, const 
       } else if (action == "segment_free") {
         traced_reserved -= size;
       } else if (action != "free_requested" && action != "snapshot" && action != "oom") {
-        return Error(where + "unknown action '" + action + "'");
+        return csv.ErrorAt("action", "unknown action '" + action + "'");
       }
     }
   }
+  if (!csv.status().ok()) return csv.status().error();
   if (!header) return Error(name + ": empty (expected the header seq,action,addr,size)");
   MMTWIN_RETURN_IF_ERROR(flush());
   out.traced_peak_reserved_bytes = std::max(out.traced_peak_reserved_bytes, traced_reserved);

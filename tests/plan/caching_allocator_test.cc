@@ -122,7 +122,7 @@ TEST(CachingAllocatorTest, TraceErrorsNameTheLine) {
   EXPECT_NE(bad.error().message().find("t.csv:3"), std::string::npos) << bad.error().message();
   auto unknown = ReplayAllocatorTrace("seq,action,addr,size\n0,teleport,16,100\n", "t.csv");
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.error().message().find("t.csv:2: unknown action 'teleport'"), std::string::npos)
+  EXPECT_NE(unknown.error().message().find("t.csv:2: action: unknown action 'teleport'"), std::string::npos)
       << unknown.error().message();
   EXPECT_FALSE(ReplayAllocatorTrace("a,b\n", "t.csv").ok());
 }

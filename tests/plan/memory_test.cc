@@ -15,6 +15,7 @@
 
 #include "core/cluster/cluster.h"
 #include "core/plan/schedule.h"
+#include "core/util/csv.h"
 
 namespace mmtwin {
 namespace {
@@ -485,32 +486,33 @@ struct ProbeRun {
   int64_t allocated = 0, reserved = 0, footprint_min = 0, footprint_max = 0, held_max = 0;
 };
 
-std::vector<ProbeRun> ReadProbe() {
-  std::ifstream in(std::string(MMTWIN_SOURCE_DIR) +
-                   "/traces/clusters/profiles/h200-allocator-fragmentation.csv");
-  std::vector<ProbeRun> runs;
+// The rows of a profile table under traces/clusters/profiles/, each as column name -> value.
+std::vector<std::map<std::string, std::string>> ReadProfileTable(const std::string& file) {
+  auto csv = CsvReader::Open(std::string(MMTWIN_SOURCE_DIR) + "/traces/clusters/profiles/" + file);
+  EXPECT_TRUE(csv.ok()) << file;
+  std::vector<std::map<std::string, std::string>> rows;
+  if (!csv.ok()) return rows;
+  std::vector<std::string_view> f;
   std::vector<std::string> header;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> f;
-    std::stringstream ss(line);
-    std::string cell;
-    while (std::getline(ss, cell, ',')) f.push_back(cell);
+  while (csv->Next(f)) {
     if (header.empty()) {
-      header = f;
+      header.assign(f.begin(), f.end());
       continue;
     }
-    const auto col = [&](const std::string& k) -> std::string {
-      const auto it = std::find(header.begin(), header.end(), k);
-      return it == header.end() || static_cast<size_t>(it - header.begin()) >= f.size()
-                 ? ""
-                 : f[it - header.begin()];
-    };
-    runs.push_back({col("run"), col("alloc_conf"), std::stoll(col("allocated_peak_bytes")),
-                    std::stoll(col("reserved_peak_bytes")), std::stoll(col("footprint_min_bytes")),
-                    std::stoll(col("footprint_max_bytes")), std::stoll(col("held_max_bytes"))});
+    std::map<std::string, std::string> row;
+    for (size_t i = 0; i < f.size() && i < header.size(); ++i) row[header[i]] = std::string(f[i]);
+    rows.push_back(std::move(row));
   }
+  EXPECT_TRUE(csv->status().ok()) << csv->status().error().message();
+  return rows;
+}
+
+std::vector<ProbeRun> ReadProbe() {
+  std::vector<ProbeRun> runs;
+  for (auto& r : ReadProfileTable("h200-allocator-fragmentation.csv"))
+    runs.push_back({r["run"], r["alloc_conf"], std::stoll(r["allocated_peak_bytes"]),
+                    std::stoll(r["reserved_peak_bytes"]), std::stoll(r["footprint_min_bytes"]),
+                    std::stoll(r["footprint_max_bytes"]), std::stoll(r["held_max_bytes"])});
   return runs;
 }
 
@@ -549,28 +551,12 @@ TEST(FragmentationProbeTest, ThePresetPredictsTheMeasuredReservedPeaks) {
 // (h200-allocator-fragmentation-tokens.csv, in the order the probe trained them) as one rank's passes, held
 // activations and backward transients per token from the table's largest micro-batch, replayed by
 // ReplayActivationExcessBytes; the reserved peak predicted as the measured allocated peak plus the larger of the
-// floor and the replayed excess. With the tensors of Llama-3-8B's block (TransformerTensorShares) the error is
-// a fraction of the spread term's, with Korthikanti's generic GPT block about half of it.
+// floor and the replayed excess, with Korthikanti's generic tensors (what the walk replays) and with
+// Llama-3-8B's own (TransformerTensorShares).
 double ReplayMape(const TransformerConfig& tf, double* worst) {
-  std::ifstream in(std::string(MMTWIN_SOURCE_DIR) +
-                   "/traces/clusters/profiles/h200-allocator-fragmentation-tokens.csv");
   std::map<std::string, std::vector<int64_t>> tokens;
-  std::string line;
-  bool header = false;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    if (!header) {
-      header = true;
-      continue;
-    }
-    std::stringstream ss(line);
-    std::string run, it, mb, t;
-    std::getline(ss, run, ',');
-    std::getline(ss, it, ',');
-    std::getline(ss, mb, ',');
-    std::getline(ss, t, ',');
-    tokens[run].push_back(std::stoll(t));
-  }
+  for (auto& r : ReadProfileTable("h200-allocator-fragmentation-tokens.csv"))
+    tokens[r["run"]].push_back(std::stoll(r["tokens"]));
   const std::vector<double> shares = TransformerTensorShares(tf);
   double sum = 0;
   int n = 0;
