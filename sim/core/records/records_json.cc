@@ -36,6 +36,31 @@ json PlannedStageJson(const StageRecord& s) {
           {"fits", s.fits}};
 }
 
+// Every term of a stage's planned peak (core/plan/memory.h); the terms after model_state_bytes sum to
+// peak_bytes: weights + gradients + main gradients + optimizer + ZeRO-3 transients = model states; model
+// states + activations + boundary buffers + workspaces = the allocated peak; + fragmentation + CUDA context +
+// NCCL buffers + other = the peak.
+json StageMemoryJson(const StageMemory& m) {
+  return {{"weight_bytes", m.weight_bytes},
+          {"grad_bytes", m.grad_bytes},
+          {"main_grad_bytes", m.main_grad_bytes},
+          {"optimizer_bytes", m.optimizer_bytes},
+          {"zero3_transient_bytes", m.zero3_transient_bytes},
+          {"model_state_bytes", m.model_state_bytes},
+          {"peak_activation_bytes", m.peak_activation_bytes},
+          {"boundary_bytes", m.boundary_bytes},
+          {"workspace_bytes", m.workspace_bytes},
+          {"allocated_peak_bytes", m.allocated_peak_bytes},
+          {"fragmentation_bytes", m.fragmentation_bytes},
+          {"microbatch_footprint_min_bytes", m.mb_footprint_min_bytes},
+          {"microbatch_footprint_max_bytes", m.mb_footprint_max_bytes},
+          {"cuda_context_bytes", m.cuda_context_bytes},
+          {"nccl_bytes", m.nccl_bytes},
+          {"other_bytes", m.other_bytes},
+          {"peak_bytes", m.peak_bytes},
+          {"capacity_bytes", m.capacity_bytes}};
+}
+
 json StageJson(const StageRecord& s) {
   json j = PlannedStageJson(s);
   j["bwd_us_mean"] = s.bwd_us_mean;

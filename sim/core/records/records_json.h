@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/plan/memory.h"
 #include "core/records/records.h"
 #include "core/util/status.h"
 
@@ -24,6 +25,11 @@ nlohmann::json PlannedStageJson(const StageRecord& s);
 // A stage of summary.json: PlannedStageJson and bwd_us_mean, recompute_us_mean, busy_ratio, bubble_ratio,
 // idle_ratio, dispatch_us_mean, exposed_dispatch_ratio.
 nlohmann::json StageJson(const StageRecord& s);
+// Every term of a stage's planned peak (core/plan/memory.h), `mmtwin plan --json`'s per-stage `memory`: weight,
+// grad, main_grad, optimizer, zero3_transient (summing to model_state), peak_activation, boundary, workspace
+// (with the states: allocated_peak), fragmentation, cuda_context, nccl, other (with allocated_peak: peak),
+// microbatch_footprint_min / max, capacity; all _bytes.
+nlohmann::json StageMemoryJson(const StageMemory& m);
 
 // A parallel layout: dp, tp, pp, vpp, micro_batches, zero_stage, world_size (summary.json adds the ZeRO-3
 // implementation and sequence parallelism when they are not the defaults).
