@@ -24,6 +24,10 @@ fragmentation.csv: the caching allocator's reserved bytes against its allocated 
     segment_alloc / segment_free of cudaMalloc'd segments), with the run's row in fragmentation-traced.csv: ground
     truth for a model of the allocator itself.
 
+--long N: instead, four runs of N iterations each (lognormal sigma 1 and uniform +-50% with 4 in flight, lognormal
+    sigma 1 with one, bimodal with 4), the allocated and reserved peaks after every iteration with its micro-batch
+    sizes in long.csv: how the reserved peak of a long job grows.
+
 --smoke: the same code paths on the CPU with tiny widths (the CUDA statistics read as 0), to check the script.
 """
 import argparse
@@ -168,7 +172,7 @@ def fragmentation_run(args, dev, blocks, name, dist, in_flight, seed):
             y = b(y)
         return y.float().square().mean()
 
-    for _ in range(args.iterations):
+    for iteration in range(args.iterations):
         toks = draw(dist, args.micro_batches, rng, args.mean_tokens, args.max_tokens)
         tokens_all += toks
         queue = []  # (loss, held bytes, forward transient)
@@ -189,6 +193,10 @@ def fragmentation_run(args, dev, blocks, name, dist, in_flight, seed):
                 held.append(h)
                 foot.append(h + max(ftrans, btrans))
                 del loss
+        if args.per_iteration is not None:  # --long: the peaks so far after each iteration, and its sizes
+            args.per_iteration.append(dict(run=name, iteration=iteration, tokens=" ".join(map(str, toks)),
+                                           allocated_peak_bytes=meter.alloc_peak,
+                                           reserved_peak_bytes=meter.reserved_peak))
     secs = time.time() - t0
     stats = torch.cuda.memory_stats() if cuda else {}
     row = dict(run=name, alloc_conf=os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
@@ -268,6 +276,7 @@ RUNS = [  # (distribution, in-flight micro-batches)
     ("sorted-lognormal1.0", 4),
 ]
 EXPANDABLE = [("equal", 4), ("lognormal1.0", 4), ("bimodal", 4)]
+LONG = [("lognormal1.0", 4), ("uniform0.5", 4), ("lognormal1.0", 1), ("bimodal", 4)]
 TRACED = [("equal", 4), ("uniform0.25", 1), ("uniform0.75", 4), ("lognormal1.0", 1), ("lognormal0.5", 4),
           ("bimodal", 4)]
 
@@ -306,6 +315,7 @@ def main():
     ap.add_argument("--smoke", action="store_true", help="the CPU, tiny widths: checks the script")
     ap.add_argument("--only", help="internal: run these 'dist:in_flight' pairs (comma separated), print rows")
     ap.add_argument("--trace", action="store_true", help="record the allocator's events of a few runs")
+    ap.add_argument("--long", type=int, default=0, help="four runs of this many iterations, peaks per iteration")
     args = ap.parse_args()
     cuda = not args.smoke
     if cuda and not torch.cuda.is_available():
@@ -314,16 +324,19 @@ def main():
     dev = torch.device("cuda", 0) if cuda else torch.device("cpu")
     args.hidden, heads, kv, ffn, layers = (4096, 32, 8, 14336, 4) if cuda else (64, 4, 2, 128, 2)
     args.micro_batches, args.iterations = (8, 4) if cuda else (4, 2)
+    args.per_iteration = None
+    if args.long > 0:
+        args.iterations, args.per_iteration = args.long, []
     args.mean_tokens, args.max_tokens = (6144, 16384) if cuda else (300, 1024)
     t0 = time.time()
     os.makedirs(args.outdir, exist_ok=True)
 
-    ctx = [] if (not cuda or args.only or args.trace) else context_rows(dev)
+    ctx = [] if (not cuda or args.only or args.trace or args.long) else context_rows(dev)
     blocks = [Block(args.hidden, heads, kv, ffn, torch.bfloat16, dev) for _ in range(layers)]
     for b in blocks:  # the gradients exist from the start, as after a training step
         for p in b.parameters():
             p.grad = torch.zeros_like(p)
-    runs = TRACED if args.trace else RUNS
+    runs = TRACED if args.trace else LONG if args.long > 0 else RUNS
     if args.only:
         runs = [(d, int(k)) for d, k in (p.split(":") for p in args.only.split(","))]
     rows = []
@@ -337,6 +350,8 @@ def main():
             torch.cuda.empty_cache()
         name = f"{dist}-k{k}"
         seed = 1000 + (RUNS.index((dist, k)) if args.trace else i)  # a traced run draws the sizes of its RUNS row
+        if args.long > 0:
+            seed = 2000 + i
         try:
             if args.trace and cuda:
                 torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python",
@@ -351,6 +366,13 @@ def main():
         except RuntimeError as e:
             print(f"memory_probe: {dist} k={k} failed: {str(e).splitlines()[0]}", file=sys.stderr)
     if args.only:
+        return 0
+    if args.long > 0:
+        write_csv(os.path.join(args.outdir, "long.csv"),
+                  ["run", "iteration", "tokens", "allocated_peak_bytes", "reserved_peak_bytes"], args.per_iteration,
+                  [f"memory_probe.py --long {args.long}, commit {os.environ.get('MMTWIN_COMMIT', '?')}; peaks since "
+                   f"the run began, after each iteration; tokens: its micro-batches in order (seed 2000 + run)"])
+        write_csv(os.path.join(args.outdir, "long-runs.csv"), FRAG_HEADER, rows, ["the --long runs' rows"])
         return 0
     if args.trace:
         write_csv(os.path.join(args.outdir, "fragmentation-traced.csv"), FRAG_HEADER, rows,
