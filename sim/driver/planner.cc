@@ -299,13 +299,14 @@ Status MemoryReport(PlannedRun& run, const Pricer& pricer, const std::atomic<boo
   std::vector<double> fwd(par.pp, 0);
   int64_t mbs = 0;
   run.memory.clear();
+  MemoryReplay replay;  // device.allocator_model replay: the allocators carry over between the iterations
   for (const IterationData& it : run.plan.iterations) {
     MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
     const IterationCosts costs =
         pricer.PriceIteration(it, *run.tokens, run.packing(), run.plan.partition, run.plan.recompute);
     run.memory =
         MergeMemory(run.memory, ComputeMemory(par, run.plan.partition, layer_params, run.plan.schedule, costs,
-                                              run.cluster.device, frozen_params));
+                                              run.cluster.device, frozen_params, &replay));
     for (int d = 0; d < costs.dp; ++d)
       for (int m = 0; m < costs.micro_batches; ++m) {
         for (int c = 0; c < costs.chunks; ++c) fwd[PipeRankOfChunk(c, par.pp)] += costs.At(d, m, c).fwd_us;

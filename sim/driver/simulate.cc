@@ -158,6 +158,7 @@ Result<Replay> ReplayIterations(const PlannedRun& run, Evaluator& evaluator, con
   std::vector<double> unstretched;
   const size_t replayed = plan.iterations.size();
   const int trace_at = std::clamp(options.trace_iteration, 0, static_cast<int>(replayed) - 1);
+  MemoryReplay memory_replay;  // device.allocator_model replay: the allocators carry over between the iterations
   for (size_t i = 0; i < replayed; ++i) {
     if (options.cancel && options.cancel->load(std::memory_order_relaxed)) return Error::Cancelled();
     const IterationData& it = plan.iterations[i];
@@ -187,7 +188,7 @@ Result<Replay> ReplayIterations(const PlannedRun& run, Evaluator& evaluator, con
                    "nic_latency_us, nvlink_bytes_per_s, nvlink_latency_us) and the cost table");
     Accumulate(timing, costs, it, par, r);
     r.memory = MergeMemory(r.memory, ComputeMemory(par, plan.partition, layer_params, plan.schedule, costs,
-                                                   run.cluster.device, frozen_params));
+                                                   run.cluster.device, frozen_params, &memory_replay));
     if (static_cast<int>(i) == trace_at) {
       r.ops = OpRecordsOf(graph, timing, costs, it.epoch_index);
       AddWorkload(r.ops, it, *run.tokens, plan.packed, mesh);

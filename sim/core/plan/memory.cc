@@ -185,12 +185,14 @@ std::vector<double> TransformerTensorShares(const TransformerConfig& tf) {
 }
 
 int64_t ReplayActivationExcessBytes(const std::vector<PipeOp>& ops, const IterationCosts& costs, int replica,
-                                    const Partition& partition, const std::vector<double>& shares_in) {
+                                    const Partition& partition, const std::vector<double>& shares_in,
+                                    CachingAllocatorModel* allocator) {
   const std::vector<double> shares =
       shares_in.empty() ? TransformerTensorShares(TransformerConfig{}) : shares_in;
   const double total = std::accumulate(shares.begin(), shares.end(), 0.0);
   if (total <= 0 || replica < 0 || replica >= costs.dp) return 0;
-  CachingAllocatorModel a;
+  CachingAllocatorModel fresh;
+  CachingAllocatorModel& a = allocator != nullptr ? *allocator : fresh;
   // Per (micro-batch, chunk) in flight: the addresses of its layers' tensors, layer by layer.
   std::map<std::pair<int, int>, std::vector<std::vector<int64_t>>> held;
   const auto bytes = [](double b) { return static_cast<int64_t>(std::llround(std::max(0.0, b))); };
@@ -297,7 +299,8 @@ void Total(StageMemory& m) {
 std::vector<StageMemory> Walk(const ParallelConfig& parallel_in, const Partition& partition,
                               const std::vector<int64_t>& layer_params, const Schedule& schedule,
                               const IterationCosts& costs, int64_t capacity_bytes,
-                              const RuntimeMemory& runtime, const std::vector<int64_t>& layer_frozen_params) {
+                              const RuntimeMemory& runtime, const std::vector<int64_t>& layer_frozen_params,
+                              MemoryReplay* replay = nullptr) {
   const ParallelConfig parallel = GraphParallel(parallel_in);
   const int pp = std::max(1, parallel.pp);
   const int chunks = costs.chunks;
@@ -366,9 +369,18 @@ std::vector<StageMemory> Walk(const ParallelConfig& parallel_in, const Partition
       m.peak_activation_bytes = std::max(m.peak_activation_bytes, peak);
     }
     // The replica whose activations peak highest sets the stage's peak: its allocator is the one replayed.
-    if (runtime.replay_allocator && replay_replica >= 0)
-      m.replay_excess_bytes =
-          ReplayActivationExcessBytes(ops, costs, replay_replica, partition, {});
+    if (runtime.replay_allocator && replay_replica >= 0) {
+      m.replay_excess_bytes = ReplayActivationExcessBytes(ops, costs, replay_replica, partition, {});
+      if (replay != nullptr) {
+        if (static_cast<int>(replay->allocators.size()) < pp) replay->allocators.resize(pp);
+        auto& mine = replay->allocators[r];
+        const int n = std::min(costs.dp, MemoryReplay::kReplayedReplicas);
+        if (static_cast<int>(mine.size()) < n) mine.resize(n);
+        for (int d = 0; d < n; ++d)
+          m.replay_excess_bytes = std::max(
+              m.replay_excess_bytes, ReplayActivationExcessBytes(ops, costs, d, partition, {}, &mine[d]));
+      }
+    }
     m.mb_footprint_max_bytes = fp_max;
     m.mb_footprint_min_bytes = std::max<int64_t>(0, fp_min);
     m.boundary_bytes = AddBytes(send, recv);
@@ -391,9 +403,9 @@ std::vector<StageMemory> ComputeMemory(const ParallelConfig& parallel, const Par
 std::vector<StageMemory> ComputeMemory(const ParallelConfig& parallel, const Partition& partition,
                                        const std::vector<int64_t>& layer_params, const Schedule& schedule,
                                        const IterationCosts& costs, const DeviceSpec& device,
-                                       const std::vector<int64_t>& layer_frozen_params) {
+                                       const std::vector<int64_t>& layer_frozen_params, MemoryReplay* replay) {
   return Walk(parallel, partition, layer_params, schedule, costs, device.memory_bytes,
-              RuntimeMemoryOf(device, parallel), layer_frozen_params);
+              RuntimeMemoryOf(device, parallel), layer_frozen_params, replay);
 }
 
 std::vector<StageMemory> MergeMemory(const std::vector<StageMemory>& a, const std::vector<StageMemory>& b) {

@@ -107,6 +107,7 @@
 
 #include "core/cluster/cluster.h"
 #include "core/model/model.h"
+#include "core/plan/caching_allocator.h"
 #include "core/plan/plan.h"
 #include "core/util/status.h"
 
@@ -216,8 +217,18 @@ std::vector<double> TransformerTensorShares(const TransformerConfig& tf);
 // The walk's spread term's replacement under device.allocator_model replay; a model of the allocator fed a
 // model of the tensors: on the H200 probe (traces/clusters/profiles) the reserved peaks within 3.4% MAPE with
 // the block's own shares, 7.9% with Korthikanti's, against 18.0% for the spread term.
+// With `allocator`, the replay continues on it (a GPU's allocator keeps its cache from one iteration to the
+// next) and the excess is its reserved peak less its allocated peak since it began.
 int64_t ReplayActivationExcessBytes(const std::vector<PipeOp>& ops, const IterationCosts& costs, int replica,
-                                    const Partition& partition, const std::vector<double>& shares);
+                                    const Partition& partition, const std::vector<double>& shares,
+                                    CachingAllocatorModel* allocator = nullptr);
+// The allocators of a run's replay across its iterations: per pipeline rank, those of the first
+// kReplayedReplicas DP replicas (ComputeMemory's `replay`; the walk takes the largest of their excesses and of a
+// fresh replay of the iteration's highest-peaking replica).
+struct MemoryReplay {
+  static constexpr int kReplayedReplicas = 4;
+  std::vector<std::vector<CachingAllocatorModel>> allocators;  // [rank][replica]
+};
 // NCCL buffers of one GPU: sum over its communicators of more than one rank (tp, dp * sp, pp, sp) of
 // device.nccl_channels x min(2, size - 1) x device.nccl_buffsize_bytes. `parallel` is the plan's (not
 // GraphParallel's).
@@ -250,10 +261,13 @@ std::vector<StageMemory> ComputeMemory(const ParallelConfig& parallel, const Par
                                        const std::vector<int64_t>& layer_frozen_params = {});
 // The full model: the runtime of `device` for `parallel` (RuntimeMemoryOf), the fragmentation, against
 // device.memory_bytes.
+// With device.allocator_model replay and `replay`, the replicas' allocators carry over between the calls of one
+// run (the planner's and the simulator's loops over the replayed iterations).
 std::vector<StageMemory> ComputeMemory(const ParallelConfig& parallel, const Partition& partition,
                                        const std::vector<int64_t>& layer_params, const Schedule& schedule,
                                        const IterationCosts& costs, const DeviceSpec& device,
-                                       const std::vector<int64_t>& layer_frozen_params = {});
+                                       const std::vector<int64_t>& layer_frozen_params = {},
+                                       MemoryReplay* replay = nullptr);
 
 // Worst case of two per-iteration results (same ranks): each component is the max of the two, the allocated peak
 // the max of the two (each iteration's is a real simultaneous sum, the sum of merged components may not be), the
