@@ -138,7 +138,9 @@ struct StageMemory {
   int64_t mb_footprint_max_bytes = 0, mb_footprint_min_bytes = 0;
   double fragmentation_floor = 0, fragmentation_spread = 0;
   // With device.allocator_model replay: the replayed allocator's reserved peak less its allocated peak over the
-  // rank's activations (ReplayActivationExcessBytes; the max over iterations); -1 when not replayed.
+  // rank's activations (ReplayActivationExcessBytes: the largest of the iteration's highest-peaking replica on an
+  // empty allocator and, with a MemoryReplay, of the first replicas on their carried allocators; the max over
+  // iterations); -1 when not replayed.
   int64_t replay_excess_bytes = -1;
 };
 
