@@ -278,7 +278,6 @@ Status ValidateMemoryInputs(const ParallelConfig& parallel_in, const Partition& 
 
 namespace {
 
-// Sums the parts of `m` into allocated_peak_bytes, fragmentation_bytes and peak_bytes.
 // The floor, and above it the replayed excess (device.allocator_model replay) or the spread term.
 int64_t StageFragmentationBytes(const StageMemory& m) {
   if (m.replay_excess_bytes < 0)
@@ -288,6 +287,7 @@ int64_t StageFragmentationBytes(const StageMemory& m) {
                   m.replay_excess_bytes);
 }
 
+// Sums the parts of `m` into allocated_peak_bytes, fragmentation_bytes and peak_bytes.
 void Total(StageMemory& m) {
   m.allocated_peak_bytes = AddBytes(AddBytes(m.model_state_bytes, m.peak_activation_bytes),
                                     AddBytes(m.boundary_bytes, m.workspace_bytes));
