@@ -99,8 +99,11 @@ Profiles BuildProfiles(const PlannedRun& run, const Pricer& pricer) {
 // micro-batches instead: per rank, c x (max - min) over them of the activations one micro-batch leaves on the
 // rank's layers without recompute (an upper bound of the walk's spread: recompute only narrows it), and keeps that
 // free, so that a plan the recompute policy makes fit still fits in the walk. Null `profiles`: none (candidate
-// ranking).
+// ranking). With device.allocator_model replay the reserve is the replayed excess instead (ReplayReserveBytes).
+std::vector<int64_t> ReplayReserveBytes(const PlannedRun& run, const Profiles& profiles, const Partition& p);
+
 std::vector<int64_t> SpreadReserveBytes(const PlannedRun& run, const Profiles& profiles, const Partition& p) {
+  if (run.cluster.device.allocator_model == "replay") return ReplayReserveBytes(run, profiles, p);
   const ParallelConfig& par = run.plan.parallel;
   std::vector<int64_t> out(par.pp, 0);
   const double c = run.cluster.device.fragmentation_spread;
@@ -116,6 +119,38 @@ std::vector<int64_t> SpreadReserveBytes(const PlannedRun& run, const Profiles& p
       hi = std::max(hi, held);
     }
     out[r] = static_cast<int64_t>(c * static_cast<double>(hi - lo));
+  }
+  return out;
+}
+
+// The replay's counterpart of the spread reserve, as the walk replays (core/plan/memory.h MemoryReplay): the
+// sampled micro-batches come as iterations x DP replicas x the schedule's micro-batches (BuildProfiles' order);
+// per rank, each group is one iteration of the rank's schedule with the activations one micro-batch leaves on
+// each chunk without recompute, replayed on an empty allocator and, for the first replicas, on the replica's
+// allocator carried through the iterations; the reserve is the largest excess.
+std::vector<int64_t> ReplayReserveBytes(const PlannedRun& run, const Profiles& profiles, const Partition& p) {
+  const ParallelConfig& par = run.plan.parallel;
+  std::vector<int64_t> out(par.pp, 0);
+  const int m = par.micro_batches, chunks = p.chunks(), dp = std::max(1, par.dp);
+  if (m <= 0 || chunks <= 0) return out;
+  const int groups = static_cast<int>(profiles.micro_batch_act.size()) / m;
+  for (int r = 0; r < par.pp && r < static_cast<int>(run.plan.schedule.per_rank.size()); ++r) {
+    std::vector<CachingAllocatorModel> carried(std::min(dp, MemoryReplay::kReplayedReplicas));
+    IterationCosts costs;
+    for (int g = 0; g < groups; ++g) {
+      costs.Resize(1, m, chunks);
+      for (int k = 0; k < m; ++k) {
+        const std::vector<int64_t>& act = profiles.micro_batch_act[static_cast<size_t>(g) * m + k];
+        for (int c = r; c < chunks; c += par.pp)
+          for (int l = p.bounds[c]; l < p.bounds[c + 1] && l < static_cast<int>(act.size()); ++l)
+            costs.At(0, k, c).act_bytes += act[l];
+      }
+      const std::vector<PipeOp>& ops = run.plan.schedule.per_rank[r];
+      out[r] = std::max(out[r], ReplayActivationExcessBytes(ops, costs, 0, p, {}));
+      const int replica = g % dp;
+      if (replica < static_cast<int>(carried.size()))
+        out[r] = std::max(out[r], ReplayActivationExcessBytes(ops, costs, 0, p, {}, &carried[replica]));
+    }
   }
   return out;
 }
