@@ -7,13 +7,13 @@
 #include <filesystem>
 #include <fstream>
 
-#include "driver/planner.h"
-#include "driver/simulate.h"
 #include "core/graph/op_graph.h"
 #include "core/plan/pricing.h"
 #include "core/plan/seqpar.h"
 #include "core/records/records_codec.h"
 #include "core/scenario/scenario.h"
+#include "driver/planner.h"
+#include "driver/simulate.h"
 
 namespace mmtwin {
 namespace {
@@ -254,20 +254,33 @@ TEST(SeqParSimTest, BothShardingsPriceThePackedTokensUnderAPaddedPlan) {
 namespace mmtwin {
 namespace {
 
+// LongVILA-8B on one 8-GPU H100 node, one causal 65,536-token text sequence over sp 8, its layers one chunk:
+// the setting the context-parallel implementations are priced in below (each test sets pc.sp_method).
+class SeqParOneNodeTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(model.ok() && cluster.ok()); }
+  static std::vector<SampleTokens> Sequence(const ModelSpec& m) {
+    Sample x;
+    x.text_tokens = 65536;
+    return {TokensFor(m, x)};
+  }
+  static ParallelConfig Sp8() {
+    ParallelConfig p;
+    p.sp = 8;
+    return p;
+  }
+  Result<ModelSpec> model = LoadModel("longvila-8b");
+  Result<ClusterSpec> cluster = LoadCluster("h100-8x400g", 1);
+  AnalyticCostModel cost{cluster.ok() ? cluster->device : DeviceSpec{}, {}};
+  std::vector<SampleTokens> mb = model.ok() ? Sequence(*model) : std::vector<SampleTokens>{};
+  Partition part{{0, model.ok() ? static_cast<int>(Layers(*model).size()) : 1}};
+  ParallelConfig pc = Sp8();
+};
+
 // SP buffers per rank (SpAttentionBufferBytes): the forward's are the chunk's forward transient, the backward's
 // add to its backward transient; Megatron CP's forward keeps every ring step's KV and partial output.
-TEST(SeqParSimTest, RingKvBuffersAreCountedPerRank) {
-  auto model = LoadModel("longvila-8b");
-  auto cluster = LoadCluster("h100-8x400g", 1);
-  ASSERT_TRUE(model.ok() && cluster.ok());
-  const AnalyticCostModel cost(cluster->device, {});
-  Sample x;
-  x.text_tokens = 65536;
-  const std::vector<SampleTokens> mb = {TokensFor(*model, x)};
-  ParallelConfig pc;
-  pc.sp = 8;
+TEST_F(SeqParOneNodeTest, RingKvBuffersAreCountedPerRank) {
   pc.sp_method = "zigzag-ring";
-  const Partition part{{0, static_cast<int>(Layers(*model).size())}};
   ChunkCost c, cp;
   Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kVarlen, part, RecomputePlan{}, &c);
   const TransformerConfig& tf = model->components.back().tf;
@@ -310,18 +323,8 @@ namespace {
 // one node: every layer all-gathers (R - 1) / R of the full KV (K and V: two ring collectives, (R - 1) NVLink
 // latencies each), exposed; the backward gathers again and reduce-scatters dK, dV. The attention pairs are the
 // ring's, in two kernels instead of R steps.
-TEST(SeqParSimTest, MegatronCpAllGatherMovesTheGatheredKvExposed) {
-  auto model = LoadModel("longvila-8b");
-  auto cluster = LoadCluster("h100-8x400g", 1);
-  ASSERT_TRUE(model.ok() && cluster.ok());
-  const AnalyticCostModel cost(cluster->device, {});
-  Sample x;
-  x.text_tokens = 65536;
-  const std::vector<SampleTokens> mb = {TokensFor(*model, x)};
-  ParallelConfig pc;
-  pc.sp = 8;
+TEST_F(SeqParOneNodeTest, MegatronCpAllGatherMovesTheGatheredKvExposed) {
   pc.sp_method = "megatron-cp-ag";
-  const Partition part{{0, static_cast<int>(Layers(*model).size())}};
   ChunkCost ag, zz, cp;
   Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kVarlen, part, RecomputePlan{}, &ag);
   const TransformerConfig& tf = model->components.back().tf;
@@ -357,18 +360,8 @@ TEST(SeqParSimTest, MegatronCpAllGatherMovesTheGatheredKvExposed) {
 // exposed and at most all of them; the backward gathers again and reduce-scatters dK, dV (twice the bytes).
 // With bidirectional vision spans the makespan split keeps the ranks' attention within 1% of each other where
 // the zigzag split's busiest rank grows.
-TEST(SeqParSimTest, CornstarchCpGathersTheRepeatedKvPerHeadGroupPipelined) {
-  auto model = LoadModel("longvila-8b");
-  auto cluster = LoadCluster("h100-8x400g", 1);
-  ASSERT_TRUE(model.ok() && cluster.ok());
-  const AnalyticCostModel cost(cluster->device, {});
-  Sample x;
-  x.text_tokens = 65536;
-  const std::vector<SampleTokens> mb = {TokensFor(*model, x)};
-  ParallelConfig pc;
-  pc.sp = 8;
+TEST_F(SeqParOneNodeTest, CornstarchCpGathersTheRepeatedKvPerHeadGroupPipelined) {
   pc.sp_method = "cornstarch-cp";
-  const Partition part{{0, static_cast<int>(Layers(*model).size())}};
   ChunkCost cs, ag;
   Pricer(*model, cost, *cluster, pc).PriceMicroBatch(mb, Packing::kVarlen, part, RecomputePlan{}, &cs);
   pc.sp_method = "megatron-cp-ag";
