@@ -506,6 +506,8 @@ TEST(ScenarioTest, OmniBalPairsDifferOnlyInPolicies) {
     same.schedule = base->schedule;
     EXPECT_TRUE(same == *base) << m;
     EXPECT_EQ(base->parallel.pp, 4);  // OmniBal Figure 3 / Table 5: four pipeline stages
+    // Megatron-DeepSpeed (OmniBal Table 2): DeepSpeed's BF16_Optimizer keeps bf16 and fp32 gradients.
+    EXPECT_EQ(base->parallel.optimizer_memory, "deepspeed") << m;
   }
   auto epoch = LoadScenario(dir + "internvl-6b-20b-epoch-512.yaml");
   ASSERT_TRUE(epoch.ok()) << epoch.error().message();
@@ -516,6 +518,7 @@ TEST(ScenarioTest, OmniBalPairsDifferOnlyInPolicies) {
   EXPECT_EQ(epoch->parallel.pp, 4);
   EXPECT_EQ(epoch->parallel.dp, 64);
   EXPECT_EQ(epoch->nodes, 64);
+  EXPECT_EQ(epoch->parallel.optimizer_memory, "deepspeed");
 }
 
 // A resolved scenario's file paths made relative to a folder read back to the same scenario from that folder.
