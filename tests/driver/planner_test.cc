@@ -582,6 +582,44 @@ TEST(PlannerTest, AdaptiveRecomputeKeepsTheReplayedExcessFree) {
   EXPECT_TRUE(replayed);
 }
 
+// A scenario's `cluster.device.allocator_model` is the cluster file's key: default.yaml with the override plans the
+// same memory, stage by stage and term by term, as with a copy of its preset that says `allocator_model: replay`,
+// and not the spread term's.
+TEST(PlannerTest, ScenarioAllocatorModelEqualsTheClusterFileKey) {
+  std::ifstream in(std::string(MMTWIN_SOURCE_DIR) + "/traces/clusters/a100-4x200g.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string replay = text.str();
+  const size_t at = replay.find("  fragmentation_spread:");
+  ASSERT_NE(at, std::string::npos);
+  replay.insert(at, "  allocator_model: replay\n");
+  const std::string path = ::testing::TempDir() + "/a100-replay-file.yaml";
+  std::ofstream(path) << replay;
+  auto s = LoadScenario(std::string(MMTWIN_SOURCE_DIR) + "/scenarios/default.yaml");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  s->iterations = 2;
+  Scenario by_file = *s, by_key = *s;
+  by_file.cluster = path;
+  ASSERT_TRUE(ApplyOverride(by_key, "cluster.device.allocator_model", "replay").ok());
+  PlanOptions po;
+  po.memory_report = true;
+  auto a = BuildPlan(by_file, po), b = BuildPlan(by_key, po), spread = BuildPlan(*s, po);
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  ASSERT_TRUE(b.ok()) << b.error().message();
+  ASSERT_TRUE(spread.ok()) << spread.error().message();
+  EXPECT_EQ(b->cluster.device.allocator_model, "replay");
+  ASSERT_EQ(a->memory.size(), b->memory.size());
+  bool differs_from_spread = false;
+  for (size_t r = 0; r < a->memory.size(); ++r) {
+    EXPECT_EQ(a->memory[r].peak_bytes, b->memory[r].peak_bytes) << "stage " << r;
+    EXPECT_EQ(a->memory[r].fragmentation_bytes, b->memory[r].fragmentation_bytes) << "stage " << r;
+    EXPECT_EQ(a->memory[r].replay_excess_bytes, b->memory[r].replay_excess_bytes) << "stage " << r;
+    differs_from_spread =
+        differs_from_spread || b->memory[r].fragmentation_bytes != spread->memory[r].fragmentation_bytes;
+  }
+  EXPECT_TRUE(differs_from_spread);
+}
+
 }  // namespace
 }  // namespace mmtwin
 

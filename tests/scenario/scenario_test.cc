@@ -581,6 +581,42 @@ TEST(ScenarioTest, ClusterDeviceOverridesReplacePresetKeys) {
             std::string::npos);
 }
 
+// cluster.device's word-valued keys (kDeviceTextKeys: allocator_model) are overridden like the numeric ones: kept
+// by FormatScenario, part of the scenario's identity, settable by an override (a sweep over allocator models), and
+// checked as the preset's own key; a word for a numeric key says which keys take words.
+TEST(ScenarioTest, ClusterDeviceTextKeysReplacePresetKeys) {
+  const std::string base = std::string(kMinimal) + "cluster: {preset: a100-4x200g, nodes: 2, device: ";
+  auto s = Parse(base + "{allocator_model: replay, memory_bytes: 40e9}}\n");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->device_text.at("allocator_model"), "replay");
+  EXPECT_EQ(s->device.count("allocator_model"), 0u);
+  auto c = LoadScenarioCluster(*s);
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_EQ(c->device.allocator_model, "replay");
+  EXPECT_EQ(c->device.memory_bytes, 40000000000);
+
+  auto again = Parse(FormatScenario(*s));
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(again->device_text, s->device_text);
+  EXPECT_TRUE(*again == *s);
+
+  Scenario t = *s;
+  ASSERT_TRUE(ApplyOverride(t, "cluster.device.allocator_model", "spread").ok());
+  EXPECT_EQ(t.device_text.at("allocator_model"), "spread");
+  EXPECT_DOUBLE_EQ(t.device.at("memory_bytes"), 40e9);
+  EXPECT_FALSE(t == *s);  // a different device is a different scenario
+  auto spread = LoadScenarioCluster(t);
+  ASSERT_TRUE(spread.ok()) << spread.error().message();
+  EXPECT_EQ(spread->device.allocator_model, "spread");
+
+  const std::string bad_word = ErrorOf(base + "{allocator_model: best}}\n");
+  EXPECT_NE(bad_word.find("s.yaml:3: cluster.device.allocator_model: 'best' is not one of spread, replay"),
+            std::string::npos)
+      << bad_word;
+  const std::string word_for_number = ErrorOf(base + "{efficiency: fast}}\n");
+  EXPECT_NE(word_for_number.find("(words only for allocator_model)"), std::string::npos) << word_for_number;
+}
+
 }  // namespace
 }  // namespace mmtwin
 

@@ -320,7 +320,8 @@ Result<ClusterSpec> ParseCluster(const std::string& yaml_text, const std::string
 }
 
 Result<ClusterSpec> LoadCluster(const std::string& name_or_path, int nodes_override,
-                                const std::map<std::string, double>& device_overrides) {
+                                const std::map<std::string, double>& device_overrides,
+                                const std::map<std::string, std::string>& device_text_overrides) {
   const bool is_path = name_or_path.find('/') != std::string::npos ||
                        (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".yaml");
   std::string path = name_or_path;
@@ -331,7 +332,8 @@ Result<ClusterSpec> LoadCluster(const std::string& name_or_path, int nodes_overr
       return Error("unknown cluster '" + name_or_path + "'; valid values are: " + Join(ListClusters()));
   }
   MMTWIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  if (!device_overrides.empty()) {
+  const bool overridden = !device_overrides.empty() || !device_text_overrides.empty();
+  if (overridden) {
     // Rewrite the device section and parse the result: every override passes the preset's own checks.
     try {
       MMTWIN_ASSIGN_OR_RETURN(YAML::Node root, LoadStrictYaml(text, path));
@@ -339,6 +341,12 @@ Result<ClusterSpec> LoadCluster(const std::string& name_or_path, int nodes_overr
         return Error(path + ": device: missing (needed by the device overrides)");
       for (const auto& [key, value] : device_overrides) {
         if (key == "name") return Error("device.name: cannot be overridden (a number is expected)");
+        root["device"][key] = value;
+      }
+      for (const auto& [key, value] : device_text_overrides) {
+        if (std::find(kDeviceTextKeys.begin(), kDeviceTextKeys.end(), key) == kDeviceTextKeys.end())
+          return Error("device." + key + ": expected a number (text is for " + Join(kDeviceTextKeys) +
+                       " only)");
         root["device"][key] = value;
       }
       YAML::Emitter e;
@@ -363,8 +371,8 @@ Result<ClusterSpec> LoadCluster(const std::string& name_or_path, int nodes_overr
     }
   }
   if (!cached) {
-    MMTWIN_ASSIGN_OR_RETURN(
-        c, ParseImpl(text, device_overrides.empty() ? path : path + " (with cluster.device overrides)"));
+    MMTWIN_ASSIGN_OR_RETURN(c,
+                            ParseImpl(text, overridden ? path + " (with cluster.device overrides)" : path));
     std::lock_guard<std::mutex> lock(mu);
     if (cache.size() > 256) cache.clear();  // bounded
     cache[{path, text}] = c;

@@ -126,12 +126,17 @@ struct ClusterSpec {
 };
 
 // Loads a preset by name (traces/clusters/NAME.yaml) or a file by path (contains '/' or ends in .yaml).
+// The device keys whose values are words, not numbers (DeviceSpec::allocator_model): a scenario's
+// `cluster.device` may override them with text (device_text_overrides below); every other key takes a number.
+inline const std::vector<std::string> kDeviceTextKeys = {"allocator_model"};
 // nodes_override > 0 replaces the preset's node count. device_overrides replace numeric keys of the preset's
 // `device:` section before it is checked (a scenario's `cluster.device`, what-ifs such as a faster GPU, and the
-// published-runs fit of calibrate/published.h), with the preset's own checks: an unknown key or a value out of
-// range is an error naming "device.KEY". An unknown name lists the valid ones.
+// published-runs fit of calibrate/published.h), device_text_overrides the keys of kDeviceTextKeys (e.g.
+// allocator_model: replay), with the preset's own checks: an unknown key or a value out of range is an error
+// naming "device.KEY". An unknown name lists the valid ones.
 Result<ClusterSpec> LoadCluster(const std::string& name_or_path, int nodes_override = 0,
-                                const std::map<std::string, double>& device_overrides = {});
+                                const std::map<std::string, double>& device_overrides = {},
+                                const std::map<std::string, std::string>& device_text_overrides = {});
 // Parses YAML text (`name` for messages).
 Result<ClusterSpec> ParseCluster(const std::string& yaml_text, const std::string& name);
 // Names of every preset, sorted.

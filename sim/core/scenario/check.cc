@@ -328,15 +328,15 @@ Result<ModelSpec> LoadScenarioModel(const Scenario& s) {
 }
 
 Result<ClusterSpec> LoadScenarioCluster(const Scenario& s, int nodes_override) {
-  auto c = LoadCluster(s.cluster, nodes_override, s.device);
+  auto c = LoadCluster(s.cluster, nodes_override, s.device, s.device_text);
   if (c) return c;
   const std::string msg = c.error().message();
   // An override that fails the preset's checks names its scenario key (cluster.device.KEY).
   const size_t at = msg.find("device.");
-  if (!s.device.empty() && at != std::string::npos) {
+  if ((!s.device.empty() || !s.device_text.empty()) && at != std::string::npos) {
     const std::string rest = msg.substr(at + 7);
     const std::string key = rest.substr(0, rest.find(':'));
-    if (s.device.count(key) && rest.find(": ") != std::string::npos)
+    if ((s.device.count(key) || s.device_text.count(key)) && rest.find(": ") != std::string::npos)
       return FieldError(s, "cluster.device." + key, rest.substr(rest.find(": ") + 2),
                         {"cluster.device." + key, "cluster.device"});
   }

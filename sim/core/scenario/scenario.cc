@@ -233,14 +233,20 @@ Status ParseCluster(const Parser& r, const YAML::Node& n, Scenario& s) {
     if (const YAML::Node d = n["device"]) {
       if (!d.IsMap()) return r.At(d, "cluster.device", "expected a mapping {KEY: number} of device keys");
       s.device.clear();
+      s.device_text.clear();
       for (const auto& kv : d) {
         const std::string key = kv.first.Scalar();
+        if (std::find(kDeviceTextKeys.begin(), kDeviceTextKeys.end(), key) != kDeviceTextKeys.end()) {
+          MMTWIN_ASSIGN_OR_RETURN(s.device_text[key], r.Str(kv.second, "cluster.device." + key));
+          continue;
+        }
         double x = 0;
         try {
           if (!kv.second.IsScalar()) throw YAML::Exception(kv.second.Mark(), "not a scalar");
           x = kv.second.as<double>();
         } catch (const YAML::Exception&) {
-          return r.At(kv.second, "cluster.device." + key, "expected a number");
+          return r.At(kv.second, "cluster.device." + key,
+                      "expected a number (words only for " + Join(kDeviceTextKeys) + ")");
         }
         s.device[key] = x;
       }
@@ -486,9 +492,10 @@ std::string FormatScenario(const Scenario& s) {
   }
   e << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap << YAML::Key << "preset" << YAML::Value
     << s.cluster << YAML::Key << "nodes" << YAML::Value << s.nodes;
-  if (!s.device.empty()) {
+  if (!s.device.empty() || !s.device_text.empty()) {
     e << YAML::Key << "device" << YAML::Value << YAML::BeginMap;
     for (const auto& [key, value] : s.device) e << YAML::Key << key << YAML::Value << value;
+    for (const auto& [key, value] : s.device_text) e << YAML::Key << key << YAML::Value << value;
     e << YAML::EndMap;
   }
   e << YAML::EndMap;
@@ -588,10 +595,11 @@ bool operator==(const Scenario& a, const Scenario& b) {
   return a.name == b.name && a.description == b.description && a.trace == b.trace && a.model == b.model &&
          a.image_px == b.image_px && a.token_merge == b.token_merge && a.attention == b.attention &&
          a.image_attention == b.image_attention && a.frozen == b.frozen && a.cluster == b.cluster &&
-         a.nodes == b.nodes && a.device == b.device && same_parallel && a.data == b.data &&
-         a.partition == b.partition && a.recompute == b.recompute && a.schedule == b.schedule &&
-         a.sp == b.sp && a.epoch == b.epoch && (a.epoch || a.iterations == b.iterations) &&
-         a.seed == b.seed && a.engine == b.engine && a.cost == b.cost && a.backend == b.backend;
+         a.nodes == b.nodes && a.device == b.device && a.device_text == b.device_text && same_parallel &&
+         a.data == b.data && a.partition == b.partition && a.recompute == b.recompute &&
+         a.schedule == b.schedule && a.sp == b.sp && a.epoch == b.epoch &&
+         (a.epoch || a.iterations == b.iterations) && a.seed == b.seed && a.engine == b.engine &&
+         a.cost == b.cost && a.backend == b.backend;
 }
 
 }  // namespace mmtwin

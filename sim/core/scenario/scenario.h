@@ -92,6 +92,8 @@ struct Scenario {
   // `cluster: {preset: ..., device: {KEY: number}}`: numeric keys of the preset's device replaced (a what-if GPU,
   // or the published-runs fit, calibrate/published.h); checked as the preset's own keys (LoadScenarioCluster).
   std::map<std::string, double> device;
+  // The same mapping's keys that take words (kDeviceTextKeys, core/cluster/cluster.h: `allocator_model: replay`).
+  std::map<std::string, std::string> device_text;
   ParallelConfig parallel;
   PolicyRef data{"random", {}};
   PolicyRef partition{"uniform", {}};
