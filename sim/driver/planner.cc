@@ -125,9 +125,11 @@ std::vector<int64_t> SpreadReserveBytes(const PlannedRun& run, const Profiles& p
 
 // The replay's counterpart of the spread reserve, as the walk replays (core/plan/memory.h MemoryReplay): the
 // sampled micro-batches come as iterations x DP replicas x the schedule's micro-batches (BuildProfiles' order);
-// per rank, each group is one iteration of the rank's schedule with the activations one micro-batch leaves on
-// each chunk without recompute, replayed on an empty allocator and, for the first replicas, on the replica's
-// allocator carried through the iterations; the reserve is the largest excess.
+// per rank, each group is one replica's iteration of the rank's schedule with the activations one micro-batch
+// leaves on each chunk without recompute. Per iteration, as the walk: the group whose activations peak highest in
+// the schedule's order replayed on an empty allocator, and the first replicas' groups on their allocators carried
+// through the iterations; the reserve is the largest excess. (Replaying every replica's group fresh cost O(dp)
+// replays per iteration: 61 s of a 16,384-GPU what-if's 64; reports/benchmarks.md.)
 std::vector<int64_t> ReplayReserveBytes(const PlannedRun& run, const Profiles& profiles, const Partition& p) {
   const ParallelConfig& par = run.plan.parallel;
   std::vector<int64_t> out(par.pp, 0);
@@ -135,9 +137,10 @@ std::vector<int64_t> ReplayReserveBytes(const PlannedRun& run, const Profiles& p
   if (m <= 0 || chunks <= 0) return out;
   const int groups = static_cast<int>(profiles.micro_batch_act.size()) / m;
   for (int r = 0; r < par.pp && r < static_cast<int>(run.plan.schedule.per_rank.size()); ++r) {
+    const std::vector<PipeOp>& ops = run.plan.schedule.per_rank[r];
     std::vector<CachingAllocatorModel> carried(std::min(dp, MemoryReplay::kReplayedReplicas));
-    IterationCosts costs;
-    for (int g = 0; g < groups; ++g) {
+    // Group g's activations per (micro-batch, chunk) of this rank, as one replica's iteration costs.
+    const auto costs_of = [&](int g, IterationCosts& costs) {
       costs.Resize(1, m, chunks);
       for (int k = 0; k < m; ++k) {
         const std::vector<int64_t>& act = profiles.micro_batch_act[static_cast<size_t>(g) * m + k];
@@ -145,11 +148,34 @@ std::vector<int64_t> ReplayReserveBytes(const PlannedRun& run, const Profiles& p
           for (int l = p.bounds[c]; l < p.bounds[c + 1] && l < static_cast<int>(act.size()); ++l)
             costs.At(0, k, c).act_bytes += act[l];
       }
-      const std::vector<PipeOp>& ops = run.plan.schedule.per_rank[r];
+    };
+    IterationCosts costs;
+    for (int first = 0; first < groups; first += dp) {
+      const int last = std::min(groups, first + dp);
+      int64_t best_peak = -1;
+      int best = first;
+      for (int g = first; g < last; ++g) {
+        costs_of(g, costs);
+        int64_t held = 0, peak = 0;
+        for (const PipeOp& op : ops) {
+          if (op.micro_batch < 0 || op.micro_batch >= m || op.chunk < 0 || op.chunk >= chunks) continue;
+          const int64_t a = costs.At(0, op.micro_batch, op.chunk).act_bytes;
+          if (op.kind == PassKind::kForward) {
+            held += a;
+            peak = std::max(peak, held);
+          } else if (EndsBackward(op.kind)) {
+            held -= a;
+          }
+        }
+        if (peak > best_peak) {
+          best_peak = peak;
+          best = g;
+        }
+        if (g - first < static_cast<int>(carried.size()))
+          out[r] = std::max(out[r], ReplayActivationExcessBytes(ops, costs, 0, p, {}, &carried[g - first]));
+      }
+      costs_of(best, costs);
       out[r] = std::max(out[r], ReplayActivationExcessBytes(ops, costs, 0, p, {}));
-      const int replica = g % dp;
-      if (replica < static_cast<int>(carried.size()))
-        out[r] = std::max(out[r], ReplayActivationExcessBytes(ops, costs, 0, p, {}, &carried[replica]));
     }
   }
   return out;
