@@ -3,8 +3,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <iterator>
+#include <map>
+#include <random>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "calibrate/allocator_trace.h"
@@ -125,6 +132,121 @@ TEST(CachingAllocatorTest, TraceErrorsNameTheLine) {
   EXPECT_NE(unknown.error().message().find("t.csv:2: action: unknown action 'teleport'"), std::string::npos)
       << unknown.error().message();
   EXPECT_FALSE(ReplayAllocatorTrace("a,b\n", "t.csv").ok());
+}
+
+}  // namespace
+}  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+// The model's rules written the plainest way (an ordered map of blocks by address, an ordered set of free blocks
+// per pool; the model's first implementation), as the brute-force reference of the model's faster bookkeeping:
+// both must hand out the same addresses and reach the same bytes on any stream of requests and frees.
+class ReferenceAllocator {
+ public:
+  int64_t Allocate(int64_t bytes) {
+    using A = CachingAllocatorModel;
+    const int64_t size = A::RoundSize(std::max<int64_t>(0, bytes));
+    const bool small = size <= A::kSmallSize;
+    auto& pool = small ? small_ : large_;
+    auto it = pool.lower_bound({size, 0});
+    if (it == pool.end()) {
+      ++segments_;
+      const int64_t seg = A::SegmentSize(bytes), address = next_;
+      next_ += seg + A::kSmallBuffer;
+      blocks_[address] = {seg, address, small, false};
+      pool.insert({seg, address});
+      reserved_ += seg;
+      peak_reserved_ = std::max(peak_reserved_, reserved_);
+      it = pool.find({seg, address});
+    }
+    const int64_t address = it->second;
+    pool.erase(it);
+    Block& b = blocks_[address];
+    const int64_t rest = b.size - size;
+    if (small ? rest >= A::kMinBlockSize : rest > A::kSmallSize) {
+      blocks_[address + size] = {rest, b.segment, small, false};
+      pool.insert({rest, address + size});
+      b.size = size;
+    }
+    b.allocated = true;
+    allocated_ += b.size;
+    peak_allocated_ = std::max(peak_allocated_, allocated_);
+    return address;
+  }
+  bool Free(int64_t address) {
+    auto it = blocks_.find(address);
+    if (it == blocks_.end() || !it->second.allocated) return false;
+    Block& b = it->second;
+    b.allocated = false;
+    allocated_ -= b.size;
+    auto& pool = b.small ? small_ : large_;
+    if (auto n = std::next(it);
+        n != blocks_.end() && n->second.segment == b.segment && !n->second.allocated) {
+      pool.erase({n->second.size, n->first});
+      b.size += n->second.size;
+      blocks_.erase(n);
+    }
+    if (it != blocks_.begin()) {
+      auto p = std::prev(it);
+      if (p->second.segment == b.segment && !p->second.allocated) {
+        pool.erase({p->second.size, p->first});
+        p->second.size += b.size;
+        blocks_.erase(it);
+        it = p;
+      }
+    }
+    pool.insert({it->second.size, it->first});
+    return true;
+  }
+  int64_t allocated_ = 0, reserved_ = 0, peak_allocated_ = 0, peak_reserved_ = 0;
+  int segments_ = 0;
+
+ private:
+  struct Block {
+    int64_t size, segment;
+    bool small, allocated;
+  };
+  std::map<int64_t, Block> blocks_;
+  std::set<std::pair<int64_t, int64_t>> small_, large_;
+  int64_t next_ = int64_t{1} << 40;
+};
+
+TEST(CachingAllocatorTest, AgreesWithThePlainReferenceOnRandomStreams) {
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    std::mt19937_64 rng(seed);
+    // Sizes from 0 B to 96 MiB, log-uniform, some repeated exactly (as a replay's tensors are).
+    std::uniform_real_distribution<double> log_size(0.0, std::log(96.0 * kMiB));
+    // and the sizes at the rules' thresholds (the pools' 1 MiB, a 20 MiB segment's split margin, 10 MiB).
+    std::vector<int64_t> repeated = {0,        512,           kMiB,      kMiB + 512, 2 * kMiB - 512,
+                                     9 * kMiB, 10 * kMiB - 1, 10 * kMiB, 19 * kMiB,  19 * kMiB + 512};
+    for (int i = 0; i < 8; ++i) repeated.push_back(static_cast<int64_t>(std::exp(log_size(rng))));
+    CachingAllocatorModel model;
+    ReferenceAllocator ref;
+    std::vector<int64_t> live;
+    for (int e = 0; e < 6000; ++e) {
+      if (live.empty() || (live.size() < 400 && rng() % 100 < 55)) {
+        const int64_t bytes = rng() % 3 == 0 ? repeated[rng() % repeated.size()]
+                                             : static_cast<int64_t>(std::exp(log_size(rng))) - 1;
+        const int64_t a = model.Allocate(bytes), b = ref.Allocate(bytes);
+        ASSERT_EQ(a, b) << "seed " << seed << ", event " << e << ": allocate " << bytes;
+        live.push_back(a);
+      } else {
+        const size_t k = rng() % live.size();
+        ASSERT_TRUE(model.Free(live[k]).ok());
+        ASSERT_TRUE(ref.Free(live[k]));
+        live[k] = live.back();
+        live.pop_back();
+      }
+      ASSERT_EQ(model.allocated_bytes(), ref.allocated_) << "seed " << seed << ", event " << e;
+      ASSERT_EQ(model.reserved_bytes(), ref.reserved_) << "seed " << seed << ", event " << e;
+    }
+    EXPECT_EQ(model.peak_allocated_bytes(), ref.peak_allocated_);
+    EXPECT_EQ(model.peak_reserved_bytes(), ref.peak_reserved_);
+    EXPECT_EQ(model.segments_created(), ref.segments_);
+    EXPECT_FALSE(model.Free(int64_t{1} << 40 | 7).ok());  // no block there
+  }
 }
 
 }  // namespace

@@ -31,14 +31,41 @@ void CachingAllocatorModel::ResetPeaks() {
   peak_reserved_ = reserved_;
 }
 
-int64_t CachingAllocatorModel::NewSegment(int64_t bytes, bool small) {
+void CachingAllocatorModel::Insert(FreeList& pool, int64_t size, int64_t address) {
+  pool.insert({size, address});
+}
+
+void CachingAllocatorModel::Erase(FreeList& pool, int64_t size, int64_t address) {
+  pool.erase({size, address});
+}
+
+int32_t CachingAllocatorModel::NewBlock(const Block& b) {
+  int32_t h;
+  if (!spare_.empty()) {
+    h = spare_.back();
+    spare_.pop_back();
+    blocks_[h] = b;
+  } else {
+    h = static_cast<int32_t>(blocks_.size());
+    blocks_.push_back(b);
+  }
+  by_address_[b.address] = h;
+  return h;
+}
+
+void CachingAllocatorModel::DropBlock(int32_t handle) {
+  by_address_.erase(blocks_[handle].address);
+  spare_.push_back(handle);
+}
+
+int32_t CachingAllocatorModel::NewSegment(int64_t bytes, bool small) {
   const int64_t address = next_address_;
   // A gap between segments, so that no two segments are ever adjacent (blocks never merge across them).
   next_address_ += bytes + kSmallBuffer;
-  blocks_[address] = Block{bytes, address, small, false};
-  Pool(small).insert({bytes, address});
+  const int32_t h = NewBlock(Block{address, bytes, -1, -1, small, false});
+  Insert(Pool(small), bytes, address);
   Account(0, bytes);
-  return address;
+  return h;
 }
 
 Result<std::vector<int64_t>> CachingAllocatorModel::AddSegment(
@@ -52,17 +79,21 @@ Result<std::vector<int64_t>> CachingAllocatorModel::AddSegment(
     return Error("caching allocator: the blocks of a segment of " + std::to_string(segment_bytes) +
                  " bytes sum to " + std::to_string(sum));
   const bool small = segment_bytes == kSmallBuffer;
-  const int64_t base = NewSegment(segment_bytes, small);
-  Pool(small).erase({segment_bytes, base});
-  blocks_.erase(base);
+  const int32_t first = NewSegment(segment_bytes, small);
+  const int64_t base = blocks_[first].address;
+  Erase(Pool(small), segment_bytes, base);
+  DropBlock(first);
   std::vector<int64_t> out;
   int64_t address = base, allocated = 0;
+  int32_t prev = -1;
   for (const auto& [size, handed_out] : blocks) {
-    blocks_[address] = Block{size, base, small, handed_out};
+    const int32_t h = NewBlock(Block{address, size, prev, -1, small, handed_out});
+    if (prev >= 0) blocks_[prev].next = h;
+    prev = h;
     if (handed_out)
       allocated += size;
     else
-      Pool(small).insert({size, address});
+      Insert(Pool(small), size, address);
     out.push_back(address);
     address += size;
   }
@@ -73,56 +104,58 @@ Result<std::vector<int64_t>> CachingAllocatorModel::AddSegment(
 int64_t CachingAllocatorModel::Allocate(int64_t bytes) {
   const int64_t size = RoundSize(std::max<int64_t>(0, bytes));
   const bool small = size <= kSmallSize;
-  FreeSet& pool = Pool(small);
-  auto it = pool.lower_bound({size, 0});  // best fit: smallest size >= request, lowest address among equals
-  int64_t address;
+  FreeList& pool = Pool(small);
+  // Best fit: the smallest cached size >= the request, the lowest address among equal sizes.
+  auto it = pool.lower_bound({size, 0});
+  int32_t h;
   if (it == pool.end()) {
     ++segments_created_;
-    address = NewSegment(SegmentSize(bytes), small);
-    it = pool.find({blocks_[address].size, address});
+    h = NewSegment(SegmentSize(bytes), small);
+    Erase(pool, blocks_[h].size, blocks_[h].address);
+  } else {
+    h = by_address_.at(it->second);
+    pool.erase(it);
   }
-  address = it->second;
-  pool.erase(it);
-  Block& b = blocks_[address];
-  const int64_t remaining = b.size - size;
+  const int64_t remaining = blocks_[h].size - size;
   const bool split = small ? remaining >= kMinBlockSize : remaining > kSmallSize;
   if (split) {
-    const int64_t rest = address + size;
-    blocks_[rest] = Block{remaining, b.segment, b.small, false};
-    pool.insert({remaining, rest});
-    b.size = size;
+    const Block& b = blocks_[h];
+    const int32_t rest = NewBlock(Block{b.address + size, remaining, h, b.next, b.small, false});
+    if (blocks_[rest].next >= 0) blocks_[blocks_[rest].next].prev = rest;
+    blocks_[h].next = rest;
+    blocks_[h].size = size;
+    Insert(pool, remaining, blocks_[rest].address);
   }
-  b.allocated = true;
-  Account(b.size, 0);
-  return address;
+  blocks_[h].allocated = true;
+  Account(blocks_[h].size, 0);
+  return blocks_[h].address;
 }
 
 Status CachingAllocatorModel::Free(int64_t address) {
-  auto it = blocks_.find(address);
-  if (it == blocks_.end() || !it->second.allocated)
+  auto found = by_address_.find(address);
+  if (found == by_address_.end() || !blocks_[found->second].allocated)
     return Error("caching allocator: no block handed out at address " + std::to_string(address));
-  Block& b = it->second;
-  b.allocated = false;
-  Account(-b.size, 0);
-  FreeSet& pool = Pool(b.small);
-  // Merge with the free neighbours of the same segment.
-  if (auto next = std::next(it); next != blocks_.end() && next->second.segment == b.segment &&
-                                 !next->second.allocated && next->first == address + b.size) {
-    pool.erase({next->second.size, next->first});
-    b.size += next->second.size;
-    blocks_.erase(next);
+  int32_t h = found->second;
+  blocks_[h].allocated = false;
+  Account(-blocks_[h].size, 0);
+  FreeList& pool = Pool(blocks_[h].small);
+  // Merge with the free neighbours of the same segment (the list holds the segment's blocks in address order).
+  if (const int32_t n = blocks_[h].next; n >= 0 && !blocks_[n].allocated) {
+    Erase(pool, blocks_[n].size, blocks_[n].address);
+    blocks_[h].size += blocks_[n].size;
+    blocks_[h].next = blocks_[n].next;
+    if (blocks_[n].next >= 0) blocks_[blocks_[n].next].prev = h;
+    DropBlock(n);
   }
-  if (it != blocks_.begin()) {
-    auto prev = std::prev(it);
-    if (prev->second.segment == b.segment && !prev->second.allocated &&
-        prev->first + prev->second.size == address) {
-      pool.erase({prev->second.size, prev->first});
-      prev->second.size += b.size;
-      blocks_.erase(it);
-      it = prev;
-    }
+  if (const int32_t p = blocks_[h].prev; p >= 0 && !blocks_[p].allocated) {
+    Erase(pool, blocks_[p].size, blocks_[p].address);
+    blocks_[p].size += blocks_[h].size;
+    blocks_[p].next = blocks_[h].next;
+    if (blocks_[h].next >= 0) blocks_[blocks_[h].next].prev = p;
+    DropBlock(h);
+    h = p;
   }
-  pool.insert({it->second.size, it->first});
+  Insert(pool, blocks_[h].size, blocks_[h].address);
   return Status();
 }
 

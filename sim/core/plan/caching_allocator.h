@@ -25,8 +25,8 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <set>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -66,19 +66,28 @@ class CachingAllocatorModel {
   void ResetPeaks();
 
  private:
+  // A block: its segment's blocks form a list in address order (prev / next handles, -1 at the ends).
   struct Block {
+    int64_t address = 0;
     int64_t size = 0;
-    int64_t segment = 0;  // the segment's first address
-    bool small = false;   // pool
+    int32_t prev = -1, next = -1;
+    bool small = false;  // pool
     bool allocated = false;
   };
-  using FreeSet = std::set<std::pair<int64_t, int64_t>>;  // (size, address) of cached free blocks
-  FreeSet& Pool(bool small) { return small ? free_small_ : free_large_; }
-  int64_t NewSegment(int64_t bytes, bool small);
+  // A pool's cached free blocks as (size, address), ordered: best fit is the first at least the request.
+  using FreeList = std::set<std::pair<int64_t, int64_t>>;
+  FreeList& Pool(bool small) { return small ? free_small_ : free_large_; }
+  static void Insert(FreeList& pool, int64_t size, int64_t address);
+  static void Erase(FreeList& pool, int64_t size, int64_t address);
+  int32_t NewBlock(const Block& b);
+  void DropBlock(int32_t handle);
+  int32_t NewSegment(int64_t bytes, bool small);  // its one free block's handle
   void Account(int64_t allocated_delta, int64_t reserved_delta);
 
-  std::map<int64_t, Block> blocks_;  // by address
-  FreeSet free_small_, free_large_;
+  std::vector<Block> blocks_;                        // by handle
+  std::vector<int32_t> spare_;                       // handles of dropped blocks, for reuse
+  std::unordered_map<int64_t, int32_t> by_address_;  // every block's handle by its address
+  FreeList free_small_, free_large_;
   int64_t next_address_ = int64_t{1} << 40;
   int64_t allocated_ = 0, reserved_ = 0, peak_allocated_ = 0, peak_reserved_ = 0;
   int segments_created_ = 0;
