@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/plan/pricing.h"
+#include "core/plan/collective.h"
 #include "core/plan/mesh.h"
 #include "core/util/numeric.h"
 
@@ -486,6 +487,22 @@ void SpLink(const ClusterSpec& cluster, bool in_node, double* bw, double* lat) {
   *lat = in_node ? cluster.nvlink_latency_us : cluster.nic_latency_us;
 }
 
+// One all-gather (or reduce-scatter) over the SP ring group, `bytes` per rank (the gathered output, or the
+// reduce-scatter's input, as nccl-tests counts them): NCCL's choice (core/plan/collective.h, its ring inside one
+// node) where the cluster's collectives are "nccl" and the ring sits in one node; else a flat ring of R - 1 steps
+// over the SP link (bw, lat: across nodes the GPU's NIC share). Across nodes NCCL's rings would drive every NIC
+// of a node, but the SimGrid engine replays an SP collective's bytes as one transfer to the ring successor
+// (sim/engine/replay.cc AddSpCollective), which the flat ring's time bounds: the engines agree without
+// contention only so (tests/engine/seqpar_engine_slow_test.cc).
+double SpRingCollectiveUs(CollectiveOp op, const ClusterSpec& cluster, const SpLayout& sp, double bytes,
+                          double bw, double lat) {
+  const int R = sp.ring;
+  if (R <= 1 || bytes <= 0) return 0;
+  if (cluster.collectives.model == "nccl" && sp.ring_in_node)
+    return NcclCollective(op, static_cast<int64_t>(bytes), {R, R}, CollectiveLinksOf(cluster)).us;
+  return (R - 1) * lat + (bw > 0 ? (R - 1) * bytes / R / bw * 1e6 : 0);
+}
+
 // One LLM block's attention on the busiest SP rank and its SP communication, per layer.
 struct SpAttention {
   double attn_fwd_us = 0, attn_bwd_us = 0;  // attention compute (into fwd_us / bwd_us)
@@ -590,7 +607,13 @@ SpAttention SpAttentionOf(const ModelSpec& model, const CostModel& cost, const C
       }
       const double q_all = tf.heads * hd / std::max(1, tp);      // elements per row of Q (and of K, V
       const double kv_rank = 2.0 * sh.padded / R * q_all * 2.0;  // repeated): one rank's K, V bytes
-      const double gather_us = 2.0 * (R - 1) * lat + (bw > 0 ? (R - 1) * kv_rank / G / bw * 1e6 : 0);
+      // K and V of the group's heads, each an all-gather of R x kv_rank / (2 G) bytes per rank; the backward's
+      // reduce-scatters of dK, dV the same sizes.
+      const double group_bytes = R * kv_rank / (2.0 * G);
+      const double gather_us =
+          2.0 * SpRingCollectiveUs(CollectiveOp::kAllGather, cluster, sp, group_bytes, bw, lat);
+      const double scatter_us =
+          2.0 * SpRingCollectiveUs(CollectiveOp::kReduceScatter, cluster, sp, group_bytes, bw, lat);
       // Per group: q, k, v made contiguous and the output kept (bf16 copies); one kernel each.
       const double copy_f = mem_us(kBf16CopyBytes * T_max * q_all * 3.0 / G, 3);
       const double copy_b = mem_us(kBf16CopyBytes * T_max * q_all * 4.0 / G, 4) +
@@ -598,7 +621,7 @@ SpAttention SpAttentionOf(const ModelSpec& model, const CostModel& cost, const C
       const double group_f = att_f / G + launch_us + copy_f;
       const double group_b = att_b / G + kFlashBwdKernels * launch_us + copy_b;
       const double fwd_us = PipelinedGatherUs(G, gather_us, group_f, 0.0);
-      const double bwd_us = PipelinedGatherUs(G, gather_us, group_b, gather_us);  // + the reduce-scatter
+      const double bwd_us = PipelinedGatherUs(G, gather_us, group_b, scatter_us);  // + the reduce-scatter
       a.attn_fwd_us = G * group_f - launch_us;  // the layer's own kernel launch is the cost model's
       a.attn_bwd_us = G * group_b - 2 * launch_us;
       a.sp_fwd_us += fwd_us - G * group_f;
@@ -608,7 +631,11 @@ SpAttention SpAttentionOf(const ModelSpec& model, const CostModel& cost, const C
     } else if (impl == SpRingImpl::kTeAllGather) {
       // KV all-gathered once (K and V: two ring collectives), exposed; then the rank's two chunks attend to their
       // causal prefixes: the same pairs as the ring's steps, T query rows, one extra kernel.
-      const double ag_us = 2.0 * (R - 1) * lat + (bw > 0 ? (R - 1) * kv / bw * 1e6 : 0);
+      // K and V gathered as two collectives of R x kv / 2 bytes per rank (NCCL's choice, or the ring).
+      const double ag_us =
+          2.0 * SpRingCollectiveUs(CollectiveOp::kAllGather, cluster, sp, R * kv / 2.0, bw, lat);
+      const double rs_us =
+          2.0 * SpRingCollectiveUs(CollectiveOp::kReduceScatter, cluster, sp, R * kv / 2.0, bw, lat);
       double pairs_f = 0, pairs_b = 0;
       for (int r = 0; r < R; ++r) {
         double f = 0, g = 0;
@@ -628,7 +655,7 @@ SpAttention SpAttentionOf(const ModelSpec& model, const CostModel& cost, const C
       a.attn_fwd_us = pf;
       a.attn_bwd_us = pb;
       a.sp_fwd_us += ag_us;
-      a.sp_bwd_us += 2.0 * ag_us;  // all-gather again, reduce-scatter dK, dV
+      a.sp_bwd_us += ag_us + rs_us;  // all-gather again, reduce-scatter dK, dV
       a.ring_layer_bytes = BytesOf((R - 1) * kv);
       a.ring_bwd_layer_bytes = BytesOf(2.0 * (R - 1) * kv);
     } else {

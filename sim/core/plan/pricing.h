@@ -21,7 +21,8 @@
 //   transfer = latency + the step's bytes / bw (KV; the backward's dKV in fp32 for ring-flash-attention, bf16
 //   for TransformerEngine); pass time = RingScheduleUs (slowest rank, steps overlapped with their transfers,
 //   the exposed tail) -- its compute goes to fwd_us / bwd_us, its exposed transfer to sp_fwd_us / sp_bwd_us;
-//   megatron-cp-ag: the KV all-gather (and the backward's all-gather and dKV reduce-scatter) exposed;
+//   megatron-cp-ag: the KV all-gather (and the backward's all-gather and dKV reduce-scatter) exposed, priced as
+//   NCCL runs them inside a node where the cluster's collectives are "nccl" (SpRingCollectiveUs in pricing.cc);
 //   cornstarch-cp: the busiest rank of the makespan split (MakespanSplit: its tokens for the linear work, its
 //   pairs for the attention), the KV gathers pipelined with the head groups' attention (PipelinedGatherUs), the
 //   backward's reduce-scatters exposed;

@@ -54,7 +54,11 @@
 //     bf16, then dK, dV add_ in bf16 after the wait; the step sends KV and the accumulated dKV in one bf16
 //     buffer (the first step KV only, the last dKV only); nothing exposed after the loop.
 //   TransformerEngine all-gather (megatron-cp-ag): see the method above; the all-gather and reduce-scatter are
-//     ring collectives of (R - 1) x RingStepKvBytes per GPU, (R - 1) latencies each for K and for V; the
+//     collectives over the R ring ranks, one for K and one for V, each of R x RingStepKvBytes / 2 bytes per rank,
+//     priced by NCCL's model (core/plan/collective.h) when the ring sits in one node of a cluster whose
+//     collectives are "nccl", else (across nodes, as the SimGrid engine replays them) rings of R - 1 steps at the
+//     SP link (latency each, (R - 1) x RingStepKvBytes per GPU in all); cornstarch-cp's
+//     per-head-group gathers and reduce-scatters likewise; the
 //     gathered KV reordered by index_select (kBf16CopyBytes per element), q's halves made contiguous and the two
 //     partial outputs copied into one (kBf16CopyBytes each); backward dq copied, dK, dV added over each step's
 //     KV prefix (kBf16AddBytes).
