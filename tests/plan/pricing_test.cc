@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/plan/collective.h"
 #include "core/plan/memory.h"
 #include "core/plan/schedule.h"
 
@@ -90,12 +91,31 @@ TEST(PricerTest, TensorParallelSplitsComputeAndAddsCollectives) {
   EXPECT_LT(y.fwd_us, 1.15 * x.fwd_us / 4);
   EXPECT_GT(y.tp_fwd_us, 0);
   EXPECT_DOUBLE_EQ(y.model_flops, x.model_flops);  // FLOPs are the whole model's
-  // Hand check of one LLM block's collectives: 2 x ring all-reduce of tokens*hidden*2 bytes over NVLink.
+  // Hand check of one LLM block's collectives: two points, each (with sequence parallelism, the default) an
+  // all-gather and a reduce-scatter of tokens*hidden*2 bytes inside the node as NCCL runs them on the A100
+  // preset's "nccl" collectives; never faster than the flat ring at full NVLink speed that a "ring" cluster gets.
   int64_t tokens = 0;
   for (auto& t : f.mb) tokens += t.llm_tokens;
   const double bytes = tokens * 6144.0 * 2;
-  const double one = 2.0 * 3 / 4 * bytes / f.cluster.nvlink_bytes_per_s * 1e6 + f.cluster.nvlink_latency_us;
-  EXPECT_NEAR(b.TpLayerForwardUs(tokens, 6144), 2 * one, 1e-9);
+  ASSERT_EQ(f.cluster.collectives.model, "nccl");
+  ASSERT_TRUE(p4.tp_sequence_parallel);
+  const CollectiveLinks links = CollectiveLinksOf(f.cluster);
+  const auto n = static_cast<int64_t>(bytes);
+  const double nccl = NcclCollective(CollectiveOp::kAllGather, n, {4, 4}, links).us +
+                      NcclCollective(CollectiveOp::kReduceScatter, n, {4, 4}, links).us;
+  EXPECT_NEAR(b.TpLayerForwardUs(tokens, 6144), 2 * nccl, 1e-9);
+  const double flat = 2.0 * 3 / 4 * bytes / f.cluster.nvlink_bytes_per_s * 1e6 + f.cluster.nvlink_latency_us;
+  EXPECT_GT(nccl, flat);
+  // Without sequence parallelism one all-reduce per point; a "ring" cluster keeps the flat ring.
+  ParallelConfig p4n = p4;
+  p4n.tp_sequence_parallel = false;
+  const Pricer bn(f.model, c4, f.cluster, p4n);
+  EXPECT_NEAR(bn.TpLayerForwardUs(tokens, 6144),
+              2 * NcclCollective(CollectiveOp::kAllReduce, n, {4, 4}, links).us, 1e-9);
+  ClusterSpec ring = f.cluster;
+  ring.collectives.model = "ring";
+  const Pricer br(f.model, c4, ring, p4);
+  EXPECT_NEAR(br.TpLayerForwardUs(tokens, 6144), 2 * flat, 1e-9);
 }
 
 TEST(PricerTest, PaddingCostsTimeButNotModelFlops) {

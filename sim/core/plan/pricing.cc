@@ -76,9 +76,21 @@ double Pricer::TpLayerForwardUs(int64_t tokens, int64_t hidden) const {
   const int tp = parallel_.tp;
   if (tp <= 1 || tokens <= 0 || cluster_.nvlink_bytes_per_s <= 0) return 0;
   const double bytes = static_cast<double>(tokens) * static_cast<double>(hidden) * 2;
-  const double one =
-      2.0 * (tp - 1) / tp * bytes / cluster_.nvlink_bytes_per_s * 1e6 + cluster_.nvlink_latency_us;
-  return 2 * one;  // two collectives per block (attention output, MLP output)
+  double one = 0;
+  if (cluster_.collectives.model == "nccl") {
+    // As NCCL runs them inside the node (the TP group never leaves it): with sequence parallelism an all-gather
+    // and a reduce-scatter of the whole tensor, else one all-reduce (core/plan/collective.h).
+    const CollectiveLinks links = CollectiveLinksOf(cluster_);
+    const CollectiveGroup group{tp, tp};
+    const auto b = static_cast<int64_t>(bytes);
+    one = parallel_.tp_sequence_parallel
+              ? NcclCollective(CollectiveOp::kAllGather, b, group, links).us +
+                    NcclCollective(CollectiveOp::kReduceScatter, b, group, links).us
+              : NcclCollective(CollectiveOp::kAllReduce, b, group, links).us;
+  } else {
+    one = 2.0 * (tp - 1) / tp * bytes / cluster_.nvlink_bytes_per_s * 1e6 + cluster_.nvlink_latency_us;
+  }
+  return 2 * one;  // two collective points per block (attention output, MLP output)
 }
 
 void Pricer::LayerCosts(const std::vector<SampleTokens>& mb, Packing packing,
