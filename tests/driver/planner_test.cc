@@ -554,16 +554,24 @@ TEST(PlannerTest, CheckScenarioNamesFields) {
 // With device.allocator_model replay the planner keeps the replayed excess free (ReplayReserveBytes) instead of
 // the spread term, so that what adaptive recompute makes fit still fits in the walk's replay: default.yaml on
 // its preset with replay read stage 1 at 88.1 GiB of 80 when the planner reserved the spread term.
-TEST(PlannerTest, AdaptiveRecomputeKeepsTheReplayedExcessFree) {
+// A copy of the a100-4x200g preset that says `allocator_model: replay`, written as `name` in the test's temporary
+// folder; its path ("" when the preset has no fragmentation_spread key to put it before).
+std::string A100ReplayPreset(const std::string& name) {
   std::ifstream in(std::string(MMTWIN_SOURCE_DIR) + "/traces/clusters/a100-4x200g.yaml");
   std::stringstream text;
   text << in.rdbuf();
   std::string replay = text.str();
   const size_t at = replay.find("  fragmentation_spread:");
-  ASSERT_NE(at, std::string::npos);
+  if (at == std::string::npos) return "";
   replay.insert(at, "  allocator_model: replay\n");
-  const std::string path = ::testing::TempDir() + "/a100-replay.yaml";
+  const std::string path = ::testing::TempDir() + "/" + name;
   std::ofstream(path) << replay;
+  return path;
+}
+
+TEST(PlannerTest, AdaptiveRecomputeKeepsTheReplayedExcessFree) {
+  const std::string path = A100ReplayPreset("a100-replay.yaml");
+  ASSERT_FALSE(path.empty());
   auto s = LoadScenario(std::string(MMTWIN_SOURCE_DIR) + "/scenarios/default.yaml");
   ASSERT_TRUE(s.ok()) << s.error().message();
   s->cluster = path;
@@ -586,15 +594,8 @@ TEST(PlannerTest, AdaptiveRecomputeKeepsTheReplayedExcessFree) {
 // same memory, stage by stage and term by term, as with a copy of its preset that says `allocator_model: replay`,
 // and not the spread term's.
 TEST(PlannerTest, ScenarioAllocatorModelEqualsTheClusterFileKey) {
-  std::ifstream in(std::string(MMTWIN_SOURCE_DIR) + "/traces/clusters/a100-4x200g.yaml");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string replay = text.str();
-  const size_t at = replay.find("  fragmentation_spread:");
-  ASSERT_NE(at, std::string::npos);
-  replay.insert(at, "  allocator_model: replay\n");
-  const std::string path = ::testing::TempDir() + "/a100-replay-file.yaml";
-  std::ofstream(path) << replay;
+  const std::string path = A100ReplayPreset("a100-replay-file.yaml");
+  ASSERT_FALSE(path.empty());
   auto s = LoadScenario(std::string(MMTWIN_SOURCE_DIR) + "/scenarios/default.yaml");
   ASSERT_TRUE(s.ok()) << s.error().message();
   s->iterations = 2;
