@@ -44,6 +44,8 @@ Pricer::Pricer(const ModelSpec& model, const CostModel& cost, const ClusterSpec&
                const ParallelConfig& parallel)
     : model_(model), cost_(cost), cluster_(cluster), parallel_(parallel), layers_(Layers(model)) {
   for (const Layer& l : layers_) hidden_of_layer_.push_back(model.components[l.component].tf.hidden);
+  nccl_tp_ = cluster_.collectives.model == "nccl";
+  if (nccl_tp_) tp_links_ = CollectiveLinksOf(cluster_);
   // Timing slots: a component's transformer blocks share one (LayerCostsFor prices them once).
   std::vector<int> block_slot(model.components.size(), -1);
   for (size_t i = 0; i < layers_.size(); ++i) {
@@ -77,16 +79,15 @@ double Pricer::TpLayerForwardUs(int64_t tokens, int64_t hidden) const {
   if (tp <= 1 || tokens <= 0 || cluster_.nvlink_bytes_per_s <= 0) return 0;
   const double bytes = static_cast<double>(tokens) * static_cast<double>(hidden) * 2;
   double one = 0;
-  if (cluster_.collectives.model == "nccl") {
+  if (nccl_tp_) {
     // As NCCL runs them inside the node (the TP group never leaves it): with sequence parallelism an all-gather
     // and a reduce-scatter of the whole tensor, else one all-reduce (core/plan/collective.h).
-    const CollectiveLinks links = CollectiveLinksOf(cluster_);
     const CollectiveGroup group{tp, tp};
     const auto b = static_cast<int64_t>(bytes);
     one = parallel_.tp_sequence_parallel
-              ? NcclCollective(CollectiveOp::kAllGather, b, group, links).us +
-                    NcclCollective(CollectiveOp::kReduceScatter, b, group, links).us
-              : NcclCollective(CollectiveOp::kAllReduce, b, group, links).us;
+              ? NcclCollective(CollectiveOp::kAllGather, b, group, tp_links_).us +
+                    NcclCollective(CollectiveOp::kReduceScatter, b, group, tp_links_).us
+              : NcclCollective(CollectiveOp::kAllReduce, b, group, tp_links_).us;
   } else {
     one = 2.0 * (tp - 1) / tp * bytes / cluster_.nvlink_bytes_per_s * 1e6 + cluster_.nvlink_latency_us;
   }
@@ -145,6 +146,9 @@ void Pricer::PriceMicroBatch(const std::vector<SampleTokens>& mb, Packing packin
   int64_t llm_tokens = 0;
   for (const SampleTokens& t : mb) llm_tokens += t.llm_tokens;
   const int chunks = partition.chunks();
+  // A component's blocks share their TP collectives' time (its tokens and width): priced once per component.
+  thread_local std::vector<double> tp_of_component;
+  tp_of_component.assign(model_.components.size(), -1.0);
   for (int c = 0; c < chunks; ++c) {
     ChunkCost& cc = out[c];
     cc = ChunkCost{};
@@ -152,9 +156,12 @@ void Pricer::PriceMicroBatch(const std::vector<SampleTokens>& mb, Packing packin
     for (int i = partition.bounds[c]; i < partition.bounds[c + 1]; ++i) {
       const LayerCost& x = lc[i];
       const uint8_t flag = i < static_cast<int>(recompute.layers.size()) ? recompute.layers[i] : 0;
-      const double tp_us = layers_[i].kind == LayerKind::kTransformer
-                               ? TpLayerForwardUs(work[layers_[i].component].tokens, hidden_of_layer_[i])
-                               : 0.0;
+      double tp_us = 0;
+      if (layers_[i].kind == LayerKind::kTransformer) {
+        double& t = tp_of_component[layers_[i].component];
+        if (t < 0) t = TpLayerForwardUs(work[layers_[i].component].tokens, hidden_of_layer_[i]);
+        tp_us = t;
+      }
       AddLayer(x, flops[i].fwd_flops + flops[i].bwd_flops, flag, tp_us, layers_[i].backward, cc, transient);
     }
     cc.backward_transient_bytes = transient.Bytes();
@@ -802,6 +809,8 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing /*pa
     attn = SpAttentionOf(model_, cost_, cluster_, sp_, block, rank[llm_component_], tp, sh);
   }
   const double redistribute_us = RedistributeUs(cluster_, sp_, sh.redistribute_bytes);
+  thread_local std::vector<double> tp_of_component;  // as PriceMicroBatch: per component, once
+  tp_of_component.assign(model_.components.size(), -1.0);
   const int chunks = partition.chunks();
   for (int c = 0; c < chunks; ++c) {
     ChunkCost& cc = out[c];
@@ -824,9 +833,12 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing /*pa
         has_block = true;
         recomputes_block = recomputes_block || flag != 0;
       }
-      const double tp_us = layers_[i].kind == LayerKind::kTransformer
-                               ? TpLayerForwardUs(rank[layers_[i].component].tokens, hidden_of_layer_[i])
-                               : 0.0;
+      double tp_us = 0;
+      if (layers_[i].kind == LayerKind::kTransformer) {
+        double& t = tp_of_component[layers_[i].component];
+        if (t < 0) t = TpLayerForwardUs(rank[layers_[i].component].tokens, hidden_of_layer_[i]);
+        tp_us = t;
+      }
       AddLayer(x, (full[i].fwd_flops + full[i].bwd_flops) / S, flag, tp_us, layers_[i].backward, cc,
                transient);
     }

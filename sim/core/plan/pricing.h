@@ -46,6 +46,7 @@
 #include "core/cluster/cluster.h"
 #include "core/cost/cost_model.h"
 #include "core/model/model.h"
+#include "core/plan/collective.h"
 #include "core/plan/plan.h"
 #include "core/plan/seqpar.h"
 
@@ -112,6 +113,8 @@ class Pricer {
   ParallelConfig parallel_;
   std::vector<Layer> layers_;
   std::vector<int64_t> hidden_of_layer_;  // width of a layer's component (for TP collectives)
+  bool nccl_tp_ = false;                  // TP collectives by NCCL's model (cluster collectives "nccl")
+  CollectiveLinks tp_links_;              // CollectiveLinksOf(cluster_), made once
   SpLayout sp_;                           // resolved from parallel.sp_method (none when sp == 1)
   int llm_component_ = -1;
   std::vector<int> slot_of_layer_;  // NumSlots / SlotOfLayer
