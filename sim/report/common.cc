@@ -3,11 +3,14 @@
 #include "report/common.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <map>
 
 #include "core/scenario/scenario.h"
+#include "core/util/csv.h"
+#include "core/util/data_dir.h"
 #include "core/util/version.h"
 #include "sweep/runner.h"
 #include "sweep/sweep.h"
@@ -24,12 +27,60 @@ std::string LabelsOf(const std::vector<std::pair<std::string, std::string>>& axe
   return s;
 }
 
+std::string ReportStamp(const std::string& scenarios_dir) {
+  uint64_t h = 1469598103934665603ULL;  // 64-bit FNV-1a
+  const auto mix = [&h](std::string_view bytes) {
+    for (const unsigned char c : bytes) {
+      h ^= c;
+      h *= 1099511628211ULL;
+    }
+  };
+  if (auto exe = ReadFile("/proc/self/exe"); exe.ok()) mix(*exe);
+  std::error_code ec;
+  for (const auto& [root, skip] :
+       {std::pair<std::string, std::string>{DataDir(), ""}, {scenarios_dir, "goldens"}}) {
+    std::vector<fs::path> files;
+    for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+      if (!skip.empty() && it->is_directory(ec) && it->path().filename() == skip) {
+        it.disable_recursion_pending();
+        continue;
+      }
+      if (it->is_regular_file(ec)) files.push_back(it->path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const fs::path& f : files) {
+      mix(fs::relative(f, root, ec).generic_string());
+      if (auto text = ReadFile(f.string()); text.ok()) mix(*text);
+    }
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
 Result<std::unique_ptr<ResultsDb>> OpenReportDb(const ReportOptions& o) {
   const std::string db_path = ReportDbPath(o);
   const fs::path parent = fs::path(db_path).parent_path();
   std::error_code ec;
   if (!parent.empty()) fs::create_directories(parent, ec);
-  return ResultsDb::Open(db_path);
+  const std::string stamp_path = db_path + ".stamp";
+  const std::string stamp = ReportStamp(o.scenarios_dir.empty() ? DefaultScenariosDir() : o.scenarios_dir);
+  if (auto old = ReadFile(stamp_path); old.ok() && *old != stamp && fs::exists(db_path, ec)) {
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      const std::string from = db_path + suffix, to = db_path + ".stale" + suffix;
+      fs::remove(to, ec);
+      if (fs::exists(from, ec)) {
+        fs::rename(from, to, ec);
+        if (ec) return Error(from + ": cannot move the stale results database aside: " + ec.message());
+      }
+    }
+    if (o.progress)
+      o.progress(db_path + ": made by another build or other data files (stamp " + *old + ", now " + stamp +
+                 "): moved to " + db_path + ".stale; every run runs again");
+  }
+  MMTWIN_ASSIGN_OR_RETURN(std::unique_ptr<ResultsDb> db, ResultsDb::Open(db_path));
+  MMTWIN_RETURN_IF_ERROR(WriteFileAtomic(stamp_path, stamp));
+  return db;
 }
 
 namespace {

@@ -38,7 +38,16 @@ struct SweepRows {
 // "k=v, k=v".
 std::string LabelsOf(const std::vector<std::pair<std::string, std::string>>& axes);
 
-// The report's results database (ReportDbPath), its folder created if missing.
+// What a report's runs are computed with, as 16 hex digits: a digest of the running executable and of every file
+// under the data folder (DataDir(): cluster presets, the model zoo, derived traces) and under `scenarios_dir`
+// (its goldens/ excepted), paths and contents in path order. The results database keys a run by its scenario's
+// text only (sweep/sweep.h PortableRunKey), so without this a preset or code change would reuse stale runs.
+std::string ReportStamp(const std::string& scenarios_dir);
+
+// The report's results database (ReportDbPath), its folder created if missing. Its stamp sits beside it
+// (PATH.stamp, ReportStamp of the report's scenarios folder): when the file records another stamp, the database
+// (with its -wal / -shm files) is moved to PATH.stale, replacing an older one, `o.progress` says so, and every run
+// runs again; a database without a stamp file (made by `mmtwin sweep`, or before stamps) is kept and stamped.
 Result<std::unique_ptr<ResultsDb>> OpenReportDb(const ReportOptions& o);
 
 // Runs (or reuses) the sweep file's runs in `db` and returns its rows. Reduced (options.reduced): the sweep is
