@@ -6,8 +6,9 @@
 // samples varlen or padded); layers of one component and kind cost the same, so each (component, kind) is
 // priced once. TP: layer times, parameters and activations are per GPU (divided by TP in the cost model);
 // every transformer block adds Megatron's in-layer collectives, 2 in the forward and 2 in the backward
-// (all-reduce, or with sequence parallelism all-gather + reduce-scatter of the same volume), each moving
-// tokens * hidden * 2 bytes over NVLink: ring time 2 (tp-1)/tp * bytes / nvlink_bytes_per_s + latency.
+// (all-reduce, or with sequence parallelism all-gather + reduce-scatter of the same volume), each of
+// tokens * hidden * 2 bytes inside the node: as NCCL runs them (core/plan/collective.h) on a cluster whose
+// collectives are "nccl", else a flat ring, 2 (tp-1)/tp * bytes / nvlink_bytes_per_s + latency.
 // Recomputed layers repeat their forward collectives.
 // Sequence parallelism (parallel.sp > 1, core/plan/seqpar.h): the micro-batch is priced for one SP rank in
 // lockstep with its group. Vision encoders and projectors get ceil(units / S) of the micro-batch's tiles/frames
