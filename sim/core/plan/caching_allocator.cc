@@ -139,20 +139,20 @@ Status CachingAllocatorModel::Free(int64_t address) {
   blocks_[h].allocated = false;
   Account(-blocks_[h].size, 0);
   FreeList& pool = Pool(blocks_[h].small);
-  // Merge with the free neighbours of the same segment (the list holds the segment's blocks in address order).
-  if (const int32_t n = blocks_[h].next; n >= 0 && !blocks_[n].allocated) {
+  // Merge with the free neighbours of the same segment (the list holds the segment's blocks in address order):
+  // block a absorbs its successor, which leaves the pool (the freed block itself is not in it yet).
+  const auto absorb_next = [&](int32_t a) {
+    const int32_t n = blocks_[a].next;
     Erase(pool, blocks_[n].size, blocks_[n].address);
-    blocks_[h].size += blocks_[n].size;
-    blocks_[h].next = blocks_[n].next;
-    if (blocks_[n].next >= 0) blocks_[blocks_[n].next].prev = h;
+    blocks_[a].size += blocks_[n].size;
+    blocks_[a].next = blocks_[n].next;
+    if (blocks_[n].next >= 0) blocks_[blocks_[n].next].prev = a;
     DropBlock(n);
-  }
+  };
+  if (const int32_t n = blocks_[h].next; n >= 0 && !blocks_[n].allocated) absorb_next(h);
   if (const int32_t p = blocks_[h].prev; p >= 0 && !blocks_[p].allocated) {
     Erase(pool, blocks_[p].size, blocks_[p].address);
-    blocks_[p].size += blocks_[h].size;
-    blocks_[p].next = blocks_[h].next;
-    if (blocks_[h].next >= 0) blocks_[blocks_[h].next].prev = p;
-    DropBlock(h);
+    absorb_next(p);
     h = p;
   }
   Insert(pool, blocks_[h].size, blocks_[h].address);
