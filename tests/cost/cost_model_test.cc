@@ -407,6 +407,78 @@ TEST(ComputeCurveTest, MemoryBoundOpsTakeTheirBytesOverTheBandwidth) {
   EXPECT_NEAR(blk.bwd_weight_time_us, gemm_us, 1e-6);  // W: the four weight-gradient GEMMs
 }
 
+// PyTorch eager kernels (KernelImpl, model.kernels eager): the same block with each family's op-by-op bytes
+// (cost_model.h: RMSNorm 36 / 76, rotary 20 / 24, SwiGLU 10 / 18, residual 6 / 6 per element) and q, k, v and
+// gate, up as separate GEMMs; the head's fp32 loss 14 / 22 per logit. Each family alone changes only its term.
+TEST(ComputeCurveTest, EagerKernelsPriceEachOpsBytesAndSplitProjections) {
+  AnalyticOptions eager_options;
+  eager_options.kernels = EagerKernels();
+  const AnalyticCostModel fused(CurveH100()), eager(CurveH100(), eager_options);
+  const double hbm = 3.35e12 * 0.85;
+  ModelSpec m = Load("llama-3-8b");
+  const std::vector<Layer> layers = Layers(m);
+  const LayerWorkload w{8192, 8192.0 * 8192, 1};
+  const double h = 4096, T = 8192, qk = (32 + 8) * 128.0, ffn = 14336;
+  const double gemm_us = eager.GemmUs(T, 32 * 128.0, h) + 2 * eager.GemmUs(T, 8 * 128.0, h) +
+                         eager.GemmUs(T, h, 32 * 128.0) + 2 * eager.GemmUs(T, ffn, h) +
+                         eager.GemmUs(T, h, ffn);
+  const double bytes = T * (2 * 36 * h + 2 * 6 * h + 20 * qk + 10 * ffn);
+  const Layer& block = FirstOf(layers, 0, LayerKind::kTransformer);
+  const LayerCost blk = eager.Cost(m, block, w);
+  EXPECT_NEAR(blk.fwd_time_us, gemm_us + eager.AttentionFwdUs(32, 128, T * T, T, true) + bytes / hbm * 1e6,
+              1e-6);
+  const double bwd_bytes = T * (2 * 76 * h + 2 * 6 * h + 24 * qk + 18 * ffn);
+  EXPECT_NEAR(blk.bwd_time_us,
+              2 * gemm_us + eager.AttentionBwdUs(32, 128, T * T, T, true) + bwd_bytes / hbm * 1e6, 1e-6);
+  EXPECT_NEAR(blk.bwd_weight_time_us, gemm_us, 1e-6);
+  EXPECT_GT(blk.fwd_time_us, fused.Cost(m, block, w).fwd_time_us);
+  // One family at a time: the RMSNorm alone adds 2 x (36 - 4) bytes per hidden element forward.
+  AnalyticOptions norm_only;
+  norm_only.kernels.eager_norm = true;
+  const AnalyticCostModel norm_model(CurveH100(), norm_only);
+  EXPECT_NEAR(norm_model.Cost(m, block, w).fwd_time_us - fused.Cost(m, block, w).fwd_time_us,
+              T * 2 * (36 - 4) * h / hbm * 1e6, 1e-6);
+  // A LayerNorm model (GPT) runs ATen's one layer_norm kernel either way: eager_norm changes nothing.
+  ModelSpec gpt = Load("gpt-1.7b");
+  const Layer& gpt_block = FirstOf(Layers(gpt), 0, LayerKind::kTransformer);
+  EXPECT_DOUBLE_EQ(norm_model.Cost(gpt, gpt_block, w).fwd_time_us, fused.Cost(gpt, gpt_block, w).fwd_time_us);
+  // Head: the final RMSNorm and the loss in eager form.
+  const Layer& head = layers.back();
+  ASSERT_EQ(head.kind, LayerKind::kHead);
+  const double vocab = static_cast<double>(m.components.at(head.component).vocab);
+  EXPECT_NEAR(eager.Cost(m, head, w).fwd_time_us - fused.Cost(m, head, w).fwd_time_us,
+              T * ((36 - 4) * h + (14 - 8) * vocab) / hbm * 1e6, 1e-6);
+  EXPECT_NEAR(eager.Cost(m, head, w).bwd_time_us - fused.Cost(m, head, w).bwd_time_us,
+              T * ((76 - 6) * h + (22 - 6) * vocab) / hbm * 1e6, 1e-6);
+}
+
+// Kernel launches per layer, fused (Megatron-LM) and eager (KernelImpl; counts in cost_model.h).
+TEST(AnalyticCostTest, EagerKernelsLaunchMoreKernels) {
+  ModelSpec m = Load("llama-3-8b");
+  const std::vector<Layer> layers = Layers(m);
+  const Layer& block = FirstOf(layers, 0, LayerKind::kTransformer);
+  const KernelCounts fused = KernelsOf(m, block);
+  EXPECT_EQ(fused.fwd, 11);
+  EXPECT_EQ(fused.bwd, 22);
+  EXPECT_EQ(fused.bwd_weight, 4);
+  // Two RMSNorms of 8, q/k/v 3 + output 1 + gate/up 2 + down 1 GEMMs, attention 1, two residual adds, SwiGLU 2,
+  // rotary 5 on q and on k.
+  const KernelCounts eager = KernelsOf(m, block, EagerKernels());
+  EXPECT_EQ(eager.fwd, 2 * 8 + 7 + 1 + 2 + 2 + 10);
+  EXPECT_EQ(eager.bwd, 2 * 14 + 2 * 7 + 2 + 4 + 3 + 12);
+  EXPECT_EQ(eager.bwd_weight, 7);
+  EXPECT_EQ(KernelsOf(m, layers.back(), EagerKernels()).fwd, 8 + 1 + 3);
+  // The fused launches still price at the fixed per-kernel overhead.
+  DeviceSpec dev = CurveH100();
+  dev.kernel_overhead_us = 4;
+  AnalyticOptions eager_options;
+  eager_options.kernels = EagerKernels();
+  const LayerWorkload w{16, 16.0 * 16, 1};
+  const double d_fwd = AnalyticCostModel(dev, eager_options).Cost(m, block, w).fwd_time_us -
+                       AnalyticCostModel(CurveH100(), eager_options).Cost(m, block, w).fwd_time_us;
+  EXPECT_NEAR(d_fwd, eager.fwd * 4.0, 1e-9);
+}
+
 // The optimizer step (mixed-precision Adam + gradient clipping, 34 bytes per parameter) at the achieved HBM
 // bandwidth, over the parameters the rank updates: ZeRO-1 and above divide them by DP.
 TEST(ComputeCurveTest, OptimizerStepIsItsBytesOverTheBandwidthShardedByZero) {

@@ -652,6 +652,54 @@ TEST(ScenarioTest, ModelAttentionKernelAndSelectiveRecompute) {
             std::string::npos);
 }
 
+// model.kernels: fused (default), eager, or a mapping per family with a default; kept by FormatScenario, handed
+// to the cost model, and a bad word or family names file:line: field.
+TEST(ScenarioTest, ModelKernelsWordOrMappingReachTheCostModel) {
+  const std::string head = "trace: {preset: internvl-1.2m, samples: 1000}\n";
+  auto eager = Parse(head + "model: {name: internvl-1.5-6b-20b, kernels: eager}\n");
+  ASSERT_TRUE(eager.ok()) << eager.error().message();
+  EXPECT_EQ(eager->kernels, EagerKernels());
+  auto mixed = Parse(head + "model: {name: internvl-1.5-6b-20b, kernels: {default: eager, norm: fused}}\n");
+  ASSERT_TRUE(mixed.ok()) << mixed.error().message();
+  KernelImpl want = EagerKernels();
+  want.eager_norm = false;
+  EXPECT_EQ(mixed->kernels, want);
+  auto split = Parse(head + "model: {name: internvl-1.5-6b-20b, kernels: {projections: split}}\n");
+  ASSERT_TRUE(split.ok()) << split.error().message();
+  KernelImpl only_split;
+  only_split.split_projections = true;
+  EXPECT_EQ(split->kernels, only_split);
+  for (const Scenario* s : {&*eager, &*mixed, &*split}) {
+    auto again = Parse(FormatScenario(*s));
+    ASSERT_TRUE(again.ok()) << again.error().message();
+    EXPECT_EQ(again->kernels, s->kernels);
+  }
+  auto fused = Parse(head + "model: {name: internvl-1.5-6b-20b, kernels: fused}\n");
+  ASSERT_TRUE(fused.ok());
+  EXPECT_FALSE(fused->kernels.any());
+  EXPECT_EQ(FormatScenario(*fused).find("kernels"), std::string::npos);
+  auto model = LoadScenarioModel(*mixed);
+  ASSERT_TRUE(model.ok());
+  auto cluster = LoadScenarioCluster(*mixed);
+  ASSERT_TRUE(cluster.ok());
+  auto cost = LoadScenarioCostModel(*mixed, *model, *cluster);
+  ASSERT_TRUE(cost.ok());
+  const auto* analytic = dynamic_cast<const AnalyticCostModel*>(cost->get());
+  ASSERT_NE(analytic, nullptr);
+  EXPECT_EQ(analytic->options().kernels, want);
+  EXPECT_NE(ErrorOf(head + "model: {name: internvl-1.5-6b-20b, kernels: compiled}\n")
+                .find("s.yaml:2: model.kernels: 'compiled': expected fused or eager"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(head + "model: {name: internvl-1.5-6b-20b, kernels: {norm: split}}\n")
+                .find("s.yaml:2: model.kernels.norm: 'split': expected fused or eager"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(head + "model: {name: internvl-1.5-6b-20b, kernels: {projections: eager}}\n")
+                .find("model.kernels.projections: 'eager': expected fused or split"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(head + "model: {name: internvl-1.5-6b-20b, kernels: {softmax: eager}}\n").find("softmax"),
+            std::string::npos);
+}
+
 // model.image_attention: bidirectional reaches the model (ModelSpec::bidirectional_vision), survives
 // FormatScenario, and a bad value names file:line: field.
 TEST(ScenarioTest, ImageAttentionReachesTheModel) {

@@ -181,14 +181,35 @@ double AnalyticCostModel::OptimizerStepUs(double params_per_gpu) const {
   return MemoryUs(OptimizerStepBytes(params_per_gpu));
 }
 
-KernelCounts KernelsOf(const ModelSpec& m, const Layer& layer) {
+KernelImpl EagerKernels() {
+  KernelImpl k;
+  k.eager_norm = k.eager_rotary = k.eager_activation = k.eager_residual = k.eager_loss = k.split_projections =
+      true;
+  return k;
+}
+
+KernelCounts KernelsOf(const ModelSpec& m, const Layer& layer, const KernelImpl& kernels) {
   switch (layer.kind) {
     case LayerKind::kTransformer: {
       // Two norms, QKV, attention, output projection, two residual adds, FC1, activation, FC2; rotary (causal
-      // LLM decoders) and the q/k norm when present. The backward launches twice as many; W = the four GEMMs.
+      // LLM decoders) and the q/k norm when present. Fused, the backward launches twice as many; W = the four
+      // GEMMs. Eager families as cost_model.h lists them.
       const TransformerConfig& t = m.components.at(layer.component).tf;
-      const int fwd = 10 + (t.causal ? 1 : 0) + (t.qk_norm ? 1 : 0);
-      return {fwd, 2 * fwd, 4};
+      const bool rms_eager = kernels.eager_norm && t.norm == NormKind::kRmsNorm;
+      const bool swiglu = t.mlp == MlpKind::kSwiGlu;
+      const int qkv = kernels.split_projections ? 3 : 1;
+      const int fc1 = kernels.split_projections && swiglu ? 2 : 1;
+      const int gemms = qkv + 1 + fc1 + 1;
+      const int norm_f = rms_eager ? 8 : 1, norm_b = rms_eager ? 14 : 2;
+      const int act_f = kernels.eager_activation && swiglu ? 2 : 1;
+      const int act_b = kernels.eager_activation && swiglu ? 3 : 2;
+      const int rot_f = t.causal ? (kernels.eager_rotary ? 10 : 1) : 0;
+      const int rot_b = t.causal ? (kernels.eager_rotary ? 12 : 2) : 0;
+      const int qkn_f = t.qk_norm ? 2 * norm_f - (rms_eager ? 0 : 1) : 0;
+      const int qkn_b = t.qk_norm ? 2 * norm_b - (rms_eager ? 0 : 2) : 0;
+      const int fwd = 2 * norm_f + gemms + 1 + 2 + act_f + rot_f + qkn_f;
+      const int bwd = 2 * norm_b + 2 * gemms + 2 + 4 + act_b + rot_b + qkn_b;
+      return {fwd, bwd, gemms};
     }
     case LayerKind::kProjector: {
       const size_t dims = m.components.at(layer.component).projector_dims.size();
@@ -197,8 +218,12 @@ KernelCounts KernelsOf(const ModelSpec& m, const Layer& layer) {
     }
     case LayerKind::kEmbedding:
       return {1, 2, 1};
-    case LayerKind::kHead:
-      return {3, 6, 1};
+    case LayerKind::kHead: {
+      const bool rms_eager =
+          kernels.eager_norm && m.components.at(layer.component).tf.norm == NormKind::kRmsNorm;
+      const int norm_f = rms_eager ? 8 : 1, norm_b = rms_eager ? 14 : 2;
+      return {norm_f + 1 + (kernels.eager_loss ? 3 : 1), norm_b + 2 + (kernels.eager_loss ? 3 : 2), 1};
+    }
   }
   return {};
 }
@@ -396,7 +421,7 @@ LayerCost AnalyticCostModel::FullBackwardCost(const ModelSpec& m, const Layer& l
         std::min(cost.bwd_time_us, weight_flops / achieved_flops() * 1e6 + fwd_memory_us);
   }
   if (!uses_curve() && device_.kernel_overhead_us > 0) {
-    const KernelCounts k = KernelsOf(m, layer);
+    const KernelCounts k = KernelsOf(m, layer, options_.kernels);
     cost.fwd_time_us += k.fwd * device_.kernel_overhead_us;
     cost.bwd_time_us += k.bwd * device_.kernel_overhead_us;
     cost.bwd_weight_time_us += k.bwd_weight * device_.kernel_overhead_us;
@@ -436,10 +461,23 @@ AnalyticCostModel::CurveTimes AnalyticCostModel::CurveTimesOf(const ModelSpec& m
       const double q = std::ceil(static_cast<double>(tf.heads) / tp);
       const double kv = std::ceil(static_cast<double>(tf.kv_heads) / tp);
       const double ffn = static_cast<double>(tf.ffn) / tp;
-      gemm(T, (q + 2.0 * kv) * hd, h);                             // QKV (column parallel)
-      gemm(T, h, q * hd);                                          // output projection (row parallel)
-      gemm(T, (tf.mlp == MlpKind::kSwiGlu ? 2.0 : 1.0) * ffn, h);  // FC1 (and the SwiGLU gate, fused)
-      gemm(T, h, ffn);                                             // FC2
+      const KernelImpl& kern = options_.kernels;
+      const bool swiglu = tf.mlp == MlpKind::kSwiGlu;
+      if (kern.split_projections) {  // q, k, v and SwiGLU's gate and up: one nn.Linear each
+        gemm(T, q * hd, h);
+        gemm(T, kv * hd, h);
+        gemm(T, kv * hd, h);
+      } else {
+        gemm(T, (q + 2.0 * kv) * hd, h);  // QKV (column parallel)
+      }
+      gemm(T, h, q * hd);  // output projection (row parallel)
+      if (kern.split_projections && swiglu) {
+        gemm(T, ffn, h);
+        gemm(T, ffn, h);
+      } else {
+        gemm(T, (swiglu ? 2.0 : 1.0) * ffn, h);  // FC1 (and the SwiGLU gate, fused)
+      }
+      gemm(T, h, ffn);  // FC2
       if (options_.flash_attention) {
         t.fwd_us += AttentionFwdUs(q, hd, w.attn_pairs, T, tf.causal);
         t.bwd_us += AttentionBwdUs(q, hd, w.attn_pairs, T, tf.causal);
@@ -463,12 +501,23 @@ AnalyticCostModel::CurveTimes AnalyticCostModel::CurveTimesOf(const ModelSpec& m
       // them without (replicated). Rotary (causal decoders), q/k norm and the activation: the rank's heads and
       // FFN columns of every token.
       const double norm_tokens = (options_.sequence_parallel || tp == 1) ? T / tp : T;
-      memory(norm_tokens, 2 * kNormFwdBytesPerElem * h + 2 * kResidualFwdBytesPerElem * h,
-             2 * kNormBwdBytesPerElem * h + 2 * kResidualBwdBytesPerElem * h);
+      const bool rms_eager = kern.eager_norm && tf.norm == NormKind::kRmsNorm;
+      const double norm_f = rms_eager ? kEagerRmsNormFwdBytesPerElem : kNormFwdBytesPerElem;
+      const double norm_b = rms_eager ? kEagerRmsNormBwdBytesPerElem : kNormBwdBytesPerElem;
+      const double res_f = kern.eager_residual ? kEagerResidualFwdBytesPerElem : kResidualFwdBytesPerElem;
+      const double res_b = kern.eager_residual ? kEagerResidualBwdBytesPerElem : kResidualBwdBytesPerElem;
+      memory(norm_tokens, 2 * norm_f * h + 2 * res_f * h, 2 * norm_b * h + 2 * res_b * h);
       const double qk = (q + kv) * hd;
-      if (tf.causal) memory(T, kRotaryBytesPerElem * qk, kRotaryBytesPerElem * qk);
-      if (tf.qk_norm) memory(T, kNormFwdBytesPerElem * qk, kNormBwdBytesPerElem * qk);
-      if (tf.mlp == MlpKind::kSwiGlu)
+      if (tf.causal) {
+        if (kern.eager_rotary)
+          memory(T, kEagerRotaryFwdBytesPerElem * qk, kEagerRotaryBwdBytesPerElem * qk);
+        else
+          memory(T, kRotaryBytesPerElem * qk, kRotaryBytesPerElem * qk);
+      }
+      if (tf.qk_norm) memory(T, norm_f * qk, norm_b * qk);
+      if (swiglu && kern.eager_activation)
+        memory(T, kEagerSwiGluFwdBytesPerElem * ffn, kEagerSwiGluBwdBytesPerElem * ffn);
+      else if (swiglu)
         memory(T, kSwiGluFwdBytesPerElem * ffn, kSwiGluBwdBytesPerElem * ffn);
       else
         memory(T, kGeluFwdBytesPerElem * ffn, kGeluBwdBytesPerElem * ffn);
@@ -512,14 +561,19 @@ AnalyticCostModel::CurveTimes AnalyticCostModel::CurveTimesOf(const ModelSpec& m
       // cross-entropy (8 bytes per logit), its gradient read in fp32 and written in bf16 (6 bytes).
       const double vocab = static_cast<double>(c.vocab) / tp;
       const double norm_tokens = (options_.sequence_parallel || tp == 1) ? T / tp : T;
-      memory(norm_tokens, kNormFwdBytesPerElem * h, kNormBwdBytesPerElem * h);
+      const bool rms_eager = options_.kernels.eager_norm && c.tf.norm == NormKind::kRmsNorm;
+      memory(norm_tokens, rms_eager ? kEagerRmsNormFwdBytesPerElem * h : kNormFwdBytesPerElem * h,
+             rms_eager ? kEagerRmsNormBwdBytesPerElem * h : kNormBwdBytesPerElem * h);
       gemm(T, vocab, h);
-      memory(T, kLossFwdBytesPerLogit * vocab, kLossBwdBytesPerLogit * vocab);
+      if (options_.kernels.eager_loss)
+        memory(T, kEagerLossFwdBytesPerLogit * vocab, kEagerLossBwdBytesPerLogit * vocab);
+      else
+        memory(T, kLossFwdBytesPerLogit * vocab, kLossBwdBytesPerLogit * vocab);
       break;
     }
   }
   if (device_.kernel_overhead_us > 0) {
-    const KernelCounts k = KernelsOf(m, layer);
+    const KernelCounts k = KernelsOf(m, layer, options_.kernels);
     t.fwd_us += k.fwd * device_.kernel_overhead_us;
     t.bwd_us += k.bwd * device_.kernel_overhead_us;
     t.bwd_weight_us += k.bwd_weight * device_.kernel_overhead_us;

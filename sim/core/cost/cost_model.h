@@ -118,6 +118,29 @@ class CostModel {
   }
 };
 
+// Which implementation each memory-bound kernel family runs (scenario `model.kernels`, sim/docs/algorithms.md §4).
+// fused (every flag false, the default) is Megatron-LM's: one kernel per norm, rotary, activation and
+// bias-dropout-add, fused QKV and SwiGLU gate/up GEMMs, the vocabulary-parallel cross entropy. eager is PyTorch
+// eager mode as HF transformers (modeling_llama.py, v4.31-4.37: LlamaRMSNorm, apply_rotary_pos_emb, LlamaMLP) and
+// torchtitan without torch.compile (torchtitan/models/{norms.py,llama/model.py} @ 3faaa1a0d) write these layers:
+// each op of the Python expression is its own kernel that reads and writes HBM (the kEager* byte counts below).
+struct KernelImpl {
+  bool eager_norm = false;    // RMSNorm as x.float(), pow, mean, rsqrt, mul, type_as, mul weight (LayerNorm
+                              // runs ATen's one fused kernel either way)
+  bool eager_rotary = false;  // rotary as q*cos + rotate_half(q)*sin on q and k
+  bool eager_activation = false;   // SwiGLU as silu(gate) * up (GELU is one ATen kernel either way)
+  bool eager_residual = false;     // the residual add as its own kernel, no dropout (HF Llama, torchtitan)
+  bool eager_loss = false;         // logits.float() then log_softmax / nll (PyTorch's cross entropy)
+  bool split_projections = false;  // q, k, v and SwiGLU's gate and up as separate GEMMs (nn.Linear each)
+  bool any() const {
+    return eager_norm || eager_rotary || eager_activation || eager_residual || eager_loss ||
+           split_projections;
+  }
+  bool operator==(const KernelImpl&) const = default;
+};
+// All families eager (`kernels: eager`).
+KernelImpl EagerKernels();
+
 struct AnalyticOptions {
   int tp = 1;                   // tensor-parallel degree: divides time, params and activations per GPU
   bool flash_attention = true;  // false adds the 5*a*s^2 attention-score activations (Korthikanti)
@@ -131,6 +154,7 @@ struct AnalyticOptions {
   // (4·heads·head_dim·pairs, halved when causal) once more. With flash attention nothing changes: the kernel
   // never stores the scores and its backward already recomputes them.
   bool selective_recompute = false;
+  KernelImpl kernels;  // fused (Megatron-LM) unless the scenario says otherwise
 };
 
 // FLOPs: 2 * tokens * matmul params + 4 * heads * head_dim * pairs (halved for causal); backward = 2 x
@@ -172,10 +196,14 @@ struct AnalyticOptions {
 // / 4 (two norms, QKV, attention, output projection, two bias-dropout-add residuals, FC1, activation, FC2;
 // r = 1 rotary for causal decoders, n = 1 q/k norm when present; W = the four weight GEMMs), projector 2n / 4n /
 // n for n Linear layers, embedding 1 / 2 / 1, LM head 3 / 6 / 1.
+// With eager kernels (KernelImpl) a transformer block launches instead: each RMSNorm 8 / 14 (eager_norm; the q/k
+// norm 16 / 28 for q and k), rotary 10 / 12 for q and k (eager_rotary), SwiGLU 2 / 3 (eager_activation), QKV 3 and
+// a SwiGLU FC1 2 GEMMs, each with two backward GEMMs and one W (split_projections); the LM head's loss 3 / 3
+// instead of 1 / 2 (eager_loss).
 struct KernelCounts {
   int fwd = 0, bwd = 0, bwd_weight = 0;
 };
-KernelCounts KernelsOf(const ModelSpec& m, const Layer& layer);
+KernelCounts KernelsOf(const ModelSpec& m, const Layer& layer, const KernelImpl& kernels = {});
 
 // Backward working memory of one layer (LayerCost::bwd_work_bytes of the analytic model), bf16 gradients of 2
 // bytes, per GPU; T = tokens, h = hidden, t = tp, f = ffn, f_in = f (GELU) or 2 f (SwiGLU: gate and up), a / k
@@ -212,6 +240,32 @@ inline constexpr double kLossFwdBytesPerLogit = 8;   // fp32 logits written, rea
 inline constexpr double kLossBwdBytesPerLogit = 6;   // their gradient: read in fp32, written in bf16
 inline constexpr double kScoresFwdBytesPerPair = 8;  // unfused attention, per head: scores written, softmax
                                                      // read + write, read by P V
+// Eager kernels (KernelImpl), bytes per element the same way, counted op by op from the code KernelImpl names
+// (bf16 activations, fp32 where the code casts; broadcast operands such as cos/sin, the norm weight and per-row
+// statistics are small and not counted). The backward is autograd's: each op's backward kernels plus the adds
+// that accumulate gradients of a tensor used twice.
+//   RMSNorm: forward float() 2+4, pow 4+4, mean 4, x*rsqrt 4+4, type_as 4+2, *weight 2+2 = 36; backward
+//     g*weight 2+2, weight grad (g*y, sum) 4+2+2, to fp32 2+4, g*rsqrt 4+4, d rsqrt (g*x, sum) 8+4+4, mean's
+//     expand 4, pow's 2x*g 8+4, the two paths summed 8+4, to bf16 4+2 = 76.
+//   rotary (per element of q and of k): forward q*cos 2+2, neg of half 2, cat 2+2, *sin 2+2, add 4+2 = 20;
+//     backward g*cos 2+2, g*sin 2+2, neg 2, the halves' slice gradients 8, their sum 4+2 = 24 (torchtitan's
+//     complex form moves 20 and 20 in 3 kernels each).
+//   SwiGLU (per FFN column): forward silu 2+2, * up 4+2 = 10; backward d up 4+2, d silu-out 4+2, silu's
+//     backward 4+2 = 18.
+//   residual add (per hidden element, twice a block): forward 4+2 = 6; backward, the two gradients of the
+//     block input summed, 4+2 = 6.
+//   loss (per logit): forward float() 2+4, log_softmax 4+4 = 14; backward nll's scatter 4, log_softmax's 8+4,
+//     to bf16 4+2 = 22 (HF's shifted-logits copy, 8 / 12 more, not counted).
+inline constexpr double kEagerRmsNormFwdBytesPerElem = 36;
+inline constexpr double kEagerRmsNormBwdBytesPerElem = 76;
+inline constexpr double kEagerRotaryFwdBytesPerElem = 20;
+inline constexpr double kEagerRotaryBwdBytesPerElem = 24;
+inline constexpr double kEagerSwiGluFwdBytesPerElem = 10;
+inline constexpr double kEagerSwiGluBwdBytesPerElem = 18;
+inline constexpr double kEagerResidualFwdBytesPerElem = 6;
+inline constexpr double kEagerResidualBwdBytesPerElem = 6;
+inline constexpr double kEagerLossFwdBytesPerLogit = 14;
+inline constexpr double kEagerLossBwdBytesPerLogit = 22;
 // FlashAttention-2's backward does 5 matmuls against the forward's 2 (it recomputes the scores): 2.5x the
 // forward's FLOPs (Dao 2023, section 4.1: the FLOP count of its backward benchmarks).
 inline constexpr double kAttnBwdFlopsRatio = 2.5;

@@ -349,6 +349,7 @@ Result<std::shared_ptr<const CostModel>> LoadScenarioCostModel(const Scenario& s
   options.tp = s.parallel.tp;
   options.sequence_parallel = s.parallel.tp_sequence_parallel;
   options.flash_attention = s.attention != "unfused";
+  options.kernels = s.kernels;
   options.selective_recompute = s.recompute.name == "selective";
   AnalyticCostModel analytic(cluster.device, options);
   if (s.cost.empty() || s.cost == "analytic")

@@ -167,6 +167,43 @@ Status ParseTrace(const Parser& r, const YAML::Node& n, TraceSource& t) {
   return Status();
 }
 
+// `model.kernels`: fused | eager, or {default: fused|eager, FAMILY: fused|eager (projections: fused|split)}.
+Status ParseKernels(const Parser& r, const YAML::Node& n, KernelImpl& out) {
+  const auto word = [&](const YAML::Node& v, const std::string& field,
+                        const char* eager_word) -> Result<bool> {
+    MMTWIN_ASSIGN_OR_RETURN(std::string w, r.Str(v, field));
+    if (w == "fused") return false;
+    if (w == eager_word) return true;
+    return r.At(v, field, "'" + w + "': expected fused or " + eager_word);
+  };
+  auto set_all = [&](bool eager) { out = eager ? EagerKernels() : KernelImpl(); };
+  if (n.IsScalar()) {
+    MMTWIN_ASSIGN_OR_RETURN(bool eager, word(n, "model.kernels", "eager"));
+    set_all(eager);
+    return Status();
+  }
+  if (!n.IsMap())
+    return r.At(n, "model.kernels", "expected fused, eager or a mapping {default: eager, norm: fused, ...}");
+  std::vector<std::string> allowed = kKernelFamilies;
+  allowed.push_back("default");
+  MMTWIN_RETURN_IF_ERROR(r.Keys(n, "model.kernels", allowed));
+  set_all(false);
+  if (const YAML::Node d = n["default"]) {
+    MMTWIN_ASSIGN_OR_RETURN(bool eager, word(d, "model.kernels.default", "eager"));
+    set_all(eager);
+  }
+  bool* const flags[] = {&out.eager_norm,     &out.eager_rotary, &out.eager_activation,
+                         &out.eager_residual, &out.eager_loss,   &out.split_projections};
+  for (size_t i = 0; i < kKernelFamilies.size(); ++i) {
+    const std::string& family = kKernelFamilies[i];
+    if (const YAML::Node v = n[family]) {
+      MMTWIN_ASSIGN_OR_RETURN(
+          *flags[i], word(v, "model.kernels." + family, family == "projections" ? "split" : "eager"));
+    }
+  }
+  return Status();
+}
+
 Status ParseModel(const Parser& r, const YAML::Node& root, Scenario& s) {
   const YAML::Node model = root["model"];
   if (!model)
@@ -209,6 +246,7 @@ Status ParseModel(const Parser& r, const YAML::Node& root, Scenario& s) {
       if (s.attention != "flash" && s.attention != "unfused")
         return r.At(v, "model.attention", "'" + s.attention + "': expected flash or unfused");
     }
+    if (const YAML::Node v = model["kernels"]) MMTWIN_RETURN_IF_ERROR(ParseKernels(r, v, s.kernels));
   } else {
     MMTWIN_ASSIGN_OR_RETURN(s.model, r.Str(model, "model"));
   }
@@ -477,12 +515,25 @@ std::string FormatScenario(const Scenario& s) {
   }
   e << YAML::EndMap;
   e << YAML::Key << "model" << YAML::Value;
-  if (s.image_px > 0 || s.token_merge > 0 || s.attention != "flash" || s.image_attention != "causal" ||
-      !s.frozen.empty()) {
+  if (s.image_px > 0 || s.token_merge > 0 || s.attention != "flash" || s.kernels.any() ||
+      s.image_attention != "causal" || !s.frozen.empty()) {
     e << YAML::BeginMap << YAML::Key << "name" << YAML::Value << s.model;
     if (s.image_px > 0) e << YAML::Key << "image_px" << YAML::Value << s.image_px;
     if (s.token_merge > 0) e << YAML::Key << "token_merge" << YAML::Value << s.token_merge;
     if (s.attention != "flash") e << YAML::Key << "attention" << YAML::Value << s.attention;
+    if (s.kernels == EagerKernels()) {
+      e << YAML::Key << "kernels" << YAML::Value << "eager";
+    } else if (s.kernels.any()) {
+      const KernelImpl& k = s.kernels;
+      const bool eager[] = {k.eager_norm,     k.eager_rotary, k.eager_activation,
+                            k.eager_residual, k.eager_loss,   k.split_projections};
+      e << YAML::Key << "kernels" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      for (size_t i = 0; i < kKernelFamilies.size(); ++i)
+        if (eager[i])
+          e << YAML::Key << kKernelFamilies[i] << YAML::Value
+            << (kKernelFamilies[i] == "projections" ? "split" : "eager");
+      e << YAML::EndMap;
+    }
     if (s.image_attention != "causal")
       e << YAML::Key << "image_attention" << YAML::Value << s.image_attention;
     if (!s.frozen.empty()) e << YAML::Key << "frozen" << YAML::Value << YAML::Flow << s.frozen;
@@ -594,10 +645,10 @@ bool operator==(const Scenario& a, const Scenario& b) {
       p.overlap_grad_reduce == q.overlap_grad_reduce && p.grad_reduce_dtype == q.grad_reduce_dtype;
   return a.name == b.name && a.description == b.description && a.trace == b.trace && a.model == b.model &&
          a.image_px == b.image_px && a.token_merge == b.token_merge && a.attention == b.attention &&
-         a.image_attention == b.image_attention && a.frozen == b.frozen && a.cluster == b.cluster &&
-         a.nodes == b.nodes && a.device == b.device && a.device_text == b.device_text && same_parallel &&
-         a.data == b.data && a.partition == b.partition && a.recompute == b.recompute &&
-         a.schedule == b.schedule && a.sp == b.sp && a.epoch == b.epoch &&
+         a.kernels == b.kernels && a.image_attention == b.image_attention && a.frozen == b.frozen &&
+         a.cluster == b.cluster && a.nodes == b.nodes && a.device == b.device &&
+         a.device_text == b.device_text && same_parallel && a.data == b.data && a.partition == b.partition &&
+         a.recompute == b.recompute && a.schedule == b.schedule && a.sp == b.sp && a.epoch == b.epoch &&
          (a.epoch || a.iterations == b.iterations) && a.seed == b.seed && a.engine == b.engine &&
          a.cost == b.cost && a.backend == b.backend;
 }

@@ -80,6 +80,11 @@ struct Scenario {
   // matrix; unfused (Megatron-LM before flash attention, the 2021-2022 papers' runs) stores softmax input, output
   // and dropout mask, 5 x heads x span^2 bytes per layer (Korthikanti et al. 2022, Table 2; cost_model.h).
   std::string attention = "flash";
+  // `model: {name: ..., kernels: eager}`: how the memory-bound kernels run (KernelImpl, core/cost/cost_model.h):
+  // fused (the default, Megatron-LM's fused kernels) or eager (PyTorch eager mode: HF transformers, torchtitan
+  // without torch.compile), or a mapping per family, {default: eager, norm: fused} (torchtitan's fused_rmsnorm);
+  // families norm, rotary, activation, residual, loss (fused | eager) and projections (fused | split).
+  KernelImpl kernels;
   // `model: {name: ..., image_attention: bidirectional}`: the LLM attends bidirectionally within each sample's
   // vision tokens (ModelSpec::bidirectional_vision); causal (the default) like the text.
   std::string image_attention = "causal";

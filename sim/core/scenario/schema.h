@@ -18,8 +18,11 @@ inline const std::vector<std::string> kTopKeys = {"name",    "description", "tra
                                                   "cluster", "parallel",    "policies", "iterations",
                                                   "seed",    "engine",      "cost",     "backend"};
 inline const std::vector<std::string> kTraceKeys = {"file", "preset", "samples", "seed", "sequence_tokens"};
-inline const std::vector<std::string> kModelKeys = {"name",      "image_px",        "token_merge",
-                                                    "attention", "image_attention", "frozen"};
+inline const std::vector<std::string> kModelKeys = {"name",    "image_px",        "token_merge", "attention",
+                                                    "kernels", "image_attention", "frozen"};
+// The families of `model.kernels` (KernelImpl), besides `default`.
+inline const std::vector<std::string> kKernelFamilies = {"norm",     "rotary", "activation",
+                                                         "residual", "loss",   "projections"};
 inline const std::vector<std::string> kClusterKeys = {"preset", "nodes", "device"};
 inline const std::vector<std::string> kParallelKeys = {"dp",
                                                        "tp",
