@@ -42,7 +42,8 @@ bool Reusable(const std::string& dir, const Scenario& s, std::string* why) {
   auto run = ReadRunFolder(dir, {RunFile::kSummary, RunFile::kScenario});
   if (!run || run->summary->source != RecordSource::kMeasured) return false;
   auto ran = ScenarioOf(*run);
-  if (!ran.ok() || FormatScenario(*ran) != FormatScenario(s)) return false;
+  if (!ran.ok() || FormatScenario(WithoutPricingKeys(*ran)) != FormatScenario(WithoutPricingKeys(s)))
+    return false;
   auto kept = ReadRunFolder(dir, {}, {RunFile::kPlan});
   if (kept.ok() && !kept->plan) return true;  // older kept runs: the scenario decides
   auto now = BuildPlan(s, {});

@@ -16,7 +16,8 @@
 //   double mape = IterationMape(v.report, /*calibrated=*/true);
 //   MMTWIN_RETURN_IF_ERROR(report::WriteValidationReport(v.report, o.output));   // report/validation_suite.h
 //
-// Reuse: a kept run stands in for measuring a scenario again when it is a measured run of the same scenario and,
+// Reuse: a kept run stands in for measuring a scenario again when it is a measured run of the same scenario (the
+// pricing-only keys aside: WithoutPricingKeys, core/scenario/scenario.h) and,
 // when it kept its plan.json, of the same plan this mmtwin builds for it now (parallel layout, partition,
 // recompute, schedule, iterations). Runs measured here are made portable (the scenario's and plan's file paths
 // relative to the run folder), so a run folder committed to a repository reads the same in any checkout.

@@ -110,6 +110,25 @@ TEST(ValidateSlow, MeasuresFitsOnCalibrationOnlyAndReportsTheRecords) {
       << again.out;
   EXPECT_EQ(*ReadFile(out + "/validation.csv"), csv);
 
+  // A scenario that differs only in how the analytic model prices kernels (model.kernels, model.attention) is the
+  // same backend run: reused, its measured figures the kept run's.
+  const std::string gpipe_path = (dir / "gpipe.yaml").string();
+  const std::string gpipe_text = *ReadFile(gpipe_path);
+  const size_t model_at = gpipe_text.find("\nmodel: ");
+  ASSERT_NE(model_at, std::string::npos) << gpipe_text;
+  const size_t model_end = gpipe_text.find('\n', model_at + 1);
+  const std::string model_name = gpipe_text.substr(model_at + 8, model_end - model_at - 8);
+  ASSERT_EQ(model_name.find('{'), std::string::npos) << model_name;
+  std::ofstream(gpipe_path) << gpipe_text.substr(0, model_at) + "\nmodel: {name: " + model_name +
+                                   ", attention: unfused, kernels: eager}" + gpipe_text.substr(model_end);
+  auto priced = Mmtwin(args + " --reuse");
+  ASSERT_EQ(priced.code, 0) << priced.out;
+  EXPECT_NE(priced.out.find("[3/3] held-out gpipe (2 ranks): reusing " + runs + "/gpipe"), std::string::npos)
+      << priced.out;
+  const std::string priced_csv = *ReadFile(out + "/validation.csv");
+  EXPECT_EQ(CsvValue(priced_csv, "gpipe,iteration_p50_us,,calibrated,", 4), m);
+  std::ofstream(gpipe_path) << gpipe_text;
+
   // A kept run whose plan is not the plan this mmtwin builds for its scenario (another mmtwin's data policy,
   // partition...) is measured again, not reused: here its plan.json says another partition.
   const std::string plan_path = runs + "/gpipe/plan.json";

@@ -482,6 +482,12 @@ Result<Scenario> LoadScenario(const std::string& path) {
   return ParseScenario(text, path, dir.empty() ? "." : dir);
 }
 
+Scenario WithoutPricingKeys(Scenario s) {
+  s.attention = Scenario().attention;
+  s.kernels = KernelImpl();
+  return s;
+}
+
 Scenario WithPathsRelativeTo(Scenario s, const std::string& base_dir) {
   std::error_code ec;
   const fs::path base = fs::absolute(base_dir.empty() ? "." : base_dir, ec).lexically_normal();

@@ -178,6 +178,10 @@ std::string FormatScenario(const Scenario& s);
 // (which LoadScenario / ParseScenario resolve them against again): a resolved scenario that names no machine's
 // folders, for sweep run keys and for run folders kept in a repository. Zoo and preset names are left alone.
 Scenario WithPathsRelativeTo(Scenario s, const std::string& base_dir);
+// `s` as the real backend runs it: the keys that only say how the analytic model prices a kernel (model.attention,
+// model.kernels; the backend runs its own LibTorch operators whatever they say) back at their defaults. Two
+// scenarios with the same WithoutPricingKeys are the same backend run (validate's --reuse).
+Scenario WithoutPricingKeys(Scenario s);
 
 // Field-wise equality (ParseScenario(FormatScenario(s)) == s for a parsed s). `iterations` is compared only when
 // `epoch` is false (an epoch replay ignores it); `path` and `lines` are not compared (where the text came from).
