@@ -153,6 +153,7 @@ class ReferenceAllocator {
     auto it = pool.lower_bound({size, 0});
     if (it == pool.end()) {
       ++segments_;
+      if (limit_ > 0 && reserved_ + A::SegmentSize(bytes) > limit_) Release();
       const int64_t seg = A::SegmentSize(bytes), address = next_;
       next_ += seg + A::kSmallBuffer;
       blocks_[address] = {seg, address, small, false};
@@ -200,10 +201,26 @@ class ReferenceAllocator {
     pool.insert({it->second.size, it->first});
     return true;
   }
-  int64_t allocated_ = 0, reserved_ = 0, peak_allocated_ = 0, peak_reserved_ = 0;
+  int64_t allocated_ = 0, reserved_ = 0, peak_allocated_ = 0, peak_reserved_ = 0, limit_ = 0;
   int segments_ = 0;
 
  private:
+  // release_cached_blocks: every free block that is its whole segment (its address is the segment's, and the
+  // segment holds no other block) goes.
+  void Release() {
+    for (auto it = blocks_.begin(); it != blocks_.end();) {
+      const Block& b = it->second;
+      auto next = std::next(it);
+      const bool alone = b.segment == it->first && (next == blocks_.end() || next->second.segment != b.segment);
+      if (!b.allocated && alone) {
+        (b.small ? small_ : large_).erase({b.size, it->first});
+        reserved_ -= b.size;
+        it = blocks_.erase(it);
+      } else {
+        it = next;
+      }
+    }
+  }
   struct Block {
     int64_t size, segment;
     bool small, allocated;
@@ -224,6 +241,11 @@ TEST(CachingAllocatorTest, AgreesWithThePlainReferenceOnRandomStreams) {
     for (int i = 0; i < 8; ++i) repeated.push_back(static_cast<int64_t>(std::exp(log_size(rng))));
     CachingAllocatorModel model;
     ReferenceAllocator ref;
+    // Half the seeds run under a device limit (release_cached_blocks on a segment past it).
+    if (seed % 2 == 0) {
+      model.set_limit_bytes(int64_t{2} << 30);
+      ref.limit_ = int64_t{2} << 30;
+    }
     std::vector<int64_t> live;
     for (int e = 0; e < 6000; ++e) {
       if (live.empty() || (live.size() < 400 && rng() % 100 < 55)) {
@@ -246,7 +268,44 @@ TEST(CachingAllocatorTest, AgreesWithThePlainReferenceOnRandomStreams) {
     EXPECT_EQ(model.peak_reserved_bytes(), ref.peak_reserved_);
     EXPECT_EQ(model.segments_created(), ref.segments_);
     EXPECT_FALSE(model.Free(int64_t{1} << 40 | 7).ok());  // no block there
+    if (seed % 2 == 0) EXPECT_GT(model.releases(), 0) << "seed " << seed;  // the limit was reached
   }
+}
+
+// Out of memory under a limit, by hand: a new segment past the limit first releases the cached segments that are
+// one free block (release_cached_blocks before cudaMalloc's retry); a segment something is split from stays, and
+// when releasing is not enough the segment is still created: the reserved peak above the limit is the shortfall.
+TEST(CachingAllocatorTest, ASegmentPastTheLimitReleasesTheWholeFreeSegmentsFirst) {
+  CachingAllocatorModel a;
+  a.set_limit_bytes(100 * kMiB);
+  const int64_t x = a.Allocate(60 * kMiB);  // segment A, 60 MiB
+  ASSERT_TRUE(a.Free(x).ok());              // cached, whole
+  a.Allocate(70 * kMiB);                    // no cached block fits: 60 + 70 > 100, A released first
+  EXPECT_EQ(a.reserved_bytes(), 70 * kMiB);
+  EXPECT_EQ(a.peak_reserved_bytes(), 70 * kMiB);
+  EXPECT_EQ(a.releases(), 1);
+  // Without a limit the same requests keep A: 130 MiB reserved.
+  CachingAllocatorModel unlimited;
+  ASSERT_TRUE(unlimited.Free(unlimited.Allocate(60 * kMiB)).ok());
+  unlimited.Allocate(70 * kMiB);
+  EXPECT_EQ(unlimited.peak_reserved_bytes(), 130 * kMiB);
+  EXPECT_EQ(unlimited.releases(), 0);
+  // A segment split for a live block is not released: 30 MiB of A in use, its other 30 MiB cached; a 70 MiB
+  // request passes the limit and finds nothing to release (130 MiB reserved: 30 MiB short).
+  CachingAllocatorModel split;
+  split.set_limit_bytes(100 * kMiB);
+  ASSERT_TRUE(split.Free(split.Allocate(60 * kMiB)).ok());
+  split.Allocate(30 * kMiB);  // best fit: A, split (30 MiB left > 1 MiB)
+  split.Allocate(70 * kMiB);
+  EXPECT_EQ(split.reserved_bytes(), 130 * kMiB);
+  EXPECT_EQ(split.releases(), 1);
+  // Small-pool segments are released the same way: a free 2 MiB small segment goes for a large segment past the
+  // limit.
+  CachingAllocatorModel small;
+  small.set_limit_bytes(20 * kMiB);
+  ASSERT_TRUE(small.Free(small.Allocate(4096)).ok());  // a 2 MiB small segment, whole again
+  small.Allocate(19 * kMiB);                            // 2 + 20 > 20: the small segment goes
+  EXPECT_EQ(small.reserved_bytes(), 20 * kMiB);
 }
 
 }  // namespace

@@ -656,6 +656,41 @@ TEST(RuntimeMemoryTest, ReplayReplacesTheSpreadTerm) {
   EXPECT_EQ(merged[0].fragmentation_bytes, int64_t{1} << 30);
 }
 
+// Near its memory a job keeps less cached: the walk's replay runs under the device's limit (memory less the
+// stage's other terms), where a new segment first releases the whole free segments, as PyTorch retries a failed
+// cudaMalloc. Micro-batches of rising size (each needs a new segment) leave a large excess without a limit; with
+// the memory set between the allocated peak and that, the stage fits and its excess shrinks to what releasing
+// cannot free.
+TEST(RuntimeMemoryTest, ReplayUnderTheDeviceLimitReleasesCachedSegments) {
+  DeviceSpec d;
+  d.memory_bytes = 1LL << 40;
+  d.allocator_model = "replay";
+  const int m = 6;
+  const ParallelConfig par = Par(1, 1, 1, m, 1);
+  const std::vector<int64_t> params = {100, 100};
+  const Partition part = Even(2, 1);
+  const Schedule sched = OneFOneB(1, m);
+  IterationCosts rising = Uniform(1, m, 1, 0, 0, 0);
+  for (int k = 0; k < m; ++k) rising.At(0, k, 0).act_bytes = (int64_t{400} + 100 * k) << 20;
+  const auto unlimited = ComputeMemory(par, part, params, sched, rising, d);
+  const StageMemory& u = unlimited[0];
+  ASSERT_GT(u.replay_excess_bytes, int64_t{500} << 20) << u.replay_excess_bytes;
+  // Memory that holds the allocated peak and half the unlimited excess.
+  const int64_t others = u.peak_bytes - u.allocated_peak_bytes - u.fragmentation_bytes + u.model_state_bytes +
+                         u.boundary_bytes + u.workspace_bytes;
+  d.memory_bytes = u.allocated_peak_bytes + u.cuda_context_bytes + u.nccl_bytes + u.other_bytes +
+                   u.replay_excess_bytes / 2;
+  const auto limited = ComputeMemory(par, part, params, sched, rising, d);
+  const StageMemory& l = limited[0];
+  EXPECT_FALSE(u.peak_bytes <= d.memory_bytes);  // the unlimited replay would not fit this device
+  EXPECT_TRUE(l.fits) << l.peak_bytes << " > " << d.memory_bytes;
+  EXPECT_LT(l.replay_excess_bytes, u.replay_excess_bytes);
+  EXPECT_EQ(l.allocated_peak_bytes, u.allocated_peak_bytes);
+  // It is the replay with that limit: the device's memory less everything but the activations.
+  EXPECT_EQ(l.replay_excess_bytes,
+            ReplayActivationExcessBytes(sched.per_rank[0], rising, 0, part, {}, nullptr, d.memory_bytes - others));
+}
+
 // A run's replay carries each replica's allocator from one iteration to the next (MemoryReplay): an iteration of
 // larger micro-batches than the last cannot use the blocks the last one cut, which a replay that starts empty
 // does not see.

@@ -101,6 +101,22 @@ Result<std::vector<int64_t>> CachingAllocatorModel::AddSegment(
   return out;
 }
 
+void CachingAllocatorModel::ReleaseCachedSegments() {
+  ++releases_;
+  for (FreeList* pool : {&free_small_, &free_large_}) {
+    for (auto it = pool->begin(); it != pool->end();) {
+      const int32_t h = by_address_.at(it->second);
+      if (blocks_[h].prev >= 0 || blocks_[h].next >= 0) {
+        ++it;
+        continue;
+      }
+      Account(0, -blocks_[h].size);
+      DropBlock(h);
+      it = pool->erase(it);
+    }
+  }
+}
+
 int64_t CachingAllocatorModel::Allocate(int64_t bytes) {
   const int64_t size = RoundSize(std::max<int64_t>(0, bytes));
   const bool small = size <= kSmallSize;
@@ -110,6 +126,7 @@ int64_t CachingAllocatorModel::Allocate(int64_t bytes) {
   int32_t h;
   if (it == pool.end()) {
     ++segments_created_;
+    if (limit_ > 0 && reserved_ + SegmentSize(bytes) > limit_) ReleaseCachedSegments();
     h = NewSegment(SegmentSize(bytes), small);
     Erase(pool, blocks_[h].size, blocks_[h].address);
   } else {

@@ -13,7 +13,12 @@
 //   (kLargeBuffer) below 10 MiB (kMinLargeAlloc), else the size rounded up to 2 MiB (kRoundLarge);
 // - split: the block is cut to the rounded size when what remains is >= 512 B (small pool) or > 1 MiB (large
 //   pool); the rest stays a free block of the same segment, else the whole block is handed out;
-// - free: the block merges with its free neighbours in the same segment; segments are never released.
+// - free: the block merges with its free neighbours in the same segment; segments are not released, except
+// - out of memory (with a limit, set_limit_bytes: the bytes the device leaves this allocator): a new segment that
+//   would take the reserved bytes past the limit first releases every cached segment that is one free block (a
+//   segment nothing is split from), as the allocator's release_cached_blocks does when cudaMalloc fails before it
+//   retries; the segment is then created even if the limit is still passed (the job's OOM: the reserved peak
+//   above the limit says by how much). No limit (0, the default): nothing is ever released.
 // allocated_bytes counts the blocks handed out (block sizes, as torch.cuda.memory_allocated does),
 // reserved_bytes the segments (torch.cuda.memory_reserved). Addresses are the model's own: segments are laid out
 // one after another, in the order they are created.
@@ -24,6 +29,7 @@
 //   a.peak_reserved_bytes();                              // 52 MiB
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <unordered_map>
@@ -62,6 +68,10 @@ class CachingAllocatorModel {
   int64_t peak_allocated_bytes() const { return peak_allocated_; }
   int64_t peak_reserved_bytes() const { return peak_reserved_; }
   int segments_created() const { return segments_created_; }  // by Allocate (not AddSegment)
+  // The device's bytes for this allocator (above); 0 = unlimited. Releases happen from the next Allocate on.
+  void set_limit_bytes(int64_t limit) { limit_ = std::max<int64_t>(0, limit); }
+  int64_t limit_bytes() const { return limit_; }
+  int releases() const { return releases_; }  // times the cached segments were released for a new one
   // Forget the peaks: from now on they start at the current bytes (torch.cuda.reset_peak_memory_stats).
   void ResetPeaks();
 
@@ -83,6 +93,8 @@ class CachingAllocatorModel {
   void DropBlock(int32_t handle);
   int32_t NewSegment(int64_t bytes, bool small);  // its one free block's handle
   void Account(int64_t allocated_delta, int64_t reserved_delta);
+  // Frees every cached segment that is one free block (release_cached_blocks).
+  void ReleaseCachedSegments();
 
   std::vector<Block> blocks_;                        // by handle
   std::vector<int32_t> spare_;                       // handles of dropped blocks, for reuse
@@ -91,6 +103,8 @@ class CachingAllocatorModel {
   int64_t next_address_ = int64_t{1} << 40;
   int64_t allocated_ = 0, reserved_ = 0, peak_allocated_ = 0, peak_reserved_ = 0;
   int segments_created_ = 0;
+  int64_t limit_ = 0;
+  int releases_ = 0;
 };
 
 }  // namespace mmtwin

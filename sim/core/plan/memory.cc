@@ -186,13 +186,14 @@ std::vector<double> TransformerTensorShares(const TransformerConfig& tf) {
 
 int64_t ReplayActivationExcessBytes(const std::vector<PipeOp>& ops, const IterationCosts& costs, int replica,
                                     const Partition& partition, const std::vector<double>& shares_in,
-                                    CachingAllocatorModel* allocator) {
+                                    CachingAllocatorModel* allocator, int64_t limit_bytes) {
   const std::vector<double> shares =
       shares_in.empty() ? TransformerTensorShares(TransformerConfig{}) : shares_in;
   const double total = std::accumulate(shares.begin(), shares.end(), 0.0);
   if (total <= 0 || replica < 0 || replica >= costs.dp) return 0;
   CachingAllocatorModel fresh;
   CachingAllocatorModel& a = allocator != nullptr ? *allocator : fresh;
+  a.set_limit_bytes(limit_bytes);
   // Per (micro-batch, chunk) in flight: the addresses of its layers' tensors, layer by layer.
   std::map<std::pair<int, int>, std::vector<std::vector<int64_t>>> held;
   const auto bytes = [](double b) { return static_cast<int64_t>(std::llround(std::max(0.0, b))); };
@@ -368,22 +369,30 @@ std::vector<StageMemory> Walk(const ParallelConfig& parallel_in, const Partition
       }
       m.peak_activation_bytes = std::max(m.peak_activation_bytes, peak);
     }
-    // The replica whose activations peak highest sets the stage's peak: its allocator is the one replayed.
+    // The replica whose activations peak highest sets the stage's peak: its allocator is the one replayed, with
+    // what the device leaves the activations as its limit (at least 1 byte: a stage whose other terms alone do
+    // not fit releases at every new segment).
+    m.boundary_bytes = AddBytes(send, recv);
     if (runtime.replay_allocator && replay_replica >= 0) {
-      m.replay_excess_bytes = ReplayActivationExcessBytes(ops, costs, replay_replica, partition, {});
+      const int64_t others = AddBytes(
+          AddBytes(m.model_state_bytes, m.boundary_bytes),
+          AddBytes(AddBytes(m.workspace_bytes, m.cuda_context_bytes), AddBytes(m.nccl_bytes, m.other_bytes)));
+      const int64_t limit = std::max<int64_t>(1, capacity_bytes - others);
+      m.replay_excess_bytes =
+          ReplayActivationExcessBytes(ops, costs, replay_replica, partition, {}, nullptr, limit);
       if (replay != nullptr) {
         if (static_cast<int>(replay->allocators.size()) < pp) replay->allocators.resize(pp);
         auto& mine = replay->allocators[r];
         const int n = std::min(costs.dp, MemoryReplay::kReplayedReplicas);
         if (static_cast<int>(mine.size()) < n) mine.resize(n);
         for (int d = 0; d < n; ++d)
-          m.replay_excess_bytes = std::max(
-              m.replay_excess_bytes, ReplayActivationExcessBytes(ops, costs, d, partition, {}, &mine[d]));
+          m.replay_excess_bytes =
+              std::max(m.replay_excess_bytes,
+                       ReplayActivationExcessBytes(ops, costs, d, partition, {}, &mine[d], limit));
       }
     }
     m.mb_footprint_max_bytes = fp_max;
     m.mb_footprint_min_bytes = std::max<int64_t>(0, fp_min);
-    m.boundary_bytes = AddBytes(send, recv);
     Total(m);
     Finish(m);
   }

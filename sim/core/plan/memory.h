@@ -220,10 +220,13 @@ std::vector<double> TransformerTensorShares(const TransformerConfig& tf);
 // model of the tensors: on the H200 probe (traces/clusters/profiles) the reserved peaks within 3.4% MAPE with
 // the block's own shares, 7.9% with Korthikanti's, against 18.0% for the spread term.
 // With `allocator`, the replay continues on it (a GPU's allocator keeps its cache from one iteration to the
-// next) and the excess is its reserved peak less its allocated peak since it began.
+// next) and the excess is its reserved peak less its allocated peak since it began. `limit_bytes` > 0: what the
+// device leaves the activations (CachingAllocatorModel::set_limit_bytes): a new segment past it releases the
+// cached whole segments first, as PyTorch retries a failed cudaMalloc, so a job near its memory keeps less cached
+// (the walk passes the device's memory less everything else of the stage; 0: no limit, the planner's reserve).
 int64_t ReplayActivationExcessBytes(const std::vector<PipeOp>& ops, const IterationCosts& costs, int replica,
                                     const Partition& partition, const std::vector<double>& shares,
-                                    CachingAllocatorModel* allocator = nullptr);
+                                    CachingAllocatorModel* allocator = nullptr, int64_t limit_bytes = 0);
 // The allocators of a run's replay across its iterations: per pipeline rank, those of the first
 // kReplayedReplicas DP replicas (ComputeMemory's `replay`; the walk takes the largest of their excesses and of a
 // fresh replay of the iteration's highest-peaking replica).
