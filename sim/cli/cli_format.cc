@@ -89,7 +89,13 @@ void WriteHeader(const Scenario& s, std::ostream& out) {
   const ParallelConfig& p = s.parallel;
   out << "scenario        " << s.name << (s.description.empty() ? "" : ": " + s.description) << "\n";
   out << "model           " << s.model;
-  if (s.image_px > 0) out << " (vision encoders fed " << s.image_px << " px tiles)";
+  // How it is priced when not the defaults: the image size, the attention kernel, the memory-bound kernels.
+  std::vector<std::string> how;
+  if (s.image_px > 0) how.push_back("vision encoders fed " + std::to_string(s.image_px) + " px tiles");
+  if (s.attention != "flash") how.push_back("attention " + s.attention);
+  if (s.kernels.any()) how.push_back("kernels " + KernelImplText(s.kernels));
+  for (size_t i = 0; i < how.size(); ++i) out << (i == 0 ? " (" : "; ") << how[i];
+  if (!how.empty()) out << ")";
   out << "\n";
   out << "cluster         " << s.cluster << ", " << s.nodes << " node" << (s.nodes == 1 ? "" : "s") << "; "
       << p.world_size() << " GPUs = dp " << p.dp << " x tp " << p.tp << " x pp " << p.pp;

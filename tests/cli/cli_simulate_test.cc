@@ -486,6 +486,27 @@ TEST_F(CliSimulateTest, TheTimeSplitAddsUpToAllGpuTime) {
   }
 }
 
+// The model line says how the run is priced when it is not the default: the attention kernel and the eager
+// kernel families (model.kernels), nothing for the defaults.
+TEST_F(CliSimulateTest, TheModelLineNamesTheKernels) {
+  const std::string base = "trace: {preset: internvl-1.2m, samples: 200, seed: 3}\n";
+  Write("eager.yaml", "name: eager\n" + base +
+                          "model: {name: internvl-1.5-6b-20b, attention: unfused, kernels: {rotary: eager, "
+                          "activation: eager}}\nparallel: {dp: 2, tp: 1, pp: 1, micro_batches: 1}\n");
+  Write("plain.yaml",
+        "name: plain\n" + base + "model: internvl-1.5-6b-20b\nparallel: {dp: 2, tp: 1, pp: 1, micro_batches: 1}\n");
+  // Exit 1: the 26B model does not fit two GPUs (the header is printed either way).
+  const CliRun eager = Mmtwin("simulate " + P("eager.yaml") + " -o " + P("eager-run"), false);
+  ASSERT_LE(eager.code, 1) << eager.out;
+  EXPECT_NE(eager.out.find("model           internvl-1.5-6b-20b (attention unfused; kernels eager: rotary, "
+                           "activation)\n"),
+            std::string::npos)
+      << eager.out;
+  const CliRun plain = Mmtwin("simulate " + P("plain.yaml") + " -o " + P("plain-run"), false);
+  ASSERT_LE(plain.code, 1) << plain.out;
+  EXPECT_NE(plain.out.find("model           internvl-1.5-6b-20b\n"), std::string::npos) << plain.out;
+}
+
 // Issue 33, item 4: one replayed iteration printed a zero-width 95% interval; it says there is none instead.
 TEST_F(CliSimulateTest, OneIterationPrintsNoConfidenceInterval) {
   auto scenario = [](const std::string& name, int iterations) {

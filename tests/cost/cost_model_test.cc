@@ -479,6 +479,21 @@ TEST(AnalyticCostTest, EagerKernelsLaunchMoreKernels) {
   EXPECT_NEAR(d_fwd, eager.fwd * 4.0, 1e-9);
 }
 
+// The kernels as summaries name them.
+TEST(AnalyticCostTest, KernelImplTextNamesTheEagerFamilies) {
+  EXPECT_EQ(KernelImplText(KernelImpl{}), "fused");
+  EXPECT_EQ(KernelImplText(EagerKernels()), "eager");
+  KernelImpl megatron_deepspeed;  // OmniBal's scenarios
+  megatron_deepspeed.eager_rotary = megatron_deepspeed.eager_activation = true;
+  EXPECT_EQ(KernelImplText(megatron_deepspeed), "eager: rotary, activation");
+  KernelImpl titan = EagerKernels();  // torchtitan with fused_rmsnorm
+  titan.eager_norm = false;
+  EXPECT_EQ(KernelImplText(titan), "eager: rotary, activation, residual, loss; split projections");
+  KernelImpl split;
+  split.split_projections = true;
+  EXPECT_EQ(KernelImplText(split), "split projections");
+}
+
 // The optimizer step (mixed-precision Adam + gradient clipping, 34 bytes per parameter) at the achieved HBM
 // bandwidth, over the parameters the rank updates: ZeRO-1 and above divide them by DP.
 TEST(ComputeCurveTest, OptimizerStepIsItsBytesOverTheBandwidthShardedByZero) {

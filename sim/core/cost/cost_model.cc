@@ -188,6 +188,22 @@ KernelImpl EagerKernels() {
   return k;
 }
 
+std::string KernelImplText(const KernelImpl& k) {
+  if (!k.any()) return "fused";
+  if (k == EagerKernels()) return "eager";
+  const std::pair<bool, const char*> families[] = {{k.eager_norm, "norm"},
+                                                   {k.eager_rotary, "rotary"},
+                                                   {k.eager_activation, "activation"},
+                                                   {k.eager_residual, "residual"},
+                                                   {k.eager_loss, "loss"}};
+  std::string eager;
+  for (const auto& [on, name] : families)
+    if (on) eager += (eager.empty() ? "" : ", ") + std::string(name);
+  std::string out = eager.empty() ? "" : "eager: " + eager;
+  if (k.split_projections) out += (out.empty() ? "" : "; ") + std::string("split projections");
+  return out;
+}
+
 KernelCounts KernelsOf(const ModelSpec& m, const Layer& layer, const KernelImpl& kernels) {
   switch (layer.kind) {
     case LayerKind::kTransformer: {

@@ -140,6 +140,9 @@ struct KernelImpl {
 };
 // All families eager (`kernels: eager`).
 KernelImpl EagerKernels();
+// "fused", "eager", or the eager families ("eager: rotary, activation"; split projections as "split
+// projections"), for summaries.
+std::string KernelImplText(const KernelImpl& k);
 
 struct AnalyticOptions {
   int tp = 1;                   // tensor-parallel degree: divides time, params and activations per GPU
