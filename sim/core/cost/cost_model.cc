@@ -216,11 +216,11 @@ KernelCounts KernelsOf(const ModelSpec& m, const Layer& layer, const KernelImpl&
       const int qkv = kernels.split_projections ? 3 : 1;
       const int fc1 = kernels.split_projections && swiglu ? 2 : 1;
       const int gemms = qkv + 1 + fc1 + 1;
-      const int norm_f = rms_eager ? 8 : 1, norm_b = rms_eager ? 14 : 2;
+      const int norm_f = rms_eager ? 8 : 1, norm_b = rms_eager ? 15 : 2;
       const int act_f = kernels.eager_activation && swiglu ? 2 : 1;
       const int act_b = kernels.eager_activation && swiglu ? 3 : 2;
       const int rot_f = t.causal ? (kernels.eager_rotary ? 10 : 1) : 0;
-      const int rot_b = t.causal ? (kernels.eager_rotary ? 12 : 2) : 0;
+      const int rot_b = t.causal ? (kernels.eager_rotary ? 18 : 2) : 0;
       const int qkn_f = t.qk_norm ? 2 * norm_f - (rms_eager ? 0 : 1) : 0;
       const int qkn_b = t.qk_norm ? 2 * norm_b - (rms_eager ? 0 : 2) : 0;
       const int fwd = 2 * norm_f + gemms + 1 + 2 + act_f + rot_f + qkn_f;
@@ -237,7 +237,7 @@ KernelCounts KernelsOf(const ModelSpec& m, const Layer& layer, const KernelImpl&
     case LayerKind::kHead: {
       const bool rms_eager =
           kernels.eager_norm && m.components.at(layer.component).tf.norm == NormKind::kRmsNorm;
-      const int norm_f = rms_eager ? 8 : 1, norm_b = rms_eager ? 14 : 2;
+      const int norm_f = rms_eager ? 8 : 1, norm_b = rms_eager ? 15 : 2;
       return {norm_f + 1 + (kernels.eager_loss ? 3 : 1), norm_b + 2 + (kernels.eager_loss ? 3 : 2), 1};
     }
   }

@@ -199,8 +199,8 @@ struct AnalyticOptions {
 // / 4 (two norms, QKV, attention, output projection, two bias-dropout-add residuals, FC1, activation, FC2;
 // r = 1 rotary for causal decoders, n = 1 q/k norm when present; W = the four weight GEMMs), projector 2n / 4n /
 // n for n Linear layers, embedding 1 / 2 / 1, LM head 3 / 6 / 1.
-// With eager kernels (KernelImpl) a transformer block launches instead: each RMSNorm 8 / 14 (eager_norm; the q/k
-// norm 16 / 28 for q and k), rotary 10 / 12 for q and k (eager_rotary), SwiGLU 2 / 3 (eager_activation), QKV 3 and
+// With eager kernels (KernelImpl) a transformer block launches instead: each RMSNorm 8 / 15 (eager_norm; the q/k
+// norm 16 / 30 for q and k), rotary 10 / 18 for q and k (eager_rotary), SwiGLU 2 / 3 (eager_activation), QKV 3 and
 // a SwiGLU FC1 2 GEMMs, each with two backward GEMMs and one W (split_projections); the LM head's loss 3 / 3
 // instead of 1 / 2 (eager_loss).
 struct KernelCounts {
@@ -249,10 +249,13 @@ inline constexpr double kScoresFwdBytesPerPair = 8;  // unfused attention, per h
 // that accumulate gradients of a tensor used twice.
 //   RMSNorm: forward float() 2+4, pow 4+4, mean 4, x*rsqrt 4+4, type_as 4+2, *weight 2+2 = 36; backward
 //     g*weight 2+2, weight grad (g*y, sum) 4+2+2, to fp32 2+4, g*rsqrt 4+4, d rsqrt (g*x, sum) 8+4+4, mean's
-//     expand 4, pow's 2x*g 8+4, the two paths summed 8+4, to bf16 4+2 = 76.
+//     expand 4, pow's grad * (2 * x.pow(1)) as autograd's pow_backward runs it (the copy x.pow(1) 4+4, times 2
+//     4+4, times grad 8+4), the two paths summed 8+4, to bf16 4+2 = 92 (15 kernels).
 //   rotary (per element of q and of k): forward q*cos 2+2, neg of half 2, cat 2+2, *sin 2+2, add 4+2 = 20;
-//     backward g*cos 2+2, g*sin 2+2, neg 2, the halves' slice gradients 8, their sum 4+2 = 24 (torchtitan's
-//     complex form moves 20 and 20 in 3 kernels each).
+//     backward g*cos 2+2, g*sin 2+2, neg 2, the two halves' slice gradients (each a zeroed full tensor, 2, and
+//     its half copied in, 1+1) 8, the three gradients of q summed (two adds) 8+4 = 30 (9 kernels; torchtitan's
+//     complex form moves 20 and 20 in 3 kernels each: within these counts for its forward, 10 bytes fewer
+//     backward).
 //   SwiGLU (per FFN column): forward silu 2+2, * up 4+2 = 10; backward d up 4+2, d silu-out 4+2, silu's
 //     backward 4+2 = 18.
 //   residual add (per hidden element, twice a block): forward 4+2 = 6; backward, the two gradients of the
@@ -260,9 +263,9 @@ inline constexpr double kScoresFwdBytesPerPair = 8;  // unfused attention, per h
 //   loss (per logit): forward float() 2+4, log_softmax 4+4 = 14; backward nll's scatter 4, log_softmax's 8+4,
 //     to bf16 4+2 = 22 (HF's shifted-logits copy, 8 / 12 more, not counted).
 inline constexpr double kEagerRmsNormFwdBytesPerElem = 36;
-inline constexpr double kEagerRmsNormBwdBytesPerElem = 76;
+inline constexpr double kEagerRmsNormBwdBytesPerElem = 92;
 inline constexpr double kEagerRotaryFwdBytesPerElem = 20;
-inline constexpr double kEagerRotaryBwdBytesPerElem = 24;
+inline constexpr double kEagerRotaryBwdBytesPerElem = 30;
 inline constexpr double kEagerSwiGluFwdBytesPerElem = 10;
 inline constexpr double kEagerSwiGluBwdBytesPerElem = 18;
 inline constexpr double kEagerResidualFwdBytesPerElem = 6;
