@@ -440,7 +440,8 @@ TEST(ComputeCurveTest, EagerKernelsPriceEachOpsBytesAndSplitProjections) {
               T * 2 * (36 - 4) * h / hbm * 1e6, 1e-6);
   // A LayerNorm model (GPT) runs ATen's one layer_norm kernel either way: eager_norm changes nothing.
   ModelSpec gpt = Load("gpt-1.7b");
-  const Layer& gpt_block = FirstOf(Layers(gpt), 0, LayerKind::kTransformer);
+  const std::vector<Layer> gpt_layers = Layers(gpt);
+  const Layer& gpt_block = FirstOf(gpt_layers, 0, LayerKind::kTransformer);
   EXPECT_DOUBLE_EQ(norm_model.Cost(gpt, gpt_block, w).fwd_time_us, fused.Cost(gpt, gpt_block, w).fwd_time_us);
   // Head: the final RMSNorm and the loss in eager form.
   const Layer& head = layers.back();
