@@ -181,24 +181,30 @@ double AnalyticCostModel::OptimizerStepUs(double params_per_gpu) const {
   return MemoryUs(OptimizerStepBytes(params_per_gpu));
 }
 
+const std::vector<KernelImplFamily>& KernelImplFamilies() {
+  static const std::vector<KernelImplFamily> families = {
+      {"norm", &KernelImpl::eager_norm, "eager"},
+      {"rotary", &KernelImpl::eager_rotary, "eager"},
+      {"activation", &KernelImpl::eager_activation, "eager"},
+      {"residual", &KernelImpl::eager_residual, "eager"},
+      {"loss", &KernelImpl::eager_loss, "eager"},
+      {"projections", &KernelImpl::split_projections, "split"}};
+  return families;
+}
+
 KernelImpl EagerKernels() {
   KernelImpl k;
-  k.eager_norm = k.eager_rotary = k.eager_activation = k.eager_residual = k.eager_loss = k.split_projections =
-      true;
+  for (const KernelImplFamily& f : KernelImplFamilies()) k.*f.flag = true;
   return k;
 }
 
 std::string KernelImplText(const KernelImpl& k) {
   if (!k.any()) return "fused";
   if (k == EagerKernels()) return "eager";
-  const std::pair<bool, const char*> families[] = {{k.eager_norm, "norm"},
-                                                   {k.eager_rotary, "rotary"},
-                                                   {k.eager_activation, "activation"},
-                                                   {k.eager_residual, "residual"},
-                                                   {k.eager_loss, "loss"}};
   std::string eager;
-  for (const auto& [on, name] : families)
-    if (on) eager += (eager.empty() ? "" : ", ") + std::string(name);
+  for (const KernelImplFamily& f : KernelImplFamilies())
+    if (k.*f.flag && f.flag != &KernelImpl::split_projections)
+      eager += (eager.empty() ? "" : ", ") + std::string(f.key);
   std::string out = eager.empty() ? "" : "eager: " + eager;
   if (k.split_projections) out += (out.empty() ? "" : "; ") + std::string("split projections");
   return out;
@@ -221,8 +227,9 @@ KernelCounts KernelsOf(const ModelSpec& m, const Layer& layer, const KernelImpl&
       const int act_b = kernels.eager_activation && swiglu ? 3 : 2;
       const int rot_f = t.causal ? (kernels.eager_rotary ? 10 : 1) : 0;
       const int rot_b = t.causal ? (kernels.eager_rotary ? 18 : 2) : 0;
-      const int qkn_f = t.qk_norm ? 2 * norm_f - (rms_eager ? 0 : 1) : 0;
-      const int qkn_b = t.qk_norm ? 2 * norm_b - (rms_eager ? 0 : 2) : 0;
+      // The q/k norm: one fused kernel for q and k (two backward), or an eager RMSNorm on each.
+      const int qkn_f = t.qk_norm ? (rms_eager ? 2 * norm_f : 1) : 0;
+      const int qkn_b = t.qk_norm ? (rms_eager ? 2 * norm_b : 2) : 0;
       const int fwd = 2 * norm_f + gemms + 1 + 2 + act_f + rot_f + qkn_f;
       const int bwd = 2 * norm_b + 2 * gemms + 2 + 4 + act_b + rot_b + qkn_b;
       return {fwd, bwd, gemms};

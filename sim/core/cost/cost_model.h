@@ -138,6 +138,15 @@ struct KernelImpl {
   }
   bool operator==(const KernelImpl&) const = default;
 };
+// The families of KernelImpl as a scenario names them (`model.kernels.KEY`): each family's key, its flag and the
+// word that sets it (the other word is "fused"). The one table the scenario parser and writer and KernelImplText
+// read.
+struct KernelImplFamily {
+  const char* key;
+  bool KernelImpl::*flag;
+  const char* on_word;  // "eager", or "split" for projections
+};
+const std::vector<KernelImplFamily>& KernelImplFamilies();
 // All families eager (`kernels: eager`).
 KernelImpl EagerKernels();
 // "fused", "eager", or the eager families ("eager: rotary, activation"; split projections as "split

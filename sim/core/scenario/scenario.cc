@@ -184,23 +184,18 @@ Status ParseKernels(const Parser& r, const YAML::Node& n, KernelImpl& out) {
   }
   if (!n.IsMap())
     return r.At(n, "model.kernels", "expected fused, eager or a mapping {default: eager, norm: fused, ...}");
-  std::vector<std::string> allowed = kKernelFamilies;
-  allowed.push_back("default");
+  std::vector<std::string> allowed = {"default"};
+  for (const KernelImplFamily& f : KernelImplFamilies()) allowed.push_back(f.key);
   MMTWIN_RETURN_IF_ERROR(r.Keys(n, "model.kernels", allowed));
   set_all(false);
   if (const YAML::Node d = n["default"]) {
     MMTWIN_ASSIGN_OR_RETURN(bool eager, word(d, "model.kernels.default", "eager"));
     set_all(eager);
   }
-  bool* const flags[] = {&out.eager_norm,     &out.eager_rotary, &out.eager_activation,
-                         &out.eager_residual, &out.eager_loss,   &out.split_projections};
-  for (size_t i = 0; i < kKernelFamilies.size(); ++i) {
-    const std::string& family = kKernelFamilies[i];
-    if (const YAML::Node v = n[family]) {
-      MMTWIN_ASSIGN_OR_RETURN(
-          *flags[i], word(v, "model.kernels." + family, family == "projections" ? "split" : "eager"));
+  for (const KernelImplFamily& f : KernelImplFamilies())
+    if (const YAML::Node v = n[f.key]) {
+      MMTWIN_ASSIGN_OR_RETURN(out.*f.flag, word(v, std::string("model.kernels.") + f.key, f.on_word));
     }
-  }
   return Status();
 }
 
@@ -530,14 +525,9 @@ std::string FormatScenario(const Scenario& s) {
     if (s.kernels == EagerKernels()) {
       e << YAML::Key << "kernels" << YAML::Value << "eager";
     } else if (s.kernels.any()) {
-      const KernelImpl& k = s.kernels;
-      const bool eager[] = {k.eager_norm,     k.eager_rotary, k.eager_activation,
-                            k.eager_residual, k.eager_loss,   k.split_projections};
       e << YAML::Key << "kernels" << YAML::Value << YAML::Flow << YAML::BeginMap;
-      for (size_t i = 0; i < kKernelFamilies.size(); ++i)
-        if (eager[i])
-          e << YAML::Key << kKernelFamilies[i] << YAML::Value
-            << (kKernelFamilies[i] == "projections" ? "split" : "eager");
+      for (const KernelImplFamily& f : KernelImplFamilies())
+        if (s.kernels.*f.flag) e << YAML::Key << f.key << YAML::Value << f.on_word;
       e << YAML::EndMap;
     }
     if (s.image_attention != "causal")

@@ -20,9 +20,6 @@ inline const std::vector<std::string> kTopKeys = {"name",    "description", "tra
 inline const std::vector<std::string> kTraceKeys = {"file", "preset", "samples", "seed", "sequence_tokens"};
 inline const std::vector<std::string> kModelKeys = {"name",    "image_px",        "token_merge", "attention",
                                                     "kernels", "image_attention", "frozen"};
-// The families of `model.kernels` (KernelImpl), besides `default`.
-inline const std::vector<std::string> kKernelFamilies = {"norm",     "rotary", "activation",
-                                                         "residual", "loss",   "projections"};
 inline const std::vector<std::string> kClusterKeys = {"preset", "nodes", "device"};
 inline const std::vector<std::string> kParallelKeys = {"dp",
                                                        "tp",
