@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/balance/data_policy.h"
 #include "core/plan/mesh.h"
 #include "core/plan/seqpar.h"
 #include "core/records/headline_metrics.h"
@@ -443,6 +444,22 @@ class GuiTest : public QObject {
       QCOMPARE(c.scenario().parallel.sp, 2);
       QCOMPARE(c.scenario().sp.name, std::string("cornstarch-cp"));
       QCOMPARE(c.scenario().sp.params.at("block_tokens"), std::string("256"));
+    }
+    // The data policies likewise: every registry entry offered, WLB-LLM's packing with its typed parameters.
+    {
+      ScenarioEditor c;
+      c.SetText(a.text(), kDefault);
+      const auto& h = c.form();
+      QComboBox* data = h.policy.at("data");
+      QCOMPARE(data->count(), static_cast<int>(DataPolicyRegistry().entries().size()));
+      data->setCurrentText("wlb-llm");
+      QVERIFY(h.params.at("data").count("queues") && h.params.at("data").count("outlier_tokens"));
+      QLineEdit* queues = h.params.at("data").at("queues");
+      queues->setText("3");
+      emit queues->editingFinished();
+      QVERIFY2(c.valid(), qPrintable(c.error()));
+      QCOMPARE(c.scenario().data.name, std::string("wlb-llm"));
+      QCOMPARE(c.scenario().data.params.at("queues"), std::string("3"));
     }
 
     ScenarioEditor b;

@@ -668,7 +668,7 @@ std::string PreparedDataKey(const Scenario& s) {
   Scenario k = s;
   k.name = k.description = k.path = "";
   k.nodes = 0;
-  // A policy that shapes micro-batches for the pipeline (dynapipe) keeps pp and micro_batches in the key.
+  // A policy that shapes micro-batches for the pipeline (dynapipe, wlb-llm) keeps pp and micro_batches in the key.
   const bool pipeline = DataPolicyUsesPipeline(s.data.name);
   if (!pipeline) k.parallel.pp = 1;
   k.parallel.vpp = 1;

@@ -78,7 +78,7 @@ TEST(DataPolicyTest, UnknownPolicyAndParameterListValidNames) {
   EXPECT_EQ(
       r.error().message(),
       "unknown data policy 'bogus'; valid values are: random, length-group, device-group, isf, post-balance, "
-      "orchestrator, dynapipe");
+      "orchestrator, dynapipe, wlb-llm");
   r = RunDataPolicy("isf", {{"iteration", "3"}}, f.Ctx(2));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message().find(

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // ISF over the full InternVL-1.2M trace (1,267,819 samples), 10 iterations, dp 16 (target <= 2 s on one core),
-// the three baselines for comparison in the same run, and DynaPipe's micro-batching for a 4-stage pipeline.
+// the three baselines for comparison in the same run, and DynaPipe's micro-batching and WLB-LLM's packing for a
+// 4-stage pipeline.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -65,6 +66,20 @@ void BM_Dynapipe(benchmark::State& state) {
   state.counters["samples"] = static_cast<double>(d.trace.size());
 }
 BENCHMARK(BM_Dynapipe)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// WLB-LLM's packing with outlier delay, the same iterations: 2,476 draws of 512 samples, each packed into 128
+// micro-batches least-loaded first (two outlier queues), then dealt by Karmarkar-Karp.
+void BM_Wlb(benchmark::State& state) {
+  const Data& d = Get();
+  DataPolicyContext ctx{&d.trace, &d.model, &d.sizes, 16, 8, 1, /*pp=*/4, /*micro_batches=*/8};
+  for (auto _ : state) {
+    auto plan = RunDataPolicy("wlb-llm", {}, ctx);
+    if (!plan) state.SkipWithError(plan.error().message().c_str());
+    benchmark::DoNotOptimize(plan);
+  }
+  state.counters["samples"] = static_cast<double>(d.trace.size());
+}
+BENCHMARK(BM_Wlb)->Unit(benchmark::kMillisecond);
 
 void BM_ComputeSizes(benchmark::State& state) {
   const Data& d = Get();

@@ -150,7 +150,7 @@ const std::vector<CodeCase>& CodeCases() {
          s.data = {"nope", {}};
        },
        "small: policies.data: unknown data policy 'nope'; valid values are: random, length-group, "
-       "device-group, isf, post-balance, orchestrator, dynapipe"},
+       "device-group, isf, post-balance, orchestrator, dynapipe, wlb-llm"},
       {"unknown partition policy", [](Scenario& s) { s.partition.name = "nope"; },
        "small: policies.partition: unknown partition policy 'nope'; valid values are: uniform, megatron, "
        "params, profile, bmp"},

@@ -2,6 +2,7 @@
 #include "core/balance/data_policy.h"
 
 #include "core/balance/dynapipe.h"
+#include "core/balance/wlb.h"
 
 #include "core/balance/metrics.h"
 
@@ -616,6 +617,11 @@ const std::vector<DataPolicyInfo>& Registry() {
        "padded "
        "micro-batches minimising (pp - 1) x the slowest + their sum, dealt to DP ranks by Karmarkar-Karp",
        kDynapipeParams, RunDynapipePolicy},
+      {"wlb-llm",
+       "WLB-LLM's workload-aware packing (OSDI'25): each iteration's samples packed heaviest first into the "
+       "least-loaded micro-batch (attention + linear workload) under max_tokens, outliers delayed in length "
+       "queues until every micro-batch can take one",
+       kWlbParams, RunWlbPolicy},
   };
   return kPolicies;
 }
@@ -702,7 +708,7 @@ Result<const DataPolicyInfo*> FindDataPolicy(std::string_view name) {
   return DataPolicyRegistry().Find(name);
 }
 
-bool DataPolicyUsesPipeline(std::string_view name) { return name == "dynapipe"; }
+bool DataPolicyUsesPipeline(std::string_view name) { return name == "dynapipe" || name == "wlb-llm"; }
 
 Result<DataPlan> RunDataPolicy(std::string_view name, const std::map<std::string, std::string>& params,
                                const DataPolicyContext& ctx) {

@@ -16,6 +16,10 @@
 //   dynapipe      DynaPipe's micro-batching: each iteration's samples sorted and split by dynamic programming into
 //                 padded micro-batches minimising (pp - 1) max + sum of their costs, dealt by Karmarkar-Karp
 //                 (core/balance/dynapipe.h); depends on pp and micro_batches (DataPolicyUsesPipeline)
+//   wlb-llm       WLB-LLM's workload-aware variable-length packing with outlier delay: each iteration's samples
+//                 packed heaviest first into the least-loaded of its dp x micro_batches micro-batches under a
+//                 token cap, long samples held in length queues until every micro-batch can take one
+//                 (core/balance/wlb.h); depends on micro_batches (DataPolicyUsesPipeline)
 #pragma once
 
 #include <cstdint>
@@ -53,7 +57,7 @@ const std::vector<DataPolicyInfo>& DataPolicies();
 // Error "unknown data policy 'x'; valid values are: random, ..." for an unknown name.
 Result<const DataPolicyInfo*> FindDataPolicy(std::string_view name);
 // Whether the policy's plan depends on the context's pp and micro_batches (the planner's data-plan cache keys on
-// them then): dynapipe.
+// them then): dynapipe, wlb-llm.
 bool DataPolicyUsesPipeline(std::string_view name);
 // Validates parameters and runs the policy; the plan carries the resolved parameters.
 Result<DataPlan> RunDataPolicy(std::string_view name, const std::map<std::string, std::string>& params,
