@@ -129,9 +129,8 @@ const std::vector<ParamSpec> kWlbParams = {
     {"outlier_tokens",
      ParamType::kInt,
      "0",
-     "L_1: a sample with at least this many LLM tokens is an outlier and waits in a queue; 0 = batch_size x "
-     "the "
-     "trace's mean",
+     "L_1: a sample with at least this many LLM tokens is an outlier and waits in a queue; "
+     "0 = batch_size x the trace's mean",
      {},
      0,
      1e12},
