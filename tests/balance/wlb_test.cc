@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// WLB-LLM's packing with outlier delay (core/balance/wlb.h): Algorithm 1's rules on hand-worked draws (heaviest
+// WLB-LLM's packing with outlier delay (core/balance/wlb.h): Algorithm 1's rules on hand-worked draws (longest
 // first into the least-loaded micro-batch, the shortest one under the cap, carried samples first in the next
 // iteration, outliers held until every micro-batch can take one, released early rather than leaving a micro-batch
 // empty, everything released at the epoch's end), the greedy's 4/3 bound against brute force, and the policy's
@@ -38,7 +38,7 @@ WlbOptions Options(int n, int64_t cap, std::vector<int64_t> thresholds, Dynapipe
 constexpr DynapipeCosts kLinear{1.0, 0, 0, 0};       // workload = tokens
 constexpr DynapipeCosts kQuadratic{0.0, 1.0, 0, 0};  // workload = tokens^2
 
-TEST(WlbPackerTest, HeaviestFirstIntoTheLeastLoaded) {
+TEST(WlbPackerTest, LongestFirstIntoTheLeastLoaded) {
   WlbPacker p(Options(2, 0, {}, kLinear));
   // Samples 0..4 of 3 5 1 4 3 tokens, sorted 5 4 3 3 1 (samples 1 3 0 4 2; equal lengths in draw order): 1 -> 0
   // (load 5), 3 -> 1 (4), 0 -> 1 (7), 4 -> 0 (8), 2 -> 1 (8).

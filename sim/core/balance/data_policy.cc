@@ -618,7 +618,7 @@ const std::vector<DataPolicyInfo>& Registry() {
        "micro-batches minimising (pp - 1) x the slowest + their sum, dealt to DP ranks by Karmarkar-Karp",
        kDynapipeParams, RunDynapipePolicy},
       {"wlb-llm",
-       "WLB-LLM's workload-aware packing (OSDI'25): each iteration's samples packed heaviest first into the "
+       "WLB-LLM's workload-aware packing (OSDI'25): each iteration's samples packed longest first into the "
        "least-loaded micro-batch (attention + linear workload) under max_tokens, outliers delayed in length "
        "queues until every micro-batch can take one",
        kWlbParams, RunWlbPolicy},

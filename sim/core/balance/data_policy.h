@@ -17,7 +17,7 @@
 //                 padded micro-batches minimising (pp - 1) max + sum of their costs, dealt by Karmarkar-Karp
 //                 (core/balance/dynapipe.h); depends on pp and micro_batches (DataPolicyUsesPipeline)
 //   wlb-llm       WLB-LLM's workload-aware variable-length packing with outlier delay: each iteration's samples
-//                 packed heaviest first into the least-loaded of its dp x micro_batches micro-batches under a
+//                 packed longest first into the least-loaded of its dp x micro_batches micro-batches under a
 //                 token cap, long samples held in length queues until every micro-batch can take one
 //                 (core/balance/wlb.h); depends on micro_batches (DataPolicyUsesPipeline)
 #pragma once

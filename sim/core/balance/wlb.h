@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // WLB-LLM's workload-aware variable-length packing with outlier delay (Wang et al., "WLB-LLM: Workload-Balanced
 // 4D Parallelism for Large Language Model Training", OSDI'25, §4, Algorithm 1): each iteration's samples are
-// packed into the iteration's micro-batches, the heaviest first, each into the micro-batch with the least
+// packed into the iteration's micro-batches, the longest first, each into the micro-batch with the least
 // workload while it stays within a token cap (else the one with the fewest tokens; else the sample waits for the
 // next iteration); samples longer than an outlier threshold wait in length queues until a queue holds one for
 // every micro-batch, so that every micro-batch gets one instead of one micro-batch getting several.
