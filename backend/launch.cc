@@ -57,6 +57,10 @@ Status CheckBackendScenario(const Scenario& s, int world_size, const std::string
     return ScenarioError(s, "parallel.sp",
                          "the backend does not run sequence parallelism (sp " + std::to_string(p.sp) +
                              "); it is simulated only (mmtwin simulate)");
+  if (s.encoder.name != "pipeline")
+    return ScenarioError(s, "policies.encoder",
+                         "the backend runs the encoders in the pipeline's first stage; '" + s.encoder.name +
+                             "' is simulated only (mmtwin simulate)");
   if (s.schedule.name != "gpipe" && s.schedule.name != "1f1b" && s.schedule.name != "interleaved-1f1b")
     return ScenarioError(s, "policies.schedule",
                          "the backend runs gpipe, 1f1b and interleaved-1f1b, not '" + s.schedule.name +

@@ -14,6 +14,7 @@
 #include "core/balance/data_policy.h"
 #include "core/cluster/cluster.h"
 #include "core/model/model.h"
+#include "core/plan/encoder.h"
 #include "core/plan/partition.h"
 #include "core/plan/recompute.h"
 #include "core/plan/schedule.h"
@@ -58,21 +59,38 @@ std::string Quoted(const std::string& s) {
 }  // namespace
 
 const std::vector<std::string>& PolicyKinds() {
-  static const std::vector<std::string> kKinds = {"data", "partition", "recompute", "schedule", "sp"};
+  static const std::vector<std::string> kKinds = {"data",     "partition", "recompute",
+                                                  "schedule", "sp",        "encoder"};
   return kKinds;
 }
+
+namespace {
+
+// The scenario's policies.<kind>.
+const PolicyRef& PolicyOf(const Scenario& s, const std::string& kind) {
+  return kind == "data"        ? s.data
+         : kind == "partition" ? s.partition
+         : kind == "recompute" ? s.recompute
+         : kind == "sp"        ? s.sp
+         : kind == "encoder"   ? s.encoder
+                               : s.schedule;
+}
+
+}  // namespace
 
 const std::vector<PolicyChoice>& PolicyChoices(const std::string& kind) {
   static const std::vector<PolicyChoice> data = ChoicesOf(DataPolicyRegistry()),
                                          partition = ChoicesOf(PartitionPolicyRegistry()),
                                          recompute = ChoicesOf(RecomputePolicyRegistry()),
                                          schedule = ChoicesOf(Schedules()),
-                                         sp = ChoicesOf(SpPolicyRegistry()), none;
+                                         sp = ChoicesOf(SpPolicyRegistry()),
+                                         encoder = ChoicesOf(EncoderPlacements()), none;
   if (kind == "data") return data;
   if (kind == "partition") return partition;
   if (kind == "recompute") return recompute;
   if (kind == "schedule") return schedule;
   if (kind == "sp") return sp;
+  if (kind == "encoder") return encoder;
   return none;
 }
 
@@ -259,10 +277,7 @@ void ScenarioEditor::BuildPolicyParams(const std::string& kind) {
       const std::string key = "policies." + kind + ".params." + pname;
       if (v.empty()) {
         // Back to the default: the policy without this parameter.
-        const PolicyRef& ref = kind == "data"        ? scenario_.data
-                               : kind == "partition" ? scenario_.partition
-                               : kind == "recompute" ? scenario_.recompute
-                                                     : scenario_.schedule;
+        const PolicyRef& ref = PolicyOf(scenario_, kind);
         if (!ref.params.count(pname)) return;
         std::string params;
         for (const auto& [k, val] : ref.params)
@@ -440,11 +455,7 @@ void ScenarioEditor::FillForm() {
   f.seed->setValue(static_cast<int>(std::min<uint64_t>(s.seed, 2147483647)));
   f.engine->setCurrentText(QString::fromStdString(s.engine));
   for (const std::string& kind : PolicyKinds()) {
-    const PolicyRef& ref = kind == "data"        ? s.data
-                           : kind == "partition" ? s.partition
-                           : kind == "recompute" ? s.recompute
-                           : kind == "sp"        ? s.sp
-                                                 : s.schedule;
+    const PolicyRef& ref = PolicyOf(s, kind);
     QComboBox* combo = f.policy[kind];
     if (combo->currentText().toStdString() != ref.name || f.params[kind].empty()) {
       combo->setCurrentText(QString::fromStdString(ref.name));

@@ -44,7 +44,7 @@ struct PolicyChoice {
   std::string description;
   std::vector<ParamSpec> params;
 };
-// kind: "data", "partition", "recompute", "schedule" or "sp" (the scenario's policies.<kind> key).
+// kind: "data", "partition", "recompute", "schedule", "sp" or "encoder" (the scenario's policies.<kind> key).
 const std::vector<PolicyChoice>& PolicyChoices(const std::string& kind);
 const std::vector<std::string>& PolicyKinds();
 

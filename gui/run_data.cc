@@ -220,7 +220,12 @@ uint32_t OpKindColor(OpKind k) {
     case OpKind::kDpCollective:
     case OpKind::kDpAllGather:
     case OpKind::kDpWait:
+    case OpKind::kEncoderGradSync:
       return 0xd2453c;
+    case OpKind::kEncoderForward:
+      return 0x8fb3e0;  // a lighter forward / backward: the encoder passes outside the pipeline
+    case OpKind::kEncoderBackward:
+      return 0x8cc995;
     case OpKind::kDispatch:
       return 0x9a6b3f;
     case OpKind::kOptimizer:
@@ -240,6 +245,8 @@ const std::vector<LegendEntry>& OpKindLegend() {
       {"DP collective", OpKindColor(OpKind::kDpCollective)},
       {"dispatch", OpKindColor(OpKind::kDispatch)},
       {"optimizer", OpKindColor(OpKind::kOptimizer)},
+      {"encoder forward", OpKindColor(OpKind::kEncoderForward)},
+      {"encoder backward", OpKindColor(OpKind::kEncoderBackward)},
   };
   return kLegend;
 }
@@ -248,9 +255,9 @@ std::vector<std::pair<double, int64_t>> ActivationCounter(const std::vector<OpRe
   std::vector<std::pair<double, int64_t>> events;
   for (const OpRecord& op : ops) {
     if (op.device != device || op.activation_bytes == 0) continue;
-    if (op.kind == OpKind::kForward)
+    if (op.kind == OpKind::kForward || op.kind == OpKind::kEncoderForward)
       events.emplace_back(op.start_us + op.duration_us, op.activation_bytes);
-    else if (op.kind == OpKind::kBackward)
+    else if (op.kind == OpKind::kBackward || op.kind == OpKind::kEncoderBackward)
       events.emplace_back(op.start_us + op.duration_us, -op.activation_bytes);
   }
   std::stable_sort(events.begin(), events.end(),

@@ -11,6 +11,7 @@
 #include "core/balance/post_balance.h"
 #include "core/cluster/cluster.h"
 #include "core/model/model.h"
+#include "core/plan/encoder.h"
 #include "core/plan/partition.h"
 #include "core/plan/recompute.h"
 #include "core/plan/schedule.h"
@@ -57,6 +58,7 @@ int ListJson(const std::string& what, std::ostream& out, std::ostream& err) {
     for (const auto& [name, description] : ScheduleNames())
       j["schedule"].push_back({{"name", name}, {"description", description}});
     j["sp"] = EntriesJson(SpPolicyRegistry().entries());
+    j["encoder"] = EntriesJson(EncoderPlacements().entries());
   } else if (what == "models") {
     j["zoo"] = ModelZooDir();
     j["models"] = nlohmann::json::array();
@@ -139,6 +141,9 @@ int RunList(const std::string& what, bool json, std::ostream& out, std::ostream&
     out << "\nsequence-parallel policies (scenario policies.sp; degree parallel.sp, 2d: sp_ulysses x "
            "sp_ring):\n";
     for (const auto& p : SpPolicyRegistry().entries())
+      out << "  " << p.name << ": " << p.description << "\n" << DescribeParams(p.params, "      ");
+    out << "\nencoder placements (scenario policies.encoder):\n";
+    for (const auto& p : EncoderPlacements().entries())
       out << "  " << p.name << ": " << p.description << "\n" << DescribeParams(p.params, "      ");
     return 0;
   }

@@ -13,12 +13,14 @@
 #include "core/balance/data_policy.h"
 #include "core/eval/analytic.h"
 #include "core/graph/op_graph.h"
+#include "core/plan/encoder.h"
 #include "core/plan/schedule.h"
 #include "core/records/records_json.h"
 #include "core/trace/generate.h"
 #include "core/util/memory_limit.h"
 #include "core/util/rng.h"
 #include "core/util/text.h"
+#include "driver/encoder_timeline.h"
 #include "driver/run_summary.h"
 
 namespace mmtwin {
@@ -240,7 +242,9 @@ Result<double> QuickTime(const PlannedRun& run, const Pricer& pricer,
                          const Partition& p, CandidateScratch& scratch, const std::atomic<bool>* cancel) {
   MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
   MMTWIN_ASSIGN_OR_RETURN(RecomputePlan rc, PlanRecompute(run, worst, p, nullptr));
-  const std::vector<ChunkStatic> statics = pricer.Static(p);
+  std::vector<ChunkStatic> statics = pricer.Static(p);
+  statics.resize(
+      p.chunks());  // the candidates are timed on the LLM pipeline alone (the encoders placed after)
   double total = 0;
   const size_t n = std::min<size_t>(run.plan.iterations.size(), 4);
   CommSpec comm = pricer.Comm();
@@ -290,7 +294,8 @@ Result<double> QuickBound(const PlannedRun& run, const Pricer& pricer,
   for (size_t i = 0; i < n; ++i)
     if (scratch.critical[i].empty() || timing_cache->HasDispatch(i)) return 0.0;
   MMTWIN_ASSIGN_OR_RETURN(RecomputePlan rc, PlanRecompute(run, worst, p, nullptr));
-  const std::vector<ChunkStatic> statics = pricer.Static(p);
+  std::vector<ChunkStatic> statics = pricer.Static(p);
+  statics.resize(p.chunks());
   double total = 0;
   for (size_t i = 0; i < n; ++i) {
     double bound = 0;
@@ -306,17 +311,51 @@ Result<double> QuickBound(const PlannedRun& run, const Pricer& pricer,
   return total / static_cast<double>(n);
 }
 
+// The layers before the LLM's first when the scenario moves the encoders out of the pipeline (policies.encoder),
+// else 0.
+int OutsideEncoderLayers(const PlannedRun& run, const Pricer& pricer) {
+  return run.scenario.encoder.name == "pipeline" ? 0 : EncoderLayerCount(run.model, pricer.layers());
+}
+
+// `p` (over the profile from layer `first` on) as a partition of the whole layer list.
+Partition Shifted(const Partition& p, int first) {
+  Partition out = p;
+  for (int& b : out.bounds) b += first;
+  return out;
+}
+
+// The profile of layers [first, end).
+LayerProfile SubProfile(const LayerProfile& p, int first) {
+  if (first <= 0) return p;
+  LayerProfile out;
+  auto tail = [first](const auto& v) {
+    return std::vector(v.begin() + std::min<size_t>(first, v.size()), v.end());
+  };
+  out.layers = tail(p.layers);
+  out.fwd_us = tail(p.fwd_us);
+  out.bwd_us = tail(p.bwd_us);
+  out.params = tail(p.params);
+  out.boundary_bytes = tail(p.boundary_bytes);
+  out.act_bytes = tail(p.act_bytes);
+  out.act_bytes_recompute = tail(p.act_bytes_recompute);
+  out.bwd_work_bytes = tail(p.bwd_work_bytes);
+  return out;
+}
+
 Status PlanModel(PlannedRun& run, const Pricer& pricer, const std::atomic<bool>* cancel) {
   const ParallelConfig& par = run.plan.parallel;
   const Profiles prof = BuildProfiles(run, pricer);
+  // With the encoders outside the pipeline the partition policy cuts the LLM's layers [e, L) alone; its
+  // candidates are shifted back to whole-model partitions (bounds[0] = e) for memory and timing.
+  const int e = OutsideEncoderLayers(run, pricer);
   PartitionContext pc;
-  pc.profile = prof.mean;
+  pc.profile = SubProfile(prof.mean, e);
   pc.chunks = par.chunks();
   pc.pp = par.pp;
   const std::vector<int> in_flight = MaxInFlight(run.plan.schedule);
   const int64_t capacity = PlanUsableMemoryBytes(run.cluster.device, par);
-  pc.fits_with_full_recompute = [&](const Partition& p) {
-    return FitsWithFullRecompute(prof.worst, p, par, in_flight, capacity);
+  pc.fits_with_full_recompute = [&](const Partition& sub) {
+    return FitsWithFullRecompute(prof.worst, Shifted(sub, e), par, in_flight, capacity);
   };
   CandidateScratch candidate;  // shared by the candidates (QuickTime)
   // The timed iterations' layer costs, priced once for all candidates (made on the first evaluation: policies
@@ -328,10 +367,10 @@ Status PlanModel(PlannedRun& run, const Pricer& pricer, const std::atomic<bool>*
       const std::vector<IterationData> timed(run.plan.iterations.begin(), run.plan.iterations.begin() + n);
       timing_cache = std::make_unique<IterationTimingCache>(pricer, timed, *run.tokens, run.packing());
     }
-    return QuickTime(run, pricer, timing_cache.get(), prof.worst, p, candidate, cancel);
+    return QuickTime(run, pricer, timing_cache.get(), prof.worst, Shifted(p, e), candidate, cancel);
   };
   pc.lower_bound = [&](const Partition& p) {
-    return QuickBound(run, pricer, timing_cache.get(), prof.worst, p, candidate, cancel);
+    return QuickBound(run, pricer, timing_cache.get(), prof.worst, Shifted(p, e), candidate, cancel);
   };
   if (par.chunks() > static_cast<int>(pricer.layers().size()))
     return ScenarioError(run.scenario, par.vpp > 1 ? "parallel.vpp" : "parallel.pp",
@@ -340,10 +379,41 @@ Status PlanModel(PlannedRun& run, const Pricer& pricer, const std::atomic<bool>*
   auto partition = RunPartitionPolicy(run.scenario.partition.name, run.scenario.partition.params, pc,
                                       &run.partition_report);
   if (!partition) return AtPolicyKey(run.scenario, "partition", partition.error());
-  run.plan.partition = std::move(*partition);
+  run.plan.partition = Shifted(*partition, e);
   MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
   MMTWIN_ASSIGN_OR_RETURN(run.plan.recompute,
                           PlanRecompute(run, prof.worst, run.plan.partition, &run.recompute_report, &prof));
+  return Status();
+}
+
+// policies.encoder other than pipeline: the encoder passes placed into the LLM pipeline's bubbles
+// (Schedule::encoder) by the policy, on the first replayed iteration timed without them (core/plan/encoder.h).
+Status PlaceEncoders(PlannedRun& run, const Pricer& pricer, const std::atomic<bool>* cancel) {
+  if (OutsideEncoderLayers(run, pricer) == 0) return Status();
+  MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
+  const Plan& plan = run.plan;
+  const IterationCosts costs =
+      pricer.PriceIteration(plan.iterations[0], *run.tokens, run.packing(), plan.partition, plan.recompute);
+  std::vector<ChunkStatic> statics = pricer.Static(plan.partition);
+  statics.resize(plan.partition.chunks());
+  CommSpec comm = pricer.Comm();
+  comm.dp_bucket_bytes = plan.dp_bucket_bytes;
+  MMTWIN_ASSIGN_OR_RETURN(
+      OpGraph g, BuildIterationGraph(plan.parallel, plan.schedule, costs, statics, comm, run.comm_cost));
+  const IterationTiming timing = EvaluateAnalytic(g);
+  bool backward = false;
+  for (int l = 0; l < plan.partition.EncoderLayers(); ++l)
+    backward = backward || pricer.layers()[l].backward != LayerBackward::kNone;
+  const EncoderTimeline tl = EncoderTimelineOf(g, timing, plan.schedule, costs, *run.comm_cost, backward);
+  MMTWIN_ASSIGN_OR_RETURN(const RegistryEntry<EncoderPlacementFn>* entry,
+                          EncoderPlacements().Find(run.scenario.encoder.name));
+  MMTWIN_ASSIGN_OR_RETURN(const Params params,
+                          EncoderPlacements().Validate(*entry, run.scenario.encoder.params));
+  auto passes = entry->run(plan.schedule, tl, params);
+  if (!passes) return AtPolicyKey(run.scenario, "encoder", Status(passes.error()));
+  run.plan.schedule.encoder = std::move(*passes);
+  if (Status st = ValidateSchedule(run.plan.schedule); !st.ok())
+    return AtPolicyKey(run.scenario, "encoder", st);
   return Status();
 }
 
@@ -660,6 +730,7 @@ Result<PlannedRun> BuildPlan(const Scenario& s, const PlanOptions& options) {
   run.comm_cost = options.comm_cost ? options.comm_cost : std::make_shared<AnalyticCommCost>(run.Comm());
   const Pricer pricer = run.MakePricer();
   MMTWIN_RETURN_IF_ERROR(PlanModel(run, pricer, cancel));
+  MMTWIN_RETURN_IF_ERROR(PlaceEncoders(run, pricer, cancel));
   if (options.memory_report) MMTWIN_RETURN_IF_ERROR(MemoryReport(run, pricer, cancel));
   return run;
 }
@@ -677,6 +748,7 @@ std::string PreparedDataKey(const Scenario& s) {
   k.partition = PolicyRef{"uniform", {}};
   k.recompute = PolicyRef{"none", {}};
   k.schedule = PolicyRef{"1f1b", {}};
+  k.encoder = PolicyRef{"pipeline", {}};
   k.engine = k.cost = "analytic";
   k.iterations = 8;  // the replayed iterations are drawn from the epoch plan after it
   k.epoch = false;

@@ -77,6 +77,8 @@ void Accumulate(const IterationTiming& timing, const IterationCosts& costs, cons
     sum.dispatch_us += t.dispatch_us;
     sum.dispatch_ops += t.dispatch_ops;
   }
+  for (const ChunkCost& e : costs.encoder)
+    r.total_flops += e.model_flops;  // the encoders outside the pipeline
   for (int d = 0; d < costs.dp; ++d)
     for (int m = 0; m < costs.micro_batches; ++m) {
       r.total_tokens += static_cast<double>(costs.At(d, m, 0).llm_tokens);

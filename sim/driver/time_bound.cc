@@ -207,6 +207,8 @@ Result<TimeBound> IterationTimeLowerBound(const Scenario& s, const PreparedData&
                                           TimeBoundCache* cache) {
   if (data.key != PreparedDataKey(s))
     return Error("time bound: the prepared data is not the scenario's (another data plan, dp or trace)");
+  // The encoders outside the pipeline (policies.encoder) break the per-rank figures above: no bound.
+  if (s.encoder.name != "pipeline") return TimeBound{};
   const ParallelConfig& par = s.parallel;
   MMTWIN_ASSIGN_OR_RETURN(const Schedule schedule, BuildSchedule(s.schedule.name, par.pp, par.vpp,
                                                                  par.micro_batches, s.schedule.params));

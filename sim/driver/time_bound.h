@@ -27,7 +27,8 @@
 // replayed iterations bounds RunSummary::iteration_time_us.mean, and so gpu_days; the bound is scaled by
 // (1 - 1e-6) to absorb the rounding of sums taken in another order than the op graph's.
 //
-// No bound (TimeBound::bounded false) for sequence parallelism (per-rank SP pricing: not modelled here), a cost
+// No bound (TimeBound::bounded false) for the encoders outside the pipeline (policies.encoder other than
+// pipeline: their passes run on any rank), sequence parallelism (per-rank SP pricing: not modelled here), a cost
 // model that prices some layer as NaN, or a data plan with fewer steps than one iteration.
 //
 //   TimeBoundCache cache;   // shared by scenarios on the same data plan (differing in pp, vpp, schedule, ...)

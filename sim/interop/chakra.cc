@@ -12,7 +12,8 @@ namespace {
 
 bool IsCompute(OpKind k) {
   return k == OpKind::kForward || k == OpKind::kRecompute || k == OpKind::kBackward ||
-         k == OpKind::kBackwardWeight || k == OpKind::kTpCollective;
+         k == OpKind::kBackwardWeight || k == OpKind::kTpCollective || k == OpKind::kEncoderForward ||
+         k == OpKind::kEncoderBackward;
 }
 bool IsSend(OpKind k) { return k == OpKind::kP2pSendActivation || k == OpKind::kP2pSendGradient; }
 bool IsCollective(OpKind k) {
@@ -41,6 +42,10 @@ uint64_t Micros(double us) { return us > 0 ? static_cast<uint64_t>(std::llround(
 }  // namespace
 
 Result<ChakraTrace> ChakraFromGraph(const OpGraph& g, const std::string& source) {
+  if (g.encoder)
+    return Error(
+        "op graph: encoder passes outside the pipeline (policies.encoder bubbles) are not exported to "
+        "Chakra yet");
   const int n_dev = g.num_devices;
   const size_t n_ops = g.ops.size();
   ChakraTrace t;

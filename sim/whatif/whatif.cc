@@ -20,7 +20,7 @@ namespace {
 
 bool IsCompute(OpKind k) {
   return k == OpKind::kForward || k == OpKind::kBackward || k == OpKind::kRecompute ||
-         k == OpKind::kBackwardWeight;
+         k == OpKind::kBackwardWeight || k == OpKind::kEncoderForward || k == OpKind::kEncoderBackward;
 }
 
 bool IsWait(OpKind k) { return k == OpKind::kP2pRecv || k == OpKind::kDpWait; }

@@ -86,12 +86,14 @@ TEST(CliJson, ModelsAndClustersListTheSameEntriesAsTheText) {
 
 TEST(CliJson, PoliciesCarryTheirTypedParameters) {
   const nlohmann::json p = Json("policies --json");
-  for (const char* kind : {"data", "partition", "recompute", "schedule", "sp", "post_balance_algorithms"})
+  for (const char* kind :
+       {"data", "partition", "recompute", "schedule", "sp", "encoder", "post_balance_algorithms"})
     ASSERT_TRUE(p[kind].is_array() && !p[kind].empty()) << kind;
   // Every policy named in the text appears in the JSON and vice versa (the text lists "  NAME: description").
   const std::string text = Mmtwin("policies").out;
   int json_entries = 0;
-  for (const char* kind : {"data", "partition", "recompute", "schedule", "sp", "post_balance_algorithms"})
+  for (const char* kind :
+       {"data", "partition", "recompute", "schedule", "sp", "encoder", "post_balance_algorithms"})
     for (const auto& e : p[kind]) {
       EXPECT_NE(text.find("  " + e["name"].get<std::string>() + ": "), std::string::npos) << e["name"];
       ++json_entries;

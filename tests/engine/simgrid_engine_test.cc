@@ -119,6 +119,52 @@ TEST(SimGridEngineTest, AgreesWithAnalyticWithoutContention) {
   }
 }
 
+// The encoders outside the pipeline (policies.encoder bubbles): their passes, their outputs' and gradients' sends
+// between ranks and their replicas' gradient synchronization over every device replay at the analytic times
+// without contention, op by op.
+TEST(SimGridEngineTest, AgreesWithAnalyticWithEncoderPassesOutsideThePipeline) {
+  for (const int gpn : {1, 4}) {
+    const ParallelConfig pc = Pc(2, 4, 1, 8, 1, 1);
+    const ClusterSpec cluster = Cluster((pc.world_size() + gpn - 1) / gpn, gpn);
+    CommSpec comm = PlatformComm(cluster, pc);
+    comm.dp_bucket_bytes = 4 << 20;
+    IterationCosts costs = Random(pc, 7);
+    Rng rng(11);
+    costs.encoder.resize(static_cast<size_t>(pc.dp) * pc.micro_batches);
+    for (ChunkCost& e : costs.encoder) {
+      e.fwd_us = rng.Uniform(100, 900);
+      e.bwd_us = 1.5 * e.fwd_us;
+      e.send_bytes = static_cast<int64_t>(rng.Below(2 << 20));
+    }
+    std::vector<ChunkStatic> statics = Statics(pc.chunks() + 1, 6 << 20);
+    auto sched = BuildSchedule("1f1b", pc.pp, pc.vpp, pc.micro_batches);
+    ASSERT_TRUE(sched.ok());
+    Schedule s = *sched;
+    // Micro-batch m's passes on rank m % pp: its forward before the rank's first op, its backward after its last.
+    s.encoder.assign(pc.pp, {});
+    for (int m = 0; m < pc.micro_batches; ++m) s.encoder[m % pc.pp].push_back({PassKind::kForward, m, 0});
+    for (int m = 0; m < pc.micro_batches; ++m)
+      s.encoder[m % pc.pp].push_back(
+          {PassKind::kBackward, m, static_cast<int32_t>(s.per_rank[m % pc.pp].size())});
+    auto g = BuildIterationGraph(pc, s, costs, statics, comm);
+    ASSERT_TRUE(g.ok()) << g.error().message();
+    const IterationTiming a = EvaluateAnalytic(*g);
+    const IterationTiming t = MustSimGrid(cluster, *g, /*contention=*/false);
+    EXPECT_NEAR(t.iteration_time_us, a.iteration_time_us, 1e-6 * a.iteration_time_us) << gpn;
+    int encoder_ops = 0;
+    for (int i = 0; i < g->num_ops(); ++i) {
+      const OpKind k = g->ops[i].kind;
+      encoder_ops +=
+          k == OpKind::kEncoderForward || k == OpKind::kEncoderBackward || k == OpKind::kEncoderGradSync;
+      if (k == OpKind::kDpCollective || k == OpKind::kDpAllGather) continue;  // rings may end earlier
+      EXPECT_NEAR(t.start_us[i], a.start_us[i], 1e-3) << g->Describe(i);
+      EXPECT_NEAR(t.finish_us[i], a.finish_us[i], 1e-3) << g->Describe(i);
+    }
+    EXPECT_EQ(encoder_ops, 2 * pc.dp * pc.micro_batches + pc.dp * pc.pp);
+    ExpectBreakdown(t);
+  }
+}
+
 // The same agreement with NCCL's collective model (core/plan/collective.h: ring / tree / NVLS by size and group
 // shape, hierarchical bandwidth) and hybrid sharding (ZeRO-3 in shard groups, the replicas' all-reduce): the
 // replay reads the model's split and steps and lasts exactly the priced time without contention.

@@ -13,7 +13,7 @@ bool IsCollectiveLane(Lane l) { return l == Lane::kDp || l == Lane::kDispatch; }
 // The compute the slowdown applies to: the passes' kernels, not the TP / SP communication on the compute lane.
 bool IsComputeKind(OpKind k) {
   return k == OpKind::kForward || k == OpKind::kRecompute || k == OpKind::kBackward ||
-         k == OpKind::kBackwardWeight;
+         k == OpKind::kBackwardWeight || k == OpKind::kEncoderForward || k == OpKind::kEncoderBackward;
 }
 
 }  // namespace

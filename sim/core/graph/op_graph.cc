@@ -57,6 +57,12 @@ const char* OpKindName(OpKind k) {
       return "optimizer";
     case OpKind::kSpCollective:
       return "sp_collective";
+    case OpKind::kEncoderForward:
+      return "encoder_forward";
+    case OpKind::kEncoderBackward:
+      return "encoder_backward";
+    case OpKind::kEncoderGradSync:
+      return "encoder_grad_sync";
   }
   return "?";
 }
@@ -83,7 +89,10 @@ std::string OpGraph::Describe(int i) const {
   if (op.kind == OpKind::kTpCollective || op.kind == OpKind::kDpAllGather || op.kind == OpKind::kSpCollective)
     s += op.pass == PassKind::kForward ? " (forward)" : " (backward)";
   if (op.micro_batch >= 0) s += " mb " + std::to_string(op.micro_batch);
-  s += " chunk " + std::to_string(op.chunk);
+  if (op.chunk >= 0)
+    s += " chunk " + std::to_string(op.chunk);
+  else if (op.kind == OpKind::kP2pSendActivation || op.kind == OpKind::kP2pSendGradient)
+    s += " (encoder)";
   if (op.kind == OpKind::kDpCollective) s += " bucket " + std::to_string(op.bucket);
   if (op.kind == OpKind::kDpAllGather && op.micro_batch >= 0) s += " unit " + std::to_string(op.bucket);
   if (op.device >= 0) {

@@ -174,14 +174,20 @@ enum class OpKind : uint8_t {
   // Sequence-parallel communication of one chunk pass not hidden behind compute (ChunkCost::sp_fwd_us /
   // sp_bwd_us: Ulysses all-to-alls, ring KV steps whose transfer outlasts their compute), compute lane.
   kSpCollective,
+  // The encoders outside the pipeline (Schedule::encoder, policies.encoder bubbles): a micro-batch's encoder
+  // forward and backward, whole on one pipeline rank (compute lane), and the encoder replicas' gradient
+  // synchronization over every device (dp lane).
+  kEncoderForward,
+  kEncoderBackward,
+  kEncoderGradSync,
 };
-inline constexpr OpKind kLastOpKind = OpKind::kSpCollective;
+inline constexpr OpKind kLastOpKind = OpKind::kEncoderGradSync;
 enum class Lane : uint8_t { kCompute = 0, kP2pForward = 1, kP2pBackward = 2, kDp = 3, kDispatch = 4 };
 inline constexpr int kNumLanes = 5;
 
 // "forward", "recompute", "backward", "tp_collective", "p2p_send_activation", "p2p_send_gradient",
 // "dp_collective", "dp_all_gather", "barrier", "dispatch", "backward_weight", "p2p_recv", "dp_wait", "optimizer",
-// "sp_collective".
+// "sp_collective", "encoder_forward", "encoder_backward", "encoder_grad_sync".
 const char* OpKindName(OpKind k);
 // The kind an OpKindName names; false for any other text (ops.csv and imported timelines read kinds with it).
 bool ParseOpKind(const std::string& name, OpKind& out);
@@ -229,6 +235,7 @@ struct DeviceTransfer {
 
 struct OpGraph {
   ParallelConfig parallel;  // GraphParallel of the plan's: dp counts dp * sp replicas, sp = 1
+  bool encoder = false;     // it has encoder passes outside the pipeline (Schedule::encoder)
   int sp_group = 1;         // the plan's parallel.sp: consecutive replicas d * sp_group .. form an SP group
   int sp_ulysses = 1;       // its Ulysses (inner) degree: SP ranks k U .. k U + U - 1 exchange all-to-alls
   int num_devices = 0;      // dp * pp

@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -40,12 +41,46 @@ Status CheckInputs(const ParallelConfig& pc, const Schedule& s, const IterationC
                  std::to_string(pc.micro_batches) + " x " + std::to_string(pc.chunks()));
   if (pc.zero_stage < 0 || pc.zero_stage > 3)
     return Error("op graph: zero_stage must be 0..3, got " + std::to_string(pc.zero_stage));
+  const bool encoder = s.HasEncoderPasses();
+  if (encoder) {
+    if (pc.zero_stage == 3)
+      return Error("op graph: encoder passes outside the pipeline with ZeRO-3 are not modelled");
+    if (costs.encoder.size() != static_cast<size_t>(pc.dp) * pc.micro_batches)
+      return Error("op graph: " + std::to_string(costs.encoder.size()) +
+                   " encoder costs, expected dp x M = " +
+                   std::to_string(static_cast<size_t>(pc.dp) * pc.micro_batches));
+    for (size_t i = 0; i < costs.encoder.size(); ++i) {
+      const ChunkCost& e = costs.encoder[i];
+      for (double v : {e.fwd_us, e.bwd_us, e.recompute_us, e.tp_fwd_us, e.tp_bwd_us})
+        if (!(v >= 0) || !std::isfinite(v))
+          return Error("iteration costs: encoder of dp " + std::to_string(i / pc.micro_batches) +
+                       " micro-batch " + std::to_string(i % pc.micro_batches) +
+                       ": times must be finite and >= 0");
+      if (e.send_bytes < 0) return Error("iteration costs: encoder send_bytes must be >= 0");
+      if (e.send_bytes > 0 && pc.pp > 1 && !(comm.p2p_bytes_per_s > 0))
+        return Error("op graph: CommSpec.p2p_bytes_per_s must be > 0 when the encoders send bytes");
+    }
+    for (const auto* lists : {&costs.dispatch, &costs.dispatch_backward})
+      for (const auto& list : *lists)
+        if (!list.empty())
+          return Error(
+              "op graph: a data dispatch with the encoders outside the pipeline is not modelled "
+              "(policies.data dispatch: none)");
+    // The encoders' static last (none given with dp 1: no gradient to synchronize is known).
+    if ((pc.dp > 1 || !statics.empty()) && static_cast<int>(statics.size()) != pc.chunks() + 1)
+      return Error("op graph: " + std::to_string(statics.size()) + " statics, expected " +
+                   std::to_string(pc.chunks() + 1) + " (the chunks', then the encoders')");
+    if (!statics.empty() && pc.dp * pc.pp > 1 && statics.back().grad_bytes_per_gpu > 0) {
+      if (!(comm.dp_bytes_per_s > 0)) return Error("op graph: CommSpec.dp_bytes_per_s must be > 0");
+      if (comm.dp_bucket_bytes <= 0) return Error("op graph: CommSpec.dp_bucket_bytes must be > 0");
+    }
+  }
   if (pc.dp > 1) {
-    if (static_cast<int>(statics.size()) != pc.chunks())
+    if (static_cast<int>(statics.size()) != pc.chunks() + (encoder ? 1 : 0))
       return Error("op graph: " + std::to_string(statics.size()) + " chunk statics, expected " +
-                   std::to_string(pc.chunks()));
+                   std::to_string(pc.chunks() + (encoder ? 1 : 0)));
     bool any = false;
-    for (const ChunkStatic& st : statics) {
+    for (const ChunkStatic& st : std::span(statics).first(static_cast<size_t>(pc.chunks()))) {
       if (st.grad_bytes_per_gpu < 0) return Error("op graph: grad_bytes_per_gpu must be >= 0");
       if (st.frozen_bytes_per_gpu < 0) return Error("op graph: frozen_bytes_per_gpu must be >= 0");
       any = any || st.grad_bytes_per_gpu > 0 || (pc.zero_stage == 3 && st.frozen_bytes_per_gpu > 0);
@@ -178,6 +213,11 @@ class GraphBuilder {
                              int32_t k, int32_t* first, int32_t* last);
   void EmitBackwardPieces(Op& op, int d, int pos, int c, bool split, double bwd_us, int32_t k, int32_t* first,
                           int32_t* last);
+  // The encoder passes of rank r placed before its schedule op `pos` (all remaining ones for pos = -1).
+  void EmitEncoderPasses(int d, int r, int dev, int pos, size_t* next);
+  void EmitEncoderForward(int d, int dev, int m);
+  void EmitEncoderBackward(int d, int dev, int m);
+  void EmitEncoderGradientSend(int d, int dev, int m, int32_t after);
   int32_t AddSp(Op& op, int32_t k, int dev, double us, int64_t bytes, int32_t steps, int64_t ring);
   int32_t WeightAllGather(int32_t dev, int c, PassKind pass);
   int32_t UnitAllGather(int32_t dev, int c, int m, int u, PassKind pass);
@@ -193,6 +233,7 @@ class GraphBuilder {
   void LinkBackwardAllToAll();
   void LinkUnitGathers();
   void LinkGradientBarriers();
+  void LinkEncoders();
   Result<OpGraph> Finish();
 
   // Inputs.
@@ -211,6 +252,7 @@ class GraphBuilder {
   // FSDP: per-unit unshard / reshard with prefetch (op_graph.h); the other ZeRO-3 implementations gather a
   // chunk's weights at once.
   const bool fsdp_;
+  const bool encoder_;          // encoder passes outside the pipeline (Schedule::encoder)
   std::vector<uint8_t> shape_;  // ShapeOf(costs, comm)
   const size_t sp_at_;          // shape_ index of the SP forward flag
 
@@ -226,6 +268,12 @@ class GraphBuilder {
   std::vector<int32_t> fwd_first_, fwd_last_, bwd_first_, bwd_last_, send_act_, send_grad_, grad_done_;
   // The gradient ops of (d, c), one per bucket group: group_op_[PieceSlot(d, c, x)].
   std::vector<int32_t> group_op_;
+  // Encoders outside the pipeline (Schedule::encoder): the rank running micro-batch m's encoder passes, and per
+  // (d, m) its forward, what the first chunk waits for (the forward, or its output's send), its backward and the
+  // gradient's send to it from the first chunk's rank.
+  std::vector<int> encoder_rank_;
+  bool encoder_backward_ = false;  // the encoder passes include backwards
+  std::vector<int32_t> enc_fwd_, enc_out_, enc_bwd_, enc_grad_send_;
   std::vector<int32_t> dispatch_op_;      // dispatch op of (d, m)
   std::vector<int32_t> bwd_dispatch_op_;  // its backward all-to-all
   // Pieces of the chunk's last backward on replica d: piece_op_[PieceSlot(d, c, q)].
@@ -265,6 +313,7 @@ GraphBuilder::GraphBuilder(const ParallelConfig& pc_in, const Schedule& schedule
       has_dp_(D_ > 1),
       zero3_(has_dp_ && pc_.zero_stage == 3),
       fsdp_(IsFsdp(pc_)),
+      encoder_(schedule.HasEncoderPasses()),
       shape_(ShapeOf(costs, comm)),
       sp_at_(2 + 2 * static_cast<size_t>(C_) + 2 * static_cast<size_t>(M_)) {}
 
@@ -307,6 +356,16 @@ void GraphBuilder::Prepare() {
     v->assign(nk, -1);
   group_op_.assign(static_cast<size_t>(D_) * C_ * stride_, -1);
   piece_op_.assign(static_cast<size_t>(D_) * C_ * stride_, -1);
+  if (encoder_) {
+    encoder_rank_.assign(M_, -1);
+    for (int r = 0; r < P_; ++r)
+      for (const EncoderPass& e : sched_.encoder[r]) {
+        encoder_rank_[e.micro_batch] = r;
+        encoder_backward_ = encoder_backward_ || e.kind != PassKind::kForward;
+      }
+    for (auto* v : {&enc_fwd_, &enc_out_, &enc_bwd_, &enc_grad_send_})
+      v->assign(static_cast<size_t>(D_) * M_, -1);
+  }
   dispatch_op_.assign(static_cast<size_t>(D_) * M_, -1);
   bwd_dispatch_op_.assign(static_cast<size_t>(D_) * M_, -1);
   unit_done_.assign(fsdp_ ? static_cast<size_t>(mesh_.num_devices()) : 0, std::array<int32_t, 2>{-1, -1});
@@ -402,7 +461,9 @@ void GraphBuilder::EmitRank(int d, int r) {
   const int dev = mesh_.Device(d, r);
   const auto& sops = sched_.per_rank[r];
   if (r == 0) EmitDispatch(d, dev);
+  size_t next_encoder = 0;
   for (int pos = 0; pos < static_cast<int>(sops.size()); ++pos) {
+    if (encoder_) EmitEncoderPasses(d, r, dev, pos, &next_encoder);
     const int m = sops[pos].micro_batch, c = sops[pos].chunk;
     const PassKind kind = sops[pos].kind;
     if (kind == PassKind::kForward)
@@ -418,6 +479,91 @@ void GraphBuilder::EmitRank(int d, int r) {
         group_op_[PieceSlot(d, c, static_cast<int>(x))] = AddGroup(dev, c, groups_[c][x]);
     }
   }
+  if (encoder_) EmitEncoderPasses(d, r, dev, -1, &next_encoder);
+}
+
+void GraphBuilder::EmitEncoderPasses(int d, int r, int dev, int pos, size_t* next) {
+  const auto& passes = sched_.encoder[r];
+  for (; *next < passes.size() && (pos < 0 || passes[*next].before <= pos); ++*next) {
+    const EncoderPass& e = passes[*next];
+    if (e.kind == PassKind::kForward)
+      EmitEncoderForward(d, dev, e.micro_batch);
+    else
+      EmitEncoderBackward(d, dev, e.micro_batch);
+  }
+}
+
+// Micro-batch m's encoder forward [compute lane; its TP collectives included], then its output's send to the
+// first chunk's rank [p2p_fwd lane] when that is another rank.
+void GraphBuilder::EmitEncoderForward(int d, int dev, int m) {
+  const size_t k = static_cast<size_t>(d) * M_ + m;
+  const ChunkCost& e = costs_.encoder[k];
+  Op op;
+  op.kind = OpKind::kEncoderForward;
+  op.lane = Lane::kCompute;
+  op.pass = PassKind::kForward;
+  op.device = dev;
+  op.micro_batch = m;
+  op.chunk = -1;
+  op.duration_us = e.fwd_us + e.tp_fwd_us;
+  enc_fwd_[k] = enc_out_[k] = NewOp(op, -1);
+  const int to = mesh_.DeviceOfChunk(d, 0);
+  if (to != dev) {
+    Op s{OpKind::kP2pSendActivation,
+         Lane::kP2pForward,
+         PassKind::kForward,
+         dev,
+         m,
+         -1,
+         0,
+         P2pUs(e.send_bytes, cost_model_, P2pInNode(mesh_, comm_, dev, to)),
+         e.send_bytes};
+    s.peer = to;
+    enc_out_[k] = NewOp(s, -1);
+    AddEdge(enc_out_[k], enc_fwd_[k]);
+  }
+}
+
+// The gradient of micro-batch m's encoder output, from the first chunk's rank (after `after`, its backward there)
+// to the rank running its encoder backward [p2p_bwd lane of the first chunk's device], unless that is the same.
+void GraphBuilder::EmitEncoderGradientSend(int d, int dev, int m, int32_t after) {
+  if (!encoder_backward_) return;
+  const size_t k = static_cast<size_t>(d) * M_ + m;
+  const int to = mesh_.Device(d, encoder_rank_[m]);
+  if (to == dev) {
+    enc_grad_send_[k] = after;
+    return;
+  }
+  const int64_t bytes = costs_.encoder[k].send_bytes;
+  Op s{OpKind::kP2pSendGradient,
+       Lane::kP2pBackward,
+       PassKind::kBackward,
+       dev,
+       m,
+       -1,
+       0,
+       P2pUs(bytes, cost_model_, P2pInNode(mesh_, comm_, dev, to)),
+       bytes};
+  s.peer = to;
+  enc_grad_send_[k] = NewOp(s, -1);
+  AddEdge(enc_grad_send_[k], after);
+}
+
+// Micro-batch m's encoder backward [compute lane; its recompute and TP collectives included]; it waits for its
+// forward and for the gradient of its output (LinkEncoders).
+void GraphBuilder::EmitEncoderBackward(int d, int dev, int m) {
+  const size_t k = static_cast<size_t>(d) * M_ + m;
+  const ChunkCost& e = costs_.encoder[k];
+  Op op;
+  op.kind = OpKind::kEncoderBackward;
+  op.lane = Lane::kCompute;
+  op.pass = PassKind::kBackward;
+  op.device = dev;
+  op.micro_batch = m;
+  op.chunk = -1;
+  op.duration_us = e.recompute_us + e.bwd_us + e.tp_bwd_us;
+  enc_bwd_[k] = NewOp(op, -1);
+  AddEdge(enc_bwd_[k], enc_fwd_[k]);
 }
 
 // The stage-0 device's dispatch op of every micro-batch with transfers [dispatch lane, micro-batch order].
@@ -574,6 +720,7 @@ void GraphBuilder::EmitBackward(int d, int r, int dev, int pos, int m, int c, bo
   bwd_first_[k] = first;
   bwd_last_[k] = last;
   grad_done_[k] = last;
+  if (c == 0 && encoder_) EmitEncoderGradientSend(d, dev, m, last);
   AddEdge(first, fwd_last_[k]);
   if (ag >= 0) AddEdge(first, ag);
   if (bwd_dispatch >= 0) AddEdge(first, bwd_dispatch);
@@ -741,6 +888,57 @@ void GraphBuilder::LinkGradientBarriers() {
   }
 }
 
+// The encoders outside the pipeline: the first chunk's forward of (d, m) waits for its encoder output, the
+// encoder backward for its gradient. Every device holds an encoder replica (DP over dp x pp devices): after the
+// device's last encoder backward, one encoder_grad_sync [dp lane, after the device's other gradient
+// collectives] of the encoders' gradient bytes per GPU in buckets of dp_bucket_bytes, each bucket the
+// collective of the ZeRO stage (all-reduce; reduce-scatter + all-gather for ZeRO-1/2) over all D x P devices,
+// behind a barrier of every device's last encoder backward (a device that runs none: its last compute op).
+void GraphBuilder::LinkEncoders() {
+  if (!encoder_) return;
+  for (int d = 0; d < D_; ++d)
+    for (int m = 0; m < M_; ++m) {
+      const size_t k = static_cast<size_t>(d) * M_ + m;
+      AddEdge(fwd_first_[Key(d, m, 0)], enc_out_[k]);
+      if (enc_bwd_[k] >= 0) AddEdge(enc_bwd_[k], enc_grad_send_[k]);
+    }
+  const int devices = mesh_.num_devices();
+  const int64_t bytes = devices > 1 && encoder_backward_ && static_cast<int>(statics_.size()) > C_
+                            ? statics_[C_].grad_bytes_per_gpu
+                            : 0;
+  if (bytes <= 0) return;
+  std::vector<int32_t> ready(devices, -1);
+  for (size_t k = 0; k < enc_bwd_.size(); ++k)
+    if (enc_bwd_[k] >= 0) {
+      const int dev = ops_[enc_bwd_[k]].device;
+      ready[dev] = std::max(ready[dev], enc_bwd_[k]);  // emission order is the lane's order
+    }
+  for (int dev = 0; dev < devices; ++dev)
+    if (ready[dev] < 0) ready[dev] = last_on_lane_[dev * kNumLanes + static_cast<int>(Lane::kCompute)];
+  const CommKind kind = pc_.zero_stage == 0 ? CommKind::kAllReduce : CommKind::kReduceScatterAllGather;
+  const int tp = std::max(1, pc_.tp), gpn = comm_.gpus_per_node;
+  const bool in_node = gpn > 0 && static_cast<int64_t>(devices) * tp <= gpn;
+  const int per_node = gpn > 0 ? std::max(1, std::min(devices, gpn / tp)) : 1;
+  const int64_t bucket = comm_.dp_bucket_bytes, full = bytes / bucket, rest = bytes % bucket;
+  auto call = [&](int64_t b) {
+    CommCall x{kind, b, devices, in_node};
+    x.ranks_per_node = per_node;
+    return cost_model_.Us(x);
+  };
+  const double us =
+      static_cast<double>(full) * (full > 0 ? call(bucket) : 0.0) + (rest > 0 ? call(rest) : 0.0);
+  Op bar{OpKind::kBarrier, Lane::kDp, PassKind::kBackward, -1, -1, -1, 0, 0.0, 0};
+  const int32_t barrier = NewOp(bar, -1);
+  for (int dev = 0; dev < devices; ++dev)
+    if (ready[dev] >= 0) AddEdge(barrier, ready[dev]);
+  for (int dev = 0; dev < devices; ++dev) {
+    Op g{OpKind::kEncoderGradSync, Lane::kDp, PassKind::kBackward, dev, -1, -1, 0, us, bytes};
+    g.buckets = static_cast<int32_t>(full + (rest > 0 ? 1 : 0));
+    const int32_t id = NewOp(g, -1);
+    if (ready[dev] >= 0) edges_.push_back({id, barrier, ready[dev]});
+  }
+}
+
 // Topological order over dependencies + lane order: a CSR of out-edges, each op's dependency edges in the order
 // they were added, then its lane successor (the order Boost.Graph's adjacency_list held them in when it sorted
 // the graph: the op order is unchanged). Then the ops, lanes and dependencies renumbered in that order.
@@ -763,6 +961,7 @@ Result<OpGraph> GraphBuilder::Finish() {
   std::vector<int32_t>().swap(out_targets);
   OpGraph& g = g_;
   g.parallel = pc_;
+  g.encoder = encoder_;
   g.sp_group = sp_group_;
   g.sp_ulysses = sp_ulysses_;
   g.num_devices = mesh_.num_devices();
@@ -814,6 +1013,7 @@ Result<OpGraph> GraphBuilder::Build() {
   LinkBackwardAllToAll();
   LinkUnitGathers();
   LinkGradientBarriers();
+  LinkEncoders();
   return Finish();
 }
 
@@ -822,6 +1022,8 @@ Result<OpGraph> GraphBuilder::Build() {
 Result<OpGraph> BuildIterationGraph(const ParallelConfig& pc_in, const Schedule& schedule,
                                     const IterationCosts& costs, const std::vector<ChunkStatic>& statics,
                                     const CommSpec& comm, std::shared_ptr<const CommCostModel> comm_cost) {
+  if (schedule.HasEncoderPasses() && pc_in.sp > 1)
+    return Error("op graph: encoder passes outside the pipeline with sequence parallelism are not modelled");
   MMTWIN_RETURN_IF_ERROR(CheckInputs(GraphParallel(pc_in), schedule, costs, statics, comm));
   return GraphBuilder(pc_in, schedule, costs, statics, comm, std::move(comm_cost)).Build();
 }

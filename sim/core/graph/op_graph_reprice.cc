@@ -240,6 +240,8 @@ Status RepriceIterationGraph(OpGraph* graph, const Schedule& schedule, const Ite
   // FSDP: the units (and so the ops) follow the partition's layers: other statics rebuild the graph.
   const bool fsdp = IsFsdp(pc);
   if (new_statics && fsdp) same = false;
+  // Encoder passes outside the pipeline are priced from IterationCosts::encoder, not by cost index: rebuilt.
+  if (g.encoder || schedule.HasEncoderPasses()) same = false;
   if (new_statics && D > 1 && same) {
     std::string error;
     same = StaticsFitInPlace(g, *statics, &groups, &error);
@@ -320,7 +322,7 @@ bool RepriceDurations(OpGraph* graph, const std::vector<ChunkTimes>& times,
   const int D = pc.dp, C = pc.chunks(), M = pc.micro_batches;
   if (times.size() != static_cast<size_t>(D) * M * C || C < 1 || g.sp_group > 1 || !g.dispatch_begin.empty())
     return false;
-  if (IsFsdp(pc)) return false;
+  if (IsFsdp(pc) || g.encoder) return false;
   if (!TimesFitShape(g, times)) return false;
   std::vector<std::vector<BucketGroup>> groups;
   const bool new_statics = statics != nullptr && *statics != g.source.statics;

@@ -58,7 +58,7 @@ std::optional<double> ReplicaAloneTimeUs(OpGraph* graph, int replica, std::span<
   const int n = g.num_ops();
   // RepriceDurations' conditions (there for the whole iteration, here for this replica's times).
   if (replica < 0 || replica >= D || times.size() != static_cast<size_t>(M) * C || C < 1 || g.sp_group > 1 ||
-      !g.dispatch_begin.empty() || n == 0)
+      !g.dispatch_begin.empty() || n == 0 || g.encoder)
     return std::nullopt;
   if (IsFsdp(pc)) return std::nullopt;
   if (!TimesFitShape(g, times)) return std::nullopt;

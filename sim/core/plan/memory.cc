@@ -260,13 +260,17 @@ Status ValidateMemoryInputs(const ParallelConfig& parallel_in, const Partition& 
                             const IterationCosts& costs) {
   const ParallelConfig parallel = GraphParallel(parallel_in);
   const int chunks = parallel.chunks();
-  MMTWIN_RETURN_IF_ERROR(ValidatePartition(partition, static_cast<int>(layer_params.size()), chunks));
+  MMTWIN_RETURN_IF_ERROR(
+      ValidatePartition(partition, static_cast<int>(layer_params.size()), chunks, partition.EncoderLayers()));
   if (static_cast<int>(schedule.per_rank.size()) != parallel.pp)
     return Error("memory: schedule has " + std::to_string(schedule.per_rank.size()) +
                  " ranks, expected pp = " + std::to_string(parallel.pp));
   if (costs.chunks != chunks || costs.dp < 1 || costs.micro_batches < 1 ||
       costs.costs.size() != static_cast<size_t>(costs.dp) * costs.micro_batches * costs.chunks)
     return Error("memory: iteration costs are not [dp][micro_batches][" + std::to_string(chunks) + "]");
+  if (schedule.HasEncoderPasses() &&
+      costs.encoder.size() != static_cast<size_t>(costs.dp) * costs.micro_batches)
+    return Error("memory: the schedule places encoder passes but the costs have none of them");
   for (int r = 0; r < parallel.pp; ++r)
     for (const PipeOp& op : schedule.per_rank[r]) {
       if (op.micro_batch < 0 || op.micro_batch >= costs.micro_batches || op.chunk < 0 || op.chunk >= chunks ||
@@ -307,18 +311,34 @@ std::vector<StageMemory> Walk(const ParallelConfig& parallel_in, const Partition
   const int chunks = costs.chunks;
   const std::vector<ModelStates> states =
       RankModelStates(parallel, partition, layer_params, layer_frozen_params);
+  // The encoders outside the pipeline (Schedule::encoder): every device holds a replica of them, their optimizer
+  // states sharded over the dp x pp replicas as the ZeRO stage says; their passes on the rank that runs them.
+  ModelStates encoder_states;
+  const int encoder_layers = std::min<int>(partition.EncoderLayers(), static_cast<int>(layer_params.size()));
+  const bool encoder = encoder_layers > 0 && schedule.HasEncoderPasses() && !costs.encoder.empty();
+  if (encoder) {
+    int64_t params = 0, frozen = 0;
+    for (int l = 0; l < encoder_layers; ++l) {
+      params += layer_params[l];
+      if (l < static_cast<int>(layer_frozen_params.size())) frozen += layer_frozen_params[l];
+    }
+    ParallelConfig replicas = parallel;
+    replicas.dp = parallel.dp * pp;
+    replicas.pp = replicas.vpp = 1;
+    encoder_states = ModelStatesOf(replicas, params, frozen);
+  }
   std::vector<StageMemory> out(pp);
   for (int r = 0; r < pp; ++r) {
     StageMemory& m = out[r];
     m.stage = r;
     m.capacity_bytes = capacity_bytes;
     const ModelStates st = r < static_cast<int>(states.size()) ? states[r] : ModelStates{};
-    m.weight_bytes = st.weights;
-    m.grad_bytes = st.grads;
-    m.main_grad_bytes = st.main_grads;
-    m.optimizer_bytes = st.optimizer;
+    m.weight_bytes = AddBytes(st.weights, encoder_states.weights);
+    m.grad_bytes = AddBytes(st.grads, encoder_states.grads);
+    m.main_grad_bytes = AddBytes(st.main_grads, encoder_states.main_grads);
+    m.optimizer_bytes = AddBytes(st.optimizer, encoder_states.optimizer);
     m.zero3_transient_bytes = st.zero3_transient;
-    m.model_state_bytes = st.Total();
+    m.model_state_bytes = AddBytes(st.Total(), encoder_states.Total());
     m.workspace_bytes = runtime.workspace_bytes;
     m.cuda_context_bytes = runtime.cuda_context_bytes;
     m.nccl_bytes = runtime.nccl_bytes;
@@ -328,6 +348,9 @@ std::vector<StageMemory> Walk(const ParallelConfig& parallel_in, const Partition
     const std::vector<PipeOp> empty;
     const std::vector<PipeOp>& ops =
         r < static_cast<int>(schedule.per_rank.size()) ? schedule.per_rank[r] : empty;
+    const std::vector<EncoderPass> no_passes;
+    const std::vector<EncoderPass>& passes =
+        encoder && r < static_cast<int>(schedule.encoder.size()) ? schedule.encoder[r] : no_passes;
     int64_t send = 0, recv = 0;
     int64_t fp_max = 0, fp_min = -1;
     int64_t replay_peak = -1;
@@ -343,26 +366,46 @@ std::vector<StageMemory> Walk(const ParallelConfig& parallel_in, const Partition
           held_k = AddBytes(held_k, cc.act_bytes);
           transient_k = std::max({transient_k, cc.backward_transient_bytes, cc.forward_transient_bytes});
         }
+        if (encoder && r == 0) recv = std::max(recv, costs.EncoderAt(d, k).send_bytes);
+        for (const EncoderPass& e : passes)
+          if (e.micro_batch == k && e.kind == PassKind::kForward) {
+            const ChunkCost& ec = costs.EncoderAt(d, k);
+            if (r != 0) send = std::max(send, ec.send_bytes);
+            held_k = AddBytes(held_k, ec.act_bytes);
+            transient_k = std::max({transient_k, ec.backward_transient_bytes, ec.forward_transient_bytes});
+          }
         const int64_t fp = AddBytes(held_k, transient_k);
         fp_max = std::max(fp_max, fp);
         fp_min = fp_min < 0 ? fp : std::min(fp_min, fp);
       }
       int64_t held = 0, peak = 0;
-      for (const PipeOp& op : ops) {
-        if (op.micro_batch < 0 || op.micro_batch >= costs.micro_batches || op.chunk < 0 || op.chunk >= chunks)
-          continue;
-        const ChunkCost& cc = costs.At(d, op.micro_batch, op.chunk);
-        if (op.kind == PassKind::kForward) {
+      // A pass that holds `cc.act_bytes` from its forward to its backward (a pipeline chunk's or an encoder's).
+      auto walk = [&](PassKind kind, const ChunkCost& cc) {
+        if (kind == PassKind::kForward) {
           held = AddBytes(held, cc.act_bytes);
           peak = std::max(peak, AddBytes(held, cc.forward_transient_bytes));
         } else {
           // The recompute transient of the backward: one checkpointed unit at a time (ChunkCost); the
           // activations are freed when the backward ends (a split backward keeps them through its
           // weight-gradient pass).
-          if (StartsBackward(op.kind)) peak = std::max(peak, AddBytes(held, cc.backward_transient_bytes));
-          if (EndsBackward(op.kind)) held -= cc.act_bytes;
+          if (StartsBackward(kind)) peak = std::max(peak, AddBytes(held, cc.backward_transient_bytes));
+          if (EndsBackward(kind)) held -= cc.act_bytes;
         }
+      };
+      size_t next_pass = 0;
+      auto walk_passes = [&](size_t before) {
+        for (; next_pass < passes.size() && static_cast<size_t>(passes[next_pass].before) <= before;
+             ++next_pass)
+          walk(passes[next_pass].kind, costs.EncoderAt(d, passes[next_pass].micro_batch));
+      };
+      for (size_t i = 0; i < ops.size(); ++i) {
+        walk_passes(i);
+        const PipeOp& op = ops[i];
+        if (op.micro_batch < 0 || op.micro_batch >= costs.micro_batches || op.chunk < 0 || op.chunk >= chunks)
+          continue;
+        walk(op.kind, costs.At(d, op.micro_batch, op.chunk));
       }
+      walk_passes(ops.size());
       if (peak > replay_peak || replay_replica < 0) {
         replay_peak = peak;
         replay_replica = d;

@@ -3,12 +3,12 @@
 
 namespace mmtwin {
 
-Status ValidatePartition(const Partition& p, int layers, int chunks) {
+Status ValidatePartition(const Partition& p, int layers, int chunks, int first) {
   if (p.chunks() != chunks)
     return Error("partition has " + std::to_string(p.chunks()) + " chunks, expected " +
                  std::to_string(chunks));
-  if (p.bounds.front() != 0 || p.bounds.back() != layers)
-    return Error("partition must cover layers 0.." + std::to_string(layers));
+  if (p.bounds.front() != first || p.bounds.back() != layers)
+    return Error("partition must cover layers " + std::to_string(first) + ".." + std::to_string(layers));
   for (int c = 0; c < chunks; ++c)
     if (p.bounds[c + 1] <= p.bounds[c])
       return Error("partition chunk " + std::to_string(c) + " is empty (cuts must be strictly increasing)");

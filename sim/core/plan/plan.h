@@ -99,15 +99,20 @@ inline ParallelConfig GraphParallel(ParallelConfig p) {
   return p;
 }
 
-// Chunk c holds layers [bounds[c], bounds[c + 1]) of Layers(model); bounds[0] = 0, bounds.back() = layer count,
-// strictly increasing (every chunk holds at least one layer).
+// Chunk c holds layers [bounds[c], bounds[c + 1]) of Layers(model); bounds.back() = layer count, strictly
+// increasing (every chunk holds at least one layer). bounds[0] = 0, or the encoder layers' count E when the
+// encoders run outside the pipeline (policies.encoder bubbles, core/plan/encoder.h): layers [0, E) are then
+// the encoder passes of Schedule::encoder, not any chunk's.
 struct Partition {
   std::vector<int> bounds;
   int chunks() const { return static_cast<int>(bounds.size()) - 1; }
   int LayersIn(int chunk) const { return bounds[chunk + 1] - bounds[chunk]; }
+  // Layers [0, EncoderLayers()) run outside the pipeline (0: none).
+  int EncoderLayers() const { return bounds.empty() ? 0 : bounds.front(); }
   bool operator==(const Partition&) const = default;
 };
-Status ValidatePartition(const Partition& p, int layers, int chunks);
+// `first`: the layer the pipeline starts at (bounds[0]; 0 unless the encoders run outside it).
+Status ValidatePartition(const Partition& p, int layers, int chunks, int first = 0);
 inline int PipeRankOfChunk(int chunk, int pp) { return chunk % pp; }
 
 // Per layer: 0 = activations kept; 1 = recomputed, only the layer input kept; 2 = recomputed inside a
@@ -172,11 +177,28 @@ struct PipeOp {
   }
 };
 
+// One pass of a micro-batch's encoders run outside the pipeline (policies.encoder bubbles, core/plan/encoder.h):
+// the forward (kForward) or backward (kBackward) of micro-batch m through the layers [0, Partition::
+// EncoderLayers()), whole, on the pipeline rank that lists it, just before that rank's schedule op at index
+// `before` (= the rank's op count: after its last op).
+struct EncoderPass {
+  PassKind kind = PassKind::kForward;
+  int32_t micro_batch = 0;
+  int32_t before = 0;
+  bool operator==(const EncoderPass&) const = default;
+};
+
 // The order in which every pipeline rank runs its forwards and backwards (the same for every DP replica).
 struct Schedule {
   std::string name;
   int pp = 1, vpp = 1, micro_batches = 1;
   std::vector<std::vector<PipeOp>> per_rank;  // size pp
+  // The encoder passes outside the pipeline, per rank in the order it runs them (size pp, `before`
+  // non-decreasing); empty: none (the encoders, if any, are layers of the pipeline's chunks). Every micro-batch
+  // has one forward, and either every micro-batch one backward after it on the same rank or none has any (a
+  // frozen encoder with nothing trained before it has no backward).
+  std::vector<std::vector<EncoderPass>> encoder;
+  bool HasEncoderPasses() const { return !encoder.empty(); }
   bool operator==(const Schedule&) const = default;
 };
 
@@ -284,6 +306,13 @@ struct alignas(64) ChunkTimes {
 struct IterationCosts {
   int dp = 0, micro_batches = 0, chunks = 0;
   std::vector<ChunkCost> costs;
+  // With the encoders outside the pipeline (Partition::EncoderLayers() > 0): micro-batch m's encoder passes on
+  // replica d at [d * micro_batches + m], priced as a chunk of those layers (send_bytes: its output to the first
+  // chunk); empty otherwise.
+  std::vector<ChunkCost> encoder;
+  const ChunkCost& EncoderAt(int d, int m) const {
+    return encoder[static_cast<size_t>(d) * micro_batches + m];
+  }
   std::vector<std::vector<DispatchTransfer>> dispatch;
   std::vector<std::vector<DispatchTransfer>> dispatch_backward;  // IterationData::dispatch_backward
   std::vector<DispatchOverhead> dispatch_overhead;               // IterationData::dispatch_overhead
@@ -292,6 +321,7 @@ struct IterationCosts {
     micro_batches = m;
     chunks = c;
     costs.assign(static_cast<size_t>(d) * m * c, ChunkCost{});
+    encoder.clear();
     dispatch.clear();
     dispatch_backward.clear();
     dispatch_overhead.clear();

@@ -125,7 +125,7 @@ void Pricer::LayerCostsFor(const std::vector<LayerWorkload>& work, std::vector<L
 }
 
 void Pricer::PriceMicroBatch(const std::vector<SampleTokens>& mb, Packing packing, const Partition& partition,
-                             const RecomputePlan& recompute, ChunkCost* out) const {
+                             const RecomputePlan& recompute, ChunkCost* out, ChunkCost* encoder) const {
   if (sp_.sp > 1) return PriceMicroBatchSp(mb, packing, partition, recompute, out);
   // Scratch reused across calls (BMP prices millions of micro-batches at scale): no allocation per call.
   thread_local std::vector<LayerWorkload> work, real;
@@ -149,11 +149,11 @@ void Pricer::PriceMicroBatch(const std::vector<SampleTokens>& mb, Packing packin
   // A component's blocks share their TP collectives' time (its tokens and width): priced once per component.
   thread_local std::vector<double> tp_of_component;
   tp_of_component.assign(model_.components.size(), -1.0);
-  for (int c = 0; c < chunks; ++c) {
-    ChunkCost& cc = out[c];
+  // Layers [first, end) as one pass: chunk c's, or the encoders' outside the pipeline.
+  auto price_range = [&](int first, int end, ChunkCost& cc) {
     cc = ChunkCost{};
     BackwardTransient transient;
-    for (int i = partition.bounds[c]; i < partition.bounds[c + 1]; ++i) {
+    for (int i = first; i < end; ++i) {
       const LayerCost& x = lc[i];
       const uint8_t flag = i < static_cast<int>(recompute.layers.size()) ? recompute.layers[i] : 0;
       double tp_us = 0;
@@ -165,9 +165,18 @@ void Pricer::PriceMicroBatch(const std::vector<SampleTokens>& mb, Packing packin
       AddLayer(x, flops[i].fwd_flops + flops[i].bwd_flops, flag, tp_us, layers_[i].backward, cc, transient);
     }
     cc.backward_transient_bytes = transient.Bytes();
+  };
+  for (int c = 0; c < chunks; ++c) {
+    ChunkCost& cc = out[c];
+    price_range(partition.bounds[c], partition.bounds[c + 1], cc);
     const int last = partition.bounds[c + 1] - 1;
     cc.send_bytes = c + 1 < chunks ? lc[last].boundary_bytes / std::max(1, parallel_.tp) : 0;
     cc.llm_tokens = llm_tokens;
+  }
+  // The encoders outside the pipeline: their output goes to the first chunk (split over TP, as a boundary).
+  if (encoder && partition.EncoderLayers() > 0) {
+    price_range(0, partition.EncoderLayers(), *encoder);
+    encoder->send_bytes = lc[partition.EncoderLayers() - 1].boundary_bytes / std::max(1, parallel_.tp);
   }
 }
 
@@ -361,12 +370,15 @@ IterationCosts Pricer::PriceIteration(const IterationData& it, const std::vector
   costs.dispatch = it.dispatch;
   costs.dispatch_backward = it.dispatch_backward;
   costs.dispatch_overhead = it.dispatch_overhead;
+  const bool encoder = partition.EncoderLayers() > 0 && sp_.sp <= 1;
+  if (encoder) costs.encoder.assign(static_cast<size_t>(d) * m, ChunkCost{});
   std::vector<SampleTokens> mb;
   for (int r = 0; r < d; ++r)
     for (int k = 0; k < m; ++k) {
       mb.clear();
       for (uint32_t s : it.micro_batches[r][k]) mb.push_back(tokens[s]);
-      PriceMicroBatch(mb, packing, partition, recompute, &costs.At(r, k, 0));
+      PriceMicroBatch(mb, packing, partition, recompute, &costs.At(r, k, 0),
+                      encoder ? &costs.encoder[static_cast<size_t>(r) * m + k] : nullptr);
     }
   if (sp_.sp <= 1) return costs;
   // Every SP rank of DP rank r runs r's micro-batches in lockstep (GraphParallel): replica r * S + s.
@@ -859,11 +871,16 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing /*pa
 }
 
 std::vector<ChunkStatic> Pricer::Static(const Partition& partition) const {
-  std::vector<ChunkStatic> out(partition.chunks());
-  for (int c = 0; c < partition.chunks(); ++c) {
+  const int chunks = partition.chunks();
+  const bool encoder = partition.EncoderLayers() > 0;
+  std::vector<ChunkStatic> out(chunks + (encoder ? 1 : 0));
+  for (int c = 0; c < static_cast<int>(out.size()); ++c) {
+    // The encoders outside the pipeline last (every device holds a replica of them).
+    const int first = c < chunks ? partition.bounds[c] : 0;
+    const int end = c < chunks ? partition.bounds[c + 1] : partition.EncoderLayers();
     bool any_frozen = false;
-    for (int i = partition.bounds[c]; i < partition.bounds[c + 1]; ++i) any_frozen |= layers_[i].frozen;
-    for (int i = partition.bounds[c]; i < partition.bounds[c + 1]; ++i) {
+    for (int i = first; i < end; ++i) any_frozen |= layers_[i].frozen;
+    for (int i = first; i < end; ++i) {
       out[c].params += layers_[i].params;
       out[c].layer_params.push_back(layers_[i].params);
       if (layers_[i].frozen) out[c].frozen_params += layers_[i].params;

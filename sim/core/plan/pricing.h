@@ -76,10 +76,14 @@ class Pricer {
   // `hidden` (0 when tp == 1).
   double TpLayerForwardUs(int64_t tokens, int64_t hidden) const;
 
-  // Per-chunk costs of one micro-batch; `out` has partition.chunks() entries.
+  // Per-chunk costs of one micro-batch; `out` has partition.chunks() entries. With the encoders outside the
+  // pipeline (partition.EncoderLayers() > 0) and `encoder` given, their pass (layers [0, EncoderLayers())) is
+  // priced into it as a chunk of those layers, send_bytes its output to the first chunk (sp == 1 only).
   void PriceMicroBatch(const std::vector<SampleTokens>& micro_batch, Packing packing,
-                       const Partition& partition, const RecomputePlan& recompute, ChunkCost* out) const;
-  // All micro-batches of one iteration. `tokens` holds every trace sample's tokens (TokensFor).
+                       const Partition& partition, const RecomputePlan& recompute, ChunkCost* out,
+                       ChunkCost* encoder = nullptr) const;
+  // All micro-batches of one iteration (and IterationCosts::encoder when the partition starts after the
+  // encoders). `tokens` holds every trace sample's tokens (TokensFor).
   IterationCosts PriceIteration(const IterationData& iteration, const std::vector<SampleTokens>& tokens,
                                 Packing packing, const Partition& partition,
                                 const RecomputePlan& recompute) const;
@@ -97,6 +101,7 @@ class Pricer {
   // The micro-batch's slots (out has NumSlots() entries). sp == 1 only.
   void PriceSlots(const std::vector<SampleTokens>& micro_batch, Packing packing, SlotCost* out) const;
 
+  // Per chunk; with the encoders outside the pipeline one more, last: theirs (layers [0, EncoderLayers())).
   std::vector<ChunkStatic> Static(const Partition& partition) const;
   // Link speeds for the Megatron layout (TP fastest, then DP, then PP): DP peers share a node when tp*dp fits
   // in a node (NVLink), else each GPU uses its share of the node's NICs; pipeline neighbours likewise.

@@ -355,7 +355,8 @@ Result<RecomputePlan> RunRecomputePolicy(std::string_view name_in,
   }
   MMTWIN_ASSIGN_OR_RETURN(const RecomputePolicyInfo* info, FindRecomputePolicy(name));
   MMTWIN_RETURN_IF_ERROR(ValidateLayerProfile(ctx.profile));
-  MMTWIN_RETURN_IF_ERROR(ValidatePartition(ctx.partition, ctx.profile.size(), ctx.parallel.chunks()));
+  MMTWIN_RETURN_IF_ERROR(ValidatePartition(ctx.partition, ctx.profile.size(), ctx.parallel.chunks(),
+                                           ctx.partition.EncoderLayers()));
   const int pp = ctx.parallel.pp;
   const bool have_memory =
       static_cast<int>(ctx.in_flight.size()) == pp && static_cast<int>(ctx.model_state_bytes.size()) == pp;

@@ -214,6 +214,54 @@ Status ValidateSchedule(const Schedule& s) {
                      (st == 0   ? "forward"
                       : st == 1 ? "backward"
                                 : "weight-gradient backward"));
+  return ValidateEncoderPasses(s);
+}
+
+Status ValidateEncoderPasses(const Schedule& s) {
+  if (!s.HasEncoderPasses()) return Status();
+  if (static_cast<int>(s.encoder.size()) != s.pp)
+    return Error("schedule '" + s.name + "': encoder passes for " + std::to_string(s.encoder.size()) +
+                 " ranks, expected pp = " + std::to_string(s.pp));
+  const int M = s.micro_batches;
+  std::vector<int> fwd_rank(M, -1), bwd_rank(M, -1);
+  int backwards = 0;
+  for (int r = 0; r < s.pp; ++r) {
+    int before = 0;
+    for (const EncoderPass& e : s.encoder[r]) {
+      const std::string what =
+          std::string(e.kind == PassKind::kForward ? "encoder forward" : "encoder backward") +
+          " of micro-batch " + std::to_string(e.micro_batch) + " on rank " + std::to_string(r);
+      if (e.kind != PassKind::kForward && e.kind != PassKind::kBackward)
+        return Error("schedule '" + s.name + "': an encoder pass on rank " + std::to_string(r) +
+                     " is neither a forward nor a whole backward");
+      if (e.micro_batch < 0 || e.micro_batch >= M)
+        return Error("schedule '" + s.name + "': " + what + ": micro-batch out of range");
+      if (e.before < before || e.before > static_cast<int>(s.per_rank[r].size()))
+        return Error("schedule '" + s.name + "': " + what + ": position " + std::to_string(e.before) +
+                     " is not in [" + std::to_string(before) + ", " + std::to_string(s.per_rank[r].size()) +
+                     "] (the rank's passes in run order)");
+      before = e.before;
+      if (e.kind == PassKind::kForward) {
+        if (fwd_rank[e.micro_batch] >= 0)
+          return Error("schedule '" + s.name + "': " + what + ": duplicate encoder forward");
+        fwd_rank[e.micro_batch] = r;
+      } else {
+        if (fwd_rank[e.micro_batch] != r)
+          return Error("schedule '" + s.name + "': " + what + ": not after its forward on the same rank");
+        if (bwd_rank[e.micro_batch] >= 0)
+          return Error("schedule '" + s.name + "': " + what + ": duplicate encoder backward");
+        bwd_rank[e.micro_batch] = r;
+        ++backwards;
+      }
+    }
+  }
+  for (int m = 0; m < M; ++m) {
+    if (fwd_rank[m] < 0)
+      return Error("schedule '" + s.name + "': micro-batch " + std::to_string(m) + " has no encoder forward");
+    if (backwards > 0 && bwd_rank[m] < 0)
+      return Error("schedule '" + s.name + "': micro-batch " + std::to_string(m) +
+                   " has no encoder backward (the others have one)");
+  }
   return Status();
 }
 

@@ -67,8 +67,14 @@ Status CheckScheduleShape(std::string_view name, int pp, int vpp, int micro_batc
 
 // Checks the structure: per_rank has pp entries; every op's chunk lies on its rank (chunk % pp == rank) and
 // in [0, pp*vpp), micro-batch in [0, M); every (micro-batch, chunk) has exactly one forward and one backward
-// on its rank, the forward first.
+// on its rank, the forward first; the encoder passes as ValidateEncoderPasses.
 Status ValidateSchedule(const Schedule& s);
+
+// The encoder passes alone (Schedule::encoder; ValidateSchedule calls it): none, or pp lists; each pass a forward
+// or a whole backward of a micro-batch in range, `before` non-decreasing within a rank and at most the rank's op
+// count; one forward per micro-batch; backwards for none or for every micro-batch, each after its forward on the
+// same rank.
+Status ValidateEncoderPasses(const Schedule& s);
 
 // Per rank: the largest number of micro-batch-chunks whose forward has run and whose backward has not yet
 // (the activations the schedule keeps alive). 1F1B: min(pp - r, M); GPipe: M.

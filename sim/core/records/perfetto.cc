@@ -34,9 +34,9 @@ std::string EventName(const OpRecord& op) {
     case OpKind::kTpCollective:
       return std::string(op.pass == PassKind::kForward ? "TP fwd " : "TP bwd ") + mc;
     case OpKind::kP2pSendActivation:
-      return "send act " + mc;
+      return op.chunk < 0 ? "send enc act " + std::to_string(op.micro_batch) : "send act " + mc;
     case OpKind::kP2pSendGradient:
-      return "send grad " + mc;
+      return op.chunk < 0 ? "send enc grad " + std::to_string(op.micro_batch) : "send grad " + mc;
     case OpKind::kDpCollective:
       return "grad sync c" + std::to_string(op.chunk) + " #" + std::to_string(op.bucket);
     case OpKind::kDpAllGather:
@@ -57,6 +57,12 @@ std::string EventName(const OpRecord& op) {
       return "optimizer";
     case OpKind::kSpCollective:
       return std::string(op.pass == PassKind::kForward ? "SP fwd " : "SP bwd ") + mc;
+    case OpKind::kEncoderForward:
+      return "EF" + std::to_string(op.micro_batch);
+    case OpKind::kEncoderBackward:
+      return "EB" + std::to_string(op.micro_batch);
+    case OpKind::kEncoderGradSync:
+      return "encoder grad sync";
   }
   return "?";
 }
@@ -99,11 +105,12 @@ std::string PerfettoTrace(const std::vector<OpRecord>& ops, const ParallelConfig
     if (op.device < 0 || op.device >= devices) continue;
     const int64_t ts = Ns(op.start_us), end = Ns(op.start_us + op.duration_us);
     const bool releases = (op.kind == OpKind::kBackward && op.pass != PassKind::kBackwardInput) ||
-                          op.kind == OpKind::kBackwardWeight;  // the pass that ends the backward
-    if (op.micro_batch >= 0 && (op.kind == OpKind::kForward || releases)) {
+                          op.kind == OpKind::kBackwardWeight ||
+                          op.kind == OpKind::kEncoderBackward;  // the pass that ends the backward
+    const bool holds = op.kind == OpKind::kForward || op.kind == OpKind::kEncoderForward;
+    if (op.micro_batch >= 0 && (holds || releases)) {
       have_memory = true;
-      mem.emplace_back(op.device, end,
-                       op.kind == OpKind::kForward ? op.activation_bytes : -op.activation_bytes);
+      mem.emplace_back(op.device, end, holds ? op.activation_bytes : -op.activation_bytes);
     }
     if (end <= ts) continue;
     json args = {{"micro_batch", op.micro_batch}, {"chunk", op.chunk}, {"bytes", op.bytes}};

@@ -160,7 +160,10 @@ Status ReadLayers(const In& in, const json& j, Plan& p) {
   MMTWIN_ASSIGN_OR_RETURN(std::vector<int64_t> b, Ints(in, *bounds, "partition"));
   p.partition.bounds.assign(b.begin(), b.end());
   if (p.partition.bounds.empty()) return in.Bad("partition", "expected the chunk bounds");
-  if (Status st = ValidatePartition(p.partition, p.partition.bounds.back(), p.parallel.chunks()); !st.ok())
+  if (p.partition.bounds.front() < 0) return in.Bad("partition", "bounds must be >= 0");
+  if (Status st = ValidatePartition(p.partition, p.partition.bounds.back(), p.parallel.chunks(),
+                                    p.partition.bounds.front());
+      !st.ok())
     return in.Bad("partition", st.error().message());
   MMTWIN_ASSIGN_OR_RETURN(const json* rc, in.Get(j, "", "recompute"));
   MMTWIN_ASSIGN_OR_RETURN(std::vector<int64_t> r, Ints(in, *rc, "recompute"));
@@ -195,6 +198,25 @@ Status ReadSchedule(const In& in, const json& j, const ParallelConfig& pc, Sched
       list.push_back({kind, op[1].get<int32_t>(), op[2].get<int32_t>()});
     }
     s.per_rank.push_back(std::move(list));
+  }
+  // The encoder passes outside the pipeline (absent: none): per rank, ["EF"|"EB", micro_batch, before].
+  if (const auto it = sched->find("encoder"); it != sched->end()) {
+    if (!it->is_array()) return in.Bad("schedule.encoder", "expected an array per pipeline rank");
+    for (size_t rank = 0; rank < it->size(); ++rank) {
+      const std::string field = "schedule.encoder[" + std::to_string(rank) + "]";
+      const json& passes = (*it)[rank];
+      if (!passes.is_array())
+        return in.Bad(field, "expected an array of [\"EF\"|\"EB\", micro_batch, before]");
+      std::vector<EncoderPass> list;
+      for (const json& e : passes) {
+        if (!e.is_array() || e.size() != 3 || !e[0].is_string() || !e[1].is_number_integer() ||
+            !e[2].is_number_integer() || (e[0] != "EF" && e[0] != "EB"))
+          return in.Bad(field, "expected an array of [\"EF\"|\"EB\", micro_batch, before]");
+        list.push_back({e[0] == "EF" ? PassKind::kForward : PassKind::kBackward, e[1].get<int32_t>(),
+                        e[2].get<int32_t>()});
+      }
+      s.encoder.push_back(std::move(list));
+    }
   }
   if (s.pp != pc.pp || s.vpp != pc.vpp || s.micro_batches != pc.micro_batches)
     return in.Bad("schedule", "pp, vpp and micro_batches must equal the parallel layout's");
@@ -341,6 +363,16 @@ std::string PlanToJson(const Plan& p) {
                    {"vpp", p.schedule.vpp},
                    {"micro_batches", p.schedule.micro_batches},
                    {"per_rank", std::move(per_rank)}};
+  if (p.schedule.HasEncoderPasses()) {
+    json encoder = json::array();
+    for (const auto& rank : p.schedule.encoder) {
+      json passes = json::array();
+      for (const EncoderPass& e : rank)
+        passes.push_back({e.kind == PassKind::kForward ? "EF" : "EB", e.micro_batch, e.before});
+      encoder.push_back(std::move(passes));
+    }
+    j["schedule"]["encoder"] = std::move(encoder);
+  }
   json its = json::array();
   auto lists_json = [](const std::vector<std::vector<DispatchTransfer>>& lists) {
     json out = json::array();
@@ -381,6 +413,12 @@ Result<Plan> PlanFromJson(const std::string& text, const std::string& name) {
   MMTWIN_RETURN_IF_ERROR(ReadParallel(in, j, p.parallel));
   MMTWIN_RETURN_IF_ERROR(ReadLayers(in, j, p));
   MMTWIN_RETURN_IF_ERROR(ReadSchedule(in, j, p.parallel, p.schedule));
+  if ((p.partition.EncoderLayers() > 0) != p.schedule.HasEncoderPasses())
+    return in.Bad("schedule.encoder",
+                  p.schedule.HasEncoderPasses()
+                      ? "encoder passes, but the partition starts at layer 0"
+                      : "the partition starts at layer " + std::to_string(p.partition.EncoderLayers()) +
+                            " (the encoders outside the pipeline) but no encoder pass runs them");
   MMTWIN_RETURN_IF_ERROR(ReadIterations(in, j, p));
   return p;
 }

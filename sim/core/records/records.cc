@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/plan/mesh.h"
 #include "core/util/text.h"
 
 namespace mmtwin {
@@ -37,6 +38,7 @@ std::vector<OpRecord> OpRecordsOf(const OpGraph& graph, const IterationTiming& t
   if (static_cast<int>(timing.start_us.size()) < n || static_cast<int>(timing.finish_us.size()) < n)
     return out;
   out.reserve(n);
+  const DeviceMesh mesh(graph.parallel);
   for (int i = 0; i < n; ++i) {
     const Op& op = graph.ops[i];
     if (op.kind == OpKind::kDpCollective && op.buckets == 0) continue;  // a piece's empty gradient op
@@ -54,6 +56,12 @@ std::vector<OpRecord> OpRecordsOf(const OpGraph& graph, const IterationTiming& t
     r.start_us = timing.start_us[i];
     r.duration_us = timing.finish_us[i] - timing.start_us[i];
     r.bytes = op.bytes;
+    if ((op.kind == OpKind::kEncoderForward || op.kind == OpKind::kEncoderBackward) && op.device >= 0 &&
+        !costs.encoder.empty()) {
+      const int d = mesh.DpOfDevice(op.device);
+      if (d < costs.dp && op.micro_batch >= 0 && op.micro_batch < costs.micro_batches)
+        r.activation_bytes = costs.EncoderAt(d, op.micro_batch).act_bytes;
+    }
     const int32_t ci = i < static_cast<int>(graph.source.cost_index.size()) ? graph.source.cost_index[i] : -1;
     if (ci >= 0 && ci < static_cast<int32_t>(costs.costs.size())) {
       const ChunkCost& c = costs.costs[ci];

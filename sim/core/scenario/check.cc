@@ -8,6 +8,7 @@
 #include <initializer_list>
 
 #include "core/balance/data_policy.h"
+#include "core/plan/encoder.h"
 #include "core/plan/memory.h"
 #include "core/plan/mesh.h"
 #include "core/plan/partition.h"
@@ -163,6 +164,7 @@ Status CheckPolicyName(const std::string& kind, const std::string& name) {
   if (kind == "partition") return FindPartitionPolicy(name).status();
   if (kind == "recompute") return FindRecomputePolicy(name.substr(0, name.find(':'))).status();  // "block:4"
   if (kind == "sp") return SpPolicyRegistry().Find(name).status();
+  if (kind == "encoder") return EncoderPlacements().Find(name).status();
   return Schedules().Find(name).status();
 }
 
@@ -176,16 +178,15 @@ Status CheckPolicyParams(const std::string& kind, const PolicyRef& p) {
   if (kind == "partition") return params((*FindPartitionPolicy(p.name))->params);
   if (kind == "recompute") return params((*FindRecomputePolicy(p.name.substr(0, p.name.find(':'))))->params);
   if (kind == "sp") return SpPolicyRegistry().Validate(p.name, p.params).status();
+  if (kind == "encoder") return EncoderPlacements().Validate(p.name, p.params).status();
   return Schedules().Validate(p.name, p.params).status();
 }
 
 // Every policy's name and parameters against the registries.
 Status CheckPolicies(const Scenario& s) {
-  const std::pair<const char*, const PolicyRef*> kinds[] = {{"data", &s.data},
-                                                            {"partition", &s.partition},
-                                                            {"recompute", &s.recompute},
-                                                            {"schedule", &s.schedule},
-                                                            {"sp", &s.sp}};
+  const std::pair<const char*, const PolicyRef*> kinds[] = {
+      {"data", &s.data}, {"partition", &s.partition}, {"recompute", &s.recompute}, {"schedule", &s.schedule},
+      {"sp", &s.sp},     {"encoder", &s.encoder}};
   for (const auto& [kind, ref] : kinds) {
     const std::string field = std::string("policies.") + kind;
     if (ref->name.empty()) return FieldError(s, field, "must not be empty", {field + ".name", field});
@@ -231,6 +232,40 @@ Status CheckSpLayout(const Scenario& s, const ModelSpec& model, int gpus_per_nod
   return FieldError(s, field, reason, {field, field.rfind("parallel.", 0) == 0 ? "parallel.sp" : field});
 }
 
+// policies.encoder other than pipeline (core/plan/encoder.h): a model with encoders, whose LLM alone fills the
+// pipeline's chunks, without what the encoder passes are not modelled with (SP, ZeRO-3, a data dispatch).
+Status CheckEncoderPlacement(const Scenario& s, const ModelSpec& model, const std::vector<Layer>& layers) {
+  if (s.encoder.name == "pipeline") return Status();
+  const ParallelConfig& p = s.parallel;
+  const std::string field = "policies.encoder";
+  const int e = EncoderLayerCount(model, layers);
+  if (e == 0)
+    return FieldError(s, field,
+                      "'" + s.encoder.name + "' moves the encoders out of the pipeline, but model '" +
+                          model.name + "' has none");
+  if (p.chunks() > static_cast<int>(layers.size()) - e)
+    return FieldError(s, field,
+                      "pp * vpp = " + std::to_string(p.chunks()) +
+                          " pipeline chunks, but the LLM of model '" + model.name + "' has only " +
+                          std::to_string(layers.size() - e) + " layers");
+  if (p.sp > 1)
+    return FieldError(s, field,
+                      "'" + s.encoder.name + "' is not modelled with sequence parallelism (parallel.sp " +
+                          std::to_string(p.sp) + ")");
+  if (p.zero_stage == 3)
+    return FieldError(s, field,
+                      "'" + s.encoder.name + "' is not modelled with ZeRO-3 (parallel.zero_stage 3)");
+  if (s.data.name == "post-balance" || s.data.name == "orchestrator") {
+    const auto it = s.data.params.find("dispatch");
+    if (it == s.data.params.end() || it->second != "none")
+      return FieldError(s, field,
+                        "'" + s.encoder.name +
+                            "' is not modelled with a data dispatch all-to-all (policies.data " +
+                            s.data.name + " with dispatch: none is)");
+  }
+  return Status();
+}
+
 // The rules across keys: the schedule for vpp, and what the model, the cluster and the cost file say about the
 // layout; `gpus_per_node` (optional) receives the cluster's.
 Status CheckModelAndCluster(const Scenario& s, int* gpus_per_node) {
@@ -240,11 +275,13 @@ Status CheckModelAndCluster(const Scenario& s, int* gpus_per_node) {
         s, "parallel.vpp",
         "vpp > 1 needs the interleaved-1f1b schedule (policies.schedule is '" + s.schedule.name + "')");
   MMTWIN_ASSIGN_OR_RETURN(const ModelSpec model, LoadScenarioModel(s));
-  const int layers = static_cast<int>(Layers(model).size());
+  const std::vector<Layer> model_layers = Layers(model);
+  const int layers = static_cast<int>(model_layers.size());
   if (p.chunks() > layers)
     return FieldError(s, p.vpp > 1 ? "parallel.vpp" : "parallel.pp",
                       "pp * vpp = " + std::to_string(p.chunks()) + " pipeline chunks, but model '" +
                           model.name + "' has only " + std::to_string(layers) + " layers");
+  MMTWIN_RETURN_IF_ERROR(CheckEncoderPlacement(s, model, model_layers));
   auto cluster = LoadScenarioCluster(s);
   if (!cluster) return cluster.error();
   const int gpn = cluster->gpus_per_node;

@@ -322,11 +322,9 @@ Status ParseParallel(const Parser& r, const YAML::Node& n, ParallelConfig& p) {
 
 Status ParsePolicies(const Parser& r, const YAML::Node& n, Scenario& s) {
   MMTWIN_RETURN_IF_ERROR(r.Keys(n, "policies", kPolicyKinds));
-  const std::pair<const char*, PolicyRef*> kinds[] = {{"data", &s.data},
-                                                      {"partition", &s.partition},
-                                                      {"recompute", &s.recompute},
-                                                      {"schedule", &s.schedule},
-                                                      {"sp", &s.sp}};
+  const std::pair<const char*, PolicyRef*> kinds[] = {
+      {"data", &s.data}, {"partition", &s.partition}, {"recompute", &s.recompute}, {"schedule", &s.schedule},
+      {"sp", &s.sp},     {"encoder", &s.encoder}};
   for (const auto& [key, out] : kinds)
     if (const YAML::Node v = n[key]) {
       MMTWIN_ASSIGN_OR_RETURN(*out, r.Policy(v, std::string("policies.") + key));
@@ -579,6 +577,10 @@ std::string FormatScenario(const Scenario& s) {
     e << YAML::Key << "sp" << YAML::Value;
     EmitPolicy(e, s.sp);
   }
+  if (s.encoder.name != "pipeline" || !s.encoder.params.empty()) {
+    e << YAML::Key << "encoder" << YAML::Value;
+    EmitPolicy(e, s.encoder);
+  }
   e << YAML::EndMap;
   e << YAML::Key << "iterations" << YAML::Value;
   if (s.epoch)
@@ -644,9 +646,9 @@ bool operator==(const Scenario& a, const Scenario& b) {
          a.kernels == b.kernels && a.image_attention == b.image_attention && a.frozen == b.frozen &&
          a.cluster == b.cluster && a.nodes == b.nodes && a.device == b.device &&
          a.device_text == b.device_text && same_parallel && a.data == b.data && a.partition == b.partition &&
-         a.recompute == b.recompute && a.schedule == b.schedule && a.sp == b.sp && a.epoch == b.epoch &&
-         (a.epoch || a.iterations == b.iterations) && a.seed == b.seed && a.engine == b.engine &&
-         a.cost == b.cost && a.backend == b.backend;
+         a.recompute == b.recompute && a.schedule == b.schedule && a.sp == b.sp && a.encoder == b.encoder &&
+         a.epoch == b.epoch && (a.epoch || a.iterations == b.iterations) && a.seed == b.seed &&
+         a.engine == b.engine && a.cost == b.cost && a.backend == b.backend;
 }
 
 }  // namespace mmtwin

@@ -107,6 +107,8 @@ struct Scenario {
   // Sequence parallelism (core/plan/seqpar.h: none, ring, zigzag-ring, ulysses, 2d, megatron-cp,
   // megatron-cp+tp); its degree is parallel.sp (sp_ulysses x sp_ring for 2d).
   PolicyRef sp{"none", {}};
+  // Where the encoders run (core/plan/encoder.h: pipeline, bubbles).
+  PolicyRef encoder{"pipeline", {}};
   int64_t iterations = 8;  // sampled iterations to replay
   bool epoch = false;      // replay every iteration of the epoch instead
   uint64_t seed = 1;       // policies' seed

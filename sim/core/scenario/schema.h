@@ -36,7 +36,8 @@ inline const std::vector<std::string> kParallelKeys = {"dp",
                                                        "zero3_shard_group",
                                                        "overlap_grad_reduce",
                                                        "grad_reduce_dtype"};
-inline const std::vector<std::string> kPolicyKinds = {"data", "partition", "recompute", "schedule", "sp"};
+inline const std::vector<std::string> kPolicyKinds = {"data",     "partition", "recompute",
+                                                      "schedule", "sp",        "encoder"};
 inline const std::vector<std::string> kPolicyKeys = {"name", "params"};
 inline const std::vector<std::string> kBackendKeys = {
     "width_divisor", "layers", "warmup_iterations", "timeout_s", "threads", "device", "autocast"};
