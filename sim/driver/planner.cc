@@ -383,6 +383,13 @@ Status PlanModel(PlannedRun& run, const Pricer& pricer, const std::atomic<bool>*
   MMTWIN_RETURN_IF_ERROR(Cancelled(cancel));
   MMTWIN_ASSIGN_OR_RETURN(run.plan.recompute,
                           PlanRecompute(run, prof.worst, run.plan.partition, &run.recompute_report, &prof));
+  // The encoders outside the pipeline are recomputed whole under every policy but none (core/plan/encoder.h).
+  if (e > 0 && run.scenario.recompute.name != "none")
+    for (int l = 0; l < e && l < static_cast<int>(run.plan.recompute.layers.size()); ++l) {
+      const Layer& x = pricer.layers()[l];
+      if (x.kind == LayerKind::kTransformer && x.backward != LayerBackward::kNone)
+        run.plan.recompute.layers[l] = 1;
+    }
   return Status();
 }
 

@@ -131,6 +131,27 @@
 // links of sender chains, the senders' up links of receiver chains) share it. Presence: ops of micro-batch m exist iff m had
 // transfers when the graph was built (re-pricing keeps them, possibly with zero duration).
 //
+// Encoders outside the pipeline (Schedule::encoder, policies.encoder bubbles; core/plan/encoder.h): the chunks
+// hold the LLM alone, and micro-batch m's encoder passes (IterationCosts::encoder) run whole on the rank the
+// schedule names, each just before the rank's schedule op `before` [compute lane, in the schedule's order]:
+//   encoder_forward  fwd_us + tp_fwd_us; then, when that rank is not the first chunk's, a p2p_send_activation of
+//                    its output (chunk -1, send_bytes, priced as the pipeline's sends) to the first chunk's
+//                    device [p2p_fwd lane]; the first chunk's forward of (d, m) waits for it.
+//   encoder_backward (recompute_us in a recompute op before it, chunk -1, when some encoder pass recomputes)
+//                    bwd_us + tp_bwd_us, after its forward and the gradient of its output: the first chunk's
+//                    backward (or B) of (d, m), then a p2p_send_gradient (chunk -1) from that device [its p2p_bwd
+//                    lane, right after that backward] when the encoder runs elsewhere.
+//   encoder_grad_sync every device holds an encoder replica (DP over all dp x pp devices): after every device's
+//                    last encoder backward (a barrier; a device that ran none: its last compute op), one op per
+//                    device [dp lane, after its other gradient collectives] of ChunkStatic::grad_bytes_per_gpu of
+//                    the encoders' static (statics[chunks], the last), in dp_bucket_bytes buckets, each the
+//                    ZeRO stage's collective (all-reduce; reduce-scatter + all-gather for ZeRO-1/2) over the
+//                    dp x pp devices as the comm model prices it (in a node iff they all share one). None when the
+//                    encoders have no gradients or no backward. The SimGrid engine replays it as a delay of its
+//                    priced time (it shares no link there).
+// Re-pricing such a graph rebuilds it; RepriceDurations and ReplicaAloneTimeUs decline it. Not with SP, ZeRO-3
+// or a data dispatch (errors).
+//
 // Ops are stored in a topological order (checked with Boost.Graph over dependencies + lane order): every
 // dependency and lane predecessor of op i has an index < i, so an evaluator sweeps i = 0 .. n-1.
 //

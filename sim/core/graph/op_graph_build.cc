@@ -549,8 +549,8 @@ void GraphBuilder::EmitEncoderGradientSend(int d, int dev, int m, int32_t after)
   AddEdge(enc_grad_send_[k], after);
 }
 
-// Micro-batch m's encoder backward [compute lane; its recompute and TP collectives included]; it waits for its
-// forward and for the gradient of its output (LinkEncoders).
+// Micro-batch m's encoder backward [compute lane; its TP collectives included], after its recompute op when the
+// encoders recompute; it waits for its forward and for the gradient of its output (LinkEncoders).
 void GraphBuilder::EmitEncoderBackward(int d, int dev, int m) {
   const size_t k = static_cast<size_t>(d) * M_ + m;
   const ChunkCost& e = costs_.encoder[k];

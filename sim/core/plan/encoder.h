@@ -41,14 +41,18 @@
 // trailing ones; fine (default) also uses the gaps between ops of at least `min_bubble_us` (Optimus's
 // OptimizeSchedule moves micro-batches into those bubbles; it packs kernels, mmtwin whole passes: a bubble
 // shorter than a pass stays empty), and keeps the coarse plan instead when that plans a shorter iteration (as
-// Optimus returns the best schedule it has found: its greedy choices are not always better). The passes' times are the replica-0 costs of that iteration; the op graph
-// then times every iteration with its own (a pass that does not fit delays what waits for it).
+// Optimus returns the best schedule it has found: its greedy choices are not always better). The passes' times
+// are those of the planner's timed iteration (each pass its longest over the replicas); the op graph then times
+// every iteration with its own (a pass that does not fit delays what waits for it).
 // mmtwin's choices where Optimus is open: PP_enc = 1 (no encoder pipeline across ranks; the paper searches
 // PP_enc among the factors of PP), whole passes instead of kernels, no slowdown of LLM kernels that overlap an
 // encoder pass (the paper assumes none), the encoder's gradient synchronization after the device's other
 // gradient collectives (core/graph/op_graph.h), the encoders' activations held from a pass's forward to its
-// backward on its rank (the paper's memory estimate ignores them, §4.5). Not with sequence parallelism, ZeRO-3
-// or a data dispatch (the scenario checker refuses them).
+// backward on its rank (the paper's memory estimate ignores them, §4.5) and, since a rank then holds several
+// micro-batches' at once, the encoders' layers recomputed whole (their inputs kept) under every recompute policy
+// but none (the recompute policies plan the pipeline's chunks). The partition and recompute policies see the
+// LLM's pipeline alone (its candidates timed without the encoders). Not with sequence parallelism, ZeRO-3 or a
+// data dispatch (the scenario checker refuses them).
 //
 //   MMTWIN_ASSIGN_OR_RETURN(auto passes, PlaceEncoderPasses(schedule, timeline, {}));
 //   schedule.encoder = std::move(passes);

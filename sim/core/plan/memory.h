@@ -66,6 +66,12 @@
 //   peak over the walk (max over DP replicas) is peak_activation_bytes. (The op graph still times the chunk's
 //   recompute as one op before its backward.) A forward adds, on top of what it leaves held, its
 //   ChunkCost::forward_transient_bytes (Megatron CP's per-step KV buffers; 0 otherwise).
+// - Encoders outside the pipeline (Schedule::encoder, policies.encoder bubbles): every rank also holds the model
+//   states of layers [0, Partition::EncoderLayers()) (their replicas span dp x pp: ModelStatesOf with dp x pp
+//   replicas, one stage), and its walk interleaves the encoder passes it runs at their positions (`before`):
+//   a forward holds IterationCosts::encoder's act_bytes until its backward, which adds its transient first.
+//   Their sends count in the boundary buffers (the first rank receives, the encoder's rank sends) and in the
+//   per-micro-batch footprint of the rank that runs them.
 // - Boundary buffers: one send buffer and one receive buffer: the largest send_bytes of the rank's own chunks
 //   (activations out, and the same-sized gradients in) plus the largest send_bytes of the chunks feeding them
 //   (chunk c - 1: activations in, gradients out), over DP replicas and micro-batches. For a uniform middle
