@@ -103,6 +103,22 @@ TEST(EncoderGraphTest, HandPlacedPassesGiveTheHandTimeline) {
       EXPECT_EQ(op.peer, op.kind == OpKind::kP2pSendActivation ? 0 : 1);
     }
   EXPECT_EQ(sends, 4);
+  // A recomputing encoder: its recompute (2) as a recompute op just before each encoder backward, which follows
+  // it: R0 [53,55), EB0 [55,59); R1 after B1 on rank 0 (63): [63,65), EB1 [65,69). T = 69.
+  IterationCosts rc = Uniform(pc, 10, 10, 3, 4);
+  for (ChunkCost& e : rc.encoder) e.recompute_us = 2;
+  auto gr = BuildIterationGraph(pc, s, rc, {}, Comm());
+  ASSERT_TRUE(gr.ok()) << gr.error().message();
+  const IterationTiming tr = EvaluateAnalytic(*gr);
+  EXPECT_DOUBLE_EQ(tr.iteration_time_us, 69);
+  int recomputes = 0;
+  for (int i = 0; i < gr->num_ops(); ++i)
+    if (gr->ops[i].kind == OpKind::kRecompute && gr->ops[i].chunk < 0) {
+      ++recomputes;
+      EXPECT_DOUBLE_EQ(tr.start_us[i], gr->ops[i].micro_batch == 0 ? 53 : 63);
+    }
+  EXPECT_EQ(recomputes, 2);
+  EXPECT_DOUBLE_EQ(tr.devices[1].recompute_us, 4);  // counted as recompute on the encoder's device
   // On rank 0 the encoder needs no send: F0 follows EF0 directly.
   Schedule s0 = Sched(pc);
   s0.encoder = {{{PassKind::kForward, 0, 0},

@@ -273,7 +273,9 @@ class GraphBuilder {
   // gradient's send to it from the first chunk's rank.
   std::vector<int> encoder_rank_;
   bool encoder_backward_ = false;  // the encoder passes include backwards
-  std::vector<int32_t> enc_fwd_, enc_out_, enc_bwd_, enc_grad_send_;
+  std::vector<int32_t> enc_fwd_, enc_out_, enc_bwd_, enc_bwd_first_, enc_grad_send_;
+  bool encoder_recompute_ =
+      false;  // some encoder pass recomputes: a recompute op before every encoder backward
   std::vector<int32_t> dispatch_op_;      // dispatch op of (d, m)
   std::vector<int32_t> bwd_dispatch_op_;  // its backward all-to-all
   // Pieces of the chunk's last backward on replica d: piece_op_[PieceSlot(d, c, q)].
@@ -363,8 +365,9 @@ void GraphBuilder::Prepare() {
         encoder_rank_[e.micro_batch] = r;
         encoder_backward_ = encoder_backward_ || e.kind != PassKind::kForward;
       }
-    for (auto* v : {&enc_fwd_, &enc_out_, &enc_bwd_, &enc_grad_send_})
+    for (auto* v : {&enc_fwd_, &enc_out_, &enc_bwd_, &enc_bwd_first_, &enc_grad_send_})
       v->assign(static_cast<size_t>(D_) * M_, -1);
+    for (const ChunkCost& e : costs_.encoder) encoder_recompute_ = encoder_recompute_ || e.recompute_us > 0;
   }
   dispatch_op_.assign(static_cast<size_t>(D_) * M_, -1);
   bwd_dispatch_op_.assign(static_cast<size_t>(D_) * M_, -1);
@@ -555,15 +558,22 @@ void GraphBuilder::EmitEncoderBackward(int d, int dev, int m) {
   const size_t k = static_cast<size_t>(d) * M_ + m;
   const ChunkCost& e = costs_.encoder[k];
   Op op;
-  op.kind = OpKind::kEncoderBackward;
   op.lane = Lane::kCompute;
   op.pass = PassKind::kBackward;
   op.device = dev;
   op.micro_batch = m;
   op.chunk = -1;
-  op.duration_us = e.recompute_us + e.bwd_us + e.tp_bwd_us;
+  int32_t first = -1;
+  if (encoder_recompute_) {  // the encoders' recompute, just before their backward (zero where none)
+    op.kind = OpKind::kRecompute;
+    op.duration_us = e.recompute_us;
+    first = NewOp(op, -1);
+  }
+  op.kind = OpKind::kEncoderBackward;
+  op.duration_us = e.bwd_us + e.tp_bwd_us;
   enc_bwd_[k] = NewOp(op, -1);
-  AddEdge(enc_bwd_[k], enc_fwd_[k]);
+  enc_bwd_first_[k] = first >= 0 ? first : enc_bwd_[k];
+  AddEdge(enc_bwd_first_[k], enc_fwd_[k]);
 }
 
 // The stage-0 device's dispatch op of every micro-batch with transfers [dispatch lane, micro-batch order].
@@ -900,7 +910,7 @@ void GraphBuilder::LinkEncoders() {
     for (int m = 0; m < M_; ++m) {
       const size_t k = static_cast<size_t>(d) * M_ + m;
       AddEdge(fwd_first_[Key(d, m, 0)], enc_out_[k]);
-      if (enc_bwd_[k] >= 0) AddEdge(enc_bwd_[k], enc_grad_send_[k]);
+      if (enc_bwd_[k] >= 0) AddEdge(enc_bwd_first_[k], enc_grad_send_[k]);
     }
   const int devices = mesh_.num_devices();
   const int64_t bytes = devices > 1 && encoder_backward_ && static_cast<int>(statics_.size()) > C_
