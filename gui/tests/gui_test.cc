@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/balance/data_policy.h"
+#include "core/plan/encoder.h"
 #include "core/plan/mesh.h"
 #include "core/plan/seqpar.h"
 #include "core/records/headline_metrics.h"
@@ -460,6 +461,22 @@ class GuiTest : public QObject {
       QVERIFY2(c.valid(), qPrintable(c.error()));
       QCOMPARE(c.scenario().data.name, std::string("wlb-llm"));
       QCOMPARE(c.scenario().data.params.at("queues"), std::string("3"));
+    }
+    // The encoder placements likewise (Optimus's bubbles with its `fill`).
+    {
+      ScenarioEditor c;
+      c.SetText(a.text(), kDefault);
+      const auto& h = c.form();
+      QComboBox* encoder = h.policy.at("encoder");
+      QCOMPARE(encoder->count(), static_cast<int>(EncoderPlacements().entries().size()));
+      encoder->setCurrentText("bubbles");
+      QVERIFY(h.params.at("encoder").count("fill") && h.params.at("encoder").count("min_bubble_us"));
+      QLineEdit* fill = h.params.at("encoder").at("fill");
+      fill->setText("coarse");
+      emit fill->editingFinished();
+      QVERIFY2(c.valid(), qPrintable(c.error()));
+      QCOMPARE(c.scenario().encoder.name, std::string("bubbles"));
+      QCOMPARE(c.scenario().encoder.params.at("fill"), std::string("coarse"));
     }
 
     ScenarioEditor b;
