@@ -12,6 +12,7 @@
 #include <functional>
 #include <limits>
 
+#include "balance/synthetic_sizes.h"
 #include "core/balance/data_policy.h"
 #include "core/model/model.h"
 #include "core/util/rng.h"
@@ -148,31 +149,8 @@ TEST(WlbPackerTest, WithinTheLptBoundOfTheBestAssignment) {
   }
 }
 
-struct Fixture {
-  Trace trace;
-  SampleSizes sizes;
-  ModelSpec model;
-  explicit Fixture(size_t n) {
-    Rng rng(5);
-    auto m = LoadModel("llava-1.5-7b");
-    EXPECT_TRUE(m.ok());
-    model = *m;
-    for (size_t i = 0; i < n; ++i) {
-      Sample smp;
-      smp.subset = trace.SubsetIndex("a");
-      trace.Add(smp, std::to_string(i));
-      const int64_t images = rng.Below(4) == 0 ? 0 : 1;
-      sizes.vision_units.push_back(images);
-      sizes.vit_tokens.push_back(images * 577);
-      sizes.audio_tokens.push_back(0);
-      sizes.text_tokens.push_back(20 + static_cast<int64_t>(rng.LogNormal(200, 1.0)));
-      sizes.llm_tokens.push_back(std::min<int64_t>(4096, sizes.text_tokens.back() + 576 * images));
-    }
-  }
-};
-
 TEST(WlbPolicyTest, EverySampleOncePackedAndBetterBalancedThanRandom) {
-  Fixture f(4000);
+  fixtures::SyntheticSizes f(4000, 4096);
   DataPolicyContext ctx{&f.trace, &f.model, &f.sizes, /*dp=*/4, 8, /*seed=*/3, /*pp=*/4, /*micro_batches=*/6};
   auto plan = RunDataPolicy("wlb-llm", {{"batch_size", "4"}}, ctx);
   ASSERT_TRUE(plan.ok()) << plan.error().message();

@@ -218,6 +218,7 @@ class GraphBuilder {
   void EmitEncoderForward(int d, int dev, int m);
   void EmitEncoderBackward(int d, int dev, int m);
   void EmitEncoderGradientSend(int d, int dev, int m, int32_t after);
+  int32_t EncoderSend(bool forward, int dev, int to, int m, int64_t bytes, int32_t after);
   int32_t AddSp(Op& op, int32_t k, int dev, double us, int64_t bytes, int32_t steps, int64_t ring);
   int32_t WeightAllGather(int32_t dev, int c, PassKind pass);
   int32_t UnitAllGather(int32_t dev, int c, int m, int u, PassKind pass);
@@ -496,35 +497,42 @@ void GraphBuilder::EmitEncoderPasses(int d, int r, int dev, int pos, size_t* nex
   }
 }
 
+// An op of micro-batch m's encoder passes (chunk -1) on `dev`.
+Op EncoderOp(OpKind kind, Lane lane, PassKind pass, int dev, int m) {
+  Op op;
+  op.kind = kind;
+  op.lane = lane;
+  op.pass = pass;
+  op.device = dev;
+  op.micro_batch = m;
+  op.chunk = -1;
+  return op;
+}
+
+// The send of micro-batch m's encoder output (forward) or its gradient from `dev` to `to` [p2p lane], after
+// `after`; returns it.
+int32_t GraphBuilder::EncoderSend(bool forward, int dev, int to, int m, int64_t bytes, int32_t after) {
+  Op s = EncoderOp(forward ? OpKind::kP2pSendActivation : OpKind::kP2pSendGradient,
+                   forward ? Lane::kP2pForward : Lane::kP2pBackward,
+                   forward ? PassKind::kForward : PassKind::kBackward, dev, m);
+  s.duration_us = P2pUs(bytes, cost_model_, P2pInNode(mesh_, comm_, dev, to));
+  s.bytes = bytes;
+  s.peer = to;
+  const int32_t id = NewOp(s, -1);
+  AddEdge(id, after);
+  return id;
+}
+
 // Micro-batch m's encoder forward [compute lane; its TP collectives included], then its output's send to the
 // first chunk's rank [p2p_fwd lane] when that is another rank.
 void GraphBuilder::EmitEncoderForward(int d, int dev, int m) {
   const size_t k = static_cast<size_t>(d) * M_ + m;
   const ChunkCost& e = costs_.encoder[k];
-  Op op;
-  op.kind = OpKind::kEncoderForward;
-  op.lane = Lane::kCompute;
-  op.pass = PassKind::kForward;
-  op.device = dev;
-  op.micro_batch = m;
-  op.chunk = -1;
+  Op op = EncoderOp(OpKind::kEncoderForward, Lane::kCompute, PassKind::kForward, dev, m);
   op.duration_us = e.fwd_us + e.tp_fwd_us;
   enc_fwd_[k] = enc_out_[k] = NewOp(op, -1);
   const int to = mesh_.DeviceOfChunk(d, 0);
-  if (to != dev) {
-    Op s{OpKind::kP2pSendActivation,
-         Lane::kP2pForward,
-         PassKind::kForward,
-         dev,
-         m,
-         -1,
-         0,
-         P2pUs(e.send_bytes, cost_model_, P2pInNode(mesh_, comm_, dev, to)),
-         e.send_bytes};
-    s.peer = to;
-    enc_out_[k] = NewOp(s, -1);
-    AddEdge(enc_out_[k], enc_fwd_[k]);
-  }
+  if (to != dev) enc_out_[k] = EncoderSend(/*forward=*/true, dev, to, m, e.send_bytes, enc_fwd_[k]);
 }
 
 // The gradient of micro-batch m's encoder output, from the first chunk's rank (after `after`, its backward there)
@@ -537,19 +545,7 @@ void GraphBuilder::EmitEncoderGradientSend(int d, int dev, int m, int32_t after)
     enc_grad_send_[k] = after;
     return;
   }
-  const int64_t bytes = costs_.encoder[k].send_bytes;
-  Op s{OpKind::kP2pSendGradient,
-       Lane::kP2pBackward,
-       PassKind::kBackward,
-       dev,
-       m,
-       -1,
-       0,
-       P2pUs(bytes, cost_model_, P2pInNode(mesh_, comm_, dev, to)),
-       bytes};
-  s.peer = to;
-  enc_grad_send_[k] = NewOp(s, -1);
-  AddEdge(enc_grad_send_[k], after);
+  enc_grad_send_[k] = EncoderSend(/*forward=*/false, dev, to, m, costs_.encoder[k].send_bytes, after);
 }
 
 // Micro-batch m's encoder backward [compute lane; its TP collectives included], after its recompute op when the
@@ -557,12 +553,7 @@ void GraphBuilder::EmitEncoderGradientSend(int d, int dev, int m, int32_t after)
 void GraphBuilder::EmitEncoderBackward(int d, int dev, int m) {
   const size_t k = static_cast<size_t>(d) * M_ + m;
   const ChunkCost& e = costs_.encoder[k];
-  Op op;
-  op.lane = Lane::kCompute;
-  op.pass = PassKind::kBackward;
-  op.device = dev;
-  op.micro_batch = m;
-  op.chunk = -1;
+  Op op = EncoderOp(OpKind::kEncoderBackward, Lane::kCompute, PassKind::kBackward, dev, m);
   int32_t first = -1;
   if (encoder_recompute_) {  // the encoders' recompute, just before their backward (zero where none)
     op.kind = OpKind::kRecompute;
