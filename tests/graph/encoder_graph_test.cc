@@ -4,8 +4,8 @@
 // synchronization against the ring's closed form, the schedule's and the graph's checks, and the bubble
 // scheduler on uniform costs: the closed forms (with bubbles, only the first micro-batch's encoder forward and
 // the last one's backward are exposed: T = T_llm + e_f + e_b; without a pipeline, all of it:
-// T = M (F + B + e_f + e_b)), never worse than brute force over every placement by more than one pass's time,
-// and its coarse variant never better than the fine one.
+// T = M (F + B + e_f + e_b)), the best of a brute force over every placement of a small pipeline, a plan the op
+// graph never ends after (also for replicas with different data), and its coarse variant never planning shorter.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -285,7 +285,7 @@ TEST(EncoderPlacementTest, WithoutAPipelineEveryPassIsExposed) {
 // Brute force over every placement of a small pipeline (pp 2, M 2: each micro-batch's rank, the positions of its
 // forward and backward among the rank's four ops and their order): the scheduler finds the best, from encoder
 // passes that the bubbles hold to ones longer than the LLM's passes.
-TEST(EncoderPlacementTest, WithinOnePassOfTheBestPlacement) {
+TEST(EncoderPlacementTest, FindsTheBestPlacementOfASmallPipeline) {
   const ParallelConfig pc = Pc(1, 2, 1, 2);
   const Schedule base = Sched(pc);
   for (const auto& [ef, eb] : {std::pair{2.0, 3.0}, std::pair{6.0, 9.0}, std::pair{15.0, 25.0}}) {
