@@ -124,6 +124,7 @@ void WriteHeader(const Scenario& s, std::ostream& out) {
   out << "policies        data " << PolicyText(s.data) << ", partition " << PolicyText(s.partition)
       << ", recompute " << PolicyText(s.recompute) << ", schedule " << PolicyText(s.schedule);
   if (s.sp.name != "none") out << ", sp " << PolicyText(s.sp);
+  if (s.encoder.name != "pipeline") out << ", encoder " << PolicyText(s.encoder);
   out << "\n";
   out << "trace           ";
   if (!s.trace.file.empty())

@@ -119,6 +119,26 @@ TEST_F(CliSimulateTest, WritesEveryOutputAndTheyParse) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
 }
 
+// policies.encoder bubbles (Optimus): the policies line names the placement, the run's ops hold the encoder passes,
+// and the resolved scenario keeps the key.
+TEST_F(CliSimulateTest, TheEncoderPlacementIsSaidAndKept) {
+  std::string text = kSmall;
+  const std::string schedule = "  schedule: 1f1b\n";
+  ASSERT_NE(text.find(schedule), std::string::npos);
+  text.replace(text.find(schedule), schedule.size(),
+               schedule + "  encoder: {name: bubbles, params: {fill: coarse}}\n");
+  Write("bubbles.yaml", text);
+  const fs::path run = dir_ / "run-bubbles";
+  CliRun r = Mmtwin("simulate " + P("bubbles.yaml") + " -o " + run.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(", encoder bubbles(fill=coarse"), std::string::npos) << r.out;
+  EXPECT_NE(Slurp(run / "ops.csv").find(",encoder_forward,"), std::string::npos);
+  auto back = mmtwin::LoadScenario((run / "scenario.yaml").string());
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back->encoder.name, "bubbles");
+  EXPECT_EQ(back->encoder.params.at("fill"), "coarse");
+}
+
 // Issue 33, item 7: trace.json draws 4 DP replicas by default; --trace-replicas N draws N (0 = all); ops.csv
 // keeps every device either way. Devices are op-graph devices (one per TP group): pp = 4 per replica here.
 TEST_F(CliSimulateTest, TraceReplicasSetsHowManyReplicasTraceJsonDraws) {
