@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Acceptance (label slow, ~25 s): without contention the SimGrid engine and the analytic evaluator agree
 // within 0.5% on the mean iteration time of every shipped scenario (scenarios/*.yaml,
-// scenarios/omnibal/*.yaml, scenarios/longvila/*.yaml: sequence parallelism). Each scenario replays a couple of
+// scenarios/omnibal/*.yaml, scenarios/longvila/*.yaml: sequence parallelism, scenarios/schedules/*.yaml: zero-bubble
+// schedules and the encoders in the bubbles). Each scenario replays a couple of
 // sampled iterations (Scenario::iterations) to
 // keep the test quick.
 #include <algorithm>
@@ -22,7 +23,7 @@ namespace {
 
 std::vector<std::string> ScenarioFiles() {
   std::vector<std::string> out;
-  for (const char* dir : {"scenarios", "scenarios/omnibal", "scenarios/longvila"}) {
+  for (const char* dir : {"scenarios", "scenarios/omnibal", "scenarios/longvila", "scenarios/schedules"}) {
     const std::filesystem::path p = std::filesystem::path(MMTWIN_SOURCE_DIR) / dir;
     for (const auto& e : std::filesystem::directory_iterator(p))
       if (e.is_regular_file() && e.path().extension() == ".yaml") out.push_back(e.path().string());
