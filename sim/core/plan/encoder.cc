@@ -34,7 +34,7 @@ class Scheduler {
   Scheduler(const EncoderTimeline& t, const EncoderPlacementOptions& o, int pp, int micro_batches)
       : t_(t), o_(o), P_(pp), M_(micro_batches) {}
 
-  // Steps 1 and 3 on the timeline shifted by `shift`.
+  // Step 1 on the timeline shifted by `shift`.
   Placement Place(double shift) const {
     Placement pl;
     pl.rank.assign(M_, -1);
@@ -197,7 +197,7 @@ Result<std::vector<std::vector<EncoderPass>>> PlaceEncoderPasses(const Schedule&
                                                                  EncoderPlacementReport* report) {
   MMTWIN_RETURN_IF_ERROR(CheckTimeline(s, t));
   const int P = s.pp, M = s.micro_batches;
-  // Steps 1-3 for one fill; fine also tries the coarse one and keeps the shorter planned iteration (ties: fine).
+  // Steps 1-2 for one fill; fine also tries the coarse one and keeps the shorter planned iteration (ties: fine).
   struct Solution {
     Placement pl;
     double shift = 0, planned_us = 0;
@@ -237,7 +237,7 @@ Result<std::vector<std::vector<EncoderPass>>> PlaceEncoderPasses(const Schedule&
   }
   const Placement& pl = best.pl;
   const double shift = best.shift;
-  // Step 4: each rank's passes, by position and then planned start, before the schedule op their gap precedes.
+  // Step 3: each rank's passes, by position and then planned start, before the schedule op their gap precedes.
   struct Planned {
     double start;
     EncoderPass pass;

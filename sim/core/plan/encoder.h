@@ -23,20 +23,22 @@
 // its first op: the pipeline's warm-up, a ZeRO gather) and the trailing one (after its last: the cool-down,
 // the gradient synchronization) open-ended outward. The LLM timeline may start later by a shift S (the encoder
 // work the bubbles cannot hide before the first forward): every op moves by S, the leading gaps grow by S.
-//   1. Forwards, micro-batch by micro-batch in order (earliest deadline first): the deadline on rank r is the
-//      first chunk's forward start F_m + S, less the output's send time when r is not the first chunk's rank;
-//      each rank offers its earliest gap where the pass fits whole before the deadline; the rank whose pass
-//      would end first takes it (ties: the lower rank), and the gap shrinks by it.
-//   2. If some forward fits nowhere in time, S grows by the least lateness of its ranks' earliest fits and
-//      step 1 starts again (at most 4 M + 16 rounds; then S = the forwards' total, which rank 0's leading gap
-//      holds in order).
-//   3. Backwards, in the order their gradients arrive (the first chunk's backward end B_m + S, plus the
-//      gradient's send time when the encoder is on another rank): on the forward's rank, its earliest gap that
-//      starts at or after the arrival (or is entered then) and holds the pass; the trailing gap always does.
-//   4. Each rank's passes go before the schedule op their gap precedes (Schedule::encoder's `before`), in
+//   1. Micro-batch by micro-batch in order (earliest deadline first), both passes at once: the forward's
+//      deadline on rank r is the first chunk's forward start F_m + S, less the output's send time when r is not
+//      the first chunk's rank; each rank offers its earliest gap where the forward fits whole before the
+//      deadline, and then (the encoders training) its earliest gap that holds the backward from the gradient's
+//      arrival on (the first chunk's backward end B_m + S, plus the gradient's send time from another rank; the
+//      trailing gap always holds it). The rank whose backward would end first takes the micro-batch (a late
+//      backward is what the iteration's tail exposes), then the one whose forward ends first, then the lower
+//      rank; both gaps shrink by the passes.
+//   2. If some forward fits nowhere in time, S grows by the least that would let one of its ranks' gaps hold
+//      it (lateness, or a leading gap's shortfall) and step 1 starts again (at most 4 M + 16 rounds; then S =
+//      the forwards' total, which rank 0's leading gap holds in order).
+//   3. Each rank's passes go before the schedule op their gap precedes (Schedule::encoder's `before`), in
 //      planned-start order within a gap.
 // The planned iteration is max(the LLM's iteration + S, the passes' ends); the op graph's timing of the placed
-// passes is never later (its ops start as soon as their order and data allow, and the plan is one such timing).
+// passes is never later but for the encoders' gradient synchronization, which the plan leaves out (its ops start
+// as soon as their order and data allow, and the plan is one such timing; tested on two replicas' random costs).
 // `fill` coarse is Optimus's InitSchedule (Alg. 2): forwards only in the leading gaps, backwards only in the
 // trailing ones; fine (default) also uses the gaps between ops of at least `min_bubble_us` (Optimus's
 // OptimizeSchedule moves micro-batches into those bubbles; it packs kernels, mmtwin whole passes: a bubble
