@@ -105,11 +105,15 @@ TEST(EncoderPlacementPlanTest, EveryRankHoldsTheEncodersStates) {
   replicas.dp *= replicas.pp;
   replicas.pp = 1;
   const int64_t encoder_states = ModelStatesOf(replicas, encoder_params).Total();
-  const std::vector<int64_t> llm_states =
+  const std::vector<int64_t> rank_params = RankParams(run->plan.parallel, run->plan.partition, params);
+  ASSERT_EQ(run->memory.size(), rank_params.size());
+  const std::vector<int64_t> planned =
       RankModelStateBytes(run->plan.parallel, run->plan.partition, params, FrozenLayerParams(layers));
-  ASSERT_EQ(run->memory.size(), llm_states.size());
-  for (size_t r = 0; r < llm_states.size(); ++r)
-    EXPECT_EQ(run->memory[r].model_state_bytes, llm_states[r] + encoder_states) << "rank " << r;
+  for (size_t r = 0; r < rank_params.size(); ++r) {
+    const int64_t llm = ModelStatesOf(run->plan.parallel, rank_params[r]).Total();
+    EXPECT_EQ(run->memory[r].model_state_bytes, llm + encoder_states) << "rank " << r;
+    EXPECT_EQ(planned[r], llm + encoder_states) << "rank " << r;  // what the recompute policies plan with
+  }
 }
 
 // Frozen vision encoder and projector (nothing trained before the LLM): no encoder backward, no gradient sync.

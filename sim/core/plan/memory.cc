@@ -118,8 +118,30 @@ std::vector<ModelStates> RankModelStates(const ParallelConfig& parallel, const P
   const std::vector<int64_t> frozen = layer_frozen_params.empty()
                                           ? std::vector<int64_t>(params.size(), 0)
                                           : RankParams(parallel, partition, layer_frozen_params);
+  // The encoders outside the pipeline (Partition::EncoderLayers(), policies.encoder bubbles): every rank holds a
+  // replica of them, sharded over the dp x pp replicas as the ZeRO stage says.
+  ModelStates encoder;
+  const int e = std::min<int>(partition.EncoderLayers(), static_cast<int>(layer_params.size()));
+  if (e > 0) {
+    int64_t p = 0, f = 0;
+    for (int l = 0; l < e; ++l) {
+      p += layer_params[l];
+      if (l < static_cast<int>(layer_frozen_params.size())) f += layer_frozen_params[l];
+    }
+    ParallelConfig replicas = parallel;
+    replicas.dp = parallel.dp * std::max(1, parallel.pp);
+    replicas.pp = replicas.vpp = 1;
+    encoder = ModelStatesOf(replicas, p, f);
+  }
   std::vector<ModelStates> out;
-  for (size_t r = 0; r < params.size(); ++r) out.push_back(ModelStatesOf(parallel, params[r], frozen[r]));
+  for (size_t r = 0; r < params.size(); ++r) {
+    ModelStates st = ModelStatesOf(parallel, params[r], frozen[r]);
+    st.weights = AddBytes(st.weights, encoder.weights);
+    st.grads = AddBytes(st.grads, encoder.grads);
+    st.main_grads = AddBytes(st.main_grads, encoder.main_grads);
+    st.optimizer = AddBytes(st.optimizer, encoder.optimizer);
+    out.push_back(st);
+  }
   if (parallel.zero_stage == 3 && parallel.zero3_impl != "simple") {
     const int pp = std::max(1, parallel.pp);
     const int64_t tp = std::max(1, parallel.tp);
@@ -311,34 +333,22 @@ std::vector<StageMemory> Walk(const ParallelConfig& parallel_in, const Partition
   const int chunks = costs.chunks;
   const std::vector<ModelStates> states =
       RankModelStates(parallel, partition, layer_params, layer_frozen_params);
-  // The encoders outside the pipeline (Schedule::encoder): every device holds a replica of them, their optimizer
-  // states sharded over the dp x pp replicas as the ZeRO stage says; their passes on the rank that runs them.
-  ModelStates encoder_states;
+  // The encoders outside the pipeline (Schedule::encoder): their model states are in RankModelStates; their
+  // passes on the rank that runs them.
   const int encoder_layers = std::min<int>(partition.EncoderLayers(), static_cast<int>(layer_params.size()));
   const bool encoder = encoder_layers > 0 && schedule.HasEncoderPasses() && !costs.encoder.empty();
-  if (encoder) {
-    int64_t params = 0, frozen = 0;
-    for (int l = 0; l < encoder_layers; ++l) {
-      params += layer_params[l];
-      if (l < static_cast<int>(layer_frozen_params.size())) frozen += layer_frozen_params[l];
-    }
-    ParallelConfig replicas = parallel;
-    replicas.dp = parallel.dp * pp;
-    replicas.pp = replicas.vpp = 1;
-    encoder_states = ModelStatesOf(replicas, params, frozen);
-  }
   std::vector<StageMemory> out(pp);
   for (int r = 0; r < pp; ++r) {
     StageMemory& m = out[r];
     m.stage = r;
     m.capacity_bytes = capacity_bytes;
     const ModelStates st = r < static_cast<int>(states.size()) ? states[r] : ModelStates{};
-    m.weight_bytes = AddBytes(st.weights, encoder_states.weights);
-    m.grad_bytes = AddBytes(st.grads, encoder_states.grads);
-    m.main_grad_bytes = AddBytes(st.main_grads, encoder_states.main_grads);
-    m.optimizer_bytes = AddBytes(st.optimizer, encoder_states.optimizer);
+    m.weight_bytes = st.weights;
+    m.grad_bytes = st.grads;
+    m.main_grad_bytes = st.main_grads;
+    m.optimizer_bytes = st.optimizer;
     m.zero3_transient_bytes = st.zero3_transient;
-    m.model_state_bytes = AddBytes(st.Total(), encoder_states.Total());
+    m.model_state_bytes = st.Total();
     m.workspace_bytes = runtime.workspace_bytes;
     m.cuda_context_bytes = runtime.cuda_context_bytes;
     m.nccl_bytes = runtime.nccl_bytes;

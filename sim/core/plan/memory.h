@@ -68,7 +68,7 @@
 //   ChunkCost::forward_transient_bytes (Megatron CP's per-step KV buffers; 0 otherwise).
 // - Encoders outside the pipeline (Schedule::encoder, policies.encoder bubbles): every rank also holds the model
 //   states of layers [0, Partition::EncoderLayers()) (their replicas span dp x pp: ModelStatesOf with dp x pp
-//   replicas, one stage), and its walk interleaves the encoder passes it runs at their positions (`before`):
+//   replicas, one stage; RankModelStates), and its walk interleaves the encoder passes it runs at their positions (`before`):
 //   a forward holds IterationCosts::encoder's act_bytes until its backward, which adds its transient first.
 //   Their sends count in the boundary buffers (the first rank receives, the encoder's rank sends) and in the
 //   per-micro-batch footprint of the rank that runs them.
@@ -187,7 +187,9 @@ int64_t Zero3TransientBytes(const std::string& impl, int64_t largest_layer_param
 std::vector<int64_t> RankParams(const ParallelConfig& parallel, const Partition& partition,
                                 const std::vector<int64_t>& layer_params);
 // ModelStateBytes of every pipeline rank, plus the ZeRO-3 transient of parallel.zero3_impl (its gathered
-// weights include frozen ones; its gradient buckets are counted as if every parameter trained, an upper bound).
+// weights include frozen ones; its gradient buckets are counted as if every parameter trained, an upper bound),
+// plus, with the encoders outside the pipeline (partition.EncoderLayers() > 0), their replica on every rank
+// (ModelStatesOf with dp x pp replicas, one stage): what the recompute policies and the memory walk both count.
 // `layer_frozen_params`: per layer, the parameters of a frozen layer (FrozenLayerParams, core/model/model.h),
 // else 0; empty = nothing frozen.
 std::vector<int64_t> RankModelStateBytes(const ParallelConfig& parallel, const Partition& partition,
