@@ -281,7 +281,8 @@ Result<ImportedTimeline> ImportTraceEvents(const nlohmann::json& events_array, c
     if (const json* b = Arg(e, {"bytes"})) r.bytes = std::max<int64_t>(0, b->get<int64_t>());
     if (const json* b = Arg(e, {"bucket"}))
       r.bucket = static_cast<int32_t>(std::clamp<int64_t>(b->get<int64_t>(), 0, INT32_MAX));
-    spans[{pid, tid}].push_back({r.start_us, r.start_us + r.duration_us, i});
+    // A wait overlaps the transfer it waits for (a trace may draw both on one thread): not a span of work.
+    if (!IsWaitKind(kind)) spans[{pid, tid}].push_back({r.start_us, r.start_us + r.duration_us, i});
     out.ops.push_back(r);
   }
   if (!unknown.empty()) {

@@ -27,8 +27,9 @@
 //   - pass (TP and SP collectives, ZeRO-3 gathers): args pass ("forward" / "backward"), else "bwd" or
 //     "backward" in the name means the backward;
 //   - iteration: args iteration (or step), else ImportOptions::iteration.
-// Checked: events on one (process, thread) must not overlap (an error naming both events); a device outside
-// the layout is an error naming the event.
+// Checked: events on one (process, thread) must not overlap (an error naming both events), waits (p2p_recv,
+// dp_wait) aside, which overlap the transfer they wait for; a device outside the layout is an error naming the
+// event.
 #pragma once
 
 #include <cstdint>

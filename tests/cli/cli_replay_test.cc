@@ -40,6 +40,38 @@ TEST(CliReplayTest, TableJsonIdealTimelineAndPrediction) {
   fs::remove_all(out);
 }
 
+// A backend-measured run's own trace.json imports and replays (issue 32, acceptance 1): a measured DP run draws
+// its waits ("wait grad sync") over the collective they wait for, which the import takes as waits, not as
+// overlapping work (every kept DP run failed to import before). These traces predate args.iteration and hold the
+// last measured iteration: --iteration names it. Each replays within 3% of its recorded step.
+TEST(CliReplayTest, KeptMeasuredTracesImportAndReplay) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("cli_import_kept_" + std::to_string(::getpid()));
+  int runs = 0;
+  for (const std::string root : {kRuns, std::string(MMTWIN_SOURCE_DIR) + "/reports/whatif/runs/"})
+    for (const auto& e : fs::directory_iterator(root)) {
+      if (!fs::exists(e.path() / "trace.json")) continue;
+      SCOPED_TRACE(e.path().string());
+      CliRun own = Mmtwin("replay " + e.path().string() + " --json", false);
+      ASSERT_EQ(own.code, 0) << own.out;
+      const int64_t last = nlohmann::json::parse(own.out)["iterations"].back()["iteration"];
+      fs::remove_all(dir);
+      CliRun r = Mmtwin("import-timeline " + (e.path() / "trace.json").string() + " --scenario " +
+                        (e.path() / "scenario.yaml").string() + " --iteration " + std::to_string(last) +
+                        " -o " + dir.string());
+      ASSERT_EQ(r.code, 0) << r.out;
+      r = Mmtwin("replay " + dir.string() + " --json", false);
+      ASSERT_EQ(r.code, 0) << r.out;
+      const nlohmann::json j = nlohmann::json::parse(r.out);
+      ASSERT_EQ(j["iterations"].size(), 1u);
+      EXPECT_EQ(j["iterations"][0]["iteration"], last);
+      const double recorded = j["mean"]["recorded_us"], replayed = j["mean"]["replayed_us"];
+      EXPECT_NEAR(replayed / recorded, 1.0, 0.03);
+      ++runs;
+    }
+  EXPECT_GE(runs, 10);
+  fs::remove_all(dir);
+}
+
 // simulate -> trace.json -> import-timeline -> replay: the simulated step again.
 TEST(CliReplayTest, ATraceImportsAndReplays) {
   const fs::path dir = fs::path(::testing::TempDir()) / ("cli_import_" + std::to_string(::getpid()));

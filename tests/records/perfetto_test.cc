@@ -202,3 +202,55 @@ TEST(PerfettoTest, MaxReplicasLimitsTheProcesses) {
 
 }  // namespace
 }  // namespace mmtwin
+
+namespace mmtwin {
+namespace {
+
+// A measured DP rank's records (mmtwin-train): the gradient all-reduce runs on the DP lane while the compute thread
+// waits for it ("wait grad sync", lane dp too) and a pipeline receive's wait. The waits are drawn on the compute
+// thread, so no thread has partly overlapping events (the wait used to sit on the DP track across the collective,
+// which trace viewers draw wrongly and the import took for overlapping work); every event carries the iteration.
+TEST(PerfettoTest, MeasuredWaitsAreDrawnOnTheComputeThread) {
+  ParallelConfig pc;
+  pc.dp = 2;
+  auto rec = [](OpKind kind, Lane lane, double start, double dur) {
+    OpRecord r;
+    r.source = RecordSource::kMeasured;
+    r.iteration = 7;
+    r.kind = kind;
+    r.lane = lane;
+    r.device = 0;
+    r.micro_batch = kind == OpKind::kDpCollective || kind == OpKind::kDpWait ? -1 : 0;
+    r.start_us = start;
+    r.duration_us = dur;
+    return r;
+  };
+  const std::vector<OpRecord> ops = {
+      rec(OpKind::kP2pRecv, Lane::kP2pForward, 0, 10),  rec(OpKind::kForward, Lane::kCompute, 10, 100),
+      rec(OpKind::kBackward, Lane::kCompute, 110, 190), rec(OpKind::kDpCollective, Lane::kDp, 300, 100),
+      rec(OpKind::kDpWait, Lane::kDp, 305, 110),        rec(OpKind::kOptimizer, Lane::kCompute, 415, 10)};
+  const nlohmann::json j = nlohmann::json::parse(PerfettoTrace(ops, pc));
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> spans;
+  int waits = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    EXPECT_EQ(e["args"]["iteration"], 7) << e.dump();
+    const std::string cat = e["cat"];
+    if (cat == "dp_wait" || cat == "p2p_recv") {
+      EXPECT_EQ(e["tid"], 1) << e.dump();
+      ++waits;
+    }
+    if (cat == "dp_collective") EXPECT_EQ(e["tid"], static_cast<int>(Lane::kDp) + 1);
+    spans[{e["pid"].get<int>(), e["tid"].get<int>()}].push_back(
+        {e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
+  }
+  EXPECT_EQ(waits, 2);
+  for (auto& [key, v] : spans) {
+    std::sort(v.begin(), v.end());
+    for (size_t i = 1; i < v.size(); ++i)
+      EXPECT_LE(v[i - 1].second, v[i].first + 1e-9) << "pid " << key.first << " tid " << key.second;
+  }
+}
+
+}  // namespace
+}  // namespace mmtwin

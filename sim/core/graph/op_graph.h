@@ -214,6 +214,8 @@ const char* OpKindName(OpKind k);
 bool ParseOpKind(const std::string& name, OpKind& out);
 // "compute", "p2p_fwd", "p2p_bwd", "dp", "dispatch".
 const char* LaneName(Lane l);
+// A measured wait (p2p_recv, dp_wait): the compute thread blocked, overlapping the transfer it waits for.
+inline bool IsWaitKind(OpKind k) { return k == OpKind::kP2pRecv || k == OpKind::kDpWait; }
 
 struct Op {
   OpKind kind = OpKind::kForward;

@@ -113,11 +113,14 @@ std::string PerfettoTrace(const std::vector<OpRecord>& ops, const ParallelConfig
       mem.emplace_back(op.device, end, holds ? op.activation_bytes : -op.activation_bytes);
     }
     if (end <= ts) continue;
-    json args = {{"micro_batch", op.micro_batch}, {"chunk", op.chunk}, {"bytes", op.bytes}};
+    json args = {{"iteration", op.iteration},
+                 {"micro_batch", op.micro_batch},
+                 {"chunk", op.chunk},
+                 {"bytes", op.bytes}};
     if (op.kind == OpKind::kDpCollective) args["bucket"] = op.bucket;
     events.push_back({{"ph", "X"},
                       {"pid", op.device + 1},
-                      {"tid", static_cast<int>(op.lane) + 1},
+                      {"tid", IsWaitKind(op.kind) ? 1 : static_cast<int>(op.lane) + 1},
                       {"name", EventName(op)},
                       {"cat", OpKindName(op.kind)},
                       {"ts", Us(ts)},

@@ -6,13 +6,16 @@
 //   - one process per device: pid = device + 1 (device = dp_idx * pp + pp_idx; pid 0 is avoided because trace
 //     viewers treat it as the kernel's swapper), "M" process_name "dp D / stage S" and process_sort_index
 //   - one thread per lane: tid 1 compute, 2 p2p send activation, 3 p2p send gradient, 4 dp collectives,
-//     5 data dispatch ("M" thread_name metadata for each)
+//     5 data dispatch ("M" thread_name metadata for each); a measured run's waits ("wait act 3.c1", "wait grad
+//     3.c1", "wait grad sync": p2p_recv and dp_wait records, the compute thread blocked on a receive or on the
+//     gradient collectives) on tid 1 whatever their lane, since they overlap the transfer they wait for
 //   - one "X" event per op with a positive duration (barriers are left out): name ("F3.c1" forward of
 //     micro-batch 3 chunk 1, "R3.c1" recompute, "B3.c1" backward, "TP fwd 3.c1", "send act 3.c1",
 //     "send grad 3.c1", "grad sync c1 #0" bucket 0, "all-gather fwd c1", "dispatch mb3"), cat = OpKindName,
 //     ts / dur in
 //     microseconds rounded to the nanosecond (ts + dur of an event <= ts of the next one on the same tid),
-//     args {micro_batch, chunk, bytes} (+ bucket for DP collectives)
+//     args {iteration (the epoch index: an import maps the trace to its plan iteration), micro_batch, chunk,
+//     bytes} (+ bucket for DP collectives)
 //   - "C" counter events "activations" per device (tid 1), args {bytes}: + activation_bytes of a forward
 //     record when it finishes, - activation_bytes of a backward record when it finishes; starts at 0 at ts 0
 //     (drawn when any record is a forward or backward).
