@@ -80,6 +80,8 @@ int RunReplay(const ReplayArgs& a, std::ostream& out, std::ostream& err) {
     j["iterations"] = json::array();
     for (const ReplayIteration& it : rep.iterations) j["iterations"].push_back(IterationJson(it));
     if (!a.output.empty()) j["ideal_timeline"] = a.output;
+    j["stalls"] = {
+        {"passes", rep.stalled_passes}, {"of_passes", rep.speed_passes}, {"excess_us", rep.stall_us}};
     if (options.predict)
       j["predicted"] = {{"scenario", rep.predicted_scenario},
                         {"step_us", rep.predicted_mean_us},
@@ -113,6 +115,11 @@ int RunReplay(const ReplayArgs& a, std::ostream& out, std::ostream& err) {
   out << "ops: " << m.matched << " given recorded durations, ";
   if (m.filled > 0) out << m.filled << " of devices without records given their stage's recorded mean, ";
   out << m.unmatched << " without a record (modelled), " << m.waits << " wait records not replayed\n";
+  if (rep.stalled_passes > 0)
+    out << "stalls: " << rep.stalled_passes << " of " << rep.speed_passes
+        << " compute passes ran far slower than their stage's typical speed (beyond Q3 + 3 IQR of recorded / "
+           "modelled), "
+        << Ms(rep.stall_us) << " ms above it over the run; --predict leaves them out of the job's speed\n";
   if (!a.output.empty())
     out << "ideal timeline (first iteration): " << a.output << "/{ops.csv, trace.json}\n";
   if (options.predict)

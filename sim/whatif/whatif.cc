@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "core/eval/analytic.h"
+#include "core/eval/overlap.h"
 #include "core/graph/op_graph.h"
 #include "core/plan/mesh.h"
 #include "core/records/run_folder.h"
@@ -22,8 +23,6 @@ bool IsCompute(OpKind k) {
   return k == OpKind::kForward || k == OpKind::kBackward || k == OpKind::kRecompute ||
          k == OpKind::kBackwardWeight || k == OpKind::kEncoderForward || k == OpKind::kEncoderBackward;
 }
-
-bool IsWait(OpKind k) { return k == OpKind::kP2pRecv || k == OpKind::kDpWait; }
 
 // The group an op or a record belongs to (whatif.h): kind, device, micro-batch, chunk, and the pass where one
 // chunk has an op of the kind per pass.
@@ -52,6 +51,15 @@ double StepUs(OpGraph& graph, const std::vector<double>& durations, const std::v
   EvaluateAnalytic(graph, &timing);
   AddOptimizerStep(optimizer_us, pp, timing);
   return timing.iteration_time_us;
+}
+
+// The durations Simulate evaluates (driver/simulate.cc): compute stretched by the DP and dispatch collectives it
+// overlaps (core/eval/overlap.h). A simulated run's records are these; a measured run's include whatever the
+// overlap cost it.
+void Stretch(OpGraph& g, double overlap_slowdown) {
+  if (overlap_slowdown <= 0) return;
+  IterationTiming scratch;
+  ApplyOverlapSlowdown(g, overlap_slowdown, &scratch);
 }
 
 // A compute pass: the compute ops of one (device, micro-batch, chunk, kind), one op or the pieces a pass is
@@ -91,6 +99,62 @@ double Total(const Pass& p, const std::vector<double>& d) {
   double t = 0;
   for (int i : p.ops) t += d[i];
   return t;
+}
+
+// A job's speed over some compute passes for --predict (whatif.h, ReplayOptions::predict): recorded / modelled
+// summed over the passes, leaving out the far-out ones: a pass whose ratio is above Q3 + 3 IQR of the passes'
+// ratios (Tukey's "far out" fence; quartiles by linear interpolation; the spread at least 1e-6 of Q3), when
+// there are at least kFenceMinPasses.
+// Passes of modelled time 0 carry no speed.
+constexpr size_t kFenceMinPasses = 4;
+constexpr double kFarOut = 3.0;
+
+struct PassTimes {
+  double recorded = 0, modelled = 0;
+};
+
+double Quantile(const std::vector<double>& sorted, double q) {
+  const double x = q * static_cast<double>(sorted.size() - 1);
+  const size_t i = static_cast<size_t>(x);
+  const double f = x - static_cast<double>(i);
+  return i + 1 < sorted.size() ? sorted[i] * (1 - f) + sorted[i + 1] * f : sorted[i];
+}
+
+double FarOutFence(const std::vector<PassTimes>& passes) {
+  std::vector<double> ratios;
+  for (const PassTimes& p : passes)
+    if (p.modelled > 0) ratios.push_back(p.recorded / p.modelled);
+  if (ratios.size() < kFenceMinPasses) return INFINITY;
+  std::sort(ratios.begin(), ratios.end());
+  const double q1 = Quantile(ratios, 0.25), q3 = Quantile(ratios, 0.75);
+  // A spread of at least 1e-6 of Q3: equal ratios (a simulated run's, up to rounding) flag no rounding error.
+  return q3 + kFarOut * std::max(q3 - q1, 1e-6 * q3);
+}
+
+struct Speed {
+  double ratio = 1.0;   // recorded / modelled over the passes kept (1 without any)
+  int64_t kept = 0;     // passes of modelled time > 0 kept
+  int64_t stalls = 0;   // passes left out
+  double stall_us = 0;  // their recorded time above `ratio` x modelled
+};
+
+Speed SpeedOf(const std::vector<PassTimes>& passes) {
+  const double fence = FarOutFence(passes);
+  double recorded = 0, modelled = 0;
+  Speed s;
+  for (const PassTimes& p : passes)
+    if (p.modelled > 0 && p.recorded / p.modelled <= fence) {
+      recorded += p.recorded;
+      modelled += p.modelled;
+      ++s.kept;
+    }
+  if (modelled > 0) s.ratio = recorded / modelled;
+  for (const PassTimes& p : passes)
+    if (p.modelled > 0 && p.recorded / p.modelled > fence) {
+      ++s.stalls;
+      s.stall_us += p.recorded - s.ratio * p.modelled;
+    }
+  return s;
 }
 
 // `d` with every pass scaled to its new total (a pass of total 0 stays 0).
@@ -220,8 +284,8 @@ Result<ReplayReport> ReplayRunFolder(const std::string& dir, const ReplayOptions
 
   // ReplayOptions::predict: recorded and modelled compute per (stage, chunk, kind), and per kind; the recorded
   // optimizer step per stage (mean over the iterations).
-  std::map<std::tuple<int, int32_t, int>, std::pair<double, double>> pass_ratio;
-  std::map<int, std::pair<double, double>> kind_ratio;
+  std::map<std::tuple<int, int32_t, int>, std::vector<PassTimes>> pass_times;
+  std::map<int, std::vector<PassTimes>> kind_times;
   std::vector<double> recorded_optimizer(par.pp, 0.0);
   bool optimizer_recorded = false;
 
@@ -233,6 +297,7 @@ Result<ReplayReport> ReplayRunFolder(const std::string& dir, const ReplayOptions
                    " is not one of the plan's replayed iterations (" + replayed_list + ")");
     MMTWIN_ASSIGN_OR_RETURN(PlanIterationGraph pg, BuildPlanIterationGraph(run, at->second));
     OpGraph& g = pg.graph;
+    Stretch(g, run.cluster.device.overlap_slowdown);
     const std::vector<double> modelled = g.duration_us;
     std::vector<double> d = modelled;
     ReplayIteration out;
@@ -252,7 +317,7 @@ Result<ReplayReport> ReplayRunFolder(const std::string& dir, const ReplayOptions
       const OpRecord& r = records[k];
       first_start = std::min(first_start, r.start_us);
       last_end = std::max(last_end, r.start_us + r.duration_us);
-      if (IsWait(r.kind)) {
+      if (IsWaitKind(r.kind)) {
         ++out.waits;
         continue;
       }
@@ -333,12 +398,9 @@ Result<ReplayReport> ReplayRunFolder(const std::string& dir, const ReplayOptions
     IterationTiming timing;
     const std::vector<Pass> passes = ComputePasses(g, mesh);
     for (const Pass& p : passes) {
-      auto& r = pass_ratio[{p.stage, p.chunk, p.kind}];
-      auto& k = kind_ratio[p.kind];
-      r.first += Total(p, d);
-      r.second += Total(p, modelled);
-      k.first += Total(p, d);
-      k.second += Total(p, modelled);
+      const PassTimes t{Total(p, d), Total(p, modelled)};
+      pass_times[{p.stage, p.chunk, p.kind}].push_back(t);
+      kind_times[p.kind].push_back(t);
     }
     if (!optimizer_us.empty()) {
       optimizer_recorded = true;
@@ -357,6 +419,19 @@ Result<ReplayReport> ReplayRunFolder(const std::string& dir, const ReplayOptions
     if (report.ideal_ops.empty()) report.ideal_ops = OpRecordsOf(g, timing, pg.costs, iteration);
     report.iterations.push_back(out);
   }
+  // The run's speed per (stage, chunk, kind) for --predict, its stalls left out (SpeedOf), and per kind where
+  // the other plan has a pass this run lacks.
+  std::map<std::tuple<int, int32_t, int>, Speed> speed;
+  for (const auto& [key, times] : pass_times) {
+    const Speed sp = SpeedOf(times);
+    speed[key] = sp;
+    report.speed_passes += sp.kept + sp.stalls;
+    report.stalled_passes += sp.stalls;
+    report.stall_us += sp.stall_us;
+  }
+  std::map<int, Speed> kind_speed;
+  for (const auto& [kind, times] : kind_times) kind_speed[kind] = SpeedOf(times);
+
   ReplayIteration& m = report.mean;
   const double n = static_cast<double>(report.iterations.size());
   for (const ReplayIteration& it : report.iterations) {
@@ -382,13 +457,14 @@ Result<ReplayReport> ReplayRunFolder(const std::string& dir, const ReplayOptions
           "ZeRO): the run's speed is known per pipeline stage and chunk");
     report.predicted_scenario = other.name;
     const auto ratio = [&](const Pass& p) {
-      auto it = pass_ratio.find({p.stage, p.chunk, p.kind});
-      if (it != pass_ratio.end() && it->second.second > 0) return it->second.first / it->second.second;
-      auto k = kind_ratio.find(p.kind);
-      return k != kind_ratio.end() && k->second.second > 0 ? k->second.first / k->second.second : 1.0;
+      auto it = speed.find({p.stage, p.chunk, p.kind});
+      if (it != speed.end() && it->second.kept > 0) return it->second.ratio;
+      auto k = kind_speed.find(p.kind);
+      return k != kind_speed.end() ? k->second.ratio : 1.0;
     };
     for (size_t i = 0; i < run_b.plan.iterations.size(); ++i) {
       MMTWIN_ASSIGN_OR_RETURN(PlanIterationGraph pg, BuildPlanIterationGraph(run_b, i));
+      Stretch(pg.graph, run_b.cluster.device.overlap_slowdown);
       const std::vector<double> modelled = pg.graph.duration_us;
       const std::vector<Pass> passes = ComputePasses(pg.graph, mesh);
       std::vector<double> totals;

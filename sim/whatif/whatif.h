@@ -61,9 +61,13 @@ struct ReplayOptions {
   bool fill_unrecorded_devices = true;
   // Predict another scenario of the same job (the same parallel layout; another data, partition, recompute or
   // schedule policy) from this run: its plan's op graphs with mmtwin's modelled durations, every compute pass
-  // scaled by this run's recorded / modelled ratio of the same (stage, chunk, kind) (of the kind over all
-  // stages where the run has no such pass), communication modelled, the optimizer step this run recorded (a
-  // simulated run: the model's). The job's own speed, mmtwin's relative costs of the other plan's micro-batches.
+  // scaled by this run's speed of the same (stage, chunk, kind) (of the kind over all stages where the run has
+  // no such pass), communication modelled, the optimizer step this run recorded (a simulated run: the model's).
+  // The job's own speed, mmtwin's relative costs of the other plan's micro-batches. The speed is recorded /
+  // modelled summed over the run's passes of that key in every iteration, stalls left out: a pass whose ratio
+  // lies beyond Tukey's far-out fence, Q3 + 3 IQR of the key's ratios (quartiles interpolated; only with 4 or
+  // more passes), ran far slower than the job's typical speed (a padded plan's largest micro-batches stalling,
+  // a preemption, a throttled clock), which the other plan need not meet (ReplayReport counts them).
   const Scenario* predict = nullptr;
 };
 
@@ -93,9 +97,15 @@ struct ReplayReport {
   ReplayIteration mean;
   // The first iteration under the ideal what-if, as records (Perfetto-ready; source simulated).
   std::vector<OpRecord> ideal_ops;
+  int devices = 0;  // op-graph devices (DP replicas x pipeline stages x SP ranks)
+  // The run's compute passes of modelled time > 0 (over all iterations), the stalls among them (passes beyond
+  // their (stage, chunk, kind)'s far-out fence, ReplayOptions::predict) and their recorded time above the speed
+  // of the passes kept: what the run lost to them (0 for a simulated run, whose ratios are all 1).
+  int64_t speed_passes = 0;
+  int64_t stalled_passes = 0;
+  double stall_us = 0;
   // ReplayOptions::predict: its scenario's name and the predicted step of each of its plan's iterations, and
   // their mean (empty / 0 without).
-  int devices = 0;  // op-graph devices (DP replicas x pipeline stages x SP ranks)
   std::string predicted_scenario;
   std::vector<double> predicted_us;
   double predicted_mean_us = 0;
