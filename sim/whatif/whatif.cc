@@ -285,7 +285,6 @@ Result<ReplayReport> ReplayRunFolder(const std::string& dir, const ReplayOptions
   // ReplayOptions::predict: recorded and modelled compute per (stage, chunk, kind), and per kind; the recorded
   // optimizer step per stage (mean over the iterations).
   std::map<std::tuple<int, int32_t, int>, std::vector<PassTimes>> pass_times;
-  std::map<int, std::vector<PassTimes>> kind_times;
   std::vector<double> recorded_optimizer(par.pp, 0.0);
   bool optimizer_recorded = false;
 
@@ -398,9 +397,7 @@ Result<ReplayReport> ReplayRunFolder(const std::string& dir, const ReplayOptions
     IterationTiming timing;
     const std::vector<Pass> passes = ComputePasses(g, mesh);
     for (const Pass& p : passes) {
-      const PassTimes t{Total(p, d), Total(p, modelled)};
-      pass_times[{p.stage, p.chunk, p.kind}].push_back(t);
-      kind_times[p.kind].push_back(t);
+      pass_times[{p.stage, p.chunk, p.kind}].push_back({Total(p, d), Total(p, modelled)});
     }
     if (!optimizer_us.empty()) {
       optimizer_recorded = true;
@@ -428,6 +425,11 @@ Result<ReplayReport> ReplayRunFolder(const std::string& dir, const ReplayOptions
     report.speed_passes += sp.kept + sp.stalls;
     report.stalled_passes += sp.stalls;
     report.stall_us += sp.stall_us;
+  }
+  std::map<int, std::vector<PassTimes>> kind_times;
+  for (const auto& [key, times] : pass_times) {
+    std::vector<PassTimes>& k = kind_times[std::get<2>(key)];
+    k.insert(k.end(), times.begin(), times.end());
   }
   std::map<int, Speed> kind_speed;
   for (const auto& [kind, times] : kind_times) kind_speed[kind] = SpeedOf(times);
