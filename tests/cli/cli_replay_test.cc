@@ -47,7 +47,7 @@ TEST(CliReplayTest, TableJsonIdealTimelineAndPrediction) {
 TEST(CliReplayTest, KeptMeasuredTracesImportAndReplay) {
   const fs::path dir = fs::path(::testing::TempDir()) / ("cli_import_kept_" + std::to_string(::getpid()));
   int runs = 0;
-  for (const std::string root : {kRuns, std::string(MMTWIN_SOURCE_DIR) + "/reports/whatif/runs/"})
+  for (const std::string& root : {kRuns, std::string(MMTWIN_SOURCE_DIR) + "/reports/whatif/runs/"})
     for (const auto& e : fs::directory_iterator(root)) {
       if (!fs::exists(e.path() / "trace.json")) continue;
       SCOPED_TRACE(e.path().string());
