@@ -1019,13 +1019,14 @@ ReplayView::ReplayView(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   path_ = new QLabel(
       "Replay a run folder (File > Replay a run folder...): its recorded timeline through the "
-      "dependency model, and what balanced data, balanced stages and no slow device would give.",
+      "dependency model, and what balanced data, balanced stages, no slow device and no stalled pass would "
+      "give.",
       this);
   path_->setWordWrap(true);
   layout->addWidget(path_);
   table_ = new QTableWidget(this);
-  const QStringList headers = {"iteration", "recorded ms",  "replayed ms",   "error",
-                               "data ms",   "partition ms", "stragglers ms", "ideal ms"};
+  const QStringList headers = {"iteration",    "recorded ms",   "replayed ms", "error",   "data ms",
+                               "partition ms", "stragglers ms", "stalls ms",   "ideal ms"};
   table_->setColumnCount(static_cast<int>(headers.size()));
   table_->setHorizontalHeaderLabels(headers);
   table_->verticalHeader()->setVisible(false);
@@ -1057,6 +1058,7 @@ Status ReplayView::Open(const std::string& dir) {
                                ms(it.data_us),
                                ms(it.partition_us),
                                ms(it.stragglers_us),
+                               ms(it.stalls_us),
                                ms(it.ideal_us)};
     for (int c = 0; c < static_cast<int>(cells.size()); ++c)
       table_->setItem(i, c, new QTableWidgetItem(cells[c]));
@@ -1069,8 +1071,8 @@ Status ReplayView::Open(const std::string& dir) {
   };
   attribution_->setText("What each costs this job (replayed - what-if): data imbalance " + share(m.data_us) +
                         ", partition imbalance " + share(m.partition_us) + ", slow devices " +
-                        share(m.stragglers_us) + ", all three " + share(m.ideal_us) +
-                        ". Below: each device's slowdown against its replicas, by step.");
+                        share(m.stragglers_us) + ", stalls " + share(m.stalls_us) + ", all four " +
+                        share(m.ideal_us) + ". Below: each device's slowdown against its replicas, by step.");
   heatmap_->SetHeatmap(ReplayHeatmap(report_));
   return Status();
 }

@@ -293,8 +293,8 @@ class HeatmapView : public QWidget {
 };
 
 // `mmtwin replay` of a run folder (sim/whatif/whatif.h): per replayed step the recorded and replayed time and the
-// what-ifs (balanced data, balanced stages, no slow device, all three), what each costs the job, and the heatmap of
-// each device's slowdown by step (ReplayHeatmap).
+// what-ifs (balanced data, balanced stages, no slow device, no stalled pass, all four), what each costs the job,
+// and the heatmap of each device's slowdown by step (ReplayHeatmap).
 class ReplayView : public QWidget {
   Q_OBJECT
  public:

@@ -187,6 +187,10 @@ class GuiTest : public QObject {
       QVERIFY2(std::abs(replayed / recorded - 1) < 0.03, qPrintable(r->table()->item(row, 3)->text()));
     }
     QVERIFY(r->attribution()->text().contains("data imbalance"));
+    QVERIFY(r->attribution()->text().contains("stalls"));
+    QCOMPARE(r->table()->horizontalHeaderItem(7)->text(), QString("stalls ms"));
+    // dp2-b2 has no stalled pass: the stalls what-if is the replay itself.
+    QCOMPARE(r->table()->item(10, 7)->text(), r->table()->item(10, 2)->text());
     const Heatmap& h = r->heatmap()->heatmap();
     QCOMPARE(static_cast<int>(h.x_values.size()), 10);
     QCOMPARE(h.y_values, (std::vector<std::string>{"dp 0 pp 0", "dp 1 pp 0"}));

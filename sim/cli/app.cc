@@ -568,7 +568,7 @@ Command AddReplay(CLI::App& app, std::ostream& out, std::ostream& err) {
                                         "stages and no slow device would give");
   replay->add_option("RUN", r->run, "run folder (scenario.yaml and ops.csv)")->required();
   replay->add_option("-o,--output", r->output,
-                     "write the ideal timeline (all three what-ifs) as a run folder");
+                     "write the ideal timeline (all four what-ifs) as a run folder");
   replay->add_option("--predict", r->predict,
                      "a scenario of the same job (same layout, other policies): its step predicted from this "
                      "run's speed per stage and mmtwin's relative costs");

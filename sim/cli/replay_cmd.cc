@@ -29,10 +29,11 @@ namespace {
 using nlohmann::json;
 
 json IterationJson(const ReplayIteration& it) {
-  json j = {{"recorded_us", it.recorded_us},   {"replayed_us", it.replayed_us},     {"data_us", it.data_us},
-            {"partition_us", it.partition_us}, {"stragglers_us", it.stragglers_us}, {"ideal_us", it.ideal_us},
-            {"matched_ops", it.matched},       {"unmatched_ops", it.unmatched},     {"filled_ops", it.filled},
-            {"wait_records", it.waits}};
+  json j = {
+      {"recorded_us", it.recorded_us},   {"replayed_us", it.replayed_us},     {"data_us", it.data_us},
+      {"partition_us", it.partition_us}, {"stragglers_us", it.stragglers_us}, {"stalls_us", it.stalls_us},
+      {"ideal_us", it.ideal_us},         {"matched_ops", it.matched},         {"unmatched_ops", it.unmatched},
+      {"filled_ops", it.filled},         {"wait_records", it.waits}};
   if (it.iteration >= 0) j["iteration"] = it.iteration;
   return j;
 }
@@ -91,14 +92,14 @@ int RunReplay(const ReplayArgs& a, std::ostream& out, std::ostream& err) {
   }
   out << "replay of " << rep.run_dir << " (" << RecordSourceName(rep.source) << ", " << rep.iterations.size()
       << " iteration" << (rep.iterations.size() == 1 ? "" : "s") << "): times in ms per step\n\n";
-  const std::vector<std::string> head = {"iteration", "recorded",  "replayed",   "error",
-                                         "data",      "partition", "stragglers", "ideal"};
+  const std::vector<std::string> head = {"iteration", "recorded",   "replayed", "error", "data",
+                                         "partition", "stragglers", "stalls",   "ideal"};
   std::vector<std::vector<std::string>> rows;
   auto row = [&](const std::string& name, const ReplayIteration& it) {
     const double e = it.recorded_us > 0 ? 100.0 * (it.replayed_us / it.recorded_us - 1) : NAN;
     rows.push_back({name, Ms(it.recorded_us), Ms(it.replayed_us),
                     std::isfinite(e) ? (e >= 0 ? "+" : "") + Fixed(e, 1) + "%" : "n/a", Ms(it.data_us),
-                    Ms(it.partition_us), Ms(it.stragglers_us), Ms(it.ideal_us)});
+                    Ms(it.partition_us), Ms(it.stragglers_us), Ms(it.stalls_us), Ms(it.ideal_us)});
   };
   for (const ReplayIteration& it : rep.iterations) row(std::to_string(it.iteration), it);
   if (rep.iterations.size() > 1) row("mean", m);
@@ -110,7 +111,9 @@ int RunReplay(const ReplayArgs& a, std::ostream& out, std::ostream& err) {
       << Share(m.replayed_us - m.partition_us, m.replayed_us) << ")\n";
   out << "  slow devices         " << Ms(m.replayed_us - m.stragglers_us) << " ms ("
       << Share(m.replayed_us - m.stragglers_us, m.replayed_us) << ")\n";
-  out << "  all three            " << Ms(m.replayed_us - m.ideal_us) << " ms ("
+  out << "  stalls               " << Ms(m.replayed_us - m.stalls_us) << " ms ("
+      << Share(m.replayed_us - m.stalls_us, m.replayed_us) << ")\n";
+  out << "  all four             " << Ms(m.replayed_us - m.ideal_us) << " ms ("
       << Share(m.replayed_us - m.ideal_us, m.replayed_us) << ")\n";
   out << "ops: " << m.matched << " given recorded durations, ";
   if (m.filled > 0) out << m.filled << " of devices without records given their stage's recorded mean, ";
@@ -119,7 +122,10 @@ int RunReplay(const ReplayArgs& a, std::ostream& out, std::ostream& err) {
     out << "stalls: " << rep.stalled_passes << " of " << rep.speed_passes
         << " compute passes ran far slower than their stage's typical speed (beyond Q3 + 3 IQR of recorded / "
            "modelled), "
-        << Ms(rep.stall_us) << " ms above it over the run; --predict leaves them out of the job's speed\n";
+        << Ms(rep.stall_us)
+        << " ms above it over the run; the stalls what-if runs them at that speed, --predict leaves them out "
+           "of "
+           "the job's speed\n";
   if (!a.output.empty())
     out << "ideal timeline (first iteration): " << a.output << "/{ops.csv, trace.json}\n";
   if (options.predict)

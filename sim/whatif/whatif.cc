@@ -132,6 +132,7 @@ double FarOutFence(const std::vector<PassTimes>& passes) {
 }
 
 struct Speed {
+  double fence = INFINITY;  // FarOutFence: a pass of a larger ratio is a stall
   double ratio = 1.0;   // recorded / modelled over the passes kept (1 without any)
   int64_t kept = 0;     // passes of modelled time > 0 kept
   int64_t stalls = 0;   // passes left out
@@ -142,6 +143,7 @@ Speed SpeedOf(const std::vector<PassTimes>& passes) {
   const double fence = FarOutFence(passes);
   double recorded = 0, modelled = 0;
   Speed s;
+  s.fence = fence;
   for (const PassTimes& p : passes)
     if (p.modelled > 0 && p.recorded / p.modelled <= fence) {
       recorded += p.recorded;
@@ -228,6 +230,30 @@ std::vector<double> StragglersWhatIf(const std::vector<Pass>& passes, const std:
   return Scaled(passes, totals, d);
 }
 
+using SpeedKey = std::tuple<int, int32_t, int>;  // (stage, chunk, kind)
+
+std::vector<double> StallsWhatIf(const std::vector<Pass>& passes, const std::vector<double>& d,
+                                 const std::vector<double>& modelled,
+                                 const std::map<SpeedKey, Speed>& speed) {
+  std::vector<double> totals;
+  for (const Pass& p : passes) {
+    const double own = Total(p, d), model = Total(p, modelled);
+    auto it = speed.find({p.stage, p.chunk, p.kind});
+    const bool stalled = it != speed.end() && model > 0 && own / model > it->second.fence;
+    totals.push_back(stalled ? it->second.ratio * model : own);
+  }
+  return Scaled(passes, totals, d);
+}
+
+// One iteration's op graph with its modelled (Stretch-ed) and replayed durations, the optimizer step per stage
+// after it, and the iteration's record counts and recorded step.
+struct Replayed {
+  PlanIterationGraph pg;
+  std::vector<double> modelled, d, optimizer;
+  bool optimizer_recorded = false;
+  ReplayIteration out;
+};
+
 }  // namespace
 
 Result<ReplayReport> ReplayRunFolder(const std::string& dir, const ReplayOptions& options) {
@@ -284,23 +310,29 @@ Result<ReplayReport> ReplayRunFolder(const std::string& dir, const ReplayOptions
 
   // ReplayOptions::predict: recorded and modelled compute per (stage, chunk, kind), and per kind; the recorded
   // optimizer step per stage (mean over the iterations).
-  std::map<std::tuple<int, int32_t, int>, std::vector<PassTimes>> pass_times;
+  std::map<SpeedKey, std::vector<PassTimes>> pass_times;
   std::vector<double> recorded_optimizer(par.pp, 0.0);
   bool optimizer_recorded = false;
 
-  for (int64_t iteration : order) {
+  // One iteration's graph (the durations Simulate evaluates) with the recorded durations matched onto it
+  // (whatif.h): what every what-if starts from. Called once per iteration, and again for the stalls what-if.
+  const auto replay_durations = [&](int64_t iteration) -> Result<Replayed> {
     const std::vector<size_t>& recs = by_iteration[iteration];
     auto at = plan_index.find(iteration);
     if (at == plan_index.end())
       return Error(RecordAt(ops_path, recs.front()) + ": iteration: " + std::to_string(iteration) +
                    " is not one of the plan's replayed iterations (" + replayed_list + ")");
-    MMTWIN_ASSIGN_OR_RETURN(PlanIterationGraph pg, BuildPlanIterationGraph(run, at->second));
-    OpGraph& g = pg.graph;
+    Replayed rp;
+    MMTWIN_ASSIGN_OR_RETURN(rp.pg, BuildPlanIterationGraph(run, at->second));
+    OpGraph& g = rp.pg.graph;
     Stretch(g, run.cluster.device.overlap_slowdown);
-    const std::vector<double> modelled = g.duration_us;
-    std::vector<double> d = modelled;
-    ReplayIteration out;
+    rp.modelled = g.duration_us;
+    const std::vector<double>& modelled = rp.modelled;
+    rp.d = modelled;
+    std::vector<double>& d = rp.d;
+    ReplayIteration& out = rp.out;
     out.iteration = iteration;
+    const PlanIterationGraph& pg = rp.pg;
 
     // Group the graph's ops and the records; records by start time within a group.
     std::map<GroupKey, std::vector<int>> ops_of;
@@ -383,7 +415,9 @@ Result<ReplayReport> ReplayRunFolder(const std::string& dir, const ReplayOptions
     }
     // The optimizer step after the graph: per stage the slowest of its devices' recorded steps (a simulated
     // run records none: the model's).
-    std::vector<double> optimizer = pg.optimizer_us;
+    rp.optimizer = pg.optimizer_us;
+    std::vector<double>& optimizer = rp.optimizer;
+    rp.optimizer_recorded = !optimizer_us.empty();
     if (!optimizer_us.empty()) {
       optimizer.assign(par.pp, 0.0);
       for (int dev = 0; dev < devices; ++dev)
@@ -394,12 +428,23 @@ Result<ReplayReport> ReplayRunFolder(const std::string& dir, const ReplayOptions
                                         ? *std::max_element(pg.optimizer_us.begin(), pg.optimizer_us.end())
                                         : 0.0);
 
+    return rp;
+  };
+
+  for (int64_t iteration : order) {
+    MMTWIN_ASSIGN_OR_RETURN(Replayed rp, replay_durations(iteration));
+    OpGraph& g = rp.pg.graph;
+    const std::vector<double>& modelled = rp.modelled;
+    const std::vector<double>& d = rp.d;
+    const std::vector<double>& optimizer = rp.optimizer;
+    const PlanIterationGraph& pg = rp.pg;
+    ReplayIteration& out = rp.out;
     IterationTiming timing;
     const std::vector<Pass> passes = ComputePasses(g, mesh);
     for (const Pass& p : passes) {
       pass_times[{p.stage, p.chunk, p.kind}].push_back({Total(p, d), Total(p, modelled)});
     }
-    if (!optimizer_us.empty()) {
+    if (rp.optimizer_recorded) {
       optimizer_recorded = true;
       for (int r = 0; r < par.pp; ++r)
         recorded_optimizer[r] += optimizer[r] / static_cast<double>(order.size());
@@ -418,7 +463,7 @@ Result<ReplayReport> ReplayRunFolder(const std::string& dir, const ReplayOptions
   }
   // The run's speed per (stage, chunk, kind) for --predict, its stalls left out (SpeedOf), and per kind where
   // the other plan has a pass this run lacks.
-  std::map<std::tuple<int, int32_t, int>, Speed> speed;
+  std::map<SpeedKey, Speed> speed;
   for (const auto& [key, times] : pass_times) {
     const Speed sp = SpeedOf(times);
     speed[key] = sp;
@@ -434,6 +479,24 @@ Result<ReplayReport> ReplayRunFolder(const std::string& dir, const ReplayOptions
   std::map<int, Speed> kind_speed;
   for (const auto& [kind, times] : kind_times) kind_speed[kind] = SpeedOf(times);
 
+  // The stalls what-if: each stalled pass at its key's speed; the ideal then starts from it. It needs the run's
+  // fences, so the iterations with stalls are replayed once more (a run without stalls keeps its replay).
+  for (size_t n = 0; n < report.iterations.size(); ++n) {
+    ReplayIteration& out = report.iterations[n];
+    out.stalls_us = out.replayed_us;
+    if (report.stalled_passes == 0) continue;
+    MMTWIN_ASSIGN_OR_RETURN(Replayed rp, replay_durations(out.iteration));
+    OpGraph& g = rp.pg.graph;
+    IterationTiming timing;
+    const std::vector<Pass> passes = ComputePasses(g, mesh);
+    const std::vector<double> calm = StallsWhatIf(passes, rp.d, rp.modelled, speed);
+    out.stalls_us = StepUs(g, calm, rp.optimizer, par.pp, timing);
+    const std::vector<double> ideal =
+        PartitionWhatIf(passes, par.pp, DataWhatIf(passes, StragglersWhatIf(passes, calm)));
+    out.ideal_us = StepUs(g, ideal, rp.optimizer, par.pp, timing);
+    if (n == 0) report.ideal_ops = OpRecordsOf(g, timing, rp.pg.costs, out.iteration);
+  }
+
   ReplayIteration& m = report.mean;
   const double n = static_cast<double>(report.iterations.size());
   for (const ReplayIteration& it : report.iterations) {
@@ -442,6 +505,7 @@ Result<ReplayReport> ReplayRunFolder(const std::string& dir, const ReplayOptions
     m.data_us += it.data_us / n;
     m.partition_us += it.partition_us / n;
     m.stragglers_us += it.stragglers_us / n;
+    m.stalls_us += it.stalls_us / n;
     m.ideal_us += it.ideal_us / n;
     m.matched += it.matched;
     m.unmatched += it.unmatched;

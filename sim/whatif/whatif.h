@@ -34,7 +34,10 @@
 //               duration / (the median of the same (stage, kind, chunk, micro-batch) over the DP replicas): a
 //               device consistently s times slower runs at the typical speed (with two replicas the typical one
 //               is their mean);
-//   ideal       stragglers, then data, then partition.
+//   stalls      each stalled pass (ReplayOptions::predict: beyond the far-out fence of its (stage, chunk, kind)'s
+//               recorded / modelled ratios over the run) at that key's speed x its modelled duration: the step
+//               without the run's transient stalls (the replayed step when it has none);
+//   ideal       stalls, then stragglers, then data, then partition.
 // Attribution of each: replayed step - what-if step (what that imbalance costs this job).
 //
 //   MMTWIN_ASSIGN_OR_RETURN(ReplayReport r, ReplayRunFolder("runs/job", {}));
@@ -78,6 +81,7 @@ struct ReplayIteration {
   double data_us = 0;      // what-ifs (above)
   double partition_us = 0;
   double stragglers_us = 0;
+  double stalls_us = 0;
   double ideal_us = 0;
   int64_t matched = 0;    // graph ops given recorded durations
   int64_t unmatched = 0;  // graph ops of non-zero modelled duration without a record (modelled duration kept)

@@ -192,6 +192,12 @@ TEST_F(WhatIfTest, StallsAreLeftOutOfThePredictedSpeed) {
   // at 1.2): the prediction moves by under 0.3%; summed with the stalls it would move by about +5%.
   EXPECT_NEAR(with_stalls.predicted_mean_us, base.predicted_mean_us, 0.003 * base.predicted_mean_us);
   EXPECT_GT(with_stalls.mean.replayed_us, base.mean.replayed_us);  // the replay keeps them: the run paid them
+  // The stalls what-if runs the two passes at their keys' speed (1.2 where the spread had them at 1.32 and 1.26):
+  // at most the doctored run without stalls, within 0.5% of it; a run without stalls is its own stalls what-if.
+  EXPECT_EQ(base.mean.stalls_us, base.mean.replayed_us);
+  EXPECT_LE(with_stalls.mean.stalls_us, base.mean.replayed_us * (1 + 1e-9));
+  EXPECT_NEAR(with_stalls.mean.stalls_us, base.mean.replayed_us, 0.005 * base.mean.replayed_us);
+  EXPECT_LE(with_stalls.mean.ideal_us, with_stalls.mean.stalls_us * (1 + 1e-9));
 
   // A forward 1.25x slower where the spread put it at 1.2x (offset 0): inside the fence, part of the speed.
   std::vector<OpRecord> slower = ops;
