@@ -5,8 +5,9 @@
 # editor, yaml, summary, timeline, compare: scenarios/default.yaml (A) against the same with a uniform partition
 # (B), also the two runs of history; sweep: the heatmap of reports/gui/sweep.yaml; memory: default.yaml with GPipe, no recompute and 4
 # micro-batches, whose stage 2 does not fit (75.0 GiB usable); yaml-error: default.yaml with dp 0, as the editor
-# shows the core's message; tune: the Tune tab on `mmtwin tune scenarios/tune/default-16gpu.yaml`'s output folder
-# (replay.png and tune.png of the first call show empty tabs and are not kept).
+# shows the core's message; tune: the Tune tab on `mmtwin tune scenarios/tune/default-16gpu.yaml`'s output folder;
+# replay: the Replay tab on the kept random-batch run reports/whatif/runs/random-b8 (replay.png and tune.png of the
+# first call show empty tabs and are not kept).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -27,3 +28,5 @@ rm -f reports/gui/replay.png reports/gui/tune.png
 "$build/sim/mmtwin" tune scenarios/tune/default-16gpu.yaml -o "$tmp/tune" --jobs 2 >/dev/null
 "$build/gui/mmtwin-gui" --screenshot "$tmp/tune-shots" "$tmp/tune"
 cp "$tmp/tune-shots/tune.png" reports/gui/tune.png
+"$build/gui/mmtwin-gui" --screenshot "$tmp/replay-shots" --replay reports/whatif/runs/random-b8
+cp "$tmp/replay-shots/replay.png" reports/gui/replay.png
