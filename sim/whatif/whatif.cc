@@ -480,7 +480,7 @@ Result<ReplayReport> ReplayRunFolder(const std::string& dir, const ReplayOptions
   for (const auto& [kind, times] : kind_times) kind_speed[kind] = SpeedOf(times);
 
   // The stalls what-if: each stalled pass at its key's speed; the ideal then starts from it. It needs the run's
-  // fences, so the iterations with stalls are replayed once more (a run without stalls keeps its replay).
+  // fences, so a run with stalls has its iterations replayed once more (a run without keeps its replay).
   for (size_t n = 0; n < report.iterations.size(); ++n) {
     ReplayIteration& out = report.iterations[n];
     out.stalls_us = out.replayed_us;
