@@ -2,6 +2,7 @@
 #include "views.h"
 
 #include <QFileInfo>
+#include <QFont>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -1045,8 +1046,10 @@ Status ReplayView::Open(const std::string& dir) {
   report_ = std::move(r);
   path_->setText(QString::fromStdString(report_.run_dir + " (" + RecordSourceName(report_.source) + ")"));
   auto ms = [](double us) { return QString::number(us / 1e3, 'f', 1); };
-  std::vector<ReplayIteration> rows = report_.iterations;
-  if (rows.size() > 1) rows.push_back(report_.mean);
+  // The mean first (bold), so that it shows without scrolling; then the steps in the run's order.
+  std::vector<ReplayIteration> rows;
+  if (report_.iterations.size() > 1) rows.push_back(report_.mean);
+  rows.insert(rows.end(), report_.iterations.begin(), report_.iterations.end());
   table_->setRowCount(static_cast<int>(rows.size()));
   for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
     const ReplayIteration& it = rows[i];
@@ -1060,8 +1063,15 @@ Status ReplayView::Open(const std::string& dir) {
                                ms(it.stragglers_us),
                                ms(it.stalls_us),
                                ms(it.ideal_us)};
-    for (int c = 0; c < static_cast<int>(cells.size()); ++c)
-      table_->setItem(i, c, new QTableWidgetItem(cells[c]));
+    for (int c = 0; c < static_cast<int>(cells.size()); ++c) {
+      auto* item = new QTableWidgetItem(cells[c]);
+      if (it.iteration < 0) {
+        QFont bold = item->font();
+        bold.setBold(true);
+        item->setFont(bold);
+      }
+      table_->setItem(i, c, item);
+    }
   }
   const ReplayIteration& m = report_.mean;
   auto share = [&](double whatif) {
