@@ -120,8 +120,9 @@ int RunReplay(const ReplayArgs& a, std::ostream& out, std::ostream& err) {
   out << m.unmatched << " without a record (modelled), " << m.waits << " wait records not replayed\n";
   if (rep.stalled_passes > 0)
     out << "stalls: " << rep.stalled_passes << " of " << rep.speed_passes
-        << " compute passes ran far slower than their stage's typical speed (beyond Q3 + 3 IQR of recorded / "
-           "modelled), "
+        << " compute passes ran far slower than their kind's typical speed on their stage (beyond Q3 + 3 IQR "
+           "of "
+           "recorded / modelled), "
         << Ms(rep.stall_us)
         << " ms above it over the run; the stalls what-if runs them at that speed, --predict leaves them out "
            "of "
