@@ -11,7 +11,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/scenario/scenario.h"
 #include "core/util/csv.h"
+#include "driver/planner.h"
 
 namespace mmtwin {
 namespace {
@@ -245,6 +247,38 @@ TEST(PublishedFigures, MfuIsRelativeToThePeakTheSourceDividesBy) {
   ASSERT_EQ(r->results.size(), 2u);
   ASSERT_GT(r->results[0].prior, 0);
   EXPECT_NEAR(r->results[1].prior, r->results[0].prior / 2, 1e-12);
+}
+
+// LongVILA's "2.5x the context of Megatron-LM" entry (longvila-8b-256-2m-megatron-cp, fits: false): Megatron-LM of
+// 2024 ran data parallelism as DDP with the distributed optimizer (zero_stage 1, Megatron's precision), so every
+// GPU holds the 8B backbone's bf16 weights and fp32 main gradients whole and only 12 bytes per parameter sharded
+// over the 256 dp x cp ranks; that, not the CP buffers, puts 2M tokens out of memory: the same run under ZeRO-3
+// fits (the entry's assumption before issue 27's ninth round).
+TEST(PublishedScenarios, MegatronCpRunsOutOfMemoryOnMegatronsOwnStates) {
+  const std::string path =
+      std::string(MMTWIN_SOURCE_DIR) + "/scenarios/validation/published/longvila-8b-256-2m-megatron-cp.yaml";
+  auto s = LoadScenario(path);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->parallel.zero_stage, 1);
+  PlanOptions o;
+  o.memory_report = true;
+  auto run = BuildPlan(*s, o);
+  ASSERT_TRUE(run.ok()) << run.error().message();
+  ASSERT_EQ(run->memory.size(), 1u);
+  const StageMemory& m = run->memory[0];
+  const double params = m.weight_bytes / 2.0;  // bf16, whole on every GPU
+  EXPECT_GT(params, 8.0e9);
+  EXPECT_EQ(m.grad_bytes, 0);                             // Megatron accumulates into the fp32 main grad
+  EXPECT_EQ(m.main_grad_bytes, 2 * m.weight_bytes);       // fp32, whole
+  EXPECT_NEAR(m.optimizer_bytes, params * 12 / 256, 16);  // master + moments over dp x cp = 256
+  EXPECT_FALSE(m.fits);
+  Scenario z = *s;
+  z.parallel.zero_stage = 3;
+  auto z3 = BuildPlan(z, o);
+  ASSERT_TRUE(z3.ok()) << z3.error().message();
+  ASSERT_EQ(z3->memory.size(), 1u);
+  EXPECT_TRUE(z3->memory[0].fits) << "short by " << z3->memory[0].short_bytes;
+  EXPECT_LT(z3->memory[0].model_state_bytes * 40, m.model_state_bytes);
 }
 
 }  // namespace
