@@ -678,15 +678,43 @@ std::string MethodOf(const std::string& fig) {
   return at == std::string::npos ? "" : fig.substr(at + 2);
 }
 
-// A max-seq row's figure recomputed from the search its run column names.
+// A max-seq row's figure recomputed from the search its run column names (two, "A / B", for a ratio of 2d to a
+// Megatron-LM method under Megatron-LM's distributed optimizer: the plain search, then the one with
+// parallel.zero_stage=1).
 double LvMaxSeqExpected(const Row& row) {
   const std::string& fig = row.cells[1];
-  const Search& m = MaxSeqOf(row.cells[5]);
+  const std::string megatron = "under Megatron-LM's distributed optimizer";
+  const bool under_megatron = fig.find(megatron) != std::string::npos;
+  const size_t slash = row.cells[5].find(" / ");
+  const Search& m = MaxSeqOf(row.cells[5].substr(0, slash));
   const std::string impl =
       m.overrides.count("parallel.zero3_impl") ? m.overrides.at("parallel.zero3_impl") : "";
+  const auto zero_stage = [](const Search& s) {
+    return s.overrides.count("parallel.zero_stage") ? s.overrides.at("parallel.zero_stage") : "";
+  };
+  if (slash != std::string::npos) {
+    const Search& g = MaxSeqOf(row.cells[5].substr(slash + 3));
+    EXPECT_TRUE(under_megatron) << fig;
+    EXPECT_EQ(zero_stage(m), "") << fig;
+    EXPECT_EQ(zero_stage(g), "1") << fig;
+    EXPECT_EQ(g.overrides.count("parallel.sp") ? g.overrides.at("parallel.sp") : "", row.cells[0]) << fig;
+    const std::string prefix = "2d / ", suffix = " max context, " + megatron;
+    EXPECT_EQ(fig.rfind(prefix, 0), 0u) << fig;
+    EXPECT_GE(fig.size(), prefix.size() + suffix.size()) << fig;
+    if (fig.size() < prefix.size() + suffix.size()) return NAN;
+    return MaxK(m, "2d") / MaxK(g, fig.substr(prefix.size(), fig.size() - prefix.size() - suffix.size()));
+  }
   if (row.table.find("Max context") != std::string::npos) {
     EXPECT_EQ(m.overrides.count("parallel.sp") ? m.overrides.at("parallel.sp") : "", row.cells[0]) << fig;
     EXPECT_EQ(impl, "") << fig;
+    EXPECT_EQ(zero_stage(m), under_megatron ? "1" : "") << fig;
+    if (under_megatron) {
+      const std::string prefix = "max context (K tokens), ", suffix = " " + megatron;
+      EXPECT_EQ(fig.rfind(prefix, 0), 0u) << fig;
+      EXPECT_GE(fig.size(), prefix.size() + suffix.size()) << fig;
+      if (fig.size() < prefix.size() + suffix.size()) return NAN;
+      return MaxK(m, fig.substr(prefix.size(), fig.size() - prefix.size() - suffix.size()));
+    }
   } else {  // the ZeRO-3 table: the row names the implementation searched
     const std::map<std::string, std::string> impls = {
         {"none (simple)", ""}, {"FSDP", "fsdp"}, {"DeepSpeed ZeRO-3", "deepspeed"}};
@@ -799,9 +827,10 @@ TEST(ReportTest, ReducedLongvilaReportEqualsItsRunRecordsAndSearches) {
   const std::vector<Row> rows = ParseTables(md, tables);
   EXPECT_EQ(tables, 5);
   // 32 GPUs: 2 x 2 rows x (5 times + 4 ratios); 64 GPUs: 2 x (6 times + 3 speed-ups + 2 exposed + 2 compute);
-  // max context: 8 GPUs 6 methods (no megatron-cp+tp: TP 8 leaves no CP) + 2, 32..256 GPUs 7 + 3 each;
-  // ZeRO-3: 3 searches + 2 lengths; sharding: 3 x 3.
-  EXPECT_EQ(rows.size(), 36u + 26u + (8u + 4u * 10u) + 5u + 9u);
+  // max context: 8 GPUs 6 methods (no megatron-cp+tp: TP 8 leaves no CP) + 2, and megatron-cp under
+  // Megatron-LM's distributed optimizer with its ratio to 2d; 32..256 GPUs 7 + 3 each, and both Megatron-LM
+  // methods with their ratios; ZeRO-3: 3 searches + 2 lengths; sharding: 3 x 3.
+  EXPECT_EQ(rows.size(), 36u + 26u + (10u + 4u * 14u) + 5u + 9u);
   std::set<std::string> refs_used;
   int max_seq_rows = 0;
   for (const Row& row : rows) {
@@ -833,11 +862,14 @@ TEST(ReportTest, ReducedLongvilaReportEqualsItsRunRecordsAndSearches) {
     EXPECT_EQ(shown, Fixed(exact, DecimalsOf(shown))) << what << " (exact " << exact << ")";
     CheckRatio(row, exact, what);
   }
-  EXPECT_EQ(max_seq_rows, 48 + 3);
+  EXPECT_EQ(max_seq_rows, 66 + 3);
   EXPECT_EQ(refs_used.size(), by_ref.size()) << "some run of the sweeps is in no table";
   // The paper's statements stand beside the rows they cover.
   EXPECT_NE(md.find("| 256 | 2d / ulysses max context | 8 |"), std::string::npos);
   EXPECT_NE(md.find("| 256 | max context (K tokens), 2d | > 2,000 |"), std::string::npos);
+  EXPECT_NE(
+      md.find("| 256 | 2d / megatron-cp max context, under Megatron-LM's distributed optimizer | 2.5 |"),
+      std::string::npos);
   // The closing section quotes the tables' numbers.
   const std::string cp_tp = Shown(rows, "on 64 H100s", "128K",
                                   "speed-up of 2d over megatron-cp+tp (megatron-cp+tp "
