@@ -8,8 +8,9 @@
 // Sources: the sweeps scenarios/sweeps/longvila-32gpu.yaml, longvila-64gpu.yaml and longvila-sharding.yaml run
 // through the results database; the max context figures are MaxSequenceSearch (driver/max_seq.h, the search
 // behind `mmtwin plan --max-seq`) on scenarios/longvila/max-context-256.yaml with the GPU count (and ZeRO-3
-// implementation) overridden, named in the run column as "max-seq KEY=VALUE ..." (the overrides, applied in order
-// with ParseScenarioWithOverrides).
+// implementation, or for Megatron-LM's methods its ZeRO stage) overridden, named in the run column as
+// "max-seq KEY=VALUE ..." (the overrides, applied in order with ParseScenarioWithOverrides; a ratio of two
+// searches names both, "A / B").
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
