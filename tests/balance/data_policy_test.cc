@@ -103,6 +103,41 @@ TEST(DataPolicyTest, RandomHasFixedBatchSize) {
   EXPECT_FALSE(p->packed);
 }
 
+// packed: the same draw (same seed, same samples on the same ranks), concatenated instead of padded: no pad,
+// and each mini-batch's computed LLM tokens are the sum of its samples' (brute force over the plan), where the
+// padded plan computes B x the longest.
+TEST(DataPolicyTest, RandomPackedKeepsTheDrawAndDropsThePadding) {
+  Fixture f(1000);
+  auto padded = RunDataPolicy("random", {{"batch_size", "6"}}, f.Ctx(4));
+  auto packed = RunDataPolicy("random", {{"batch_size", "6"}, {"packed", "true"}}, f.Ctx(4));
+  ASSERT_TRUE(padded.ok() && packed.ok());
+  EXPECT_FALSE(padded->packed);
+  EXPECT_TRUE(packed->packed);
+  ASSERT_EQ(packed->steps.size(), padded->steps.size());
+  int64_t sum_max = 0, computed_padded = 0, computed_packed = 0;
+  for (size_t k = 0; k < packed->steps.size(); ++k)
+    for (size_t r = 0; r < packed->steps[k].ranks.size(); ++r) {
+      const auto& s = packed->steps[k].ranks[r].samples;
+      EXPECT_EQ(s, padded->steps[k].ranks[r].samples);
+      int64_t sum = 0, longest = 0;
+      for (uint32_t i : s) {
+        sum += f.sizes.llm_tokens[i];
+        longest = std::max<int64_t>(longest, f.sizes.llm_tokens[i]);
+      }
+      computed_packed += sum;
+      computed_padded += longest * static_cast<int64_t>(s.size());
+      sum_max = std::max(sum_max, sum);
+    }
+  const DataMetrics m_packed = ComputeDataMetrics(*packed, f.sizes);
+  const DataMetrics m_padded = ComputeDataMetrics(*padded, f.sizes);
+  EXPECT_EQ(m_packed.pad_ratio, 0);
+  EXPECT_GT(m_padded.pad_ratio, 0.1);
+  EXPECT_EQ(m_packed.max_llm_tokens, sum_max);
+  EXPECT_DOUBLE_EQ(m_packed.llm_compute_over_real, 1.0);
+  EXPECT_NEAR(m_padded.llm_compute_over_real,
+              static_cast<double>(computed_padded) / static_cast<double>(computed_packed), 1e-9);
+}
+
 TEST(DataPolicyTest, LengthGroupSortsWithinAStep) {
   Fixture f(2000);
   auto p = RunDataPolicy("length-group", {{"key", "llm"}, {"megabatch_mult", "1"}}, f.Ctx(8));

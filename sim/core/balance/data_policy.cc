@@ -95,7 +95,9 @@ void DealConsecutive(const std::vector<uint32_t>& chunk, int64_t b, DataStep& st
 }
 
 Result<DataPlan> RunRandom(const DataPolicyContext& ctx, const Params& p) {
-  return RandomBatches(ctx, p.Int("batch_size"), 0);
+  DataPlan plan = RandomBatches(ctx, p.Int("batch_size"), 0);
+  plan.packed = p.Bool("packed");
+  return plan;
 }
 
 // Length grouping, two published variants (param `split`):
@@ -516,8 +518,11 @@ Result<DataPlan> RunIsf(const DataPolicyContext& ctx, const Params& p) {
 const std::vector<DataPolicyInfo>& Registry() {
   static const std::vector<DataPolicyInfo> kPolicies = {
       {"random",
-       "fixed batch size, random samples, padded to the longest in the mini-batch (baseline)",
-       {kBatchSize},
+       "fixed batch size, random samples, padded to the longest in the mini-batch, or packed (baseline)",
+       {kBatchSize,
+        {"packed", ParamType::kBool, "false",
+         "concatenate each mini-batch's samples into one varlen sequence instead of padding them (varlen "
+         "flash attention; OrchMLLM's batching without balance)"}},
        RunRandom},
       {"length-group",
        "Hugging Face / LLaVA length-grouped samplers: sorted mega-batches cut into mini-batches of similar "

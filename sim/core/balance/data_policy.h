@@ -6,7 +6,8 @@
 //   MMTWIN_ASSIGN_OR_RETURN(DataPlan plan, RunDataPolicy("isf", {{"iterations", "10"}}, ctx));
 //
 // Built in (see DataPolicies() for parameters):
-//   random        fixed batch size, random samples, padded to the longest in the mini-batch (OmniBal baseline)
+//   random        fixed batch size, random samples, padded to the longest in the mini-batch (OmniBal baseline),
+//                 or packed into one varlen sequence (packed: true; OrchMLLM without balancing)
 //   length-group  LLaVA's length-grouped sampler: similar sizes within a mini-batch, not across ranks
 //   device-group  sizes matched across the ranks of one step (snake deal of a sorted mega-batch), not within
 //   isf           OmniBal's iterative sampling and filtering: packed groups bounded by Q_v images and Q_t tokens;
