@@ -493,6 +493,12 @@ TEST(AnalyticCostTest, KernelImplTextNamesTheEagerFamilies) {
   KernelImpl split;
   split.split_projections = true;
   EXPECT_EQ(KernelImplText(split), "split projections");
+  KernelImpl chunked;  // OrchMLLM's scenarios
+  chunked.chunked_logits = true;
+  EXPECT_EQ(KernelImplText(chunked), "chunked logits");
+  chunked.eager_loss = true;
+  EXPECT_EQ(KernelImplText(chunked), "eager: loss; chunked logits");
+  EXPECT_FALSE(EagerKernels().chunked_logits);
 }
 
 // The optimizer step (mixed-precision Adam + gradient clipping, 34 bytes per parameter) at the achieved HBM
@@ -783,6 +789,44 @@ TEST(AnalyticCostTest, BackwardWorkingMemoryClosedForms) {
   EXPECT_EQ(tp4.Cost(m, proj, LayerWorkload{1000, 0, 0}).bwd_work_bytes, 2LL * 1000 * widest / 4);
   EXPECT_EQ(tp4.Cost(m, FirstOf(layers, 2, LayerKind::kEmbedding), w).bwd_work_bytes, 2LL * 4096 * 6144 / 4);
   EXPECT_EQ(tp4.Cost(m, head, LayerWorkload{}).bwd_work_bytes, 0);
+}
+
+// Chunked logits (Liger's fused linear cross-entropy): the head holds the norm's input, its input's gradient and
+// its weight's gradient instead of the fp32 logits, and its transient is one chunk's bf16 logits.
+TEST(AnalyticCostTest, ChunkedLogitsHoldOneChunkInsteadOfTheVocabulary) {
+  // Liger's own example (fused_linear_cross_entropy.py): BT = 4096 x 4, V = 32000, H = 4096 -> 2048 tokens.
+  EXPECT_EQ(ChunkedLogitsTokens(4096 * 4, 32000, 4096), 2048);
+  EXPECT_EQ(ChunkedLogitsTokens(1000, 32000, 4096), 128);  // ceil(1000 / 8) = 125 -> the next power of 2
+  EXPECT_EQ(ChunkedLogitsTokens(100, 1000, 4096), 100);    // one chunk, never more than the tokens
+  EXPECT_EQ(ChunkedLogitsTokens(0, 32000, 4096), 0);
+  ModelSpec m = Load("internvl-1.5-6b-20b");
+  const std::vector<Layer> layers = Layers(m);
+  const Layer& head = layers.back();
+  ASSERT_EQ(head.kind, LayerKind::kHead);
+  const int64_t vocab = m.components[head.component].vocab, h = 6144;  // InternLM2-20B: 92,553 x 6,144
+  const LayerWorkload w{4096, 4096.0 * 4096.0, 1};
+  AnalyticOptions chunked_options{.tp = 4};
+  chunked_options.kernels.chunked_logits = true;
+  AnalyticCostModel whole(CurveH100(), {.tp = 4}), chunked(CurveH100(), chunked_options);
+  const LayerCost a = whole.Cost(m, head, w), b = chunked.Cost(m, head, w);
+  // ceil(92553 / 6144) = 16 -> chunks of ceil(4096 / 16) = 256 tokens.
+  ASSERT_EQ(ChunkedLogitsTokens(4096, vocab, h), 256);
+  EXPECT_EQ(b.bwd_work_bytes, 2LL * 256 * vocab / 4);
+  EXPECT_EQ(a.act_bytes, (4LL * 4096 * h + 4LL * 4096 * vocab) / 4);
+  EXPECT_EQ(b.act_bytes, (4LL * 4096 * h + 2LL * vocab * h) / 4);
+  EXPECT_EQ(b.act_bytes_recompute, a.act_bytes_recompute);
+  // The same FLOPs; the loss moves 4 bytes per logit in the forward instead of 8 + 6, at the achieved HBM rate.
+  EXPECT_EQ(b.fwd_flops, a.fwd_flops);
+  const double logits = 4096.0 * static_cast<double>(vocab) / 4, hbm = 3.35e12 * 0.85;
+  EXPECT_NEAR(a.fwd_time_us - b.fwd_time_us, logits * (8 - 4) / hbm * 1e6, 1e-6);
+  EXPECT_NEAR(a.bwd_time_us - b.bwd_time_us, logits * 6 / hbm * 1e6, 1e-6);
+  // The loss is inside the fused kernel: eager_loss changes nothing then.
+  chunked_options.kernels.eager_loss = true;
+  const LayerCost c = AnalyticCostModel(CurveH100(), chunked_options).Cost(m, head, w);
+  EXPECT_EQ(c.bwd_work_bytes, b.bwd_work_bytes);
+  EXPECT_EQ(c.act_bytes, b.act_bytes);
+  EXPECT_DOUBLE_EQ(c.fwd_time_us, b.fwd_time_us);
+  EXPECT_DOUBLE_EQ(c.bwd_time_us, b.bwd_time_us);
 }
 
 TEST(AnalyticCostTest, TpThatDoesNotDivideTheHeadsPricesPaddedHeads) {

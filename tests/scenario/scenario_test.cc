@@ -669,7 +669,18 @@ TEST(ScenarioTest, ModelKernelsWordOrMappingReachTheCostModel) {
   KernelImpl only_split;
   only_split.split_projections = true;
   EXPECT_EQ(split->kernels, only_split);
-  for (const Scenario* s : {&*eager, &*mixed, &*split}) {
+  // logits: whole (default) or chunked; `eager` leaves them whole, and a mapping adds them to any default.
+  EXPECT_FALSE(eager->kernels.chunked_logits);
+  auto chunked =
+      Parse(head + "model: {name: internvl-1.5-6b-20b, kernels: {default: eager, logits: chunked}}\n");
+  ASSERT_TRUE(chunked.ok()) << chunked.error().message();
+  KernelImpl eager_chunked = EagerKernels();
+  eager_chunked.chunked_logits = true;
+  EXPECT_EQ(chunked->kernels, eager_chunked);
+  auto whole = Parse(head + "model: {name: internvl-1.5-6b-20b, kernels: {logits: whole}}\n");
+  ASSERT_TRUE(whole.ok()) << whole.error().message();
+  EXPECT_FALSE(whole->kernels.any());
+  for (const Scenario* s : {&*eager, &*mixed, &*split, &*chunked}) {
     auto again = Parse(FormatScenario(*s));
     ASSERT_TRUE(again.ok()) << again.error().message();
     EXPECT_EQ(again->kernels, s->kernels);
@@ -695,6 +706,9 @@ TEST(ScenarioTest, ModelKernelsWordOrMappingReachTheCostModel) {
             std::string::npos);
   EXPECT_NE(ErrorOf(head + "model: {name: internvl-1.5-6b-20b, kernels: {projections: eager}}\n")
                 .find("model.kernels.projections: 'eager': expected fused or split"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(head + "model: {name: internvl-1.5-6b-20b, kernels: {logits: fused}}\n")
+                .find("s.yaml:2: model.kernels.logits: 'fused': expected whole or chunked"),
             std::string::npos);
   EXPECT_NE(ErrorOf(head + "model: {name: internvl-1.5-6b-20b, kernels: {softmax: eager}}\n").find("softmax"),
             std::string::npos);

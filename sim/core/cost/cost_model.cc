@@ -188,13 +188,15 @@ const std::vector<KernelImplFamily>& KernelImplFamilies() {
       {"activation", &KernelImpl::eager_activation, "eager"},
       {"residual", &KernelImpl::eager_residual, "eager"},
       {"loss", &KernelImpl::eager_loss, "eager"},
-      {"projections", &KernelImpl::split_projections, "split"}};
+      {"projections", &KernelImpl::split_projections, "split"},
+      {"logits", &KernelImpl::chunked_logits, "chunked", "whole", false}};
   return families;
 }
 
 KernelImpl EagerKernels() {
   KernelImpl k;
-  for (const KernelImplFamily& f : KernelImplFamilies()) k.*f.flag = true;
+  for (const KernelImplFamily& f : KernelImplFamilies())
+    if (f.eager) k.*f.flag = true;
   return k;
 }
 
@@ -203,10 +205,11 @@ std::string KernelImplText(const KernelImpl& k) {
   if (k == EagerKernels()) return "eager";
   std::string eager;
   for (const KernelImplFamily& f : KernelImplFamilies())
-    if (k.*f.flag && f.flag != &KernelImpl::split_projections)
+    if (k.*f.flag && f.eager && f.flag != &KernelImpl::split_projections)
       eager += (eager.empty() ? "" : ", ") + std::string(f.key);
   std::string out = eager.empty() ? "" : "eager: " + eager;
   if (k.split_projections) out += (out.empty() ? "" : "; ") + std::string("split projections");
+  if (k.chunked_logits) out += (out.empty() ? "" : "; ") + std::string("chunked logits");
   return out;
 }
 
@@ -245,13 +248,24 @@ KernelCounts KernelsOf(const ModelSpec& m, const Layer& layer, const KernelImpl&
       const bool rms_eager =
           kernels.eager_norm && m.components.at(layer.component).tf.norm == NormKind::kRmsNorm;
       const int norm_f = rms_eager ? 8 : 1, norm_b = rms_eager ? 15 : 2;
-      return {norm_f + 1 + (kernels.eager_loss ? 3 : 1), norm_b + 2 + (kernels.eager_loss ? 3 : 2), 1};
+      const bool eager_loss = kernels.eager_loss && !kernels.chunked_logits;
+      return {norm_f + 1 + (eager_loss ? 3 : 1), norm_b + 2 + (eager_loss ? 3 : 2), 1};
     }
   }
   return {};
 }
 
-int64_t AnalyticBackwardWorkBytes(const ModelSpec& m, const Layer& layer, const LayerWorkload& w, int tp_in) {
+int64_t ChunkedLogitsTokens(int64_t tokens, int64_t vocab, int64_t hidden) {
+  if (tokens <= 0) return 0;
+  const int64_t inc = hidden > 0 ? std::max<int64_t>(1, (vocab + hidden - 1) / hidden) : 1;
+  const int64_t want = (tokens + inc - 1) / inc;
+  int64_t chunk = 1;
+  while (chunk < want) chunk *= 2;
+  return std::min(chunk, tokens);
+}
+
+int64_t AnalyticBackwardWorkBytes(const ModelSpec& m, const Layer& layer, const LayerWorkload& w, int tp_in,
+                                  const KernelImpl& kernels) {
   if (w.tokens <= 0) return 0;
   const Component& c = m.components.at(layer.component);
   const double tp = std::max(1, tp_in);
@@ -271,7 +285,10 @@ int64_t AnalyticBackwardWorkBytes(const ModelSpec& m, const Layer& layer, const 
       break;
     }
     case LayerKind::kHead:
-      work = 6.0 * tokens * static_cast<double>(c.vocab) / tp;
+      work = kernels.chunked_logits
+                 ? 2.0 * static_cast<double>(ChunkedLogitsTokens(w.tokens, c.vocab, c.tf.hidden)) *
+                       static_cast<double>(c.vocab) / tp
+                 : 6.0 * tokens * static_cast<double>(c.vocab) / tp;
       break;
     case LayerKind::kProjector: {
       const std::vector<int64_t>& dims = c.projector_dims;
@@ -409,8 +426,10 @@ LayerCost AnalyticCostModel::FullBackwardCost(const ModelSpec& m, const Layer& l
     case LayerKind::kHead: {
       const double vocab = static_cast<double>(c.vocab);
       fwd_flops = 2.0 * tokens * h * vocab;
-      act = (2.0 * tokens * h * 2.0 + 4.0 * tokens * vocab) /
-            tp;  // norm + head inputs, fp32 logits for the loss
+      // Whole logits: norm + head inputs and the fp32 logits for the loss. Chunked (Liger): the norm's input,
+      // the head input's gradient and the head weight's gradient (bf16), computed in the forward.
+      act = options_.kernels.chunked_logits ? (2.0 * tokens * h * 2.0 + 2.0 * vocab * h) / tp
+                                            : (2.0 * tokens * h * 2.0 + 4.0 * tokens * vocab) / tp;
       act_recompute = 2.0 * tokens * h / tp;
       boundary = 0;
       break;
@@ -452,7 +471,7 @@ LayerCost AnalyticCostModel::FullBackwardCost(const ModelSpec& m, const Layer& l
   cost.act_bytes = BytesOf(act);
   cost.act_bytes_recompute = BytesOf(act_recompute);
   cost.boundary_bytes = BytesOf(boundary);
-  cost.bwd_work_bytes = AnalyticBackwardWorkBytes(m, layer, w, options_.tp);
+  cost.bwd_work_bytes = AnalyticBackwardWorkBytes(m, layer, w, options_.tp, options_.kernels);
   return cost;
 }
 
@@ -581,14 +600,18 @@ AnalyticCostModel::CurveTimes AnalyticCostModel::CurveTimesOf(const ModelSpec& m
     }
     case LayerKind::kHead: {
       // Final norm, the vocabulary-parallel GEMM, and the loss on fp32 logits: written and read by the softmax
-      // cross-entropy (8 bytes per logit), its gradient read in fp32 and written in bf16 (6 bytes).
+      // cross-entropy (8 bytes per logit), its gradient read in fp32 and written in bf16 (6 bytes). Chunked
+      // logits: Liger's kernel on each chunk's bf16 logits (4 bytes per logit; its GEMMs stay in their passes
+      // here, where Liger runs the two gradient GEMMs in the forward: the same step time without pipelining).
       const double vocab = static_cast<double>(c.vocab) / tp;
       const double norm_tokens = (options_.sequence_parallel || tp == 1) ? T / tp : T;
       const bool rms_eager = options_.kernels.eager_norm && c.tf.norm == NormKind::kRmsNorm;
       memory(norm_tokens, rms_eager ? kEagerRmsNormFwdBytesPerElem * h : kNormFwdBytesPerElem * h,
              rms_eager ? kEagerRmsNormBwdBytesPerElem * h : kNormBwdBytesPerElem * h);
       gemm(T, vocab, h);
-      if (options_.kernels.eager_loss)
+      if (options_.kernels.chunked_logits)
+        memory(T, kChunkedLossFwdBytesPerLogit * vocab, 0);
+      else if (options_.kernels.eager_loss)
         memory(T, kEagerLossFwdBytesPerLogit * vocab, kEagerLossBwdBytesPerLogit * vocab);
       else
         memory(T, kLossFwdBytesPerLogit * vocab, kLossBwdBytesPerLogit * vocab);

@@ -132,25 +132,32 @@ struct KernelImpl {
   bool eager_residual = false;     // the residual add as its own kernel, no dropout (HF Llama, torchtitan)
   bool eager_loss = false;         // logits.float() then log_softmax / nll (PyTorch's cross entropy)
   bool split_projections = false;  // q, k, v and SwiGLU's gate and up as separate GEMMs (nn.Linear each)
+  // The LM head and its loss as one fused linear cross-entropy over chunks of tokens (Liger Kernel's
+  // FusedLinearCrossEntropy, linkedin/Liger-Kernel src/liger_kernel/ops/fused_linear_cross_entropy.py): no
+  // token's full-vocabulary logits outlive its chunk; the gradients of the head's input and weight are computed
+  // chunk by chunk and held until the backward. Overrides eager_loss (the loss is inside the fused kernel).
+  bool chunked_logits = false;
   bool any() const {
     return eager_norm || eager_rotary || eager_activation || eager_residual || eager_loss ||
-           split_projections;
+           split_projections || chunked_logits;
   }
   bool operator==(const KernelImpl&) const = default;
 };
-// The families of KernelImpl as a scenario names them (`model.kernels.KEY`): each family's key, its flag and the
-// word that sets it (the other word is "fused"). The one table the scenario parser and writer and KernelImplText
+// The families of KernelImpl as a scenario names them (`model.kernels.KEY`): each family's key, its flag, the
+// word that sets it and the word that clears it. The one table the scenario parser and writer and KernelImplText
 // read.
 struct KernelImplFamily {
   const char* key;
   bool KernelImpl::*flag;
-  const char* on_word;  // "eager", or "split" for projections
+  const char* on_word;             // "eager", "split" for projections, "chunked" for logits
+  const char* off_word = "fused";  // "whole" for logits
+  bool eager = true;               // set by `kernels: eager` (PyTorch eager mode); logits: no
 };
 const std::vector<KernelImplFamily>& KernelImplFamilies();
-// All families eager (`kernels: eager`).
+// Every family PyTorch eager mode changes (`kernels: eager`): all but the logits, which stay whole.
 KernelImpl EagerKernels();
 // "fused", "eager", or the eager families ("eager: rotary, activation"; split projections as "split
-// projections"), for summaries.
+// projections", chunked logits as "chunked logits"), for summaries.
 std::string KernelImplText(const KernelImpl& k);
 
 struct AnalyticOptions {
@@ -227,11 +234,17 @@ KernelCounts KernelsOf(const ModelSpec& m, const Layer& layer, const KernelImpl&
 //                      row-parallel GEMMs' backward)
 //   LM head            4·T·V / t + 2·T·V / t: the loss's gradient of the fp32 logits (PyTorch's log_softmax
 //                      backward allocates it; Megatron's vocab-parallel cross entropy writes it into its saved
-//                      softmax instead) and its bf16 copy for the head GEMM's backward, both live at the cast
+//                      softmax instead) and its bf16 copy for the head GEMM's backward, both live at the cast;
+//                      with chunked logits (KernelImpl::chunked_logits) one chunk's bf16 logits, 2·C·V / t, C =
+//                      min(T, next_pow2(ceil(T / ceil(V / h)))) tokens (Liger's chunk: about T·h elements; the
+//                      transient of its forward, where the gradients are computed)
 //   projector          2·T·(d_in + d_out) / t of its widest Linear (the gradients of its output and its input)
 //   embedding          the gradient of its output, 2·T·h / t (vision, LLM; audio twice: conv1's output)
 // 0 when the workload has no tokens.
-int64_t AnalyticBackwardWorkBytes(const ModelSpec& m, const Layer& layer, const LayerWorkload& w, int tp);
+int64_t AnalyticBackwardWorkBytes(const ModelSpec& m, const Layer& layer, const LayerWorkload& w, int tp,
+                                  const KernelImpl& kernels = {});
+// Liger's token chunk of the fused linear cross-entropy: min(T, next_pow2(ceil(T / ceil(V / h)))) (0 when T <= 0).
+int64_t ChunkedLogitsTokens(int64_t tokens, int64_t vocab, int64_t hidden);
 // Byte counts of the memory-bound kernels (bf16 = 2 bytes per element), forward / backward, per element of
 // the tensor named; the backward reads what the forward saved and the output gradient and writes the input
 // gradient. Bias adds are fused into the next elementwise kernel (Megatron-LM's bias-GeLU, bias-SwiGLU and
@@ -250,6 +263,10 @@ inline constexpr double kSwiGluFwdBytesPerElem = 6;   // per FFN column: read ga
 inline constexpr double kSwiGluBwdBytesPerElem = 10;  // read gate, up and dy, write dgate and dup
 inline constexpr double kLossFwdBytesPerLogit = 8;   // fp32 logits written, read by the softmax cross-entropy
 inline constexpr double kLossBwdBytesPerLogit = 6;   // their gradient: read in fp32, written in bf16
+// Chunked logits (Liger's fused linear cross-entropy): its cross-entropy kernel reads a chunk's bf16 logits and
+// writes their gradient in place (the softmax in registers, fp32): 4 bytes per logit, all in the forward; the
+// backward only scales the stored gradients (nothing per logit).
+inline constexpr double kChunkedLossFwdBytesPerLogit = 4;
 inline constexpr double kScoresFwdBytesPerPair = 8;  // unfused attention, per head: scores written, softmax
                                                      // read + write, read by P V
 // Eager kernels (KernelImpl), bytes per element the same way, counted op by op from the code KernelImpl names

@@ -167,14 +167,15 @@ Status ParseTrace(const Parser& r, const YAML::Node& n, TraceSource& t) {
   return Status();
 }
 
-// `model.kernels`: fused | eager, or {default: fused|eager, FAMILY: fused|eager (projections: fused|split)}.
+// `model.kernels`: fused | eager, or {default: fused|eager, FAMILY: fused|eager (projections: fused|split;
+// logits: whole|chunked)}.
 Status ParseKernels(const Parser& r, const YAML::Node& n, KernelImpl& out) {
-  const auto word = [&](const YAML::Node& v, const std::string& field,
-                        const char* eager_word) -> Result<bool> {
+  const auto word = [&](const YAML::Node& v, const std::string& field, const char* eager_word,
+                        const char* off_word = "fused") -> Result<bool> {
     MMTWIN_ASSIGN_OR_RETURN(std::string w, r.Str(v, field));
-    if (w == "fused") return false;
+    if (w == off_word) return false;
     if (w == eager_word) return true;
-    return r.At(v, field, "'" + w + "': expected fused or " + eager_word);
+    return r.At(v, field, "'" + w + "': expected " + off_word + " or " + eager_word);
   };
   auto set_all = [&](bool eager) { out = eager ? EagerKernels() : KernelImpl(); };
   if (n.IsScalar()) {
@@ -194,7 +195,8 @@ Status ParseKernels(const Parser& r, const YAML::Node& n, KernelImpl& out) {
   }
   for (const KernelImplFamily& f : KernelImplFamilies())
     if (const YAML::Node v = n[f.key]) {
-      MMTWIN_ASSIGN_OR_RETURN(out.*f.flag, word(v, std::string("model.kernels.") + f.key, f.on_word));
+      MMTWIN_ASSIGN_OR_RETURN(out.*f.flag,
+                              word(v, std::string("model.kernels.") + f.key, f.on_word, f.off_word));
     }
   return Status();
 }
