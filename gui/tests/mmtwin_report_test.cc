@@ -578,6 +578,16 @@ TEST(ReportTest, ReducedOrchmllmReportEqualsItsRunRecords) {
     ASSERT_TRUE(r->summary.has_value()) << ref;
     EXPECT_EQ(r->summary->iterations_replayed, mmtwin::report::kReducedIterations) << ref;
     EXPECT_EQ(r->summary->trace_samples, mmtwin::report::kReducedSamples) << ref;
+    // OrchMLLM's framework in every run (issue 27's tenth round): PyTorch FSDP's per-layer units, the chunked
+    // fused loss (the paper's mini-batches do not fit with whole logits), and the unbalanced runs packed as the
+    // paper batches every run.
+    auto s = mmtwin::ParseScenario(r->scenario_yaml, "test", MMTWIN_SOURCE_DIR);
+    ASSERT_TRUE(s.ok()) << ref << ": " << s.error().message();
+    EXPECT_EQ(s->parallel.zero3_impl, "fsdp") << ref;
+    EXPECT_TRUE(s->kernels.chunked_logits) << ref;
+    if (s->data.name == "random") {
+      EXPECT_EQ(s->data.params["packed"], "true") << ref;
+    }
   }
 
   int tables = 0;

@@ -281,5 +281,39 @@ TEST(PublishedScenarios, MegatronCpRunsOutOfMemoryOnMegatronsOwnStates) {
   EXPECT_LT(z3->memory[0].model_state_bytes * 40, m.model_state_bytes);
 }
 
+// OrchMLLM's stated mini-batches (the suite's calibration fits entries, issue 27's tenth round): MLLM-10B at 60 per
+// rank on 64 GPUs (Table 2) ran. With every token's logits whole over Qwen2's 152,064-token vocabulary the plan
+// holds their fp32 copy and the loss's gradient and is far out of memory; the shipped scenario's chunked fused
+// linear cross-entropy holds one chunk's logits and the head's two gradients, and fits. The difference is the
+// head's closed forms (cost_model.h): 4·T·V saved + 6·T·V transient against 2·V·h saved + 2·C·V transient.
+TEST(PublishedScenarios, OrchMllmStatedMiniBatchFitsOnlyWithoutWholeLogits) {
+  const std::string dir = std::string(MMTWIN_SOURCE_DIR) + "/scenarios/validation/published/";
+  auto s = LoadScenario(dir + "orchmllm-10b-64-orch-60.yaml");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_TRUE(s->kernels.chunked_logits);
+  PlanOptions o;
+  o.memory_report = true;
+  auto chunked = BuildPlan(*s, o);
+  ASSERT_TRUE(chunked.ok()) << chunked.error().message();
+  ASSERT_EQ(chunked->memory.size(), 1u);
+  EXPECT_TRUE(chunked->memory[0].fits) << "short by " << chunked->memory[0].short_bytes;
+  Scenario whole_s = *s;
+  whole_s.kernels.chunked_logits = false;
+  auto whole = BuildPlan(whole_s, o);
+  ASSERT_TRUE(whole.ok()) << whole.error().message();
+  ASSERT_EQ(whole->memory.size(), 1u);
+  EXPECT_FALSE(whole->memory[0].fits);
+  // At least the fp32 logits of 60 samples' worth of tokens (over 40K) more: 4 bytes x 40,000 x 152,064.
+  EXPECT_GT(whole->memory[0].peak_activation_bytes - chunked->memory[0].peak_activation_bytes,
+            4.0 * 40000 * 152064);
+  // Every OrchMLLM scenario of the suite runs the same loss.
+  for (const char* name : {"orchmllm-84b-2560", "orchmllm-84b-128-orch-25", "orchmllm-84b-128-llm-balance-18",
+                           "orchmllm-10b-2560-random-65", "orchmllm-18b-128-orch-50"}) {
+    auto other = LoadScenario(dir + name + ".yaml");
+    ASSERT_TRUE(other.ok()) << other.error().message();
+    EXPECT_TRUE(other->kernels.chunked_logits) << name;
+  }
+}
+
 }  // namespace
 }  // namespace mmtwin

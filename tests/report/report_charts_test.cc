@@ -28,8 +28,8 @@ TEST(ReportCharts, OrchmllmScalingMarksThePaperPointAndTheGap) {
   ASSERT_EQ(c.series.size(), 4u);
   EXPECT_EQ(c.series[0].values[0], 40.0);
   EXPECT_EQ(c.series[1].values[5], 25.0);
-  EXPECT_EQ(c.series[2].name, "paper MLLM-84B (§8.1)");
-  EXPECT_EQ(c.series[3].name, "mmtwin MLLM-84B (-6.7 pts)");
+  EXPECT_EQ(c.series[2].name, "paper MLLM-84B (§8.1): 41.6");
+  EXPECT_EQ(c.series[3].name, "mmtwin MLLM-84B: 34.9 (-6.7 pts)");
   for (size_t i = 0; i + 1 < gpus.size(); ++i) {
     EXPECT_TRUE(std::isnan(c.series[2].values[i])) << i;  // only the measured scale has a paper point
     EXPECT_TRUE(std::isnan(c.series[3].values[i])) << i;
@@ -37,7 +37,7 @@ TEST(ReportCharts, OrchmllmScalingMarksThePaperPointAndTheGap) {
   EXPECT_EQ(c.series[2].values.back(), 41.6);
   EXPECT_EQ(c.series[3].values.back(), 34.9);
   full.rows[0].mmtwin = 43.0;
-  EXPECT_EQ(OrchmllmScalingChart(full, scale).series[3].name, "mmtwin MLLM-84B (+1.4 pts)");
+  EXPECT_EQ(OrchmllmScalingChart(full, scale).series[3].name, "mmtwin MLLM-84B: 43.0 (+1.4 pts)");
 }
 
 std::string Read(const std::string& path) {
