@@ -502,7 +502,9 @@ TEST_F(CliSimulateTest, TheTimeSplitAddsUpToAllGpuTime) {
     EXPECT_LE(recompute, busy) << line;
     EXPECT_NEAR(comm, 100 * j.at("exposed_comm_ratio").get<double>(), 0.051) << line;
     EXPECT_NEAR(recompute, 100 * j.at("recompute_ratio").get<double>(), 0.051) << line;
-    if (scenario == P("zero3.yaml")) EXPECT_GT(comm, 1.0) << line;  // ZeRO-3 at dp 16 exposes communication
+    if (scenario == P("zero3.yaml")) {
+      EXPECT_GT(comm, 1.0) << line;  // ZeRO-3 at dp 16 exposes communication
+    }
   }
 }
 
