@@ -42,12 +42,6 @@ struct Ranked {
 
 double PeakGiB(const RunSummary& s) { return static_cast<double>(PeakMemoryBytes(s)) / kGiB; }
 
-// A share in percent with one decimal ("0.0%", never "-0.0%" for a ratio a rounding error left below zero).
-std::string Pct(double fraction) {
-  const double pct = 100 * fraction;
-  return Fixed(std::fabs(pct) < 0.05 ? 0.0 : pct, 1) + "%";
-}
-
 // A margin below this is no finding: the analytic model's figures are not that exact (reports/validation).
 constexpr double kTie = 0.005;
 

@@ -97,4 +97,9 @@ std::string FixedOrNa(double v, int decimals) {
   return std::isfinite(v) ? FormatFixed(v, decimals) : std::string("n/a");
 }
 
+std::string Pct(double fraction) {
+  const double pct = 100 * fraction;
+  return Fixed(std::fabs(pct) < 0.05 ? 0.0 : pct, 1) + "%";
+}
+
 }  // namespace mmtwin::report

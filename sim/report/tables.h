@@ -65,5 +65,7 @@ Status CheckPaperValuesShown(const Paper& paper, const std::vector<const ReportT
 // not finite.
 std::string Fixed(double v, int decimals);
 std::string FixedOrNa(double v, int decimals);
+// A share in percent with one decimal ("0.0%", never "-0.0%" for a ratio a rounding error left below zero).
+std::string Pct(double fraction);
 
 }  // namespace mmtwin::report

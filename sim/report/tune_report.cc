@@ -66,10 +66,10 @@ struct Searched {
 
 // "0.2693 GPU-days (busy 76.0%, bubble 19.6%, ...; peak 72.2 GiB)".
 std::string Split(double gpu_days, const RunSummary& s, int64_t peak_bytes) {
-  return Fixed(gpu_days, 4) + " GPU-days (busy " + Fixed(100 * s.busy_ratio, 1) + "%, bubble " +
-         Fixed(100 * s.bubble_ratio, 1) + "%, idle " + Fixed(100 * s.idle_ratio, 1) + "%, exposed comm " +
-         Fixed(100 * s.exposed_comm_ratio, 1) + "%, recompute " + Fixed(100 * s.recompute_ratio, 1) +
-         "% of GPU time; peak " + Fixed(static_cast<double>(peak_bytes) / kGiB, 1) + " GiB)";
+  return Fixed(gpu_days, 4) + " GPU-days (busy " + Pct(s.busy_ratio) + ", bubble " + Pct(s.bubble_ratio) +
+         ", idle " + Pct(s.idle_ratio) + ", exposed comm " + Pct(s.exposed_comm_ratio) + ", recompute " +
+         Pct(s.recompute_ratio) + " of GPU time; peak " + Fixed(static_cast<double>(peak_bytes) / kGiB, 1) +
+         " GiB)";
 }
 
 }  // namespace
@@ -186,9 +186,9 @@ Status GenerateTune(const ReportOptions& o, const std::string& scenarios, Plotte
                                      : "the iterations each space names");
   ChartSpec c;
   c.kind = ChartSpec::Kind::kBars;
-  c.title =
-      "Tuner's best against the paper's layout, GPU-days relative to it (OOM: the paper's does not fit in "
-      "mmtwin)";
+  // The legend of the "(OOM)" mark only where a category carries it.
+  c.title = std::string("Tuner's best against the paper's layout, GPU-days relative to it") +
+            (all_fit ? "" : " (OOM: the paper's does not fit in mmtwin)");
   c.y_label = "GPU-days / the paper's layout's";
   c.value_decimals = 2;
   ChartSeries paper{"the paper's layout"}, best{"the tuner's best"};

@@ -40,6 +40,16 @@ std::string ErrorOf(const std::string& text) {
   return p.ok() ? std::string("(no error)") : p.error().message();
 }
 
+// Shares in the prose: one decimal, and a rounding error below zero is 0.0%, never -0.0% (the tune report's
+// "bubble -0.0%" on a run without a pipeline).
+TEST(Tables, PctNeverShowsNegativeZero) {
+  EXPECT_EQ(Pct(0.196), "19.6%");
+  EXPECT_EQ(Pct(-1e-9), "0.0%");
+  EXPECT_EQ(Pct(-0.0004), "0.0%");
+  EXPECT_EQ(Pct(-0.01), "-1.0%");
+  EXPECT_EQ(Pct(1.0), "100.0%");
+}
+
 TEST(Paper, ReadsValuesAsPrintedWithStarRowsClaimsAndFacts) {
   auto p = ParsePaper(kPaper, "p.yaml");
   ASSERT_TRUE(p.ok()) << p.error().message();
