@@ -118,6 +118,51 @@ TEST(PricerTest, TensorParallelSplitsComputeAndAddsCollectives) {
   EXPECT_NEAR(br.TpLayerForwardUs(tokens, 6144), 2 * flat, 1e-9);
 }
 
+// parallel.tp_comm_overlap (Megatron-LM --tp-comm-overlap, Transformer Engine's userbuffers): each block's TP
+// collectives hide under its weight GEMMs, at least an eighth of them exposed (the last of the reduce-scatters'
+// 4 splits), and the hidden part slows the GEMMs by the device's overlap_slowdown. Closed forms, then the chunk
+// sums: every block of a chunk adds its exposed time to tp_fwd_us, the same per backward (no recompute).
+TEST(PricerTest, TpCommOverlapHidesCollectivesUnderTheGemms) {
+  PricingFixture f;
+  ParallelConfig p4, p4o;
+  p4.tp = p4o.tp = 4;
+  p4o.tp_comm_overlap = true;
+  AnalyticCostModel c4(f.cluster.device, {4});
+  const Pricer plain(f.model, c4, f.cluster, p4), over(f.model, c4, f.cluster, p4o);
+  const double s = f.cluster.device.overlap_slowdown;
+  ASSERT_GT(s, 0);
+  // Closed forms: comm 100 us under 300 us of GEMMs: 12.5 exposed, 87.5 hidden; under 40 us: 60 exposed.
+  EXPECT_DOUBLE_EQ(plain.TpExposedUs(100, 300), 100);
+  EXPECT_DOUBLE_EQ(over.TpExposedUs(100, 300), 12.5 + s * 87.5);
+  EXPECT_DOUBLE_EQ(over.TpExposedUs(100, 40), 60 + s * 40);
+  EXPECT_DOUBLE_EQ(over.TpExposedUs(100, 0), 100);  // a frozen layer: no weight GEMMs to hide under
+  EXPECT_DOUBLE_EQ(over.TpExposedUs(0, 300), 0);
+  // Chunk sums over the model's blocks.
+  const Partition part = f.Even(1);
+  RecomputePlan none{std::vector<uint8_t>(plain.layers().size(), 0)};
+  ChunkCost a, b;
+  plain.PriceMicroBatch(f.mb, Packing::kVarlen, part, none, &a);
+  over.PriceMicroBatch(f.mb, Packing::kVarlen, part, none, &b);
+  std::vector<LayerCost> lc;
+  plain.LayerCosts(f.mb, Packing::kVarlen, lc);
+  double want = 0, raw = 0;
+  for (size_t i = 0; i < lc.size(); ++i) {
+    const Layer& l = plain.layers()[i];
+    if (l.kind != LayerKind::kTransformer) continue;
+    const double comm =
+        plain.TpLayerForwardUs(ComponentWorkload(f.model, l.component, f.mb, Packing::kVarlen).tokens,
+                               f.model.components[l.component].tf.hidden);
+    raw += comm;
+    want += std::max(comm - lc[i].bwd_weight_time_us, comm / 8) +
+            s * (comm - std::max(comm - lc[i].bwd_weight_time_us, comm / 8));
+  }
+  EXPECT_NEAR(a.tp_fwd_us, raw, 1e-9 * raw);
+  EXPECT_NEAR(b.tp_fwd_us, want, 1e-9 * want);
+  EXPECT_NEAR(b.tp_bwd_us, want, 1e-9 * want);
+  EXPECT_LT(b.tp_fwd_us, 0.5 * a.tp_fwd_us);  // A100 NVLink at TP 4: the GEMMs outlast the collectives
+  EXPECT_DOUBLE_EQ(b.fwd_us, a.fwd_us);       // compute itself is unchanged
+}
+
 TEST(PricerTest, PaddingCostsTimeButNotModelFlops) {
   PricingFixture f;
   ParallelConfig par;

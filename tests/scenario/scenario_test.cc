@@ -777,6 +777,29 @@ TEST(ScenarioTest, OverlapGradReduce) {
       << bad;
 }
 
+// parallel.tp_comm_overlap: false by default (not written), true kept by FormatScenario and by the plan and run
+// records; refused without Megatron sequence parallelism, which it overlaps.
+TEST(ScenarioTest, TpCommOverlap) {
+  const std::string head = "trace: {preset: internvl-1.2m, samples: 1000}\nmodel: internvl-1.5-6b-20b\n";
+  EXPECT_FALSE(Parse(head).value().parallel.tp_comm_overlap);
+  EXPECT_EQ(FormatScenario(Parse(head).value()).find("tp_comm_overlap"), std::string::npos);
+  auto s = Parse(head + "parallel: {dp: 2, tp: 4, tp_comm_overlap: true}\n");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_TRUE(s->parallel.tp_comm_overlap);
+  auto again = Parse(FormatScenario(*s));
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_TRUE(again->parallel.tp_comm_overlap);
+  EXPECT_TRUE(*s == *again);
+  const std::string bad =
+      ErrorOf(head + "parallel: {dp: 2, tp: 4, tp_sequence_parallel: false, tp_comm_overlap: true}\n");
+  EXPECT_NE(bad.find("parallel.tp_comm_overlap: true needs parallel.tp_sequence_parallel true"),
+            std::string::npos)
+      << bad;
+  const std::string word = ErrorOf(head + "parallel: {tp_comm_overlap: sometimes}\n");
+  EXPECT_NE(word.find("s.yaml:3: parallel.tp_comm_overlap: expected true or false"), std::string::npos)
+      << word;
+}
+
 // parallel.grad_reduce_dtype: "param" by default (not written), "fp32" kept by FormatScenario and turned into
 // the layout's gradient byte scale; anything else refused with the valid values.
 // backend.device and backend.autocast (the backend's GPU path): defaults, round trip, defaults not written,

@@ -57,6 +57,11 @@ struct ParallelConfig {
   // Megatron sequence parallelism inside the TP group: activations outside attention/MLP also divided by TP.
   // (Sequence / context parallelism across GPUs is the device mesh's sp dimension, core/plan/mesh.h.)
   bool tp_sequence_parallel = true;
+  // TP communication overlapped with the GEMMs next to it (Megatron-LM --tp-comm-overlap: Transformer Engine's
+  // userbuffers, ring-exchange all-gathers before the QKV / FC1 GEMMs, pipelined reduce-scatters after the
+  // projection / FC2 GEMMs in 4 splits; TransformerEngine transformer_engine/pytorch/module/base.py
+  // initialize_ub). Needs tp_sequence_parallel. Pricing: core/plan/pricing.h TpExposedUs.
+  bool tp_comm_overlap = false;
   // Gradient reduction overlapped with the backward (true: each bucket is reduced as soon as the backward has
   // produced it, as PyTorch DDP, FSDP, DeepSpeed ZeRO-3 and Megatron-LM with --overlap-grad-reduce do) or after
   // it (false: the device's DP collectives start once its last backward of the iteration has ended, as

@@ -94,6 +94,15 @@ double Pricer::TpLayerForwardUs(int64_t tokens, int64_t hidden) const {
   return 2 * one;  // two collective points per block (attention output, MLP output)
 }
 
+double Pricer::TpExposedUs(double comm_us, double gemm_us) const {
+  if (!parallel_.tp_comm_overlap || comm_us <= 0) return comm_us;
+  // TE's pipelined reduce-scatter (num_splits 4, initialize_ub's default): half of the layer's collective time
+  // is reduce-scatters, the last of their 4 splits runs after the last GEMM chunk.
+  constexpr double kExposedFloor = 1.0 / 8.0;
+  const double exposed = std::max(comm_us - std::max(gemm_us, 0.0), comm_us * kExposedFloor);
+  return exposed + cluster_.device.overlap_slowdown * (comm_us - exposed);
+}
+
 void Pricer::LayerCosts(const std::vector<SampleTokens>& mb, Packing packing,
                         std::vector<LayerCost>& out) const {
   std::vector<LayerWorkload> work(model_.components.size());
@@ -159,7 +168,9 @@ void Pricer::PriceMicroBatch(const std::vector<SampleTokens>& mb, Packing packin
       double tp_us = 0;
       if (layers_[i].kind == LayerKind::kTransformer) {
         double& t = tp_of_component[layers_[i].component];
-        if (t < 0) t = TpLayerForwardUs(work[layers_[i].component].tokens, hidden_of_layer_[i]);
+        if (t < 0)
+          t = TpExposedUs(TpLayerForwardUs(work[layers_[i].component].tokens, hidden_of_layer_[i]),
+                          x.bwd_weight_time_us);
         tp_us = t;
       }
       AddLayer(x, flops[i].fwd_flops + flops[i].bwd_flops, flag, tp_us, layers_[i].backward, cc, transient);
@@ -196,7 +207,8 @@ void Pricer::PriceSlots(const std::vector<SampleTokens>& mb, Packing packing, Sl
     y.bwd_weight_us = x.bwd_weight_time_us;
     y.boundary_bytes = x.boundary_bytes;
     y.tp_us = layers_[i].kind == LayerKind::kTransformer
-                  ? TpLayerForwardUs(work[layers_[i].component].tokens, hidden_of_layer_[i])
+                  ? TpExposedUs(TpLayerForwardUs(work[layers_[i].component].tokens, hidden_of_layer_[i]),
+                                x.bwd_weight_time_us)
                   : 0.0;
   }
 }
@@ -848,7 +860,9 @@ void Pricer::PriceMicroBatchSp(const std::vector<SampleTokens>& mb, Packing /*pa
       double tp_us = 0;
       if (layers_[i].kind == LayerKind::kTransformer) {
         double& t = tp_of_component[layers_[i].component];
-        if (t < 0) t = TpLayerForwardUs(rank[layers_[i].component].tokens, hidden_of_layer_[i]);
+        if (t < 0)
+          t = TpExposedUs(TpLayerForwardUs(rank[layers_[i].component].tokens, hidden_of_layer_[i]),
+                          x.bwd_weight_time_us);
         tp_us = t;
       }
       AddLayer(x, (full[i].fwd_flops + full[i].bwd_flops) / S, flag, tp_us, layers_[i].backward, cc,

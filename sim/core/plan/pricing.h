@@ -75,6 +75,18 @@ class Pricer {
   // TP collective time of one transformer layer's forward for a micro-batch with `tokens` positions of width
   // `hidden` (0 when tp == 1).
   double TpLayerForwardUs(int64_t tokens, int64_t hidden) const;
+  // The time a layer's TP collectives add to its pass, from their time `comm_us` (TpLayerForwardUs) and the
+  // layer's weight GEMMs `gemm_us` (one pass's: LayerCost::bwd_weight_time_us, the forward GEMMs' FLOPs). Without
+  // parallel.tp_comm_overlap: comm_us (the collectives run between the GEMMs). With it, as Transformer Engine's
+  // userbuffers run Megatron-LM's --tp-comm-overlap (ring-exchange all-gathers split into tp steps, each under
+  // the GEMM of the chunk already received; reduce-scatters pipelined in 4 splits after the GEMM's chunks, the
+  // last split exposed): exposed = max(comm_us - gemm_us, comm_us / 8) (half of comm_us is reduce-scatters, a
+  // quarter of them left after the last split), plus the device's overlap_slowdown s (cluster.h) on the GEMM
+  // time spent under the rest: exposed + s (comm_us - exposed). The backward's collectives are taken as
+  // exposed as the forward's (AddLayer: TpBackwardFactor copies of the forward's), an upper bound: its dgrad
+  // and wgrad GEMMs give them twice the forward's GEMM time to hide behind. A frozen layer (no weight
+  // gradients, gemm_us 0) hides nothing.
+  double TpExposedUs(double comm_us, double gemm_us) const;
 
   // Per-chunk costs of one micro-batch; `out` has partition.chunks() entries. With the encoders outside the
   // pipeline (partition.EncoderLayers() > 0) and `encoder` given, their pass (layers [0, EncoderLayers())) is

@@ -133,6 +133,8 @@ Status ReadParallel(const In& in, const json& j, ParallelConfig& pc) {
     MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "overlap_grad_reduce", pc.overlap_grad_reduce));
   if (par->contains("grad_reduce_dtype"))
     MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "grad_reduce_dtype", pc.grad_reduce_dtype));
+  if (par->contains("tp_comm_overlap"))
+    MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "tp_comm_overlap", pc.tp_comm_overlap));
   if (par->contains("sp")) {
     MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "sp", pc.sp));
     MMTWIN_RETURN_IF_ERROR(in.Read(*par, "parallel", "sp_ulysses", pc.sp_ulysses));
@@ -342,6 +344,7 @@ std::string PlanToJson(const Plan& p) {
   if (par.zero3_shard_group != 0) j["parallel"]["zero3_shard_group"] = par.zero3_shard_group;
   if (!par.overlap_grad_reduce) j["parallel"]["overlap_grad_reduce"] = false;
   if (par.grad_reduce_dtype != "param") j["parallel"]["grad_reduce_dtype"] = par.grad_reduce_dtype;
+  if (par.tp_comm_overlap) j["parallel"]["tp_comm_overlap"] = true;
   if (par.sp > 1) {  // written only with sequence parallelism (plans without it read the same as before)
     j["parallel"]["sp"] = par.sp;
     j["parallel"]["sp_ulysses"] = par.sp_ulysses;

@@ -147,6 +147,8 @@ Result<RunSummary> ReadSummary(const json& j, const std::string& name) {
     MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "overlap_grad_reduce", s.parallel.overlap_grad_reduce));
   if (par->contains("grad_reduce_dtype"))
     MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "grad_reduce_dtype", s.parallel.grad_reduce_dtype));
+  if (par->contains("tp_comm_overlap"))
+    MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "tp_comm_overlap", s.parallel.tp_comm_overlap));
   if (par->contains("sp")) {
     MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "sp", s.parallel.sp));
     MMTWIN_RETURN_IF_ERROR(r.Get(*par, "parallel", "sp_ulysses", s.parallel.sp_ulysses));
@@ -310,6 +312,7 @@ std::string SummaryToJson(const RunSummary& s) {
   if (p.zero3_shard_group != 0) j["parallel"]["zero3_shard_group"] = p.zero3_shard_group;
   if (!p.overlap_grad_reduce) j["parallel"]["overlap_grad_reduce"] = false;
   if (p.grad_reduce_dtype != "param") j["parallel"]["grad_reduce_dtype"] = p.grad_reduce_dtype;
+  if (p.tp_comm_overlap) j["parallel"]["tp_comm_overlap"] = true;
   if (p.sp > 1) {  // only with sequence parallelism: summaries without it are unchanged
     j["parallel"]["sp"] = p.sp;
     j["parallel"]["sp_ulysses"] = p.sp_ulysses;

@@ -146,6 +146,11 @@ Status CheckParallel(const Scenario& s) {
     return FieldError(s, "parallel.grad_reduce_dtype",
                       "unknown gradient reduction dtype '" + p.grad_reduce_dtype +
                           "'; valid values are: " + Join(kGradReduceDtypes));
+  if (p.tp_comm_overlap && !p.tp_sequence_parallel)
+    return FieldError(
+        s, "parallel.tp_comm_overlap",
+        "true needs parallel.tp_sequence_parallel true (Megatron-LM's --tp-comm-overlap overlaps "
+        "the sequence-parallel all-gathers and reduce-scatters)");
   if (!p.overlap_grad_reduce && p.zero_stage == 3)
     return FieldError(
         s, "parallel.overlap_grad_reduce",

@@ -310,6 +310,9 @@ Status ParseParallel(const Parser& r, const YAML::Node& n, ParallelConfig& p) {
   if (const YAML::Node v = n["overlap_grad_reduce"]) {
     MMTWIN_ASSIGN_OR_RETURN(p.overlap_grad_reduce, r.Bool(v, "parallel.overlap_grad_reduce"));
   }
+  if (const YAML::Node v = n["tp_comm_overlap"]) {
+    MMTWIN_ASSIGN_OR_RETURN(p.tp_comm_overlap, r.Bool(v, "parallel.tp_comm_overlap"));
+  }
   if (const YAML::Node v = n["grad_reduce_dtype"]) {
     MMTWIN_ASSIGN_OR_RETURN(p.grad_reduce_dtype, r.Str(v, "parallel.grad_reduce_dtype"));
   }
@@ -557,6 +560,7 @@ std::string FormatScenario(const Scenario& s) {
   if (p.optimizer_memory != "auto") e << YAML::Key << "optimizer_memory" << YAML::Value << p.optimizer_memory;
   if (p.zero3_shard_group != 0) e << YAML::Key << "zero3_shard_group" << YAML::Value << p.zero3_shard_group;
   if (!p.overlap_grad_reduce) e << YAML::Key << "overlap_grad_reduce" << YAML::Value << "false";
+  if (p.tp_comm_overlap) e << YAML::Key << "tp_comm_overlap" << YAML::Value << "true";
   if (p.grad_reduce_dtype != "param")
     e << YAML::Key << "grad_reduce_dtype" << YAML::Value << p.grad_reduce_dtype;
   // Sequence parallelism only when used, so that existing run keys and resolved scenarios stay the same.
@@ -642,7 +646,8 @@ bool operator==(const Scenario& a, const Scenario& b) {
       p.zero_stage == q.zero_stage && p.tp_sequence_parallel == q.tp_sequence_parallel && p.sp == q.sp &&
       p.sp_ulysses == q.sp_ulysses && p.sp_ring == q.sp_ring && p.zero3_impl == q.zero3_impl &&
       p.optimizer_memory == q.optimizer_memory && p.zero3_shard_group == q.zero3_shard_group &&
-      p.overlap_grad_reduce == q.overlap_grad_reduce && p.grad_reduce_dtype == q.grad_reduce_dtype;
+      p.overlap_grad_reduce == q.overlap_grad_reduce && p.grad_reduce_dtype == q.grad_reduce_dtype &&
+      p.tp_comm_overlap == q.tp_comm_overlap;
   return a.name == b.name && a.description == b.description && a.trace == b.trace && a.model == b.model &&
          a.image_px == b.image_px && a.token_merge == b.token_merge && a.attention == b.attention &&
          a.kernels == b.kernels && a.image_attention == b.image_attention && a.frozen == b.frozen &&

@@ -35,7 +35,8 @@ inline const std::vector<std::string> kParallelKeys = {"dp",
                                                        "optimizer_memory",
                                                        "zero3_shard_group",
                                                        "overlap_grad_reduce",
-                                                       "grad_reduce_dtype"};
+                                                       "grad_reduce_dtype",
+                                                       "tp_comm_overlap"};
 inline const std::vector<std::string> kPolicyKinds = {"data",     "partition", "recompute",
                                                       "schedule", "sp",        "encoder"};
 inline const std::vector<std::string> kPolicyKeys = {"name", "params"};
