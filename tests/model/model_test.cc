@@ -87,6 +87,25 @@ TEST(ModelZooTest, ComponentParamsMatchPublishedTotals) {
   }
 }
 
+// Megatron-LM's H100 weak-scaling table (README @ 937571cfd4, images/model_table.png): the "Model size" column
+// against the zoo's gpt-mcore-* specs built from its layers / hidden / heads with vocabulary 131,072. The table
+// rounds loosely (and counts the learned position embeddings, 4,096 x hidden, which an LLM spec does not), so 2%
+// or 0.05 B; the untied output layer is what makes 1.7B (tied: 1.48 B) and 7.1B (tied: 6.58 B).
+TEST(ModelZooTest, MegatronCoreWeakScalingSizes) {
+  const std::pair<const char*, double> rows[] = {{"1.7b", 1.7},   {"7.1b", 7.1},   {"16b", 16},
+                                                 {"32b", 32},     {"70b", 70},     {"119b", 119},
+                                                 {"177b", 177},   {"314b", 314},   {"462b", 462}};
+  for (const auto& [size, billions] : rows) {
+    SCOPED_TRACE(size);
+    const ModelSpec m = Load(std::string("gpt-mcore-") + size);
+    const double got = static_cast<double>(TotalParams(m)) / 1e9;
+    EXPECT_NEAR(got, billions, std::max(0.02 * billions, 0.05));
+    ASSERT_EQ(m.components.size(), 1u);
+    EXPECT_EQ(m.components[0].vocab, 131072);
+    EXPECT_EQ(m.components[0].tf.ffn, 4 * m.components[0].tf.hidden);
+  }
+}
+
 TEST(ModelZooTest, ExactLlmCountsFromClosedForm) {
   // Llama-3-8B: 32 * (2*4096^2 + 2*4096*1024 + 3*4096*14336 + 2*4096) + 2*128256*4096 + 4096 = 8,030,261,248.
   EXPECT_EQ(TotalParams(Load("llama-3-8b")), 8030261248);
