@@ -315,5 +315,50 @@ TEST(PublishedScenarios, OrchMllmStatedMiniBatchFitsOnlyWithoutWholeLogits) {
   }
 }
 
+// Megatron-LM's H100 weak-scaling table (README @ 937571cfd4, images/model_table.png; the suite's eleventh-round
+// entries): every row's scenario runs the table's layout and batch with the README's overlaps, and its plan fits the
+// H100's 80 GiB without recomputation (the runs ran; a layout that did not fit would contradict the assumption).
+TEST(PublishedScenarios, MegatronCoreRowsRunTheReadmeTable) {
+  struct Row {
+    const char* size;
+    int layers, hidden, heads, tp, pp, gpus, batch;
+  };
+  const Row rows[] = {{"1.7b", 24, 2048, 16, 1, 1, 48, 192},       {"7.1b", 30, 4096, 32, 2, 1, 96, 192},
+                      {"16b", 32, 6144, 48, 4, 1, 192, 192},       {"32b", 48, 7168, 56, 8, 1, 384, 192},
+                      {"70b", 84, 8192, 64, 8, 2, 768, 384},       {"119b", 92, 10240, 80, 8, 4, 1536, 768},
+                      {"177b", 96, 12288, 96, 8, 6, 2304, 1152},   {"314b", 96, 16384, 128, 8, 8, 3072, 1536},
+                      {"462b", 112, 18432, 144, 8, 16, 6144, 3072}};
+  const std::string dir = std::string(MMTWIN_SOURCE_DIR) + "/scenarios/validation/published/";
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.size);
+    auto s = LoadScenario(dir + "megatron-core-h100-" + r.size + ".yaml");
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    const ParallelConfig& p = s->parallel;
+    EXPECT_EQ(p.dp, 48);
+    EXPECT_EQ(p.tp, r.tp);
+    EXPECT_EQ(p.pp, r.pp);
+    EXPECT_EQ(p.world_size(), r.gpus);
+    EXPECT_EQ(s->trace.samples, r.batch);
+    EXPECT_EQ(s->trace.sequence_tokens, 4096);
+    EXPECT_EQ(p.micro_batches * p.dp, r.batch);  // micro-batch 1
+    EXPECT_TRUE(p.tp_comm_overlap && p.tp_sequence_parallel && p.overlap_grad_reduce);
+    EXPECT_EQ(p.zero_stage, 1);
+    EXPECT_EQ(p.grad_reduce_dtype, "fp32");
+    auto m = LoadScenarioModel(*s);
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    const Component* llm = m->Find(ComponentKind::kLlm);
+    ASSERT_NE(llm, nullptr);
+    EXPECT_EQ(llm->tf.layers, r.layers);
+    EXPECT_EQ(llm->tf.hidden, r.hidden);
+    EXPECT_EQ(llm->tf.heads, r.heads);
+    PlanOptions o;
+    o.memory_report = true;
+    auto run = BuildPlan(*s, o);
+    ASSERT_TRUE(run.ok()) << run.error().message();
+    ASSERT_EQ(run->memory.size(), static_cast<size_t>(r.pp));
+    for (const StageMemory& stage : run->memory) EXPECT_TRUE(stage.fits) << "short by " << stage.short_bytes;
+  }
+}
+
 }  // namespace
 }  // namespace mmtwin
