@@ -123,8 +123,9 @@ TEST(GradientBucketsTest, WithoutOverlapTheBucketsWaitForTheWholeBackward) {
   const IterationTiming t = EvaluateAnalytic(g);
   EXPECT_NEAR(t.iteration_time_us, 90, 1e-9);
   for (int i = 0; i < g.num_ops(); ++i)
-    if (g.ops[i].kind == OpKind::kDpCollective && g.ops[i].buckets > 0)
+    if (g.ops[i].kind == OpKind::kDpCollective && g.ops[i].buckets > 0) {
       EXPECT_GE(t.start_us[i], 50 - 1e-9) << g.Describe(i);
+    }
   pc.micro_batches = 2;
   const IterationCosts c2 = Dp2Costs(2);
   EXPECT_NEAR(EvaluateAnalytic(MustBuild(pc, "1f1b", c2, {Chunk()}, comm)).iteration_time_us, 140, 1e-9);

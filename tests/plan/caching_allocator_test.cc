@@ -268,7 +268,9 @@ TEST(CachingAllocatorTest, AgreesWithThePlainReferenceOnRandomStreams) {
     EXPECT_EQ(model.peak_reserved_bytes(), ref.peak_reserved_);
     EXPECT_EQ(model.segments_created(), ref.segments_);
     EXPECT_FALSE(model.Free(int64_t{1} << 40 | 7).ok());  // no block there
-    if (seed % 2 == 0) EXPECT_GT(model.releases(), 0) << "seed " << seed;  // the limit was reached
+    if (seed % 2 == 0) {
+      EXPECT_GT(model.releases(), 0) << "seed " << seed;  // the limit was reached
+    }
   }
 }
 

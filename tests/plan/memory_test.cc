@@ -536,7 +536,9 @@ TEST(FragmentationProbeTest, ThePresetPredictsTheMeasuredReservedPeaks) {
     model += std::abs(ReservedError(r, f, c));
     none += std::abs(ReservedError(r, 0, 0));
     // Equal micro-batches: the floor alone, within 5% of the reserved peak.
-    if (r.footprint_max == r.footprint_min) EXPECT_LT(std::abs(ReservedError(r, f, c)), 0.05) << r.name;
+    if (r.footprint_max == r.footprint_min) {
+      EXPECT_LT(std::abs(ReservedError(r, f, c)), 0.05) << r.name;
+    }
   }
   ASSERT_EQ(n, 15);
   model /= n;
@@ -854,7 +856,9 @@ TEST(FragmentationProbeTest, ExpandableSegmentsLeaveTheFloorOnly) {
     if (r.alloc_conf != "expandable_segments:True") continue;
     ++n;
     EXPECT_LT(std::abs(ReservedError(r, 0.015, 0)), 0.01) << r.name;
-    if (r.footprint_max > r.footprint_min * 2) EXPECT_GT(ReservedError(r, 0.05, 1.0), 0.2) << r.name;
+    if (r.footprint_max > r.footprint_min * 2) {
+      EXPECT_GT(ReservedError(r, 0.05, 1.0), 0.2) << r.name;
+    }
   }
   EXPECT_EQ(n, 3);
 }

@@ -240,7 +240,9 @@ TEST(PerfettoTest, MeasuredWaitsAreDrawnOnTheComputeThread) {
       EXPECT_EQ(e["tid"], 1) << e.dump();
       ++waits;
     }
-    if (cat == "dp_collective") EXPECT_EQ(e["tid"], static_cast<int>(Lane::kDp) + 1);
+    if (cat == "dp_collective") {
+      EXPECT_EQ(e["tid"], static_cast<int>(Lane::kDp) + 1);
+    }
     spans[{e["pid"].get<int>(), e["tid"].get<int>()}].push_back(
         {e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
   }
