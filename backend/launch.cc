@@ -53,6 +53,10 @@ Status CheckBackendScenario(const Scenario& s, int world_size, const std::string
     return ScenarioError(s, "model.frozen",
                          "the backend trains every component; frozen components are simulated only (mmtwin "
                          "simulate)");
+  if (p.tp_comm_overlap && p.tp > 1)
+    return ScenarioError(s, "parallel.tp_comm_overlap",
+                         "the backend runs a block's TP collectives between its GEMMs (no Transformer Engine "
+                         "userbuffers); the overlap is simulated only (mmtwin simulate)");
   if (p.sp > 1)
     return ScenarioError(s, "parallel.sp",
                          "the backend does not run sequence parallelism (sp " + std::to_string(p.sp) +

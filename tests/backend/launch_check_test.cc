@@ -51,5 +51,27 @@ TEST(BackendCheck, FrozenComponentsAreRefused) {
       << st.error().message();
 }
 
+// TP communication overlap (Megatron-LM --tp-comm-overlap) is priced by the simulator only: the backend's
+// collectives run between the GEMMs, so it would measure the serialized step. Refused with TP; a no-op at tp 1.
+TEST(BackendCheck, TpCommOverlapIsRefusedWithTensorParallelism) {
+  Scenario s = Small();
+  ASSERT_EQ(s.parallel.dp, 2);
+  s.parallel.dp = 1;
+  s.parallel.tp = 2;                   // the same 4 ranks
+  s.backend.shrink.width_divisor = 8;  // the vision tower keeps 2 heads (16 / 8) for TP 2
+  const Status plain = CheckBackendScenario(s, s.parallel.world_size(), "test");
+  ASSERT_TRUE(plain.ok()) << plain.error().message();
+  s.parallel.tp_comm_overlap = true;
+  const Status st = CheckBackendScenario(s, s.parallel.world_size(), "test");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("parallel.tp_comm_overlap: the backend runs a block's TP collectives"),
+            std::string::npos)
+      << st.error().message();
+  s.parallel.dp = 2;
+  s.parallel.tp = 1;
+  const Status one = CheckBackendScenario(s, s.parallel.world_size(), "test");
+  EXPECT_TRUE(one.ok()) << one.error().message();
+}
+
 }  // namespace
 }  // namespace mmtwin::backend
