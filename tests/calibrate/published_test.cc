@@ -360,5 +360,55 @@ TEST(PublishedScenarios, MegatronCoreRowsRunTheReadmeTable) {
   }
 }
 
+// NVIDIA's DGXC benchmark runs (dgxc-benchmarking v24.11.1; the suite's eleventh-round H100 entries): each scenario
+// runs its README row's layout and batch (TP x PP x CP x DP = GPUs, micro-batches x micro-batch x DP = the global
+// batch) with the configuration's overlap and optimizer, and the suite splits them by model as its comment says.
+TEST(PublishedScenarios, DgxcRowsRunTheirConfiguration) {
+  struct Row {
+    const char* name;
+    int tp, pp, cp, vpp, mbs, gpus, gbs, seq;
+    bool calibration;
+  };
+  const Row rows[] = {{"gpt3-175b-128", 4, 8, 1, 12, 1, 128, 256, 2048, true},
+                      {"gpt3-175b-2048", 4, 8, 1, 12, 1, 2048, 4096, 2048, false},
+                      {"llama3.1-8b-8", 1, 1, 2, 1, 1, 8, 128, 8192, false},
+                      {"llama3.1-8b-128", 1, 1, 2, 1, 1, 128, 2048, 8192, false},
+                      {"llama3.1-70b-64", 4, 4, 2, 5, 1, 64, 128, 8192, true},
+                      {"llama3.1-70b-2048", 4, 4, 2, 5, 1, 2048, 4096, 8192, false},
+                      {"llama3.1-405b-576", 8, 9, 2, 7, 1, 576, 252, 8192, false},
+                      {"llama3.1-405b-2304", 8, 9, 2, 7, 1, 2304, 1008, 8192, false},
+                      {"nemotron4-15b-16", 4, 1, 1, 1, 4, 16, 64, 4096, true},
+                      {"nemotron4-15b-2048", 4, 1, 1, 1, 4, 2048, 8192, 4096, false},
+                      {"nemotron4-340b-128", 8, 8, 1, 12, 1, 128, 32, 4096, false},
+                      {"nemotron4-340b-2048", 8, 8, 1, 12, 1, 2048, 512, 4096, false}};
+  const std::string root = std::string(MMTWIN_SOURCE_DIR) + "/scenarios/validation/";
+  auto suite = LoadPublishedSuite(root + "published.suite.yaml");
+  ASSERT_TRUE(suite.ok()) << suite.error().message();
+  for (const Row& r : rows) {
+    const std::string name = std::string("dgxc-h100-") + r.name;
+    SCOPED_TRACE(name);
+    auto s = LoadScenario(root + "published/" + name + ".yaml");
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    const ParallelConfig& p = s->parallel;
+    EXPECT_EQ(p.tp, r.tp);
+    EXPECT_EQ(p.pp, r.pp);
+    EXPECT_EQ(p.sp, r.cp);
+    EXPECT_EQ(p.vpp, r.vpp);
+    EXPECT_EQ(p.world_size(), r.gpus);
+    EXPECT_EQ(p.micro_batches * p.dp * r.mbs, r.gbs);
+    EXPECT_EQ(s->trace.samples, r.gbs);
+    EXPECT_EQ(s->trace.sequence_tokens, r.seq);
+    EXPECT_EQ(p.tp_comm_overlap, r.tp > 1);  // userbuffers wherever the run has TP
+    EXPECT_EQ(p.zero_stage, 1);
+    EXPECT_EQ(p.optimizer_memory, "simple");  // bf16 gradient buckets (grad_sync_dtype bf16)
+    EXPECT_EQ(p.grad_reduce_dtype, "param");
+    const auto e = std::find_if(suite->entries.begin(), suite->entries.end(),
+                                [&](const PublishedEntry& x) { return x.name == name; });
+    ASSERT_NE(e, suite->entries.end());
+    EXPECT_EQ(!e->held_out, r.calibration);
+    EXPECT_EQ(e->metric, PublishedMetric::kIterationTimeS);
+  }
+}
+
 }  // namespace
 }  // namespace mmtwin
