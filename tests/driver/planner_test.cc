@@ -298,6 +298,14 @@ TEST(PlannerTest, PlanJsonRoundTrips) {
   ASSERT_TRUE(back.ok()) << back.error().message();
   EXPECT_TRUE(*back == p);
   EXPECT_EQ(PlanToJson(*back), text);
+  // parallel.tp_comm_overlap: not written when off (plans read as before), kept when on.
+  EXPECT_EQ(text.find("tp_comm_overlap"), std::string::npos);
+  Plan q = p;
+  q.parallel.tp_comm_overlap = true;
+  auto again = PlanFromJson(PlanToJson(q), "plan.json");
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_TRUE(again->parallel.tp_comm_overlap);
+  EXPECT_TRUE(*again == q);
 }
 
 TEST(PlannerTest, MalformedPlansNameTheField) {

@@ -52,6 +52,12 @@ TEST(SimulateTest, SummaryIsConsistentAndDeterministic) {
   auto back = SummaryFromJson(SummaryToJson(j), "summary.json");
   ASSERT_TRUE(back.ok()) << back.error().message();
   EXPECT_EQ(SummaryToJson(*back), SummaryToJson(j));
+  RunSummary overlapped = j;  // parallel.tp_comm_overlap: written only when on, and read back
+  EXPECT_EQ(SummaryToJson(j).find("tp_comm_overlap"), std::string::npos);
+  overlapped.parallel.tp_comm_overlap = true;
+  auto back2 = SummaryFromJson(SummaryToJson(overlapped), "summary.json");
+  ASSERT_TRUE(back2.ok()) << back2.error().message();
+  EXPECT_TRUE(back2->parallel.tp_comm_overlap);
   // The traced iteration's op records: one per op, with the workload of compute ops.
   ASSERT_FALSE(a->ops.empty());
   int64_t forwards = 0;
